@@ -1,0 +1,252 @@
+//! The seam between the engine and anything that drives it (the console, the headless
+//! demo, later a daemon socket). Every type here is plain serde data so the transport can
+//! change without touching either side.
+
+use serde::{Deserialize, Serialize};
+
+/// What a person (or the headless stand-in) asks the engine to do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "command", rename_all = "snake_case")]
+pub enum Command {
+    /// Approve the exact content the person saw: `content_hash` must still match.
+    Approve {
+        proposal: String,
+        content_hash: String,
+        reason: String,
+    },
+    /// Reject is final for that content hash.
+    Reject {
+        proposal: String,
+        content_hash: String,
+        reason: String,
+    },
+    /// Apply the proposal's undo (resume the job, revert the diff).
+    RollBack { proposal: String, reason: String },
+    /// Send a note proposal to the owner of the other system.
+    Forward { proposal: String },
+    /// Queue the run that an approved hold proposal planned (its job, once).
+    QueueRun { incident: String },
+}
+
+/// One line of the engine's timeline. The headless demo prints these as JSON lines.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Virtual (or wall) time, RFC 3339.
+    pub at: String,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum EventKind {
+    /// Something the demo scenario did to the estate (data or schema only).
+    Scenario { step: String },
+    IncidentOpened {
+        incident: String,
+        table: String,
+        monitor: String,
+        observed: f64,
+        expected: String,
+    },
+    Diagnosis {
+        incident: String,
+        cause: String,
+        evidence: Vec<String>,
+    },
+    BlastRadius {
+        incident: String,
+        nodes: Vec<BlastNode>,
+    },
+    Proposal {
+        incident: String,
+        proposal: String,
+        kind: ProposalKind,
+        content_hash: String,
+    },
+    Decision {
+        proposal: String,
+        verdict: Verdict,
+        actor: String,
+        seq: u64,
+    },
+    /// A command the policy refused; nothing changed.
+    Refused {
+        command: String,
+        reason: String,
+    },
+    Run {
+        incident: String,
+        job: String,
+        status: String,
+        seq: u64,
+    },
+    Verification {
+        incident: String,
+        passed: bool,
+        checks: Vec<Check>,
+    },
+    IncidentResolved {
+        incident: String,
+    },
+    Undo {
+        proposal: String,
+        action: String,
+        seq: u64,
+    },
+    Receipt {
+        incident: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Approved,
+    Rejected,
+    Forwarded,
+    RolledBack,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProposalKind {
+    /// Pause a job schedule; undo resumes it.
+    Hold,
+    /// A dbt SQL change; undo reverts it.
+    Diff,
+    /// A note for the owner of another system; nothing runs.
+    Note,
+}
+
+/// One verification check and its outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    pub name: String,
+    pub passed: bool,
+    pub detail: String,
+}
+
+/// One node of the blast radius, flat; `parents` lets a tree be rebuilt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BlastNode {
+    pub id: String,
+    pub name: String,
+    pub kind: String,
+    pub depth: u32,
+    pub parents: Vec<String>,
+    /// What the changed column means here, e.g. "casts seat_section to integer".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finding: Option<String>,
+    /// The finding will break on the new data.
+    #[serde(default)]
+    pub break_risk: bool,
+}
+
+/// Everything the console draws, sent whole after every change (the bottom model:
+/// the UI never asks the engine anything, it only draws the latest snapshot).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub now: String,
+    /// Who the console runs as, attested by the kernel.
+    pub actor: String,
+    pub chain_head: Option<ChainHead>,
+    pub pipelines: Vec<PipelineView>,
+    pub monitors: Vec<MonitorView>,
+    pub incidents: Vec<IncidentView>,
+    /// The latest refusals and confirmations, newest last.
+    pub notices: Vec<String>,
+    /// The scenario is over (demo only).
+    pub finished: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChainHead {
+    pub seq: u64,
+    pub hash: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PipelineView {
+    pub name: String,
+    /// "running", "paused", "idle".
+    pub state: String,
+    /// "success" or "failed" for the last run; pipelines report green while data is wrong.
+    pub last_status: String,
+    pub last_run_at: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MonitorView {
+    pub name: String,
+    pub table: String,
+    pub check: String,
+    pub verdict: String,
+    pub observed: String,
+    pub expected: String,
+    pub health: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IncidentStatus {
+    Open,
+    Verifying,
+    Resolved,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IncidentView {
+    pub id: String,
+    pub title: String,
+    pub table: String,
+    pub monitor: String,
+    pub status: IncidentStatus,
+    pub opened_at: String,
+    pub observed: String,
+    pub expected: String,
+    pub cause: Option<String>,
+    pub evidence: Vec<String>,
+    pub blast: Vec<BlastNode>,
+    pub proposals: Vec<ProposalView>,
+    /// The last verification, if any ran.
+    pub checks: Vec<Check>,
+    /// The receipt as Markdown, once the incident is resolved.
+    pub receipt: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProposalState {
+    Pending,
+    Approved,
+    Rejected,
+    Forwarded,
+    RolledBack,
+    /// Approved and its undo already applied because the incident closed (hold resumed).
+    Completed,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProposalView {
+    pub id: String,
+    pub kind: ProposalKind,
+    pub title: String,
+    /// The role whose approval this needs (or, for a note, who receives it).
+    pub owner: String,
+    pub content_hash: String,
+    pub state: ProposalState,
+    /// What undoing it does.
+    pub undo: String,
+    /// How we will know it worked.
+    pub verify: String,
+    pub body: ProposalBody,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ProposalBody {
+    Hold { job: String, plan: String },
+    Diff { file: String, old: String, new: String },
+    Note { to: String, text: String },
+}

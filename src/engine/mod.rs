@@ -1,0 +1,3 @@
+//! The engine wires the stages of the loop together: commands in, events out.
+
+pub mod api;
