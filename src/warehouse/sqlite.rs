@@ -1,0 +1,322 @@
+//! SQLite as a warehouse: the embedded demo estate, and small teams' local marts.
+//!
+//! SQLite's CAST never fails: `CAST('FLOOR-A' AS INTEGER)` is 0. Every real warehouse
+//! raises an error instead, and that error is exactly what breaks a model downstream of a
+//! type change. So model SQL run here goes through [`strict_casts`], which turns numeric
+//! casts into a function that fails the way Snowflake or PostgreSQL would.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::functions::FunctionFlags;
+use rusqlite::types::{Value, ValueRef};
+use rusqlite::{Connection, OpenFlags};
+
+use super::{quote_ident, Column, Relation, Warehouse, WarehouseError};
+
+pub struct SqliteWarehouse {
+    path: PathBuf,
+    attach: BTreeMap<String, PathBuf>,
+}
+
+impl SqliteWarehouse {
+    pub fn new(path: &Path, attach: BTreeMap<String, PathBuf>) -> SqliteWarehouse {
+        SqliteWarehouse {
+            path: path.to_path_buf(),
+            attach,
+        }
+    }
+
+    /// A fresh connection per check: a file that went away shows up as unreachable on
+    /// the next poll instead of hiding behind an old handle.
+    pub fn connect(&self) -> Result<Connection, WarehouseError> {
+        connect(&self.path, &self.attach)
+    }
+}
+
+/// Opens an existing SQLite warehouse (never creates one) with its attached schemas and
+/// the strict cast function registered.
+pub fn connect(
+    path: &Path,
+    attach: &BTreeMap<String, PathBuf>,
+) -> Result<Connection, WarehouseError> {
+    let unreachable = |what: &Path, e: rusqlite::Error| {
+        WarehouseError::Unreachable(format!("{}: {e}", what.display()))
+    };
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_URI;
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| unreachable(path, e))?;
+    conn.busy_timeout(Duration::from_secs(5))
+        .map_err(|e| unreachable(path, e))?;
+    for (schema, file) in attach {
+        if !file.exists() {
+            return Err(WarehouseError::Unreachable(format!(
+                "{}: attached schema {schema} is missing",
+                file.display()
+            )));
+        }
+        conn.execute(
+            &format!("ATTACH DATABASE ?1 AS {}", quote_ident(schema)),
+            [file.to_string_lossy()],
+        )
+        .map_err(|e| unreachable(file, e))?;
+    }
+    register_strict_cast(&conn).map_err(|e| unreachable(path, e))?;
+    Ok(conn)
+}
+
+fn query_error(e: rusqlite::Error) -> WarehouseError {
+    WarehouseError::Query(e.to_string())
+}
+
+impl Warehouse for SqliteWarehouse {
+    fn row_count(&self, relation: &Relation) -> Result<u64, WarehouseError> {
+        let conn = self.connect()?;
+        conn.query_row(
+            &format!("SELECT count(*) FROM {}", relation.quoted()),
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|n| n as u64)
+        .map_err(query_error)
+    }
+
+    fn columns(&self, relation: &Relation) -> Result<Vec<Column>, WarehouseError> {
+        let conn = self.connect()?;
+        let sql = match &relation.schema {
+            Some(schema) => format!(
+                "SELECT name, type FROM {}.pragma_table_info(?1) ORDER BY cid",
+                quote_ident(schema)
+            ),
+            None => "SELECT name, type FROM pragma_table_info(?1) ORDER BY cid".to_string(),
+        };
+        let mut stmt = conn.prepare(&sql).map_err(query_error)?;
+        let rows = stmt
+            .query_map([&relation.table], |r| {
+                Ok(Column {
+                    name: r.get(0)?,
+                    data_type: r.get::<_, String>(1)?.to_uppercase(),
+                })
+            })
+            .map_err(query_error)?;
+        rows.collect::<Result<_, _>>().map_err(query_error)
+    }
+
+    fn dry_run(&self, select: &str) -> Result<u64, WarehouseError> {
+        // Step through every row: wrapped in count(*), SQLite would skip computing the
+        // columns, and with them the casts this is meant to exercise.
+        let conn = self.connect()?;
+        let mut stmt = conn.prepare(&strict_casts(select)).map_err(query_error)?;
+        let mut rows = stmt.query([]).map_err(query_error)?;
+        let mut count = 0;
+        while rows.next().map_err(query_error)?.is_some() {
+            count += 1;
+        }
+        Ok(count)
+    }
+}
+
+const STRICT_CAST: &str = "dataward_strict_cast";
+
+fn register_strict_cast(conn: &Connection) -> rusqlite::Result<()> {
+    conn.create_scalar_function(
+        STRICT_CAST,
+        2,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        |ctx| {
+            let target: String = ctx.get(1)?;
+            let integer = !is_fractional_type(&target);
+            match ctx.get_raw(0) {
+                ValueRef::Null => Ok(Value::Null),
+                ValueRef::Integer(i) => Ok(Value::Integer(i)),
+                ValueRef::Real(f) if integer => Ok(Value::Integer(f as i64)),
+                ValueRef::Real(f) => Ok(Value::Real(f)),
+                ValueRef::Text(bytes) | ValueRef::Blob(bytes) => {
+                    let text = String::from_utf8_lossy(bytes);
+                    let trimmed = text.trim();
+                    let parsed = if integer {
+                        trimmed.parse::<i64>().map(Value::Integer).ok()
+                    } else {
+                        trimmed.parse::<f64>().map(Value::Real).ok()
+                    };
+                    parsed.ok_or_else(|| {
+                        rusqlite::Error::UserFunctionError(
+                            format!("Numeric value '{text}' is not recognized (cast to {target})")
+                                .into(),
+                        )
+                    })
+                }
+            }
+        },
+    )
+}
+
+fn is_fractional_type(ty: &str) -> bool {
+    let ty = ty.to_ascii_lowercase();
+    ["real", "float", "double", "decimal", "numeric", "number"]
+        .iter()
+        .any(|t| ty.starts_with(t))
+}
+
+fn is_numeric_type(ty: &str) -> bool {
+    let ty = ty.to_ascii_lowercase();
+    is_fractional_type(&ty)
+        || ["int", "integer", "smallint", "bigint", "tinyint"]
+            .iter()
+            .any(|t| ty == *t)
+}
+
+/// Rewrites `CAST(expr AS <numeric type>)` into the strict cast function, at any depth.
+/// Other casts are left alone.
+pub fn strict_casts(sql: &str) -> String {
+    let lower = sql.to_ascii_lowercase();
+    let mut out = String::with_capacity(sql.len());
+    let mut i = 0;
+    while i < sql.len() {
+        let at_word_start = i == 0 || !is_ident_byte(sql.as_bytes()[i - 1]);
+        if at_word_start && lower[i..].starts_with("cast") {
+            if let Some((inner_start, close)) = cast_parens(&lower, i) {
+                let inner = &sql[inner_start..close];
+                if let Some(as_at) = last_top_level_as(&inner.to_ascii_lowercase()) {
+                    let expr = &inner[..as_at];
+                    let ty = inner[as_at + 4..].trim();
+                    if is_numeric_type(ty) {
+                        out.push_str(&format!(
+                            "{STRICT_CAST}({}, '{}')",
+                            strict_casts(expr.trim()),
+                            ty.replace('\'', "")
+                        ));
+                        i = close + 1;
+                        continue;
+                    }
+                }
+            }
+        }
+        let ch = sql[i..].chars().next().expect("in bounds");
+        out.push(ch);
+        i += ch.len_utf8();
+    }
+    out
+}
+
+fn is_ident_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// For `cast` at `start`, the byte range inside its parentheses.
+fn cast_parens(lower: &str, start: usize) -> Option<(usize, usize)> {
+    let rest = &lower[start + 4..];
+    let open = start + 4 + rest.len() - rest.trim_start().len();
+    if lower.as_bytes().get(open) != Some(&b'(') {
+        return None;
+    }
+    let mut depth = 0;
+    for (offset, b) in lower.as_bytes()[open..].iter().enumerate() {
+        match b {
+            b'(' => depth += 1,
+            b')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some((open + 1, open + offset));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn last_top_level_as(inner_lower: &str) -> Option<usize> {
+    let bytes = inner_lower.as_bytes();
+    let mut depth = 0i32;
+    let mut found = None;
+    for (i, b) in bytes.iter().enumerate() {
+        match b {
+            b'(' => depth += 1,
+            b')' => depth -= 1,
+            _ if depth == 0 && inner_lower[i..].starts_with(" as ")
+                || (depth == 0 && inner_lower[i..].starts_with("\nas ")) =>
+            {
+                found = Some(i)
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn warehouse() -> (tempfile::TempDir, SqliteWarehouse) {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("wh.db");
+        let raw = dir.path().join("raw.db");
+        Connection::open(&main).unwrap();
+        let conn = Connection::open(&raw).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE orders (id INTEGER, seat_section VARCHAR(12));
+             INSERT INTO orders VALUES (1, '12'), (2, '7');",
+        )
+        .unwrap();
+        let attach = BTreeMap::from([("RAW".to_string(), raw)]);
+        (dir, SqliteWarehouse::new(&main, attach))
+    }
+
+    #[test]
+    fn counts_and_columns_through_attached_schema() {
+        let (_dir, wh) = warehouse();
+        let rel = Relation::parse("RAW.orders").unwrap();
+        assert_eq!(wh.row_count(&rel).unwrap(), 2);
+        let cols = wh.columns(&rel).unwrap();
+        assert_eq!(cols[1].data_type, "VARCHAR(12)");
+        assert!(wh
+            .columns(&Relation::parse("RAW.nope").unwrap())
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn numeric_casts_fail_like_a_real_warehouse() {
+        let (_dir, wh) = warehouse();
+        let sql = "select cast(seat_section as integer) as s from RAW.orders";
+        assert_eq!(wh.dry_run(sql).unwrap(), 2);
+        wh.connect()
+            .unwrap()
+            .execute("INSERT INTO RAW.orders VALUES (3, 'FLOOR-A')", [])
+            .unwrap();
+        let err = wh.dry_run(sql).unwrap_err().to_string();
+        assert!(
+            err.contains("Numeric value 'FLOOR-A' is not recognized"),
+            "{err}"
+        );
+        // A cast to text is untouched and still runs.
+        assert_eq!(
+            wh.dry_run("select cast(seat_section as varchar(12)) from RAW.orders")
+                .unwrap(),
+            3
+        );
+    }
+
+    #[test]
+    fn rewrite_handles_nesting_and_leaves_other_casts() {
+        assert_eq!(
+            strict_casts("CAST(abs(cast(x AS int)) AS bigint)"),
+            "dataward_strict_cast(abs(dataward_strict_cast(x, 'int')), 'bigint')"
+        );
+        assert_eq!(
+            strict_casts("cast(x as text), broadcast(y)"),
+            "cast(x as text), broadcast(y)"
+        );
+    }
+
+    #[test]
+    fn a_missing_file_is_unreachable_not_an_error() {
+        let wh = SqliteWarehouse::new(Path::new("/nonexistent/wh.db"), BTreeMap::new());
+        assert!(matches!(
+            wh.row_count(&Relation::parse("t").unwrap()),
+            Err(WarehouseError::Unreachable(_))
+        ));
+    }
+}
