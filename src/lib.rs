@@ -3,6 +3,8 @@
 
 pub mod chain;
 pub mod config;
+pub mod detect;
 pub mod engine;
+pub mod monitor;
 pub mod store;
 pub mod warehouse;

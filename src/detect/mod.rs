@@ -1,0 +1,263 @@
+//! Detectors: pure functions from an observation and its history to a verdict with the
+//! expected range beside it. No I/O here, so every rule is tested on numbers alone.
+
+use serde::{Deserialize, Serialize};
+
+use crate::warehouse::Column;
+
+/// Fewer clean observations than this and the detector says `learning`, never a breach.
+pub const MIN_HISTORY: usize = 3;
+/// How many recent clean observations make the baseline.
+pub const BASELINE_WINDOW: usize = 12;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictKind {
+    Ok,
+    Learning,
+    Low,
+    High,
+    Changed,
+    /// The check could not run (see the monitor's health); neither ok nor a breach.
+    Unknown,
+}
+
+impl VerdictKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerdictKind::Ok => "ok",
+            VerdictKind::Learning => "learning",
+            VerdictKind::Low => "low",
+            VerdictKind::High => "high",
+            VerdictKind::Changed => "changed",
+            VerdictKind::Unknown => "unknown",
+        }
+    }
+
+    pub fn parse(text: &str) -> VerdictKind {
+        match text {
+            "ok" => VerdictKind::Ok,
+            "learning" => VerdictKind::Learning,
+            "low" => VerdictKind::Low,
+            "high" => VerdictKind::High,
+            "changed" => VerdictKind::Changed,
+            _ => VerdictKind::Unknown,
+        }
+    }
+
+    pub fn is_breach(self) -> bool {
+        !matches!(
+            self,
+            VerdictKind::Ok | VerdictKind::Learning | VerdictKind::Unknown
+        )
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Range {
+    pub low: f64,
+    pub high: f64,
+    /// The baseline the range is built around.
+    pub baseline: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Verdict {
+    pub kind: VerdictKind,
+    pub observed: f64,
+    pub expected: Option<Range>,
+}
+
+pub fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(|a, b| a.total_cmp(b));
+    let n = values.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
+/// Row count against the median of recent clean observations. `history` must not hold
+/// the value under test, nor observations taken while the table was in breach: a table
+/// refilling for an hour must not teach the baseline that it is small.
+///
+/// The band is the wider of 3 scaled MADs and a floor (10% down, 50% up): row counts of a
+/// healthy table barely move, so a MAD alone would alarm on ordinary growth.
+pub fn row_count(history: &[f64], observed: f64) -> Verdict {
+    if history.len() < MIN_HISTORY {
+        return Verdict {
+            kind: VerdictKind::Learning,
+            observed,
+            expected: None,
+        };
+    }
+    let recent = &history[history.len().saturating_sub(BASELINE_WINDOW)..];
+    let mut values = recent.to_vec();
+    let baseline = median(&mut values);
+    let mut deviations: Vec<f64> = recent.iter().map(|v| (v - baseline).abs()).collect();
+    let mad = median(&mut deviations) * 1.4826;
+    let low = (baseline - (3.0 * mad).max(0.10 * baseline)).max(0.0);
+    let high = baseline + (3.0 * mad).max(0.50 * baseline);
+    let kind = if observed < low {
+        VerdictKind::Low
+    } else if observed > high {
+        VerdictKind::High
+    } else {
+        VerdictKind::Ok
+    };
+    Verdict {
+        kind,
+        observed,
+        expected: Some(Range {
+            low,
+            high,
+            baseline,
+        }),
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "change", rename_all = "snake_case")]
+pub enum SchemaChange {
+    Added {
+        column: String,
+        data_type: String,
+    },
+    Removed {
+        column: String,
+        data_type: String,
+    },
+    TypeChanged {
+        column: String,
+        from: String,
+        to: String,
+    },
+}
+
+impl std::fmt::Display for SchemaChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SchemaChange::Added { column, data_type } => {
+                write!(f, "column {column} added ({data_type})")
+            }
+            SchemaChange::Removed { column, data_type } => {
+                write!(f, "column {column} removed (was {data_type})")
+            }
+            SchemaChange::TypeChanged { column, from, to } => {
+                write!(f, "column {column} changed type from {from} to {to}")
+            }
+        }
+    }
+}
+
+/// Column changes between two snapshots, matched by case-insensitive name.
+pub fn schema_changes(before: &[Column], after: &[Column]) -> Vec<SchemaChange> {
+    let find = |cols: &[Column], name: &str| {
+        cols.iter()
+            .find(|c| c.name.eq_ignore_ascii_case(name))
+            .map(|c| c.data_type.clone())
+    };
+    let mut changes = Vec::new();
+    for old in before {
+        match find(after, &old.name) {
+            None => changes.push(SchemaChange::Removed {
+                column: old.name.clone(),
+                data_type: old.data_type.clone(),
+            }),
+            Some(new_type) if !new_type.eq_ignore_ascii_case(&old.data_type) => {
+                changes.push(SchemaChange::TypeChanged {
+                    column: old.name.clone(),
+                    from: old.data_type.clone(),
+                    to: new_type,
+                })
+            }
+            Some(_) => {}
+        }
+    }
+    for new in after {
+        if find(before, &new.name).is_none() {
+            changes.push(SchemaChange::Added {
+                column: new.name.clone(),
+                data_type: new.data_type.clone(),
+            });
+        }
+    }
+    changes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn learning_until_enough_history() {
+        assert_eq!(row_count(&[100.0, 101.0], 5.0).kind, VerdictKind::Learning);
+    }
+
+    #[test]
+    fn a_drop_and_a_spike_are_different_verdicts() {
+        let history = [20_000.0, 20_050.0, 20_100.0, 20_150.0, 20_200.0];
+        let drop = row_count(&history, 4_400.0);
+        assert_eq!(drop.kind, VerdictKind::Low);
+        let range = drop.expected.unwrap();
+        assert!(
+            range.low > 17_000.0 && range.baseline == 20_100.0,
+            "{range:?}"
+        );
+        assert_eq!(row_count(&history, 45_000.0).kind, VerdictKind::High);
+        assert_eq!(row_count(&history, 20_260.0).kind, VerdictKind::Ok);
+    }
+
+    #[test]
+    fn one_outlier_in_history_does_not_move_the_baseline() {
+        let history = [20_000.0, 20_010.0, 2.0, 20_020.0, 20_030.0];
+        let v = row_count(&history, 20_040.0);
+        assert_eq!(v.kind, VerdictKind::Ok);
+        assert_eq!(v.expected.unwrap().baseline, 20_010.0);
+    }
+
+    fn col(name: &str, ty: &str) -> Column {
+        Column {
+            name: name.into(),
+            data_type: ty.into(),
+        }
+    }
+
+    #[test]
+    fn schema_changes_name_each_column() {
+        let before = [
+            col("id", "INTEGER"),
+            col("seat_section", "SMALLINT"),
+            col("gone", "TEXT"),
+        ];
+        let after = [
+            col("id", "INTEGER"),
+            col("SEAT_SECTION", "VARCHAR(12)"),
+            col("new", "TEXT"),
+        ];
+        let changes = schema_changes(&before, &after);
+        assert_eq!(
+            changes,
+            vec![
+                SchemaChange::TypeChanged {
+                    column: "seat_section".into(),
+                    from: "SMALLINT".into(),
+                    to: "VARCHAR(12)".into()
+                },
+                SchemaChange::Removed {
+                    column: "gone".into(),
+                    data_type: "TEXT".into()
+                },
+                SchemaChange::Added {
+                    column: "new".into(),
+                    data_type: "TEXT".into()
+                },
+            ]
+        );
+        assert!(schema_changes(&after, &after).is_empty());
+    }
+}
