@@ -1,6 +1,7 @@
 //! dataward: watch what lands, open incidents with their cause, show the blast radius,
 //! propose fixes, let a named owner decide, and keep every decision on a hash chain.
 
+pub mod approve;
 pub mod chain;
 pub mod config;
 pub mod detect;
