@@ -1,0 +1,147 @@
+//! The demo's scheduler and job runner: the stand-in for dbt Cloud or Airflow. dataward
+//! talks to it only through the engine's `Orchestrator` trait, the way it would talk to
+//! a real scheduler's API.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::estate::{compile, Estate, MODELS};
+use crate::engine::api::PipelineView;
+use crate::engine::orchestrator::{Orchestrator, RunRecord};
+
+pub struct ControlPlane {
+    path: PathBuf,
+}
+
+impl ControlPlane {
+    pub fn new(path: PathBuf) -> ControlPlane {
+        ControlPlane { path }
+    }
+
+    fn connect(&self) -> Result<Connection> {
+        let conn = Connection::open(&self.path)
+            .with_context(|| format!("demo scheduler {}", self.path.display()))?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        Ok(conn)
+    }
+
+    pub fn is_paused(&self, job: &str) -> Result<bool> {
+        let state: String = self.connect()?.query_row(
+            "SELECT state FROM pipeline WHERE id = ?1",
+            [job],
+            |r| r.get(0),
+        )?;
+        Ok(state == "paused")
+    }
+
+    pub fn record_pipeline(&self, id: &str, status: &str, at: &str) -> Result<()> {
+        self.connect()?.execute(
+            "UPDATE pipeline SET last_status = ?2, last_run_at = ?3 WHERE id = ?1",
+            params![id, status, at],
+        )?;
+        Ok(())
+    }
+
+    /// Queued runs, oldest first.
+    pub fn queued(&self) -> Result<Vec<(i64, String)>> {
+        let conn = self.connect()?;
+        let mut stmt =
+            conn.prepare("SELECT id, job FROM run WHERE status = 'queued' ORDER BY id")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    pub fn insert_run(&self, job: &str, at: &str, by: &str) -> Result<i64> {
+        let conn = self.connect()?;
+        conn.execute(
+            "INSERT INTO run (job, requested_at, requested_by, status) VALUES (?1, ?2, ?3, 'queued')",
+            params![job, at, by],
+        )?;
+        Ok(conn.last_insert_rowid())
+    }
+
+    pub fn finish_run(&self, id: i64, started: &str, finished: &str, status: &str, detail: &str) -> Result<()> {
+        self.connect()?.execute(
+            "UPDATE run SET started_at = ?2, finished_at = ?3, status = ?4, detail = ?5 WHERE id = ?1",
+            params![id, started, finished, status, detail],
+        )?;
+        Ok(())
+    }
+}
+
+impl Orchestrator for ControlPlane {
+    fn pipelines(&self) -> Result<Vec<PipelineView>> {
+        let conn = self.connect()?;
+        let mut stmt =
+            conn.prepare("SELECT name, state, last_status, last_run_at FROM pipeline ORDER BY kind DESC, id")?;
+        let rows = stmt.query_map([], |r| {
+            Ok(PipelineView {
+                name: r.get(0)?,
+                state: r.get(1)?,
+                last_status: r.get(2)?,
+                last_run_at: r.get(3)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn set_paused(&self, job: &str, paused: bool) -> Result<()> {
+        let changed = self.connect()?.execute(
+            "UPDATE pipeline SET state = ?2 WHERE id = ?1",
+            params![job, if paused { "paused" } else { "scheduled" }],
+        )?;
+        anyhow::ensure!(changed == 1, "the scheduler has no job {job}");
+        Ok(())
+    }
+
+    fn queue_run(&self, job: &str, at: &str, by: &str) -> Result<i64> {
+        self.insert_run(job, at, by)
+    }
+
+    fn run(&self, id: i64) -> Result<Option<RunRecord>> {
+        Ok(self
+            .connect()?
+            .query_row(
+                "SELECT id, job, status, requested_at, started_at, finished_at, detail FROM run WHERE id = ?1",
+                [id],
+                |r| {
+                    Ok(RunRecord {
+                        id: r.get(0)?,
+                        job: r.get(1)?,
+                        status: r.get(2)?,
+                        requested_at: r.get(3)?,
+                        started_at: r.get(4)?,
+                        finished_at: r.get(5)?,
+                        detail: r.get(6)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+}
+
+/// Builds every model of the hourly job from the project files (so an applied diff takes
+/// effect), each in its own transaction so a failed model keeps yesterday's table.
+/// Returns the models built, or the first failure.
+pub fn run_models(estate: &Estate) -> Result<Vec<String>, String> {
+    let wh = estate.warehouse().map_err(|e| e.to_string())?;
+    let mut built = Vec::new();
+    for model in MODELS {
+        let path = estate.project_dir().join(model.path);
+        let raw = std::fs::read_to_string(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let sql = crate::warehouse::sqlite::strict_casts(&compile(&raw));
+        let build = format!(
+            "BEGIN; DROP TABLE IF EXISTS main.\"{name}\"; CREATE TABLE main.\"{name}\" AS {sql}; COMMIT;",
+            name = model.name
+        );
+        if let Err(e) = wh.execute_batch(&build) {
+            let _ = wh.execute_batch("ROLLBACK");
+            return Err(format!("model {} failed: {e}", model.name));
+        }
+        built.push(model.name.to_string());
+    }
+    Ok(built)
+}

@@ -1,0 +1,27 @@
+//! Where runs are dispatched and job schedules paused: dbt Cloud, Airflow, or the demo's
+//! scheduler. The engine only ever speaks this trait.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::api::PipelineView;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunRecord {
+    pub id: i64,
+    pub job: String,
+    /// queued, success or failed.
+    pub status: String,
+    pub requested_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub detail: String,
+}
+
+pub trait Orchestrator: Send {
+    /// Every pipeline the scheduler knows, with its state and last result.
+    fn pipelines(&self) -> Result<Vec<PipelineView>>;
+    fn set_paused(&self, job: &str, paused: bool) -> Result<()>;
+    fn queue_run(&self, job: &str, at: &str, by: &str) -> Result<i64>;
+    fn run(&self, id: i64) -> Result<Option<RunRecord>>;
+}
