@@ -2,3 +2,4 @@
 //! propose fixes, let a named owner decide, and keep every decision on a hash chain.
 
 pub mod engine;
+pub mod lineage;
