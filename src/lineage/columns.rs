@@ -197,7 +197,7 @@ fn is_column_reference(tokens: &[Token], column: &str) -> bool {
     let Some(last) = tokens.last() else {
         return false;
     };
-    if !last.is_identifier(column) || tokens.len() % 2 == 0 {
+    if !last.is_identifier(column) || tokens.len().is_multiple_of(2) {
         return false;
     }
     tokens.iter().enumerate().all(|(k, token)| {

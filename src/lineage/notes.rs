@@ -174,6 +174,13 @@ impl Notes {
                     };
                     self.error(&reader_entry(&reader.id), problem)
                 })?;
+                // The graph drops self-loops, so a reader naming itself is caught here.
+                if parent == reader_index {
+                    return Err(self.error(
+                        &reader_entry(&reader.id),
+                        format!("reads itself through a cycle: {0} reads {0}", reader.id),
+                    ));
+                }
                 lineage.add_edge(parent, reader_index);
             }
         }
