@@ -113,7 +113,7 @@ pub fn find_column_use(sql: &str, change: &ColumnChange) -> ColumnFinding {
 /// `break_risk` is set to "could fail" here and narrowed by the caller on types.
 fn function_cast_at(sql: &str, tokens: &[Token], i: usize, column: &str) -> Option<CastFinding> {
     let function = tokens[i].word()?;
-    let fails_loudly = match function.as_str() {
+    let fails_loudly = match function {
         "cast" => true,
         // These return null on a bad value instead of failing the model.
         "try_cast" | "safe_cast" => false,
@@ -130,7 +130,7 @@ fn function_cast_at(sql: &str, tokens: &[Token], i: usize, column: &str) -> Opti
         match token.kind {
             Kind::OpenParen => depth += 1,
             Kind::CloseParen => depth -= 1,
-            _ if depth == 0 && token.word().as_deref() == Some("as") => {
+            _ if depth == 0 && token.word() == Some("as") => {
                 as_at = Some(j);
                 break;
             }
@@ -169,16 +169,13 @@ fn colon_cast_at(sql: &str, tokens: &[Token], i: usize, column: &str) -> Option<
     }
     // The type: a word, `double precision` / `character varying`, then `(...)` if any.
     let mut end = i + 1;
-    tokens.get(end)?.word()?;
-    if let (Some(first), Some(second)) = (
-        tokens[end].word(),
-        tokens.get(end + 1).and_then(Token::word),
+    let type_word = tokens.get(end)?.word()?;
+    let following_word = tokens.get(end + 1).and_then(Token::word);
+    if matches!(
+        (type_word, following_word),
+        ("double", Some("precision")) | ("character", Some("varying"))
     ) {
-        if (first == "double" && second == "precision")
-            || (first == "character" && second == "varying")
-        {
-            end += 1;
-        }
+        end += 1;
     }
     if next_is(tokens, end, Kind::OpenParen) {
         end = matching_paren(tokens, end + 1)?;
@@ -231,7 +228,7 @@ fn next_is(tokens: &[Token], i: usize, kind: Kind) -> bool {
 }
 
 fn previous_is_word(tokens: &[Token], i: usize, word: &str) -> bool {
-    i > 0 && tokens[i - 1].word().as_deref() == Some(word)
+    i > 0 && tokens[i - 1].word() == Some(word)
 }
 
 /// `VARCHAR(12)` -> `varchar`, `double precision` -> `double`.
@@ -272,8 +269,8 @@ impl Token {
     }
 
     /// The lowercased word, if this is an unquoted identifier (so `"as"` is not `as`).
-    fn word(&self) -> Option<String> {
-        (self.kind == Kind::Identifier && !self.quoted).then(|| self.text.clone())
+    fn word(&self) -> Option<&str> {
+        (self.kind == Kind::Identifier && !self.quoted).then_some(self.text.as_str())
     }
 }
 
@@ -449,6 +446,14 @@ mod tests {
         let finding = find_column_use(sql, &change());
         assert!(finding.reads);
         assert!(finding.casts.is_empty(), "{:?}", finding.casts);
+    }
+
+    #[test]
+    fn two_word_types_and_non_ascii_text() {
+        let sql = "select seat_section::double precision as d, 'è → ü' as s, größe from t";
+        let finding = find_column_use(sql, &change());
+        assert_eq!(finding.casts[0].target_type, "double precision");
+        assert!(finding.casts[0].break_risk);
     }
 
     #[test]
