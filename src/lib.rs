@@ -6,6 +6,7 @@ pub mod chain;
 pub mod config;
 pub mod detect;
 pub mod engine;
+pub mod lineage;
 pub mod monitor;
 pub mod store;
 pub mod warehouse;

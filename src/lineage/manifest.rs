@@ -1,0 +1,461 @@
+//! Reading a dbt `manifest.json` (schema v7 to v12).
+//!
+//! The manifest is walked as plain `serde_json::Value` rather than deserialized into
+//! structs: dbt adds keys in every release and older schemas lack some, so we read only
+//! the fields we need, tolerate everything else, and can name the exact JSON path when
+//! a field we do need has the wrong shape.
+
+use serde_json::{Map, Value};
+
+use super::{LineageError, Node, NodeKind};
+
+/// The oldest manifest schema we read. v7 is dbt 1.3; older ones spell too much
+/// differently (and dbt itself stopped reading them).
+const OLDEST_SCHEMA: u32 = 7;
+
+/// Top-level sections whose entries become graph nodes. `saved_queries`, `unit_tests`
+/// and `functions` are not in the brief's list but dbt puts them in `child_map`, so we
+/// load them (as `NodeKind::Other`) to keep the graph faithful to the manifest.
+const NODE_SECTIONS: &[&str] = &[
+    "nodes",
+    "sources",
+    "exposures",
+    "metrics",
+    "semantic_models",
+    "saved_queries",
+    "unit_tests",
+    "functions",
+];
+
+/// What the graph builder needs from a manifest.
+#[derive(Debug)]
+pub(crate) struct ManifestContents {
+    pub nodes: Vec<Node>,
+    /// (parent unique_id, child unique_id), possibly with duplicates; the graph
+    /// builder deduplicates.
+    pub edges: Vec<(String, String)>,
+}
+
+pub(crate) fn parse_manifest(text: &str, file: &str) -> Result<ManifestContents, LineageError> {
+    let reader = FieldReader { file };
+    if text.trim().is_empty() {
+        return Err(reader.error("$", "the file is empty; expected a dbt manifest.json"));
+    }
+    let root: Value = serde_json::from_str(text).map_err(|e| {
+        let hint = if e.is_eof() {
+            " (the file looks truncated)"
+        } else {
+            ""
+        };
+        reader.error(
+            "$",
+            format!(
+                "not valid JSON at line {} column {}: {e}{hint}",
+                e.line(),
+                e.column()
+            ),
+        )
+    })?;
+    let root = reader.object(&root, "$", "a JSON object (a dbt manifest)")?;
+    check_schema_version(&reader, root)?;
+
+    let mut contents = ManifestContents {
+        nodes: Vec::new(),
+        edges: Vec::new(),
+    };
+    for section in NODE_SECTIONS {
+        let path = format!("$.{section}");
+        let Some(entries) = reader.optional_object(root, section, &path)? else {
+            if *section == "nodes" {
+                return Err(reader.error(&path, "missing; a manifest must have a nodes object"));
+            }
+            continue;
+        };
+        for (unique_id, value) in entries {
+            let node_path = format!("{path}[{}]", quoted(unique_id));
+            let fields = reader.object(value, &node_path, "an object")?;
+            contents
+                .nodes
+                .push(read_node(&reader, unique_id, fields, &node_path)?);
+            let depends_path = format!("{node_path}.depends_on");
+            if let Some(depends_on) = reader.optional_object(fields, "depends_on", &depends_path)? {
+                let nodes_path = format!("{depends_path}.nodes");
+                for parent in reader.optional_strings(depends_on, "nodes", &nodes_path)? {
+                    contents.edges.push((parent, unique_id.clone()));
+                }
+            }
+        }
+    }
+
+    // child_map and parent_map repeat depends_on in most manifests, but not always
+    // (tests attached by dbt, or a hand-edited manifest), so we take the union.
+    if let Some(child_map) = reader.optional_object(root, "child_map", "$.child_map")? {
+        for (parent, _) in child_map {
+            let path = format!("$.child_map[{}]", quoted(parent));
+            for child in reader.optional_strings(child_map, parent, &path)? {
+                contents.edges.push((parent.clone(), child));
+            }
+        }
+    }
+    if let Some(parent_map) = reader.optional_object(root, "parent_map", "$.parent_map")? {
+        for (child, _) in parent_map {
+            let path = format!("$.parent_map[{}]", quoted(child));
+            for parent in reader.optional_strings(parent_map, child, &path)? {
+                contents.edges.push((parent, child.clone()));
+            }
+        }
+    }
+    Ok(contents)
+}
+
+/// Refuse anything that is not a v7+ manifest, saying what it looks like instead.
+fn check_schema_version(
+    reader: &FieldReader,
+    root: &Map<String, Value>,
+) -> Result<(), LineageError> {
+    let path = "$.metadata.dbt_schema_version";
+    let metadata = reader
+        .optional_object(root, "metadata", "$.metadata")?
+        .ok_or_else(|| {
+            reader.error(
+                "$.metadata",
+                "missing; this does not look like a dbt manifest",
+            )
+        })?;
+    let version_url = reader
+        .optional_string(metadata, "dbt_schema_version", path)?
+        .ok_or_else(|| reader.error(path, "missing; this does not look like a dbt manifest"))?;
+    // e.g. https://schemas.getdbt.com/dbt/manifest/v12.json
+    let Some(rest) = version_url.split("/manifest/v").nth(1) else {
+        return Err(reader.error(
+            path,
+            format!("expected a dbt manifest schema, found {version_url:?}"),
+        ));
+    };
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    let version: u32 = digits.parse().map_err(|_| {
+        reader.error(
+            path,
+            format!("cannot read a schema version from {version_url:?}"),
+        )
+    })?;
+    if version < OLDEST_SCHEMA {
+        return Err(reader.error(
+            path,
+            format!(
+                "manifest schema v{version} is too old; dataward reads v{OLDEST_SCHEMA} to v12 \
+                 (dbt 1.3 or newer): regenerate it with a newer dbt"
+            ),
+        ));
+    }
+    // Newer schemas are read as well: we only read long-stable fields and tolerate
+    // unknown keys, and refusing a fresh manifest in the middle of an incident helps nobody.
+    Ok(())
+}
+
+fn read_node(
+    reader: &FieldReader,
+    unique_id: &str,
+    fields: &Map<String, Value>,
+    path: &str,
+) -> Result<Node, LineageError> {
+    let field = |key: &str| format!("{path}.{key}");
+    let resource_type = reader
+        .optional_string(fields, "resource_type", &field("resource_type"))?
+        .unwrap_or_else(|| unique_id.split('.').next().unwrap_or("").to_string());
+    let kind = NodeKind::from_resource_type(&resource_type);
+    let name = reader
+        .optional_string(fields, "name", &field("name"))?
+        .unwrap_or_else(|| {
+            unique_id
+                .rsplit('.')
+                .next()
+                .unwrap_or(unique_id)
+                .to_string()
+        });
+
+    let config_path = field("config");
+    let config = reader.optional_object(fields, "config", &config_path)?;
+    let (materialized, incremental_strategy) = match config {
+        Some(config) => (
+            reader.optional_string(
+                config,
+                "materialized",
+                &format!("{config_path}.materialized"),
+            )?,
+            reader.optional_string(
+                config,
+                "incremental_strategy",
+                &format!("{config_path}.incremental_strategy"),
+            )?,
+        ),
+        None => (None, None),
+    };
+
+    let owner = if kind == NodeKind::Exposure {
+        exposure_owner(reader, fields, &field("owner"))?
+    } else {
+        meta_owner(config).or_else(|| meta_owner(Some(fields)))
+    };
+
+    // Compiled SQL is what actually runs; raw SQL (with Jinja) is the fallback.
+    // compiled_sql/raw_sql are the v7-era names.
+    let mut sql = None;
+    for key in ["compiled_code", "compiled_sql", "raw_code", "raw_sql"] {
+        if let Some(text) = reader.optional_string(fields, key, &field(key))? {
+            if !text.trim().is_empty() {
+                sql = Some(text);
+                break;
+            }
+        }
+    }
+
+    let mut relation_name =
+        reader.optional_string(fields, "relation_name", &field("relation_name"))?;
+    if relation_name.is_none() && is_relation(kind, materialized.as_deref()) {
+        relation_name = build_relation_name(reader, fields, path)?;
+    }
+
+    Ok(Node {
+        unique_id: unique_id.to_string(),
+        name,
+        kind,
+        resource_type,
+        relation_name,
+        materialized,
+        incremental_strategy,
+        owner,
+        sql,
+        schedule: None,
+    })
+}
+
+/// Only these kinds are tables or views in the warehouse. Tests and ephemeral models
+/// have a database and schema in the manifest too, but no relation we could look up.
+fn is_relation(kind: NodeKind, materialized: Option<&str>) -> bool {
+    match kind {
+        NodeKind::Source | NodeKind::Seed | NodeKind::Snapshot => true,
+        NodeKind::Model => materialized != Some("ephemeral"),
+        _ => false,
+    }
+}
+
+/// `database.schema.alias` (or identifier, or name), when the manifest did not give one.
+fn build_relation_name(
+    reader: &FieldReader,
+    fields: &Map<String, Value>,
+    path: &str,
+) -> Result<Option<String>, LineageError> {
+    let get = |key: &str| reader.optional_string(fields, key, &format!("{path}.{key}"));
+    let database = get("database")?;
+    let Some(schema) = get("schema")? else {
+        return Ok(None);
+    };
+    let table = match get("alias")? {
+        Some(alias) => alias,
+        None => match get("identifier")? {
+            Some(identifier) => identifier,
+            None => match get("name")? {
+                Some(name) => name,
+                None => return Ok(None),
+            },
+        },
+    };
+    let mut parts: Vec<String> = database.into_iter().collect();
+    parts.push(schema);
+    parts.push(table);
+    Ok(Some(parts.join(".")))
+}
+
+/// Exposures carry `owner: {name, email}`; the name is friendlier, the email will do.
+fn exposure_owner(
+    reader: &FieldReader,
+    fields: &Map<String, Value>,
+    path: &str,
+) -> Result<Option<String>, LineageError> {
+    let Some(owner) = reader.optional_object(fields, "owner", path)? else {
+        return Ok(None);
+    };
+    let name = reader.optional_string(owner, "name", &format!("{path}.name"))?;
+    let email = reader.optional_string(owner, "email", &format!("{path}.email"))?;
+    Ok(name.filter(|n| !n.is_empty()).or(email))
+}
+
+/// `meta.owner` is free-form user data, so anything but a non-empty string is ignored
+/// rather than refused.
+fn meta_owner(fields: Option<&Map<String, Value>>) -> Option<String> {
+    let owner = fields?.get("meta")?.get("owner")?.as_str()?;
+    (!owner.is_empty()).then(|| owner.to_string())
+}
+
+fn quoted(key: &str) -> String {
+    serde_json::to_string(key).unwrap_or_else(|_| format!("{key:?}"))
+}
+
+/// Reads typed fields and turns a wrong shape into an error naming the JSON path.
+/// "Optional" means missing or `null` is fine; any other wrong type is an error.
+struct FieldReader<'a> {
+    file: &'a str,
+}
+
+impl FieldReader<'_> {
+    fn error(&self, json_path: &str, problem: impl Into<String>) -> LineageError {
+        LineageError::Manifest {
+            file: self.file.to_string(),
+            json_path: json_path.to_string(),
+            problem: problem.into(),
+        }
+    }
+
+    fn wrong_type(&self, path: &str, expected: &str, found: &Value) -> LineageError {
+        self.error(
+            path,
+            format!("expected {expected}, found {}", describe(found)),
+        )
+    }
+
+    fn object<'v>(
+        &self,
+        value: &'v Value,
+        path: &str,
+        expected: &str,
+    ) -> Result<&'v Map<String, Value>, LineageError> {
+        value
+            .as_object()
+            .ok_or_else(|| self.wrong_type(path, expected, value))
+    }
+
+    fn optional_object<'v>(
+        &self,
+        parent: &'v Map<String, Value>,
+        key: &str,
+        path: &str,
+    ) -> Result<Option<&'v Map<String, Value>>, LineageError> {
+        match parent.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(value) => self.object(value, path, "an object").map(Some),
+        }
+    }
+
+    fn optional_string(
+        &self,
+        parent: &Map<String, Value>,
+        key: &str,
+        path: &str,
+    ) -> Result<Option<String>, LineageError> {
+        match parent.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(text)) => Ok(Some(text.clone())),
+            Some(other) => Err(self.wrong_type(path, "a string", other)),
+        }
+    }
+
+    fn optional_strings(
+        &self,
+        parent: &Map<String, Value>,
+        key: &str,
+        path: &str,
+    ) -> Result<Vec<String>, LineageError> {
+        let expected = "an array of strings";
+        match parent.get(key) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| match item {
+                    Value::String(text) => Ok(text.clone()),
+                    other => Err(self.wrong_type(&format!("{path}[{i}]"), "a string", other)),
+                })
+                .collect(),
+            Some(other) => Err(self.wrong_type(path, expected, other)),
+        }
+    }
+}
+
+fn describe(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest(nodes: &str) -> String {
+        format!(
+            r#"{{"metadata": {{"dbt_schema_version": "https://schemas.getdbt.com/dbt/manifest/v12.json"}},
+                "nodes": {nodes}, "sources": {{}}}}"#
+        )
+    }
+
+    fn error_text(text: &str) -> String {
+        parse_manifest(text, "manifest.json")
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn depends_on_as_a_string_names_the_path() {
+        let text = manifest(
+            r#"{"model.x.a": {"resource_type": "model", "name": "a", "depends_on": {"nodes": "model.x.b"}}}"#,
+        );
+        assert_eq!(
+            error_text(&text),
+            r#"manifest.json: $.nodes["model.x.a"].depends_on.nodes: expected an array of strings, found a string"#
+        );
+    }
+
+    #[test]
+    fn old_schema_is_refused() {
+        let text = r#"{"metadata": {"dbt_schema_version": "https://schemas.getdbt.com/dbt/manifest/v1.json"}, "nodes": {}}"#;
+        let message = error_text(text);
+        assert!(
+            message.contains("manifest schema v1 is too old"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_catalog_is_not_a_manifest() {
+        let text = r#"{"metadata": {"dbt_schema_version": "https://schemas.getdbt.com/dbt/catalog/v1.json"}, "nodes": {}}"#;
+        let message = error_text(text);
+        assert!(
+            message.contains("expected a dbt manifest schema"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn empty_and_truncated_files() {
+        assert!(error_text("  \n").contains("the file is empty"));
+        let message = error_text(r#"{"metadata": {"dbt_schema_ver"#);
+        assert!(message.contains("not valid JSON"), "{message}");
+        assert!(message.contains("truncated"), "{message}");
+    }
+
+    #[test]
+    fn fields_fall_back_in_order() {
+        let text = manifest(
+            r#"{"model.x.a": {"resource_type": "model", "name": "a", "database": "db", "schema": "s",
+                 "alias": "a_table", "config": {"materialized": "table", "meta": {"owner": "team-a"}},
+                 "compiled_sql": "select 1", "raw_sql": "select {{ 1 }}"},
+                "model.x.e": {"resource_type": "model", "name": "e", "database": "db", "schema": "s",
+                 "config": {"materialized": "ephemeral"}, "meta": {"owner": "team-e"}, "raw_code": "select 2"}}"#,
+        );
+        let contents = parse_manifest(&text, "manifest.json").unwrap();
+        let a = contents.nodes.iter().find(|n| n.name == "a").unwrap();
+        assert_eq!(a.relation_name.as_deref(), Some("db.s.a_table"));
+        assert_eq!(a.owner.as_deref(), Some("team-a"));
+        assert_eq!(a.sql.as_deref(), Some("select 1"));
+        let e = contents.nodes.iter().find(|n| n.name == "e").unwrap();
+        assert_eq!(e.relation_name, None, "ephemeral models are not relations");
+        assert_eq!(e.owner.as_deref(), Some("team-e"));
+        assert_eq!(e.sql.as_deref(), Some("select 2"));
+    }
+}

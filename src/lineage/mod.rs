@@ -1,0 +1,330 @@
+//! Lineage: the dbt manifest plus the team's context notes, as one graph, and the blast
+//! radius of a change (everything downstream of a node, and which models read or cast a
+//! changed column).
+//!
+//! The graph is a `petgraph` `DiGraph` whose edges point from parent to child, so
+//! "downstream" is following outgoing edges.
+
+mod blast;
+mod columns;
+mod error;
+mod manifest;
+mod notes;
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use petgraph::graph::{DiGraph, NodeIndex};
+use serde::Serialize;
+
+pub use blast::{BlastRadius, Impact, Summary, TreeRow};
+pub use columns::{CastFinding, ColumnChange, ColumnFinding};
+pub use error::LineageError;
+pub use notes::{Notes, OwnerRule, Reader, ReaderKind};
+
+/// What a graph node is. Readers from the context notes (dashboards, notebooks, syncs,
+/// jobs) are nodes too, so the blast radius reaches past what dbt knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeKind {
+    Source,
+    Seed,
+    Model,
+    Snapshot,
+    Test,
+    Analysis,
+    Exposure,
+    Metric,
+    SemanticModel,
+    Dashboard,
+    Notebook,
+    Sync,
+    Job,
+    /// Anything else dbt puts in the graph (saved queries, unit tests, ...).
+    Other,
+}
+
+impl NodeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeKind::Source => "source",
+            NodeKind::Seed => "seed",
+            NodeKind::Model => "model",
+            NodeKind::Snapshot => "snapshot",
+            NodeKind::Test => "test",
+            NodeKind::Analysis => "analysis",
+            NodeKind::Exposure => "exposure",
+            NodeKind::Metric => "metric",
+            NodeKind::SemanticModel => "semantic_model",
+            NodeKind::Dashboard => "dashboard",
+            NodeKind::Notebook => "notebook",
+            NodeKind::Sync => "sync",
+            NodeKind::Job => "job",
+            NodeKind::Other => "other",
+        }
+    }
+
+    /// From dbt's `resource_type` (also the first segment of a unique_id).
+    pub fn from_resource_type(resource_type: &str) -> NodeKind {
+        match resource_type {
+            "source" => NodeKind::Source,
+            "seed" => NodeKind::Seed,
+            "model" => NodeKind::Model,
+            "snapshot" => NodeKind::Snapshot,
+            "test" => NodeKind::Test,
+            "analysis" => NodeKind::Analysis,
+            "exposure" => NodeKind::Exposure,
+            "metric" => NodeKind::Metric,
+            "semantic_model" => NodeKind::SemanticModel,
+            _ => NodeKind::Other,
+        }
+    }
+}
+
+/// One node of the lineage graph.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Node {
+    pub unique_id: String,
+    pub name: String,
+    pub kind: NodeKind,
+    /// dbt's `resource_type` as written (or the reader kind), kept for `Other` nodes.
+    pub resource_type: String,
+    /// As dbt wrote it (e.g. `"db"."schema"."table"`), or `db.schema.table` built from
+    /// the node's fields when dbt left it out.
+    pub relation_name: Option<String>,
+    pub materialized: Option<String>,
+    pub incremental_strategy: Option<String>,
+    pub owner: Option<String>,
+    /// Compiled SQL when the manifest has it, else the raw (Jinja) SQL.
+    pub sql: Option<String>,
+    /// Cron schedule of a job from the context notes.
+    pub schedule: Option<String>,
+}
+
+/// The lineage graph with a lookup by unique_id.
+#[derive(Debug, Clone)]
+pub struct Lineage {
+    graph: DiGraph<Node, ()>,
+    by_unique_id: HashMap<String, NodeIndex>,
+}
+
+impl Lineage {
+    /// Load a manifest and, optionally, context notes.
+    pub fn load(manifest: &Path, notes: Option<&Path>) -> Result<Lineage, LineageError> {
+        let text = read_file(manifest)?;
+        let lineage = Lineage::from_json(&text, &manifest.display().to_string())?;
+        match notes {
+            Some(path) => lineage.with_notes(&Notes::load(path)?),
+            None => Ok(lineage),
+        }
+    }
+
+    /// Build from manifest text; `origin` names the file in error messages.
+    pub fn from_json(text: &str, origin: &str) -> Result<Lineage, LineageError> {
+        let contents = manifest::parse_manifest(text, origin)?;
+        let mut lineage = Lineage {
+            graph: DiGraph::new(),
+            by_unique_id: HashMap::new(),
+        };
+        for node in contents.nodes {
+            lineage.add_node(node);
+        }
+        for (parent, child) in &contents.edges {
+            let parent = lineage.node_or_placeholder(parent);
+            let child = lineage.node_or_placeholder(child);
+            lineage.add_edge(parent, child);
+        }
+        Ok(lineage)
+    }
+
+    /// Add context notes given as TOML text; `origin` names the file in error messages.
+    pub fn with_notes_str(self, text: &str, origin: &str) -> Result<Lineage, LineageError> {
+        let notes = Notes::parse(text, origin)?;
+        self.with_notes(&notes)
+    }
+
+    /// Add already parsed context notes: readers become nodes, owners fill gaps.
+    pub fn with_notes(mut self, notes: &Notes) -> Result<Lineage, LineageError> {
+        notes.apply(&mut self)?;
+        Ok(self)
+    }
+
+    /// Find a node by exact name: a unique_id; or a relation name, case-insensitively,
+    /// as `db.schema.table` or `schema.table` (quotes and backticks ignored); or a node
+    /// name. Never by substring: a wrong guess during an incident is worse than an error.
+    pub fn resolve(&self, name: &str) -> Result<NodeIndex, LineageError> {
+        if let Some(&index) = self.by_unique_id.get(name) {
+            return Ok(index);
+        }
+        let wanted_relation = normalize_relation(name);
+        let mut candidates: Vec<NodeIndex> =
+            self.graph
+                .node_indices()
+                .filter(|&index| {
+                    let node = &self.graph[index];
+                    node.name == name
+                        || node.relation_name.as_deref().is_some_and(|relation| {
+                            relation_forms(relation).contains(&wanted_relation)
+                        })
+                })
+                .collect();
+        match candidates.len() {
+            0 => Err(LineageError::NotFound {
+                name: name.to_string(),
+            }),
+            1 => Ok(candidates[0]),
+            _ => {
+                candidates.sort_by(|a, b| self.graph[*a].unique_id.cmp(&self.graph[*b].unique_id));
+                Err(LineageError::Ambiguous {
+                    name: name.to_string(),
+                    candidates: candidates
+                        .into_iter()
+                        .map(|index| self.graph[index].unique_id.clone())
+                        .collect(),
+                })
+            }
+        }
+    }
+
+    pub fn node(&self, index: NodeIndex) -> &Node {
+        &self.graph[index]
+    }
+
+    /// Number of nodes (manifest nodes and readers).
+    pub fn len(&self) -> usize {
+        self.graph.node_count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.graph.node_count() == 0
+    }
+
+    /// The graph itself, for callers that want to walk it their own way.
+    pub fn graph(&self) -> &DiGraph<Node, ()> {
+        &self.graph
+    }
+
+    pub fn blast_radius(&self, from: NodeIndex, column: Option<&ColumnChange>) -> BlastRadius {
+        blast::blast_radius(self, from, column)
+    }
+
+    fn index_of(&self, unique_id: &str) -> Option<NodeIndex> {
+        self.by_unique_id.get(unique_id).copied()
+    }
+
+    fn add_node(&mut self, node: Node) -> NodeIndex {
+        let unique_id = node.unique_id.clone();
+        let index = self.graph.add_node(node);
+        self.by_unique_id.insert(unique_id, index);
+        index
+    }
+
+    /// Edges may name ids that no section defines (a node type this version does not
+    /// know yet). Keeping them as `Other` nodes keeps the downstream closure complete.
+    fn node_or_placeholder(&mut self, unique_id: &str) -> NodeIndex {
+        if let Some(index) = self.index_of(unique_id) {
+            return index;
+        }
+        let resource_type = unique_id.split('.').next().unwrap_or("").to_string();
+        self.add_node(Node {
+            unique_id: unique_id.to_string(),
+            name: unique_id
+                .rsplit('.')
+                .next()
+                .unwrap_or(unique_id)
+                .to_string(),
+            kind: NodeKind::from_resource_type(&resource_type),
+            resource_type,
+            relation_name: None,
+            materialized: None,
+            incremental_strategy: None,
+            owner: None,
+            sql: None,
+            schedule: None,
+        })
+    }
+
+    /// Adds parent -> child once; self-loops are dropped (they carry no lineage).
+    fn add_edge(&mut self, parent: NodeIndex, child: NodeIndex) {
+        if parent != child {
+            self.graph.update_edge(parent, child, ());
+        }
+    }
+}
+
+fn read_file(path: &Path) -> Result<String, LineageError> {
+    std::fs::read_to_string(path).map_err(|e| LineageError::Read {
+        file: path.display().to_string(),
+        problem: e.to_string(),
+    })
+}
+
+/// Lowercase, without double quotes or backticks: `"DB"."Sch"."T"` -> `db.sch.t`.
+pub(crate) fn normalize_relation(relation: &str) -> String {
+    relation
+        .chars()
+        .filter(|c| *c != '"' && *c != '`')
+        .collect::<String>()
+        .to_lowercase()
+}
+
+/// The forms a relation can be named by: in full, and as `schema.table`.
+pub(crate) fn relation_forms(relation: &str) -> Vec<String> {
+    let full = normalize_relation(relation);
+    let parts: Vec<&str> = full.split('.').collect();
+    let mut forms = vec![full.clone()];
+    if parts.len() > 2 {
+        forms.push(parts[parts.len() - 2..].join("."));
+    }
+    forms
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SMALL: &str = r#"{
+      "metadata": {"dbt_schema_version": "https://schemas.getdbt.com/dbt/manifest/v12.json"},
+      "nodes": {
+        "model.a.orders": {"resource_type": "model", "name": "orders",
+          "relation_name": "\"WH\".\"TICKETING\".\"ORDERS_V\"", "config": {"materialized": "view"},
+          "depends_on": {"nodes": ["source.a.app.orders"]}},
+        "model.b.orders": {"resource_type": "model", "name": "orders",
+          "relation_name": "\"WH\".\"OTHER\".\"ORDERS\"", "config": {"materialized": "table"},
+          "depends_on": {"nodes": ["model.a.orders"]}}
+      },
+      "sources": {
+        "source.a.app.orders": {"resource_type": "source", "name": "orders_src",
+          "database": "WH", "schema": "TICKETING", "identifier": "ORDERS"}
+      },
+      "child_map": {"source.a.app.orders": ["model.a.orders", "model.a.orders"]}
+    }"#;
+
+    #[test]
+    fn resolves_exactly_and_never_by_substring() {
+        let lineage = Lineage::from_json(SMALL, "small.json").unwrap();
+        let by_id = lineage.resolve("model.b.orders").unwrap();
+        assert_eq!(lineage.node(by_id).unique_id, "model.b.orders");
+        let source = lineage.resolve("ticketing.orders").unwrap();
+        assert_eq!(lineage.node(source).unique_id, "source.a.app.orders");
+        let source = lineage.resolve("\"wh\".`Ticketing`.ORDERS").unwrap();
+        assert_eq!(lineage.node(source).unique_id, "source.a.app.orders");
+        assert!(matches!(
+            lineage.resolve("order"),
+            Err(LineageError::NotFound { .. })
+        ));
+        match lineage.resolve("orders") {
+            Err(LineageError::Ambiguous { candidates, .. }) => {
+                assert_eq!(candidates, vec!["model.a.orders", "model.b.orders"])
+            }
+            other => panic!("expected ambiguity, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn edges_are_deduplicated() {
+        let lineage = Lineage::from_json(SMALL, "small.json").unwrap();
+        assert_eq!(lineage.len(), 3);
+        assert_eq!(lineage.graph().edge_count(), 2);
+    }
+}
