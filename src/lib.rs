@@ -4,9 +4,12 @@
 pub mod approve;
 pub mod chain;
 pub mod config;
+pub mod demo;
 pub mod detect;
 pub mod engine;
+pub mod incident;
 pub mod lineage;
 pub mod monitor;
+pub mod propose;
 pub mod store;
 pub mod warehouse;

@@ -210,6 +210,14 @@ fn read_node(
         }
     }
 
+    let mut raw_sql = None;
+    for key in ["raw_code", "raw_sql"] {
+        if raw_sql.is_none() {
+            raw_sql = reader.optional_string(fields, key, &field(key))?;
+        }
+    }
+    let file = reader.optional_string(fields, "original_file_path", &field("original_file_path"))?;
+
     let mut relation_name =
         reader.optional_string(fields, "relation_name", &field("relation_name"))?;
     if relation_name.is_none() && is_relation(kind, materialized.as_deref()) {
@@ -227,6 +235,8 @@ fn read_node(
         owner,
         sql,
         schedule: None,
+        raw_sql,
+        file,
     })
 }
 

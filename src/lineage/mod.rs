@@ -99,6 +99,10 @@ pub struct Node {
     pub sql: Option<String>,
     /// Cron schedule of a job from the context notes.
     pub schedule: Option<String>,
+    /// The SQL as written in the project (Jinja unrendered), where diffs apply.
+    pub raw_sql: Option<String>,
+    /// The project file the node comes from (`original_file_path`).
+    pub file: Option<String>,
 }
 
 /// The lineage graph with a lookup by unique_id.
@@ -106,6 +110,8 @@ pub struct Node {
 pub struct Lineage {
     graph: DiGraph<Node, ()>,
     by_unique_id: HashMap<String, NodeIndex>,
+    /// Systems that load tables (from the notes); upstream of everything, so not nodes.
+    writers: Vec<notes::Writer>,
 }
 
 impl Lineage {
@@ -125,6 +131,7 @@ impl Lineage {
         let mut lineage = Lineage {
             graph: DiGraph::new(),
             by_unique_id: HashMap::new(),
+            writers: Vec::new(),
         };
         for node in contents.nodes {
             lineage.add_node(node);
@@ -147,6 +154,63 @@ impl Lineage {
     pub fn with_notes(mut self, notes: &Notes) -> Result<Lineage, LineageError> {
         notes.apply(&mut self)?;
         Ok(self)
+    }
+
+    /// Renders `{{ ref('x') }}` and `{{ source('s', 't') }}` in a model's raw SQL to the
+    /// relations they name (as `schema.table`), so a changed file can be run against the
+    /// warehouse without dbt. Any other Jinja is an error: we do not guess at macros.
+    pub fn render(&self, raw: &str) -> Result<String, LineageError> {
+        let mut out = String::with_capacity(raw.len());
+        let mut rest = raw;
+        while let Some(open) = rest.find("{{") {
+            out.push_str(&rest[..open]);
+            let after = &rest[open + 2..];
+            let close = after.find("}}").ok_or_else(|| LineageError::NotFound {
+                name: "an unclosed {{ in the SQL".to_string(),
+            })?;
+            let call = after[..close].trim();
+            out.push_str(&self.render_call(call)?);
+            rest = &after[close + 2..];
+        }
+        out.push_str(rest);
+        Ok(out)
+    }
+
+    fn render_call(&self, call: &str) -> Result<String, LineageError> {
+        let unsupported = || LineageError::NotFound {
+            name: format!("{{{{ {call} }}}} (only ref() and source() are rendered)"),
+        };
+        let (function, args) = call.split_once('(').ok_or_else(unsupported)?;
+        let args: Vec<String> = args
+            .trim_end()
+            .strip_suffix(')')
+            .ok_or_else(unsupported)?
+            .split(',')
+            .map(|a| a.trim().trim_matches(|c| c == '\'' || c == '"').to_string())
+            .collect();
+        let node = match (function.trim(), args.as_slice()) {
+            ("ref", [.., name]) => self.graph.node_weights().find(|n| {
+                matches!(n.kind, NodeKind::Model | NodeKind::Seed | NodeKind::Snapshot) && n.name == *name
+            }),
+            ("source", [source, table]) => {
+                let suffix = format!(".{source}.{table}");
+                self.graph
+                    .node_weights()
+                    .find(|n| n.kind == NodeKind::Source && n.unique_id.ends_with(&suffix))
+            }
+            _ => None,
+        };
+        let relation = node.and_then(|n| n.relation_name.as_deref()).ok_or_else(unsupported)?;
+        let parts: Vec<&str> = relation.split('.').collect();
+        Ok(parts[parts.len().saturating_sub(2)..].join("."))
+    }
+
+    /// The systems recorded in the notes as loading this node's table.
+    pub fn writers_of(&self, index: NodeIndex) -> Vec<&notes::Writer> {
+        self.writers
+            .iter()
+            .filter(|w| w.writes.iter().any(|t| self.resolve(t).ok() == Some(index)))
+            .collect()
     }
 
     /// Find a node by exact name: a unique_id; or a relation name, case-insensitively,
@@ -241,6 +305,8 @@ impl Lineage {
             owner: None,
             sql: None,
             schedule: None,
+            raw_sql: None,
+            file: None,
         })
     }
 

@@ -46,6 +46,8 @@ pub struct Notes {
     pub readers: Vec<Reader>,
     #[serde(default, rename = "owner")]
     pub owners: Vec<OwnerRule>,
+    #[serde(default, rename = "writer")]
+    pub writers: Vec<Writer>,
     /// The file the notes came from, for error messages.
     #[serde(skip)]
     pub origin: String,
@@ -60,6 +62,19 @@ pub struct Reader {
     pub reads: Vec<String>,
     pub owner: Option<String>,
     pub schedule: Option<String>,
+}
+
+/// A system that loads tables (a CDC mover, an ingestion stream) and the setting that
+/// decides what it does with a change the warehouse cannot apply in place.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Writer {
+    pub id: String,
+    pub name: Option<String>,
+    pub writes: Vec<String>,
+    pub owner: Option<String>,
+    pub setting: Option<String>,
+    pub value: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -157,6 +172,8 @@ impl Notes {
                 owner: reader.owner.clone(),
                 sql: None,
                 schedule: reader.schedule.clone(),
+                raw_sql: None,
+                file: None,
             }));
         }
         for (reader, &reader_index) in self.readers.iter().zip(&reader_nodes) {
@@ -185,6 +202,14 @@ impl Notes {
             }
         }
         self.check_reader_cycles(lineage, &reader_nodes)?;
+        for writer in &self.writers {
+            for table in &writer.writes {
+                lineage.resolve(table).map_err(|e| {
+                    self.error(&format!("writer {:?}", writer.id), format!("writes {table:?}: {e}"))
+                })?;
+            }
+            lineage.writers.push(writer.clone());
+        }
         self.fill_owners(lineage);
         Ok(())
     }
