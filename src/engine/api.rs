@@ -41,7 +41,9 @@ pub struct Event {
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum EventKind {
     /// Something the demo scenario did to the estate (data or schema only).
-    Scenario { step: String },
+    Scenario {
+        step: String,
+    },
     IncidentOpened {
         incident: String,
         table: String,
@@ -246,7 +248,17 @@ pub struct ProposalView {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ProposalBody {
-    Hold { job: String, plan: String },
-    Diff { file: String, old: String, new: String },
-    Note { to: String, text: String },
+    Hold {
+        job: String,
+        plan: String,
+    },
+    Diff {
+        file: String,
+        old: String,
+        new: String,
+    },
+    Note {
+        to: String,
+        text: String,
+    },
 }
