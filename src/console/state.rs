@@ -757,3 +757,298 @@ fn paste(app: &mut App, text: &str) {
         Overlay::Help { .. } | Overlay::None => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::console::fixtures::sample_snapshot;
+    use crate::console::keys;
+    use crossterm::event::{KeyCode, KeyModifiers};
+
+    pub fn sample_app(read_only: bool) -> App {
+        let mut app = App::new(read_only, Theme::fallback(), None, false);
+        update(
+            &mut app,
+            Action::SnapshotArrived(Box::new(sample_snapshot())),
+        );
+        app
+    }
+
+    fn press(app: &mut App, code: KeyCode) {
+        press_with(app, code, KeyModifiers::NONE);
+    }
+
+    fn press_with(app: &mut App, code: KeyCode, modifiers: KeyModifiers) {
+        if let Some(action) = keys::action_for(app, KeyEvent::new(code, modifiers)) {
+            update(app, action);
+        }
+    }
+
+    fn type_text(app: &mut App, text: &str) {
+        for c in text.chars() {
+            press(app, KeyCode::Char(c));
+        }
+    }
+
+    /// Open INC-7 and select the diff proposal (P-2).
+    fn detail_on_diff(read_only: bool) -> App {
+        let mut app = sample_app(read_only);
+        press(&mut app, KeyCode::Enter);
+        press(&mut app, KeyCode::Char('j'));
+        app
+    }
+
+    const DIFF_HASH: &str = "3f9a0c1b2d4e5f60718293a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4";
+
+    #[test]
+    fn approve_sends_the_full_hash_that_was_shown() {
+        let mut app = detail_on_diff(false);
+        assert_eq!(app.selected_proposal().unwrap().id, "P-2");
+        press(&mut app, KeyCode::Char('a'));
+        assert!(matches!(app.overlay, Overlay::Reason(_)));
+        // Keys typed into the reason are text, not commands ('q' does not quit).
+        type_text(&mut app, "refill safe, quick");
+        assert!(!app.quit);
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(
+            app.outbox,
+            vec![Command::Approve {
+                proposal: "P-2".into(),
+                content_hash: DIFF_HASH.into(),
+                reason: "refill safe, quick".into(),
+            }]
+        );
+        assert!(matches!(app.overlay, Overlay::None));
+    }
+
+    #[test]
+    fn approve_without_reason_is_allowed() {
+        let mut app = detail_on_diff(false);
+        press(&mut app, KeyCode::Char('a'));
+        press(&mut app, KeyCode::Enter);
+        assert!(matches!(
+            app.outbox.as_slice(),
+            [Command::Approve { reason, .. }] if reason.is_empty()
+        ));
+    }
+
+    #[test]
+    fn reject_and_roll_back_need_a_reason() {
+        let mut app = detail_on_diff(false);
+        press(&mut app, KeyCode::Char('r'));
+        press(&mut app, KeyCode::Enter);
+        assert!(app.outbox.is_empty());
+        let Overlay::Reason(modal) = &app.overlay else {
+            panic!("the modal stays open");
+        };
+        assert!(modal.error.is_some());
+        type_text(&mut app, "casts break");
+        press_with(&mut app, KeyCode::Char('j'), KeyModifiers::CONTROL);
+        type_text(&mut app, "on FLOOR-A");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(
+            app.outbox,
+            vec![Command::Reject {
+                proposal: "P-2".into(),
+                content_hash: DIFF_HASH.into(),
+                reason: "casts break\non FLOOR-A".into(),
+            }]
+        );
+
+        app.outbox.clear();
+        press(&mut app, KeyCode::Char('u'));
+        press(&mut app, KeyCode::Enter);
+        assert!(app.outbox.is_empty());
+        type_text(&mut app, "wrong model");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(
+            app.outbox,
+            vec![Command::RollBack {
+                proposal: "P-2".into(),
+                reason: "wrong model".into(),
+            }]
+        );
+    }
+
+    #[test]
+    fn a_hash_change_while_typing_does_not_retarget_the_decision() {
+        let mut app = detail_on_diff(false);
+        press(&mut app, KeyCode::Char('a'));
+        let mut changed = sample_snapshot();
+        changed.incidents[0].proposals[1].content_hash = "ffff".into();
+        update(&mut app, Action::SnapshotArrived(Box::new(changed)));
+        press(&mut app, KeyCode::Enter);
+        assert!(matches!(
+            app.outbox.as_slice(),
+            [Command::Approve { content_hash, .. }] if content_hash == DIFF_HASH
+        ));
+    }
+
+    #[test]
+    fn escape_cancels_the_modal_then_backs_out_of_detail() {
+        let mut app = detail_on_diff(false);
+        press(&mut app, KeyCode::Char('r'));
+        press(&mut app, KeyCode::Esc);
+        assert!(matches!(app.overlay, Overlay::None));
+        assert!(app.outbox.is_empty());
+        assert_eq!(app.screen, Screen::Detail);
+        press(&mut app, KeyCode::Esc);
+        assert_eq!(app.screen, Screen::List);
+        press(&mut app, KeyCode::Char('q'));
+        assert!(app.quit);
+    }
+
+    #[test]
+    fn forward_only_for_notes_and_queue_run_for_the_incident() {
+        let mut app = detail_on_diff(false);
+        press(&mut app, KeyCode::Char('f'));
+        assert!(app.outbox.is_empty());
+        assert!(app.message.is_some());
+        press(&mut app, KeyCode::Char('j'));
+        press(&mut app, KeyCode::Char('f'));
+        press(&mut app, KeyCode::Char('g'));
+        assert_eq!(
+            app.outbox,
+            vec![
+                Command::Forward {
+                    proposal: "P-3".into()
+                },
+                Command::QueueRun {
+                    incident: "INC-7".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn read_only_removes_every_dangerous_key() {
+        let mut app = detail_on_diff(true);
+        for key in ['a', 'r', 'u', 'f', 'g'] {
+            assert_eq!(
+                keys::action_for(&app, KeyEvent::new(KeyCode::Char(key), KeyModifiers::NONE)),
+                None,
+                "{key} should do nothing in read-only mode"
+            );
+        }
+        assert!(keys::available(true).all(|binding| !binding.dangerous));
+        assert!(keys::hints(&app).iter().all(|(label, _)| *label != "a"));
+        // Even an action that slips through is refused.
+        update(&mut app, Action::Approve);
+        assert!(app.outbox.is_empty());
+        assert!(matches!(app.overlay, Overlay::None));
+    }
+
+    #[test]
+    fn filter_is_a_substring_and_bang_inverts() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Char('/'));
+        type_text(&mut app, "EVENTS");
+        let ids: Vec<&str> = app
+            .visible_incidents()
+            .iter()
+            .map(|i| i.id.as_str())
+            .collect();
+        assert_eq!(ids, ["INC-6"]);
+        assert_eq!(app.selected_incident.as_deref(), Some("INC-6"));
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.filter, "EVENTS");
+        press(&mut app, KeyCode::Char('/'));
+        press(&mut app, KeyCode::Home);
+        for _ in 0.."EVENTS".len() {
+            press(&mut app, KeyCode::Backspace);
+        }
+        type_text(&mut app, "!events");
+        let ids: Vec<&str> = app
+            .visible_incidents()
+            .iter()
+            .map(|i| i.id.as_str())
+            .collect();
+        assert_eq!(ids, ["INC-7"]);
+        press(&mut app, KeyCode::Esc);
+        assert!(app.filter.is_empty());
+        assert_eq!(app.visible_incidents().len(), 2);
+    }
+
+    #[test]
+    fn command_line_quits_switches_theme_and_opens_help() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "theme light");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.theme.name, "light");
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "theme neon");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.theme.name, "light");
+        assert!(app.message.as_deref().unwrap().contains("unknown theme"));
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "help");
+        press(&mut app, KeyCode::Enter);
+        assert!(matches!(app.overlay, Overlay::Help { .. }));
+        press(&mut app, KeyCode::Esc);
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "q");
+        press(&mut app, KeyCode::Enter);
+        assert!(app.quit);
+    }
+
+    #[test]
+    fn snapshots_are_sanitized_on_arrival() {
+        let mut snapshot = sample_snapshot();
+        snapshot.incidents[0].title = "rows\u{1b}[2J\u{202e}gone".into();
+        let mut app = App::new(false, Theme::fallback(), None, false);
+        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
+        assert_eq!(app.snapshot.incidents[0].title, "rows\\x1b[2J\\u{202e}gone");
+    }
+
+    #[test]
+    fn tree_keys_move_and_fold() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Enter);
+        press(&mut app, KeyCode::BackTab);
+        assert_eq!(app.detail.as_ref().unwrap().focus, Pane::Tree);
+        let selected = |app: &App| app.detail.as_ref().unwrap().tree.selected.clone();
+        assert_eq!(selected(&app), ["model.ticketing.stg_orders"]);
+        press(&mut app, KeyCode::Char('j'));
+        assert_eq!(
+            selected(&app),
+            ["model.ticketing.stg_orders", "model.ticketing.int_seat_map"]
+        );
+        // Left on a leaf goes to its parent; left again folds it.
+        press(&mut app, KeyCode::Left);
+        assert_eq!(selected(&app), ["model.ticketing.stg_orders"]);
+        press(&mut app, KeyCode::Char('h'));
+        let tree = &app.detail.as_ref().unwrap().tree;
+        assert_eq!(tree::visible_paths(&tree.rows, &tree.opened).len(), 1);
+        press(&mut app, KeyCode::Char('l'));
+        let tree = &app.detail.as_ref().unwrap().tree;
+        // stg_orders, int_seat_map, fct_sales_pacing, the dashboard and the job under it,
+        // and the job again directly under stg_orders.
+        assert_eq!(tree::visible_paths(&tree.rows, &tree.opened).len(), 6);
+    }
+
+    #[test]
+    fn engine_stopping_keeps_the_ui_until_quit() {
+        let mut app = sample_app(false);
+        update(&mut app, Action::EngineStopped);
+        assert!(app.engine_stopped);
+        assert!(!app.quit);
+        assert_eq!(app.snapshot.incidents.len(), 2);
+    }
+
+    #[test]
+    fn receipt_opens_only_when_there_is_one() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Enter);
+        press(&mut app, KeyCode::Char('R'));
+        assert!(!app.detail.as_ref().unwrap().receipt_open);
+        press(&mut app, KeyCode::Esc);
+        press(&mut app, KeyCode::Char('j'));
+        press(&mut app, KeyCode::Enter);
+        press_with(&mut app, KeyCode::Char('R'), KeyModifiers::SHIFT);
+        assert!(app.detail.as_ref().unwrap().receipt_open);
+        press(&mut app, KeyCode::Esc);
+        assert!(!app.detail.as_ref().unwrap().receipt_open);
+        assert_eq!(app.screen, Screen::Detail);
+    }
+}
