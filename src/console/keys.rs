@@ -80,8 +80,8 @@ pub struct Binding {
     pub context: Context,
     /// Changes something outside the console; absent in read-only mode.
     pub dangerous: bool,
-    /// Worth a place in the footer hints.
-    pub hint: bool,
+    /// Short text for the footer hints; `None` keeps the binding to the help only.
+    pub hint: Option<&'static str>,
 }
 
 const fn binding(
@@ -91,7 +91,7 @@ const fn binding(
     description: &'static str,
     context: Context,
     dangerous: bool,
-    hint: bool,
+    hint: Option<&'static str>,
 ) -> Binding {
     Binding {
         keys,
@@ -112,18 +112,27 @@ const fn bind(
     description: &'static str,
     context: Context,
 ) -> Binding {
-    binding(keys, label, action, description, context, false, false)
+    binding(keys, label, action, description, context, false, None)
 }
 
-/// A binding also shown in the footer.
+/// A binding also shown in the footer, as `footer`.
 const fn hint(
     keys: &'static [Key],
     label: &'static str,
     action: Action,
     description: &'static str,
+    footer: &'static str,
     context: Context,
 ) -> Binding {
-    binding(keys, label, action, description, context, false, true)
+    binding(
+        keys,
+        label,
+        action,
+        description,
+        context,
+        false,
+        Some(footer),
+    )
 }
 
 /// A binding that sends a decision to the engine: in the footer, gone in read-only.
@@ -132,183 +141,79 @@ const fn dangerous(
     label: &'static str,
     action: Action,
     description: &'static str,
+    footer: &'static str,
     context: Context,
 ) -> Binding {
-    binding(keys, label, action, description, context, true, true)
+    binding(
+        keys,
+        label,
+        action,
+        description,
+        context,
+        true,
+        Some(footer),
+    )
 }
 
 use Context::{Always, Detail, Global, Help, List, Prompt, Reason};
 use KeyCode::{BackTab, Down, End, Enter, Esc, Home, Left, PageDown, PageUp, Right, Tab, Up};
 
+/// Every key the console knows. One line per binding, kept as a table on purpose.
+#[rustfmt::skip]
 pub static BINDINGS: &[Binding] = &[
     bind(&[ctrl('c')], "Ctrl-C", Action::Quit, "quit", Always),
-    bind(
-        &[ctrl('l')],
-        "Ctrl-L",
-        Action::Redraw,
-        "redraw the screen",
-        Always,
-    ),
-    bind(
-        &[ctrl('z')],
-        "Ctrl-Z",
-        Action::Suspend,
-        "suspend to the shell",
-        Always,
-    ),
-    hint(&[ch('?')], "?", Action::Help, "help", Global),
-    hint(
-        &[ch(':')],
-        ":",
-        Action::CommandLine,
-        "command (:q :help :theme NAME)",
-        Global,
-    ),
-    bind(
-        &[ch('j'), plain(Down)],
-        "j ↓",
-        Action::Down,
-        "next incident",
-        List,
-    ),
-    bind(
-        &[ch('k'), plain(Up)],
-        "k ↑",
-        Action::Up,
-        "previous incident",
-        List,
-    ),
-    bind(
-        &[plain(PageDown)],
-        "PgDn",
-        Action::PageDown,
-        "page down",
-        List,
-    ),
+    bind(&[ctrl('l')], "Ctrl-L", Action::Redraw, "redraw the screen", Always),
+    bind(&[ctrl('z')], "Ctrl-Z", Action::Suspend, "suspend to the shell (fg resumes)", Always),
+    hint(&[ch('?')], "?", Action::Help, "help: this list", "help", Global),
+    hint(&[ch(':')], ":", Action::CommandLine, "command line (see Commands)", "command", Global),
+    bind(&[ch('j'), plain(Down)], "j ↓", Action::Down, "next incident", List),
+    bind(&[ch('k'), plain(Up)], "k ↑", Action::Up, "previous incident", List),
+    bind(&[plain(PageDown)], "PgDn", Action::PageDown, "page down", List),
     bind(&[plain(PageUp)], "PgUp", Action::PageUp, "page up", List),
     bind(&[plain(Home)], "Home", Action::Top, "first incident", List),
     bind(&[plain(End)], "End", Action::Bottom, "last incident", List),
-    hint(&[plain(Enter)], "Enter", Action::Open, "open", List),
-    hint(
-        &[ch('/')],
-        "/",
-        Action::Filter,
-        "filter (!text hides)",
-        List,
-    ),
+    hint(&[plain(Enter)], "Enter", Action::Open, "open the incident", "open", List),
+    hint(&[ch('/')], "/", Action::Filter, "filter: text shows matches, !text hides them", "filter", List),
     bind(&[plain(Esc)], "Esc", Action::Back, "clear the filter", List),
-    hint(&[ch('q')], "q", Action::Quit, "quit", List),
-    hint(&[plain(Tab)], "Tab", Action::NextPane, "next pane", Detail),
-    bind(
-        &[plain(BackTab)],
-        "Shift-Tab",
-        Action::PreviousPane,
-        "previous pane",
-        Detail,
-    ),
-    bind(
-        &[ch('j'), plain(Down)],
-        "j ↓",
-        Action::Down,
-        "down in the pane",
-        Detail,
-    ),
-    bind(
-        &[ch('k'), plain(Up)],
-        "k ↑",
-        Action::Up,
-        "up in the pane",
-        Detail,
-    ),
-    bind(
-        &[ch('h'), plain(Left)],
-        "h ←",
-        Action::Collapse,
-        "close tree node",
-        Detail,
-    ),
-    bind(
-        &[ch('l'), plain(Right)],
-        "l →",
-        Action::Expand,
-        "open tree node",
-        Detail,
-    ),
-    bind(
-        &[plain(PageDown)],
-        "PgDn",
-        Action::PageDown,
-        "scroll down a page",
-        Detail,
-    ),
-    bind(
-        &[plain(PageUp)],
-        "PgUp",
-        Action::PageUp,
-        "scroll up a page",
-        Detail,
-    ),
+    hint(&[ch('q')], "q", Action::Quit, "quit", "quit", List),
+    hint(&[plain(Tab)], "Tab", Action::NextPane, "next pane (cause, tree, proposals, body)", "pane", Detail),
+    hint(&[plain(Esc), ch('q')], "Esc q", Action::Back, "back to the list", "back", Detail),
+    hint(&[ch('R')], "R", Action::ToggleReceipt, "show or hide the receipt", "receipt", Detail),
+    bind(&[plain(BackTab)], "Shift-Tab", Action::PreviousPane, "previous pane", Detail),
+    bind(&[ch('j'), plain(Down)], "j ↓", Action::Down, "down in the focused pane", Detail),
+    bind(&[ch('k'), plain(Up)], "k ↑", Action::Up, "up in the focused pane", Detail),
+    bind(&[ch('h'), plain(Left)], "h ←", Action::Collapse, "close a tree node (or go to its parent)", Detail),
+    bind(&[ch('l'), plain(Right)], "l →", Action::Expand, "open a tree node", Detail),
+    bind(&[plain(PageDown)], "PgDn", Action::PageDown, "scroll down a page", Detail),
+    bind(&[plain(PageUp)], "PgUp", Action::PageUp, "scroll up a page", Detail),
     bind(&[plain(Home)], "Home", Action::Top, "to the top", Detail),
-    bind(
-        &[plain(End)],
-        "End",
-        Action::Bottom,
-        "to the bottom",
-        Detail,
-    ),
-    dangerous(&[ch('a')], "a", Action::Approve, "approve", Detail),
-    dangerous(&[ch('r')], "r", Action::Reject, "reject", Detail),
-    dangerous(&[ch('u')], "u", Action::RollBack, "roll back", Detail),
-    dangerous(&[ch('f')], "f", Action::Forward, "forward note", Detail),
-    dangerous(&[ch('g')], "g", Action::QueueRun, "queue run", Detail),
-    hint(&[ch('R')], "R", Action::ToggleReceipt, "receipt", Detail),
-    hint(
-        &[plain(Esc), ch('q')],
-        "Esc q",
-        Action::Back,
-        "back",
-        Detail,
-    ),
-    bind(
-        &[ch('j'), plain(Down)],
-        "j ↓",
-        Action::Down,
-        "scroll down",
-        Help,
-    ),
+    bind(&[plain(End)], "End", Action::Bottom, "to the bottom", Detail),
+    dangerous(&[ch('a')], "a", Action::Approve, "approve the selected proposal (reason optional)", "approve", Detail),
+    dangerous(&[ch('r')], "r", Action::Reject, "reject the selected proposal (reason required)", "reject", Detail),
+    dangerous(&[ch('u')], "u", Action::RollBack, "roll back the selected proposal (reason required)", "roll back", Detail),
+    dangerous(&[ch('f')], "f", Action::Forward, "forward the selected note to its owner", "forward", Detail),
+    dangerous(&[ch('g')], "g", Action::QueueRun, "queue the approved run for this incident", "run", Detail),
+    bind(&[ch('j'), plain(Down)], "j ↓", Action::Down, "scroll down", Help),
     bind(&[ch('k'), plain(Up)], "k ↑", Action::Up, "scroll up", Help),
-    bind(
-        &[plain(PageDown)],
-        "PgDn",
-        Action::PageDown,
-        "page down",
-        Help,
-    ),
+    bind(&[plain(PageDown)], "PgDn", Action::PageDown, "page down", Help),
     bind(&[plain(PageUp)], "PgUp", Action::PageUp, "page up", Help),
-    hint(
-        &[plain(Esc), ch('?'), ch('q')],
-        "Esc ? q",
-        Action::Back,
-        "close",
-        Help,
+    hint(&[plain(Esc), ch('?'), ch('q')], "Esc ? q", Action::Back, "close the help", "close", Help),
+    hint(&[plain(Enter)], "Enter", Action::Submit, "send the decision", "send", Reason),
+    hint(&[ctrl('j'), alt(Enter)], "Ctrl-J Alt-Enter", Action::NewLine, "new line in the reason", "new line", Reason),
+    hint(&[plain(Esc)], "Esc", Action::Back, "cancel: nothing is sent", "cancel", Reason),
+    hint(&[plain(Enter)], "Enter", Action::Submit, "run the command, or keep the filter", "run", Prompt),
+    hint(&[plain(Esc)], "Esc", Action::Back, "cancel (clears the filter)", "cancel", Prompt),
+];
+
+/// The `:` commands, for the help; `state::run_command_line` runs them.
+pub const COMMANDS: &[(&str, &str)] = &[
+    (":q  :quit", "quit"),
+    (":help", "this help"),
+    (
+        ":theme NAME",
+        "switch theme: dark, light, ansi16, colorblind",
     ),
-    hint(&[plain(Enter)], "Enter", Action::Submit, "send", Reason),
-    hint(
-        &[ctrl('j'), alt(Enter)],
-        "Ctrl-J Alt-Enter",
-        Action::NewLine,
-        "new line",
-        Reason,
-    ),
-    hint(&[plain(Esc)], "Esc", Action::Back, "cancel", Reason),
-    hint(
-        &[plain(Enter)],
-        "Enter",
-        Action::Submit,
-        "run / keep",
-        Prompt,
-    ),
-    hint(&[plain(Esc)], "Esc", Action::Back, "cancel", Prompt),
+    (":theme", "show the current theme"),
 ];
 
 /// The bindings a console may use: read-only consoles lose every dangerous one.
@@ -353,8 +258,11 @@ pub fn action_for(app: &App, key: KeyEvent) -> Option<Action> {
             || binding.context == Context::Always
             || (binding.context == Context::Global && !here.takes_text())
     };
+    // A binding for this context wins over a global one on the same key (`?` closes
+    // the help rather than opening it again).
     let bound = available(app.read_only)
-        .filter(applies)
+        .filter(|binding| binding.context == here)
+        .chain(available(app.read_only).filter(applies))
         .find(|binding| binding.keys.contains(&pressed))
         .map(|binding| binding.action.clone());
     match bound {
@@ -364,21 +272,24 @@ pub fn action_for(app: &App, key: KeyEvent) -> Option<Action> {
     }
 }
 
-/// Footer hints for the current context, from the same table.
+/// Footer hints for the current context, from the same table. Help comes first so it
+/// survives a narrow terminal cutting the rest.
 pub fn hints(app: &App) -> Vec<(&'static str, &'static str)> {
     let here = context(app);
-    let mut hints: Vec<(&str, &str)> = available(app.read_only)
-        .filter(|binding| binding.hint && binding.context == here)
-        .map(|binding| (binding.label, binding.description))
+    let shown_here = |binding: &&Binding| {
+        binding.context == here || (binding.context == Context::Global && !here.takes_text())
+    };
+    let taken_here =
+        |key: &Key| available(app.read_only).any(|b| b.context == here && b.keys.contains(key));
+    let mut bindings: Vec<&Binding> = available(app.read_only)
+        .filter(shown_here)
+        .filter(|b| b.context == here || !b.keys.iter().any(taken_here))
         .collect();
-    if !here.takes_text() {
-        hints.extend(
-            available(app.read_only)
-                .filter(|binding| binding.hint && binding.context == Context::Global)
-                .map(|binding| (binding.label, binding.description)),
-        );
-    }
-    hints
+    bindings.sort_by_key(|binding| binding.context != Context::Global);
+    bindings
+        .into_iter()
+        .filter_map(|binding| Some((binding.label, binding.hint?)))
+        .collect()
 }
 
 /// The help overlay's contents: every available binding, grouped by context.

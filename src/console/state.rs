@@ -1028,6 +1028,16 @@ mod tests {
     }
 
     #[test]
+    fn question_mark_closes_the_help_it_opened() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Char('?'));
+        assert!(matches!(app.overlay, Overlay::Help { .. }));
+        press(&mut app, KeyCode::Char('?'));
+        assert!(matches!(app.overlay, Overlay::None));
+        assert!(!app.quit);
+    }
+
+    #[test]
     fn engine_stopping_keeps_the_ui_until_quit() {
         let mut app = sample_app(false);
         update(&mut app, Action::EngineStopped);

@@ -235,11 +235,17 @@ fn render_hints(frame: &mut Frame, area: Rect, app: &App) {
         frame.render_widget(line, area);
         return;
     }
+    // Whole hints or none: a hint cut in half reads as a different key.
     let mut spans = Vec::new();
+    let mut used = 0;
     for (label, description) in keys::hints(app) {
-        if !spans.is_empty() {
-            spans.push(Span::styled("  ", theme.muted));
+        let gap = if spans.is_empty() { "" } else { "  " };
+        let width = Line::raw(format!("{gap}{label} {description}")).width();
+        if used + width > area.width as usize {
+            break;
         }
+        used += width;
+        spans.push(Span::raw(gap));
         spans.push(Span::styled(
             label,
             theme.accent.add_modifier(Modifier::BOLD),
@@ -768,6 +774,11 @@ fn render_help(frame: &mut Frame, app: &App, scroll: usize) {
             "read-only console: approve, reject, roll back, forward and run are disabled",
             theme.warn,
         ));
+    } else {
+        lines.push(Line::styled(
+            "⚠ marks keys that send a decision to the engine (gone in read-only mode)",
+            theme.muted,
+        ));
     }
     for (context, bindings) in keys::help_sections(app.read_only) {
         if bindings.is_empty() {
@@ -781,38 +792,54 @@ fn render_help(frame: &mut Frame, app: &App, scroll: usize) {
             theme.accent.add_modifier(Modifier::BOLD),
         ));
         for binding in bindings {
-            let mut spans = vec![
+            // Keys that send a decision are marked by a glyph, not only a colour.
+            let marker = if binding.dangerous { "⚠ " } else { "  " };
+            let spans = vec![
                 Span::styled(format!("  {:<18}", binding.label), theme.title),
+                Span::styled(marker, theme.warn),
                 Span::raw(binding.description),
             ];
-            if binding.dangerous {
-                spans.push(Span::styled("  ⚠ sends a decision", theme.warn));
-            }
             lines.push(Line::from(spans));
         }
     }
-    let height = area.height.saturating_sub(2) as usize;
-    let scroll = scroll.min(lines.len().saturating_sub(height)) as u16;
-    let help = Paragraph::new(lines).scroll((scroll, 0)).block(pane_block(
-        "Keys (Esc closes)",
-        true,
-        theme,
+    lines.push(Line::raw(""));
+    lines.push(Line::styled(
+        "Commands (after :)",
+        theme.accent.add_modifier(Modifier::BOLD),
     ));
+    for (command, description) in keys::COMMANDS {
+        lines.push(Line::from(vec![
+            Span::styled(format!("  {command:<18}"), theme.title),
+            Span::raw(*description),
+        ]));
+    }
+    let height = area.height.saturating_sub(2) as usize;
+    let scroll = scroll.min(lines.len().saturating_sub(height));
+    let more_below = scroll + height < lines.len();
+    let mut block = pane_block("Keys (Esc closes)", true, theme);
+    if more_below {
+        block =
+            block.title_bottom(Line::styled(" ↓ more: j or PgDn ", theme.muted).right_aligned());
+    }
+    let help = Paragraph::new(lines)
+        .scroll((scroll as u16, 0))
+        .block(block);
     frame.render_widget(Clear, area);
     frame.render_widget(help, area);
 }
 
 fn render_reason(frame: &mut Frame, app: &App, modal: &ReasonModal) {
     let theme = &app.theme;
-    let area = centered(frame.area(), 72, 13);
+    let area = centered(frame.area(), 72, 14);
     let title = format!("{} {}", modal.decision.verb(), modal.proposal);
     let block = pane_block(&title, true, theme);
     let inner = block.inner(area);
     frame.render_widget(Clear, area);
     frame.render_widget(block, area);
-    let [about, hash, warning, text, error] = Layout::vertical([
+    let [about, hash, warning, label, text, error] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(2),
+        Constraint::Length(1),
         Constraint::Length(1),
         Constraint::Fill(1),
         Constraint::Length(1),
@@ -841,8 +868,138 @@ fn render_reason(frame: &mut Frame, app: &App, modal: &ReasonModal) {
             warning,
         );
     }
+    let requirement = if modal.decision.reason_required() {
+        "Reason (required)"
+    } else {
+        "Reason (optional)"
+    };
+    frame.render_widget(
+        Line::from(vec![
+            Span::styled(requirement, theme.title),
+            Span::styled("  Enter sends · Ctrl-J new line · Esc cancels", theme.muted),
+        ]),
+        label,
+    );
     frame.render_widget(&modal.text, text);
     if let Some(message) = &modal.error {
         frame.render_widget(Line::styled(format!("✗ {message}"), theme.crit), error);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::console::fixtures::sample_snapshot;
+    use crate::console::state::{update, Action};
+    use crate::console::theme::Theme;
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+
+    fn sample_app() -> App {
+        let mut app = App::new(false, Theme::fallback(), None, false);
+        update(
+            &mut app,
+            Action::SnapshotArrived(Box::new(sample_snapshot())),
+        );
+        app
+    }
+
+    fn draw(app: &App, width: u16, height: u16) -> String {
+        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+        terminal.draw(|frame| render(frame, app)).unwrap();
+        terminal.backend().to_string()
+    }
+
+    /// INC-7 open, the diff proposal selected.
+    fn detail_app() -> App {
+        let mut app = sample_app();
+        update(&mut app, Action::Open);
+        update(&mut app, Action::Down);
+        app
+    }
+
+    const SIZES: [(u16, u16); 2] = [(120, 40), (80, 24)];
+
+    #[test]
+    fn incident_list() {
+        let app = sample_app();
+        for (width, height) in SIZES {
+            insta::assert_snapshot!(
+                format!("incident_list_{width}x{height}"),
+                draw(&app, width, height)
+            );
+        }
+    }
+
+    #[test]
+    fn incident_detail_with_tree_and_diff() {
+        let app = detail_app();
+        for (width, height) in SIZES {
+            insta::assert_snapshot!(
+                format!("incident_detail_{width}x{height}"),
+                draw(&app, width, height)
+            );
+        }
+    }
+
+    #[test]
+    fn help_overlay() {
+        let mut app = sample_app();
+        update(&mut app, Action::Help);
+        for (width, height) in SIZES {
+            insta::assert_snapshot!(format!("help_{width}x{height}"), draw(&app, width, height));
+        }
+    }
+
+    #[test]
+    fn reason_modal() {
+        let mut app = detail_app();
+        update(&mut app, Action::Reject);
+        for c in "casts break on FLOOR-A".chars() {
+            let key = crossterm::event::KeyEvent::new(
+                crossterm::event::KeyCode::Char(c),
+                crossterm::event::KeyModifiers::NONE,
+            );
+            update(&mut app, Action::Edit(key));
+        }
+        for (width, height) in SIZES {
+            insta::assert_snapshot!(
+                format!("reason_{width}x{height}"),
+                draw(&app, width, height)
+            );
+        }
+    }
+
+    #[test]
+    fn receipt_and_note_views() {
+        let mut app = sample_app();
+        update(&mut app, Action::Down);
+        update(&mut app, Action::Open);
+        update(&mut app, Action::ToggleReceipt);
+        insta::assert_snapshot!("receipt_80x24", draw(&app, 80, 24));
+
+        let mut app = detail_app();
+        update(&mut app, Action::Down);
+        insta::assert_snapshot!("note_80x24", draw(&app, 80, 24));
+    }
+
+    #[test]
+    fn read_only_and_stopped_engine_show_in_the_status_bar() {
+        let mut app = App::new(true, Theme::fallback(), None, false);
+        update(
+            &mut app,
+            Action::SnapshotArrived(Box::new(sample_snapshot())),
+        );
+        update(&mut app, Action::EngineStopped);
+        let screen = draw(&app, 120, 40);
+        assert!(screen.contains("read-only"));
+        assert!(screen.contains("engine stopped"));
+    }
+
+    #[test]
+    fn fit_cuts_and_pads_by_display_width() {
+        assert_eq!(fit("abc", 5), "abc  ");
+        assert_eq!(fit("abcdef", 3), "abc");
+        assert_eq!(fit("✓ok", 2), "✓o");
     }
 }
