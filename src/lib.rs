@@ -4,6 +4,7 @@
 pub mod approve;
 pub mod chain;
 pub mod config;
+pub mod console;
 pub mod demo;
 pub mod detect;
 pub mod engine;
@@ -11,5 +12,6 @@ pub mod incident;
 pub mod lineage;
 pub mod monitor;
 pub mod propose;
+pub mod sanitize;
 pub mod store;
 pub mod warehouse;

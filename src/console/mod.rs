@@ -1,0 +1,185 @@
+//! The terminal console. One loop: every input (keys, resizes, snapshots from the
+//! engine) arrives on one channel; the loop drains what is queued, applies it to the
+//! plain state, sends any commands, and redraws only when something changed, at most
+//! once per frame interval. Nothing redraws on a timer: over SSH every frame costs.
+
+pub mod diff;
+pub mod fixtures;
+pub mod keys;
+pub mod state;
+pub mod terminal;
+pub mod theme;
+pub mod tree;
+pub mod view;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result};
+use crossterm::event::{self, Event, KeyEventKind};
+
+use crate::engine::api::{Command, Snapshot};
+use state::{update, Action, App};
+use theme::{Theme, ThemeFile};
+
+/// The two ends of the engine seam the console holds.
+pub struct ConsoleLink {
+    pub commands: Sender<Command>,
+    pub snapshots: Receiver<Snapshot>,
+}
+
+pub struct ConsoleOptions {
+    /// Remove every key that sends a decision (approve, reject, roll back, forward, run).
+    pub read_only: bool,
+    /// A user theme TOML laid over the chosen theme; it changes only what it sets.
+    pub theme: Option<PathBuf>,
+    /// One of dark, light, ansi16, colorblind.
+    pub theme_name: Option<String>,
+}
+
+/// Redraw at most this often, however fast snapshots and keys arrive.
+const FRAME_INTERVAL: Duration = Duration::from_millis(16);
+/// How often the input thread looks up to see whether the console has closed.
+const INPUT_POLL: Duration = Duration::from_millis(250);
+
+enum Message {
+    Input(Event),
+    InputFailed(std::io::Error),
+    Snapshot(Box<Snapshot>),
+    EngineStopped,
+}
+
+pub fn run(link: ConsoleLink, options: ConsoleOptions) -> Result<()> {
+    let user_theme = options.theme.as_deref().map(ThemeFile::read).transpose()?;
+    let no_color = theme::no_color_requested();
+    let theme_name = options
+        .theme_name
+        .as_deref()
+        .unwrap_or(theme::DEFAULT_THEME);
+    let theme = Theme::load(theme_name, user_theme.as_ref(), no_color)?;
+    let mut app = App::new(options.read_only, theme, user_theme, no_color);
+
+    let (sender, messages) = mpsc::channel();
+    forward_snapshots(link.snapshots, sender.clone());
+    let (mut screen, _restore) = terminal::setup().context("setting up the terminal")?;
+    let stop_input = Arc::new(AtomicBool::new(false));
+    read_input(sender, Arc::clone(&stop_input));
+
+    let result = main_loop(&mut screen, &mut app, &messages, &link.commands);
+    stop_input.store(true, Ordering::Relaxed);
+    result
+}
+
+fn forward_snapshots(snapshots: Receiver<Snapshot>, sender: Sender<Message>) {
+    thread::spawn(move || {
+        for snapshot in snapshots {
+            if sender.send(Message::Snapshot(Box::new(snapshot))).is_err() {
+                return;
+            }
+        }
+        let _ = sender.send(Message::EngineStopped);
+    });
+}
+
+fn read_input(sender: Sender<Message>, stop: Arc<AtomicBool>) {
+    thread::spawn(move || {
+        while !stop.load(Ordering::Relaxed) {
+            // Poll with a timeout only so this thread notices the console closing;
+            // nothing is drawn on this tick.
+            let message = match event::poll(INPUT_POLL) {
+                Ok(false) => continue,
+                Ok(true) => match event::read() {
+                    Ok(event) => Message::Input(event),
+                    Err(error) => Message::InputFailed(error),
+                },
+                Err(error) => Message::InputFailed(error),
+            };
+            let failed = matches!(message, Message::InputFailed(_));
+            if sender.send(message).is_err() || failed {
+                return;
+            }
+        }
+    });
+}
+
+fn main_loop(
+    screen: &mut terminal::Screen,
+    app: &mut App,
+    messages: &Receiver<Message>,
+    commands: &Sender<Command>,
+) -> Result<()> {
+    screen.clear()?;
+    screen.draw(|frame| view::render(frame, app))?;
+    let mut last_draw = Instant::now();
+    loop {
+        let Ok(first) = messages.recv() else {
+            return Ok(());
+        };
+        let mut changed = apply(app, first)?;
+        while let Ok(message) = messages.try_recv() {
+            changed |= apply(app, message)?;
+        }
+        // Too soon after the last frame: keep collecting until the frame is due, so a
+        // burst of snapshots or a held key becomes one redraw.
+        if changed {
+            let due = last_draw + FRAME_INTERVAL;
+            while let Some(wait) = due.checked_duration_since(Instant::now()) {
+                match messages.recv_timeout(wait) {
+                    Ok(message) => changed |= apply(app, message)?,
+                    Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
+                }
+            }
+        }
+        send_commands(app, commands);
+        if app.quit {
+            return Ok(());
+        }
+        if app.suspend {
+            app.suspend = false;
+            terminal::suspend(screen)?;
+            changed = true;
+        }
+        if changed {
+            if app.full_redraw {
+                // Forget what ratatui thinks is on screen (tmux re-attach, Ctrl-L).
+                screen.clear()?;
+                app.full_redraw = false;
+            }
+            screen.draw(|frame| view::render(frame, app))?;
+            last_draw = Instant::now();
+        }
+    }
+}
+
+/// Apply one message; true when the screen may have changed.
+fn apply(app: &mut App, message: Message) -> Result<bool> {
+    let action = match message {
+        Message::Snapshot(snapshot) => Action::SnapshotArrived(snapshot),
+        Message::EngineStopped => Action::EngineStopped,
+        Message::InputFailed(error) => return Err(error).context("reading the terminal"),
+        Message::Input(Event::Key(key)) if key.kind != KeyEventKind::Release => {
+            match keys::action_for(app, key) {
+                Some(action) => action,
+                None => return Ok(false),
+            }
+        }
+        Message::Input(Event::Resize(..)) => Action::Resized,
+        Message::Input(Event::Paste(text)) => Action::Paste(text),
+        Message::Input(_) => return Ok(false),
+    };
+    update(app, action);
+    Ok(true)
+}
+
+fn send_commands(app: &mut App, commands: &Sender<Command>) {
+    for command in app.outbox.drain(..) {
+        if commands.send(command).is_err() {
+            app.message = Some("engine stopped: the decision was not sent".into());
+            app.engine_stopped = true;
+        }
+    }
+}

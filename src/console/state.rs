@@ -1,0 +1,1064 @@
+//! Everything the console knows, as plain data, and the one function that changes it.
+//! Keys, snapshots and resizes all become an [`Action`]; [`update`] applies it. Commands
+//! for the engine are queued in `outbox` rather than sent from here, so this module does
+//! no I/O and tests can drive it directly.
+
+use std::collections::{HashMap, HashSet};
+
+use crossterm::event::KeyEvent;
+use ratatui::style::Style;
+use ratatui::widgets::Block;
+use ratatui_textarea::TextArea;
+use tui_tree_widget::TreeItem;
+
+use crate::console::diff::DiffRows;
+use crate::console::theme::{self, Theme, ThemeFile};
+use crate::console::tree::{self, TreeRow};
+use crate::engine::api::{
+    BlastNode, Command, IncidentStatus, IncidentView, ProposalBody, ProposalKind, ProposalView,
+    Snapshot,
+};
+use crate::sanitize;
+
+/// Rows PgUp/PgDn move; the view does not tell the state its height, on purpose.
+pub const PAGE: usize = 10;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// A new snapshot from the engine (the whole world, replacing the last one).
+    SnapshotArrived(Box<Snapshot>),
+    /// The engine's channel closed: keep showing the last snapshot until `q`.
+    EngineStopped,
+    /// The terminal was resized (or re-attached in tmux): redraw everything.
+    Resized,
+    /// Ctrl-L: redraw everything.
+    Redraw,
+    Suspend,
+    Quit,
+    /// Close the innermost thing open: overlay, receipt, detail, filter.
+    Back,
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Top,
+    Bottom,
+    Open,
+    NextPane,
+    PreviousPane,
+    Collapse,
+    Expand,
+    Approve,
+    Reject,
+    RollBack,
+    Forward,
+    QueueRun,
+    ToggleReceipt,
+    Help,
+    CommandLine,
+    Filter,
+    /// Enter in a text field: send the reason, run the command line, keep the filter.
+    Submit,
+    /// A new line in the reason text.
+    NewLine,
+    /// A key typed into whichever text field is open.
+    Edit(KeyEvent),
+    /// Text pasted into whichever text field is open (bracketed paste).
+    Paste(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Screen {
+    List,
+    Detail,
+}
+
+/// The panes of the incident detail, in Tab order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pane {
+    Cause,
+    Tree,
+    Proposals,
+    Body,
+}
+
+impl Pane {
+    const ORDER: [Pane; 4] = [Pane::Cause, Pane::Tree, Pane::Proposals, Pane::Body];
+
+    fn step(self, forward: bool) -> Pane {
+        let at = Pane::ORDER
+            .iter()
+            .position(|pane| *pane == self)
+            .unwrap_or(0);
+        let len = Pane::ORDER.len();
+        let next = if forward { at + 1 } else { at + len - 1 };
+        Pane::ORDER[next % len]
+    }
+}
+
+/// The decisions that need a reason typed first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    Approve,
+    Reject,
+    RollBack,
+}
+
+impl Decision {
+    pub fn verb(self) -> &'static str {
+        match self {
+            Decision::Approve => "Approve",
+            Decision::Reject => "Reject",
+            Decision::RollBack => "Roll back",
+        }
+    }
+
+    /// A rejection is final and a roll back undoes work: both must say why.
+    pub fn reason_required(self) -> bool {
+        !matches!(self, Decision::Approve)
+    }
+}
+
+/// The reason modal. It keeps the content hash the person was looking at when they
+/// pressed the key, so a proposal that changes underneath is never approved unseen.
+#[derive(Debug, Clone)]
+pub struct ReasonModal {
+    pub decision: Decision,
+    pub proposal: String,
+    pub proposal_title: String,
+    pub content_hash: String,
+    pub text: TextArea<'static>,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptKind {
+    Command,
+    Filter,
+}
+
+#[derive(Debug, Clone)]
+pub enum Overlay {
+    None,
+    Help { scroll: usize },
+    Reason(Box<ReasonModal>),
+    Prompt { kind: PromptKind, text: String },
+}
+
+/// The blast-radius tree of the open incident, rebuilt only when its nodes change.
+#[derive(Debug, Clone, Default)]
+pub struct TreeView {
+    pub source: Vec<BlastNode>,
+    pub rows: Vec<TreeRow>,
+    pub items: Vec<TreeItem<'static, String>>,
+    pub opened: HashSet<Vec<String>>,
+    pub selected: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Detail {
+    pub incident: String,
+    pub focus: Pane,
+    pub cause_scroll: usize,
+    pub proposal: usize,
+    pub body_scroll: usize,
+    pub receipt_open: bool,
+    pub receipt_scroll: usize,
+    pub tree: TreeView,
+}
+
+pub struct App {
+    pub snapshot: Snapshot,
+    /// False until the engine sends its first snapshot.
+    pub connected: bool,
+    pub engine_stopped: bool,
+    pub read_only: bool,
+    pub theme: Theme,
+    user_theme: Option<ThemeFile>,
+    no_color: bool,
+    pub screen: Screen,
+    pub overlay: Overlay,
+    /// The incident list filter: a substring, or `!substring` to hide matches.
+    pub filter: String,
+    /// Selected incident by id, so the selection survives incidents being added.
+    pub selected_incident: Option<String>,
+    pub detail: Option<Detail>,
+    /// Side-by-side and unified rows per proposal content hash.
+    pub diffs: HashMap<String, DiffRows>,
+    /// Feedback from the console itself (not the engine), shown until the next key.
+    pub message: Option<String>,
+    /// Commands waiting to be sent to the engine.
+    pub outbox: Vec<Command>,
+    pub quit: bool,
+    pub suspend: bool,
+    /// Clear the terminal before the next draw (resize, tmux re-attach, Ctrl-L).
+    pub full_redraw: bool,
+}
+
+impl App {
+    pub fn new(
+        read_only: bool,
+        theme: Theme,
+        user_theme: Option<ThemeFile>,
+        no_color: bool,
+    ) -> App {
+        App {
+            snapshot: Snapshot::default(),
+            connected: false,
+            engine_stopped: false,
+            read_only,
+            theme,
+            user_theme,
+            no_color,
+            screen: Screen::List,
+            overlay: Overlay::None,
+            filter: String::new(),
+            selected_incident: None,
+            detail: None,
+            diffs: HashMap::new(),
+            message: None,
+            outbox: Vec::new(),
+            quit: false,
+            suspend: false,
+            full_redraw: false,
+        }
+    }
+
+    /// The incidents the list shows, after the filter.
+    pub fn visible_incidents(&self) -> Vec<&IncidentView> {
+        self.snapshot
+            .incidents
+            .iter()
+            .filter(|incident| matches_filter(incident, &self.filter))
+            .collect()
+    }
+
+    pub fn selected_index(&self) -> Option<usize> {
+        let id = self.selected_incident.as_ref()?;
+        self.visible_incidents()
+            .iter()
+            .position(|incident| &incident.id == id)
+    }
+
+    /// The incident the detail screen shows, if it is still in the snapshot.
+    pub fn open_incident(&self) -> Option<&IncidentView> {
+        let detail = self.detail.as_ref()?;
+        self.snapshot
+            .incidents
+            .iter()
+            .find(|incident| incident.id == detail.incident)
+    }
+
+    pub fn selected_proposal(&self) -> Option<&ProposalView> {
+        let index = self.detail.as_ref()?.proposal;
+        self.open_incident()?.proposals.get(index)
+    }
+}
+
+pub fn status_word(status: IncidentStatus) -> &'static str {
+    match status {
+        IncidentStatus::Open => "open",
+        IncidentStatus::Verifying => "verifying",
+        IncidentStatus::Resolved => "resolved",
+    }
+}
+
+/// Plain, case-insensitive substring over what the list shows; `!` inverts.
+fn matches_filter(incident: &IncidentView, filter: &str) -> bool {
+    let (invert, needle) = match filter.strip_prefix('!') {
+        Some(rest) => (true, rest),
+        None => (false, filter),
+    };
+    if needle.is_empty() {
+        return true;
+    }
+    let needle = needle.to_lowercase();
+    let found = [
+        incident.id.as_str(),
+        incident.title.as_str(),
+        incident.table.as_str(),
+        status_word(incident.status),
+        incident.opened_at.as_str(),
+    ]
+    .iter()
+    .any(|field| field.to_lowercase().contains(&needle));
+    found != invert
+}
+
+pub fn update(app: &mut App, action: Action) {
+    // A console message answers the last key; the next key replaces it.
+    if !matches!(
+        action,
+        Action::SnapshotArrived(_) | Action::EngineStopped | Action::Resized
+    ) {
+        app.message = None;
+    }
+    match action {
+        Action::SnapshotArrived(snapshot) => receive_snapshot(app, *snapshot),
+        Action::EngineStopped => app.engine_stopped = true,
+        Action::Resized | Action::Redraw => app.full_redraw = true,
+        Action::Suspend => app.suspend = true,
+        Action::Quit => app.quit = true,
+        Action::Back => back(app),
+        Action::Help => app.overlay = Overlay::Help { scroll: 0 },
+        Action::CommandLine => {
+            app.overlay = Overlay::Prompt {
+                kind: PromptKind::Command,
+                text: String::new(),
+            }
+        }
+        Action::Filter => {
+            app.overlay = Overlay::Prompt {
+                kind: PromptKind::Filter,
+                text: app.filter.clone(),
+            }
+        }
+        Action::Submit => submit(app),
+        Action::NewLine => {
+            if let Overlay::Reason(modal) = &mut app.overlay {
+                modal.text.insert_newline();
+            }
+        }
+        Action::Edit(key) => edit(app, key),
+        Action::Paste(text) => paste(app, &text),
+        Action::Up => move_by(app, -1),
+        Action::Down => move_by(app, 1),
+        Action::PageUp => move_by(app, -(PAGE as isize)),
+        Action::PageDown => move_by(app, PAGE as isize),
+        Action::Top => move_by(app, isize::MIN / 2),
+        Action::Bottom => move_by(app, isize::MAX / 2),
+        Action::Open => open_detail(app),
+        Action::NextPane | Action::PreviousPane => {
+            if let Some(detail) = &mut app.detail {
+                detail.focus = detail.focus.step(action == Action::NextPane);
+            }
+        }
+        Action::Collapse => open_tree_node(app, false),
+        Action::Expand => open_tree_node(app, true),
+        Action::ToggleReceipt => toggle_receipt(app),
+        Action::Approve => start_decision(app, Decision::Approve),
+        Action::Reject => start_decision(app, Decision::Reject),
+        Action::RollBack => start_decision(app, Decision::RollBack),
+        Action::Forward => forward(app),
+        Action::QueueRun => queue_run(app),
+    }
+}
+
+fn receive_snapshot(app: &mut App, mut snapshot: Snapshot) {
+    // The one place raw engine text enters: clean it before anything can draw it.
+    sanitize::snapshot(&mut snapshot);
+    app.snapshot = snapshot;
+    app.connected = true;
+    refresh_derived(app);
+}
+
+/// Recompute what depends on the snapshot: selections that may have gone, the tree and
+/// the diffs of the open incident. Cheap when nothing relevant changed.
+fn refresh_derived(app: &mut App) {
+    let visible_ids: Vec<String> = app
+        .visible_incidents()
+        .iter()
+        .map(|incident| incident.id.clone())
+        .collect();
+    let still_there = app
+        .selected_incident
+        .as_ref()
+        .is_some_and(|id| visible_ids.contains(id));
+    if !still_there {
+        app.selected_incident = visible_ids.first().cloned();
+    }
+
+    let Some(incident) = app.open_incident().cloned() else {
+        return;
+    };
+    for proposal in &incident.proposals {
+        if let ProposalBody::Diff { old, new, .. } = &proposal.body {
+            app.diffs
+                .entry(proposal.content_hash.clone())
+                .or_insert_with(|| DiffRows::compute(old, new));
+        }
+    }
+    // Forget diffs no proposal of this incident has any more.
+    let live: HashSet<&str> = incident
+        .proposals
+        .iter()
+        .map(|proposal| proposal.content_hash.as_str())
+        .collect();
+    app.diffs.retain(|hash, _| live.contains(hash.as_str()));
+
+    let theme = app.theme.clone();
+    if let Some(detail) = &mut app.detail {
+        detail.proposal = detail
+            .proposal
+            .min(incident.proposals.len().saturating_sub(1));
+        let view = &mut detail.tree;
+        let first_build = view.rows.is_empty() && view.source.is_empty();
+        if first_build || view.source != incident.blast {
+            view.rows = tree::build(&incident.blast);
+            view.items = tree::items(&view.rows, &incident.blast, &theme);
+            view.source = incident.blast.clone();
+            if first_build {
+                view.opened = tree::all_parent_paths(&view.rows);
+            }
+            let visible = tree::visible_paths(&view.rows, &view.opened);
+            if !visible.contains(&view.selected) {
+                view.selected = visible.first().cloned().unwrap_or_default();
+            }
+        }
+    }
+}
+
+fn back(app: &mut App) {
+    if !matches!(app.overlay, Overlay::None) {
+        if let Overlay::Prompt {
+            kind: PromptKind::Filter,
+            ..
+        } = app.overlay
+        {
+            app.filter.clear();
+            refresh_derived(app);
+        }
+        app.overlay = Overlay::None;
+        return;
+    }
+    match app.screen {
+        Screen::Detail => {
+            let receipt_open = app.detail.as_ref().is_some_and(|d| d.receipt_open);
+            if let (true, Some(detail)) = (receipt_open, &mut app.detail) {
+                detail.receipt_open = false;
+            } else {
+                app.screen = Screen::List;
+                app.detail = None;
+            }
+        }
+        Screen::List => {
+            if !app.filter.is_empty() {
+                app.filter.clear();
+                refresh_derived(app);
+            }
+        }
+    }
+}
+
+fn open_detail(app: &mut App) {
+    if app.screen != Screen::List {
+        return;
+    }
+    let Some(id) = app.selected_incident.clone() else {
+        return;
+    };
+    app.detail = Some(Detail {
+        incident: id,
+        focus: Pane::Proposals,
+        cause_scroll: 0,
+        proposal: 0,
+        body_scroll: 0,
+        receipt_open: false,
+        receipt_scroll: 0,
+        tree: TreeView::default(),
+    });
+    app.screen = Screen::Detail;
+    refresh_derived(app);
+}
+
+fn step(value: usize, delta: isize, len: usize) -> usize {
+    let last = len.saturating_sub(1) as isize;
+    (value as isize).saturating_add(delta).clamp(0, last.max(0)) as usize
+}
+
+/// Scroll offsets are clamped by the view (it knows the height); only keep them sane.
+fn scroll(value: usize, delta: isize) -> usize {
+    (value as isize).saturating_add(delta).clamp(0, 100_000) as usize
+}
+
+fn move_by(app: &mut App, delta: isize) {
+    if let Overlay::Help { scroll: offset } = &mut app.overlay {
+        *offset = scroll(*offset, delta);
+        return;
+    }
+    if !matches!(app.overlay, Overlay::None) {
+        return;
+    }
+    match app.screen {
+        Screen::List => {
+            let ids: Vec<String> = app
+                .visible_incidents()
+                .iter()
+                .map(|incident| incident.id.clone())
+                .collect();
+            let at = app.selected_index().unwrap_or(0);
+            app.selected_incident = ids.get(step(at, delta, ids.len())).cloned();
+        }
+        Screen::Detail => {
+            let proposals = app.open_incident().map_or(0, |i| i.proposals.len());
+            let Some(detail) = &mut app.detail else {
+                return;
+            };
+            if detail.receipt_open {
+                detail.receipt_scroll = scroll(detail.receipt_scroll, delta);
+                return;
+            }
+            match detail.focus {
+                Pane::Cause => detail.cause_scroll = scroll(detail.cause_scroll, delta),
+                Pane::Body => detail.body_scroll = scroll(detail.body_scroll, delta),
+                Pane::Proposals => {
+                    let next = step(detail.proposal, delta, proposals);
+                    if next != detail.proposal {
+                        detail.proposal = next;
+                        detail.body_scroll = 0;
+                    }
+                }
+                Pane::Tree => {
+                    let tree = &mut detail.tree;
+                    let visible = tree::visible_paths(&tree.rows, &tree.opened);
+                    let at = visible
+                        .iter()
+                        .position(|path| *path == tree.selected)
+                        .unwrap_or(0);
+                    if let Some(path) = visible.get(step(at, delta, visible.len())) {
+                        tree.selected = path.clone();
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Left closes the selected node, or moves to its parent when it is already closed;
+/// right opens it. The same keys as a file tree.
+fn open_tree_node(app: &mut App, open: bool) {
+    let Some(detail) = &mut app.detail else {
+        return;
+    };
+    if detail.focus != Pane::Tree || detail.receipt_open {
+        return;
+    }
+    let tree = &mut detail.tree;
+    let path = tree.selected.clone();
+    if path.is_empty() {
+        return;
+    }
+    let can_open = tree::has_children(&tree.rows, &path);
+    if open {
+        if can_open {
+            tree.opened.insert(path);
+        }
+    } else if can_open && tree.opened.contains(&path) {
+        tree.opened.remove(&path);
+    } else if path.len() > 1 {
+        tree.selected.pop();
+    }
+}
+
+fn toggle_receipt(app: &mut App) {
+    let has_receipt = app
+        .open_incident()
+        .is_some_and(|incident| incident.receipt.is_some());
+    let Some(detail) = &mut app.detail else {
+        return;
+    };
+    if has_receipt {
+        detail.receipt_open = !detail.receipt_open;
+        detail.receipt_scroll = 0;
+    } else {
+        app.message = Some("no receipt yet: it is written once the incident resolves".into());
+    }
+}
+
+/// Dangerous keys are removed in read-only mode; this is the second lock on the door.
+fn refuse_if_read_only(app: &mut App) -> bool {
+    if app.read_only {
+        app.message = Some("read-only console: decisions are disabled".into());
+    }
+    app.read_only
+}
+
+fn start_decision(app: &mut App, decision: Decision) {
+    if refuse_if_read_only(app) {
+        return;
+    }
+    let Some(proposal) = app.selected_proposal().cloned() else {
+        app.message = Some("open an incident and select a proposal first".into());
+        return;
+    };
+    let mut text = TextArea::default();
+    text.set_block(Block::bordered().border_style(app.theme.border));
+    text.set_cursor_line_style(Style::default());
+    let requirement = if decision.reason_required() {
+        "required"
+    } else {
+        "optional"
+    };
+    text.set_placeholder_text(format!("reason ({requirement})"));
+    text.set_placeholder_style(app.theme.muted);
+    app.overlay = Overlay::Reason(Box::new(ReasonModal {
+        decision,
+        proposal: proposal.id,
+        proposal_title: proposal.title,
+        content_hash: proposal.content_hash,
+        text,
+        error: None,
+    }));
+}
+
+fn forward(app: &mut App) {
+    if refuse_if_read_only(app) {
+        return;
+    }
+    match app.selected_proposal() {
+        Some(proposal) if proposal.kind == ProposalKind::Note => {
+            let id = proposal.id.clone();
+            app.message = Some(format!("forward {id} sent; the engine will confirm"));
+            app.outbox.push(Command::Forward { proposal: id });
+        }
+        Some(_) => app.message = Some("only a note proposal can be forwarded".into()),
+        None => app.message = Some("open an incident and select a note proposal first".into()),
+    }
+}
+
+fn queue_run(app: &mut App) {
+    if refuse_if_read_only(app) {
+        return;
+    }
+    let Some(incident) = app.open_incident().map(|incident| incident.id.clone()) else {
+        app.message = Some("open an incident first".into());
+        return;
+    };
+    app.message = Some(format!(
+        "run queued for {incident}; the engine will confirm"
+    ));
+    app.outbox.push(Command::QueueRun { incident });
+}
+
+fn submit(app: &mut App) {
+    match std::mem::replace(&mut app.overlay, Overlay::None) {
+        Overlay::Reason(mut modal) => {
+            let reason = modal.text.lines().join("\n").trim().to_string();
+            if reason.is_empty() && modal.decision.reason_required() {
+                modal.error = Some(format!(
+                    "{} needs a reason: say why, for the receipt",
+                    modal.decision.verb()
+                ));
+                app.overlay = Overlay::Reason(modal);
+                return;
+            }
+            let ReasonModal {
+                decision,
+                proposal,
+                content_hash,
+                ..
+            } = *modal;
+            app.message = Some(format!(
+                "{} {proposal} sent; the engine will confirm",
+                decision.verb().to_lowercase()
+            ));
+            app.outbox.push(match decision {
+                Decision::Approve => Command::Approve {
+                    proposal,
+                    content_hash,
+                    reason,
+                },
+                Decision::Reject => Command::Reject {
+                    proposal,
+                    content_hash,
+                    reason,
+                },
+                Decision::RollBack => Command::RollBack { proposal, reason },
+            });
+        }
+        Overlay::Prompt {
+            kind: PromptKind::Command,
+            text,
+        } => run_command_line(app, &text),
+        // The filter already applies as it is typed; Enter just keeps it.
+        other @ (Overlay::Prompt { .. } | Overlay::Help { .. } | Overlay::None) => {
+            if !matches!(other, Overlay::Prompt { .. }) {
+                app.overlay = other;
+            }
+        }
+    }
+}
+
+fn run_command_line(app: &mut App, line: &str) {
+    let mut words = line.split_whitespace();
+    match (words.next(), words.next()) {
+        (None, _) => {}
+        (Some("q" | "quit" | "q!" | "qa"), _) => app.quit = true,
+        (Some("h" | "help"), _) => app.overlay = Overlay::Help { scroll: 0 },
+        (Some("theme"), None) => {
+            app.message = Some(format!(
+                "theme {} (available: {})",
+                app.theme.name,
+                theme::builtin_names().join(", ")
+            ));
+        }
+        (Some("theme"), Some(name)) => {
+            match Theme::load(name, app.user_theme.as_ref(), app.no_color) {
+                Ok(theme) => {
+                    app.theme = theme;
+                    // Tree labels carry theme styles; restyle the same rows.
+                    let blast = app.open_incident().map(|i| i.blast.clone());
+                    if let (Some(detail), Some(blast)) = (&mut app.detail, blast) {
+                        detail.tree.items = tree::items(&detail.tree.rows, &blast, &app.theme);
+                    }
+                    app.full_redraw = true;
+                }
+                Err(error) => app.message = Some(format!("{error:#}")),
+            }
+        }
+        (Some(other), _) => {
+            app.message = Some(format!(
+                "unknown command :{} (try :help, :theme NAME, :q)",
+                sanitize::for_terminal(other)
+            ));
+        }
+    }
+}
+
+fn edit(app: &mut App, key: KeyEvent) {
+    use crossterm::event::KeyCode;
+    match &mut app.overlay {
+        Overlay::Reason(modal) => {
+            modal.error = None;
+            modal.text.input(key);
+        }
+        Overlay::Prompt { kind, text } => {
+            match key.code {
+                KeyCode::Char(c) if !c.is_control() => text.push(c),
+                KeyCode::Backspace => {
+                    text.pop();
+                }
+                _ => return,
+            }
+            if *kind == PromptKind::Filter {
+                app.filter = text.clone();
+                refresh_derived(app);
+            }
+        }
+        Overlay::Help { .. } | Overlay::None => {}
+    }
+}
+
+fn paste(app: &mut App, text: &str) {
+    // Pasted text is as untrusted as anything else that reaches the screen.
+    match &mut app.overlay {
+        Overlay::Reason(modal) => {
+            modal
+                .text
+                .insert_str(sanitize::for_terminal_multiline(text));
+        }
+        Overlay::Prompt { kind, text: line } => {
+            line.push_str(&sanitize::for_terminal(text));
+            if *kind == PromptKind::Filter {
+                app.filter = line.clone();
+                refresh_derived(app);
+            }
+        }
+        Overlay::Help { .. } | Overlay::None => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::console::fixtures::sample_snapshot;
+    use crate::console::keys;
+    use crossterm::event::{KeyCode, KeyModifiers};
+
+    pub fn sample_app(read_only: bool) -> App {
+        let mut app = App::new(read_only, Theme::fallback(), None, false);
+        update(
+            &mut app,
+            Action::SnapshotArrived(Box::new(sample_snapshot())),
+        );
+        app
+    }
+
+    fn press(app: &mut App, code: KeyCode) {
+        press_with(app, code, KeyModifiers::NONE);
+    }
+
+    fn press_with(app: &mut App, code: KeyCode, modifiers: KeyModifiers) {
+        if let Some(action) = keys::action_for(app, KeyEvent::new(code, modifiers)) {
+            update(app, action);
+        }
+    }
+
+    fn type_text(app: &mut App, text: &str) {
+        for c in text.chars() {
+            press(app, KeyCode::Char(c));
+        }
+    }
+
+    /// Open INC-7 and select the diff proposal (P-2).
+    fn detail_on_diff(read_only: bool) -> App {
+        let mut app = sample_app(read_only);
+        press(&mut app, KeyCode::Enter);
+        press(&mut app, KeyCode::Char('j'));
+        app
+    }
+
+    const DIFF_HASH: &str = "3f9a0c1b2d4e5f60718293a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4";
+
+    #[test]
+    fn approve_sends_the_full_hash_that_was_shown() {
+        let mut app = detail_on_diff(false);
+        assert_eq!(app.selected_proposal().unwrap().id, "P-2");
+        press(&mut app, KeyCode::Char('a'));
+        assert!(matches!(app.overlay, Overlay::Reason(_)));
+        // Keys typed into the reason are text, not commands ('q' does not quit).
+        type_text(&mut app, "refill safe, quick");
+        assert!(!app.quit);
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(
+            app.outbox,
+            vec![Command::Approve {
+                proposal: "P-2".into(),
+                content_hash: DIFF_HASH.into(),
+                reason: "refill safe, quick".into(),
+            }]
+        );
+        assert!(matches!(app.overlay, Overlay::None));
+    }
+
+    #[test]
+    fn approve_without_reason_is_allowed() {
+        let mut app = detail_on_diff(false);
+        press(&mut app, KeyCode::Char('a'));
+        press(&mut app, KeyCode::Enter);
+        assert!(matches!(
+            app.outbox.as_slice(),
+            [Command::Approve { reason, .. }] if reason.is_empty()
+        ));
+    }
+
+    #[test]
+    fn reject_and_roll_back_need_a_reason() {
+        let mut app = detail_on_diff(false);
+        press(&mut app, KeyCode::Char('r'));
+        press(&mut app, KeyCode::Enter);
+        assert!(app.outbox.is_empty());
+        let Overlay::Reason(modal) = &app.overlay else {
+            panic!("the modal stays open");
+        };
+        assert!(modal.error.is_some());
+        type_text(&mut app, "casts break");
+        press_with(&mut app, KeyCode::Char('j'), KeyModifiers::CONTROL);
+        type_text(&mut app, "on FLOOR-A");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(
+            app.outbox,
+            vec![Command::Reject {
+                proposal: "P-2".into(),
+                content_hash: DIFF_HASH.into(),
+                reason: "casts break\non FLOOR-A".into(),
+            }]
+        );
+
+        app.outbox.clear();
+        press(&mut app, KeyCode::Char('u'));
+        press(&mut app, KeyCode::Enter);
+        assert!(app.outbox.is_empty());
+        type_text(&mut app, "wrong model");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(
+            app.outbox,
+            vec![Command::RollBack {
+                proposal: "P-2".into(),
+                reason: "wrong model".into(),
+            }]
+        );
+    }
+
+    #[test]
+    fn a_hash_change_while_typing_does_not_retarget_the_decision() {
+        let mut app = detail_on_diff(false);
+        press(&mut app, KeyCode::Char('a'));
+        let mut changed = sample_snapshot();
+        changed.incidents[0].proposals[1].content_hash = "ffff".into();
+        update(&mut app, Action::SnapshotArrived(Box::new(changed)));
+        press(&mut app, KeyCode::Enter);
+        assert!(matches!(
+            app.outbox.as_slice(),
+            [Command::Approve { content_hash, .. }] if content_hash == DIFF_HASH
+        ));
+    }
+
+    #[test]
+    fn escape_cancels_the_modal_then_backs_out_of_detail() {
+        let mut app = detail_on_diff(false);
+        press(&mut app, KeyCode::Char('r'));
+        press(&mut app, KeyCode::Esc);
+        assert!(matches!(app.overlay, Overlay::None));
+        assert!(app.outbox.is_empty());
+        assert_eq!(app.screen, Screen::Detail);
+        press(&mut app, KeyCode::Esc);
+        assert_eq!(app.screen, Screen::List);
+        press(&mut app, KeyCode::Char('q'));
+        assert!(app.quit);
+    }
+
+    #[test]
+    fn forward_only_for_notes_and_queue_run_for_the_incident() {
+        let mut app = detail_on_diff(false);
+        press(&mut app, KeyCode::Char('f'));
+        assert!(app.outbox.is_empty());
+        assert!(app.message.is_some());
+        press(&mut app, KeyCode::Char('j'));
+        press(&mut app, KeyCode::Char('f'));
+        press(&mut app, KeyCode::Char('g'));
+        assert_eq!(
+            app.outbox,
+            vec![
+                Command::Forward {
+                    proposal: "P-3".into()
+                },
+                Command::QueueRun {
+                    incident: "INC-7".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn read_only_removes_every_dangerous_key() {
+        let mut app = detail_on_diff(true);
+        for key in ['a', 'r', 'u', 'f', 'g'] {
+            assert_eq!(
+                keys::action_for(&app, KeyEvent::new(KeyCode::Char(key), KeyModifiers::NONE)),
+                None,
+                "{key} should do nothing in read-only mode"
+            );
+        }
+        assert!(keys::available(true).all(|binding| !binding.dangerous));
+        assert!(keys::hints(&app).iter().all(|(label, _)| *label != "a"));
+        // Even an action that slips through is refused.
+        update(&mut app, Action::Approve);
+        assert!(app.outbox.is_empty());
+        assert!(matches!(app.overlay, Overlay::None));
+    }
+
+    #[test]
+    fn filter_is_a_substring_and_bang_inverts() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Char('/'));
+        type_text(&mut app, "EVENTS");
+        let ids: Vec<&str> = app
+            .visible_incidents()
+            .iter()
+            .map(|i| i.id.as_str())
+            .collect();
+        assert_eq!(ids, ["INC-6"]);
+        assert_eq!(app.selected_incident.as_deref(), Some("INC-6"));
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.filter, "EVENTS");
+        press(&mut app, KeyCode::Char('/'));
+        press(&mut app, KeyCode::Home);
+        for _ in 0.."EVENTS".len() {
+            press(&mut app, KeyCode::Backspace);
+        }
+        type_text(&mut app, "!events");
+        let ids: Vec<&str> = app
+            .visible_incidents()
+            .iter()
+            .map(|i| i.id.as_str())
+            .collect();
+        assert_eq!(ids, ["INC-7"]);
+        press(&mut app, KeyCode::Esc);
+        assert!(app.filter.is_empty());
+        assert_eq!(app.visible_incidents().len(), 2);
+    }
+
+    #[test]
+    fn command_line_quits_switches_theme_and_opens_help() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "theme light");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.theme.name, "light");
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "theme neon");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.theme.name, "light");
+        assert!(app.message.as_deref().unwrap().contains("unknown theme"));
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "help");
+        press(&mut app, KeyCode::Enter);
+        assert!(matches!(app.overlay, Overlay::Help { .. }));
+        press(&mut app, KeyCode::Esc);
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "q");
+        press(&mut app, KeyCode::Enter);
+        assert!(app.quit);
+    }
+
+    #[test]
+    fn snapshots_are_sanitized_on_arrival() {
+        let mut snapshot = sample_snapshot();
+        snapshot.incidents[0].title = "rows\u{1b}[2J\u{202e}gone".into();
+        let mut app = App::new(false, Theme::fallback(), None, false);
+        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
+        assert_eq!(app.snapshot.incidents[0].title, "rows\\x1b[2J\\u{202e}gone");
+    }
+
+    #[test]
+    fn tree_keys_move_and_fold() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Enter);
+        press(&mut app, KeyCode::BackTab);
+        assert_eq!(app.detail.as_ref().unwrap().focus, Pane::Tree);
+        let selected = |app: &App| app.detail.as_ref().unwrap().tree.selected.clone();
+        assert_eq!(selected(&app), ["model.ticketing.stg_orders"]);
+        press(&mut app, KeyCode::Char('j'));
+        assert_eq!(
+            selected(&app),
+            ["model.ticketing.stg_orders", "model.ticketing.int_seat_map"]
+        );
+        // Left on a leaf goes to its parent; left again folds it.
+        press(&mut app, KeyCode::Left);
+        assert_eq!(selected(&app), ["model.ticketing.stg_orders"]);
+        press(&mut app, KeyCode::Char('h'));
+        let tree = &app.detail.as_ref().unwrap().tree;
+        assert_eq!(tree::visible_paths(&tree.rows, &tree.opened).len(), 1);
+        press(&mut app, KeyCode::Char('l'));
+        let tree = &app.detail.as_ref().unwrap().tree;
+        // stg_orders, int_seat_map, fct_sales_pacing, the dashboard and the job under it,
+        // and the job again directly under stg_orders.
+        assert_eq!(tree::visible_paths(&tree.rows, &tree.opened).len(), 6);
+    }
+
+    #[test]
+    fn question_mark_closes_the_help_it_opened() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Char('?'));
+        assert!(matches!(app.overlay, Overlay::Help { .. }));
+        press(&mut app, KeyCode::Char('?'));
+        assert!(matches!(app.overlay, Overlay::None));
+        assert!(!app.quit);
+    }
+
+    #[test]
+    fn engine_stopping_keeps_the_ui_until_quit() {
+        let mut app = sample_app(false);
+        update(&mut app, Action::EngineStopped);
+        assert!(app.engine_stopped);
+        assert!(!app.quit);
+        assert_eq!(app.snapshot.incidents.len(), 2);
+    }
+
+    #[test]
+    fn receipt_opens_only_when_there_is_one() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Enter);
+        press(&mut app, KeyCode::Char('R'));
+        assert!(!app.detail.as_ref().unwrap().receipt_open);
+        press(&mut app, KeyCode::Esc);
+        press(&mut app, KeyCode::Char('j'));
+        press(&mut app, KeyCode::Enter);
+        press_with(&mut app, KeyCode::Char('R'), KeyModifiers::SHIFT);
+        assert!(app.detail.as_ref().unwrap().receipt_open);
+        press(&mut app, KeyCode::Esc);
+        assert!(!app.detail.as_ref().unwrap().receipt_open);
+        assert_eq!(app.screen, Screen::Detail);
+    }
+}

@@ -1,0 +1,1005 @@
+//! Drawing, as a pure function of [`App`]. Nothing here changes state or computes more
+//! than the rows that fit: diffs and tree rows were prepared when the snapshot arrived.
+//! Every state is shown by a glyph or a word as well as a colour, and the selected row
+//! carries a `▶`, so the screen reads the same without colour.
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span, Text};
+use ratatui::widgets::{Block, Cell, Clear, Paragraph, Row, Table, Wrap};
+use ratatui::Frame;
+use tui_tree_widget::{Tree, TreeState};
+
+use crate::console::diff::{Change, DiffRows, Sign, SIDE_BY_SIDE_MIN_WIDTH};
+use crate::console::keys;
+use crate::console::state::{
+    status_word, App, Detail, Overlay, Pane, PromptKind, ReasonModal, Screen,
+};
+use crate::console::theme::Theme;
+use crate::engine::api::{
+    IncidentStatus, IncidentView, ProposalBody, ProposalKind, ProposalState, ProposalView,
+};
+use crate::sanitize;
+
+const SELECTED: &str = "▶";
+/// Hash characters shown in lists; the reason modal shows the whole hash.
+const SHORT_HASH: usize = 12;
+
+pub fn render(frame: &mut Frame, app: &App) {
+    let [title, main, status, hints] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Fill(1),
+        Constraint::Length(1),
+        Constraint::Length(1),
+    ])
+    .areas(frame.area());
+    render_title(frame, title, app);
+    match app.screen {
+        Screen::List => render_list_screen(frame, main, app),
+        Screen::Detail => render_detail_screen(frame, main, app),
+    }
+    render_status(frame, status, app);
+    render_hints(frame, hints, app);
+    match &app.overlay {
+        Overlay::Help { scroll } => render_help(frame, app, *scroll),
+        Overlay::Reason(modal) => render_reason(frame, app, modal),
+        Overlay::Prompt { .. } | Overlay::None => {}
+    }
+}
+
+// ---- small pieces -------------------------------------------------------------------
+
+fn short(hash: &str) -> &str {
+    hash.get(..SHORT_HASH).unwrap_or(hash)
+}
+
+/// Cut or pad `text` to exactly `width` terminal columns.
+fn fit(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut used = 0;
+    let mut buffer = [0u8; 4];
+    for c in text.chars() {
+        let c_width = Span::raw(&*c.encode_utf8(&mut buffer)).width();
+        if used + c_width > width {
+            break;
+        }
+        out.push(c);
+        used += c_width;
+    }
+    out.extend(std::iter::repeat_n(' ', width - used));
+    out
+}
+
+fn pane_block<'a>(title: &'a str, focused: bool, theme: &Theme) -> Block<'a> {
+    // Focus shows as a marker in the title and a heavier border, not only a colour.
+    let (marker, border) = if focused {
+        ("▸ ", theme.accent.add_modifier(Modifier::BOLD))
+    } else {
+        ("", theme.border)
+    };
+    let title_style = if focused {
+        theme.title.patch(theme.accent)
+    } else {
+        theme.title
+    };
+    let block = Block::bordered()
+        .border_style(border)
+        .title(Line::from(vec![Span::styled(
+            format!(" {marker}{title} "),
+            title_style,
+        )]));
+    if focused {
+        block.border_type(ratatui::widgets::BorderType::Thick)
+    } else {
+        block
+    }
+}
+
+fn incident_status(status: IncidentStatus, theme: &Theme) -> Span<'static> {
+    let (glyph, style) = match status {
+        IncidentStatus::Open => ("●", theme.crit),
+        IncidentStatus::Verifying => ("◐", theme.warn),
+        IncidentStatus::Resolved => ("✓", theme.ok),
+    };
+    Span::styled(format!("{glyph} {}", status_word(status)), style)
+}
+
+fn proposal_state(state: ProposalState, theme: &Theme) -> Span<'static> {
+    let (text, style) = match state {
+        ProposalState::Pending => ("○ pending", theme.warn),
+        ProposalState::Approved => ("✓ approved", theme.ok),
+        ProposalState::Rejected => ("✗ rejected", theme.crit),
+        ProposalState::Forwarded => ("→ forwarded", theme.accent),
+        ProposalState::RolledBack => ("↶ rolled back", theme.warn),
+        ProposalState::Completed => ("✓ completed", theme.muted),
+    };
+    Span::styled(text, style)
+}
+
+fn kind_word(kind: ProposalKind) -> &'static str {
+    match kind {
+        ProposalKind::Hold => "hold",
+        ProposalKind::Diff => "diff",
+        ProposalKind::Note => "note",
+    }
+}
+
+/// Pipeline and monitor words come from the engine as text; unknown words still show,
+/// with a neutral glyph.
+fn word_with_glyph(word: &str, theme: &Theme) -> Span<'static> {
+    let (glyph, style) = match word {
+        "running" => ("●", theme.ok),
+        "paused" => ("⏸", theme.warn),
+        "idle" => ("○", theme.muted),
+        "success" | "ok" | "pass" | "passed" => ("✓", theme.ok),
+        "failed" | "fail" | "breach" | "error" | "unreachable" => ("✗", theme.crit),
+        "warn" | "warning" | "degraded" => ("▲", theme.warn),
+        _ => ("·", theme.muted),
+    };
+    Span::styled(format!("{glyph} {word}"), style)
+}
+
+fn centered(area: Rect, width: u16, height: u16) -> Rect {
+    let width = width.min(area.width);
+    let height = height.min(area.height);
+    Rect {
+        x: area.x + (area.width - width) / 2,
+        y: area.y + (area.height - height) / 2,
+        width,
+        height,
+    }
+}
+
+/// The first row to show so that `selected` stays in a window of `height` rows.
+fn window_start(selected: usize, height: usize) -> usize {
+    if height == 0 {
+        0
+    } else {
+        (selected + 1).saturating_sub(height)
+    }
+}
+
+// ---- frame: title, status, hints -----------------------------------------------------
+
+fn render_title(frame: &mut Frame, area: Rect, app: &App) {
+    let theme = &app.theme;
+    let mut spans = vec![
+        Span::styled(" dataward ", theme.title.add_modifier(Modifier::REVERSED)),
+        Span::raw(" "),
+        Span::styled(app.snapshot.now.clone(), theme.title),
+    ];
+    for pipeline in &app.snapshot.pipelines {
+        spans.push(Span::styled("  │ ", theme.border));
+        spans.push(Span::raw(format!("{} ", pipeline.name)));
+        spans.push(word_with_glyph(&pipeline.state, theme));
+        spans.push(Span::raw(" "));
+        spans.push(word_with_glyph(&pipeline.last_status, theme));
+    }
+    frame.render_widget(Line::from(spans), area);
+}
+
+fn render_status(frame: &mut Frame, area: Rect, app: &App) {
+    let theme = &app.theme;
+    let separator = || Span::styled(" │ ", theme.border);
+    let mut spans = vec![match &app.snapshot.chain_head {
+        Some(head) => Span::styled(
+            format!("chain #{} {}", head.seq, short(&head.hash)),
+            theme.accent,
+        ),
+        None => Span::styled("chain empty", theme.muted),
+    }];
+    if !app.snapshot.actor.is_empty() {
+        spans.push(separator());
+        spans.push(Span::raw(app.snapshot.actor.clone()));
+    }
+    if app.read_only {
+        spans.push(separator());
+        spans.push(Span::styled(
+            "read-only",
+            theme.warn.add_modifier(Modifier::BOLD),
+        ));
+    }
+    if app.engine_stopped {
+        spans.push(separator());
+        spans.push(Span::styled("■ engine stopped; q quits", theme.crit));
+    } else if !app.connected {
+        spans.push(separator());
+        spans.push(Span::styled("waiting for the engine…", theme.muted));
+    } else if app.snapshot.finished {
+        spans.push(separator());
+        spans.push(Span::styled("✓ scenario finished", theme.ok));
+    }
+    if let Some(message) = &app.message {
+        spans.push(separator());
+        spans.push(Span::styled(message.clone(), theme.accent));
+    } else if let Some(notice) = app.snapshot.notices.last() {
+        spans.push(separator());
+        spans.push(Span::styled(notice.clone(), theme.muted));
+    }
+    frame.render_widget(Line::from(spans), area);
+}
+
+fn render_hints(frame: &mut Frame, area: Rect, app: &App) {
+    let theme = &app.theme;
+    if let Overlay::Prompt { kind, text } = &app.overlay {
+        let lead = match kind {
+            PromptKind::Command => ":",
+            PromptKind::Filter => "/",
+        };
+        let line = Line::from(vec![
+            Span::styled(lead, theme.accent),
+            // Typed by the person, but still never passed raw to the terminal.
+            Span::raw(sanitize::for_terminal(text).into_owned()),
+            Span::styled("█", theme.accent),
+        ]);
+        frame.render_widget(line, area);
+        return;
+    }
+    // Whole hints or none: a hint cut in half reads as a different key.
+    let mut spans = Vec::new();
+    let mut used = 0;
+    for (label, description) in keys::hints(app) {
+        let gap = if spans.is_empty() { "" } else { "  " };
+        let width = Line::raw(format!("{gap}{label} {description}")).width();
+        if used + width > area.width as usize {
+            break;
+        }
+        used += width;
+        spans.push(Span::raw(gap));
+        spans.push(Span::styled(
+            label,
+            theme.accent.add_modifier(Modifier::BOLD),
+        ));
+        spans.push(Span::styled(format!(" {description}"), theme.muted));
+    }
+    frame.render_widget(Line::from(spans), area);
+}
+
+// ---- list screen ---------------------------------------------------------------------
+
+fn render_list_screen(frame: &mut Frame, area: Rect, app: &App) {
+    let monitor_rows = app.snapshot.monitors.len() as u16;
+    let monitors_height = if monitor_rows == 0 {
+        0
+    } else {
+        (monitor_rows + 3).min(area.height / 3).max(4)
+    };
+    let [incidents, monitors] =
+        Layout::vertical([Constraint::Fill(1), Constraint::Length(monitors_height)]).areas(area);
+    render_incident_list(frame, incidents, app);
+    if monitors_height > 0 {
+        render_monitors(frame, monitors, app);
+    }
+}
+
+fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
+    let theme = &app.theme;
+    let incidents = app.visible_incidents();
+    let mut title = format!("Incidents ({})", incidents.len());
+    if !app.filter.is_empty() {
+        title.push_str(&format!(
+            " · filter {}",
+            sanitize::for_terminal(&app.filter)
+        ));
+    }
+    let block = pane_block(&title, true, theme);
+    if !app.connected {
+        let waiting = Paragraph::new(Span::styled(
+            "Waiting for the engine's first snapshot…",
+            theme.muted,
+        ))
+        .block(block);
+        frame.render_widget(waiting, area);
+        return;
+    }
+    if incidents.is_empty() {
+        let text = if app.snapshot.incidents.is_empty() {
+            "✓ No incidents. Monitors are watching."
+        } else {
+            "No incident matches the filter (Esc clears it)."
+        };
+        frame.render_widget(
+            Paragraph::new(Span::styled(text, theme.muted)).block(block),
+            area,
+        );
+        return;
+    }
+    let height = area.height.saturating_sub(3) as usize;
+    let selected = app.selected_index().unwrap_or(0);
+    let start = window_start(selected, height);
+    let rows = incidents
+        .iter()
+        .enumerate()
+        .skip(start)
+        .take(height)
+        .map(|(index, incident)| incident_row(incident, index == selected, theme));
+    let header = Row::new(["", "id", "status", "table", "title", "opened"]).style(theme.muted);
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(1),
+            Constraint::Length(6),
+            Constraint::Length(11),
+            Constraint::Length(18),
+            Constraint::Fill(1),
+            Constraint::Length(6),
+        ],
+    )
+    .header(header)
+    .block(block);
+    frame.render_widget(table, area);
+}
+
+fn incident_row<'a>(incident: &'a IncidentView, selected: bool, theme: &Theme) -> Row<'a> {
+    let marker = if selected { SELECTED } else { " " };
+    let row = Row::new(vec![
+        Cell::from(marker),
+        Cell::from(incident.id.as_str()),
+        Cell::from(incident_status(incident.status, theme)),
+        Cell::from(incident.table.as_str()),
+        Cell::from(incident.title.as_str()),
+        Cell::from(incident.opened_at.as_str()),
+    ]);
+    if selected {
+        row.style(theme.selection)
+    } else {
+        row
+    }
+}
+
+fn render_monitors(frame: &mut Frame, area: Rect, app: &App) {
+    let theme = &app.theme;
+    let height = area.height.saturating_sub(3) as usize;
+    let rows = app.snapshot.monitors.iter().take(height).map(|monitor| {
+        Row::new(vec![
+            Cell::from(monitor.name.as_str()),
+            Cell::from(monitor.check.as_str()),
+            Cell::from(word_with_glyph(&monitor.verdict, theme)),
+            Cell::from(monitor.observed.as_str()),
+            Cell::from(monitor.expected.as_str()),
+            Cell::from(word_with_glyph(&monitor.health, theme)),
+        ])
+    });
+    let header = Row::new([
+        "monitor", "check", "verdict", "observed", "expected", "health",
+    ])
+    .style(theme.muted);
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Fill(2),
+            Constraint::Length(10),
+            Constraint::Length(9),
+            Constraint::Fill(2),
+            Constraint::Fill(2),
+            Constraint::Length(7),
+        ],
+    )
+    .header(header)
+    .block(pane_block("Monitors", false, theme));
+    frame.render_widget(table, area);
+}
+
+// ---- detail screen -------------------------------------------------------------------
+
+fn render_detail_screen(frame: &mut Frame, area: Rect, app: &App) {
+    let theme = &app.theme;
+    let (Some(detail), Some(incident)) = (app.detail.as_ref(), app.open_incident()) else {
+        let gone = Paragraph::new(Span::styled(
+            "This incident is no longer in the engine's snapshot. Esc goes back.",
+            theme.warn,
+        ))
+        .block(pane_block("Incident", true, theme));
+        frame.render_widget(gone, area);
+        return;
+    };
+    let [header, body] = Layout::vertical([Constraint::Length(2), Constraint::Fill(1)]).areas(area);
+    render_detail_header(frame, header, incident, theme);
+    if detail.receipt_open {
+        render_receipt(frame, body, incident, detail, theme);
+        return;
+    }
+    let proposals_height = (incident.proposals.len().max(1) as u16 + 2).min(7);
+    let upper_height = (body.height.saturating_sub(proposals_height) * 2 / 5).max(5);
+    let [upper, proposals_row, proposal_body] = Layout::vertical([
+        Constraint::Length(upper_height),
+        Constraint::Length(proposals_height),
+        Constraint::Fill(1),
+    ])
+    .areas(body);
+    let [cause, tree] =
+        Layout::horizontal([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(upper);
+    render_cause(frame, cause, incident, detail, theme);
+    render_tree(frame, tree, incident, detail, theme);
+    if incident.checks.is_empty() {
+        render_proposals(frame, proposals_row, incident, detail, theme);
+    } else {
+        let [list, checks] =
+            Layout::horizontal([Constraint::Percentage(62), Constraint::Percentage(38)])
+                .areas(proposals_row);
+        render_proposals(frame, list, incident, detail, theme);
+        render_checks(frame, checks, incident, theme);
+    }
+    render_proposal_body(frame, proposal_body, app, detail);
+}
+
+fn render_detail_header(frame: &mut Frame, area: Rect, incident: &IncidentView, theme: &Theme) {
+    let lines = vec![
+        Line::from(vec![
+            Span::styled(format!(" {} ", incident.id), theme.title),
+            incident_status(incident.status, theme),
+            Span::raw("  "),
+            Span::styled(incident.title.clone(), theme.title),
+        ]),
+        Line::from(vec![
+            Span::raw(format!(" {}", incident.table)),
+            Span::styled(" · ", theme.muted),
+            Span::styled("observed ", theme.muted),
+            Span::styled(incident.observed.clone(), theme.crit),
+            Span::styled(" · expected ", theme.muted),
+            Span::raw(incident.expected.clone()),
+            Span::styled(format!(" · opened {}", incident.opened_at), theme.muted),
+        ]),
+    ];
+    frame.render_widget(Paragraph::new(lines), area);
+}
+
+fn render_cause(
+    frame: &mut Frame,
+    area: Rect,
+    incident: &IncidentView,
+    detail: &Detail,
+    theme: &Theme,
+) {
+    let mut lines = vec![match &incident.cause {
+        Some(cause) => Line::raw(cause.clone()),
+        None => Line::styled("Diagnosis pending…", theme.muted),
+    }];
+    for evidence in &incident.evidence {
+        lines.push(Line::from(vec![
+            Span::styled(" • ", theme.accent),
+            Span::raw(evidence.clone()),
+        ]));
+    }
+    let scroll = detail.cause_scroll.min(lines.len().saturating_sub(1)) as u16;
+    let cause = Paragraph::new(lines)
+        .wrap(Wrap { trim: false })
+        .scroll((scroll, 0))
+        .block(pane_block("Cause", detail.focus == Pane::Cause, theme));
+    frame.render_widget(cause, area);
+}
+
+fn render_tree(
+    frame: &mut Frame,
+    area: Rect,
+    incident: &IncidentView,
+    detail: &Detail,
+    theme: &Theme,
+) {
+    let focused = detail.focus == Pane::Tree;
+    let title = format!("Blast radius from {}", incident.table);
+    let block = pane_block(&title, focused, theme);
+    let items = &detail.tree.items;
+    if items.is_empty() {
+        let empty = Paragraph::new(Span::styled("Nothing downstream found (yet).", theme.muted));
+        frame.render_widget(empty.block(block), area);
+        return;
+    }
+    // The widget wants mutable state; rebuild it from the plain state each frame
+    // (a few small sets) so the app itself stays immutable while drawing.
+    let mut state = TreeState::default();
+    for path in &detail.tree.opened {
+        state.open(path.clone());
+    }
+    state.select(detail.tree.selected.clone());
+    let highlight = if focused {
+        theme.selection
+    } else {
+        Style::default()
+    };
+    match Tree::new(items) {
+        Ok(tree) => {
+            let tree = tree
+                .block(block)
+                .highlight_symbol("▶ ")
+                .highlight_style(highlight)
+                .node_closed_symbol("▸ ")
+                .node_open_symbol("▾ ")
+                .node_no_children_symbol("  ");
+            frame.render_stateful_widget(tree, area, &mut state);
+        }
+        Err(_) => {
+            let broken =
+                Paragraph::new(Span::styled("blast radius has duplicate nodes", theme.crit));
+            frame.render_widget(broken.block(block), area);
+        }
+    }
+}
+
+fn render_proposals(
+    frame: &mut Frame,
+    area: Rect,
+    incident: &IncidentView,
+    detail: &Detail,
+    theme: &Theme,
+) {
+    let focused = detail.focus == Pane::Proposals;
+    let block = pane_block("Proposals", focused, theme);
+    if incident.proposals.is_empty() {
+        let empty = Paragraph::new(Span::styled("No proposals yet.", theme.muted));
+        frame.render_widget(empty.block(block), area);
+        return;
+    }
+    let height = area.height.saturating_sub(2) as usize;
+    let start = window_start(detail.proposal, height);
+    let rows = incident
+        .proposals
+        .iter()
+        .enumerate()
+        .skip(start)
+        .take(height)
+        .map(|(index, proposal)| {
+            let selected = index == detail.proposal;
+            let row = Row::new(vec![
+                Cell::from(if selected { SELECTED } else { " " }),
+                Cell::from(proposal.id.as_str()),
+                Cell::from(kind_word(proposal.kind)),
+                Cell::from(proposal_state(proposal.state, theme)),
+                Cell::from(proposal.title.as_str()),
+                Cell::from(Span::styled(proposal.owner.as_str(), theme.muted)),
+                Cell::from(Span::styled(short(&proposal.content_hash), theme.muted)),
+            ]);
+            if selected && focused {
+                row.style(theme.selection)
+            } else {
+                row
+            }
+        });
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(1),
+            Constraint::Length(4),
+            Constraint::Length(4),
+            Constraint::Length(13),
+            Constraint::Fill(1),
+            Constraint::Length(13),
+            Constraint::Length(SHORT_HASH as u16),
+        ],
+    )
+    .block(block);
+    frame.render_widget(table, area);
+}
+
+fn render_checks(frame: &mut Frame, area: Rect, incident: &IncidentView, theme: &Theme) {
+    let lines: Vec<Line> = incident
+        .checks
+        .iter()
+        .map(|check| {
+            let (glyph, style) = if check.passed {
+                ("✓ ", theme.ok)
+            } else {
+                ("✗ ", theme.crit)
+            };
+            Line::from(vec![
+                Span::styled(glyph, style),
+                Span::raw(check.name.clone()),
+                Span::styled(format!("  {}", check.detail), theme.muted),
+            ])
+        })
+        .collect();
+    let checks = Paragraph::new(lines).block(pane_block("Last verification", false, theme));
+    frame.render_widget(checks, area);
+}
+
+fn render_proposal_body(frame: &mut Frame, area: Rect, app: &App, detail: &Detail) {
+    let theme = &app.theme;
+    let focused = detail.focus == Pane::Body;
+    let Some(proposal) = app.selected_proposal() else {
+        let block = pane_block("Proposal", focused, theme);
+        frame.render_widget(block, area);
+        return;
+    };
+    let subject = match &proposal.body {
+        ProposalBody::Hold { job, .. } => format!("job {job}"),
+        ProposalBody::Diff { file, .. } => file.clone(),
+        ProposalBody::Note { to, .. } => format!("to {to}"),
+    };
+    let title = format!("{} {} · {}", proposal.id, kind_word(proposal.kind), subject);
+    let block = pane_block(&title, focused, theme);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    match &proposal.body {
+        ProposalBody::Diff { .. } => match app.diffs.get(&proposal.content_hash) {
+            Some(rows) => render_diff(
+                frame,
+                inner,
+                rows,
+                proposal,
+                detail.body_scroll,
+                area.width,
+                theme,
+            ),
+            None => frame.render_widget(Span::styled("diff not computed yet", theme.muted), inner),
+        },
+        ProposalBody::Hold { plan, .. } => {
+            let mut lines = vec![Line::styled("plan", theme.muted)];
+            lines.extend(plan.lines().map(|line| Line::raw(format!("  {line}"))));
+            render_text_body(frame, inner, lines, proposal, detail.body_scroll, theme);
+        }
+        ProposalBody::Note { text, .. } => {
+            let lines = text
+                .lines()
+                .map(|line| Line::raw(line.to_string()))
+                .collect();
+            render_text_body(frame, inner, lines, proposal, detail.body_scroll, theme);
+        }
+    }
+}
+
+fn undo_and_verify(proposal: &ProposalView, theme: &Theme) -> [Line<'static>; 2] {
+    [
+        Line::from(vec![
+            Span::styled("undo   ", theme.muted),
+            Span::raw(proposal.undo.clone()),
+        ]),
+        Line::from(vec![
+            Span::styled("verify ", theme.muted),
+            Span::raw(proposal.verify.clone()),
+        ]),
+    ]
+}
+
+/// Notes and plans are short prose: wrap them and let the paragraph scroll.
+fn render_text_body(
+    frame: &mut Frame,
+    area: Rect,
+    mut lines: Vec<Line<'static>>,
+    proposal: &ProposalView,
+    scroll: usize,
+    theme: &Theme,
+) {
+    lines.push(Line::raw(""));
+    lines.extend(undo_and_verify(proposal, theme));
+    let scroll = scroll.min(lines.len().saturating_sub(1)) as u16;
+    let paragraph = Paragraph::new(lines)
+        .wrap(Wrap { trim: false })
+        .scroll((scroll, 0));
+    frame.render_widget(paragraph, area);
+}
+
+/// Only the rows in view are turned into lines; a long diff costs nothing off screen.
+fn render_diff(
+    frame: &mut Frame,
+    area: Rect,
+    rows: &DiffRows,
+    proposal: &ProposalView,
+    scroll: usize,
+    pane_width: u16,
+    theme: &Theme,
+) {
+    let side_by_side = pane_width >= SIDE_BY_SIDE_MIN_WIDTH;
+    let diff_len = if side_by_side {
+        rows.side_by_side.len()
+    } else {
+        rows.unified.len()
+    };
+    let trailer = undo_and_verify(proposal, theme);
+    let total = diff_len + 1 + trailer.len();
+    let height = area.height as usize;
+    let start = scroll.min(total.saturating_sub(height));
+    let width = area.width as usize;
+    let lines: Vec<Line> = (start..total.min(start + height))
+        .map(|index| {
+            if index < diff_len {
+                if side_by_side {
+                    side_by_side_line(&rows.side_by_side[index], width, theme)
+                } else {
+                    unified_line(&rows.unified[index], theme)
+                }
+            } else if index == diff_len {
+                Line::raw("")
+            } else {
+                trailer[index - diff_len - 1].clone()
+            }
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines), area);
+}
+
+fn diff_cell_text(number: Option<usize>, sign: char, text: &str) -> String {
+    match number {
+        Some(number) => format!("{number:>3} {sign} {text}"),
+        None => String::new(),
+    }
+}
+
+fn side_by_side_line(
+    row: &crate::console::diff::SideBySideRow,
+    width: usize,
+    theme: &Theme,
+) -> Line<'static> {
+    let half = width.saturating_sub(1) / 2;
+    let (old_sign, new_sign, old_style, new_style) = match row.change {
+        Change::Same => (' ', ' ', Style::default(), Style::default()),
+        Change::Removed => ('-', ' ', theme.crit, Style::default()),
+        Change::Added => (' ', '+', Style::default(), theme.ok),
+        Change::Changed => ('-', '+', theme.crit, theme.ok),
+    };
+    let old = row.old.as_ref();
+    let new = row.new.as_ref();
+    let left = diff_cell_text(old.map(|c| c.number), old_sign, old.map_or("", |c| &c.text));
+    let right = diff_cell_text(new.map(|c| c.number), new_sign, new.map_or("", |c| &c.text));
+    Line::from(vec![
+        Span::styled(fit(&left, half), old_style),
+        Span::styled("│", theme.border),
+        Span::styled(fit(&right, width.saturating_sub(half + 1)), new_style),
+    ])
+}
+
+fn unified_line(row: &crate::console::diff::UnifiedRow, theme: &Theme) -> Line<'static> {
+    let (sign, style) = match row.sign {
+        Sign::Same => (' ', Style::default()),
+        Sign::Removed => ('-', theme.crit),
+        Sign::Added => ('+', theme.ok),
+    };
+    Line::styled(diff_cell_text(Some(row.number), sign, &row.text), style)
+}
+
+fn render_receipt(
+    frame: &mut Frame,
+    area: Rect,
+    incident: &IncidentView,
+    detail: &Detail,
+    theme: &Theme,
+) {
+    let text = incident.receipt.as_deref().unwrap_or("");
+    let line_count = text.lines().count();
+    let scroll = detail.receipt_scroll.min(line_count.saturating_sub(1)) as u16;
+    let receipt = Paragraph::new(Text::raw(text.to_string()))
+        .wrap(Wrap { trim: false })
+        .scroll((scroll, 0))
+        .block(pane_block("Receipt (R or Esc closes)", true, theme));
+    frame.render_widget(receipt, area);
+}
+
+// ---- overlays ------------------------------------------------------------------------
+
+fn render_help(frame: &mut Frame, app: &App, scroll: usize) {
+    let theme = &app.theme;
+    let area = centered(frame.area(), 76, frame.area().height.saturating_sub(2));
+    let mut lines = Vec::new();
+    if app.read_only {
+        lines.push(Line::styled(
+            "read-only console: approve, reject, roll back, forward and run are disabled",
+            theme.warn,
+        ));
+    } else {
+        lines.push(Line::styled(
+            "⚠ marks keys that send a decision to the engine (gone in read-only mode)",
+            theme.muted,
+        ));
+    }
+    for (context, bindings) in keys::help_sections(app.read_only) {
+        if bindings.is_empty() {
+            continue;
+        }
+        if !lines.is_empty() {
+            lines.push(Line::raw(""));
+        }
+        lines.push(Line::styled(
+            context.title(),
+            theme.accent.add_modifier(Modifier::BOLD),
+        ));
+        for binding in bindings {
+            // Keys that send a decision are marked by a glyph, not only a colour.
+            let marker = if binding.dangerous { "⚠ " } else { "  " };
+            let spans = vec![
+                Span::styled(format!("  {:<18}", binding.label), theme.title),
+                Span::styled(marker, theme.warn),
+                Span::raw(binding.description),
+            ];
+            lines.push(Line::from(spans));
+        }
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled(
+        "Commands (after :)",
+        theme.accent.add_modifier(Modifier::BOLD),
+    ));
+    for (command, description) in keys::COMMANDS {
+        lines.push(Line::from(vec![
+            Span::styled(format!("  {command:<18}"), theme.title),
+            Span::raw(*description),
+        ]));
+    }
+    let height = area.height.saturating_sub(2) as usize;
+    let scroll = scroll.min(lines.len().saturating_sub(height));
+    let more_below = scroll + height < lines.len();
+    let mut block = pane_block("Keys (Esc closes)", true, theme);
+    if more_below {
+        block =
+            block.title_bottom(Line::styled(" ↓ more: j or PgDn ", theme.muted).right_aligned());
+    }
+    let help = Paragraph::new(lines)
+        .scroll((scroll as u16, 0))
+        .block(block);
+    frame.render_widget(Clear, area);
+    frame.render_widget(help, area);
+}
+
+fn render_reason(frame: &mut Frame, app: &App, modal: &ReasonModal) {
+    let theme = &app.theme;
+    let area = centered(frame.area(), 72, 14);
+    let title = format!("{} {}", modal.decision.verb(), modal.proposal);
+    let block = pane_block(&title, true, theme);
+    let inner = block.inner(area);
+    frame.render_widget(Clear, area);
+    frame.render_widget(block, area);
+    let [about, hash, warning, label, text, error] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(2),
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Fill(1),
+        Constraint::Length(1),
+    ])
+    .areas(inner);
+    frame.render_widget(Line::raw(modal.proposal_title.clone()), about);
+    frame.render_widget(
+        Paragraph::new(vec![
+            Line::styled("content hash", theme.muted),
+            Line::styled(modal.content_hash.clone(), theme.accent),
+        ]),
+        hash,
+    );
+    // The decision is bound to the hash shown above; if the engine changed the content
+    // since, say so: the engine will refuse, and the person should look again.
+    let current = app
+        .open_incident()
+        .and_then(|incident| incident.proposals.iter().find(|p| p.id == modal.proposal))
+        .map(|proposal| proposal.content_hash.as_str());
+    if current.is_some_and(|hash| hash != modal.content_hash) {
+        frame.render_widget(
+            Line::styled(
+                "⚠ content changed since you opened this: Esc and review",
+                theme.crit,
+            ),
+            warning,
+        );
+    }
+    let requirement = if modal.decision.reason_required() {
+        "Reason (required)"
+    } else {
+        "Reason (optional)"
+    };
+    frame.render_widget(
+        Line::from(vec![
+            Span::styled(requirement, theme.title),
+            Span::styled("  Enter sends · Ctrl-J new line · Esc cancels", theme.muted),
+        ]),
+        label,
+    );
+    frame.render_widget(&modal.text, text);
+    if let Some(message) = &modal.error {
+        frame.render_widget(Line::styled(format!("✗ {message}"), theme.crit), error);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::console::fixtures::sample_snapshot;
+    use crate::console::state::{update, Action};
+    use crate::console::theme::Theme;
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+
+    fn sample_app() -> App {
+        let mut app = App::new(false, Theme::fallback(), None, false);
+        update(
+            &mut app,
+            Action::SnapshotArrived(Box::new(sample_snapshot())),
+        );
+        app
+    }
+
+    fn draw(app: &App, width: u16, height: u16) -> String {
+        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+        terminal.draw(|frame| render(frame, app)).unwrap();
+        terminal.backend().to_string()
+    }
+
+    /// INC-7 open, the diff proposal selected.
+    fn detail_app() -> App {
+        let mut app = sample_app();
+        update(&mut app, Action::Open);
+        update(&mut app, Action::Down);
+        app
+    }
+
+    const SIZES: [(u16, u16); 2] = [(120, 40), (80, 24)];
+
+    #[test]
+    fn incident_list() {
+        let app = sample_app();
+        for (width, height) in SIZES {
+            insta::assert_snapshot!(
+                format!("incident_list_{width}x{height}"),
+                draw(&app, width, height)
+            );
+        }
+    }
+
+    #[test]
+    fn incident_detail_with_tree_and_diff() {
+        let app = detail_app();
+        for (width, height) in SIZES {
+            insta::assert_snapshot!(
+                format!("incident_detail_{width}x{height}"),
+                draw(&app, width, height)
+            );
+        }
+    }
+
+    #[test]
+    fn help_overlay() {
+        let mut app = sample_app();
+        update(&mut app, Action::Help);
+        for (width, height) in SIZES {
+            insta::assert_snapshot!(format!("help_{width}x{height}"), draw(&app, width, height));
+        }
+    }
+
+    #[test]
+    fn reason_modal() {
+        let mut app = detail_app();
+        update(&mut app, Action::Reject);
+        for c in "casts break on FLOOR-A".chars() {
+            let key = crossterm::event::KeyEvent::new(
+                crossterm::event::KeyCode::Char(c),
+                crossterm::event::KeyModifiers::NONE,
+            );
+            update(&mut app, Action::Edit(key));
+        }
+        for (width, height) in SIZES {
+            insta::assert_snapshot!(
+                format!("reason_{width}x{height}"),
+                draw(&app, width, height)
+            );
+        }
+    }
+
+    #[test]
+    fn receipt_and_note_views() {
+        let mut app = sample_app();
+        update(&mut app, Action::Down);
+        update(&mut app, Action::Open);
+        update(&mut app, Action::ToggleReceipt);
+        insta::assert_snapshot!("receipt_80x24", draw(&app, 80, 24));
+
+        let mut app = detail_app();
+        update(&mut app, Action::Down);
+        insta::assert_snapshot!("note_80x24", draw(&app, 80, 24));
+    }
+
+    #[test]
+    fn read_only_and_stopped_engine_show_in_the_status_bar() {
+        let mut app = App::new(true, Theme::fallback(), None, false);
+        update(
+            &mut app,
+            Action::SnapshotArrived(Box::new(sample_snapshot())),
+        );
+        update(&mut app, Action::EngineStopped);
+        let screen = draw(&app, 120, 40);
+        assert!(screen.contains("read-only"));
+        assert!(screen.contains("engine stopped"));
+    }
+
+    #[test]
+    fn fit_cuts_and_pads_by_display_width() {
+        assert_eq!(fit("abc", 5), "abc  ");
+        assert_eq!(fit("abcdef", 3), "abc");
+        assert_eq!(fit("✓ok", 2), "✓o");
+    }
+}

@@ -1,0 +1,334 @@
+//! Untrusted text (table names, SQL, alert text, anything from a warehouse or an API)
+//! is made safe for a terminal where it enters the console. A control character or an
+//! escape sequence could move the cursor, recolour the screen or rewrite what an
+//! approver sees; a bidi override could make `approve` read as something else. Each such
+//! character is shown as a visible escape (`\x1b`, `\u{202e}`) instead.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+use crate::engine::api::{IncidentView, ProposalBody, ProposalView, Snapshot};
+
+/// Spaces a tab becomes in multi-line text; a raw tab would let the terminal decide.
+const TAB_AS_SPACES: &str = "    ";
+
+/// True for every character the terminal must never receive raw.
+pub fn is_unsafe(c: char) -> bool {
+    matches!(c,
+        // C0 controls (ESC among them) and DEL.
+        '\u{0}'..='\u{1f}' | '\u{7f}'
+        // C1 controls: some terminals act on them like ESC sequences (U+009B is CSI).
+        | '\u{80}'..='\u{9f}'
+        // Soft hyphen and other characters that render as nothing.
+        | '\u{ad}' | '\u{34f}' | '\u{61c}' | '\u{115f}' | '\u{1160}' | '\u{17b4}' | '\u{17b5}'
+        | '\u{180b}'..='\u{180f}'
+        // Zero-width spaces and joiners, left-to-right / right-to-left marks.
+        | '\u{200b}'..='\u{200f}'
+        // Line and paragraph separators, bidi embeddings and overrides.
+        | '\u{2028}'..='\u{202e}'
+        // Word joiner, invisible operators, bidi isolates, deprecated format controls.
+        | '\u{2060}'..='\u{206f}'
+        | '\u{3164}' | '\u{feff}' | '\u{ffa0}'
+        // Interlinear annotation controls.
+        | '\u{fff9}'..='\u{fffb}'
+        // Invisible tag characters (used to smuggle hidden text).
+        | '\u{e0000}'..='\u{e007f}'
+    )
+}
+
+/// One line of text, safe to draw. Every unsafe character, including `\n` and `\t`,
+/// becomes a visible escape; callers that want lines split them first (see
+/// [`for_terminal_multiline`]). Borrows when nothing needed escaping, which is the
+/// common case.
+pub fn for_terminal(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(is_unsafe) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if is_unsafe(c) {
+            push_escape(&mut out, c);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Text whose line breaks matter (SQL, notes, receipts): keeps `\n`, turns `\r\n` into
+/// `\n` and tabs into spaces, and escapes everything else that [`for_terminal`] does.
+pub fn for_terminal_multiline(s: &str) -> Cow<'_, str> {
+    let needs_work = s.chars().any(|c| c != '\n' && is_unsafe(c));
+    if !needs_work {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for (index, line) in s.split('\n').enumerate() {
+        if index > 0 {
+            out.push('\n');
+        }
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        for c in line.chars() {
+            if c == '\t' {
+                out.push_str(TAB_AS_SPACES);
+            } else if is_unsafe(c) {
+                push_escape(&mut out, c);
+            } else {
+                out.push(c);
+            }
+        }
+    }
+    Cow::Owned(out)
+}
+
+fn push_escape(out: &mut String, c: char) {
+    let code = u32::from(c);
+    // Writing to a String cannot fail.
+    if code < 0x80 {
+        let _ = write!(out, "\\x{code:02x}");
+    } else {
+        let _ = write!(out, "\\u{{{code:x}}}");
+    }
+}
+
+/// Replace a string in place when it needed escaping; no allocation otherwise.
+pub fn clean_in_place(s: &mut String) {
+    if let Cow::Owned(clean) = for_terminal(s) {
+        *s = clean;
+    }
+}
+
+/// Like [`clean_in_place`] but keeps line breaks.
+pub fn clean_multiline_in_place(s: &mut String) {
+    if let Cow::Owned(clean) = for_terminal_multiline(s) {
+        *s = clean;
+    }
+}
+
+/// Clean every string of a snapshot, once, as it arrives: the render path then never
+/// sees raw text. Fields whose line breaks carry meaning (SQL, plans, notes, receipts)
+/// keep them; every other field becomes one visible line.
+pub fn snapshot(snapshot: &mut Snapshot) {
+    let Snapshot {
+        now,
+        actor,
+        chain_head,
+        pipelines,
+        monitors,
+        incidents,
+        notices,
+        finished: _,
+    } = snapshot;
+    clean_in_place(now);
+    clean_in_place(actor);
+    if let Some(head) = chain_head {
+        clean_in_place(&mut head.hash);
+    }
+    for pipeline in pipelines {
+        clean_in_place(&mut pipeline.name);
+        clean_in_place(&mut pipeline.state);
+        clean_in_place(&mut pipeline.last_status);
+        if let Some(at) = &mut pipeline.last_run_at {
+            clean_in_place(at);
+        }
+    }
+    for monitor in monitors {
+        for field in [
+            &mut monitor.name,
+            &mut monitor.table,
+            &mut monitor.check,
+            &mut monitor.verdict,
+            &mut monitor.observed,
+            &mut monitor.expected,
+            &mut monitor.health,
+        ] {
+            clean_in_place(field);
+        }
+    }
+    for incident in incidents {
+        clean_incident(incident);
+    }
+    notices.iter_mut().for_each(clean_in_place);
+}
+
+fn clean_incident(incident: &mut IncidentView) {
+    for field in [
+        &mut incident.id,
+        &mut incident.title,
+        &mut incident.table,
+        &mut incident.monitor,
+        &mut incident.opened_at,
+        &mut incident.observed,
+        &mut incident.expected,
+    ] {
+        clean_in_place(field);
+    }
+    if let Some(cause) = &mut incident.cause {
+        clean_in_place(cause);
+    }
+    incident.evidence.iter_mut().for_each(clean_in_place);
+    for node in &mut incident.blast {
+        clean_in_place(&mut node.id);
+        clean_in_place(&mut node.name);
+        clean_in_place(&mut node.kind);
+        node.parents.iter_mut().for_each(clean_in_place);
+        if let Some(finding) = &mut node.finding {
+            clean_in_place(finding);
+        }
+    }
+    for proposal in &mut incident.proposals {
+        clean_proposal(proposal);
+    }
+    for check in &mut incident.checks {
+        clean_in_place(&mut check.name);
+        clean_in_place(&mut check.detail);
+    }
+    if let Some(receipt) = &mut incident.receipt {
+        clean_multiline_in_place(receipt);
+    }
+}
+
+fn clean_proposal(proposal: &mut ProposalView) {
+    for field in [
+        &mut proposal.id,
+        &mut proposal.title,
+        &mut proposal.owner,
+        &mut proposal.content_hash,
+        &mut proposal.undo,
+        &mut proposal.verify,
+    ] {
+        clean_in_place(field);
+    }
+    match &mut proposal.body {
+        ProposalBody::Hold { job, plan } => {
+            clean_in_place(job);
+            clean_multiline_in_place(plan);
+        }
+        ProposalBody::Diff { file, old, new } => {
+            clean_in_place(file);
+            clean_multiline_in_place(old);
+            clean_multiline_in_place(new);
+        }
+        ProposalBody::Note { to, text } => {
+            clean_in_place(to);
+            clean_multiline_in_place(text);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn plain_text_is_borrowed_unchanged() {
+        let text = "TICKETING.ORDERS — seat_section VARCHAR(12) ✓";
+        assert!(matches!(for_terminal(text), Cow::Borrowed(_)));
+        assert_eq!(for_terminal(text), text);
+    }
+
+    #[test]
+    fn escape_sequences_become_visible() {
+        assert_eq!(for_terminal("a\x1b[2Jb"), "a\\x1b[2Jb");
+        assert_eq!(for_terminal("bell\x07"), "bell\\x07");
+        assert_eq!(for_terminal("del\x7f"), "del\\x7f");
+        assert_eq!(for_terminal("csi\u{9b}31m"), "csi\\u{9b}31m");
+    }
+
+    #[test]
+    fn bidi_overrides_and_invisibles_become_visible() {
+        assert_eq!(for_terminal("ok\u{202e}evorppa"), "ok\\u{202e}evorppa");
+        assert_eq!(for_terminal("\u{2066}x\u{2069}"), "\\u{2066}x\\u{2069}");
+        assert_eq!(for_terminal("zero\u{200b}width"), "zero\\u{200b}width");
+        assert_eq!(for_terminal("\u{feff}bom"), "\\u{feff}bom");
+    }
+
+    #[test]
+    fn single_line_escapes_newlines_and_tabs() {
+        assert_eq!(for_terminal("a\nb\tc"), "a\\x0ab\\x09c");
+    }
+
+    #[test]
+    fn multiline_keeps_line_breaks_and_expands_tabs() {
+        assert_eq!(
+            for_terminal_multiline("select\r\n\tseat\x1b[0m\nfrom"),
+            "select\n    seat\\x1b[0m\nfrom"
+        );
+        assert!(matches!(for_terminal_multiline("a\nb"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn snapshot_walk_cleans_every_field_it_reaches() {
+        use crate::engine::api::{IncidentStatus, ProposalKind, ProposalState};
+        let mut snap = Snapshot {
+            now: "14:20\x1b[2J".into(),
+            notices: vec!["refused\u{202e}".into()],
+            incidents: vec![IncidentView {
+                id: "INC-1".into(),
+                title: "rows\x1b]0;pwned\x07".into(),
+                table: "T".into(),
+                monitor: "m".into(),
+                status: IncidentStatus::Open,
+                opened_at: "14:17".into(),
+                observed: "1".into(),
+                expected: "2".into(),
+                cause: None,
+                evidence: vec![],
+                blast: vec![],
+                proposals: vec![ProposalView {
+                    id: "P-1".into(),
+                    kind: ProposalKind::Diff,
+                    title: "t".into(),
+                    owner: "o".into(),
+                    content_hash: "abc".into(),
+                    state: ProposalState::Pending,
+                    undo: "u".into(),
+                    verify: "v".into(),
+                    body: ProposalBody::Diff {
+                        file: "f.sql".into(),
+                        old: "a\n\x1b[31mb".into(),
+                        new: "a\nb".into(),
+                    },
+                }],
+                checks: vec![],
+                receipt: None,
+            }],
+            ..Snapshot::default()
+        };
+        snapshot(&mut snap);
+        assert_eq!(snap.now, "14:20\\x1b[2J");
+        assert_eq!(snap.notices[0], "refused\\u{202e}");
+        assert_eq!(snap.incidents[0].title, "rows\\x1b]0;pwned\\x07");
+        let ProposalBody::Diff { old, .. } = &snap.incidents[0].proposals[0].body else {
+            panic!("diff body expected");
+        };
+        assert_eq!(old, "a\n\\x1b[31mb");
+    }
+
+    proptest! {
+        #[test]
+        fn output_never_contains_unsafe_chars(s in any::<String>()) {
+            let out = for_terminal(&s);
+            prop_assert!(!out.chars().any(is_unsafe));
+        }
+
+        #[test]
+        fn multiline_output_only_keeps_newlines(s in any::<String>()) {
+            let out = for_terminal_multiline(&s);
+            prop_assert!(!out.chars().any(|c| c != '\n' && is_unsafe(c)));
+        }
+
+        #[test]
+        fn dangerous_ranges_are_always_escaped(
+            prefix in "[a-z]{0,4}",
+            c in prop_oneof![
+                0u32..0x20, 0x7fu32..0xa0, 0x202au32..0x202f, 0x2066u32..0x206a,
+            ].prop_map(|code| char::from_u32(code).unwrap()),
+        ) {
+            let s = format!("{prefix}{c}");
+            let out = for_terminal(&s);
+            prop_assert!(!out.contains(c));
+        }
+    }
+}
