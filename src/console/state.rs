@@ -12,6 +12,7 @@ use ratatui_textarea::TextArea;
 use tui_tree_widget::TreeItem;
 
 use crate::console::diff::DiffRows;
+use crate::console::keys;
 use crate::console::theme::{self, Theme, ThemeFile};
 use crate::console::tree::{self, TreeRow};
 use crate::engine::api::{
@@ -466,14 +467,56 @@ fn step(value: usize, delta: isize, len: usize) -> usize {
     (value as isize).saturating_add(delta).clamp(0, last.max(0)) as usize
 }
 
-/// Scroll offsets are clamped by the view (it knows the height); only keep them sane.
-fn scroll(value: usize, delta: isize) -> usize {
-    (value as isize).saturating_add(delta).clamp(0, 100_000) as usize
+/// Move a scroll offset within `lines` lines of content. The view clamps again to its
+/// height; clamping here too keeps End followed by k from scrolling through nothing.
+fn scroll(value: usize, delta: isize, lines: usize) -> usize {
+    step(value, delta, lines)
+}
+
+/// Logical lines (before wrapping) of what each scrollable pane shows.
+struct ContentLengths {
+    cause: usize,
+    body: usize,
+    receipt: usize,
+}
+
+fn content_lengths(app: &App) -> ContentLengths {
+    let Some(incident) = app.open_incident() else {
+        return ContentLengths {
+            cause: 0,
+            body: 0,
+            receipt: 0,
+        };
+    };
+    // The undo and verify lines and the blank line before them.
+    const TRAILER: usize = 3;
+    let body = app
+        .selected_proposal()
+        .map_or(0, |proposal| match &proposal.body {
+            ProposalBody::Diff { .. } => app
+                .diffs
+                .get(&proposal.content_hash)
+                .map_or(0, |rows| rows.side_by_side.len().max(rows.unified.len())),
+            ProposalBody::Hold { plan, .. } => 1 + plan.lines().count(),
+            ProposalBody::Note { text, .. } => text.lines().count(),
+        })
+        + TRAILER;
+    ContentLengths {
+        cause: 1 + incident.evidence.len(),
+        body,
+        receipt: incident.receipt.as_deref().map_or(0, |r| r.lines().count()),
+    }
+}
+
+fn help_length(read_only: bool) -> usize {
+    let headings = 2 * keys::help_sections(read_only).len();
+    keys::available(read_only).count() + headings + keys::COMMANDS.len() + 3
 }
 
 fn move_by(app: &mut App, delta: isize) {
+    let help_lines = help_length(app.read_only);
     if let Overlay::Help { scroll: offset } = &mut app.overlay {
-        *offset = scroll(*offset, delta);
+        *offset = scroll(*offset, delta, help_lines);
         return;
     }
     if !matches!(app.overlay, Overlay::None) {
@@ -491,16 +534,19 @@ fn move_by(app: &mut App, delta: isize) {
         }
         Screen::Detail => {
             let proposals = app.open_incident().map_or(0, |i| i.proposals.len());
+            let lengths = content_lengths(app);
             let Some(detail) = &mut app.detail else {
                 return;
             };
             if detail.receipt_open {
-                detail.receipt_scroll = scroll(detail.receipt_scroll, delta);
+                detail.receipt_scroll = scroll(detail.receipt_scroll, delta, lengths.receipt);
                 return;
             }
             match detail.focus {
-                Pane::Cause => detail.cause_scroll = scroll(detail.cause_scroll, delta),
-                Pane::Body => detail.body_scroll = scroll(detail.body_scroll, delta),
+                Pane::Cause => {
+                    detail.cause_scroll = scroll(detail.cause_scroll, delta, lengths.cause)
+                }
+                Pane::Body => detail.body_scroll = scroll(detail.body_scroll, delta, lengths.body),
                 Pane::Proposals => {
                     let next = step(detail.proposal, delta, proposals);
                     if next != detail.proposal {
@@ -671,11 +717,11 @@ fn submit(app: &mut App) {
             text,
         } => run_command_line(app, &text),
         // The filter already applies as it is typed; Enter just keeps it.
-        other @ (Overlay::Prompt { .. } | Overlay::Help { .. } | Overlay::None) => {
-            if !matches!(other, Overlay::Prompt { .. }) {
-                app.overlay = other;
-            }
-        }
+        Overlay::Prompt {
+            kind: PromptKind::Filter,
+            ..
+        } => {}
+        other => app.overlay = other,
     }
 }
 
@@ -762,7 +808,6 @@ fn paste(app: &mut App, text: &str) {
 mod tests {
     use super::*;
     use crate::console::fixtures::sample_snapshot;
-    use crate::console::keys;
     use crossterm::event::{KeyCode, KeyModifiers};
 
     pub fn sample_app(read_only: bool) -> App {
@@ -1025,6 +1070,19 @@ mod tests {
         // stg_orders, int_seat_map, fct_sales_pacing, the dashboard and the job under it,
         // and the job again directly under stg_orders.
         assert_eq!(tree::visible_paths(&tree.rows, &tree.opened).len(), 6);
+    }
+
+    #[test]
+    fn end_then_up_scrolls_back_at_once() {
+        let mut app = detail_on_diff(false);
+        press(&mut app, KeyCode::Tab);
+        assert_eq!(app.detail.as_ref().unwrap().focus, Pane::Body);
+        press(&mut app, KeyCode::End);
+        let bottom = app.detail.as_ref().unwrap().body_scroll;
+        // 8 side-by-side rows (9 unified) and the undo/verify trailer.
+        assert_eq!(bottom, 11);
+        press(&mut app, KeyCode::Char('k'));
+        assert_eq!(app.detail.as_ref().unwrap().body_scroll, 10);
     }
 
     #[test]

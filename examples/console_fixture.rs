@@ -1,0 +1,37 @@
+//! Run the console against the fixture snapshot, with no engine: for trying keys and
+//! themes by hand and for end-to-end tests in tmux. Commands the console sends are
+//! printed after it exits. `--read-only` and `--theme NAME` are passed through.
+
+use std::sync::mpsc;
+
+use dataward::console::{self, fixtures, ConsoleLink, ConsoleOptions};
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let read_only = args.iter().any(|arg| arg == "--read-only");
+    let theme_name = args
+        .iter()
+        .position(|arg| arg == "--theme")
+        .and_then(|at| args.get(at + 1).cloned());
+    let (commands, sent) = mpsc::channel();
+    let (snapshots, received) = mpsc::channel();
+    snapshots.send(fixtures::sample_snapshot())?;
+    // Keep the sender alive so the console shows a running engine, unless asked not to.
+    let engine = (!args.iter().any(|arg| arg == "--stopped")).then_some(snapshots);
+    console::run(
+        ConsoleLink {
+            commands,
+            snapshots: received,
+        },
+        ConsoleOptions {
+            read_only,
+            theme: None,
+            theme_name,
+        },
+    )?;
+    drop(engine);
+    for command in sent.try_iter() {
+        println!("{}", serde_json::to_string(&command)?);
+    }
+    Ok(())
+}
