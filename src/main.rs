@@ -8,7 +8,11 @@ use clap::{Parser, Subcommand, ValueEnum};
 use dataward::{chain, config, demo, incident::receipt, store};
 
 #[derive(Parser)]
-#[command(name = "dataward", version, about = "A terminal incident console for on-call data engineers")]
+#[command(
+    name = "dataward",
+    version,
+    about = "A terminal incident console for on-call data engineers"
+)]
 struct Cli {
     /// Where the state database and the demo estate live (default: the XDG data dir).
     #[arg(long, global = true, value_name = "DIR")]
@@ -73,9 +77,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         anyhow::bail!("the console needs a config; try `dataward demo` (a config-driven console comes with `dataward --config FILE`)");
     };
     match command {
-        Cmd::Demo { story: Story::Ticketing, speed, headless, json, approve_as } => {
+        Cmd::Demo {
+            story: Story::Ticketing,
+            speed,
+            headless,
+            json,
+            approve_as,
+        } => {
             anyhow::ensure!(speed > 0.0, "--speed must be above zero");
-            let options = demo::DemoOptions { data_dir, speed, approve_as };
+            let options = demo::DemoOptions {
+                data_dir,
+                speed,
+                approve_as,
+            };
             if headless {
                 demo::run_headless(options, json)?;
             } else {
@@ -91,7 +105,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if json {
                 println!("{}", serde_json::to_string(&report)?);
             } else if let Some(bad) = &report.first_bad {
-                println!("chain BROKEN at record #{}: {} ({} records read)", bad.seq, bad.reason, report.records);
+                println!(
+                    "chain BROKEN at record #{}: {} ({} records read)",
+                    bad.seq, bad.reason, report.records
+                );
             } else {
                 println!(
                     "chain ok: {} records, head {}",
@@ -99,9 +116,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     report.head.as_deref().unwrap_or("(empty)")
                 );
             }
-            Ok(if report.ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+            Ok(if report.ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
-        Cmd::Receipt { incident, md: _, json } => {
+        Cmd::Receipt {
+            incident,
+            md: _,
+            json,
+        } => {
             let path = data_dir.join("dataward.db");
             anyhow::ensure!(path.exists(), "no state database at {}", path.display());
             let conn = store::open(&path)?;

@@ -28,11 +28,11 @@ impl ControlPlane {
     }
 
     pub fn is_paused(&self, job: &str) -> Result<bool> {
-        let state: String = self.connect()?.query_row(
-            "SELECT state FROM pipeline WHERE id = ?1",
-            [job],
-            |r| r.get(0),
-        )?;
+        let state: String =
+            self.connect()?
+                .query_row("SELECT state FROM pipeline WHERE id = ?1", [job], |r| {
+                    r.get(0)
+                })?;
         Ok(state == "paused")
     }
 
@@ -62,7 +62,14 @@ impl ControlPlane {
         Ok(conn.last_insert_rowid())
     }
 
-    pub fn finish_run(&self, id: i64, started: &str, finished: &str, status: &str, detail: &str) -> Result<()> {
+    pub fn finish_run(
+        &self,
+        id: i64,
+        started: &str,
+        finished: &str,
+        status: &str,
+        detail: &str,
+    ) -> Result<()> {
         self.connect()?.execute(
             "UPDATE run SET started_at = ?2, finished_at = ?3, status = ?4, detail = ?5 WHERE id = ?1",
             params![id, started, finished, status, detail],
@@ -74,8 +81,9 @@ impl ControlPlane {
 impl Orchestrator for ControlPlane {
     fn pipelines(&self) -> Result<Vec<PipelineView>> {
         let conn = self.connect()?;
-        let mut stmt =
-            conn.prepare("SELECT name, state, last_status, last_run_at FROM pipeline ORDER BY kind DESC, id")?;
+        let mut stmt = conn.prepare(
+            "SELECT name, state, last_status, last_run_at FROM pipeline ORDER BY kind DESC, id",
+        )?;
         let rows = stmt.query_map([], |r| {
             Ok(PipelineView {
                 name: r.get(0)?,
@@ -130,8 +138,7 @@ pub fn run_models(estate: &Estate) -> Result<Vec<String>, String> {
     let mut built = Vec::new();
     for model in MODELS {
         let path = estate.project_dir().join(model.path);
-        let raw = std::fs::read_to_string(&path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let raw = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         let sql = crate::warehouse::sqlite::strict_casts(&compile(&raw));
         let build = format!(
             "BEGIN; DROP TABLE IF EXISTS main.\"{name}\"; CREATE TABLE main.\"{name}\" AS {sql}; COMMIT;",

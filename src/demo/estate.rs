@@ -43,7 +43,8 @@ impl Estate {
 
     /// Opens the warehouse the way the dbt job and the monitors see it.
     pub fn warehouse(&self) -> Result<Connection> {
-        let attach = std::collections::BTreeMap::from([("TICKETING".to_string(), self.ticketing_db())]);
+        let attach =
+            std::collections::BTreeMap::from([("TICKETING".to_string(), self.ticketing_db())]);
         crate::warehouse::sqlite::connect(&self.warehouse_db(), &attach)
             .map_err(|e| anyhow::anyhow!("demo warehouse: {e}"))
     }
@@ -159,7 +160,10 @@ pub fn build(dir: &Path, console_user: Option<&str>) -> Result<Estate> {
     build_warehouse(&estate)?;
     build_control(&estate.control_db())?;
     write_project(&estate)?;
-    std::fs::write(estate.dir.join("notes.toml"), format!("{NOTES}{MOVER_NOTES}"))?;
+    std::fs::write(
+        estate.dir.join("notes.toml"),
+        format!("{NOTES}{MOVER_NOTES}"),
+    )?;
     std::fs::write(estate.config(), config_text(console_user))?;
     Ok(estate)
 }
@@ -172,7 +176,10 @@ impl Lcg {
         Lcg(seed)
     }
     pub fn next(&mut self, bound: u64) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (self.0 >> 33) % bound
     }
 }
@@ -303,10 +310,16 @@ fn relation(schema: &str, name: &str) -> String {
 pub fn compile(raw: &str) -> String {
     let mut sql = raw.to_string();
     for model in MODELS {
-        sql = sql.replace(&format!("{{{{ ref('{}') }}}}", model.name), &relation("main", model.name));
+        sql = sql.replace(
+            &format!("{{{{ ref('{}') }}}}", model.name),
+            &relation("main", model.name),
+        );
     }
     sql = sql.replace("{{ ref('seat_map') }}", &relation("main", "seat_map"));
-    sql.replace("{{ source('ticketing', 'orders') }}", &relation("TICKETING", "ORDERS"))
+    sql.replace(
+        "{{ source('ticketing', 'orders') }}",
+        &relation("TICKETING", "ORDERS"),
+    )
 }
 
 /// A dbt v12 manifest of the estate, as `dbt parse` would write it.
@@ -363,7 +376,10 @@ fn manifest() -> Value {
     for (child, parents) in &parent_map {
         for parent in parents.as_array().expect("arrays") {
             let parent = parent.as_str().expect("ids");
-            child_map[parent].as_array_mut().expect("arrays").push(json!(child));
+            child_map[parent]
+                .as_array_mut()
+                .expect("arrays")
+                .push(json!(child));
         }
     }
     json!({
@@ -393,9 +409,9 @@ fn manifest() -> Value {
 /// analytics owner; the mover's owner is someone else, so notes go to them.
 fn config_text(console_user: Option<&str>) -> String {
     let people = match console_user {
-        Some(user) => format!(
-            "[people.{user:?}]\nname = \"you (demo)\"\nroles = [\"analytics-owner\"]\n"
-        ),
+        Some(user) => {
+            format!("[people.{user:?}]\nname = \"you (demo)\"\nroles = [\"analytics-owner\"]\n")
+        }
         None => String::new(),
     };
     format!(
@@ -435,7 +451,7 @@ kind = "demo"
 path = "control.db"
 
 [verify]
-settle = "10m"
+settle = "5m"
 
 {people}
 [[domain]]

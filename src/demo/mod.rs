@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 use chrono::{NaiveDate, NaiveDateTime, TimeDelta};
 
 use crate::approve::Actor;
-use crate::config::{CheckKind, Config};
+use crate::config::Config;
 use crate::engine::api::{Command, Event, EventKind, ProposalKind, Snapshot};
 use crate::engine::Engine;
 use scenario::Scenario;
@@ -71,7 +71,10 @@ pub fn play(
     emit: &mut dyn FnMut(&Event),
     snapshots: Option<&Sender<Snapshot>>,
 ) -> Result<()> {
-    let mut stand_in = options.approve_as.as_ref().map(|role| StandIn::new(actor, role));
+    let mut stand_in = options
+        .approve_as
+        .as_ref()
+        .map(|role| StandIn::new(actor, role));
     let mut now = warm_up_start();
     let publish = |engine: &Engine, finished: bool| {
         if let Some(tx) = snapshots {
@@ -80,7 +83,10 @@ pub fn play(
     };
     while now <= story_end() {
         for step in scenario.step(now)? {
-            emit(&Event { at: crate::engine::timestamp(now), kind: EventKind::Scenario { step } });
+            emit(&Event {
+                at: crate::engine::timestamp(now),
+                kind: EventKind::Scenario { step },
+            });
         }
         let events = engine.tick(now)?;
         for event in &events {
@@ -95,7 +101,11 @@ pub fn play(
         }
         publish(engine, false);
         // Before the story starts, the monitors only learn: play it ten times faster.
-        let speed = if now < story_start() { options.speed * 10.0 } else { options.speed };
+        let speed = if now < story_start() {
+            options.speed * 10.0
+        } else {
+            options.speed
+        };
         let deadline = Instant::now() + Duration::from_secs_f64(60.0 / speed.max(0.001));
         loop {
             let wait = deadline.saturating_duration_since(Instant::now());
@@ -144,33 +154,47 @@ impl StandIn {
     fn new(actor: &Actor, role: &str) -> StandIn {
         let mut actor = actor.clone();
         actor.stand_in = Some(role.to_string());
-        StandIn { actor, queued: Vec::new(), open: Vec::new() }
+        StandIn {
+            actor,
+            queued: Vec::new(),
+            open: Vec::new(),
+        }
     }
 
     fn react(&mut self, events: &[Event], engine: &Engine) -> Vec<Command> {
         let mut commands = Vec::new();
         for event in events {
             match &event.kind {
-                EventKind::IncidentOpened { incident, monitor, .. } => {
-                    self.open.push((incident.clone(), monitor.clone()))
-                }
-                EventKind::Proposal { proposal, kind, content_hash, .. } => commands.push(match kind {
-                    ProposalKind::Note => Command::Forward { proposal: proposal.clone() },
+                EventKind::IncidentOpened {
+                    incident, monitor, ..
+                } => self.open.push((incident.clone(), monitor.clone())),
+                EventKind::Proposal {
+                    proposal,
+                    kind,
+                    content_hash,
+                    ..
+                } => commands.push(match kind {
+                    ProposalKind::Note => Command::Forward {
+                        proposal: proposal.clone(),
+                    },
                     _ => Command::Approve {
                         proposal: proposal.clone(),
                         content_hash: content_hash.clone(),
                         reason: "demo stand-in: approved as in the story".to_string(),
                     },
                 }),
-                EventKind::IncidentResolved { incident } => self.open.retain(|(i, _)| i != incident),
+                EventKind::IncidentResolved { incident } => {
+                    self.open.retain(|(i, _)| i != incident)
+                }
                 _ => {}
             }
         }
         for (incident, monitor) in &self.open {
-            let recovered = engine.verdict(monitor, CheckKind::RowCount).as_deref() == Some("ok");
-            if recovered && !self.queued.contains(incident) {
+            if engine.recovered(monitor) && !self.queued.contains(incident) {
                 self.queued.push(incident.clone());
-                commands.push(Command::QueueRun { incident: incident.clone() });
+                commands.push(Command::QueueRun {
+                    incident: incident.clone(),
+                });
             }
         }
         commands
@@ -184,12 +208,23 @@ pub fn run_headless(options: DemoOptions, json: bool) -> Result<()> {
     let (_tx, rx) = mpsc::channel::<Command>();
     let mut emit = |event: &Event| {
         if json {
-            println!("{}", serde_json::to_string(event).expect("events serialize"));
+            println!(
+                "{}",
+                serde_json::to_string(event).expect("events serialize")
+            );
         } else {
             println!("{}", describe(event));
         }
     };
-    play(&options, &mut scenario, &mut engine, &actor, &rx, &mut emit, None)
+    play(
+        &options,
+        &mut scenario,
+        &mut engine,
+        &actor,
+        &rx,
+        &mut emit,
+        None,
+    )
 }
 
 fn describe(event: &Event) -> String {
@@ -219,10 +254,28 @@ pub fn run_console(options: DemoOptions) -> Result<()> {
     let (snapshot_tx, snapshot_rx) = mpsc::channel::<Snapshot>();
     let engine_thread = std::thread::spawn(move || -> Result<()> {
         let mut emit = |_: &Event| {};
-        play(&options, &mut scenario, &mut engine, &actor, &command_rx, &mut emit, Some(&snapshot_tx))
+        play(
+            &options,
+            &mut scenario,
+            &mut engine,
+            &actor,
+            &command_rx,
+            &mut emit,
+            Some(&snapshot_tx),
+        )
     });
-    let link = crate::console::ConsoleLink { commands: command_tx, snapshots: snapshot_rx };
-    crate::console::run(link, crate::console::ConsoleOptions { read_only: false, theme: None, theme_name: None })?;
+    let link = crate::console::ConsoleLink {
+        commands: command_tx,
+        snapshots: snapshot_rx,
+    };
+    crate::console::run(
+        link,
+        crate::console::ConsoleOptions {
+            read_only: false,
+            theme: None,
+            theme_name: None,
+        },
+    )?;
     match engine_thread.join() {
         Ok(result) => result,
         Err(_) => anyhow::bail!("the engine thread panicked"),

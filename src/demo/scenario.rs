@@ -20,7 +20,11 @@ const REFILL_MINUTES: i64 = 46;
 
 enum Mover {
     Streaming,
-    Refilling { cursor: i64, last_id: i64, chunk: i64 },
+    Refilling {
+        cursor: i64,
+        last_id: i64,
+        chunk: i64,
+    },
 }
 
 pub struct Scenario {
@@ -53,6 +57,9 @@ impl Scenario {
     pub fn step(&mut self, now: NaiveDateTime) -> Result<Vec<String>> {
         let mut happened = Vec::new();
         let hm = (now.hour(), now.minute());
+        // The mover copies what landed up to the minute before; a change made this
+        // minute reaches it next minute, as with a real change stream.
+        happened.extend(self.move_rows(now)?);
         let source = Connection::open(self.estate.source_db())?;
         source.busy_timeout(std::time::Duration::from_secs(5))?;
         if hm == MIGRATION_AT {
@@ -62,11 +69,11 @@ impl Scenario {
             );
         }
         if hm == ONSALE_AT {
-            happened.push("new arena on-sale opens: FLOOR-A and FLOOR-B sections selling".to_string());
+            happened
+                .push("new arena on-sale opens: FLOOR-A and FLOOR-B sections selling".to_string());
         }
         self.sell(&source, now)?;
         drop(source);
-        happened.extend(self.move_rows(now)?);
         if now.minute() == 15 && !self.control.is_paused(HOURLY_JOB)? {
             let (status, detail) = match run_models(&self.estate) {
                 Ok(built) => ("success", format!("built {}", built.join(", "))),
@@ -80,7 +87,8 @@ impl Scenario {
                 Ok(built) => ("success", format!("built {}", built.join(", "))),
                 Err(e) => ("failed", e),
             };
-            self.control.finish_run(id, &ts(now), &ts(now), status, &detail)?;
+            self.control
+                .finish_run(id, &ts(now), &ts(now), status, &detail)?;
             self.control.record_pipeline(&job, status, &ts(now))?;
             happened.push(format!("scheduler: run #{id} of {job} {status}: {detail}"));
         }
@@ -89,8 +97,11 @@ impl Scenario {
 
     fn sell(&mut self, source: &Connection, now: NaiveDateTime) -> Result<()> {
         let onsale = (now.hour(), now.minute()) >= ONSALE_AT;
-        let next_id: i64 =
-            source.query_row("SELECT coalesce(max(order_id), 0) + 1 FROM orders", [], |r| r.get(0))?;
+        let next_id: i64 = source.query_row(
+            "SELECT coalesce(max(order_id), 0) + 1 FROM orders",
+            [],
+            |r| r.get(0),
+        )?;
         let mut insert = source.prepare(
             "INSERT INTO orders (order_id, event_id, seat_section, price_cents, sold_at) VALUES (?1, ?2, ?3, ?4, ?5)",
         )?;
@@ -99,7 +110,10 @@ impl Scenario {
                 let floor = ["FLOOR-A", "FLOOR-B", "12", "14"][self.rng.next(4) as usize];
                 (4, floor.to_string())
             } else {
-                (1 + self.rng.next(3) as i64, (1 + self.rng.next(40)).to_string())
+                (
+                    1 + self.rng.next(3) as i64,
+                    (1 + self.rng.next(40)).to_string(),
+                )
             };
             let section: rusqlite::types::Value = match section.parse::<i64>() {
                 Ok(n) if !onsale => n.into(),
@@ -137,15 +151,24 @@ impl Scenario {
             wh.execute_batch(&format!(
                 "DROP TABLE TICKETING.ORDERS; CREATE TABLE TICKETING.ORDERS ({columns});"
             ))?;
-            let last_id: i64 = wh.query_row("SELECT max(order_id) FROM src.orders", [], |r| r.get(0))?;
+            let last_id: i64 =
+                wh.query_row("SELECT max(order_id) FROM src.orders", [], |r| r.get(0))?;
             let chunk = (last_id + REFILL_MINUTES - 1) / REFILL_MINUTES;
-            self.mover = Mover::Refilling { cursor: 0, last_id, chunk };
+            self.mover = Mover::Refilling {
+                cursor: 0,
+                last_id,
+                chunk,
+            };
             happened.push(
                 "CDC mover: incompatible change to orders.seat_section; setting onIncompatibleSchemaChange=backfill: TICKETING.ORDERS dropped, re-created and refilling".to_string(),
             );
         }
         match self.mover {
-            Mover::Refilling { cursor, last_id, chunk } => {
+            Mover::Refilling {
+                cursor,
+                last_id,
+                chunk,
+            } => {
                 let upto = (cursor + chunk).min(last_id);
                 wh.execute(
                     "INSERT INTO TICKETING.ORDERS SELECT order_id, event_id, seat_section, price_cents, sold_at
@@ -156,7 +179,11 @@ impl Scenario {
                     self.mover = Mover::Streaming;
                     happened.push("CDC mover: refill of TICKETING.ORDERS complete".to_string());
                 } else {
-                    self.mover = Mover::Refilling { cursor: upto, last_id, chunk };
+                    self.mover = Mover::Refilling {
+                        cursor: upto,
+                        last_id,
+                        chunk,
+                    };
                 }
             }
             Mover::Streaming => {
@@ -178,10 +205,10 @@ impl Scenario {
 }
 
 fn column_types(conn: &Connection, schema: &str, table: &str) -> Result<Vec<(String, String)>> {
-    let mut stmt = conn.prepare(&format!(
-        "SELECT name, type FROM \"{schema}\".pragma_table_info(?1) ORDER BY cid"
-    ))?;
-    let rows = stmt.query_map([table], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    // The schema goes in as an argument: as a prefix, SQLite may find a same-named
+    // table in another attached database (names are case-insensitive).
+    let mut stmt = conn.prepare("SELECT name, type FROM pragma_table_info(?1, ?2) ORDER BY cid")?;
+    let rows = stmt.query_map([table, schema], |r| Ok((r.get(0)?, r.get(1)?)))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 

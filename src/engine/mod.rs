@@ -125,7 +125,10 @@ impl Engine {
     fn record_policy(&mut self) -> Result<()> {
         use sha2::{Digest, Sha256};
         let text = std::fs::read(&self.config.origin).unwrap_or_default();
-        let hash: String = Sha256::digest(&text).iter().map(|b| format!("{b:02x}")).collect();
+        let hash: String = Sha256::digest(&text)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
         let last: Option<String> = self
             .state
             .query_row(
@@ -135,7 +138,8 @@ impl Engine {
             )
             .ok();
         if last.as_deref() != Some(hash.as_str()) {
-            let payload = json!({"config": self.config.origin.display().to_string(), "config_hash": hash});
+            let payload =
+                json!({"config": self.config.origin.display().to_string(), "config_hash": hash});
             let at = self.now_or_wall();
             chain::append(&mut self.state, &at, "policy", ENGINE_ACTOR, &payload)?;
         }
@@ -175,23 +179,27 @@ impl Engine {
                 continue;
             }
             let every = crate::config::parse_duration(&monitor.every).expect("validated");
-            self.next_due
-                .insert(name.clone(), now + TimeDelta::from_std(every).expect("small"));
+            self.next_due.insert(
+                name.clone(),
+                now + TimeDelta::from_std(every).expect("small"),
+            );
             let warehouse = &self.warehouses[&monitor.warehouse];
             for &check in &monitor.checks {
                 let observation =
                     monitor::observe(&self.state, warehouse.as_ref(), monitor, check, &self.now)?;
-                self.latest.insert((name.clone(), check), observation.clone());
+                self.latest
+                    .insert((name.clone(), check), observation.clone());
                 polled.push(observation);
             }
         }
         for observation in &polled {
             if observation.check == CheckKind::RowCount
                 && observation.verdict.is_breach()
-                && !self
-                    .incidents
-                    .iter()
-                    .any(|i| i.monitor == observation.monitor && i.table == observation.table && i.status != IncidentStatus::Resolved)
+                && !self.incidents.iter().any(|i| {
+                    i.monitor == observation.monitor
+                        && i.table == observation.table
+                        && i.status != IncidentStatus::Resolved
+                })
             {
                 events.extend(self.open_incident(observation)?);
             }
@@ -255,10 +263,14 @@ impl Engine {
         if let Some(lineage) = &self.lineage {
             match lineage.resolve(&observation.table) {
                 Ok(from) => {
-                    let column = incident.diagnosis.column_change.as_ref().map(|c| ColumnChange {
-                        column: c.column.clone(),
-                        new_type: c.to.clone(),
-                    });
+                    let column = incident
+                        .diagnosis
+                        .column_change
+                        .as_ref()
+                        .map(|c| ColumnChange {
+                            column: c.column.clone(),
+                            new_type: c.to.clone(),
+                        });
                     let blast = lineage.blast_radius(from, column.as_ref());
                     incident.blast = blast.nodes.iter().map(blast_node).collect();
                     let autonomy = approve::domain_for(&self.config, &observation.table)
@@ -268,7 +280,10 @@ impl Engine {
                         let orchestrator = &self.orchestrator;
                         let last_run = |job: &str| -> Option<String> {
                             let pipelines = orchestrator.as_ref()?.pipelines().ok()?;
-                            let name = lineage.resolve(job).ok().map(|i| lineage.node(i).name.clone())?;
+                            let name = lineage
+                                .resolve(job)
+                                .ok()
+                                .map(|i| lineage.node(i).name.clone())?;
                             pipelines
                                 .into_iter()
                                 .find(|p| p.name == name)
@@ -297,7 +312,11 @@ impl Engine {
             .iter()
             .map(|n| json!({"id": n.id, "name": n.name, "kind": n.kind, "depth": n.depth}))
             .collect();
-        self.record("blast_radius", ENGINE_ACTOR, json!({"incident": id, "nodes": nodes}))?;
+        self.record(
+            "blast_radius",
+            ENGINE_ACTOR,
+            json!({"incident": id, "nodes": nodes}),
+        )?;
         events.push(self.event(EventKind::BlastRadius {
             incident: id.clone(),
             nodes: incident.blast.clone(),
@@ -380,12 +399,18 @@ impl Engine {
     fn follow_runs(&mut self) -> Result<Vec<Event>> {
         let mut events = Vec::new();
         for i in 0..self.incidents.len() {
-            let Some(run) = &self.incidents[i].run else { continue };
+            let Some(run) = &self.incidents[i].run else {
+                continue;
+            };
             if run.finished.is_some() {
                 continue;
             }
-            let Some(orchestrator) = &self.orchestrator else { continue };
-            let Some(record) = orchestrator.run(run.id)? else { continue };
+            let Some(orchestrator) = &self.orchestrator else {
+                continue;
+            };
+            let Some(record) = orchestrator.run(run.id)? else {
+                continue;
+            };
             if record.status == "queued" {
                 continue;
             }
@@ -453,8 +478,9 @@ impl Engine {
                 events.extend(self.resolve(i)?);
             } else {
                 self.incidents[i].status = IncidentStatus::Open;
-                self.notices
-                    .push(format!("{id}: verification failed; the incident stays open"));
+                self.notices.push(format!(
+                    "{id}: verification failed; the incident stays open"
+                ));
             }
         }
         Ok(events)
@@ -463,11 +489,18 @@ impl Engine {
     fn checks(&self, i: usize) -> Vec<Check> {
         let incident = &self.incidents[i];
         let mut checks = Vec::new();
-        if let Some(o) = self.latest.get(&(incident.monitor.clone(), CheckKind::RowCount)) {
+        if let Some(o) = self
+            .latest
+            .get(&(incident.monitor.clone(), CheckKind::RowCount))
+        {
             checks.push(Check {
                 name: format!("{} row count within baseline", incident.table),
                 passed: o.verdict.as_str() == "ok",
-                detail: format!("{} observed, expected {}", o.observed_text(), o.expected_text()),
+                detail: format!(
+                    "{} observed, expected {}",
+                    o.observed_text(),
+                    o.expected_text()
+                ),
             });
         }
         if let Some(change) = &incident.diagnosis.column_change {
@@ -478,12 +511,20 @@ impl Engine {
                 .unwrap_or_default()
                 .into_iter()
                 .find(|c| c.name.eq_ignore_ascii_case(&change.column));
-            let passed = seen.as_ref().is_some_and(|c| c.data_type.eq_ignore_ascii_case(&change.to));
+            let passed = seen
+                .as_ref()
+                .is_some_and(|c| c.data_type.eq_ignore_ascii_case(&change.to));
             checks.push(Check {
-                name: format!("{}.{} type recorded as {}", incident.table, change.column, change.to),
+                name: format!(
+                    "{}.{} type recorded as {}",
+                    incident.table, change.column, change.to
+                ),
                 passed,
                 detail: match seen {
-                    Some(c) => format!("warehouse column is {}, source is {}", c.data_type, change.to),
+                    Some(c) => format!(
+                        "warehouse column is {}, source is {}",
+                        c.data_type, change.to
+                    ),
                     None => "column not found in the warehouse".to_string(),
                 },
             });
@@ -504,7 +545,9 @@ impl Engine {
             });
         }
         for p in &incident.proposals {
-            let ProposalBody::Diff { file, .. } = &p.body else { continue };
+            let ProposalBody::Diff { file, .. } = &p.body else {
+                continue;
+            };
             checks.push(self.model_check(p, file));
         }
         checks
@@ -525,15 +568,25 @@ impl Engine {
             let raw = std::fs::read_to_string(project.join(file))
                 .with_context(|| format!("{}", project.join(file).display()))?;
             let sql = lineage.render(&raw).map_err(|e| anyhow!("{e}"))?;
-            let target = lineage.resolve(&proposal.target).map_err(|e| anyhow!("{e}"))?;
+            let target = lineage
+                .resolve(&proposal.target)
+                .map_err(|e| anyhow!("{e}"))?;
             let warehouse = self
                 .warehouse_for(lineage.node(target).relation_name.as_deref())
                 .context("no warehouse")?;
             Ok(warehouse.dry_run(&sql)?)
         })();
         match result {
-            Ok(rows) => Check { name, passed: true, detail: format!("{rows} rows, no error") },
-            Err(e) => Check { name, passed: false, detail: format!("{e:#}") },
+            Ok(rows) => Check {
+                name,
+                passed: true,
+                detail: format!("{rows} rows, no error"),
+            },
+            Err(e) => Check {
+                name,
+                passed: false,
+                detail: format!("{e:#}"),
+            },
         }
     }
 
@@ -541,7 +594,9 @@ impl Engine {
     /// source in. With one warehouse, that one.
     fn warehouse_for(&self, _relation: Option<&str>) -> Option<&dyn Warehouse> {
         let monitored = self.config.monitor.iter().find(|m| m.source.is_some());
-        let name = monitored.map(|m| m.warehouse.clone()).or_else(|| self.warehouses.keys().next().cloned())?;
+        let name = monitored
+            .map(|m| m.warehouse.clone())
+            .or_else(|| self.warehouses.keys().next().cloned())?;
         self.warehouses.get(&name).map(|w| w.as_ref())
     }
 
@@ -560,13 +615,23 @@ impl Engine {
                     o.set_paused(&job, false)?;
                 }
                 let action = format!("resumed the {job} schedule");
-                let seq = self.record("undo", ENGINE_ACTOR, json!({"incident": id, "proposal": pid, "action": action}))?;
-                events.push(self.event(EventKind::Undo { proposal: pid, action, seq }));
+                let seq = self.record(
+                    "undo",
+                    ENGINE_ACTOR,
+                    json!({"incident": id, "proposal": pid, "action": action}),
+                )?;
+                events.push(self.event(EventKind::Undo {
+                    proposal: pid,
+                    action,
+                    seq,
+                }));
                 self.incidents[i].proposals[p].state = ProposalState::Completed;
             }
         }
         self.record("incident_resolved", ENGINE_ACTOR, json!({"incident": id}))?;
-        events.push(self.event(EventKind::IncidentResolved { incident: id.clone() }));
+        events.push(self.event(EventKind::IncidentResolved {
+            incident: id.clone(),
+        }));
         let records = chain::records(&self.state)?;
         let receipt = receipt::build(&records, &id)?;
         let receipt_json = serde_json::to_string(&receipt)?;
@@ -577,7 +642,11 @@ impl Engine {
                 .map(|b| format!("{b:02x}"))
                 .collect::<String>()
         };
-        self.record("receipt", ENGINE_ACTOR, json!({"incident": id, "receipt_hash": digest}))?;
+        self.record(
+            "receipt",
+            ENGINE_ACTOR,
+            json!({"incident": id, "receipt_hash": digest}),
+        )?;
         self.incidents[i].receipt = Some(receipt.to_markdown());
         self.incidents[i].status = IncidentStatus::Resolved;
         events.push(self.event(EventKind::Receipt { incident: id }));
@@ -611,10 +680,16 @@ impl Engine {
 
     fn apply(&mut self, command: Command, actor: &Actor) -> Result<Vec<Event>> {
         match command {
-            Command::Approve { proposal, content_hash, reason } => {
-                self.decide(&proposal, &content_hash, &reason, actor, Verdict::Approved)
-            }
-            Command::Reject { proposal, content_hash, reason } => {
+            Command::Approve {
+                proposal,
+                content_hash,
+                reason,
+            } => self.decide(&proposal, &content_hash, &reason, actor, Verdict::Approved),
+            Command::Reject {
+                proposal,
+                content_hash,
+                reason,
+            } => {
                 anyhow::ensure!(!reason.trim().is_empty(), "a rejection needs a reason");
                 self.decide(&proposal, &content_hash, &reason, actor, Verdict::Rejected)
             }
@@ -627,20 +702,44 @@ impl Engine {
             Command::Forward { proposal } => {
                 let (i, p) = self.find_proposal(&proposal)?;
                 let prop = &self.incidents[i].proposals[p];
-                anyhow::ensure!(prop.kind == ProposalKind::Note, "only notes are forwarded; {proposal} is a {:?}", prop.kind);
-                anyhow::ensure!(prop.state == ProposalState::Pending, "{proposal} was already {:?}", prop.state);
-                anyhow::ensure!(!actor.roles(&self.config).is_empty(), "{} has no role in the policy", actor.display());
+                anyhow::ensure!(
+                    prop.kind == ProposalKind::Note,
+                    "only notes are forwarded; {proposal} is a {:?}",
+                    prop.kind
+                );
+                anyhow::ensure!(
+                    prop.state == ProposalState::Pending,
+                    "{proposal} was already {:?}",
+                    prop.state
+                );
+                anyhow::ensure!(
+                    !actor.roles(&self.config).is_empty(),
+                    "{} has no role in the policy",
+                    actor.display()
+                );
                 let payload = json!({"incident": self.incidents[i].id, "proposal": proposal, "verdict": "forwarded",
                     "content_hash": prop.content_hash, "to": prop.owner, "reason": ""});
                 let seq = self.record("decision", &actor.to_json(), payload)?;
                 self.incidents[i].proposals[p].state = ProposalState::Forwarded;
-                Ok(vec![self.event(EventKind::Decision { proposal, verdict: Verdict::Forwarded, actor: actor.display(), seq })])
+                Ok(vec![self.event(EventKind::Decision {
+                    proposal,
+                    verdict: Verdict::Forwarded,
+                    actor: actor.display(),
+                    seq,
+                })])
             }
             Command::QueueRun { incident } => self.queue_run(&incident, actor),
         }
     }
 
-    fn decide(&mut self, id: &str, content_hash: &str, reason: &str, actor: &Actor, verdict: Verdict) -> Result<Vec<Event>> {
+    fn decide(
+        &mut self,
+        id: &str,
+        content_hash: &str,
+        reason: &str,
+        actor: &Actor,
+        verdict: Verdict,
+    ) -> Result<Vec<Event>> {
         let (i, p) = self.find_proposal(id)?;
         let proposal = self.incidents[i].proposals[p].clone();
         anyhow::ensure!(
@@ -649,8 +748,15 @@ impl Engine {
             &proposal.content_hash[..12],
             content_hash.get(..12).unwrap_or(content_hash)
         );
-        anyhow::ensure!(proposal.kind != ProposalKind::Note || verdict == Verdict::Rejected, "a note is forwarded (f), not approved or rolled back");
-        let expected_state = if verdict == Verdict::RolledBack { ProposalState::Approved } else { ProposalState::Pending };
+        anyhow::ensure!(
+            proposal.kind != ProposalKind::Note || verdict == Verdict::Rejected,
+            "a note is forwarded (f), not approved or rolled back"
+        );
+        let expected_state = if verdict == Verdict::RolledBack {
+            ProposalState::Approved
+        } else {
+            ProposalState::Pending
+        };
         anyhow::ensure!(
             proposal.state == expected_state,
             "{id} is {:?}; {} needs it {:?}",
@@ -661,7 +767,11 @@ impl Engine {
         approve::may_decide(
             &self.config,
             actor,
-            &approve::Request { target: &proposal.target, owner: &proposal.owner, proposer: "dataward" },
+            &approve::Request {
+                target: &proposal.target,
+                owner: &proposal.owner,
+                proposer: "dataward",
+            },
         )
         .map_err(|e| anyhow!(e))?;
         // The effect first: if pausing the job or writing the file fails, nothing is
@@ -680,15 +790,28 @@ impl Engine {
             Verdict::RolledBack => ProposalState::RolledBack,
             Verdict::Forwarded => ProposalState::Forwarded,
         };
-        let mut events = vec![self.event(EventKind::Decision { proposal: id.to_string(), verdict, actor: actor.display(), seq })];
+        let mut events = vec![self.event(EventKind::Decision {
+            proposal: id.to_string(),
+            verdict,
+            actor: actor.display(),
+            seq,
+        })];
         if verdict == Verdict::RolledBack {
             let action = match &proposal.body {
                 ProposalBody::Hold { job, .. } => format!("resumed the {job} schedule"),
                 ProposalBody::Diff { file, .. } => format!("reverted {file}"),
                 ProposalBody::Note { .. } => "nothing".to_string(),
             };
-            let seq = self.record("undo", &actor.to_json(), json!({"incident": self.incidents[i].id, "proposal": id, "action": action}))?;
-            events.push(self.event(EventKind::Undo { proposal: id.to_string(), action, seq }));
+            let seq = self.record(
+                "undo",
+                &actor.to_json(),
+                json!({"incident": self.incidents[i].id, "proposal": id, "action": action}),
+            )?;
+            events.push(self.event(EventKind::Undo {
+                proposal: id.to_string(),
+                action,
+                seq,
+            }));
         }
         Ok(events)
     }
@@ -697,7 +820,10 @@ impl Engine {
     fn apply_effect(&self, body: &ProposalBody, forward: bool) -> Result<()> {
         match body {
             ProposalBody::Hold { job, .. } => {
-                let orchestrator = self.orchestrator.as_ref().context("no orchestrator configured to pause jobs")?;
+                let orchestrator = self
+                    .orchestrator
+                    .as_ref()
+                    .context("no orchestrator configured to pause jobs")?;
                 orchestrator.set_paused(job, forward)
             }
             ProposalBody::Diff { file, old, new } => {
@@ -710,7 +836,8 @@ impl Engine {
                     .context("no project_dir in [lineage] to apply the diff to")?;
                 let path = project.join(file);
                 let (from, to) = if forward { (old, new) } else { (new, old) };
-                let current = std::fs::read_to_string(&path).with_context(|| format!("{}", path.display()))?;
+                let current = std::fs::read_to_string(&path)
+                    .with_context(|| format!("{}", path.display()))?;
                 anyhow::ensure!(
                     current == *from,
                     "{} no longer matches the proposal; it was changed by someone else",
@@ -731,7 +858,10 @@ impl Engine {
             .iter()
             .position(|x| x.id == incident)
             .ok_or_else(|| anyhow!("no incident {incident}"))?;
-        anyhow::ensure!(self.incidents[i].status != IncidentStatus::Resolved, "{incident} is resolved");
+        anyhow::ensure!(
+            self.incidents[i].status != IncidentStatus::Resolved,
+            "{incident} is resolved"
+        );
         if let Some(run) = &self.incidents[i].run {
             anyhow::ensure!(run.finished.is_some(), "run #{} is already queued", run.id);
         }
@@ -744,15 +874,21 @@ impl Engine {
         approve::may_decide(
             &self.config,
             actor,
-            &approve::Request { target: &hold.target, owner: &hold.owner, proposer: "dataward" },
+            &approve::Request {
+                target: &hold.target,
+                owner: &hold.owner,
+                proposer: "dataward",
+            },
         )
         .map_err(|e| anyhow!(e))?;
-        let ProposalBody::Hold { job, .. } = &hold.body else { unreachable!("a hold") };
-        let after_recovery = self
-            .latest
-            .get(&(self.incidents[i].monitor.clone(), CheckKind::RowCount))
-            .is_some_and(|o| o.verdict.as_str() == "ok");
-        let orchestrator = self.orchestrator.as_ref().context("no orchestrator configured")?;
+        let ProposalBody::Hold { job, .. } = &hold.body else {
+            unreachable!("a hold")
+        };
+        let after_recovery = self.recovered(&self.incidents[i].monitor);
+        let orchestrator = self
+            .orchestrator
+            .as_ref()
+            .context("no orchestrator configured")?;
         let run_id = orchestrator.queue_run(job, &self.now, &actor.display())?;
         let seq = self.record(
             "run_queued",
@@ -760,8 +896,18 @@ impl Engine {
             json!({"incident": incident, "run": run_id, "job": job, "proposal": hold.id,
                    "content_hash": hold.content_hash, "after_recovery": after_recovery}),
         )?;
-        self.incidents[i].run = Some(RunState { id: run_id, job: job.clone(), after_recovery, finished: None });
-        Ok(vec![self.event(EventKind::Run { incident: incident.to_string(), job: job.clone(), status: "queued".into(), seq })])
+        self.incidents[i].run = Some(RunState {
+            id: run_id,
+            job: job.clone(),
+            after_recovery,
+            finished: None,
+        });
+        Ok(vec![self.event(EventKind::Run {
+            incident: incident.to_string(),
+            job: job.clone(),
+            status: "queued".into(),
+            seq,
+        })])
     }
 
     pub fn snapshot(&self, finished: bool) -> Snapshot {
@@ -794,17 +940,29 @@ impl Engine {
         }
     }
 
-    /// The latest verdict of a monitor's check (for the headless stand-in).
-    pub fn verdict(&self, monitor: &str, check: CheckKind) -> Option<String> {
-        self.latest.get(&(monitor.to_string(), check)).map(|o| o.verdict.as_str().to_string())
+    /// Is the monitor's row count back at its baseline (not merely inside the band)?
+    /// A run queued before that builds on a partial table.
+    pub fn recovered(&self, monitor: &str) -> bool {
+        self.latest
+            .get(&(monitor.to_string(), CheckKind::RowCount))
+            .is_some_and(|o| {
+                o.verdict.as_str() == "ok"
+                    && matches!((o.value, o.expected), (Some(v), Some(r)) if v >= r.baseline)
+            })
     }
 }
 
 fn blast_node(impact: &crate::lineage::Impact) -> BlastNode {
-    let risky = impact.column.as_ref().map(|c| c.casts.iter().filter(|x| x.break_risk).collect::<Vec<_>>());
+    let risky = impact
+        .column
+        .as_ref()
+        .map(|c| c.casts.iter().filter(|x| x.break_risk).collect::<Vec<_>>());
     let finding = impact.column.as_ref().and_then(|c| {
         if let Some(cast) = c.casts.first() {
-            Some(format!("casts to {}: `{}` ({})", cast.target_type, cast.expression, cast.method))
+            Some(format!(
+                "casts to {}: `{}` ({})",
+                cast.target_type, cast.expression, cast.method
+            ))
         } else if c.reads {
             Some("reads the column".to_string())
         } else {
@@ -825,7 +983,12 @@ fn blast_node(impact: &crate::lineage::Impact) -> BlastNode {
 fn incident_view(i: &Incident) -> IncidentView {
     IncidentView {
         id: i.id.clone(),
-        title: format!("{} row count {} ({})", i.table, monitor::thousands(i.observed), i.expected),
+        title: format!(
+            "{} row count {} ({})",
+            i.table,
+            monitor::thousands(i.observed),
+            i.expected
+        ),
         table: i.table.clone(),
         monitor: i.monitor.clone(),
         status: i.status,

@@ -72,10 +72,17 @@ pub fn diagnose(facts: &Facts) -> Diagnosis {
             100.0 - share
         ));
     }
-    let upstream_type_change = facts.source_changes.iter().rev().find_map(|(at, change)| match change {
-        SchemaChange::TypeChanged { column, from, to } => Some((at.clone(), column.clone(), from.clone(), to.clone())),
-        _ => None,
-    });
+    let upstream_type_change =
+        facts
+            .source_changes
+            .iter()
+            .rev()
+            .find_map(|(at, change)| match change {
+                SchemaChange::TypeChanged { column, from, to } => {
+                    Some((at.clone(), column.clone(), from.clone(), to.clone()))
+                }
+                _ => None,
+            });
     let Some((changed_at, column, from, to)) = upstream_type_change else {
         return Diagnosis {
             kind: CauseKind::Unexplained,
@@ -88,16 +95,22 @@ pub fn diagnose(facts: &Facts) -> Diagnosis {
             column_change: None,
         };
     };
-    let source = facts.source_table.clone().unwrap_or_else(|| "the source".to_string());
+    let source = facts
+        .source_table
+        .clone()
+        .unwrap_or_else(|| "the source".to_string());
     evidence.push(format!(
         "source schema snapshot at {changed_at}: {source}.{column} changed type from {from} to {to}"
     ));
-    let recreated = facts.table_changes.iter().find_map(|(at, change)| match change {
-        SchemaChange::TypeChanged { column: c, to: new, .. } if c.eq_ignore_ascii_case(&column) => {
-            Some((at.clone(), new.clone()))
-        }
-        _ => None,
-    });
+    let recreated = facts
+        .table_changes
+        .iter()
+        .find_map(|(at, change)| match change {
+            SchemaChange::TypeChanged {
+                column: c, to: new, ..
+            } if c.eq_ignore_ascii_case(&column) => Some((at.clone(), new.clone())),
+            _ => None,
+        });
     if let Some((at, new)) = &recreated {
         evidence.push(format!(
             "warehouse schema snapshot at {at}: {}.{column} is now {new}; the type cannot change in place, so the table was re-created",
@@ -114,7 +127,11 @@ pub fn diagnose(facts: &Facts) -> Diagnosis {
             "row count {} at {first_at}, {} at {last_at}: {}",
             thousands(*first),
             thousands(*last),
-            if rising { "rising, the loader is refilling" } else { "not rising yet" }
+            if rising {
+                "rising, the loader is refilling"
+            } else {
+                "not rising yet"
+            }
         ));
     }
     let not_lost = match (facts.source_rows, facts.baseline) {
@@ -170,11 +187,19 @@ mod tests {
             source_table: Some("orders".into()),
             source_changes: vec![(
                 "14:05".into(),
-                SchemaChange::TypeChanged { column: "seat_section".into(), from: "SMALLINT".into(), to: "VARCHAR(12)".into() },
+                SchemaChange::TypeChanged {
+                    column: "seat_section".into(),
+                    from: "SMALLINT".into(),
+                    to: "VARCHAR(12)".into(),
+                },
             )],
             table_changes: vec![(
                 "14:10".into(),
-                SchemaChange::TypeChanged { column: "seat_section".into(), from: "SMALLINT".into(), to: "VARCHAR(12)".into() },
+                SchemaChange::TypeChanged {
+                    column: "seat_section".into(),
+                    from: "SMALLINT".into(),
+                    to: "VARCHAR(12)".into(),
+                },
             )],
             source_rows: Some(20_100.0),
             recent_counts: vec![("14:05".into(), 20_000.0), ("14:10".into(), 4_400.0)],
@@ -185,8 +210,17 @@ mod tests {
     fn a_type_change_and_a_recreated_table_is_a_refill_not_a_loss() {
         let d = diagnose(&refill_facts());
         assert_eq!(d.kind, CauseKind::RefillAfterTypeChange);
-        assert!(d.cause.contains("orders.seat_section from SMALLINT to VARCHAR(12)"), "{}", d.cause);
-        assert!(d.cause.contains("re-created and is refilling"), "{}", d.cause);
+        assert!(
+            d.cause
+                .contains("orders.seat_section from SMALLINT to VARCHAR(12)"),
+            "{}",
+            d.cause
+        );
+        assert!(
+            d.cause.contains("re-created and is refilling"),
+            "{}",
+            d.cause
+        );
         assert!(d.cause.contains("orders are not lost"), "{}", d.cause);
         assert_eq!(d.column_change.unwrap().to, "VARCHAR(12)");
     }

@@ -61,7 +61,10 @@ pub struct ChainRange {
 }
 
 fn text(v: &Value, key: &str) -> String {
-    v.get(key).and_then(Value::as_str).unwrap_or_default().to_string()
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// Builds the receipt of `incident` from the chain.
@@ -70,10 +73,12 @@ pub fn build(records: &[Record], incident: &str) -> Result<Receipt> {
         .iter()
         .filter_map(|r| {
             let payload: Value = serde_json::from_str(&r.payload).ok()?;
-            (payload.get("incident").and_then(Value::as_str) == Some(incident)).then_some((r, payload))
+            (payload.get("incident").and_then(Value::as_str) == Some(incident))
+                .then_some((r, payload))
         })
         .collect();
-    let Some((opened, open_payload)) = mine.iter().find(|(r, _)| r.kind == "incident_opened") else {
+    let Some((opened, open_payload)) = mine.iter().find(|(r, _)| r.kind == "incident_opened")
+    else {
         bail!("no incident {incident} in the chain");
     };
     let mut receipt = Receipt {
@@ -86,7 +91,10 @@ pub fn build(records: &[Record], incident: &str) -> Result<Receipt> {
         expected: open_payload["expected"].clone(),
         cause: String::new(),
         evidence: Vec::new(),
-        blast_radius: BlastSummary { nodes: 0, names: Vec::new() },
+        blast_radius: BlastSummary {
+            nodes: 0,
+            names: Vec::new(),
+        },
         proposals: Vec::new(),
         runs: Vec::new(),
         verification: Vec::new(),
@@ -103,7 +111,8 @@ pub fn build(records: &[Record], incident: &str) -> Result<Receipt> {
         match record.kind.as_str() {
             "diagnosis" => {
                 receipt.cause = text(payload, "cause");
-                receipt.evidence = serde_json::from_value(payload["evidence"].clone()).unwrap_or_default();
+                receipt.evidence =
+                    serde_json::from_value(payload["evidence"].clone()).unwrap_or_default();
             }
             "blast_radius" => {
                 let nodes = payload["nodes"].as_array().cloned().unwrap_or_default();
@@ -183,7 +192,11 @@ impl Receipt {
                     d.at,
                     actor_text(&d.actor),
                     d.seq,
-                    if d.reason.is_empty() { String::new() } else { format!(": \"{}\"", d.reason) }
+                    if d.reason.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": \"{}\"", d.reason)
+                    }
                 ));
             }
         }
@@ -191,7 +204,12 @@ impl Receipt {
         for r in &self.runs {
             md.push_str(&format!(
                 "- {} run #{} of {}: {} {} (chain #{})\n",
-                text(r, "at"), r["run"], text(r, "job"), text(r, "status"), text(r, "detail"), r["seq"]
+                text(r, "at"),
+                r["run"],
+                text(r, "job"),
+                text(r, "status"),
+                text(r, "detail"),
+                r["seq"]
             ));
         }
         md.push_str("\n## Verification\n\n");
@@ -199,13 +217,21 @@ impl Receipt {
             md.push_str(&format!(
                 "- {} {} (chain #{})\n",
                 text(v, "at"),
-                if v["passed"].as_bool() == Some(true) { "PASSED" } else { "FAILED" },
+                if v["passed"].as_bool() == Some(true) {
+                    "PASSED"
+                } else {
+                    "FAILED"
+                },
                 v["seq"]
             ));
             for c in v["checks"].as_array().into_iter().flatten() {
                 md.push_str(&format!(
                     "  - [{}] {}: {}\n",
-                    if c["passed"].as_bool() == Some(true) { "x" } else { " " },
+                    if c["passed"].as_bool() == Some(true) {
+                        "x"
+                    } else {
+                        " "
+                    },
                     text(c, "name"),
                     text(c, "detail")
                 ));
@@ -213,7 +239,12 @@ impl Receipt {
         }
         md.push_str("\n## Undo\n\n");
         for u in &self.undo {
-            md.push_str(&format!("- {} {} (chain #{})\n", text(u, "at"), text(u, "action"), u["seq"]));
+            md.push_str(&format!(
+                "- {} {} (chain #{})\n",
+                text(u, "at"),
+                text(u, "action"),
+                u["seq"]
+            ));
         }
         md.push_str(&format!(
             "\n## Chain\n\nRecords #{} to #{}; last hash `{}`. Check with `dataward verify`.\n",
@@ -227,8 +258,14 @@ impl Receipt {
 fn actor_text(actor: &Value) -> String {
     let mut s = format!(
         "{} (uid {})",
-        actor.get("user").and_then(Value::as_str).unwrap_or("unknown"),
-        actor.get("uid").map(ToString::to_string).unwrap_or_default()
+        actor
+            .get("user")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown"),
+        actor
+            .get("uid")
+            .map(ToString::to_string)
+            .unwrap_or_default()
     );
     if let Some(role) = actor.get("stand_in").and_then(Value::as_str) {
         s.push_str(&format!(", demo stand-in for {role}"));

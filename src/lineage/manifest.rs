@@ -216,7 +216,8 @@ fn read_node(
             raw_sql = reader.optional_string(fields, key, &field(key))?;
         }
     }
-    let file = reader.optional_string(fields, "original_file_path", &field("original_file_path"))?;
+    let file =
+        reader.optional_string(fields, "original_file_path", &field("original_file_path"))?;
 
     let mut relation_name =
         reader.optional_string(fields, "relation_name", &field("relation_name"))?;

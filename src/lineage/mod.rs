@@ -190,7 +190,10 @@ impl Lineage {
             .collect();
         let node = match (function.trim(), args.as_slice()) {
             ("ref", [.., name]) => self.graph.node_weights().find(|n| {
-                matches!(n.kind, NodeKind::Model | NodeKind::Seed | NodeKind::Snapshot) && n.name == *name
+                matches!(
+                    n.kind,
+                    NodeKind::Model | NodeKind::Seed | NodeKind::Snapshot
+                ) && n.name == *name
             }),
             ("source", [source, table]) => {
                 let suffix = format!(".{source}.{table}");
@@ -200,7 +203,9 @@ impl Lineage {
             }
             _ => None,
         };
-        let relation = node.and_then(|n| n.relation_name.as_deref()).ok_or_else(unsupported)?;
+        let relation = node
+            .and_then(|n| n.relation_name.as_deref())
+            .ok_or_else(unsupported)?;
         let parts: Vec<&str> = relation.split('.').collect();
         Ok(parts[parts.len().saturating_sub(2)..].join("."))
     }

@@ -205,7 +205,10 @@ impl Notes {
         for writer in &self.writers {
             for table in &writer.writes {
                 lineage.resolve(table).map_err(|e| {
-                    self.error(&format!("writer {:?}", writer.id), format!("writes {table:?}: {e}"))
+                    self.error(
+                        &format!("writer {:?}", writer.id),
+                        format!("writes {table:?}: {e}"),
+                    )
                 })?;
             }
             lineage.writers.push(writer.clone());

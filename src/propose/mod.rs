@@ -31,7 +31,17 @@ pub struct Proposal {
 }
 
 impl Proposal {
-    fn new(incident: &str, n: usize, kind: ProposalKind, title: String, owner: String, target: String, body: ProposalBody, undo: String, verify: String) -> Proposal {
+    fn new(
+        incident: &str,
+        n: usize,
+        kind: ProposalKind,
+        title: String,
+        owner: String,
+        target: String,
+        body: ProposalBody,
+        undo: String,
+        verify: String,
+    ) -> Proposal {
         let mut p = Proposal {
             id: format!("{incident}-P{n}"),
             incident: incident.to_string(),
@@ -93,7 +103,10 @@ pub fn propose(ctx: &Context) -> Vec<Proposal> {
     let refill = ctx.diagnosis.kind == CauseKind::RefillAfterTypeChange;
     if refill {
         for impact in ctx.blast.nodes.iter().filter(|n| n.kind == NodeKind::Job) {
-            let owner = impact.owner.clone().unwrap_or_else(|| "unknown-owner".to_string());
+            let owner = impact
+                .owner
+                .clone()
+                .unwrap_or_else(|| "unknown-owner".to_string());
             proposals.push((
                 ProposalKind::Hold,
                 format!("Pause the {} until {} is refilled", impact.name, ctx.table),
@@ -119,7 +132,9 @@ pub fn propose(ctx: &Context) -> Vec<Proposal> {
     }
     if let Some(change) = &ctx.diagnosis.column_change {
         for impact in &ctx.blast.nodes {
-            let Some(finding) = &impact.column else { continue };
+            let Some(finding) = &impact.column else {
+                continue;
+            };
             let risky: Vec<&str> = finding
                 .casts
                 .iter()
@@ -129,9 +144,13 @@ pub fn propose(ctx: &Context) -> Vec<Proposal> {
             if risky.is_empty() {
                 continue;
             }
-            let Ok(index) = ctx.lineage.resolve(&impact.unique_id) else { continue };
+            let Ok(index) = ctx.lineage.resolve(&impact.unique_id) else {
+                continue;
+            };
             let node = ctx.lineage.node(index);
-            let (Some(file), Some(raw)) = (&node.file, &node.raw_sql) else { continue };
+            let (Some(file), Some(raw)) = (&node.file, &node.raw_sql) else {
+                continue;
+            };
             let new = rewrite::keep_as_text(raw, &risky, &change.to);
             if new == *raw {
                 continue;
@@ -142,23 +161,41 @@ pub fn propose(ctx: &Context) -> Vec<Proposal> {
                     "Keep {} as text in {}: compare on {} instead of casting",
                     change.column, impact.name, change.to
                 ),
-                impact.owner.clone().unwrap_or_else(|| "unknown-owner".to_string()),
+                impact
+                    .owner
+                    .clone()
+                    .unwrap_or_else(|| "unknown-owner".to_string()),
                 impact.unique_id.clone(),
-                ProposalBody::Diff { file: file.clone(), old: raw.clone(), new },
+                ProposalBody::Diff {
+                    file: file.clone(),
+                    old: raw.clone(),
+                    new,
+                },
                 format!("revert {file} to the version above"),
-                format!("{} runs on today's data, including sections that are not numbers", impact.name),
+                format!(
+                    "{} runs on today's data, including sections that are not numbers",
+                    impact.name
+                ),
             ));
         }
         for writer in ctx.lineage.writers_of(ctx.from) {
-            let (Some(setting), Some(value)) = (&writer.setting, &writer.value) else { continue };
-            let owner = writer.owner.clone().unwrap_or_else(|| "unknown-owner".to_string());
+            let (Some(setting), Some(value)) = (&writer.setting, &writer.value) else {
+                continue;
+            };
+            let owner = writer
+                .owner
+                .clone()
+                .unwrap_or_else(|| "unknown-owner".to_string());
             let name = writer.name.clone().unwrap_or_else(|| writer.id.clone());
             proposals.push((
                 ProposalKind::Note,
                 format!("Note for {owner}: {setting} on the {name}"),
                 owner.clone(),
                 writer.id.clone(),
-                ProposalBody::Note { to: owner, text: setting_note(ctx, &name, setting, value, change) },
+                ProposalBody::Note {
+                    to: owner,
+                    text: setting_note(ctx, &name, setting, value, change),
+                },
                 "nothing to undo: a note changes nothing".to_string(),
                 "the owner answers; any setting change is theirs to make".to_string(),
             ));
@@ -168,24 +205,49 @@ pub fn propose(ctx: &Context) -> Vec<Proposal> {
         .into_iter()
         .enumerate()
         .map(|(i, (kind, title, owner, target, body, undo, verify))| {
-            Proposal::new(ctx.incident, i + 1, kind, title, owner, target, body, undo, verify)
+            Proposal::new(
+                ctx.incident,
+                i + 1,
+                kind,
+                title,
+                owner,
+                target,
+                body,
+                undo,
+                verify,
+            )
         })
         .collect()
 }
 
 /// What each option of the loader's incompatible-change setting would have meant for
 /// this incident, in its own figures.
-fn setting_note(ctx: &Context, writer: &str, setting: &str, value: &str, change: &crate::incident::diagnosis::ColumnChange) -> String {
+fn setting_note(
+    ctx: &Context,
+    writer: &str,
+    setting: &str,
+    value: &str,
+    change: &crate::incident::diagnosis::ColumnChange,
+) -> String {
     let table = ctx.table;
-    let share = ctx.observed_share.map(|s| format!("{s}%")).unwrap_or_else(|| "part".into());
+    let share = ctx
+        .observed_share
+        .map(|s| format!("{s}%"))
+        .unwrap_or_else(|| "part".into());
     let job_runs: Vec<String> = ctx
         .blast
         .nodes
         .iter()
         .filter(|n| n.kind == NodeKind::Job)
-        .filter_map(|n| (ctx.job_last_run)(&n.unique_id).map(|at| format!("the {} ran at {at}", n.name)))
+        .filter_map(|n| {
+            (ctx.job_last_run)(&n.unique_id).map(|at| format!("the {} ran at {at}", n.name))
+        })
         .collect();
-    let job_runs = if job_runs.is_empty() { "no job ran on it yet".to_string() } else { job_runs.join(", ") };
+    let job_runs = if job_runs.is_empty() {
+        "no job ran on it yet".to_string()
+    } else {
+        job_runs.join(", ")
+    };
     let readers = ctx.blast.nodes.iter().filter(|n| n.depth == 1).count();
     format!(
         "{table} was dropped and re-created when {column} changed from {from} to {to}, because the {writer} \

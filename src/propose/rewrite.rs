@@ -8,7 +8,9 @@ pub fn keep_as_text(sql: &str, risky_casts: &[&str], new_type: &str) -> String {
     let new_type = new_type.to_ascii_lowercase();
     let mut out = sql.to_string();
     for cast in risky_casts {
-        let Some(column) = cast_argument(cast) else { continue };
+        let Some(column) = cast_argument(cast) else {
+            continue;
+        };
         let Some(at) = out.find(cast) else { continue };
         let after = &out[at + cast.len()..];
         let trimmed = after.trim_start();
@@ -20,10 +22,7 @@ pub fn keep_as_text(sql: &str, risky_casts: &[&str], new_type: &str) -> String {
             if other_len > 0 {
                 let other = &rest_trimmed[..other_len];
                 let tail = &rest_trimmed[other_len..];
-                out = format!(
-                    "{}{column} = cast({other} as {new_type}){tail}",
-                    &out[..at]
-                );
+                out = format!("{}{column} = cast({other} as {new_type}){tail}", &out[..at]);
                 continue;
             }
         }
@@ -50,7 +49,8 @@ mod tests {
 
     #[test]
     fn a_join_on_a_cast_becomes_a_join_on_text() {
-        let sql = "from o\nleft join m\n    on cast(o.seat_section as integer) = m.section_number\n";
+        let sql =
+            "from o\nleft join m\n    on cast(o.seat_section as integer) = m.section_number\n";
         assert_eq!(
             keep_as_text(sql, &["cast(o.seat_section as integer)"], "VARCHAR(12)"),
             "from o\nleft join m\n    on o.seat_section = cast(m.section_number as varchar(12))\n"
@@ -60,13 +60,20 @@ mod tests {
     #[test]
     fn a_cast_outside_a_comparison_casts_to_the_new_type() {
         assert_eq!(
-            keep_as_text("select seat_section::int as s", &["seat_section::int"], "TEXT"),
+            keep_as_text(
+                "select seat_section::int as s",
+                &["seat_section::int"],
+                "TEXT"
+            ),
             "select cast(seat_section as text) as s"
         );
     }
 
     #[test]
     fn an_unknown_cast_changes_nothing() {
-        assert_eq!(keep_as_text("select 1", &["cast(x as int)"], "TEXT"), "select 1");
+        assert_eq!(
+            keep_as_text("select 1", &["cast(x as int)"], "TEXT"),
+            "select 1"
+        );
     }
 }

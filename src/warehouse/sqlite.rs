@@ -83,16 +83,14 @@ impl Warehouse for SqliteWarehouse {
 
     fn columns(&self, relation: &Relation) -> Result<Vec<Column>, WarehouseError> {
         let conn = self.connect()?;
-        let sql = match &relation.schema {
-            Some(schema) => format!(
-                "SELECT name, type FROM {}.pragma_table_info(?1) ORDER BY cid",
-                quote_ident(schema)
-            ),
-            None => "SELECT name, type FROM pragma_table_info(?1) ORDER BY cid".to_string(),
-        };
-        let mut stmt = conn.prepare(&sql).map_err(query_error)?;
+        // The schema goes in as an argument: as a prefix, SQLite may find a same-named
+        // table in another attached database (names are case-insensitive).
+        let schema = relation.schema.as_deref().unwrap_or("main");
+        let mut stmt = conn
+            .prepare("SELECT name, type FROM pragma_table_info(?1, ?2) ORDER BY cid")
+            .map_err(query_error)?;
         let rows = stmt
-            .query_map([&relation.table], |r| {
+            .query_map([relation.table.as_str(), schema], |r| {
                 Ok(Column {
                     name: r.get(0)?,
                     data_type: r.get::<_, String>(1)?.to_uppercase(),
