@@ -318,7 +318,7 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
         rows,
         [
             Constraint::Length(1),
-            Constraint::Length(6),
+            Constraint::Length(8),
             Constraint::Length(11),
             Constraint::Length(18),
             Constraint::Fill(1),
@@ -338,7 +338,13 @@ fn incident_row<'a>(incident: &'a IncidentView, selected: bool, theme: &Theme) -
         Cell::from(incident_status(incident.status, theme)),
         Cell::from(incident.table.as_str()),
         Cell::from(incident.title.as_str()),
-        Cell::from(incident.opened_at.as_str()),
+        // The time of day is what matters on call; the date is in the detail.
+        Cell::from(
+            incident
+                .opened_at
+                .get(11..16)
+                .unwrap_or(&incident.opened_at),
+        ),
     ]);
     if selected {
         row.style(theme.selection)
@@ -542,7 +548,8 @@ fn render_proposals(
             let selected = index == detail.proposal;
             let row = Row::new(vec![
                 Cell::from(if selected { SELECTED } else { " " }),
-                Cell::from(proposal.id.as_str()),
+                // "INC-0001-P2" -> "P2": the incident is already on screen.
+                Cell::from(proposal.id.rsplit('-').next().unwrap_or(&proposal.id)),
                 Cell::from(kind_word(proposal.kind)),
                 Cell::from(proposal_state(proposal.state, theme)),
                 Cell::from(proposal.title.as_str()),

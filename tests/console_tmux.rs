@@ -1,0 +1,150 @@
+//! End to end: the real binary in tmux, driven by keystrokes, read back with
+//! capture-pane, the way a person at 3 a.m. would use it.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn tmux(args: &[&str]) -> String {
+    let out = Command::new("tmux").args(args).output().expect("tmux runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn screen(session: &str) -> String {
+    tmux(&["capture-pane", "-p", "-t", session])
+}
+
+/// Waits until the screen shows `text`; the deadline only bounds a hung test.
+fn wait_for(session: &str, text: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let shown = screen(session);
+        if shown.contains(text) {
+            return shown;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never saw {text:?}; the screen was:\n{shown}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn tmux_available() -> bool {
+    let found = Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var("DATAWARD_REQUIRE_ALL").is_err(),
+            "tmux is required (DATAWARD_REQUIRE_ALL=1)"
+        );
+        eprintln!("skipping: tmux is not installed");
+    }
+    found
+}
+
+struct Session(String);
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        tmux(&["kill-session", "-t", &self.0]);
+    }
+}
+
+fn start(data_dir: &Path) -> Session {
+    let name = format!("dataward-e2e-{}", std::process::id());
+    let command = format!(
+        "{} demo --speed 300 --data-dir {}",
+        env!("CARGO_BIN_EXE_dataward"),
+        data_dir.display()
+    );
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &name,
+        "-x",
+        "120",
+        "-y",
+        "40",
+        &command,
+    ]);
+    Session(name)
+}
+
+#[test]
+fn approve_the_hold_from_the_keyboard() {
+    if !tmux_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let session = start(dir.path());
+    let s = session.0.as_str();
+    let shown = wait_for(s, "INC-0001");
+    assert!(shown.contains("TICKETING.ORDERS"), "{shown}");
+    assert!(
+        shown.contains("✓ success"),
+        "pipelines should look green:\n{shown}"
+    );
+
+    tmux(&["send-keys", "-t", s, "Enter"]);
+    let detail = wait_for(s, "Blast radius");
+    assert!(detail.contains("seat_section"), "{detail}");
+    assert!(detail.contains("int_seat_map"), "{detail}");
+
+    // Focus the proposals, the hold is first; approve it with a typed reason.
+    tmux(&["send-keys", "-t", s, "Tab", "Tab"]);
+    wait_for(s, "pending");
+    tmux(&["send-keys", "-t", s, "a"]);
+    wait_for(s, "reason");
+    tmux(&["send-keys", "-t", s, "-l", "refill in progress"]);
+    tmux(&["send-keys", "-t", s, "Enter"]);
+    let after = wait_for(s, "✓ approved");
+    assert!(
+        after.contains("paused"),
+        "approving the hold pauses the job:\n{after}"
+    );
+
+    // The decision is on the chain, with its reason.
+    let out = Command::new(env!("CARGO_BIN_EXE_dataward"))
+        .args(["verify", "--json", "--data-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let conn = rusqlite::Connection::open(dir.path().join("dataward.db")).unwrap();
+    let reason: String = conn
+        .query_row(
+            "SELECT json_extract(payload, '$.reason') FROM chain WHERE kind = 'decision'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(reason, "refill in progress");
+
+    // Esc backs out, q quits, and the console goes away cleanly.
+    tmux(&["send-keys", "-t", s, "Escape"]);
+    wait_for(s, "Incidents");
+    tmux(&["send-keys", "-t", s, "q"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Command::new("tmux")
+        .args(["has-session", "-t", s])
+        .output()
+        .unwrap()
+        .status
+        .success()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the console did not quit:\n{}",
+            screen(s)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
