@@ -359,7 +359,8 @@ mod tests {
     #[test]
     fn every_field_changes_the_hash() {
         let base = sample();
-        let edits: Vec<Box<dyn Fn(&mut Record)>> = vec![
+        type Edit = Box<dyn Fn(&mut Record)>;
+        let edits: Vec<Edit> = vec![
             Box::new(|r| r.seq = 2),
             Box::new(|r| r.prev_hash = "1".repeat(64)),
             Box::new(|r| r.log_id.push('x')),

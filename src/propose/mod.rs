@@ -31,34 +31,6 @@ pub struct Proposal {
 }
 
 impl Proposal {
-    fn new(
-        incident: &str,
-        n: usize,
-        kind: ProposalKind,
-        title: String,
-        owner: String,
-        target: String,
-        body: ProposalBody,
-        undo: String,
-        verify: String,
-    ) -> Proposal {
-        let mut p = Proposal {
-            id: format!("{incident}-P{n}"),
-            incident: incident.to_string(),
-            kind,
-            title,
-            owner,
-            target,
-            body,
-            undo,
-            verify,
-            content_hash: String::new(),
-            state: ProposalState::Pending,
-        };
-        p.content_hash = content_hash(&p);
-        p
-    }
-
     pub fn view(&self) -> ProposalView {
         ProposalView {
             id: self.id.clone(),
@@ -98,8 +70,19 @@ pub struct Context<'a> {
     pub job_last_run: &'a dyn Fn(&str) -> Option<String>,
 }
 
+/// A proposal before it is numbered and hashed.
+struct Draft {
+    kind: ProposalKind,
+    title: String,
+    owner: String,
+    target: String,
+    body: ProposalBody,
+    undo: String,
+    verify: String,
+}
+
 pub fn propose(ctx: &Context) -> Vec<Proposal> {
-    let mut proposals = Vec::new();
+    let mut proposals: Vec<Draft> = Vec::new();
     let refill = ctx.diagnosis.kind == CauseKind::RefillAfterTypeChange;
     if refill {
         for impact in ctx.blast.nodes.iter().filter(|n| n.kind == NodeKind::Job) {
@@ -107,12 +90,12 @@ pub fn propose(ctx: &Context) -> Vec<Proposal> {
                 .owner
                 .clone()
                 .unwrap_or_else(|| "unknown-owner".to_string());
-            proposals.push((
-                ProposalKind::Hold,
-                format!("Pause the {} until {} is refilled", impact.name, ctx.table),
+            proposals.push(Draft {
+                kind: ProposalKind::Hold,
+                title: format!("Pause the {} until {} is refilled", impact.name, ctx.table),
                 owner,
-                impact.unique_id.clone(),
-                ProposalBody::Hold {
+                target: impact.unique_id.clone(),
+                body: ProposalBody::Hold {
                     job: impact.unique_id.clone(),
                     plan: format!(
                         "Pause the {name} schedule now, so no model is rebuilt from a half-loaded {table}. \
@@ -122,12 +105,12 @@ pub fn propose(ctx: &Context) -> Vec<Proposal> {
                         table = ctx.table
                     ),
                 },
-                format!("resume the {} schedule", impact.name),
-                format!(
+                undo: format!("resume the {} schedule", impact.name),
+                verify: format!(
                     "{} row count back within baseline; one run of the {} succeeds after the refill; checks hold for the settle window",
                     ctx.table, impact.name
                 ),
-            ));
+            });
         }
     }
     if let Some(change) = &ctx.diagnosis.column_change {
@@ -155,28 +138,28 @@ pub fn propose(ctx: &Context) -> Vec<Proposal> {
             if new == *raw {
                 continue;
             }
-            proposals.push((
-                ProposalKind::Diff,
-                format!(
+            proposals.push(Draft {
+                kind: ProposalKind::Diff,
+                title: format!(
                     "Keep {} as text in {}: compare on {} instead of casting",
                     change.column, impact.name, change.to
                 ),
-                impact
+                owner: impact
                     .owner
                     .clone()
                     .unwrap_or_else(|| "unknown-owner".to_string()),
-                impact.unique_id.clone(),
-                ProposalBody::Diff {
+                target: impact.unique_id.clone(),
+                body: ProposalBody::Diff {
                     file: file.clone(),
                     old: raw.clone(),
                     new,
                 },
-                format!("revert {file} to the version above"),
-                format!(
+                undo: format!("revert {file} to the version above"),
+                verify: format!(
                     "{} runs on today's data, including sections that are not numbers",
                     impact.name
                 ),
-            ));
+            });
         }
         for writer in ctx.lineage.writers_of(ctx.from) {
             let (Some(setting), Some(value)) = (&writer.setting, &writer.value) else {
@@ -187,35 +170,39 @@ pub fn propose(ctx: &Context) -> Vec<Proposal> {
                 .clone()
                 .unwrap_or_else(|| "unknown-owner".to_string());
             let name = writer.name.clone().unwrap_or_else(|| writer.id.clone());
-            proposals.push((
-                ProposalKind::Note,
-                format!("Note for {owner}: {setting} on the {name}"),
-                owner.clone(),
-                writer.id.clone(),
-                ProposalBody::Note {
+            proposals.push(Draft {
+                kind: ProposalKind::Note,
+                title: format!("Note for {owner}: {setting} on the {name}"),
+                owner: owner.clone(),
+                target: writer.id.clone(),
+                body: ProposalBody::Note {
                     to: owner,
                     text: setting_note(ctx, &name, setting, value, change),
                 },
-                "nothing to undo: a note changes nothing".to_string(),
-                "the owner answers; any setting change is theirs to make".to_string(),
-            ));
+                undo: "nothing to undo: a note changes nothing".to_string(),
+                verify: "the owner answers; any setting change is theirs to make".to_string(),
+            });
         }
     }
     proposals
         .into_iter()
         .enumerate()
-        .map(|(i, (kind, title, owner, target, body, undo, verify))| {
-            Proposal::new(
-                ctx.incident,
-                i + 1,
-                kind,
-                title,
-                owner,
-                target,
-                body,
-                undo,
-                verify,
-            )
+        .map(|(i, d)| {
+            let mut p = Proposal {
+                id: format!("{}-P{}", ctx.incident, i + 1),
+                incident: ctx.incident.to_string(),
+                kind: d.kind,
+                title: d.title,
+                owner: d.owner,
+                target: d.target,
+                body: d.body,
+                undo: d.undo,
+                verify: d.verify,
+                content_hash: String::new(),
+                state: ProposalState::Pending,
+            };
+            p.content_hash = content_hash(&p);
+            p
         })
         .collect()
 }

@@ -232,8 +232,11 @@ fn last_top_level_as(inner_lower: &str) -> Option<usize> {
         match b {
             b'(' => depth += 1,
             b')' => depth -= 1,
-            _ if depth == 0 && inner_lower[i..].starts_with(" as ")
-                || (depth == 0 && inner_lower[i..].starts_with("\nas ")) =>
+            // " as " with any whitespace around it; the offset points at the space before.
+            _ if depth == 0
+                && b.is_ascii_whitespace()
+                && inner_lower[i + 1..].starts_with("as")
+                && bytes.get(i + 3).is_some_and(u8::is_ascii_whitespace) =>
             {
                 found = Some(i)
             }
