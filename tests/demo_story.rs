@@ -128,6 +128,20 @@ fn the_engine_tells_the_ticketing_story() {
     );
     let verification = first(&events, "verification");
     assert_eq!(verification["passed"], true, "{verification}");
+    // Verified after the new arena's FLOOR-A orders landed, and the diffed model runs
+    // on them.
+    let onsale = events
+        .iter()
+        .find(|e| e["event"] == "scenario" && e["step"].as_str().unwrap().contains("FLOOR-A"))
+        .expect("the on-sale opened");
+    assert!(at(verification) > at(onsale));
+    let model_check = verification["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"].as_str().unwrap().contains("int_seat_map"))
+        .expect("a check runs int_seat_map");
+    assert_eq!(model_check["passed"], true, "{model_check}");
 
     // The receipt, read back from the chain by another process.
     let out = dataward(&["receipt", incident, "--json"], dir.path());
@@ -250,4 +264,90 @@ fn decisions_go_through_the_policy() {
         .as_str()
         .unwrap()
         .contains("role"));
+}
+
+#[test]
+fn a_rejected_diff_fails_verification_once_floor_a_lands() {
+    use chrono::{NaiveDate, TimeDelta};
+    use dataward::engine::api::{Command, EventKind, ProposalKind};
+    // Drive the scenario and the engine minute by minute, as `play` does, but decide
+    // differently from the story: approve the pause, reject the diff.
+    let dir = tempfile::tempdir().unwrap();
+    let mut actor = dataward::approve::Actor::current();
+    actor.stand_in = Some("analytics-owner".into());
+    let (mut scenario, mut engine) = dataward::demo::prepare(dir.path(), &actor).unwrap();
+    let mut now = NaiveDate::from_ymd_opt(2026, 11, 24)
+        .unwrap()
+        .and_hms_opt(13, 30, 0)
+        .unwrap();
+    let end = now + TimeDelta::minutes(100);
+    let mut incident = None;
+    let mut queued = false;
+    let mut verifications = Vec::new();
+    while now <= end {
+        scenario.step(now).unwrap();
+        for event in engine.tick(now).unwrap() {
+            match event.kind {
+                EventKind::IncidentOpened { incident: id, .. } => incident = Some(id),
+                EventKind::Proposal {
+                    proposal,
+                    kind,
+                    content_hash,
+                    ..
+                } => {
+                    let command = match kind {
+                        ProposalKind::Hold => Command::Approve {
+                            proposal,
+                            content_hash,
+                            reason: String::new(),
+                        },
+                        ProposalKind::Diff => Command::Reject {
+                            proposal,
+                            content_hash,
+                            reason: "not today".into(),
+                        },
+                        ProposalKind::Note => Command::Forward { proposal },
+                    };
+                    let events = engine.handle(command, &actor);
+                    assert!(
+                        !matches!(events[0].kind, EventKind::Refused { .. }),
+                        "{events:?}"
+                    );
+                }
+                EventKind::Verification { passed, checks, .. } => {
+                    verifications.push((event.at.clone(), passed, checks))
+                }
+                _ => {}
+            }
+        }
+        if let Some(id) = &incident {
+            if !queued && engine.recovered("orders_rows") {
+                queued = true;
+                engine.handle(
+                    Command::QueueRun {
+                        incident: id.clone(),
+                    },
+                    &actor,
+                );
+            }
+        }
+        now += TimeDelta::minutes(1);
+    }
+    let (at, passed, checks) = verifications.first().expect("verification ran");
+    assert!(
+        at.as_str() > "2026-11-24T15:00:00Z",
+        "verified before FLOOR-A landed: {at}"
+    );
+    assert!(!passed);
+    let model = checks
+        .iter()
+        .find(|c| c.name.contains("int_seat_map"))
+        .unwrap();
+    assert!(!model.passed);
+    assert!(model.detail.contains("FLOOR-"), "{}", model.detail);
+    let snapshot = engine.snapshot(true);
+    assert_ne!(
+        snapshot.incidents[0].status,
+        dataward::engine::api::IncidentStatus::Resolved
+    );
 }

@@ -567,7 +567,7 @@ impl Engine {
                 .context("no project_dir in [lineage]")?;
             let raw = std::fs::read_to_string(project.join(file))
                 .with_context(|| format!("{}", project.join(file).display()))?;
-            let sql = lineage.render(&raw).map_err(|e| anyhow!("{e}"))?;
+            let sql = lineage.render_inline(&raw).map_err(|e| anyhow!("{e}"))?;
             let target = lineage
                 .resolve(&proposal.target)
                 .map_err(|e| anyhow!("{e}"))?;

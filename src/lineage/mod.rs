@@ -160,6 +160,23 @@ impl Lineage {
     /// relations they name (as `schema.table`), so a changed file can be run against the
     /// warehouse without dbt. Any other Jinja is an error: we do not guess at macros.
     pub fn render(&self, raw: &str) -> Result<String, LineageError> {
+        self.render_with(raw, false, 0)
+    }
+
+    /// Like [`render`](Self::render), but a ref to a model is replaced by that model's
+    /// own SQL, rendered the same way, as a subquery. The result reads only sources and
+    /// seeds: it answers "would this model build on the data that has landed now?",
+    /// which a query over yesterday's built tables cannot.
+    pub fn render_inline(&self, raw: &str) -> Result<String, LineageError> {
+        self.render_with(raw, true, 0)
+    }
+
+    fn render_with(&self, raw: &str, inline: bool, depth: usize) -> Result<String, LineageError> {
+        if depth > 32 {
+            return Err(LineageError::NotFound {
+                name: "a ref chain deeper than 32 models (a cycle?)".to_string(),
+            });
+        }
         let mut out = String::with_capacity(raw.len());
         let mut rest = raw;
         while let Some(open) = rest.find("{{") {
@@ -169,14 +186,21 @@ impl Lineage {
                 name: "an unclosed {{ in the SQL".to_string(),
             })?;
             let call = after[..close].trim();
-            out.push_str(&self.render_call(call)?);
+            let node = self.render_target(call)?;
+            match (&node.raw_sql, inline && node.kind == NodeKind::Model) {
+                (Some(sql), true) => {
+                    out.push_str(&format!("({})", self.render_with(sql, true, depth + 1)?))
+                }
+                _ => out.push_str(&relation_of(node, call)?),
+            }
             rest = &after[close + 2..];
         }
         out.push_str(rest);
         Ok(out)
     }
 
-    fn render_call(&self, call: &str) -> Result<String, LineageError> {
+    /// The node a `ref(...)` or `source(...)` call names.
+    fn render_target(&self, call: &str) -> Result<&Node, LineageError> {
         let unsupported = || LineageError::NotFound {
             name: format!("{{{{ {call} }}}} (only ref() and source() are rendered)"),
         };
@@ -203,11 +227,7 @@ impl Lineage {
             }
             _ => None,
         };
-        let relation = node
-            .and_then(|n| n.relation_name.as_deref())
-            .ok_or_else(unsupported)?;
-        let parts: Vec<&str> = relation.split('.').collect();
-        Ok(parts[parts.len().saturating_sub(2)..].join("."))
+        node.ok_or_else(unsupported)
     }
 
     /// The systems recorded in the notes as loading this node's table.
@@ -348,6 +368,18 @@ pub(crate) fn relation_forms(relation: &str) -> Vec<String> {
         forms.push(parts[parts.len() - 2..].join("."));
     }
     forms
+}
+
+/// `schema.table` of a node's relation: the form a query in that database accepts.
+fn relation_of(node: &Node, call: &str) -> Result<String, LineageError> {
+    let relation = node
+        .relation_name
+        .as_deref()
+        .ok_or_else(|| LineageError::NotFound {
+            name: format!("a relation for {{{{ {call} }}}}"),
+        })?;
+    let parts: Vec<&str> = relation.split('.').collect();
+    Ok(parts[parts.len().saturating_sub(2)..].join("."))
 }
 
 #[cfg(test)]

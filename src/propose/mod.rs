@@ -227,22 +227,22 @@ fn setting_note(
         .iter()
         .filter(|n| n.kind == NodeKind::Job)
         .filter_map(|n| {
-            (ctx.job_last_run)(&n.unique_id).map(|at| format!("the {} ran at {at}", n.name))
+            (ctx.job_last_run)(&n.unique_id).map(|at| format!("the {} last ran at {at}", n.name))
         })
         .collect();
     let job_runs = if job_runs.is_empty() {
-        "no job ran on it yet".to_string()
+        "no scheduled job has read it yet".to_string()
     } else {
         job_runs.join(", ")
     };
-    let readers = ctx.blast.nodes.iter().filter(|n| n.depth == 1).count();
+    let downstream = ctx.blast.nodes.len();
     format!(
         "{table} was dropped and re-created when {column} changed from {from} to {to}, because the {writer} \
          has {setting} = {value}. What each option would have meant today:\n\
          \n\
          - backfill (current): the table was refilled from scratch; it held {share} of its rows at {opened} \
-         while every task stayed green, and {job_runs}. Nothing was lost, but every reader of the {readers} \
-         direct dependents saw a partial table.\n\
+         while every task stayed green ({job_runs}). Nothing was lost, but anything built from it \
+         in that window ({downstream} downstream nodes) saw a partial table.\n\
          - disableBinding: only this binding stops. {table} keeps its rows and its {from} column; new orders \
          stop landing until someone re-binds it. Readers see stale but complete data, and a freshness alarm fires instead of a drop.\n\
          - disableTask: the whole capture stops. Every table this {writer} feeds goes stale, not only {table}.\n\
