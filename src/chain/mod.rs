@@ -43,7 +43,22 @@ pub fn append(
     actor: &str,
     payload: &serde_json::Value,
 ) -> Result<Record> {
+    append_checked(conn, at, kind, actor, payload, |_| Ok(()))
+}
+
+/// Like [`append`], but `precondition` runs inside the same write transaction first and
+/// can refuse: whatever it reads cannot change before the record is committed. This is
+/// how a dispatch re-checks the org-wide stop.
+pub fn append_checked(
+    conn: &mut Connection,
+    at: &str,
+    kind: &str,
+    actor: &str,
+    payload: &serde_json::Value,
+    precondition: impl FnOnce(&rusqlite::Transaction) -> Result<()>,
+) -> Result<Record> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    precondition(&tx)?;
     let log_id = log_id(&tx)?;
     let head: Option<(u64, String)> = tx
         .query_row(
@@ -69,7 +84,18 @@ pub fn append(
         hash: String::new(),
     };
     record.hash = hash_record(&record);
-    tx.execute(
+    insert(&tx, &record)?;
+    tx.commit()?;
+    if let Some(path) = checkpoint_path(conn) {
+        write_checkpoint(&path, record.seq, &record.hash)?;
+    }
+    Ok(record)
+}
+
+/// Inserts a finished record as it is. Only `append` and bulk loaders that computed the
+/// hashes with [`hash_record`] call this.
+pub fn insert(conn: &Connection, record: &Record) -> Result<()> {
+    conn.execute(
         "INSERT INTO chain (seq, prev_hash, log_id, schema_version, at, kind, actor, payload, hash)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         params![
@@ -84,11 +110,7 @@ pub fn append(
             record.hash
         ],
     )?;
-    tx.commit()?;
-    if let Some(path) = checkpoint_path(conn) {
-        write_checkpoint(&path, record.seq, &record.hash)?;
-    }
-    Ok(record)
+    Ok(())
 }
 
 /// The log id names this chain; it is created once with the database.
@@ -132,6 +154,48 @@ pub fn encode(record: &Record) -> Vec<u8> {
     field(record.actor.as_bytes());
     field(record.payload.as_bytes());
     out
+}
+
+/// The inverse of [`encode`] (the hash is not part of the encoding and comes back empty).
+pub fn decode(bytes: &[u8]) -> Result<Record> {
+    let mut rest = bytes
+        .strip_prefix(DOMAIN_TAG)
+        .context("not a chain record: the domain tag is missing")?;
+    let mut field = || -> Result<&[u8]> {
+        anyhow::ensure!(rest.len() >= 8, "truncated field length");
+        let (len, tail) = rest.split_at(8);
+        let len = u64::from_be_bytes(len.try_into().expect("8 bytes")) as usize;
+        anyhow::ensure!(tail.len() >= len, "truncated field");
+        let (value, tail) = tail.split_at(len);
+        rest = tail;
+        Ok(value)
+    };
+    let number = |bytes: &[u8]| -> Result<u64> {
+        Ok(u64::from_be_bytes(
+            bytes.try_into().context("a number is 8 bytes")?,
+        ))
+    };
+    let text = |bytes: &[u8]| -> Result<String> { Ok(std::str::from_utf8(bytes)?.to_string()) };
+    let seq = number(field()?)?;
+    let prev_hash = text(field()?)?;
+    let log_id = text(field()?)?;
+    let schema_version = u32::try_from(number(field()?)?)?;
+    let at = text(field()?)?;
+    let kind = text(field()?)?;
+    let actor = text(field()?)?;
+    let payload = text(field()?)?;
+    anyhow::ensure!(rest.is_empty(), "trailing bytes after the last field");
+    Ok(Record {
+        seq,
+        prev_hash,
+        log_id,
+        schema_version,
+        at,
+        kind,
+        actor,
+        payload,
+        hash: String::new(),
+    })
 }
 
 pub fn hash_record(record: &Record) -> String {
@@ -201,36 +265,113 @@ pub struct VerifyReport {
     pub first_bad: Option<BadRecord>,
 }
 
-/// Recomputes every record in storage order and names the first one that does not fit.
-pub fn verify(conn: &Connection) -> Result<VerifyReport> {
-    let mut stmt = conn.prepare(&format!("{SELECT_RECORDS} ORDER BY rowid"))?;
-    let mut rows = stmt.query([])?;
-    let mut count = 0u64;
-    let mut prev_hash = GENESIS.to_string();
-    let mut first_log_id: Option<String> = None;
-    let mut first_bad = None;
-    while let Some(row) = rows.next()? {
-        let record = row_to_record(row)?;
-        count += 1;
-        if let Some(reason) = check_record(&record, count, &prev_hash, &mut first_log_id) {
-            first_bad = Some(BadRecord {
+/// Walks records in storage order and names the first that does not fit. Streaming, so
+/// a million records are checked without holding them.
+#[derive(Debug)]
+pub struct Verifier {
+    count: u64,
+    prev_hash: String,
+    log_id: Option<String>,
+    checkpoint: Option<(u64, String)>,
+    hash_at_checkpoint: Option<String>,
+    first_bad: Option<BadRecord>,
+}
+
+impl Verifier {
+    /// `checkpoint` is (record count, head hash) as kept outside the database.
+    pub fn new(checkpoint: Option<(u64, String)>) -> Verifier {
+        Verifier {
+            count: 0,
+            prev_hash: GENESIS.to_string(),
+            log_id: None,
+            checkpoint,
+            hash_at_checkpoint: None,
+            first_bad: None,
+        }
+    }
+
+    /// Checks the next record; false once a bad record was found (stop feeding then).
+    pub fn push(&mut self, record: &Record) -> bool {
+        if self.first_bad.is_some() {
+            return false;
+        }
+        self.count += 1;
+        if let Some(reason) = check_record(record, self.count, &self.prev_hash, &mut self.log_id) {
+            self.first_bad = Some(BadRecord {
                 seq: record.seq,
                 reason,
             });
+            return false;
+        }
+        if self
+            .checkpoint
+            .as_ref()
+            .is_some_and(|(seq, _)| *seq == record.seq)
+        {
+            self.hash_at_checkpoint = Some(record.hash.clone());
+        }
+        self.prev_hash.clone_from(&record.hash);
+        true
+    }
+
+    pub fn finish(mut self) -> VerifyReport {
+        let count = self.count;
+        if self.first_bad.is_none() {
+            self.first_bad = match &self.checkpoint {
+                Some((seq, _)) if *seq > count => Some(BadRecord {
+                    seq: count + 1,
+                    reason: format!(
+                        "the chain holds {count} records but its checkpoint recorded {seq}: the tail was cut off"
+                    ),
+                }),
+                Some((seq, hash)) if self.hash_at_checkpoint.as_deref() != Some(hash.as_str()) => {
+                    Some(BadRecord {
+                        seq: *seq,
+                        reason: "record differs from the checkpoint: the chain diverged".to_string(),
+                    })
+                }
+                _ => None,
+            };
+        }
+        VerifyReport {
+            ok: self.first_bad.is_none(),
+            records: count,
+            head: (count > 0).then_some(self.prev_hash),
+            first_bad: self.first_bad,
+        }
+    }
+}
+
+/// Recomputes every stored record and holds the chain against its checkpoint.
+pub fn verify(conn: &Connection) -> Result<VerifyReport> {
+    // The checkpoint is read before the records: a writer appending meanwhile can only
+    // make the records run ahead of it, never behind.
+    let checkpoint = match checkpoint_path(conn) {
+        Some(path) if path.exists() => match read_checkpoint(&path) {
+            Some(checkpoint) => Some(checkpoint),
+            None => {
+                return Ok(VerifyReport {
+                    ok: false,
+                    records: 0,
+                    head: None,
+                    first_bad: Some(BadRecord {
+                        seq: 0,
+                        reason: format!("checkpoint {} is malformed", path.display()),
+                    }),
+                })
+            }
+        },
+        _ => None,
+    };
+    let mut verifier = Verifier::new(checkpoint);
+    let mut stmt = conn.prepare(&format!("{SELECT_RECORDS} ORDER BY rowid"))?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        if !verifier.push(&row_to_record(row)?) {
             break;
         }
-        prev_hash = record.hash;
     }
-    let head = (count > 0).then(|| prev_hash.clone());
-    if first_bad.is_none() {
-        first_bad = check_checkpoint(conn, count, &prev_hash)?;
-    }
-    Ok(VerifyReport {
-        ok: first_bad.is_none(),
-        records: count,
-        head,
-        first_bad,
-    })
+    Ok(verifier.finish())
 }
 
 fn check_record(
@@ -276,54 +417,35 @@ fn checkpoint_path(conn: &Connection) -> Option<PathBuf> {
 }
 
 /// Written to a temporary file and renamed over the old one, so a crash leaves either
-/// the old checkpoint or the new one, never half of one.
+/// the old checkpoint or the new one, never half of one. Writers take a lock and never
+/// move the checkpoint backwards: with several processes appending, the one that
+/// committed first may reach this point last.
 fn write_checkpoint(path: &Path, seq: u64, hash: &str) -> Result<()> {
-    let tmp = path.with_extension("checkpoint.tmp");
-    std::fs::write(&tmp, format!("{seq} {hash}\n"))
-        .with_context(|| format!("cannot write the chain checkpoint {}", tmp.display()))?;
-    std::fs::rename(&tmp, path)
-        .with_context(|| format!("cannot replace the chain checkpoint {}", path.display()))?;
+    let lock_path = path.with_extension("checkpoint.lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .with_context(|| format!("cannot open {}", lock_path.display()))?;
+    lock.lock()
+        .with_context(|| format!("cannot lock {}", lock_path.display()))?;
+    let current = read_checkpoint(path).map(|(s, _)| s).unwrap_or(0);
+    if current < seq {
+        let tmp = path.with_extension(format!("checkpoint.{}.tmp", std::process::id()));
+        std::fs::write(&tmp, format!("{seq} {hash}\n"))
+            .with_context(|| format!("cannot write the chain checkpoint {}", tmp.display()))?;
+        std::fs::rename(&tmp, path)
+            .with_context(|| format!("cannot replace the chain checkpoint {}", path.display()))?;
+    }
     Ok(())
 }
 
-fn check_checkpoint(conn: &Connection, count: u64, head: &str) -> Result<Option<BadRecord>> {
-    let Some(path) = checkpoint_path(conn) else {
-        return Ok(None);
-    };
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        return Ok(None);
-    };
+/// (record count, head hash) as last written, if there is a readable checkpoint.
+fn read_checkpoint(path: &Path) -> Option<(u64, String)> {
+    let text = std::fs::read_to_string(path).ok()?;
     let mut parts = text.split_whitespace();
-    let (Some(seq), Some(hash)) = (parts.next(), parts.next()) else {
-        return Ok(Some(BadRecord {
-            seq: count,
-            reason: format!("checkpoint {} is malformed", path.display()),
-        }));
-    };
-    let seq: u64 = seq.parse().unwrap_or(u64::MAX);
-    if seq > count {
-        return Ok(Some(BadRecord {
-            seq: count + 1,
-            reason: format!(
-                "the chain holds {count} records but its checkpoint recorded {seq}: the tail was cut off"
-            ),
-        }));
-    }
-    let stored: Option<String> = conn
-        .query_row("SELECT hash FROM chain WHERE seq = ?1", [seq], |r| r.get(0))
-        .optional()?;
-    let matches = if seq == count {
-        head == hash
-    } else {
-        stored.as_deref() == Some(hash)
-    };
-    if !matches {
-        return Ok(Some(BadRecord {
-            seq,
-            reason: "record differs from the checkpoint: the chain diverged".to_string(),
-        }));
-    }
-    Ok(None)
+    Some((parts.next()?.parse().ok()?, parts.next()?.to_string()))
 }
 
 #[cfg(test)]
