@@ -118,7 +118,11 @@ pub fn snapshot(snapshot: &mut Snapshot) {
         incidents,
         notices,
         finished: _,
+        org_stop,
     } = snapshot;
+    if let Some(stop) = org_stop {
+        clean_in_place(stop);
+    }
     clean_in_place(now);
     clean_in_place(actor);
     if let Some(head) = chain_head {

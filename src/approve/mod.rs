@@ -1,6 +1,9 @@
 //! Who may decide what. Identity comes from the kernel; names from the environment are
 //! claims, recorded and shown as such, and never decide anything.
 
+pub mod request;
+pub mod stop;
+
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 
@@ -68,6 +71,11 @@ impl Actor {
         serde_json::to_string(self).expect("actor serializes")
     }
 
+    /// Is this actor the named proposer? The engine's name is never a person's.
+    pub fn is(&self, proposer: &str) -> bool {
+        self.user.as_deref() == Some(proposer) || self.uid.to_string() == proposer
+    }
+
     /// The roles the policy gives this actor: from the attested account name only.
     pub fn roles(&self, config: &Config) -> Vec<String> {
         let mut roles: Vec<String> = self
@@ -94,15 +102,6 @@ fn user_name(uid: u32) -> Option<String> {
         let id: u32 = fields.nth(1)?.parse().ok()?;
         (id == uid).then(|| name.to_string())
     })
-}
-
-/// What the policy needs to know about a proposal to decide on it.
-pub struct Request<'a> {
-    /// The table or dbt unique id the proposal changes, to find its domain.
-    pub target: &'a str,
-    /// The role named as owner on the proposal.
-    pub owner: &'a str,
-    pub proposer: &'a str,
 }
 
 /// Globs with '*' only, case-insensitive: "model.ticketing.*", "TICKETING.*".
@@ -140,43 +139,23 @@ pub fn domain_for<'c>(config: &'c Config, target: &str) -> Option<&'c crate::con
         .find(|d| d.covers.iter().any(|g| glob_match(g, target)))
 }
 
-/// May `actor` approve (or reject) this request? Any doubt is a denial with its reason.
-pub fn may_decide(config: &Config, actor: &Actor, request: &Request) -> Result<(), String> {
-    let Some(domain) = domain_for(config, request.target) else {
-        return Err(format!(
-            "no domain in the policy covers {}; nobody may approve it",
-            request.target
-        ));
-    };
-    if matches!(domain.autonomy.as_str(), "L0" | "L1") {
-        return Err(format!(
-            "domain {} is at {}: nothing is proposed or approved there",
-            domain.name, domain.autonomy
-        ));
-    }
-    if !domain.owners.iter().any(|o| o == request.owner) {
-        return Err(format!(
-            "{} is not an owner of domain {}",
-            request.owner, domain.name
-        ));
-    }
-    let roles = actor.roles(config);
-    if !roles.iter().any(|r| r == request.owner) {
-        return Err(format!(
-            "{} does not hold the role {} that owns this proposal",
-            actor.display(),
-            request.owner
-        ));
-    }
-    let who = actor.user.as_deref().unwrap_or("");
-    if request.proposer == who || request.proposer == actor.uid.to_string() {
-        return Err("nobody approves their own proposal".to_string());
-    }
-    Ok(())
+/// The autonomy level of the domain covering `target` (L0 to L4); a target no domain
+/// covers gets L1: diagnose and show, never propose or act.
+pub fn autonomy(config: &Config, target: &str) -> u8 {
+    domain_for(config, target)
+        .and_then(|d| d.autonomy.strip_prefix('L'))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1)
+}
+
+/// May dataward carry out this change class itself in the domain covering `target`?
+pub fn class_allowed(config: &Config, target: &str, class: &str) -> bool {
+    domain_for(config, target).is_some_and(|d| d.classes.iter().any(|c| c == class))
 }
 
 #[cfg(test)]
 mod tests {
+    use super::request::{ApprovalRequest, RequestState};
     use super::*;
     use std::path::Path;
 
@@ -189,10 +168,15 @@ roles = ["analytics-owner"]
 [people.bob]
 name = "Bob"
 roles = []
+[people.carol]
+name = "Carol"
+roles = ["analytics-lead"]
 [[domain]]
 name = "ticketing"
 covers = ["TICKETING.*", "model.ticketing.*"]
 owners = ["analytics-owner"]
+escalation = ["analytics-lead"]
+approval_ttl = "30m"
 autonomy = "L2"
 [[domain]]
 name = "finance"
@@ -215,26 +199,28 @@ autonomy = "L1"
         }
     }
 
-    fn request(target: &str) -> Request<'_> {
-        Request {
-            target,
-            owner: "analytics-owner",
-            proposer: "dataward",
-        }
+    fn at(minute: i64) -> chrono::NaiveDateTime {
+        chrono::NaiveDate::from_ymd_opt(2026, 11, 24)
+            .unwrap()
+            .and_hms_opt(14, 0, 0)
+            .unwrap()
+            + chrono::TimeDelta::minutes(minute)
+    }
+
+    fn request(target: &str) -> ApprovalRequest {
+        ApprovalRequest::new(target, "analytics-owner", "dataward", "h1", at(0))
     }
 
     #[test]
     fn only_the_owner_role_may_decide() {
         let c = config();
-        assert!(may_decide(
-            &c,
-            &actor("alice"),
-            &request("model.ticketing.int_seat_map")
-        )
-        .is_ok());
-        let err =
-            may_decide(&c, &actor("bob"), &request("model.ticketing.int_seat_map")).unwrap_err();
-        assert!(err.contains("does not hold the role"), "{err}");
+        assert!(request("model.ticketing.int_seat_map")
+            .decide(&c, &actor("alice"), "h1", true)
+            .is_ok());
+        let err = request("model.ticketing.int_seat_map")
+            .decide(&c, &actor("bob"), "h1", true)
+            .unwrap_err();
+        assert!(err.contains("holds none of the roles"), "{err}");
     }
 
     #[test]
@@ -242,42 +228,83 @@ autonomy = "L1"
         let c = config();
         let mut mallory = actor("bob");
         mallory.claims.insert("USER".into(), "alice".into());
-        assert!(may_decide(&c, &mallory, &request("TICKETING.ORDERS")).is_err());
+        assert!(request("TICKETING.ORDERS")
+            .decide(&c, &mallory, "h1", true)
+            .is_err());
         assert!(mallory.display().contains("claims USER=alice (unverified)"));
     }
 
     #[test]
     fn unknown_domain_and_low_autonomy_deny_with_a_reason() {
         let c = config();
-        let err = may_decide(&c, &actor("alice"), &request("OTHER.T")).unwrap_err();
+        let err = request("OTHER.T")
+            .decide(&c, &actor("alice"), "h1", true)
+            .unwrap_err();
         assert!(err.contains("no domain"), "{err}");
-        let err = may_decide(
-            &c,
-            &actor("alice"),
-            &Request {
-                target: "FINANCE.X",
-                owner: "finance-owner",
-                proposer: "dataward",
-            },
-        )
-        .unwrap_err();
+        let mut finance =
+            ApprovalRequest::new("FINANCE.X", "finance-owner", "dataward", "h1", at(0));
+        let err = finance.decide(&c, &actor("alice"), "h1", true).unwrap_err();
         assert!(err.contains("L1"), "{err}");
     }
 
     #[test]
     fn nobody_approves_their_own_proposal() {
         let c = config();
-        let err = may_decide(
-            &c,
-            &actor("alice"),
-            &Request {
-                target: "TICKETING.ORDERS",
-                owner: "analytics-owner",
-                proposer: "alice",
-            },
-        )
-        .unwrap_err();
+        let mut own =
+            ApprovalRequest::new("TICKETING.ORDERS", "analytics-owner", "alice", "h1", at(0));
+        let err = own.decide(&c, &actor("alice"), "h1", true).unwrap_err();
         assert!(err.contains("own proposal"), "{err}");
+    }
+
+    #[test]
+    fn an_approval_is_bound_to_the_content_it_saw() {
+        let c = config();
+        let mut r = request("TICKETING.ORDERS");
+        let err = r.decide(&c, &actor("alice"), "h0", true).unwrap_err();
+        assert!(err.contains("void"), "{err}");
+        r.decide(&c, &actor("alice"), "h1", true).unwrap();
+        assert!(r.is_approved());
+        r.content_changed("h2", at(5));
+        assert!(!r.is_approved(), "a changed content voids the approval");
+        assert_eq!(r.state, RequestState::Pending);
+    }
+
+    #[test]
+    fn a_rejection_is_final_for_that_content() {
+        let c = config();
+        let mut r = request("TICKETING.ORDERS");
+        r.decide(&c, &actor("alice"), "h1", false).unwrap();
+        assert!(r
+            .decide(&c, &actor("alice"), "h1", true)
+            .unwrap_err()
+            .contains("final"));
+    }
+
+    #[test]
+    fn unanswered_requests_escalate_then_expire_never_grant() {
+        let c = config();
+        let mut r = request("TICKETING.ORDERS");
+        assert!(r.tick(&c, at(29)).is_empty());
+        let lapses = r.tick(&c, at(30));
+        assert_eq!(
+            lapses,
+            vec![request::Lapse::Escalated {
+                to: "analytics-lead".into(),
+                at: "2026-11-24T14:30:00Z".into()
+            }]
+        );
+        // Now the lead may approve too; a stranger still may not.
+        let mut lead = actor("carol");
+        lead.user = Some("carol".into());
+        assert!(r.clone().decide(&c, &lead, "h1", true).is_ok());
+        let lapses = r.tick(&c, at(90));
+        assert!(
+            matches!(lapses.last(), Some(request::Lapse::Expired { .. })),
+            "{lapses:?}"
+        );
+        assert_eq!(r.state, RequestState::Expired);
+        assert!(!r.is_approved());
+        assert!(r.decide(&c, &actor("alice"), "h1", true).is_err());
     }
 
     #[test]

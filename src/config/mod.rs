@@ -111,13 +111,30 @@ pub struct DomainConfig {
     pub covers: Vec<String>,
     /// The roles that may approve.
     pub owners: Vec<String>,
+    /// Who an unanswered request goes to next, in order, one step per expiry.
+    #[serde(default)]
+    pub escalation: Vec<String>,
+    /// How long a request waits for an answer before it expires and escalates.
+    #[serde(default = "default_ttl")]
+    pub approval_ttl: String,
     #[serde(default = "default_autonomy")]
     pub autonomy: String,
+    /// The change classes dataward may carry out itself at L3 (once approved) and L4
+    /// (without approval): `pause_job`, `run_job`. Code diffs are never among them.
+    #[serde(default)]
+    pub classes: Vec<String>,
 }
 
 fn default_autonomy() -> String {
     "L2".to_string()
 }
+
+fn default_ttl() -> String {
+    "30m".to_string()
+}
+
+/// Change classes dataward knows how to carry out; a typo must not silently allow nothing.
+pub const CHANGE_CLASSES: &[&str] = &["pause_job", "run_job"];
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -201,6 +218,17 @@ impl Config {
             }
             if domain.owners.is_empty() {
                 bail!("domain {}: needs at least one owner role", domain.name);
+            }
+            parse_duration(&domain.approval_ttl)
+                .map_err(|e| anyhow!("domain {}: approval_ttl: {e}", domain.name))?;
+            for class in &domain.classes {
+                if !CHANGE_CLASSES.contains(&class.as_str()) {
+                    bail!(
+                        "domain {}: unknown change class {class:?} (known: {})",
+                        domain.name,
+                        CHANGE_CLASSES.join(", ")
+                    );
+                }
             }
         }
         parse_duration(&self.verify.settle).map_err(|e| anyhow!("verify.settle: {e}"))?;

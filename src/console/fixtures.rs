@@ -255,5 +255,6 @@ pub fn sample_snapshot() -> Snapshot {
         ],
         notices: vec!["approved P-1 (hold) by alice, chain #42".into()],
         finished: false,
+        org_stop: None,
     }
 }

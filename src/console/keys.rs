@@ -214,6 +214,14 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "switch theme: dark, light, ansi16, colorblind",
     ),
     (":theme", "show the current theme"),
+    (
+        ":stop REASON",
+        "org-wide stop: dataward dispatches nothing (dangerous)",
+    ),
+    (
+        ":lift",
+        "ask to lift the stop; a second person's :lift lifts it (dangerous)",
+    ),
 ];
 
 /// The bindings a console may use: read-only consoles lose every dangerous one.

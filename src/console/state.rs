@@ -731,6 +731,21 @@ fn run_command_line(app: &mut App, line: &str) {
         (None, _) => {}
         (Some("q" | "quit" | "q!" | "qa"), _) => app.quit = true,
         (Some("h" | "help"), _) => app.overlay = Overlay::Help { scroll: 0 },
+        // The org-wide stop: anyone may pull it; lifting takes two different people.
+        (Some("stop" | "lift"), _) if app.read_only => {
+            app.message = Some("read-only console: :stop and :lift are not available".into());
+        }
+        (Some("stop"), first) => {
+            let reason: Vec<&str> = first.into_iter().chain(words).collect();
+            if reason.is_empty() {
+                app.message = Some("say why: :stop REASON".into());
+            } else {
+                app.outbox.push(Command::OrgStop {
+                    reason: reason.join(" "),
+                });
+            }
+        }
+        (Some("lift"), _) => app.outbox.push(Command::LiftStop),
         (Some("theme"), None) => {
             app.message = Some(format!(
                 "theme {} (available: {})",

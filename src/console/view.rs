@@ -112,6 +112,7 @@ fn proposal_state(state: ProposalState, theme: &Theme) -> Span<'static> {
         ProposalState::Forwarded => ("→ forwarded", theme.accent),
         ProposalState::RolledBack => ("↶ rolled back", theme.warn),
         ProposalState::Completed => ("✓ completed", theme.muted),
+        ProposalState::Expired => ("⌛ expired", theme.crit),
     };
     Span::styled(text, style)
 }
@@ -181,13 +182,22 @@ fn render_title(frame: &mut Frame, area: Rect, app: &App) {
 fn render_status(frame: &mut Frame, area: Rect, app: &App) {
     let theme = &app.theme;
     let separator = || Span::styled(" │ ", theme.border);
-    let mut spans = vec![match &app.snapshot.chain_head {
+    let mut spans = Vec::new();
+    // The org-wide stop comes first: whoever looks must not miss it.
+    if let Some(stop) = &app.snapshot.org_stop {
+        spans.push(Span::styled(
+            format!("■ {stop}"),
+            theme.crit.add_modifier(Modifier::BOLD),
+        ));
+        spans.push(separator());
+    }
+    spans.push(match &app.snapshot.chain_head {
         Some(head) => Span::styled(
             format!("chain #{} {}", head.seq, short(&head.hash)),
             theme.accent,
         ),
         None => Span::styled("chain empty", theme.muted),
-    }];
+    });
     if !app.snapshot.actor.is_empty() {
         spans.push(separator());
         spans.push(Span::raw(app.snapshot.actor.clone()));

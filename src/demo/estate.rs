@@ -466,6 +466,9 @@ settle = "5m"
 name = "ticketing"
 covers = ["TICKETING.*", "model.ticketing.*", "job.hourly_dbt"]
 owners = ["analytics-owner"]
+# Unanswered for 45 minutes, a request also goes to the analytics lead.
+escalation = ["analytics-lead"]
+approval_ttl = "45m"
 autonomy = "L2"
 
 [[domain]]

@@ -26,6 +26,10 @@ pub enum Command {
     Forward { proposal: String },
     /// Queue the run that an approved hold proposal planned (its job, once).
     QueueRun { incident: String },
+    /// Halt all dispatch by dataward at once.
+    OrgStop { reason: String },
+    /// Ask to lift the org-wide stop; a second, different person's ask lifts it.
+    LiftStop,
 }
 
 /// One line of the engine's timeline. The headless demo prints these as JSON lines.
@@ -91,6 +95,23 @@ pub enum EventKind {
     IncidentResolved {
         incident: String,
     },
+    /// An unanswered request's time ran out; it now also goes to `to`.
+    Escalated {
+        proposal: String,
+        to: String,
+        seq: u64,
+    },
+    /// An unanswered request ran out of people to escalate to. Nothing was granted.
+    Expired {
+        proposal: String,
+        seq: u64,
+    },
+    /// The org-wide stop was set, asked to be lifted, or lifted.
+    OrgStop {
+        action: String,
+        actor: String,
+        seq: u64,
+    },
     Undo {
         proposal: String,
         action: String,
@@ -108,6 +129,8 @@ pub enum Verdict {
     Rejected,
     Forwarded,
     RolledBack,
+    /// Carried out by dataward without approval, as an L4 domain allows for its class.
+    Autonomous,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -160,6 +183,9 @@ pub struct Snapshot {
     pub notices: Vec<String>,
     /// The scenario is over (demo only).
     pub finished: bool,
+    /// The org-wide stop, when set: who set it and why.
+    #[serde(default)]
+    pub org_stop: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -227,6 +253,8 @@ pub enum ProposalState {
     RolledBack,
     /// Approved and its undo already applied because the incident closed (hold resumed).
     Completed,
+    /// Nobody answered in time, up the whole escalation chain. Never granted.
+    Expired,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -14,7 +14,8 @@ use chrono::{NaiveDateTime, TimeDelta};
 use rusqlite::Connection;
 use serde_json::json;
 
-use crate::approve::{self, Actor, ENGINE_ACTOR};
+use crate::approve::request::{ApprovalRequest, Lapse};
+use crate::approve::{self, stop, Actor, ENGINE_ACTOR};
 use crate::chain;
 use crate::config::{CheckKind, Config};
 use crate::detect::SchemaChange;
@@ -73,6 +74,13 @@ pub struct Engine {
     notices: Vec<String>,
     console_actor: String,
     now: String,
+    now_time: NaiveDateTime,
+    /// The approval request behind each hold and diff proposal, by proposal id.
+    requests: BTreeMap<String, ApprovalRequest>,
+    /// The config file's hash as last recorded on the chain.
+    policy_hash: String,
+    /// Why the policy cannot be evaluated, if it cannot: then every decision is denied.
+    policy_error: Option<String>,
 }
 
 impl Engine {
@@ -116,12 +124,18 @@ impl Engine {
             notices: Vec::new(),
             console_actor: console_actor.display(),
             now: String::new(),
+            now_time: chrono::Utc::now().naive_utc(),
+            requests: BTreeMap::new(),
+            policy_hash: String::new(),
+            policy_error: None,
         };
         engine.record_policy()?;
         Ok(engine)
     }
 
-    /// The chain holds the hash of the policy in force whenever it changes.
+    /// The chain holds the hash of the policy in force whenever it changes. A config
+    /// that no longer parses leaves the old monitors running but denies every decision,
+    /// with the reason, until it is fixed.
     fn record_policy(&mut self) -> Result<()> {
         use sha2::{Digest, Sha256};
         let text = std::fs::read(&self.config.origin).unwrap_or_default();
@@ -129,6 +143,20 @@ impl Engine {
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
+        if hash == self.policy_hash {
+            return Ok(());
+        }
+        let error = if self.policy_hash.is_empty() {
+            None
+        } else {
+            match Config::load(&self.config.origin) {
+                Ok(config) => {
+                    self.config = config;
+                    None
+                }
+                Err(e) => Some(format!("{e:#}")),
+            }
+        };
         let last: Option<String> = self
             .state
             .query_row(
@@ -138,11 +166,17 @@ impl Engine {
             )
             .ok();
         if last.as_deref() != Some(hash.as_str()) {
-            let payload =
-                json!({"config": self.config.origin.display().to_string(), "config_hash": hash});
+            let payload = json!({"config": self.config.origin.display().to_string(), "config_hash": hash, "error": error});
             let at = self.now_or_wall();
             chain::append(&mut self.state, &at, "policy", ENGINE_ACTOR, &payload)?;
         }
+        if let Some(e) = &error {
+            self.notices.push(format!(
+                "policy cannot be evaluated, every decision is denied: {e}"
+            ));
+        }
+        self.policy_error = error;
+        self.policy_hash = hash;
         Ok(())
     }
 
@@ -170,7 +204,9 @@ impl Engine {
     /// verify. Returns what happened.
     pub fn tick(&mut self, now: NaiveDateTime) -> Result<Vec<Event>> {
         self.now = timestamp(now);
-        let mut events = Vec::new();
+        self.now_time = now;
+        self.record_policy()?;
+        let mut events = self.lapse_requests()?;
         let mut polled = Vec::new();
         let monitors = self.config.monitor.clone();
         for monitor in &monitors {
@@ -205,6 +241,7 @@ impl Engine {
             }
         }
         events.extend(self.follow_runs()?);
+        events.extend(self.dispatch_autonomous_runs()?);
         if !polled.is_empty() {
             events.extend(self.verify_incidents(now)?);
         }
@@ -273,10 +310,7 @@ impl Engine {
                         });
                     let blast = lineage.blast_radius(from, column.as_ref());
                     incident.blast = blast.nodes.iter().map(blast_node).collect();
-                    let autonomy = approve::domain_for(&self.config, &observation.table)
-                        .map(|d| d.autonomy.clone())
-                        .unwrap_or_else(|| "L2".to_string());
-                    if !matches!(autonomy.as_str(), "L0" | "L1") {
+                    if approve::autonomy(&self.config, &observation.table) >= 2 {
                         let orchestrator = &self.orchestrator;
                         let last_run = |job: &str| -> Option<String> {
                             let pipelines = orchestrator.as_ref()?.pipelines().ok()?;
@@ -338,7 +372,141 @@ impl Engine {
                 content_hash: p.content_hash.clone(),
             }));
         }
+        for p in &incident.proposals {
+            if p.kind != ProposalKind::Note {
+                self.requests.insert(
+                    p.id.clone(),
+                    ApprovalRequest::new(
+                        &p.target,
+                        &p.owner,
+                        "dataward",
+                        &p.content_hash,
+                        self.now_time,
+                    ),
+                );
+            }
+        }
         self.incidents.push(incident);
+        let i = self.incidents.len() - 1;
+        events.extend(self.act_autonomously(i)?);
+        Ok(events)
+    }
+
+    /// At L4, a hold of the `pause_job` class is carried out at once, without approval,
+    /// and recorded as dataward's own act. Code diffs always wait for the owner.
+    fn act_autonomously(&mut self, i: usize) -> Result<Vec<Event>> {
+        let mut events = Vec::new();
+        for p in 0..self.incidents[i].proposals.len() {
+            let proposal = self.incidents[i].proposals[p].clone();
+            if proposal.kind != ProposalKind::Hold
+                || approve::autonomy(&self.config, &proposal.target) < 4
+                || !approve::class_allowed(&self.config, &proposal.target, "pause_job")
+            {
+                continue;
+            }
+            self.apply_effect(&proposal.body, true)?;
+            let seq = self.record(
+                "decision",
+                ENGINE_ACTOR,
+                json!({"incident": self.incidents[i].id, "proposal": proposal.id, "verdict": Verdict::Autonomous,
+                       "content_hash": proposal.content_hash, "reason": "L4: pause_job runs without approval"}),
+            )?;
+            self.incidents[i].proposals[p].state = ProposalState::Approved;
+            events.push(self.event(EventKind::Decision {
+                proposal: proposal.id.clone(),
+                verdict: Verdict::Autonomous,
+                actor: "dataward".to_string(),
+                seq,
+            }));
+        }
+        Ok(events)
+    }
+
+    /// Unanswered requests expire and escalate as time passes; never granted.
+    fn lapse_requests(&mut self) -> Result<Vec<Event>> {
+        let mut events = Vec::new();
+        let ids: Vec<String> = self.requests.keys().cloned().collect();
+        for id in ids {
+            let lapses = {
+                let request = self.requests.get_mut(&id).expect("listed");
+                request.tick(&self.config, self.now_time)
+            };
+            for lapse in lapses {
+                let (i, p) = self.find_proposal(&id)?;
+                let incident = self.incidents[i].id.clone();
+                match lapse {
+                    Lapse::Escalated { to, at } => {
+                        let seq = self.record(
+                            "escalation",
+                            ENGINE_ACTOR,
+                            json!({"incident": incident, "proposal": id, "to": to, "due": at}),
+                        )?;
+                        self.notices
+                            .push(format!("{id} unanswered: escalated to {to}"));
+                        events.push(self.event(EventKind::Escalated {
+                            proposal: id.clone(),
+                            to,
+                            seq,
+                        }));
+                    }
+                    Lapse::Expired { at } => {
+                        let seq = self.record(
+                            "expiry",
+                            ENGINE_ACTOR,
+                            json!({"incident": incident, "proposal": id, "due": at}),
+                        )?;
+                        self.incidents[i].proposals[p].state = ProposalState::Expired;
+                        self.notices
+                            .push(format!("{id} expired unanswered; nothing was granted"));
+                        events.push(self.event(EventKind::Expired {
+                            proposal: id.clone(),
+                            seq,
+                        }));
+                    }
+                }
+            }
+        }
+        Ok(events)
+    }
+
+    /// At L3 and L4, dataward queues the run an approved hold planned as soon as the
+    /// table is back at its baseline, when the domain allows the `run_job` class.
+    fn dispatch_autonomous_runs(&mut self) -> Result<Vec<Event>> {
+        let mut events = Vec::new();
+        for i in 0..self.incidents.len() {
+            let incident = &self.incidents[i];
+            if incident.status == IncidentStatus::Resolved
+                || incident.run.is_some()
+                || !self.recovered(&incident.monitor)
+            {
+                continue;
+            }
+            let Some(hold) = incident
+                .proposals
+                .iter()
+                .find(|p| p.kind == ProposalKind::Hold && p.state == ProposalState::Approved)
+            else {
+                continue;
+            };
+            if approve::autonomy(&self.config, &hold.target) < 3
+                || !approve::class_allowed(&self.config, &hold.target, "run_job")
+            {
+                continue;
+            }
+            let id = incident.id.clone();
+            match self.queue_run(&id, None) {
+                Ok(more) => events.extend(more),
+                Err(e) => {
+                    let reason = format!("{e:#}");
+                    self.notices
+                        .push(format!("{id}: dataward did not dispatch the run: {reason}"));
+                    events.push(self.event(EventKind::Refused {
+                        command: format!("autonomous run for {id}"),
+                        reason,
+                    }));
+                }
+            }
+        }
         Ok(events)
     }
 
@@ -728,8 +896,39 @@ impl Engine {
                     seq,
                 })])
             }
-            Command::QueueRun { incident } => self.queue_run(&incident, actor),
+            Command::QueueRun { incident } => self.queue_run(&incident, Some(actor)),
+            Command::OrgStop { reason } => {
+                anyhow::ensure!(!reason.trim().is_empty(), "a stop needs a reason");
+                let at = self.now.clone();
+                stop::set(&mut self.state, actor, &reason, &at)?;
+                self.org_stop_event("set", actor)
+            }
+            Command::LiftStop => {
+                let at = self.now.clone();
+                let state = stop::lift(&mut self.state, actor, &at)?;
+                self.org_stop_event(if state.active { "lift_request" } else { "lift" }, actor)
+            }
         }
+    }
+
+    fn org_stop_event(&mut self, action: &str, actor: &Actor) -> Result<Vec<Event>> {
+        let seq = chain::head(&self.state)?.map(|h| h.seq).unwrap_or_default();
+        self.notices.push(match action {
+            "set" => format!(
+                "org-wide stop set by {}: nothing is dispatched",
+                actor.display()
+            ),
+            "lift_request" => format!(
+                "{} asked to lift the stop; a second person must confirm",
+                actor.display()
+            ),
+            _ => format!("org-wide stop lifted by {}", actor.display()),
+        });
+        Ok(vec![self.event(EventKind::OrgStop {
+            action: action.to_string(),
+            actor: actor.display(),
+            seq,
+        })])
     }
 
     fn decide(
@@ -752,28 +951,34 @@ impl Engine {
             proposal.kind != ProposalKind::Note || verdict == Verdict::Rejected,
             "a note is forwarded (f), not approved or rolled back"
         );
-        let expected_state = if verdict == Verdict::RolledBack {
-            ProposalState::Approved
-        } else {
-            ProposalState::Pending
-        };
-        anyhow::ensure!(
-            proposal.state == expected_state,
-            "{id} is {:?}; {} needs it {:?}",
-            proposal.state,
-            format!("{verdict:?}").to_lowercase(),
-            expected_state
-        );
-        approve::may_decide(
-            &self.config,
-            actor,
-            &approve::Request {
-                target: &proposal.target,
-                owner: &proposal.owner,
-                proposer: "dataward",
-            },
-        )
-        .map_err(|e| anyhow!(e))?;
+        if let Some(e) = &self.policy_error {
+            anyhow::bail!("the policy cannot be evaluated, so nothing may be decided: {e}");
+        }
+        let mut request = self
+            .requests
+            .get(id)
+            .cloned()
+            .ok_or_else(|| anyhow!("{id} has no approval request"))?;
+        match verdict {
+            Verdict::Approved | Verdict::Rejected => request
+                .decide(
+                    &self.config,
+                    actor,
+                    content_hash,
+                    verdict == Verdict::Approved,
+                )
+                .map_err(|e| anyhow!("{id}: {e}"))?,
+            _ => {
+                anyhow::ensure!(
+                    proposal.state == ProposalState::Approved,
+                    "{id} is {:?}; only an approved proposal can be rolled back",
+                    proposal.state
+                );
+                request
+                    .may_act(&self.config, actor)
+                    .map_err(|e| anyhow!("{id}: {e}"))?;
+            }
+        }
         // The effect first: if pausing the job or writing the file fails, nothing is
         // recorded as done.
         match verdict {
@@ -781,6 +986,7 @@ impl Engine {
             Verdict::RolledBack => self.apply_effect(&proposal.body, false)?,
             _ => {}
         }
+        self.requests.insert(id.to_string(), request);
         let payload = json!({"incident": self.incidents[i].id, "proposal": id, "verdict": verdict,
             "content_hash": content_hash, "reason": reason});
         let seq = self.record("decision", &actor.to_json(), payload)?;
@@ -789,6 +995,7 @@ impl Engine {
             Verdict::Rejected => ProposalState::Rejected,
             Verdict::RolledBack => ProposalState::RolledBack,
             Verdict::Forwarded => ProposalState::Forwarded,
+            Verdict::Autonomous => ProposalState::Approved,
         };
         let mut events = vec![self.event(EventKind::Decision {
             proposal: id.to_string(),
@@ -852,7 +1059,11 @@ impl Engine {
         }
     }
 
-    fn queue_run(&mut self, incident: &str, actor: &Actor) -> Result<Vec<Event>> {
+    /// Queues the run an approved hold planned: for a person (`Some(actor)`, who must
+    /// be eligible on the hold) or for dataward itself at L3/L4. The org-wide stop is
+    /// re-checked inside the transaction that records the dispatch, so a stop set
+    /// between approval and run wins.
+    fn queue_run(&mut self, incident: &str, actor: Option<&Actor>) -> Result<Vec<Event>> {
         let i = self
             .incidents
             .iter()
@@ -871,30 +1082,54 @@ impl Engine {
             .find(|p| p.kind == ProposalKind::Hold && p.state == ProposalState::Approved)
             .cloned()
             .ok_or_else(|| anyhow!("{incident} has no approved hold whose plan includes a run"))?;
-        approve::may_decide(
-            &self.config,
-            actor,
-            &approve::Request {
-                target: &hold.target,
-                owner: &hold.owner,
-                proposer: "dataward",
-            },
-        )
-        .map_err(|e| anyhow!(e))?;
+        if let Some(e) = &self.policy_error {
+            anyhow::bail!("the policy cannot be evaluated, so nothing is dispatched: {e}");
+        }
+        let actor_json = match actor {
+            Some(actor) => {
+                let request = self
+                    .requests
+                    .get(&hold.id)
+                    .context("the hold has no request")?;
+                request
+                    .may_act(&self.config, actor)
+                    .map_err(|e| anyhow!("{e}"))?;
+                actor.to_json()
+            }
+            None => ENGINE_ACTOR.to_string(),
+        };
         let ProposalBody::Hold { job, .. } = &hold.body else {
             unreachable!("a hold")
         };
         let after_recovery = self.recovered(&self.incidents[i].monitor);
+        let at = self.now.clone();
+        let dispatch = chain::append_checked(
+            &mut self.state,
+            &at,
+            "dispatch",
+            &actor_json,
+            &json!({"incident": incident, "job": job, "proposal": hold.id,
+                    "content_hash": hold.content_hash, "after_recovery": after_recovery}),
+            |tx| stop::ensure_not_stopped(tx),
+        )?;
+        let by = actor
+            .map(Actor::display)
+            .unwrap_or_else(|| "dataward".to_string());
         let orchestrator = self
             .orchestrator
             .as_ref()
             .context("no orchestrator configured")?;
-        let run_id = orchestrator.queue_run(job, &self.now, &actor.display())?;
+        let run_id = match orchestrator.queue_run(job, &self.now, &by) {
+            Ok(id) => id,
+            Err(e) => {
+                self.record("dispatch_failed", ENGINE_ACTOR, json!({"incident": incident, "dispatch": dispatch.seq, "error": format!("{e:#}")}))?;
+                return Err(e.context("the scheduler refused the run"));
+            }
+        };
         let seq = self.record(
             "run_queued",
-            &actor.to_json(),
-            json!({"incident": incident, "run": run_id, "job": job, "proposal": hold.id,
-                   "content_hash": hold.content_hash, "after_recovery": after_recovery}),
+            &actor_json,
+            json!({"incident": incident, "run": run_id, "job": job, "dispatch": dispatch.seq}),
         )?;
         self.incidents[i].run = Some(RunState {
             id: run_id,
@@ -937,6 +1172,16 @@ impl Engine {
             incidents: self.incidents.iter().map(incident_view).collect(),
             notices: self.notices.iter().rev().take(5).rev().cloned().collect(),
             finished,
+            org_stop: stop::state(&self.state).ok().filter(|s| s.active).map(|s| {
+                format!(
+                    "ORG STOP since {} by {}{}",
+                    s.since.as_deref().map(short_time).unwrap_or(""),
+                    s.by.unwrap_or_default(),
+                    s.lift_requested_by
+                        .map(|w| format!("; lift asked by {w}, needs a second person"))
+                        .unwrap_or_default()
+                )
+            }),
         }
     }
 

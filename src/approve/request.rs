@@ -1,0 +1,203 @@
+//! One approval request: who may answer it, when it expires and escalates, and what an
+//! answer is bound to. Pure: time comes in as an argument, the policy as a config.
+
+use chrono::{NaiveDateTime, TimeDelta};
+use serde::Serialize;
+
+use super::{domain_for, Actor};
+use crate::config::{parse_duration, Config};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestState {
+    Pending,
+    Approved,
+    /// Final for this content hash: trying again takes a new proposal.
+    Rejected,
+    /// Nobody answered, and nobody is left to escalate to. Never granted.
+    Expired,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalRequest {
+    /// The table, model, job or system the proposal changes: decides the domain.
+    pub target: String,
+    /// The role named on the proposal.
+    pub owner: String,
+    /// Who proposed it ("dataward" for the engine).
+    pub proposer: String,
+    pub content_hash: String,
+    pub state: RequestState,
+    /// Escalation steps taken so far.
+    pub level: usize,
+    /// When the current wait began.
+    pub since: NaiveDateTime,
+    /// The exact content an approval was given to.
+    pub approved_hash: Option<String>,
+}
+
+/// What happened to a request as time passed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "change", rename_all = "snake_case")]
+pub enum Lapse {
+    /// The wait ran out; the request now also goes to `to`.
+    Escalated { to: String, at: String },
+    /// The wait ran out and nobody is left.
+    Expired { at: String },
+}
+
+impl ApprovalRequest {
+    pub fn new(
+        target: &str,
+        owner: &str,
+        proposer: &str,
+        content_hash: &str,
+        now: NaiveDateTime,
+    ) -> Self {
+        ApprovalRequest {
+            target: target.to_string(),
+            owner: owner.to_string(),
+            proposer: proposer.to_string(),
+            content_hash: content_hash.to_string(),
+            state: RequestState::Pending,
+            level: 0,
+            since: now,
+            approved_hash: None,
+        }
+    }
+
+    /// The roles that may answer now: the owner, plus each escalation target reached.
+    pub fn eligible_roles(&self, config: &Config) -> Result<Vec<String>, String> {
+        let domain = domain_for(config, &self.target).ok_or_else(|| {
+            format!(
+                "no domain in the policy covers {}; nobody may approve it",
+                self.target
+            )
+        })?;
+        if !domain.owners.iter().any(|o| *o == self.owner) {
+            return Err(format!(
+                "{} is not an owner of domain {}",
+                self.owner, domain.name
+            ));
+        }
+        let mut roles = vec![self.owner.clone()];
+        roles.extend(domain.escalation.iter().take(self.level).cloned());
+        Ok(roles)
+    }
+
+    /// May `actor` act on this request now (decide it, roll it back, run what it
+    /// planned)? The owner role or an escalation target reached, never the proposer, and
+    /// never in a domain whose autonomy level takes no proposals.
+    pub fn may_act(&self, config: &Config, actor: &Actor) -> Result<(), String> {
+        let eligible = self.eligible_roles(config)?;
+        let domain = domain_for(config, &self.target).expect("eligible_roles found it");
+        if matches!(domain.autonomy.as_str(), "L0" | "L1") {
+            return Err(format!(
+                "domain {} is at {}: nothing is proposed or approved there",
+                domain.name, domain.autonomy
+            ));
+        }
+        let roles = actor.roles(config);
+        if !roles.iter().any(|r| eligible.contains(r)) {
+            return Err(format!(
+                "{} holds none of the roles that may decide now ({})",
+                actor.display(),
+                eligible.join(", ")
+            ));
+        }
+        if actor.is(&self.proposer) {
+            return Err("nobody approves their own proposal".into());
+        }
+        Ok(())
+    }
+
+    /// Moves time forward: each full time-to-live without an answer escalates one step;
+    /// past the last step the request expires. Nothing is granted by waiting.
+    pub fn tick(&mut self, config: &Config, now: NaiveDateTime) -> Vec<Lapse> {
+        let mut lapses = Vec::new();
+        let Some(domain) = domain_for(config, &self.target) else {
+            return lapses;
+        };
+        let Ok(ttl) = parse_duration(&domain.approval_ttl) else {
+            return lapses;
+        };
+        let ttl = TimeDelta::from_std(ttl).unwrap_or(TimeDelta::MAX);
+        while self.state == RequestState::Pending && now >= self.since + ttl {
+            self.since += ttl;
+            let at = crate::engine::timestamp(self.since);
+            match domain.escalation.get(self.level) {
+                Some(next) => {
+                    self.level += 1;
+                    lapses.push(Lapse::Escalated {
+                        to: next.clone(),
+                        at,
+                    });
+                }
+                None => {
+                    self.state = RequestState::Expired;
+                    lapses.push(Lapse::Expired { at });
+                }
+            }
+        }
+        lapses
+    }
+
+    /// Approves or rejects the content `seen_hash`, if `actor` may. A refusal changes
+    /// nothing and says why.
+    pub fn decide(
+        &mut self,
+        config: &Config,
+        actor: &Actor,
+        seen_hash: &str,
+        approve: bool,
+    ) -> Result<(), String> {
+        if seen_hash != self.content_hash {
+            return Err(format!(
+                "the proposal changed since it was shown (hash {} now, {} seen); the decision is void",
+                short(&self.content_hash),
+                short(seen_hash)
+            ));
+        }
+        match self.state {
+            RequestState::Pending => {}
+            RequestState::Rejected => {
+                return Err("it was rejected; a rejection is final for this content".into())
+            }
+            RequestState::Approved => return Err("it is already approved".into()),
+            RequestState::Expired => {
+                return Err("the request expired unanswered; it needs a new proposal".into())
+            }
+        }
+        self.may_act(config, actor)?;
+        if approve {
+            self.state = RequestState::Approved;
+            self.approved_hash = Some(self.content_hash.clone());
+        } else {
+            self.state = RequestState::Rejected;
+        }
+        Ok(())
+    }
+
+    /// The content changed: any approval given to the old content is void, and the
+    /// request starts over. A rejection stays with the content it rejected.
+    pub fn content_changed(&mut self, new_hash: &str, now: NaiveDateTime) {
+        if new_hash == self.content_hash {
+            return;
+        }
+        self.content_hash = new_hash.to_string();
+        self.approved_hash = None;
+        self.state = RequestState::Pending;
+        self.level = 0;
+        self.since = now;
+    }
+
+    /// Approved, for exactly this content.
+    pub fn is_approved(&self) -> bool {
+        self.state == RequestState::Approved
+            && self.approved_hash.as_deref() == Some(self.content_hash.as_str())
+    }
+}
+
+fn short(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
+}
