@@ -74,7 +74,7 @@ impl ApprovalRequest {
                 self.target
             )
         })?;
-        if !domain.owners.iter().any(|o| *o == self.owner) {
+        if !domain.owners.contains(&self.owner) {
             return Err(format!(
                 "{} is not an owner of domain {}",
                 self.owner, domain.name
