@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use dataward::{chain, config, demo, incident::receipt, store};
+use dataward::{chain, config, demo};
 
 #[derive(Parser)]
 #[command(
@@ -49,6 +49,17 @@ enum Cmd {
     Verify {
         #[arg(long)]
         json: bool,
+        /// Also check a saved JSON receipt against the chain.
+        #[arg(long, value_name = "FILE")]
+        receipt: Option<PathBuf>,
+    },
+    /// The org-wide stop: set it (--reason), lift it (--lift, two different people), or
+    /// show it. Exit 1 while a stop is set.
+    Stop {
+        #[arg(long, conflicts_with = "lift")]
+        reason: Option<String>,
+        #[arg(long)]
+        lift: bool,
     },
     /// Print the receipt of an incident.
     Receipt {
@@ -97,46 +108,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Verify { json } => {
-            let path = data_dir.join("dataward.db");
-            anyhow::ensure!(path.exists(), "no state database at {}", path.display());
-            let conn = store::open(&path)?;
-            let report = chain::verify(&conn)?;
-            if json {
-                println!("{}", serde_json::to_string(&report)?);
-            } else if let Some(bad) = &report.first_bad {
-                println!(
-                    "chain BROKEN at record #{}: {} ({} records read)",
-                    bad.seq, bad.reason, report.records
-                );
-            } else {
-                println!(
-                    "chain ok: {} records, head {}",
-                    report.records,
-                    report.head.as_deref().unwrap_or("(empty)")
-                );
-            }
-            Ok(if report.ok {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            })
-        }
+        Cmd::Verify { json, receipt } => chain::cli::verify(&data_dir, json, receipt.as_deref()),
         Cmd::Receipt {
             incident,
             md: _,
             json,
-        } => {
-            let path = data_dir.join("dataward.db");
-            anyhow::ensure!(path.exists(), "no state database at {}", path.display());
-            let conn = store::open(&path)?;
-            let receipt = receipt::build(&chain::records(&conn)?, &incident)?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&receipt)?);
-            } else {
-                print!("{}", receipt.to_markdown());
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        } => chain::cli::receipt(&data_dir, &incident, json),
+        Cmd::Stop { reason, lift } => chain::cli::stop(&data_dir, reason.as_deref(), lift),
     }
 }

@@ -47,7 +47,19 @@ fn story_end() -> NaiveDateTime {
 
 /// Builds the estate and the engine on it.
 pub fn prepare(data_dir: &std::path::Path, actor: &Actor) -> Result<(Scenario, Engine)> {
+    prepare_with(data_dir, actor, |config| config)
+}
+
+/// Like [`prepare`], with the estate's config text edited first (tests try other
+/// policies on the same story this way).
+pub fn prepare_with(
+    data_dir: &std::path::Path,
+    actor: &Actor,
+    edit_config: impl FnOnce(String) -> String,
+) -> Result<(Scenario, Engine)> {
     let estate = estate::build(&data_dir.join("estate"), actor.user.as_deref())?;
+    let text = std::fs::read_to_string(estate.config())?;
+    std::fs::write(estate.config(), edit_config(text))?;
     let config = Config::load(&estate.config())?;
     let state = crate::store::open(&data_dir.join("dataward.db"))?;
     // Observations belong to the estate, which was just rebuilt; the chain is kept.

@@ -269,6 +269,30 @@ impl Engine {
             expected: expected.clone(),
         })];
 
+        // L0: monitors only. The breach is recorded and shown; nothing is inferred.
+        if approve::autonomy(&self.config, &observation.table) == 0 {
+            self.incidents.push(Incident {
+                id,
+                monitor: observation.monitor.clone(),
+                table: observation.table.clone(),
+                opened_at: self.now.clone(),
+                observed: observation.value.unwrap_or_default(),
+                expected,
+                status: IncidentStatus::Open,
+                diagnosis: Diagnosis {
+                    kind: diagnosis::CauseKind::Unexplained,
+                    cause: "L0: monitors only; no diagnosis".to_string(),
+                    evidence: Vec::new(),
+                    column_change: None,
+                },
+                blast: Vec::new(),
+                proposals: Vec::new(),
+                run: None,
+                checks: Vec::new(),
+                receipt: None,
+            });
+            return Ok(events);
+        }
         let facts = self.facts(observation)?;
         let diagnosis = diagnosis::diagnose(&facts);
         self.record(
@@ -802,14 +826,7 @@ impl Engine {
         }));
         let records = chain::records(&self.state)?;
         let receipt = receipt::build(&records, &id)?;
-        let receipt_json = serde_json::to_string(&receipt)?;
-        let digest = {
-            use sha2::{Digest, Sha256};
-            Sha256::digest(receipt_json.as_bytes())
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>()
-        };
+        let digest = receipt::digest(&receipt);
         self.record(
             "receipt",
             ENGINE_ACTOR,

@@ -1,7 +1,7 @@
 //! Receipts: what happened in an incident, read back from the chain records that prove
 //! it, so a receipt can never say more than the chain holds.
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -29,6 +29,7 @@ pub struct Receipt {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BlastSummary {
     pub nodes: usize,
+    pub by_kind: std::collections::BTreeMap<String, usize>,
     pub names: Vec<String>,
 }
 
@@ -57,7 +58,7 @@ pub struct DecisionEntry {
 pub struct ChainRange {
     pub first_seq: u64,
     pub last_seq: u64,
-    pub last_hash: String,
+    pub head_hash: String,
 }
 
 fn text(v: &Value, key: &str) -> String {
@@ -93,6 +94,7 @@ pub fn build(records: &[Record], incident: &str) -> Result<Receipt> {
         evidence: Vec::new(),
         blast_radius: BlastSummary {
             nodes: 0,
+            by_kind: Default::default(),
             names: Vec::new(),
         },
         proposals: Vec::new(),
@@ -102,12 +104,16 @@ pub fn build(records: &[Record], incident: &str) -> Result<Receipt> {
         chain: ChainRange {
             first_seq: opened.seq,
             last_seq: opened.seq,
-            last_hash: opened.hash.clone(),
+            head_hash: opened.hash.clone(),
         },
     };
     for (record, payload) in &mine {
+        // The receipt record names the receipt; it is not part of what the receipt says.
+        if record.kind == "receipt" {
+            continue;
+        }
         receipt.chain.last_seq = record.seq;
-        receipt.chain.last_hash = record.hash.clone();
+        receipt.chain.head_hash = record.hash.clone();
         match record.kind.as_str() {
             "diagnosis" => {
                 receipt.cause = text(payload, "cause");
@@ -116,8 +122,13 @@ pub fn build(records: &[Record], incident: &str) -> Result<Receipt> {
             }
             "blast_radius" => {
                 let nodes = payload["nodes"].as_array().cloned().unwrap_or_default();
+                let mut by_kind = std::collections::BTreeMap::new();
+                for n in &nodes {
+                    *by_kind.entry(text(n, "kind")).or_insert(0) += 1;
+                }
                 receipt.blast_radius = BlastSummary {
                     nodes: nodes.len(),
+                    by_kind,
                     names: nodes.iter().map(|n| text(n, "name")).collect(),
                 };
             }
@@ -152,6 +163,64 @@ pub fn build(records: &[Record], incident: &str) -> Result<Receipt> {
     Ok(receipt)
 }
 
+/// The hash the chain records for a receipt: SHA-256 of its canonical JSON (sorted
+/// keys, no spaces), so anyone can recompute it from the JSON alone.
+pub fn digest(receipt: &Receipt) -> String {
+    use sha2::{Digest, Sha256};
+    let canonical = serde_json::to_value(receipt)
+        .expect("receipts serialize")
+        .to_string();
+    Sha256::digest(canonical.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Checks a saved JSON receipt against the chain: rebuilt from the records it covers,
+/// it must be identical, and its digest must be the one the chain recorded when the
+/// incident closed. Returns what differs, or None when the receipt stands.
+pub fn check_saved(records: &[Record], saved: &Value) -> Result<Option<String>> {
+    let incident = saved["incident"]
+        .as_str()
+        .context("the receipt has no \"incident\"")?;
+    let last_seq = saved["chain"]["last_seq"]
+        .as_u64()
+        .context("the receipt has no chain.last_seq")?;
+    let covered: Vec<Record> = records
+        .iter()
+        .filter(|r| r.seq <= last_seq)
+        .cloned()
+        .collect();
+    let rebuilt = build(&covered, incident)?;
+    let rebuilt_value = serde_json::to_value(&rebuilt)?;
+    if &rebuilt_value != saved {
+        let field = rebuilt_value
+            .as_object()
+            .into_iter()
+            .flatten()
+            .find(|(k, v)| saved.get(k.as_str()) != Some(v))
+            .map(|(k, _)| k.clone())
+            .unwrap_or_else(|| "an extra field".to_string());
+        return Ok(Some(format!(
+            "the receipt differs from what the chain records in `{field}`"
+        )));
+    }
+    let recorded = records.iter().find_map(|r| {
+        let p: Value = serde_json::from_str(&r.payload).ok()?;
+        (r.kind == "receipt" && p["incident"] == incident)
+            .then(|| p["receipt_hash"].as_str().map(str::to_string))?
+    });
+    if let Some(recorded) = recorded {
+        if recorded != digest(&rebuilt) {
+            return Ok(Some(format!(
+                "the chain recorded receipt digest {recorded}, but the records it covers give {}",
+                digest(&rebuilt)
+            )));
+        }
+    }
+    Ok(None)
+}
+
 fn with_seq(payload: &Value, record: &Record) -> Value {
     let mut v = payload.clone();
     v["seq"] = record.seq.into();
@@ -176,8 +245,14 @@ impl Receipt {
             md.push_str(&format!("- {e}\n"));
         }
         md.push_str(&format!(
-            "\n## Blast radius\n\n{} nodes: {}\n\n## Proposals and decisions\n\n",
+            "\n## Blast radius\n\n{} nodes ({}): {}\n\n## Proposals and decisions\n\n",
             self.blast_radius.nodes,
+            self.blast_radius
+                .by_kind
+                .iter()
+                .map(|(k, n)| format!("{n} {k}"))
+                .collect::<Vec<_>>()
+                .join(", "),
             self.blast_radius.names.join(", ")
         ));
         for p in &self.proposals {
@@ -248,7 +323,7 @@ impl Receipt {
         }
         md.push_str(&format!(
             "\n## Chain\n\nRecords #{} to #{}; last hash `{}`. Check with `dataward verify`.\n",
-            self.chain.first_seq, self.chain.last_seq, self.chain.last_hash
+            self.chain.first_seq, self.chain.last_seq, self.chain.head_hash
         ));
         md
     }

@@ -1,0 +1,123 @@
+//! `dataward verify`, `dataward receipt` and `dataward stop`: the trust commands, as
+//! functions main.rs calls. Exit codes: 0 ok, 1 the check found a problem, 2 bad input
+//! (returned as an error, which main prints).
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use rusqlite::Connection;
+
+use crate::approve::{stop, Actor};
+use crate::incident::receipt;
+
+/// Opens the state database, which must exist: verifying an empty new one would say
+/// "ok" about nothing.
+fn open_existing(data_dir: &Path) -> Result<Connection> {
+    let path = data_dir.join("dataward.db");
+    anyhow::ensure!(path.exists(), "no state database at {}", path.display());
+    crate::store::open(&path)
+}
+
+fn exit(ok: bool) -> ExitCode {
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+pub fn verify(data_dir: &Path, json: bool, saved_receipt: Option<&Path>) -> Result<ExitCode> {
+    let conn = open_existing(data_dir)?;
+    let report = super::verify(&conn)?;
+    let receipt_problem = match saved_receipt {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read receipt {}", path.display()))?;
+            let saved: serde_json::Value = serde_json::from_str(&text)
+                .with_context(|| format!("{}: not a JSON receipt", path.display()))?;
+            receipt::check_saved(&super::records(&conn)?, &saved)
+                .with_context(|| format!("{}", path.display()))?
+        }
+        None => None,
+    };
+    let ok = report.ok && receipt_problem.is_none();
+    if json {
+        let mut value = serde_json::to_value(&report)?;
+        if saved_receipt.is_some() {
+            value["ok"] = ok.into();
+            value["receipt"] = match &receipt_problem {
+                Some(problem) => serde_json::json!({"ok": false, "problem": problem}),
+                None => serde_json::json!({"ok": true}),
+            };
+        }
+        println!("{value}");
+    } else {
+        match &report.first_bad {
+            Some(bad) => println!(
+                "chain BROKEN at record #{}: {} ({} records read)",
+                bad.seq, bad.reason, report.records
+            ),
+            None => println!(
+                "chain ok: {} records, head {}",
+                report.records,
+                report.head.as_deref().unwrap_or("(empty)")
+            ),
+        }
+        if let Some(path) = saved_receipt {
+            match &receipt_problem {
+                Some(problem) => println!("receipt {} ALTERED: {problem}", path.display()),
+                None if report.ok => println!("receipt {} matches the chain", path.display()),
+                None => println!(
+                    "receipt {} cannot be trusted: the chain itself is broken",
+                    path.display()
+                ),
+            }
+        }
+    }
+    Ok(exit(ok))
+}
+
+pub fn receipt(data_dir: &Path, incident: &str, json: bool) -> Result<ExitCode> {
+    let conn = open_existing(data_dir)?;
+    let receipt = receipt::build(&super::records(&conn)?, incident)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&receipt)?);
+    } else {
+        print!("{}", receipt.to_markdown());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `dataward stop --reason R`, `--lift`, or `--status`. Exit 1 while a stop is set, so
+/// scripts can ask "may we dispatch?".
+pub fn stop(data_dir: &Path, reason: Option<&str>, lift: bool) -> Result<ExitCode> {
+    let mut conn = crate::store::open(&data_dir.join("dataward.db"))?;
+    let actor = Actor::current();
+    let at = crate::engine::timestamp(chrono::Utc::now().naive_utc());
+    let state = match (reason, lift) {
+        (Some(reason), false) => {
+            anyhow::ensure!(!reason.trim().is_empty(), "--reason must say why");
+            stop::set(&mut conn, &actor, reason, &at)?
+        }
+        (None, true) => stop::lift(&mut conn, &actor, &at)?,
+        (None, false) => stop::state(&conn)?,
+        (Some(_), true) => anyhow::bail!("--reason sets a stop and --lift lifts one: pick one"),
+    };
+    if state.active {
+        println!(
+            "org-wide stop SET since {} by {}{}{}",
+            state.since.as_deref().unwrap_or(""),
+            state.by.as_deref().unwrap_or(""),
+            state.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default(),
+            state
+                .lift_requested_by
+                .as_deref()
+                .map(|w| format!("\nlift asked by {w}; a second, different person must run `dataward stop --lift`"))
+                .unwrap_or_default()
+        );
+    } else {
+        println!("no org-wide stop: dispatch is allowed");
+    }
+    Ok(exit(!state.active))
+}

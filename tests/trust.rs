@@ -1,0 +1,402 @@
+//! The trust rules on the real engine and the ticketing story: autonomy levels, the
+//! org-wide stop and its race, attested identity, receipts checked against the chain.
+
+use std::path::Path;
+use std::process::Command as Process;
+
+use chrono::{NaiveDate, NaiveDateTime, TimeDelta};
+use dataward::approve::{stop, Actor};
+use dataward::engine::api::{Command, Event, EventKind, ProposalKind, ProposalState, Verdict};
+use dataward::engine::Engine;
+use serde_json::Value;
+
+fn owner() -> Actor {
+    let mut actor = Actor::current();
+    actor.stand_in = Some("analytics-owner".into());
+    actor
+}
+
+fn start() -> NaiveDateTime {
+    NaiveDate::from_ymd_opt(2026, 11, 24)
+        .unwrap()
+        .and_hms_opt(13, 30, 0)
+        .unwrap()
+}
+
+/// Plays the story to 15:10 with the domain's autonomy line replaced, letting `decide`
+/// answer each event, and once a minute with no event. Returns every event and the
+/// engine at the end.
+fn play(
+    dir: &Path,
+    autonomy: &str,
+    mut decide: impl FnMut(Option<&Event>, &mut Engine) -> Vec<Event>,
+) -> (Vec<Event>, Engine) {
+    let (mut scenario, mut engine) = dataward::demo::prepare_with(dir, &owner(), |text| {
+        text.replacen("autonomy = \"L2\"", autonomy, 1)
+    })
+    .unwrap();
+    let mut events = Vec::new();
+    let mut now = start();
+    while now <= start() + TimeDelta::minutes(100) {
+        scenario.step(now).unwrap();
+        let mut pending = engine.tick(now).unwrap();
+        pending.extend(decide(None, &mut engine));
+        while let Some(event) = pending.pop() {
+            pending.extend(decide(Some(&event), &mut engine));
+            events.push(event);
+        }
+        now += TimeDelta::minutes(1);
+    }
+    (events, engine)
+}
+
+fn names(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| {
+            serde_json::to_value(e).unwrap()["event"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
+fn approve_all(event: Option<&Event>, engine: &mut Engine) -> Vec<Event> {
+    match event.map(|e| &e.kind) {
+        Some(EventKind::Proposal {
+            proposal,
+            kind,
+            content_hash,
+            ..
+        }) if *kind != ProposalKind::Note => engine.handle(
+            Command::Approve {
+                proposal: proposal.clone(),
+                content_hash: content_hash.clone(),
+                reason: "ok".into(),
+            },
+            &owner(),
+        ),
+        _ => Vec::new(),
+    }
+}
+
+#[test]
+fn l0_records_the_breach_and_infers_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (events, _) = play(dir.path(), "autonomy = \"L0\"", |_, _| Vec::new());
+    let names = names(&events);
+    assert!(names.contains(&"incident_opened".to_string()));
+    for absent in ["diagnosis", "blast_radius", "proposal"] {
+        assert!(
+            !names.contains(&absent.to_string()),
+            "{absent} at L0: {names:?}"
+        );
+    }
+}
+
+#[test]
+fn l1_diagnoses_and_shows_the_blast_radius_but_proposes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (events, _) = play(dir.path(), "autonomy = \"L1\"", |_, _| Vec::new());
+    let names = names(&events);
+    assert!(names.contains(&"diagnosis".to_string()));
+    assert!(names.contains(&"blast_radius".to_string()));
+    assert!(!names.contains(&"proposal".to_string()), "{names:?}");
+}
+
+#[test]
+fn l2_runs_nothing_until_the_owner_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let (events, engine) = play(dir.path(), "autonomy = \"L2\"", approve_all);
+    let names = names(&events);
+    assert!(names.contains(&"proposal".to_string()));
+    // Approved, but nobody queued the run: dataward never dispatches at L2.
+    assert!(!names.contains(&"run".to_string()), "{names:?}");
+    assert!(!engine.snapshot(true).incidents[0]
+        .proposals
+        .iter()
+        .any(|p| p.state == ProposalState::Pending && p.kind != ProposalKind::Note));
+}
+
+#[test]
+fn l3_dispatches_the_approved_run_itself_and_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let (events, _) = play(
+        dir.path(),
+        "autonomy = \"L3\"\nclasses = [\"run_job\"]",
+        approve_all,
+    );
+    let run = events
+        .iter()
+        .find(|e| matches!(&e.kind, EventKind::Run { status, .. } if status == "queued"))
+        .expect("dataward queued the run");
+    let conn = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
+    let actor: String = conn
+        .query_row("SELECT actor FROM chain WHERE kind = 'dispatch'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert!(
+        actor.contains("dataward"),
+        "the dispatch is dataward's own: {actor}"
+    );
+    assert!(
+        run.at.as_str() >= "2026-11-24T14:51:00Z",
+        "dispatched before the refill completed"
+    );
+    assert!(names(&events).contains(&"incident_resolved".to_string()));
+}
+
+#[test]
+fn l3_without_the_run_class_waits_for_a_person() {
+    let dir = tempfile::tempdir().unwrap();
+    let (events, _) = play(dir.path(), "autonomy = \"L3\"", approve_all);
+    assert!(!names(&events).contains(&"run".to_string()));
+}
+
+#[test]
+fn l4_pauses_without_approval_but_code_diffs_still_wait_for_the_owner() {
+    let dir = tempfile::tempdir().unwrap();
+    let (events, engine) = play(
+        dir.path(),
+        "autonomy = \"L4\"\nclasses = [\"pause_job\", \"run_job\"]",
+        |_, _| Vec::new(),
+    );
+    let autonomous: Vec<&Event> = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                &e.kind,
+                EventKind::Decision {
+                    verdict: Verdict::Autonomous,
+                    ..
+                }
+            )
+        })
+        .collect();
+    assert_eq!(autonomous.len(), 1, "only the hold runs without approval");
+    let snapshot = engine.snapshot(true);
+    let incident = &snapshot.incidents[0];
+    let diff = incident
+        .proposals
+        .iter()
+        .find(|p| p.kind == ProposalKind::Diff)
+        .unwrap();
+    assert_eq!(
+        diff.state,
+        ProposalState::Pending,
+        "a code diff is never autonomous"
+    );
+    assert!(
+        names(&events).contains(&"run".to_string()),
+        "the run class is dispatched at L4"
+    );
+}
+
+#[test]
+fn a_stop_set_between_approval_and_dispatch_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("dataward.db");
+    let mut stopped = false;
+    let mut refusals = Vec::new();
+    let (events, _) = play(dir.path(), "autonomy = \"L2\"", |event, engine| {
+        let mut out = approve_all(event, engine);
+        let opened = !engine.snapshot(false).incidents.is_empty();
+        if opened && engine.recovered("orders_rows") && !stopped {
+            stopped = true;
+            // Another process pulls the brake after the approvals.
+            let mut other = dataward::store::open(&db).unwrap();
+            stop::set(
+                &mut other,
+                &Actor::current(),
+                "vendor outage",
+                "2026-11-24T14:55:00Z",
+            )
+            .unwrap();
+            let refused = engine.handle(
+                Command::QueueRun {
+                    incident: "INC-0001".into(),
+                },
+                &owner(),
+            );
+            refusals.extend(refused.clone());
+            out.extend(refused);
+        }
+        out
+    });
+    assert!(stopped, "the row count never recovered");
+    let reason = refusals
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::Refused { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+        .expect("the dispatch was refused");
+    assert!(reason.contains("org-wide stop"), "{reason}");
+    assert!(!names(&events).contains(&"run".to_string()));
+    let conn = dataward::store::open(&db).unwrap();
+    let dispatches: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM chain WHERE kind = 'dispatch'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(dispatches, 0);
+}
+
+#[test]
+fn lifting_the_stop_takes_two_different_people() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut conn = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
+    let mut alice = Actor::current();
+    alice.uid = 1001;
+    alice.user = Some("alice".into());
+    let mut bob = alice.clone();
+    bob.uid = 1002;
+    bob.user = Some("bob".into());
+    stop::set(&mut conn, &alice, "incident", "t1").unwrap();
+    assert!(stop::lift(&mut conn, &alice, "t2").unwrap().active);
+    let err = stop::lift(&mut conn, &alice, "t3").unwrap_err().to_string();
+    assert!(err.contains("second, different person"), "{err}");
+    // A claimed name does not make a second person.
+    let mut alice_again = alice.clone();
+    alice_again.claims.insert("USER".into(), "bob".into());
+    assert!(stop::lift(&mut conn, &alice_again, "t4").is_err());
+    assert!(!stop::lift(&mut conn, &bob, "t5").unwrap().active);
+    assert!(stop::ensure_not_stopped(&conn).is_ok());
+    assert!(dataward::chain::verify(&conn).unwrap().ok);
+}
+
+fn dataward(args: &[&str], dir: &Path, env: &[(&str, &str)]) -> std::process::Output {
+    Process::new(env!("CARGO_BIN_EXE_dataward"))
+        .args(args)
+        .arg("--data-dir")
+        .arg(dir)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_false_user_name_is_recorded_as_a_claim_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dataward(
+        &[
+            "demo",
+            "--headless",
+            "--json",
+            "--approve-as",
+            "analytics-owner",
+            "--speed",
+            "1000000",
+        ],
+        dir.path(),
+        &[("USER", "mallory"), ("SUDO_USER", "mallory")],
+    );
+    assert!(out.status.success());
+    let decision: Value = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["event"] == "decision")
+        .unwrap();
+    let shown = decision["actor"].as_str().unwrap();
+    let real = Actor::current();
+    assert!(
+        shown.starts_with(&real.display().split(" (").next().unwrap().to_string()),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("claims USER=mallory (unverified)")
+            || real.user.as_deref() == Some("mallory"),
+        "{shown}"
+    );
+    let conn = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
+    let actor: String = conn
+        .query_row(
+            "SELECT actor FROM chain WHERE kind = 'decision' LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let actor: Value = serde_json::from_str(&actor).unwrap();
+    assert_eq!(
+        actor["uid"].as_u64(),
+        Some(u64::from(real.uid)),
+        "the attested uid"
+    );
+    assert_eq!(actor["user"].as_str(), real.user.as_deref());
+    assert_eq!(actor["claims"]["USER"], "mallory");
+    assert_eq!(actor["claims"]["SUDO_USER"], "mallory");
+}
+
+#[test]
+fn a_saved_receipt_is_checked_against_the_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dataward(
+        &[
+            "demo",
+            "--headless",
+            "--json",
+            "--approve-as",
+            "analytics-owner",
+            "--speed",
+            "1000000",
+        ],
+        dir.path(),
+        &[],
+    );
+    assert!(out.status.success());
+    let receipt = dataward(&["receipt", "INC-0001", "--json"], dir.path(), &[]);
+    let saved = dir.path().join("receipt.json");
+    std::fs::write(&saved, &receipt.stdout).unwrap();
+    let saved_arg = saved.to_str().unwrap();
+    let ok = dataward(
+        &["verify", "--json", "--receipt", saved_arg],
+        dir.path(),
+        &[],
+    );
+    assert_eq!(
+        ok.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ok.stdout)
+    );
+
+    // The receipt altered: a decision's verdict.
+    let text = String::from_utf8(receipt.stdout.clone()).unwrap();
+    std::fs::write(&saved, text.replacen("\"approved\"", "\"rejected\"", 1)).unwrap();
+    let altered = dataward(
+        &["verify", "--json", "--receipt", saved_arg],
+        dir.path(),
+        &[],
+    );
+    assert_eq!(altered.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&altered.stdout).unwrap();
+    assert_eq!(report["receipt"]["ok"], false);
+
+    // The chain altered behind SQLite's back, the receipt intact.
+    std::fs::write(&saved, &receipt.stdout).unwrap();
+    let conn = rusqlite::Connection::open(dir.path().join("dataward.db")).unwrap();
+    conn.execute_batch(
+        "DROP TRIGGER chain_no_update;
+         UPDATE chain SET payload = replace(payload, 'approved', 'rejected') WHERE kind = 'decision';",
+    )
+    .unwrap();
+    let broken = dataward(
+        &["verify", "--json", "--receipt", saved_arg],
+        dir.path(),
+        &[],
+    );
+    assert_eq!(broken.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&broken.stdout).unwrap();
+    assert_eq!(report["ok"], false);
+    assert!(!report["first_bad"].is_null());
+
+    // A receipt file that is not JSON is bad input, named.
+    std::fs::write(&saved, "not json").unwrap();
+    let bad = dataward(&["verify", "--receipt", saved_arg], dir.path(), &[]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("receipt.json"));
+}
