@@ -30,24 +30,44 @@ fn configs() -> Vec<Config> {
         )
     };
     let texts = [
-        people("\"analytics-owner\"", "\"analytics-lead\"") + &domain("L2", "\"analytics-lead\", \"head-of-data\"", "30m"),
+        people("\"analytics-owner\"", "\"analytics-lead\"")
+            + &domain("L2", "\"analytics-lead\", \"head-of-data\"", "30m"),
         people("", "\"analytics-lead\"") + &domain("L2", "\"analytics-lead\"", "10m"),
         people("\"analytics-owner\"", "") + &domain("L3", "", "1h"),
-        people("\"analytics-owner\"", "\"analytics-lead\"") + &domain("L1", "\"analytics-lead\"", "30m"),
+        people("\"analytics-owner\"", "\"analytics-lead\"")
+            + &domain("L1", "\"analytics-lead\"", "30m"),
         people("\"analytics-owner\"", "\"analytics-lead\""),
     ];
-    texts.iter().map(|t| Config::parse(t, Path::new("policy.toml")).unwrap()).collect()
+    texts
+        .iter()
+        .map(|t| Config::parse(t, Path::new("policy.toml")).unwrap())
+        .collect()
 }
 
 fn actor(user: &str) -> Actor {
-    Actor { uid: 2000 + user.len() as u32, loginuid: None, user: Some(user.into()), claims: BTreeMap::new(), stand_in: None }
+    Actor {
+        uid: 2000 + user.len() as u32,
+        loginuid: None,
+        user: Some(user.into()),
+        claims: BTreeMap::new(),
+        stand_in: None,
+    }
 }
 
 #[derive(Debug, Clone)]
 enum Op {
-    Decide { user: usize, approve: bool, stale: bool, claim: usize },
-    Wait { minutes: i64 },
-    SwitchConfig { to: usize },
+    Decide {
+        user: usize,
+        approve: bool,
+        stale: bool,
+        claim: usize,
+    },
+    Wait {
+        minutes: i64,
+    },
+    SwitchConfig {
+        to: usize,
+    },
     ChangeContent,
 }
 
@@ -63,7 +83,11 @@ fn op() -> impl Strategy<Value = Op> {
 
 /// Eligibility computed the plain way, apart from the code under test.
 fn eligible(config: &Config, request: &ApprovalRequest, user: &str) -> bool {
-    let Some(domain) = config.domain.iter().find(|d| d.covers.iter().any(|g| g == "TICKETING.*")) else {
+    let Some(domain) = config
+        .domain
+        .iter()
+        .find(|d| d.covers.iter().any(|g| g == "TICKETING.*"))
+    else {
         return false;
     };
     if domain.autonomy == "L0" || domain.autonomy == "L1" || user == request.proposer {
@@ -71,7 +95,11 @@ fn eligible(config: &Config, request: &ApprovalRequest, user: &str) -> bool {
     }
     let mut allowed = vec![request.owner.clone()];
     allowed.extend(domain.escalation.iter().take(request.level).cloned());
-    let roles = config.people.get(user).map(|p| p.roles.clone()).unwrap_or_default();
+    let roles = config
+        .people
+        .get(user)
+        .map(|p| p.roles.clone())
+        .unwrap_or_default();
     roles.iter().any(|r| allowed.contains(r))
 }
 
