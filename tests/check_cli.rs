@@ -109,15 +109,24 @@ fn bad_config_exits_2_naming_the_file_and_line() {
         "[warehouse.pg]\nkind = \"postgres\"\nurl_env = \"postgres://me:hunter2@db/x\"\n",
     )
     .unwrap();
-    let out = dataward(&["check", "--config", config.to_str().unwrap(), "--once"], &[]);
+    let out = dataward(
+        &["check", "--config", config.to_str().unwrap(), "--once"],
+        &[],
+    );
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.toml: line 1"), "{err}");
     assert!(!err.contains("hunter2"), "{err}");
 
-    std::fs::write(&config, "[[monitor]]\nwarehouse = \"x\"\ntable = \"t\"\nchecks = [\"nope\"]\n")
-        .unwrap();
-    let out = dataward(&["check", "--config", config.to_str().unwrap(), "--once"], &[]);
+    std::fs::write(
+        &config,
+        "[[monitor]]\nwarehouse = \"x\"\ntable = \"t\"\nchecks = [\"nope\"]\n",
+    )
+    .unwrap();
+    let out = dataward(
+        &["check", "--config", config.to_str().unwrap(), "--once"],
+        &[],
+    );
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.toml") && err.contains("line 4"), "{err}");
@@ -156,7 +165,11 @@ fn check_reads_the_postgres_url_from_the_environment() {
 
     // Without the variable the command says which one is missing.
     let mut command = Command::new(env!("CARGO_BIN_EXE_dataward"));
-    let out = command.args(args).env_remove("DATAWARD_PG_URL").output().unwrap();
+    let out = command
+        .args(args)
+        .env_remove("DATAWARD_PG_URL")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("DATAWARD_PG_URL"));
 }
@@ -166,7 +179,11 @@ fn weekly_csv(dir: &Path) -> std::path::PathBuf {
     let start = chrono::NaiveDate::from_ymd_opt(2024, 1, 1).unwrap(); // a Monday
     for i in 0..42 {
         let day = start + chrono::Days::new(i);
-        let mut value = if i % 7 >= 5 { 400.0 } else { 1000.0 + (i % 3) as f64 * 10.0 };
+        let mut value = if i % 7 >= 5 {
+            400.0
+        } else {
+            1000.0 + (i % 3) as f64 * 10.0
+        };
         if i == 40 {
             value *= 0.58; // a Saturday at 58%
         }
@@ -182,19 +199,35 @@ fn backtest_prints_a_verdict_per_row() {
     let dir = tempfile::tempdir().unwrap();
     let csv = weekly_csv(dir.path());
     let out = dataward(
-        &["backtest", "--csv", csv.to_str().unwrap(), "--monitor", "volume", "--json"],
+        &[
+            "backtest",
+            "--csv",
+            csv.to_str().unwrap(),
+            "--monitor",
+            "volume",
+            "--json",
+        ],
         &[],
     );
     assert_eq!(out.status.code(), Some(0));
     let lines = json_lines(&out);
     assert_eq!(lines.len(), 42);
-    for field in ["date", "value", "verdict", "expected_low", "expected_high", "score"] {
+    for field in [
+        "date",
+        "value",
+        "verdict",
+        "expected_low",
+        "expected_high",
+        "score",
+    ] {
         assert!(lines[30].get(field).is_some(), "{field}");
     }
     assert_eq!(lines[0]["verdict"], "learning");
     assert_eq!(lines[40]["date"], "2024-02-10");
     assert_eq!(lines[40]["verdict"], "low");
-    let breaches = lines.iter().filter(|l| l["verdict"] != "ok" && l["verdict"] != "learning");
+    let breaches = lines
+        .iter()
+        .filter(|l| l["verdict"] != "ok" && l["verdict"] != "learning");
     assert_eq!(breaches.count(), 1);
 
     let out = dataward(&["backtest", "--csv", csv.to_str().unwrap()], &[]);

@@ -87,8 +87,14 @@ fn every_check_runs_against_postgres_and_sees_an_alter_table() {
 
     let first = poller.poll(&state, &config.monitor, now).unwrap();
     assert!(first.iter().all(|o| o.health == Health::Ok), "{first:#?}");
-    assert_eq!(find(&first, CheckKind::RowCount, None).verdict, VerdictKind::Learning);
-    assert_eq!(find(&first, CheckKind::Schema, None).verdict, VerdictKind::Learning);
+    assert_eq!(
+        find(&first, CheckKind::RowCount, None).verdict,
+        VerdictKind::Learning
+    );
+    assert_eq!(
+        find(&first, CheckKind::Schema, None).verdict,
+        VerdictKind::Learning
+    );
     assert_eq!(
         find(&first, CheckKind::NullRate, Some("email")).verdict,
         VerdictKind::Learning
@@ -111,8 +117,14 @@ fn every_check_runs_against_postgres_and_sees_an_alter_table() {
     let steady = poller
         .poll(&state, &config.monitor, now + TimeDelta::minutes(20))
         .unwrap();
-    assert_eq!(find(&steady, CheckKind::RowCount, None).verdict, VerdictKind::Ok);
-    assert_eq!(find(&steady, CheckKind::Schema, None).verdict, VerdictKind::Ok);
+    assert_eq!(
+        find(&steady, CheckKind::RowCount, None).verdict,
+        VerdictKind::Ok
+    );
+    assert_eq!(
+        find(&steady, CheckKind::Schema, None).verdict,
+        VerdictKind::Ok
+    );
     let email = find(&steady, CheckKind::NullRate, Some("email"));
     assert_eq!(email.verdict, VerdictKind::Ok, "{email:#?}");
     assert!(email.value.unwrap() > 0.01 && email.value.unwrap() < 0.03);
@@ -136,7 +148,10 @@ fn every_check_runs_against_postgres_and_sees_an_alter_table() {
             to: "CHARACTER VARYING(12)".into()
         }]
     );
-    assert_eq!(find(&after, CheckKind::RowCount, None).verdict, VerdictKind::Low);
+    assert_eq!(
+        find(&after, CheckKind::RowCount, None).verdict,
+        VerdictKind::Low
+    );
     assert_eq!(
         find(&after, CheckKind::NullRate, Some("email")).verdict,
         VerdictKind::High
@@ -164,7 +179,12 @@ fn a_query_that_fails_is_an_error_not_unreachable() {
         }
         assert_eq!(o.health, Health::Error, "{o:#?}");
         assert_eq!(o.verdict, VerdictKind::Unknown);
-        assert!(o.detail.message.as_deref().unwrap().contains("does not exist"));
+        assert!(o
+            .detail
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("does not exist"));
     }
 }
 
@@ -189,7 +209,11 @@ fn a_server_stopped_mid_polling_is_unreachable_never_an_incident_and_recovers() 
     let down = poller
         .poll(&state, &config.monitor, now + TimeDelta::minutes(20))
         .unwrap();
-    assert_eq!(down.len(), 5, "one unknown observation per check: {down:#?}");
+    assert_eq!(
+        down.len(),
+        5,
+        "one unknown observation per check: {down:#?}"
+    );
     for o in &down {
         assert_eq!(o.health, Health::Unreachable, "{o:#?}");
         assert_eq!(o.verdict, VerdictKind::Unknown);
@@ -203,7 +227,10 @@ fn a_server_stopped_mid_polling_is_unreachable_never_an_incident_and_recovers() 
         .unwrap();
     assert!(back.iter().all(|o| o.health == Health::Ok), "{back:#?}");
     // The outage did not enter the baseline: the row count is judged as before.
-    assert_eq!(find(&back, CheckKind::RowCount, None).verdict, VerdictKind::Ok);
+    assert_eq!(
+        find(&back, CheckKind::RowCount, None).verdict,
+        VerdictKind::Ok
+    );
 }
 
 #[test]

@@ -14,10 +14,10 @@ pub const WEEKS: usize = 8;
 /// Fewer prior same-weekday values than this and the verdict is `learning`.
 pub const MIN_WEEKS: usize = 3;
 /// How many robust standard deviations from the baseline is a breach.
-pub const THRESHOLD: f64 = 3.5;
+pub const THRESHOLD: f64 = 4.0;
 /// The band is never narrower than this share of the baseline: eight quiet weeks can
 /// have a tiny spread by chance, and a 10% wobble is not worth waking anyone for.
-pub const MIN_RELATIVE_WIDTH: f64 = 0.15;
+pub const MIN_RELATIVE_WIDTH: f64 = 0.2;
 
 /// Calendar days from `first` to `last` inclusive, with each day's count; days with no
 /// rows are zero-volume days, not skipped.

@@ -103,7 +103,17 @@ impl PgServer {
         check(
             run(
                 "initdb",
-                &["-D", &data_text, "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8"],
+                &[
+                    "-D",
+                    &data_text,
+                    "-U",
+                    "postgres",
+                    "-A",
+                    "trust",
+                    "--no-sync",
+                    "-E",
+                    "UTF8",
+                ],
             ),
             "initdb",
         );
@@ -132,10 +142,16 @@ impl PgServer {
         if is_root() {
             // The log file lives in a directory the postgres user owns.
             let _ = Command::new("touch").arg(log).status();
-            let _ = Command::new("chown").arg("postgres:postgres").arg(log).status();
+            let _ = Command::new("chown")
+                .arg("postgres:postgres")
+                .arg(log)
+                .status();
         }
         check(
-            run("pg_ctl", &["-D", data, "-l", log, "-o", &self.options, "-w", "start"]),
+            run(
+                "pg_ctl",
+                &["-D", data, "-l", log, "-o", &self.options, "-w", "start"],
+            ),
             "pg_ctl start",
         );
     }
@@ -143,7 +159,10 @@ impl PgServer {
     /// Stops the server and waits until it is down.
     pub fn stop(&self) {
         let data = self.data.to_str().unwrap();
-        check(run("pg_ctl", &["-D", data, "-m", "fast", "-w", "stop"]), "pg_ctl stop");
+        check(
+            run("pg_ctl", &["-D", data, "-m", "fast", "-w", "stop"]),
+            "pg_ctl stop",
+        );
     }
 
     pub fn client(&self) -> postgres::Client {
