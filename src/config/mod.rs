@@ -436,6 +436,13 @@ mod tests {
     }
 
     #[test]
+    fn the_example_config_is_valid() {
+        let text = include_str!("../../config.example.toml");
+        let config = Config::parse(text, Path::new("config.example.toml")).unwrap();
+        assert!(config.warehouse.values().any(|w| w.kind == "postgres"));
+    }
+
+    #[test]
     fn volume_needs_a_timestamp_column() {
         let err = Config::parse(
             "[warehouse.a]\nkind = \"sqlite\"\npath = \"a.db\"\n[[monitor]]\nwarehouse = \"a\"\ntable = \"t\"\nchecks = [\"volume\"]\n",
