@@ -45,6 +45,27 @@ enum Cmd {
         #[arg(long, value_name = "ROLE", requires = "headless")]
         approve_as: Option<String>,
     },
+    /// Run the monitors in a config and print their verdicts; exit 1 on any breach.
+    Check {
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// Poll every check once and exit (otherwise keep polling on schedule).
+        #[arg(long)]
+        once: bool,
+        /// One JSON object per check and line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a detector over a `date,value` CSV history and print every verdict.
+    Backtest {
+        #[arg(long, value_name = "FILE")]
+        csv: PathBuf,
+        /// The detector: volume or row_count.
+        #[arg(long, value_name = "KIND", default_value = "volume")]
+        monitor: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Recompute the whole chain; exit 1 naming the first bad record.
     Verify {
         #[arg(long)]
@@ -107,6 +128,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 demo::run_console(options)?;
             }
             Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Check { config, once, json } => {
+            dataward::monitor::cli::check(&config, once, json, &data_dir)
+        }
+        Cmd::Backtest { csv, monitor, json } => {
+            dataward::monitor::cli::backtest(&csv, &monitor, json)
         }
         Cmd::Verify { json, receipt } => chain::cli::verify(&data_dir, json, receipt.as_deref()),
         Cmd::Receipt {

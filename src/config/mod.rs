@@ -34,9 +34,16 @@ pub struct Config {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WarehouseConfig {
-    /// "sqlite" for now.
+    /// "sqlite" or "postgres".
     pub kind: String,
     pub path: Option<PathBuf>,
+    /// PostgreSQL: the name of the environment variable holding the connection URL. The
+    /// URL (and its password) never sits in a shared file.
+    pub url_env: Option<String>,
+    /// PostgreSQL: how many checks may run against this warehouse at once.
+    pub max_concurrent: Option<usize>,
+    /// PostgreSQL: how long one check may take before it is abandoned ("30s").
+    pub check_timeout: Option<String>,
     /// Extra SQLite files attached under a schema name, e.g. TICKETING = "ticketing.db".
     #[serde(default)]
     pub attach: BTreeMap<String, PathBuf>,
@@ -55,6 +62,18 @@ pub struct MonitorConfig {
     /// The upstream table this one is loaded from, for diagnosis: its schema and row
     /// count tell a refill from a loss.
     pub source: Option<SourceRef>,
+    /// The column holding each row's load or event time: freshness and volume read it.
+    pub timestamp_column: Option<String>,
+    /// null_rate: the columns to watch (default: every column of the table).
+    pub null_columns: Option<Vec<String>>,
+    /// freshness: an SLA on top of the learned cadence ("6h"): past it the verdict is `warn`.
+    pub warn_after: Option<String>,
+    /// freshness: past this the verdict is `late` whatever the cadence says.
+    pub error_after: Option<String>,
+    /// volume and freshness: how far back the timestamp column is read (default "70d").
+    pub lookback: Option<String>,
+    /// row_count: a baseline recorded by the team; without it the baseline is learned.
+    pub expected_rows: Option<u64>,
 }
 
 fn default_every() -> String {
@@ -75,6 +94,9 @@ pub struct SourceRef {
 pub enum CheckKind {
     RowCount,
     Schema,
+    NullRate,
+    Freshness,
+    Volume,
 }
 
 impl CheckKind {
@@ -82,7 +104,15 @@ impl CheckKind {
         match self {
             CheckKind::RowCount => "row_count",
             CheckKind::Schema => "schema",
+            CheckKind::NullRate => "null_rate",
+            CheckKind::Freshness => "freshness",
+            CheckKind::Volume => "volume",
         }
+    }
+
+    /// Freshness and volume read the table's own timestamp column.
+    pub fn needs_timestamp_column(self) -> bool {
+        matches!(self, CheckKind::Freshness | CheckKind::Volume)
     }
 }
 
@@ -176,24 +206,58 @@ impl Config {
             .map_err(|e| anyhow!("{}: {}", origin.display(), e.to_string().trim_end()))?;
         config.origin = origin.to_path_buf();
         config
-            .validate()
+            .validate(text)
             .map_err(|e| anyhow!("{}: {e}", origin.display()))?;
         Ok(config)
     }
 
-    fn validate(&self) -> Result<()> {
+    fn validate(&self, text: &str) -> Result<()> {
         for (name, wh) in &self.warehouse {
-            if wh.kind != "sqlite" {
-                bail!(
-                    "warehouse.{name}.kind: unknown kind {:?} (expected \"sqlite\")",
-                    wh.kind
-                );
-            }
-            if wh.path.is_none() {
-                bail!("warehouse.{name}: a sqlite warehouse needs `path`");
-            }
+            self.validate_warehouse(name, wh)
+                .map_err(|e| at_line(section_line(text, &format!("[warehouse.{name}]"), 0), e))?;
         }
         for (index, monitor) in self.monitor.iter().enumerate() {
+            self.validate_monitor(index, monitor)
+                .map_err(|e| at_line(section_line(text, "[[monitor]]", index), e))?;
+        }
+        self.validate_rest()
+    }
+
+    fn validate_warehouse(&self, name: &str, wh: &WarehouseConfig) -> Result<()> {
+        {
+            match wh.kind.as_str() {
+                "sqlite" => {
+                    if wh.path.is_none() {
+                        bail!("warehouse.{name}: a sqlite warehouse needs `path`");
+                    }
+                }
+                "postgres" => {
+                    if wh.path.is_some() || !wh.attach.is_empty() {
+                        bail!("warehouse.{name}: `path` and `attach` are for sqlite; a postgres warehouse takes `url_env`");
+                    }
+                    let Some(var) = &wh.url_env else {
+                        bail!("warehouse.{name}: a postgres warehouse needs `url_env`, the name of an environment variable holding its URL");
+                    };
+                    if !is_env_var_name(var) {
+                        bail!("warehouse.{name}.url_env: {:?} is not an environment variable name; put the URL in the environment, never in this file", redact(var));
+                    }
+                }
+                other => bail!(
+                    "warehouse.{name}.kind: unknown kind {other:?} (expected \"sqlite\" or \"postgres\")"
+                ),
+            }
+            if wh.max_concurrent == Some(0) {
+                bail!("warehouse.{name}.max_concurrent must be at least 1");
+            }
+            if let Some(t) = &wh.check_timeout {
+                parse_duration(t).map_err(|e| anyhow!("warehouse.{name}.check_timeout: {e}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_monitor(&self, index: usize, monitor: &MonitorConfig) -> Result<()> {
+        {
             let at = format!("monitor[{index}] ({})", monitor.table);
             if !self.warehouse.contains_key(&monitor.warehouse) {
                 bail!("{at}: unknown warehouse {:?}", monitor.warehouse);
@@ -207,7 +271,28 @@ impl Config {
                 }
             }
             parse_duration(&monitor.every).map_err(|e| anyhow!("{at}.every: {e}"))?;
+            for (key, value) in [
+                ("warn_after", &monitor.warn_after),
+                ("error_after", &monitor.error_after),
+                ("lookback", &monitor.lookback),
+            ] {
+                if let Some(text) = value {
+                    parse_duration(text).map_err(|e| anyhow!("{at}.{key}: {e}"))?;
+                }
+            }
+            if let Some(check) = monitor.checks.iter().find(|c| c.needs_timestamp_column()) {
+                if monitor.timestamp_column.is_none() {
+                    bail!(
+                        "{at}: the {} check needs `timestamp_column`",
+                        check.as_str()
+                    );
+                }
+            }
         }
+        Ok(())
+    }
+
+    fn validate_rest(&self) -> Result<()> {
         for domain in &self.domain {
             if !matches!(domain.autonomy.as_str(), "L0" | "L1" | "L2" | "L3" | "L4") {
                 bail!(
@@ -248,6 +333,41 @@ impl Config {
             .name
             .clone()
             .unwrap_or_else(|| format!("{}.{}", monitor.warehouse, monitor.table))
+    }
+}
+
+/// The 1-based line of the `nth` occurrence of a section header, if it is written plainly.
+fn section_line(text: &str, header: &str, nth: usize) -> Option<usize> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| line.trim_start().starts_with(header))
+        .nth(nth)
+        .map(|(i, _)| i + 1)
+}
+
+fn at_line(line: Option<usize>, error: anyhow::Error) -> anyhow::Error {
+    match line {
+        Some(line) => anyhow!("line {line}: {error}"),
+        None => error,
+    }
+}
+
+/// An environment variable name, not a value: a URL or password pasted here is refused.
+fn is_env_var_name(text: &str) -> bool {
+    !text.is_empty()
+        && !text.starts_with(|c: char| c.is_ascii_digit())
+        && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// What the error shows of a refused value: never the secret itself.
+fn redact(text: &str) -> String {
+    match text.split_once("://") {
+        Some((scheme, _)) => format!("{scheme}://..."),
+        None if text.len() > 12 => format!(
+            "{}...",
+            &text[..text.char_indices().nth(8).map_or(text.len(), |(i, _)| i)]
+        ),
+        None => text.to_string(),
     }
 }
 
@@ -323,5 +443,42 @@ mod tests {
         .to_string();
         assert!(err.contains("typo"), "{err}");
         assert!(err.contains("line 4"), "{err}");
+    }
+
+    #[test]
+    fn a_postgres_url_in_the_file_is_refused() {
+        let origin = Path::new("/etc/dataward.toml");
+        let err = Config::parse(
+            "[warehouse.pg]\nkind = \"postgres\"\nurl_env = \"postgres://u:secret@h/db\"\n",
+            origin,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("not an environment variable name"), "{err}");
+        assert!(!err.contains("secret"), "{err}");
+        let ok = Config::parse(
+            "[warehouse.pg]\nkind = \"postgres\"\nurl_env = \"DATAWARD_PG_URL\"\n",
+            origin,
+        );
+        assert!(ok.is_ok());
+    }
+
+    #[test]
+    fn the_example_config_is_valid() {
+        let text = include_str!("../../config.example.toml");
+        let config = Config::parse(text, Path::new("config.example.toml")).unwrap();
+        assert!(config.warehouse.values().any(|w| w.kind == "postgres"));
+    }
+
+    #[test]
+    fn volume_needs_a_timestamp_column() {
+        let err = Config::parse(
+            "[warehouse.a]\nkind = \"sqlite\"\npath = \"a.db\"\n[[monitor]]\nwarehouse = \"a\"\ntable = \"t\"\nchecks = [\"volume\"]\n",
+            Path::new("c.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("needs `timestamp_column`"), "{err}");
+        assert!(err.contains("c.toml: line 4"), "{err}");
     }
 }

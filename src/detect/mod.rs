@@ -5,6 +5,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::warehouse::Column;
 
+pub mod freshness;
+pub mod reference;
+pub mod synthetic;
+pub mod volume;
+
 /// Fewer clean observations than this and the detector says `learning`, never a breach.
 pub const MIN_HISTORY: usize = 3;
 /// How many recent clean observations make the baseline.
@@ -17,6 +22,10 @@ pub enum VerdictKind {
     Learning,
     Low,
     High,
+    /// Freshness: the table has not loaded for longer than its cadence or its error SLA.
+    Late,
+    /// Freshness: past the team's `warn_after` SLA, still inside the learned cadence.
+    Warn,
     Changed,
     /// The check could not run (see the monitor's health); neither ok nor a breach.
     Unknown,
@@ -29,6 +38,8 @@ impl VerdictKind {
             VerdictKind::Learning => "learning",
             VerdictKind::Low => "low",
             VerdictKind::High => "high",
+            VerdictKind::Late => "late",
+            VerdictKind::Warn => "warn",
             VerdictKind::Changed => "changed",
             VerdictKind::Unknown => "unknown",
         }
@@ -40,6 +51,8 @@ impl VerdictKind {
             "learning" => VerdictKind::Learning,
             "low" => VerdictKind::Low,
             "high" => VerdictKind::High,
+            "late" => VerdictKind::Late,
+            "warn" => VerdictKind::Warn,
             "changed" => VerdictKind::Changed,
             _ => VerdictKind::Unknown,
         }
@@ -66,6 +79,43 @@ pub struct Verdict {
     pub kind: VerdictKind,
     pub observed: f64,
     pub expected: Option<Range>,
+    /// How far the value sits from its baseline, in robust standard deviations (signed:
+    /// below zero is a drop). None while learning and for checks without a spread.
+    pub score: Option<f64>,
+}
+
+impl Verdict {
+    pub fn learning(observed: f64) -> Verdict {
+        Verdict {
+            kind: VerdictKind::Learning,
+            observed,
+            expected: None,
+            score: None,
+        }
+    }
+}
+
+/// The scale factor that makes the median absolute deviation estimate a standard
+/// deviation for normally distributed data.
+pub const MAD_TO_SIGMA: f64 = 1.4826;
+
+/// Median and robust standard deviation (scaled MAD) of a sample.
+pub fn median_and_spread(values: &[f64]) -> (f64, f64) {
+    let mut sorted = values.to_vec();
+    let center = median(&mut sorted);
+    let mut deviations: Vec<f64> = values.iter().map(|v| (v - center).abs()).collect();
+    (center, median(&mut deviations) * MAD_TO_SIGMA)
+}
+
+/// Low when below the range, high when above, ok inside.
+pub fn direction(observed: f64, low: f64, high: f64) -> VerdictKind {
+    if observed < low {
+        VerdictKind::Low
+    } else if observed > high {
+        VerdictKind::High
+    } else {
+        VerdictKind::Ok
+    }
 }
 
 pub fn median(values: &mut [f64]) -> f64 {
@@ -89,34 +139,61 @@ pub fn median(values: &mut [f64]) -> f64 {
 /// healthy table barely move, so a MAD alone would alarm on ordinary growth.
 pub fn row_count(history: &[f64], observed: f64) -> Verdict {
     if history.len() < MIN_HISTORY {
-        return Verdict {
-            kind: VerdictKind::Learning,
-            observed,
-            expected: None,
-        };
+        return Verdict::learning(observed);
     }
     let recent = &history[history.len().saturating_sub(BASELINE_WINDOW)..];
-    let mut values = recent.to_vec();
-    let baseline = median(&mut values);
-    let mut deviations: Vec<f64> = recent.iter().map(|v| (v - baseline).abs()).collect();
-    let mad = median(&mut deviations) * 1.4826;
-    let low = (baseline - (3.0 * mad).max(0.10 * baseline)).max(0.0);
-    let high = baseline + (3.0 * mad).max(0.50 * baseline);
-    let kind = if observed < low {
-        VerdictKind::Low
-    } else if observed > high {
-        VerdictKind::High
-    } else {
-        VerdictKind::Ok
-    };
+    let (baseline, spread) = median_and_spread(recent);
+    let low = (baseline - (3.0 * spread).max(0.10 * baseline)).max(0.0);
+    let high = baseline + (3.0 * spread).max(0.50 * baseline);
     Verdict {
-        kind,
+        kind: direction(observed, low, high),
         observed,
         expected: Some(Range {
             low,
             high,
             baseline,
         }),
+        score: (spread > 0.0).then(|| (observed - baseline) / spread),
+    }
+}
+
+/// Row count against a baseline the team recorded (`expected_rows`), with the same
+/// tolerances as a learned one: a refill that loses a tenth is a drop, growth is normal.
+pub fn row_count_recorded(baseline: f64, observed: f64) -> Verdict {
+    let low = 0.9 * baseline;
+    let high = 1.5 * baseline;
+    Verdict {
+        kind: direction(observed, low, high),
+        observed,
+        expected: Some(Range {
+            low,
+            high,
+            baseline,
+        }),
+        score: None,
+    }
+}
+
+/// A column's null rate (0..1) against its own recent history. A rate that barely
+/// moves has a tiny spread, so the band never narrows below two percentage points.
+pub fn null_rate(history: &[f64], observed: f64) -> Verdict {
+    if history.len() < MIN_HISTORY {
+        return Verdict::learning(observed);
+    }
+    let recent = &history[history.len().saturating_sub(BASELINE_WINDOW)..];
+    let (baseline, spread) = median_and_spread(recent);
+    let width = (3.0 * spread).max(0.02).max(0.10 * baseline);
+    let low = (baseline - width).max(0.0);
+    let high = (baseline + width).min(1.0);
+    Verdict {
+        kind: direction(observed, low, high),
+        observed,
+        expected: Some(Range {
+            low,
+            high,
+            baseline,
+        }),
+        score: (spread > 0.0).then(|| (observed - baseline) / spread),
     }
 }
 
@@ -218,6 +295,24 @@ mod tests {
         let v = row_count(&history, 20_040.0);
         assert_eq!(v.kind, VerdictKind::Ok);
         assert_eq!(v.expected.unwrap().baseline, 20_010.0);
+    }
+
+    #[test]
+    fn null_rate_learns_then_flags_a_jump_but_not_noise() {
+        assert_eq!(null_rate(&[0.01, 0.01], 0.5).kind, VerdictKind::Learning);
+        let history = [0.010, 0.012, 0.011, 0.009, 0.010];
+        assert_eq!(null_rate(&history, 0.015).kind, VerdictKind::Ok);
+        let jump = null_rate(&history, 0.40);
+        assert_eq!(jump.kind, VerdictKind::High);
+        assert!(jump.expected.unwrap().high <= 0.04);
+        // The value under test is not part of its own baseline.
+        assert_eq!(null_rate(&history, 0.40).expected.unwrap().baseline, 0.010);
+    }
+
+    #[test]
+    fn a_recorded_row_count_baseline_needs_no_history() {
+        assert_eq!(row_count_recorded(1000.0, 500.0).kind, VerdictKind::Low);
+        assert_eq!(row_count_recorded(1000.0, 1000.0).kind, VerdictKind::Ok);
     }
 
     fn col(name: &str, ty: &str) -> Column {

@@ -24,7 +24,6 @@ use crate::incident::receipt;
 use crate::lineage::{ColumnChange, Lineage};
 use crate::monitor::{self, Observation};
 use crate::propose::{self, Proposal};
-use crate::warehouse::sqlite::SqliteWarehouse;
 use crate::warehouse::Warehouse;
 use api::*;
 use orchestrator::{Orchestrator, RunRecord};
@@ -93,14 +92,8 @@ impl Engine {
         console_actor: &Actor,
     ) -> Result<Engine> {
         let mut warehouses: BTreeMap<String, Box<dyn Warehouse>> = BTreeMap::new();
-        for (name, wh) in &config.warehouse {
-            let path = config.resolve(wh.path.as_ref().expect("validated"));
-            let attach = wh
-                .attach
-                .iter()
-                .map(|(schema, file)| (schema.clone(), config.resolve(file)))
-                .collect();
-            warehouses.insert(name.clone(), Box::new(SqliteWarehouse::new(&path, attach)));
+        for name in config.warehouse.keys() {
+            warehouses.insert(name.clone(), crate::warehouse::open(&config, name)?);
         }
         let lineage = match &config.lineage {
             Some(l) => {

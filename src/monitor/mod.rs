@@ -2,13 +2,20 @@
 //! detectors, and store the observation. A warehouse that cannot be reached becomes the
 //! monitor's health, never a data verdict.
 
+pub mod checks;
+pub mod cli;
+pub mod poller;
+
 use anyhow::Result;
+use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{CheckKind, MonitorConfig};
 use crate::detect::{self, Range, SchemaChange, VerdictKind};
-use crate::warehouse::{Column, Relation, Warehouse, WarehouseError};
+use crate::warehouse::{Column, Warehouse, WarehouseError};
+
+pub use checks::Measurement;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -60,14 +67,28 @@ pub struct Detail {
     pub expected: Option<Range>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// null_rate: the column this observation is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<String>,
+    /// volume: the day judged ("2024-05-11").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub day: Option<String>,
+    /// Robust standard deviations from the baseline, where the detector has a spread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
 }
 
 impl Observation {
     /// "20,113" or the expected band, for people.
     pub fn expected_text(&self) -> String {
         match (&self.expected, self.check) {
+            (Some(r), CheckKind::NullRate) => {
+                format!("{:.2}%..{:.2}%", r.low * 100.0, r.high * 100.0)
+            }
+            (Some(r), CheckKind::Freshness) => format!("within {}", human_seconds(r.high)),
             (Some(r), _) => format!("{}..{}", thousands(r.low), thousands(r.high)),
             (None, CheckKind::Schema) => "no change".to_string(),
+            (None, _) if self.verdict == VerdictKind::Unknown => "-".to_string(),
             (None, _) => "learning".to_string(),
         }
     }
@@ -77,7 +98,17 @@ impl Observation {
             return message.clone();
         }
         match self.check {
-            CheckKind::RowCount => self.value.map(thousands).unwrap_or_default(),
+            CheckKind::RowCount | CheckKind::Volume => {
+                self.value.map(thousands).unwrap_or_default()
+            }
+            CheckKind::NullRate => self
+                .value
+                .map(|v| format!("{:.2}% null", v * 100.0))
+                .unwrap_or_default(),
+            CheckKind::Freshness => self
+                .value
+                .map(|v| format!("{} since the last load", human_seconds(v)))
+                .unwrap_or_else(|| "no loads in the lookback".to_string()),
             CheckKind::Schema if self.detail.changes.is_empty() => {
                 format!(
                     "{} columns",
@@ -92,6 +123,17 @@ impl Observation {
                 .collect::<Vec<_>>()
                 .join("; "),
         }
+    }
+}
+
+/// 5400.0 -> "1h30m".
+pub fn human_seconds(seconds: f64) -> String {
+    let s = seconds.max(0.0).round() as u64;
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m", s / 60),
+        3600..=86_399 => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+        _ => format!("{}d{:02}h", s / 86_400, (s % 86_400) / 3600),
     }
 }
 
@@ -113,7 +155,9 @@ pub fn thousands(value: f64) -> String {
     }
 }
 
-/// Runs one check now, judges it against stored history, stores and returns it.
+/// Runs one check now, judges it against stored history, stores and returns it. A
+/// null_rate check judges every watched column; the one returned is the first in
+/// breach, else the first column (all are stored).
 pub fn observe(
     state: &Connection,
     warehouse: &dyn Warehouse,
@@ -121,8 +165,35 @@ pub fn observe(
     check: CheckKind,
     at: &str,
 ) -> Result<Observation> {
+    let now = parse_at(at)?;
+    let measured = checks::measure(warehouse, monitor, check, now);
+    let observations = judge(state, monitor, check, at, measured)?;
+    let first_breach = observations.iter().position(|o| o.verdict.is_breach());
+    Ok(observations
+        .into_iter()
+        .nth(first_breach.unwrap_or(0))
+        .expect("judge returns at least one observation"))
+}
+
+/// "2024-05-14T14:17:00Z" as the engine stamps observations.
+pub fn parse_at(at: &str) -> Result<DateTime<Utc>> {
+    Ok(DateTime::parse_from_rfc3339(at)
+        .map_err(|e| anyhow::anyhow!("observation time {at:?}: {e}"))?
+        .with_timezone(&Utc))
+}
+
+/// Judges a measurement against the stored history and stores the result: one
+/// observation per check, or per column for null_rate. A warehouse error becomes the
+/// monitor's health with the message, and the verdict `unknown`.
+pub fn judge(
+    state: &Connection,
+    monitor: &MonitorConfig,
+    check: CheckKind,
+    at: &str,
+    measured: Result<Measurement, WarehouseError>,
+) -> Result<Vec<Observation>> {
     let name = crate::config::Config::monitor_name(monitor);
-    let mut observation = Observation {
+    let blank = Observation {
         monitor: name.clone(),
         table: monitor.table.clone(),
         check,
@@ -133,19 +204,24 @@ pub fn observe(
         health: Health::Ok,
         detail: Detail::default(),
     };
-    let measured = Relation::parse(&monitor.table).and_then(|relation| match check {
-        CheckKind::RowCount => warehouse.row_count(&relation).map(Measured::Count),
-        CheckKind::Schema => warehouse.columns(&relation).map(Measured::Columns),
-    });
+    let with_verdict = |mut o: Observation, v: detect::Verdict| {
+        o.value = v.observed.is_finite().then_some(v.observed);
+        o.verdict = v.kind;
+        o.expected = v.expected;
+        o.detail.score = v.score;
+        o
+    };
+    let mut out = Vec::new();
     match measured {
-        Ok(Measured::Count(count)) => {
-            let history = clean_history(state, &name, check)?;
-            let verdict = detect::row_count(&history, count as f64);
-            observation.value = Some(count as f64);
-            observation.verdict = verdict.kind;
-            observation.expected = verdict.expected;
+        Ok(Measurement::Count(count)) => {
+            let verdict = match monitor.expected_rows {
+                Some(baseline) => detect::row_count_recorded(baseline as f64, count as f64),
+                None => detect::row_count(&clean_history(state, &name, check, "")?, count as f64),
+            };
+            out.push(with_verdict(blank, verdict));
         }
-        Ok(Measured::Columns(columns)) => {
+        Ok(Measurement::Columns(columns)) => {
+            let mut observation = blank;
             let previous = latest_columns(state, &name)?;
             observation.value = Some(columns.len() as f64);
             observation.verdict = match &previous {
@@ -160,29 +236,51 @@ pub fn observe(
                 }
             };
             observation.detail.columns = Some(columns);
+            out.push(observation);
+        }
+        Ok(Measurement::Nulls { rows, columns }) => {
+            for (column, nulls) in columns {
+                let mut observation = blank.clone();
+                observation.detail.column = Some(column.clone());
+                if rows == 0 {
+                    observation.verdict = VerdictKind::Learning;
+                    observation.detail.message = Some("no rows to measure".to_string());
+                    out.push(observation);
+                    continue;
+                }
+                let rate = nulls as f64 / rows as f64;
+                let history = clean_history(state, &name, check, &column)?;
+                out.push(with_verdict(observation, detect::null_rate(&history, rate)));
+            }
+        }
+        Ok(Measurement::Freshness { verdict }) => out.push(with_verdict(blank, verdict)),
+        Ok(Measurement::Volume { day, verdict }) => {
+            let mut observation = with_verdict(blank, verdict);
+            observation.detail.day = day;
+            out.push(observation);
         }
         Err(error) => {
+            let mut observation = blank;
             observation.health = match error {
                 WarehouseError::Unreachable(_) => Health::Unreachable,
                 WarehouseError::Query(_) => Health::Error,
             };
             observation.detail.message = Some(error.to_string());
+            out.push(observation);
         }
     }
-    observation.detail.expected = observation.expected;
-    store(state, &observation)?;
-    Ok(observation)
-}
-
-enum Measured {
-    Count(u64),
-    Columns(Vec<Column>),
+    for observation in &mut out {
+        observation.detail.expected = observation.expected;
+        store(state, observation)?;
+    }
+    Ok(out)
 }
 
 fn store(state: &Connection, o: &Observation) -> Result<()> {
     state.execute(
-        "INSERT INTO observation (monitor, tbl, check_kind, at, value, detail, verdict, health)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        "INSERT INTO observation
+           (monitor, tbl, check_kind, at, value, detail, verdict, health, subject)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         params![
             o.monitor,
             o.table,
@@ -191,21 +289,28 @@ fn store(state: &Connection, o: &Observation) -> Result<()> {
             o.value,
             serde_json::to_string(&o.detail)?,
             o.verdict.as_str(),
-            o.health.as_str()
+            o.health.as_str(),
+            o.detail.column.as_deref().unwrap_or("")
         ],
     )?;
     Ok(())
 }
 
 /// Values of healthy, non-breaching observations, oldest first: the baseline's input.
-fn clean_history(state: &Connection, monitor: &str, check: CheckKind) -> Result<Vec<f64>> {
+/// `subject` is the column for per-column checks, empty otherwise.
+fn clean_history(
+    state: &Connection,
+    monitor: &str,
+    check: CheckKind,
+    subject: &str,
+) -> Result<Vec<f64>> {
     let mut stmt = state.prepare(
         "SELECT value FROM observation
-         WHERE monitor = ?1 AND check_kind = ?2 AND health = 'ok'
+         WHERE monitor = ?1 AND check_kind = ?2 AND subject = ?3 AND health = 'ok'
            AND verdict IN ('ok', 'learning') AND value IS NOT NULL
          ORDER BY id",
     )?;
-    let rows = stmt.query_map(params![monitor, check.as_str()], |r| r.get(0))?;
+    let rows = stmt.query_map(params![monitor, check.as_str(), subject], |r| r.get(0))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 

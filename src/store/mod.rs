@@ -40,6 +40,9 @@ const MIGRATIONS: &[&str] = &[
         health    TEXT NOT NULL
      );
      CREATE INDEX observation_by_monitor ON observation (monitor, check_kind, id);",
+    // 2: per-column checks (null_rate) keep one history per column.
+    "ALTER TABLE observation ADD COLUMN subject TEXT NOT NULL DEFAULT '';
+     CREATE INDEX observation_by_subject ON observation (monitor, check_kind, subject, id);",
 ];
 
 /// How long a writer waits for another writer before giving up. Long enough that two

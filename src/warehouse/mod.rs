@@ -1,10 +1,12 @@
 //! One trait over every warehouse engine. Checks are pushed down as SQL; identifiers are
 //! always quoted, never pasted.
 
+pub mod postgres;
 pub mod sqlite;
 
 use std::fmt;
 
+use chrono::NaiveDate;
 use serde::Serialize;
 
 /// A table name as the team writes it: `table` or `schema.table`.
@@ -87,6 +89,87 @@ pub trait Warehouse: Send {
     /// Runs a SELECT to completion and counts its rows: proves a model's SQL still
     /// runs on today's data.
     fn dry_run(&self, select: &str) -> Result<u64, WarehouseError>;
+    /// The table's rows and, for each named column in order, how many are null: one
+    /// scan for every column's null rate.
+    fn null_counts(
+        &self,
+        relation: &Relation,
+        columns: &[String],
+    ) -> Result<NullCounts, WarehouseError>;
+    /// Distinct values of the timestamp `column` at or after `since` (Unix seconds),
+    /// truncated to the minute, newest first, at most `limit`: the table's load times.
+    fn load_times(
+        &self,
+        relation: &Relation,
+        column: &str,
+        since: i64,
+        limit: usize,
+    ) -> Result<Vec<i64>, WarehouseError>;
+    /// Rows per UTC calendar day of the timestamp `column`, from `since` (Unix seconds).
+    /// Days without rows are simply absent.
+    fn daily_counts(
+        &self,
+        relation: &Relation,
+        column: &str,
+        since: i64,
+    ) -> Result<Vec<(NaiveDate, u64)>, WarehouseError>;
+}
+
+/// Opens the warehouse the config names. A PostgreSQL URL is read from the environment
+/// variable in `url_env`; nothing connects until the first check.
+pub fn open(
+    config: &crate::config::Config,
+    name: &str,
+) -> anyhow::Result<Box<dyn Warehouse + Sync>> {
+    let wh = config
+        .warehouse
+        .get(name)
+        .ok_or_else(|| anyhow::anyhow!("unknown warehouse {name:?}"))?;
+    match wh.kind.as_str() {
+        "postgres" => {
+            let var = wh.url_env.as_deref().expect("validated");
+            let timeout = match &wh.check_timeout {
+                Some(text) => crate::config::parse_duration(text)?,
+                None => std::time::Duration::from_secs(30),
+            };
+            let pg =
+                postgres::PostgresWarehouse::from_env(var, wh.max_concurrent.unwrap_or(4), timeout)
+                    .map_err(|e| {
+                        anyhow::anyhow!("{}: warehouse.{name}: {e}", config.origin.display())
+                    })?;
+            Ok(Box::new(pg))
+        }
+        _ => {
+            let path = config.resolve(wh.path.as_ref().expect("validated"));
+            let attach = wh
+                .attach
+                .iter()
+                .map(|(schema, file)| (schema.clone(), config.resolve(file)))
+                .collect();
+            Ok(Box::new(sqlite::SqliteWarehouse::new(&path, attach)))
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NullCounts {
+    pub rows: u64,
+    pub nulls: Vec<u64>,
+}
+
+/// `SELECT count(*), count(*) - count("a"), ... FROM <relation>`: every name quoted.
+pub fn null_counts_sql(relation: &Relation, columns: &[String]) -> String {
+    let mut select = String::from("SELECT count(*)");
+    for column in columns {
+        select.push_str(&format!(", count(*) - count({})", quote_ident(column)));
+    }
+    format!("{select} FROM {}", relation.quoted())
+}
+
+/// Parses "YYYY-MM-DD" as the warehouse returns a day.
+pub fn parse_day(text: &str) -> Result<NaiveDate, WarehouseError> {
+    NaiveDate::parse_from_str(text, "%Y-%m-%d")
+        .map_err(|e| WarehouseError::Query(format!("unexpected day {text:?}: {e}")))
 }
 
 #[cfg(test)]

@@ -13,7 +13,12 @@ use rusqlite::functions::FunctionFlags;
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{Connection, OpenFlags};
 
-use super::{quote_ident, Column, Relation, Warehouse, WarehouseError};
+use chrono::NaiveDate;
+
+use super::{
+    null_counts_sql, parse_day, quote_ident, Column, NullCounts, Relation, Warehouse,
+    WarehouseError,
+};
 
 pub struct SqliteWarehouse {
     path: PathBuf,
@@ -69,6 +74,15 @@ fn query_error(e: rusqlite::Error) -> WarehouseError {
     WarehouseError::Query(e.to_string())
 }
 
+/// A timestamp column as Unix seconds: SQLite keeps times as ISO text or as numbers.
+fn epoch_sql(column: &str) -> String {
+    let c = quote_ident(column);
+    format!(
+        "CASE WHEN typeof({c}) IN ('integer', 'real') THEN CAST({c} AS INTEGER) \
+         ELSE CAST(strftime('%s', {c}) AS INTEGER) END"
+    )
+}
+
 impl Warehouse for SqliteWarehouse {
     fn row_count(&self, relation: &Relation) -> Result<u64, WarehouseError> {
         let conn = self.connect()?;
@@ -111,6 +125,70 @@ impl Warehouse for SqliteWarehouse {
             count += 1;
         }
         Ok(count)
+    }
+
+    fn null_counts(
+        &self,
+        relation: &Relation,
+        columns: &[String],
+    ) -> Result<NullCounts, WarehouseError> {
+        let conn = self.connect()?;
+        conn.query_row(&null_counts_sql(relation, columns), [], |r| {
+            let rows = r.get::<_, i64>(0)? as u64;
+            let nulls = (1..=columns.len())
+                .map(|i| r.get::<_, i64>(i).map(|n| n as u64))
+                .collect::<rusqlite::Result<_>>()?;
+            Ok(NullCounts { rows, nulls })
+        })
+        .map_err(query_error)
+    }
+
+    fn load_times(
+        &self,
+        relation: &Relation,
+        column: &str,
+        since: i64,
+        limit: usize,
+    ) -> Result<Vec<i64>, WarehouseError> {
+        let conn = self.connect()?;
+        let sql = format!(
+            "SELECT DISTINCT (t / 60) * 60 AS minute FROM (SELECT {} AS t FROM {}) \
+             WHERE t >= ?1 ORDER BY minute DESC LIMIT ?2",
+            epoch_sql(column),
+            relation.quoted()
+        );
+        let mut stmt = conn.prepare(&sql).map_err(query_error)?;
+        let rows = stmt
+            .query_map(rusqlite::params![since, limit as i64], |r| r.get(0))
+            .map_err(query_error)?;
+        rows.collect::<Result<_, _>>().map_err(query_error)
+    }
+
+    fn daily_counts(
+        &self,
+        relation: &Relation,
+        column: &str,
+        since: i64,
+    ) -> Result<Vec<(NaiveDate, u64)>, WarehouseError> {
+        let conn = self.connect()?;
+        let sql = format!(
+            "SELECT date(t, 'unixepoch') AS day, count(*) FROM (SELECT {} AS t FROM {}) \
+             WHERE t >= ?1 GROUP BY day ORDER BY day",
+            epoch_sql(column),
+            relation.quoted()
+        );
+        let mut stmt = conn.prepare(&sql).map_err(query_error)?;
+        let rows = stmt
+            .query_map([since], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+            })
+            .map_err(query_error)?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (day, count) = row.map_err(query_error)?;
+            out.push((parse_day(&day)?, count as u64));
+        }
+        Ok(out)
     }
 }
 

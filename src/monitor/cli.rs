@@ -1,0 +1,334 @@
+//! `dataward check` and `dataward backtest`: what the command line calls, so main.rs
+//! stays a parser.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use chrono::{NaiveDate, Utc};
+use serde::Serialize;
+
+use super::poller::Poller;
+use super::{thousands, Health, Observation};
+use crate::config::{parse_duration, Config};
+use crate::detect::{self, volume, VerdictKind};
+use crate::sanitize;
+
+/// One line of `dataward check --json`.
+#[derive(Debug, Serialize)]
+pub struct CheckLine<'a> {
+    pub monitor: &'a str,
+    pub table: &'a str,
+    pub check: &'a str,
+    pub verdict: &'a str,
+    pub observed: Option<f64>,
+    pub expected_low: Option<f64>,
+    pub expected_high: Option<f64>,
+    pub health: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub day: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<&'a str>,
+}
+
+impl<'a> CheckLine<'a> {
+    pub fn from_observation(o: &'a Observation) -> CheckLine<'a> {
+        CheckLine {
+            monitor: &o.monitor,
+            table: &o.table,
+            check: o.check.as_str(),
+            verdict: o.verdict.as_str(),
+            observed: o.value,
+            expected_low: o.expected.map(|r| r.low),
+            expected_high: o.expected.map(|r| r.high),
+            health: o.health.as_str(),
+            column: o.detail.column.as_deref(),
+            day: o.detail.day.as_deref(),
+            score: o.detail.score,
+            message: o.detail.message.as_deref(),
+        }
+    }
+}
+
+/// Runs the monitors in the config: once (`--once`), or on their schedules until
+/// stopped. Exit 1 when any check of the last poll is in breach.
+pub fn check(config_path: &Path, once: bool, json: bool, data_dir: &Path) -> Result<ExitCode> {
+    let config = Config::load(config_path)?;
+    let poller = Poller::from_config(&config)?;
+    let state = crate::store::open(&data_dir.join("dataward.db"))?;
+    if once {
+        let observations = poller.poll(&state, &config.monitor, Utc::now())?;
+        print_observations(&observations, json)?;
+        return Ok(exit_code(&observations));
+    }
+    let every: Vec<Duration> = config
+        .monitor
+        .iter()
+        .map(|m| parse_duration(&m.every))
+        .collect::<Result<_>>()?;
+    let mut next_due = vec![Instant::now(); config.monitor.len()];
+    loop {
+        let now = Instant::now();
+        let due: Vec<usize> = (0..next_due.len())
+            .filter(|&i| next_due[i] <= now)
+            .collect();
+        let monitors: Vec<_> = due.iter().map(|&i| config.monitor[i].clone()).collect();
+        for &i in &due {
+            next_due[i] = now + every[i];
+        }
+        if !monitors.is_empty() {
+            let observations = poller.poll(&state, &monitors, Utc::now())?;
+            print_observations(&observations, json)?;
+        }
+        let Some(next) = next_due.iter().min() else {
+            return Ok(ExitCode::SUCCESS);
+        };
+        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+    }
+}
+
+fn exit_code(observations: &[Observation]) -> ExitCode {
+    if observations.iter().any(|o| o.verdict.is_breach()) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn print_observations(observations: &[Observation], json: bool) -> Result<()> {
+    for o in observations {
+        if json {
+            println!(
+                "{}",
+                serde_json::to_string(&CheckLine::from_observation(o))?
+            );
+            continue;
+        }
+        let subject = match &o.detail.column {
+            Some(column) => format!("{}.{}", o.table, column),
+            None => o.table.clone(),
+        };
+        let status = if o.health != Health::Ok {
+            format!("{} (health)", o.health.as_str())
+        } else {
+            o.verdict.as_str().to_string()
+        };
+        let marker = if o.verdict.is_breach() || o.health != Health::Ok {
+            "!!"
+        } else {
+            "  "
+        };
+        println!(
+            "{marker} {:<28} {:<10} {:<12} {}  expected {}",
+            sanitize::for_terminal(&subject),
+            o.check.as_str(),
+            status,
+            sanitize::for_terminal(&o.observed_text()),
+            o.expected_text()
+        );
+    }
+    Ok(())
+}
+
+/// One line of `dataward backtest --json`.
+#[derive(Debug, Serialize)]
+pub struct BacktestLine {
+    pub date: String,
+    pub value: f64,
+    pub verdict: &'static str,
+    pub expected_low: Option<f64>,
+    pub expected_high: Option<f64>,
+    pub score: Option<f64>,
+}
+
+/// Runs a detector over a `date,value` history and prints the verdict for every row.
+/// `monitor` is the detector: "volume" (daily, same weekday in prior weeks) or
+/// "row_count" (each value against the ones before it).
+pub fn backtest(csv: &Path, monitor: &str, json: bool) -> Result<ExitCode> {
+    let text =
+        std::fs::read_to_string(csv).with_context(|| format!("cannot read {}", csv.display()))?;
+    let rows = parse_history(&text).map_err(|e| anyhow!("{}: {e}", csv.display()))?;
+    let lines = match monitor {
+        "volume" => backtest_volume(&rows),
+        "row_count" => backtest_row_count(&rows),
+        other => bail!("--monitor {other:?}: backtests know \"volume\" and \"row_count\""),
+    };
+    if json {
+        for line in &lines {
+            println!("{}", serde_json::to_string(line)?);
+        }
+    } else {
+        print_backtest_table(&lines);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `date,value` rows; the header is required, dates strictly increase. Errors name
+/// the line.
+pub fn parse_history(text: &str) -> Result<Vec<(NaiveDate, f64)>> {
+    let mut lines = text.lines().enumerate();
+    let header = lines
+        .next()
+        .map(|(_, h)| h.trim().to_ascii_lowercase().replace(' ', ""))
+        .unwrap_or_default();
+    if header != "date,value" {
+        bail!("line 1: expected the header `date,value`, found {header:?}");
+    }
+    let mut rows: Vec<(NaiveDate, f64)> = Vec::new();
+    for (index, line) in lines {
+        let number = index + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let (date, value) = line
+            .split_once(',')
+            .ok_or_else(|| anyhow!("line {number}: expected `date,value`, found {line:?}"))?;
+        let date = NaiveDate::parse_from_str(date.trim(), "%Y-%m-%d").map_err(|_| {
+            anyhow!(
+                "line {number}: {:?} is not a date like 2024-05-11",
+                date.trim()
+            )
+        })?;
+        let value: f64 = value
+            .trim()
+            .parse()
+            .ok()
+            .filter(|v: &f64| v.is_finite() && *v >= 0.0)
+            .ok_or_else(|| anyhow!("line {number}: {:?} is not a count", value.trim()))?;
+        if let Some((previous, _)) = rows.last() {
+            if date <= *previous {
+                bail!("line {number}: {date} does not come after {previous}; rows must be in date order, one per day");
+            }
+        }
+        rows.push((date, value));
+    }
+    if rows.is_empty() {
+        bail!("no rows after the header");
+    }
+    Ok(rows)
+}
+
+fn line(date: NaiveDate, v: detect::Verdict) -> BacktestLine {
+    BacktestLine {
+        date: date.to_string(),
+        value: v.observed,
+        verdict: v.kind.as_str(),
+        expected_low: v.expected.map(|r| r.low),
+        expected_high: v.expected.map(|r| r.high),
+        score: v.score,
+    }
+}
+
+/// Days missing from the file are zero-volume days in the baseline; only the input
+/// rows are reported.
+fn backtest_volume(rows: &[(NaiveDate, f64)]) -> Vec<BacktestLine> {
+    let first = rows[0].0;
+    let last = rows[rows.len() - 1].0;
+    let mut days = vec![0.0; (last - first).num_days() as usize + 1];
+    for (date, value) in rows {
+        days[(*date - first).num_days() as usize] = *value;
+    }
+    rows.iter()
+        .map(|(date, _)| {
+            line(
+                *date,
+                volume::judge_day(&days, (*date - first).num_days() as usize),
+            )
+        })
+        .collect()
+}
+
+/// Each value against the clean values before it, as the row_count monitor does.
+fn backtest_row_count(rows: &[(NaiveDate, f64)]) -> Vec<BacktestLine> {
+    let mut clean = Vec::new();
+    rows.iter()
+        .map(|(date, value)| {
+            let v = detect::row_count(&clean, *value);
+            if !v.kind.is_breach() {
+                clean.push(*value);
+            }
+            line(*date, v)
+        })
+        .collect()
+}
+
+fn print_backtest_table(lines: &[BacktestLine]) {
+    println!(
+        "   {:<10} {:<4} {:>12} {:<9} {:>25} {:>7}",
+        "date", "day", "value", "verdict", "expected", "score"
+    );
+    for l in lines {
+        let breach = VerdictKind::parse(l.verdict).is_breach();
+        let expected = match (l.expected_low, l.expected_high) {
+            (Some(low), Some(high)) => format!("{}..{}", thousands(low), thousands(high)),
+            _ => "-".to_string(),
+        };
+        let weekday = NaiveDate::parse_from_str(&l.date, "%Y-%m-%d")
+            .map(|d| d.format("%a").to_string())
+            .unwrap_or_default();
+        println!(
+            "{} {:<10} {:<4} {:>12} {:<9} {:>25} {:>7}",
+            if breach { "!!" } else { "  " },
+            l.date,
+            weekday,
+            thousands(l.value),
+            l.verdict,
+            expected,
+            l.score.map(|s| format!("{s:+.1}")).unwrap_or_default()
+        );
+    }
+    let breaches = lines
+        .iter()
+        .filter(|l| VerdictKind::parse(l.verdict).is_breach())
+        .count();
+    println!("{breaches} of {} days in breach (marked !!)", lines.len());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn history_needs_a_header_and_names_bad_lines() {
+        let err = parse_history("2024-01-01,5\n").unwrap_err().to_string();
+        assert!(err.contains("line 1") && err.contains("header"), "{err}");
+        let err = parse_history("date,value\n2024-01-01,5\n2024-01-02,abc\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 3"), "{err}");
+        let err = parse_history("date,value\n2024-01-02,5\n2024-01-01,6\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("line 3") && err.contains("date order"),
+            "{err}"
+        );
+        assert_eq!(
+            parse_history("date,value\n2024-01-01,5\n").unwrap().len(),
+            1
+        );
+    }
+
+    #[test]
+    fn volume_backtest_fills_missing_days_with_zero() {
+        let d = |n| NaiveDate::from_ymd_opt(2024, 1, n).unwrap();
+        // Five Mondays of 100 and one Tuesday: the Tuesdays missing from the file are
+        // zero-volume days in its baseline, not skipped (so it is judged, not learning).
+        let rows: Vec<_> = [1, 8, 15, 22, 29]
+            .iter()
+            .map(|&n| (d(n), 100.0))
+            .chain([(d(30), 0.0)])
+            .collect();
+        let lines = backtest_volume(&rows);
+        assert_eq!(lines.len(), rows.len());
+        assert_eq!(lines[3].verdict, "ok");
+        assert_eq!(lines[4].verdict, "ok");
+        assert_eq!(lines[5].verdict, "ok");
+        assert_eq!(lines[5].expected_low, Some(0.0));
+    }
+}

@@ -1,0 +1,251 @@
+//! PostgreSQL as a warehouse, through the synchronous `postgres` crate.
+//!
+//! The trait is synchronous, so the poller runs each check on a blocking thread and
+//! bounds how many run at once. Connections are kept in a small pool (one per allowed
+//! concurrent check): opening a connection costs more than a count on a small table.
+//! A connection that broke is dropped, so the next check reconnects and a server that
+//! came back is seen at once.
+
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use chrono::NaiveDate;
+use postgres::{Client, NoTls};
+
+use super::{
+    null_counts_sql, parse_day, quote_ident, Column, NullCounts, Relation, Warehouse,
+    WarehouseError,
+};
+
+pub struct PostgresWarehouse {
+    config: postgres::Config,
+    /// Idle connections, ready for the next check.
+    idle: Mutex<Vec<Client>>,
+    max_idle: usize,
+    statement_timeout: Duration,
+    queries: AtomicU64,
+}
+
+impl PostgresWarehouse {
+    /// `url` is a libpq-style URL or key=value string. It is parsed here, never logged:
+    /// it may hold a password.
+    pub fn new(
+        url: &str,
+        max_connections: usize,
+        timeout: Duration,
+    ) -> Result<PostgresWarehouse, WarehouseError> {
+        let mut config = postgres::Config::from_str(url).map_err(|e| {
+            WarehouseError::Unreachable(format!("the connection URL does not parse: {e}"))
+        })?;
+        config.connect_timeout(timeout.min(Duration::from_secs(10)));
+        config.application_name("dataward");
+        Ok(PostgresWarehouse {
+            config,
+            idle: Mutex::new(Vec::new()),
+            max_idle: max_connections.max(1),
+            statement_timeout: timeout,
+            queries: AtomicU64::new(0),
+        })
+    }
+
+    /// Reads the URL from the environment variable the config names.
+    pub fn from_env(
+        var: &str,
+        max_connections: usize,
+        timeout: Duration,
+    ) -> Result<PostgresWarehouse, WarehouseError> {
+        let url = std::env::var(var).map_err(|_| {
+            WarehouseError::Unreachable(format!(
+                "environment variable {var} (the warehouse's url_env) is not set"
+            ))
+        })?;
+        PostgresWarehouse::new(&url, max_connections, timeout)
+    }
+
+    /// Queries sent to the server so far (connection setup not included).
+    pub fn queries_issued(&self) -> u64 {
+        self.queries.load(Ordering::Relaxed)
+    }
+
+    /// Runs `f` on a pooled connection, returning it to the pool unless it broke.
+    fn with_client<T>(
+        &self,
+        f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
+    ) -> Result<T, WarehouseError> {
+        let pooled = self.idle.lock().expect("pool lock").pop();
+        let mut client = match pooled {
+            Some(client) if !client.is_closed() => client,
+            _ => self.connect()?,
+        };
+        self.queries.fetch_add(1, Ordering::Relaxed);
+        let result = f(&mut client);
+        if !client.is_closed() {
+            let mut idle = self.idle.lock().expect("pool lock");
+            if idle.len() < self.max_idle {
+                idle.push(client);
+            }
+        }
+        result.map_err(classify)
+    }
+
+    fn connect(&self) -> Result<Client, WarehouseError> {
+        let mut client = self
+            .config
+            .connect(NoTls)
+            .map_err(|e| WarehouseError::Unreachable(describe(&e)))?;
+        // Days are UTC days whatever the server's zone; a runaway check is cut off by
+        // the server as well as by the poller.
+        client
+            .batch_execute(&format!(
+                "SET TimeZone = 'UTC'; SET statement_timeout = {}",
+                self.statement_timeout.as_millis()
+            ))
+            .map_err(|e| WarehouseError::Unreachable(describe(&e)))?;
+        Ok(client)
+    }
+}
+
+/// A broken connection or a server shutting down is `Unreachable`; an error the server
+/// raised about the query itself is `Query`.
+fn classify(e: postgres::Error) -> WarehouseError {
+    let message = describe(&e);
+    match e.as_db_error() {
+        Some(db) => {
+            let code = db.code().code();
+            // 08: connection exception; 57P01-57P03: admin shutdown, crash, cannot connect now.
+            if code.starts_with("08") || code.starts_with("57P") {
+                WarehouseError::Unreachable(message)
+            } else {
+                WarehouseError::Query(message)
+            }
+        }
+        None if e.is_closed() || is_io(&e) => WarehouseError::Unreachable(message),
+        None => WarehouseError::Query(message),
+    }
+}
+
+fn is_io(e: &postgres::Error) -> bool {
+    std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
+}
+
+/// The server's own message where there is one; the crate's Display alone often says
+/// only "db error".
+fn describe(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{}: {}", db.code().code(), db.message()),
+        None => match std::error::Error::source(e) {
+            Some(source) => format!("{e}: {source}"),
+            None => e.to_string(),
+        },
+    }
+}
+
+/// A timestamp, timestamptz or date column as Unix seconds.
+fn epoch_sql(column: &str) -> String {
+    format!("extract(epoch from {})::float8", quote_ident(column))
+}
+
+impl Warehouse for PostgresWarehouse {
+    fn row_count(&self, relation: &Relation) -> Result<u64, WarehouseError> {
+        let sql = format!("SELECT count(*) FROM {}", relation.quoted());
+        self.with_client(|c| c.query_one(&sql, &[]))
+            .map(|row| row.get::<_, i64>(0) as u64)
+    }
+
+    fn columns(&self, relation: &Relation) -> Result<Vec<Column>, WarehouseError> {
+        let rows = self.with_client(|c| {
+            c.query(
+                "SELECT column_name::text, upper(data_type::text),
+                        character_maximum_length::int4,
+                        numeric_precision::int4, numeric_scale::int4
+                 FROM information_schema.columns
+                 WHERE table_schema::text = coalesce($1::text, current_schema()::text)
+                   AND table_name::text = $2::text
+                 ORDER BY ordinal_position",
+                &[&relation.schema, &relation.table],
+            )
+        })?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let base: String = r.get(1);
+                let length: Option<i32> = r.get(2);
+                let precision: Option<i32> = r.get(3);
+                let scale: Option<i32> = r.get(4);
+                // Only NUMERIC carries its declared precision in the type name; an
+                // INTEGER's precision of 32 is implied by the type.
+                let data_type = match (length, base.as_str()) {
+                    (Some(n), _) => format!("{base}({n})"),
+                    (None, "NUMERIC") => match (precision, scale) {
+                        (Some(p), Some(s)) => format!("NUMERIC({p},{s})"),
+                        _ => base,
+                    },
+                    _ => base,
+                };
+                Column {
+                    name: r.get(0),
+                    data_type,
+                }
+            })
+            .collect())
+    }
+
+    fn dry_run(&self, select: &str) -> Result<u64, WarehouseError> {
+        let sql = format!("SELECT count(*) FROM ({select}) AS dry_run");
+        self.with_client(|c| c.query_one(&sql, &[]))
+            .map(|row| row.get::<_, i64>(0) as u64)
+    }
+
+    fn null_counts(
+        &self,
+        relation: &Relation,
+        columns: &[String],
+    ) -> Result<NullCounts, WarehouseError> {
+        let sql = null_counts_sql(relation, columns);
+        let row = self.with_client(|c| c.query_one(&sql, &[]))?;
+        Ok(NullCounts {
+            rows: row.get::<_, i64>(0) as u64,
+            nulls: (1..=columns.len())
+                .map(|i| row.get::<_, i64>(i) as u64)
+                .collect(),
+        })
+    }
+
+    fn load_times(
+        &self,
+        relation: &Relation,
+        column: &str,
+        since: i64,
+        limit: usize,
+    ) -> Result<Vec<i64>, WarehouseError> {
+        let sql = format!(
+            "SELECT DISTINCT (floor({epoch} / 60) * 60)::int8 AS minute FROM {table}
+             WHERE {col} >= to_timestamp($1::float8) ORDER BY minute DESC LIMIT $2",
+            epoch = epoch_sql(column),
+            table = relation.quoted(),
+            col = quote_ident(column),
+        );
+        let rows = self.with_client(|c| c.query(&sql, &[&(since as f64), &(limit as i64)]))?;
+        Ok(rows.iter().map(|r| r.get::<_, i64>(0)).collect())
+    }
+
+    fn daily_counts(
+        &self,
+        relation: &Relation,
+        column: &str,
+        since: i64,
+    ) -> Result<Vec<(NaiveDate, u64)>, WarehouseError> {
+        let sql = format!(
+            "SELECT to_char({col}::date, 'YYYY-MM-DD') AS day, count(*) FROM {table}
+             WHERE {col} >= to_timestamp($1::float8) GROUP BY day ORDER BY day",
+            table = relation.quoted(),
+            col = quote_ident(column),
+        );
+        let rows = self.with_client(|c| c.query(&sql, &[&(since as f64)]))?;
+        rows.iter()
+            .map(|r| Ok((parse_day(r.get::<_, &str>(0))?, r.get::<_, i64>(1) as u64)))
+            .collect()
+    }
+}

@@ -1,0 +1,254 @@
+//! `dataward check` and `dataward backtest` through the real binary: JSON lines, exit
+//! codes, and errors that name the file and line.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn dataward(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_dataward"));
+    command.args(args);
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command.output().expect("run dataward")
+}
+
+fn json_lines(output: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
+
+const FIELDS: [&str; 8] = [
+    "monitor",
+    "table",
+    "check",
+    "verdict",
+    "observed",
+    "expected_low",
+    "expected_high",
+    "health",
+];
+
+/// A SQLite warehouse with an hourly-loaded table for the last five weeks.
+fn sqlite_estate(dir: &Path) {
+    let conn = rusqlite::Connection::open(dir.join("wh.db")).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE events (id INTEGER PRIMARY KEY, kind TEXT, at TEXT NOT NULL);
+         WITH RECURSIVE h(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM h WHERE n < 840)
+         INSERT INTO events (kind, at)
+         SELECT CASE WHEN n % 10 = 0 THEN NULL ELSE 'click' END,
+                strftime('%Y-%m-%dT%H:%M:%SZ', 'now', '-' || n || ' hours')
+         FROM h;",
+    )
+    .unwrap();
+}
+
+#[test]
+fn check_prints_one_json_object_per_check_and_exits_1_on_a_breach() {
+    let dir = tempfile::tempdir().unwrap();
+    sqlite_estate(dir.path());
+    let config = dir.path().join("dataward.toml");
+    std::fs::write(
+        &config,
+        "[warehouse.local]\nkind = \"sqlite\"\npath = \"wh.db\"\n\n\
+         [[monitor]]\nwarehouse = \"local\"\ntable = \"events\"\n\
+         checks = [\"row_count\", \"null_rate\", \"freshness\", \"volume\", \"schema\"]\n\
+         timestamp_column = \"at\"\n",
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let args = [
+        "check",
+        "--config",
+        config.to_str().unwrap(),
+        "--once",
+        "--json",
+        "--data-dir",
+        data.to_str().unwrap(),
+    ];
+    let out = dataward(&args, &[]);
+    let lines = json_lines(&out);
+    // row_count, null_rate for id, kind, at, freshness, volume, schema.
+    assert_eq!(lines.len(), 7, "{lines:#?}");
+    for line in &lines {
+        for field in FIELDS {
+            assert!(line.get(field).is_some(), "{field} missing in {line}");
+        }
+        assert_eq!(line["health"], "ok", "{line}");
+    }
+    let kind = lines.iter().find(|l| l["column"] == "kind").unwrap();
+    assert_eq!(kind["check"], "null_rate");
+    assert!((kind["observed"].as_f64().unwrap() - 0.1).abs() < 0.01);
+    let checks: Vec<&str> = lines.iter().map(|l| l["check"].as_str().unwrap()).collect();
+    assert!(checks.contains(&"freshness") && checks.contains(&"volume"));
+    assert_eq!(out.status.code(), Some(0), "{lines:#?}");
+
+    // A recorded baseline far above the table: a breach, exit 1.
+    let text = std::fs::read_to_string(&config).unwrap() + "expected_rows = 100000\n";
+    std::fs::write(&config, text).unwrap();
+    let out = dataward(&args, &[]);
+    let lines = json_lines(&out);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(lines
+        .iter()
+        .any(|l| l["check"] == "row_count" && l["verdict"] == "low"));
+}
+
+#[test]
+fn bad_config_exits_2_naming_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("bad.toml");
+    std::fs::write(
+        &config,
+        "[warehouse.pg]\nkind = \"postgres\"\nurl_env = \"postgres://me:hunter2@db/x\"\n",
+    )
+    .unwrap();
+    let out = dataward(
+        &["check", "--config", config.to_str().unwrap(), "--once"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.toml: line 1"), "{err}");
+    assert!(!err.contains("hunter2"), "{err}");
+
+    std::fs::write(
+        &config,
+        "[[monitor]]\nwarehouse = \"x\"\ntable = \"t\"\nchecks = [\"nope\"]\n",
+    )
+    .unwrap();
+    let out = dataward(
+        &["check", "--config", config.to_str().unwrap(), "--once"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.toml") && err.contains("line 4"), "{err}");
+}
+
+#[test]
+fn check_reads_the_postgres_url_from_the_environment() {
+    let Some(pg) = support::pg::start_or_skip("check_reads_the_postgres_url") else {
+        return;
+    };
+    pg.execute("CREATE TABLE t (id int, at timestamptz); INSERT INTO t VALUES (1, now());");
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("pg.toml");
+    std::fs::write(
+        &config,
+        "[warehouse.main]\nkind = \"postgres\"\nurl_env = \"DATAWARD_PG_URL\"\n\n\
+         [[monitor]]\nwarehouse = \"main\"\ntable = \"public.t\"\n\
+         checks = [\"row_count\", \"freshness\"]\ntimestamp_column = \"at\"\n",
+    )
+    .unwrap();
+    let args = [
+        "check",
+        "--config",
+        config.to_str().unwrap(),
+        "--once",
+        "--json",
+        "--data-dir",
+        dir.path().to_str().unwrap(),
+    ];
+    let out = dataward(&args, &[("DATAWARD_PG_URL", pg.url.as_str())]);
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 2, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(lines[0]["observed"], 1.0);
+    assert_eq!(lines[0]["verdict"], "learning");
+    assert_eq!(out.status.code(), Some(0));
+
+    // Without the variable the command says which one is missing.
+    let mut command = Command::new(env!("CARGO_BIN_EXE_dataward"));
+    let out = command
+        .args(args)
+        .env_remove("DATAWARD_PG_URL")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("DATAWARD_PG_URL"));
+}
+
+fn weekly_csv(dir: &Path) -> std::path::PathBuf {
+    let mut text = String::from("date,value\n");
+    let start = chrono::NaiveDate::from_ymd_opt(2024, 1, 1).unwrap(); // a Monday
+    for i in 0..42 {
+        let day = start + chrono::Days::new(i);
+        let mut value = if i % 7 >= 5 {
+            400.0
+        } else {
+            1000.0 + (i % 3) as f64 * 10.0
+        };
+        if i == 40 {
+            value *= 0.58; // a Saturday at 58%
+        }
+        text.push_str(&format!("{day},{value}\n"));
+    }
+    let path = dir.join("history.csv");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn backtest_prints_a_verdict_per_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = weekly_csv(dir.path());
+    let out = dataward(
+        &[
+            "backtest",
+            "--csv",
+            csv.to_str().unwrap(),
+            "--monitor",
+            "volume",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 42);
+    for field in [
+        "date",
+        "value",
+        "verdict",
+        "expected_low",
+        "expected_high",
+        "score",
+    ] {
+        assert!(lines[30].get(field).is_some(), "{field}");
+    }
+    assert_eq!(lines[0]["verdict"], "learning");
+    assert_eq!(lines[40]["date"], "2024-02-10");
+    assert_eq!(lines[40]["verdict"], "low");
+    let breaches = lines
+        .iter()
+        .filter(|l| l["verdict"] != "ok" && l["verdict"] != "learning");
+    assert_eq!(breaches.count(), 1);
+
+    let out = dataward(&["backtest", "--csv", csv.to_str().unwrap()], &[]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    let marked: Vec<&str> = table.lines().filter(|l| l.starts_with("!!")).collect();
+    assert_eq!(marked.len(), 1, "{table}");
+    assert!(marked[0].contains("2024-02-10") && marked[0].contains("low"));
+}
+
+#[test]
+fn a_bad_csv_names_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("bad.csv");
+    std::fs::write(&csv, "date,value\n2024-01-01,5\n2024-01-02,five\n").unwrap();
+    let out = dataward(&["backtest", "--csv", csv.to_str().unwrap(), "--json"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.csv: line 3"), "{err}");
+
+    std::fs::write(&csv, "2024-01-01,5\n").unwrap();
+    let out = dataward(&["backtest", "--csv", csv.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("header"));
+}

@@ -1,0 +1,271 @@
+//! Every check against a real PostgreSQL server started by the test itself, a type
+//! change made with ALTER TABLE, and a server stopped in the middle of polling.
+//! Skips (with a message) when the server binaries are missing, unless
+//! DATAWARD_REQUIRE_ALL=1.
+
+mod support;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, NaiveDateTime, TimeDelta, Utc};
+use dataward::approve::Actor;
+use dataward::config::{CheckKind, Config};
+use dataward::detect::{SchemaChange, VerdictKind};
+use dataward::engine::api::EventKind;
+use dataward::engine::Engine;
+use dataward::monitor::poller::Poller;
+use dataward::monitor::{Health, Observation};
+use dataward::warehouse::postgres::PostgresWarehouse;
+use support::pg::{start_or_skip, PgServer};
+
+/// Sunday 02:30 UTC: Saturday is the last complete day.
+fn sunday_night() -> DateTime<Utc> {
+    "2024-05-12T02:30:00Z".parse().unwrap()
+}
+
+/// Ten weeks of hourly loads into shop."Orders" (20 rows an hour on weekdays, 8 at
+/// weekends), with the writer stalled on Saturday 2024-05-11 after 13:00, so Saturday
+/// holds 14 of its usual 24 hours: 58%.
+fn load_orders(pg: &PgServer) {
+    pg.execute(
+        "CREATE SCHEMA shop;
+         CREATE TABLE shop.\"Orders\" (
+             id bigserial PRIMARY KEY,
+             seat_section smallint,
+             email text,
+             loaded_at timestamptz NOT NULL);
+         INSERT INTO shop.\"Orders\" (seat_section, email, loaded_at)
+         SELECT (g % 40)::smallint,
+                CASE WHEN (extract(epoch FROM h)::bigint / 3600 + g) % 50 = 0
+                     THEN NULL ELSE 'someone@example.com' END,
+                h
+         FROM generate_series(timestamptz '2024-03-03 00:00Z',
+                              timestamptz '2024-05-11 13:00Z', interval '1 hour') AS h
+         CROSS JOIN LATERAL generate_series(
+             1, CASE WHEN extract(isodow FROM h) >= 6 THEN 8 ELSE 20 END) AS g;",
+    );
+}
+
+fn config(extra: &str) -> Config {
+    let text = format!(
+        "[warehouse.pg]\nkind = \"postgres\"\nurl_env = \"DATAWARD_PG_URL\"\n\n\
+         [[monitor]]\nname = \"orders\"\nwarehouse = \"pg\"\ntable = \"shop.Orders\"\n\
+         checks = [\"row_count\", \"null_rate\", \"freshness\", \"volume\", \"schema\"]\n\
+         timestamp_column = \"loaded_at\"\nnull_columns = [\"email\", \"seat_section\"]\n{extra}"
+    );
+    Config::parse(&text, Path::new("test.toml")).unwrap()
+}
+
+fn poller_for(pg: &PgServer) -> Poller {
+    let mut poller = Poller::new().unwrap();
+    // Recover on the very next poll: these tests restart the server at once.
+    poller.set_backoff(Duration::ZERO);
+    let warehouse = PostgresWarehouse::new(&pg.url, 4, Duration::from_secs(10)).unwrap();
+    poller.add_warehouse("pg", Arc::new(warehouse), 4, Duration::from_secs(10));
+    poller
+}
+
+fn find<'a>(obs: &'a [Observation], check: CheckKind, column: Option<&str>) -> &'a Observation {
+    obs.iter()
+        .find(|o| o.check == check && o.detail.column.as_deref() == column)
+        .unwrap_or_else(|| panic!("no {} observation in {obs:#?}", check.as_str()))
+}
+
+#[test]
+fn every_check_runs_against_postgres_and_sees_an_alter_table() {
+    let Some(pg) = start_or_skip("every_check_runs_against_postgres") else {
+        return;
+    };
+    load_orders(&pg);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dataward::store::open(&dir.path().join("state.db")).unwrap();
+    let poller = poller_for(&pg);
+    let config = config("");
+    let now = sunday_night();
+
+    let first = poller.poll(&state, &config.monitor, now).unwrap();
+    assert!(first.iter().all(|o| o.health == Health::Ok), "{first:#?}");
+    assert_eq!(
+        find(&first, CheckKind::RowCount, None).verdict,
+        VerdictKind::Learning
+    );
+    assert_eq!(
+        find(&first, CheckKind::Schema, None).verdict,
+        VerdictKind::Learning
+    );
+    assert_eq!(
+        find(&first, CheckKind::NullRate, Some("email")).verdict,
+        VerdictKind::Learning
+    );
+    // Freshness and volume judge on the first run, from the table's own history.
+    let fresh = find(&first, CheckKind::Freshness, None);
+    assert_eq!(fresh.verdict, VerdictKind::Late, "{fresh:#?}");
+    assert_eq!(fresh.value, Some(13.5 * 3600.0));
+    assert_eq!(fresh.expected.unwrap().high, 1.5 * 3600.0);
+    let volume = find(&first, CheckKind::Volume, None);
+    assert_eq!(volume.verdict, VerdictKind::Low, "{volume:#?}");
+    assert_eq!(volume.detail.day.as_deref(), Some("2024-05-11"));
+    assert_eq!(volume.value, Some(14.0 * 8.0));
+    assert_eq!(volume.expected.unwrap().baseline, 24.0 * 8.0);
+
+    for step in 1..=3 {
+        let later = now + TimeDelta::minutes(5 * step);
+        poller.poll(&state, &config.monitor, later).unwrap();
+    }
+    let steady = poller
+        .poll(&state, &config.monitor, now + TimeDelta::minutes(20))
+        .unwrap();
+    assert_eq!(
+        find(&steady, CheckKind::RowCount, None).verdict,
+        VerdictKind::Ok
+    );
+    assert_eq!(
+        find(&steady, CheckKind::Schema, None).verdict,
+        VerdictKind::Ok
+    );
+    let email = find(&steady, CheckKind::NullRate, Some("email"));
+    assert_eq!(email.verdict, VerdictKind::Ok, "{email:#?}");
+    assert!(email.value.unwrap() > 0.01 && email.value.unwrap() < 0.03);
+
+    // The app's migration: a new type, most rows gone, emails blanked.
+    pg.execute(
+        "ALTER TABLE shop.\"Orders\" ALTER COLUMN seat_section TYPE varchar(12);
+         DELETE FROM shop.\"Orders\" WHERE id % 5 <> 0;
+         UPDATE shop.\"Orders\" SET email = NULL WHERE id % 2 = 0;",
+    );
+    let after = poller
+        .poll(&state, &config.monitor, now + TimeDelta::minutes(25))
+        .unwrap();
+    let schema = find(&after, CheckKind::Schema, None);
+    assert_eq!(schema.verdict, VerdictKind::Changed);
+    assert_eq!(
+        schema.detail.changes,
+        vec![SchemaChange::TypeChanged {
+            column: "seat_section".into(),
+            from: "SMALLINT".into(),
+            to: "CHARACTER VARYING(12)".into()
+        }]
+    );
+    assert_eq!(
+        find(&after, CheckKind::RowCount, None).verdict,
+        VerdictKind::Low
+    );
+    assert_eq!(
+        find(&after, CheckKind::NullRate, Some("email")).verdict,
+        VerdictKind::High
+    );
+    assert_eq!(
+        find(&after, CheckKind::NullRate, Some("seat_section")).verdict,
+        VerdictKind::Ok
+    );
+}
+
+#[test]
+fn a_query_that_fails_is_an_error_not_unreachable() {
+    let Some(pg) = start_or_skip("a_query_that_fails_is_an_error") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let state = dataward::store::open(&dir.path().join("state.db")).unwrap();
+    let observations = poller_for(&pg)
+        .poll(&state, &config("").monitor, sunday_night())
+        .unwrap();
+    for o in &observations {
+        if o.check == CheckKind::Schema {
+            // A missing table has no columns: the snapshot is empty, not an error.
+            continue;
+        }
+        assert_eq!(o.health, Health::Error, "{o:#?}");
+        assert_eq!(o.verdict, VerdictKind::Unknown);
+        assert!(o
+            .detail
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("does not exist"));
+    }
+}
+
+#[test]
+fn a_server_stopped_mid_polling_is_unreachable_never_an_incident_and_recovers() {
+    let Some(pg) = start_or_skip("a_server_stopped_mid_polling") else {
+        return;
+    };
+    load_orders(&pg);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dataward::store::open(&dir.path().join("state.db")).unwrap();
+    let poller = poller_for(&pg);
+    let config = config("");
+    let now = sunday_night();
+    for step in 0..4 {
+        poller
+            .poll(&state, &config.monitor, now + TimeDelta::minutes(5 * step))
+            .unwrap();
+    }
+
+    pg.stop();
+    let down = poller
+        .poll(&state, &config.monitor, now + TimeDelta::minutes(20))
+        .unwrap();
+    assert_eq!(
+        down.len(),
+        5,
+        "one unknown observation per check: {down:#?}"
+    );
+    for o in &down {
+        assert_eq!(o.health, Health::Unreachable, "{o:#?}");
+        assert_eq!(o.verdict, VerdictKind::Unknown);
+        assert!(!o.verdict.is_breach());
+        assert!(o.detail.message.as_deref().unwrap().contains("unreachable"));
+    }
+
+    pg.resume();
+    let back = poller
+        .poll(&state, &config.monitor, now + TimeDelta::minutes(25))
+        .unwrap();
+    assert!(back.iter().all(|o| o.health == Health::Ok), "{back:#?}");
+    // The outage did not enter the baseline: the row count is judged as before.
+    assert_eq!(
+        find(&back, CheckKind::RowCount, None).verdict,
+        VerdictKind::Ok
+    );
+}
+
+#[test]
+fn the_engine_opens_no_incident_while_postgres_is_down() {
+    let Some(pg) = start_or_skip("the_engine_opens_no_incident") else {
+        return;
+    };
+    load_orders(&pg);
+    // Only this test reads this variable name, so setting it cannot race another test.
+    std::env::set_var("DATAWARD_TEST_ENGINE_PG_URL", &pg.url);
+    let text = "[warehouse.pg]\nkind = \"postgres\"\nurl_env = \"DATAWARD_TEST_ENGINE_PG_URL\"\n\
+                [[monitor]]\nname = \"orders\"\nwarehouse = \"pg\"\ntable = \"shop.Orders\"\n\
+                checks = [\"row_count\", \"schema\"]\nevery = \"5m\"\n";
+    let config = Config::parse(text, Path::new("engine.toml")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dataward::store::open(&dir.path().join("state.db")).unwrap();
+    let mut engine = Engine::new(config, state, None, &Actor::current()).unwrap();
+    let start: NaiveDateTime = sunday_night().naive_utc();
+    let mut tick = |minutes: i64| engine.tick(start + TimeDelta::minutes(minutes)).unwrap();
+    for minutes in [0, 5, 10, 15] {
+        tick(minutes);
+    }
+    pg.stop();
+    let events = tick(20);
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::IncidentOpened { .. })),
+        "{events:#?}"
+    );
+    pg.resume();
+    let events = tick(25);
+    assert!(!events
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::IncidentOpened { .. })));
+    let snapshot = engine.snapshot(false);
+    assert!(snapshot.incidents.is_empty());
+}

@@ -1,0 +1,3 @@
+//! Shared helpers for the integration tests and benchmarks.
+
+pub mod pg;
