@@ -432,27 +432,101 @@ pub fn verify(conn: &Connection) -> Result<VerifyReport> {
         },
         _ => None,
     };
-    let mut verifier = Verifier::new(checkpoint);
-    let mut stmt = conn.prepare(&format!("{SELECT_RECORDS} ORDER BY rowid"))?;
-    let mut rows = stmt.query([])?;
-    while let Some(row) = rows.next()? {
-        let text = |i: usize| -> Result<&str> { Ok(row.get_ref(i)?.as_str()?) };
-        let fields = Fields {
+    // Two stages on two threads: this one steps SQLite and copies each row's text into
+    // a batch; the other hashes and checks. Reading and hashing cost about the same, so
+    // overlapping them roughly halves a long verify.
+    let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Batch>(2);
+    let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Batch>();
+    let checker = std::thread::spawn(move || {
+        let mut verifier = Verifier::new(checkpoint);
+        for batch in full_rx {
+            let all_good = batch
+                .rows
+                .iter()
+                .all(|row| verifier.push_fields(&batch.fields(row)));
+            if !all_good || empty_tx.send(batch).is_err() {
+                break;
+            }
+        }
+        verifier
+    });
+    let read = (|| -> Result<()> {
+        let mut stmt = conn.prepare(&format!("{SELECT_RECORDS} ORDER BY rowid"))?;
+        let mut rows = stmt.query([])?;
+        let mut batch = Batch::default();
+        while let Some(row) = rows.next()? {
+            batch.push(row)?;
+            if batch.rows.len() == Batch::SIZE {
+                let next = empty_rx.try_recv().unwrap_or_default();
+                if full_tx.send(std::mem::replace(&mut batch, next)).is_err() {
+                    return Ok(()); // the checker stopped at a bad record
+                }
+                batch.clear();
+            }
+        }
+        let _ = full_tx.send(batch);
+        Ok(())
+    })();
+    drop(full_tx);
+    let verifier = checker
+        .join()
+        .map_err(|_| anyhow::anyhow!("the verifying thread panicked"))?;
+    read?;
+    Ok(verifier.finish())
+}
+
+/// Rows copied out of SQLite for the checking thread: one text arena and, per row, the
+/// byte ranges of its text fields.
+#[derive(Default)]
+struct Batch {
+    arena: String,
+    rows: Vec<BatchRow>,
+}
+
+struct BatchRow {
+    seq: u64,
+    schema_version: u32,
+    /// prev_hash, log_id, at, kind, actor, payload, hash.
+    text: [(usize, usize); 7],
+}
+
+impl Batch {
+    const SIZE: usize = 4096;
+
+    fn push(&mut self, row: &rusqlite::Row) -> Result<()> {
+        let mut text = [(0, 0); 7];
+        for (slot, column) in text.iter_mut().zip([1, 2, 4, 5, 6, 7, 8]) {
+            let start = self.arena.len();
+            self.arena.push_str(row.get_ref(column)?.as_str()?);
+            *slot = (start, self.arena.len());
+        }
+        self.rows.push(BatchRow {
             seq: row.get(0)?,
-            prev_hash: text(1)?,
-            log_id: text(2)?,
             schema_version: row.get(3)?,
-            at: text(4)?,
-            kind: text(5)?,
-            actor: text(6)?,
-            payload: text(7)?,
-            hash: text(8)?,
-        };
-        if !verifier.push_fields(&fields) {
-            break;
+            text,
+        });
+        Ok(())
+    }
+
+    fn clear(&mut self) {
+        self.arena.clear();
+        self.rows.clear();
+    }
+
+    fn fields(&self, row: &BatchRow) -> Fields<'_> {
+        let t = |i: usize| &self.arena[row.text[i].0..row.text[i].1];
+        Fields {
+            seq: row.seq,
+            prev_hash: t(0),
+            log_id: t(1),
+            schema_version: row.schema_version,
+            at: t(2),
+            kind: t(3),
+            actor: t(4),
+            payload: t(5),
+            hash: t(6),
         }
     }
-    Ok(verifier.finish())
 }
 
 fn check_record(
