@@ -45,6 +45,8 @@ enum Cmd {
         #[arg(long, value_name = "ROLE", requires = "headless")]
         approve_as: Option<String>,
     },
+    /// The blast radius of a node in a dbt project: what reads it, how far down, who owns it.
+    Lineage(dataward::lineage::cli::LineageArgs),
     /// Recompute the whole chain; exit 1 naming the first bad record.
     Verify {
         #[arg(long)]
@@ -97,6 +99,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Cmd::Lineage(args) => dataward::lineage::cli::run(args),
         Cmd::Verify { json } => {
             let path = data_dir.join("dataward.db");
             anyhow::ensure!(path.exists(), "no state database at {}", path.display());

@@ -7,6 +7,9 @@
 
 use serde_json::{Map, Value};
 
+use super::json_fields::quoted;
+
+use super::json_fields::{parse_json, FieldReader};
 use super::{LineageError, Node, NodeKind};
 
 /// The oldest manifest schema we read. v7 is dbt 1.3; older ones spell too much
@@ -34,34 +37,26 @@ pub(crate) struct ManifestContents {
     /// (parent unique_id, child unique_id), possibly with duplicates; the graph
     /// builder deduplicates.
     pub edges: Vec<(String, String)>,
+    /// `metadata.adapter_type`: the warehouse, and so the SQL dialect.
+    pub adapter_type: Option<String>,
 }
 
 pub(crate) fn parse_manifest(text: &str, file: &str) -> Result<ManifestContents, LineageError> {
-    let reader = FieldReader { file };
-    if text.trim().is_empty() {
-        return Err(reader.error("$", "the file is empty; expected a dbt manifest.json"));
-    }
-    let root: Value = serde_json::from_str(text).map_err(|e| {
-        let hint = if e.is_eof() {
-            " (the file looks truncated)"
-        } else {
-            ""
-        };
-        reader.error(
-            "$",
-            format!(
-                "not valid JSON at line {} column {}: {e}{hint}",
-                e.line(),
-                e.column()
-            ),
-        )
-    })?;
+    let reader = FieldReader::for_manifest(file);
+    let root = parse_json(&reader, text, "a dbt manifest.json")?;
     let root = reader.object(&root, "$", "a JSON object (a dbt manifest)")?;
     check_schema_version(&reader, root)?;
+    let adapter_type = match root.get("metadata").and_then(Value::as_object) {
+        Some(metadata) => {
+            reader.optional_string(metadata, "adapter_type", "$.metadata.adapter_type")?
+        }
+        None => None,
+    };
 
     let mut contents = ManifestContents {
         nodes: Vec::new(),
         edges: Vec::new(),
+        adapter_type,
     };
     for section in NODE_SECTIONS {
         let path = format!("$.{section}");
@@ -238,6 +233,7 @@ fn read_node(
         schedule: None,
         raw_sql,
         file,
+        columns: Vec::new(),
     })
 }
 
@@ -297,101 +293,6 @@ fn exposure_owner(
 fn meta_owner(fields: Option<&Map<String, Value>>) -> Option<String> {
     let owner = fields?.get("meta")?.get("owner")?.as_str()?;
     (!owner.is_empty()).then(|| owner.to_string())
-}
-
-fn quoted(key: &str) -> String {
-    serde_json::to_string(key).unwrap_or_else(|_| format!("{key:?}"))
-}
-
-/// Reads typed fields and turns a wrong shape into an error naming the JSON path.
-/// "Optional" means missing or `null` is fine; any other wrong type is an error.
-struct FieldReader<'a> {
-    file: &'a str,
-}
-
-impl FieldReader<'_> {
-    fn error(&self, json_path: &str, problem: impl Into<String>) -> LineageError {
-        LineageError::Manifest {
-            file: self.file.to_string(),
-            json_path: json_path.to_string(),
-            problem: problem.into(),
-        }
-    }
-
-    fn wrong_type(&self, path: &str, expected: &str, found: &Value) -> LineageError {
-        self.error(
-            path,
-            format!("expected {expected}, found {}", describe(found)),
-        )
-    }
-
-    fn object<'v>(
-        &self,
-        value: &'v Value,
-        path: &str,
-        expected: &str,
-    ) -> Result<&'v Map<String, Value>, LineageError> {
-        value
-            .as_object()
-            .ok_or_else(|| self.wrong_type(path, expected, value))
-    }
-
-    fn optional_object<'v>(
-        &self,
-        parent: &'v Map<String, Value>,
-        key: &str,
-        path: &str,
-    ) -> Result<Option<&'v Map<String, Value>>, LineageError> {
-        match parent.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(value) => self.object(value, path, "an object").map(Some),
-        }
-    }
-
-    fn optional_string(
-        &self,
-        parent: &Map<String, Value>,
-        key: &str,
-        path: &str,
-    ) -> Result<Option<String>, LineageError> {
-        match parent.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(text)) => Ok(Some(text.clone())),
-            Some(other) => Err(self.wrong_type(path, "a string", other)),
-        }
-    }
-
-    fn optional_strings(
-        &self,
-        parent: &Map<String, Value>,
-        key: &str,
-        path: &str,
-    ) -> Result<Vec<String>, LineageError> {
-        let expected = "an array of strings";
-        match parent.get(key) {
-            None | Some(Value::Null) => Ok(Vec::new()),
-            Some(Value::Array(items)) => items
-                .iter()
-                .enumerate()
-                .map(|(i, item)| match item {
-                    Value::String(text) => Ok(text.clone()),
-                    other => Err(self.wrong_type(&format!("{path}[{i}]"), "a string", other)),
-                })
-                .collect(),
-            Some(other) => Err(self.wrong_type(path, expected, other)),
-        }
-    }
-}
-
-fn describe(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]
