@@ -72,7 +72,11 @@ fn main() {
     );
     let me = std::env::current_exe().unwrap();
     for (label, path) in files {
-        let output = Command::new(&me).arg("--measure").arg(&path).output().unwrap();
+        let output = Command::new(&me)
+            .arg("--measure")
+            .arg(&path)
+            .output()
+            .unwrap();
         assert!(
             output.status.success(),
             "{label}: {}",

@@ -96,7 +96,10 @@ pub fn scale(base: &Value, target_nodes: usize) -> Value {
             child_map.entry(id.clone()).or_default();
             let parents: Vec<String> = depends_on(node).map(str::to_string).collect();
             for parent in &parents {
-                child_map.entry(parent.clone()).or_default().push(id.clone());
+                child_map
+                    .entry(parent.clone())
+                    .or_default()
+                    .push(id.clone());
             }
             parent_map.insert(id.clone(), parents);
         }
@@ -105,7 +108,10 @@ pub fn scale(base: &Value, target_nodes: usize) -> Value {
         out.insert(section.to_string(), Value::Object(entries));
     }
     out.insert("child_map".into(), serde_json::to_value(child_map).unwrap());
-    out.insert("parent_map".into(), serde_json::to_value(parent_map).unwrap());
+    out.insert(
+        "parent_map".into(),
+        serde_json::to_value(parent_map).unwrap(),
+    );
     Value::Object(out)
 }
 
@@ -157,9 +163,7 @@ fn rename_node(node: &mut Value, copy: usize) {
 }
 
 fn add_parent(node: &mut Value, parent: String) {
-    if let Some(Value::Array(parents)) = node
-        .get_mut("depends_on")
-        .and_then(|d| d.get_mut("nodes"))
+    if let Some(Value::Array(parents)) = node.get_mut("depends_on").and_then(|d| d.get_mut("nodes"))
     {
         parents.push(Value::String(parent));
     }
