@@ -489,3 +489,28 @@ fn notes_with_an_ambiguous_name_list_the_candidates() {
         "{message}"
     );
 }
+
+#[test]
+fn hubspot_catalog_attaches_column_types() {
+    let Some(manifest) = shared_manifest("hubspot-manifest.json") else {
+        return;
+    };
+    let catalog = manifest.with_file_name("hubspot-catalog.json");
+    let lineage = Lineage::load(&manifest, None)
+        .unwrap()
+        .with_catalog(&catalog)
+        .unwrap();
+    let company = lineage.node(lineage.resolve("source.hubspot.hubspot.company").unwrap());
+    assert_eq!(company.columns[0].name, "id", "columns in table order");
+    assert_eq!(company.column_type("ID"), Some("bigint"));
+    assert_eq!(
+        company.column_type("_fivetran_synced"),
+        Some("timestamp without time zone")
+    );
+    let with_types = lineage
+        .graph()
+        .node_weights()
+        .filter(|node| !node.columns.is_empty())
+        .count();
+    assert!(with_types > 200, "only {with_types} nodes got types");
+}

@@ -91,7 +91,9 @@ pub(super) fn blast_radius(
             parents.dedup();
             let reads_sql = matches!(node.kind, NodeKind::Model | NodeKind::Snapshot);
             let column = match (column, &node.sql) {
-                (Some(change), Some(sql)) if reads_sql => Some(find_column_use(sql, change)),
+                (Some(change), Some(sql)) if reads_sql => {
+                    Some(find_column_use(sql, change, lineage.dialect()))
+                }
                 _ => None,
             };
             Impact {

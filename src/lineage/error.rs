@@ -16,6 +16,12 @@ pub enum LineageError {
         json_path: String,
         problem: String,
     },
+    /// The catalog is not valid JSON, not a catalog, or a field has the wrong shape.
+    Catalog {
+        file: String,
+        json_path: String,
+        problem: String,
+    },
     /// The context notes are not valid, or an entry refers to something unknown.
     /// `entry` names the entry, e.g. `reader "dashboard.onsale_pacing"`.
     Notes {
@@ -37,6 +43,11 @@ impl fmt::Display for LineageError {
         match self {
             LineageError::Read { file, problem } => write!(f, "{file}: cannot read: {problem}"),
             LineageError::Manifest {
+                file,
+                json_path,
+                problem,
+            }
+            | LineageError::Catalog {
                 file,
                 json_path,
                 problem,

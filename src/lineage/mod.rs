@@ -6,8 +6,11 @@
 //! "downstream" is following outgoing edges.
 
 mod blast;
+mod catalog;
+pub mod cli;
 mod columns;
 mod error;
+mod json_fields;
 mod manifest;
 mod notes;
 
@@ -18,7 +21,10 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use serde::Serialize;
 
 pub use blast::{BlastRadius, Impact, Summary, TreeRow};
-pub use columns::{CastFinding, ColumnChange, ColumnFinding};
+pub use catalog::CatalogColumn;
+pub use columns::{
+    find_column_use, CastFinding, ColumnChange, ColumnFinding, Dialect, PARSER, TOKENS,
+};
 pub use error::LineageError;
 pub use notes::{Notes, OwnerRule, Reader, ReaderKind};
 
@@ -103,6 +109,19 @@ pub struct Node {
     pub raw_sql: Option<String>,
     /// The project file the node comes from (`original_file_path`).
     pub file: Option<String>,
+    /// Column types from the catalog, in the table's order; empty without a catalog.
+    pub columns: Vec<CatalogColumn>,
+}
+
+impl Node {
+    /// The catalog's type for a column, matched without case (warehouses differ in
+    /// how they fold names).
+    pub fn column_type(&self, column: &str) -> Option<&str> {
+        self.columns
+            .iter()
+            .find(|c| c.name.eq_ignore_ascii_case(column))
+            .map(|c| c.data_type.as_str())
+    }
 }
 
 /// The lineage graph with a lookup by unique_id.
@@ -112,6 +131,8 @@ pub struct Lineage {
     by_unique_id: HashMap<String, NodeIndex>,
     /// Systems that load tables (from the notes); upstream of everything, so not nodes.
     writers: Vec<notes::Writer>,
+    /// The SQL dialect of the project, from the manifest's `metadata.adapter_type`.
+    dialect: Dialect,
 }
 
 impl Lineage {
@@ -132,6 +153,7 @@ impl Lineage {
             graph: DiGraph::new(),
             by_unique_id: HashMap::new(),
             writers: Vec::new(),
+            dialect: Dialect::from_adapter_type(contents.adapter_type.as_deref()),
         };
         for node in contents.nodes {
             lineage.add_node(node);
@@ -142,6 +164,29 @@ impl Lineage {
             lineage.add_edge(parent, child);
         }
         Ok(lineage)
+    }
+
+    /// Add column types from a dbt `catalog.json`.
+    pub fn with_catalog(self, path: &Path) -> Result<Lineage, LineageError> {
+        let text = read_file(path)?;
+        self.with_catalog_str(&text, &path.display().to_string())
+    }
+
+    /// Add column types from catalog text; `origin` names the file in error messages.
+    /// Catalog entries for nodes the manifest does not have are skipped: a catalog
+    /// generated on another run may list a disabled model, and its types are no help.
+    pub fn with_catalog_str(mut self, text: &str, origin: &str) -> Result<Lineage, LineageError> {
+        for entry in catalog::parse_catalog(text, origin)? {
+            if let Some(index) = self.index_of(&entry.unique_id) {
+                self.graph[index].columns = entry.columns;
+            }
+        }
+        Ok(self)
+    }
+
+    /// The SQL dialect the project's models are written in.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
     }
 
     /// Add context notes given as TOML text; `origin` names the file in error messages.
@@ -332,6 +377,7 @@ impl Lineage {
             schedule: None,
             raw_sql: None,
             file: None,
+            columns: Vec::new(),
         })
     }
 

@@ -174,6 +174,7 @@ impl Notes {
                 schedule: reader.schedule.clone(),
                 raw_sql: None,
                 file: None,
+                columns: Vec::new(),
             }));
         }
         for (reader, &reader_index) in self.readers.iter().zip(&reader_nodes) {

@@ -1,117 +1,41 @@
-//! Column-level findings: does a model's SQL read a changed column, and where does it
-//! cast it?
+//! The token method: the SQL is split into tokens (skipping comments, string literals
+//! and Jinja blocks) and a few patterns are matched. It knows nothing about scopes, so
+//! it can report a column of the same name from another table, and it misses
+//! `select *` and casts of expressions that merely contain the column. It works on
+//! unrendered Jinja, which is why it stays as the fallback to the parser.
 //!
-//! This is the token method: the SQL is split into tokens (skipping comments, string
-//! literals and Jinja blocks) and a few patterns are matched. It knows nothing about
-//! scopes, so it can report a column of the same name from another table, and it
-//! misses `select *` and casts of expressions that merely contain the column. A real
-//! SQL parser will replace it; findings say which method produced them.
+//! It also gives the exact text of every cast it sees, which the parser method borrows
+//! (sqlparser's spans cover only the cast's argument, not the whole cast).
 
-use serde::Serialize;
+use super::FoundCast;
 
-/// A changed column: its name and the type it has now.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ColumnChange {
-    pub column: String,
-    pub new_type: String,
-}
-
-/// What one model's SQL does with the changed column.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ColumnFinding {
-    /// The column name appears as an identifier (not only as an output alias).
+/// What the token scan saw: whether the column is read, and the casts of it.
+pub(super) struct Scan {
     pub reads: bool,
-    pub casts: Vec<CastFinding>,
+    pub casts: Vec<FoundCast>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CastFinding {
-    /// As written, e.g. `integer` or `numeric(10,2)`.
-    pub target_type: String,
-    /// The exact cast text from the SQL, e.g. `cast(o.seat_section as integer)`.
-    pub expression: String,
-    /// The cast will fail on values of the new type (e.g. text cast to an integer).
-    pub break_risk: bool,
-    /// How the finding was made: `"tokens"` for now.
-    pub method: &'static str,
-}
-
-const METHOD: &str = "tokens";
-
-/// Types a text value may fail to convert to. Booleans are in because `'FLOOR-A'` fails
-/// a boolean cast just as it fails an integer one.
-const STRICT_TYPES: &[&str] = &[
-    "int",
-    "integer",
-    "smallint",
-    "bigint",
-    "tinyint",
-    "byteint",
-    "int2",
-    "int4",
-    "int8",
-    "int64",
-    "number",
-    "numeric",
-    "decimal",
-    "float",
-    "float4",
-    "float8",
-    "float64",
-    "double",
-    "real",
-    "date",
-    "datetime",
-    "time",
-    "timestamp",
-    "timestamptz",
-    "timestamp_ntz",
-    "timestamp_ltz",
-    "timestamp_tz",
-    "bool",
-    "boolean",
-];
-
-const TEXT_TYPES: &[&str] = &[
-    "varchar",
-    "char",
-    "character",
-    "text",
-    "string",
-    "nvarchar",
-    "nchar",
-    "bpchar",
-];
-
-pub fn find_column_use(sql: &str, change: &ColumnChange) -> ColumnFinding {
+/// `column` must be lowercase.
+pub(super) fn scan(sql: &str, column: &str) -> Scan {
     let tokens = tokenize(sql);
-    let column = change.column.to_lowercase();
-    let new_type_is_text = TEXT_TYPES.contains(&base_type(&change.new_type).as_str());
-
     let reads = tokens.iter().enumerate().any(|(i, token)| {
-        token.is_identifier(&column)
+        token.is_identifier(column)
             && !previous_is_word(&tokens, i, "as")
             && !next_is(&tokens, i, Kind::Dot)
     });
-
     let mut casts = Vec::new();
     for i in 0..tokens.len() {
-        if let Some(cast) = function_cast_at(sql, &tokens, i, &column) {
+        if let Some(cast) = function_cast_at(sql, &tokens, i, column) {
             casts.push(cast);
-        } else if let Some(cast) = colon_cast_at(sql, &tokens, i, &column) {
+        } else if let Some(cast) = colon_cast_at(sql, &tokens, i, column) {
             casts.push(cast);
         }
     }
-    for cast in &mut casts {
-        cast.break_risk &=
-            new_type_is_text && STRICT_TYPES.contains(&base_type(&cast.target_type).as_str());
-    }
-    ColumnFinding { reads, casts }
+    Scan { reads, casts }
 }
 
 /// `cast(col as T)`, `try_cast(...)`, `safe_cast(...)` starting at token `i`.
-/// `break_risk` is set to "could fail" here and narrowed by the caller on types.
-fn function_cast_at(sql: &str, tokens: &[Token], i: usize, column: &str) -> Option<CastFinding> {
+fn function_cast_at(sql: &str, tokens: &[Token], i: usize, column: &str) -> Option<FoundCast> {
     let function = tokens[i].word()?;
     let fails_loudly = match function {
         "cast" => true,
@@ -141,18 +65,18 @@ fn function_cast_at(sql: &str, tokens: &[Token], i: usize, column: &str) -> Opti
     if !is_column_reference(&tokens[i + 2..as_at], column) || as_at + 1 >= close {
         return None;
     }
-    Some(CastFinding {
+    Some(FoundCast {
         target_type: sql[tokens[as_at + 1].start..tokens[close - 1].end]
             .trim()
             .to_string(),
         expression: sql[tokens[i].start..tokens[close].end].to_string(),
-        break_risk: fails_loudly,
-        method: METHOD,
+        fails_loudly,
+        column_at: tokens[i + 2].start,
     })
 }
 
 /// `col::T` or `alias.col::T`, where token `i` is the `::`.
-fn colon_cast_at(sql: &str, tokens: &[Token], i: usize, column: &str) -> Option<CastFinding> {
+fn colon_cast_at(sql: &str, tokens: &[Token], i: usize, column: &str) -> Option<FoundCast> {
     if tokens[i].kind != Kind::DoubleColon || i == 0 {
         return None;
     }
@@ -180,11 +104,11 @@ fn colon_cast_at(sql: &str, tokens: &[Token], i: usize, column: &str) -> Option<
     if next_is(tokens, end, Kind::OpenParen) {
         end = matching_paren(tokens, end + 1)?;
     }
-    Some(CastFinding {
+    Some(FoundCast {
         target_type: sql[tokens[i + 1].start..tokens[end].end].to_string(),
         expression: sql[tokens[start].start..tokens[end].end].to_string(),
-        break_risk: true,
-        method: METHOD,
+        fails_loudly: true,
+        column_at: tokens[start].start,
     })
 }
 
@@ -229,16 +153,6 @@ fn next_is(tokens: &[Token], i: usize, kind: Kind) -> bool {
 
 fn previous_is_word(tokens: &[Token], i: usize, word: &str) -> bool {
     i > 0 && tokens[i - 1].word() == Some(word)
-}
-
-/// `VARCHAR(12)` -> `varchar`, `double precision` -> `double`.
-fn base_type(type_text: &str) -> String {
-    type_text
-        .trim()
-        .split(|c: char| c == '(' || c.is_whitespace())
-        .next()
-        .unwrap_or("")
-        .to_lowercase()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -381,7 +295,7 @@ fn quoted_end(bytes: &[u8], start: usize, quote: u8) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::super::{find_with_tokens as find_column_use, ColumnChange};
 
     fn change() -> ColumnChange {
         ColumnChange {

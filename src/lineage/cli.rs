@@ -1,0 +1,316 @@
+//! `dataward lineage`: the blast radius of a node (and optionally of a column change),
+//! as JSON for scripts or as an indented tree for a person.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use serde::Serialize;
+
+use super::{BlastRadius, ColumnChange, ColumnFinding, Impact, Lineage, Node, Summary};
+
+/// Children shown under one node in the text tree before a "+N more" row.
+const FAN_OUT_CAP: usize = 12;
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct LineageArgs {
+    /// The dbt manifest.json (schema v7 to v12).
+    #[arg(long, value_name = "FILE")]
+    pub manifest: PathBuf,
+    /// The dbt catalog.json, for column types.
+    #[arg(long, value_name = "FILE")]
+    pub catalog: Option<PathBuf>,
+    /// Context notes (TOML): readers dbt does not know, and owners.
+    #[arg(long, value_name = "FILE")]
+    pub notes: Option<PathBuf>,
+    /// The changed node: a unique_id, a relation name or a node name.
+    #[arg(long, value_name = "NODE")]
+    pub from: String,
+    /// The changed column: report which models read it and which cast it.
+    #[arg(long, value_name = "COL")]
+    pub column: Option<String>,
+    /// The column's new type, for the break-risk judgement (default: its type in the
+    /// catalog).
+    #[arg(long, value_name = "TYPE", requires = "column")]
+    pub new_type: Option<String>,
+    /// Print JSON instead of a tree.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Load, compute, print. Bad input is an error (the caller exits 2 with its message).
+pub fn run(args: LineageArgs) -> anyhow::Result<ExitCode> {
+    let report = build_report(&args)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", render_tree(&report));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `dataward lineage` prints, as data.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub from: FromNode,
+    /// Exactly the nodes downstream of `from`, sorted by (depth, unique_id).
+    pub nodes: Vec<ReportNode>,
+    pub summary: Summary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<ColumnReport>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FromNode {
+    pub unique_id: String,
+    pub name: String,
+    pub resource_type: String,
+    pub relation_name: Option<String>,
+    pub materialized: Option<String>,
+    pub owner: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ReportNode {
+    pub unique_id: String,
+    pub name: String,
+    pub resource_type: String,
+    pub depth: u32,
+    pub parents: Vec<String>,
+    pub materialized: Option<String>,
+    pub owner: Option<String>,
+    /// With `--column`, for models and snapshots that have SQL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<ColumnFinding>,
+}
+
+/// The column change as it was judged.
+#[derive(Debug, Serialize)]
+pub struct ColumnReport {
+    pub name: String,
+    /// The type the break-risk judgement used, if any.
+    pub new_type: Option<String>,
+    /// `"--new-type"` or `"catalog"`; null when no type was known.
+    pub new_type_from: Option<&'static str>,
+    /// False when no new type was known: casts are listed, none is judged a risk.
+    pub break_risk_judged: bool,
+    /// Said when something limits the findings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+pub fn build_report(args: &LineageArgs) -> anyhow::Result<Report> {
+    let mut lineage = Lineage::load(&args.manifest, args.notes.as_deref())?;
+    if let Some(catalog) = &args.catalog {
+        lineage = lineage.with_catalog(catalog)?;
+    }
+    let from = lineage.resolve(&args.from).context("--from")?;
+    let from_node = lineage.node(from);
+
+    let column = args
+        .column
+        .as_deref()
+        .map(|column| judged_column(from_node, column, args.new_type.as_deref()));
+    let change = column.as_ref().map(|report| ColumnChange {
+        column: report.name.clone(),
+        new_type: report.new_type.clone().unwrap_or_default(),
+    });
+    let blast = lineage.blast_radius(from, change.as_ref());
+    Ok(report_from(&lineage, from_node, blast, column))
+}
+
+/// Where the new type comes from: `--new-type`, else the catalog's type of the column
+/// on the changed node, else nowhere (and the report says so).
+fn judged_column(from: &Node, column: &str, new_type: Option<&str>) -> ColumnReport {
+    let (new_type, new_type_from) = match (new_type, from.column_type(column)) {
+        (Some(given), _) => (Some(given.to_string()), Some("--new-type")),
+        (None, Some(catalog)) => (Some(catalog.to_string()), Some("catalog")),
+        (None, None) => (None, None),
+    };
+    let note = match (&new_type, from.columns.is_empty()) {
+        (Some(_), _) => None,
+        (None, true) => Some(format!(
+            "no new type for {column}: pass --new-type TYPE or --catalog FILE; \
+             casts are listed without a break-risk judgement"
+        )),
+        (None, false) => Some(format!(
+            "the catalog lists no column {column} on {}; pass --new-type TYPE; \
+             casts are listed without a break-risk judgement",
+            from.unique_id
+        )),
+    };
+    ColumnReport {
+        name: column.to_string(),
+        break_risk_judged: new_type.is_some(),
+        new_type,
+        new_type_from,
+        note,
+    }
+}
+
+fn report_from(
+    lineage: &Lineage,
+    from: &Node,
+    blast: BlastRadius,
+    column: Option<ColumnReport>,
+) -> Report {
+    let nodes = blast
+        .nodes
+        .into_iter()
+        .map(|impact| {
+            let resource_type = lineage
+                .index_of(&impact.unique_id)
+                .map(|index| lineage.node(index).resource_type.clone())
+                .unwrap_or_else(|| impact.kind.as_str().to_string());
+            report_node(impact, resource_type)
+        })
+        .collect();
+    Report {
+        from: FromNode {
+            unique_id: from.unique_id.clone(),
+            name: from.name.clone(),
+            resource_type: from.resource_type.clone(),
+            relation_name: from.relation_name.clone(),
+            materialized: from.materialized.clone(),
+            owner: from.owner.clone(),
+        },
+        nodes,
+        summary: blast.summary,
+        column,
+    }
+}
+
+fn report_node(impact: Impact, resource_type: String) -> ReportNode {
+    ReportNode {
+        unique_id: impact.unique_id,
+        name: impact.name,
+        resource_type,
+        depth: impact.depth,
+        parents: impact.parents,
+        materialized: impact.materialized,
+        owner: impact.owner,
+        column: impact.column,
+    }
+}
+
+/// An indented tree: each node is expanded under the first parent that reaches it and
+/// marked "(see above)" under the others, so a wide DAG prints in one pass instead of
+/// repeating shared subtrees. Past `FAN_OUT_CAP` children a "+N more" row stands in.
+pub fn render_tree(report: &Report) -> String {
+    let mut children_of: HashMap<&str, Vec<&ReportNode>> = HashMap::new();
+    for node in &report.nodes {
+        for parent in &node.parents {
+            children_of.entry(parent.as_str()).or_default().push(node);
+        }
+    }
+    let mut out = String::new();
+    let from = &report.from;
+    let _ = writeln!(
+        out,
+        "{} ({}) — {} downstream",
+        from.unique_id, from.resource_type, report.summary.total
+    );
+    if let Some(column) = &report.column {
+        let _ = match (&column.new_type, column.new_type_from) {
+            (Some(new_type), Some(source)) => writeln!(
+                out,
+                "column {}: new type {new_type} (from {source})",
+                column.name
+            ),
+            _ => writeln!(out, "column {}: new type unknown", column.name),
+        };
+        if let Some(note) = &column.note {
+            let _ = writeln!(out, "note: {note}");
+        }
+    }
+    let mut expanded = HashSet::new();
+    write_children(&children_of, &from.unique_id, 1, &mut expanded, &mut out);
+    write_summary(report, &mut out);
+    out
+}
+
+fn write_children<'a>(
+    children_of: &HashMap<&str, Vec<&'a ReportNode>>,
+    parent: &str,
+    depth: usize,
+    expanded: &mut HashSet<&'a str>,
+    out: &mut String,
+) {
+    let Some(children) = children_of.get(parent) else {
+        return;
+    };
+    let indent = "  ".repeat(depth);
+    for (shown, child) in children.iter().enumerate() {
+        if shown == FAN_OUT_CAP {
+            let _ = writeln!(out, "{indent}+{} more", children.len() - FAN_OUT_CAP);
+            break;
+        }
+        if !expanded.insert(child.unique_id.as_str()) {
+            let _ = writeln!(out, "{indent}{} (see above)", child.name);
+            continue;
+        }
+        let _ = writeln!(out, "{indent}{}", label(child));
+        if let Some(finding) = &child.column {
+            for cast in &finding.casts {
+                let risk = if cast.break_risk { "BREAK RISK: " } else { "" };
+                let _ = writeln!(
+                    out,
+                    "{indent}  ! {risk}casts to {}: `{}` [{}]",
+                    cast.target_type, cast.expression, cast.method
+                );
+            }
+            if finding.reads && finding.casts.is_empty() {
+                let _ = writeln!(out, "{indent}  · reads the column [{}]", finding.method);
+            }
+        }
+        write_children(children_of, &child.unique_id, depth + 1, expanded, out);
+    }
+}
+
+/// e.g. `fct_sales_pacing (model, table) · analytics-owner`
+fn label(node: &ReportNode) -> String {
+    let mut label = format!("{} ({}", node.name, node.resource_type);
+    if let Some(materialized) = &node.materialized {
+        label.push_str(", ");
+        label.push_str(materialized);
+    }
+    label.push(')');
+    if let Some(owner) = &node.owner {
+        label.push_str(" · ");
+        label.push_str(owner);
+    }
+    label
+}
+
+fn write_summary(report: &Report, out: &mut String) {
+    let summary = &report.summary;
+    let counts = |map: &std::collections::BTreeMap<String, usize>| {
+        map.iter()
+            .map(|(key, count)| format!("{count} {key}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let _ = writeln!(out, "\nsummary: {} downstream", summary.total);
+    if !summary.by_kind.is_empty() {
+        let _ = writeln!(out, "  by kind: {}", counts(&summary.by_kind));
+    }
+    if !summary.by_materialization.is_empty() {
+        let _ = writeln!(
+            out,
+            "  by materialization: {}",
+            counts(&summary.by_materialization)
+        );
+    }
+    if !summary.owners.is_empty() {
+        let _ = writeln!(out, "  owners: {}", summary.owners.join(", "));
+    }
+    if report.column.is_some() {
+        let _ = if summary.break_risks.is_empty() {
+            writeln!(out, "  break risks: none")
+        } else {
+            writeln!(out, "  break risks: {}", summary.break_risks.join(", "))
+        };
+    }
+}
