@@ -63,6 +63,14 @@ fn the_engine_tells_the_ticketing_story() {
         .iter()
         .find(|e| e["event"] == "scenario" && e["step"].as_str().unwrap().contains("migration"))
         .expect("the migration happened");
+    // The row count stays low for forty minutes; it is one incident, updated.
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e["event"] == "incident_opened")
+            .count(),
+        1
+    );
     let opened = first(&events, "incident_opened");
     assert!(at(opened) > at(migration), "opened before the migration");
     assert!(

@@ -22,6 +22,7 @@ use crate::detect::SchemaChange;
 use crate::incident::diagnosis::{self, Diagnosis, Facts};
 use crate::incident::receipt;
 use crate::lineage::{ColumnChange, Lineage};
+use crate::monitor::poller::Poller;
 use crate::monitor::{self, Observation};
 use crate::propose::{self, Proposal};
 use crate::warehouse::Warehouse;
@@ -51,6 +52,8 @@ struct Incident {
     table: String,
     opened_at: String,
     observed: f64,
+    /// The latest breaching observation, as people read it ("row_count 9,120").
+    current: Option<String>,
     expected: String,
     status: IncidentStatus,
     diagnosis: Diagnosis,
@@ -64,7 +67,9 @@ struct Incident {
 pub struct Engine {
     config: Config,
     state: Connection,
-    warehouses: BTreeMap<String, Box<dyn Warehouse>>,
+    /// Runs the checks: bounded concurrency per warehouse, a timeout per check, backoff
+    /// for a warehouse that is down.
+    poller: Poller,
     lineage: Option<Lineage>,
     orchestrator: Option<Box<dyn Orchestrator>>,
     next_due: BTreeMap<String, NaiveDateTime>,
@@ -91,10 +96,7 @@ impl Engine {
         orchestrator: Option<Box<dyn Orchestrator>>,
         console_actor: &Actor,
     ) -> Result<Engine> {
-        let mut warehouses: BTreeMap<String, Box<dyn Warehouse>> = BTreeMap::new();
-        for name in config.warehouse.keys() {
-            warehouses.insert(name.clone(), crate::warehouse::open(&config, name)?);
-        }
+        let poller = Poller::from_config(&config)?;
         let lineage = match &config.lineage {
             Some(l) => {
                 let notes: Option<PathBuf> = l.notes.as_ref().map(|n| config.resolve(n));
@@ -108,7 +110,7 @@ impl Engine {
         let mut engine = Engine {
             config,
             state,
-            warehouses,
+            poller,
             lineage,
             orchestrator,
             next_due: BTreeMap::new(),
@@ -200,37 +202,41 @@ impl Engine {
         self.now_time = now;
         self.record_policy()?;
         let mut events = self.lapse_requests()?;
-        let mut polled = Vec::new();
-        let monitors = self.config.monitor.clone();
-        for monitor in &monitors {
+        let mut due = Vec::new();
+        for monitor in &self.config.monitor {
             let name = Config::monitor_name(monitor);
-            if self.next_due.get(&name).is_some_and(|due| now < *due) {
+            if self.next_due.get(&name).is_some_and(|at| now < *at) {
                 continue;
             }
             let every = crate::config::parse_duration(&monitor.every).expect("validated");
-            self.next_due.insert(
-                name.clone(),
-                now + TimeDelta::from_std(every).expect("small"),
+            self.next_due
+                .insert(name, now + TimeDelta::from_std(every).expect("small"));
+            due.push(monitor.clone());
+        }
+        let polled = if due.is_empty() {
+            Vec::new()
+        } else {
+            self.poller.poll(&self.state, &due, now.and_utc())?
+        };
+        for observation in &polled {
+            self.latest.insert(
+                (observation.monitor.clone(), observation.check),
+                observation.clone(),
             );
-            let warehouse = &self.warehouses[&monitor.warehouse];
-            for &check in &monitor.checks {
-                let observation =
-                    monitor::observe(&self.state, warehouse.as_ref(), monitor, check, &self.now)?;
-                self.latest
-                    .insert((name.clone(), check), observation.clone());
-                polled.push(observation);
-            }
         }
         for observation in &polled {
-            if observation.check == CheckKind::RowCount
-                && observation.verdict.is_breach()
-                && !self.incidents.iter().any(|i| {
-                    i.monitor == observation.monitor
-                        && i.table == observation.table
-                        && i.status != IncidentStatus::Resolved
-                })
-            {
-                events.extend(self.open_incident(observation)?);
+            // A schema change is evidence for a diagnosis, not an incident by itself.
+            if !observation.verdict.is_breach() || observation.check == CheckKind::Schema {
+                continue;
+            }
+            // One incident per (monitor, table): a further breach updates it.
+            match self.incidents.iter_mut().find(|i| {
+                i.monitor == observation.monitor
+                    && i.table == observation.table
+                    && i.status != IncidentStatus::Resolved
+            }) {
+                Some(incident) => incident.update(observation),
+                None => events.extend(self.open_incident(observation)?),
             }
         }
         events.extend(self.follow_runs()?);
@@ -270,6 +276,7 @@ impl Engine {
                 table: observation.table.clone(),
                 opened_at: self.now.clone(),
                 observed: observation.value.unwrap_or_default(),
+                current: None,
                 expected,
                 status: IncidentStatus::Open,
                 diagnosis: Diagnosis {
@@ -305,6 +312,7 @@ impl Engine {
             table: observation.table.clone(),
             opened_at: self.now.clone(),
             observed: observation.value.unwrap_or_default(),
+            current: None,
             expected,
             status: IncidentStatus::Open,
             diagnosis,
@@ -777,12 +785,12 @@ impl Engine {
 
     /// The warehouse holding dbt's relations: the first one a monitor watches a dbt
     /// source in. With one warehouse, that one.
-    fn warehouse_for(&self, _relation: Option<&str>) -> Option<&dyn Warehouse> {
+    fn warehouse_for(&self, _relation: Option<&str>) -> Option<&(dyn Warehouse + Sync)> {
         let monitored = self.config.monitor.iter().find(|m| m.source.is_some());
         let name = monitored
             .map(|m| m.warehouse.clone())
-            .or_else(|| self.warehouses.keys().next().cloned())?;
-        self.warehouses.get(&name).map(|w| w.as_ref())
+            .or_else(|| self.config.warehouse.keys().next().cloned())?;
+        self.poller.warehouse(&name).map(|w| w.as_ref())
     }
 
     fn resolve(&mut self, i: usize) -> Result<Vec<Event>> {
@@ -1207,6 +1215,24 @@ impl Engine {
     }
 }
 
+impl Incident {
+    /// A further breach on the same (monitor, table) updates the open incident rather
+    /// than opening another: the latest value, and a line of evidence per new kind of
+    /// breach.
+    fn update(&mut self, o: &Observation) {
+        self.current = Some(format!("{} {}", o.check.as_str(), o.observed_text()));
+        let kind = format!("{} {}", o.check.as_str(), o.verdict.as_str());
+        if !self.diagnosis.evidence.iter().any(|e| e.starts_with(&kind)) {
+            self.diagnosis.evidence.push(format!(
+                "{kind} at {}: {} (expected {})",
+                short_time(&o.at),
+                o.observed_text(),
+                o.expected_text()
+            ));
+        }
+    }
+}
+
 fn blast_node(impact: &crate::lineage::Impact) -> BlastNode {
     let risky = impact
         .column
@@ -1248,7 +1274,10 @@ fn incident_view(i: &Incident) -> IncidentView {
         monitor: i.monitor.clone(),
         status: i.status,
         opened_at: i.opened_at.clone(),
-        observed: monitor::thousands(i.observed),
+        observed: i
+            .current
+            .clone()
+            .unwrap_or_else(|| monitor::thousands(i.observed)),
         expected: i.expected.clone(),
         cause: Some(i.diagnosis.cause.clone()),
         evidence: i.diagnosis.evidence.clone(),

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{CheckKind, MonitorConfig};
 use crate::detect::{self, Range, SchemaChange, VerdictKind};
-use crate::warehouse::{Column, Warehouse, WarehouseError};
+use crate::warehouse::{Column, WarehouseError};
 
 pub use checks::Measurement;
 
@@ -153,26 +153,6 @@ pub fn thousands(value: f64) -> String {
     } else {
         out
     }
-}
-
-/// Runs one check now, judges it against stored history, stores and returns it. A
-/// null_rate check judges every watched column; the one returned is the first in
-/// breach, else the first column (all are stored).
-pub fn observe(
-    state: &Connection,
-    warehouse: &dyn Warehouse,
-    monitor: &MonitorConfig,
-    check: CheckKind,
-    at: &str,
-) -> Result<Observation> {
-    let now = parse_at(at)?;
-    let measured = checks::measure(warehouse, monitor, check, now);
-    let observations = judge(state, monitor, check, at, measured)?;
-    let first_breach = observations.iter().position(|o| o.verdict.is_breach());
-    Ok(observations
-        .into_iter()
-        .nth(first_breach.unwrap_or(0))
-        .expect("judge returns at least one observation"))
 }
 
 /// "2024-05-14T14:17:00Z" as the engine stamps observations.

@@ -145,6 +145,11 @@ impl Poller {
         );
     }
 
+    /// A configured warehouse, for the engine's own queries (verification dry runs).
+    pub fn warehouse(&self, name: &str) -> Option<&SharedWarehouse> {
+        self.warehouses.get(name).map(|slot| &slot.warehouse)
+    }
+
     /// The first backoff step after a warehouse is found down (doubling up to five
     /// minutes). Applies to warehouses added after this call.
     pub fn set_backoff(&mut self, base: Duration) {
