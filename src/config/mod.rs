@@ -120,6 +120,8 @@ impl CheckKind {
 #[serde(deny_unknown_fields)]
 pub struct LineageConfig {
     pub manifest: PathBuf,
+    /// dbt's catalog.json, for column types.
+    pub catalog: Option<PathBuf>,
     pub notes: Option<PathBuf>,
     /// The dbt project folder, where SQL diffs are applied.
     pub project_dir: Option<PathBuf>,

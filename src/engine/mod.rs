@@ -100,10 +100,14 @@ impl Engine {
         let lineage = match &config.lineage {
             Some(l) => {
                 let notes: Option<PathBuf> = l.notes.as_ref().map(|n| config.resolve(n));
-                Some(
-                    Lineage::load(&config.resolve(&l.manifest), notes.as_deref())
-                        .map_err(|e| anyhow!("{e}"))?,
-                )
+                let mut lineage = Lineage::load(&config.resolve(&l.manifest), notes.as_deref())
+                    .map_err(|e| anyhow!("{e}"))?;
+                if let Some(catalog) = &l.catalog {
+                    lineage = lineage
+                        .with_catalog(&config.resolve(catalog))
+                        .map_err(|e| anyhow!("{e}"))?;
+                }
+                Some(lineage)
             }
             None => None,
         };
