@@ -85,6 +85,26 @@ pub struct Verdict {
 }
 
 impl Verdict {
+    /// A verdict from an expected band: below is low, above is high, inside is ok.
+    pub fn banded(
+        observed: f64,
+        low: f64,
+        high: f64,
+        baseline: f64,
+        score: Option<f64>,
+    ) -> Verdict {
+        Verdict {
+            kind: direction(observed, low, high),
+            observed,
+            expected: Some(Range {
+                low,
+                high,
+                baseline,
+            }),
+            score,
+        }
+    }
+
     pub fn learning(observed: f64) -> Verdict {
         Verdict {
             kind: VerdictKind::Learning,
@@ -145,16 +165,13 @@ pub fn row_count(history: &[f64], observed: f64) -> Verdict {
     let (baseline, spread) = median_and_spread(recent);
     let low = (baseline - (3.0 * spread).max(0.10 * baseline)).max(0.0);
     let high = baseline + (3.0 * spread).max(0.50 * baseline);
-    Verdict {
-        kind: direction(observed, low, high),
+    Verdict::banded(
         observed,
-        expected: Some(Range {
-            low,
-            high,
-            baseline,
-        }),
-        score: (spread > 0.0).then(|| (observed - baseline) / spread),
-    }
+        low,
+        high,
+        baseline,
+        (spread > 0.0).then(|| (observed - baseline) / spread),
+    )
 }
 
 /// Row count against a baseline the team recorded (`expected_rows`), with the same
@@ -162,16 +179,7 @@ pub fn row_count(history: &[f64], observed: f64) -> Verdict {
 pub fn row_count_recorded(baseline: f64, observed: f64) -> Verdict {
     let low = 0.9 * baseline;
     let high = 1.5 * baseline;
-    Verdict {
-        kind: direction(observed, low, high),
-        observed,
-        expected: Some(Range {
-            low,
-            high,
-            baseline,
-        }),
-        score: None,
-    }
+    Verdict::banded(observed, low, high, baseline, None)
 }
 
 /// A column's null rate (0..1) against its own recent history. A rate that barely
@@ -185,16 +193,13 @@ pub fn null_rate(history: &[f64], observed: f64) -> Verdict {
     let width = (3.0 * spread).max(0.02).max(0.10 * baseline);
     let low = (baseline - width).max(0.0);
     let high = (baseline + width).min(1.0);
-    Verdict {
-        kind: direction(observed, low, high),
+    Verdict::banded(
         observed,
-        expected: Some(Range {
-            low,
-            high,
-            baseline,
-        }),
-        score: (spread > 0.0).then(|| (observed - baseline) / spread),
-    }
+        low,
+        high,
+        baseline,
+        (spread > 0.0).then(|| (observed - baseline) / spread),
+    )
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -3,7 +3,7 @@
 //! same-weekday values, a z-score threshold of 3, and the tested value included in its
 //! own training set. It is here to be measured against, not used by the monitors.
 
-use super::{direction, Range, Verdict};
+use super::Verdict;
 
 pub const TRAINING_VALUES: usize = 14;
 pub const THRESHOLD: f64 = 3.0;
@@ -26,14 +26,11 @@ pub fn judge_day(days: &[f64], index: usize) -> Verdict {
     let sd = variance.sqrt();
     let low = mean - THRESHOLD * sd;
     let high = mean + THRESHOLD * sd;
-    Verdict {
-        kind: direction(observed, low, high),
+    Verdict::banded(
         observed,
-        expected: Some(Range {
-            low,
-            high,
-            baseline: mean,
-        }),
-        score: (sd > 0.0).then(|| (observed - mean) / sd),
-    }
+        low,
+        high,
+        mean,
+        (sd > 0.0).then(|| (observed - mean) / sd),
+    )
 }

@@ -7,7 +7,7 @@
 
 use chrono::{Duration, NaiveDate};
 
-use super::{direction, median_and_spread, Range, Verdict};
+use super::{median_and_spread, Verdict};
 
 /// How many prior same-weekday values make the baseline (eight weeks).
 pub const WEEKS: usize = 8;
@@ -57,16 +57,13 @@ pub fn judge_day(days: &[f64], index: usize) -> Verdict {
     let width = THRESHOLD * sigma;
     let low = (baseline - width).max(0.0);
     let high = baseline + width;
-    Verdict {
-        kind: direction(observed, low, high),
+    Verdict::banded(
         observed,
-        expected: Some(Range {
-            low,
-            high,
-            baseline,
-        }),
-        score: Some((observed - baseline) / sigma),
-    }
+        low,
+        high,
+        baseline,
+        Some((observed - baseline) / sigma),
+    )
 }
 
 /// Every day of a history judged in turn, as a backtest does.

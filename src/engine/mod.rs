@@ -274,27 +274,14 @@ impl Engine {
 
         // L0: monitors only. The breach is recorded and shown; nothing is inferred.
         if approve::autonomy(&self.config, &observation.table) == 0 {
-            self.incidents.push(Incident {
-                id,
-                monitor: observation.monitor.clone(),
-                table: observation.table.clone(),
-                opened_at: self.now.clone(),
-                observed: observation.value.unwrap_or_default(),
-                current: None,
-                expected,
-                status: IncidentStatus::Open,
-                diagnosis: Diagnosis {
-                    kind: diagnosis::CauseKind::Unexplained,
-                    cause: "L0: monitors only; no diagnosis".to_string(),
-                    evidence: Vec::new(),
-                    column_change: None,
-                },
-                blast: Vec::new(),
-                proposals: Vec::new(),
-                run: None,
-                checks: Vec::new(),
-                receipt: None,
-            });
+            let diagnosis = Diagnosis {
+                kind: diagnosis::CauseKind::Unexplained,
+                cause: "L0: monitors only; no diagnosis".to_string(),
+                evidence: Vec::new(),
+                column_change: None,
+            };
+            let incident = Incident::opened(&id, observation, &expected, &self.now, diagnosis);
+            self.incidents.push(incident);
             return Ok(events);
         }
         let facts = self.facts(observation)?;
@@ -310,22 +297,7 @@ impl Engine {
             evidence: diagnosis.evidence.clone(),
         }));
 
-        let mut incident = Incident {
-            id: id.clone(),
-            monitor: observation.monitor.clone(),
-            table: observation.table.clone(),
-            opened_at: self.now.clone(),
-            observed: observation.value.unwrap_or_default(),
-            current: None,
-            expected,
-            status: IncidentStatus::Open,
-            diagnosis,
-            blast: Vec::new(),
-            proposals: Vec::new(),
-            run: None,
-            checks: Vec::new(),
-            receipt: None,
-        };
+        let mut incident = Incident::opened(&id, observation, &expected, &self.now, diagnosis);
         if let Some(lineage) = &self.lineage {
             match lineage.resolve(&observation.table) {
                 Ok(from) => {
@@ -1220,6 +1192,31 @@ impl Engine {
 }
 
 impl Incident {
+    fn opened(
+        id: &str,
+        o: &Observation,
+        expected: &str,
+        now: &str,
+        diagnosis: Diagnosis,
+    ) -> Incident {
+        Incident {
+            id: id.to_string(),
+            monitor: o.monitor.clone(),
+            table: o.table.clone(),
+            opened_at: now.to_string(),
+            observed: o.value.unwrap_or_default(),
+            current: None,
+            expected: expected.to_string(),
+            status: IncidentStatus::Open,
+            diagnosis,
+            blast: Vec::new(),
+            proposals: Vec::new(),
+            run: None,
+            checks: Vec::new(),
+            receipt: None,
+        }
+    }
+
     /// A further breach on the same (monitor, table) updates the open incident rather
     /// than opening another: the latest value, and a line of evidence per new kind of
     /// breach.
