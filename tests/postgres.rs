@@ -269,3 +269,56 @@ fn the_engine_opens_no_incident_while_postgres_is_down() {
     let snapshot = engine.snapshot(false);
     assert!(snapshot.incidents.is_empty());
 }
+
+#[test]
+fn the_engine_opens_one_incident_per_monitor_and_table_and_updates_it() {
+    let Some(pg) = start_or_skip("the_engine_opens_one_incident") else {
+        return;
+    };
+    load_orders(&pg);
+    std::env::set_var("DATAWARD_TEST_ENGINE_DEDUP_URL", &pg.url);
+    let text = "[warehouse.pg]\nkind = \"postgres\"\nurl_env = \"DATAWARD_TEST_ENGINE_DEDUP_URL\"\n\
+                [[monitor]]\nname = \"orders\"\nwarehouse = \"pg\"\ntable = \"shop.Orders\"\n\
+                checks = [\"row_count\", \"null_rate\"]\nnull_columns = [\"email\"]\nevery = \"5m\"\n";
+    let config = Config::parse(text, Path::new("engine.toml")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dataward::store::open(&dir.path().join("state.db")).unwrap();
+    let mut engine = Engine::new(config, state, None, &Actor::current()).unwrap();
+    let start: NaiveDateTime = sunday_night().naive_utc();
+    let mut opened = 0;
+    let mut tick = |minutes: i64, engine: &mut Engine| {
+        let events = engine.tick(start + TimeDelta::minutes(minutes)).unwrap();
+        opened += events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::IncidentOpened { .. }))
+            .count();
+    };
+    for minutes in [0, 5, 10, 15] {
+        tick(minutes, &mut engine);
+    }
+    assert_eq!(
+        engine.snapshot(false).incidents.len(),
+        0,
+        "a steady table opens nothing"
+    );
+    // Half the rows vanish: a row-count drop opens the incident.
+    pg.execute("DELETE FROM shop.\"Orders\" WHERE id % 2 = 0");
+    tick(20, &mut engine);
+    // Then the emails go null too: the same monitor and table, so the same incident.
+    pg.execute("UPDATE shop.\"Orders\" SET email = NULL WHERE id % 3 = 0");
+    tick(25, &mut engine);
+    tick(30, &mut engine);
+    let snapshot = engine.snapshot(false);
+    assert_eq!(snapshot.incidents.len(), 1, "{:#?}", snapshot.incidents);
+    let incident = &snapshot.incidents[0];
+    assert!(
+        incident
+            .evidence
+            .iter()
+            .any(|e| e.starts_with("null_rate high")),
+        "the null-rate breach was added to the open incident: {:?}",
+        incident.evidence
+    );
+    drop(tick);
+    assert_eq!(opened, 1);
+}
