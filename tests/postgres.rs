@@ -286,7 +286,7 @@ fn the_engine_opens_one_incident_per_monitor_and_table_and_updates_it() {
     let mut engine = Engine::new(config, state, None, &Actor::current()).unwrap();
     let start: NaiveDateTime = sunday_night().naive_utc();
     let mut opened = 0;
-    let mut tick = |minutes: i64, engine: &mut Engine| {
+    let tick = |minutes: i64, engine: &mut Engine| {
         let events = engine.tick(start + TimeDelta::minutes(minutes)).unwrap();
         events
             .iter()
