@@ -400,3 +400,132 @@ fn a_saved_receipt_is_checked_against_the_chain() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("receipt.json"));
 }
+
+#[test]
+fn rolling_back_an_approved_diff_reverts_the_file_and_records_the_undo() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir
+        .path()
+        .join("estate/dbt/models/intermediate/int_seat_map.sql");
+    let mut original = None;
+    let mut rolled_back = Vec::new();
+    let (_, engine) = play(dir.path(), "autonomy = \"L2\"", |event, engine| {
+        if original.is_none() {
+            original = std::fs::read_to_string(&file).ok();
+        }
+        let mut out = approve_all(event, engine);
+        if let Some(EventKind::Decision {
+            proposal,
+            verdict: Verdict::Approved,
+            ..
+        }) = event.map(|e| &e.kind)
+        {
+            if proposal.ends_with("-P2") {
+                assert_ne!(
+                    std::fs::read_to_string(&file).ok(),
+                    original,
+                    "approving applies the diff"
+                );
+                rolled_back = engine.handle(
+                    Command::RollBack {
+                        proposal: proposal.clone(),
+                        reason: "wrong join".into(),
+                    },
+                    &owner(),
+                );
+                out.extend(rolled_back.clone());
+            }
+        }
+        out
+    });
+    assert!(
+        rolled_back.iter().any(
+            |e| matches!(&e.kind, EventKind::Undo { action, .. } if action.contains("reverted"))
+        ),
+        "{rolled_back:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).ok(),
+        original,
+        "the file is back as it was"
+    );
+    let diff = engine.snapshot(true).incidents[0]
+        .proposals
+        .iter()
+        .find(|p| p.kind == ProposalKind::Diff)
+        .cloned()
+        .unwrap();
+    assert_eq!(diff.state, ProposalState::RolledBack);
+    // A roll back needs a reason, like a rejection.
+    let mut engine = engine;
+    let refused = engine.handle(
+        Command::RollBack {
+            proposal: diff.id.clone(),
+            reason: " ".into(),
+        },
+        &owner(),
+    );
+    assert!(matches!(refused[0].kind, EventKind::Refused { .. }));
+}
+
+#[test]
+fn a_changed_policy_is_recorded_and_a_broken_one_denies_every_decision() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut scenario, mut engine) = dataward::demo::prepare(dir.path(), &owner()).unwrap();
+    let config = dir.path().join("estate/dataward.toml");
+    let policies = |dir: &Path| -> i64 {
+        let conn = dataward::store::open(&dir.join("dataward.db")).unwrap();
+        conn.query_row(
+            "SELECT count(*) FROM chain WHERE kind = 'policy'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    let mut now = start();
+    let mut proposal = None;
+    while proposal.is_none() {
+        scenario.step(now).unwrap();
+        for event in engine.tick(now).unwrap() {
+            if let EventKind::Proposal {
+                proposal: id,
+                content_hash,
+                kind: ProposalKind::Hold,
+                ..
+            } = event.kind
+            {
+                proposal = Some((id, content_hash));
+            }
+        }
+        now += TimeDelta::minutes(1);
+    }
+    assert_eq!(policies(dir.path()), 1);
+    // The team edits the policy: a new hash goes on the chain at the next tick.
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace("approval_ttl = \"45m\"", "approval_ttl = \"50m\""),
+    )
+    .unwrap();
+    engine.tick(now).unwrap();
+    assert_eq!(policies(dir.path()), 2);
+    // Someone breaks it: decisions are denied, with the reason, until it is fixed.
+    std::fs::write(&config, "[[domain]]\nname = 1\n").unwrap();
+    engine.tick(now + TimeDelta::minutes(1)).unwrap();
+    let (id, hash) = proposal.unwrap();
+    let refused = engine.handle(
+        Command::Approve {
+            proposal: id,
+            content_hash: hash,
+            reason: String::new(),
+        },
+        &owner(),
+    );
+    match &refused[0].kind {
+        EventKind::Refused { reason, .. } => {
+            assert!(reason.contains("cannot be evaluated"), "{reason}")
+        }
+        other => panic!("approved under a broken policy: {other:?}"),
+    }
+    assert_eq!(policies(dir.path()), 3);
+}
