@@ -17,6 +17,13 @@ struct Cli {
     /// Where the state database and the demo estate live (default: the XDG data dir).
     #[arg(long, global = true, value_name = "DIR")]
     data_dir: Option<PathBuf>,
+    /// The console's config (default: the XDG config path, ~/.config/dataward/config.toml).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// A console that can look but not decide: approve, reject, roll back, forward, run
+    /// and the org stop are gone.
+    #[arg(long)]
+    read_only: bool,
     #[command(subcommand)]
     command: Option<Cmd>,
 }
@@ -108,7 +115,19 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let data_dir = config::data_dir(cli.data_dir.as_deref())?;
     let Some(command) = cli.command else {
-        anyhow::bail!("the console needs a config; try `dataward demo` (a config-driven console comes with `dataward --config FILE`)");
+        let path = cli
+            .config
+            .or_else(config::default_config_path)
+            .ok_or_else(|| {
+                anyhow::anyhow!("no home directory for the default config; pass --config FILE")
+            })?;
+        anyhow::ensure!(
+            path.exists(),
+            "no config at {}; pass --config FILE (see config.example.toml), or try `dataward demo`",
+            path.display()
+        );
+        dataward::engine::live::run_console(&path, &data_dir, cli.read_only)?;
+        return Ok(ExitCode::SUCCESS);
     };
     match command {
         Cmd::Demo {

@@ -148,3 +148,59 @@ fn approve_the_hold_from_the_keyboard() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+#[test]
+fn the_console_runs_on_a_config_read_only() {
+    if !tmux_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let estate = dataward::demo::estate::build(&dir.path().join("estate"), None).unwrap();
+    let name = format!("dataward-live-{}", std::process::id());
+    let command = format!(
+        "{} --config {} --data-dir {} --read-only",
+        env!("CARGO_BIN_EXE_dataward"),
+        estate.config().display(),
+        dir.path().join("state").display()
+    );
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &name,
+        "-x",
+        "120",
+        "-y",
+        "40",
+        &command,
+    ]);
+    let session = Session(name);
+    let s = session.0.as_str();
+    let shown = wait_for(s, "orders_rows");
+    assert!(shown.contains("read-only"), "{shown}");
+    assert!(
+        shown.contains("learning"),
+        "a first poll only learns:\n{shown}"
+    );
+    // Dangerous keys are gone from a read-only console's help.
+    tmux(&["send-keys", "-t", s, "?"]);
+    let help = wait_for(s, "quit");
+    assert!(!help.contains("approve"), "{help}");
+    tmux(&["send-keys", "-t", s, "Escape"]);
+    tmux(&["send-keys", "-t", s, "q"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Command::new("tmux")
+        .args(["has-session", "-t", s])
+        .output()
+        .unwrap()
+        .status
+        .success()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the console did not quit:\n{}",
+            screen(s)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}

@@ -385,10 +385,11 @@ fn render_monitors(frame: &mut Frame, area: Rect, app: &App) {
         [
             Constraint::Fill(2),
             Constraint::Length(10),
-            Constraint::Length(9),
+            // "· learning", "✗ unknown": the longest verdicts with their glyph.
+            Constraint::Length(11),
             Constraint::Fill(2),
             Constraint::Fill(2),
-            Constraint::Length(7),
+            Constraint::Length(14),
         ],
     )
     .header(header)

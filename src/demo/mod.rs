@@ -7,7 +7,7 @@ pub mod estate;
 pub mod scenario;
 
 use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -16,6 +16,7 @@ use chrono::{NaiveDate, NaiveDateTime, TimeDelta};
 use crate::approve::Actor;
 use crate::config::Config;
 use crate::engine::api::{Command, Event, EventKind, ProposalKind, Snapshot};
+use crate::engine::session::{publish, serve_until, with_console};
 use crate::engine::Engine;
 use scenario::Scenario;
 
@@ -88,11 +89,6 @@ pub fn play(
         .as_ref()
         .map(|role| StandIn::new(actor, role));
     let mut now = warm_up_start();
-    let publish = |engine: &Engine, finished: bool| {
-        if let Some(tx) = snapshots {
-            let _ = tx.send(engine.snapshot(finished));
-        }
-    };
     while now <= story_end() {
         for step in scenario.step(now)? {
             emit(&Event {
@@ -111,7 +107,7 @@ pub fn play(
                 }
             }
         }
-        publish(engine, false);
+        publish(engine, snapshots, false);
         // Before the story starts, the monitors only learn: play it ten times faster.
         let speed = if now < story_start() {
             options.speed * 10.0
@@ -119,36 +115,16 @@ pub fn play(
             options.speed
         };
         let deadline = Instant::now() + Duration::from_secs_f64(60.0 / speed.max(0.001));
-        loop {
-            let wait = deadline.saturating_duration_since(Instant::now());
-            match commands.recv_timeout(wait) {
-                Ok(command) => {
-                    for event in engine.handle(command, actor) {
-                        emit(&event);
-                    }
-                    publish(engine, false);
-                }
-                Err(RecvTimeoutError::Timeout) => break,
-                Err(RecvTimeoutError::Disconnected) => {
-                    if snapshots.is_some() {
-                        return Ok(()); // the console quit
-                    }
-                    std::thread::sleep(wait);
-                    break;
-                }
-            }
+        if !serve_until(engine, commands, actor, deadline, emit, snapshots, false) {
+            return Ok(()); // the console quit
         }
         now += TimeDelta::minutes(1);
     }
-    publish(engine, true);
+    publish(engine, snapshots, true);
     // The clock has stopped; a console can still decide and read until it quits.
     if snapshots.is_some() {
-        while let Ok(command) = commands.recv() {
-            for event in engine.handle(command, actor) {
-                emit(&event);
-            }
-            publish(engine, true);
-        }
+        let forever = Instant::now() + Duration::from_secs(100 * 365 * 86_400);
+        while serve_until(engine, commands, actor, forever, emit, snapshots, true) {}
     }
     Ok(())
 }
@@ -262,34 +238,16 @@ fn describe(event: &Event) -> String {
 pub fn run_console(options: DemoOptions) -> Result<()> {
     let actor = Actor::current();
     let (mut scenario, mut engine) = prepare(&options.data_dir, &actor)?;
-    let (command_tx, command_rx) = mpsc::channel::<Command>();
-    let (snapshot_tx, snapshot_rx) = mpsc::channel::<Snapshot>();
-    let engine_thread = std::thread::spawn(move || -> Result<()> {
+    with_console(false, move |commands, snapshots| {
         let mut emit = |_: &Event| {};
         play(
             &options,
             &mut scenario,
             &mut engine,
             &actor,
-            &command_rx,
+            &commands,
             &mut emit,
-            Some(&snapshot_tx),
+            Some(&snapshots),
         )
-    });
-    let link = crate::console::ConsoleLink {
-        commands: command_tx,
-        snapshots: snapshot_rx,
-    };
-    crate::console::run(
-        link,
-        crate::console::ConsoleOptions {
-            read_only: false,
-            theme: None,
-            theme_name: None,
-        },
-    )?;
-    match engine_thread.join() {
-        Ok(result) => result,
-        Err(_) => anyhow::bail!("the engine thread panicked"),
-    }
+    })
 }

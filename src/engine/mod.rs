@@ -4,7 +4,9 @@
 //! chain. Commands in, events out; it never draws.
 
 pub mod api;
+pub mod live;
 pub mod orchestrator;
+pub mod session;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

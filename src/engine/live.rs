@@ -1,0 +1,58 @@
+//! `dataward --config FILE`: the engine on the wall clock, behind the console.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use super::orchestrator::Orchestrator;
+use super::session::{publish, serve_until, with_console};
+use super::Engine;
+use crate::approve::Actor;
+use crate::config::Config;
+
+/// How often the engine looks at the clock: monitors are due on their own schedules,
+/// this only bounds how late a due one can start.
+const TICK: Duration = Duration::from_secs(15);
+
+pub fn run_console(config_path: &Path, data_dir: &Path, read_only: bool) -> Result<()> {
+    let config = Config::load(config_path)?;
+    let orchestrator: Option<Box<dyn Orchestrator>> = match &config.orchestrator {
+        Some(o) if o.kind == "demo" => {
+            let path = o
+                .path
+                .as_ref()
+                .map(|p| config.resolve(p))
+                .context("[orchestrator] kind = \"demo\" needs a path")?;
+            Some(Box::new(crate::demo::control::ControlPlane::new(path)))
+        }
+        Some(o) => anyhow::bail!(
+            "{}: [orchestrator] kind {:?} is not supported yet (\"demo\" is)",
+            config_path.display(),
+            o.kind
+        ),
+        None => None,
+    };
+    let state = crate::store::open(&data_dir.join("dataward.db"))?;
+    let actor = Actor::current();
+    let mut engine = Engine::new(config, state, orchestrator, &actor)?;
+    with_console(read_only, move |commands, snapshots| {
+        let mut emit = |_: &super::api::Event| {};
+        loop {
+            engine.tick(chrono::Utc::now().naive_utc())?;
+            publish(&engine, Some(&snapshots), false);
+            let deadline = Instant::now() + TICK;
+            if !serve_until(
+                &mut engine,
+                &commands,
+                &actor,
+                deadline,
+                &mut emit,
+                Some(&snapshots),
+                false,
+            ) {
+                return Ok(());
+            }
+        }
+    })
+}
