@@ -18,6 +18,7 @@ use dataward::engine::Engine;
 use dataward::monitor::poller::Poller;
 use dataward::monitor::{Health, Observation};
 use dataward::warehouse::postgres::PostgresWarehouse;
+use dataward::warehouse::Warehouse;
 use support::pg::{start_or_skip, PgServer};
 
 /// Sunday 02:30 UTC: Saturday is the last complete day.
@@ -320,4 +321,21 @@ fn the_engine_opens_one_incident_per_monitor_and_table_and_updates_it() {
         incident.evidence
     );
     assert_eq!(opened, 1);
+}
+
+#[test]
+fn a_dry_run_computes_every_column_so_a_failing_cast_is_seen() {
+    let Some(pg) = start_or_skip("a_dry_run_computes_every_column") else {
+        return;
+    };
+    pg.execute(
+        "CREATE TABLE sections (s varchar(12));
+         INSERT INTO sections VALUES ('12'), ('7');",
+    );
+    let warehouse = PostgresWarehouse::new(&pg.url, 2, Duration::from_secs(10)).unwrap();
+    let model = "select cast(s as integer) as n, 1 as one from sections";
+    assert_eq!(warehouse.dry_run(model).unwrap(), 2);
+    pg.execute("INSERT INTO sections VALUES ('FLOOR-A')");
+    let err = warehouse.dry_run(model).unwrap_err().to_string();
+    assert!(err.contains("FLOOR-A"), "{err}");
 }

@@ -193,7 +193,10 @@ impl Warehouse for PostgresWarehouse {
     }
 
     fn dry_run(&self, select: &str) -> Result<u64, WarehouseError> {
-        let sql = format!("SELECT count(*) FROM ({select}) AS dry_run");
+        // Every column must be computed, or a failing cast in one nobody counts would
+        // pass: the planner drops unreferenced columns of a subquery. Turning each row
+        // into JSON references them all, without shipping the rows here.
+        let sql = format!("SELECT count(row_to_json(dry_run)) FROM ({select}) AS dry_run");
         self.with_client(|c| c.query_one(&sql, &[]))
             .map(|row| row.get::<_, i64>(0) as u64)
     }
