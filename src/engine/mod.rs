@@ -75,7 +75,8 @@ pub struct Engine {
     lineage: Option<Lineage>,
     orchestrator: Option<Box<dyn Orchestrator>>,
     next_due: BTreeMap<String, NaiveDateTime>,
-    latest: BTreeMap<(String, CheckKind), Observation>,
+    /// The latest observation per (monitor, check, column): null_rate has one per column.
+    latest: BTreeMap<(String, CheckKind, Option<String>), Observation>,
     incidents: Vec<Incident>,
     notices: Vec<String>,
     console_actor: String,
@@ -226,7 +227,11 @@ impl Engine {
         };
         for observation in &polled {
             self.latest.insert(
-                (observation.monitor.clone(), observation.check),
+                (
+                    observation.monitor.clone(),
+                    observation.check,
+                    observation.detail.column.clone(),
+                ),
                 observation.clone(),
             );
         }
@@ -540,7 +545,7 @@ impl Engine {
                 let name = Config::monitor_name(m);
                 let rows = self
                     .latest
-                    .get(&(name.clone(), CheckKind::RowCount))
+                    .get(&(name.clone(), CheckKind::RowCount, None))
                     .and_then(|o| o.value);
                 (Some(m.table.clone()), changes(&name)?, rows)
             }
@@ -662,7 +667,7 @@ impl Engine {
         let mut checks = Vec::new();
         if let Some(o) = self
             .latest
-            .get(&(incident.monitor.clone(), CheckKind::RowCount))
+            .get(&(incident.monitor.clone(), CheckKind::RowCount, None))
         {
             checks.push(Check {
                 name: format!("{} row count within baseline", incident.table),
@@ -677,7 +682,7 @@ impl Engine {
         if let Some(change) = &incident.diagnosis.column_change {
             let seen = self
                 .latest
-                .get(&(incident.monitor.clone(), CheckKind::Schema))
+                .get(&(incident.monitor.clone(), CheckKind::Schema, None))
                 .and_then(|o| o.detail.columns.clone())
                 .unwrap_or_default()
                 .into_iter()
@@ -1158,7 +1163,10 @@ impl Engine {
                 .map(|o| MonitorView {
                     name: o.monitor.clone(),
                     table: o.table.clone(),
-                    check: o.check.as_str().to_string(),
+                    check: match &o.detail.column {
+                        Some(column) => format!("{}({column})", o.check.as_str()),
+                        None => o.check.as_str().to_string(),
+                    },
                     verdict: o.verdict.as_str().to_string(),
                     observed: o.observed_text(),
                     expected: o.expected_text(),
@@ -1185,7 +1193,7 @@ impl Engine {
     /// A run queued before that builds on a partial table.
     pub fn recovered(&self, monitor: &str) -> bool {
         self.latest
-            .get(&(monitor.to_string(), CheckKind::RowCount))
+            .get(&(monitor.to_string(), CheckKind::RowCount, None))
             .is_some_and(|o| {
                 o.verdict.as_str() == "ok"
                     && matches!((o.value, o.expected), (Some(v), Some(r)) if v >= r.baseline)
