@@ -203,6 +203,9 @@ fn clean_proposal(proposal: &mut ProposalView) {
     ] {
         clean_in_place(field);
     }
+    for role in &mut proposal.deciders {
+        clean_in_place(role);
+    }
     match &mut proposal.body {
         ProposalBody::Hold { job, plan } => {
             clean_in_place(job);
@@ -289,6 +292,7 @@ mod tests {
                     state: ProposalState::Pending,
                     undo: "u".into(),
                     verify: "v".into(),
+                    deciders: vec![],
                     body: ProposalBody::Diff {
                         file: "f.sql".into(),
                         old: "a\n\x1b[31mb".into(),

@@ -187,6 +187,8 @@ fn the_console_runs_on_a_config_read_only() {
     let help = wait_for(s, "quit");
     assert!(!help.contains("approve"), "{help}");
     tmux(&["send-keys", "-t", s, "Escape"]);
+    // Esc and q sent together read as Alt-q: wait until the help is gone.
+    wait_for(s, "Enter open");
     tmux(&["send-keys", "-t", s, "q"]);
     let deadline = Instant::now() + Duration::from_secs(30);
     while Command::new("tmux")

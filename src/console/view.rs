@@ -655,8 +655,12 @@ fn render_proposal_body(frame: &mut Frame, area: Rect, app: &App, detail: &Detai
     }
 }
 
-fn undo_and_verify(proposal: &ProposalView, theme: &Theme) -> [Line<'static>; 2] {
+fn undo_and_verify(proposal: &ProposalView, theme: &Theme) -> [Line<'static>; 3] {
     [
+        Line::from(vec![
+            Span::styled("decide ", theme.muted),
+            Span::raw(proposal.deciders.join(", ")),
+        ]),
         Line::from(vec![
             Span::styled("undo   ", theme.muted),
             Span::raw(proposal.undo.clone()),

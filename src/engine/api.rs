@@ -270,6 +270,9 @@ pub struct ProposalView {
     pub undo: String,
     /// How we will know it worked.
     pub verify: String,
+    /// The roles that may decide it now: the owner, plus any escalation target reached.
+    #[serde(default)]
+    pub deciders: Vec<String>,
     pub body: ProposalBody,
 }
 

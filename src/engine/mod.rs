@@ -54,6 +54,8 @@ struct Incident {
     table: String,
     opened_at: String,
     observed: f64,
+    /// The check whose breach opened it.
+    check: CheckKind,
     /// The latest breaching observation, as people read it ("row_count 9,120").
     current: Option<String>,
     expected: String,
@@ -1173,7 +1175,11 @@ impl Engine {
                     health: o.health.as_str().to_string(),
                 })
                 .collect(),
-            incidents: self.incidents.iter().map(incident_view).collect(),
+            incidents: self
+                .incidents
+                .iter()
+                .map(|i| self.incident_view(i))
+                .collect(),
             notices: self.notices.iter().rev().take(5).rev().cloned().collect(),
             finished,
             org_stop: stop::state(&self.state).ok().filter(|s| s.active).map(|s| {
@@ -1186,6 +1192,48 @@ impl Engine {
                         .unwrap_or_default()
                 )
             }),
+        }
+    }
+
+    fn incident_view(&self, i: &Incident) -> IncidentView {
+        IncidentView {
+            id: i.id.clone(),
+            title: format!(
+                "{} {} {} ({})",
+                i.table,
+                i.check.as_str().replace('_', " "),
+                monitor::thousands(i.observed),
+                i.expected
+            ),
+            table: i.table.clone(),
+            monitor: i.monitor.clone(),
+            status: i.status,
+            opened_at: i.opened_at.clone(),
+            observed: i
+                .current
+                .clone()
+                .unwrap_or_else(|| monitor::thousands(i.observed)),
+            expected: i.expected.clone(),
+            cause: Some(i.diagnosis.cause.clone()),
+            evidence: i.diagnosis.evidence.clone(),
+            blast: i.blast.clone(),
+            proposals: i
+                .proposals
+                .iter()
+                .map(|p| {
+                    let mut view = p.view();
+                    if let Some(Ok(roles)) = self
+                        .requests
+                        .get(&p.id)
+                        .map(|r| r.eligible_roles(&self.config))
+                    {
+                        view.deciders = roles;
+                    }
+                    view
+                })
+                .collect(),
+            checks: i.checks.clone(),
+            receipt: i.receipt.clone(),
         }
     }
 
@@ -1214,6 +1262,7 @@ impl Incident {
             monitor: o.monitor.clone(),
             table: o.table.clone(),
             opened_at: now.to_string(),
+            check: o.check,
             observed: o.value.unwrap_or_default(),
             current: None,
             expected: expected.to_string(),
@@ -1269,32 +1318,5 @@ fn blast_node(impact: &crate::lineage::Impact) -> BlastNode {
         parents: impact.parents.clone(),
         finding,
         break_risk: risky.is_some_and(|r| !r.is_empty()),
-    }
-}
-
-fn incident_view(i: &Incident) -> IncidentView {
-    IncidentView {
-        id: i.id.clone(),
-        title: format!(
-            "{} row count {} ({})",
-            i.table,
-            monitor::thousands(i.observed),
-            i.expected
-        ),
-        table: i.table.clone(),
-        monitor: i.monitor.clone(),
-        status: i.status,
-        opened_at: i.opened_at.clone(),
-        observed: i
-            .current
-            .clone()
-            .unwrap_or_else(|| monitor::thousands(i.observed)),
-        expected: i.expected.clone(),
-        cause: Some(i.diagnosis.cause.clone()),
-        evidence: i.diagnosis.evidence.clone(),
-        blast: i.blast.clone(),
-        proposals: i.proposals.iter().map(Proposal::view).collect(),
-        checks: i.checks.clone(),
-        receipt: i.receipt.clone(),
     }
 }

@@ -41,6 +41,7 @@ impl Proposal {
             state: self.state,
             undo: self.undo.clone(),
             verify: self.verify.clone(),
+            deciders: vec![self.owner.clone()],
             body: self.body.clone(),
         }
     }
