@@ -125,7 +125,7 @@ pub fn sample_incident() -> IncidentView {
                 state: ProposalState::Approved,
                 undo: "resume the hourly dbt job schedule".into(),
                 verify: "no run of the hourly dbt job until ORDERS is back at baseline".into(),
-                deciders: vec![],
+                deciders: vec!["analytics-eng".into()],
                 body: ProposalBody::Hold {
                     job: "hourly dbt job".into(),
                     plan: "pause the schedule now\nqueue one run once ORDERS is back at baseline"
@@ -142,7 +142,7 @@ pub fn sample_incident() -> IncidentView {
                 state: ProposalState::Pending,
                 undo: "revert models/staging/stg_orders.sql".into(),
                 verify: "int_seat_map builds with FLOOR-A sections".into(),
-                deciders: vec![],
+                deciders: vec!["analytics-eng".into()],
                 body: ProposalBody::Diff {
                     file: "models/staging/stg_orders.sql".into(),
                     old: OLD_STG_ORDERS.into(),
@@ -159,7 +159,7 @@ pub fn sample_incident() -> IncidentView {
                 state: ProposalState::Pending,
                 undo: "nothing runs; withdraw the note".into(),
                 verify: "the mover's owner acknowledges".into(),
-                deciders: vec![],
+                deciders: vec!["analytics-eng".into()],
                 body: ProposalBody::Note {
                     to: "platform (mover owner)".into(),
                     text: "Today the mover met an incompatible type change and used its \
