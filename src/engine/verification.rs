@@ -1,0 +1,257 @@
+//! After a run: follow it at the scheduler, re-run the checks once the settle window
+//! has passed, and only on a pass resolve the incident, apply the holds' undo and write
+//! the receipt.
+
+use super::*;
+
+impl Engine {
+    pub(super) fn follow_runs(&mut self) -> Result<Vec<Event>> {
+        let mut events = Vec::new();
+        for i in 0..self.incidents.len() {
+            let Some(run) = &self.incidents[i].run else {
+                continue;
+            };
+            if run.finished.is_some() {
+                continue;
+            }
+            let Some(orchestrator) = &self.orchestrator else {
+                continue;
+            };
+            let Some(record) = orchestrator.run(run.id)? else {
+                continue;
+            };
+            if record.status == "queued" {
+                continue;
+            }
+            let id = self.incidents[i].id.clone();
+            let seq = self.record(
+                "run",
+                ENGINE_ACTOR,
+                json!({"incident": id, "run": record.id, "job": record.job, "status": record.status,
+                       "started_at": record.started_at, "finished_at": record.finished_at, "detail": record.detail}),
+            )?;
+            events.push(self.event(EventKind::Run {
+                incident: id,
+                job: record.job.clone(),
+                status: record.status.clone(),
+                seq,
+            }));
+            let incident = &mut self.incidents[i];
+            incident.status = if record.status == "success" {
+                IncidentStatus::Verifying
+            } else {
+                IncidentStatus::Open
+            };
+            incident.run.as_mut().expect("checked above").finished = Some(record);
+        }
+        Ok(events)
+    }
+
+    /// Re-runs the checks for incidents whose run finished at least the settle window
+    /// ago. Only a pass closes the incident; a failure sends it back to people.
+    pub(super) fn verify_incidents(&mut self, now: NaiveDateTime) -> Result<Vec<Event>> {
+        let settle = crate::config::parse_duration(&self.config.verify.settle).expect("validated");
+        let mut events = Vec::new();
+        for i in 0..self.incidents.len() {
+            let incident = &self.incidents[i];
+            if incident.status != IncidentStatus::Verifying {
+                continue;
+            }
+            let Some(finished_at) = incident
+                .run
+                .as_ref()
+                .and_then(|r| r.finished.as_ref())
+                .and_then(|r| r.finished_at.as_deref())
+                .and_then(|at| NaiveDateTime::parse_from_str(at, "%Y-%m-%dT%H:%M:%SZ").ok())
+            else {
+                continue;
+            };
+            if now < finished_at + TimeDelta::from_std(settle).expect("small") {
+                continue;
+            }
+            let checks = self.checks(i);
+            let passed = checks.iter().all(|c| c.passed);
+            let id = self.incidents[i].id.clone();
+            self.record(
+                "verification",
+                ENGINE_ACTOR,
+                json!({"incident": id, "passed": passed, "checks": checks}),
+            )?;
+            events.push(self.event(EventKind::Verification {
+                incident: id.clone(),
+                passed,
+                checks: checks.clone(),
+            }));
+            self.incidents[i].checks = checks;
+            if passed {
+                events.extend(self.resolve(i)?);
+            } else {
+                self.incidents[i].status = IncidentStatus::Open;
+                self.notices.push(format!(
+                    "{id}: verification failed; the incident stays open"
+                ));
+            }
+        }
+        Ok(events)
+    }
+
+    pub(super) fn checks(&self, i: usize) -> Vec<Check> {
+        let incident = &self.incidents[i];
+        let mut checks = Vec::new();
+        if let Some(o) = self
+            .latest
+            .get(&(incident.monitor.clone(), CheckKind::RowCount, None))
+        {
+            checks.push(Check {
+                name: format!("{} row count within baseline", incident.table),
+                passed: o.verdict.as_str() == "ok",
+                detail: format!(
+                    "{} observed, expected {}",
+                    o.observed_text(),
+                    o.expected_text()
+                ),
+            });
+        }
+        if let Some(change) = &incident.diagnosis.column_change {
+            let seen = self
+                .latest
+                .get(&(incident.monitor.clone(), CheckKind::Schema, None))
+                .and_then(|o| o.detail.columns.clone())
+                .unwrap_or_default()
+                .into_iter()
+                .find(|c| c.name.eq_ignore_ascii_case(&change.column));
+            let passed = seen
+                .as_ref()
+                .is_some_and(|c| c.data_type.eq_ignore_ascii_case(&change.to));
+            checks.push(Check {
+                name: format!(
+                    "{}.{} type recorded as {}",
+                    incident.table, change.column, change.to
+                ),
+                passed,
+                detail: match seen {
+                    Some(c) => format!(
+                        "warehouse column is {}, source is {}",
+                        c.data_type, change.to
+                    ),
+                    None => "column not found in the warehouse".to_string(),
+                },
+            });
+        }
+        if let Some(run) = &incident.run {
+            let record = run.finished.as_ref();
+            checks.push(Check {
+                name: format!("run #{} of {} after the refill", run.id, run.job),
+                passed: run.after_recovery && record.is_some_and(|r| r.status == "success"),
+                detail: match record {
+                    Some(r) if !run.after_recovery => format!(
+                        "{}, but queued while {} was still below baseline: the models were built on a partial table",
+                        r.status, incident.table
+                    ),
+                    Some(r) => format!("{}: {}", r.status, r.detail),
+                    None => "not finished".to_string(),
+                },
+            });
+        }
+        for p in &incident.proposals {
+            let ProposalBody::Diff { file, .. } = &p.body else {
+                continue;
+            };
+            checks.push(self.model_check(p, file));
+        }
+        checks
+    }
+
+    /// Does the model's SQL, as it stands in the project now, run on today's data?
+    pub(super) fn model_check(&self, proposal: &Proposal, file: &str) -> Check {
+        let name = format!("{} runs on today's data", proposal.target);
+        let result = (|| -> Result<u64> {
+            let lineage = self.lineage.as_ref().context("no lineage")?;
+            let project = self
+                .config
+                .lineage
+                .as_ref()
+                .and_then(|l| l.project_dir.as_ref())
+                .map(|d| self.config.resolve(d))
+                .context("no project_dir in [lineage]")?;
+            let raw = std::fs::read_to_string(project.join(file))
+                .with_context(|| format!("{}", project.join(file).display()))?;
+            let sql = lineage.render_inline(&raw).map_err(|e| anyhow!("{e}"))?;
+            let target = lineage
+                .resolve(&proposal.target)
+                .map_err(|e| anyhow!("{e}"))?;
+            let warehouse = self
+                .warehouse_for(lineage.node(target).relation_name.as_deref())
+                .context("no warehouse")?;
+            Ok(warehouse.dry_run(&sql)?)
+        })();
+        match result {
+            Ok(rows) => Check {
+                name,
+                passed: true,
+                detail: format!("{rows} rows, no error"),
+            },
+            Err(e) => Check {
+                name,
+                passed: false,
+                detail: format!("{e:#}"),
+            },
+        }
+    }
+
+    /// The warehouse holding dbt's relations: the first one a monitor watches a dbt
+    /// source in. With one warehouse, that one.
+    pub(super) fn warehouse_for(&self, _relation: Option<&str>) -> Option<&(dyn Warehouse + Sync)> {
+        let monitored = self.config.monitor.iter().find(|m| m.source.is_some());
+        let name = monitored
+            .map(|m| m.warehouse.clone())
+            .or_else(|| self.config.warehouse.keys().next().cloned())?;
+        self.poller.warehouse(&name).map(|w| w.as_ref())
+    }
+
+    pub(super) fn resolve(&mut self, i: usize) -> Result<Vec<Event>> {
+        let mut events = Vec::new();
+        let id = self.incidents[i].id.clone();
+        for p in 0..self.incidents[i].proposals.len() {
+            let proposal = &self.incidents[i].proposals[p];
+            if proposal.state != ProposalState::Approved {
+                continue;
+            }
+            if let ProposalBody::Hold { job, .. } = &proposal.body {
+                let job = job.clone();
+                let pid = proposal.id.clone();
+                if let Some(o) = &self.orchestrator {
+                    o.set_paused(&job, false)?;
+                }
+                let action = format!("resumed the {job} schedule");
+                let seq = self.record(
+                    "undo",
+                    ENGINE_ACTOR,
+                    json!({"incident": id, "proposal": pid, "action": action}),
+                )?;
+                events.push(self.event(EventKind::Undo {
+                    proposal: pid,
+                    action,
+                    seq,
+                }));
+                self.incidents[i].proposals[p].state = ProposalState::Completed;
+            }
+        }
+        self.record("incident_resolved", ENGINE_ACTOR, json!({"incident": id}))?;
+        events.push(self.event(EventKind::IncidentResolved {
+            incident: id.clone(),
+        }));
+        let records = chain::records(&self.state)?;
+        let receipt = receipt::build(&records, &id)?;
+        let digest = receipt::digest(&receipt);
+        self.record(
+            "receipt",
+            ENGINE_ACTOR,
+            json!({"incident": id, "receipt_hash": digest}),
+        )?;
+        self.incidents[i].receipt = Some(receipt.to_markdown());
+        self.incidents[i].status = IncidentStatus::Resolved;
+        events.push(self.event(EventKind::Receipt { incident: id }));
+        Ok(events)
+    }
+}
