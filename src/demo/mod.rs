@@ -191,6 +191,7 @@ impl StandIn {
 
 /// `dataward demo --headless`: the timeline on stdout, JSON lines or text.
 pub fn run_headless(options: DemoOptions, json: bool) -> Result<()> {
+    let _lock = crate::store::EngineLock::acquire(&options.data_dir)?;
     let actor = Actor::current();
     let (mut scenario, mut engine) = prepare(&options.data_dir, &actor)?;
     let (_tx, rx) = mpsc::channel::<Command>();
@@ -236,6 +237,7 @@ fn describe(event: &Event) -> String {
 /// `dataward demo`: the console on the live engine. The engine plays on its own thread;
 /// the console only sends commands and draws snapshots.
 pub fn run_console(options: DemoOptions) -> Result<()> {
+    let _lock = crate::store::EngineLock::acquire(&options.data_dir)?;
     let actor = Actor::current();
     let (mut scenario, mut engine) = prepare(&options.data_dir, &actor)?;
     with_console(false, move |commands, snapshots| {

@@ -17,6 +17,7 @@ const TICK: Duration = Duration::from_secs(15);
 
 pub fn run_console(config_path: &Path, data_dir: &Path, read_only: bool) -> Result<()> {
     let config = Config::load(config_path)?;
+    let _lock = crate::store::EngineLock::acquire(data_dir)?;
     let orchestrator: Option<Box<dyn Orchestrator>> = match &config.orchestrator {
         Some(o) if o.kind == "demo" => {
             let path = o
