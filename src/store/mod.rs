@@ -100,6 +100,43 @@ fn migrate(conn: &mut Connection) -> Result<()> {
     Ok(())
 }
 
+/// One engine per data directory. Until `dataward serve` lets several consoles share one
+/// engine, a second engine on the same state would poll twice and open every incident
+/// twice; this lock makes the second one stop with a clear message instead. The kernel
+/// drops the lock when the process dies, however it dies.
+pub struct EngineLock {
+    _file: std::fs::File,
+}
+
+impl EngineLock {
+    pub fn acquire(data_dir: &Path) -> Result<EngineLock> {
+        std::fs::create_dir_all(data_dir)
+            .with_context(|| format!("cannot create the data directory {}", data_dir.display()))?;
+        let path = data_dir.join("engine.lock");
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        if file.try_lock().is_err() {
+            let holder = std::fs::read_to_string(&path).unwrap_or_default();
+            bail!(
+                "another dataward engine ({}) is running on {}; one engine per data directory \
+                 until `dataward serve` lets consoles share one (use another --data-dir)",
+                holder.trim(),
+                data_dir.display()
+            );
+        }
+        use std::io::{Seek, Write};
+        file.set_len(0)?;
+        file.seek(std::io::SeekFrom::Start(0))?;
+        write!(file, "pid {}", std::process::id())?;
+        Ok(EngineLock { _file: file })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,42 +178,5 @@ mod tests {
         drop(conn);
         let err = format!("{:#}", open(&path).unwrap_err());
         assert!(err.contains("newer than this dataward knows"), "{err}");
-    }
-}
-
-/// One engine per data directory. Until `dataward serve` lets several consoles share one
-/// engine, a second engine on the same state would poll twice and open every incident
-/// twice; this lock makes the second one stop with a clear message instead. The kernel
-/// drops the lock when the process dies, however it dies.
-pub struct EngineLock {
-    _file: std::fs::File,
-}
-
-impl EngineLock {
-    pub fn acquire(data_dir: &Path) -> Result<EngineLock> {
-        std::fs::create_dir_all(data_dir)
-            .with_context(|| format!("cannot create the data directory {}", data_dir.display()))?;
-        let path = data_dir.join("engine.lock");
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
-        if file.try_lock().is_err() {
-            let holder = std::fs::read_to_string(&path).unwrap_or_default();
-            bail!(
-                "another dataward engine ({}) is running on {}; one engine per data directory \
-                 until `dataward serve` lets consoles share one (use another --data-dir)",
-                holder.trim(),
-                data_dir.display()
-            );
-        }
-        use std::io::{Seek, Write};
-        file.set_len(0)?;
-        file.seek(std::io::SeekFrom::Start(0))?;
-        write!(file, "pid {}", std::process::id())?;
-        Ok(EngineLock { _file: file })
     }
 }
