@@ -45,6 +45,26 @@ fn tmux_available() -> bool {
     found
 }
 
+/// Presses q and waits for the console to exit cleanly, which ends the tmux session.
+fn quit(session: &str) {
+    tmux(&["send-keys", "-t", session, "q"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Command::new("tmux")
+        .args(["has-session", "-t", session])
+        .output()
+        .unwrap()
+        .status
+        .success()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the console did not quit:\n{}",
+            screen(session)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 struct Session(String);
 
 impl Drop for Session {
@@ -131,22 +151,7 @@ fn approve_the_hold_from_the_keyboard() {
     // Esc backs out, q quits, and the console goes away cleanly.
     tmux(&["send-keys", "-t", s, "Escape"]);
     wait_for(s, "Incidents");
-    tmux(&["send-keys", "-t", s, "q"]);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Command::new("tmux")
-        .args(["has-session", "-t", s])
-        .output()
-        .unwrap()
-        .status
-        .success()
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the console did not quit:\n{}",
-            screen(s)
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    quit(s);
 }
 
 #[test]
@@ -189,20 +194,5 @@ fn the_console_runs_on_a_config_read_only() {
     tmux(&["send-keys", "-t", s, "Escape"]);
     // Esc and q sent together read as Alt-q: wait until the help is gone.
     wait_for(s, "Enter open");
-    tmux(&["send-keys", "-t", s, "q"]);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Command::new("tmux")
-        .args(["has-session", "-t", s])
-        .output()
-        .unwrap()
-        .status
-        .success()
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the console did not quit:\n{}",
-            screen(s)
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    quit(s);
 }

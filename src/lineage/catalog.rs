@@ -5,7 +5,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::json_fields::{parse_json, quoted, FieldReader};
+use super::json_fields::{parse_json, quoted, schema_version, FieldReader};
 use super::LineageError;
 
 /// One column of a relation, as the catalog lists it.
@@ -85,17 +85,7 @@ fn check_schema(
     root: &serde_json::Map<String, Value>,
 ) -> Result<(), LineageError> {
     let path = "$.metadata.dbt_schema_version";
-    let metadata = reader
-        .optional_object(root, "metadata", "$.metadata")?
-        .ok_or_else(|| {
-            reader.error(
-                "$.metadata",
-                "missing; this does not look like a dbt catalog",
-            )
-        })?;
-    let version = reader
-        .optional_string(metadata, "dbt_schema_version", path)?
-        .ok_or_else(|| reader.error(path, "missing; this does not look like a dbt catalog"))?;
+    let version = schema_version(reader, root, "catalog")?;
     if !version.contains("/catalog/v") {
         return Err(reader.error(
             path,

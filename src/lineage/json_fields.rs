@@ -128,6 +128,23 @@ fn describe(value: &Value) -> &'static str {
 }
 
 /// A JSON object key written as JSON, for paths like `$.nodes["model.x.a"]`.
+/// `$.metadata.dbt_schema_version` of a dbt artifact; `what` ("manifest", "catalog")
+/// names the artifact in the error when it is missing.
+pub(super) fn schema_version(
+    reader: &FieldReader,
+    root: &serde_json::Map<String, Value>,
+    what: &str,
+) -> Result<String, LineageError> {
+    let path = "$.metadata.dbt_schema_version";
+    let missing = format!("missing; this does not look like a dbt {what}");
+    let metadata = reader
+        .optional_object(root, "metadata", "$.metadata")?
+        .ok_or_else(|| reader.error("$.metadata", missing.clone()))?;
+    reader
+        .optional_string(metadata, "dbt_schema_version", path)?
+        .ok_or_else(|| reader.error(path, missing))
+}
+
 pub(super) fn quoted(key: &str) -> String {
     serde_json::to_string(key).unwrap_or_else(|_| format!("{key:?}"))
 }

@@ -9,7 +9,7 @@ mod typed;
 
 use serde_json::{Map, Value};
 
-use super::json_fields::{parse_json, quoted, FieldReader};
+use super::json_fields::{parse_json, quoted, schema_version, FieldReader};
 use super::{LineageError, Node, NodeKind};
 
 /// The oldest manifest schema we read. v7 is dbt 1.3; older ones spell too much
@@ -128,17 +128,7 @@ fn check_schema_version(
     root: &Map<String, Value>,
 ) -> Result<(), LineageError> {
     let path = "$.metadata.dbt_schema_version";
-    let metadata = reader
-        .optional_object(root, "metadata", "$.metadata")?
-        .ok_or_else(|| {
-            reader.error(
-                "$.metadata",
-                "missing; this does not look like a dbt manifest",
-            )
-        })?;
-    let version_url = reader
-        .optional_string(metadata, "dbt_schema_version", path)?
-        .ok_or_else(|| reader.error(path, "missing; this does not look like a dbt manifest"))?;
+    let version_url = schema_version(reader, root, "manifest")?;
     // e.g. https://schemas.getdbt.com/dbt/manifest/v12.json
     let Some(rest) = version_url.split("/manifest/v").nth(1) else {
         return Err(reader.error(
