@@ -711,21 +711,26 @@ fn render_diff(
     let height = area.height as usize;
     let start = scroll.min(total.saturating_sub(height));
     let width = area.width as usize;
-    let lines: Vec<Line> = (start..total.min(start + height))
-        .map(|index| {
-            if index < diff_len {
-                if side_by_side {
-                    side_by_side_line(&rows.side_by_side[index], width, theme)
-                } else {
-                    unified_line(&rows.unified[index], theme)
-                }
-            } else if index == diff_len {
-                Line::raw("")
+    // Scrolling moves by diff row; a long row wraps onto as many lines as it needs, so
+    // a change is never cut off at the edge of its half.
+    let mut lines: Vec<Line> = Vec::with_capacity(height);
+    for index in start..total {
+        if lines.len() >= height {
+            break;
+        }
+        if index < diff_len {
+            if side_by_side {
+                lines.extend(side_by_side_lines(&rows.side_by_side[index], width, theme));
             } else {
-                trailer[index - diff_len - 1].clone()
+                lines.push(unified_line(&rows.unified[index], theme));
             }
-        })
-        .collect();
+        } else if index == diff_len {
+            lines.push(Line::raw(""));
+        } else {
+            lines.push(trailer[index - diff_len - 1].clone());
+        }
+    }
+    lines.truncate(height);
     frame.render_widget(Paragraph::new(lines), area);
 }
 
@@ -736,27 +741,59 @@ fn diff_cell_text(number: Option<usize>, sign: char, text: &str) -> String {
     }
 }
 
-fn side_by_side_line(
+/// Columns a diff cell spends on its line number and sign: "  9 - ".
+const DIFF_GUTTER: usize = 6;
+
+fn side_by_side_lines(
     row: &crate::console::diff::SideBySideRow,
     width: usize,
     theme: &Theme,
-) -> Line<'static> {
+) -> Vec<Line<'static>> {
     let half = width.saturating_sub(1) / 2;
+    let right_width = width.saturating_sub(half + 1);
     let (old_sign, new_sign, old_style, new_style) = match row.change {
         Change::Same => (' ', ' ', Style::default(), Style::default()),
         Change::Removed => ('-', ' ', theme.crit, Style::default()),
         Change::Added => (' ', '+', Style::default(), theme.ok),
         Change::Changed => ('-', '+', theme.crit, theme.ok),
     };
-    let old = row.old.as_ref();
-    let new = row.new.as_ref();
-    let left = diff_cell_text(old.map(|c| c.number), old_sign, old.map_or("", |c| &c.text));
-    let right = diff_cell_text(new.map(|c| c.number), new_sign, new.map_or("", |c| &c.text));
-    Line::from(vec![
-        Span::styled(fit(&left, half), old_style),
-        Span::styled("│", theme.border),
-        Span::styled(fit(&right, width.saturating_sub(half + 1)), new_style),
-    ])
+    let left = wrap_cell(row.old.as_ref(), old_sign, half);
+    let right = wrap_cell(row.new.as_ref(), new_sign, right_width);
+    (0..left.len().max(right.len()))
+        .map(|i| {
+            Line::from(vec![
+                Span::styled(fit(left.get(i).map_or("", String::as_str), half), old_style),
+                Span::styled("│", theme.border),
+                Span::styled(
+                    fit(right.get(i).map_or("", String::as_str), right_width),
+                    new_style,
+                ),
+            ])
+        })
+        .collect()
+}
+
+/// One side of a diff row as lines of at most `width` columns: the first carries the
+/// line number and sign, the rest are indented under the text.
+fn wrap_cell(cell: Option<&crate::console::diff::Cell>, sign: char, width: usize) -> Vec<String> {
+    let Some(cell) = cell else {
+        return vec![String::new()];
+    };
+    let room = width.saturating_sub(DIFF_GUTTER).max(1);
+    let chars: Vec<char> = cell.text.chars().collect();
+    let mut out = Vec::new();
+    for (i, chunk) in chars.chunks(room).enumerate() {
+        let text: String = chunk.iter().collect();
+        out.push(if i == 0 {
+            diff_cell_text(Some(cell.number), sign, &text)
+        } else {
+            format!("{:DIFF_GUTTER$}{text}", "")
+        });
+    }
+    if out.is_empty() {
+        out.push(diff_cell_text(Some(cell.number), sign, ""));
+    }
+    out
 }
 
 fn unified_line(row: &crate::console::diff::UnifiedRow, theme: &Theme) -> Line<'static> {
