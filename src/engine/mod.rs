@@ -310,50 +310,7 @@ impl Engine {
         }));
 
         let mut incident = Incident::opened(&id, observation, &expected, &self.now, diagnosis);
-        if let Some(lineage) = &self.lineage {
-            match lineage.resolve(&observation.table) {
-                Ok(from) => {
-                    let column = incident
-                        .diagnosis
-                        .column_change
-                        .as_ref()
-                        .map(|c| ColumnChange {
-                            column: c.column.clone(),
-                            new_type: c.to.clone(),
-                        });
-                    let blast = lineage.blast_radius(from, column.as_ref());
-                    incident.blast = blast.nodes.iter().map(blast_node).collect();
-                    if approve::autonomy(&self.config, &observation.table) >= 2 {
-                        let orchestrator = &self.orchestrator;
-                        let last_run = |job: &str| -> Option<String> {
-                            let pipelines = orchestrator.as_ref()?.pipelines().ok()?;
-                            let name = lineage
-                                .resolve(job)
-                                .ok()
-                                .map(|i| lineage.node(i).name.clone())?;
-                            pipelines
-                                .into_iter()
-                                .find(|p| p.name == name)
-                                .and_then(|p| p.last_run_at)
-                                .map(|at| short_time(&at).to_string())
-                        };
-                        let share = facts.baseline.map(|b| (facts.observed / b * 100.0).round());
-                        incident.proposals = propose::propose(&propose::Context {
-                            incident: &id,
-                            table: &observation.table,
-                            opened_at: short_time(&self.now),
-                            observed_share: share,
-                            diagnosis: &incident.diagnosis,
-                            lineage,
-                            from,
-                            blast: &blast,
-                            job_last_run: &last_run,
-                        });
-                    }
-                }
-                Err(e) => self.notices.push(format!("{id}: no blast radius: {e}")),
-            }
-        }
+        self.assess(&mut incident, &facts);
         let nodes: Vec<_> = incident
             .blast
             .iter()
@@ -403,6 +360,55 @@ impl Engine {
         let i = self.incidents.len() - 1;
         events.extend(self.act_autonomously(i)?);
         Ok(events)
+    }
+
+    /// The blast radius from the lineage and, from L2 up, the proposals made from it.
+    fn assess(&mut self, incident: &mut Incident, facts: &Facts) {
+        let Some(lineage) = &self.lineage else {
+            return;
+        };
+        let from = match lineage.resolve(&incident.table) {
+            Ok(from) => from,
+            Err(e) => {
+                let notice = format!("{}: no blast radius: {e}", incident.id);
+                self.notices.push(notice);
+                return;
+            }
+        };
+        let column = incident
+            .diagnosis
+            .column_change
+            .as_ref()
+            .map(|c| ColumnChange {
+                column: c.column.clone(),
+                new_type: c.to.clone(),
+            });
+        let blast = lineage.blast_radius(from, column.as_ref());
+        incident.blast = blast.nodes.iter().map(blast_node).collect();
+        if approve::autonomy(&self.config, &incident.table) < 2 {
+            return;
+        }
+        let orchestrator = &self.orchestrator;
+        let last_run = |job: &str| -> Option<String> {
+            let name = &lineage.node(lineage.resolve(job).ok()?).name;
+            let pipelines = orchestrator.as_ref()?.pipelines().ok()?;
+            let at = pipelines
+                .into_iter()
+                .find(|p| &p.name == name)?
+                .last_run_at?;
+            Some(short_time(&at).to_string())
+        };
+        incident.proposals = propose::propose(&propose::Context {
+            incident: &incident.id,
+            table: &incident.table,
+            opened_at: short_time(&self.now),
+            observed_share: facts.baseline.map(|b| (facts.observed / b * 100.0).round()),
+            diagnosis: &incident.diagnosis,
+            lineage,
+            from,
+            blast: &blast,
+            job_last_run: &last_run,
+        });
     }
 
     /// Gathers what diagnosis needs from stored observations.
