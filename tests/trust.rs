@@ -529,3 +529,32 @@ fn a_changed_policy_is_recorded_and_a_broken_one_denies_every_decision() {
     }
     assert_eq!(policies(dir.path()), 3);
 }
+
+#[test]
+fn a_run_asked_for_before_the_refill_is_back_is_refused_with_the_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut refusal = None;
+    play(dir.path(), "autonomy = \"L2\"", |event, engine| {
+        let mut out = approve_all(event, engine);
+        let approved = matches!(
+            event.map(|e| &e.kind),
+            Some(EventKind::Decision { verdict: Verdict::Approved, proposal, .. }) if proposal.ends_with("-P1")
+        );
+        if approved {
+            let refused = engine.handle(
+                Command::QueueRun {
+                    incident: "INC-0001".into(),
+                },
+                &owner(),
+            );
+            if let EventKind::Refused { reason, .. } = &refused[0].kind {
+                refusal = Some(reason.clone());
+            }
+            out.extend(refused);
+        }
+        out
+    });
+    let reason = refusal.expect("the early run was refused");
+    assert!(reason.contains("not back at its baseline"), "{reason}");
+    assert!(reason.contains("rows against a baseline of"), "{reason}");
+}

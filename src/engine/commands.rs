@@ -288,7 +288,29 @@ impl Engine {
         let ProposalBody::Hold { job, .. } = &hold.body else {
             unreachable!("a hold")
         };
+        // The hold exists so that nothing builds on a half-loaded table: a run asked for
+        // before the table is back would do exactly that.
         let after_recovery = self.recovered(&self.incidents[i].monitor);
+        if !after_recovery {
+            let incident = &self.incidents[i];
+            let now = self
+                .latest
+                .get(&(incident.monitor.clone(), CheckKind::RowCount, None))
+                .map(|o| {
+                    format!(
+                        "{} rows against a baseline of {}",
+                        o.observed_text(),
+                        o.expected
+                            .map(|r| monitor::thousands(r.baseline))
+                            .unwrap_or_default()
+                    )
+                })
+                .unwrap_or_else(|| "not measured yet".to_string());
+            anyhow::bail!(
+                "{} is not back at its baseline yet ({now}); the hold's plan runs the job once it is",
+                incident.table
+            );
+        }
         let at = self.now.clone();
         let dispatch = chain::append_checked(
             &mut self.state,
