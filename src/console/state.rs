@@ -348,6 +348,11 @@ pub fn update(app: &mut App, action: Action) {
 fn receive_snapshot(app: &mut App, mut snapshot: Snapshot) {
     // The one place raw engine text enters: clean it before anything can draw it.
     sanitize::snapshot(&mut snapshot);
+    // The engine's answer (a refusal, a confirmation) replaces "sent; the engine will
+    // confirm": otherwise a refused command would look accepted.
+    if snapshot.notices.last() != app.snapshot.notices.last() {
+        app.message = None;
+    }
     app.snapshot = snapshot;
     app.connected = true;
     refresh_derived(app);
@@ -879,6 +884,28 @@ mod tests {
             }]
         );
         assert!(matches!(app.overlay, Overlay::None));
+    }
+
+    #[test]
+    fn the_engines_answer_replaces_the_sent_message() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Enter);
+        press(&mut app, KeyCode::Char('g'));
+        assert!(app
+            .message
+            .as_deref()
+            .unwrap_or("")
+            .contains("engine will confirm"));
+        // The same snapshot again: nothing new from the engine, the message stays.
+        let same = app.snapshot.clone();
+        update(&mut app, Action::SnapshotArrived(Box::new(same)));
+        assert!(app.message.is_some());
+        let mut refused = app.snapshot.clone();
+        refused
+            .notices
+            .push("refused: TICKETING.ORDERS is not back at its baseline yet".into());
+        update(&mut app, Action::SnapshotArrived(Box::new(refused)));
+        assert_eq!(app.message, None, "the refusal must show instead");
     }
 
     #[test]
