@@ -8,7 +8,31 @@ impl Engine {
     pub fn handle(&mut self, command: Command, actor: &Actor) -> Vec<Event> {
         let described = format!("{command:?}");
         match self.apply(command, actor) {
-            Ok(events) => events,
+            Ok(events) => {
+                // Confirm on screen what the chain now holds.
+                for event in &events {
+                    let notice = match &event.kind {
+                        EventKind::Decision {
+                            proposal,
+                            verdict,
+                            seq,
+                            ..
+                        } => {
+                            format!(
+                                "{proposal} {} (chain #{seq})",
+                                format!("{verdict:?}").to_lowercase()
+                            )
+                        }
+                        EventKind::Run {
+                            job, status, seq, ..
+                        } => format!("run of {job} {status} (chain #{seq})"),
+                        EventKind::Undo { action, seq, .. } => format!("{action} (chain #{seq})"),
+                        _ => continue,
+                    };
+                    self.notices.push(notice);
+                }
+                events
+            }
             Err(e) => {
                 let reason = format!("{e:#}");
                 self.notices.push(format!("refused: {reason}"));
