@@ -20,7 +20,9 @@ impl Engine {
                         } => {
                             format!(
                                 "{proposal} {} (chain #{seq})",
-                                format!("{verdict:?}").to_lowercase()
+                                serde_json::to_value(verdict)
+                                    .map(|v| v.as_str().unwrap_or_default().replace('_', " "))
+                                    .unwrap_or_default()
                             )
                         }
                         EventKind::Run {
