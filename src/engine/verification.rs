@@ -251,6 +251,10 @@ impl Engine {
         )?;
         self.incidents[i].receipt = Some(receipt.to_markdown());
         self.incidents[i].status = IncidentStatus::Resolved;
+        let seq = chain::head(&self.state)?.map(|h| h.seq).unwrap_or_default();
+        self.notices.push(format!(
+            "{id} verified and resolved; receipt on chain #{seq} (R to read)"
+        ));
         events.push(self.event(EventKind::Receipt { incident: id }));
         Ok(events)
     }

@@ -237,7 +237,10 @@ impl Receipt {
             self.monitor,
             self.opened_at,
             self.resolved_at.as_deref().unwrap_or("not yet"),
-            self.observed,
+            self.observed
+                .as_f64()
+                .map(crate::monitor::thousands)
+                .unwrap_or_else(|| self.observed.to_string()),
             self.expected.as_str().unwrap_or_default()
         ));
         md.push_str(&format!("## Cause\n\n{}\n\n", self.cause));
