@@ -780,20 +780,38 @@ fn wrap_cell(cell: Option<&crate::console::diff::Cell>, sign: char, width: usize
         return vec![String::new()];
     };
     let room = width.saturating_sub(DIFF_GUTTER).max(1);
-    let chars: Vec<char> = cell.text.chars().collect();
-    let mut out = Vec::new();
-    for (i, chunk) in chars.chunks(room).enumerate() {
-        let text: String = chunk.iter().collect();
-        out.push(if i == 0 {
-            diff_cell_text(Some(cell.number), sign, &text)
-        } else {
-            format!("{:DIFF_GUTTER$}{text}", "")
-        });
+    let pieces = wrap_at_spaces(&cell.text, room);
+    pieces
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            if i == 0 {
+                diff_cell_text(Some(cell.number), sign, text)
+            } else {
+                format!("{:DIFF_GUTTER$}{text}", "")
+            }
+        })
+        .collect()
+}
+
+/// Splits `text` into pieces of at most `room` characters, breaking after a space when
+/// one falls in the second half of the piece, else mid-word. Always at least one piece.
+fn wrap_at_spaces(text: &str, room: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    while chars.len() - start > room {
+        let window = &chars[start..start + room];
+        let cut = window
+            .iter()
+            .rposition(|c| *c == ' ')
+            .filter(|&at| at >= room / 2)
+            .map_or(room, |at| at + 1);
+        pieces.push(chars[start..start + cut].iter().collect());
+        start += cut;
     }
-    if out.is_empty() {
-        out.push(diff_cell_text(Some(cell.number), sign, ""));
-    }
-    out
+    pieces.push(chars[start..].iter().collect());
+    pieces
 }
 
 fn unified_line(row: &crate::console::diff::UnifiedRow, theme: &Theme) -> Line<'static> {
@@ -1015,6 +1033,26 @@ mod tests {
                 format!("engine_incident_{width}x{height}"),
                 draw(&app, width, height)
             );
+        }
+    }
+
+    #[test]
+    fn long_diff_lines_wrap_after_a_space() {
+        let pieces = wrap_at_spaces(
+            "    on o.seat_section = cast(m.section_number as varchar(12))",
+            40,
+        );
+        assert_eq!(
+            pieces,
+            [
+                "    on o.seat_section = ",
+                "cast(m.section_number as varchar(12))"
+            ]
+        );
+        assert_eq!(wrap_at_spaces("abcdefghij", 4), ["abcd", "efgh", "ij"]);
+        assert_eq!(wrap_at_spaces("", 4), [""]);
+        for piece in wrap_at_spaces(&"word ".repeat(40), 17) {
+            assert!(piece.chars().count() <= 17);
         }
     }
 
