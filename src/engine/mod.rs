@@ -91,6 +91,8 @@ pub struct Engine {
     requests: BTreeMap<String, ApprovalRequest>,
     /// The config file's hash as last recorded on the chain.
     policy_hash: String,
+    /// The config file's size and modification time when it was last hashed.
+    policy_stamp: Option<(u64, Option<std::time::SystemTime>)>,
     /// Why the policy cannot be evaluated, if it cannot: then every decision is denied.
     policy_error: Option<String>,
 }
@@ -134,6 +136,7 @@ impl Engine {
             now_time: chrono::Utc::now().naive_utc(),
             requests: BTreeMap::new(),
             policy_hash: String::new(),
+            policy_stamp: None,
             policy_error: None,
         };
         engine.record_policy()?;
@@ -145,6 +148,15 @@ impl Engine {
     /// with the reason, until it is fixed.
     fn record_policy(&mut self) -> Result<()> {
         use sha2::{Digest, Sha256};
+        // Read the file only when its size or modification time moved: this runs on
+        // every tick.
+        let stamp = std::fs::metadata(&self.config.origin)
+            .ok()
+            .map(|m| (m.len(), m.modified().ok()));
+        if !self.policy_hash.is_empty() && stamp == self.policy_stamp {
+            return Ok(());
+        }
+        self.policy_stamp = stamp;
         let text = std::fs::read(&self.config.origin).unwrap_or_default();
         let hash: String = Sha256::digest(&text)
             .iter()

@@ -43,6 +43,9 @@ const MIGRATIONS: &[&str] = &[
     // 2: per-column checks (null_rate) keep one history per column.
     "ALTER TABLE observation ADD COLUMN subject TEXT NOT NULL DEFAULT '';
      CREATE INDEX observation_by_subject ON observation (monitor, check_kind, subject, id);",
+    // 3: the engine looks records up by kind (the org stop on every snapshot and
+    // dispatch, incident numbering, policy hashes): without this, a scan of the chain.
+    "CREATE INDEX chain_by_kind ON chain (kind, seq);",
 ];
 
 /// How long a writer waits for another writer before giving up. Long enough that two
