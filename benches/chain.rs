@@ -96,24 +96,32 @@ fn main() {
     }
 
     let conn = dataward::store::open(&db).unwrap();
-    let started = Instant::now();
-    let report = chain::verify(&conn).unwrap();
-    let verify_s = started.elapsed().as_secs_f64();
-    assert!(report.ok && report.records == n);
+    // Best of three, for both sides: this machine's disk and neighbours make single
+    // runs of the same work differ by half.
+    let mut verify_s = f64::MAX;
+    for _ in 0..3 {
+        let started = Instant::now();
+        let report = chain::verify(&conn).unwrap();
+        verify_s = verify_s.min(started.elapsed().as_secs_f64());
+        assert!(report.ok && report.records == n);
+    }
     println!(
-        "verify: {n} records in {verify_s:.2} s = {:.0} records/s",
+        "verify: {n} records in {verify_s:.2} s = {:.0} records/s (best of 3)",
         n as f64 / verify_s
     );
 
     // The same bytes through plain SHA-256, records already in memory.
     let records = chain::records(&conn).unwrap();
     let encoded: Vec<Vec<u8>> = records.iter().map(encode).collect();
-    let started = Instant::now();
     let mut sink = 0u8;
-    for bytes in &encoded {
-        sink ^= Sha256::digest(bytes)[0];
+    let mut raw_s = f64::MAX;
+    for _ in 0..3 {
+        let started = Instant::now();
+        for bytes in &encoded {
+            sink ^= Sha256::digest(bytes)[0];
+        }
+        raw_s = raw_s.min(started.elapsed().as_secs_f64());
     }
-    let raw_s = started.elapsed().as_secs_f64();
     let total: usize = encoded.iter().map(Vec::len).sum();
     println!(
         "raw SHA-256 of the same {} MB: {raw_s:.2} s; verify / raw = {:.2}x (sink {sink})",
