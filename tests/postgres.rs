@@ -234,21 +234,33 @@ fn a_server_stopped_mid_polling_is_unreachable_never_an_incident_and_recovers() 
     );
 }
 
+/// An engine watching `shop.Orders` on `pg` every five minutes with `checks`. Each test
+/// names its own URL variable, so setting it cannot race another test.
+fn engine_on(pg: &PgServer, url_env: &str, checks: &str) -> (tempfile::TempDir, Engine) {
+    std::env::set_var(url_env, &pg.url);
+    let text = format!(
+        "[warehouse.pg]\nkind = \"postgres\"\nurl_env = \"{url_env}\"\n\
+         [[monitor]]\nname = \"orders\"\nwarehouse = \"pg\"\ntable = \"shop.Orders\"\n\
+         {checks}\nevery = \"5m\"\n"
+    );
+    let config = Config::parse(&text, Path::new("engine.toml")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dataward::store::open(&dir.path().join("state.db")).unwrap();
+    let engine = Engine::new(config, state, None, &Actor::current()).unwrap();
+    (dir, engine)
+}
+
 #[test]
 fn the_engine_opens_no_incident_while_postgres_is_down() {
     let Some(pg) = start_or_skip("the_engine_opens_no_incident") else {
         return;
     };
     load_orders(&pg);
-    // Only this test reads this variable name, so setting it cannot race another test.
-    std::env::set_var("DATAWARD_TEST_ENGINE_PG_URL", &pg.url);
-    let text = "[warehouse.pg]\nkind = \"postgres\"\nurl_env = \"DATAWARD_TEST_ENGINE_PG_URL\"\n\
-                [[monitor]]\nname = \"orders\"\nwarehouse = \"pg\"\ntable = \"shop.Orders\"\n\
-                checks = [\"row_count\", \"schema\"]\nevery = \"5m\"\n";
-    let config = Config::parse(text, Path::new("engine.toml")).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let state = dataward::store::open(&dir.path().join("state.db")).unwrap();
-    let mut engine = Engine::new(config, state, None, &Actor::current()).unwrap();
+    let (_dir, mut engine) = engine_on(
+        &pg,
+        "DATAWARD_TEST_ENGINE_PG_URL",
+        "checks = [\"row_count\", \"schema\"]",
+    );
     let start: NaiveDateTime = sunday_night().naive_utc();
     let mut tick = |minutes: i64| engine.tick(start + TimeDelta::minutes(minutes)).unwrap();
     for minutes in [0, 5, 10, 15] {
@@ -277,14 +289,11 @@ fn the_engine_opens_one_incident_per_monitor_and_table_and_updates_it() {
         return;
     };
     load_orders(&pg);
-    std::env::set_var("DATAWARD_TEST_ENGINE_DEDUP_URL", &pg.url);
-    let text = "[warehouse.pg]\nkind = \"postgres\"\nurl_env = \"DATAWARD_TEST_ENGINE_DEDUP_URL\"\n\
-                [[monitor]]\nname = \"orders\"\nwarehouse = \"pg\"\ntable = \"shop.Orders\"\n\
-                checks = [\"row_count\", \"null_rate\"]\nnull_columns = [\"email\"]\nevery = \"5m\"\n";
-    let config = Config::parse(text, Path::new("engine.toml")).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let state = dataward::store::open(&dir.path().join("state.db")).unwrap();
-    let mut engine = Engine::new(config, state, None, &Actor::current()).unwrap();
+    let (_dir, mut engine) = engine_on(
+        &pg,
+        "DATAWARD_TEST_ENGINE_DEDUP_URL",
+        "checks = [\"row_count\", \"null_rate\"]\nnull_columns = [\"email\"]",
+    );
     let start: NaiveDateTime = sunday_night().naive_utc();
     let mut opened = 0;
     let tick = |minutes: i64, engine: &mut Engine| {

@@ -279,22 +279,24 @@ fn dataward(args: &[&str], dir: &Path, env: &[(&str, &str)]) -> std::process::Ou
         .unwrap()
 }
 
+/// The whole story, headless, with the owner played by the demo stand-in.
+fn headless_story(dir: &Path, env: &[(&str, &str)]) -> std::process::Output {
+    let args = [
+        "demo",
+        "--headless",
+        "--json",
+        "--approve-as",
+        "analytics-owner",
+        "--speed",
+        "1000000",
+    ];
+    dataward(&args, dir, env)
+}
+
 #[test]
 fn a_false_user_name_is_recorded_as_a_claim_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dataward(
-        &[
-            "demo",
-            "--headless",
-            "--json",
-            "--approve-as",
-            "analytics-owner",
-            "--speed",
-            "1000000",
-        ],
-        dir.path(),
-        &[("USER", "mallory"), ("SUDO_USER", "mallory")],
-    );
+    let out = headless_story(dir.path(), &[("USER", "mallory"), ("SUDO_USER", "mallory")]);
     assert!(out.status.success());
     let decision: Value = String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -334,19 +336,7 @@ fn a_false_user_name_is_recorded_as_a_claim_and_changes_nothing() {
 #[test]
 fn a_saved_receipt_is_checked_against_the_chain() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dataward(
-        &[
-            "demo",
-            "--headless",
-            "--json",
-            "--approve-as",
-            "analytics-owner",
-            "--speed",
-            "1000000",
-        ],
-        dir.path(),
-        &[],
-    );
+    let out = headless_story(dir.path(), &[]);
     assert!(out.status.success());
     let receipt = dataward(&["receipt", "INC-0001", "--json"], dir.path(), &[]);
     let saved = dir.path().join("receipt.json");

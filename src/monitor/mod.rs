@@ -7,7 +7,6 @@ pub mod cli;
 pub mod poller;
 
 use anyhow::Result;
-use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
@@ -153,13 +152,6 @@ pub fn thousands(value: f64) -> String {
     } else {
         out
     }
-}
-
-/// "2024-05-14T14:17:00Z" as the engine stamps observations.
-pub fn parse_at(at: &str) -> Result<DateTime<Utc>> {
-    Ok(DateTime::parse_from_rfc3339(at)
-        .map_err(|e| anyhow::anyhow!("observation time {at:?}: {e}"))?
-        .with_timezone(&Utc))
 }
 
 /// Judges a measurement against the stored history and stores the result: one
