@@ -243,13 +243,7 @@ impl Engine {
                 orchestrator.set_paused(job, forward)
             }
             ProposalBody::Diff { file, old, new } => {
-                let project = self
-                    .config
-                    .lineage
-                    .as_ref()
-                    .and_then(|l| l.project_dir.as_ref())
-                    .map(|d| self.config.resolve(d))
-                    .context("no project_dir in [lineage] to apply the diff to")?;
+                let project = self.project_dir()?;
                 let path = project.join(file);
                 let (from, to) = if forward { (old, new) } else { (new, old) };
                 let current = std::fs::read_to_string(&path)

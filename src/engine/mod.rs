@@ -207,6 +207,16 @@ impl Engine {
         }
     }
 
+    /// The dbt project folder: where diffs are applied and read back for verification.
+    fn project_dir(&self) -> Result<PathBuf> {
+        self.config
+            .lineage
+            .as_ref()
+            .and_then(|l| l.project_dir.as_ref())
+            .map(|d| self.config.resolve(d))
+            .context("no project_dir in [lineage]: there is no dbt project to change")
+    }
+
     fn record(&mut self, kind: &str, actor: &str, payload: serde_json::Value) -> Result<u64> {
         let at = self.now.clone();
         Ok(chain::append(&mut self.state, &at, kind, actor, &payload)?.seq)

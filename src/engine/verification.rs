@@ -167,22 +167,11 @@ impl Engine {
         let name = format!("{} runs on today's data", proposal.target);
         let result = (|| -> Result<u64> {
             let lineage = self.lineage.as_ref().context("no lineage")?;
-            let project = self
-                .config
-                .lineage
-                .as_ref()
-                .and_then(|l| l.project_dir.as_ref())
-                .map(|d| self.config.resolve(d))
-                .context("no project_dir in [lineage]")?;
+            let project = self.project_dir()?;
             let raw = std::fs::read_to_string(project.join(file))
                 .with_context(|| format!("{}", project.join(file).display()))?;
             let sql = lineage.render_inline(&raw).map_err(|e| anyhow!("{e}"))?;
-            let target = lineage
-                .resolve(&proposal.target)
-                .map_err(|e| anyhow!("{e}"))?;
-            let warehouse = self
-                .warehouse_for(lineage.node(target).relation_name.as_deref())
-                .context("no warehouse")?;
+            let warehouse = self.dbt_warehouse().context("no warehouse")?;
             Ok(warehouse.dry_run(&sql)?)
         })();
         match result {
@@ -201,7 +190,7 @@ impl Engine {
 
     /// The warehouse holding dbt's relations: the first one a monitor watches a dbt
     /// source in. With one warehouse, that one.
-    pub(super) fn warehouse_for(&self, _relation: Option<&str>) -> Option<&(dyn Warehouse + Sync)> {
+    pub(super) fn dbt_warehouse(&self) -> Option<&(dyn Warehouse + Sync)> {
         let monitored = self.config.monitor.iter().find(|m| m.source.is_some());
         let name = monitored
             .map(|m| m.warehouse.clone())
