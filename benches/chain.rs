@@ -68,6 +68,7 @@ fn build_large(db: &std::path::Path, n: u64) -> Vec<Record> {
         }
     }
     tx.commit().unwrap();
+    chain::save_checkpoint(&conn).unwrap();
     sample
 }
 

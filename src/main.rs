@@ -138,6 +138,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             approve_as,
         } => {
             anyhow::ensure!(speed > 0.0, "--speed must be above zero");
+            // The demo never shares the live data directory: by default it plays in one
+            // of its own beside it.
+            let data_dir = match &cli.data_dir {
+                Some(_) => data_dir,
+                None => data_dir.join("demo"),
+            };
             let options = demo::DemoOptions {
                 data_dir,
                 speed,

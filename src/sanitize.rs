@@ -119,9 +119,10 @@ pub fn snapshot(snapshot: &mut Snapshot) {
         notices,
         finished: _,
         org_stop,
+        chain_alarm,
     } = snapshot;
-    if let Some(stop) = org_stop {
-        clean_in_place(stop);
+    for text in [org_stop, chain_alarm].into_iter().flatten() {
+        clean_in_place(text);
     }
     clean_in_place(now);
     clean_in_place(actor);
@@ -189,6 +190,9 @@ fn clean_incident(incident: &mut IncidentView) {
     }
     if let Some(receipt) = &mut incident.receipt {
         clean_multiline_in_place(receipt);
+    }
+    if let Some(status) = &mut incident.run_status {
+        clean_in_place(status);
     }
 }
 
@@ -301,6 +305,7 @@ mod tests {
                 }],
                 checks: vec![],
                 receipt: None,
+                run_status: None,
             }],
             ..Snapshot::default()
         };

@@ -203,6 +203,7 @@ fn decisions_go_through_the_policy() {
         &mut scenario,
         &mut engine,
         &stand_in,
+        dataward::demo::warm_up_start(),
         &rx,
         &mut emit,
         None,

@@ -4,82 +4,13 @@
 use std::path::Path;
 use std::process::Command as Process;
 
-use chrono::{NaiveDate, NaiveDateTime, TimeDelta};
+use chrono::TimeDelta;
 use dataward::approve::{stop, Actor};
 use dataward::engine::api::{Command, Event, EventKind, ProposalKind, ProposalState, Verdict};
-use dataward::engine::Engine;
 use serde_json::Value;
 
-fn owner() -> Actor {
-    let mut actor = Actor::current();
-    actor.stand_in = Some("analytics-owner".into());
-    actor
-}
-
-fn start() -> NaiveDateTime {
-    NaiveDate::from_ymd_opt(2026, 11, 24)
-        .unwrap()
-        .and_hms_opt(13, 30, 0)
-        .unwrap()
-}
-
-/// Plays the story to 15:10 with the domain's autonomy line replaced, letting `decide`
-/// answer each event, and once a minute with no event. Returns every event and the
-/// engine at the end.
-fn play(
-    dir: &Path,
-    autonomy: &str,
-    mut decide: impl FnMut(Option<&Event>, &mut Engine) -> Vec<Event>,
-) -> (Vec<Event>, Engine) {
-    let (mut scenario, mut engine) = dataward::demo::prepare_with(dir, &owner(), |text| {
-        text.replacen("autonomy = \"L2\"", autonomy, 1)
-    })
-    .unwrap();
-    let mut events = Vec::new();
-    let mut now = start();
-    while now <= start() + TimeDelta::minutes(100) {
-        scenario.step(now).unwrap();
-        let mut pending = engine.tick(now).unwrap();
-        pending.extend(decide(None, &mut engine));
-        while let Some(event) = pending.pop() {
-            pending.extend(decide(Some(&event), &mut engine));
-            events.push(event);
-        }
-        now += TimeDelta::minutes(1);
-    }
-    (events, engine)
-}
-
-fn names(events: &[Event]) -> Vec<String> {
-    events
-        .iter()
-        .map(|e| {
-            serde_json::to_value(e).unwrap()["event"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect()
-}
-
-fn approve_all(event: Option<&Event>, engine: &mut Engine) -> Vec<Event> {
-    match event.map(|e| &e.kind) {
-        Some(EventKind::Proposal {
-            proposal,
-            kind,
-            content_hash,
-            ..
-        }) if *kind != ProposalKind::Note => engine.handle(
-            Command::Approve {
-                proposal: proposal.clone(),
-                content_hash: content_hash.clone(),
-                reason: "ok".into(),
-            },
-            &owner(),
-        ),
-        _ => Vec::new(),
-    }
-}
+mod story;
+use story::{approve_all, names, owner, play, start};
 
 #[test]
 fn l0_records_the_breach_and_infers_nothing() {
@@ -207,12 +138,14 @@ fn a_stop_set_between_approval_and_dispatch_wins() {
             stopped = true;
             // Another process pulls the brake after the approvals.
             let mut other = dataward::store::open(&db).unwrap();
-            stop::set(
-                &mut other,
-                &Actor::current(),
-                "vendor outage",
-                "2026-11-24T14:55:00Z",
-            )
+            dataward::chain::transact(&mut other, |tx| {
+                stop::set(
+                    tx,
+                    &Actor::current(),
+                    "vendor outage",
+                    "2026-11-24T14:55:00Z",
+                )
+            })
             .unwrap();
             let refused = engine.handle(
                 Command::QueueRun {
@@ -252,19 +185,36 @@ fn lifting_the_stop_takes_two_different_people() {
     let mut conn = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
     let mut alice = Actor::current();
     alice.uid = 1001;
+    alice.loginuid = Some(1001);
     alice.user = Some("alice".into());
     let mut bob = alice.clone();
     bob.uid = 1002;
+    bob.loginuid = None;
     bob.user = Some("bob".into());
-    stop::set(&mut conn, &alice, "incident", "t1").unwrap();
-    assert!(stop::lift(&mut conn, &alice, "t2").unwrap().active);
-    let err = stop::lift(&mut conn, &alice, "t3").unwrap_err().to_string();
+    let set = |conn: &mut rusqlite::Connection, who: &Actor, at: &str| {
+        dataward::chain::transact(conn, |tx| stop::set(tx, who, "incident", at))
+    };
+    let lift = |conn: &mut rusqlite::Connection, who: &Actor, at: &str| {
+        dataward::chain::transact(conn, |tx| stop::lift(tx, who, at))
+    };
+    set(&mut conn, &alice, "t1").unwrap();
+    assert!(lift(&mut conn, &alice, "t2").unwrap().active);
+    let err = lift(&mut conn, &alice, "t3").unwrap_err().to_string();
     assert!(err.contains("second, different person"), "{err}");
     // A claimed name does not make a second person.
     let mut alice_again = alice.clone();
     alice_again.claims.insert("USER".into(), "bob".into());
-    assert!(stop::lift(&mut conn, &alice_again, "t4").is_err());
-    assert!(!stop::lift(&mut conn, &bob, "t5").unwrap().active);
+    assert!(lift(&mut conn, &alice_again, "t4").is_err());
+    // Nor does another account reached with sudo: the login uid is still alice's.
+    let mut alice_as_svc = alice.clone();
+    alice_as_svc.uid = 1003;
+    alice_as_svc.user = Some("svc".into());
+    alice_as_svc.loginuid = Some(1001);
+    let err = lift(&mut conn, &alice_as_svc, "t5")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("second, different person"), "{err}");
+    assert!(!lift(&mut conn, &bob, "t6").unwrap().active);
     assert!(stop::ensure_not_stopped(&conn).is_ok());
     assert!(dataward::chain::verify(&conn).unwrap().ok);
 }

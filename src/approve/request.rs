@@ -2,12 +2,12 @@
 //! answer is bound to. Pure: time comes in as an argument, the policy as a config.
 
 use chrono::{NaiveDateTime, TimeDelta};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{domain_for, Actor};
 use crate::config::{parse_duration, Config};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RequestState {
     Pending,
@@ -18,7 +18,7 @@ pub enum RequestState {
     Expired,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApprovalRequest {
     /// The table, model, job or system the proposal changes: decides the domain.
     pub target: String,
@@ -176,6 +176,12 @@ impl ApprovalRequest {
             self.state = RequestState::Rejected;
         }
         Ok(())
+    }
+
+    /// Records the approval of the current content (checked by `decide` beforehand).
+    pub fn grant(&mut self) {
+        self.state = RequestState::Approved;
+        self.approved_hash = Some(self.content_hash.clone());
     }
 
     /// The content changed: any approval given to the old content is void, and the

@@ -72,7 +72,8 @@ fn display(actor: &Value) -> String {
     )
 }
 
-/// The uid of whoever asked to lift the current stop, if anyone has.
+/// The person (loginuid where the kernel keeps one, else uid) and account name of
+/// whoever asked to lift the current stop, if anyone has.
 fn lift_requester(conn: &Connection) -> Result<Option<(u64, Option<String>)>> {
     let last: Option<(String, String)> = conn
         .query_row(
@@ -86,8 +87,9 @@ fn lift_requester(conn: &Connection) -> Result<Option<(u64, Option<String>)>> {
             let payload: Value = serde_json::from_str(&payload)?;
             let actor: Value = serde_json::from_str(&actor)?;
             (payload["action"] == "lift_request").then(|| {
+                let person = actor["loginuid"].as_u64().or(actor["uid"].as_u64());
                 (
-                    actor["uid"].as_u64().unwrap_or(u64::MAX),
+                    person.unwrap_or(u64::MAX),
                     actor["user"].as_str().map(str::to_string),
                 )
             })
@@ -96,29 +98,33 @@ fn lift_requester(conn: &Connection) -> Result<Option<(u64, Option<String>)>> {
     })
 }
 
-/// Sets the stop. Anyone attested may pull the brake.
-pub fn set(conn: &mut Connection, actor: &Actor, reason: &str, at: &str) -> Result<StopState> {
-    chain::append(
-        conn,
+/// Sets the stop, inside the caller's write transaction. Anyone attested may pull the
+/// brake.
+pub fn set(tx: &Connection, actor: &Actor, reason: &str, at: &str) -> Result<StopState> {
+    chain::append_in(
+        tx,
         at,
         "org_stop",
         &actor.to_json(),
         &json!({"action": "set", "reason": reason}),
     )?;
-    state(conn)
+    state(tx)
 }
 
 /// The first call asks to lift the stop; a second call by a different person lifts it.
-/// The same person twice is refused.
-pub fn lift(conn: &mut Connection, actor: &Actor, at: &str) -> Result<StopState> {
-    let current = state(conn)?;
+/// The same person twice is refused: a person is the login uid where the kernel keeps
+/// one (so `sudo -u other` is still the same person), else the uid. Runs inside the
+/// caller's write transaction, so two lifts cannot both read "nobody asked yet".
+pub fn lift(tx: &Connection, actor: &Actor, at: &str) -> Result<StopState> {
+    let current = state(tx)?;
     if !current.active {
         bail!("there is no org-wide stop to lift");
     }
-    let action = match lift_requester(conn)? {
+    let person = u64::from(actor.loginuid.unwrap_or(actor.uid));
+    let action = match lift_requester(tx)? {
         None => "lift_request",
-        Some((uid, user))
-            if uid == u64::from(actor.uid) || (user.is_some() && user == actor.user) =>
+        Some((requester, user))
+            if requester == person || (user.is_some() && user == actor.user) =>
         {
             bail!(
                 "{} already asked to lift the stop; lifting it takes a second, different person",
@@ -127,14 +133,14 @@ pub fn lift(conn: &mut Connection, actor: &Actor, at: &str) -> Result<StopState>
         }
         Some(_) => "lift",
     };
-    chain::append(
-        conn,
+    chain::append_in(
+        tx,
         at,
         "org_stop",
         &actor.to_json(),
         &json!({"action": action}),
     )?;
-    state(conn)
+    state(tx)
 }
 
 /// For the dispatch transaction: refuses while the stop is set.

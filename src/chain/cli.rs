@@ -95,12 +95,24 @@ pub fn stop(data_dir: &Path, reason: Option<&str>, lift: bool) -> Result<ExitCod
     let mut conn = crate::store::open(&data_dir.join("dataward.db"))?;
     let actor = Actor::current();
     let at = crate::engine::timestamp(chrono::Utc::now().naive_utc());
+    if reason.is_some() || lift {
+        // Never append to a chain that does not verify: the append would move the
+        // checkpoint past the damage.
+        let report = super::verify(&conn)?;
+        if let Some(bad) = &report.first_bad {
+            println!(
+                "chain BROKEN at record #{}: {}; nothing was recorded",
+                bad.seq, bad.reason
+            );
+            return Ok(ExitCode::from(1));
+        }
+    }
     let state = match (reason, lift) {
         (Some(reason), false) => {
             anyhow::ensure!(!reason.trim().is_empty(), "--reason must say why");
-            stop::set(&mut conn, &actor, reason, &at)?
+            super::transact(&mut conn, |tx| stop::set(tx, &actor, reason, &at))?
         }
-        (None, true) => stop::lift(&mut conn, &actor, &at)?,
+        (None, true) => super::transact(&mut conn, |tx| stop::lift(tx, &actor, &at))?,
         (None, false) => stop::state(&conn)?,
         (Some(_), true) => anyhow::bail!("--reason sets a stop and --lift lifts one: pick one"),
     };

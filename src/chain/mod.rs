@@ -36,8 +36,9 @@ pub struct Record {
     pub hash: String,
 }
 
-/// Appends one record: the head is read and the record inserted inside one
-/// `BEGIN IMMEDIATE` transaction, so concurrent writers line up instead of forking.
+/// Appends one record in a transaction of its own: the head is read and the record
+/// inserted inside one `BEGIN IMMEDIATE` transaction, so concurrent writers line up
+/// instead of forking.
 pub fn append(
     conn: &mut Connection,
     at: &str,
@@ -59,10 +60,44 @@ pub fn append_checked(
     payload: &serde_json::Value,
     precondition: impl FnOnce(&rusqlite::Transaction) -> Result<()>,
 ) -> Result<Record> {
+    transact(conn, |tx| {
+        precondition(tx)?;
+        append_in(tx, at, kind, actor, payload)
+    })
+}
+
+/// Runs `work` in one `BEGIN IMMEDIATE` transaction, commits, then moves the checkpoint
+/// to the new head. Whatever `work` appends with [`append_in`] commits together with
+/// whatever else it wrote, or not at all.
+pub fn transact<T>(
+    conn: &mut Connection,
+    work: impl FnOnce(&rusqlite::Transaction) -> Result<T>,
+) -> Result<T> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    precondition(&tx)?;
-    let log_id = log_id(&tx)?;
-    let head: Option<(u64, String)> = tx
+    let value = work(&tx)?;
+    tx.commit()?;
+    save_checkpoint(conn)?;
+    Ok(value)
+}
+
+/// Appends one record inside the caller's open write transaction. The chain is held
+/// against its checkpoint first: a chain whose tail was cut off, or which diverged from
+/// what the checkpoint recorded, is never appended to (the next append would otherwise
+/// move the checkpoint and hide the damage).
+pub fn append_in(
+    conn: &Connection,
+    at: &str,
+    kind: &str,
+    actor: &str,
+    payload: &serde_json::Value,
+) -> Result<Record> {
+    anyhow::ensure!(
+        !conn.is_autocommit(),
+        "a chain record is appended inside a write transaction"
+    );
+    check_checkpoint(conn)?;
+    let log_id = log_id(conn)?;
+    let head: Option<(u64, String)> = conn
         .query_row(
             "SELECT seq, hash FROM chain ORDER BY seq DESC LIMIT 1",
             [],
@@ -86,12 +121,59 @@ pub fn append_checked(
         hash: String::new(),
     };
     record.hash = hash_record(&record);
-    insert(&tx, &record)?;
-    tx.commit()?;
-    if let Some(path) = checkpoint_path(conn) {
-        write_checkpoint(&path, record.seq, &record.hash)?;
-    }
+    insert(conn, &record)?;
     Ok(record)
+}
+
+/// Moves the checkpoint to the committed head (never backwards). Called after every
+/// commit that appended; bulk loaders call it once at the end.
+pub fn save_checkpoint(conn: &Connection) -> Result<()> {
+    if let (Some(path), Some(head)) = (checkpoint_path(conn), head(conn)?) {
+        write_checkpoint(&path, head.seq, &head.hash)?;
+    }
+    Ok(())
+}
+
+/// Holds the stored chain against its checkpoint, cheaply: the checkpoint's record must
+/// still be there with the same hash. A missing checkpoint beside a non-empty chain is
+/// damage too (the first append writes one before it commits).
+pub fn check_checkpoint(conn: &Connection) -> Result<()> {
+    let Some(path) = checkpoint_path(conn) else {
+        return Ok(());
+    };
+    let head = head(conn)?;
+    let Some(head) = head else {
+        if !path.exists() {
+            // A new chain: its checkpoint starts at zero, before the first commit, so a
+            // crash right after that commit cannot look like a deleted checkpoint.
+            write_checkpoint(&path, 0, GENESIS)?;
+        }
+        return Ok(());
+    };
+    let (seq, hash) = match read_checkpoint(&path) {
+        Some(checkpoint) => checkpoint,
+        None if !path.exists() => anyhow::bail!(
+            "the chain holds {} records but its checkpoint {} is missing: the chain cannot be trusted",
+            head.seq,
+            path.display()
+        ),
+        None => anyhow::bail!("the chain checkpoint {} is malformed", path.display()),
+    };
+    anyhow::ensure!(
+        seq <= head.seq,
+        "the chain holds {} records but its checkpoint recorded {seq}: the tail was cut off",
+        head.seq
+    );
+    if seq > 0 {
+        let stored: Option<String> = conn
+            .query_row("SELECT hash FROM chain WHERE seq = ?1", [seq], |r| r.get(0))
+            .optional()?;
+        anyhow::ensure!(
+            stored.as_deref() == Some(hash.as_str()),
+            "record #{seq} differs from the checkpoint: the chain diverged"
+        );
+    }
+    Ok(())
 }
 
 /// Inserts a finished record as it is. Only `append` and bulk loaders that computed the
@@ -393,7 +475,9 @@ impl Verifier {
                         "the chain holds {count} records but its checkpoint recorded {seq}: the tail was cut off"
                     ),
                 }),
-                Some((seq, hash)) if self.hash_at_checkpoint.as_deref() != Some(hash.as_str()) => {
+                Some((seq, hash))
+                    if *seq > 0 && self.hash_at_checkpoint.as_deref() != Some(hash.as_str()) =>
+                {
                     Some(BadRecord {
                         seq: *seq,
                         reason: "record differs from the checkpoint: the chain diverged".to_string(),
@@ -430,7 +514,25 @@ pub fn verify(conn: &Connection) -> Result<VerifyReport> {
                 })
             }
         },
-        _ => None,
+        Some(path) => {
+            let count: u64 = conn.query_row("SELECT count(*) FROM chain", [], |r| r.get(0))?;
+            if count > 0 {
+                return Ok(VerifyReport {
+                    ok: false,
+                    records: count,
+                    head: None,
+                    first_bad: Some(BadRecord {
+                        seq: 0,
+                        reason: format!(
+                            "the chain holds {count} records but its checkpoint {} is missing: a cut-off tail could not be seen",
+                            path.display()
+                        ),
+                    }),
+                });
+            }
+            None
+        }
+        None => None,
     };
     // Two stages on two threads: this one steps SQLite and copies each row's text into
     // a batch; the other hashes and checks. Reading and hashing cost about the same, so
@@ -585,8 +687,8 @@ fn write_checkpoint(path: &Path, seq: u64, hash: &str) -> Result<()> {
         .with_context(|| format!("cannot open {}", lock_path.display()))?;
     lock.lock()
         .with_context(|| format!("cannot lock {}", lock_path.display()))?;
-    let current = read_checkpoint(path).map(|(s, _)| s).unwrap_or(0);
-    if current < seq {
+    let current = read_checkpoint(path).map(|(s, _)| s);
+    if current.is_none_or(|current| current < seq) {
         let tmp = path.with_extension(format!("checkpoint.{}.tmp", std::process::id()));
         std::fs::write(&tmp, format!("{seq} {hash}\n"))
             .with_context(|| format!("cannot write the chain checkpoint {}", tmp.display()))?;

@@ -175,6 +175,7 @@ pub fn sample_incident() -> IncidentView {
         ],
         checks: vec![],
         receipt: None,
+        run_status: None,
     }
 }
 
@@ -254,10 +255,12 @@ pub fn sample_snapshot() -> Snapshot {
                      - 10:06 verification passed (chain #38)\n- 10:07 alert closed"
                         .into(),
                 ),
+                run_status: None,
             },
         ],
         notices: vec!["approved P-1 (hold) by alice, chain #42".into()],
         finished: false,
         org_stop: None,
+        chain_alarm: None,
     }
 }

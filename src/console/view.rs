@@ -183,7 +183,14 @@ fn render_status(frame: &mut Frame, area: Rect, app: &App) {
     let theme = &app.theme;
     let separator = || Span::styled(" │ ", theme.border);
     let mut spans = Vec::new();
-    // The org-wide stop comes first: whoever looks must not miss it.
+    // A broken chain and the org-wide stop come first: whoever looks must not miss them.
+    if let Some(alarm) = &app.snapshot.chain_alarm {
+        spans.push(Span::styled(
+            format!("■ {alarm}"),
+            theme.crit.add_modifier(Modifier::BOLD),
+        ));
+        spans.push(separator());
+    }
     if let Some(stop) = &app.snapshot.org_stop {
         spans.push(Span::styled(
             format!("■ {stop}"),

@@ -44,6 +44,24 @@ impl ControlPlane {
         Ok(())
     }
 
+    /// Where the CDC mover's current refill ends (the source's last id when it began),
+    /// or None while it streams.
+    pub fn mover_refill(&self) -> Result<Option<i64>> {
+        Ok(self
+            .connect()?
+            .query_row("SELECT refill_upto FROM mover", [], |r| r.get(0))
+            .optional()?
+            .flatten())
+    }
+
+    pub fn set_mover_refill(&self, upto: Option<i64>) -> Result<()> {
+        let conn = self.connect()?;
+        conn.execute_batch("BEGIN IMMEDIATE; DELETE FROM mover;")?;
+        conn.execute("INSERT INTO mover (refill_upto) VALUES (?1)", [upto])?;
+        conn.execute_batch("COMMIT")?;
+        Ok(())
+    }
+
     /// Queued runs, oldest first.
     pub fn queued(&self) -> Result<Vec<(i64, String)>> {
         let conn = self.connect()?;
@@ -53,13 +71,18 @@ impl ControlPlane {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    pub fn insert_run(&self, job: &str, at: &str, by: &str) -> Result<i64> {
+    /// Queues a run once per `key`: a second ask with the same key finds the first.
+    pub fn insert_run(&self, job: &str, at: &str, by: &str, key: &str) -> Result<(i64, bool)> {
         let conn = self.connect()?;
-        conn.execute(
-            "INSERT INTO run (job, requested_at, requested_by, status) VALUES (?1, ?2, ?3, 'queued')",
-            params![job, at, by],
+        let inserted = conn.execute(
+            "INSERT INTO run (job, requested_at, requested_by, status, request_key)
+             VALUES (?1, ?2, ?3, 'queued', ?4) ON CONFLICT (request_key) DO NOTHING",
+            params![job, at, by, key],
         )?;
-        Ok(conn.last_insert_rowid())
+        let id = conn.query_row("SELECT id FROM run WHERE request_key = ?1", [key], |r| {
+            r.get(0)
+        })?;
+        Ok((id, inserted == 0))
     }
 
     pub fn finish_run(
@@ -104,8 +127,8 @@ impl Orchestrator for ControlPlane {
         Ok(())
     }
 
-    fn queue_run(&self, job: &str, at: &str, by: &str) -> Result<i64> {
-        self.insert_run(job, at, by)
+    fn queue_run(&self, job: &str, at: &str, by: &str, key: &str) -> Result<(i64, bool)> {
+        self.insert_run(job, at, by, key)
     }
 
     fn run(&self, id: i64) -> Result<Option<RunRecord>> {

@@ -278,8 +278,10 @@ fn build_control(path: &Path) -> Result<()> {
          CREATE TABLE run (
             id INTEGER PRIMARY KEY, job TEXT NOT NULL, requested_at TEXT NOT NULL,
             requested_by TEXT NOT NULL, started_at TEXT, finished_at TEXT,
-            status TEXT NOT NULL, detail TEXT NOT NULL DEFAULT ''
-         );",
+            status TEXT NOT NULL, detail TEXT NOT NULL DEFAULT '',
+            request_key TEXT UNIQUE
+         );
+         CREATE TABLE mover (refill_upto INTEGER);",
     )?;
     conn.execute(
         "INSERT INTO pipeline VALUES ('mover.ticketing_cdc', 'ticketing CDC mover', 'mover', 'running', 'success', NULL)",

@@ -15,7 +15,9 @@ use chrono::{NaiveDate, NaiveDateTime, TimeDelta};
 
 use crate::approve::Actor;
 use crate::config::Config;
-use crate::engine::api::{Command, Event, EventKind, ProposalKind, Snapshot};
+use crate::engine::api::{
+    Command, Event, EventKind, IncidentStatus, ProposalKind, ProposalState, Snapshot,
+};
 use crate::engine::session::{publish, serve_until, with_console};
 use crate::engine::Engine;
 use scenario::Scenario;
@@ -36,7 +38,7 @@ fn at(hour: u32, minute: u32) -> NaiveDateTime {
 }
 
 /// Monitors learn their baseline from 13:30; the story proper starts at 14:00.
-fn warm_up_start() -> NaiveDateTime {
+pub fn warm_up_start() -> NaiveDateTime {
     at(13, 30)
 }
 fn story_start() -> NaiveDateTime {
@@ -46,7 +48,15 @@ fn story_end() -> NaiveDateTime {
     at(15, 10)
 }
 
-/// Builds the estate and the engine on it.
+/// The role the story's owner holds: the only one `--approve-as` plays.
+pub const OWNER_ROLE: &str = "analytics-owner";
+
+/// Marks a state database as a demo's, and keeps the demo's virtual clock.
+const DEMO_MARK: &str = "demo.story";
+const DEMO_CLOCK: &str = "demo.clock";
+const DEMO_FINISHED: &str = "demo.finished";
+
+/// Builds the estate and the engine on it, starting the story afresh.
 pub fn prepare(data_dir: &std::path::Path, actor: &Actor) -> Result<(Scenario, Engine)> {
     prepare_with(data_dir, actor, |config| config)
 }
@@ -58,28 +68,117 @@ pub fn prepare_with(
     actor: &Actor,
     edit_config: impl FnOnce(String) -> String,
 ) -> Result<(Scenario, Engine)> {
+    refuse_live_chain(data_dir)?;
+    // A demo directory holds only the demo: starting over clears it whole (no
+    // connection is open on it here).
+    for name in [
+        "dataward.db",
+        "dataward.db-wal",
+        "dataward.db-shm",
+        "dataward.db.checkpoint",
+    ] {
+        let path = data_dir.join(name);
+        if path.exists() {
+            std::fs::remove_file(&path)
+                .with_context(|| format!("clearing the old demo: {}", path.display()))?;
+        }
+    }
     let estate = estate::build(&data_dir.join("estate"), actor.user.as_deref())?;
     let text = std::fs::read_to_string(estate.config())?;
     std::fs::write(estate.config(), edit_config(text))?;
     let config = Config::load(&estate.config())?;
     let state = crate::store::open(&data_dir.join("dataward.db"))?;
-    // Observations belong to the estate, which was just rebuilt; the chain is kept.
-    state
-        .execute("DELETE FROM observation", [])
-        .context("clearing the previous demo's observations")?;
+    state.execute(
+        "INSERT INTO meta (key, value) VALUES (?1, 'ticketing')",
+        [DEMO_MARK],
+    )?;
     let orchestrator = Box::new(control::ControlPlane::new(estate.control_db()));
     let engine = Engine::new(config, state, Some(orchestrator), actor)?;
     Ok((Scenario::new(estate), engine))
 }
 
-/// Plays the story minute by minute. `commands` carries what people (or the headless
-/// stand-in) decide; every event goes to `emit`; a snapshot after each change goes to
-/// `snapshots`. Returns when the story is over and, for a console, when it hangs up.
+/// The demo never shares a data directory with a live engine: a chain that is not a
+/// demo's is refused, never cleared or mixed with stand-in approvals.
+fn refuse_live_chain(data_dir: &std::path::Path) -> Result<()> {
+    let path = data_dir.join("dataward.db");
+    if !path.exists() {
+        return Ok(());
+    }
+    let state = crate::store::open(&path)?;
+    let records: u64 = state.query_row("SELECT count(*) FROM chain", [], |r| r.get(0))?;
+    let demo: Option<String> = state
+        .query_row("SELECT value FROM meta WHERE key = ?1", [DEMO_MARK], |r| {
+            r.get(0)
+        })
+        .ok();
+    anyhow::ensure!(
+        records == 0 || demo.is_some(),
+        "{} holds a live chain of {records} records, not a demo's; the demo plays in a data \
+         directory of its own (leave out --data-dir for the default, or name an empty one)",
+        data_dir.display()
+    );
+    Ok(())
+}
+
+/// An interrupted demo in `data_dir`, ready to carry on: the estate as it was, the
+/// engine read back from its state database, and the minute to play next. None when
+/// there is no demo there or it finished (then it starts afresh).
+pub fn resume(
+    data_dir: &std::path::Path,
+    actor: &Actor,
+) -> Result<Option<(Scenario, Engine, NaiveDateTime)>> {
+    let path = data_dir.join("dataward.db");
+    let estate_dir = data_dir.join("estate");
+    if !path.exists() || !estate_dir.join("dataward.toml").exists() {
+        return Ok(None);
+    }
+    refuse_live_chain(data_dir)?;
+    let state = crate::store::open(&path)?;
+    let meta = |key: &str| -> Option<String> {
+        state
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .ok()
+    };
+    let clock = meta(DEMO_CLOCK)
+        .and_then(|at| NaiveDateTime::parse_from_str(&at, "%Y-%m-%dT%H:%M:%SZ").ok());
+    let (Some(_), Some(clock), None) = (meta(DEMO_MARK), clock, meta(DEMO_FINISHED)) else {
+        return Ok(None);
+    };
+    let estate = estate::Estate { dir: estate_dir };
+    let config = Config::load(&estate.config())?;
+    let orchestrator = Box::new(control::ControlPlane::new(estate.control_db()));
+    let engine = Engine::new(config, state, Some(orchestrator), actor)?;
+    Ok(Some((
+        Scenario::new(estate),
+        engine,
+        clock + TimeDelta::minutes(1),
+    )))
+}
+
+/// Resumes an interrupted demo in `data_dir`, or starts one.
+fn open_story(
+    data_dir: &std::path::Path,
+    actor: &Actor,
+) -> Result<(Scenario, Engine, NaiveDateTime)> {
+    if let Some(resumed) = resume(data_dir, actor)? {
+        return Ok(resumed);
+    }
+    let (scenario, engine) = prepare(data_dir, actor)?;
+    Ok((scenario, engine, warm_up_start()))
+}
+
+/// Plays the story minute by minute from `from`. `commands` carries what people (or
+/// the headless stand-in) decide; every event goes to `emit`; a snapshot after each
+/// change goes to `snapshots`. Returns when the story is over and, for a console, when
+/// it hangs up. The virtual clock is kept in the state database after every minute, so
+/// a demo killed at any moment resumes where it was.
+#[allow(clippy::too_many_arguments)]
 pub fn play(
     options: &DemoOptions,
     scenario: &mut Scenario,
     engine: &mut Engine,
     actor: &Actor,
+    from: NaiveDateTime,
     commands: &Receiver<Command>,
     emit: &mut dyn FnMut(&Event),
     snapshots: Option<&Sender<Snapshot>>,
@@ -88,7 +187,7 @@ pub fn play(
         .approve_as
         .as_ref()
         .map(|role| StandIn::new(actor, role));
-    let mut now = warm_up_start();
+    let mut now = from;
     while now <= story_end() {
         for step in scenario.step(now)? {
             emit(&Event {
@@ -101,12 +200,13 @@ pub fn play(
             emit(event);
         }
         if let Some(stand_in) = stand_in.as_mut() {
-            for command in stand_in.react(&events, engine) {
+            for command in stand_in.react(engine) {
                 for event in engine.handle(command, &stand_in.actor) {
                     emit(&event);
                 }
             }
         }
+        engine.remember(DEMO_CLOCK, &crate::engine::timestamp(now))?;
         publish(engine, snapshots, false);
         // Before the story starts, the monitors only learn: play it ten times faster.
         let speed = if now < story_start() {
@@ -120,6 +220,7 @@ pub fn play(
         }
         now += TimeDelta::minutes(1);
     }
+    engine.remember(DEMO_FINISHED, &crate::engine::timestamp(story_end()))?;
     publish(engine, snapshots, true);
     // The clock has stopped; a console can still decide and read until it quits.
     if snapshots.is_some() {
@@ -130,12 +231,14 @@ pub fn play(
 }
 
 /// Plays the owner the way the story does: approves the hold and the diff, forwards the
-/// note, and queues the approved run once the row count is back at its baseline. Its
-/// commands go through the same policy as a person's.
+/// note, and queues the approved run once the row count is back at its baseline. It
+/// reads what to do from the engine's state, not from events it may have missed (a
+/// resumed demo replays none), and its commands go through the same policy as a
+/// person's.
 struct StandIn {
     actor: Actor,
-    queued: Vec<String>,
-    open: Vec<(String, String)>,
+    /// What it already asked for in this process: a refusal is not retried.
+    asked: std::collections::BTreeSet<String>,
 }
 
 impl StandIn {
@@ -144,44 +247,43 @@ impl StandIn {
         actor.stand_in = Some(role.to_string());
         StandIn {
             actor,
-            queued: Vec::new(),
-            open: Vec::new(),
+            asked: std::collections::BTreeSet::new(),
         }
     }
 
-    fn react(&mut self, events: &[Event], engine: &Engine) -> Vec<Command> {
+    fn react(&mut self, engine: &Engine) -> Vec<Command> {
         let mut commands = Vec::new();
-        for event in events {
-            match &event.kind {
-                EventKind::IncidentOpened {
-                    incident, monitor, ..
-                } => self.open.push((incident.clone(), monitor.clone())),
-                EventKind::Proposal {
-                    proposal,
-                    kind,
-                    content_hash,
-                    ..
-                } => commands.push(match kind {
+        for incident in engine.snapshot(false).incidents {
+            if incident.status == IncidentStatus::Resolved {
+                continue;
+            }
+            for p in &incident.proposals {
+                if p.state != ProposalState::Pending || !self.asked.insert(p.id.clone()) {
+                    continue;
+                }
+                commands.push(match p.kind {
                     ProposalKind::Note => Command::Forward {
-                        proposal: proposal.clone(),
+                        proposal: p.id.clone(),
                     },
                     _ => Command::Approve {
-                        proposal: proposal.clone(),
-                        content_hash: content_hash.clone(),
+                        proposal: p.id.clone(),
+                        content_hash: p.content_hash.clone(),
                         reason: "demo stand-in: approved as in the story".to_string(),
                     },
-                }),
-                EventKind::IncidentResolved { incident } => {
-                    self.open.retain(|(i, _)| i != incident)
-                }
-                _ => {}
+                });
             }
-        }
-        for (incident, monitor) in &self.open {
-            if engine.recovered(monitor) && !self.queued.contains(incident) {
-                self.queued.push(incident.clone());
+            let hold_approved = incident
+                .proposals
+                .iter()
+                .any(|p| p.kind == ProposalKind::Hold && p.state == ProposalState::Approved);
+            if hold_approved
+                && incident.status == IncidentStatus::Open
+                && incident.run_status.is_none()
+                && engine.recovered(&incident.monitor)
+                && self.asked.insert(format!("run {}", incident.id))
+            {
                 commands.push(Command::QueueRun {
-                    incident: incident.clone(),
+                    incident: incident.id.clone(),
                 });
             }
         }
@@ -191,9 +293,10 @@ impl StandIn {
 
 /// `dataward demo --headless`: the timeline on stdout, JSON lines or text.
 pub fn run_headless(options: DemoOptions, json: bool) -> Result<()> {
+    check_role(&options)?;
     let _lock = crate::store::EngineLock::acquire(&options.data_dir)?;
     let actor = Actor::current();
-    let (mut scenario, mut engine) = prepare(&options.data_dir, &actor)?;
+    let (mut scenario, mut engine, from) = open_story(&options.data_dir, &actor)?;
     let (_tx, rx) = mpsc::channel::<Command>();
     let mut emit = |event: &Event| {
         if json {
@@ -210,10 +313,22 @@ pub fn run_headless(options: DemoOptions, json: bool) -> Result<()> {
         &mut scenario,
         &mut engine,
         &actor,
+        from,
         &rx,
         &mut emit,
         None,
     )
+}
+
+/// `--approve-as` plays the story's owner, nobody else: not an escalation target nobody
+/// asked for, not a made-up role.
+fn check_role(options: &DemoOptions) -> Result<()> {
+    match &options.approve_as {
+        Some(role) if role != OWNER_ROLE => anyhow::bail!(
+            "--approve-as {role:?}: the demo's stand-in plays only the role the story's owner holds ({OWNER_ROLE})"
+        ),
+        _ => Ok(()),
+    }
 }
 
 fn describe(event: &Event) -> String {
@@ -239,7 +354,7 @@ fn describe(event: &Event) -> String {
 pub fn run_console(options: DemoOptions) -> Result<()> {
     let _lock = crate::store::EngineLock::acquire(&options.data_dir)?;
     let actor = Actor::current();
-    let (mut scenario, mut engine) = prepare(&options.data_dir, &actor)?;
+    let (mut scenario, mut engine, from) = open_story(&options.data_dir, &actor)?;
     with_console(false, move |commands, snapshots| {
         let mut emit = |_: &Event| {};
         play(
@@ -247,6 +362,7 @@ pub fn run_console(options: DemoOptions) -> Result<()> {
             &mut scenario,
             &mut engine,
             &actor,
+            from,
             &commands,
             &mut emit,
             Some(&snapshots),

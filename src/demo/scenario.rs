@@ -8,7 +8,7 @@ use chrono::{NaiveDateTime, Timelike};
 use rusqlite::{params, Connection};
 
 use super::control::{run_models, ControlPlane};
-use super::estate::{Estate, Lcg, HOURLY_JOB};
+use super::estate::{Estate, Lcg, HOURLY_JOB, INITIAL_ORDERS};
 use crate::engine::orchestrator::Orchestrator;
 
 const MOVER: &str = "mover.ticketing_cdc";
@@ -18,20 +18,16 @@ const ONSALE_AT: (u32, u32) = (15, 0);
 /// The refill takes this long, like 240 million rows would at the mover's pace.
 const REFILL_MINUTES: i64 = 46;
 
-enum Mover {
-    Streaming,
-    Refilling {
-        cursor: i64,
-        last_id: i64,
-        chunk: i64,
-    },
-}
+/// The demo's clock starts here; each minute after it sells its own numbered orders.
+const FIRST_MINUTE: (u32, u32) = (13, 30);
+const ORDERS_PER_MINUTE: i64 = 12;
 
+/// The outside world keeps no state of its own in memory: everything it needs is in
+/// the estate's databases, so a demo killed at any moment carries on where it was.
+/// Each minute's step can be played twice without doing anything twice.
 pub struct Scenario {
     estate: Estate,
     control: ControlPlane,
-    rng: Lcg,
-    mover: Mover,
 }
 
 fn ts(at: NaiveDateTime) -> String {
@@ -41,12 +37,7 @@ fn ts(at: NaiveDateTime) -> String {
 impl Scenario {
     pub fn new(estate: Estate) -> Scenario {
         let control = ControlPlane::new(estate.control_db());
-        Scenario {
-            estate,
-            control,
-            rng: Lcg::new(42),
-            mover: Mover::Streaming,
-        }
+        Scenario { estate, control }
     }
 
     pub fn estate(&self) -> &Estate {
@@ -95,25 +86,26 @@ impl Scenario {
         Ok(happened)
     }
 
+    /// Sells this minute's orders. Their ids and content follow from the minute alone,
+    /// so selling the same minute again changes nothing.
     fn sell(&mut self, source: &Connection, now: NaiveDateTime) -> Result<()> {
         let onsale = (now.hour(), now.minute()) >= ONSALE_AT;
-        let next_id: i64 = source.query_row(
-            "SELECT coalesce(max(order_id), 0) + 1 FROM orders",
-            [],
-            |r| r.get(0),
-        )?;
+        let first = now
+            .date()
+            .and_hms_opt(FIRST_MINUTE.0, FIRST_MINUTE.1, 0)
+            .expect("valid time");
+        let minute = (now - first).num_minutes().max(0);
+        let next_id = INITIAL_ORDERS + 1 + minute * ORDERS_PER_MINUTE;
+        let mut rng = Lcg::new(42 + minute as u64);
         let mut insert = source.prepare(
-            "INSERT INTO orders (order_id, event_id, seat_section, price_cents, sold_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT OR IGNORE INTO orders (order_id, event_id, seat_section, price_cents, sold_at) VALUES (?1, ?2, ?3, ?4, ?5)",
         )?;
-        for i in 0..12 {
+        for i in 0..ORDERS_PER_MINUTE {
             let (event, section) = if onsale && i % 3 == 0 {
-                let floor = ["FLOOR-A", "FLOOR-B", "12", "14"][self.rng.next(4) as usize];
+                let floor = ["FLOOR-A", "FLOOR-B", "12", "14"][rng.next(4) as usize];
                 (4, floor.to_string())
             } else {
-                (
-                    1 + self.rng.next(3) as i64,
-                    (1 + self.rng.next(40)).to_string(),
-                )
+                (1 + rng.next(3) as i64, (1 + rng.next(40)).to_string())
             };
             let section: rusqlite::types::Value = match section.parse::<i64>() {
                 Ok(n) if !onsale => n.into(),
@@ -123,7 +115,7 @@ impl Scenario {
                 next_id + i,
                 event,
                 section,
-                4_500 + self.rng.next(9_000) as i64,
+                4_500 + rng.next(9_000) as i64,
                 ts(now)
             ])?;
         }
@@ -132,7 +124,9 @@ impl Scenario {
 
     /// The CDC mover: copies new orders every minute; on a column change the warehouse
     /// cannot apply in place, its `backfill` setting drops, re-creates and refills the
-    /// table in chunks. It reports success throughout, as real movers do.
+    /// table in chunks. It reports success throughout, as real movers do. Where a refill
+    /// stands is read from the tables themselves (and the mover's own note of where the
+    /// refill ends), never held in memory.
     fn move_rows(&mut self, now: NaiveDateTime) -> Result<Vec<String>> {
         let mut happened = Vec::new();
         let wh = self.estate.warehouse()?;
@@ -142,33 +136,33 @@ impl Scenario {
         )?;
         let source_types = column_types(&wh, "src", "orders")?;
         let target_types = column_types(&wh, "TICKETING", "ORDERS")?;
-        if matches!(self.mover, Mover::Streaming) && source_types != target_types {
+        let mut refill_upto = self.control.mover_refill()?;
+        if source_types != target_types {
             let columns = source_types
                 .iter()
                 .map(|(name, ty)| format!("\"{name}\" {ty}"))
                 .collect::<Vec<_>>()
                 .join(", ");
-            wh.execute_batch(&format!(
-                "DROP TABLE TICKETING.ORDERS; CREATE TABLE TICKETING.ORDERS ({columns});"
-            ))?;
             let last_id: i64 =
                 wh.query_row("SELECT max(order_id) FROM src.orders", [], |r| r.get(0))?;
-            let chunk = (last_id + REFILL_MINUTES - 1) / REFILL_MINUTES;
-            self.mover = Mover::Refilling {
-                cursor: 0,
-                last_id,
-                chunk,
-            };
+            // The note first: killed after it, the mover re-creates the table again.
+            self.control.set_mover_refill(Some(last_id))?;
+            wh.execute_batch(&format!(
+                "BEGIN; DROP TABLE IF EXISTS TICKETING.ORDERS; CREATE TABLE TICKETING.ORDERS ({columns}); COMMIT;"
+            ))?;
+            refill_upto = Some(last_id);
             happened.push(
                 "CDC mover: incompatible change to orders.seat_section; setting onIncompatibleSchemaChange=backfill: TICKETING.ORDERS dropped, re-created and refilling".to_string(),
             );
         }
-        match self.mover {
-            Mover::Refilling {
-                cursor,
-                last_id,
-                chunk,
-            } => {
+        match refill_upto {
+            Some(last_id) => {
+                let chunk = (last_id + REFILL_MINUTES - 1) / REFILL_MINUTES;
+                let cursor: i64 = wh.query_row(
+                    "SELECT coalesce(max(order_id), 0) FROM TICKETING.ORDERS",
+                    [],
+                    |r| r.get(0),
+                )?;
                 let upto = (cursor + chunk).min(last_id);
                 wh.execute(
                     "INSERT INTO TICKETING.ORDERS SELECT order_id, event_id, seat_section, price_cents, sold_at
@@ -176,17 +170,11 @@ impl Scenario {
                     params![cursor, upto],
                 )?;
                 if upto >= last_id {
-                    self.mover = Mover::Streaming;
+                    self.control.set_mover_refill(None)?;
                     happened.push("CDC mover: refill of TICKETING.ORDERS complete".to_string());
-                } else {
-                    self.mover = Mover::Refilling {
-                        cursor: upto,
-                        last_id,
-                        chunk,
-                    };
                 }
             }
-            Mover::Streaming => {
+            None => {
                 wh.execute_batch(
                     "INSERT INTO TICKETING.ORDERS SELECT order_id, event_id, seat_section, price_cents, sold_at
                      FROM src.orders WHERE order_id > (SELECT coalesce(max(order_id), 0) FROM TICKETING.ORDERS)",

@@ -186,6 +186,9 @@ pub struct Snapshot {
     /// The org-wide stop, when set: who set it and why.
     #[serde(default)]
     pub org_stop: Option<String>,
+    /// The chain does not verify: which record is bad. Nothing is recorded meanwhile.
+    #[serde(default)]
+    pub chain_alarm: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -241,6 +244,9 @@ pub struct IncidentView {
     pub checks: Vec<Check>,
     /// The receipt as Markdown, once the incident is resolved.
     pub receipt: Option<String>,
+    /// The last run queued for it, as the scheduler reports it: queued, success, failed.
+    #[serde(default)]
+    pub run_status: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

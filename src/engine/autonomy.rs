@@ -1,11 +1,13 @@
 //! What the engine does on its own, as the policy allows: L4 holds, L3/L4 runs, and
 //! requests that expire and escalate as time passes.
 
+use super::intent::{Completion, Effect};
 use super::*;
 
 impl Engine {
     /// At L4, a hold of the `pause_job` class is carried out at once, without approval,
-    /// and recorded as dataward's own act. Code diffs always wait for the owner.
+    /// and recorded as dataward's own act once the job is paused. Code diffs always wait
+    /// for the owner. The org-wide stop halts this like every other dispatch.
     pub(super) fn act_autonomously(&mut self, i: usize) -> Result<Vec<Event>> {
         let mut events = Vec::new();
         for p in 0..self.incidents[i].proposals.len() {
@@ -16,20 +18,38 @@ impl Engine {
             {
                 continue;
             }
-            self.apply_effect(&proposal.body, true)?;
-            let seq = self.record(
-                "decision",
-                ENGINE_ACTOR,
-                json!({"incident": self.incidents[i].id, "proposal": proposal.id, "verdict": Verdict::Autonomous,
-                       "content_hash": proposal.content_hash, "reason": "L4: pause_job runs without approval"}),
+            if let Err(e) = stop::ensure_not_stopped(&self.state) {
+                let reason = format!("{e:#}");
+                self.notices.push(format!(
+                    "{}: dataward did not pause {}: {reason}",
+                    self.incidents[i].id, proposal.target
+                ));
+                events.push(self.event(EventKind::Refused {
+                    command: format!("autonomous {}", proposal.id),
+                    reason,
+                }));
+                continue;
+            }
+            let ProposalBody::Hold { job, .. } = &proposal.body else {
+                continue;
+            };
+            self.intend(
+                &proposal.id,
+                Effect::SetPaused {
+                    job: job.clone(),
+                    paused: true,
+                },
+                Completion::Decision {
+                    incident: self.incidents[i].id.clone(),
+                    proposal: proposal.id.clone(),
+                    verdict: Verdict::Autonomous,
+                    actor: ENGINE_ACTOR.to_string(),
+                    actor_display: "dataward".to_string(),
+                    content_hash: proposal.content_hash.clone(),
+                    reason: "L4: pause_job runs without approval".to_string(),
+                },
+                false,
             )?;
-            self.incidents[i].proposals[p].state = ProposalState::Approved;
-            events.push(self.event(EventKind::Decision {
-                proposal: proposal.id.clone(),
-                verdict: Verdict::Autonomous,
-                actor: "dataward".to_string(),
-                seq,
-            }));
         }
         Ok(events)
     }
@@ -90,6 +110,7 @@ impl Engine {
             if incident.status == IncidentStatus::Resolved
                 || incident.run.is_some()
                 || !self.recovered(&incident.monitor)
+                || self.intent_pending(&incident.id)?
             {
                 continue;
             }

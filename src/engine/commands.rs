@@ -1,13 +1,31 @@
 //! What people ask for: approve, reject, roll back, forward, queue a run, the org stop.
 //! Every command is checked against the policy; a refusal changes nothing and says why.
 
+use super::intent::{Completion, Effect};
 use super::*;
 
 impl Engine {
-    /// Applies a person's command. A refused command changes nothing and says why.
+    /// Applies a person's command: decided and recorded in one transaction, then any
+    /// effect it needs carried out. A refused command changes nothing and says why.
     pub fn handle(&mut self, command: Command, actor: &Actor) -> Vec<Event> {
         let described = format!("{command:?}");
-        match self.apply(command, actor) {
+        let result = (|| -> Result<Vec<Event>> {
+            // Anything left in flight from before is finished first, and is not this
+            // command's business if it fails.
+            let (mut events, failures) = self.run_intents()?;
+            for failure in failures {
+                self.notices
+                    .push(format!("an earlier change failed: {failure}"));
+            }
+            events.extend(self.transact(|e| e.apply(command, actor))?);
+            let (more, failures) = self.run_intents()?;
+            events.extend(more);
+            if let Some(failure) = failures.into_iter().next() {
+                anyhow::bail!("{failure}");
+            }
+            Ok(events)
+        })();
+        match result {
             Ok(events) => {
                 // Confirm on screen what the chain now holds.
                 for event in &events {
@@ -94,6 +112,10 @@ impl Engine {
                     "{} has no role in the policy",
                     actor.display()
                 );
+                anyhow::ensure!(
+                    !self.intent_pending(&proposal)?,
+                    "{proposal} already has a change in flight"
+                );
                 let payload = json!({"incident": self.incidents[i].id, "proposal": proposal, "verdict": "forwarded",
                     "content_hash": prop.content_hash, "to": prop.owner, "reason": ""});
                 let seq = self.record("decision", &actor.to_json(), payload)?;
@@ -108,13 +130,15 @@ impl Engine {
             Command::QueueRun { incident } => self.queue_run(&incident, Some(actor)),
             Command::OrgStop { reason } => {
                 anyhow::ensure!(!reason.trim().is_empty(), "a stop needs a reason");
+                self.ensure_chain_trusted()?;
                 let at = self.now.clone();
-                stop::set(&mut self.state, actor, &reason, &at)?;
+                stop::set(&self.state, actor, &reason, &at)?;
                 self.org_stop_event("set", actor)
             }
             Command::LiftStop => {
+                self.ensure_chain_trusted()?;
                 let at = self.now.clone();
-                let state = stop::lift(&mut self.state, actor, &at)?;
+                let state = stop::lift(&self.state, actor, &at)?;
                 self.org_stop_event(if state.active { "lift_request" } else { "lift" }, actor)
             }
         }
@@ -168,6 +192,7 @@ impl Engine {
             .get(id)
             .cloned()
             .ok_or_else(|| anyhow!("{id} has no approval request"))?;
+        // Checked on a copy: the request itself moves on when the decision is recorded.
         match verdict {
             Verdict::Approved | Verdict::Rejected => request
                 .decide(
@@ -188,40 +213,92 @@ impl Engine {
                     .map_err(|e| anyhow!("{id}: {e}"))?;
             }
         }
-        // The effect first: if pausing the job or writing the file fails, nothing is
-        // recorded as done.
-        match verdict {
-            Verdict::Approved => self.apply_effect(&proposal.body, true)?,
-            Verdict::RolledBack => self.apply_effect(&proposal.body, false)?,
-            _ => {}
+        anyhow::ensure!(
+            !self.intent_pending(id)?,
+            "{id} already has a change in flight"
+        );
+        let effect = match (verdict, &proposal.body) {
+            (Verdict::Approved, body) => effect_of(body, true),
+            (Verdict::RolledBack, body) => effect_of(body, false),
+            _ => None,
+        };
+        match effect {
+            // The effect goes intent first: it is carried out after this commits, and
+            // the decision is recorded once it is in place.
+            Some(effect) => {
+                let completion = Completion::Decision {
+                    incident: self.incidents[i].id.clone(),
+                    proposal: id.to_string(),
+                    verdict,
+                    actor: actor.to_json(),
+                    actor_display: actor.display(),
+                    content_hash: content_hash.to_string(),
+                    reason: reason.to_string(),
+                };
+                self.intend(id, effect, completion, true)?;
+                Ok(Vec::new())
+            }
+            None => self.record_decision(
+                id,
+                verdict,
+                &actor.to_json(),
+                &actor.display(),
+                content_hash,
+                reason,
+            ),
         }
-        self.requests.insert(id.to_string(), request);
-        let payload = json!({"incident": self.incidents[i].id, "proposal": id, "verdict": verdict,
+    }
+
+    /// Records a decision whose effect (if any) is in place, and moves the proposal and
+    /// its request on.
+    pub(super) fn record_decision(
+        &mut self,
+        id: &str,
+        verdict: Verdict,
+        actor_json: &str,
+        actor_display: &str,
+        content_hash: &str,
+        reason: &str,
+    ) -> Result<Vec<Event>> {
+        let (i, p) = self.find_proposal(id)?;
+        let incident = self.incidents[i].id.clone();
+        let payload = json!({"incident": incident, "proposal": id, "verdict": verdict,
             "content_hash": content_hash, "reason": reason});
-        let seq = self.record("decision", &actor.to_json(), payload)?;
+        let seq = self.record("decision", actor_json, payload)?;
+        if let Some(request) = self.requests.get_mut(id) {
+            match verdict {
+                Verdict::Approved | Verdict::Autonomous => request.grant(),
+                Verdict::Rejected => request.state = RequestState::Rejected,
+                _ => {}
+            }
+        }
         self.incidents[i].proposals[p].state = match verdict {
-            Verdict::Approved => ProposalState::Approved,
+            Verdict::Approved | Verdict::Autonomous => ProposalState::Approved,
             Verdict::Rejected => ProposalState::Rejected,
             Verdict::RolledBack => ProposalState::RolledBack,
             Verdict::Forwarded => ProposalState::Forwarded,
-            Verdict::Autonomous => ProposalState::Approved,
+        };
+        let display = if verdict == Verdict::Autonomous {
+            "dataward".to_string()
+        } else {
+            actor_display.to_string()
         };
         let mut events = vec![self.event(EventKind::Decision {
             proposal: id.to_string(),
             verdict,
-            actor: actor.display(),
+            actor: display,
             seq,
         })];
         if verdict == Verdict::RolledBack {
-            let action = match &proposal.body {
+            let action = match &self.incidents[i].proposals[p].body {
                 ProposalBody::Hold { job, .. } => format!("resumed the {job} schedule"),
                 ProposalBody::Diff { file, .. } => format!("reverted {file}"),
                 ProposalBody::Note { .. } => "nothing".to_string(),
             };
             let seq = self.record(
                 "undo",
-                &actor.to_json(),
-                json!({"incident": self.incidents[i].id, "proposal": id, "action": action}),
+                actor_json,
+                json!({"incident": incident, "proposal": id, "action": action}),
             )?;
             events.push(self.event(EventKind::Undo {
                 proposal: id.to_string(),
@@ -232,33 +309,11 @@ impl Engine {
         Ok(events)
     }
 
-    /// Does (or undoes) what an approved proposal says.
-    pub(super) fn apply_effect(&self, body: &ProposalBody, forward: bool) -> Result<()> {
-        match body {
-            ProposalBody::Hold { job, .. } => {
-                let orchestrator = self
-                    .orchestrator
-                    .as_ref()
-                    .context("no orchestrator configured to pause jobs")?;
-                orchestrator.set_paused(job, forward)
-            }
-            ProposalBody::Diff { file, old, new } => {
-                let project = self.project_dir()?;
-                let path = project.join(file);
-                let (from, to) = if forward { (old, new) } else { (new, old) };
-                let current = std::fs::read_to_string(&path)
-                    .with_context(|| format!("{}", path.display()))?;
-                anyhow::ensure!(
-                    current == *from,
-                    "{} no longer matches the proposal; it was changed by someone else",
-                    path.display()
-                );
-                let tmp = path.with_extension("sql.dataward-tmp");
-                std::fs::write(&tmp, to).with_context(|| format!("{}", tmp.display()))?;
-                std::fs::rename(&tmp, &path).with_context(|| format!("{}", path.display()))?;
-                Ok(())
-            }
-            ProposalBody::Note { .. } => Ok(()),
+    /// A chain that does not verify is never appended to.
+    pub(super) fn ensure_chain_trusted(&self) -> Result<()> {
+        match &self.chain_alarm {
+            Some(alarm) => anyhow::bail!("{alarm}"),
+            None => Ok(()),
         }
     }
 
@@ -331,46 +386,59 @@ impl Engine {
                 incident.table
             );
         }
-        let at = self.now.clone();
-        let dispatch = chain::append_checked(
-            &mut self.state,
-            &at,
+        // The org-wide stop is read inside the transaction that records the dispatch,
+        // so a stop set between approval and run wins.
+        stop::ensure_not_stopped(&self.state)?;
+        anyhow::ensure!(self.orchestrator.is_some(), "no orchestrator configured");
+        anyhow::ensure!(
+            !self.intent_pending(incident)?,
+            "a run of {job} for {incident} is already being queued"
+        );
+        let dispatch = self.record(
             "dispatch",
             &actor_json,
-            &json!({"incident": incident, "job": job, "proposal": hold.id,
+            json!({"incident": incident, "job": job, "proposal": hold.id,
                     "content_hash": hold.content_hash, "after_recovery": after_recovery}),
-            |tx| stop::ensure_not_stopped(tx),
         )?;
         let by = actor
             .map(Actor::display)
             .unwrap_or_else(|| "dataward".to_string());
-        let orchestrator = self
-            .orchestrator
-            .as_ref()
-            .context("no orchestrator configured")?;
-        let run_id = match orchestrator.queue_run(job, &self.now, &by) {
-            Ok(id) => id,
-            Err(e) => {
-                self.record("dispatch_failed", ENGINE_ACTOR, json!({"incident": incident, "dispatch": dispatch.seq, "error": format!("{e:#}")}))?;
-                return Err(e.context("the scheduler refused the run"));
-            }
-        };
-        let seq = self.record(
-            "run_queued",
-            &actor_json,
-            json!({"incident": incident, "run": run_id, "job": job, "dispatch": dispatch.seq}),
+        let key = format!("dataward-{incident}-{dispatch}");
+        self.intend(
+            incident,
+            Effect::QueueRun {
+                job: job.clone(),
+                key,
+                by,
+            },
+            Completion::RunQueued {
+                incident: incident.to_string(),
+                job: job.clone(),
+                dispatch,
+                after_recovery,
+                actor: actor_json,
+            },
+            actor.is_some(),
         )?;
-        self.incidents[i].run = Some(RunState {
-            id: run_id,
+        Ok(Vec::new())
+    }
+}
+
+/// The effect that carries out (or, backwards, undoes) a proposal; a note has none.
+fn effect_of(body: &ProposalBody, forward: bool) -> Option<Effect> {
+    match body {
+        ProposalBody::Hold { job, .. } => Some(Effect::SetPaused {
             job: job.clone(),
-            after_recovery,
-            finished: None,
-        });
-        Ok(vec![self.event(EventKind::Run {
-            incident: incident.to_string(),
-            job: job.clone(),
-            status: "queued".into(),
-            seq,
-        })])
+            paused: forward,
+        }),
+        ProposalBody::Diff { file, old, new } => {
+            let (from, to) = if forward { (old, new) } else { (new, old) };
+            Some(Effect::WriteFile {
+                file: file.clone(),
+                from: from.clone(),
+                to: to.clone(),
+            })
+        }
+        ProposalBody::Note { .. } => None,
     }
 }

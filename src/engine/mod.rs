@@ -6,12 +6,14 @@
 pub mod api;
 mod autonomy;
 mod commands;
+mod intent;
 pub mod live;
+mod memory;
 pub mod orchestrator;
 pub mod session;
 mod verification;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use anyhow::{anyhow, Context, Result};
@@ -19,7 +21,7 @@ use chrono::{NaiveDateTime, TimeDelta};
 use rusqlite::Connection;
 use serde_json::json;
 
-use crate::approve::request::{ApprovalRequest, Lapse};
+use crate::approve::request::{ApprovalRequest, Lapse, RequestState};
 use crate::approve::{self, stop, Actor, ENGINE_ACTOR};
 use crate::chain;
 use crate::config::{CheckKind, Config};
@@ -43,6 +45,7 @@ fn short_time(at: &str) -> &str {
 }
 
 /// A run queued for an incident, and what the scheduler said of it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct RunState {
     id: i64,
     job: String,
@@ -51,6 +54,7 @@ struct RunState {
     finished: Option<RunRecord>,
 }
 
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct Incident {
     id: String,
     monitor: String,
@@ -69,6 +73,9 @@ struct Incident {
     run: Option<RunState>,
     checks: Vec<Check>,
     receipt: Option<String>,
+    /// Verification passed; the incident resolves once its holds are resumed.
+    #[serde(default)]
+    verified: bool,
 }
 
 pub struct Engine {
@@ -95,6 +102,10 @@ pub struct Engine {
     policy_stamp: Option<(u64, Option<std::time::SystemTime>)>,
     /// Why the policy cannot be evaluated, if it cannot: then every decision is denied.
     policy_error: Option<String>,
+    /// Why the chain cannot be trusted, if it cannot: then nothing is appended to it.
+    chain_alarm: Option<String>,
+    /// Resolved incidents and answered requests already written: they do not change.
+    settled: BTreeSet<String>,
 }
 
 impl Engine {
@@ -138,9 +149,47 @@ impl Engine {
             policy_hash: String::new(),
             policy_stamp: None,
             policy_error: None,
+            chain_alarm: None,
+            settled: BTreeSet::new(),
         };
-        engine.record_policy()?;
+        // The chain is held against its checkpoint before anything is appended: a
+        // cut-off tail or a rewrite must stop the engine from writing past it.
+        let report = chain::verify(&engine.state)?;
+        if let Some(bad) = report.first_bad {
+            engine.chain_alarm = Some(format!(
+                "CHAIN BROKEN at record #{}: {}; dataward records nothing until it is repaired",
+                bad.seq, bad.reason
+            ));
+        }
+        engine.init_observation_mark()?;
+        engine.load()?;
+        if engine.chain_alarm.is_none() {
+            engine.transact(|e| e.record_policy())?;
+        }
         Ok(engine)
+    }
+
+    /// Keeps a small fact of the caller's in the state database (the demo's clock).
+    pub fn remember(&mut self, key: &str, value: &str) -> Result<()> {
+        self.state.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            rusqlite::params![key, value],
+        )?;
+        Ok(())
+    }
+
+    pub fn recall(&self, key: &str) -> Result<Option<String>> {
+        use rusqlite::OptionalExtension;
+        Ok(self
+            .state
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()?)
+    }
+
+    /// Why the chain cannot be trusted, when it cannot.
+    pub fn chain_alarm(&self) -> Option<&str> {
+        self.chain_alarm.as_deref()
     }
 
     /// The chain holds the hash of the policy in force whenever it changes. A config
@@ -187,7 +236,7 @@ impl Engine {
         if last.as_deref() != Some(hash.as_str()) {
             let payload = json!({"config": self.config.origin.display().to_string(), "config_hash": hash, "error": error});
             let at = self.now_or_wall();
-            chain::append(&mut self.state, &at, "policy", ENGINE_ACTOR, &payload)?;
+            self.record_at(&at, "policy", ENGINE_ACTOR, payload)?;
         }
         if let Some(e) = &error {
             self.notices.push(format!(
@@ -217,9 +266,23 @@ impl Engine {
             .context("no project_dir in [lineage]: there is no dbt project to change")
     }
 
+    /// Appends a chain record inside the current transaction (see `transact`).
     fn record(&mut self, kind: &str, actor: &str, payload: serde_json::Value) -> Result<u64> {
         let at = self.now.clone();
-        Ok(chain::append(&mut self.state, &at, kind, actor, &payload)?.seq)
+        self.record_at(&at, kind, actor, payload)
+    }
+
+    fn record_at(
+        &mut self,
+        at: &str,
+        kind: &str,
+        actor: &str,
+        payload: serde_json::Value,
+    ) -> Result<u64> {
+        if let Some(alarm) = &self.chain_alarm {
+            anyhow::bail!("{alarm}");
+        }
+        Ok(chain::append_in(&self.state, at, kind, actor, &payload)?.seq)
     }
 
     fn event(&self, kind: EventKind) -> Event {
@@ -229,13 +292,16 @@ impl Engine {
         }
     }
 
-    /// One turn of the clock: poll what is due, open incidents on breaches, follow runs,
-    /// verify. Returns what happened.
+    /// One turn of the clock: carry out intents left from before, poll what is due,
+    /// act on what the poll stored (in one transaction), then carry out the intents
+    /// that made. Returns what happened.
     pub fn tick(&mut self, now: NaiveDateTime) -> Result<Vec<Event>> {
         self.now = timestamp(now);
         self.now_time = now;
-        self.record_policy()?;
-        let mut events = self.lapse_requests()?;
+        let (mut events, _) = self.run_intents()?;
+        if self.chain_alarm.is_none() {
+            self.transact(|e| e.record_policy())?;
+        }
         let mut due = Vec::new();
         for monitor in &self.config.monitor {
             let name = Config::monitor_name(monitor);
@@ -247,12 +313,22 @@ impl Engine {
                 .insert(name, now + TimeDelta::from_std(every).expect("small"));
             due.push(monitor.clone());
         }
-        let polled = if due.is_empty() {
-            Vec::new()
-        } else {
-            self.poller.poll(&self.state, &due, now.and_utc())?
-        };
-        for observation in &polled {
+        if !due.is_empty() {
+            // The poll stores what it measured in a transaction of its own; the engine
+            // acts on stored observations below, so a crash in between loses nothing.
+            self.poller.poll(&self.state, &due, now.and_utc())?;
+        }
+        events.extend(self.transact(|e| e.turn(now))?);
+        let (more, _) = self.run_intents()?;
+        events.extend(more);
+        Ok(events)
+    }
+
+    /// Everything one turn decides, inside one transaction.
+    fn turn(&mut self, now: NaiveDateTime) -> Result<Vec<Event>> {
+        let mut events = self.lapse_requests()?;
+        let polled = self.unseen_observations()?;
+        for (_, observation) in &polled {
             self.latest.insert(
                 (
                     observation.monitor.clone(),
@@ -262,7 +338,7 @@ impl Engine {
                 observation.clone(),
             );
         }
-        for observation in &polled {
+        for (_, observation) in &polled {
             // A schema change is evidence for a diagnosis, not an incident by itself.
             if !observation.verdict.is_breach() || observation.check == CheckKind::Schema {
                 continue;
@@ -276,6 +352,9 @@ impl Engine {
                 Some(incident) => incident.update(observation),
                 None => events.extend(self.open_incident(observation)?),
             }
+        }
+        if let Some((last, _)) = polled.last() {
+            self.mark_observations_done(*last)?;
         }
         events.extend(self.follow_runs()?);
         events.extend(self.dispatch_autonomous_runs()?);
@@ -420,6 +499,18 @@ impl Engine {
                 .last_run_at?;
             Some(short_time(&at).to_string())
         };
+        // A diff may only change a file inside the dbt project: a manifest naming
+        // `../../x.sql`, or a symlink out of the project, gets no proposal at all.
+        let refused = std::cell::RefCell::new(Vec::new());
+        let file_allowed = |file: &str| match self.project_file(file) {
+            Ok(_) => true,
+            Err(e) => {
+                refused
+                    .borrow_mut()
+                    .push(format!("no diff proposed: {e:#}"));
+                false
+            }
+        };
         incident.proposals = propose::propose(&propose::Context {
             incident: &incident.id,
             table: &incident.table,
@@ -430,7 +521,33 @@ impl Engine {
             from,
             blast: &blast,
             job_last_run: &last_run,
+            file_allowed: &file_allowed,
         });
+        let refused = refused.into_inner();
+        for reason in &refused {
+            self.notices.push(format!("{}: {reason}", incident.id));
+        }
+        incident.diagnosis.evidence.extend(refused);
+    }
+
+    /// A file of the dbt project, by its path relative to `project_dir`, refused unless
+    /// it resolves inside the project after following every symlink.
+    fn project_file(&self, file: &str) -> Result<PathBuf> {
+        let project = self.project_dir()?;
+        let root = project
+            .canonicalize()
+            .with_context(|| format!("dbt project {}", project.display()))?;
+        let path = root.join(file);
+        let resolved = path
+            .canonicalize()
+            .with_context(|| format!("{}", path.display()))?;
+        anyhow::ensure!(
+            resolved.starts_with(&root),
+            "{file} resolves to {}, outside the dbt project {}; dataward changes nothing there",
+            resolved.display(),
+            root.display()
+        );
+        Ok(resolved)
     }
 
     /// Gathers what diagnosis needs from stored observations.
@@ -521,6 +638,7 @@ impl Engine {
                 .collect(),
             notices: self.notices.iter().rev().take(5).rev().cloned().collect(),
             finished,
+            chain_alarm: self.chain_alarm.clone(),
             org_stop: stop::state(&self.state).ok().filter(|s| s.active).map(|s| {
                 format!(
                     "ORG STOP since {} by {}{}",
@@ -573,6 +691,10 @@ impl Engine {
                 .collect(),
             checks: i.checks.clone(),
             receipt: i.receipt.clone(),
+            run_status: i.run.as_ref().map(|r| match &r.finished {
+                Some(record) => record.status.clone(),
+                None => "queued".to_string(),
+            }),
         }
     }
 
@@ -612,6 +734,7 @@ impl Incident {
             run: None,
             checks: Vec::new(),
             receipt: None,
+            verified: false,
         }
     }
 

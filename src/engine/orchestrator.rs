@@ -2,11 +2,11 @@
 //! scheduler. The engine only ever speaks this trait.
 
 use anyhow::Result;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::api::PipelineView;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
     pub id: i64,
     pub job: String,
@@ -22,6 +22,8 @@ pub trait Orchestrator: Send {
     /// Every pipeline the scheduler knows, with its state and last result.
     fn pipelines(&self) -> Result<Vec<PipelineView>>;
     fn set_paused(&self, job: &str, paused: bool) -> Result<()>;
-    fn queue_run(&self, job: &str, at: &str, by: &str) -> Result<i64>;
+    /// Queues one run of `job`. Idempotent on `key`: asking again with the same key
+    /// returns the run the first ask made (and `true`), as Airflow's dag_run_id does.
+    fn queue_run(&self, job: &str, at: &str, by: &str, key: &str) -> Result<(i64, bool)>;
     fn run(&self, id: i64) -> Result<Option<RunRecord>>;
 }

@@ -2,6 +2,9 @@
 //! has passed, and only on a pass resolve the incident, apply the holds' undo and write
 //! the receipt.
 
+use super::intent::{Completion, Effect};
+use rusqlite::OptionalExtension;
+
 use super::*;
 
 impl Engine {
@@ -54,7 +57,7 @@ impl Engine {
         let mut events = Vec::new();
         for i in 0..self.incidents.len() {
             let incident = &self.incidents[i];
-            if incident.status != IncidentStatus::Verifying {
+            if incident.status != IncidentStatus::Verifying || incident.verified {
                 continue;
             }
             let Some(finished_at) = incident
@@ -162,15 +165,41 @@ impl Engine {
         checks
     }
 
-    /// Does the model's SQL, as it stands in the project now, run on today's data?
+    /// Does the model's SQL that the chain says is in force run on today's data? What
+    /// runs is the content whose hash the chain holds (the approved new version, or the
+    /// old one), never whatever the file holds now; a file that differs from it fails
+    /// the check instead of being run. The dry run itself cannot write.
     pub(super) fn model_check(&self, proposal: &Proposal, file: &str) -> Check {
         let name = format!("{} runs on today's data", proposal.target);
         let result = (|| -> Result<u64> {
+            let ProposalBody::Diff { old, new, .. } = &proposal.body else {
+                anyhow::bail!("{} is not a diff", proposal.id);
+            };
+            let recorded = self.recorded_hash(&proposal.id)?;
+            anyhow::ensure!(
+                propose::content_hash(proposal) == proposal.content_hash
+                    && recorded.as_deref() == Some(proposal.content_hash.as_str()),
+                "{} does not match the content hash on the chain; nothing was run",
+                proposal.id
+            );
+            let in_force = if proposal.state == ProposalState::Approved {
+                new
+            } else {
+                old
+            };
+            let path = self.project_file(file)?;
+            let on_disk =
+                std::fs::read_to_string(&path).with_context(|| format!("{}", path.display()))?;
+            anyhow::ensure!(
+                on_disk == *in_force,
+                "{file} differs from the {} content on the chain (chain #{}); it was changed outside dataward and was not run",
+                if proposal.state == ProposalState::Approved { "approved" } else { "original" },
+                self.proposal_seq(&proposal.id).unwrap_or_default()
+            );
             let lineage = self.lineage.as_ref().context("no lineage")?;
-            let project = self.project_dir()?;
-            let raw = std::fs::read_to_string(project.join(file))
-                .with_context(|| format!("{}", project.join(file).display()))?;
-            let sql = lineage.render_inline(&raw).map_err(|e| anyhow!("{e}"))?;
+            let sql = lineage
+                .render_inline(in_force)
+                .map_err(|e| anyhow!("{e}"))?;
             let warehouse = self.dbt_warehouse().context("no warehouse")?;
             Ok(warehouse.dry_run(&sql)?)
         })();
@@ -188,6 +217,31 @@ impl Engine {
         }
     }
 
+    /// The content hash the chain recorded when the proposal was made.
+    fn recorded_hash(&self, proposal: &str) -> Result<Option<String>> {
+        Ok(self
+            .state
+            .query_row(
+                "SELECT json_extract(payload, '$.content_hash') FROM chain
+                 WHERE kind = 'proposal' AND json_extract(payload, '$.proposal') = ?1
+                 ORDER BY seq DESC LIMIT 1",
+                [proposal],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    fn proposal_seq(&self, proposal: &str) -> Option<u64> {
+        self.state
+            .query_row(
+                "SELECT seq FROM chain WHERE kind = 'proposal' AND json_extract(payload, '$.proposal') = ?1
+                 ORDER BY seq DESC LIMIT 1",
+                [proposal],
+                |r| r.get(0),
+            )
+            .ok()
+    }
+
     /// The warehouse holding dbt's relations: the first one a monitor watches a dbt
     /// source in. With one warehouse, that one.
     pub(super) fn dbt_warehouse(&self) -> Option<&(dyn Warehouse + Sync)> {
@@ -198,34 +252,49 @@ impl Engine {
         self.poller.warehouse(&name).map(|w| w.as_ref())
     }
 
+    /// Verification passed: resume every approved hold's schedule (intent first), and
+    /// resolve once they are all resumed. With no hold, it resolves at once.
     pub(super) fn resolve(&mut self, i: usize) -> Result<Vec<Event>> {
-        let mut events = Vec::new();
+        self.incidents[i].verified = true;
         let id = self.incidents[i].id.clone();
-        for p in 0..self.incidents[i].proposals.len() {
-            let proposal = &self.incidents[i].proposals[p];
-            if proposal.state != ProposalState::Approved {
-                continue;
-            }
-            if let ProposalBody::Hold { job, .. } = &proposal.body {
-                let job = job.clone();
-                let pid = proposal.id.clone();
-                if let Some(o) = &self.orchestrator {
-                    o.set_paused(&job, false)?;
-                }
-                let action = format!("resumed the {job} schedule");
-                let seq = self.record(
-                    "undo",
-                    ENGINE_ACTOR,
-                    json!({"incident": id, "proposal": pid, "action": action}),
-                )?;
-                events.push(self.event(EventKind::Undo {
-                    proposal: pid,
-                    action,
-                    seq,
-                }));
-                self.incidents[i].proposals[p].state = ProposalState::Completed;
-            }
+        let holds: Vec<(String, String)> = self.incidents[i]
+            .proposals
+            .iter()
+            .filter(|p| p.state == ProposalState::Approved)
+            .filter_map(|p| match &p.body {
+                ProposalBody::Hold { job, .. } => Some((p.id.clone(), job.clone())),
+                _ => None,
+            })
+            .collect();
+        if holds.is_empty() || self.orchestrator.is_none() {
+            return self.finish_resolution(i);
         }
+        for (proposal, job) in holds {
+            self.intend(
+                &proposal,
+                Effect::SetPaused { job, paused: false },
+                Completion::Resumed {
+                    incident: id.clone(),
+                    proposal: proposal.clone(),
+                },
+                false,
+            )?;
+        }
+        Ok(Vec::new())
+    }
+
+    /// Closes a verified incident whose holds are all resumed: the resolution and the
+    /// receipt go on the chain.
+    pub(super) fn finish_resolution(&mut self, i: usize) -> Result<Vec<Event>> {
+        let incident = &self.incidents[i];
+        let holds_left = incident.proposals.iter().any(|p| {
+            p.state == ProposalState::Approved && matches!(p.body, ProposalBody::Hold { .. })
+        });
+        if !incident.verified || incident.status == IncidentStatus::Resolved || holds_left {
+            return Ok(Vec::new());
+        }
+        let id = incident.id.clone();
+        let mut events = Vec::new();
         self.record("incident_resolved", ENGINE_ACTOR, json!({"incident": id}))?;
         events.push(self.event(EventKind::IncidentResolved {
             incident: id.clone(),
@@ -233,14 +302,13 @@ impl Engine {
         let records = chain::records(&self.state)?;
         let receipt = receipt::build(&records, &id)?;
         let digest = receipt::digest(&receipt);
-        self.record(
+        let seq = self.record(
             "receipt",
             ENGINE_ACTOR,
             json!({"incident": id, "receipt_hash": digest}),
         )?;
         self.incidents[i].receipt = Some(receipt.to_markdown());
         self.incidents[i].status = IncidentStatus::Resolved;
-        let seq = chain::head(&self.state)?.map(|h| h.seq).unwrap_or_default();
         self.notices.push(format!(
             "{id} verified and resolved; receipt on chain #{seq} (R to read)"
         ));

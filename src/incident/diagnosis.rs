@@ -1,7 +1,7 @@
 //! Diagnosis: join the evidence around a breach into one cause, with the evidence
 //! listed under it. Pure: the engine gathers the facts, this decides what they mean.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::detect::SchemaChange;
 use crate::monitor::thousands;
@@ -25,7 +25,7 @@ pub struct Facts {
     pub recent_counts: Vec<(String, f64)>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ColumnChange {
     pub table: String,
     pub column: String,
@@ -33,7 +33,7 @@ pub struct ColumnChange {
     pub to: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CauseKind {
     /// An upstream type change made the loader re-create and refill the table.
@@ -42,7 +42,7 @@ pub enum CauseKind {
     Unexplained,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Diagnosis {
     pub kind: CauseKind,
     pub cause: String,

@@ -304,35 +304,65 @@ fn latest_columns(state: &Connection, monitor: &str) -> Result<Option<Vec<Column
 
 /// Every stored observation of one monitor and check, oldest first.
 pub fn history(state: &Connection, monitor: &str, check: CheckKind) -> Result<Vec<Observation>> {
-    let mut stmt = state.prepare(
-        "SELECT tbl, at, value, detail, verdict, health FROM observation
-         WHERE monitor = ?1 AND check_kind = ?2 ORDER BY id",
-    )?;
-    let rows = stmt.query_map(params![monitor, check.as_str()], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, Option<f64>>(2)?,
-            r.get::<_, String>(3)?,
-            r.get::<_, String>(4)?,
-            r.get::<_, String>(5)?,
-        ))
-    })?;
+    Ok(stored(
+        state,
+        "WHERE monitor = ?1 AND check_kind = ?2 ORDER BY id",
+        params![monitor, check.as_str()],
+    )?
+    .into_iter()
+    .map(|(_, o)| o)
+    .collect())
+}
+
+/// The latest observation of every (monitor, check, column): what the engine shows and
+/// verifies against, rebuilt from the database at start.
+pub fn latest_all(state: &Connection) -> Result<Vec<Observation>> {
+    Ok(stored(
+        state,
+        "WHERE id IN (SELECT max(id) FROM observation GROUP BY monitor, check_kind, subject) ORDER BY id",
+        [],
+    )?
+    .into_iter()
+    .map(|(_, o)| o)
+    .collect())
+}
+
+/// Observations stored after `id`, with their ids, oldest first: the engine's input,
+/// consumed exactly once by moving its mark in the transaction that acts on them.
+pub fn stored_after(state: &Connection, id: i64) -> Result<Vec<(i64, Observation)>> {
+    stored(state, "WHERE id > ?1 ORDER BY id", [id])
+}
+
+fn stored(
+    state: &Connection,
+    filter: &str,
+    params: impl rusqlite::Params,
+) -> Result<Vec<(i64, Observation)>> {
+    let mut stmt = state.prepare(&format!(
+        "SELECT id, monitor, check_kind, tbl, at, value, detail, verdict, health FROM observation {filter}"
+    ))?;
+    let mut rows = stmt.query(params)?;
     let mut out = Vec::new();
-    for row in rows {
-        let (table, at, value, detail, verdict, health) = row?;
-        let detail: Detail = serde_json::from_str(&detail)?;
-        out.push(Observation {
-            monitor: monitor.to_string(),
-            table,
-            check,
-            at,
-            value,
-            verdict: VerdictKind::parse(&verdict),
-            expected: detail.expected,
-            health: Health::parse(&health),
-            detail,
-        });
+    while let Some(r) = rows.next()? {
+        let check_text: String = r.get(2)?;
+        let Ok(check) = serde_json::from_value::<CheckKind>(check_text.into()) else {
+            continue; // a check this version does not know
+        };
+        let detail: Detail = serde_json::from_str(&r.get::<_, String>(6)?)?;
+        out.push((
+            r.get(0)?,
+            Observation {
+                monitor: r.get(1)?,
+                table: r.get(3)?,
+                check,
+                at: r.get(4)?,
+                value: r.get(5)?,
+                verdict: VerdictKind::parse(&r.get::<_, String>(7)?),
+                expected: detail.expected,
+                health: Health::parse(&r.get::<_, String>(8)?),
+                detail,
+            },
+        ));
     }
     Ok(out)
 }

@@ -4,7 +4,7 @@
 
 pub mod rewrite;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
@@ -13,7 +13,7 @@ use crate::incident::diagnosis::{CauseKind, Diagnosis};
 use crate::lineage::{BlastRadius, Lineage, NodeKind};
 use petgraph::graph::NodeIndex;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Proposal {
     pub id: String,
     pub incident: String,
@@ -69,6 +69,8 @@ pub struct Context<'a> {
     pub blast: &'a BlastRadius,
     /// The latest run time of each job, from the scheduler.
     pub job_last_run: &'a dyn Fn(&str) -> Option<String>,
+    /// May a diff change this project file? (It must resolve inside the project.)
+    pub file_allowed: &'a dyn Fn(&str) -> bool,
 }
 
 /// A proposal before it is numbered and hashed.
@@ -135,6 +137,9 @@ pub fn propose(ctx: &Context) -> Vec<Proposal> {
             let (Some(file), Some(raw)) = (&node.file, &node.raw_sql) else {
                 continue;
             };
+            if !(ctx.file_allowed)(file) {
+                continue;
+            }
             let new = rewrite::keep_as_text(raw, &risky, &change.to);
             if new == *raw {
                 continue;

@@ -46,6 +46,31 @@ const MIGRATIONS: &[&str] = &[
     // 3: the engine looks records up by kind (the org stop on every snapshot and
     // dispatch, incident numbering, policy hashes): without this, a scan of the chain.
     "CREATE INDEX chain_by_kind ON chain (kind, seq);",
+    // 4: the engine's memory. Everything the engine knows lives here, written in the
+    // same transaction as the chain record behind it, and read back at start: open
+    // incidents (evidence, diagnosis, blast radius, proposals, run), approval requests
+    // (escalation step and deadline), and intents: effects outside the database,
+    // committed before they are carried out and closed with what came of them.
+    "CREATE TABLE incident (
+        id     TEXT PRIMARY KEY,
+        status TEXT NOT NULL,
+        doc    TEXT NOT NULL
+     );
+     CREATE TABLE request (
+        proposal TEXT PRIMARY KEY,
+        doc      TEXT NOT NULL
+     );
+     CREATE TABLE intent (
+        id         INTEGER PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        subject    TEXT NOT NULL,
+        effect     TEXT NOT NULL,
+        completion TEXT NOT NULL,
+        by_person  INTEGER NOT NULL,
+        status     TEXT NOT NULL DEFAULT 'pending',
+        outcome    TEXT
+     );
+     CREATE INDEX intent_pending ON intent (status, id);",
 ];
 
 /// How long a writer waits for another writer before giving up. Long enough that two

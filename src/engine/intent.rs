@@ -1,0 +1,343 @@
+//! Effects outside the database (pausing a job, writing a dbt file, queuing a run) go
+//! intent → effect → outcome. The intent commits first, with whatever decided it; the
+//! effect is carried out after the commit; the outcome commits with the chain records
+//! that say what happened. An intent found without an outcome (the engine was killed in
+//! between) is carried out again at the next turn: every effect first looks whether it
+//! already happened, so nothing is done twice.
+
+use rusqlite::params;
+use serde::{Deserialize, Serialize};
+
+use super::*;
+
+/// What is done outside the database. Each is idempotent: doing it twice is doing it once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "effect", rename_all = "snake_case")]
+pub enum Effect {
+    /// Pause or resume a job's schedule at the orchestrator.
+    SetPaused { job: String, paused: bool },
+    /// Replace a dbt file's content `from` with `to` (relative to the project folder).
+    WriteFile {
+        file: String,
+        from: String,
+        to: String,
+    },
+    /// Queue one run of a job; `key` makes a second request for it the same run.
+    QueueRun {
+        job: String,
+        key: String,
+        by: String,
+    },
+}
+
+/// What the engine records once the effect is done.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "then", rename_all = "snake_case")]
+pub enum Completion {
+    /// A decision whose effect is now in place: record it and move the proposal on.
+    Decision {
+        incident: String,
+        proposal: String,
+        verdict: Verdict,
+        /// The decider as recorded on the chain (JSON), and as people read it.
+        actor: String,
+        actor_display: String,
+        content_hash: String,
+        reason: String,
+    },
+    /// A hold's schedule was resumed because its incident verified.
+    Resumed { incident: String, proposal: String },
+    /// A dispatched run is queued at the orchestrator.
+    RunQueued {
+        incident: String,
+        job: String,
+        dispatch: u64,
+        after_recovery: bool,
+        actor: String,
+    },
+}
+
+/// What carrying out an effect found.
+#[derive(Debug, Clone, Default, Serialize)]
+struct Outcome {
+    /// The effect was already in place (a retry after a crash).
+    already_done: bool,
+    /// The orchestrator's run id, for a queued run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    run: Option<i64>,
+}
+
+struct Pending {
+    id: i64,
+    effect: Effect,
+    completion: Completion,
+    by_person: bool,
+}
+
+impl Engine {
+    /// Commits an intent inside the current transaction. `subject` (a proposal or an
+    /// incident) keeps a second intent for the same thing from being made meanwhile.
+    pub(super) fn intend(
+        &mut self,
+        subject: &str,
+        effect: Effect,
+        completion: Completion,
+        by_person: bool,
+    ) -> Result<()> {
+        anyhow::ensure!(
+            !self.intent_pending(subject)?,
+            "{subject} already has a change in flight; wait for it to finish"
+        );
+        self.state.execute(
+            "INSERT INTO intent (created_at, subject, effect, completion, by_person)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![
+                self.now_or_wall(),
+                subject,
+                serde_json::to_string(&effect)?,
+                serde_json::to_string(&completion)?,
+                by_person
+            ],
+        )?;
+        Ok(())
+    }
+
+    pub(super) fn intent_pending(&self, subject: &str) -> Result<bool> {
+        Ok(self.state.query_row(
+            "SELECT count(*) FROM intent WHERE subject = ?1 AND status = 'pending'",
+            [subject],
+            |r| r.get::<_, i64>(0),
+        )? > 0)
+    }
+
+    fn pending_intents(&self) -> Result<Vec<Pending>> {
+        let mut stmt = self.state.prepare(
+            "SELECT id, effect, completion, by_person FROM intent WHERE status = 'pending' ORDER BY id",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, bool>(3)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, effect, completion, by_person) = row?;
+            out.push(Pending {
+                id,
+                effect: serde_json::from_str(&effect)
+                    .with_context(|| format!("intent #{id}: effect"))?,
+                completion: serde_json::from_str(&completion)
+                    .with_context(|| format!("intent #{id}: completion"))?,
+                by_person,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Carries out every intent without an outcome. A person's intent that fails is
+    /// closed as failed and its reason returned (their command is refused); the
+    /// engine's own stays pending and is tried again next turn.
+    pub(super) fn run_intents(&mut self) -> Result<(Vec<Event>, Vec<String>)> {
+        let mut events = Vec::new();
+        let mut failures = Vec::new();
+        for intent in self.pending_intents()? {
+            match self.perform(&intent.effect) {
+                Ok(outcome) => {
+                    events.extend(self.transact(|engine| {
+                        let events = engine.complete(&intent.completion, &outcome)?;
+                        engine.close_intent(
+                            intent.id,
+                            "done",
+                            &serde_json::to_string(&outcome)?,
+                        )?;
+                        Ok(events)
+                    })?);
+                }
+                Err(e) => {
+                    let reason = format!("{e:#}");
+                    if intent.by_person {
+                        self.transact(|engine| {
+                            engine.close_intent(intent.id, "failed", &reason)?;
+                            engine.record(
+                                "intent_failed",
+                                ENGINE_ACTOR,
+                                json!({"intent": intent.id, "effect": intent.effect, "error": reason}),
+                            )?;
+                            Ok(())
+                        })?;
+                        failures.push(reason);
+                    } else {
+                        self.notices.push(format!(
+                            "{}: {reason}; dataward tries again",
+                            describe(&intent.effect)
+                        ));
+                    }
+                }
+            }
+        }
+        Ok((events, failures))
+    }
+
+    fn close_intent(&self, id: i64, status: &str, outcome: &str) -> Result<()> {
+        self.state.execute(
+            "UPDATE intent SET status = ?2, outcome = ?3 WHERE id = ?1",
+            params![id, status, outcome],
+        )?;
+        Ok(())
+    }
+
+    /// Does the effect unless it is already in place.
+    fn perform(&self, effect: &Effect) -> Result<Outcome> {
+        match effect {
+            Effect::SetPaused { job, paused } => {
+                let orchestrator = self
+                    .orchestrator
+                    .as_ref()
+                    .context("no orchestrator configured to pause jobs")?;
+                orchestrator.set_paused(job, *paused)?;
+                Ok(Outcome::default())
+            }
+            Effect::WriteFile { file, from, to } => {
+                let path = self.project_file(file)?;
+                let current = std::fs::read_to_string(&path)
+                    .with_context(|| format!("{}", path.display()))?;
+                if current == *to {
+                    return Ok(Outcome {
+                        already_done: true,
+                        run: None,
+                    });
+                }
+                anyhow::ensure!(
+                    current == *from,
+                    "{} no longer matches the proposal; it was changed by someone else",
+                    path.display()
+                );
+                write_atomic(&path, to.as_bytes())?;
+                Ok(Outcome::default())
+            }
+            Effect::QueueRun { job, key, by } => {
+                let orchestrator = self
+                    .orchestrator
+                    .as_ref()
+                    .context("no orchestrator configured")?;
+                let (run, already_done) = orchestrator
+                    .queue_run(job, &self.now_or_wall(), by, key)
+                    .context("the scheduler refused the run")?;
+                Ok(Outcome {
+                    already_done,
+                    run: Some(run),
+                })
+            }
+        }
+    }
+
+    /// Records what a finished effect means, inside the outcome's transaction.
+    fn complete(&mut self, completion: &Completion, outcome: &Outcome) -> Result<Vec<Event>> {
+        match completion {
+            Completion::Decision {
+                incident: _,
+                proposal,
+                verdict,
+                actor,
+                actor_display,
+                content_hash,
+                reason,
+            } => self.record_decision(
+                proposal,
+                *verdict,
+                actor,
+                actor_display,
+                content_hash,
+                reason,
+            ),
+            Completion::Resumed { incident, proposal } => {
+                let (i, p) = self.find_proposal(proposal)?;
+                let ProposalBody::Hold { job, .. } = &self.incidents[i].proposals[p].body else {
+                    anyhow::bail!("{proposal} is not a hold");
+                };
+                let action = format!("resumed the {job} schedule");
+                let seq = self.record(
+                    "undo",
+                    ENGINE_ACTOR,
+                    json!({"incident": incident, "proposal": proposal, "action": action}),
+                )?;
+                self.incidents[i].proposals[p].state = ProposalState::Completed;
+                let mut events = vec![self.event(EventKind::Undo {
+                    proposal: proposal.clone(),
+                    action,
+                    seq,
+                })];
+                events.extend(self.finish_resolution(i)?);
+                Ok(events)
+            }
+            Completion::RunQueued {
+                incident,
+                job,
+                dispatch,
+                after_recovery,
+                actor,
+            } => {
+                let run = outcome.run.context("the scheduler returned no run id")?;
+                let i = self
+                    .incidents
+                    .iter()
+                    .position(|x| x.id == *incident)
+                    .ok_or_else(|| anyhow!("no incident {incident}"))?;
+                let seq = self.record(
+                    "run_queued",
+                    actor,
+                    json!({"incident": incident, "run": run, "job": job, "dispatch": dispatch}),
+                )?;
+                self.incidents[i].run = Some(RunState {
+                    id: run,
+                    job: job.clone(),
+                    after_recovery: *after_recovery,
+                    finished: None,
+                });
+                Ok(vec![self.event(EventKind::Run {
+                    incident: incident.clone(),
+                    job: job.clone(),
+                    status: "queued".into(),
+                    seq,
+                })])
+            }
+        }
+    }
+}
+
+fn describe(effect: &Effect) -> String {
+    match effect {
+        Effect::SetPaused { job, paused: true } => format!("pausing {job}"),
+        Effect::SetPaused { job, paused: false } => format!("resuming {job}"),
+        Effect::WriteFile { file, .. } => format!("writing {file}"),
+        Effect::QueueRun { job, .. } => format!("queuing a run of {job}"),
+    }
+}
+
+/// Replaces a file's content durably: a temporary file beside it, fsynced, renamed over
+/// it, the folder fsynced; the file keeps its mode.
+fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mode = std::fs::symlink_metadata(path)
+        .map(|m| m.permissions().mode())
+        .unwrap_or(0o644);
+    let tmp = path.with_extension(format!("dataward-{}.tmp", std::process::id()));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode & 0o7777)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)
+        .with_context(|| format!("{}", tmp.display()))?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&tmp, path).with_context(|| format!("{}", path.display()))?;
+    if let Some(dir) = path.parent() {
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,187 @@
+//! The engine's memory is the state database. Every input is handled in one write
+//! transaction: the chain records, the incidents and requests they change, and any
+//! intents commit together or not at all. At start (and after a failed transaction)
+//! the engine reads itself back from the database, so a restart or a SIGKILL at any
+//! instruction loses nothing and repeats nothing.
+
+use rusqlite::{params, OptionalExtension};
+
+use super::*;
+
+/// How far the engine has acted on stored observations: the poller stores them, the
+/// engine moves this mark in the same transaction that opens incidents from them.
+const OBSERVATION_MARK: &str = "engine.observations_done";
+
+impl Engine {
+    /// Runs `work` in one `BEGIN IMMEDIATE` transaction and writes back every incident
+    /// and request it changed before committing. On any error nothing is kept: the
+    /// transaction rolls back and the engine reloads itself from the database.
+    pub(super) fn transact<T>(&mut self, work: impl FnOnce(&mut Engine) -> Result<T>) -> Result<T> {
+        self.state.execute_batch("BEGIN IMMEDIATE")?;
+        let result = work(self).and_then(|value| {
+            self.persist()?;
+            self.state.execute_batch("COMMIT")?;
+            Ok(value)
+        });
+        match result {
+            Ok(value) => {
+                chain::save_checkpoint(&self.state)?;
+                Ok(value)
+            }
+            Err(e) => {
+                if !self.state.is_autocommit() {
+                    let _ = self.state.execute_batch("ROLLBACK");
+                }
+                self.load()
+                    .context("reloading the engine's state after a failed transaction")?;
+                Err(e)
+            }
+        }
+    }
+
+    /// Writes every incident and request that may have changed. Resolved incidents and
+    /// finished requests do not change again, so each is written once more at most.
+    fn persist(&mut self) -> Result<()> {
+        let mut upsert_incident = self.state.prepare_cached(
+            "INSERT INTO incident (id, status, doc) VALUES (?1, ?2, ?3)
+             ON CONFLICT (id) DO UPDATE SET status = excluded.status, doc = excluded.doc",
+        )?;
+        for incident in &self.incidents {
+            if self.settled.contains(&incident.id) {
+                continue;
+            }
+            let status = serde_json::to_value(incident.status)?;
+            upsert_incident.execute(params![
+                incident.id,
+                status.as_str().unwrap_or_default(),
+                serde_json::to_string(incident)?
+            ])?;
+            if incident.status == IncidentStatus::Resolved {
+                self.settled.insert(incident.id.clone());
+            }
+        }
+        let mut upsert_request = self.state.prepare_cached(
+            "INSERT INTO request (proposal, doc) VALUES (?1, ?2)
+             ON CONFLICT (proposal) DO UPDATE SET doc = excluded.doc",
+        )?;
+        for (proposal, request) in &self.requests {
+            if self.settled.contains(proposal) {
+                continue;
+            }
+            upsert_request.execute(params![proposal, serde_json::to_string(request)?])?;
+            if request.state != RequestState::Pending {
+                self.settled.insert(proposal.clone());
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the engine back from the database: incidents, requests, the latest
+    /// observation of every check, and when each monitor is next due.
+    pub(super) fn load(&mut self) -> Result<()> {
+        let mut incidents = Vec::new();
+        let mut stmt = self
+            .state
+            .prepare("SELECT id, doc FROM incident ORDER BY rowid")?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let id: String = row.get(0)?;
+            let doc: String = row.get(1)?;
+            let incident: Incident = serde_json::from_str(&doc)
+                .with_context(|| format!("incident {id} in the state database"))?;
+            incidents.push(incident);
+        }
+        drop(rows);
+        drop(stmt);
+        let mut requests = BTreeMap::new();
+        let mut stmt = self.state.prepare("SELECT proposal, doc FROM request")?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let proposal: String = row.get(0)?;
+            let doc: String = row.get(1)?;
+            let request: ApprovalRequest = serde_json::from_str(&doc)
+                .with_context(|| format!("approval request {proposal} in the state database"))?;
+            requests.insert(proposal, request);
+        }
+        drop(rows);
+        drop(stmt);
+        self.settled.clear();
+        for incident in &incidents {
+            if incident.status == IncidentStatus::Resolved {
+                self.settled.insert(incident.id.clone());
+            }
+        }
+        for (proposal, request) in &requests {
+            if request.state != RequestState::Pending {
+                self.settled.insert(proposal.clone());
+            }
+        }
+        self.incidents = incidents;
+        self.requests = requests;
+        self.latest.clear();
+        self.next_due.clear();
+        for observation in monitor::latest_all(&self.state)? {
+            if let Ok(at) = NaiveDateTime::parse_from_str(&observation.at, "%Y-%m-%dT%H:%M:%SZ") {
+                let due = self
+                    .config
+                    .monitor
+                    .iter()
+                    .find(|m| Config::monitor_name(m) == observation.monitor)
+                    .and_then(|m| crate::config::parse_duration(&m.every).ok())
+                    .and_then(|every| TimeDelta::from_std(every).ok())
+                    .map(|every| at + every);
+                if let Some(due) = due {
+                    let entry = self
+                        .next_due
+                        .entry(observation.monitor.clone())
+                        .or_insert(due);
+                    *entry = (*entry).max(due);
+                }
+            }
+            self.latest.insert(
+                (
+                    observation.monitor.clone(),
+                    observation.check,
+                    observation.detail.column.clone(),
+                ),
+                observation,
+            );
+        }
+        Ok(())
+    }
+
+    /// A database the engine never ran on starts its mark at the newest observation:
+    /// what was stored before is a baseline, not news.
+    pub(super) fn init_observation_mark(&self) -> Result<()> {
+        self.state.execute(
+            "INSERT OR IGNORE INTO meta (key, value)
+             SELECT ?1, coalesce(max(id), 0) FROM observation",
+            [OBSERVATION_MARK],
+        )?;
+        Ok(())
+    }
+
+    /// Observations the poller stored that the engine has not acted on yet.
+    pub(super) fn unseen_observations(&self) -> Result<Vec<(i64, Observation)>> {
+        let mark: Option<String> = self
+            .state
+            .query_row(
+                "SELECT value FROM meta WHERE key = ?1",
+                [OBSERVATION_MARK],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let mark = mark.and_then(|m| m.parse::<i64>().ok()).unwrap_or(0);
+        monitor::stored_after(&self.state, mark)
+    }
+
+    /// Moves the mark past `id`, inside the transaction that acted on it.
+    pub(super) fn mark_observations_done(&self, id: i64) -> Result<()> {
+        self.state.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            params![OBSERVATION_MARK, id.to_string()],
+        )?;
+        Ok(())
+    }
+}
