@@ -1,0 +1,543 @@
+//! The engine's memory is the state database: a restart, or SIGKILL at any moment,
+//! loses nothing and repeats nothing; effects outside the database are reconciled; a
+//! chain that does not verify is never appended to; only approved content runs.
+
+use std::path::Path;
+use std::process::{Command as Process, Stdio};
+use std::time::Duration;
+
+use chrono::TimeDelta;
+use dataward::approve::Actor;
+use dataward::config::Config;
+use dataward::demo::control::ControlPlane;
+use dataward::engine::api::{
+    Command, EventKind, IncidentStatus, ProposalKind, ProposalState, Verdict,
+};
+use dataward::engine::Engine;
+use serde_json::Value;
+
+mod story;
+use story::{approve_all, count, owner, play, play_minutes, start};
+
+fn dataward(args: &[&str], dir: &Path) -> std::process::Output {
+    Process::new(env!("CARGO_BIN_EXE_dataward"))
+        .args(args)
+        .arg("--data-dir")
+        .arg(dir)
+        .output()
+        .expect("the binary runs")
+}
+
+const HEADLESS: &[&str] = &[
+    "demo",
+    "ticketing",
+    "--headless",
+    "--json",
+    "--approve-as",
+    "analytics-owner",
+    "--speed",
+    "1000000",
+];
+
+/// The engine on a demo directory as a restarted process would build it.
+fn reopen(dir: &Path) -> Engine {
+    let estate = dir.join("estate");
+    let config = Config::load(&estate.join("dataward.toml")).unwrap();
+    let state = dataward::store::open(&dir.join("dataward.db")).unwrap();
+    let orchestrator = Box::new(ControlPlane::new(estate.join("control.db")));
+    Engine::new(config, state, Some(orchestrator), &owner()).unwrap()
+}
+
+#[test]
+fn an_approved_hold_survives_a_restart_and_the_incident_still_resolves() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut scenario, mut engine) = dataward::demo::prepare(dir.path(), &owner()).unwrap();
+    // Up to 14:30: the incident is open, the hold and the diff approved, the job paused.
+    play_minutes(
+        &mut scenario,
+        &mut engine,
+        start(),
+        start() + TimeDelta::minutes(60),
+        approve_all,
+    );
+    let before = engine.snapshot(false);
+    assert_eq!(before.incidents.len(), 1);
+    let control = ControlPlane::new(dir.path().join("estate/control.db"));
+    assert!(control.is_paused("job.hourly_dbt").unwrap());
+    drop(engine);
+
+    // The console crashed; a new engine reads everything back.
+    let mut engine = reopen(dir.path());
+    let after = engine.snapshot(false);
+    assert_eq!(after.incidents, before.incidents, "nothing forgotten");
+    let states: Vec<_> = after.incidents[0]
+        .proposals
+        .iter()
+        .map(|p| (p.kind, p.state))
+        .collect();
+    assert!(states.contains(&(ProposalKind::Hold, ProposalState::Approved)));
+    assert!(states.contains(&(ProposalKind::Diff, ProposalState::Approved)));
+
+    // The story goes on: the run once the refill is back, verification, the resume.
+    let mut queued = false;
+    play_minutes(
+        &mut scenario,
+        &mut engine,
+        start() + TimeDelta::minutes(61),
+        start() + TimeDelta::minutes(100),
+        |event, engine| {
+            if event.is_none() && !queued && engine.recovered("orders_rows") {
+                queued = true;
+                return engine.handle(
+                    Command::QueueRun {
+                        incident: "INC-0001".into(),
+                    },
+                    &owner(),
+                );
+            }
+            Vec::new()
+        },
+    );
+    let end = engine.snapshot(true);
+    assert_eq!(end.incidents.len(), 1, "no incident opened twice");
+    assert_eq!(end.incidents[0].status, IncidentStatus::Resolved);
+    assert!(!control.is_paused("job.hourly_dbt").unwrap(), "resumed");
+    assert_eq!(count(dir.path(), "incident_opened"), 1);
+    assert_eq!(count(dir.path(), "decision"), 2);
+    assert_eq!(count(dir.path(), "run_queued"), 1);
+    assert_eq!(count(dir.path(), "receipt"), 1);
+}
+
+/// Kills the headless story with SIGKILL `kills` times at pseudo-random moments,
+/// restarting it with the same command each time, then lets it finish.
+fn story_survives_kills(kills: u32) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut seed: u64 = 0x5eed;
+    let mut random = |bound: u64| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) % bound
+    };
+    let mut killed = 0;
+    while killed < kills {
+        let mut child = Process::new(env!("CARGO_BIN_EXE_dataward"))
+            .args(HEADLESS)
+            .arg("--data-dir")
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(20 + random(600)));
+        if child.try_wait().unwrap().is_some() {
+            // It finished before the kill: the story is over; start the count again on
+            // a story that resumes nothing.
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            break;
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        killed += 1;
+    }
+    if killed == kills {
+        let out = dataward(HEADLESS, dir.path());
+        assert!(
+            out.status.success(),
+            "the resumed story failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let d = dir.path();
+    assert_eq!(count(d, "incident_opened"), 1, "one incident");
+    let conn = rusqlite::Connection::open(d.join("dataward.db")).unwrap();
+    let decisions: Vec<(String, String)> = conn
+        .prepare(
+            "SELECT json_extract(payload, '$.proposal'), json_extract(payload, '$.verdict')
+             FROM chain WHERE kind = 'decision' ORDER BY seq",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        decisions,
+        vec![
+            ("INC-0001-P1".to_string(), "approved".to_string()),
+            ("INC-0001-P2".to_string(), "approved".to_string()),
+            ("INC-0001-P3".to_string(), "forwarded".to_string()),
+        ],
+        "each decision once"
+    );
+    assert_eq!(count(d, "dispatch"), 1, "one dispatch");
+    assert_eq!(count(d, "run_queued"), 1, "one run queued");
+    assert_eq!(count(d, "run"), 1, "one run");
+    assert_eq!(count(d, "incident_resolved"), 1);
+    assert_eq!(count(d, "receipt"), 1);
+    let runs: i64 = rusqlite::Connection::open(d.join("estate/control.db"))
+        .unwrap()
+        .query_row("SELECT count(*) FROM run", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(runs, 1, "the scheduler ran the job once");
+    let verify = dataward(&["verify", "--json"], d);
+    assert_eq!(
+        verify.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+    let receipt = dataward(&["receipt", "INC-0001", "--md"], d);
+    assert!(receipt.status.success());
+}
+
+#[test]
+fn the_headless_story_killed_20_times_completes_once() {
+    story_survives_kills(20);
+}
+
+#[test]
+#[ignore = "long: 200 kills (cargo test --test durability -- --ignored)"]
+fn the_headless_story_killed_200_times_completes_once() {
+    story_survives_kills(200);
+}
+
+/// Puts the engine in the state a kill leaves: an approval's intent committed, the
+/// effect maybe carried out, no decision on the chain yet.
+fn pending_diff_approval(dir: &Path, file_written: bool) -> (Engine, String) {
+    let (mut scenario, mut engine) = dataward::demo::prepare(dir, &owner()).unwrap();
+    play_minutes(
+        &mut scenario,
+        &mut engine,
+        start(),
+        start() + TimeDelta::minutes(50),
+        |_, _| Vec::new(),
+    );
+    let diff = engine.snapshot(false).incidents[0]
+        .proposals
+        .iter()
+        .find(|p| p.kind == ProposalKind::Diff)
+        .cloned()
+        .expect("a diff is proposed");
+    let dataward::engine::api::ProposalBody::Diff { file, old, new } = &diff.body else {
+        unreachable!()
+    };
+    drop(engine);
+    let conn = rusqlite::Connection::open(dir.join("dataward.db")).unwrap();
+    let effect = serde_json::json!({"effect": "write_file", "file": file, "from": old, "to": new});
+    let completion = serde_json::json!({"then": "decision", "incident": "INC-0001", "proposal": diff.id,
+        "verdict": "approved", "actor": owner().to_json(), "actor_display": owner().display(),
+        "content_hash": diff.content_hash, "reason": "ok"});
+    conn.execute(
+        "INSERT INTO intent (created_at, subject, effect, completion, by_person) VALUES ('t', ?1, ?2, ?3, 1)",
+        rusqlite::params![diff.id, effect.to_string(), completion.to_string()],
+    )
+    .unwrap();
+    let path = dir.join("estate/dbt").join(file);
+    if file_written {
+        std::fs::write(&path, new).unwrap();
+    }
+    (reopen(dir), new.clone())
+}
+
+#[test]
+fn a_kill_after_the_file_was_written_is_recorded_once_at_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut engine, new) = pending_diff_approval(dir.path(), true);
+    let events = engine.tick(start() + TimeDelta::minutes(51)).unwrap();
+    assert!(
+        events.iter().any(|e| matches!(
+            &e.kind,
+            EventKind::Decision {
+                verdict: Verdict::Approved,
+                ..
+            }
+        )),
+        "{events:?}"
+    );
+    assert_eq!(count(dir.path(), "decision"), 1);
+    let file = dir
+        .path()
+        .join("estate/dbt/models/intermediate/int_seat_map.sql");
+    assert_eq!(std::fs::read_to_string(file).unwrap(), new);
+    // Nothing is left in flight, and a second turn records nothing again.
+    engine.tick(start() + TimeDelta::minutes(52)).unwrap();
+    assert_eq!(count(dir.path(), "decision"), 1);
+}
+
+#[test]
+fn a_kill_before_the_file_was_written_is_carried_out_at_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut engine, new) = pending_diff_approval(dir.path(), false);
+    engine.tick(start() + TimeDelta::minutes(51)).unwrap();
+    let file = dir
+        .path()
+        .join("estate/dbt/models/intermediate/int_seat_map.sql");
+    assert_eq!(std::fs::read_to_string(file).unwrap(), new);
+    assert_eq!(count(dir.path(), "decision"), 1);
+    let diff = engine.snapshot(false).incidents[0]
+        .proposals
+        .iter()
+        .find(|p| p.kind == ProposalKind::Diff)
+        .cloned()
+        .unwrap();
+    assert_eq!(diff.state, ProposalState::Approved);
+}
+
+#[test]
+fn an_applied_diff_keeps_the_file_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir
+        .path()
+        .join("estate/dbt/models/intermediate/int_seat_map.sql");
+    let mut chmodded = false;
+    play(dir.path(), "autonomy = \"L2\"", |event, engine| {
+        if !chmodded && file.exists() {
+            chmodded = true;
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
+        }
+        approve_all(event, engine)
+    });
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o640);
+}
+
+/// Cuts records off the chain's tail behind SQLite's back.
+fn cut_tail(dir: &Path, keep: u64) {
+    let conn = rusqlite::Connection::open(dir.join("dataward.db")).unwrap();
+    conn.execute_batch("DROP TRIGGER chain_no_delete").unwrap();
+    conn.execute("DELETE FROM chain WHERE seq > ?1", [keep])
+        .unwrap();
+}
+
+#[test]
+fn a_cut_tail_is_never_appended_past() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dataward(HEADLESS, dir.path());
+    assert!(out.status.success());
+    let conn = rusqlite::Connection::open(dir.path().join("dataward.db")).unwrap();
+    let records: u64 = conn
+        .query_row("SELECT count(*) FROM chain", [], |r| r.get(0))
+        .unwrap();
+    drop(conn);
+    cut_tail(dir.path(), records - 3);
+
+    // A command that appends refuses, naming the damage, and appends nothing.
+    let stop = dataward(&["stop", "--reason", "test"], dir.path());
+    assert_eq!(stop.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&stop.stdout);
+    assert!(text.contains("tail was cut off"), "{text}");
+    // The checkpoint did not move: verify still says so.
+    let verify = dataward(&["verify", "--json"], dir.path());
+    assert_eq!(verify.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&verify.stdout).unwrap();
+    assert!(
+        report["first_bad"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("tail"),
+        "{report}"
+    );
+
+    // The engine starts, says so, and records nothing.
+    let mut engine = reopen(dir.path());
+    let alarm = engine.chain_alarm().expect("the engine sees the damage");
+    assert!(alarm.contains("CHAIN BROKEN"), "{alarm}");
+    assert_eq!(engine.snapshot(false).chain_alarm.as_deref(), Some(alarm));
+    let refused = engine.handle(Command::OrgStop { reason: "x".into() }, &owner());
+    assert!(
+        matches!(&refused[0].kind, EventKind::Refused { reason, .. } if reason.contains("CHAIN BROKEN"))
+    );
+    let conn = rusqlite::Connection::open(dir.path().join("dataward.db")).unwrap();
+    let after: u64 = conn
+        .query_row("SELECT count(*) FROM chain", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(after, records - 3);
+}
+
+#[test]
+fn a_missing_checkpoint_beside_a_chain_is_an_alarm() {
+    let dir = tempfile::tempdir().unwrap();
+    let set = dataward(&["stop", "--reason", "drill"], dir.path());
+    assert_eq!(set.status.code(), Some(1), "a stop is set");
+    std::fs::remove_file(dir.path().join("dataward.db.checkpoint")).unwrap();
+    let verify = dataward(&["verify", "--json"], dir.path());
+    assert_eq!(verify.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&verify.stdout).unwrap();
+    assert!(
+        report["first_bad"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("checkpoint"),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_model_file_swapped_after_approval_is_not_run_and_fails_verification() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir
+        .path()
+        .join("estate/dbt/models/intermediate/int_seat_map.sql");
+    let mut swapped = false;
+    let mut queued = false;
+    let (events, _) = play(dir.path(), "autonomy = \"L2\"", |event, engine| {
+        let mut out = approve_all(event, engine);
+        let opened = !engine.snapshot(false).incidents.is_empty();
+        if event.is_none() && opened && !queued && engine.recovered("orders_rows") {
+            queued = true;
+            out.extend(engine.handle(
+                Command::QueueRun {
+                    incident: "INC-0001".into(),
+                },
+                &owner(),
+            ));
+        }
+        if let Some(EventKind::Run { status, .. }) = event.map(|e| &e.kind) {
+            if status == "success" && !swapped {
+                swapped = true;
+                std::fs::write(&file, "delete from \"TICKETING\".\"ORDERS\" returning 1").unwrap();
+            }
+        }
+        out
+    });
+    assert!(
+        swapped,
+        "the run never finished: {:?}",
+        story::names(&events)
+    );
+    let verification = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::Verification { passed, checks, .. } => Some((*passed, checks.clone())),
+            _ => None,
+        })
+        .expect("verification ran");
+    assert!(!verification.0, "{verification:?}");
+    let check = verification
+        .1
+        .iter()
+        .find(|c| c.name.contains("int_seat_map"))
+        .unwrap();
+    assert!(
+        check.detail.contains("changed outside dataward"),
+        "{check:?}"
+    );
+    let warehouse = rusqlite::Connection::open(dir.path().join("estate/ticketing.db")).unwrap();
+    let rows: i64 = warehouse
+        .query_row("SELECT count(*) FROM ORDERS", [], |r| r.get(0))
+        .unwrap();
+    assert!(rows > 20_000, "the table was not emptied: {rows}");
+}
+
+#[test]
+fn a_diff_whose_file_leads_out_of_the_project_is_never_proposed() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("victim.sql");
+    let file = dir
+        .path()
+        .join("estate/dbt/models/intermediate/int_seat_map.sql");
+    let mut planted = false;
+    let (_, engine) = play(dir.path(), "autonomy = \"L2\"", |event, engine| {
+        if !planted && file.exists() {
+            planted = true;
+            std::fs::copy(&file, &victim).unwrap();
+            std::fs::remove_file(&file).unwrap();
+            std::os::unix::fs::symlink(&victim, &file).unwrap();
+        }
+        approve_all(event, engine)
+    });
+    let incident = &engine.snapshot(true).incidents[0];
+    assert!(
+        incident
+            .proposals
+            .iter()
+            .all(|p| p.kind != ProposalKind::Diff),
+        "{:?}",
+        incident.proposals
+    );
+    assert!(
+        incident
+            .evidence
+            .iter()
+            .any(|e| e.contains("outside the dbt project")),
+        "{:?}",
+        incident.evidence
+    );
+    let victim_text = std::fs::read_to_string(&victim).unwrap();
+    assert!(victim_text.contains("cast(o.seat_section as integer)"));
+}
+
+#[test]
+fn approve_as_plays_only_the_story_owner() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = HEADLESS.to_vec();
+    let role = args.iter().position(|a| *a == "analytics-owner").unwrap();
+    args[role] = "analytics-lead";
+    let out = dataward(&args, dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("analytics-owner"), "{err}");
+}
+
+#[test]
+fn the_demo_refuses_a_live_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    // A live data directory: a stop set there is on its chain.
+    let set = dataward(&["stop", "--reason", "drill"], dir.path());
+    assert_eq!(set.status.code(), Some(1));
+    let out = dataward(HEADLESS, dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not a demo's"), "{err}");
+    assert_eq!(
+        count(dir.path(), "org_stop"),
+        1,
+        "the live chain is untouched"
+    );
+}
+
+#[test]
+fn l4_does_not_pause_while_the_org_stop_is_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("dataward.db");
+    let mut stopped = false;
+    let (events, engine) = play(
+        dir.path(),
+        "autonomy = \"L4\"\nclasses = [\"pause_job\"]",
+        |_, _| {
+            if !stopped {
+                stopped = true;
+                let mut conn = dataward::store::open(&db).unwrap();
+                dataward::chain::transact(&mut conn, |tx| {
+                    dataward::approve::stop::set(tx, &Actor::current(), "drill", "t")
+                })
+                .unwrap();
+            }
+            Vec::new()
+        },
+    );
+    assert!(
+        !events.iter().any(|e| matches!(
+            &e.kind,
+            EventKind::Decision {
+                verdict: Verdict::Autonomous,
+                ..
+            }
+        )),
+        "dataward acted while stopped"
+    );
+    assert!(events.iter().any(
+        |e| matches!(&e.kind, EventKind::Refused { reason, .. } if reason.contains("org-wide stop"))
+    ));
+    let control = ControlPlane::new(dir.path().join("estate/control.db"));
+    assert!(!control.is_paused("job.hourly_dbt").unwrap());
+    drop(engine);
+}
