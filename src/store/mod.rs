@@ -2,6 +2,8 @@
 //! `PRAGMA user_version`. Every connection is opened here so the pragmas are never
 //! forgotten.
 
+pub mod files;
+
 use std::path::Path;
 use std::time::Duration;
 
@@ -53,10 +55,14 @@ const MIGRATIONS: &[&str] = &[
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Opens (creating if needed) the state database and brings its schema up to date.
+/// Its directory is created private (0700); a directory or database another user owns,
+/// or group or others can write, is refused (see [`files::check_private`]).
 pub fn open(path: &Path) -> Result<Connection> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create the data directory {}", dir.display()))?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        files::ensure_private_dir(dir)?;
+    }
+    if path.exists() {
+        files::check_private(path, files::Use::Write)?;
     }
     let mut conn = Connection::open(path)
         .with_context(|| format!("cannot open the state database {}", path.display()))?;
@@ -113,22 +119,16 @@ pub struct EngineLock {
 
 impl EngineLock {
     pub fn acquire(data_dir: &Path) -> Result<EngineLock> {
-        std::fs::create_dir_all(data_dir)
-            .with_context(|| format!("cannot create the data directory {}", data_dir.display()))?;
+        files::ensure_private_dir(data_dir)?;
         let path = data_dir.join("engine.lock");
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
+        let mut file = files::open_or_create(&path)?;
         if file.try_lock().is_err() {
-            let holder = std::fs::read_to_string(&path).unwrap_or_default();
+            let mut holder = String::new();
+            let _ = std::io::Read::read_to_string(&mut file, &mut holder);
             bail!(
                 "another dataward engine ({}) is running on {}; one engine per data directory \
                  until `dataward serve` lets consoles share one (use another --data-dir)",
-                holder.trim(),
+                crate::sanitize::for_terminal(holder.trim()),
                 data_dir.display()
             );
         }
@@ -170,6 +170,86 @@ mod tests {
         assert!(err.contains("another dataward engine (pid"), "{err}");
         drop(first);
         EngineLock::acquire(dir.path()).unwrap();
+    }
+
+    #[test]
+    fn a_planted_engine_lock_symlink_does_not_touch_its_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("notes.txt");
+        std::fs::write(&victim, "the victim's notes").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.path().join("engine.lock")).unwrap();
+        let err = EngineLock::acquire(dir.path())
+            .err()
+            .map(|e| format!("{e:#}"));
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "the victim's notes"
+        );
+        let err = err.expect("a symlinked engine.lock is refused");
+        assert!(err.contains("symlink"), "{err}");
+        // A dangling link must not create its target either.
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("created-by-us");
+        std::os::unix::fs::symlink(&missing, dir.path().join("engine.lock")).unwrap();
+        assert!(EngineLock::acquire(dir.path()).is_err());
+        assert!(!missing.exists());
+    }
+
+    #[test]
+    fn a_new_data_dir_is_created_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let parent = tempfile::tempdir().unwrap();
+        let data = parent.path().join("data");
+        let _lock = EngineLock::acquire(&data).unwrap();
+        let mode = std::fs::metadata(&data).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        let other = parent.path().join("other");
+        open(&other.join("dataward.db")).unwrap();
+        let mode = std::fs::metadata(&other).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
+
+    #[test]
+    fn a_loose_data_dir_or_database_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("dataward.db");
+        open(&db).unwrap();
+        let loose = std::fs::Permissions::from_mode(0o777);
+        std::fs::set_permissions(dir.path(), loose.clone()).unwrap();
+        let expected = format!("chmod 700 {}", dir.path().display());
+        let err = format!("{:#}", open(&db).unwrap_err());
+        assert!(err.contains(&expected), "{err}");
+        let err = format!("{:#}", EngineLock::acquire(dir.path()).err().unwrap());
+        assert!(err.contains(&expected), "{err}");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let err = format!("{:#}", open(&db).unwrap_err());
+        assert!(
+            err.contains(&format!("chmod 600 {}", db.display())),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_data_dir_or_database_owned_by_another_user_is_refused() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: needs root to give the data directory to another uid");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("dataward.db");
+        open(&db).unwrap();
+        std::os::unix::fs::chown(&db, Some(4242), None).unwrap();
+        let err = format!("{:#}", open(&db).unwrap_err());
+        assert!(err.contains("owned by uid 4242"), "{err}");
+        std::os::unix::fs::chown(&db, Some(0), None).unwrap();
+        std::os::unix::fs::chown(dir.path(), Some(4242), None).unwrap();
+        let err = format!("{:#}", open(&db).unwrap_err());
+        assert!(err.contains("owned by uid 4242"), "{err}");
+        let err = format!("{:#}", EngineLock::acquire(dir.path()).err().unwrap());
+        assert!(err.contains("owned by uid 4242"), "{err}");
     }
 
     #[test]
