@@ -113,7 +113,8 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let data_dir = config::data_dir(cli.data_dir.as_deref())?;
+    // Only the commands that use the data directory look at it (and refuse a loose one).
+    let data_dir = || config::data_dir(cli.data_dir.as_deref());
     let Some(command) = cli.command else {
         let path = cli
             .config
@@ -126,7 +127,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             "no config at {}; pass --config FILE (see config.example.toml), or try `dataward demo`",
             path.display()
         );
-        dataward::engine::live::run_console(&path, &data_dir, cli.read_only)?;
+        dataward::engine::live::run_console(&path, &data_dir()?, cli.read_only)?;
         return Ok(ExitCode::SUCCESS);
     };
     match command {
@@ -139,7 +140,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             anyhow::ensure!(speed > 0.0, "--speed must be above zero");
             let options = demo::DemoOptions {
-                data_dir,
+                data_dir: data_dir()?,
                 speed,
                 approve_as,
             };
@@ -152,17 +153,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Cmd::Lineage(args) => dataward::lineage::cli::run(args),
         Cmd::Check { config, once, json } => {
-            dataward::monitor::cli::check(&config, once, json, &data_dir)
+            dataward::monitor::cli::check(&config, once, json, &data_dir()?)
         }
         Cmd::Backtest { csv, monitor, json } => {
             dataward::monitor::cli::backtest(&csv, &monitor, json)
         }
-        Cmd::Verify { json, receipt } => chain::cli::verify(&data_dir, json, receipt.as_deref()),
+        Cmd::Verify { json, receipt } => chain::cli::verify(&data_dir()?, json, receipt.as_deref()),
         Cmd::Receipt {
             incident,
             md: _,
             json,
-        } => chain::cli::receipt(&data_dir, &incident, json),
-        Cmd::Stop { reason, lift } => chain::cli::stop(&data_dir, reason.as_deref(), lift),
+        } => chain::cli::receipt(&data_dir()?, &incident, json),
+        Cmd::Stop { reason, lift } => chain::cli::stop(&data_dir()?, reason.as_deref(), lift),
     }
 }

@@ -11,12 +11,10 @@ use rusqlite::Connection;
 use crate::approve::{stop, Actor};
 use crate::incident::receipt;
 
-/// Opens the state database, which must exist: verifying an empty new one would say
-/// "ok" about nothing.
+/// Opens the state database read-only; it must exist: verifying an empty new one would
+/// say "ok" about nothing, and a reading command never creates one.
 fn open_existing(data_dir: &Path) -> Result<Connection> {
-    let path = data_dir.join("dataward.db");
-    anyhow::ensure!(path.exists(), "no state database at {}", path.display());
-    crate::store::open(&path)
+    crate::store::open_read_only(&data_dir.join("dataward.db"))
 }
 
 fn exit(ok: bool) -> ExitCode {
@@ -92,16 +90,17 @@ pub fn receipt(data_dir: &Path, incident: &str, json: bool) -> Result<ExitCode> 
 /// `dataward stop --reason R`, `--lift`, or `--status`. Exit 1 while a stop is set, so
 /// scripts can ask "may we dispatch?".
 pub fn stop(data_dir: &Path, reason: Option<&str>, lift: bool) -> Result<ExitCode> {
-    let mut conn = crate::store::open(&data_dir.join("dataward.db"))?;
     let actor = Actor::current();
     let at = crate::engine::timestamp(chrono::Utc::now().naive_utc());
+    let writable = || crate::store::open(&data_dir.join("dataward.db"));
     let state = match (reason, lift) {
         (Some(reason), false) => {
             anyhow::ensure!(!reason.trim().is_empty(), "--reason must say why");
-            stop::set(&mut conn, &actor, reason, &at)?
+            stop::set(&mut writable()?, &actor, reason, &at)?
         }
-        (None, true) => stop::lift(&mut conn, &actor, &at)?,
-        (None, false) => stop::state(&conn)?,
+        (None, true) => stop::lift(&mut writable()?, &actor, &at)?,
+        // Showing the stop is a reading command: anyone who can read the log may ask.
+        (None, false) => stop::state(&open_existing(data_dir)?)?,
         (Some(_), true) => anyhow::bail!("--reason sets a stop and --lift lifts one: pick one"),
     };
     if state.active {

@@ -71,6 +71,94 @@ pub fn open(path: &Path) -> Result<Connection> {
     Ok(conn)
 }
 
+/// Opens an existing state database for reading only: never creates or migrates it,
+/// and sets and reads back `query_only`, so nothing on this connection can write. The
+/// directory and file may belong to another user (a teammate reading the engine's log)
+/// but not be writable by group or others.
+///
+/// A WAL database needs its `-wal` and `-shm` files to be read. While a writer has it
+/// open they exist and SQLite reads them even without write permission (3.22+); when
+/// none does they were removed at the last close, and a reader that cannot create them
+/// in the directory opens the database file as `immutable` instead. That is sound
+/// because without a `-wal` every committed transaction is in the database file; a
+/// writer starting meanwhile appends to a new WAL and changes the file only at a
+/// checkpoint, which a short read is unlikely to meet and `verify` would report.
+pub fn open_read_only(path: &Path) -> Result<Connection> {
+    use rusqlite::OpenFlags;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if dir.exists() {
+            files::check_private(dir, files::Use::Read)?;
+        }
+    }
+    anyhow::ensure!(path.is_file(), "no state database at {}", path.display());
+    files::check_private(path, files::Use::Read)?;
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let wal_files = ["-wal", "-shm"].iter().all(|suffix| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        Path::new(&name).exists()
+    });
+    let immutable = !wal_files && !dir_writable(path);
+    let uri = format!(
+        "file:{}{}",
+        uri_path(path),
+        if immutable { "?immutable=1" } else { "" }
+    );
+    let conn = Connection::open_with_flags(&uri, flags)
+        .with_context(|| format!("cannot open the state database {}", path.display()))?;
+    (|| -> Result<()> {
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        conn.pragma_update(None, "query_only", true)?;
+        let query_only: i64 = conn.query_row("PRAGMA query_only", [], |r| r.get(0))?;
+        anyhow::ensure!(query_only == 1, "query_only did not stay on");
+        let version: usize = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        anyhow::ensure!(
+            version <= MIGRATIONS.len(),
+            "schema version {version} is newer than this dataward knows ({}); upgrade dataward",
+            MIGRATIONS.len()
+        );
+        anyhow::ensure!(
+            version > 0,
+            "not a dataward state database (schema version 0)"
+        );
+        Ok(())
+    })()
+    .with_context(|| format!("state database {}", path.display()))?;
+    Ok(conn)
+}
+
+/// Can this process create files beside `path` (the `-wal` and `-shm` SQLite wants)?
+fn dir_writable(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let Ok(dir) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `dir` is a valid NUL-terminated string for the duration of the call.
+    unsafe { libc::access(dir.as_ptr(), libc::W_OK) == 0 }
+}
+
+/// A path as a `file:` URI path: every byte but the unreserved ones percent-encoded, so
+/// a `?` or `#` in a directory name is not read as the start of URI parameters.
+fn uri_path(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = String::new();
+    for &b in absolute.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 /// Sets the durability pragmas and reads each back: a pragma SQLite silently ignored
 /// (a read-only file, an old library) must not pass unnoticed.
 fn configure(conn: &Connection) -> Result<()> {
@@ -222,6 +310,8 @@ mod tests {
         assert!(err.contains(&expected), "{err}");
         let err = format!("{:#}", EngineLock::acquire(dir.path()).err().unwrap());
         assert!(err.contains(&expected), "{err}");
+        let err = format!("{:#}", open_read_only(&db).unwrap_err());
+        assert!(err.contains(&expected), "{err}");
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
         std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o666)).unwrap();
         let err = format!("{:#}", open(&db).unwrap_err());
@@ -250,6 +340,29 @@ mod tests {
         assert!(err.contains("owned by uid 4242"), "{err}");
         let err = format!("{:#}", EngineLock::acquire(dir.path()).err().unwrap());
         assert!(err.contains("owned by uid 4242"), "{err}");
+    }
+
+    #[test]
+    fn a_read_only_connection_cannot_write_and_creates_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("odd ?#% name.db");
+        assert!(open_read_only(&path).is_err());
+        assert!(!path.exists());
+        let mut conn = open(&path).unwrap();
+        crate::chain::append(&mut conn, "t", "test", "{}", &serde_json::json!({})).unwrap();
+        drop(conn);
+        let reader = open_read_only(&path).unwrap();
+        let count: i64 = reader
+            .query_row("SELECT count(*) FROM chain", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(count, 1);
+        assert!(reader
+            .execute("INSERT INTO meta (key, value) VALUES ('x', 'y')", [])
+            .is_err());
+        assert_eq!(
+            reader.path().map(Path::new),
+            Some(path.canonicalize().unwrap().as_path())
+        );
     }
 
     #[test]
