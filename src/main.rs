@@ -106,7 +106,13 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("dataward: {e:#}");
+            // An error may quote a config line, a manifest, a warehouse's message or an
+            // argument: shown like everything else from outside, escapes visible.
+            let message = format!("{e:#}");
+            eprintln!(
+                "dataward: {}",
+                dataward::sanitize::for_terminal_multiline(&message)
+            );
             ExitCode::from(2)
         }
     }
