@@ -106,7 +106,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         file.write_all(bytes)?;
         if let Some(meta) = &existing {
             // The owner first: fchown may clear set-id bits that fchmod then restores.
-            if meta.uid() != file.metadata()?.uid() || meta.gid() != file.metadata()?.gid() {
+            let fresh = file.metadata()?;
+            if (meta.uid(), meta.gid()) != (fresh.uid(), fresh.gid()) {
                 std::os::unix::fs::fchown(&file, Some(meta.uid()), Some(meta.gid()))
                     .context("cannot give the new file the old one's owner")?;
             }
