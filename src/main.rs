@@ -106,14 +106,21 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("dataward: {e:#}");
+            // An error may quote a config line, a manifest, a warehouse's message or an
+            // argument: shown like everything else from outside, escapes visible.
+            let message = format!("{e:#}");
+            eprintln!(
+                "dataward: {}",
+                dataward::sanitize::for_terminal_multiline(&message)
+            );
             ExitCode::from(2)
         }
     }
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let data_dir = config::data_dir(cli.data_dir.as_deref())?;
+    // Only the commands that use the data directory look at it (and refuse a loose one).
+    let data_dir = || config::data_dir(cli.data_dir.as_deref());
     let Some(command) = cli.command else {
         let path = cli
             .config
@@ -126,7 +133,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             "no config at {}; pass --config FILE (see config.example.toml), or try `dataward demo`",
             path.display()
         );
-        dataward::engine::live::run_console(&path, &data_dir, cli.read_only)?;
+        dataward::engine::live::run_console(&path, &data_dir()?, cli.read_only)?;
         return Ok(ExitCode::SUCCESS);
     };
     match command {
@@ -141,8 +148,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // The demo never shares the live data directory: by default it plays in one
             // of its own beside it.
             let data_dir = match &cli.data_dir {
-                Some(_) => data_dir,
-                None => data_dir.join("demo"),
+                Some(_) => data_dir()?,
+                None => data_dir()?.join("demo"),
             };
             let options = demo::DemoOptions {
                 data_dir,
@@ -158,17 +165,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Cmd::Lineage(args) => dataward::lineage::cli::run(args),
         Cmd::Check { config, once, json } => {
-            dataward::monitor::cli::check(&config, once, json, &data_dir)
+            dataward::monitor::cli::check(&config, once, json, &data_dir()?)
         }
         Cmd::Backtest { csv, monitor, json } => {
             dataward::monitor::cli::backtest(&csv, &monitor, json)
         }
-        Cmd::Verify { json, receipt } => chain::cli::verify(&data_dir, json, receipt.as_deref()),
+        Cmd::Verify { json, receipt } => chain::cli::verify(&data_dir()?, json, receipt.as_deref()),
         Cmd::Receipt {
             incident,
             md: _,
             json,
-        } => chain::cli::receipt(&data_dir, &incident, json),
-        Cmd::Stop { reason, lift } => chain::cli::stop(&data_dir, reason.as_deref(), lift),
+        } => chain::cli::receipt(&data_dir()?, &incident, json),
+        Cmd::Stop { reason, lift } => chain::cli::stop(&data_dir()?, reason.as_deref(), lift),
     }
 }

@@ -105,6 +105,122 @@ pub fn clean_multiline_in_place(s: &mut String) {
     }
 }
 
+/// Text from outside (the chain, a warehouse, a manifest, a config) on its way to a
+/// person. Every type a command prints as text implements this by destructuring *all*
+/// of its fields, with no `..` (`let Receipt { incident, table, .. every field } =
+/// self;`), and numbers bound to `_`: a field added to one of those types is a compile
+/// error here until someone says how it is cleaned. Text renderers take
+/// [`Sanitized<T>`], which only [`Sanitized::new`] makes, so raw values cannot reach them.
+pub trait Sanitize {
+    fn sanitize(&mut self);
+}
+
+impl Sanitize for String {
+    fn sanitize(&mut self) {
+        clean_in_place(self);
+    }
+}
+
+impl<T: Sanitize> Sanitize for Option<T> {
+    fn sanitize(&mut self) {
+        if let Some(value) = self {
+            value.sanitize();
+        }
+    }
+}
+
+impl<T: Sanitize> Sanitize for Vec<T> {
+    fn sanitize(&mut self) {
+        self.iter_mut().for_each(T::sanitize);
+    }
+}
+
+/// Keys are outside text too (a map of kinds or materializations).
+impl<V: Sanitize> Sanitize for std::collections::BTreeMap<String, V> {
+    fn sanitize(&mut self) {
+        if self.keys().any(|k| k.chars().any(is_unsafe)) {
+            *self = std::mem::take(self)
+                .into_iter()
+                .map(|(k, v)| (for_terminal(&k).into_owned(), v))
+                .collect();
+        }
+        self.values_mut().for_each(V::sanitize);
+    }
+}
+
+impl Sanitize for usize {
+    fn sanitize(&mut self) {}
+}
+
+/// Every string in a JSON value, keys included.
+impl Sanitize for serde_json::Value {
+    fn sanitize(&mut self) {
+        use serde_json::Value;
+        match self {
+            Value::String(s) => s.sanitize(),
+            Value::Array(items) => items.iter_mut().for_each(Value::sanitize),
+            Value::Object(map) => {
+                if map.keys().any(|k| k.chars().any(is_unsafe)) {
+                    *map = std::mem::take(map)
+                        .into_iter()
+                        .map(|(k, v)| (for_terminal(&k).into_owned(), v))
+                        .collect();
+                }
+                map.values_mut().for_each(Value::sanitize);
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+}
+
+/// A value whose every string was sanitized: what text renderers accept.
+#[derive(Debug)]
+pub struct Sanitized<T>(T);
+
+impl<T: Sanitize> Sanitized<T> {
+    pub fn new(mut value: T) -> Sanitized<T> {
+        value.sanitize();
+        Sanitized(value)
+    }
+}
+
+impl<T> std::ops::Deref for Sanitized<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// JSON for a terminal or a pipe a person may read. serde_json escapes C0 controls but
+/// leaves DEL, C1 controls (U+009B acts as ESC [ in some terminals), bidi overrides and
+/// the other invisibles raw; this escapes every character [`is_unsafe`] names as
+/// `\uXXXX` (a surrogate pair above U+FFFF). They can only occur inside JSON strings,
+/// so the value read back is unchanged. Every JSON a command prints goes through here.
+pub fn json<T: serde::Serialize + ?Sized>(value: &T, pretty: bool) -> serde_json::Result<String> {
+    let text = if pretty {
+        serde_json::to_string_pretty(value)?
+    } else {
+        serde_json::to_string(value)?
+    };
+    // Below U+007F serde_json already escaped what is unsafe; what is left is layout.
+    let raw = |c: char| u32::from(c) >= 0x7f && is_unsafe(c);
+    if !text.chars().any(raw) {
+        return Ok(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if raw(c) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{unit:04x}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
 /// Clean every string of a snapshot, once, as it arrives: the render path then never
 /// sees raw text. Fields whose line breaks carry meaning (SQL, plans, notes, receipts)
 /// keep them; every other field becomes one visible line.
@@ -319,7 +435,43 @@ mod tests {
         assert_eq!(old, "a\n\\x1b[31mb");
     }
 
+    #[test]
+    fn json_escapes_c1_and_bidi_and_reads_back_the_same() {
+        let value = serde_json::json!({"t": "a\x1b[2J\u{9b}31m\u{202e}\u{7f}\u{e0041}b", "n": 1});
+        let text = json(&value, true).unwrap();
+        assert!(!text.chars().any(|c| c != '\n' && is_unsafe(c)), "{text}");
+        for escaped in [
+            "\\u001b[2J",
+            "\\u009b31m",
+            "\\u202e",
+            "\\u007f",
+            "\\udb40\\udc41",
+        ] {
+            assert!(text.contains(escaped), "{escaped} in {text}");
+        }
+        let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, value);
+    }
+
+    #[test]
+    fn sanitize_reaches_json_values_and_map_keys() {
+        let mut value = serde_json::json!({"k\u{202e}": ["\x1b[2J", {"x": "\u{9b}"}]});
+        value.sanitize();
+        assert_eq!(
+            value,
+            serde_json::json!({"k\\u{202e}": ["\\x1b[2J", {"x": "\\u{9b}"}]})
+        );
+    }
+
     proptest! {
+        #[test]
+        fn json_output_never_contains_unsafe_chars(s in any::<String>()) {
+            let text = json(&serde_json::json!({ "s": s.clone() }), false).unwrap();
+            prop_assert!(!text.chars().any(is_unsafe));
+            let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+            prop_assert_eq!(back["s"].as_str(), Some(s.as_str()));
+        }
+
         #[test]
         fn output_never_contains_unsafe_chars(s in any::<String>()) {
             let out = for_terminal(&s);

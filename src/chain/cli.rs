@@ -8,15 +8,15 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use rusqlite::Connection;
 
+use super::{BadRecord, VerifyReport};
 use crate::approve::{stop, Actor};
 use crate::incident::receipt;
+use crate::sanitize::{for_terminal, Sanitize, Sanitized};
 
-/// Opens the state database, which must exist: verifying an empty new one would say
-/// "ok" about nothing.
+/// Opens the state database read-only; it must exist: verifying an empty new one would
+/// say "ok" about nothing, and a reading command never creates one.
 fn open_existing(data_dir: &Path) -> Result<Connection> {
-    let path = data_dir.join("dataward.db");
-    anyhow::ensure!(path.exists(), "no state database at {}", path.display());
-    crate::store::open(&path)
+    crate::store::open_read_only(&data_dir.join("dataward.db"))
 }
 
 fn exit(ok: bool) -> ExitCode {
@@ -51,38 +51,71 @@ pub fn verify(data_dir: &Path, json: bool, saved_receipt: Option<&Path>) -> Resu
                 None => serde_json::json!({"ok": true}),
             };
         }
-        println!("{value}");
-    } else {
-        match &report.first_bad {
-            Some(bad) => println!(
-                "chain BROKEN at record #{}: {} ({} records read)",
-                bad.seq, bad.reason, report.records
-            ),
-            None => println!(
-                "chain ok: {} records, head {}",
-                report.records,
-                report.head.as_deref().unwrap_or("(empty)")
-            ),
-        }
-        if let Some(path) = saved_receipt {
-            match &receipt_problem {
-                Some(problem) => println!("receipt {} ALTERED: {problem}", path.display()),
-                None if report.ok => println!("receipt {} matches the chain", path.display()),
-                None => println!(
-                    "receipt {} cannot be trusted: the chain itself is broken",
-                    path.display()
-                ),
-            }
+        println!("{}", crate::sanitize::json(&value, false)?);
+        return Ok(exit(ok));
+    }
+    // A log id, a hash or a receipt digest in these messages comes from the database.
+    let report = Sanitized::new(report);
+    match &report.first_bad {
+        Some(bad) => println!(
+            "chain BROKEN at record #{}: {} ({} records read)",
+            bad.seq, bad.reason, report.records
+        ),
+        None => println!(
+            "chain ok: {} records, head {}",
+            report.records,
+            report.head.as_deref().unwrap_or("(empty)")
+        ),
+    }
+    if let Some(path) = saved_receipt {
+        let path = path.display().to_string();
+        let path = for_terminal(&path);
+        match receipt_problem.as_deref().map(for_terminal) {
+            Some(problem) => println!("receipt {path} ALTERED: {problem}"),
+            None if report.ok => println!("receipt {path} matches the chain"),
+            None => println!("receipt {path} cannot be trusted: the chain itself is broken"),
         }
     }
     Ok(exit(ok))
+}
+
+/// Every field, destructured without `..`: see [`Sanitize`].
+impl Sanitize for VerifyReport {
+    fn sanitize(&mut self) {
+        let VerifyReport {
+            ok: _,
+            records: _,
+            head,
+            first_bad,
+        } = self;
+        head.sanitize();
+        if let Some(BadRecord { seq: _, reason }) = first_bad {
+            reason.sanitize();
+        }
+    }
+}
+
+/// Every field, destructured without `..`: one user sets the reason, everyone reads it.
+impl Sanitize for stop::StopState {
+    fn sanitize(&mut self) {
+        let stop::StopState {
+            active: _,
+            since,
+            by,
+            reason,
+            lift_requested_by,
+        } = self;
+        for text in [since, by, reason, lift_requested_by] {
+            text.sanitize();
+        }
+    }
 }
 
 pub fn receipt(data_dir: &Path, incident: &str, json: bool) -> Result<ExitCode> {
     let conn = open_existing(data_dir)?;
     let receipt = receipt::build(&super::records(&conn)?, incident)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&receipt)?);
+        println!("{}", crate::sanitize::json(&receipt, true)?);
     } else {
         print!("{}", receipt.to_markdown());
     }
@@ -92,30 +125,37 @@ pub fn receipt(data_dir: &Path, incident: &str, json: bool) -> Result<ExitCode> 
 /// `dataward stop --reason R`, `--lift`, or `--status`. Exit 1 while a stop is set, so
 /// scripts can ask "may we dispatch?".
 pub fn stop(data_dir: &Path, reason: Option<&str>, lift: bool) -> Result<ExitCode> {
-    let mut conn = crate::store::open(&data_dir.join("dataward.db"))?;
     let actor = Actor::current();
     let at = crate::engine::timestamp(chrono::Utc::now().naive_utc());
-    if reason.is_some() || lift {
-        // Never append to a chain that does not verify: the append would move the
-        // checkpoint past the damage.
-        let report = super::verify(&conn)?;
-        if let Some(bad) = &report.first_bad {
-            println!(
-                "chain BROKEN at record #{}: {}; nothing was recorded",
-                bad.seq, bad.reason
-            );
-            return Ok(ExitCode::from(1));
-        }
-    }
     let state = match (reason, lift) {
-        (Some(reason), false) => {
-            anyhow::ensure!(!reason.trim().is_empty(), "--reason must say why");
-            super::transact(&mut conn, |tx| stop::set(tx, &actor, reason, &at))?
+        (None, false) => {
+            // Showing the stop is a reading command: anyone who can read the log may ask.
+            stop::state(&open_existing(data_dir)?)?
         }
-        (None, true) => super::transact(&mut conn, |tx| stop::lift(tx, &actor, &at))?,
-        (None, false) => stop::state(&conn)?,
         (Some(_), true) => anyhow::bail!("--reason sets a stop and --lift lifts one: pick one"),
+        (reason, _) => {
+            let mut conn = crate::store::open(&data_dir.join("dataward.db"))?;
+            // Never append to a chain that does not verify: the append would move the
+            // checkpoint past the damage.
+            let report = super::verify(&conn)?;
+            if let Some(bad) = &report.first_bad {
+                println!(
+                    "chain BROKEN at record #{}: {}; nothing was recorded",
+                    bad.seq,
+                    crate::sanitize::for_terminal(&bad.reason)
+                );
+                return Ok(ExitCode::from(1));
+            }
+            match reason {
+                Some(reason) => {
+                    anyhow::ensure!(!reason.trim().is_empty(), "--reason must say why");
+                    super::transact(&mut conn, |tx| stop::set(tx, &actor, reason, &at))?
+                }
+                None => super::transact(&mut conn, |tx| stop::lift(tx, &actor, &at))?,
+            }
+        }
     };
+    let state = Sanitized::new(state);
     if state.active {
         println!(
             "org-wide stop SET since {} by {}{}{}",

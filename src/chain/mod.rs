@@ -673,34 +673,30 @@ fn checkpoint_path(conn: &Connection) -> Option<PathBuf> {
     Some(PathBuf::from(format!("{db}.checkpoint")))
 }
 
-/// Written to a temporary file and renamed over the old one, so a crash leaves either
-/// the old checkpoint or the new one, never half of one. Writers take a lock and never
-/// move the checkpoint backwards: with several processes appending, the one that
-/// committed first may reach this point last.
+/// Written with [`crate::store::files::write_atomic`], so a crash leaves either the old
+/// checkpoint or the new one, never half of one, and a symlink planted at any of its
+/// names (the checkpoint, its lock, its temporary file) is refused, not written through.
+/// Writers take a lock and never move the checkpoint backwards: with several processes
+/// appending, the one that committed first may reach this point last.
 fn write_checkpoint(path: &Path, seq: u64, hash: &str) -> Result<()> {
     let lock_path = path.with_extension("checkpoint.lock");
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .with_context(|| format!("cannot open {}", lock_path.display()))?;
+    let lock = crate::store::files::open_or_create(&lock_path)?;
     lock.lock()
         .with_context(|| format!("cannot lock {}", lock_path.display()))?;
     let current = read_checkpoint(path).map(|(s, _)| s);
     if current.is_none_or(|current| current < seq) {
-        let tmp = path.with_extension(format!("checkpoint.{}.tmp", std::process::id()));
-        std::fs::write(&tmp, format!("{seq} {hash}\n"))
-            .with_context(|| format!("cannot write the chain checkpoint {}", tmp.display()))?;
-        std::fs::rename(&tmp, path)
-            .with_context(|| format!("cannot replace the chain checkpoint {}", path.display()))?;
+        crate::store::files::write_atomic(path, format!("{seq} {hash}\n").as_bytes())
+            .context("cannot write the chain checkpoint")?;
     }
     Ok(())
 }
 
-/// (record count, head hash) as last written, if there is a readable checkpoint.
+/// (record count, head hash) as last written, if there is a readable checkpoint. A
+/// checkpoint that is a symlink is not read (it reads as malformed).
 fn read_checkpoint(path: &Path) -> Option<(u64, String)> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut crate::store::files::open_read(path).ok()?, &mut text)
+        .ok()?;
     let mut parts = text.split_whitespace();
     Some((parts.next()?.parse().ok()?, parts.next()?.to_string()))
 }
@@ -793,5 +789,73 @@ mod tests {
         assert!(err.to_string().contains("append-only"));
         let err = conn.execute("DELETE FROM chain", []).unwrap_err();
         assert!(err.to_string().contains("append-only"));
+    }
+
+    /// Symlinks planted at every name the checkpoint writer uses (the checkpoint, its
+    /// lock, its temporary files) must not reach their targets.
+    #[test]
+    fn planted_checkpoint_symlinks_do_not_touch_their_targets() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let victims = dir.path().join("victim");
+        std::fs::create_dir(&victims).unwrap();
+        let db = dir.path().join("s.db");
+        let mut conn = crate::store::open(&db).unwrap();
+        let pid = std::process::id();
+        let names = [
+            "s.db.checkpoint".to_string(),
+            "s.db.checkpoint.lock".to_string(),
+            format!("s.db.checkpoint.{pid}.tmp"),
+            format!(".s.db.checkpoint.{pid}.0.tmp"),
+        ];
+        for name in &names {
+            let existing = victims.join(format!("{name}.notes"));
+            std::fs::write(&existing, "precious").unwrap();
+            symlink(&existing, dir.path().join(name)).unwrap();
+        }
+        for i in 0..2 {
+            let _ = append(&mut conn, "t", "test", "{}", &json!({ "i": i }));
+        }
+        for name in &names {
+            let existing = victims.join(format!("{name}.notes"));
+            assert_eq!(
+                std::fs::read_to_string(&existing).unwrap(),
+                "precious",
+                "{name} was written through"
+            );
+        }
+        // Dangling links: nothing may be created where they point.
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("s.db");
+        let mut conn = crate::store::open(&db).unwrap();
+        for name in &names {
+            symlink(
+                dir.path().join(format!("{name}.created")),
+                dir.path().join(name),
+            )
+            .unwrap();
+        }
+        let _ = append(&mut conn, "t", "test", "{}", &json!({}));
+        for name in &names {
+            assert!(
+                !dir.path().join(format!("{name}.created")).exists(),
+                "{name} created its target"
+            );
+        }
+    }
+
+    #[test]
+    fn the_checkpoint_is_replaced_atomically_and_stays_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db.checkpoint");
+        write_checkpoint(&path, 3, "abc").unwrap();
+        write_checkpoint(&path, 2, "old").unwrap();
+        assert_eq!(read_checkpoint(&path), Some((3, "abc".to_string())));
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.ends_with(".tmp"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
     }
 }

@@ -397,13 +397,21 @@ pub fn parse_duration(text: &str) -> Result<Duration> {
 }
 
 /// The XDG data directory, unless the user named one.
+/// An existing data directory that group or others can write is refused here, before
+/// any command reads it; writers also refuse one owned by another user, and create a
+/// missing one 0700 (`store::files`). Nothing is created here: a reading command must
+/// not leave a directory behind.
 pub fn data_dir(explicit: Option<&Path>) -> Result<PathBuf> {
-    if let Some(dir) = explicit {
-        return Ok(dir.to_path_buf());
+    let dir = match explicit {
+        Some(dir) => dir.to_path_buf(),
+        None => directories::ProjectDirs::from("", "", "dataward")
+            .map(|dirs| dirs.data_dir().to_path_buf())
+            .ok_or_else(|| anyhow!("no home directory to put data in; pass --data-dir DIR"))?,
+    };
+    if dir.exists() {
+        crate::store::files::check_private(&dir, crate::store::files::Use::Read)?;
     }
-    directories::ProjectDirs::from("", "", "dataward")
-        .map(|dirs| dirs.data_dir().to_path_buf())
-        .ok_or_else(|| anyhow!("no home directory to put data in; pass --data-dir DIR"))
+    Ok(dir)
 }
 
 /// The XDG config file path.

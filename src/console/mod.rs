@@ -43,11 +43,14 @@ pub struct ConsoleOptions {
 
 /// Redraw at most this often, however fast snapshots and keys arrive.
 const FRAME_INTERVAL: Duration = Duration::from_millis(16);
-/// How often the input thread looks up to see whether the console has closed.
-const INPUT_POLL: Duration = Duration::from_millis(250);
+/// How often the input thread looks up to see whether the console has closed or a quit
+/// signal came.
+const INPUT_POLL: Duration = Duration::from_millis(100);
 
 enum Message {
     Input(Event),
+    /// SIGTERM, SIGHUP, SIGINT or SIGQUIT: quit as `q` does.
+    QuitSignal,
     InputFailed(std::io::Error),
     Snapshot(Box<Snapshot>),
     EngineStopped,
@@ -88,8 +91,12 @@ fn forward_snapshots(snapshots: Receiver<Snapshot>, sender: Sender<Message>) {
 fn read_input(sender: Sender<Message>, stop: Arc<AtomicBool>) {
     thread::spawn(move || {
         while !stop.load(Ordering::Relaxed) {
-            // Poll with a timeout only so this thread notices the console closing;
-            // nothing is drawn on this tick.
+            if terminal::quit_signal().is_some() {
+                let _ = sender.send(Message::QuitSignal);
+                return;
+            }
+            // Poll with a timeout only so this thread notices the console closing or a
+            // quit signal; nothing is drawn on this tick.
             let message = match event::poll(INPUT_POLL) {
                 Ok(false) => continue,
                 Ok(true) => match event::read() {
@@ -160,6 +167,7 @@ fn apply(app: &mut App, message: Message) -> Result<bool> {
     let action = match message {
         Message::Snapshot(snapshot) => Action::SnapshotArrived(snapshot),
         Message::EngineStopped => Action::EngineStopped,
+        Message::QuitSignal => Action::Quit,
         Message::InputFailed(error) => return Err(error).context("reading the terminal"),
         Message::Input(Event::Key(key)) if key.kind != KeyEventKind::Release => {
             match keys::action_for(app, key) {

@@ -215,7 +215,7 @@ impl Engine {
                     "{} no longer matches the proposal; it was changed by someone else",
                     path.display()
                 );
-                write_atomic(&path, to.as_bytes())?;
+                crate::store::files::write_atomic(&path, to.as_bytes())?;
                 Ok(Outcome::default())
             }
             Effect::QueueRun { job, key, by } => {
@@ -315,29 +315,4 @@ fn describe(effect: &Effect) -> String {
         Effect::WriteFile { file, .. } => format!("writing {file}"),
         Effect::QueueRun { job, .. } => format!("queuing a run of {job}"),
     }
-}
-
-/// Replaces a file's content durably: a temporary file beside it, fsynced, renamed over
-/// it, the folder fsynced; the file keeps its mode.
-fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let mode = std::fs::symlink_metadata(path)
-        .map(|m| m.permissions().mode())
-        .unwrap_or(0o644);
-    let tmp = path.with_extension(format!("dataward-{}.tmp", std::process::id()));
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode & 0o7777)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&tmp)
-        .with_context(|| format!("{}", tmp.display()))?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    std::fs::rename(&tmp, path).with_context(|| format!("{}", path.display()))?;
-    if let Some(dir) = path.parent() {
-        std::fs::File::open(dir)?.sync_all()?;
-    }
-    Ok(())
 }

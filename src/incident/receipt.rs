@@ -6,6 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::chain::Record;
+use crate::sanitize::{Sanitize, Sanitized};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Receipt {
@@ -228,108 +229,188 @@ fn with_seq(payload: &Value, record: &Record) -> Value {
     v
 }
 
-impl Receipt {
-    pub fn to_markdown(&self) -> String {
-        let mut md = format!("# Receipt for {}\n\n", self.incident);
-        md.push_str(&format!(
-            "- Table: `{}` (monitor `{}`)\n- Opened: {}\n- Resolved: {}\n- Observed: {} (expected {})\n\n",
-            self.table,
-            self.monitor,
-            self.opened_at,
-            self.resolved_at.as_deref().unwrap_or("not yet"),
-            self.observed
-                .as_f64()
-                .map(crate::monitor::thousands)
-                .unwrap_or_else(|| self.observed.to_string()),
-            self.expected.as_str().unwrap_or_default()
-        ));
-        md.push_str(&format!("## Cause\n\n{}\n\n", self.cause));
-        for e in &self.evidence {
-            md.push_str(&format!("- {e}\n"));
-        }
-        md.push_str(&format!(
-            "\n## Blast radius\n\n{} nodes ({}): {}\n\n## Proposals and decisions\n\n",
-            self.blast_radius.nodes,
-            self.blast_radius
-                .by_kind
-                .iter()
-                .map(|(k, n)| format!("{n} {k}"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            self.blast_radius.names.join(", ")
-        ));
-        for p in &self.proposals {
-            md.push_str(&format!(
-                "- **{}** ({}) {}\n  - owner: {}; content hash `{}`\n  - undo: {}\n",
-                p.proposal, p.kind, p.title, p.owner, p.content_hash, p.undo
-            ));
-            for d in &p.decisions {
-                md.push_str(&format!(
-                    "  - {} at {} by {} (chain #{}){}\n",
-                    d.verdict,
-                    d.at,
-                    actor_text(&d.actor),
-                    d.seq,
-                    if d.reason.is_empty() {
-                        String::new()
-                    } else {
-                        format!(": \"{}\"", d.reason)
-                    }
-                ));
-            }
-        }
-        md.push_str("\n## Runs\n\n");
-        for r in &self.runs {
-            md.push_str(&format!(
-                "- {} run #{} of {}: {} {} (chain #{})\n",
-                text(r, "at"),
-                r["run"],
-                text(r, "job"),
-                text(r, "status"),
-                text(r, "detail"),
-                r["seq"]
-            ));
-        }
-        md.push_str("\n## Verification\n\n");
-        for v in &self.verification {
-            md.push_str(&format!(
-                "- {} {} (chain #{})\n",
-                text(v, "at"),
-                if v["passed"].as_bool() == Some(true) {
-                    "PASSED"
-                } else {
-                    "FAILED"
+/// Every field, destructured without `..`: see [`Sanitize`].
+impl Sanitize for Receipt {
+    fn sanitize(&mut self) {
+        let Receipt {
+            incident,
+            table,
+            monitor,
+            opened_at,
+            resolved_at,
+            observed,
+            expected,
+            cause,
+            evidence,
+            blast_radius:
+                BlastSummary {
+                    nodes: _,
+                    by_kind,
+                    names,
                 },
-                v["seq"]
-            ));
-            for c in v["checks"].as_array().into_iter().flatten() {
-                md.push_str(&format!(
-                    "  - [{}] {}: {}\n",
-                    if c["passed"].as_bool() == Some(true) {
-                        "x"
-                    } else {
-                        " "
-                    },
-                    text(c, "name"),
-                    text(c, "detail")
-                ));
+            proposals,
+            runs,
+            verification,
+            undo,
+            chain:
+                ChainRange {
+                    first_seq: _,
+                    last_seq: _,
+                    head_hash,
+                },
+        } = self;
+        for text in [incident, table, monitor, opened_at, cause, head_hash] {
+            text.sanitize();
+        }
+        for value in [observed, expected] {
+            value.sanitize();
+        }
+        for list in [runs, verification, undo] {
+            list.sanitize();
+        }
+        resolved_at.sanitize();
+        evidence.sanitize();
+        by_kind.sanitize();
+        names.sanitize();
+        for ProposalEntry {
+            proposal,
+            kind,
+            title,
+            owner,
+            content_hash,
+            undo,
+            decisions,
+        } in proposals
+        {
+            for text in [proposal, kind, title, owner, content_hash, undo] {
+                text.sanitize();
+            }
+            for DecisionEntry {
+                verdict,
+                at,
+                reason,
+                actor,
+                seq: _,
+            } in decisions
+            {
+                for text in [verdict, at, reason] {
+                    text.sanitize();
+                }
+                actor.sanitize();
             }
         }
-        md.push_str("\n## Undo\n\n");
-        for u in &self.undo {
+    }
+}
+
+impl Receipt {
+    /// The receipt for a person: every string from the chain shown with its control
+    /// characters and bidi overrides as visible escapes.
+    pub fn to_markdown(&self) -> String {
+        markdown(&Sanitized::new(self.clone()))
+    }
+}
+
+fn markdown(receipt: &Sanitized<Receipt>) -> String {
+    let r: &Receipt = receipt;
+    let mut md = format!("# Receipt for {}\n\n", r.incident);
+    md.push_str(&format!(
+        "- Table: `{}` (monitor `{}`)\n- Opened: {}\n- Resolved: {}\n- Observed: {} (expected {})\n\n",
+        r.table,
+        r.monitor,
+        r.opened_at,
+        r.resolved_at.as_deref().unwrap_or("not yet"),
+        r.observed
+            .as_f64()
+            .map(crate::monitor::thousands)
+            .unwrap_or_else(|| r.observed.to_string()),
+        r.expected.as_str().unwrap_or_default()
+    ));
+    md.push_str(&format!("## Cause\n\n{}\n\n", r.cause));
+    for e in &r.evidence {
+        md.push_str(&format!("- {e}\n"));
+    }
+    md.push_str(&format!(
+        "\n## Blast radius\n\n{} nodes ({}): {}\n\n## Proposals and decisions\n\n",
+        r.blast_radius.nodes,
+        r.blast_radius
+            .by_kind
+            .iter()
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        r.blast_radius.names.join(", ")
+    ));
+    for p in &r.proposals {
+        md.push_str(&format!(
+            "- **{}** ({}) {}\n  - owner: {}; content hash `{}`\n  - undo: {}\n",
+            p.proposal, p.kind, p.title, p.owner, p.content_hash, p.undo
+        ));
+        for d in &p.decisions {
             md.push_str(&format!(
-                "- {} {} (chain #{})\n",
-                text(u, "at"),
-                text(u, "action"),
-                u["seq"]
+                "  - {} at {} by {} (chain #{}){}\n",
+                d.verdict,
+                d.at,
+                actor_text(&d.actor),
+                d.seq,
+                if d.reason.is_empty() {
+                    String::new()
+                } else {
+                    format!(": \"{}\"", d.reason)
+                }
             ));
         }
-        md.push_str(&format!(
-            "\n## Chain\n\nRecords #{} to #{}; last hash `{}`. Check with `dataward verify`.\n",
-            self.chain.first_seq, self.chain.last_seq, self.chain.head_hash
-        ));
-        md
     }
+    md.push_str("\n## Runs\n\n");
+    for r in &r.runs {
+        md.push_str(&format!(
+            "- {} run #{} of {}: {} {} (chain #{})\n",
+            text(r, "at"),
+            r["run"],
+            text(r, "job"),
+            text(r, "status"),
+            text(r, "detail"),
+            r["seq"]
+        ));
+    }
+    md.push_str("\n## Verification\n\n");
+    for v in &r.verification {
+        md.push_str(&format!(
+            "- {} {} (chain #{})\n",
+            text(v, "at"),
+            if v["passed"].as_bool() == Some(true) {
+                "PASSED"
+            } else {
+                "FAILED"
+            },
+            v["seq"]
+        ));
+        for c in v["checks"].as_array().into_iter().flatten() {
+            md.push_str(&format!(
+                "  - [{}] {}: {}\n",
+                if c["passed"].as_bool() == Some(true) {
+                    "x"
+                } else {
+                    " "
+                },
+                text(c, "name"),
+                text(c, "detail")
+            ));
+        }
+    }
+    md.push_str("\n## Undo\n\n");
+    for u in &r.undo {
+        md.push_str(&format!(
+            "- {} {} (chain #{})\n",
+            text(u, "at"),
+            text(u, "action"),
+            u["seq"]
+        ));
+    }
+    md.push_str(&format!(
+        "\n## Chain\n\nRecords #{} to #{}; last hash `{}`. Check with `dataward verify`.\n",
+        r.chain.first_seq, r.chain.last_seq, r.chain.head_hash
+    ));
+    md
 }
 
 /// The attested identity first; claims are marked as claims.

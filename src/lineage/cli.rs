@@ -9,7 +9,11 @@ use std::process::ExitCode;
 use anyhow::Context;
 use serde::Serialize;
 
-use super::{BlastRadius, ColumnChange, ColumnFinding, Impact, Lineage, Node, Summary};
+use crate::sanitize::{Sanitize, Sanitized};
+
+use super::{
+    BlastRadius, CastFinding, ColumnChange, ColumnFinding, Impact, Lineage, Node, Summary,
+};
 
 /// Children shown under one node in the text tree before a "+N more" row.
 const FAN_OUT_CAP: usize = 12;
@@ -44,9 +48,9 @@ pub struct LineageArgs {
 pub fn run(args: LineageArgs) -> anyhow::Result<ExitCode> {
     let report = build_report(&args)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        println!("{}", crate::sanitize::json(&report, true)?);
     } else {
-        print!("{}", render_tree(&report));
+        print!("{}", render_tree(&Sanitized::new(report)));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -195,10 +199,96 @@ fn report_node(impact: Impact, resource_type: String) -> ReportNode {
     }
 }
 
+/// Every field of the report, destructured without `..`: see [`Sanitize`]. Names,
+/// owners, types and SQL come from a manifest, a catalog and notes anyone may write.
+impl Sanitize for Report {
+    fn sanitize(&mut self) {
+        let Report {
+            from:
+                FromNode {
+                    unique_id,
+                    name,
+                    resource_type,
+                    relation_name,
+                    materialized,
+                    owner,
+                },
+            nodes,
+            summary:
+                Summary {
+                    total: _,
+                    by_kind,
+                    by_materialization,
+                    owners,
+                    break_risks,
+                },
+            column,
+        } = self;
+        for text in [unique_id, name, resource_type] {
+            text.sanitize();
+        }
+        for text in [relation_name, materialized, owner] {
+            text.sanitize();
+        }
+        by_kind.sanitize();
+        by_materialization.sanitize();
+        owners.sanitize();
+        break_risks.sanitize();
+        for ReportNode {
+            unique_id,
+            name,
+            resource_type,
+            depth: _,
+            parents,
+            materialized,
+            owner,
+            column,
+        } in nodes
+        {
+            for text in [unique_id, name, resource_type] {
+                text.sanitize();
+            }
+            materialized.sanitize();
+            owner.sanitize();
+            parents.sanitize();
+            if let Some(ColumnFinding {
+                reads: _,
+                casts,
+                method: _, // one of our own constants
+            }) = column
+            {
+                for CastFinding {
+                    target_type,
+                    expression,
+                    break_risk: _,
+                    method: _,
+                } in casts
+                {
+                    target_type.sanitize();
+                    expression.sanitize();
+                }
+            }
+        }
+        if let Some(ColumnReport {
+            name,
+            new_type,
+            new_type_from: _, // one of our own constants
+            break_risk_judged: _,
+            note,
+        }) = column
+        {
+            name.sanitize();
+            new_type.sanitize();
+            note.sanitize();
+        }
+    }
+}
+
 /// An indented tree: each node is expanded under the first parent that reaches it and
 /// marked "(see above)" under the others, so a wide DAG prints in one pass instead of
 /// repeating shared subtrees. Past `FAN_OUT_CAP` children a "+N more" row stands in.
-pub fn render_tree(report: &Report) -> String {
+pub fn render_tree(report: &Sanitized<Report>) -> String {
+    let report: &Report = report;
     let mut children_of: HashMap<&str, Vec<&ReportNode>> = HashMap::new();
     for node in &report.nodes {
         for parent in &node.parents {

@@ -2,6 +2,8 @@
 //! `PRAGMA user_version`. Every connection is opened here so the pragmas are never
 //! forgotten.
 
+pub mod files;
+
 use std::path::Path;
 use std::time::Duration;
 
@@ -78,16 +80,108 @@ const MIGRATIONS: &[&str] = &[
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Opens (creating if needed) the state database and brings its schema up to date.
+/// Its directory is created private (0700); a directory or database another user owns,
+/// or group or others can write, is refused (see [`files::check_private`]).
 pub fn open(path: &Path) -> Result<Connection> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create the data directory {}", dir.display()))?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        files::ensure_private_dir(dir)?;
+    }
+    if path.exists() {
+        files::check_private(path, files::Use::Write)?;
     }
     let mut conn = Connection::open(path)
         .with_context(|| format!("cannot open the state database {}", path.display()))?;
     configure(&conn).with_context(|| format!("state database {}", path.display()))?;
     migrate(&mut conn).with_context(|| format!("state database {}", path.display()))?;
     Ok(conn)
+}
+
+/// Opens an existing state database for reading only: never creates or migrates it,
+/// and sets and reads back `query_only`, so nothing on this connection can write. The
+/// directory and file may belong to another user (a teammate reading the engine's log)
+/// but not be writable by group or others.
+///
+/// A WAL database needs its `-wal` and `-shm` files to be read. While a writer has it
+/// open they exist and SQLite reads them even without write permission (3.22+); when
+/// none does they were removed at the last close, and a reader that cannot create them
+/// in the directory opens the database file as `immutable` instead. That is sound
+/// because without a `-wal` every committed transaction is in the database file; a
+/// writer starting meanwhile appends to a new WAL and changes the file only at a
+/// checkpoint, which a short read is unlikely to meet and `verify` would report.
+pub fn open_read_only(path: &Path) -> Result<Connection> {
+    use rusqlite::OpenFlags;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if dir.exists() {
+            files::check_private(dir, files::Use::Read)?;
+        }
+    }
+    anyhow::ensure!(path.is_file(), "no state database at {}", path.display());
+    files::check_private(path, files::Use::Read)?;
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let wal_files = ["-wal", "-shm"].iter().all(|suffix| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        Path::new(&name).exists()
+    });
+    let immutable = !wal_files && !dir_writable(path);
+    let uri = format!(
+        "file:{}{}",
+        uri_path(path),
+        if immutable { "?immutable=1" } else { "" }
+    );
+    let conn = Connection::open_with_flags(&uri, flags)
+        .with_context(|| format!("cannot open the state database {}", path.display()))?;
+    (|| -> Result<()> {
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        conn.pragma_update(None, "query_only", true)?;
+        let query_only: i64 = conn.query_row("PRAGMA query_only", [], |r| r.get(0))?;
+        anyhow::ensure!(query_only == 1, "query_only did not stay on");
+        let version: usize = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        anyhow::ensure!(
+            version <= MIGRATIONS.len(),
+            "schema version {version} is newer than this dataward knows ({}); upgrade dataward",
+            MIGRATIONS.len()
+        );
+        anyhow::ensure!(
+            version > 0,
+            "not a dataward state database (schema version 0)"
+        );
+        Ok(())
+    })()
+    .with_context(|| format!("state database {}", path.display()))?;
+    Ok(conn)
+}
+
+/// Can this process create files beside `path` (the `-wal` and `-shm` SQLite wants)?
+fn dir_writable(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let Ok(dir) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `dir` is a valid NUL-terminated string for the duration of the call.
+    unsafe { libc::access(dir.as_ptr(), libc::W_OK) == 0 }
+}
+
+/// A path as a `file:` URI path: every byte but the unreserved ones percent-encoded, so
+/// a `?` or `#` in a directory name is not read as the start of URI parameters.
+fn uri_path(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = String::new();
+    for &b in absolute.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// Sets the durability pragmas and reads each back: a pragma SQLite silently ignored
@@ -138,22 +232,16 @@ pub struct EngineLock {
 
 impl EngineLock {
     pub fn acquire(data_dir: &Path) -> Result<EngineLock> {
-        std::fs::create_dir_all(data_dir)
-            .with_context(|| format!("cannot create the data directory {}", data_dir.display()))?;
+        files::ensure_private_dir(data_dir)?;
         let path = data_dir.join("engine.lock");
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
+        let mut file = files::open_or_create(&path)?;
         if file.try_lock().is_err() {
-            let holder = std::fs::read_to_string(&path).unwrap_or_default();
+            let mut holder = String::new();
+            let _ = std::io::Read::read_to_string(&mut file, &mut holder);
             bail!(
                 "another dataward engine ({}) is running on {}; one engine per data directory \
                  until `dataward serve` lets consoles share one (use another --data-dir)",
-                holder.trim(),
+                crate::sanitize::for_terminal(holder.trim()),
                 data_dir.display()
             );
         }
@@ -195,6 +283,111 @@ mod tests {
         assert!(err.contains("another dataward engine (pid"), "{err}");
         drop(first);
         EngineLock::acquire(dir.path()).unwrap();
+    }
+
+    #[test]
+    fn a_planted_engine_lock_symlink_does_not_touch_its_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("notes.txt");
+        std::fs::write(&victim, "the victim's notes").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.path().join("engine.lock")).unwrap();
+        let err = EngineLock::acquire(dir.path())
+            .err()
+            .map(|e| format!("{e:#}"));
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "the victim's notes"
+        );
+        let err = err.expect("a symlinked engine.lock is refused");
+        assert!(err.contains("symlink"), "{err}");
+        // A dangling link must not create its target either.
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("created-by-us");
+        std::os::unix::fs::symlink(&missing, dir.path().join("engine.lock")).unwrap();
+        assert!(EngineLock::acquire(dir.path()).is_err());
+        assert!(!missing.exists());
+    }
+
+    #[test]
+    fn a_new_data_dir_is_created_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let parent = tempfile::tempdir().unwrap();
+        let data = parent.path().join("data");
+        let _lock = EngineLock::acquire(&data).unwrap();
+        let mode = std::fs::metadata(&data).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        let other = parent.path().join("other");
+        open(&other.join("dataward.db")).unwrap();
+        let mode = std::fs::metadata(&other).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
+
+    #[test]
+    fn a_loose_data_dir_or_database_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("dataward.db");
+        open(&db).unwrap();
+        let loose = std::fs::Permissions::from_mode(0o777);
+        std::fs::set_permissions(dir.path(), loose.clone()).unwrap();
+        let expected = format!("chmod 700 {}", dir.path().display());
+        let err = format!("{:#}", open(&db).unwrap_err());
+        assert!(err.contains(&expected), "{err}");
+        let err = format!("{:#}", EngineLock::acquire(dir.path()).err().unwrap());
+        assert!(err.contains(&expected), "{err}");
+        let err = format!("{:#}", open_read_only(&db).unwrap_err());
+        assert!(err.contains(&expected), "{err}");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let err = format!("{:#}", open(&db).unwrap_err());
+        assert!(
+            err.contains(&format!("chmod 600 {}", db.display())),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_data_dir_or_database_owned_by_another_user_is_refused() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: needs root to give the data directory to another uid");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("dataward.db");
+        open(&db).unwrap();
+        std::os::unix::fs::chown(&db, Some(4242), None).unwrap();
+        let err = format!("{:#}", open(&db).unwrap_err());
+        assert!(err.contains("owned by uid 4242"), "{err}");
+        std::os::unix::fs::chown(&db, Some(0), None).unwrap();
+        std::os::unix::fs::chown(dir.path(), Some(4242), None).unwrap();
+        let err = format!("{:#}", open(&db).unwrap_err());
+        assert!(err.contains("owned by uid 4242"), "{err}");
+        let err = format!("{:#}", EngineLock::acquire(dir.path()).err().unwrap());
+        assert!(err.contains("owned by uid 4242"), "{err}");
+    }
+
+    #[test]
+    fn a_read_only_connection_cannot_write_and_creates_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("odd ?#% name.db");
+        assert!(open_read_only(&path).is_err());
+        assert!(!path.exists());
+        let mut conn = open(&path).unwrap();
+        crate::chain::append(&mut conn, "t", "test", "{}", &serde_json::json!({})).unwrap();
+        drop(conn);
+        let reader = open_read_only(&path).unwrap();
+        let count: i64 = reader
+            .query_row("SELECT count(*) FROM chain", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(count, 1);
+        assert!(reader
+            .execute("INSERT INTO meta (key, value) VALUES ('x', 'y')", [])
+            .is_err());
+        assert_eq!(
+            reader.path().map(Path::new),
+            Some(path.canonicalize().unwrap().as_path())
+        );
     }
 
     #[test]

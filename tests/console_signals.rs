@@ -1,0 +1,190 @@
+//! SIGTERM, SIGHUP, SIGINT and SIGQUIT sent to a running console: the real binary in a
+//! tmux pane, the signal sent to its pid, then the pane must be back on the normal
+//! screen, in cooked mode, with the cursor shown and mouse reporting off, and the
+//! console must have left through its quit path (the engine stopped, the chain intact).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn tmux(args: &[&str]) -> String {
+    let out = Command::new("tmux").args(args).output().expect("tmux runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn screen(session: &str) -> String {
+    tmux(&["capture-pane", "-p", "-t", session])
+}
+
+fn flag(session: &str, name: &str) -> String {
+    tmux(&[
+        "display-message",
+        "-p",
+        "-t",
+        session,
+        &format!("#{{{name}}}"),
+    ])
+    .trim()
+    .to_string()
+}
+
+fn wait_for(session: &str, what: &str, done: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let shown = screen(session);
+        if done(&shown) {
+            return shown;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never saw {what}; alternate_on={} the screen was:\n{shown}",
+            flag(session, "alternate_on")
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn tmux_available() -> bool {
+    let found = Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var("DATAWARD_REQUIRE_ALL").is_err(),
+            "tmux is required (DATAWARD_REQUIRE_ALL=1)"
+        );
+        eprintln!("skipping: tmux is not installed");
+    }
+    found
+}
+
+struct Session(String);
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        tmux(&["kill-session", "-t", &self.0]);
+    }
+}
+
+fn type_line(session: &str, line: &str) {
+    tmux(&["send-keys", "-t", session, "-l", line]);
+    tmux(&["send-keys", "-t", session, "Enter"]);
+}
+
+/// Starts the demo console from the pane's shell and returns its pid.
+fn start_console(session: &str, dir: &Path, round: usize) -> i32 {
+    let pid_file = dir.join("pid");
+    type_line(session, "clear");
+    type_line(
+        session,
+        &format!(
+            "sh -c 'echo $$ > {}; exec {} demo --data-dir {}'; echo EXITED-{round}-$?",
+            pid_file.display(),
+            env!("CARGO_BIN_EXE_dataward"),
+            dir.join("data").display()
+        ),
+    );
+    wait_for(session, "the console", |s| {
+        s.contains("Incidents") && !s.contains("EXITED")
+    });
+    assert_eq!(
+        flag(session, "alternate_on"),
+        "1",
+        "the console is full-screen"
+    );
+    std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn every_terminating_signal_restores_the_terminal() {
+    if !tmux_available() {
+        return;
+    }
+    let name = format!("dataward-signals-{}", std::process::id());
+    // dash, not bash: readline would turn bracketed paste and its own modes on at the
+    // prompt and hide what the console left behind.
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &name,
+        "-x",
+        "120",
+        "-y",
+        "40",
+        "/bin/sh",
+    ]);
+    let session = Session(name);
+    let s = session.0.as_str();
+    for (round, (signal, signal_name)) in [
+        (libc::SIGTERM, "TERM"),
+        (libc::SIGHUP, "HUP"),
+        (libc::SIGINT, "INT"),
+        (libc::SIGQUIT, "QUIT"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let pid = start_console(s, dir.path(), round);
+        // SAFETY: kill sends a signal to the console we started; no memory is involved.
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "kill -{signal_name}");
+        let exited = format!("EXITED-{round}-");
+        let shown = wait_for(
+            s,
+            &format!("the console exit after SIG{signal_name}"),
+            |screen| screen.lines().any(|l| l.starts_with(&exited)),
+        );
+        let status = shown
+            .lines()
+            .find_map(|l| l.strip_prefix(&exited))
+            .unwrap()
+            .trim()
+            .to_string();
+        assert_eq!(
+            flag(s, "alternate_on"),
+            "0",
+            "SIG{signal_name} left the alternate screen on:\n{shown}"
+        );
+        assert_eq!(
+            flag(s, "cursor_flag"),
+            "1",
+            "SIG{signal_name} hid the cursor"
+        );
+        assert_eq!(
+            flag(s, "mouse_any_flag"),
+            "0",
+            "SIG{signal_name} left mouse reporting on"
+        );
+        assert_eq!(status, "0", "SIG{signal_name}: the console quits as on `q`");
+        type_line(
+            s,
+            "echo STTY: $(stty -a | tr ' ' '\\n' | grep -x -e icanon -e -icanon -e echo -e -echo)",
+        );
+        let shown = wait_for(s, "the terminal modes", |screen| {
+            screen.lines().any(|l| l.starts_with("STTY: "))
+        });
+        let modes = shown.lines().find(|l| l.starts_with("STTY: ")).unwrap();
+        assert_eq!(
+            modes, "STTY: icanon echo",
+            "SIG{signal_name} left the terminal out of cooked mode"
+        );
+        // The engine finished through the quit path: the chain it wrote verifies.
+        let out = Command::new(env!("CARGO_BIN_EXE_dataward"))
+            .arg("verify")
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "SIG{signal_name}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
