@@ -115,7 +115,7 @@ fn bad_config_exits_2_naming_the_file_and_line() {
     );
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("bad.toml: line 1"), "{err}");
+    assert!(err.contains("bad.toml: line 3"), "{err}");
     assert!(!err.contains("hunter2"), "{err}");
 
     std::fs::write(
