@@ -200,7 +200,11 @@ impl Config {
     pub fn load(path: &Path) -> Result<Config> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read config {}", path.display()))?;
-        Config::parse(&text, path)
+        let config = Config::parse(&text, path)?;
+        config
+            .check_paths(&text)
+            .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        Ok(config)
     }
 
     /// Parses and validates config text. Every error names `origin`, and the line and
@@ -329,6 +333,52 @@ impl Config {
                     "{at}: the {} check needs `timestamp_column`",
                     check.as_str()
                 )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every file or folder the config names must exist: a typo in a path must never
+    /// turn into an empty database or scheduler created in its place.
+    fn check_paths(&self, text: &str) -> Result<()> {
+        let mut named: Vec<(Vec<Step>, String, &Path)> = Vec::new();
+        for (name, wh) in &self.warehouse {
+            let section = || vec![Step::Key("warehouse"), Step::Key(name)];
+            if let Some(path) = &wh.path {
+                let mut at = section();
+                at.push(Step::Key("path"));
+                named.push((at, format!("warehouse.{name}.path"), path));
+            }
+            for (schema, path) in &wh.attach {
+                let mut at = section();
+                at.extend([Step::Key("attach"), Step::Key(schema)]);
+                named.push((at, format!("warehouse.{name}.attach.{schema}"), path));
+            }
+        }
+        if let Some(path) = self.orchestrator.as_ref().and_then(|o| o.path.as_ref()) {
+            let at = vec![Step::Key("orchestrator"), Step::Key("path")];
+            named.push((at, "orchestrator.path".to_string(), path));
+        }
+        if let Some(l) = &self.lineage {
+            for (key, path) in [
+                ("manifest", Some(&l.manifest)),
+                ("catalog", l.catalog.as_ref()),
+                ("notes", l.notes.as_ref()),
+                ("project_dir", l.project_dir.as_ref()),
+            ] {
+                if let Some(path) = path {
+                    let at = vec![Step::Key("lineage"), Step::Key(key)];
+                    named.push((at, format!("lineage.{key}"), path));
+                }
+            }
+        }
+        for (at, key, path) in named {
+            let resolved = self.resolve(path);
+            if !resolved.exists() {
+                return Err(at_line(
+                    line_of(text, &at),
+                    anyhow!("{key}: {} does not exist", resolved.display()),
+                ));
             }
         }
         Ok(())

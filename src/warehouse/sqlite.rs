@@ -60,14 +60,30 @@ pub fn connect(
                 file.display()
             )));
         }
+        // mode=rw: ATTACH would otherwise create an empty database in place of one
+        // that vanished since the check above.
         conn.execute(
             &format!("ATTACH DATABASE ?1 AS {}", quote_ident(schema)),
-            [file.to_string_lossy()],
+            [uri_rw(file)],
         )
         .map_err(|e| unreachable(file, e))?;
     }
     register_strict_cast(&conn).map_err(|e| unreachable(path, e))?;
     Ok(conn)
+}
+
+/// `file:PATH?mode=rw`: opens an existing file, never creates one.
+fn uri_rw(path: &Path) -> String {
+    let mut uri = String::from("file:");
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '%' => uri.push_str("%25"),
+            '?' => uri.push_str("%3f"),
+            '#' => uri.push_str("%23"),
+            c => uri.push(c),
+        }
+    }
+    uri + "?mode=rw"
 }
 
 fn query_error(e: rusqlite::Error) -> WarehouseError {
