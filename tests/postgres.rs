@@ -470,3 +470,33 @@ fn a_restart_between_polls_is_not_an_outage() {
         .unwrap();
     assert!(after.iter().all(|o| o.health == Health::Ok), "{after:#?}");
 }
+
+#[test]
+fn a_dry_run_cannot_write() {
+    let Some(pg) = start_or_skip("a_dry_run_cannot_write") else {
+        return;
+    };
+    pg.execute(
+        "CREATE TABLE t (id int); INSERT INTO t VALUES (1), (2);
+         CREATE SEQUENCE s;
+         CREATE FUNCTION wipe() RETURNS int LANGUAGE sql AS 'DELETE FROM t; SELECT 1';",
+    );
+    let warehouse = PostgresWarehouse::new(&pg.url, 2, Duration::from_secs(10)).unwrap();
+    for sql in [
+        "delete from t returning 1",
+        "select wipe()",
+        "select nextval('s')",
+        "with gone as (delete from t returning 1) select * from gone",
+    ] {
+        let result = warehouse.dry_run(sql);
+        assert!(result.is_err(), "{sql} ran: {result:?}");
+    }
+    let mut client = pg.client();
+    let rows: i64 = client
+        .query_one("SELECT count(*) FROM t", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(rows, 2, "the table is unchanged");
+    // A read still runs, on the same pooled connection.
+    assert_eq!(warehouse.dry_run("select id from t").unwrap(), 2);
+}

@@ -219,8 +219,15 @@ impl Warehouse for PostgresWarehouse {
         // pass: the planner drops unreferenced columns of a subquery. Turning each row
         // into JSON references them all, without shipping the rows here.
         let sql = format!("SELECT count(row_to_json(dry_run)) FROM ({select}) AS dry_run");
-        self.with_client(|c| c.query_one(&sql, &[]))
-            .map(|row| row.get::<_, i64>(0) as u64)
+        // In a read-only transaction, always rolled back: a function the SQL calls
+        // cannot write either.
+        self.with_client(|c| {
+            let mut tx = c.build_transaction().read_only(true).start()?;
+            let row = tx.query_one(&sql, &[]);
+            tx.rollback()?;
+            row
+        })
+        .map(|row| row.get::<_, i64>(0) as u64)
     }
 
     fn null_counts(
