@@ -145,7 +145,8 @@ impl Poller {
             name.to_string(),
             Slot {
                 warehouse,
-                permits: Arc::new(Semaphore::new(concurrency.max(1))),
+                // Semaphore::new panics above MAX_PERMITS; the config allows far less.
+                permits: Arc::new(Semaphore::new(concurrency.clamp(1, Semaphore::MAX_PERMITS))),
                 timeout,
                 backoff: Arc::new(Mutex::new(backoff)),
             },

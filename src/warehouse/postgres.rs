@@ -37,7 +37,11 @@ impl PostgresWarehouse {
         timeout: Duration,
     ) -> Result<PostgresWarehouse, WarehouseError> {
         let mut config = postgres::Config::from_str(url).map_err(|e| {
-            WarehouseError::Unreachable(format!("the connection URL does not parse: {e}"))
+            // The parser's message may quote part of the URL.
+            WarehouseError::Unreachable(format!(
+                "the connection URL does not parse: {}",
+                crate::config::redact_secrets(&e.to_string())
+            ))
         })?;
         // Well inside the check's own timeout, so a host that does not answer is seen
         // as unreachable rather than as a check that ran too long.
