@@ -115,7 +115,7 @@ fn bad_config_exits_2_naming_the_file_and_line() {
     );
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("bad.toml: line 1"), "{err}");
+    assert!(err.contains("bad.toml: line 3"), "{err}");
     assert!(!err.contains("hunter2"), "{err}");
 
     std::fs::write(
@@ -251,4 +251,199 @@ fn a_bad_csv_names_the_line() {
     let out = dataward(&["backtest", "--csv", csv.to_str().unwrap()], &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("header"));
+}
+
+fn check_once(config: &Path, data: &Path, env: &[(&str, &str)]) -> Output {
+    dataward(
+        &[
+            "check",
+            "--config",
+            config.to_str().unwrap(),
+            "--once",
+            "--json",
+            "--data-dir",
+            data.to_str().unwrap(),
+        ],
+        env,
+    )
+}
+
+#[test]
+fn a_check_that_cannot_run_exits_3_and_a_missing_table_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    sqlite_estate(dir.path());
+    let config = dir.path().join("dataward.toml");
+    let base = "[warehouse.local]\nkind = \"sqlite\"\npath = \"wh.db\"\n\n\
+         [[monitor]]\nwarehouse = \"local\"\ntable = \"events\"\nchecks = [\"row_count\"]\n\n\
+         [[monitor]]\nwarehouse = \"local\"\ntable = \"gone\"\nchecks = [\"row_count\", \"schema\"]\n";
+    std::fs::write(&config, base).unwrap();
+    let data = dir.path().join("data");
+    let out = check_once(&config, &data, &[]);
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 3, "{lines:#?}");
+    assert_eq!(lines[0]["health"], "ok");
+    for line in &lines[1..] {
+        assert_eq!(line["table"], "gone");
+        assert_eq!(line["health"], "error", "{line}");
+        assert_eq!(line["verdict"], "unknown", "{line}");
+        assert!(line["observed"].is_null(), "never a count of 0: {line}");
+        let message = line["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("gone"),
+            "the message names the table: {line}"
+        );
+    }
+    assert_eq!(out.status.code(), Some(3), "{lines:#?}");
+
+    // A breach elsewhere wins: exit 1.
+    let text = base.replace(
+        "checks = [\"row_count\"]\n",
+        "checks = [\"row_count\"]\nexpected_rows = 100000\n",
+    );
+    std::fs::write(&config, text).unwrap();
+    let out = check_once(&config, &data, &[]);
+    assert_eq!(out.status.code(), Some(1), "{:#?}", json_lines(&out));
+}
+
+#[test]
+fn a_config_without_monitors_is_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    sqlite_estate(dir.path());
+    let config = dir.path().join("empty.toml");
+    for text in [
+        "",
+        "[warehouse.local]\nkind = \"sqlite\"\npath = \"wh.db\"\n",
+    ] {
+        std::fs::write(&config, text).unwrap();
+        let out = check_once(&config, &dir.path().join("data"), &[]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("empty.toml") && err.contains("no [[monitor]]"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_path_in_the_config_that_does_not_exist_is_bad_input_and_never_created() {
+    let dir = tempfile::tempdir().unwrap();
+    sqlite_estate(dir.path());
+    std::fs::write(dir.path().join("manifest.json"), "{}").unwrap();
+    let config = dir.path().join("paths.toml");
+    let monitor =
+        "\n[[monitor]]\nwarehouse = \"local\"\ntable = \"events\"\nchecks = [\"row_count\"]\n";
+    for (text, key, missing) in [
+        (
+            "[warehouse.local]\nkind = \"sqlite\"\npath = \"typo.db\"\n".to_string(),
+            "warehouse.local.path",
+            "typo.db",
+        ),
+        (
+            "[warehouse.local]\nkind = \"sqlite\"\npath = \"wh.db\"\nattach = { RAW = \"raw.db\" }\n"
+                .to_string(),
+            "warehouse.local.attach.RAW",
+            "raw.db",
+        ),
+        (
+            "[warehouse.local]\nkind = \"sqlite\"\npath = \"wh.db\"\n[orchestrator]\nkind = \"demo\"\npath = \"control.db\"\n"
+                .to_string(),
+            "orchestrator.path",
+            "control.db",
+        ),
+        (
+            "[warehouse.local]\nkind = \"sqlite\"\npath = \"wh.db\"\n[lineage]\nmanifest = \"target/manifest.json\"\n"
+                .to_string(),
+            "lineage.manifest",
+            "target/manifest.json",
+        ),
+        (
+            "[warehouse.local]\nkind = \"sqlite\"\npath = \"wh.db\"\n[lineage]\nmanifest = \"manifest.json\"\nnotes = \"notes.toml\"\n"
+                .to_string(),
+            "lineage.notes",
+            "notes.toml",
+        ),
+        (
+            "[warehouse.local]\nkind = \"sqlite\"\npath = \"wh.db\"\n[lineage]\nmanifest = \"manifest.json\"\ncatalog = \"catalog.json\"\n"
+                .to_string(),
+            "lineage.catalog",
+            "catalog.json",
+        ),
+    ] {
+        std::fs::write(&config, format!("{text}{monitor}")).unwrap();
+        let out = check_once(&config, &dir.path().join("data"), &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{key}: {err}");
+        assert!(err.contains("paths.toml: line "), "{key}: {err}");
+        assert!(err.contains(key) && err.contains(missing), "{key}: {err}");
+        assert!(!dir.path().join(missing).exists(), "{missing} was created");
+    }
+}
+
+#[test]
+fn postgres_checks_that_cannot_run_exit_3() {
+    let Some(pg) = support::pg::start_or_skip("postgres_checks_that_cannot_run_exit_3") else {
+        return;
+    };
+    pg.execute("CREATE TABLE t (id int); INSERT INTO t VALUES (1); CREATE TABLE locked (id int);");
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("pg.toml");
+    let write = |table: &str| {
+        std::fs::write(
+            &config,
+            format!(
+                "[warehouse.main]\nkind = \"postgres\"\nurl_env = \"DATAWARD_PG_URL\"\ncheck_timeout = \"1s\"\n\n\
+                 [[monitor]]\nwarehouse = \"main\"\ntable = \"public.t\"\nchecks = [\"row_count\"]\n\n\
+                 [[monitor]]\nwarehouse = \"main\"\ntable = \"{table}\"\nchecks = [\"row_count\"]\n"
+            ),
+        )
+        .unwrap()
+    };
+    let data = dir.path().join("data");
+    let url = pg.url.clone();
+    let run = |url: &str| {
+        let out = check_once(&config, &data, &[("DATAWARD_PG_URL", url)]);
+        let lines = json_lines(&out);
+        (out.status.code(), lines)
+    };
+
+    write("public.t");
+    let (code, lines) = run(&url);
+    assert_eq!(code, Some(0), "{lines:#?}");
+
+    // A relation that does not exist.
+    write("public.nope");
+    let (code, lines) = run(&url);
+    assert_eq!(lines[1]["health"], "error", "{lines:#?}");
+    assert_eq!(code, Some(3), "{lines:#?}");
+
+    // A lock held on one table: that check times out, the other is ok.
+    write("public.locked");
+    let mut holder = pg.client();
+    let mut tx = holder.transaction().unwrap();
+    tx.batch_execute("LOCK TABLE locked IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    let (code, lines) = run(&url);
+    tx.rollback().unwrap();
+    assert_eq!(lines[0]["health"], "ok", "{lines:#?}");
+    assert_ne!(lines[1]["health"], "ok", "{lines:#?}");
+    assert_eq!(code, Some(3), "{lines:#?}");
+
+    // A failed login.
+    let wrong = url.replace("postgres@", "nobody@");
+    let (code, lines) = run(&wrong);
+    assert!(
+        lines.iter().all(|l| l["health"] == "unreachable"),
+        "{lines:#?}"
+    );
+    assert_eq!(code, Some(3), "{lines:#?}");
+
+    // The server down.
+    pg.stop();
+    let (code, lines) = run(&url);
+    assert!(
+        lines.iter().all(|l| l["health"] == "unreachable"),
+        "{lines:#?}"
+    );
+    assert_eq!(code, Some(3), "{lines:#?}");
 }

@@ -173,11 +173,9 @@ fn a_query_that_fails_is_an_error_not_unreachable() {
     let observations = poller_for(&pg)
         .poll(&state, &config("").monitor, sunday_night())
         .unwrap();
+    // A missing table is a health problem for every check, the schema snapshot too
+    // (never "ok, 0 columns").
     for o in &observations {
-        if o.check == CheckKind::Schema {
-            // A missing table has no columns: the snapshot is empty, not an error.
-            continue;
-        }
         assert_eq!(o.health, Health::Error, "{o:#?}");
         assert_eq!(o.verdict, VerdictKind::Unknown);
         assert!(o
@@ -347,4 +345,158 @@ fn a_dry_run_computes_every_column_so_a_failing_cast_is_seen() {
     pg.execute("INSERT INTO sections VALUES ('FLOOR-A')");
     let err = warehouse.dry_run(model).unwrap_err().to_string();
     assert!(err.contains("FLOOR-A"), "{err}");
+}
+
+/// Two monitors on separate tables, every check on the first, with a short check
+/// timeout: the lock and backoff tests.
+fn two_tables(pg: &PgServer) -> Config {
+    load_orders(pg);
+    pg.execute("CREATE TABLE shop.other (id int); INSERT INTO shop.other VALUES (1), (2);");
+    config(
+        "\n[[monitor]]\nname = \"other\"\nwarehouse = \"pg\"\ntable = \"shop.other\"\n\
+         checks = [\"row_count\", \"schema\"]\n",
+    )
+}
+
+fn poller_with(pg: &PgServer, backoff: Duration, timeout: Duration) -> Poller {
+    let mut poller = Poller::new().unwrap();
+    poller.set_backoff(backoff);
+    let warehouse = PostgresWarehouse::new(&pg.url, 4, timeout).unwrap();
+    poller.add_warehouse("pg", Arc::new(warehouse), 4, timeout);
+    poller
+}
+
+#[test]
+fn backoff_counts_connection_attempts_so_a_server_back_is_polled_after_one_step() {
+    let Some(pg) = start_or_skip("backoff_counts_connection_attempts") else {
+        return;
+    };
+    let config = two_tables(&pg);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dataward::store::open(&dir.path().join("state.db")).unwrap();
+    let step = Duration::from_secs(2);
+    let poller = poller_with(&pg, step, Duration::from_secs(10));
+    let now = sunday_night();
+    // Warm: the pool holds connections that the restart will break.
+    for minutes in [0, 5] {
+        let obs = poller
+            .poll(&state, &config.monitor, now + TimeDelta::minutes(minutes))
+            .unwrap();
+        assert!(obs.iter().all(|o| o.health == Health::Ok), "{obs:#?}");
+    }
+
+    pg.stop();
+    // Seven checks fail together, and a second poll comes while backing off: one
+    // connection attempt failed, so one backoff step, not seven or eight doublings.
+    for minutes in [10, 11] {
+        let down = poller
+            .poll(&state, &config.monitor, now + TimeDelta::minutes(minutes))
+            .unwrap();
+        assert!(
+            down.iter().all(|o| o.health == Health::Unreachable),
+            "{down:#?}"
+        );
+    }
+    pg.resume();
+    std::thread::sleep(step + Duration::from_millis(200));
+    let back = poller
+        .poll(&state, &config.monitor, now + TimeDelta::minutes(15))
+        .unwrap();
+    assert!(back.iter().all(|o| o.health == Health::Ok), "{back:#?}");
+}
+
+#[test]
+fn a_locked_table_times_out_its_own_check_and_never_marks_the_warehouse_down() {
+    let Some(pg) = start_or_skip("a_locked_table_times_out_its_own_check") else {
+        return;
+    };
+    let config = two_tables(&pg);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dataward::store::open(&dir.path().join("state.db")).unwrap();
+    // A long backoff: were the warehouse marked unreachable, the next poll would show it.
+    let poller = poller_with(&pg, Duration::from_secs(600), Duration::from_secs(1));
+    let now = sunday_night();
+
+    let mut holder = pg.client();
+    let mut lock = holder.transaction().unwrap();
+    lock.batch_execute("LOCK TABLE shop.\"Orders\" IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    for minutes in [0, 5] {
+        let obs = poller
+            .poll(&state, &config.monitor, now + TimeDelta::minutes(minutes))
+            .unwrap();
+        let locked = find(&obs, CheckKind::RowCount, None);
+        assert_eq!(locked.monitor, "orders");
+        assert_eq!(locked.health, Health::Error, "{locked:#?}");
+        assert!(!locked.verdict.is_breach());
+        let message = locked.detail.message.as_deref().unwrap();
+        assert!(
+            message.contains("timeout") || message.contains("timed out"),
+            "{message}"
+        );
+        for o in obs.iter().filter(|o| o.monitor == "other") {
+            assert_eq!(o.health, Health::Ok, "{o:#?}");
+        }
+        assert!(
+            obs.iter().all(|o| o.health != Health::Unreachable),
+            "{obs:#?}"
+        );
+    }
+    lock.rollback().unwrap();
+    let after = poller
+        .poll(&state, &config.monitor, now + TimeDelta::minutes(10))
+        .unwrap();
+    assert!(after.iter().all(|o| o.health == Health::Ok), "{after:#?}");
+}
+
+#[test]
+fn a_restart_between_polls_is_not_an_outage() {
+    let Some(pg) = start_or_skip("a_restart_between_polls_is_not_an_outage") else {
+        return;
+    };
+    let config = two_tables(&pg);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dataward::store::open(&dir.path().join("state.db")).unwrap();
+    // A long backoff: one check wrongly finding the warehouse down would show at once.
+    let poller = poller_with(&pg, Duration::from_secs(600), Duration::from_secs(10));
+    let now = sunday_night();
+    let first = poller.poll(&state, &config.monitor, now).unwrap();
+    assert!(first.iter().all(|o| o.health == Health::Ok), "{first:#?}");
+    // Every pooled connection dies with the restart; the server itself is back.
+    pg.stop();
+    pg.resume();
+    let after = poller
+        .poll(&state, &config.monitor, now + TimeDelta::minutes(5))
+        .unwrap();
+    assert!(after.iter().all(|o| o.health == Health::Ok), "{after:#?}");
+}
+
+#[test]
+fn a_dry_run_cannot_write() {
+    let Some(pg) = start_or_skip("a_dry_run_cannot_write") else {
+        return;
+    };
+    pg.execute(
+        "CREATE TABLE t (id int); INSERT INTO t VALUES (1), (2);
+         CREATE SEQUENCE s;
+         CREATE FUNCTION wipe() RETURNS int LANGUAGE sql AS 'DELETE FROM t; SELECT 1';",
+    );
+    let warehouse = PostgresWarehouse::new(&pg.url, 2, Duration::from_secs(10)).unwrap();
+    for sql in [
+        "delete from t returning 1",
+        "select wipe()",
+        "select nextval('s')",
+        "with gone as (delete from t returning 1) select * from gone",
+    ] {
+        let result = warehouse.dry_run(sql);
+        assert!(result.is_err(), "{sql} ran: {result:?}");
+    }
+    let mut client = pg.client();
+    let rows: i64 = client
+        .query_one("SELECT count(*) FROM t", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(rows, 2, "the table is unchanged");
+    // A read still runs, on the same pooled connection.
+    assert_eq!(warehouse.dry_run("select id from t").unwrap(), 2);
 }

@@ -200,125 +200,187 @@ impl Config {
     pub fn load(path: &Path) -> Result<Config> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read config {}", path.display()))?;
-        Config::parse(&text, path)
+        let config = Config::parse(&text, path)?;
+        config
+            .check_paths(&text)
+            .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        Ok(config)
     }
 
+    /// Parses and validates config text. Every error names `origin`, and the line and
+    /// key where it can; whatever looks like a secret in it is redacted, because TOML
+    /// errors quote the offending line.
     pub fn parse(text: &str, origin: &Path) -> Result<Config> {
-        let mut config: Config = toml::from_str(text)
-            .map_err(|e| anyhow!("{}: {}", origin.display(), e.to_string().trim_end()))?;
+        let mut config: Config = toml::from_str(text).map_err(|e| {
+            anyhow!(
+                "{}: {}",
+                origin.display(),
+                redact_secrets(e.to_string().trim_end())
+            )
+        })?;
         config.origin = origin.to_path_buf();
         config
             .validate(text)
-            .map_err(|e| anyhow!("{}: {e}", origin.display()))?;
+            .map_err(|e| anyhow!("{}: {}", origin.display(), redact_secrets(&e.to_string())))?;
         Ok(config)
     }
 
     fn validate(&self, text: &str) -> Result<()> {
         for (name, wh) in &self.warehouse {
             self.validate_warehouse(name, wh)
-                .map_err(|e| at_line(section_line(text, &format!("[warehouse.{name}]"), 0), e))?;
+                .map_err(|bad| bad.at(text, &[Step::Key("warehouse"), Step::Key(name)]))?;
         }
         for (index, monitor) in self.monitor.iter().enumerate() {
             self.validate_monitor(index, monitor)
-                .map_err(|e| at_line(section_line(text, "[[monitor]]", index), e))?;
+                .map_err(|bad| bad.at(text, &[Step::Key("monitor"), Step::Index(index)]))?;
         }
-        self.validate_rest()
+        for (index, domain) in self.domain.iter().enumerate() {
+            validate_domain(domain)
+                .map_err(|bad| bad.at(text, &[Step::Key("domain"), Step::Index(index)]))?;
+        }
+        duration_key("settle", "verify.settle", &self.verify.settle, MAX_DURATION)
+            .map_err(|bad| bad.at(text, &[Step::Key("verify")]))?;
+        Ok(())
     }
 
-    fn validate_warehouse(&self, name: &str, wh: &WarehouseConfig) -> Result<()> {
-        {
-            match wh.kind.as_str() {
-                "sqlite" => {
-                    if wh.path.is_none() {
-                        bail!("warehouse.{name}: a sqlite warehouse needs `path`");
-                    }
+    fn validate_warehouse(&self, name: &str, wh: &WarehouseConfig) -> Result<(), Bad> {
+        let at = format!("warehouse.{name}");
+        match wh.kind.as_str() {
+            "sqlite" => {
+                if wh.path.is_none() {
+                    return Err(Bad::section(format!(
+                        "{at}: a sqlite warehouse needs `path`"
+                    )));
                 }
-                "postgres" => {
-                    if wh.path.is_some() || !wh.attach.is_empty() {
-                        bail!("warehouse.{name}: `path` and `attach` are for sqlite; a postgres warehouse takes `url_env`");
-                    }
-                    let Some(var) = &wh.url_env else {
-                        bail!("warehouse.{name}: a postgres warehouse needs `url_env`, the name of an environment variable holding its URL");
-                    };
-                    if !is_env_var_name(var) {
-                        bail!("warehouse.{name}.url_env: {:?} is not an environment variable name; put the URL in the environment, never in this file", redact(var));
-                    }
+            }
+            "postgres" => {
+                if wh.path.is_some() || !wh.attach.is_empty() {
+                    let key = if wh.path.is_some() { "path" } else { "attach" };
+                    return Err(Bad::key(key, format!("{at}: `path` and `attach` are for sqlite; a postgres warehouse takes `url_env`")));
                 }
-                other => bail!(
-                    "warehouse.{name}.kind: unknown kind {other:?} (expected \"sqlite\" or \"postgres\")"
-                ),
+                let Some(var) = &wh.url_env else {
+                    return Err(Bad::section(format!("{at}: a postgres warehouse needs `url_env`, the name of an environment variable holding its URL")));
+                };
+                if !is_env_var_name(var) {
+                    return Err(Bad::key("url_env", format!("{at}.url_env: {} is not an environment variable name; put the URL in the environment, never in this file", redact(var))));
+                }
             }
-            if wh.max_concurrent == Some(0) {
-                bail!("warehouse.{name}.max_concurrent must be at least 1");
+            other => {
+                return Err(Bad::key(
+                    "kind",
+                    format!(
+                        "{at}.kind: unknown kind {other:?} (expected \"sqlite\" or \"postgres\")"
+                    ),
+                ))
             }
-            if let Some(t) = &wh.check_timeout {
-                parse_duration(t).map_err(|e| anyhow!("warehouse.{name}.check_timeout: {e}"))?;
+        }
+        if let Some(n) = wh.max_concurrent {
+            if !(1..=MAX_CONCURRENT).contains(&n) {
+                return Err(Bad::key(
+                    "max_concurrent",
+                    format!("{at}.max_concurrent: {n} is not between 1 and {MAX_CONCURRENT}"),
+                ));
             }
+        }
+        if let Some(t) = &wh.check_timeout {
+            duration_key(
+                "check_timeout",
+                &format!("{at}.check_timeout"),
+                t,
+                MAX_CHECK_TIMEOUT,
+            )?;
         }
         Ok(())
     }
 
-    fn validate_monitor(&self, index: usize, monitor: &MonitorConfig) -> Result<()> {
-        {
-            let at = format!("monitor[{index}] ({})", monitor.table);
-            if !self.warehouse.contains_key(&monitor.warehouse) {
-                bail!("{at}: unknown warehouse {:?}", monitor.warehouse);
-            }
-            if let Some(source) = &monitor.source {
-                if !self.warehouse.contains_key(&source.warehouse) {
-                    bail!(
+    fn validate_monitor(&self, index: usize, monitor: &MonitorConfig) -> Result<(), Bad> {
+        let at = format!("monitor[{index}] ({})", monitor.table);
+        if !self.warehouse.contains_key(&monitor.warehouse) {
+            return Err(Bad::key(
+                "warehouse",
+                format!("{at}: unknown warehouse {:?}", monitor.warehouse),
+            ));
+        }
+        if let Some(source) = &monitor.source {
+            if !self.warehouse.contains_key(&source.warehouse) {
+                return Err(Bad::key(
+                    "source",
+                    format!(
                         "{at}: source names unknown warehouse {:?}",
                         source.warehouse
-                    );
-                }
+                    ),
+                ));
             }
-            parse_duration(&monitor.every).map_err(|e| anyhow!("{at}.every: {e}"))?;
-            for (key, value) in [
-                ("warn_after", &monitor.warn_after),
-                ("error_after", &monitor.error_after),
-                ("lookback", &monitor.lookback),
-            ] {
-                if let Some(text) = value {
-                    parse_duration(text).map_err(|e| anyhow!("{at}.{key}: {e}"))?;
-                }
+        }
+        duration_key(
+            "every",
+            &format!("{at}.every"),
+            &monitor.every,
+            MAX_DURATION,
+        )?;
+        for (key, value) in [
+            ("warn_after", &monitor.warn_after),
+            ("error_after", &monitor.error_after),
+            ("lookback", &monitor.lookback),
+        ] {
+            if let Some(text) = value {
+                duration_key(key, &format!("{at}.{key}"), text, MAX_DURATION)?;
             }
-            if let Some(check) = monitor.checks.iter().find(|c| c.needs_timestamp_column()) {
-                if monitor.timestamp_column.is_none() {
-                    bail!(
-                        "{at}: the {} check needs `timestamp_column`",
-                        check.as_str()
-                    );
-                }
+        }
+        if let Some(check) = monitor.checks.iter().find(|c| c.needs_timestamp_column()) {
+            if monitor.timestamp_column.is_none() {
+                return Err(Bad::section(format!(
+                    "{at}: the {} check needs `timestamp_column`",
+                    check.as_str()
+                )));
             }
         }
         Ok(())
     }
 
-    fn validate_rest(&self) -> Result<()> {
-        for domain in &self.domain {
-            if !matches!(domain.autonomy.as_str(), "L0" | "L1" | "L2" | "L3" | "L4") {
-                bail!(
-                    "domain {}: autonomy {:?} is not one of L0, L1, L2, L3, L4",
-                    domain.name,
-                    domain.autonomy
-                );
+    /// Every file or folder the config names must exist: a typo in a path must never
+    /// turn into an empty database or scheduler created in its place.
+    fn check_paths(&self, text: &str) -> Result<()> {
+        let mut named: Vec<(Vec<Step>, String, &Path)> = Vec::new();
+        for (name, wh) in &self.warehouse {
+            let section = || vec![Step::Key("warehouse"), Step::Key(name)];
+            if let Some(path) = &wh.path {
+                let mut at = section();
+                at.push(Step::Key("path"));
+                named.push((at, format!("warehouse.{name}.path"), path));
             }
-            if domain.owners.is_empty() {
-                bail!("domain {}: needs at least one owner role", domain.name);
+            for (schema, path) in &wh.attach {
+                let mut at = section();
+                at.extend([Step::Key("attach"), Step::Key(schema)]);
+                named.push((at, format!("warehouse.{name}.attach.{schema}"), path));
             }
-            parse_duration(&domain.approval_ttl)
-                .map_err(|e| anyhow!("domain {}: approval_ttl: {e}", domain.name))?;
-            for class in &domain.classes {
-                if !CHANGE_CLASSES.contains(&class.as_str()) {
-                    bail!(
-                        "domain {}: unknown change class {class:?} (known: {})",
-                        domain.name,
-                        CHANGE_CLASSES.join(", ")
-                    );
+        }
+        if let Some(path) = self.orchestrator.as_ref().and_then(|o| o.path.as_ref()) {
+            let at = vec![Step::Key("orchestrator"), Step::Key("path")];
+            named.push((at, "orchestrator.path".to_string(), path));
+        }
+        if let Some(l) = &self.lineage {
+            for (key, path) in [
+                ("manifest", Some(&l.manifest)),
+                ("catalog", l.catalog.as_ref()),
+                ("notes", l.notes.as_ref()),
+                ("project_dir", l.project_dir.as_ref()),
+            ] {
+                if let Some(path) = path {
+                    let at = vec![Step::Key("lineage"), Step::Key(key)];
+                    named.push((at, format!("lineage.{key}"), path));
                 }
             }
         }
-        parse_duration(&self.verify.settle).map_err(|e| anyhow!("verify.settle: {e}"))?;
+        for (at, key, path) in named {
+            let resolved = self.resolve(path);
+            if !resolved.exists() {
+                return Err(at_line(
+                    line_of(text, &at),
+                    anyhow!("{key}: {} does not exist", resolved.display()),
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -338,13 +400,129 @@ impl Config {
     }
 }
 
-/// The 1-based line of the `nth` occurrence of a section header, if it is written plainly.
-fn section_line(text: &str, header: &str, nth: usize) -> Option<usize> {
-    text.lines()
-        .enumerate()
-        .filter(|(_, line)| line.trim_start().starts_with(header))
-        .nth(nth)
-        .map(|(i, _)| i + 1)
+fn validate_domain(domain: &DomainConfig) -> Result<(), Bad> {
+    let at = format!("domain {}", domain.name);
+    if !matches!(domain.autonomy.as_str(), "L0" | "L1" | "L2" | "L3" | "L4") {
+        return Err(Bad::key(
+            "autonomy",
+            format!(
+                "{at}: autonomy {:?} is not one of L0, L1, L2, L3, L4",
+                domain.autonomy
+            ),
+        ));
+    }
+    if domain.owners.is_empty() {
+        return Err(Bad::key(
+            "owners",
+            format!("{at}: needs at least one owner role"),
+        ));
+    }
+    duration_key(
+        "approval_ttl",
+        &format!("{at}: approval_ttl"),
+        &domain.approval_ttl,
+        MAX_DURATION,
+    )?;
+    for class in &domain.classes {
+        if !CHANGE_CLASSES.contains(&class.as_str()) {
+            return Err(Bad::key(
+                "classes",
+                format!(
+                    "{at}: unknown change class {class:?} (known: {})",
+                    CHANGE_CLASSES.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The longest duration any key takes: ten years. Far beyond any sane schedule or
+/// window, and far inside what dates and timers can add without overflowing, so no
+/// value that validates can panic the engine later.
+pub const MAX_DURATION: Duration = Duration::from_secs(3650 * 86_400);
+/// One check may run at most a day (PostgreSQL's statement_timeout cannot hold much
+/// more than 24 days anyway).
+pub const MAX_CHECK_TIMEOUT: Duration = Duration::from_secs(86_400);
+/// Checks against one warehouse at once: each may hold a connection.
+pub const MAX_CONCURRENT: usize = 256;
+
+/// A validation error and the key it is about: the error names the key's line, or the
+/// section's when the key is missing.
+struct Bad {
+    key: Option<&'static str>,
+    message: String,
+}
+
+impl Bad {
+    fn key(key: &'static str, message: String) -> Bad {
+        Bad {
+            key: Some(key),
+            message,
+        }
+    }
+
+    fn section(message: String) -> Bad {
+        Bad { key: None, message }
+    }
+
+    fn at(self, text: &str, section: &[Step]) -> anyhow::Error {
+        let mut path = section.to_vec();
+        path.extend(self.key.map(Step::Key));
+        at_line(line_of(text, &path), anyhow!("{}", self.message))
+    }
+}
+
+fn duration_key(
+    key: &'static str,
+    label: &str,
+    text: &str,
+    max: Duration,
+) -> Result<Duration, Bad> {
+    let duration = parse_duration(text).map_err(|e| Bad::key(key, format!("{label}: {e}")))?;
+    if duration > max {
+        return Err(Bad::key(
+            key,
+            format!("{label}: {text:?} is longer than {}", describe_limit(max)),
+        ));
+    }
+    Ok(duration)
+}
+
+fn describe_limit(max: Duration) -> String {
+    if max == MAX_DURATION {
+        "the limit of 3650d (10 years)".to_string()
+    } else {
+        format!("the limit of {}s", max.as_secs())
+    }
+}
+
+/// One step into the TOML document: a table key or an array index.
+#[derive(Debug, Clone, Copy)]
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// The 1-based line where `path` is written, or as much of it as the text has (the
+/// section, when the key itself is missing).
+fn line_of(text: &str, path: &[Step]) -> Option<usize> {
+    use toml::de::{DeTable, DeValue};
+    let doc = DeTable::parse(text).ok()?;
+    let root = DeValue::Table(doc.into_inner());
+    let mut current = &root;
+    let mut start = None;
+    for step in path {
+        let next = match step {
+            Step::Key(key) => current.get(*key),
+            Step::Index(index) => current.get(*index),
+        };
+        let Some(next) = next else { break };
+        start = Some(next.span().start);
+        current = next.get_ref();
+    }
+    let start = start?;
+    Some(text.get(..start)?.matches('\n').count() + 1)
 }
 
 fn at_line(line: Option<usize>, error: anyhow::Error) -> anyhow::Error {
@@ -361,39 +539,178 @@ fn is_env_var_name(text: &str) -> bool {
         && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-/// What the error shows of a refused value: never the secret itself.
+/// What the error shows of a value refused where a variable name belongs: a URL's
+/// scheme, a short word, and nothing of anything longer (it may be a token).
 fn redact(text: &str) -> String {
     match text.split_once("://") {
-        Some((scheme, _)) => format!("{scheme}://..."),
-        None if text.len() > 12 => format!(
-            "{}...",
-            &text[..text.char_indices().nth(8).map_or(text.len(), |(i, _)| i)]
-        ),
-        None => text.to_string(),
+        Some((scheme, _)) => format!("\"{scheme}://...\""),
+        None if text.chars().count() > 12 => {
+            format!("a value of {} characters (not shown)", text.chars().count())
+        }
+        None => format!("{:?}", redact_secrets(text)),
     }
 }
 
-/// "30s", "5m", "2h", "1d".
+/// Names whose values are secrets: `password=x`, `api_key = "x"`, `?access_token=x`.
+const SECRET_NAMES: &[&str] = &[
+    "password",
+    "passwd",
+    "pwd",
+    "secret",
+    "token",
+    "key",
+    "credential",
+    "credentials",
+    "auth",
+];
+
+/// Hides what looks like a secret in text that may quote a config line: a URL's
+/// password, the value of a name like `password`, `token` or `*_key`, and long words
+/// mixing upper case, lower case and digits (API tokens).
+pub fn redact_secrets(text: &str) -> String {
+    redact_tokens(&redact_named_values(&redact_url_passwords(text)))
+}
+
+/// `scheme://user:PASSWORD@host` -> `scheme://user:***@host`.
+fn redact_url_passwords(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(found) = rest.find("://") {
+        let authority_start = found + 3;
+        out.push_str(&rest[..authority_start]);
+        let after = &rest[authority_start..];
+        let end = after
+            .find(|c: char| "/?#\"'`".contains(c) || c.is_whitespace())
+            .unwrap_or(after.len());
+        let authority = &after[..end];
+        match authority.rfind('@') {
+            Some(at) if authority[..at].contains(':') => {
+                let colon = authority[..at].find(':').expect("checked");
+                out.push_str(&authority[..=colon]);
+                out.push_str("***");
+                out.push_str(&authority[at..]);
+            }
+            _ => out.push_str(authority),
+        }
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '-'
+}
+
+/// `password=x`, `token: x`, `api_key = "x y"` -> the value replaced by `***`.
+fn redact_named_values(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        let c = text[i..].chars().next().expect("in bounds");
+        if !is_name_char(c) {
+            out.push(c);
+            i += c.len_utf8();
+            continue;
+        }
+        let word_end = text[i..]
+            .find(|c: char| !is_name_char(c))
+            .map_or(text.len(), |n| i + n);
+        let word = &text[i..word_end];
+        out.push_str(word);
+        i = word_end;
+        let lower = word.to_ascii_lowercase();
+        if !SECRET_NAMES.iter().any(|name| lower.ends_with(name)) {
+            continue;
+        }
+        // The separator: spaces, then `=` or `:`, then spaces.
+        let rest = &text[i..];
+        let after_spaces = rest.trim_start_matches([' ', '\t']);
+        let Some(after_sep) = after_spaces
+            .strip_prefix('=')
+            .or_else(|| after_spaces.strip_prefix(':'))
+        else {
+            continue;
+        };
+        let value = after_sep.trim_start_matches([' ', '\t']);
+        let value_start = text.len() - value.len();
+        let (inner_start, inner_end) = match value.chars().next() {
+            Some(q @ ('"' | '\'')) => {
+                let body = &value[1..];
+                let close = body.find(q).unwrap_or(body.len());
+                (value_start + 1, value_start + 1 + close)
+            }
+            _ => {
+                let len = value
+                    .find(|c: char| c.is_whitespace() || "&;,)\"'`".contains(c))
+                    .unwrap_or(value.len());
+                (value_start, value_start + len)
+            }
+        };
+        if inner_end == inner_start {
+            continue;
+        }
+        out.push_str(&text[i..inner_start]);
+        out.push_str("***");
+        i = inner_end;
+    }
+    out
+}
+
+/// Long words mixing upper case, lower case and digits: API tokens, whatever key they
+/// were written under.
+fn redact_tokens(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while !rest.is_empty() {
+        let start = rest
+            .find(|c: char| c.is_ascii_alphanumeric())
+            .unwrap_or(rest.len());
+        out.push_str(&rest[..start]);
+        rest = &rest[start..];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || "_-+=".contains(c)))
+            .unwrap_or(rest.len());
+        let word = &rest[..end];
+        let looks_like_token = word.len() >= 20
+            && word.chars().any(|c| c.is_ascii_digit())
+            && word.chars().any(|c| c.is_ascii_uppercase())
+            && word.chars().any(|c| c.is_ascii_lowercase());
+        out.push_str(if looks_like_token { "***" } else { word });
+        rest = &rest[end..];
+    }
+    out
+}
+
+/// "30s", "5m", "2h", "1d", at most ten years ([`MAX_DURATION`]).
 pub fn parse_duration(text: &str) -> Result<Duration> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())
         .ok_or_else(|| anyhow!("{text:?} needs a unit (s, m, h, d)"))?;
     let (number, unit) = text.split_at(split);
-    let number: u64 = number
-        .parse()
-        .map_err(|_| anyhow!("{text:?} is not a duration like 30s, 5m, 2h"))?;
-    let seconds = match unit {
-        "s" => number,
-        "m" => number * 60,
-        "h" => number * 3600,
-        "d" => number * 86_400,
+    let unit_seconds: u64 = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
         _ => bail!("{text:?}: unknown unit {unit:?} (s, m, h, d)"),
     };
+    if number.is_empty() {
+        bail!("{text:?} is not a duration like 30s, 5m, 2h");
+    }
+    let too_long = || anyhow!("{text:?} is longer than {}", describe_limit(MAX_DURATION));
+    // All digits here, so a failed parse can only mean too many of them.
+    let number: u64 = number.parse().map_err(|_| too_long())?;
+    let seconds = number.checked_mul(unit_seconds).ok_or_else(too_long)?;
     if seconds == 0 {
         bail!("{text:?} must be longer than zero");
     }
-    Ok(Duration::from_secs(seconds))
+    let duration = Duration::from_secs(seconds);
+    if duration > MAX_DURATION {
+        return Err(too_long());
+    }
+    Ok(duration)
 }
 
 /// The XDG data directory, unless the user named one.
@@ -478,6 +795,107 @@ mod tests {
         let text = include_str!("../../config.example.toml");
         let config = Config::parse(text, Path::new("config.example.toml")).unwrap();
         assert!(config.warehouse.values().any(|w| w.kind == "postgres"));
+    }
+
+    /// A minimal valid config with one extra line in the monitor.
+    fn with_monitor_line(line: &str) -> String {
+        format!(
+            "[warehouse.a]\nkind = \"sqlite\"\npath = \"a.db\"\n\n[[monitor]]\nwarehouse = \"a\"\ntable = \"t\"\nchecks = [\"row_count\"]\n{line}\n"
+        )
+    }
+
+    #[test]
+    fn durations_that_overflow_are_refused_naming_the_key_and_line() {
+        let origin = Path::new("/etc/dw.toml");
+        for (line, key) in [
+            ("every = \"100000000d\"", "every"),
+            ("every = \"18446744073709551615s\"", "every"),
+            ("every = \"18446744073709551615m\"", "every"),
+            ("every = \"99999999999999999999999s\"", "every"),
+            ("lookback = \"9999999999d\"", "lookback"),
+            ("warn_after = \"3651d\"", "warn_after"),
+            ("error_after = \"87601h\"", "error_after"),
+        ] {
+            let err = Config::parse(&with_monitor_line(line), origin)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("/etc/dw.toml: line 9"), "{line}: {err}");
+            assert!(err.contains(key), "{line}: {err}");
+            assert!(err.contains("10 years"), "{line}: {err}");
+        }
+        // Ten years exactly is the limit, and fine.
+        assert!(Config::parse(&with_monitor_line("lookback = \"3650d\""), origin).is_ok());
+    }
+
+    #[test]
+    fn every_duration_and_number_key_is_bounded() {
+        let origin = Path::new("c.toml");
+        let wh =
+            |extra: &str| format!("[warehouse.a]\nkind = \"sqlite\"\npath = \"a.db\"\n{extra}\n");
+        for (text, key, line) in [
+            (wh("max_concurrent = 9223372036854775807"), "max_concurrent", 4),
+            (wh("max_concurrent = 0"), "max_concurrent", 4),
+            (wh("check_timeout = \"3650d\""), "check_timeout", 4),
+            (
+                "[verify]\nsettle = \"100000000d\"\n".to_string(),
+                "settle",
+                2,
+            ),
+            (
+                "[[domain]]\nname = \"d\"\ncovers = [\"*\"]\nowners = [\"o\"]\napproval_ttl = \"18446744073709551615s\"\n"
+                    .to_string(),
+                "approval_ttl",
+                5,
+            ),
+        ] {
+            let err = Config::parse(&text, origin).unwrap_err().to_string();
+            assert!(err.contains(key), "{text}: {err}");
+            assert!(err.contains(&format!("line {line}")), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn errors_that_quote_a_line_hide_secrets() {
+        let origin = Path::new("c.toml");
+        for (line, secret) in [
+            ("password = \"hunter2\"", "hunter2"),
+            ("url = \"postgres://me:s3cretpw@db:5432/x\"", "s3cretpw"),
+            ("token = \"ghp_abcdefghijklmnop1234\"", "abcdefghijklmnop"),
+            ("api_key = \"AKIAIOSFODNN7EXAMPLE\"", "IOSFODNN7"),
+            ("dsn = \"host=db password=tiger user=me\"", "tiger"),
+            (
+                "url_env = \"xoxb-1234-abcdefghijklmnop\"",
+                "abcdefghijklmnop",
+            ),
+            ("bearer = \"ghp_aBcDeFgHiJkLmNoPqRsT1234\"", "aBcDeFgHiJ"),
+        ] {
+            let text = format!("[warehouse.pg]\nkind = \"postgres\"\n{line}\n");
+            let err = Config::parse(&text, origin).unwrap_err().to_string();
+            assert!(!err.contains(secret), "{line}: {err}");
+            assert!(err.contains("line 3"), "{line}: {err}");
+        }
+    }
+
+    #[test]
+    fn redaction_keeps_what_is_not_secret() {
+        assert_eq!(
+            redact_secrets("postgres://me:pw@db:5432/x?sslmode=require"),
+            "postgres://me:***@db:5432/x?sslmode=require"
+        );
+        assert_eq!(
+            redact_secrets("3 | password = \"hunter 2\" # old"),
+            "3 | password = \"***\" # old"
+        );
+        assert_eq!(
+            redact_secrets("host=db password=tiger user=me"),
+            "host=db password=*** user=me"
+        );
+        assert_eq!(
+            redact_secrets("https://h/x?access_token=abc&page=2"),
+            "https://h/x?access_token=***&page=2"
+        );
+        let plain = "c.toml: line 9: monitor[0] (t).every: \"5x\": unknown unit \"x\" (s, m, h, d)";
+        assert_eq!(redact_secrets(plain), plain);
     }
 
     #[test]

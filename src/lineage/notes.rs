@@ -118,7 +118,8 @@ impl Notes {
         let mut notes: Notes = toml::from_str(text).map_err(|e| LineageError::Notes {
             file: origin.to_string(),
             entry: "TOML".to_string(),
-            problem: e.to_string().trim_end().to_string(),
+            // TOML errors quote the offending line.
+            problem: crate::config::redact_secrets(e.to_string().trim_end()),
         })?;
         notes.origin = origin.to_string();
         let mut seen = HashMap::new();

@@ -63,16 +63,22 @@ pub fn measure(
     };
     match check {
         CheckKind::RowCount => warehouse.row_count(&relation).map(Measurement::Count),
-        CheckKind::Schema => warehouse.columns(&relation).map(Measurement::Columns),
+        CheckKind::Schema => {
+            // A table without columns does not exist: a health problem to show, never
+            // an empty snapshot that reads as "ok, 0 columns".
+            let columns = warehouse.columns(&relation)?;
+            if columns.is_empty() {
+                return Err(missing_table(&relation));
+            }
+            Ok(Measurement::Columns(columns))
+        }
         CheckKind::NullRate => {
             let names = match &monitor.null_columns {
                 Some(names) => names.clone(),
                 None => {
                     let columns = warehouse.columns(&relation)?;
                     if columns.is_empty() {
-                        return Err(WarehouseError::Query(format!(
-                            "table {relation} does not exist"
-                        )));
+                        return Err(missing_table(&relation));
                     }
                     columns.into_iter().map(|c| c.name).collect()
                 }
@@ -110,6 +116,10 @@ pub fn measure(
             Ok(judge_last_complete_day(&counts, now.date_naive()))
         }
     }
+}
+
+fn missing_table(relation: &Relation) -> WarehouseError {
+    WarehouseError::Query(format!("table {relation} does not exist"))
 }
 
 fn since_day_start(day: NaiveDate) -> i64 {

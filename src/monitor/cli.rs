@@ -56,9 +56,17 @@ impl<'a> CheckLine<'a> {
 }
 
 /// Runs the monitors in the config: once (`--once`), or on their schedules until
-/// stopped. Exit 1 when any check of the last poll is in breach.
+/// stopped. Exit 1 when any check of the last poll is in breach, 3 when none is but
+/// some check could not run.
 pub fn check(config_path: &Path, once: bool, json: bool, data_dir: &Path) -> Result<ExitCode> {
     let config = Config::load(config_path)?;
+    if config.monitor.is_empty() {
+        // Nothing to run would otherwise read as "all ok".
+        bail!(
+            "{}: no [[monitor]] to run; add one (see config.example.toml)",
+            config_path.display()
+        );
+    }
     let poller = Poller::from_config(&config)?;
     let state = crate::store::open(&data_dir.join("dataward.db"))?;
     if once {
@@ -92,9 +100,13 @@ pub fn check(config_path: &Path, once: bool, json: bool, data_dir: &Path) -> Res
     }
 }
 
+/// 1 on any breach; else 3 when some check could not run (unreachable, failed login,
+/// timeout, a missing table), since "ok" would claim what nobody measured; else 0.
 fn exit_code(observations: &[Observation]) -> ExitCode {
     if observations.iter().any(|o| o.verdict.is_breach()) {
         ExitCode::from(1)
+    } else if observations.iter().any(|o| o.health != Health::Ok) {
+        ExitCode::from(3)
     } else {
         ExitCode::SUCCESS
     }

@@ -5,8 +5,10 @@
 //! semaphore per warehouse caps how many run against it at once; the permit travels
 //! with the blocking work, so a check abandoned at its timeout still counts until it
 //! really ends and a hung server is never flooded. Once a warehouse is found
-//! unreachable, its other checks fail fast until the backoff expires: a down warehouse
-//! costs one connection timeout per backoff step, not one per check.
+//! unreachable (a connection attempt failed), its other checks fail fast until the
+//! backoff expires: a down warehouse costs one connection timeout per backoff step, not
+//! one per check, and the step doubles once per failed attempt, however many checks
+//! saw it. A check that times out or fails its query says nothing about the warehouse.
 //!
 //! Measurements run concurrently; judging and storing them happens afterwards on the
 //! caller's thread, which owns the state database.
@@ -64,6 +66,11 @@ impl Backoff {
     fn record(&mut self, result: &Result<Measurement, WarehouseError>, now: Instant) {
         match result {
             Err(WarehouseError::Unreachable(message)) => {
+                // Checks running together all find the same outage: count it once per
+                // backoff step, or a short outage backs off for minutes after it ends.
+                if self.retry_at.is_some_and(|at| now < at) {
+                    return;
+                }
                 self.failures += 1;
                 let step = self
                     .base
@@ -138,7 +145,8 @@ impl Poller {
             name.to_string(),
             Slot {
                 warehouse,
-                permits: Arc::new(Semaphore::new(concurrency.max(1))),
+                // Semaphore::new panics above MAX_PERMITS; the config allows far less.
+                permits: Arc::new(Semaphore::new(concurrency.clamp(1, Semaphore::MAX_PERMITS))),
                 timeout,
                 backoff: Arc::new(Mutex::new(backoff)),
             },
@@ -252,8 +260,10 @@ async fn run_check(
     let result = match tokio::time::timeout(timeout, work).await {
         Ok(Ok(result)) => result,
         Ok(Err(e)) => Err(WarehouseError::Query(format!("the check crashed: {e}"))),
-        Err(_) => Err(WarehouseError::Unreachable(format!(
-            "no answer within {}s",
+        // A check that runs too long (a locked table, a slow scan) failed on its own:
+        // the warehouse answered its connection, so this is never "unreachable".
+        Err(_) => Err(WarehouseError::Query(format!(
+            "timed out: no answer within {}s",
             timeout.as_secs_f64()
         ))),
     };

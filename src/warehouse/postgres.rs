@@ -37,9 +37,17 @@ impl PostgresWarehouse {
         timeout: Duration,
     ) -> Result<PostgresWarehouse, WarehouseError> {
         let mut config = postgres::Config::from_str(url).map_err(|e| {
-            WarehouseError::Unreachable(format!("the connection URL does not parse: {e}"))
+            // The parser's message may quote part of the URL.
+            WarehouseError::Unreachable(format!(
+                "the connection URL does not parse: {}",
+                crate::config::redact_secrets(&e.to_string())
+            ))
         })?;
-        config.connect_timeout(timeout.min(Duration::from_secs(10)));
+        // Well inside the check's own timeout, so a host that does not answer is seen
+        // as unreachable rather than as a check that ran too long.
+        config.connect_timeout(
+            (timeout / 2).clamp(Duration::from_millis(500), Duration::from_secs(10)),
+        );
         config.application_name("dataward");
         Ok(PostgresWarehouse {
             config,
@@ -72,15 +80,23 @@ impl PostgresWarehouse {
     /// Runs `f` on a pooled connection, returning it to the pool unless it broke.
     fn with_client<T>(
         &self,
-        f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
+        f: impl Fn(&mut Client) -> Result<T, postgres::Error>,
     ) -> Result<T, WarehouseError> {
         let pooled = self.idle.lock().expect("pool lock").pop();
-        let mut client = match pooled {
-            Some(client) if !client.is_closed() => client,
-            _ => self.connect()?,
+        let (client, result) = match pooled.filter(|c| !c.is_closed()) {
+            Some(mut client) => {
+                self.queries.fetch_add(1, Ordering::Relaxed);
+                let result = f(&mut client);
+                match result {
+                    // A pooled connection that broke while idle (a server restart
+                    // closes them all) is not a failed connection attempt: run once
+                    // more on a fresh one before calling the warehouse unreachable.
+                    Err(e) if client.is_closed() || is_io(&e) => self.run_fresh(&f)?,
+                    result => (client, result),
+                }
+            }
+            None => self.run_fresh(&f)?,
         };
-        self.queries.fetch_add(1, Ordering::Relaxed);
-        let result = f(&mut client);
         if !client.is_closed() {
             let mut idle = self.idle.lock().expect("pool lock");
             if idle.len() < self.max_idle {
@@ -88,6 +104,16 @@ impl PostgresWarehouse {
             }
         }
         result.map_err(classify)
+    }
+
+    fn run_fresh<T>(
+        &self,
+        f: &impl Fn(&mut Client) -> Result<T, postgres::Error>,
+    ) -> Result<(Client, Result<T, postgres::Error>), WarehouseError> {
+        let mut client = self.connect()?;
+        self.queries.fetch_add(1, Ordering::Relaxed);
+        let result = f(&mut client);
+        Ok((client, result))
     }
 
     fn connect(&self) -> Result<Client, WarehouseError> {
@@ -197,8 +223,15 @@ impl Warehouse for PostgresWarehouse {
         // pass: the planner drops unreferenced columns of a subquery. Turning each row
         // into JSON references them all, without shipping the rows here.
         let sql = format!("SELECT count(row_to_json(dry_run)) FROM ({select}) AS dry_run");
-        self.with_client(|c| c.query_one(&sql, &[]))
-            .map(|row| row.get::<_, i64>(0) as u64)
+        // In a read-only transaction, always rolled back: a function the SQL calls
+        // cannot write either.
+        self.with_client(|c| {
+            let mut tx = c.build_transaction().read_only(true).start()?;
+            let row = tx.query_one(&sql, &[]);
+            tx.rollback()?;
+            row
+        })
+        .map(|row| row.get::<_, i64>(0) as u64)
     }
 
     fn null_counts(

@@ -60,14 +60,30 @@ pub fn connect(
                 file.display()
             )));
         }
+        // mode=rw: ATTACH would otherwise create an empty database in place of one
+        // that vanished since the check above.
         conn.execute(
             &format!("ATTACH DATABASE ?1 AS {}", quote_ident(schema)),
-            [file.to_string_lossy()],
+            [uri_rw(file)],
         )
         .map_err(|e| unreachable(file, e))?;
     }
     register_strict_cast(&conn).map_err(|e| unreachable(path, e))?;
     Ok(conn)
+}
+
+/// `file:PATH?mode=rw`: opens an existing file, never creates one.
+fn uri_rw(path: &Path) -> String {
+    let mut uri = String::from("file:");
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '%' => uri.push_str("%25"),
+            '?' => uri.push_str("%3f"),
+            '#' => uri.push_str("%23"),
+            c => uri.push(c),
+        }
+    }
+    uri + "?mode=rw"
 }
 
 fn query_error(e: rusqlite::Error) -> WarehouseError {
@@ -118,6 +134,10 @@ impl Warehouse for SqliteWarehouse {
         // Step through every row: wrapped in count(*), SQLite would skip computing the
         // columns, and with them the casts this is meant to exercise.
         let conn = self.connect()?;
+        // What is checked here must never change anything, whatever the SQL says:
+        // query_only refuses every write, to the main and the attached databases.
+        conn.pragma_update(None, "query_only", true)
+            .map_err(query_error)?;
         let mut stmt = conn.prepare(&strict_casts(select)).map_err(query_error)?;
         let mut rows = stmt.query([]).map_err(query_error)?;
         let mut count = 0;
@@ -376,6 +396,27 @@ mod tests {
                 .unwrap(),
             3
         );
+    }
+
+    #[test]
+    fn a_dry_run_cannot_write() {
+        let (_dir, wh) = warehouse();
+        wh.connect()
+            .unwrap()
+            .execute_batch("CREATE TABLE main.t (id INTEGER); INSERT INTO main.t VALUES (1);")
+            .unwrap();
+        for sql in [
+            "delete from t",
+            "with x as (select 1) delete from t",
+            "delete from RAW.orders returning 1",
+            "insert into t values (2) returning id",
+            "drop table t",
+        ] {
+            assert!(wh.dry_run(sql).is_err(), "{sql} ran");
+        }
+        let count = |rel: &str| wh.row_count(&Relation::parse(rel).unwrap()).unwrap();
+        assert_eq!(count("t"), 1);
+        assert_eq!(count("RAW.orders"), 2);
     }
 
     #[test]
