@@ -541,3 +541,57 @@ fn l4_does_not_pause_while_the_org_stop_is_set() {
     assert!(!control.is_paused("job.hourly_dbt").unwrap());
     drop(engine);
 }
+
+#[test]
+fn while_the_warehouse_is_down_its_last_figures_are_stale_not_ok() {
+    let dir = tempfile::tempdir().unwrap();
+    let wh = dir.path().join("wh.db");
+    let conn = rusqlite::Connection::open(&wh).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE events (id INTEGER PRIMARY KEY, kind TEXT);
+         INSERT INTO events (kind) VALUES ('a'), ('b'), (NULL), ('c');",
+    )
+    .unwrap();
+    drop(conn);
+    let config_path = dir.path().join("dataward.toml");
+    std::fs::write(
+        &config_path,
+        "[warehouse.local]\nkind = \"sqlite\"\npath = \"wh.db\"\n\n\
+         [[monitor]]\nwarehouse = \"local\"\ntable = \"events\"\n\
+         checks = [\"row_count\", \"null_rate\"]\nevery = \"1m\"\n",
+    )
+    .unwrap();
+    let config = Config::load(&config_path).unwrap();
+    let state = dataward::store::open(&dir.path().join("data/dataward.db")).unwrap();
+    let mut engine = Engine::new(config, state, None, &owner()).unwrap();
+    engine.tick(start()).unwrap();
+    let healthy = engine.snapshot(false).monitors;
+    assert!(
+        healthy
+            .iter()
+            .any(|m| m.check == "null_rate(kind)" && m.health == "ok"),
+        "{healthy:?}"
+    );
+
+    // The warehouse goes away: nothing it measured before may still read as fresh.
+    std::fs::rename(&wh, dir.path().join("gone.db")).unwrap();
+    engine.tick(start() + TimeDelta::minutes(1)).unwrap();
+    let down = engine.snapshot(false).monitors;
+    for monitor in &down {
+        assert_ne!(monitor.health, "ok", "{monitor:?}");
+    }
+    let kind = down
+        .iter()
+        .find(|m| m.check == "null_rate(kind)")
+        .expect("the column's last figure is still shown");
+    assert_eq!(kind.health, "stale");
+    assert!(kind.observed.contains("as of 13:30"), "{kind:?}");
+
+    // Back up: fresh again, and no leftover row for the failed poll. (The poller leaves
+    // a warehouse it could not reach alone for its first backoff step, in real time.)
+    std::fs::rename(dir.path().join("gone.db"), &wh).unwrap();
+    std::thread::sleep(dataward::monitor::poller::DEFAULT_BACKOFF + Duration::from_millis(500));
+    engine.tick(start() + TimeDelta::minutes(10)).unwrap();
+    let back = engine.snapshot(false).monitors;
+    assert!(back.iter().all(|m| m.health == "ok"), "{back:?}");
+}

@@ -135,6 +135,7 @@ fn word_with_glyph(word: &str, theme: &Theme) -> Span<'static> {
         "success" | "ok" | "pass" | "passed" => ("✓", theme.ok),
         "failed" | "fail" | "breach" | "error" | "unreachable" => ("✗", theme.crit),
         "warn" | "warning" | "degraded" => ("▲", theme.warn),
+        "stale" => ("◌", theme.warn),
         _ => ("·", theme.muted),
     };
     Span::styled(format!("{glyph} {word}"), style)

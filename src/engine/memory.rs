@@ -138,14 +138,7 @@ impl Engine {
                     *entry = (*entry).max(due);
                 }
             }
-            self.latest.insert(
-                (
-                    observation.monitor.clone(),
-                    observation.check,
-                    observation.detail.column.clone(),
-                ),
-                observation,
-            );
+            self.note_latest(observation);
         }
         Ok(())
     }

@@ -329,14 +329,7 @@ impl Engine {
         let mut events = self.lapse_requests()?;
         let polled = self.unseen_observations()?;
         for (_, observation) in &polled {
-            self.latest.insert(
-                (
-                    observation.monitor.clone(),
-                    observation.check,
-                    observation.detail.column.clone(),
-                ),
-                observation.clone(),
-            );
+            self.note_latest(observation.clone());
         }
         for (_, observation) in &polled {
             // A schema change is evidence for a diagnosis, not an incident by itself.
@@ -615,22 +608,7 @@ impl Engine {
             actor: self.console_actor.clone(),
             chain_head: chain::head(&self.state).ok().flatten(),
             pipelines,
-            monitors: self
-                .latest
-                .values()
-                .map(|o| MonitorView {
-                    name: o.monitor.clone(),
-                    table: o.table.clone(),
-                    check: match &o.detail.column {
-                        Some(column) => format!("{}({column})", o.check.as_str()),
-                        None => o.check.as_str().to_string(),
-                    },
-                    verdict: o.verdict.as_str().to_string(),
-                    observed: o.observed_text(),
-                    expected: o.expected_text(),
-                    health: o.health.as_str().to_string(),
-                })
-                .collect(),
+            monitors: self.monitor_views(),
             incidents: self
                 .incidents
                 .iter()
@@ -650,6 +628,82 @@ impl Engine {
                 )
             }),
         }
+    }
+
+    /// Keeps the latest observation per (monitor, check, column). A per-column check
+    /// that could not run at all is stored without a column; once the columns are
+    /// measured again, that row has said what it had to say.
+    fn note_latest(&mut self, o: Observation) {
+        if o.detail.column.is_some() {
+            self.latest.remove(&(o.monitor.clone(), o.check, None));
+        }
+        self.latest
+            .insert((o.monitor.clone(), o.check, o.detail.column.clone()), o);
+    }
+
+    /// The latest figure of every check. One that is older than its monitor's latest
+    /// poll (the warehouse went down, so the poll measured nothing for it), or overdue
+    /// by three periods, is stale: shown with its age and health unknown, never as a
+    /// fresh "ok".
+    fn monitor_views(&self) -> Vec<MonitorView> {
+        let mut newest: BTreeMap<&str, &str> = BTreeMap::new();
+        for o in self.latest.values() {
+            let at = newest.entry(o.monitor.as_str()).or_insert(o.at.as_str());
+            *at = (*at).max(o.at.as_str());
+        }
+        let overdue = |o: &Observation| -> bool {
+            let Ok(at) = NaiveDateTime::parse_from_str(&o.at, "%Y-%m-%dT%H:%M:%SZ") else {
+                return false;
+            };
+            let every = self
+                .config
+                .monitor
+                .iter()
+                .find(|m| Config::monitor_name(m) == o.monitor)
+                .and_then(|m| crate::config::parse_duration(&m.every).ok())
+                .and_then(|every| TimeDelta::from_std(every).ok());
+            every.is_some_and(|every| self.now_time - at > every * 3)
+        };
+        self.latest
+            .values()
+            .map(|o| {
+                let check = match &o.detail.column {
+                    Some(column) => format!("{}({column})", o.check.as_str()),
+                    None => o.check.as_str().to_string(),
+                };
+                let stale = newest
+                    .get(o.monitor.as_str())
+                    .is_some_and(|n| *n > o.at.as_str())
+                    || overdue(o);
+                if stale {
+                    let age = NaiveDateTime::parse_from_str(&o.at, "%Y-%m-%dT%H:%M:%SZ")
+                        .map(|at| (self.now_time - at).num_minutes().max(0))
+                        .unwrap_or_default();
+                    return MonitorView {
+                        name: o.monitor.clone(),
+                        table: o.table.clone(),
+                        check,
+                        verdict: "unknown".to_string(),
+                        observed: format!(
+                            "{} as of {} ({age} min ago)",
+                            o.observed_text(),
+                            short_time(&o.at)
+                        ),
+                        expected: o.expected_text(),
+                        health: "stale".to_string(),
+                    };
+                }
+                MonitorView {
+                    name: o.monitor.clone(),
+                    table: o.table.clone(),
+                    check,
+                    verdict: o.verdict.as_str().to_string(),
+                    observed: o.observed_text(),
+                    expected: o.expected_text(),
+                    health: o.health.as_str().to_string(),
+                }
+            })
+            .collect()
     }
 
     fn incident_view(&self, i: &Incident) -> IncidentView {
