@@ -13,5 +13,6 @@ pub mod lineage;
 pub mod monitor;
 pub mod propose;
 pub mod sanitize;
+pub mod signals;
 pub mod store;
 pub mod warehouse;

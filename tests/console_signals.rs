@@ -79,7 +79,9 @@ fn start_console(session: &str, dir: &Path, round: usize) -> i32 {
     type_line(
         session,
         &format!(
-            "sh -c 'echo $$ > {}; exec {} demo --data-dir {}'; echo EXITED-{round}-$?",
+            // EXIT''ED: the typed line must not itself show the marker the test waits
+            // for (a long path can wrap it to the start of a screen line).
+            "sh -c 'echo $$ > {}; exec {} demo --data-dir {}'; echo EXIT''ED-{round}-$?",
             pid_file.display(),
             env!("CARGO_BIN_EXE_dataward"),
             dir.join("data").display()

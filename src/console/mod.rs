@@ -91,7 +91,7 @@ fn forward_snapshots(snapshots: Receiver<Snapshot>, sender: Sender<Message>) {
 fn read_input(sender: Sender<Message>, stop: Arc<AtomicBool>) {
     thread::spawn(move || {
         while !stop.load(Ordering::Relaxed) {
-            if terminal::quit_signal().is_some() {
+            if crate::signals::quit_signal().is_some() {
                 let _ = sender.send(Message::QuitSignal);
                 return;
             }

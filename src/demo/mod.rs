@@ -208,6 +208,15 @@ pub fn play(
         }
         engine.remember(DEMO_CLOCK, &crate::engine::timestamp(now))?;
         publish(engine, snapshots, false);
+        if snapshots.is_none() {
+            if let Some(signal) = crate::signals::quit_signal() {
+                eprintln!(
+                    "dataward: stopped by signal {signal} after {} (virtual); run the same command to resume",
+                    crate::engine::timestamp(now)
+                );
+                return Ok(());
+            }
+        }
         // Before the story starts, the monitors only learn: play it ten times faster.
         let speed = if now < story_start() {
             options.speed * 10.0
@@ -302,12 +311,15 @@ pub fn run_headless(options: DemoOptions, json: bool) -> Result<()> {
         if json {
             println!(
                 "{}",
-                serde_json::to_string(event).expect("events serialize")
+                crate::sanitize::json(event, false).expect("events serialize")
             );
         } else {
-            println!("{}", describe(event));
+            println!("{}", crate::sanitize::for_terminal(&describe(event)));
         }
     };
+    // A signal ends the story at the next minute, on its normal path; the same command
+    // carries on from there.
+    crate::signals::catch()?;
     play(
         &options,
         &mut scenario,

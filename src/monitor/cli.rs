@@ -117,7 +117,7 @@ fn print_observations(observations: &[Observation], json: bool) -> Result<()> {
         if json {
             println!(
                 "{}",
-                serde_json::to_string(&CheckLine::from_observation(o))?
+                sanitize::json(&CheckLine::from_observation(o), false)?
             );
             continue;
         }
@@ -172,7 +172,7 @@ pub fn backtest(csv: &Path, monitor: &str, json: bool) -> Result<ExitCode> {
     };
     if json {
         for line in &lines {
-            println!("{}", serde_json::to_string(line)?);
+            println!("{}", sanitize::json(line, false)?);
         }
     } else {
         print_backtest_table(&lines);
