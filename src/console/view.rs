@@ -168,8 +168,18 @@ fn render_title(frame: &mut Frame, area: Rect, app: &App) {
     let mut spans = vec![
         Span::styled(" dataward ", theme.title.add_modifier(Modifier::REVERSED)),
         Span::raw(" "),
-        Span::styled(app.snapshot.now.clone(), theme.title),
     ];
+    // A chain that does not verify takes the top line: nothing is recorded meanwhile,
+    // and nobody should decide anything without knowing it.
+    if let Some(alarm) = &app.snapshot.chain_alarm {
+        spans.push(Span::styled(
+            format!("■ {alarm}"),
+            theme.crit.add_modifier(Modifier::BOLD),
+        ));
+        frame.render_widget(Line::from(spans), area);
+        return;
+    }
+    spans.push(Span::styled(app.snapshot.now.clone(), theme.title));
     for pipeline in &app.snapshot.pipelines {
         spans.push(Span::styled("  │ ", theme.border));
         spans.push(Span::raw(format!("{} ", pipeline.name)));
@@ -184,14 +194,7 @@ fn render_status(frame: &mut Frame, area: Rect, app: &App) {
     let theme = &app.theme;
     let separator = || Span::styled(" │ ", theme.border);
     let mut spans = Vec::new();
-    // A broken chain and the org-wide stop come first: whoever looks must not miss them.
-    if let Some(alarm) = &app.snapshot.chain_alarm {
-        spans.push(Span::styled(
-            format!("■ {alarm}"),
-            theme.crit.add_modifier(Modifier::BOLD),
-        ));
-        spans.push(separator());
-    }
+    // The org-wide stop comes first: whoever looks must not miss it.
     if let Some(stop) = &app.snapshot.org_stop {
         spans.push(Span::styled(
             format!("■ {stop}"),
@@ -1111,6 +1114,23 @@ mod tests {
                 format!("reason_{width}x{height}"),
                 draw(&app, width, height)
             );
+        }
+    }
+
+    #[test]
+    fn a_broken_chain_takes_the_top_line() {
+        let mut app = sample_app();
+        app.snapshot.chain_alarm = Some(
+            "CHAIN BROKEN at record #16: the chain holds 15 records but its checkpoint recorded 18: the tail was cut off; dataward records nothing until it is repaired".into(),
+        );
+        for (width, height) in SIZES {
+            let screen = draw(&app, width, height);
+            assert!(screen
+                .lines()
+                .next()
+                .unwrap()
+                .contains("CHAIN BROKEN at record #16"));
+            insta::assert_snapshot!(format!("chain_broken_{width}x{height}"), screen);
         }
     }
 
