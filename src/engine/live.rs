@@ -40,7 +40,11 @@ pub fn run_console(config_path: &Path, data_dir: &Path, read_only: bool) -> Resu
     with_console(read_only, move |commands, snapshots| {
         let mut emit = |_: &super::api::Event| {};
         loop {
-            engine.tick(chrono::Utc::now().naive_utc())?;
+            // A turn that cannot be recorded (a chain that does not verify, a full disk)
+            // is shown and tried again next turn; the console keeps showing the rest.
+            if let Err(e) = engine.tick(chrono::Utc::now().naive_utc()) {
+                engine.notice(format!("this turn was not recorded: {e:#}"));
+            }
             publish(&engine, Some(&snapshots), false);
             let deadline = Instant::now() + TICK;
             if !serve_until(

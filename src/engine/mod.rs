@@ -169,6 +169,11 @@ impl Engine {
         Ok(engine)
     }
 
+    /// A line for the people watching (the latest few are in every snapshot).
+    pub fn notice(&mut self, text: String) {
+        self.notices.push(text);
+    }
+
     /// Keeps a small fact of the caller's in the state database (the demo's clock).
     pub fn remember(&mut self, key: &str, value: &str) -> Result<()> {
         self.state.execute(
