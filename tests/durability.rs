@@ -631,3 +631,45 @@ fn sigterm_ends_the_headless_story_at_a_minute_and_the_same_command_resumes_it()
     assert_eq!(count(dir.path(), "incident_opened"), 1);
     assert_eq!(count(dir.path(), "receipt"), 1);
 }
+
+#[test]
+fn a_manifest_path_that_climbs_out_of_the_project_gets_no_diff() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut scenario, engine) = dataward::demo::prepare(dir.path(), &owner()).unwrap();
+    drop(engine);
+    // A manifest someone else wrote names a file outside the project.
+    let manifest_path = dir.path().join("estate/dbt/target/manifest.json");
+    let mut manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest_path).unwrap()).unwrap();
+    let climbing = "../../x.sql";
+    manifest["nodes"]["model.ticketing.int_seat_map"]["original_file_path"] = climbing.into();
+    std::fs::write(&manifest_path, manifest.to_string()).unwrap();
+    std::fs::write(dir.path().join("x.sql"), "select 1").unwrap();
+    let mut engine = reopen(dir.path());
+    play_minutes(
+        &mut scenario,
+        &mut engine,
+        start(),
+        start() + TimeDelta::minutes(45),
+        approve_all,
+    );
+    let incident = &engine.snapshot(false).incidents[0];
+    assert!(
+        incident
+            .proposals
+            .iter()
+            .all(|p| p.kind != ProposalKind::Diff),
+        "{:?}",
+        incident.proposals
+    );
+    let refusal = incident
+        .evidence
+        .iter()
+        .find(|e| e.contains("outside the dbt project"))
+        .expect("the refusal is shown with the cause");
+    assert!(refusal.contains(climbing), "{refusal}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("x.sql")).unwrap(),
+        "select 1"
+    );
+}
