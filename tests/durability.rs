@@ -108,10 +108,12 @@ fn an_approved_hold_survives_a_restart_and_the_incident_still_resolves() {
     assert_eq!(count(dir.path(), "receipt"), 1);
 }
 
-/// Kills the headless story with SIGKILL `kills` times at pseudo-random moments (up to
-/// `max_delay` ms after each start), restarting it with the same command each time, then
-/// lets it finish. `speed` keeps the story long enough for every kill to land inside it.
-fn story_survives_kills(kills: u32, speed: &str, max_delay: u64) {
+/// Kills the headless story with SIGKILL `kills` times, restarting it with the same
+/// command each time, then lets it finish. Each kill comes once the run has played
+/// `minutes(r)` more virtual minutes (r pseudo-random), plus up to `max_delay` ms: so the
+/// kills spread over the whole story whatever the machine's speed, landing while it
+/// starts up, reads itself back, polls, decides and runs.
+fn story_survives_kills(kills: u32, speed: &str, minutes: &dyn Fn(u64) -> i64, max_delay: u64) {
     let dir = tempfile::tempdir().unwrap();
     let mut seed: u64 = 0x5eed;
     let mut random = |bound: u64| {
@@ -123,8 +125,8 @@ fn story_survives_kills(kills: u32, speed: &str, max_delay: u64) {
     let mut slowed: Vec<&str> = HEADLESS.to_vec();
     let at = slowed.iter().position(|a| *a == "1000000").unwrap();
     slowed[at] = speed;
-    let mut killed = 0;
-    while killed < kills {
+    for kill in 1..=kills {
+        let from = demo_clock(dir.path());
         let mut child = Process::new(env!("CARGO_BIN_EXE_dataward"))
             .args(&slowed)
             .arg("--data-dir")
@@ -133,24 +135,40 @@ fn story_survives_kills(kills: u32, speed: &str, max_delay: u64) {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(30 + random(max_delay)));
-        if let Some(status) = child.try_wait().unwrap() {
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "the story ended ({status}) before kill {} of {kills}: {}",
-                killed + 1,
-                String::from_utf8_lossy(&out.stderr)
+        let advance = minutes(random(1 << 20));
+        let target = from.map(|at| at + TimeDelta::minutes(advance));
+        while advance > 0 && demo_clock(dir.path()) < target.or(Some(start())) {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the story ended before kill {kill} of {kills}"
             );
+            std::thread::sleep(Duration::from_millis(5));
         }
+        std::thread::sleep(Duration::from_millis(random(max_delay)));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the story ended before kill {kill} of {kills}"
+        );
         child.kill().unwrap();
         child.wait().unwrap();
-        killed += 1;
     }
+    // The kills reached into the story: the incident opened in a run that was killed,
+    // and the last run carried on rather than playing it again.
+    assert_eq!(
+        count(dir.path(), "incident_opened"),
+        1,
+        "the kills never reached the incident (demo clock at {:?})",
+        demo_clock(dir.path())
+    );
     let out = dataward(&slowed, dir.path());
     assert!(
         out.status.success(),
         "the resumed story failed: {}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("incident_opened"),
+        "the last run played the story again"
     );
     let d = dir.path();
     assert_eq!(count(d, "incident_opened"), 1, "one incident");
@@ -195,19 +213,34 @@ fn story_survives_kills(kills: u32, speed: &str, max_delay: u64) {
     assert!(receipt.status.success());
 }
 
+/// The demo's virtual clock as its state database holds it, if it has one yet.
+fn demo_clock(dir: &Path) -> Option<chrono::NaiveDateTime> {
+    let conn = rusqlite::Connection::open_with_flags(
+        dir.join("dataward.db"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .ok()?;
+    let at: String = conn
+        .query_row("SELECT value FROM meta WHERE key = 'demo.clock'", [], |r| {
+            r.get(0)
+        })
+        .ok()?;
+    chrono::NaiveDateTime::parse_from_str(&at, "%Y-%m-%dT%H:%M:%SZ").ok()
+}
+
 #[test]
 fn the_headless_story_killed_20_times_completes_once() {
-    // A virtual minute per 100 ms: the story lasts about 7 s, the kills about 3.5 s.
-    story_survives_kills(20, "600", 300);
+    // One to five minutes a run: about an hour of the 100-minute story is played by
+    // runs that are killed, the rest by the last one.
+    story_survives_kills(20, "1200", &|r| 1 + r as i64 % 5, 40);
 }
 
 #[test]
 #[ignore = "long: 200 kills (cargo test --test durability -- --ignored)"]
 fn the_headless_story_killed_200_times_completes_once() {
-    // A restart plays its first minute at once, so the story (100 minutes) has room for
-    // about 100 kills that land after a minute; the short delays put the others in the
-    // middle of starting up, reading the chain back or playing the first minute.
-    story_survives_kills(200, "100", 60);
+    // A third of the runs play one more minute, the rest are killed within 30 ms of
+    // starting: about 67 minutes of the story, and many kills during start-up.
+    story_survives_kills(200, "600", &|r| i64::from(r % 3 == 0), 30);
 }
 
 /// Puts the engine in the state a kill leaves: an approval's intent committed, the
