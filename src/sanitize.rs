@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use crate::engine::api::{IncidentView, ProposalBody, ProposalView, Snapshot};
+use crate::engine::api::{IncidentView, PresenceView, ProposalBody, ProposalView, Snapshot};
 
 /// Spaces a tab becomes in multi-line text; a raw tab would let the terminal decide.
 const TAB_AS_SPACES: &str = "    ";
@@ -236,9 +236,22 @@ pub fn snapshot(snapshot: &mut Snapshot) {
         finished: _,
         org_stop,
         chain_alarm,
+        attached,
     } = snapshot;
     for text in [org_stop, chain_alarm].into_iter().flatten() {
         clean_in_place(text);
+    }
+    for presence in attached {
+        let PresenceView {
+            who,
+            read_only: _,
+            viewing,
+            deciding,
+        } = presence;
+        clean_in_place(who);
+        for text in [viewing, deciding].into_iter().flatten() {
+            clean_in_place(text);
+        }
     }
     clean_in_place(now);
     clean_in_place(actor);

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use super::Actor;
 use crate::chain;
+use crate::engine::api::{Refusal, RefusalKind};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct StopState {
@@ -61,7 +62,8 @@ pub fn state(conn: &Connection) -> Result<StopState> {
     Ok(state)
 }
 
-fn display(actor: &Value) -> String {
+/// A chain record's actor as people read it: the attested account and uid.
+pub fn display(actor: &Value) -> String {
     format!(
         "{} (uid {})",
         actor["user"].as_str().unwrap_or("unknown"),
@@ -147,12 +149,16 @@ pub fn lift(tx: &Connection, actor: &Actor, at: &str) -> Result<StopState> {
 pub fn ensure_not_stopped(conn: &Connection) -> Result<()> {
     let s = state(conn)?;
     if s.active {
-        bail!(
-            "the org-wide stop is set (since {} by {}{}): dataward dispatches nothing until two people lift it",
-            s.since.unwrap_or_default(),
-            s.by.unwrap_or_default(),
-            s.reason.map(|r| format!(": {r}")).unwrap_or_default()
-        );
+        return Err(Refusal::new(
+            RefusalKind::OrgStop,
+            format!(
+                "the org-wide stop is set (since {} by {}{}): dataward dispatches nothing until two people lift it",
+                s.since.unwrap_or_default(),
+                s.by.unwrap_or_default(),
+                s.reason.map(|r| format!(": {r}")).unwrap_or_default()
+            ),
+        )
+        .into());
     }
     Ok(())
 }

@@ -262,5 +262,6 @@ pub fn sample_snapshot() -> Snapshot {
         finished: false,
         org_stop: None,
         chain_alarm: None,
+        attached: Vec::new(),
     }
 }

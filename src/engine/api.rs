@@ -189,6 +189,9 @@ pub struct Snapshot {
     /// The chain does not verify: which record is bad. Nothing is recorded meanwhile.
     #[serde(default)]
     pub chain_alarm: Option<String>,
+    /// Everyone attached to this engine, and what they look at and decide.
+    #[serde(default)]
+    pub attached: Vec<PresenceView>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -298,4 +301,135 @@ pub enum ProposalBody {
         to: String,
         text: String,
     },
+}
+
+// ---- the wire protocol: consoles and commands attached to one engine ----------------
+
+/// Bumped on any change a client of the previous version could not read.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// What a client sends. The first message is a `Hello`; nothing in it says who the
+/// client is: the server takes that from the kernel (`SO_PEERCRED`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ClientMessage {
+    Hello {
+        protocol: u32,
+        /// Attach as an observer even if the policy would let this person decide.
+        #[serde(default)]
+        read_only: bool,
+    },
+    Request(Request),
+    /// What this client shows and does, for the others' presence line.
+    Presence {
+        viewing: Option<String>,
+        deciding: Option<String>,
+    },
+}
+
+/// One command, answered by exactly one `Reply` with the same id, to this client only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    pub id: u64,
+    pub command: Command,
+}
+
+/// What the server sends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerMessage {
+    Hello {
+        protocol: u32,
+        /// When this engine started (wall clock), so a console can tell a restart.
+        started_at: String,
+        /// Who the server attests this client is, and whether it may decide.
+        you: String,
+        read_only: bool,
+    },
+    Reply(Reply),
+    Snapshot(Box<Snapshot>),
+    /// The server will not serve this client (a protocol it does not speak, a person the
+    /// policy does not name) and closes the connection.
+    Goodbye {
+        reason: Refusal,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reply {
+    pub id: u64,
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Outcome {
+    /// Done: the chain head after it, and what happened.
+    Accepted {
+        seq: Option<u64>,
+        events: Vec<Event>,
+    },
+    Refused {
+        reason: Refusal,
+    },
+}
+
+/// Why a request was refused: a kind a script can act on, and the words a person reads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refusal {
+    pub kind: RefusalKind,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefusalKind {
+    /// The policy does not let this person do this (role, own proposal, autonomy level).
+    Policy,
+    /// The content changed since the person read it: the hash they sent is not current.
+    StaleHash,
+    /// Someone already decided it; the message says who and where on the chain.
+    AlreadyDecided,
+    /// No such incident or proposal.
+    NotFound,
+    /// The org-wide stop is set.
+    OrgStop,
+    /// The chain does not verify; nothing is recorded.
+    ChainBroken,
+    /// This client is attached as an observer.
+    ReadOnly,
+    /// The request is not valid as sent (empty reason, wrong kind of proposal, too early).
+    Invalid,
+    /// The client does not speak this protocol, or is not allowed to attach.
+    NotPermitted,
+    /// Something failed inside the engine or at an orchestrator; nothing was recorded.
+    Failed,
+}
+
+impl Refusal {
+    pub fn new(kind: RefusalKind, message: impl Into<String>) -> Refusal {
+        Refusal {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// Who is attached to the engine and what they are doing, for everyone's status bar.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PresenceView {
+    /// The person's name from the policy, or `uid N` for an observer it does not name.
+    pub who: String,
+    pub read_only: bool,
+    pub viewing: Option<String>,
+    pub deciding: Option<String>,
 }

@@ -5,26 +5,47 @@ use super::intent::{Completion, Effect};
 use super::*;
 
 impl Engine {
-    /// Applies a person's command: decided and recorded in one transaction, then any
-    /// effect it needs carried out. A refused command changes nothing and says why.
+    /// Applies one person's request and answers it: accepted with the chain head and what
+    /// happened, or refused with a typed reason. Decided and recorded in one
+    /// transaction, then any effect it needs carried out. A refused request changes
+    /// nothing. The answer goes to whoever asked, never to the shared notices.
+    pub fn request(&mut self, command: Command, actor: &Actor) -> Outcome {
+        match self.apply_and_carry_out(command, actor) {
+            Ok(events) => Outcome::Accepted {
+                seq: chain::head(&self.state).ok().flatten().map(|h| h.seq),
+                events,
+            },
+            Err(e) => Outcome::Refused {
+                reason: refusal_of(&e),
+            },
+        }
+    }
+
+    fn apply_and_carry_out(&mut self, command: Command, actor: &Actor) -> Result<Vec<Event>> {
+        // Anything left in flight from before is finished first, and is not this
+        // request's business if it fails.
+        let (mut events, failures) = self.run_intents()?;
+        for failure in failures {
+            self.notices
+                .push(format!("an earlier change failed: {failure}"));
+        }
+        events.extend(self.transact(|e| e.apply(command, actor))?);
+        let (more, failures) = self.run_intents()?;
+        events.extend(more);
+        if let Some(failure) = failures.into_iter().next() {
+            return Err(Refusal::new(RefusalKind::Failed, failure).into());
+        }
+        Ok(events)
+    }
+
+    /// Applies a command for a console in this process: like [`Engine::request`], with
+    /// the answer also put on the notices it reads.
     pub fn handle(&mut self, command: Command, actor: &Actor) -> Vec<Event> {
         let described = format!("{command:?}");
-        let result = (|| -> Result<Vec<Event>> {
-            // Anything left in flight from before is finished first, and is not this
-            // command's business if it fails.
-            let (mut events, failures) = self.run_intents()?;
-            for failure in failures {
-                self.notices
-                    .push(format!("an earlier change failed: {failure}"));
-            }
-            events.extend(self.transact(|e| e.apply(command, actor))?);
-            let (more, failures) = self.run_intents()?;
-            events.extend(more);
-            if let Some(failure) = failures.into_iter().next() {
-                anyhow::bail!("{failure}");
-            }
-            Ok(events)
-        })();
+        let result = match self.request(command, actor) {
+            Outcome::Accepted { events, .. } => Ok(events),
+            Outcome::Refused { reason } => Err(reason),
+        };
         match result {
             Ok(events) => {
                 // Confirm on screen what the chain now holds.
@@ -53,8 +74,8 @@ impl Engine {
                 }
                 events
             }
-            Err(e) => {
-                let reason = format!("{e:#}");
+            Err(refusal) => {
+                let reason = refusal.message;
                 self.notices.push(format!("refused: {reason}"));
                 vec![self.event(EventKind::Refused {
                     command: described,
@@ -70,7 +91,7 @@ impl Engine {
                 return Ok((i, p));
             }
         }
-        Err(anyhow!("no proposal {id}"))
+        Err(Refusal::new(RefusalKind::NotFound, format!("no proposal {id}")).into())
     }
 
     pub(super) fn apply(&mut self, command: Command, actor: &Actor) -> Result<Vec<Event>> {
@@ -102,16 +123,16 @@ impl Engine {
                     "only notes are forwarded; {proposal} is a {:?}",
                     prop.kind
                 );
-                anyhow::ensure!(
-                    prop.state == ProposalState::Pending,
-                    "{proposal} was already {:?}",
-                    prop.state
-                );
-                anyhow::ensure!(
-                    !actor.roles(&self.config).is_empty(),
-                    "{} has no role in the policy",
-                    actor.display()
-                );
+                if prop.state != ProposalState::Pending {
+                    return Err(self.already_decided(&proposal, prop.state).into());
+                }
+                if actor.roles(&self.config).is_empty() {
+                    return Err(Refusal::new(
+                        RefusalKind::Policy,
+                        format!("{} has no role in the policy", actor.display()),
+                    )
+                    .into());
+                }
                 anyhow::ensure!(
                     !self.intent_pending(&proposal)?,
                     "{proposal} already has a change in flight"
@@ -174,18 +195,33 @@ impl Engine {
     ) -> Result<Vec<Event>> {
         let (i, p) = self.find_proposal(id)?;
         let proposal = self.incidents[i].proposals[p].clone();
-        anyhow::ensure!(
-            proposal.content_hash == content_hash,
-            "{id} changed since it was shown (hash {} now, {} seen); the decision is void",
-            &proposal.content_hash[..12],
-            content_hash.get(..12).unwrap_or(content_hash)
-        );
+        if proposal.content_hash != content_hash {
+            return Err(Refusal::new(
+                RefusalKind::StaleHash,
+                format!(
+                    "{id} changed since it was shown (hash {} now, {} seen); the decision is void",
+                    &proposal.content_hash[..12],
+                    content_hash.get(..12).unwrap_or(content_hash)
+                ),
+            )
+            .into());
+        }
+        // The first decision recorded wins; whoever comes second is told by whom.
+        if matches!(verdict, Verdict::Approved | Verdict::Rejected)
+            && proposal.state != ProposalState::Pending
+        {
+            return Err(self.already_decided(id, proposal.state).into());
+        }
         anyhow::ensure!(
             proposal.kind != ProposalKind::Note || verdict == Verdict::Rejected,
             "a note is forwarded (f), not approved or rolled back"
         );
         if let Some(e) = &self.policy_error {
-            anyhow::bail!("the policy cannot be evaluated, so nothing may be decided: {e}");
+            return Err(Refusal::new(
+                RefusalKind::Policy,
+                format!("the policy cannot be evaluated, so nothing may be decided: {e}"),
+            )
+            .into());
         }
         let mut request = self
             .requests
@@ -201,7 +237,7 @@ impl Engine {
                     content_hash,
                     verdict == Verdict::Approved,
                 )
-                .map_err(|e| anyhow!("{id}: {e}"))?,
+                .map_err(|e| Refusal::new(RefusalKind::Policy, format!("{id}: {e}")))?,
             _ => {
                 anyhow::ensure!(
                     proposal.state == ProposalState::Approved,
@@ -210,7 +246,7 @@ impl Engine {
                 );
                 request
                     .may_act(&self.config, actor)
-                    .map_err(|e| anyhow!("{id}: {e}"))?;
+                    .map_err(|e| Refusal::new(RefusalKind::Policy, format!("{id}: {e}")))?;
             }
         }
         anyhow::ensure!(
@@ -312,9 +348,42 @@ impl Engine {
     /// A chain that does not verify is never appended to.
     pub(super) fn ensure_chain_trusted(&self) -> Result<()> {
         match &self.chain_alarm {
-            Some(alarm) => anyhow::bail!("{alarm}"),
+            Some(alarm) => Err(Refusal::new(RefusalKind::ChainBroken, alarm.clone()).into()),
             None => Ok(()),
         }
+    }
+
+    /// "INC-0001-P2 is already approved by alice (uid 1001) (chain #41)", from the chain.
+    fn already_decided(&self, proposal: &str, state: ProposalState) -> Refusal {
+        let last: Option<(u64, String)> = self
+            .state
+            .query_row(
+                "SELECT seq, actor FROM chain WHERE kind = 'decision'
+                   AND json_extract(payload, '$.proposal') = ?1 ORDER BY seq DESC LIMIT 1",
+                [proposal],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .ok();
+        let state = serde_json::to_value(state)
+            .ok()
+            .and_then(|v| v.as_str().map(|s| s.replace('_', " ")))
+            .unwrap_or_default();
+        let by = match last {
+            Some((seq, actor)) => {
+                let actor: serde_json::Value = serde_json::from_str(&actor).unwrap_or_default();
+                let who = if actor.get("engine").is_some() {
+                    "dataward".to_string()
+                } else {
+                    stop::display(&actor)
+                };
+                format!(" by {who} (chain #{seq})")
+            }
+            None => String::new(),
+        };
+        Refusal::new(
+            RefusalKind::AlreadyDecided,
+            format!("{proposal} is already {state}{by}"),
+        )
     }
 
     /// Queues the run an approved hold planned: for a person (`Some(actor)`, who must
@@ -330,7 +399,9 @@ impl Engine {
             .incidents
             .iter()
             .position(|x| x.id == incident)
-            .ok_or_else(|| anyhow!("no incident {incident}"))?;
+            .ok_or_else(|| {
+                Refusal::new(RefusalKind::NotFound, format!("no incident {incident}"))
+            })?;
         anyhow::ensure!(
             self.incidents[i].status != IncidentStatus::Resolved,
             "{incident} is resolved"
@@ -355,7 +426,7 @@ impl Engine {
                     .context("the hold has no request")?;
                 request
                     .may_act(&self.config, actor)
-                    .map_err(|e| anyhow!("{e}"))?;
+                    .map_err(|e| Refusal::new(RefusalKind::Policy, e))?;
                 actor.to_json()
             }
             None => ENGINE_ACTOR.to_string(),
@@ -441,4 +512,15 @@ fn effect_of(body: &ProposalBody, forward: bool) -> Option<Effect> {
         }
         ProposalBody::Note { .. } => None,
     }
+}
+
+/// The typed reason inside an error, or `Invalid` for a request that was simply not
+/// valid as sent; the message is the whole chain of context people read.
+fn refusal_of(e: &anyhow::Error) -> Refusal {
+    let kind = e
+        .chain()
+        .find_map(|cause| cause.downcast_ref::<Refusal>())
+        .map(|r| r.kind)
+        .unwrap_or(RefusalKind::Invalid);
+    Refusal::new(kind, format!("{e:#}"))
 }

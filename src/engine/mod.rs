@@ -12,6 +12,7 @@ mod memory;
 pub mod orchestrator;
 pub mod session;
 mod verification;
+pub mod wire;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -285,7 +286,7 @@ impl Engine {
         payload: serde_json::Value,
     ) -> Result<u64> {
         if let Some(alarm) = &self.chain_alarm {
-            anyhow::bail!("{alarm}");
+            return Err(Refusal::new(RefusalKind::ChainBroken, alarm.clone()).into());
         }
         Ok(chain::append_in(&self.state, at, kind, actor, &payload)?.seq)
     }
@@ -622,6 +623,7 @@ impl Engine {
             notices: self.notices.iter().rev().take(5).rev().cloned().collect(),
             finished,
             chain_alarm: self.chain_alarm.clone(),
+            attached: Vec::new(),
             org_stop: stop::state(&self.state).ok().filter(|s| s.active).map(|s| {
                 format!(
                     "ORG STOP since {} by {}{}",
