@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use dataward::engine::api::Command;
 use dataward::{chain, config, demo};
 
 #[derive(Parser)]
@@ -99,6 +100,53 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Run the engine as a service in the foreground: monitors, expiry, runs; consoles
+    /// and commands attach over DATA/dataward.sock. SIGTERM finishes the turn in hand.
+    Serve {
+        /// The policy and monitors (default: the XDG config path).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+    /// What is open (with --all, resolved incidents too).
+    Incidents {
+        #[arg(long)]
+        json: bool,
+        #[arg(long)]
+        all: bool,
+    },
+    /// One incident whole: cause, evidence, blast radius, proposals with content hash,
+    /// status and who may decide.
+    Show {
+        incident: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve the proposal whose content hash you read (`dataward show`).
+    Approve {
+        proposal: String,
+        #[arg(long, value_name = "HASH")]
+        hash: String,
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+    /// Reject it: final for that content.
+    Reject {
+        proposal: String,
+        #[arg(long, value_name = "HASH")]
+        hash: String,
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+    /// Apply an approved proposal's undo.
+    Rollback {
+        proposal: String,
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+    /// Send a note to the owner of the other system.
+    Forward { proposal: String },
+    /// Queue the run an approved hold planned.
+    Run { incident: String },
 }
 
 fn main() -> ExitCode {
@@ -177,5 +225,58 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
         } => chain::cli::receipt(&data_dir()?, &incident, json),
         Cmd::Stop { reason, lift } => chain::cli::stop(&data_dir()?, reason.as_deref(), lift),
+        Cmd::Serve { config } => {
+            let config = config
+                .or(cli.config)
+                .or_else(config::default_config_path)
+                .ok_or_else(|| {
+                    anyhow::anyhow!("no home directory for the default config; pass --config FILE")
+                })?;
+            anyhow::ensure!(
+                config.exists(),
+                "no config at {}; pass --config FILE",
+                config.display()
+            );
+            dataward::engine::server::serve(&dataward::engine::server::ServeOptions {
+                config,
+                data_dir: data_dir()?,
+            })?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Incidents { json, all } => dataward::engine::cli::list(&data_dir()?, json, all),
+        Cmd::Show { incident, json } => dataward::engine::cli::show(&data_dir()?, &incident, json),
+        Cmd::Approve {
+            proposal,
+            hash,
+            reason,
+        } => dataward::engine::cli::decide(
+            &data_dir()?,
+            Command::Approve {
+                proposal,
+                content_hash: hash,
+                reason,
+            },
+        ),
+        Cmd::Reject {
+            proposal,
+            hash,
+            reason,
+        } => dataward::engine::cli::decide(
+            &data_dir()?,
+            Command::Reject {
+                proposal,
+                content_hash: hash,
+                reason,
+            },
+        ),
+        Cmd::Rollback { proposal, reason } => {
+            dataward::engine::cli::decide(&data_dir()?, Command::RollBack { proposal, reason })
+        }
+        Cmd::Forward { proposal } => {
+            dataward::engine::cli::decide(&data_dir()?, Command::Forward { proposal })
+        }
+        Cmd::Run { incident } => {
+            dataward::engine::cli::decide(&data_dir()?, Command::QueueRun { incident })
+        }
     }
 }

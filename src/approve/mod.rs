@@ -52,6 +52,23 @@ impl Actor {
         }
     }
 
+    /// The peer of a socket, as the kernel attests it (`SO_PEERCRED`): its uid, and the
+    /// login uid of its process where the kernel keeps one. Nothing the peer says about
+    /// itself is taken, not even as a claim.
+    pub fn peer(uid: u32, pid: i32) -> Actor {
+        let loginuid = std::fs::read_to_string(format!("/proc/{pid}/loginuid"))
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok())
+            .filter(|id| *id != u32::MAX);
+        Actor {
+            uid,
+            loginuid,
+            user: user_name(uid),
+            claims: BTreeMap::new(),
+            stand_in: None,
+        }
+    }
+
     /// One line for people: the attested name first, then what is only claimed.
     pub fn display(&self) -> String {
         let name = self.user.clone().unwrap_or_else(|| "unknown".to_string());

@@ -26,6 +26,9 @@ pub struct Config {
     pub orchestrator: Option<OrchestratorConfig>,
     #[serde(default)]
     pub verify: VerifyConfig,
+    /// Who may attach to `dataward serve`.
+    #[serde(default)]
+    pub serve: ServeConfig,
     /// The file this was read from; relative paths inside resolve against its folder.
     #[serde(skip)]
     pub origin: PathBuf,
@@ -167,6 +170,17 @@ fn default_ttl() -> String {
 
 /// Change classes dataward knows how to carry out; a typo must not silently allow nothing.
 pub const CHANGE_CLASSES: &[&str] = &["pause_job", "run_job"];
+
+/// Access to the engine's socket. It is 0600 (only the server's own account) unless a
+/// group is named: then 0660 and owned by that group.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeConfig {
+    pub group: Option<String>,
+    /// Let an account `[people]` does not name attach read-only (else it is refused).
+    #[serde(default)]
+    pub observers: bool,
+}
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -18,22 +18,7 @@ const TICK: Duration = Duration::from_secs(15);
 pub fn run_console(config_path: &Path, data_dir: &Path, read_only: bool) -> Result<()> {
     let config = Config::load(config_path)?;
     let _lock = crate::store::EngineLock::acquire(data_dir)?;
-    let orchestrator: Option<Box<dyn Orchestrator>> = match &config.orchestrator {
-        Some(o) if o.kind == "demo" => {
-            let path = o
-                .path
-                .as_ref()
-                .map(|p| config.resolve(p))
-                .context("[orchestrator] kind = \"demo\" needs a path")?;
-            Some(Box::new(crate::demo::control::ControlPlane::new(path)))
-        }
-        Some(o) => anyhow::bail!(
-            "{}: [orchestrator] kind {:?} is not supported yet (\"demo\" is)",
-            config_path.display(),
-            o.kind
-        ),
-        None => None,
-    };
+    let orchestrator = orchestrator(&config)?;
     let state = crate::store::open(&data_dir.join("dataward.db"))?;
     let actor = Actor::current();
     let mut engine = Engine::new(config, state, orchestrator, &actor)?;
@@ -60,4 +45,68 @@ pub fn run_console(config_path: &Path, data_dir: &Path, read_only: bool) -> Resu
             }
         }
     })
+}
+
+/// The scheduler the config names, or None. Only the demo's scheduler exists yet.
+pub fn orchestrator(config: &Config) -> Result<Option<Box<dyn Orchestrator>>> {
+    match &config.orchestrator {
+        Some(o) if o.kind == "demo" => {
+            let path = o
+                .path
+                .as_ref()
+                .map(|p| config.resolve(p))
+                .context("[orchestrator] kind = \"demo\" needs a path")?;
+            Ok(Some(Box::new(crate::demo::control::ControlPlane::new(
+                path,
+            ))))
+        }
+        Some(o) => anyhow::bail!(
+            "{}: [orchestrator] kind {:?} is not supported yet (\"demo\" is)",
+            config.origin.display(),
+            o.kind
+        ),
+        None => Ok(None),
+    }
+}
+
+/// The engine on the wall clock: a turn every `TICK`, and at once when the poller
+/// stored something new. A turn that cannot be recorded (a chain that does not verify,
+/// a full disk) is shown and tried again; the engine keeps serving.
+pub struct WallClock {
+    next: Instant,
+}
+
+impl WallClock {
+    pub fn new() -> WallClock {
+        WallClock {
+            next: Instant::now(),
+        }
+    }
+}
+
+impl Default for WallClock {
+    fn default() -> Self {
+        WallClock::new()
+    }
+}
+
+impl super::hub::Driver for WallClock {
+    fn next_turn(&self) -> Instant {
+        self.next
+    }
+
+    fn turn(&mut self, engine: &mut Engine) -> Result<Vec<super::api::Event>> {
+        self.next = Instant::now() + TICK;
+        self.react(engine)
+    }
+
+    fn react(&mut self, engine: &mut Engine) -> Result<Vec<super::api::Event>> {
+        match engine.tick(chrono::Utc::now().naive_utc()) {
+            Ok(events) => Ok(events),
+            Err(e) => {
+                engine.notice(format!("this turn was not recorded: {e:#}"));
+                Ok(Vec::new())
+            }
+        }
+    }
 }

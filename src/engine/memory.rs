@@ -178,3 +178,19 @@ impl Engine {
         Ok(())
     }
 }
+
+/// The incidents a state database holds, read without an engine (and without writing:
+/// `conn` may be read-only). Who may decide is the proposal's owner here; the running
+/// engine adds the escalation targets a request has reached.
+pub fn stored_incidents(conn: &rusqlite::Connection) -> Result<Vec<IncidentView>> {
+    let mut stmt = conn.prepare("SELECT id, doc FROM incident ORDER BY rowid")?;
+    let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (id, doc) = row?;
+        let incident: Incident = serde_json::from_str(&doc)
+            .with_context(|| format!("incident {id} in the state database"))?;
+        out.push(incident.view(&|_| None));
+    }
+    Ok(out)
+}

@@ -6,10 +6,15 @@
 pub mod api;
 mod autonomy;
 mod commands;
+pub mod hub;
 mod intent;
 pub mod live;
 mod memory;
+pub use memory::stored_incidents;
+pub mod cli;
+pub mod client;
 pub mod orchestrator;
+pub mod server;
 pub mod session;
 mod verification;
 pub mod wire;
@@ -107,6 +112,9 @@ pub struct Engine {
     chain_alarm: Option<String>,
     /// Resolved incidents and answered requests already written: they do not change.
     settled: BTreeSet<String>,
+    /// The scheduler's pipelines as last read in the background, when something reads
+    /// them there.
+    pipelines: Option<Vec<PipelineView>>,
 }
 
 impl Engine {
@@ -152,6 +160,7 @@ impl Engine {
             policy_error: None,
             chain_alarm: None,
             settled: BTreeSet::new(),
+            pipelines: None,
         };
         // The chain is held against its checkpoint before anything is appended: a
         // cut-off tail or a rewrite must stop the engine from writing past it.
@@ -168,6 +177,11 @@ impl Engine {
             engine.transact(|e| e.record_policy())?;
         }
         Ok(engine)
+    }
+
+    /// The scheduler's pipelines as read in the background: snapshots show these.
+    pub fn set_pipelines(&mut self, pipelines: Vec<PipelineView>) {
+        self.pipelines = Some(pipelines);
     }
 
     /// A line for the people watching (the latest few are in every snapshot).
@@ -604,11 +618,14 @@ impl Engine {
     }
 
     pub fn snapshot(&self, finished: bool) -> Snapshot {
-        let pipelines = self
-            .orchestrator
-            .as_ref()
-            .and_then(|o| o.pipelines().ok())
-            .unwrap_or_default();
+        let pipelines = match &self.pipelines {
+            Some(cached) => cached.clone(),
+            None => self
+                .orchestrator
+                .as_ref()
+                .and_then(|o| o.pipelines().ok())
+                .unwrap_or_default(),
+        };
         Snapshot {
             now: self.now.clone(),
             actor: self.console_actor.clone(),
@@ -714,6 +731,30 @@ impl Engine {
     }
 
     fn incident_view(&self, i: &Incident) -> IncidentView {
+        i.view(&|proposal| {
+            self.requests
+                .get(proposal)
+                .and_then(|r| r.eligible_roles(&self.config).ok())
+        })
+    }
+
+    /// Is the monitor's row count back at its baseline (not merely inside the band)?
+    /// A run queued before that builds on a partial table.
+    pub fn recovered(&self, monitor: &str) -> bool {
+        self.latest
+            .get(&(monitor.to_string(), CheckKind::RowCount, None))
+            .is_some_and(|o| {
+                o.verdict.as_str() == "ok"
+                    && matches!((o.value, o.expected), (Some(v), Some(r)) if v >= r.baseline)
+            })
+    }
+}
+
+impl Incident {
+    /// What clients see of it. `deciders` gives the roles that may decide a proposal
+    /// now, where the policy is at hand; without it, the proposal's owner.
+    fn view(&self, deciders: &dyn Fn(&str) -> Option<Vec<String>>) -> IncidentView {
+        let i = self;
         IncidentView {
             id: i.id.clone(),
             title: format!(
@@ -740,11 +781,7 @@ impl Engine {
                 .iter()
                 .map(|p| {
                     let mut view = p.view();
-                    if let Some(Ok(roles)) = self
-                        .requests
-                        .get(&p.id)
-                        .map(|r| r.eligible_roles(&self.config))
-                    {
+                    if let Some(roles) = deciders(&p.id) {
                         view.deciders = roles;
                     }
                     view
@@ -759,19 +796,6 @@ impl Engine {
         }
     }
 
-    /// Is the monitor's row count back at its baseline (not merely inside the band)?
-    /// A run queued before that builds on a partial table.
-    pub fn recovered(&self, monitor: &str) -> bool {
-        self.latest
-            .get(&(monitor.to_string(), CheckKind::RowCount, None))
-            .is_some_and(|o| {
-                o.verdict.as_str() == "ok"
-                    && matches!((o.value, o.expected), (Some(v), Some(r)) if v >= r.baseline)
-            })
-    }
-}
-
-impl Incident {
     fn opened(
         id: &str,
         o: &Observation,

@@ -180,12 +180,27 @@ pub fn ensure_private_dir(dir: &Path) -> Result<()> {
 /// writing) that another user owns, naming the path and the command that fixes it.
 /// Symlinks are followed: a data directory may live elsewhere by the owner's choice.
 pub fn check_private(path: &Path, usage: Use) -> Result<()> {
+    check(path, usage, None, "rewrite the decision log")
+}
+
+/// Refuses a config (the policy: who may approve what) that another account owns or
+/// that group or others can write.
+pub fn check_private_config(path: &Path) -> Result<()> {
+    check(
+        path,
+        Use::Write,
+        Some("config"),
+        "give itself the owner role",
+    )
+}
+
+fn check(path: &Path, usage: Use, what: Option<&str>, risk: &str) -> Result<()> {
     let meta =
         std::fs::metadata(path).with_context(|| format!("cannot stat {}", path.display()))?;
     let (what, private_mode) = if meta.is_dir() {
-        ("data directory", "700")
+        (what.unwrap_or("data directory"), "700")
     } else {
-        ("state file", "600")
+        (what.unwrap_or("state file"), "600")
     };
     let me = effective_uid();
     if usage == Use::Write && meta.uid() != me {
@@ -205,7 +220,7 @@ pub fn check_private(path: &Path, usage: Use) -> Result<()> {
         };
         bail!(
             "the {what} {} is writable by {who} (mode {:o}); anyone who can write it can \
-             rewrite the decision log. Run `chmod {private_mode} {}`",
+             {risk}. Run `chmod {private_mode} {}`",
             path.display(),
             mode & 0o7777,
             path.display()
