@@ -186,7 +186,7 @@ fn the_engine_tells_the_ticketing_story() {
 fn decisions_go_through_the_policy() {
     let dir = tempfile::tempdir().unwrap();
     let actor = dataward::approve::Actor::current();
-    let (mut scenario, mut engine) = dataward::demo::prepare(dir.path(), &actor).unwrap();
+    let (scenario, mut engine) = dataward::demo::prepare(dir.path(), &actor).unwrap();
     let (_tx, rx) = std::sync::mpsc::channel();
     let mut stand_in = actor.clone();
     stand_in.stand_in = Some("analytics-owner".into());
@@ -200,7 +200,7 @@ fn decisions_go_through_the_policy() {
     // Play the whole story with nobody deciding: the incident must still be open.
     dataward::demo::play(
         &options,
-        &mut scenario,
+        scenario,
         &mut engine,
         &stand_in,
         dataward::demo::warm_up_start(),

@@ -15,9 +15,12 @@ use chrono::{NaiveDate, NaiveDateTime, TimeDelta};
 
 use crate::approve::Actor;
 use crate::config::Config;
+use crate::engine::api::Outcome;
 use crate::engine::api::{
     Command, Event, EventKind, IncidentStatus, ProposalKind, ProposalState, Snapshot,
 };
+use crate::engine::hub::{Driver, Hub};
+use crate::engine::server;
 use crate::engine::session::{publish, serve_until, with_console};
 use crate::engine::Engine;
 use scenario::Scenario;
@@ -167,15 +170,115 @@ fn open_story(
     Ok((scenario, engine, warm_up_start()))
 }
 
-/// Plays the story minute by minute from `from`. `commands` carries what people (or
-/// the headless stand-in) decide; every event goes to `emit`; a snapshot after each
-/// change goes to `snapshots`. Returns when the story is over and, for a console, when
-/// it hangs up. The virtual clock is kept in the state database after every minute, so
-/// a demo killed at any moment resumes where it was.
+/// The story as the engine's clock: one virtual minute a turn, at the demo's speed.
+/// Each minute the outside world moves (the scenario), the engine takes its turn, the
+/// stand-in (if any) decides, and the clock is kept in the state database, so a demo
+/// killed at any moment resumes where it was.
+pub struct Story {
+    scenario: Scenario,
+    stand_in: Option<StandIn>,
+    now: NaiveDateTime,
+    speed: f64,
+    next: Instant,
+    finished: bool,
+}
+
+impl Story {
+    pub fn new(
+        options: &DemoOptions,
+        scenario: Scenario,
+        actor: &Actor,
+        from: NaiveDateTime,
+    ) -> Story {
+        Story {
+            scenario,
+            stand_in: options
+                .approve_as
+                .as_ref()
+                .map(|role| StandIn::new(actor, role)),
+            now: from,
+            speed: options.speed,
+            next: Instant::now(),
+            finished: from > story_end(),
+        }
+    }
+
+    /// The last minute played.
+    pub fn clock(&self) -> NaiveDateTime {
+        self.now - TimeDelta::minutes(1)
+    }
+
+    /// Plays one virtual minute and says what happened.
+    pub fn minute(&mut self, engine: &mut Engine) -> Result<Vec<Event>> {
+        let now = self.now;
+        let mut events: Vec<Event> = self
+            .scenario
+            .step(now)?
+            .into_iter()
+            .map(|step| Event {
+                at: crate::engine::timestamp(now),
+                kind: EventKind::Scenario { step },
+            })
+            .collect();
+        events.extend(engine.tick(now)?);
+        if let Some(stand_in) = self.stand_in.as_mut() {
+            for command in stand_in.react(engine) {
+                let described = format!("{command:?}");
+                match engine.request(command, &stand_in.actor) {
+                    Outcome::Accepted { events: done, .. } => events.extend(done),
+                    Outcome::Refused { reason } => events.push(Event {
+                        at: crate::engine::timestamp(now),
+                        kind: EventKind::Refused {
+                            command: described,
+                            reason: reason.message,
+                        },
+                    }),
+                }
+            }
+        }
+        engine.remember(DEMO_CLOCK, &crate::engine::timestamp(now))?;
+        // Before the story starts, the monitors only learn: play it ten times faster.
+        let speed = if now < story_start() {
+            self.speed * 10.0
+        } else {
+            self.speed
+        };
+        self.next = Instant::now() + Duration::from_secs_f64(60.0 / speed.max(0.001));
+        self.now += TimeDelta::minutes(1);
+        if self.now > story_end() {
+            engine.remember(DEMO_FINISHED, &crate::engine::timestamp(story_end()))?;
+            self.finished = true;
+        }
+        Ok(events)
+    }
+}
+
+impl Driver for Story {
+    fn next_turn(&self) -> Instant {
+        self.next
+    }
+
+    fn turn(&mut self, engine: &mut Engine) -> Result<Vec<Event>> {
+        self.minute(engine)
+    }
+
+    fn react(&mut self, _engine: &mut Engine) -> Result<Vec<Event>> {
+        // The demo polls on its own virtual clock, in its turns.
+        Ok(Vec::new())
+    }
+
+    fn finished(&self) -> bool {
+        self.finished
+    }
+}
+
+/// Plays the story for a console in this process from `from`. `commands` carries what
+/// people decide; every event goes to `emit`; a snapshot after each change goes to
+/// `snapshots`. Returns when the story is over and, for a console, when it hangs up.
 #[allow(clippy::too_many_arguments)]
 pub fn play(
     options: &DemoOptions,
-    scenario: &mut Scenario,
+    scenario: Scenario,
     engine: &mut Engine,
     actor: &Actor,
     from: NaiveDateTime,
@@ -183,53 +286,16 @@ pub fn play(
     emit: &mut dyn FnMut(&Event),
     snapshots: Option<&Sender<Snapshot>>,
 ) -> Result<()> {
-    let mut stand_in = options
-        .approve_as
-        .as_ref()
-        .map(|role| StandIn::new(actor, role));
-    let mut now = from;
-    while now <= story_end() {
-        for step in scenario.step(now)? {
-            emit(&Event {
-                at: crate::engine::timestamp(now),
-                kind: EventKind::Scenario { step },
-            });
+    let mut story = Story::new(options, scenario, actor, from);
+    while !story.finished() {
+        for event in story.minute(engine)? {
+            emit(&event);
         }
-        let events = engine.tick(now)?;
-        for event in &events {
-            emit(event);
-        }
-        if let Some(stand_in) = stand_in.as_mut() {
-            for command in stand_in.react(engine) {
-                for event in engine.handle(command, &stand_in.actor) {
-                    emit(&event);
-                }
-            }
-        }
-        engine.remember(DEMO_CLOCK, &crate::engine::timestamp(now))?;
         publish(engine, snapshots, false);
-        if snapshots.is_none() {
-            if let Some(signal) = crate::signals::quit_signal() {
-                eprintln!(
-                    "dataward: stopped by signal {signal} after {} (virtual); run the same command to resume",
-                    crate::engine::timestamp(now)
-                );
-                return Ok(());
-            }
-        }
-        // Before the story starts, the monitors only learn: play it ten times faster.
-        let speed = if now < story_start() {
-            options.speed * 10.0
-        } else {
-            options.speed
-        };
-        let deadline = Instant::now() + Duration::from_secs_f64(60.0 / speed.max(0.001));
-        if !serve_until(engine, commands, actor, deadline, emit, snapshots, false) {
+        if !serve_until(engine, commands, actor, story.next, emit, snapshots, false) {
             return Ok(()); // the console quit
         }
-        now += TimeDelta::minutes(1);
     }
-    engine.remember(DEMO_FINISHED, &crate::engine::timestamp(story_end()))?;
     publish(engine, snapshots, true);
     // The clock has stopped; a console can still decide and read until it quits.
     if snapshots.is_some() {
@@ -305,9 +371,20 @@ pub fn run_headless(options: DemoOptions, json: bool) -> Result<()> {
     check_role(&options)?;
     let _lock = crate::store::EngineLock::acquire(&options.data_dir)?;
     let actor = Actor::current();
-    let (mut scenario, mut engine, from) = open_story(&options.data_dir, &actor)?;
-    let (_tx, rx) = mpsc::channel::<Command>();
-    let mut emit = |event: &Event| {
+    let (scenario, engine, from) = open_story(&options.data_dir, &actor)?;
+    // The demo serves its socket like `dataward serve`: people decide through a console
+    // (`dataward --data-dir DIR`) or the CLI while it plays.
+    let config = Config::load(&options.data_dir.join("estate").join("dataward.toml"))?;
+    let (hub_tx, hub_rx) = mpsc::channel();
+    let listener = server::bind(&options.data_dir, &config)?;
+    {
+        let (config, hub_tx) = (std::sync::Arc::new(config), hub_tx.clone());
+        std::thread::spawn(move || server::accept(listener, config, hub_tx));
+    }
+    // A signal ends the story after the minute in hand; the same command carries on.
+    crate::signals::catch()?;
+    server::stop_on_signal(hub_tx.clone());
+    let emit = move |event: &Event| {
         if json {
             println!(
                 "{}",
@@ -317,19 +394,20 @@ pub fn run_headless(options: DemoOptions, json: bool) -> Result<()> {
             println!("{}", crate::sanitize::for_terminal(&describe(event)));
         }
     };
-    // A signal ends the story at the next minute, on its normal path; the same command
-    // carries on from there.
-    crate::signals::catch()?;
-    play(
-        &options,
-        &mut scenario,
-        &mut engine,
-        &actor,
-        from,
-        &rx,
-        &mut emit,
-        None,
-    )
+    let mut story = Story::new(&options, scenario, &actor, from);
+    let result = Hub::new(engine, hub_rx, Box::new(emit))
+        .stopping_when_finished()
+        .run(&mut story);
+    let _ = std::fs::remove_file(server::socket_path(&options.data_dir));
+    drop(hub_tx);
+    result?;
+    if let Some(signal) = crate::signals::quit_signal() {
+        eprintln!(
+            "dataward: stopped by signal {signal} after {} (virtual); run the same command to resume",
+            crate::engine::timestamp(story.clock())
+        );
+    }
+    Ok(())
 }
 
 /// `--approve-as` plays the story's owner, nobody else: not an escalation target nobody
@@ -366,12 +444,12 @@ fn describe(event: &Event) -> String {
 pub fn run_console(options: DemoOptions) -> Result<()> {
     let _lock = crate::store::EngineLock::acquire(&options.data_dir)?;
     let actor = Actor::current();
-    let (mut scenario, mut engine, from) = open_story(&options.data_dir, &actor)?;
+    let (scenario, mut engine, from) = open_story(&options.data_dir, &actor)?;
     with_console(false, move |commands, snapshots| {
         let mut emit = |_: &Event| {};
         play(
             &options,
-            &mut scenario,
+            scenario,
             &mut engine,
             &actor,
             from,

@@ -168,6 +168,8 @@ pub struct Hub {
     started_at: String,
     /// Every event, as it happens (the headless demo prints them; serve logs them).
     emit: Box<dyn FnMut(&Event) + Send>,
+    /// Return once the driver's story is over (the headless demo), rather than serving on.
+    stop_when_finished: bool,
 }
 
 impl Hub {
@@ -182,7 +184,13 @@ impl Hub {
             clients: BTreeMap::new(),
             started_at: super::timestamp(chrono::Utc::now().naive_utc()),
             emit,
+            stop_when_finished: false,
         }
+    }
+
+    pub fn stopping_when_finished(mut self) -> Hub {
+        self.stop_when_finished = true;
+        self
     }
 
     /// Handles messages and turns until `Stop` (or every sender is gone), then closes
@@ -193,6 +201,9 @@ impl Hub {
             if changed {
                 self.publish(driver.finished());
                 changed = false;
+            }
+            if self.stop_when_finished && driver.finished() {
+                break;
             }
             let wait = driver
                 .next_turn()
