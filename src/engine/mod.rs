@@ -10,6 +10,7 @@ mod intent;
 pub mod live;
 mod memory;
 pub mod orchestrator;
+pub mod poll_task;
 pub mod session;
 mod verification;
 
