@@ -10,6 +10,7 @@ pub mod detect;
 pub mod engine;
 pub mod incident;
 pub mod lineage;
+pub mod logging;
 pub mod monitor;
 pub mod propose;
 pub mod sanitize;

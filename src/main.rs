@@ -106,6 +106,9 @@ enum Cmd {
         /// The policy and monitors (default: the XDG config path).
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
+        /// Log to stderr instead of the file in the XDG state directory.
+        #[arg(long)]
+        log_stderr: bool,
     },
     /// What is open (with --all, resolved incidents too).
     Incidents {
@@ -225,7 +228,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
         } => chain::cli::receipt(&data_dir()?, &incident, json),
         Cmd::Stop { reason, lift } => chain::cli::stop(&data_dir()?, reason.as_deref(), lift),
-        Cmd::Serve { config } => {
+        Cmd::Serve { config, log_stderr } => {
+            if let Some(log) = dataward::logging::init(log_stderr)? {
+                eprintln!("dataward serve: logging to {}", log.display());
+            }
             let config = config
                 .or(cli.config)
                 .or_else(config::default_config_path)

@@ -143,7 +143,11 @@ impl Engine {
     pub(super) fn run_intents(&mut self) -> Result<(Vec<Event>, Vec<String>)> {
         let mut events = Vec::new();
         let mut failures = Vec::new();
-        for intent in self.pending_intents()? {
+        let pending = self.pending_intents()?;
+        let touches_scheduler = pending
+            .iter()
+            .any(|i| !matches!(i.effect, Effect::WriteFile { .. }));
+        for intent in pending {
             match self.perform(&intent.effect) {
                 Ok(outcome) => {
                     events.extend(self.transact(|engine| {
@@ -177,6 +181,11 @@ impl Engine {
                     }
                 }
             }
+        }
+        if touches_scheduler {
+            // A paused job or a queued run shows on the bar in the next snapshot. (A
+            // `PollTask`'s next turn does this when polling is not inline.)
+            self.refresh_pipelines();
         }
         Ok((events, failures))
     }

@@ -3,9 +3,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
-use super::orchestrator::Orchestrator;
 use super::session::{publish, serve_until, with_console};
 use super::Engine;
 use crate::approve::Actor;
@@ -18,7 +17,7 @@ const TICK: Duration = Duration::from_secs(15);
 pub fn run_console(config_path: &Path, data_dir: &Path, read_only: bool) -> Result<()> {
     let config = Config::load(config_path)?;
     let _lock = crate::store::EngineLock::acquire(data_dir)?;
-    let orchestrator = orchestrator(&config)?;
+    let orchestrator = super::orchestrator::from_config(&config)?;
     let state = crate::store::open(&data_dir.join("dataward.db"))?;
     let actor = Actor::current();
     let mut engine = Engine::new(config, state, orchestrator, &actor)?;
@@ -45,28 +44,6 @@ pub fn run_console(config_path: &Path, data_dir: &Path, read_only: bool) -> Resu
             }
         }
     })
-}
-
-/// The scheduler the config names, or None. Only the demo's scheduler exists yet.
-pub fn orchestrator(config: &Config) -> Result<Option<Box<dyn Orchestrator>>> {
-    match &config.orchestrator {
-        Some(o) if o.kind == "demo" => {
-            let path = o
-                .path
-                .as_ref()
-                .map(|p| config.resolve(p))
-                .context("[orchestrator] kind = \"demo\" needs a path")?;
-            Ok(Some(Box::new(crate::demo::control::ControlPlane::new(
-                path,
-            ))))
-        }
-        Some(o) => anyhow::bail!(
-            "{}: [orchestrator] kind {:?} is not supported yet (\"demo\" is)",
-            config.origin.display(),
-            o.kind
-        ),
-        None => Ok(None),
-    }
 }
 
 /// The engine on the wall clock: a turn every `TICK`, and at once when the poller

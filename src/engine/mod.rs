@@ -15,6 +15,7 @@ pub mod cli;
 pub mod client;
 pub mod orchestrator;
 pub mod server;
+pub mod poll_task;
 pub mod session;
 mod verification;
 pub mod wire;
@@ -112,9 +113,12 @@ pub struct Engine {
     chain_alarm: Option<String>,
     /// Resolved incidents and answered requests already written: they do not change.
     settled: BTreeSet<String>,
-    /// The scheduler's pipelines as last read in the background, when something reads
-    /// them there.
-    pipelines: Option<Vec<PipelineView>>,
+    /// `tick` polls the due monitors itself (the demo, the console without a server).
+    /// Off when a `PollTask` polls on its own thread and stores the observations.
+    inline_polling: bool,
+    /// The pipelines bar as last read from the orchestrator: a snapshot shows this and
+    /// never calls out, so a slow scheduler cannot delay one.
+    pipelines: Vec<PipelineView>,
 }
 
 impl Engine {
@@ -160,7 +164,8 @@ impl Engine {
             policy_error: None,
             chain_alarm: None,
             settled: BTreeSet::new(),
-            pipelines: None,
+            inline_polling: true,
+            pipelines: Vec::new(),
         };
         // The chain is held against its checkpoint before anything is appended: a
         // cut-off tail or a rewrite must stop the engine from writing past it.
@@ -177,11 +182,6 @@ impl Engine {
             engine.transact(|e| e.record_policy())?;
         }
         Ok(engine)
-    }
-
-    /// The scheduler's pipelines as read in the background: snapshots show these.
-    pub fn set_pipelines(&mut self, pipelines: Vec<PipelineView>) {
-        self.pipelines = Some(pipelines);
     }
 
     /// A line for the people watching (the latest few are in every snapshot).
@@ -205,6 +205,30 @@ impl Engine {
             .state
             .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
             .optional()?)
+    }
+
+    /// With `false`, `tick` neither polls nor asks the orchestrator for its pipelines:
+    /// a `PollTask` stores the observations (`tick` acts on them) and the caller hands
+    /// the pipelines over with `set_pipelines`. On by default.
+    pub fn set_inline_polling(&mut self, on: bool) {
+        self.inline_polling = on;
+    }
+
+    /// The pipelines bar as a `PollTask` last read it.
+    pub fn set_pipelines(&mut self, pipelines: Vec<PipelineView>) {
+        self.pipelines = pipelines;
+    }
+
+    /// Reads the pipelines bar from the orchestrator, when polling inline. A scheduler
+    /// that does not answer shows no pipelines rather than stale ones.
+    fn refresh_pipelines(&mut self) {
+        if self.inline_polling {
+            self.pipelines = self
+                .orchestrator
+                .as_ref()
+                .and_then(|o| o.pipelines().ok())
+                .unwrap_or_default();
+        }
     }
 
     /// Why the chain cannot be trusted, when it cannot.
@@ -312,9 +336,9 @@ impl Engine {
         }
     }
 
-    /// One turn of the clock: carry out intents left from before, poll what is due,
-    /// act on what the poll stored (in one transaction), then carry out the intents
-    /// that made. Returns what happened.
+    /// One turn of the clock: carry out intents left from before, poll what is due
+    /// (unless a `PollTask` does), act on what was stored (in one transaction), then
+    /// carry out the intents that made. Returns what happened.
     pub fn tick(&mut self, now: NaiveDateTime) -> Result<Vec<Event>> {
         self.now = timestamp(now);
         self.now_time = now;
@@ -322,6 +346,19 @@ impl Engine {
         if self.chain_alarm.is_none() {
             self.transact(|e| e.record_policy())?;
         }
+        if self.inline_polling {
+            // Before the turn: proposals read the jobs' last runs from this list.
+            self.refresh_pipelines();
+            self.poll_due(now)?;
+        }
+        events.extend(self.transact(|e| e.turn(now))?);
+        let (more, _) = self.run_intents()?;
+        events.extend(more);
+        Ok(events)
+    }
+
+    /// Polls the monitors that are due, storing what they measured.
+    fn poll_due(&mut self, now: NaiveDateTime) -> Result<()> {
         let mut due = Vec::new();
         for monitor in &self.config.monitor {
             let name = Config::monitor_name(monitor);
@@ -334,14 +371,11 @@ impl Engine {
             due.push(monitor.clone());
         }
         if !due.is_empty() {
-            // The poll stores what it measured in a transaction of its own; the engine
-            // acts on stored observations below, so a crash in between loses nothing.
+            // The poll stores what it measured in a transaction of its own; the turn
+            // acts on stored observations after it, so a crash in between loses nothing.
             self.poller.poll(&self.state, &due, now.and_utc())?;
         }
-        events.extend(self.transact(|e| e.turn(now))?);
-        let (more, _) = self.run_intents()?;
-        events.extend(more);
-        Ok(events)
+        Ok(())
     }
 
     /// Everything one turn decides, inside one transaction.
@@ -502,15 +536,16 @@ impl Engine {
         if approve::autonomy(&self.config, &incident.table) < 2 {
             return;
         }
-        let orchestrator = &self.orchestrator;
+        // From the cached bar: opening an incident makes no call to the scheduler.
+        let pipelines = &self.pipelines;
         let last_run = |job: &str| -> Option<String> {
             let name = &lineage.node(lineage.resolve(job).ok()?).name;
-            let pipelines = orchestrator.as_ref()?.pipelines().ok()?;
             let at = pipelines
-                .into_iter()
+                .iter()
                 .find(|p| &p.name == name)?
-                .last_run_at?;
-            Some(short_time(&at).to_string())
+                .last_run_at
+                .as_ref()?;
+            Some(short_time(at).to_string())
         };
         // A diff may only change a file inside the dbt project: a manifest naming
         // `../../x.sql`, or a symlink out of the project, gets no proposal at all.
@@ -617,15 +652,10 @@ impl Engine {
         })
     }
 
+    /// What clients show. Reads only the engine's own state and database: no call to a
+    /// warehouse or the orchestrator, so nothing slow outside can delay it.
     pub fn snapshot(&self, finished: bool) -> Snapshot {
-        let pipelines = match &self.pipelines {
-            Some(cached) => cached.clone(),
-            None => self
-                .orchestrator
-                .as_ref()
-                .and_then(|o| o.pipelines().ok())
-                .unwrap_or_default(),
-        };
+        let pipelines = self.pipelines.clone();
         Snapshot {
             now: self.now.clone(),
             actor: self.console_actor.clone(),

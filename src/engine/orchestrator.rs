@@ -27,3 +27,27 @@ pub trait Orchestrator: Send {
     fn queue_run(&self, job: &str, at: &str, by: &str, key: &str) -> Result<(i64, bool)>;
     fn run(&self, id: i64) -> Result<Option<RunRecord>>;
 }
+
+/// The orchestrator a config names, built the same way for the engine and for the
+/// poll task that refreshes the pipelines bar in the background (each holds its own).
+pub fn from_config(config: &crate::config::Config) -> Result<Option<Box<dyn Orchestrator>>> {
+    use anyhow::Context;
+    match &config.orchestrator {
+        Some(o) if o.kind == "demo" => {
+            let path = o
+                .path
+                .as_ref()
+                .map(|p| config.resolve(p))
+                .context("[orchestrator] kind = \"demo\" needs a path")?;
+            Ok(Some(Box::new(crate::demo::control::ControlPlane::new(
+                path,
+            ))))
+        }
+        Some(o) => anyhow::bail!(
+            "{}: [orchestrator] kind {:?} is not supported yet (\"demo\" is)",
+            config.origin.display(),
+            o.kind
+        ),
+        None => Ok(None),
+    }
+}

@@ -163,18 +163,13 @@ pub fn accept(listener: UnixListener, config: Arc<Config>, hub: Sender<HubMessag
             .name(format!("dataward-client-{id}"))
             .spawn(move || {
                 if let Err(e) = serve_client(id, stream, &config, &hub) {
-                    tracing_note(&format!("client {id}: {e}"));
+                    tracing::warn!("client {id}: {e:#}");
                 }
                 let _ = hub.send(HubMessage::Detach { client: id });
                 attached.fetch_sub(1, Ordering::SeqCst);
             })
             .expect("a thread for a client");
     }
-}
-
-fn tracing_note(text: &str) {
-    // Logging lands with the service's log file; until then, a quiet stderr line.
-    let _ = writeln!(std::io::stderr(), "dataward serve: {text}");
 }
 
 fn refuse(stream: &UnixStream, reason: Refusal) -> std::io::Result<()> {
@@ -316,10 +311,26 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     crate::store::files::ensure_private_dir(&options.data_dir)?;
     let config = Config::load(&options.config)?;
     let _lock = crate::store::EngineLock::acquire(&options.data_dir)?;
-    let orchestrator = super::live::orchestrator(&config)?;
-    let state = crate::store::open(&options.data_dir.join("dataward.db"))?;
-    let engine = super::Engine::new(config.clone(), state, orchestrator, &Actor::current())?;
+    let orchestrator = super::orchestrator::from_config(&config)?;
+    let db = options.data_dir.join("dataward.db");
+    let state = crate::store::open(&db)?;
+    let mut engine = super::Engine::new(config.clone(), state, orchestrator, &Actor::current())?;
+    // Polling runs on its own thread: a check blocked on a locked table never delays a
+    // decision or the stop. The engine acts on what it stored when told.
+    engine.set_inline_polling(false);
     let (hub_tx, hub_rx) = std::sync::mpsc::channel();
+    let news = hub_tx.clone();
+    let poll_task = super::poll_task::PollTask::start(
+        config.clone(),
+        db,
+        Arc::new(|| chrono::Utc::now().naive_utc()),
+        move |item| {
+            let _ = news.send(match item {
+                super::poll_task::PollNews::Observed => HubMessage::Observed,
+                super::poll_task::PollNews::Pipelines(p) => HubMessage::Pipelines(p),
+            });
+        },
+    )?;
     let listener = bind(&options.data_dir, &config)?;
     let config = Arc::new(config);
     {
@@ -330,15 +341,23 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     }
     crate::signals::catch()?;
     stop_on_signal(hub_tx.clone());
+    tracing::info!(
+        "serving {} with {} (pid {})",
+        socket_path(&options.data_dir).display(),
+        options.config.display(),
+        std::process::id()
+    );
     let hub = Hub::new(
         engine,
         hub_rx,
         Box::new(|event| {
-            tracing_note(&crate::sanitize::json(event, false).unwrap_or_default());
+            tracing::info!("{}", crate::sanitize::json(event, false).unwrap_or_default());
         }),
     );
     let result = hub.run(&mut super::live::WallClock::new());
+    poll_task.stop();
     let _ = std::fs::remove_file(socket_path(&options.data_dir));
     drop(hub_tx);
+    tracing::info!("stopped");
     result.map(|_| ())
 }

@@ -164,6 +164,13 @@ impl Poller {
         self.backoff = base;
     }
 
+    /// Lets go of the poller without waiting for checks still running: a check
+    /// abandoned at its timeout may stay blocked in the warehouse (until its statement
+    /// timeout), and dropping the runtime would wait for it.
+    pub fn shut_down(self) {
+        self.runtime.shutdown_background();
+    }
+
     /// Measures every check of every monitor concurrently, then judges and stores each
     /// result in the state database. Observations come back in config order.
     pub fn poll(
@@ -175,8 +182,12 @@ impl Poller {
         let at = now.format("%Y-%m-%dT%H:%M:%SZ").to_string();
         let measured = self.runtime.block_on(self.measure_all(monitors, now));
         // One transaction for the whole poll: with synchronous=FULL, a commit per
-        // observation would cost thousands of fsyncs on a large estate.
-        let tx = state.unchecked_transaction()?;
+        // observation would cost thousands of fsyncs on a large estate. IMMEDIATE
+        // because judging reads history before it writes: on a connection of its own
+        // (a `PollTask`) a deferred transaction whose snapshot the engine moved on
+        // meanwhile could not upgrade to a write and the whole poll would be lost.
+        let tx =
+            rusqlite::Transaction::new_unchecked(state, rusqlite::TransactionBehavior::Immediate)?;
         let mut observations = Vec::new();
         for ((monitor, check), result) in checks_of(monitors).zip(measured) {
             observations.extend(judge(&tx, monitor, check, &at, result)?);

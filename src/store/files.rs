@@ -29,6 +29,26 @@ pub fn open_or_create(path: &Path) -> Result<File> {
     Ok(file)
 }
 
+/// Opens `path` for appending, creating it (mode 0600) if missing, never through a
+/// symlink: for logs, which several processes may write at once (`O_APPEND` keeps
+/// their lines whole rather than overwriting each other). An existing file is made
+/// 0600 too: a log names tables and people.
+pub fn open_append(path: &Path) -> Result<File> {
+    let file = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| refused_open(path, e))?;
+    ensure_plain_file(&file, path)?;
+    if file.metadata()?.mode() & 0o077 != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("cannot make {} private", path.display()))?;
+    }
+    Ok(file)
+}
+
 /// Opens an existing file for reading, never through a symlink.
 pub fn open_read(path: &Path) -> Result<File> {
     let file = OpenOptions::new()

@@ -1,0 +1,267 @@
+//! Polling on its own thread: the monitors run on their schedules with a poller and a
+//! state-database connection of their own, and the engine is only told that new
+//! observations are stored. The engine acts on them by its mark (`unseen_observations`)
+//! at its next `tick`, so a check blocked on a locked table delays no command, and the
+//! pipelines bar is read here too, so no snapshot calls the orchestrator.
+//!
+//! Start the `Engine` (with `set_inline_polling(false)`) before the task: an engine that
+//! never ran on a database takes what is already stored as its baseline.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use chrono::{NaiveDateTime, TimeDelta};
+use rusqlite::Connection;
+
+use super::api::PipelineView;
+use super::orchestrator::{self, Orchestrator};
+use crate::config::{parse_duration, CheckKind, Config, MonitorConfig};
+use crate::monitor::poller::Poller;
+use crate::monitor::{self, Health, Observation};
+
+/// How often the task looks at the clock and re-reads the pipelines. Monitors are due
+/// on their own schedules; this only bounds how late a due one starts (`poke` starts a
+/// turn at once, for a clock that moves faster than the wall's).
+pub const TURN: Duration = Duration::from_secs(5);
+
+/// What the task tells the engine's owner.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PollNews {
+    /// A poll stored observations: the engine's next `tick` acts on them.
+    Observed,
+    /// The orchestrator's pipelines as just read (empty when it did not answer), for
+    /// `Engine::set_pipelines`.
+    Pipelines(Vec<PipelineView>),
+}
+
+pub struct PollTask {
+    shared: Arc<Shared>,
+    thread: JoinHandle<()>,
+}
+
+struct Shared {
+    flags: Mutex<Flags>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct Flags {
+    /// Inside a turn: polling or reading the pipelines (either may block outside).
+    busy: bool,
+    stopped: bool,
+    poked: bool,
+}
+
+impl PollTask {
+    /// Starts polling the monitors of `config` on its own thread, storing observations
+    /// in `state_db`, on the clock `now`. The first turn runs at once. `notify` is
+    /// called on the task's thread; it must not block for long or call `stop`, and it
+    /// is never called once `stop` has returned.
+    pub fn start(
+        config: Config,
+        state_db: PathBuf,
+        now: Arc<dyn Fn() -> NaiveDateTime + Send + Sync>,
+        notify: impl Fn(PollNews) + Send + 'static,
+    ) -> Result<PollTask> {
+        // Everything that can fail is built here, so the caller hears of it.
+        let poller = Poller::from_config(&config)?;
+        let conn = crate::store::open(&state_db)?;
+        let orchestrator = orchestrator::from_config(&config)?;
+        let next_due = next_due_from_store(&config, &conn)?;
+        let shared = Arc::new(Shared {
+            flags: Mutex::new(Flags::default()),
+            wake: Condvar::new(),
+        });
+        let mut worker = Worker {
+            config,
+            poller: Some(poller),
+            conn,
+            orchestrator,
+            next_due,
+            health: BTreeMap::new(),
+            now,
+        };
+        let task_shared = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("dataward-poll".into())
+            .spawn(move || worker.run(&task_shared, &notify))
+            .context("cannot start the poll task's thread")?;
+        tracing::info!(state_db = %state_db.display(), "poll task started");
+        Ok(PollTask { shared, thread })
+    }
+
+    /// Starts a turn now instead of at the end of the current wait.
+    pub fn poke(&self) {
+        self.shared.flags.lock().expect("poll task flags").poked = true;
+        self.shared.wake.notify_all();
+    }
+
+    /// Stops the task: no poll starts and nothing is notified after this returns. An
+    /// idle task is joined. One in the middle of a turn is left to finish on its own
+    /// (its checks end at their timeout; what it measured is still stored and the
+    /// engine reads it by its mark): waiting would hold the caller behind a blocked
+    /// check.
+    pub fn stop(self) {
+        let busy = {
+            let mut flags = self.shared.flags.lock().expect("poll task flags");
+            flags.stopped = true;
+            flags.busy
+        };
+        self.shared.wake.notify_all();
+        if busy {
+            tracing::info!("poll task stopped; a poll in flight ends at its check timeout");
+            return; // detached
+        }
+        if self.thread.join().is_err() {
+            tracing::warn!("the poll task had panicked");
+        }
+        tracing::info!("poll task stopped");
+    }
+}
+
+struct Worker {
+    config: Config,
+    /// Taken at the end, to let go of its runtime without waiting for blocked checks.
+    poller: Option<Poller>,
+    conn: Connection,
+    orchestrator: Option<Box<dyn Orchestrator>>,
+    next_due: BTreeMap<String, NaiveDateTime>,
+    /// The last health of each check, so an outage is logged when it starts and ends
+    /// rather than at every poll.
+    health: BTreeMap<(String, CheckKind, Option<String>), Health>,
+    now: Arc<dyn Fn() -> NaiveDateTime + Send + Sync>,
+}
+
+impl Worker {
+    fn run(&mut self, shared: &Shared, notify: &dyn Fn(PollNews)) {
+        loop {
+            {
+                let mut flags = shared.flags.lock().expect("poll task flags");
+                if flags.stopped {
+                    break;
+                }
+                flags.busy = true;
+                flags.poked = false;
+            }
+            let observed = self.poll_due();
+            let pipelines = self.read_pipelines();
+            let mut flags = shared.flags.lock().expect("poll task flags");
+            // Stopped while this turn ran: the caller has moved on; tell it nothing.
+            if flags.stopped {
+                break;
+            }
+            if observed {
+                notify(PollNews::Observed);
+            }
+            if let Some(pipelines) = pipelines {
+                notify(PollNews::Pipelines(pipelines));
+            }
+            flags.busy = false;
+            let (flags, _) = shared
+                .wake
+                .wait_timeout_while(flags, TURN, |f| !f.stopped && !f.poked)
+                .expect("poll task flags");
+            if flags.stopped {
+                break;
+            }
+        }
+        if let Some(poller) = self.poller.take() {
+            poller.shut_down();
+        }
+    }
+
+    /// Polls the monitors that are due. True when it stored observations.
+    fn poll_due(&mut self) -> bool {
+        let now = (self.now)();
+        let due: Vec<MonitorConfig> = self
+            .config
+            .monitor
+            .iter()
+            .filter(|m| {
+                let name = Config::monitor_name(m);
+                if self.next_due.get(&name).is_some_and(|at| now < *at) {
+                    return false;
+                }
+                let every = parse_duration(&m.every).expect("validated");
+                self.next_due
+                    .insert(name, now + TimeDelta::from_std(every).expect("small"));
+                true
+            })
+            .cloned()
+            .collect();
+        if due.is_empty() {
+            return false;
+        }
+        let poller = self.poller.as_ref().expect("present until the end");
+        match poller.poll(&self.conn, &due, now.and_utc()) {
+            Ok(observations) => {
+                self.log_health(&observations);
+                !observations.is_empty()
+            }
+            Err(e) => {
+                // The state database refused the write; the next turn polls again.
+                tracing::warn!(error = %format!("{e:#}"), "poll not stored");
+                false
+            }
+        }
+    }
+
+    fn read_pipelines(&self) -> Option<Vec<PipelineView>> {
+        let orchestrator = self.orchestrator.as_ref()?;
+        // As the inline engine does: a scheduler that does not answer shows no pipelines.
+        Some(orchestrator.pipelines().unwrap_or_else(|e| {
+            tracing::warn!(error = %format!("{e:#}"), "orchestrator did not list its pipelines");
+            Vec::new()
+        }))
+    }
+
+    fn log_health(&mut self, observations: &[Observation]) {
+        for o in observations {
+            let key = (o.monitor.clone(), o.check, o.detail.column.clone());
+            let before = self.health.insert(key, o.health);
+            if before == Some(o.health) {
+                continue;
+            }
+            let message = o.detail.message.as_deref().unwrap_or("");
+            match o.health {
+                Health::Ok if before.is_some() => tracing::info!(
+                    monitor = %o.monitor, check = o.check.as_str(), "check answers again"
+                ),
+                Health::Ok => {}
+                _ => tracing::warn!(
+                    monitor = %o.monitor, check = o.check.as_str(),
+                    health = o.health.as_str(), message, "check could not run"
+                ),
+            }
+        }
+    }
+}
+
+/// When each monitor is next due, from its latest stored observation: a restarted task
+/// does not poll everything again at once.
+fn next_due_from_store(
+    config: &Config,
+    conn: &Connection,
+) -> Result<BTreeMap<String, NaiveDateTime>> {
+    let mut next_due = BTreeMap::new();
+    for o in monitor::latest_all(conn)? {
+        let Ok(at) = NaiveDateTime::parse_from_str(&o.at, "%Y-%m-%dT%H:%M:%SZ") else {
+            continue;
+        };
+        let every = config
+            .monitor
+            .iter()
+            .find(|m| Config::monitor_name(m) == o.monitor)
+            .and_then(|m| parse_duration(&m.every).ok())
+            .and_then(|every| TimeDelta::from_std(every).ok());
+        if let Some(every) = every {
+            let due = next_due.entry(o.monitor.clone()).or_insert(at + every);
+            *due = (*due).max(at + every);
+        }
+    }
+    Ok(next_due)
+}

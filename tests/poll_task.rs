@@ -1,0 +1,330 @@
+//! Polling on its own task: a check blocked on a locked PostgreSQL table delays no
+//! command, the engine acts on what the task stored, and no snapshot calls the
+//! orchestrator. The PostgreSQL test starts its own server and skips (with a message)
+//! when the server binaries are missing, unless DATAWARD_REQUIRE_ALL=1.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+use chrono::{NaiveDateTime, TimeDelta};
+use dataward::approve::Actor;
+use dataward::config::Config;
+use dataward::demo::control::ControlPlane;
+use dataward::engine::api::{Command, EventKind, PipelineView};
+use dataward::engine::orchestrator::{Orchestrator, RunRecord};
+use dataward::engine::poll_task::{PollNews, PollTask};
+use dataward::engine::Engine;
+use support::pg::start_or_skip;
+
+/// Only bounds a wait for something that must happen, so a broken build fails
+/// instead of hanging; nothing is asserted about how long anything took.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+fn t0() -> NaiveDateTime {
+    "2024-05-12T02:30:00".parse().unwrap()
+}
+
+/// A clock the test moves by whole minutes.
+fn test_clock() -> (Arc<AtomicI64>, Arc<dyn Fn() -> NaiveDateTime + Send + Sync>) {
+    let minutes = Arc::new(AtomicI64::new(0));
+    let read = minutes.clone();
+    let clock = move || t0() + TimeDelta::minutes(read.load(Ordering::SeqCst));
+    (minutes, Arc::new(clock))
+}
+
+fn news_channel() -> (impl Fn(PollNews) + Send + 'static, Receiver<PollNews>) {
+    let (tx, rx) = mpsc::channel();
+    (
+        move |news| {
+            let _ = tx.send(news);
+        },
+        rx,
+    )
+}
+
+fn observation_count(state_db: &Path) -> i64 {
+    let conn = dataward::store::open(state_db).unwrap();
+    conn.query_row("SELECT count(*) FROM observation", [], |r| r.get(0))
+        .unwrap()
+}
+
+/// Backends waiting for a lock on table `t`: the task's check, blocked.
+fn waiting_on_t(watcher: &mut postgres::Client) -> i64 {
+    watcher
+        .query_one(
+            "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+             WHERE c.relname = 't' AND NOT l.granted",
+            &[],
+        )
+        .unwrap()
+        .get(0)
+}
+
+fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let give_up = std::time::Instant::now() + PATIENCE;
+    while !done() {
+        assert!(
+            std::time::Instant::now() < give_up,
+            "never happened: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_stop_is_recorded_while_a_check_is_blocked_on_a_locked_table() {
+    let Some(pg) = start_or_skip("a_stop_is_recorded_while_a_check_is_blocked") else {
+        return;
+    };
+    pg.execute("CREATE TABLE t (id int); INSERT INTO t SELECT generate_series(1, 7);");
+    std::env::set_var("DATAWARD_TEST_POLL_TASK_PG_URL", &pg.url);
+    let dir = tempfile::tempdir().unwrap();
+    // The check timeout is long enough that the check is still blocked whenever the
+    // test looks; the test releases the lock itself rather than waiting for it.
+    let config = Config::parse(
+        "[warehouse.pg]\nkind = \"postgres\"\nurl_env = \"DATAWARD_TEST_POLL_TASK_PG_URL\"\n\
+         check_timeout = \"60s\"\n\n\
+         [[monitor]]\nname = \"t\"\nwarehouse = \"pg\"\ntable = \"t\"\n\
+         checks = [\"row_count\"]\nevery = \"1m\"\n",
+        &dir.path().join("dataward.toml"),
+    )
+    .unwrap();
+    let state_db = dir.path().join("dataward.db");
+    let actor = Actor::current();
+    let mut engine = Engine::new(
+        config.clone(),
+        dataward::store::open(&state_db).unwrap(),
+        None,
+        &actor,
+    )
+    .unwrap();
+    engine.set_inline_polling(false);
+    engine.tick(t0()).unwrap();
+
+    let mut holder = pg.client();
+    let mut lock = holder.transaction().unwrap();
+    lock.batch_execute("LOCK TABLE t IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    let (minutes, clock) = test_clock();
+    let (notify, news) = news_channel();
+    let task = PollTask::start(config, state_db.clone(), clock, notify).unwrap();
+    let mut watcher = pg.client();
+    until("the task's check waits for the lock", || {
+        waiting_on_t(&mut watcher) > 0
+    });
+
+    // The stop, on this thread, while the check is blocked.
+    let events = engine.handle(
+        Command::OrgStop {
+            reason: "bad data everywhere".into(),
+        },
+        &actor,
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(&e.kind, EventKind::OrgStop { action, .. } if action == "set")),
+        "{events:#?}"
+    );
+    let reader = dataward::store::open(&state_db).unwrap();
+    let stop = dataward::approve::stop::state(&reader).unwrap();
+    assert!(stop.active, "{stop:?}");
+    assert_eq!(stop.reason.as_deref(), Some("bad data everywhere"));
+    // ...and the check is still blocked: nothing measured, nothing told.
+    assert!(waiting_on_t(&mut watcher) > 0, "the check is still waiting");
+    assert_eq!(observation_count(&state_db), 0);
+    assert!(
+        news.try_recv().is_err(),
+        "no news while the check is blocked"
+    );
+
+    // Released: the check answers, the observation is stored, the engine is told.
+    lock.rollback().unwrap();
+    assert_eq!(news.recv_timeout(PATIENCE).unwrap(), PollNews::Observed);
+    assert_eq!(observation_count(&state_db), 1);
+    engine.tick(t0()).unwrap();
+    let snapshot = engine.snapshot(false);
+    let row_count = snapshot
+        .monitors
+        .iter()
+        .find(|m| m.name == "t" && m.check == "row_count")
+        .unwrap_or_else(|| panic!("{:#?}", snapshot.monitors));
+    assert_eq!(row_count.observed, "7");
+    assert_eq!(row_count.health, "ok");
+    assert!(snapshot.org_stop.is_some());
+
+    // Blocked again, then stopped: `stop` returns while the check is still blocked,
+    // and once that check ends the task stores what it measured but tells nobody.
+    let mut lock = holder.transaction().unwrap();
+    lock.batch_execute("LOCK TABLE t IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    minutes.store(1, Ordering::SeqCst);
+    task.poke();
+    until("the next check waits for the lock", || {
+        waiting_on_t(&mut watcher) > 0
+    });
+    task.stop();
+    assert!(
+        waiting_on_t(&mut watcher) > 0,
+        "stop did not wait for the check"
+    );
+    lock.rollback().unwrap();
+    until("the detached poll stores its observation", || {
+        observation_count(&state_db) == 2
+    });
+    // The task's thread ends (its sender is dropped) without a word after stop.
+    assert_eq!(
+        news.recv_timeout(PATIENCE),
+        Err(RecvTimeoutError::Disconnected)
+    );
+}
+
+/// The demo's scheduler (a real SQLite file), counting how often it is asked for its
+/// pipelines.
+struct Counting {
+    inner: ControlPlane,
+    asked: Arc<AtomicUsize>,
+}
+
+impl Orchestrator for Counting {
+    fn pipelines(&self) -> Result<Vec<PipelineView>> {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        self.inner.pipelines()
+    }
+    fn set_paused(&self, job: &str, paused: bool) -> Result<()> {
+        self.inner.set_paused(job, paused)
+    }
+    fn queue_run(&self, job: &str, at: &str, by: &str, key: &str) -> Result<(i64, bool)> {
+        self.inner.queue_run(job, at, by, key)
+    }
+    fn run(&self, id: i64) -> Result<Option<RunRecord>> {
+        self.inner.run(id)
+    }
+}
+
+/// A local estate: a SQLite warehouse with table `orders` (`rows` rows) and the demo
+/// scheduler's database with one pipeline. Returns the config.
+fn local_estate(dir: &Path, rows: i64) -> Config {
+    let wh = rusqlite::Connection::open(dir.join("wh.db")).unwrap();
+    wh.execute_batch("CREATE TABLE orders (id INTEGER);")
+        .unwrap();
+    for id in 0..rows {
+        wh.execute("INSERT INTO orders VALUES (?1)", [id]).unwrap();
+    }
+    let control = rusqlite::Connection::open(dir.join("control.db")).unwrap();
+    control
+        .execute_batch(
+            "CREATE TABLE pipeline (
+                id TEXT PRIMARY KEY, name TEXT NOT NULL, kind TEXT NOT NULL,
+                state TEXT NOT NULL, last_status TEXT NOT NULL, last_run_at TEXT);
+             INSERT INTO pipeline VALUES
+                ('load_orders', 'load_orders', 'job', 'scheduled', 'success', '2024-05-12T02:00:00Z');",
+        )
+        .unwrap();
+    Config::parse(
+        "[warehouse.local]\nkind = \"sqlite\"\npath = \"wh.db\"\n\n\
+         [orchestrator]\nkind = \"demo\"\npath = \"control.db\"\n\n\
+         [[monitor]]\nname = \"orders\"\nwarehouse = \"local\"\ntable = \"orders\"\n\
+         checks = [\"row_count\"]\nevery = \"1m\"\n",
+        &dir.join("dataward.toml"),
+    )
+    .unwrap()
+}
+
+fn load_orders() -> PipelineView {
+    PipelineView {
+        name: "load_orders".into(),
+        state: "scheduled".into(),
+        last_status: "success".into(),
+        last_run_at: Some("2024-05-12T02:00:00Z".into()),
+    }
+}
+
+#[test]
+fn a_snapshot_never_calls_the_orchestrator() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = local_estate(dir.path(), 3);
+    let asked = Arc::new(AtomicUsize::new(0));
+    let orchestrator = Box::new(Counting {
+        inner: ControlPlane::new(dir.path().join("control.db")),
+        asked: asked.clone(),
+    });
+    let state = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
+    let mut engine = Engine::new(config, state, Some(orchestrator), &Actor::current()).unwrap();
+
+    // Inline (the default): the tick reads the pipelines; snapshots only read the cache.
+    engine.tick(t0()).unwrap();
+    let after_tick = asked.load(Ordering::SeqCst);
+    assert!(after_tick > 0, "the tick refreshed the pipelines");
+    for _ in 0..3 {
+        assert_eq!(engine.snapshot(false).pipelines, vec![load_orders()]);
+    }
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        after_tick,
+        "snapshots asked nobody"
+    );
+
+    // Not inline: neither the tick nor a snapshot asks; the owner hands them over.
+    engine.set_inline_polling(false);
+    engine.tick(t0() + TimeDelta::minutes(1)).unwrap();
+    let _ = engine.snapshot(false);
+    assert_eq!(asked.load(Ordering::SeqCst), after_tick);
+    let mut paused = load_orders();
+    paused.state = "paused".into();
+    engine.set_pipelines(vec![paused.clone()]);
+    assert_eq!(engine.snapshot(false).pipelines, vec![paused]);
+}
+
+#[test]
+fn the_engine_acts_on_what_the_poll_task_stored_and_polls_nothing_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = local_estate(dir.path(), 5);
+    let state_db: PathBuf = dir.path().join("dataward.db");
+    let orchestrator = dataward::engine::orchestrator::from_config(&config).unwrap();
+    let mut engine = Engine::new(
+        config.clone(),
+        dataward::store::open(&state_db).unwrap(),
+        orchestrator,
+        &Actor::current(),
+    )
+    .unwrap();
+    engine.set_inline_polling(false);
+    engine.tick(t0()).unwrap();
+    assert_eq!(observation_count(&state_db), 0, "the engine polled nothing");
+
+    let (_minutes, clock) = test_clock();
+    let (notify, news) = news_channel();
+    let task = PollTask::start(config, state_db.clone(), clock, notify).unwrap();
+    let mut heard = Vec::new();
+    while heard.len() < 2 {
+        heard.push(news.recv_timeout(PATIENCE).unwrap());
+    }
+    // Both come from the first turn, observations first.
+    assert_eq!(
+        heard,
+        vec![PollNews::Observed, PollNews::Pipelines(vec![load_orders()])]
+    );
+    let PollNews::Pipelines(pipelines) = heard.pop().unwrap() else {
+        unreachable!()
+    };
+    engine.set_pipelines(pipelines);
+    engine.tick(t0()).unwrap();
+    let snapshot = engine.snapshot(false);
+    assert_eq!(snapshot.pipelines, vec![load_orders()]);
+    let orders = snapshot
+        .monitors
+        .iter()
+        .find(|m| m.name == "orders")
+        .unwrap_or_else(|| panic!("{:#?}", snapshot.monitors));
+    assert_eq!(orders.observed, "5");
+    task.stop();
+    // An idle task is joined: its thread, and so its sender, are gone.
+    assert_eq!(news.try_recv(), Err(mpsc::TryRecvError::Disconnected));
+}
