@@ -351,7 +351,10 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
         engine,
         hub_rx,
         Box::new(|event| {
-            tracing::info!("{}", crate::sanitize::json(event, false).unwrap_or_default());
+            tracing::info!(
+                "{}",
+                crate::sanitize::json(event, false).unwrap_or_default()
+            );
         }),
     );
     let result = hub.run(&mut super::live::WallClock::new());
