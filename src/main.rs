@@ -154,6 +154,24 @@ enum Cmd {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // A listing piped into `head` ends quietly, as other commands do. The engine, the
+    // console and the demo keep Rust's default (a closed client socket is an error to
+    // handle, never a signal that kills the service).
+    if matches!(
+        cli.command,
+        Some(
+            Cmd::Incidents { .. }
+                | Cmd::Show { .. }
+                | Cmd::Lineage(_)
+                | Cmd::Receipt { .. }
+                | Cmd::Verify { .. }
+                | Cmd::Backtest { .. }
+                | Cmd::Check { .. }
+        )
+    ) {
+        // SAFETY: setting a signal disposition before any thread starts.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     match run(cli) {
         Ok(code) => code,
         Err(e) => {

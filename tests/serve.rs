@@ -1,0 +1,345 @@
+//! One engine, several clients: the CLI's decisions against a running engine, and
+//! clients that misbehave affecting nobody else. The engine here is the headless demo,
+//! which serves its socket like `dataward serve` and leaves the decisions to people.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+fn dataward(args: &[&str], dir: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_dataward"))
+        .args(args)
+        .arg("--data-dir")
+        .arg(dir)
+        .output()
+        .expect("the binary runs")
+}
+
+fn text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The demo playing at `speed` with nobody deciding; killed when dropped.
+struct Engine(Child);
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_demo(dir: &Path, speed: &str) -> Engine {
+    let child = Command::new(env!("CARGO_BIN_EXE_dataward"))
+        .args([
+            "demo",
+            "ticketing",
+            "--headless",
+            "--json",
+            "--speed",
+            speed,
+        ])
+        .arg("--data-dir")
+        .arg(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    Engine(child)
+}
+
+/// Polls `dataward show INC-0001 --json` until the incident and its proposals are there.
+fn wait_for_incident(dir: &Path) -> Value {
+    for _ in 0..600 {
+        let out = dataward(&["show", "INC-0001", "--json"], dir);
+        if out.status.success() {
+            let incident: Value = serde_json::from_slice(&out.stdout).unwrap();
+            if incident["proposals"]
+                .as_array()
+                .is_some_and(|p| p.len() == 3)
+            {
+                return incident;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("no incident with its proposals");
+}
+
+fn proposal<'a>(incident: &'a Value, kind: &str) -> (&'a str, &'a str) {
+    let p = incident["proposals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["kind"] == kind)
+        .unwrap();
+    (
+        p["id"].as_str().unwrap(),
+        p["content_hash"].as_str().unwrap(),
+    )
+}
+
+#[test]
+fn decisions_from_the_command_line_tell_the_whole_story() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut engine = start_demo(d, "600");
+    let incident = wait_for_incident(d);
+    let (hold, hold_hash) = proposal(&incident, "hold");
+    let (diff, diff_hash) = proposal(&incident, "diff");
+    let (note, _) = proposal(&incident, "note");
+
+    // A hash that is not what is shown now is refused, and says so.
+    let stale = dataward(&["approve", diff, "--hash", "0123abcd"], d);
+    assert_eq!(stale.status.code(), Some(1), "{}", text(&stale));
+    assert!(
+        text(&stale).contains("refused (stale_hash)"),
+        "{}",
+        text(&stale)
+    );
+
+    let approved = dataward(
+        &["approve", hold, "--hash", hold_hash, "--reason", "refill"],
+        d,
+    );
+    assert_eq!(approved.status.code(), Some(0), "{}", text(&approved));
+    assert!(text(&approved).contains(&format!("{hold} approved (chain #")));
+    // The second decision on the same proposal is told who came first, and where.
+    let again = dataward(&["approve", hold, "--hash", hold_hash], d);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        text(&again).contains("refused (already_decided)")
+            && text(&again).contains("already approved by")
+            && text(&again).contains("(chain #"),
+        "{}",
+        text(&again)
+    );
+    let diffed = dataward(&["approve", diff, "--hash", diff_hash], d);
+    assert_eq!(diffed.status.code(), Some(0), "{}", text(&diffed));
+    let forwarded = dataward(&["forward", note], d);
+    assert_eq!(forwarded.status.code(), Some(0), "{}", text(&forwarded));
+    // --hash is required: a decision is bound to what the person read.
+    let unbound = dataward(&["approve", diff], d);
+    assert_eq!(unbound.status.code(), Some(2));
+
+    // The run is refused until the table is back, then queued once.
+    let mut queued = false;
+    for _ in 0..1200 {
+        let run = dataward(&["run", "INC-0001"], d);
+        if run.status.success() {
+            assert!(
+                text(&run).contains("run of job.hourly_dbt queued"),
+                "{}",
+                text(&run)
+            );
+            queued = true;
+            break;
+        }
+        assert_eq!(run.status.code(), Some(1), "{}", text(&run));
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert!(queued, "the run was never accepted");
+    let status = engine.0.wait().unwrap();
+    assert!(status.success());
+    let mut out = String::new();
+    engine
+        .0
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert!(out.contains(r#""event":"receipt""#), "{out}");
+    // With no engine running, the listings read the state database.
+    let listed = dataward(&["incidents", "--all"], d);
+    assert!(listed.status.success(), "{}", text(&listed));
+    assert!(
+        text(&listed).contains("INC-0001   resolved"),
+        "{}",
+        text(&listed)
+    );
+    let open = dataward(&["incidents"], d);
+    assert!(text(&open).contains("no open incidents"), "{}", text(&open));
+    // And a decision with no engine is bad input, naming what to start.
+    let nobody = dataward(&["forward", note], d);
+    assert_eq!(nobody.status.code(), Some(2));
+    assert!(
+        text(&nobody).contains("no engine is running"),
+        "{}",
+        text(&nobody)
+    );
+}
+
+fn raw_client(dir: &Path) -> UnixStream {
+    UnixStream::connect(dir.join("dataward.sock")).unwrap()
+}
+
+fn frame(body: &[u8]) -> Vec<u8> {
+    let mut out = (body.len() as u32).to_be_bytes().to_vec();
+    out.extend_from_slice(body);
+    out
+}
+
+/// Reads until the server closes the connection; true when it did.
+fn closed_by_server(mut stream: UnixStream) -> bool {
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut sink = Vec::new();
+    stream.read_to_end(&mut sink).is_ok()
+}
+
+#[test]
+fn clients_that_misbehave_affect_nobody_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let _engine = start_demo(d, "120");
+    let incident = wait_for_incident(d);
+    let (note, _) = proposal(&incident, "note");
+
+    // Garbage instead of a hello.
+    let mut garbage = raw_client(d);
+    garbage.write_all(&frame(b"{not json")).unwrap();
+    assert!(closed_by_server(garbage));
+    // A length of 4 GiB: refused before anything is allocated.
+    let mut huge = raw_client(d);
+    huge.write_all(&u32::MAX.to_be_bytes()).unwrap();
+    assert!(closed_by_server(huge));
+    // A good hello, then an oversized request.
+    let mut oversized = raw_client(d);
+    oversized
+        .write_all(&frame(br#"{"type":"hello","protocol":1}"#))
+        .unwrap();
+    oversized.write_all(&(1u32 << 30).to_be_bytes()).unwrap();
+    assert!(closed_by_server(oversized));
+    // A request cut off mid-frame, and the client gone.
+    let mut vanishing = raw_client(d);
+    vanishing
+        .write_all(&frame(br#"{"type":"hello","protocol":1}"#))
+        .unwrap();
+    let request = frame(br#"{"type":"request","id":1,"command":{"command":"lift_stop"}}"#);
+    vanishing.write_all(&request[..request.len() / 2]).unwrap();
+    drop(vanishing);
+    // A client of another protocol is told so.
+    let mut other = raw_client(d);
+    other
+        .write_all(&frame(br#"{"type":"hello","protocol":99}"#))
+        .unwrap();
+    let mut answer = Vec::new();
+    other.read_to_end(&mut answer).unwrap();
+    assert!(String::from_utf8_lossy(&answer).contains("speaks protocol 1"));
+
+    // Everyone else is served as before.
+    let forwarded = dataward(&["forward", note], d);
+    assert_eq!(forwarded.status.code(), Some(0), "{}", text(&forwarded));
+    let shown = dataward(&["show", "INC-0001", "--json"], d);
+    let incident: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let note_state = incident["proposals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["kind"] == "note")
+        .unwrap()["state"]
+        .clone();
+    assert_eq!(note_state, "forwarded");
+}
+
+#[test]
+fn the_socket_is_the_owners_alone_and_a_loose_config_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let _engine = start_demo(d, "120");
+    wait_for_incident(d);
+    let mode = std::fs::metadata(d.join("dataward.sock"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    // `dataward serve` refuses a config others can write: whoever can write it can
+    // give themselves the owner role.
+    let config = dir.path().join("estate/dataward.toml");
+    let loose = tempfile::tempdir().unwrap();
+    let copy = loose.path().join("team.toml");
+    std::fs::copy(&config, &copy).unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_dataward"))
+        .args(["serve", "--config"])
+        .arg(&copy)
+        .arg("--data-dir")
+        .arg(loose.path().join("data"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("writable by"), "{}", text(&out));
+}
+
+#[test]
+fn serve_finishes_on_sigterm_and_a_killed_engine_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // The demo builds an estate and stops; its config then runs under `dataward serve`.
+    {
+        let mut engine = start_demo(d, "1000000");
+        assert!(engine.0.wait().unwrap().success());
+    }
+    let config = d.join("estate/dataward.toml");
+    let data = tempfile::tempdir().unwrap();
+    let serve = || {
+        Command::new(env!("CARGO_BIN_EXE_dataward"))
+            .args(["serve", "--log-stderr", "--config"])
+            .arg(&config)
+            .arg("--data-dir")
+            .arg(data.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let wait_for_socket = || {
+        for _ in 0..400 {
+            if UnixStream::connect(data.path().join("dataward.sock")).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        panic!("the engine never listened");
+    };
+    let mut first = serve();
+    wait_for_socket();
+    let stop = dataward(&["stop", "--reason", "drill"], data.path());
+    assert_eq!(
+        stop.status.code(),
+        Some(1),
+        "a stop is set: {}",
+        text(&stop)
+    );
+    // SIGKILL: nothing to finish, nothing lost.
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let mut second = serve();
+    wait_for_socket();
+    let shown = dataward(&["stop"], data.path());
+    assert!(
+        text(&shown).contains("org-wide stop SET"),
+        "{}",
+        text(&shown)
+    );
+    // SIGTERM: the turn in hand is finished, the socket removed, exit 0.
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(second.id() as i32, libc::SIGTERM) };
+    let status = second.wait().unwrap();
+    assert!(status.success(), "{status}");
+    assert!(!data.path().join("dataward.sock").exists());
+    let verify = dataward(&["verify"], data.path());
+    assert!(verify.status.success(), "{}", text(&verify));
+}
