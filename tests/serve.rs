@@ -343,3 +343,126 @@ fn serve_finishes_on_sigterm_and_a_killed_engine_loses_nothing() {
     let verify = dataward(&["verify"], data.path());
     assert!(verify.status.success(), "{}", text(&verify));
 }
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Makes a system group and its users (as root); false with a line when not root.
+fn team(test: &str) -> bool {
+    if !is_root() {
+        let message = format!("{test}: skipped: needs root to create unix users");
+        if std::env::var("DATAWARD_REQUIRE_ALL").is_ok_and(|v| v == "1") {
+            panic!("{message}, and DATAWARD_REQUIRE_ALL=1");
+        }
+        eprintln!("{message}");
+        return false;
+    }
+    let run = |program: &str, args: &[&str]| {
+        let out = Command::new(program).args(args).output().unwrap();
+        // 9: already exists (another test made it first).
+        assert!(
+            out.status.success() || out.status.code() == Some(9),
+            "{program} {args:?}: {}",
+            text(&out)
+        );
+    };
+    run("groupadd", &["--system", "dw-team"]);
+    for (user, groups) in [
+        ("dw-alice", "dw-team"),
+        ("dw-obs", "dw-team"),
+        ("dw-out", ""),
+    ] {
+        let mut args = vec!["--system", "--no-create-home", "--shell", "/bin/sh"];
+        if !groups.is_empty() {
+            args.extend(["--groups", groups]);
+        }
+        args.push(user);
+        run("useradd", &args);
+    }
+    true
+}
+
+fn as_user(user: &str, args: &[&str], dir: &Path) -> std::process::Output {
+    Command::new("runuser")
+        .args(["-u", user, "--"])
+        .arg(env!("CARGO_BIN_EXE_dataward"))
+        .args(args)
+        .arg("--data-dir")
+        .arg(dir)
+        .current_dir("/")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_team_reaches_the_engine_through_its_group_and_the_policy_decides_who_decides() {
+    use std::os::unix::fs::PermissionsExt;
+    if !team("the_team_reaches_the_engine") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let demo = dir.path().join("demo");
+    {
+        let mut engine = start_demo(&demo, "1000000");
+        assert!(engine.0.wait().unwrap().success());
+    }
+    // The team's policy: alice owns the domain; the group reaches the socket; accounts
+    // the policy does not name watch read-only.
+    let estate = demo.join("estate");
+    let mut policy = std::fs::read_to_string(estate.join("dataward.toml")).unwrap();
+    policy.push_str(
+        "\n[people.dw-alice]\nname = \"Alice\"\nroles = [\"analytics-owner\"]\n\n\
+         [serve]\ngroup = \"dw-team\"\nobservers = true\n",
+    );
+    std::fs::write(estate.join("team.toml"), policy).unwrap();
+    let data = dir.path().join("data");
+    let server = Command::new(env!("CARGO_BIN_EXE_dataward"))
+        .args(["serve", "--log-stderr", "--config"])
+        .arg(estate.join("team.toml"))
+        .arg("--data-dir")
+        .arg(&data)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _server = Engine(server);
+    for _ in 0..400 {
+        if UnixStream::connect(data.join("dataward.sock")).is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&data), 0o750);
+    assert_eq!(mode(&data.join("dataward.sock")), 0o660);
+
+    // Alice decides: her request reaches the policy (no such incident here).
+    let alice = as_user("dw-alice", &["run", "INC-0001"], &data);
+    assert_eq!(alice.status.code(), Some(1), "{}", text(&alice));
+    assert!(
+        text(&alice).contains("refused (not_found)"),
+        "{}",
+        text(&alice)
+    );
+    // A group member the policy does not name watches, and decides nothing.
+    let watcher = as_user("dw-obs", &["run", "INC-0001"], &data);
+    assert_eq!(watcher.status.code(), Some(1), "{}", text(&watcher));
+    assert!(
+        text(&watcher).contains("refused (read_only)"),
+        "{}",
+        text(&watcher)
+    );
+    let listed = as_user("dw-obs", &["incidents"], &data);
+    assert!(listed.status.success(), "{}", text(&listed));
+    // Someone outside the group cannot reach the socket at all.
+    let outsider = as_user("dw-out", &["run", "INC-0001"], &data);
+    assert_eq!(outsider.status.code(), Some(2), "{}", text(&outsider));
+    assert!(
+        text(&outsider).contains("ermission denied"),
+        "{}",
+        text(&outsider)
+    );
+}

@@ -75,6 +75,21 @@ pub fn bind(data_dir: &Path, config: &Config) -> Result<UnixListener> {
     Ok(listener)
 }
 
+/// With `[serve] group`, the team reaches the socket through the data directory: it
+/// becomes 0750 and the group's (group members may read, never write, what is in it).
+fn share_with_group(data_dir: &Path, group: &str, config: &Config) -> Result<()> {
+    let gid = group_id(group).with_context(|| {
+        format!(
+            "{}: [serve] group {group:?} is not a group on this host",
+            config.origin.display()
+        )
+    })?;
+    std::os::unix::fs::chown(data_dir, None, Some(gid))
+        .with_context(|| format!("giving {} to group {group}", data_dir.display()))?;
+    std::fs::set_permissions(data_dir, std::fs::Permissions::from_mode(0o750))?;
+    Ok(())
+}
+
 fn group_id(name: &str) -> Option<u32> {
     let groups = std::fs::read_to_string("/etc/group").ok()?;
     groups.lines().find_map(|line| {
@@ -310,6 +325,9 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     crate::store::files::check_private_config(&options.config)?;
     crate::store::files::ensure_private_dir(&options.data_dir)?;
     let config = Config::load(&options.config)?;
+    if let Some(group) = &config.serve.group {
+        share_with_group(&options.data_dir, group, &config)?;
+    }
     let _lock = crate::store::EngineLock::acquire(&options.data_dir)?;
     let orchestrator = super::orchestrator::from_config(&config)?;
     let db = options.data_dir.join("dataward.db");
@@ -363,4 +381,46 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     drop(hub_tx);
     tracing::info!("stopped");
     result.map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn config(serve: &str) -> Config {
+        Config::parse(
+            &format!("[people.alice]\nname = \"Alice\"\nroles = [\"owner\"]\n{serve}"),
+            Path::new("team.toml"),
+        )
+        .unwrap()
+    }
+
+    fn actor(user: &str, uid: u32) -> Actor {
+        let mut actor = Actor::peer(uid, 0);
+        actor.user = Some(user.to_string());
+        actor
+    }
+
+    #[test]
+    fn the_policy_decides_who_attaches_and_who_decides() {
+        let closed = config("");
+        assert_eq!(
+            admit(&closed, &actor("alice", 1001), false).unwrap(),
+            ("Alice (alice)".to_string(), false)
+        );
+        assert!(
+            admit(&closed, &actor("alice", 1001), true).unwrap().1,
+            "asked read-only"
+        );
+        let refused = admit(&closed, &actor("mallory", 1002), false).unwrap_err();
+        assert_eq!(refused.kind, RefusalKind::NotPermitted);
+        assert!(refused.message.contains("not in the policy's [people]"));
+        let open = config("[serve]\nobservers = true\n");
+        assert_eq!(
+            admit(&open, &actor("mallory", 1002), false).unwrap(),
+            ("uid 1002".to_string(), true),
+            "an observer, whatever it asked"
+        );
+    }
 }
