@@ -120,16 +120,18 @@ impl Engine {
         self.requests = requests;
         self.latest.clear();
         self.next_due.clear();
+        let periods: BTreeMap<String, TimeDelta> = self
+            .config
+            .monitor
+            .iter()
+            .filter_map(|m| {
+                let every = crate::config::parse_duration(&m.every).ok()?;
+                Some((Config::monitor_name(m), TimeDelta::from_std(every).ok()?))
+            })
+            .collect();
         for observation in monitor::latest_all(&self.state)? {
             if let Ok(at) = NaiveDateTime::parse_from_str(&observation.at, "%Y-%m-%dT%H:%M:%SZ") {
-                let due = self
-                    .config
-                    .monitor
-                    .iter()
-                    .find(|m| Config::monitor_name(m) == observation.monitor)
-                    .and_then(|m| crate::config::parse_duration(&m.every).ok())
-                    .and_then(|every| TimeDelta::from_std(every).ok())
-                    .map(|every| at + every);
+                let due = periods.get(&observation.monitor).map(|every| at + *every);
                 if let Some(due) = due {
                     let entry = self
                         .next_due

@@ -705,18 +705,24 @@ impl Engine {
             let at = newest.entry(o.monitor.as_str()).or_insert(o.at.as_str());
             *at = (*at).max(o.at.as_str());
         }
+        // Built once per snapshot: a lookup per monitor would make a snapshot of a
+        // thousand monitors cost a million name comparisons.
+        let periods: BTreeMap<String, TimeDelta> = self
+            .config
+            .monitor
+            .iter()
+            .filter_map(|m| {
+                let every = crate::config::parse_duration(&m.every).ok()?;
+                Some((Config::monitor_name(m), TimeDelta::from_std(every).ok()?))
+            })
+            .collect();
         let overdue = |o: &Observation| -> bool {
             let Ok(at) = NaiveDateTime::parse_from_str(&o.at, "%Y-%m-%dT%H:%M:%SZ") else {
                 return false;
             };
-            let every = self
-                .config
-                .monitor
-                .iter()
-                .find(|m| Config::monitor_name(m) == o.monitor)
-                .and_then(|m| crate::config::parse_duration(&m.every).ok())
-                .and_then(|every| TimeDelta::from_std(every).ok());
-            every.is_some_and(|every| self.now_time - at > every * 3)
+            periods
+                .get(&o.monitor)
+                .is_some_and(|every| self.now_time - at > *every * 3)
         };
         self.latest
             .values()
