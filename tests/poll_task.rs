@@ -328,3 +328,66 @@ fn the_engine_acts_on_what_the_poll_task_stored_and_polls_nothing_itself() {
     // An idle task is joined: its thread, and so its sender, are gone.
     assert_eq!(news.try_recv(), Err(mpsc::TryRecvError::Disconnected));
 }
+
+/// The same through `dataward serve` and its socket, as a console sends `:stop`.
+#[test]
+fn the_service_records_a_stop_sent_over_its_socket_while_a_check_is_blocked() {
+    let Some(pg) = start_or_skip("the_service_records_a_stop_while_a_check_is_blocked") else {
+        return;
+    };
+    pg.execute("CREATE TABLE t (id int); INSERT INTO t SELECT generate_series(1, 7);");
+    let dir = tempfile::tempdir().unwrap();
+    let me = Actor::current().user.expect("this account has a name");
+    let config = dir.path().join("team.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[warehouse.pg]\nkind = \"postgres\"\nurl_env = \"DATAWARD_TEST_SERVE_PG_URL\"\n\
+             check_timeout = \"60s\"\n\n\
+             [[monitor]]\nname = \"t\"\nwarehouse = \"pg\"\ntable = \"t\"\n\
+             checks = [\"row_count\"]\nevery = \"1m\"\n\n\
+             [people.{me:?}]\nname = \"on call\"\nroles = [\"owner\"]\n"
+        ),
+    )
+    .unwrap();
+    let mut holder = pg.client();
+    let mut lock = holder.transaction().unwrap();
+    lock.batch_execute("LOCK TABLE t IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    let data = dir.path().join("data");
+    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_dataward"))
+        .args(["serve", "--log-stderr", "--config"])
+        .arg(&config)
+        .arg("--data-dir")
+        .arg(&data)
+        .env("DATAWARD_TEST_SERVE_PG_URL", &pg.url)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut watcher = pg.client();
+    until("the service's check waits for the lock", || {
+        waiting_on_t(&mut watcher) > 0
+    });
+    let mut client = None;
+    until("the service listens", || {
+        client = dataward::engine::client::Client::connect(&data, false)
+            .ok()
+            .flatten();
+        client.is_some()
+    });
+    let outcome = client
+        .unwrap()
+        .request(Command::OrgStop {
+            reason: "bad data everywhere".into(),
+        })
+        .unwrap();
+    assert!(
+        matches!(outcome, dataward::engine::api::Outcome::Accepted { .. }),
+        "{outcome:?}"
+    );
+    assert!(waiting_on_t(&mut watcher) > 0, "the check is still waiting");
+    lock.rollback().unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+}
