@@ -457,6 +457,16 @@ fn the_team_reaches_the_engine_through_its_group_and_the_policy_decides_who_deci
     );
     let listed = as_user("dw-obs", &["incidents"], &data);
     assert!(listed.status.success(), "{}", text(&listed));
+    // The policy is the server's, as it is now: named in it, the same account decides.
+    let mut policy = std::fs::read_to_string(estate.join("team.toml")).unwrap();
+    policy.push_str("\n[people.dw-obs]\nname = \"Obs\"\nroles = []\n");
+    std::fs::write(estate.join("team.toml"), policy).unwrap();
+    let named = as_user("dw-obs", &["run", "INC-0001"], &data);
+    assert!(
+        text(&named).contains("refused (not_found)"),
+        "{}",
+        text(&named)
+    );
     // Someone outside the group cannot reach the socket at all.
     let outsider = as_user("dw-out", &["run", "INC-0001"], &data);
     assert_eq!(outsider.status.code(), Some(2), "{}", text(&outsider));

@@ -157,13 +157,33 @@ pub fn admit(
 }
 
 /// Accepts connections until the listener fails; each client gets its own threads.
+/// Who may attach is decided by the policy as it is now: the config is read again
+/// when its file changed (a config that no longer parses leaves the last good one in
+/// force for attaching; the engine denies every decision meanwhile).
 pub fn accept(listener: UnixListener, config: Arc<Config>, hub: Sender<HubMessage>) {
     let next_id = Arc::new(AtomicU64::new(1));
     let attached = Arc::new(AtomicUsize::new(0));
+    let stamp = |path: &Path| {
+        std::fs::metadata(path)
+            .ok()
+            .map(|m| (m.len(), m.modified().ok()))
+    };
+    let mut config = config;
+    let mut seen = stamp(&config.origin);
     for stream in listener.incoming() {
         let Ok(stream) = stream else {
             continue;
         };
+        let now = stamp(&config.origin);
+        if now != seen {
+            seen = now;
+            match Config::load(&config.origin) {
+                Ok(reloaded) => config = Arc::new(reloaded),
+                Err(e) => tracing::warn!(
+                    "the policy no longer loads; attaching by the last good one: {e:#}"
+                ),
+            }
+        }
         if attached.load(Ordering::SeqCst) >= MAX_CLIENTS {
             let _ = refuse(
                 &stream,
