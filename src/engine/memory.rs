@@ -120,15 +120,7 @@ impl Engine {
         self.requests = requests;
         self.latest.clear();
         self.next_due.clear();
-        let periods: BTreeMap<String, TimeDelta> = self
-            .config
-            .monitor
-            .iter()
-            .filter_map(|m| {
-                let every = crate::config::parse_duration(&m.every).ok()?;
-                Some((Config::monitor_name(m), TimeDelta::from_std(every).ok()?))
-            })
-            .collect();
+        let periods = self.periods();
         for observation in monitor::latest_all(&self.state)? {
             if let Ok(at) = NaiveDateTime::parse_from_str(&observation.at, "%Y-%m-%dT%H:%M:%SZ") {
                 let due = periods.get(&observation.monitor).map(|every| at + *every);

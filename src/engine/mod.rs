@@ -695,6 +695,19 @@ impl Engine {
             .insert((o.monitor.clone(), o.check, o.detail.column.clone()), o);
     }
 
+    /// Each monitor's period, by name. Built once per use: a lookup per monitor would
+    /// make a thousand monitors cost a million name comparisons.
+    fn periods(&self) -> BTreeMap<String, TimeDelta> {
+        self.config
+            .monitor
+            .iter()
+            .filter_map(|m| {
+                let every = crate::config::parse_duration(&m.every).ok()?;
+                Some((Config::monitor_name(m), TimeDelta::from_std(every).ok()?))
+            })
+            .collect()
+    }
+
     /// The latest figure of every check. One that is older than its monitor's latest
     /// poll (the warehouse went down, so the poll measured nothing for it), or overdue
     /// by three periods, is stale: shown with its age and health unknown, never as a
@@ -705,17 +718,7 @@ impl Engine {
             let at = newest.entry(o.monitor.as_str()).or_insert(o.at.as_str());
             *at = (*at).max(o.at.as_str());
         }
-        // Built once per snapshot: a lookup per monitor would make a snapshot of a
-        // thousand monitors cost a million name comparisons.
-        let periods: BTreeMap<String, TimeDelta> = self
-            .config
-            .monitor
-            .iter()
-            .filter_map(|m| {
-                let every = crate::config::parse_duration(&m.every).ok()?;
-                Some((Config::monitor_name(m), TimeDelta::from_std(every).ok()?))
-            })
-            .collect();
+        let periods = self.periods();
         let overdue = |o: &Observation| -> bool {
             let Ok(at) = NaiveDateTime::parse_from_str(&o.at, "%Y-%m-%dT%H:%M:%SZ") else {
                 return false;
