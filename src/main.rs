@@ -191,18 +191,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // Only the commands that use the data directory look at it (and refuse a loose one).
     let data_dir = || config::data_dir(cli.data_dir.as_deref());
     let Some(command) = cli.command else {
-        let path = cli
-            .config
-            .or_else(config::default_config_path)
-            .ok_or_else(|| {
-                anyhow::anyhow!("no home directory for the default config; pass --config FILE")
-            })?;
-        anyhow::ensure!(
-            path.exists(),
-            "no config at {}; pass --config FILE (see config.example.toml), or try `dataward demo`",
-            path.display()
-        );
-        dataward::engine::live::run_console(&path, &data_dir()?, cli.read_only)?;
+        // Attach to the engine serving the data directory, starting one in the
+        // background (with this config) when none does.
+        let config = cli.config.or_else(config::default_config_path);
+        let farewell = dataward::engine::attach::run_console(config, &data_dir()?, cli.read_only)?;
+        println!("dataward: {farewell}");
         return Ok(ExitCode::SUCCESS);
     };
     match command {
@@ -261,10 +254,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 "no config at {}; pass --config FILE",
                 config.display()
             );
-            dataward::engine::server::serve(&dataward::engine::server::ServeOptions {
+            let served = dataward::engine::server::serve(&dataward::engine::server::ServeOptions {
                 config,
                 data_dir: data_dir()?,
-            })?;
+            });
+            // Started in the background by a console, nobody reads stderr: the log says why.
+            if let Err(e) = &served {
+                tracing::error!("dataward serve stopped: {e:#}");
+            }
+            served?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Incidents { json, all } => dataward::engine::cli::list(&data_dir()?, json, all),

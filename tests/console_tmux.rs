@@ -162,33 +162,56 @@ fn approve_the_hold_from_the_keyboard() {
     quit(s);
 }
 
-#[test]
-fn the_console_runs_on_a_config_read_only() {
-    if !tmux_available() {
-        return;
+/// Stops the engine a console started in the background, however the test ends.
+struct Engine(Option<i32>);
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            // SAFETY: a signal to the engine this test caused to start.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
     }
-    let dir = tempfile::tempdir().unwrap();
-    let estate = dataward::demo::estate::build(&dir.path().join("estate"), None).unwrap();
-    let name = format!("dataward-live-{}", std::process::id());
+}
+
+fn console(name: &str, dir: &Path, config: &Path, extra: &str) -> Session {
+    // The pane stays after the console quits, so what it printed can be read.
     let command = format!(
-        "{} --config {} --data-dir {} --read-only",
+        "sh -c 'env XDG_STATE_HOME={} {} --config {} --data-dir {} {extra}; echo FAREWELL; sleep 600'",
+        dir.join("xdg-state").display(),
         env!("CARGO_BIN_EXE_dataward"),
-        estate.config().display(),
-        dir.path().join("state").display()
+        config.display(),
+        dir.join("state").display()
     );
     tmux(&[
         "new-session",
         "-d",
         "-s",
-        &name,
+        name,
         "-x",
         "120",
         "-y",
         "40",
         &command,
     ]);
-    let session = Session(name);
-    let s = session.0.as_str();
+    Session(name.to_string())
+}
+
+#[test]
+fn a_console_starts_the_engine_and_a_second_one_attaches() {
+    if !tmux_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let me = dataward::approve::Actor::current().user;
+    let estate = dataward::demo::estate::build(&dir.path().join("estate"), me.as_deref()).unwrap();
+    let first = console(
+        &format!("dataward-live-{}", std::process::id()),
+        dir.path(),
+        &estate.config(),
+        "--read-only",
+    );
+    let s = first.0.as_str();
     let shown = wait_for(s, "orders_rows");
     assert!(shown.contains("read-only"), "{shown}");
     assert!(
@@ -206,5 +229,47 @@ fn the_console_runs_on_a_config_read_only() {
     tmux(&["send-keys", "-t", s, "Escape"]);
     // Esc and q read together are Alt-q: wait until the help is really gone.
     wait_until_gone(s, "Keys (Esc closes)");
-    quit(s);
+
+    // A second console on the same directory attaches to the same engine.
+    let second = console(
+        &format!("dataward-live2-{}", std::process::id()),
+        dir.path(),
+        &estate.config(),
+        "",
+    );
+    let s2 = second.0.as_str();
+    wait_for(s2, "2 attached");
+    wait_for(s, "2 attached");
+
+    // Quitting the first leaves the engine running, and says so.
+    tmux(&["send-keys", "-t", s, "q"]);
+    let farewell = wait_for(s, "FAREWELL");
+    let line = farewell
+        .lines()
+        .find(|l| l.contains("keeps watching"))
+        .unwrap_or_else(|| panic!("no word on the engine:\n{farewell}"));
+    let pid: i32 = line
+        .split("`kill ")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {line:?}"));
+    let engine = Engine(Some(pid));
+    wait_for(s2, "1 attached");
+    assert!(!screen(s2).contains("went away"), "{}", screen(s2));
+
+    // Stopping the engine: the remaining console says so and keeps trying.
+    drop(engine);
+    wait_for(s2, "went away; reconnecting");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while dataward::engine::attach::running(pid) {
+        assert!(
+            Instant::now() < deadline,
+            "the engine did not stop on SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    tmux(&["send-keys", "-t", s2, "q"]);
+    let farewell = wait_for(s2, "FAREWELL");
+    assert!(farewell.contains("no engine is running"), "{farewell}");
 }

@@ -187,7 +187,6 @@ fn decisions_go_through_the_policy() {
     let dir = tempfile::tempdir().unwrap();
     let actor = dataward::approve::Actor::current();
     let (scenario, mut engine) = dataward::demo::prepare(dir.path(), &actor).unwrap();
-    let (_tx, rx) = std::sync::mpsc::channel();
     let mut stand_in = actor.clone();
     stand_in.stand_in = Some("analytics-owner".into());
     let options = dataward::demo::DemoOptions {
@@ -204,9 +203,7 @@ fn decisions_go_through_the_policy() {
         &mut engine,
         &stand_in,
         dataward::demo::warm_up_start(),
-        &rx,
         &mut emit,
-        None,
     )
     .unwrap();
     let snapshot = engine.snapshot(true);

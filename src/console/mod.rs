@@ -6,6 +6,8 @@
 pub mod diff;
 pub mod fixtures;
 pub mod keys;
+pub mod link;
+pub mod presence;
 pub mod state;
 pub mod terminal;
 pub mod theme;
@@ -22,14 +24,16 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result};
 use crossterm::event::{self, Event, KeyEventKind};
 
-use crate::engine::api::{Command, Snapshot};
+use crate::engine::api::{ClientMessage, ServerMessage};
 use state::{update, Action, App};
 use theme::{Theme, ThemeFile};
 
-/// The two ends of the engine seam the console holds.
+/// The two ends of the engine seam the console holds: the protocol's messages, the same
+/// whether the engine runs in this process or behind its socket. A link that loses its
+/// connection says so with a `Goodbye` and, if it tries again, a new `Hello` follows.
 pub struct ConsoleLink {
-    pub commands: Sender<Command>,
-    pub snapshots: Receiver<Snapshot>,
+    pub to_engine: Sender<ClientMessage>,
+    pub from_engine: Receiver<ServerMessage>,
 }
 
 pub struct ConsoleOptions {
@@ -52,7 +56,7 @@ enum Message {
     /// SIGTERM, SIGHUP, SIGINT or SIGQUIT: quit as `q` does.
     QuitSignal,
     InputFailed(std::io::Error),
-    Snapshot(Box<Snapshot>),
+    Engine(ServerMessage),
     EngineStopped,
 }
 
@@ -67,20 +71,20 @@ pub fn run(link: ConsoleLink, options: ConsoleOptions) -> Result<()> {
     let mut app = App::new(options.read_only, theme, user_theme, no_color);
 
     let (sender, messages) = mpsc::channel();
-    forward_snapshots(link.snapshots, sender.clone());
+    forward_engine(link.from_engine, sender.clone());
     let (mut screen, _restore) = terminal::setup().context("setting up the terminal")?;
     let stop_input = Arc::new(AtomicBool::new(false));
     read_input(sender, Arc::clone(&stop_input));
 
-    let result = main_loop(&mut screen, &mut app, &messages, &link.commands);
+    let result = main_loop(&mut screen, &mut app, &messages, &link.to_engine);
     stop_input.store(true, Ordering::Relaxed);
     result
 }
 
-fn forward_snapshots(snapshots: Receiver<Snapshot>, sender: Sender<Message>) {
+fn forward_engine(from_engine: Receiver<ServerMessage>, sender: Sender<Message>) {
     thread::spawn(move || {
-        for snapshot in snapshots {
-            if sender.send(Message::Snapshot(Box::new(snapshot))).is_err() {
+        for message in from_engine {
+            if sender.send(Message::Engine(message)).is_err() {
                 return;
             }
         }
@@ -117,8 +121,9 @@ fn main_loop(
     screen: &mut terminal::Screen,
     app: &mut App,
     messages: &Receiver<Message>,
-    commands: &Sender<Command>,
+    to_engine: &Sender<ClientMessage>,
 ) -> Result<()> {
+    send_outgoing(app, to_engine);
     screen.clear()?;
     screen.draw(|frame| view::render(frame, app))?;
     let mut last_draw = Instant::now();
@@ -141,7 +146,7 @@ fn main_loop(
                 }
             }
         }
-        send_commands(app, commands);
+        changed |= send_outgoing(app, to_engine);
         if app.quit {
             return Ok(());
         }
@@ -165,7 +170,21 @@ fn main_loop(
 /// Apply one message; true when the screen may have changed.
 fn apply(app: &mut App, message: Message) -> Result<bool> {
     let action = match message {
-        Message::Snapshot(snapshot) => Action::SnapshotArrived(snapshot),
+        Message::Engine(ServerMessage::Snapshot(snapshot)) => Action::SnapshotArrived(snapshot),
+        Message::Engine(ServerMessage::Reply(reply)) => Action::ReplyArrived(reply),
+        Message::Engine(ServerMessage::Hello {
+            started_at,
+            you,
+            read_only,
+            ..
+        }) => Action::Hello {
+            started_at,
+            you,
+            read_only,
+        },
+        Message::Engine(ServerMessage::Goodbye { reason }) => {
+            Action::ConnectionLost(reason.message)
+        }
         Message::EngineStopped => Action::EngineStopped,
         Message::QuitSignal => Action::Quit,
         Message::InputFailed(error) => return Err(error).context("reading the terminal"),
@@ -183,11 +202,18 @@ fn apply(app: &mut App, message: Message) -> Result<bool> {
     Ok(true)
 }
 
-fn send_commands(app: &mut App, commands: &Sender<Command>) {
-    for command in app.outbox.drain(..) {
-        if commands.send(command).is_err() {
-            app.message = Some("engine stopped: the decision was not sent".into());
+/// Sends the numbered requests and any presence change; true when the screen changed
+/// (a decision that could not be sent says so).
+fn send_outgoing(app: &mut App, to_engine: &Sender<ClientMessage>) -> bool {
+    let before = app.message.clone();
+    for message in link::outgoing(app) {
+        let request = matches!(message, ClientMessage::Request(_));
+        if to_engine.send(message).is_err() {
             app.engine_stopped = true;
+            if request {
+                app.message = Some("engine stopped: the decision was not sent".into());
+            }
         }
     }
+    app.message != before
 }

@@ -17,7 +17,7 @@ use crate::console::theme::{self, Theme, ThemeFile};
 use crate::console::tree::{self, TreeRow};
 use crate::engine::api::{
     BlastNode, Command, IncidentStatus, IncidentView, ProposalBody, ProposalKind, ProposalView,
-    Snapshot,
+    Reply, Snapshot,
 };
 use crate::sanitize;
 
@@ -30,6 +30,16 @@ pub enum Action {
     SnapshotArrived(Box<Snapshot>),
     /// The engine's channel closed: keep showing the last snapshot until `q`.
     EngineStopped,
+    /// The engine's hello: who it says we are, whether we may decide, when it started.
+    Hello {
+        started_at: String,
+        you: String,
+        read_only: bool,
+    },
+    /// The answer to one of this console's requests.
+    ReplyArrived(Reply),
+    /// The connection to the engine is gone (its reason); the link is trying again.
+    ConnectionLost(String),
     /// The terminal was resized (or re-attached in tmux): redraw everything.
     Resized,
     /// Ctrl-L: redraw everything.
@@ -188,8 +198,10 @@ pub struct App {
     pub diffs: HashMap<String, DiffRows>,
     /// Feedback from the console itself (not the engine), shown until the next key.
     pub message: Option<String>,
-    /// Commands waiting to be sent to the engine.
+    /// Commands waiting to be sent to the engine (numbered as they leave, see `link`).
     pub outbox: Vec<Command>,
+    /// What the engine says about this console, from its hello.
+    pub link: crate::console::link::LinkState,
     pub quit: bool,
     pub suspend: bool,
     /// Clear the terminal before the next draw (resize, tmux re-attach, Ctrl-L).
@@ -219,6 +231,7 @@ impl App {
             diffs: HashMap::new(),
             message: None,
             outbox: Vec::new(),
+            link: Default::default(),
             quit: false,
             suspend: false,
             full_redraw: false,
@@ -290,13 +303,25 @@ pub fn update(app: &mut App, action: Action) {
     // A console message answers the last key; the next key replaces it.
     if !matches!(
         action,
-        Action::SnapshotArrived(_) | Action::EngineStopped | Action::Resized
+        Action::SnapshotArrived(_)
+            | Action::EngineStopped
+            | Action::Resized
+            | Action::Hello { .. }
+            | Action::ReplyArrived(_)
+            | Action::ConnectionLost(_)
     ) {
         app.message = None;
     }
     match action {
         Action::SnapshotArrived(snapshot) => receive_snapshot(app, *snapshot),
         Action::EngineStopped => app.engine_stopped = true,
+        Action::Hello {
+            started_at,
+            you,
+            read_only,
+        } => crate::console::link::hello(app, started_at, you, read_only),
+        Action::ReplyArrived(reply) => crate::console::link::reply(app, reply),
+        Action::ConnectionLost(reason) => crate::console::link::lost(app, reason),
         Action::Resized | Action::Redraw => app.full_redraw = true,
         Action::Suspend => app.suspend = true,
         Action::Quit => app.quit = true,
@@ -347,12 +372,8 @@ pub fn update(app: &mut App, action: Action) {
 
 fn receive_snapshot(app: &mut App, mut snapshot: Snapshot) {
     // The one place raw engine text enters: clean it before anything can draw it.
+    // (The answer to a request comes in its own reply, never from the snapshot.)
     sanitize::snapshot(&mut snapshot);
-    // The engine's answer (a refusal, a confirmation) replaces "sent; the engine will
-    // confirm": otherwise a refused command would look accepted.
-    if snapshot.notices.last() != app.snapshot.notices.last() {
-        app.message = None;
-    }
     app.snapshot = snapshot;
     app.connected = true;
     refresh_derived(app);
@@ -884,28 +905,6 @@ mod tests {
             }]
         );
         assert!(matches!(app.overlay, Overlay::None));
-    }
-
-    #[test]
-    fn the_engines_answer_replaces_the_sent_message() {
-        let mut app = sample_app(false);
-        press(&mut app, KeyCode::Enter);
-        press(&mut app, KeyCode::Char('g'));
-        assert!(app
-            .message
-            .as_deref()
-            .unwrap_or("")
-            .contains("engine will confirm"));
-        // The same snapshot again: nothing new from the engine, the message stays.
-        let same = app.snapshot.clone();
-        update(&mut app, Action::SnapshotArrived(Box::new(same)));
-        assert!(app.message.is_some());
-        let mut refused = app.snapshot.clone();
-        refused
-            .notices
-            .push("refused: TICKETING.ORDERS is not back at its baseline yet".into());
-        update(&mut app, Action::SnapshotArrived(Box::new(refused)));
-        assert_eq!(app.message, None, "the refusal must show instead");
     }
 
     #[test]

@@ -12,6 +12,7 @@ use tui_tree_widget::{Tree, TreeState};
 
 use crate::console::diff::{Change, DiffRows, Sign, SIDE_BY_SIDE_MIN_WIDTH};
 use crate::console::keys;
+use crate::console::presence;
 use crate::console::state::{
     status_word, App, Detail, Overlay, Pane, PromptKind, ReasonModal, Screen,
 };
@@ -202,6 +203,23 @@ fn render_status(frame: &mut Frame, area: Rect, app: &App) {
         ));
         spans.push(separator());
     }
+    // A lost engine comes first too: nothing decided now would be sent.
+    if let Some(lost) = &app.link.lost {
+        spans.push(Span::styled(
+            format!("■ {lost}; reconnecting…"),
+            theme.crit.add_modifier(Modifier::BOLD),
+        ));
+        spans.push(separator());
+    }
+    // The answer to this console's last action (a refusal above all) must not be cut
+    // off by a narrow terminal: it comes next.
+    if let Some(message) = &app.message {
+        spans.push(Span::styled(
+            message.clone(),
+            theme.accent.add_modifier(Modifier::BOLD),
+        ));
+        spans.push(separator());
+    }
     spans.push(match &app.snapshot.chain_head {
         Some(head) => Span::styled(
             format!("chain #{} {}", head.seq, short(&head.hash)),
@@ -209,9 +227,11 @@ fn render_status(frame: &mut Frame, area: Rect, app: &App) {
         ),
         None => Span::styled("chain empty", theme.muted),
     });
-    if !app.snapshot.actor.is_empty() {
+    // Who we are, as the engine's hello attests it (hub snapshots carry no actor).
+    let you = app.link.you.as_deref().unwrap_or(&app.snapshot.actor);
+    if !you.is_empty() {
         spans.push(separator());
-        spans.push(Span::raw(app.snapshot.actor.clone()));
+        spans.push(Span::raw(you.to_string()));
     }
     if app.read_only {
         spans.push(separator());
@@ -223,6 +243,7 @@ fn render_status(frame: &mut Frame, area: Rect, app: &App) {
     if app.engine_stopped {
         spans.push(separator());
         spans.push(Span::styled("■ engine stopped; q quits", theme.crit));
+    } else if app.link.lost.is_some() {
     } else if !app.connected {
         spans.push(separator());
         spans.push(Span::styled("waiting for the engine…", theme.muted));
@@ -230,12 +251,16 @@ fn render_status(frame: &mut Frame, area: Rect, app: &App) {
         spans.push(separator());
         spans.push(Span::styled("✓ scenario finished", theme.ok));
     }
-    if let Some(message) = &app.message {
-        spans.push(separator());
-        spans.push(Span::styled(message.clone(), theme.accent));
-    } else if let Some(notice) = app.snapshot.notices.last() {
+    // The engine's latest notice comes before the list of who is here: on a narrow
+    // terminal the list is what gets cut.
+    if let (None, Some(notice)) = (&app.message, app.snapshot.notices.last()) {
         spans.push(separator());
         spans.push(Span::styled(notice.clone(), theme.muted));
+    }
+    let attached = presence::status_spans(app, theme);
+    if !attached.is_empty() {
+        spans.push(separator());
+        spans.extend(attached);
     }
     frame.render_widget(Line::from(spans), area);
 }
@@ -440,12 +465,12 @@ fn render_detail_screen(frame: &mut Frame, area: Rect, app: &App) {
     render_cause(frame, cause, incident, detail, theme);
     render_tree(frame, tree, incident, detail, theme);
     if incident.checks.is_empty() {
-        render_proposals(frame, proposals_row, incident, detail, theme);
+        render_proposals(frame, proposals_row, app, incident, detail);
     } else {
         let [list, checks] =
             Layout::horizontal([Constraint::Percentage(62), Constraint::Percentage(38)])
                 .areas(proposals_row);
-        render_proposals(frame, list, incident, detail, theme);
+        render_proposals(frame, list, app, incident, detail);
         render_checks(frame, checks, incident, theme);
     }
     render_proposal_body(frame, proposal_body, app, detail);
@@ -547,10 +572,11 @@ fn render_tree(
 fn render_proposals(
     frame: &mut Frame,
     area: Rect,
+    app: &App,
     incident: &IncidentView,
     detail: &Detail,
-    theme: &Theme,
 ) {
+    let theme = &app.theme;
     let focused = detail.focus == Pane::Proposals;
     let block = pane_block("Proposals", focused, theme);
     if incident.proposals.is_empty() {
@@ -568,13 +594,23 @@ fn render_proposals(
         .take(height)
         .map(|(index, proposal)| {
             let selected = index == detail.proposal;
+            // Someone else has the reason box open for it: say so before the title.
+            let title = match presence::deciding(app, &proposal.id) {
+                Some(who) => Line::from(vec![
+                    Span::styled(
+                        format!("✎ {who} · "),
+                        theme.warn.add_modifier(Modifier::BOLD),
+                    ),
+                    Span::raw(proposal.title.as_str()),
+                ]),
+                None => Line::raw(proposal.title.as_str()),
+            };
             let row = Row::new(vec![
                 Cell::from(if selected { SELECTED } else { " " }),
-                // "INC-0001-P2" -> "P2": the incident is already on screen.
-                Cell::from(proposal.id.rsplit('-').next().unwrap_or(&proposal.id)),
+                Cell::from(presence::short_proposal(&proposal.id)),
                 Cell::from(kind_word(proposal.kind)),
                 Cell::from(proposal_state(proposal.state, theme)),
-                Cell::from(proposal.title.as_str()),
+                Cell::from(title),
                 Cell::from(Span::styled(proposal.owner.as_str(), theme.muted)),
                 Cell::from(Span::styled(short(&proposal.content_hash), theme.muted)),
             ]);
@@ -1158,6 +1194,96 @@ mod tests {
         let screen = draw(&app, 120, 40);
         assert!(screen.contains("read-only"));
         assert!(screen.contains("engine stopped"));
+    }
+
+    /// Alice's console, attached to a hub (snapshots carry no actor) with Bob deciding
+    /// P-2 and an observer looking at INC-6.
+    fn paired_app() -> App {
+        use crate::engine::api::PresenceView;
+        let mut app = App::new(false, Theme::fallback(), None, false);
+        update(
+            &mut app,
+            Action::Hello {
+                started_at: "2026-11-24T13:58:00Z".into(),
+                you: "alice (uid 1001)".into(),
+                read_only: false,
+            },
+        );
+        let mut snapshot = sample_snapshot();
+        snapshot.actor = String::new();
+        snapshot.notices.clear();
+        snapshot.attached = vec![
+            PresenceView {
+                who: "Alice (alice)".into(),
+                read_only: false,
+                viewing: Some("INC-7".into()),
+                deciding: None,
+            },
+            PresenceView {
+                who: "Bob (bob)".into(),
+                read_only: false,
+                viewing: Some("INC-7".into()),
+                deciding: Some("P-2".into()),
+            },
+            PresenceView {
+                who: "uid 1003".into(),
+                read_only: true,
+                viewing: Some("INC-6".into()),
+                deciding: None,
+            },
+        ];
+        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
+        app
+    }
+
+    #[test]
+    fn the_status_bar_lists_who_is_attached() {
+        let app = paired_app();
+        for (width, height) in SIZES {
+            let screen = draw(&app, width, height);
+            let status = screen.lines().nth(height as usize - 2).unwrap();
+            assert!(status.contains("alice (uid 1001)"), "{status}");
+            assert!(status.contains("3 attached"), "{status}");
+            insta::assert_snapshot!(format!("presence_{width}x{height}"), screen);
+        }
+    }
+
+    #[test]
+    fn a_proposal_someone_else_is_deciding() {
+        use crate::engine::api::{Outcome, Refusal, RefusalKind, Reply};
+        let mut app = paired_app();
+        update(&mut app, Action::Open);
+        update(&mut app, Action::Down);
+        let screen = draw(&app, 120, 40);
+        assert!(screen.contains("✎ Bob (bob) is deciding 2"), "{screen}");
+        // Alice decides too; the engine recorded Bob's first and says so.
+        update(&mut app, Action::Approve);
+        update(&mut app, Action::Submit);
+        let sent = crate::console::link::outgoing(&mut app);
+        let id = sent
+            .iter()
+            .find_map(|m| match m {
+                crate::engine::api::ClientMessage::Request(r) => Some(r.id),
+                _ => None,
+            })
+            .unwrap();
+        update(
+            &mut app,
+            Action::ReplyArrived(Reply {
+                id,
+                outcome: Outcome::Refused {
+                    reason: Refusal::new(
+                        RefusalKind::AlreadyDecided,
+                        "P-2 is already approved by Bob (bob) (uid 1002) (chain #41)",
+                    ),
+                },
+            }),
+        );
+        for (width, height) in SIZES {
+            let screen = draw(&app, width, height);
+            assert!(screen.contains("already approved by Bob"), "{screen}");
+            insta::assert_snapshot!(format!("decided_by_someone_else_{width}x{height}"), screen);
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@ pub mod estate;
 pub mod scenario;
 
 use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -16,12 +16,9 @@ use chrono::{NaiveDate, NaiveDateTime, TimeDelta};
 use crate::approve::Actor;
 use crate::config::Config;
 use crate::engine::api::Outcome;
-use crate::engine::api::{
-    Command, Event, EventKind, IncidentStatus, ProposalKind, ProposalState, Snapshot,
-};
-use crate::engine::hub::{Driver, Hub};
+use crate::engine::api::{Command, Event, EventKind, IncidentStatus, ProposalKind, ProposalState};
+use crate::engine::hub::{Driver, Hub, HubMessage};
 use crate::engine::server;
-use crate::engine::session::{publish, serve_until, with_console};
 use crate::engine::Engine;
 use scenario::Scenario;
 
@@ -255,7 +252,12 @@ impl Story {
 
 impl Driver for Story {
     fn next_turn(&self) -> Instant {
-        self.next
+        if self.finished {
+            // The clock has stopped; people can still decide and read.
+            Instant::now() + Duration::from_secs(3600)
+        } else {
+            self.next
+        }
     }
 
     fn turn(&mut self, engine: &mut Engine) -> Result<Vec<Event>> {
@@ -272,35 +274,21 @@ impl Driver for Story {
     }
 }
 
-/// Plays the story for a console in this process from `from`. `commands` carries what
-/// people decide; every event goes to `emit`; a snapshot after each change goes to
-/// `snapshots`. Returns when the story is over and, for a console, when it hangs up.
-#[allow(clippy::too_many_arguments)]
+/// Plays the whole story from `from` in this thread, as fast as it can, with nobody
+/// deciding but the stand-in (if any); every event goes to `emit`. For tests.
 pub fn play(
     options: &DemoOptions,
     scenario: Scenario,
     engine: &mut Engine,
     actor: &Actor,
     from: NaiveDateTime,
-    commands: &Receiver<Command>,
     emit: &mut dyn FnMut(&Event),
-    snapshots: Option<&Sender<Snapshot>>,
 ) -> Result<()> {
     let mut story = Story::new(options, scenario, actor, from);
     while !story.finished() {
         for event in story.minute(engine)? {
             emit(&event);
         }
-        publish(engine, snapshots, false);
-        if !serve_until(engine, commands, actor, story.next, emit, snapshots, false) {
-            return Ok(()); // the console quit
-        }
-    }
-    publish(engine, snapshots, true);
-    // The clock has stopped; a console can still decide and read until it quits.
-    if snapshots.is_some() {
-        let forever = Instant::now() + Duration::from_secs(100 * 365 * 86_400);
-        while serve_until(engine, commands, actor, forever, emit, snapshots, true) {}
     }
     Ok(())
 }
@@ -372,15 +360,8 @@ pub fn run_headless(options: DemoOptions, json: bool) -> Result<()> {
     let _lock = crate::store::EngineLock::acquire(&options.data_dir)?;
     let actor = Actor::current();
     let (scenario, engine, from) = open_story(&options.data_dir, &actor)?;
-    // The demo serves its socket like `dataward serve`: people decide through a console
-    // (`dataward --data-dir DIR`) or the CLI while it plays.
-    let config = Config::load(&options.data_dir.join("estate").join("dataward.toml"))?;
     let (hub_tx, hub_rx) = mpsc::channel();
-    let listener = server::bind(&options.data_dir, &config)?;
-    {
-        let (config, hub_tx) = (std::sync::Arc::new(config), hub_tx.clone());
-        std::thread::spawn(move || server::accept(listener, config, hub_tx));
-    }
+    serve_socket(&options, &hub_tx)?;
     // A signal ends the story after the minute in hand; the same command carries on.
     crate::signals::catch()?;
     server::stop_on_signal(hub_tx.clone());
@@ -408,6 +389,22 @@ pub fn run_headless(options: DemoOptions, json: bool) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The demo serves its socket like `dataward serve`: people decide through a console
+/// (`dataward --data-dir DIR`) or the CLI while it plays. Returns the estate's config.
+fn serve_socket(
+    options: &DemoOptions,
+    hub_tx: &mpsc::Sender<HubMessage>,
+) -> Result<std::sync::Arc<Config>> {
+    let config = Config::load(&options.data_dir.join("estate").join("dataward.toml"))?;
+    let listener = server::bind(&options.data_dir, &config)?;
+    let config = std::sync::Arc::new(config);
+    {
+        let (config, hub_tx) = (std::sync::Arc::clone(&config), hub_tx.clone());
+        std::thread::spawn(move || server::accept(listener, config, hub_tx));
+    }
+    Ok(config)
 }
 
 /// `--approve-as` plays the story's owner, nobody else: not an escalation target nobody
@@ -439,23 +436,38 @@ fn describe(event: &Event) -> String {
     format!("{time} {name:<18} {}", rest.join("  "))
 }
 
-/// `dataward demo`: the console on the live engine. The engine plays on its own thread;
-/// the console only sends commands and draws snapshots.
+/// `dataward demo`: the story played through the engine's hub, with this console
+/// attached in this process and the socket served, so `dataward --data-dir DIR` in a
+/// second terminal attaches to the same live story. Quitting this console ends the demo.
 pub fn run_console(options: DemoOptions) -> Result<()> {
     let _lock = crate::store::EngineLock::acquire(&options.data_dir)?;
     let actor = Actor::current();
-    let (scenario, mut engine, from) = open_story(&options.data_dir, &actor)?;
-    with_console(false, move |commands, snapshots| {
-        let mut emit = |_: &Event| {};
-        play(
-            &options,
-            scenario,
-            &mut engine,
-            &actor,
-            from,
-            &commands,
-            &mut emit,
-            Some(&snapshots),
-        )
-    })
+    let (scenario, engine, from) = open_story(&options.data_dir, &actor)?;
+    let (hub_tx, hub_rx) = mpsc::channel();
+    let config = serve_socket(&options, &hub_tx)?;
+    // This console is a client like any other: named and allowed as the policy says.
+    let (who, read_only) =
+        server::admit(&config, &actor, false).unwrap_or_else(|_| (actor.display(), false));
+    let mut story = Story::new(&options, scenario, &actor, from);
+    let hub = std::thread::Builder::new()
+        .name("dataward-hub".into())
+        .spawn(move || Hub::new(engine, hub_rx, Box::new(|_| {})).run(&mut story))?;
+    let console =
+        crate::engine::attach::in_process(&hub_tx, actor, who, read_only).and_then(|link| {
+            crate::console::run(
+                link,
+                crate::console::ConsoleOptions {
+                    read_only,
+                    theme: None,
+                    theme_name: None,
+                },
+            )
+        });
+    let _ = hub_tx.send(HubMessage::Stop);
+    let engine = match hub.join() {
+        Ok(result) => result.map(|_| ()),
+        Err(_) => Err(anyhow::anyhow!("the engine thread panicked")),
+    };
+    let _ = std::fs::remove_file(server::socket_path(&options.data_dir));
+    console.and(engine)
 }

@@ -78,6 +78,12 @@ impl Client {
         }
     }
 
+    /// A second handle on the connection: to write from another thread while this one
+    /// reads (a console's bridge), or to ask the kernel who serves it.
+    pub fn stream(&self) -> std::io::Result<UnixStream> {
+        self.writer.try_clone()
+    }
+
     pub fn send(&mut self, message: &ClientMessage) -> Result<()> {
         wire::send(&mut self.writer, message).context("the engine closed the connection")
     }

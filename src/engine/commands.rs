@@ -38,50 +38,17 @@ impl Engine {
         Ok(events)
     }
 
-    /// Applies a command for a console in this process: like [`Engine::request`], with
-    /// the answer also put on the notices it reads.
+    /// Applies a command and answers with its events, a refusal becoming a `refused`
+    /// event (tests and scripts that read the timeline). Nothing goes to the shared
+    /// notices: a console reads its answer from its own `Reply`.
     pub fn handle(&mut self, command: Command, actor: &Actor) -> Vec<Event> {
         let described = format!("{command:?}");
-        let result = match self.request(command, actor) {
-            Outcome::Accepted { events, .. } => Ok(events),
-            Outcome::Refused { reason } => Err(reason),
-        };
-        match result {
-            Ok(events) => {
-                // Confirm on screen what the chain now holds.
-                for event in &events {
-                    let notice = match &event.kind {
-                        EventKind::Decision {
-                            proposal,
-                            verdict,
-                            seq,
-                            ..
-                        } => {
-                            format!(
-                                "{proposal} {} (chain #{seq})",
-                                serde_json::to_value(verdict)
-                                    .map(|v| v.as_str().unwrap_or_default().replace('_', " "))
-                                    .unwrap_or_default()
-                            )
-                        }
-                        EventKind::Run {
-                            job, status, seq, ..
-                        } => format!("run of {job} {status} (chain #{seq})"),
-                        EventKind::Undo { action, seq, .. } => format!("{action} (chain #{seq})"),
-                        _ => continue,
-                    };
-                    self.notices.push(notice);
-                }
-                events
-            }
-            Err(refusal) => {
-                let reason = refusal.message;
-                self.notices.push(format!("refused: {reason}"));
-                vec![self.event(EventKind::Refused {
-                    command: described,
-                    reason,
-                })]
-            }
+        match self.request(command, actor) {
+            Outcome::Accepted { events, .. } => events,
+            Outcome::Refused { reason } => vec![self.event(EventKind::Refused {
+                command: described,
+                reason: reason.message,
+            })],
         }
     }
 

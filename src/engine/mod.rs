@@ -4,6 +4,7 @@
 //! chain. Commands in, events out; it never draws.
 
 pub mod api;
+pub mod attach;
 mod autonomy;
 mod commands;
 pub mod hub;
@@ -16,7 +17,6 @@ pub mod client;
 pub mod orchestrator;
 pub mod poll_task;
 pub mod server;
-pub mod session;
 mod verification;
 pub mod wire;
 
