@@ -62,12 +62,7 @@ pub fn bind(data_dir: &Path, config: &Config) -> Result<UnixListener> {
     unsafe { libc::umask(old) };
     let listener = bound.with_context(|| format!("cannot listen on {}", path.display()))?;
     if let Some(group) = &config.serve.group {
-        let gid = group_id(group).with_context(|| {
-            format!(
-                "{}: [serve] group {group:?} is not a group on this host",
-                config.origin.display()
-            )
-        })?;
+        let gid = share_with_group(data_dir, group, config)?;
         std::os::unix::fs::chown(&path, None, Some(gid))
             .with_context(|| format!("giving {} to group {group}", path.display()))?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o660))?;
@@ -77,7 +72,7 @@ pub fn bind(data_dir: &Path, config: &Config) -> Result<UnixListener> {
 
 /// With `[serve] group`, the team reaches the socket through the data directory: it
 /// becomes 0750 and the group's (group members may read, never write, what is in it).
-fn share_with_group(data_dir: &Path, group: &str, config: &Config) -> Result<()> {
+fn share_with_group(data_dir: &Path, group: &str, config: &Config) -> Result<u32> {
     let gid = group_id(group).with_context(|| {
         format!(
             "{}: [serve] group {group:?} is not a group on this host",
@@ -87,7 +82,7 @@ fn share_with_group(data_dir: &Path, group: &str, config: &Config) -> Result<()>
     std::os::unix::fs::chown(data_dir, None, Some(gid))
         .with_context(|| format!("giving {} to group {group}", data_dir.display()))?;
     std::fs::set_permissions(data_dir, std::fs::Permissions::from_mode(0o750))?;
-    Ok(())
+    Ok(gid)
 }
 
 fn group_id(name: &str) -> Option<u32> {
@@ -345,9 +340,6 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     crate::store::files::check_private_config(&options.config)?;
     crate::store::files::ensure_private_dir(&options.data_dir)?;
     let config = Config::load(&options.config)?;
-    if let Some(group) = &config.serve.group {
-        share_with_group(&options.data_dir, group, &config)?;
-    }
     let _lock = crate::store::EngineLock::acquire(&options.data_dir)?;
     let orchestrator = super::orchestrator::from_config(&config)?;
     let db = options.data_dir.join("dataward.db");
