@@ -155,7 +155,7 @@ pub fn diagnose(facts: &Facts) -> Diagnosis {
         }
     }
     if not_lost {
-        cause.push_str("; orders are not lost");
+        cause.push_str(&format!("; no rows are lost: {source} still holds them"));
     }
     Diagnosis {
         kind: if recreated.is_some() {
@@ -221,7 +221,12 @@ mod tests {
             "{}",
             d.cause
         );
-        assert!(d.cause.contains("orders are not lost"), "{}", d.cause);
+        assert!(
+            d.cause
+                .contains("no rows are lost: orders still holds them"),
+            "{}",
+            d.cause
+        );
         assert_eq!(d.column_change.unwrap().to, "VARCHAR(12)");
     }
 

@@ -162,8 +162,8 @@ pub fn propose(ctx: &Context) -> Vec<Proposal> {
                 },
                 undo: format!("revert {file} to the version above"),
                 verify: format!(
-                    "{} runs on today's data, including sections that are not numbers",
-                    impact.name
+                    "{} runs on today's data, including {} values the old cast would have refused",
+                    impact.name, change.column
                 ),
             });
         }
