@@ -150,6 +150,18 @@ enum Cmd {
     Forward { proposal: String },
     /// Queue the run an approved hold planned.
     Run { incident: String },
+    /// Close an incident by hand (its owner), with the reason; the receipt says so.
+    Resolve {
+        incident: String,
+        #[arg(long)]
+        reason: String,
+    },
+    /// Open a resolved incident again.
+    Reopen {
+        incident: String,
+        #[arg(long)]
+        reason: String,
+    },
 }
 
 fn main() -> ExitCode {
@@ -299,6 +311,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Cmd::Run { incident } => {
             dataward::engine::cli::decide(&data_dir()?, Command::QueueRun { incident })
+        }
+        Cmd::Resolve { incident, reason } => {
+            dataward::engine::cli::decide(&data_dir()?, Command::Resolve { incident, reason })
+        }
+        Cmd::Reopen { incident, reason } => {
+            dataward::engine::cli::decide(&data_dir()?, Command::Reopen { incident, reason })
         }
     }
 }

@@ -222,6 +222,14 @@ pub const COMMANDS: &[(&str, &str)] = &[
         ":lift",
         "ask to lift the stop; a second person's :lift lifts it (dangerous)",
     ),
+    (
+        ":resolve REASON",
+        "close the open incident by hand; the receipt says why (dangerous)",
+    ),
+    (
+        ":reopen REASON",
+        "open the open resolved incident again (dangerous)",
+    ),
 ];
 
 /// The bindings a console may use: read-only consoles lose every dangerous one.

@@ -75,6 +75,8 @@ fn describe(command: &Command) -> String {
         Command::RollBack { proposal, .. } => format!("roll back {proposal}"),
         Command::Forward { proposal } => format!("forward {proposal}"),
         Command::QueueRun { incident } => format!("run for {incident}"),
+        Command::Resolve { incident, .. } => format!("resolve {incident}"),
+        Command::Reopen { incident, .. } => format!("reopen {incident}"),
         Command::OrgStop { .. } => "org-wide stop".into(),
         Command::LiftStop => "lift the stop".into(),
     }

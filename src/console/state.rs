@@ -772,6 +772,27 @@ fn run_command_line(app: &mut App, line: &str) {
             }
         }
         (Some("lift"), _) => app.outbox.push(Command::LiftStop),
+        // Closing an incident by hand, or opening it again: the owner's, with a reason.
+        (Some("resolve" | "reopen"), _) if app.read_only => {
+            app.message = Some("read-only console: :resolve and :reopen are not available".into());
+        }
+        (Some(verb @ ("resolve" | "reopen")), first) => {
+            let reason: Vec<&str> = first.into_iter().chain(words).collect();
+            let Some(incident) = app.open_incident().map(|i| i.id.clone()) else {
+                app.message = Some(format!("open an incident first, then :{verb} REASON"));
+                return;
+            };
+            if reason.is_empty() {
+                app.message = Some(format!("say why: :{verb} REASON"));
+                return;
+            }
+            let reason = reason.join(" ");
+            app.outbox.push(if verb == "resolve" {
+                Command::Resolve { incident, reason }
+            } else {
+                Command::Reopen { incident, reason }
+            });
+        }
         (Some("theme"), None) => {
             app.message = Some(format!(
                 "theme {} (available: {})",
@@ -905,6 +926,36 @@ mod tests {
             }]
         );
         assert!(matches!(app.overlay, Overlay::None));
+    }
+
+    #[test]
+    fn resolve_by_hand_needs_an_open_incident_and_a_reason() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "resolve handled by the vendor");
+        press(&mut app, KeyCode::Enter);
+        assert!(app.outbox.is_empty(), "no incident was open");
+        press(&mut app, KeyCode::Enter);
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "resolve");
+        press(&mut app, KeyCode::Enter);
+        assert!(app.outbox.is_empty(), "no reason given");
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "resolve handled by the vendor");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(
+            app.outbox,
+            vec![Command::Resolve {
+                incident: "INC-7".into(),
+                reason: "handled by the vendor".into(),
+            }]
+        );
+        let mut watcher = sample_app(true);
+        press(&mut watcher, KeyCode::Enter);
+        press(&mut watcher, KeyCode::Char(':'));
+        type_text(&mut watcher, "resolve handled");
+        press(&mut watcher, KeyCode::Enter);
+        assert!(watcher.outbox.is_empty(), "read-only");
     }
 
     #[test]

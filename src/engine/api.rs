@@ -26,6 +26,10 @@ pub enum Command {
     Forward { proposal: String },
     /// Queue the run that an approved hold proposal planned (its job, once).
     QueueRun { incident: String },
+    /// Close an incident by hand (the owner): recorded with the reason, in the receipt.
+    Resolve { incident: String, reason: String },
+    /// Open a resolved incident again.
+    Reopen { incident: String, reason: String },
     /// Halt all dispatch by dataward at once.
     OrgStop { reason: String },
     /// Ask to lift the org-wide stop; a second, different person's ask lifts it.
@@ -94,6 +98,11 @@ pub enum EventKind {
     },
     IncidentResolved {
         incident: String,
+    },
+    /// A resolved incident was opened again by a person.
+    Reopened {
+        incident: String,
+        seq: u64,
     },
     /// An unanswered request's time ran out; it now also goes to `to`.
     Escalated {

@@ -197,6 +197,10 @@ pub fn confirmations(events: &[Event]) -> Vec<String> {
             EventKind::OrgStop {
                 action, actor, seq, ..
             } => Some(format!("org-wide stop {action} by {actor} (chain #{seq})")),
+            EventKind::IncidentResolved { incident } => Some(format!("{incident} resolved")),
+            EventKind::Reopened { incident, seq } => {
+                Some(format!("{incident} reopened (chain #{seq})"))
+            }
             _ => None,
         })
         .collect()

@@ -116,6 +116,10 @@ impl Engine {
                 })])
             }
             Command::QueueRun { incident } => self.queue_run(&incident, Some(actor)),
+            Command::Resolve { incident, reason } => {
+                self.resolve_by_hand(&incident, &reason, actor)
+            }
+            Command::Reopen { incident, reason } => self.reopen(&incident, &reason, actor),
             Command::OrgStop { reason } => {
                 anyhow::ensure!(!reason.trim().is_empty(), "a stop needs a reason");
                 self.ensure_chain_trusted()?;
@@ -310,6 +314,112 @@ impl Engine {
             }));
         }
         Ok(events)
+    }
+
+    /// The incident `id`, or a `not_found` refusal.
+    fn incident_index(&self, id: &str) -> Result<usize> {
+        self.incidents
+            .iter()
+            .position(|x| x.id.eq_ignore_ascii_case(id))
+            .ok_or_else(|| Refusal::new(RefusalKind::NotFound, format!("no incident {id}")).into())
+    }
+
+    /// May `actor` close or reopen an incident on `table`? An owner or escalation role
+    /// of the domain that covers it.
+    fn ensure_incident_owner(&self, table: &str, actor: &Actor) -> Result<()> {
+        if let Some(e) = &self.policy_error {
+            return Err(Refusal::new(
+                RefusalKind::Policy,
+                format!("the policy cannot be evaluated, so nothing may be decided: {e}"),
+            )
+            .into());
+        }
+        let domain = approve::domain_for(&self.config, table).ok_or_else(|| {
+            Refusal::new(
+                RefusalKind::Policy,
+                format!("no domain in the policy covers {table}; nobody may close it by hand"),
+            )
+        })?;
+        let roles = actor.roles(&self.config);
+        let owning: Vec<&String> = domain.owners.iter().chain(&domain.escalation).collect();
+        if !roles.iter().any(|r| owning.contains(&r)) {
+            return Err(Refusal::new(
+                RefusalKind::Policy,
+                format!(
+                    "{} holds none of the roles that own {table} ({})",
+                    actor.display(),
+                    owning
+                        .iter()
+                        .map(|r| r.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+            .into());
+        }
+        Ok(())
+    }
+
+    /// The owner closes the incident by hand, with a reason: approved holds are resumed
+    /// as on any resolution, and the receipt says who closed it and why.
+    fn resolve_by_hand(&mut self, id: &str, reason: &str, actor: &Actor) -> Result<Vec<Event>> {
+        let i = self.incident_index(id)?;
+        let incident = &self.incidents[i];
+        if incident.status == IncidentStatus::Resolved {
+            return Err(Refusal::new(
+                RefusalKind::AlreadyDecided,
+                format!("{} is already resolved", incident.id),
+            )
+            .into());
+        }
+        anyhow::ensure!(
+            !reason.trim().is_empty(),
+            "closing an incident by hand needs a reason"
+        );
+        self.ensure_incident_owner(&incident.table.clone(), actor)?;
+        anyhow::ensure!(
+            !self.intent_pending(&incident.id)?,
+            "{} has a run being queued; wait for it",
+            incident.id
+        );
+        self.incidents[i].closed_by_hand = Some((actor.to_json(), reason.to_string()));
+        self.resolve(i)
+    }
+
+    /// Opens a resolved incident again: the reason goes on the chain, and it waits for
+    /// people and checks as before.
+    fn reopen(&mut self, id: &str, reason: &str, actor: &Actor) -> Result<Vec<Event>> {
+        let i = self.incident_index(id)?;
+        anyhow::ensure!(
+            self.incidents[i].status == IncidentStatus::Resolved,
+            "{} is not resolved",
+            self.incidents[i].id
+        );
+        anyhow::ensure!(
+            !reason.trim().is_empty(),
+            "reopening an incident needs a reason"
+        );
+        self.ensure_incident_owner(&self.incidents[i].table.clone(), actor)?;
+        let incident_id = self.incidents[i].id.clone();
+        let seq = self.record(
+            "incident_reopened",
+            &actor.to_json(),
+            json!({"incident": incident_id, "reason": reason}),
+        )?;
+        let incident = &mut self.incidents[i];
+        incident.status = IncidentStatus::Open;
+        incident.verified = false;
+        incident.closed_by_hand = None;
+        incident.receipt = None;
+        self.settled.remove(&incident_id);
+        self.notices.push(format!(
+            "{incident_id} reopened by {} (chain #{seq})",
+            actor.display()
+        ));
+        Ok(vec![self.event(EventKind::Reopened {
+            incident: incident_id,
+            seq,
+        })])
     }
 
     /// A chain that does not verify is never appended to.

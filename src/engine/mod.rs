@@ -80,9 +80,13 @@ struct Incident {
     run: Option<RunState>,
     checks: Vec<Check>,
     receipt: Option<String>,
-    /// Verification passed; the incident resolves once its holds are resumed.
+    /// Verification passed (or the owner closed it); it resolves once its holds are
+    /// resumed.
     #[serde(default)]
     verified: bool,
+    /// Closed by hand: by whom (as the chain records actors) and why.
+    #[serde(default)]
+    closed_by_hand: Option<(String, String)>,
 }
 
 pub struct Engine {
@@ -859,6 +863,7 @@ impl Incident {
             checks: Vec::new(),
             receipt: None,
             verified: false,
+            closed_by_hand: None,
         }
     }
 

@@ -295,7 +295,14 @@ impl Engine {
         }
         let id = incident.id.clone();
         let mut events = Vec::new();
-        self.record("incident_resolved", ENGINE_ACTOR, json!({"incident": id}))?;
+        match incident.closed_by_hand.clone() {
+            Some((actor, reason)) => self.record(
+                "incident_resolved",
+                &actor,
+                json!({"incident": id, "how": "by_hand", "reason": reason}),
+            )?,
+            None => self.record("incident_resolved", ENGINE_ACTOR, json!({"incident": id}))?,
+        };
         events.push(self.event(EventKind::IncidentResolved {
             incident: id.clone(),
         }));
@@ -309,9 +316,13 @@ impl Engine {
         )?;
         self.incidents[i].receipt = Some(receipt.to_markdown());
         self.incidents[i].status = IncidentStatus::Resolved;
-        self.notices.push(format!(
-            "{id} verified and resolved; receipt on chain #{seq} (R to read)"
-        ));
+        let how = if self.incidents[i].closed_by_hand.is_some() {
+            "resolved by hand"
+        } else {
+            "verified and resolved"
+        };
+        self.notices
+            .push(format!("{id} {how}; receipt on chain #{seq} (R to read)"));
         events.push(self.event(EventKind::Receipt { incident: id }));
         Ok(events)
     }

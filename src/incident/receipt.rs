@@ -25,6 +25,17 @@ pub struct Receipt {
     pub verification: Vec<Value>,
     pub undo: Vec<Value>,
     pub chain: ChainRange,
+    /// Closed by the owner rather than by a passing verification: who, and why. Left
+    /// out of the JSON otherwise, so receipts made before it existed still match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_by_hand: Option<ClosedByHand>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClosedByHand {
+    /// The actor as recorded: attested uid and account, and what was only claimed.
+    pub by: Value,
+    pub reason: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -107,6 +118,7 @@ pub fn build(records: &[Record], incident: &str) -> Result<Receipt> {
             last_seq: opened.seq,
             head_hash: opened.hash.clone(),
         },
+        closed_by_hand: None,
     };
     for (record, payload) in &mine {
         // The receipt record names the receipt; it is not part of what the receipt says.
@@ -157,7 +169,19 @@ pub fn build(records: &[Record], incident: &str) -> Result<Receipt> {
             "run" => receipt.runs.push(with_seq(payload, record)),
             "verification" => receipt.verification.push(with_seq(payload, record)),
             "undo" => receipt.undo.push(with_seq(payload, record)),
-            "incident_resolved" => receipt.resolved_at = Some(record.at.clone()),
+            "incident_resolved" => {
+                receipt.resolved_at = Some(record.at.clone());
+                if payload["how"] == "by_hand" {
+                    receipt.closed_by_hand = Some(ClosedByHand {
+                        by: serde_json::from_str(&record.actor).unwrap_or(Value::Null),
+                        reason: text(payload, "reason"),
+                    });
+                }
+            }
+            "incident_reopened" => {
+                receipt.resolved_at = None;
+                receipt.closed_by_hand = None;
+            }
             _ => {}
         }
     }
@@ -258,7 +282,12 @@ impl Sanitize for Receipt {
                     last_seq: _,
                     head_hash,
                 },
+            closed_by_hand,
         } = self;
+        if let Some(ClosedByHand { by, reason }) = closed_by_hand {
+            by.sanitize();
+            reason.sanitize();
+        }
         for text in [incident, table, monitor, opened_at, cause, head_hash] {
             text.sanitize();
         }
@@ -325,6 +354,14 @@ fn markdown(receipt: &Sanitized<Receipt>) -> String {
             .unwrap_or_else(|| r.observed.to_string()),
         r.expected.as_str().unwrap_or_default()
     ));
+    if let Some(closed) = &r.closed_by_hand {
+        md.push_str(&format!(
+            "Closed by hand by {} (uid {}): {}\n\n",
+            closed.by["user"].as_str().unwrap_or("unknown"),
+            closed.by["uid"],
+            closed.reason
+        ));
+    }
     md.push_str(&format!("## Cause\n\n{}\n\n", r.cause));
     for e in &r.evidence {
         md.push_str(&format!("- {e}\n"));
