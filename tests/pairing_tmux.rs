@@ -4,6 +4,7 @@
 //! (the demo, playing the story and leaving decisions to people). Needs root, as CI
 //! runs; skipped otherwise unless DATAWARD_REQUIRE_ALL=1.
 
+mod any_user;
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -106,7 +107,7 @@ fn number(program: &str, args: &[&str]) -> u32 {
 fn demo(uid: u32, gid: u32, data: &Path, speed: &str, stdout: Stdio) -> Demo {
     use std::os::unix::process::CommandExt;
     Demo(
-        Command::new(env!("CARGO_BIN_EXE_dataward"))
+        Command::new(any_user::dataward())
             .args([
                 "demo",
                 "ticketing",
@@ -130,7 +131,7 @@ fn demo(uid: u32, gid: u32, data: &Path, speed: &str, stdout: Stdio) -> Demo {
 fn console(name: &str, user: &str, data: &Path, extra: &str) -> Session {
     let command = format!(
         "runuser -u {user} -- {} --data-dir {} {extra}",
-        env!("CARGO_BIN_EXE_dataward"),
+        any_user::dataward().display(),
         data.display()
     );
     tmux(&[
@@ -269,7 +270,8 @@ fn two_people_and_an_observer_on_one_engine() {
         wait_for(s, "✓ approved");
     }
     let out = Command::new("runuser")
-        .args(["-u", &owner, "--", env!("CARGO_BIN_EXE_dataward")])
+        .args(["-u", &owner, "--"])
+        .arg(any_user::dataward())
         .args(["verify", "--data-dir"])
         .arg(&data)
         .output()

@@ -2,6 +2,7 @@
 //! database read-only: they never create one, and they work for a user who can only
 //! read the data directory. A loose data directory is refused with what to run.
 
+mod any_user;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -117,7 +118,7 @@ fn reader_user(test: &str) -> bool {
 fn as_reader(args: &[&str], data_dir: &Path) -> Output {
     Command::new("runuser")
         .args(["-u", READER, "--"])
-        .arg(env!("CARGO_BIN_EXE_dataward"))
+        .arg(any_user::dataward())
         .args(args)
         .arg("--data-dir")
         .arg(data_dir)

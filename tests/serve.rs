@@ -2,6 +2,7 @@
 //! clients that misbehave affecting nobody else. The engine here is the headless demo,
 //! which serves its socket like `dataward serve` and leaves the decisions to people.
 
+mod any_user;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -387,7 +388,7 @@ fn team(test: &str) -> bool {
 fn as_user(user: &str, args: &[&str], dir: &Path) -> std::process::Output {
     Command::new("runuser")
         .args(["-u", user, "--"])
-        .arg(env!("CARGO_BIN_EXE_dataward"))
+        .arg(any_user::dataward())
         .args(args)
         .arg("--data-dir")
         .arg(dir)
