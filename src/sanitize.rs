@@ -363,7 +363,7 @@ mod tests {
 
     #[test]
     fn plain_text_is_borrowed_unchanged() {
-        let text = "TICKETING.ORDERS — seat_section VARCHAR(12) ✓";
+        let text = "SALES.PAYMENTS — zip_code VARCHAR(12) ✓";
         assert!(matches!(for_terminal(text), Cow::Borrowed(_)));
         assert_eq!(for_terminal(text), text);
     }

@@ -331,12 +331,12 @@ mod tests {
     fn schema_changes_name_each_column() {
         let before = [
             col("id", "INTEGER"),
-            col("seat_section", "SMALLINT"),
+            col("zip_code", "SMALLINT"),
             col("gone", "TEXT"),
         ];
         let after = [
             col("id", "INTEGER"),
-            col("SEAT_SECTION", "VARCHAR(12)"),
+            col("ZIP_CODE", "VARCHAR(12)"),
             col("new", "TEXT"),
         ];
         let changes = schema_changes(&before, &after);
@@ -344,7 +344,7 @@ mod tests {
             changes,
             vec![
                 SchemaChange::TypeChanged {
-                    column: "seat_section".into(),
+                    column: "zip_code".into(),
                     from: "SMALLINT".into(),
                     to: "VARCHAR(12)".into()
                 },

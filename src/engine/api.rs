@@ -169,7 +169,7 @@ pub struct BlastNode {
     pub kind: String,
     pub depth: u32,
     pub parents: Vec<String>,
-    /// What the changed column means here, e.g. "casts seat_section to integer".
+    /// What the changed column means here, e.g. "casts zip_code to integer".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finding: Option<String>,
     /// The finding will break on the new data.

@@ -180,15 +180,15 @@ mod tests {
 
     fn refill_facts() -> Facts {
         Facts {
-            table: "TICKETING.ORDERS".into(),
+            table: "SALES.PAYMENTS".into(),
             observed: 4_400.0,
             baseline: Some(20_000.0),
             opened_at: "14:10".into(),
-            source_table: Some("orders".into()),
+            source_table: Some("payments".into()),
             source_changes: vec![(
                 "14:05".into(),
                 SchemaChange::TypeChanged {
-                    column: "seat_section".into(),
+                    column: "zip_code".into(),
                     from: "SMALLINT".into(),
                     to: "VARCHAR(12)".into(),
                 },
@@ -196,7 +196,7 @@ mod tests {
             table_changes: vec![(
                 "14:10".into(),
                 SchemaChange::TypeChanged {
-                    column: "seat_section".into(),
+                    column: "zip_code".into(),
                     from: "SMALLINT".into(),
                     to: "VARCHAR(12)".into(),
                 },
@@ -212,7 +212,7 @@ mod tests {
         assert_eq!(d.kind, CauseKind::RefillAfterTypeChange);
         assert!(
             d.cause
-                .contains("orders.seat_section from SMALLINT to VARCHAR(12)"),
+                .contains("payments.zip_code from SMALLINT to VARCHAR(12)"),
             "{}",
             d.cause
         );
@@ -223,7 +223,7 @@ mod tests {
         );
         assert!(
             d.cause
-                .contains("no rows are lost: orders still holds them"),
+                .contains("no rows are lost: payments still holds them"),
             "{}",
             d.cause
         );

@@ -1,6 +1,6 @@
 //! SQLite as a warehouse: the embedded demo estate, and small teams' local marts.
 //!
-//! SQLite's CAST never fails: `CAST('FLOOR-A' AS INTEGER)` is 0. Every real warehouse
+//! SQLite's CAST never fails: `CAST('N/A' AS INTEGER)` is 0. Every real warehouse
 //! raises an error instead, and that error is exactly what breaks a model downstream of a
 //! type change. So model SQL run here goes through [`strict_casts`], which turns numeric
 //! casts into a function that fails the way Snowflake or PostgreSQL would.
@@ -355,7 +355,7 @@ mod tests {
         Connection::open(&main).unwrap();
         let conn = Connection::open(&raw).unwrap();
         conn.execute_batch(
-            "CREATE TABLE orders (id INTEGER, seat_section VARCHAR(12));
+            "CREATE TABLE orders (id INTEGER, zip_code VARCHAR(12));
              INSERT INTO orders VALUES (1, '12'), (2, '7');",
         )
         .unwrap();
@@ -379,20 +379,20 @@ mod tests {
     #[test]
     fn numeric_casts_fail_like_a_real_warehouse() {
         let (_dir, wh) = warehouse();
-        let sql = "select cast(seat_section as integer) as s from RAW.orders";
+        let sql = "select cast(zip_code as integer) as s from RAW.orders";
         assert_eq!(wh.dry_run(sql).unwrap(), 2);
         wh.connect()
             .unwrap()
-            .execute("INSERT INTO RAW.orders VALUES (3, 'FLOOR-A')", [])
+            .execute("INSERT INTO RAW.orders VALUES (3, 'N/A')", [])
             .unwrap();
         let err = wh.dry_run(sql).unwrap_err().to_string();
         assert!(
-            err.contains("Numeric value 'FLOOR-A' is not recognized"),
+            err.contains("Numeric value 'N/A' is not recognized"),
             "{err}"
         );
         // A cast to text is untouched and still runs.
         assert_eq!(
-            wh.dry_run("select cast(seat_section as varchar(12)) from RAW.orders")
+            wh.dry_run("select cast(zip_code as varchar(12)) from RAW.orders")
                 .unwrap(),
             3
         );
