@@ -15,7 +15,6 @@ use chrono::{NaiveDate, NaiveDateTime, TimeDelta};
 
 use crate::approve::Actor;
 use crate::config::Config;
-use crate::engine::api::Outcome;
 use crate::engine::api::{Command, Event, EventKind, IncidentStatus, ProposalKind, ProposalState};
 use crate::engine::hub::{Driver, Hub, HubMessage};
 use crate::engine::server;
@@ -220,17 +219,7 @@ impl Story {
         events.extend(engine.tick(now)?);
         if let Some(stand_in) = self.stand_in.as_mut() {
             for command in stand_in.react(engine) {
-                let described = format!("{command:?}");
-                match engine.request(command, &stand_in.actor) {
-                    Outcome::Accepted { events: done, .. } => events.extend(done),
-                    Outcome::Refused { reason } => events.push(Event {
-                        at: crate::engine::timestamp(now),
-                        kind: EventKind::Refused {
-                            command: described,
-                            reason: reason.message,
-                        },
-                    }),
-                }
+                events.extend(engine.handle(command, &stand_in.actor));
             }
         }
         engine.remember(DEMO_CLOCK, &crate::engine::timestamp(now))?;

@@ -317,7 +317,7 @@ impl Engine {
     }
 
     /// The incident `id`, or a `not_found` refusal.
-    fn incident_index(&self, id: &str) -> Result<usize> {
+    pub(super) fn incident_index(&self, id: &str) -> Result<usize> {
         self.incidents
             .iter()
             .position(|x| x.id.eq_ignore_ascii_case(id))
@@ -472,13 +472,7 @@ impl Engine {
         incident: &str,
         actor: Option<&Actor>,
     ) -> Result<Vec<Event>> {
-        let i = self
-            .incidents
-            .iter()
-            .position(|x| x.id == incident)
-            .ok_or_else(|| {
-                Refusal::new(RefusalKind::NotFound, format!("no incident {incident}"))
-            })?;
+        let i = self.incident_index(incident)?;
         anyhow::ensure!(
             self.incidents[i].status != IncidentStatus::Resolved,
             "{incident} is resolved"

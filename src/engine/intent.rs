@@ -290,11 +290,7 @@ impl Engine {
                 actor,
             } => {
                 let run = outcome.run.context("the scheduler returned no run id")?;
-                let i = self
-                    .incidents
-                    .iter()
-                    .position(|x| x.id == *incident)
-                    .ok_or_else(|| anyhow!("no incident {incident}"))?;
+                let i = self.incident_index(incident)?;
                 let seq = self.record(
                     "run_queued",
                     actor,

@@ -79,32 +79,21 @@ impl Engine {
     /// Reads the engine back from the database: incidents, requests, the latest
     /// observation of every check, and when each monitor is next due.
     pub(super) fn load(&mut self) -> Result<()> {
-        let mut incidents = Vec::new();
-        let mut stmt = self
-            .state
-            .prepare("SELECT id, doc FROM incident ORDER BY rowid")?;
-        let mut rows = stmt.query([])?;
-        while let Some(row) = rows.next()? {
-            let id: String = row.get(0)?;
-            let doc: String = row.get(1)?;
-            let incident: Incident = serde_json::from_str(&doc)
-                .with_context(|| format!("incident {id} in the state database"))?;
-            incidents.push(incident);
-        }
-        drop(rows);
-        drop(stmt);
-        let mut requests = BTreeMap::new();
-        let mut stmt = self.state.prepare("SELECT proposal, doc FROM request")?;
-        let mut rows = stmt.query([])?;
-        while let Some(row) = rows.next()? {
-            let proposal: String = row.get(0)?;
-            let doc: String = row.get(1)?;
-            let request: ApprovalRequest = serde_json::from_str(&doc)
-                .with_context(|| format!("approval request {proposal} in the state database"))?;
-            requests.insert(proposal, request);
-        }
-        drop(rows);
-        drop(stmt);
+        let incidents: Vec<Incident> = stored_docs(
+            &self.state,
+            "SELECT id, doc FROM incident ORDER BY rowid",
+            "incident",
+        )?
+        .into_iter()
+        .map(|(_, incident)| incident)
+        .collect();
+        let requests: BTreeMap<String, ApprovalRequest> = stored_docs(
+            &self.state,
+            "SELECT proposal, doc FROM request",
+            "approval request",
+        )?
+        .into_iter()
+        .collect();
         self.settled.clear();
         for incident in &incidents {
             if incident.status == IncidentStatus::Resolved {
@@ -164,12 +153,7 @@ impl Engine {
 
     /// Moves the mark past `id`, inside the transaction that acted on it.
     pub(super) fn mark_observations_done(&self, id: i64) -> Result<()> {
-        self.state.execute(
-            "INSERT INTO meta (key, value) VALUES (?1, ?2)
-             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            params![OBSERVATION_MARK, id.to_string()],
-        )?;
-        Ok(())
+        self.remember(OBSERVATION_MARK, &id.to_string())
     }
 }
 
@@ -177,14 +161,32 @@ impl Engine {
 /// `conn` may be read-only). Who may decide is the proposal's owner here; the running
 /// engine adds the escalation targets a request has reached.
 pub fn stored_incidents(conn: &rusqlite::Connection) -> Result<Vec<IncidentView>> {
-    let mut stmt = conn.prepare("SELECT id, doc FROM incident ORDER BY rowid")?;
+    let incidents: Vec<(String, Incident)> = stored_docs(
+        conn,
+        "SELECT id, doc FROM incident ORDER BY rowid",
+        "incident",
+    )?;
+    Ok(incidents
+        .into_iter()
+        .map(|(_, incident)| incident.view(&|_| None))
+        .collect())
+}
+
+/// Rows of (key, JSON document) read back into their type; `what` names a row that
+/// does not parse.
+fn stored_docs<T: serde::de::DeserializeOwned>(
+    conn: &rusqlite::Connection,
+    sql: &str,
+    what: &str,
+) -> Result<Vec<(String, T)>> {
+    let mut stmt = conn.prepare(sql)?;
     let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
     let mut out = Vec::new();
     for row in rows {
-        let (id, doc) = row?;
-        let incident: Incident = serde_json::from_str(&doc)
-            .with_context(|| format!("incident {id} in the state database"))?;
-        out.push(incident.view(&|_| None));
+        let (key, doc) = row?;
+        let value = serde_json::from_str(&doc)
+            .with_context(|| format!("{what} {key} in the state database"))?;
+        out.push((key, value));
     }
     Ok(out)
 }

@@ -193,22 +193,15 @@ impl Engine {
         self.notices.push(text);
     }
 
-    /// Keeps a small fact of the caller's in the state database (the demo's clock).
-    pub fn remember(&mut self, key: &str, value: &str) -> Result<()> {
+    /// Keeps a small fact in the state database's `meta` (the demo's clock, the
+    /// engine's observation mark).
+    pub fn remember(&self, key: &str, value: &str) -> Result<()> {
         self.state.execute(
             "INSERT INTO meta (key, value) VALUES (?1, ?2)
              ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             rusqlite::params![key, value],
         )?;
         Ok(())
-    }
-
-    pub fn recall(&self, key: &str) -> Result<Option<String>> {
-        use rusqlite::OptionalExtension;
-        Ok(self
-            .state
-            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
-            .optional()?)
     }
 
     /// With `false`, `tick` neither polls nor asks the orchestrator for its pipelines:
