@@ -323,6 +323,17 @@ fn clean_incident(incident: &mut IncidentView) {
     if let Some(status) = &mut incident.run_status {
         clean_in_place(status);
     }
+    for symptom in &mut incident.symptoms {
+        for field in [
+            &mut symptom.table,
+            &mut symptom.check,
+            &mut symptom.observed,
+            &mut symptom.explanation,
+            &mut symptom.at,
+        ] {
+            clean_in_place(field);
+        }
+    }
 }
 
 fn clean_proposal(proposal: &mut ProposalView) {
@@ -435,6 +446,7 @@ mod tests {
                 checks: vec![],
                 receipt: None,
                 run_status: None,
+                symptoms: Vec::new(),
             }],
             ..Snapshot::default()
         };

@@ -176,6 +176,7 @@ pub fn sample_incident() -> IncidentView {
         checks: vec![],
         receipt: None,
         run_status: None,
+        symptoms: Vec::new(),
     }
 }
 
@@ -256,6 +257,7 @@ pub fn sample_snapshot() -> Snapshot {
                         .into(),
                 ),
                 run_status: None,
+                symptoms: Vec::new(),
             },
         ],
         notices: vec!["approved P-1 (hold) by alice, chain #42".into()],

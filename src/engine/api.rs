@@ -129,6 +129,14 @@ pub enum EventKind {
     Receipt {
         incident: String,
     },
+    /// A breach downstream of an incident's table (or a model its run could not
+    /// rebuild) joined the incident instead of opening one of its own.
+    Symptom {
+        incident: String,
+        table: String,
+        check: String,
+        seq: u64,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -254,11 +262,34 @@ pub struct IncidentView {
     pub proposals: Vec<ProposalView>,
     /// The last verification, if any ran.
     pub checks: Vec<Check>,
-    /// The receipt as Markdown, once the incident is resolved.
+    /// The receipt as Markdown, read from the chain: the same text `dataward receipt`
+    /// prints. While the incident is open it says so at the top and holds what the
+    /// chain has so far.
     pub receipt: Option<String>,
     /// The last run queued for it, as the scheduler reports it: queued, success, failed.
     #[serde(default)]
     pub run_status: Option<String>,
+    /// Breaches this incident explains, oldest first.
+    #[serde(default)]
+    pub symptoms: Vec<SymptomView>,
+}
+
+/// A breach an incident explains: downstream of its table by lineage, or a model its
+/// run could not rebuild. It joins the root incident instead of opening its own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SymptomView {
+    /// The table or dbt node that breached.
+    pub table: String,
+    /// The check in its own terms: `volume`, `row_count`, `null_rate(amount)`, `dbt run`.
+    pub check: String,
+    /// What it measured, with its unit and when ("1,214 rows loaded on 2026-11-23 at 14:10").
+    pub observed: String,
+    /// Why the root incident explains it.
+    pub explanation: String,
+    /// When it joined.
+    pub at: String,
+    /// Its check is back within range (or the model rebuilt).
+    pub recovered: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

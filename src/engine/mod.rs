@@ -829,6 +829,7 @@ impl Incident {
                 Some(record) => record.status.clone(),
                 None => "queued".to_string(),
             }),
+            symptoms: Vec::new(),
         }
     }
 
