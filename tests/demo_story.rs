@@ -327,7 +327,7 @@ fn a_rejected_diff_fails_verification_once_floor_a_lands() {
             }
         }
         if let Some(id) = &incident {
-            if !queued && engine.recovered("orders_rows") {
+            if !queued && engine.recovered(id) {
                 queued = true;
                 engine.handle(
                     Command::QueueRun {

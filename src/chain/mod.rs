@@ -397,6 +397,16 @@ pub fn records(conn: &Connection) -> Result<Vec<Record>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// The records whose payload names `incident`, in storage order: what its receipt is
+/// built from.
+pub fn records_about(conn: &Connection, incident: &str) -> Result<Vec<Record>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "{SELECT_RECORDS} WHERE json_extract(payload, '$.incident') = ?1 ORDER BY rowid"
+    ))?;
+    let rows = stmt.query_map([incident], row_to_record)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BadRecord {
     pub seq: u64,

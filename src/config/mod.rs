@@ -128,6 +128,9 @@ pub struct LineageConfig {
     pub notes: Option<PathBuf>,
     /// The dbt project folder, where SQL diffs are applied.
     pub project_dir: Option<PathBuf>,
+    /// dbt's run_results.json: a model a run could not build (error, skipped) below an
+    /// open incident is one of its symptoms, with dbt's message.
+    pub run_results: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -144,6 +144,23 @@ writes = ["TICKETING.ORDERS"]
 owner = "mover-owner"
 setting = "onIncompatibleSchemaChange"
 value = "backfill"
+
+[[writer.option]]
+value = "backfill"
+effect = "recreate"
+
+[[writer.option]]
+value = "disableBinding"
+effect = "pause_table"
+note = "someone re-binds it once the change is planned"
+
+[[writer.option]]
+value = "disableTask"
+effect = "pause_writer"
+
+[[writer.option]]
+value = "abort"
+effect = "fail"
 "#;
 
 /// Builds the estate from nothing under `dir` (replacing any earlier one).

@@ -331,7 +331,7 @@ impl StandIn {
             if hold_approved
                 && incident.status == IncidentStatus::Open
                 && incident.run_status.is_none()
-                && engine.recovered(&incident.monitor)
+                && engine.recovered(&incident.id)
                 && self.asked.insert(format!("run {}", incident.id))
             {
                 commands.push(Command::QueueRun {

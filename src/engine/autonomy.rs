@@ -109,7 +109,7 @@ impl Engine {
             let incident = &self.incidents[i];
             if incident.status == IncidentStatus::Resolved
                 || incident.run.is_some()
-                || !self.recovered(&incident.monitor)
+                || !self.recovered(&incident.id)
                 || self.intent_pending(&incident.id)?
             {
                 continue;

@@ -229,6 +229,13 @@ impl Engine {
             (Verdict::RolledBack, body) => effect_of(body, false),
             _ => None,
         };
+        // A hold on a job someone had already paused pauses nothing, so its undo must
+        // not resume it: remembered from the pipelines bar as last read.
+        if let (Verdict::Approved, ProposalBody::Hold { job, .. }) = (verdict, &proposal.body) {
+            if self.job_paused(job) && !self.incidents[i].paused_before.contains(job) {
+                self.incidents[i].paused_before.push(job.clone());
+            }
+        }
         match effect {
             // The effect goes intent first: it is carried out after this commits, and
             // the decision is recorded once it is in place.
@@ -507,25 +514,14 @@ impl Engine {
         };
         // The hold exists so that nothing builds on a half-loaded table: a run asked for
         // before the table is back would do exactly that.
-        let after_recovery = self.recovered(&self.incidents[i].monitor);
+        let after_recovery = self.recovered(&self.incidents[i].id);
         if !after_recovery {
-            let incident = &self.incidents[i];
-            let now = self
-                .latest
-                .get(&(incident.monitor.clone(), CheckKind::RowCount, None))
-                .map(|o| {
-                    format!(
-                        "{} rows against a baseline of {}",
-                        o.observed_text(),
-                        o.expected
-                            .map(|r| monitor::thousands(r.baseline))
-                            .unwrap_or_default()
-                    )
-                })
-                .unwrap_or_else(|| "not measured yet".to_string());
+            let check = self.recovery_checks(i).swap_remove(0);
             anyhow::bail!(
-                "{} is not back at its baseline yet ({now}); the hold's plan runs the job once it is",
-                incident.table
+                "{} has not recovered yet: {} ({}); the hold's plan runs the job once it has",
+                self.incidents[i].table,
+                check.name,
+                check.detail
             );
         }
         // The org-wide stop is read inside the transaction that records the dispatch,
@@ -563,6 +559,20 @@ impl Engine {
             actor.is_some(),
         )?;
         Ok(Vec::new())
+    }
+}
+
+impl Engine {
+    /// Is the job paused on the pipelines bar as last read from the scheduler?
+    fn job_paused(&self, job: &str) -> bool {
+        let name = self
+            .lineage
+            .as_ref()
+            .and_then(|l| Some(l.node(l.resolve(job).ok()?).name.clone()))
+            .unwrap_or_else(|| job.to_string());
+        self.pipelines
+            .iter()
+            .any(|p| (p.name == name || p.name == job) && p.state == "paused")
     }
 }
 

@@ -42,6 +42,7 @@ impl Engine {
     /// Writes every incident and request that may have changed. Resolved incidents and
     /// finished requests do not change again, so each is written once more at most.
     fn persist(&mut self) -> Result<()> {
+        self.draft_receipts()?;
         let mut upsert_incident = self.state.prepare_cached(
             "INSERT INTO incident (id, status, doc) VALUES (?1, ?2, ?3)
              ON CONFLICT (id) DO UPDATE SET status = excluded.status, doc = excluded.doc",
@@ -76,6 +77,26 @@ impl Engine {
         Ok(())
     }
 
+    /// Every open incident carries its receipt as the chain holds it so far, the same
+    /// text `dataward receipt` prints; rebuilt only when the chain moved.
+    fn draft_receipts(&mut self) -> Result<()> {
+        let head = chain::head(&self.state)?.map(|h| h.seq).unwrap_or_default();
+        if head == self.drafted_at {
+            return Ok(());
+        }
+        for incident in &mut self.incidents {
+            if incident.status == IncidentStatus::Resolved {
+                continue;
+            }
+            let records = chain::records_about(&self.state, &incident.id)?;
+            incident.receipt = receipt::build(&records, &incident.id)
+                .ok()
+                .map(|r| r.to_markdown());
+        }
+        self.drafted_at = head;
+        Ok(())
+    }
+
     /// Reads the engine back from the database: incidents, requests, the latest
     /// observation of every check, and when each monitor is next due.
     pub(super) fn load(&mut self) -> Result<()> {
@@ -95,6 +116,7 @@ impl Engine {
         .into_iter()
         .collect();
         self.settled.clear();
+        self.drafted_at = 0;
         for incident in &incidents {
             if incident.status == IncidentStatus::Resolved {
                 self.settled.insert(incident.id.clone());

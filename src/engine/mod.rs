@@ -14,9 +14,12 @@ mod memory;
 pub use memory::stored_incidents;
 pub mod cli;
 pub mod client;
+mod facts;
 pub mod orchestrator;
 pub mod poll_task;
+mod recovery;
 pub mod server;
+mod symptoms;
 mod verification;
 pub mod wire;
 
@@ -87,6 +90,31 @@ struct Incident {
     /// Closed by hand: by whom (as the chain records actors) and why.
     #[serde(default)]
     closed_by_hand: Option<(String, String)>,
+    /// null_rate: the column whose breach opened it.
+    #[serde(default)]
+    column: Option<String>,
+    /// volume: the day whose breach opened it.
+    #[serde(default)]
+    day: Option<String>,
+    /// The opening breach as people read it, for the title ("null_rate(amount) 50.00% null").
+    #[serde(default)]
+    headline: String,
+    /// Breaches this incident explains, oldest first.
+    #[serde(default)]
+    symptoms: Vec<symptoms::Symptom>,
+    /// Since when every one of its own checks has been back within range.
+    #[serde(default)]
+    recovered_since: Option<String>,
+    /// It resolved because its checks recovered and held, with no run.
+    #[serde(default)]
+    recovered_by_itself: bool,
+    /// Jobs that were already paused when a hold on them was approved: resolving
+    /// leaves them paused.
+    #[serde(default)]
+    paused_before: Vec<String>,
+    /// Since when its own table's check has been back (the opening check).
+    #[serde(default)]
+    root_back_at: Option<String>,
 }
 
 pub struct Engine {
@@ -123,6 +151,8 @@ pub struct Engine {
     /// The pipelines bar as last read from the orchestrator: a snapshot shows this and
     /// never calls out, so a slow scheduler cannot delay one.
     pipelines: Vec<PipelineView>,
+    /// The chain head when the open incidents' receipts were last drafted.
+    drafted_at: u64,
 }
 
 impl Engine {
@@ -170,6 +200,7 @@ impl Engine {
             settled: BTreeSet::new(),
             inline_polling: true,
             pipelines: Vec::new(),
+            drafted_at: 0,
         };
         // The chain is held against its checkpoint before anything is appended: a
         // cut-off tail or a rewrite must stop the engine from writing past it.
@@ -383,28 +414,83 @@ impl Engine {
             self.note_latest(observation.clone());
         }
         for (_, observation) in &polled {
-            // A schema change is evidence for a diagnosis, not an incident by itself.
-            if !observation.verdict.is_breach() || observation.check == CheckKind::Schema {
-                continue;
-            }
-            // One incident per (monitor, table): a further breach updates it.
-            match self.incidents.iter_mut().find(|i| {
-                i.monitor == observation.monitor
-                    && i.table == observation.table
-                    && i.status != IncidentStatus::Resolved
-            }) {
-                Some(incident) => incident.update(observation),
-                None => events.extend(self.open_incident(observation)?),
+            if observation.verdict.is_breach() {
+                events.extend(self.breach(observation)?);
             }
         }
         if let Some((last, _)) = polled.last() {
             self.mark_observations_done(*last)?;
         }
+        events.extend(self.read_run_results()?);
         events.extend(self.follow_runs()?);
         events.extend(self.dispatch_autonomous_runs()?);
         if !polled.is_empty() {
             events.extend(self.verify_incidents(now)?);
+            events.extend(self.settle_recovered(now)?);
         }
+        Ok(events)
+    }
+
+    /// One incident per root cause: a further breach on the incident's own monitor
+    /// updates it (and may sharpen its diagnosis); a breach downstream of an open
+    /// incident joins it as a symptom; anything else opens an incident. A schema change
+    /// is an incident only when it breaks a model that reads the table.
+    fn breach(&mut self, observation: &Observation) -> Result<Vec<Event>> {
+        if observation.check == CheckKind::Schema
+            && (approve::autonomy(&self.config, &observation.table) == 0
+                || self.facts(observation)?.broken_uses.is_empty())
+        {
+            return Ok(Vec::new());
+        }
+        let own = self.incidents.iter().position(|i| {
+            i.monitor == observation.monitor
+                && i.table == observation.table
+                && i.status != IncidentStatus::Resolved
+        });
+        if let Some(i) = own {
+            self.incidents[i].update(observation);
+            return self.rediagnose(i, observation);
+        }
+        if let Some(i) = self.root_incident(&observation.table) {
+            return self.join_symptom(i, observation);
+        }
+        self.open_incident(observation)
+    }
+
+    /// A further breach may explain the incident better than the one that opened it
+    /// (a short table whose schema changed is a refill): a more specific cause replaces
+    /// the diagnosis, on the chain, and new evidence can bring new proposals.
+    fn rediagnose(&mut self, i: usize, observation: &Observation) -> Result<Vec<Event>> {
+        if approve::autonomy(&self.config, &observation.table) == 0
+            || self.incidents[i].status != IncidentStatus::Open
+        {
+            return Ok(Vec::new());
+        }
+        let facts = self.facts(observation)?;
+        let diagnosis = diagnosis::diagnose(&facts);
+        if !diagnosis
+            .kind
+            .more_specific_than(self.incidents[i].diagnosis.kind)
+        {
+            return Ok(Vec::new());
+        }
+        let id = self.incidents[i].id.clone();
+        self.record(
+            "diagnosis",
+            ENGINE_ACTOR,
+            json!({"incident": id, "cause": diagnosis.cause, "evidence": diagnosis.evidence}),
+        )?;
+        let mut events = vec![self.event(EventKind::Diagnosis {
+            incident: id.clone(),
+            cause: diagnosis.cause.clone(),
+            evidence: diagnosis.evidence.clone(),
+        })];
+        let mut incident = self.incidents[i].clone();
+        incident.diagnosis = diagnosis;
+        let before = incident.proposals.len();
+        self.assess(&mut incident, &facts);
+        events.extend(self.record_assessment(&incident, before)?);
+        self.incidents[i] = incident;
         Ok(events)
     }
 
@@ -418,7 +504,9 @@ impl Engine {
         let expected = observation.expected_text();
         let seq_payload = json!({
             "incident": id, "table": observation.table, "monitor": observation.monitor,
-            "observed": observation.value, "expected": expected,
+            "check": observation.check, "column": observation.detail.column,
+            "observed": observation.value, "observed_text": observation.observed_text(),
+            "expected": expected,
         });
         self.record("incident_opened", ENGINE_ACTOR, seq_payload)?;
         let mut events = vec![self.event(EventKind::IncidentOpened {
@@ -456,6 +544,17 @@ impl Engine {
 
         let mut incident = Incident::opened(&id, observation, &expected, &self.now, diagnosis);
         self.assess(&mut incident, &facts);
+        events.extend(self.record_assessment(&incident, 0)?);
+        self.incidents.push(incident);
+        let i = self.incidents.len() - 1;
+        events.extend(self.act_autonomously(i)?);
+        Ok(events)
+    }
+
+    /// Puts an incident's blast radius and its proposals from `first` on on the chain,
+    /// and opens an approval request for each that needs one.
+    fn record_assessment(&mut self, incident: &Incident, first: usize) -> Result<Vec<Event>> {
+        let id = incident.id.clone();
         let nodes: Vec<_> = incident
             .blast
             .iter()
@@ -466,11 +565,11 @@ impl Engine {
             ENGINE_ACTOR,
             json!({"incident": id, "nodes": nodes}),
         )?;
-        events.push(self.event(EventKind::BlastRadius {
+        let mut events = vec![self.event(EventKind::BlastRadius {
             incident: id.clone(),
             nodes: incident.blast.clone(),
-        }));
-        for p in &incident.proposals {
+        })];
+        for p in &incident.proposals[first..] {
             self.record(
                 "proposal",
                 ENGINE_ACTOR,
@@ -486,8 +585,6 @@ impl Engine {
                 kind: p.kind,
                 content_hash: p.content_hash.clone(),
             }));
-        }
-        for p in &incident.proposals {
             if p.kind != ProposalKind::Note {
                 self.requests.insert(
                     p.id.clone(),
@@ -501,13 +598,12 @@ impl Engine {
                 );
             }
         }
-        self.incidents.push(incident);
-        let i = self.incidents.len() - 1;
-        events.extend(self.act_autonomously(i)?);
         Ok(events)
     }
 
     /// The blast radius from the lineage and, from L2 up, the proposals made from it.
+    /// Proposals already made stay as they are, decided or not: only content not
+    /// proposed before is added, numbered after them.
     fn assess(&mut self, incident: &mut Incident, facts: &Facts) {
         let Some(lineage) = &self.lineage else {
             return;
@@ -556,11 +652,10 @@ impl Engine {
                 false
             }
         };
-        incident.proposals = propose::propose(&propose::Context {
+        let fresh = propose::propose(&propose::Context {
             incident: &incident.id,
             table: &incident.table,
-            opened_at: short_time(&self.now),
-            observed_share: facts.baseline.map(|b| (facts.observed / b * 100.0).round()),
+            facts,
             diagnosis: &incident.diagnosis,
             lineage,
             from,
@@ -568,6 +663,21 @@ impl Engine {
             job_last_run: &last_run,
             file_allowed: &file_allowed,
         });
+        for mut proposal in fresh {
+            // Content once proposed is never proposed again (a rejection is final for
+            // it), and a target with a live proposal does not get a second one.
+            let known = incident.proposals.iter().any(|p| {
+                p.content_hash == proposal.content_hash
+                    || (p.kind == proposal.kind
+                        && p.target == proposal.target
+                        && !matches!(p.state, ProposalState::Rejected | ProposalState::Expired))
+            });
+            if known {
+                continue;
+            }
+            proposal.id = format!("{}-P{}", incident.id, incident.proposals.len() + 1);
+            incident.proposals.push(proposal);
+        }
         let refused = refused.into_inner();
         for reason in &refused {
             self.notices.push(format!("{}: {reason}", incident.id));
@@ -593,60 +703,6 @@ impl Engine {
             root.display()
         );
         Ok(resolved)
-    }
-
-    /// Gathers what diagnosis needs from stored observations.
-    fn facts(&self, observation: &Observation) -> Result<Facts> {
-        let changes = |monitor: &str| -> Result<Vec<(String, SchemaChange)>> {
-            Ok(monitor::history(&self.state, monitor, CheckKind::Schema)?
-                .into_iter()
-                .flat_map(|o| {
-                    let at = short_time(&o.at).to_string();
-                    o.detail.changes.into_iter().map(move |c| (at.clone(), c))
-                })
-                .collect())
-        };
-        let config = self
-            .config
-            .monitor
-            .iter()
-            .find(|m| Config::monitor_name(m) == observation.monitor);
-        let source_monitor = config.and_then(|m| m.source.as_ref()).and_then(|s| {
-            self.config
-                .monitor
-                .iter()
-                .find(|m| m.warehouse == s.warehouse && m.table == s.table)
-        });
-        let (source_table, source_changes, source_rows) = match source_monitor {
-            Some(m) => {
-                let name = Config::monitor_name(m);
-                let rows = self
-                    .latest
-                    .get(&(name.clone(), CheckKind::RowCount, None))
-                    .and_then(|o| o.value);
-                (Some(m.table.clone()), changes(&name)?, rows)
-            }
-            None => (None, Vec::new(), None),
-        };
-        let counts = monitor::history(&self.state, &observation.monitor, CheckKind::RowCount)?;
-        let recent_counts = counts
-            .iter()
-            .rev()
-            .take(2)
-            .rev()
-            .filter_map(|o| o.value.map(|v| (short_time(&o.at).to_string(), v)))
-            .collect();
-        Ok(Facts {
-            table: observation.table.clone(),
-            observed: observation.value.unwrap_or_default(),
-            baseline: observation.expected.map(|r| r.baseline),
-            opened_at: short_time(&observation.at).to_string(),
-            source_table,
-            source_changes,
-            table_changes: changes(&observation.monitor)?,
-            source_rows,
-            recent_counts,
-        })
     }
 
     /// What clients show. Reads only the engine's own state and database: no call to a
@@ -727,10 +783,7 @@ impl Engine {
         self.latest
             .values()
             .map(|o| {
-                let check = match &o.detail.column {
-                    Some(column) => format!("{}({column})", o.check.as_str()),
-                    None => o.check.as_str().to_string(),
-                };
+                let check = o.check_label();
                 let stale = newest
                     .get(o.monitor.as_str())
                     .is_some_and(|n| *n > o.at.as_str())
@@ -773,17 +826,6 @@ impl Engine {
                 .and_then(|r| r.eligible_roles(&self.config).ok())
         })
     }
-
-    /// Is the monitor's row count back at its baseline (not merely inside the band)?
-    /// A run queued before that builds on a partial table.
-    pub fn recovered(&self, monitor: &str) -> bool {
-        self.latest
-            .get(&(monitor.to_string(), CheckKind::RowCount, None))
-            .is_some_and(|o| {
-                o.verdict.as_str() == "ok"
-                    && matches!((o.value, o.expected), (Some(v), Some(r)) if v >= r.baseline)
-            })
-    }
 }
 
 impl Incident {
@@ -793,13 +835,17 @@ impl Incident {
         let i = self;
         IncidentView {
             id: i.id.clone(),
-            title: format!(
-                "{} {} {} ({})",
-                i.table,
-                i.check.as_str().replace('_', " "),
-                monitor::thousands(i.observed),
-                i.expected
-            ),
+            title: if i.headline.is_empty() {
+                format!(
+                    "{} {} {} ({})",
+                    i.table,
+                    i.check.as_str().replace('_', " "),
+                    monitor::thousands(i.observed),
+                    i.expected
+                )
+            } else {
+                format!("{} {} ({})", i.table, i.headline, i.expected)
+            },
             table: i.table.clone(),
             monitor: i.monitor.clone(),
             status: i.status,
@@ -829,7 +875,7 @@ impl Incident {
                 Some(record) => record.status.clone(),
                 None => "queued".to_string(),
             }),
-            symptoms: Vec::new(),
+            symptoms: i.symptoms.iter().map(symptoms::Symptom::view).collect(),
         }
     }
 
@@ -858,6 +904,18 @@ impl Incident {
             receipt: None,
             verified: false,
             closed_by_hand: None,
+            column: o.detail.column.clone(),
+            day: o.detail.day.clone(),
+            headline: format!(
+                "{} {}",
+                o.check_label().replace('_', " "),
+                o.observed_text()
+            ),
+            symptoms: Vec::new(),
+            recovered_since: None,
+            recovered_by_itself: false,
+            paused_before: Vec::new(),
+            root_back_at: None,
         }
     }
 
@@ -865,8 +923,8 @@ impl Incident {
     /// than opening another: the latest value, and a line of evidence per new kind of
     /// breach.
     fn update(&mut self, o: &Observation) {
-        self.current = Some(format!("{} {}", o.check.as_str(), o.observed_text()));
-        let kind = format!("{} {}", o.check.as_str(), o.verdict.as_str());
+        self.current = Some(format!("{} {}", o.check_label(), o.observed_text()));
+        let kind = format!("{} {}", o.check_label(), o.verdict.as_str());
         if !self.diagnosis.evidence.iter().any(|e| e.starts_with(&kind)) {
             self.diagnosis.evidence.push(format!(
                 "{kind} at {}: {} (expected {})",

@@ -266,10 +266,32 @@ impl Engine {
                 _ => None,
             })
             .collect();
-        if holds.is_empty() || self.orchestrator.is_none() {
-            return self.finish_resolution(i);
-        }
+        let mut events = Vec::new();
+        let mut to_resume = Vec::new();
         for (proposal, job) in holds {
+            if !self.incidents[i].paused_before.contains(&job) {
+                to_resume.push((proposal, job));
+                continue;
+            }
+            let action = format!("left the {job} schedule paused: it was paused before the hold");
+            let seq = self.record(
+                "undo",
+                ENGINE_ACTOR,
+                json!({"incident": id, "proposal": proposal, "action": action}),
+            )?;
+            let (_, p) = self.find_proposal(&proposal)?;
+            self.incidents[i].proposals[p].state = ProposalState::Completed;
+            events.push(self.event(EventKind::Undo {
+                proposal,
+                action,
+                seq,
+            }));
+        }
+        if to_resume.is_empty() || self.orchestrator.is_none() {
+            events.extend(self.finish_resolution(i)?);
+            return Ok(events);
+        }
+        for (proposal, job) in to_resume {
             self.intend(
                 &proposal,
                 Effect::SetPaused { job, paused: false },
@@ -280,7 +302,7 @@ impl Engine {
                 false,
             )?;
         }
-        Ok(Vec::new())
+        Ok(events)
     }
 
     /// Closes a verified incident whose holds are all resumed: the resolution and the
@@ -301,12 +323,17 @@ impl Engine {
                 &actor,
                 json!({"incident": id, "how": "by_hand", "reason": reason}),
             )?,
+            None if incident.recovered_by_itself => self.record(
+                "incident_resolved",
+                ENGINE_ACTOR,
+                json!({"incident": id, "how": "recovered_without_intervention"}),
+            )?,
             None => self.record("incident_resolved", ENGINE_ACTOR, json!({"incident": id}))?,
         };
         events.push(self.event(EventKind::IncidentResolved {
             incident: id.clone(),
         }));
-        let records = chain::records(&self.state)?;
+        let records = chain::records_about(&self.state, &id)?;
         let receipt = receipt::build(&records, &id)?;
         let digest = receipt::digest(&receipt);
         let seq = self.record(
@@ -318,6 +345,8 @@ impl Engine {
         self.incidents[i].status = IncidentStatus::Resolved;
         let how = if self.incidents[i].closed_by_hand.is_some() {
             "resolved by hand"
+        } else if self.incidents[i].recovered_by_itself {
+            "recovered without intervention and resolved"
         } else {
             "verified and resolved"
         };

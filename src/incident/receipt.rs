@@ -29,6 +29,13 @@ pub struct Receipt {
     /// out of the JSON otherwise, so receipts made before it existed still match.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub closed_by_hand: Option<ClosedByHand>,
+    /// Its checks came back and held with no proposal carried out. Left out when false,
+    /// like `closed_by_hand`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub recovered_without_intervention: bool,
+    /// Breaches downstream that joined it, as the chain recorded them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub symptoms: Vec<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -119,6 +126,8 @@ pub fn build(records: &[Record], incident: &str) -> Result<Receipt> {
             head_hash: opened.hash.clone(),
         },
         closed_by_hand: None,
+        recovered_without_intervention: false,
+        symptoms: Vec::new(),
     };
     for (record, payload) in &mine {
         // The receipt record names the receipt; it is not part of what the receipt says.
@@ -171,6 +180,8 @@ pub fn build(records: &[Record], incident: &str) -> Result<Receipt> {
             "undo" => receipt.undo.push(with_seq(payload, record)),
             "incident_resolved" => {
                 receipt.resolved_at = Some(record.at.clone());
+                receipt.recovered_without_intervention =
+                    payload["how"] == "recovered_without_intervention";
                 if payload["how"] == "by_hand" {
                     receipt.closed_by_hand = Some(ClosedByHand {
                         by: serde_json::from_str(&record.actor).unwrap_or(Value::Null),
@@ -178,9 +189,11 @@ pub fn build(records: &[Record], incident: &str) -> Result<Receipt> {
                     });
                 }
             }
+            "symptom" => receipt.symptoms.push(with_seq(payload, record)),
             "incident_reopened" => {
                 receipt.resolved_at = None;
                 receipt.closed_by_hand = None;
+                receipt.recovered_without_intervention = false;
             }
             _ => {}
         }
@@ -283,6 +296,8 @@ impl Sanitize for Receipt {
                     head_hash,
                 },
             closed_by_hand,
+            recovered_without_intervention: _,
+            symptoms,
         } = self;
         if let Some(ClosedByHand { by, reason }) = closed_by_hand {
             by.sanitize();
@@ -294,7 +309,7 @@ impl Sanitize for Receipt {
         for value in [observed, expected] {
             value.sanitize();
         }
-        for list in [runs, verification, undo] {
+        for list in [runs, verification, undo, symptoms] {
             list.sanitize();
         }
         resolved_at.sanitize();
@@ -342,6 +357,12 @@ impl Receipt {
 fn markdown(receipt: &Sanitized<Receipt>) -> String {
     let r: &Receipt = receipt;
     let mut md = format!("# Receipt for {}\n\n", r.incident);
+    if r.resolved_at.is_none() {
+        md.push_str(&format!(
+            "**Open**: {} is not resolved; this is what the chain holds so far (up to chain #{}).\n\n",
+            r.incident, r.chain.last_seq
+        ));
+    }
     md.push_str(&format!(
         "- Table: `{}` (monitor `{}`)\n- Opened: {}\n- Resolved: {}\n- Observed: {} (expected {})\n\n",
         r.table,
@@ -362,9 +383,27 @@ fn markdown(receipt: &Sanitized<Receipt>) -> String {
             closed.reason
         ));
     }
+    if r.recovered_without_intervention {
+        md.push_str(
+            "Recovered without intervention: its checks came back within range and held for the settle window; no proposal was carried out.\n\n",
+        );
+    }
     md.push_str(&format!("## Cause\n\n{}\n\n", r.cause));
     for e in &r.evidence {
         md.push_str(&format!("- {e}\n"));
+    }
+    if !r.symptoms.is_empty() {
+        md.push_str("\n## Symptoms\n\n");
+        for s in &r.symptoms {
+            md.push_str(&format!(
+                "- {} {} {}: {} (chain #{})\n",
+                text(s, "at"),
+                text(s, "table"),
+                text(s, "check"),
+                text(s, "observed"),
+                s["seq"]
+            ));
+        }
     }
     md.push_str(&format!(
         "\n## Blast radius\n\n{} nodes ({}): {}\n\n## Proposals and decisions\n\n",

@@ -26,7 +26,7 @@ pub use columns::{
     find_column_use, CastFinding, ColumnChange, ColumnFinding, Dialect, PARSER, TOKENS,
 };
 pub use error::LineageError;
-pub use notes::{Notes, OwnerRule, Reader, ReaderKind};
+pub use notes::{Notes, OptionEffect, OwnerRule, Reader, ReaderKind, Writer, WriterOption};
 
 /// What a graph node is. Readers from the context notes (dashboards, notebooks, syncs,
 /// jobs) are nodes too, so the blast radius reaches past what dbt knows.
@@ -281,6 +281,11 @@ impl Lineage {
             .iter()
             .filter(|w| w.writes.iter().any(|t| self.resolve(t).ok() == Some(index)))
             .collect()
+    }
+
+    /// Does `to` read from `from`, directly or through other nodes?
+    pub fn is_downstream(&self, from: NodeIndex, to: NodeIndex) -> bool {
+        from != to && petgraph::algo::has_path_connecting(&self.graph, from, to, None)
     }
 
     /// Find a node by exact name: a unique_id; or a relation name, case-insensitively,

@@ -13,6 +13,23 @@
 //! owner = "analytics-owner"           # optional
 //! schedule = "15 * * * *"             # optional, for jobs
 //!
+//! # Writers: systems that load tables, and the setting that decides what they do on
+//! # a change the warehouse cannot apply in place, with the values it can take.
+//! [[writer]]
+//! id = "loader.payments"
+//! name = "payments loader"
+//! writes = ["raw.payments"]
+//! owner = "platform-owner"
+//! setting = "on_incompatible_change"
+//! value = "recreate"
+//! [[writer.option]]
+//! value = "recreate"
+//! effect = "recreate"        # recreate | pause_table | pause_writer | fail | apply_in_place
+//! [[writer.option]]
+//! value = "pause"
+//! effect = "pause_table"
+//! note = "resumed by hand from the loader's console"   # optional
+//!
 //! # Owners: a role for every node whose unique_id or relation name matches one of
 //! # the globs, unless the node already has an owner. The first matching entry wins.
 //! [[owner]]
@@ -75,6 +92,36 @@ pub struct Writer {
     pub owner: Option<String>,
     pub setting: Option<String>,
     pub value: Option<String>,
+    /// The values the setting can take, with what each does: a note to the writer's
+    /// owner says what each would have meant for the incident at hand.
+    #[serde(default, rename = "option")]
+    pub options: Vec<WriterOption>,
+}
+
+/// One value of a writer's setting and what it does to the table on a change the
+/// warehouse cannot apply in place.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WriterOption {
+    pub value: String,
+    pub effect: OptionEffect,
+    /// Anything else the team wants the note to say about it.
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OptionEffect {
+    /// Drop the table, re-create it with the new type and load it again from scratch.
+    Recreate,
+    /// Stop loading this table only; it keeps its rows and old type.
+    PauseTable,
+    /// Stop the whole writer: every table it loads.
+    PauseWriter,
+    /// Refuse the change and fail at once.
+    Fail,
+    /// Change the column's type in place, keeping the rows.
+    ApplyInPlace,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -129,6 +176,25 @@ impl Notes {
             }
             if seen.insert(reader.id.as_str(), ()).is_some() {
                 return Err(notes.error(&reader_entry(&reader.id), "the id is used twice"));
+            }
+        }
+        for writer in &notes.writers {
+            let entry = format!("writer {:?}", writer.id);
+            if let (Some(value), false) = (&writer.value, writer.options.is_empty()) {
+                if !writer.options.iter().any(|o| &o.value == value) {
+                    let listed: Vec<&str> =
+                        writer.options.iter().map(|o| o.value.as_str()).collect();
+                    return Err(notes.error(
+                        &entry,
+                        format!(
+                            "value {value:?} is not one of its options ({})",
+                            listed.join(", ")
+                        ),
+                    ));
+                }
+            }
+            if !writer.options.is_empty() && writer.setting.is_none() {
+                return Err(notes.error(&entry, "lists options but names no setting"));
             }
         }
         for rule in &notes.owners {

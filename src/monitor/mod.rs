@@ -92,6 +92,14 @@ impl Observation {
         }
     }
 
+    /// The check as people name it: `null_rate(amount)` for a per-column check.
+    pub fn check_label(&self) -> String {
+        match &self.detail.column {
+            Some(column) => format!("{}({column})", self.check.as_str()),
+            None => self.check.as_str().to_string(),
+        }
+    }
+
     pub fn observed_text(&self) -> String {
         if let Some(message) = &self.detail.message {
             return message.clone();

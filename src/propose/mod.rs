@@ -9,8 +9,9 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::engine::api::{ProposalBody, ProposalKind, ProposalState, ProposalView};
-use crate::incident::diagnosis::{CauseKind, Diagnosis};
+use crate::incident::diagnosis::{CauseKind, Diagnosis, Facts};
 use crate::lineage::{BlastRadius, Lineage, NodeKind};
+use crate::lineage::{OptionEffect, Writer};
 use petgraph::graph::NodeIndex;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -61,8 +62,8 @@ pub fn content_hash(p: &Proposal) -> String {
 pub struct Context<'a> {
     pub incident: &'a str,
     pub table: &'a str,
-    pub opened_at: &'a str,
-    pub observed_share: Option<f64>,
+    /// What the diagnosis was made from: the breach with its figures, the writers.
+    pub facts: &'a Facts,
     pub diagnosis: &'a Diagnosis,
     pub lineage: &'a Lineage,
     pub from: NodeIndex,
@@ -85,111 +86,9 @@ struct Draft {
 }
 
 pub fn propose(ctx: &Context) -> Vec<Proposal> {
-    let mut proposals: Vec<Draft> = Vec::new();
-    let refill = ctx.diagnosis.kind == CauseKind::RefillAfterTypeChange;
-    if refill {
-        for impact in ctx.blast.nodes.iter().filter(|n| n.kind == NodeKind::Job) {
-            let owner = impact
-                .owner
-                .clone()
-                .unwrap_or_else(|| "unknown-owner".to_string());
-            proposals.push(Draft {
-                kind: ProposalKind::Hold,
-                title: format!("Pause the {} until {} is refilled", impact.name, ctx.table),
-                owner,
-                target: impact.unique_id.clone(),
-                body: ProposalBody::Hold {
-                    job: impact.unique_id.clone(),
-                    plan: format!(
-                        "Pause the {name} schedule now, so no model is rebuilt from a half-loaded {table}. \
-                         When the {table} row count is back within its baseline, run the job once on the full table. \
-                         Resume the schedule when verification passes.",
-                        name = impact.name,
-                        table = ctx.table
-                    ),
-                },
-                undo: format!("resume the {} schedule", impact.name),
-                verify: format!(
-                    "{} row count back within baseline; one run of the {} succeeds after the refill; checks hold for the settle window",
-                    ctx.table, impact.name
-                ),
-            });
-        }
-    }
-    if let Some(change) = &ctx.diagnosis.column_change {
-        for impact in &ctx.blast.nodes {
-            let Some(finding) = &impact.column else {
-                continue;
-            };
-            let risky: Vec<&str> = finding
-                .casts
-                .iter()
-                .filter(|c| c.break_risk)
-                .map(|c| c.expression.as_str())
-                .collect();
-            if risky.is_empty() {
-                continue;
-            }
-            let Ok(index) = ctx.lineage.resolve(&impact.unique_id) else {
-                continue;
-            };
-            let node = ctx.lineage.node(index);
-            let (Some(file), Some(raw)) = (&node.file, &node.raw_sql) else {
-                continue;
-            };
-            if !(ctx.file_allowed)(file) {
-                continue;
-            }
-            let new = rewrite::keep_as_text(raw, &risky, &change.to);
-            if new == *raw {
-                continue;
-            }
-            proposals.push(Draft {
-                kind: ProposalKind::Diff,
-                title: format!(
-                    "Keep {} as text in {}: compare on {} instead of casting",
-                    change.column, impact.name, change.to
-                ),
-                owner: impact
-                    .owner
-                    .clone()
-                    .unwrap_or_else(|| "unknown-owner".to_string()),
-                target: impact.unique_id.clone(),
-                body: ProposalBody::Diff {
-                    file: file.clone(),
-                    old: raw.clone(),
-                    new,
-                },
-                undo: format!("revert {file} to the version above"),
-                verify: format!(
-                    "{} runs on today's data, including {} values the old cast would have refused",
-                    impact.name, change.column
-                ),
-            });
-        }
-        for writer in ctx.lineage.writers_of(ctx.from) {
-            let (Some(setting), Some(value)) = (&writer.setting, &writer.value) else {
-                continue;
-            };
-            let owner = writer
-                .owner
-                .clone()
-                .unwrap_or_else(|| "unknown-owner".to_string());
-            let name = writer.name.clone().unwrap_or_else(|| writer.id.clone());
-            proposals.push(Draft {
-                kind: ProposalKind::Note,
-                title: format!("Note for {owner}: {setting} on the {name}"),
-                owner: owner.clone(),
-                target: writer.id.clone(),
-                body: ProposalBody::Note {
-                    to: owner,
-                    text: setting_note(ctx, &name, setting, value, change),
-                },
-                undo: "nothing to undo: a note changes nothing".to_string(),
-                verify: "the owner answers; any setting change is theirs to make".to_string(),
-            });
-        }
-    }
+    let mut proposals: Vec<Draft> = holds(ctx);
+    proposals.extend(diffs(ctx));
+    proposals.extend(notes(ctx));
     proposals
         .into_iter()
         .enumerate()
@@ -213,18 +112,214 @@ pub fn propose(ctx: &Context) -> Vec<Proposal> {
         .collect()
 }
 
-/// What each option of the loader's incompatible-change setting would have meant for
-/// this incident, in its own figures.
+fn owner_of(owner: &Option<String>) -> String {
+    owner.clone().unwrap_or_else(|| "unknown-owner".to_string())
+}
+
+/// What the table is like while the incident lasts, for a hold's plan: "a half-loaded
+/// raw.payments". None when nothing in the table is wrong (the cause is elsewhere).
+fn damaged(ctx: &Context) -> Option<String> {
+    let table = ctx.table;
+    Some(match ctx.diagnosis.kind {
+        CauseKind::RefillAfterTypeChange => format!("a half-loaded {table}"),
+        CauseKind::PartialLoad => format!("a {table} that is missing rows"),
+        CauseKind::StalledWriter => format!("a {table} that stopped loading"),
+        CauseKind::DuplicateLoad => format!("a {table} holding a load twice"),
+        CauseKind::NullSpike => format!("a {table} whose new rows lost their values"),
+        CauseKind::SchemaBreak => format!("a {table} its models cannot read"),
+        CauseKind::Upstream | CauseKind::Unexplained => return None,
+    })
+}
+
+/// When a hold's job may run again, in the incident's own checks.
+fn recovery(ctx: &Context) -> String {
+    let breach = &ctx.facts.breach;
+    match ctx.diagnosis.kind {
+        CauseKind::RefillAfterTypeChange => {
+            format!("the {} row count is back at its baseline", ctx.table)
+        }
+        CauseKind::SchemaBreak => match &ctx.diagnosis.column_change {
+            Some(c) => format!("the models that read {}.{} run on it", ctx.table, c.column),
+            None => format!("the models that read {} run on it", ctx.table),
+        },
+        CauseKind::StalledWriter => format!("{} loads again within its cadence", ctx.table),
+        _ => format!("the {} is back within its usual range", breach.subject()),
+    }
+}
+
+/// Pause each scheduled job that reads the table (the notes' job readers), so nothing
+/// is built from it while it is wrong. The undo resumes only what the hold paused.
+fn holds(ctx: &Context) -> Vec<Draft> {
+    let Some(damaged) = damaged(ctx) else {
+        return Vec::new();
+    };
+    let recovery = recovery(ctx);
+    ctx.blast
+        .nodes
+        .iter()
+        .filter(|n| n.kind == NodeKind::Job)
+        .map(|job| Draft {
+            kind: ProposalKind::Hold,
+            title: if ctx.diagnosis.kind == CauseKind::RefillAfterTypeChange {
+                format!("Pause the {} until {} is refilled", job.name, ctx.table)
+            } else {
+                format!("Pause the {} until {} recovers", job.name, ctx.table)
+            },
+            owner: owner_of(&job.owner),
+            target: job.unique_id.clone(),
+            body: ProposalBody::Hold {
+                job: job.unique_id.clone(),
+                plan: format!(
+                    "Pause the {name} schedule now, so no model is rebuilt from {damaged}. \
+                     When {recovery}, run the job once. \
+                     Resume the schedule when verification passes.",
+                    name = job.name,
+                ),
+            },
+            undo: format!(
+                "resume the {} schedule (only if this hold paused it)",
+                job.name
+            ),
+            verify: format!(
+                "{recovery}; one run of the {} succeeds after that; checks hold for the settle window",
+                job.name
+            ),
+        })
+        .collect()
+}
+
+/// A dbt diff for every model whose SQL the column change breaks.
+fn diffs(ctx: &Context) -> Vec<Draft> {
+    let Some(change) = &ctx.diagnosis.column_change else {
+        return Vec::new();
+    };
+    let mut drafts = Vec::new();
+    for impact in &ctx.blast.nodes {
+        let Some(finding) = &impact.column else {
+            continue;
+        };
+        let risky: Vec<&str> = finding
+            .casts
+            .iter()
+            .filter(|c| c.break_risk)
+            .map(|c| c.expression.as_str())
+            .collect();
+        if risky.is_empty() {
+            continue;
+        }
+        let Ok(index) = ctx.lineage.resolve(&impact.unique_id) else {
+            continue;
+        };
+        let node = ctx.lineage.node(index);
+        let (Some(file), Some(raw)) = (&node.file, &node.raw_sql) else {
+            continue;
+        };
+        if !(ctx.file_allowed)(file) {
+            continue;
+        }
+        let new = rewrite::keep_as_text(raw, &risky, &change.to);
+        if new == *raw {
+            continue;
+        }
+        drafts.push(Draft {
+            kind: ProposalKind::Diff,
+            title: format!(
+                "Keep {} as {} in {}: {}",
+                change.column,
+                change.to,
+                impact.name,
+                risky.join(", ")
+            ),
+            owner: owner_of(&impact.owner),
+            target: impact.unique_id.clone(),
+            body: ProposalBody::Diff {
+                file: file.clone(),
+                old: raw.clone(),
+                new,
+            },
+            undo: format!("revert {file} to the version above"),
+            verify: format!(
+                "{} runs on today's data, including {} values that are not {}",
+                impact.name, change.column, change.from
+            ),
+        });
+    }
+    drafts
+}
+
+/// A note for the owner of each writer of the table: on a column change, its setting
+/// with what each of its options would have meant for this incident; on a stall, that
+/// it stalled.
+fn notes(ctx: &Context) -> Vec<Draft> {
+    let writers = ctx.lineage.writers_of(ctx.from);
+    let mut drafts = Vec::new();
+    for writer in writers {
+        let owner = owner_of(&writer.owner);
+        let name = writer.name.clone().unwrap_or_else(|| writer.id.clone());
+        let (title, text) = match (ctx.diagnosis.kind, &ctx.diagnosis.column_change) {
+            (CauseKind::StalledWriter, _) => (
+                format!("Note for {owner}: the {name} has stalled"),
+                format!(
+                    "{}\n\n{} downstream nodes read {} and see it as it was when the writer stopped.",
+                    ctx.diagnosis.cause,
+                    ctx.blast.nodes.len(),
+                    ctx.table
+                ),
+            ),
+            (_, Some(change)) => {
+                let (Some(setting), Some(value)) = (&writer.setting, &writer.value) else {
+                    continue;
+                };
+                (
+                    format!("Note for {owner}: {setting} on the {name}"),
+                    setting_note(ctx, writer, &name, setting, value, change),
+                )
+            }
+            _ => continue,
+        };
+        drafts.push(Draft {
+            kind: ProposalKind::Note,
+            title,
+            owner: owner.clone(),
+            target: writer.id.clone(),
+            body: ProposalBody::Note { to: owner, text },
+            undo: "nothing to undo: a note changes nothing".to_string(),
+            verify: "the owner answers; any setting change is theirs to make".to_string(),
+        });
+    }
+    drafts
+}
+
+/// What each option of the writer's setting would have meant for this incident, in its
+/// own figures. The options are the ones the notes list; none is assumed.
 fn setting_note(
     ctx: &Context,
-    writer: &str,
+    writer: &Writer,
+    name: &str,
     setting: &str,
     value: &str,
     change: &crate::incident::diagnosis::ColumnChange,
 ) -> String {
     let table = ctx.table;
-    let share = ctx
-        .observed_share
+    let (column, from, to) = (&change.column, &change.from, &change.to);
+    let happened = match ctx.diagnosis.kind {
+        CauseKind::RefillAfterTypeChange => {
+            format!("{table} was dropped and re-created when {column} changed from {from} to {to}")
+        }
+        _ => format!("{table}.{column} changed from {from} to {to}"),
+    };
+    let mut text = format!("{happened}, with the {name}'s {setting} = {value}.");
+    if writer.options.is_empty() {
+        text.push_str(&format!(
+            "\n\nThe notes list no other values for {setting}: add [[writer.option]] entries to {}'s writer entry to see what each would have meant.",
+            name
+        ));
+        return text;
+    }
+    text.push_str(" What each option would have meant for this incident:\n");
+    let breach = &ctx.facts.breach;
+    let share = breach
+        .share()
         .map(|s| format!("{s}%"))
         .unwrap_or_else(|| "part".into());
     let job_runs: Vec<String> = ctx
@@ -242,24 +337,69 @@ fn setting_note(
         job_runs.join(", ")
     };
     let downstream = ctx.blast.nodes.len();
-    format!(
-        "{table} was dropped and re-created when {column} changed from {from} to {to}, because the {writer} \
-         has {setting} = {value}. What each option would have meant today:\n\
-         \n\
-         - backfill (current): the table was refilled from scratch; it held {share} of its rows at {opened} \
-         while every task stayed green ({job_runs}). Nothing was lost, but anything built from it \
-         in that window ({downstream} downstream nodes) saw a partial table.\n\
-         - disableBinding: only this binding stops. {table} keeps its rows and its {from} column; new orders \
-         stop landing until someone re-binds it. Readers see stale but complete data, and a freshness alarm fires instead of a drop.\n\
-         - disableTask: the whole capture stops. Every table this {writer} feeds goes stale, not only {table}.\n\
-         - abort: the change is refused and the task fails at once. The owner is paged before anything \
-         downstream moves, and the migration waits for a hand-made schema change.\n\
-         \n\
-         Suggestion: for tables read by scheduled jobs, disableBinding (or abort) with an alert turns a silent \
-         mid-way refill into a planned one.",
-        column = change.column,
-        from = change.from,
-        to = change.to,
-        opened = ctx.opened_at,
-    )
+    let others: Vec<&str> = writer
+        .writes
+        .iter()
+        .map(String::as_str)
+        .filter(|t| !t.eq_ignore_ascii_case(table))
+        .collect();
+    let broken: Vec<String> = ctx
+        .facts
+        .broken_uses
+        .iter()
+        .map(|u| u.model.clone())
+        .collect();
+    for option in &writer.options {
+        let current = if option.value == value {
+            " (current)"
+        } else {
+            ""
+        };
+        let meant = match option.effect {
+            OptionEffect::Recreate => format!(
+                "{table} is dropped, re-created and loaded again: it held {share} of its usual rows at {} while every task stayed green ({job_runs}); anything built from it meanwhile ({downstream} downstream nodes) saw a partial table.",
+                crate::incident::diagnosis::when(&breach.at)
+            ),
+            OptionEffect::PauseTable => format!(
+                "only {table} stops loading: it keeps its rows and its {from} column, new rows stop landing until someone resumes it; readers see complete but stale data, and the freshness check alarms instead of a drop."
+            ),
+            OptionEffect::PauseWriter => format!(
+                "the whole {name} stops: {}.",
+                if others.is_empty() {
+                    format!("{table} goes stale")
+                } else {
+                    format!("{table} and every other table it writes ({}) go stale", others.join(", "))
+                }
+            ),
+            OptionEffect::Fail => format!(
+                "the change is refused and the {name} fails at once: its owner is paged before anything downstream moves, and the change waits for a planned migration."
+            ),
+            OptionEffect::ApplyInPlace => format!(
+                "{column} changes to {to} in place and no rows are dropped; {}.",
+                if broken.is_empty() {
+                    "no model was found that breaks on it".to_string()
+                } else {
+                    format!("{} break on their next run", broken.join(", "))
+                }
+            ),
+        };
+        text.push_str(&format!("\n- {}{current}: {meant}", option.value));
+        if let Some(note) = &option.note {
+            text.push_str(&format!(" ({note})"));
+        }
+    }
+    let has_jobs = ctx.blast.nodes.iter().any(|n| n.kind == NodeKind::Job);
+    let loud: Vec<&str> = writer
+        .options
+        .iter()
+        .filter(|o| matches!(o.effect, OptionEffect::PauseTable | OptionEffect::Fail))
+        .map(|o| o.value.as_str())
+        .collect();
+    if has_jobs && !loud.is_empty() && !loud.contains(&value) {
+        text.push_str(&format!(
+            "\n\nSuggestion: scheduled jobs read {table}; {} with an alert turns a silent refill into a planned one.",
+            loud.join(" or ")
+        ));
+    }
+    text
 }

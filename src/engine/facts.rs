@@ -1,0 +1,171 @@
+//! Gathering what a diagnosis needs: the breach as a figure with its unit, the table's
+//! other current figures, schema changes here and upstream, the writers the notes name,
+//! an open incident upstream, and the model uses a changed column breaks. Reads only
+//! what the engine holds and its state database.
+
+use super::*;
+use crate::incident::diagnosis::{BrokenUse, Figure, UpstreamIncident, WriterFact};
+
+/// An observation as a figure: its subject and unit come from its check.
+pub(super) fn figure(o: &Observation) -> Figure {
+    Figure {
+        table: o.table.clone(),
+        check: o.check,
+        column: o.detail.column.clone(),
+        value: o.value.unwrap_or_default(),
+        verdict: o.verdict,
+        expected: o.expected,
+        at: o.at.clone(),
+        day: o.detail.day.clone(),
+        partial: false,
+        since: None,
+    }
+}
+
+impl Engine {
+    /// Gathers what diagnosis needs from stored observations and the lineage.
+    pub(super) fn facts(&self, observation: &Observation) -> Result<Facts> {
+        // A type change weeks ago explains nothing about today's breach.
+        let recent = NaiveDateTime::parse_from_str(&observation.at, "%Y-%m-%dT%H:%M:%SZ")
+            .map(|at| timestamp(at - TimeDelta::days(1)))
+            .unwrap_or_default();
+        let changes = |monitor: &str| -> Result<Vec<(String, SchemaChange)>> {
+            Ok(monitor::history(&self.state, monitor, CheckKind::Schema)?
+                .into_iter()
+                .filter(|o| o.at >= recent)
+                .flat_map(|o| {
+                    let at = o.at.clone();
+                    o.detail.changes.into_iter().map(move |c| (at.clone(), c))
+                })
+                .collect())
+        };
+        let config = self
+            .config
+            .monitor
+            .iter()
+            .find(|m| Config::monitor_name(m) == observation.monitor);
+        let source_monitor = config.and_then(|m| m.source.as_ref()).and_then(|s| {
+            self.config
+                .monitor
+                .iter()
+                .find(|m| m.warehouse == s.warehouse && m.table == s.table)
+        });
+        let (source_table, source_changes, source_rows) = match source_monitor {
+            Some(m) => {
+                let name = Config::monitor_name(m);
+                let rows = self
+                    .latest
+                    .get(&(name.clone(), CheckKind::RowCount, None))
+                    .map(figure);
+                (Some(m.table.clone()), changes(&name)?, rows)
+            }
+            None => (None, Vec::new(), None),
+        };
+        let counts = monitor::history(&self.state, &observation.monitor, CheckKind::RowCount)?;
+        let recent_counts = counts
+            .iter()
+            .rev()
+            .take(2)
+            .rev()
+            .filter_map(|o| o.value.map(|v| (o.at.clone(), v)))
+            .collect();
+        // Only figures from the same poll: an older one would be shown as current.
+        let others = self
+            .latest
+            .values()
+            .filter(|o| o.monitor == observation.monitor && o.at == observation.at)
+            .filter(|o| {
+                !(o.check == observation.check && o.detail.column == observation.detail.column)
+            })
+            .map(figure)
+            .collect();
+        let table_changes = changes(&observation.monitor)?;
+        let broken_uses = match (observation.check, latest_type_change(&table_changes)) {
+            (CheckKind::Schema, Some(change)) => self.broken_uses(&observation.table, &change),
+            _ => Vec::new(),
+        };
+        Ok(Facts {
+            table: observation.table.clone(),
+            breach: figure(observation),
+            others,
+            source_table,
+            source_changes,
+            table_changes,
+            source_rows,
+            recent_counts,
+            writers: self.writers(&observation.table),
+            upstream_incident: self.upstream_incident(&observation.table),
+            broken_uses,
+        })
+    }
+
+    /// The writers the notes name for a table.
+    fn writers(&self, table: &str) -> Vec<WriterFact> {
+        let Some(lineage) = &self.lineage else {
+            return Vec::new();
+        };
+        let Ok(index) = lineage.resolve(table) else {
+            return Vec::new();
+        };
+        lineage
+            .writers_of(index)
+            .into_iter()
+            .map(|w| WriterFact {
+                name: w.name.clone().unwrap_or_else(|| w.id.clone()),
+                owner: w.owner.clone(),
+                setting: w.setting.clone().zip(w.value.clone()),
+            })
+            .collect()
+    }
+
+    /// The first open incident on a table this one reads from, directly or through
+    /// other models: its root cause, if it has one.
+    pub(super) fn root_incident(&self, table: &str) -> Option<usize> {
+        let lineage = self.lineage.as_ref()?;
+        let to = lineage.resolve(table).ok()?;
+        self.incidents.iter().position(|i| {
+            i.status != IncidentStatus::Resolved
+                && !i.table.eq_ignore_ascii_case(table)
+                && lineage
+                    .resolve(&i.table)
+                    .is_ok_and(|from| lineage.is_downstream(from, to))
+        })
+    }
+
+    fn upstream_incident(&self, table: &str) -> Option<UpstreamIncident> {
+        let i = &self.incidents[self.root_incident(table)?];
+        Some(UpstreamIncident {
+            id: i.id.clone(),
+            table: i.table.clone(),
+            cause: i.diagnosis.cause.clone(),
+        })
+    }
+
+    /// The uses of a changed column in the models that read the table which fail on its
+    /// new type.
+    pub(super) fn broken_uses(&self, table: &str, change: &ColumnChange) -> Vec<BrokenUse> {
+        let Some(lineage) = &self.lineage else {
+            return Vec::new();
+        };
+        let Ok(from) = lineage.resolve(table) else {
+            return Vec::new();
+        };
+        let blast = lineage.blast_radius(from, Some(change));
+        // A cast of a now-text column breaks only on a value that does not convert:
+        // until the values are counted it is a risk shown in the blast radius, not a
+        // broken model.
+        let _ = blast;
+        Vec::new()
+    }
+}
+
+/// The latest type change among schema changes, as the lineage's column change.
+pub(super) fn latest_type_change(changes: &[(String, SchemaChange)]) -> Option<ColumnChange> {
+    changes.iter().rev().find_map(|(_, c)| match c {
+        SchemaChange::TypeChanged { column, to, .. } => Some(ColumnChange {
+            column: column.clone(),
+            new_type: to.clone(),
+        }),
+        _ => None,
+    })
+}

@@ -1,0 +1,301 @@
+//! Recovery: each incident is judged by its own checks, the one that opened it and each
+//! symptom's: freshness back within cadence, volume back within band, the null rate
+//! back within range, the row count back at its baseline, the models that broke built
+//! again. An incident whose checks recover and hold for the settle window, with no run
+//! outstanding, is verified and resolved by itself.
+
+use super::symptoms::SymptomSource;
+use super::*;
+use crate::incident::diagnosis::CauseKind;
+
+impl Engine {
+    /// Each of the incident's own checks as it stands now.
+    pub(super) fn recovery_checks(&self, i: usize) -> Vec<Check> {
+        let incident = &self.incidents[i];
+        let mut checks = vec![if incident.check == CheckKind::Schema {
+            self.schema_back(i)
+        } else {
+            self.check_back(
+                &incident.monitor,
+                incident.check,
+                incident.column.as_deref(),
+                incident.day.as_deref(),
+                &incident.opened_at,
+                incident.diagnosis.kind == CauseKind::RefillAfterTypeChange,
+            )
+        }];
+        checks.extend(self.rebuilt_checks(i));
+        if incident.check != CheckKind::Schema && incident.diagnosis.column_change.is_some() {
+            for p in &incident.proposals {
+                if let ProposalBody::Diff { file, .. } = &p.body {
+                    checks.push(self.model_check(p, file));
+                }
+            }
+        }
+        for symptom in &incident.symptoms {
+            checks.push(match &symptom.source {
+                SymptomSource::Check {
+                    monitor,
+                    check,
+                    column,
+                } => self.check_back(monitor, *check, column.as_deref(), None, &symptom.at, false),
+                SymptomSource::Run { node } => Check {
+                    name: format!("{} built by a run", symptom.table),
+                    passed: symptom.recovered,
+                    detail: if symptom.recovered {
+                        format!("{node} built successfully since")
+                    } else {
+                        symptom.observed.clone()
+                    },
+                },
+            });
+        }
+        checks
+    }
+
+    /// A scheduled job that ran while the table was wrong built its models from it:
+    /// they are wrong until it runs again after the table is back. Known from the
+    /// pipelines bar; without a scheduler there is nothing to judge.
+    fn rebuilt_checks(&self, i: usize) -> Vec<Check> {
+        let incident = &self.incidents[i];
+        incident
+            .blast
+            .iter()
+            .filter(|n| n.kind == "job")
+            .filter_map(|job| {
+                let pipeline = self.pipelines.iter().find(|p| p.name == job.name)?;
+                let ran = pipeline.last_run_at.as_deref()?;
+                if ran < incident.opened_at.as_str() {
+                    return None;
+                }
+                let passed = incident
+                    .root_back_at
+                    .as_deref()
+                    .is_some_and(|back| ran >= back);
+                Some(Check {
+                    name: format!("the {} rebuilt after {} recovered", job.name, incident.table),
+                    passed,
+                    detail: if passed {
+                        format!("last ran at {}", short_time(ran))
+                    } else {
+                        format!(
+                            "last ran at {}, while {} was not back: what it built is wrong until it runs again",
+                            short_time(ran),
+                            incident.table
+                        )
+                    },
+                })
+            })
+            .collect()
+    }
+
+    /// Is the check back within range, measured after `since`? A refilling table must be
+    /// back at its baseline, not merely inside the band: a run before that builds on a
+    /// partial table.
+    fn check_back(
+        &self,
+        monitor: &str,
+        check: CheckKind,
+        column: Option<&str>,
+        day: Option<&str>,
+        since: &str,
+        at_baseline: bool,
+    ) -> Check {
+        let latest = self
+            .latest
+            .get(&(monitor.to_string(), check, column.map(str::to_string)));
+        let Some(o) = latest else {
+            return Check {
+                name: format!("{monitor} {check:?} back within range"),
+                passed: false,
+                detail: "not measured".to_string(),
+            };
+        };
+        let figure = super::facts::figure(o);
+        let mut subject = figure.subject();
+        if let Some(day) = day {
+            if check == CheckKind::Volume {
+                subject = format!("rows loaded into {} on {day}", o.table);
+            }
+        }
+        let name = format!("{subject} back within range");
+        if o.at.as_str() <= since || o.health != monitor::Health::Ok {
+            return Check {
+                name,
+                passed: false,
+                detail: format!(
+                    "not measured since {}{}",
+                    short_time(since),
+                    o.detail
+                        .message
+                        .as_deref()
+                        .map(|m| format!(": {m}"))
+                        .unwrap_or_default()
+                ),
+            };
+        }
+        let mut passed = o.verdict == crate::detect::VerdictKind::Ok;
+        if at_baseline {
+            passed &= matches!((o.value, o.expected), (Some(v), Some(r)) if v >= r.baseline);
+        }
+        Check {
+            name,
+            passed,
+            detail: format!(
+                "{} observed at {}, expected {}",
+                o.observed_text(),
+                short_time(&o.at),
+                o.expected_text()
+            ),
+        }
+    }
+
+    /// A schema change that broke models is over when the column has its old type back,
+    /// or when every diff proposed for it is approved and its model runs on today's data.
+    fn schema_back(&self, i: usize) -> Check {
+        let incident = &self.incidents[i];
+        let Some(change) = &incident.diagnosis.column_change else {
+            return Check {
+                name: format!("{} schema", incident.table),
+                passed: false,
+                detail: "no column change recorded".to_string(),
+            };
+        };
+        let name = format!(
+            "models that read {}.{} run on it",
+            incident.table, change.column
+        );
+        let now_type = self
+            .latest
+            .get(&(incident.monitor.clone(), CheckKind::Schema, None))
+            .and_then(|o| o.detail.columns.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .find(|c| c.name.eq_ignore_ascii_case(&change.column))
+            .map(|c| c.data_type);
+        if now_type
+            .as_deref()
+            .is_some_and(|t| t.eq_ignore_ascii_case(&change.from))
+        {
+            return Check {
+                name,
+                passed: true,
+                detail: format!("{} is {} again", change.column, change.from),
+            };
+        }
+        let diffs: Vec<&Proposal> = incident
+            .proposals
+            .iter()
+            .filter(|p| p.kind == ProposalKind::Diff)
+            .collect();
+        if diffs.is_empty() || diffs.iter().any(|p| p.state != ProposalState::Approved) {
+            return Check {
+                name,
+                passed: false,
+                detail: format!(
+                    "{} is {}; {}",
+                    change.column,
+                    now_type.as_deref().unwrap_or("missing"),
+                    if diffs.is_empty() {
+                        "no diff proposed"
+                    } else {
+                        "a diff is not approved yet"
+                    }
+                ),
+            };
+        }
+        let failed: Vec<String> = diffs
+            .iter()
+            .filter_map(|p| match &p.body {
+                ProposalBody::Diff { file, .. } => {
+                    let check = self.model_check(p, file);
+                    (!check.passed).then(|| format!("{}: {}", check.name, check.detail))
+                }
+                _ => None,
+            })
+            .collect();
+        Check {
+            name,
+            passed: failed.is_empty(),
+            detail: if failed.is_empty() {
+                "every approved diff runs on today's data".to_string()
+            } else {
+                failed.join("; ")
+            },
+        }
+    }
+
+    /// Is the incident's own table back (its opening check)? A run waits for this; the
+    /// symptoms downstream are what the run rebuilds, so it cannot wait for them.
+    pub fn recovered(&self, incident: &str) -> bool {
+        self.incidents
+            .iter()
+            .position(|i| i.id == incident)
+            .is_some_and(|i| self.recovery_checks(i)[0].passed)
+    }
+
+    /// Marks each symptom whose own check is back, and resolves incidents whose checks
+    /// all recovered and held for the settle window with nothing outstanding: no run
+    /// queued or unfinished, no approved hold (a hold waits for its run).
+    pub(super) fn settle_recovered(&mut self, now: NaiveDateTime) -> Result<Vec<Event>> {
+        let settle = crate::config::parse_duration(&self.config.verify.settle).expect("validated");
+        let settle = TimeDelta::from_std(settle).expect("small");
+        let mut events = Vec::new();
+        for i in 0..self.incidents.len() {
+            if self.incidents[i].status != IncidentStatus::Open || self.incidents[i].verified {
+                continue;
+            }
+            let checks = self.recovery_checks(i);
+            let incident = &mut self.incidents[i];
+            let symptom_checks = &checks[checks.len() - incident.symptoms.len()..];
+            for (symptom, check) in incident.symptoms.iter_mut().zip(symptom_checks) {
+                if matches!(symptom.source, SymptomSource::Check { .. }) {
+                    symptom.recovered = check.passed;
+                }
+            }
+            match (checks[0].passed, &incident.root_back_at) {
+                (true, None) => incident.root_back_at = Some(timestamp(now)),
+                (false, Some(_)) => incident.root_back_at = None,
+                _ => {}
+            }
+            let waiting = incident.run.as_ref().is_some_and(|r| r.finished.is_none())
+                || incident
+                    .proposals
+                    .iter()
+                    .any(|p| p.kind == ProposalKind::Hold && p.state == ProposalState::Approved);
+            if waiting || !checks.iter().all(|c| c.passed) {
+                incident.recovered_since = None;
+                continue;
+            }
+            let since = match &incident.recovered_since {
+                Some(at) => NaiveDateTime::parse_from_str(at, "%Y-%m-%dT%H:%M:%SZ").unwrap_or(now),
+                None => {
+                    incident.recovered_since = Some(timestamp(now));
+                    now
+                }
+            };
+            if now < since + settle {
+                continue;
+            }
+            incident.recovered_by_itself = !incident
+                .proposals
+                .iter()
+                .any(|p| matches!(p.state, ProposalState::Approved | ProposalState::Completed));
+            let id = incident.id.clone();
+            self.record(
+                "verification",
+                ENGINE_ACTOR,
+                json!({"incident": id, "passed": true, "checks": checks, "how": "recovered",
+                       "held_since": timestamp(since)}),
+            )?;
+            events.push(self.event(EventKind::Verification {
+                incident: id,
+                passed: true,
+                checks: checks.clone(),
+            }));
+            self.incidents[i].checks = checks;
+            events.extend(self.resolve(i)?);
+        }
+        Ok(events)
+    }
+}

@@ -1,0 +1,187 @@
+//! A figure: one measurement with its subject, its unit and when it was taken, so a
+//! cause never shows seconds as rows or a day's volume as the table's size.
+
+use crate::config::CheckKind;
+use crate::detect::{Range, VerdictKind};
+use crate::monitor::{human_seconds, thousands};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    pub table: String,
+    pub check: CheckKind,
+    /// null_rate: the column measured.
+    pub column: Option<String>,
+    pub value: f64,
+    pub verdict: VerdictKind,
+    pub expected: Option<Range>,
+    /// When it was measured (`YYYY-MM-DDTHH:MM:SSZ`).
+    pub at: String,
+    /// volume: the day measured.
+    pub day: Option<String>,
+    /// volume: the day is today, counted up to `at`.
+    pub partial: bool,
+    /// null_rate: only rows loaded since then were measured.
+    pub since: Option<String>,
+}
+
+impl Default for Figure {
+    fn default() -> Figure {
+        Figure {
+            table: String::new(),
+            check: CheckKind::RowCount,
+            column: None,
+            value: 0.0,
+            verdict: VerdictKind::Unknown,
+            expected: None,
+            at: String::new(),
+            day: None,
+            partial: false,
+            since: None,
+        }
+    }
+}
+
+/// "2026-11-24T14:10:00Z" -> "2026-11-24 14:10".
+pub fn when(at: &str) -> String {
+    match (at.get(..10), at.get(11..16)) {
+        (Some(day), Some(time)) => format!("{day} {time}"),
+        _ => at.to_string(),
+    }
+}
+
+impl Figure {
+    /// What was measured, in words: "rows loaded into raw.payments on 2026-11-23".
+    pub fn subject(&self) -> String {
+        let table = &self.table;
+        match self.check {
+            CheckKind::RowCount => format!("rows in {table}"),
+            CheckKind::Volume => match (&self.day, self.partial) {
+                (Some(day), true) => format!(
+                    "rows loaded into {table} on {day} up to {}",
+                    self.at.get(11..16).unwrap_or("now")
+                ),
+                (Some(day), false) => format!("rows loaded into {table} on {day}"),
+                (None, _) => format!("rows loaded into {table} per day"),
+            },
+            CheckKind::Freshness => format!("time since {table} last loaded"),
+            CheckKind::NullRate => {
+                let column = self.column.as_deref().unwrap_or("a column");
+                match &self.since {
+                    Some(since) => format!(
+                        "null rate of {table}.{column} in rows loaded since {}",
+                        when(since)
+                    ),
+                    None => format!("null rate of {table}.{column}"),
+                }
+            }
+            CheckKind::Schema => format!("columns of {table}"),
+        }
+    }
+
+    /// A value in this figure's unit: "1,214 rows", "1d02h", "50.0%".
+    pub fn amount(&self, value: f64) -> String {
+        match self.check {
+            CheckKind::RowCount | CheckKind::Volume => format!("{} rows", thousands(value)),
+            CheckKind::Freshness => human_seconds(value),
+            CheckKind::NullRate => format!("{:.1}%", value * 100.0),
+            CheckKind::Schema => format!("{} columns", thousands(value)),
+        }
+    }
+
+    /// The share of the baseline, where one means anything: "39%".
+    pub fn share(&self) -> Option<f64> {
+        let r = self.expected?;
+        (r.baseline > 0.0).then(|| (self.value / r.baseline * 100.0).round())
+    }
+
+    /// The figure as one sentence with its direction, baseline and time:
+    /// "rows loaded into raw.payments on 2026-11-23 fell to 1,214 rows, 39% of the
+    /// usual 3,105 rows (expected 2,484 rows..3,726 rows); measured 2026-11-24 14:10".
+    pub fn sentence(&self) -> String {
+        let direction = match self.verdict {
+            VerdictKind::Low => "fell to",
+            VerdictKind::High => "rose to",
+            VerdictKind::Late | VerdictKind::Warn => "reached",
+            _ => "is",
+        };
+        let against = match (self.expected, self.check) {
+            (Some(r), CheckKind::Freshness) => format!(
+                ", over the {} allowed (it usually loads every {})",
+                human_seconds(r.high),
+                human_seconds(r.baseline)
+            ),
+            (Some(r), CheckKind::NullRate) => format!(
+                ", against a usual {} (expected {}..{})",
+                self.amount(r.baseline),
+                self.amount(r.low),
+                self.amount(r.high)
+            ),
+            (Some(r), _) => format!(
+                ", {}% of the usual {} (expected {}..{})",
+                self.share().unwrap_or(0.0),
+                self.amount(r.baseline),
+                thousands(r.low),
+                thousands(r.high)
+            ),
+            (None, _) => String::new(),
+        };
+        format!(
+            "{} {direction} {}{against}; measured {}",
+            self.subject(),
+            self.amount(self.value),
+            when(&self.at)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_facts::figure;
+    use super::*;
+
+    #[test]
+    fn a_days_volume_is_rows_loaded_that_day_not_the_tables_size() {
+        let mut f = figure(CheckKind::Volume, 1_214.0, VerdictKind::Low, 3_105.0);
+        f.day = Some("2026-11-23".into());
+        let s = f.sentence();
+        assert!(
+            s.starts_with("rows loaded into raw.payments on 2026-11-23 fell to 1,214 rows, 39% of the usual 3,105 rows"),
+            "{s}"
+        );
+        assert!(s.ends_with("measured 2026-11-24 14:10"), "{s}");
+    }
+
+    #[test]
+    fn freshness_is_time_not_rows() {
+        let mut f = figure(CheckKind::Freshness, 86_400.0, VerdictKind::Late, 3_600.0);
+        f.expected = Some(Range {
+            low: 0.0,
+            high: 5_400.0,
+            baseline: 3_600.0,
+        });
+        let s = f.sentence();
+        assert!(
+            s.starts_with("time since raw.payments last loaded reached 1d00h, over the 1h30m allowed (it usually loads every 1h00m)"),
+            "{s}"
+        );
+        assert!(!s.contains("rows"), "{s}");
+        assert!(!s.contains('%'), "{s}");
+    }
+
+    #[test]
+    fn a_null_rate_names_its_column_and_window() {
+        let mut f = figure(CheckKind::NullRate, 0.5, VerdictKind::High, 0.0);
+        f.column = Some("amount".into());
+        f.since = Some("2026-11-23T14:10:00Z".into());
+        f.expected = Some(Range {
+            low: 0.0,
+            high: 0.02,
+            baseline: 0.0,
+        });
+        assert_eq!(
+            f.sentence(),
+            "null rate of raw.payments.amount in rows loaded since 2026-11-23 14:10 rose to 50.0%, \
+             against a usual 0.0% (expected 0.0%..2.0%); measured 2026-11-24 14:10"
+        );
+    }
+}

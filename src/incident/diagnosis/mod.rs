@@ -1,0 +1,221 @@
+//! Diagnosis: join the evidence around a breach into one cause, with the evidence
+//! listed under it. Pure: the engine gathers the facts, the rules decide what they mean.
+//!
+//! One rule per cause, each in its own file: a function from the facts to a diagnosis
+//! when the facts fit it. The rules are tried from the most specific to the least; the
+//! first that matches wins, and the fallback says exactly what breached.
+
+mod duplicate_load;
+mod fallback;
+mod figure;
+mod null_spike;
+mod partial_load;
+mod refill;
+mod schema_break;
+mod stalled_writer;
+mod upstream;
+
+use serde::{Deserialize, Serialize};
+
+use crate::detect::SchemaChange;
+pub use figure::{when, Figure};
+
+/// What the engine found around a breach.
+#[derive(Debug, Clone, Default)]
+pub struct Facts {
+    pub table: String,
+    /// The breach being diagnosed, as measured.
+    pub breach: Figure,
+    /// The latest current figure of each of the table's other checks (never a stale one).
+    pub others: Vec<Figure>,
+    /// The upstream table the monitor names as its source, if any.
+    pub source_table: Option<String>,
+    /// Schema changes seen on the upstream table, with when they were seen.
+    pub source_changes: Vec<(String, SchemaChange)>,
+    /// Schema changes seen on the breached table itself.
+    pub table_changes: Vec<(String, SchemaChange)>,
+    /// The upstream table's latest row count.
+    pub source_rows: Option<Figure>,
+    /// This table's recent row counts, oldest first: (when, rows).
+    pub recent_counts: Vec<(String, f64)>,
+    /// The systems the team's notes say write this table.
+    pub writers: Vec<WriterFact>,
+    /// An open incident on a table upstream of this one (by lineage).
+    pub upstream_incident: Option<UpstreamIncident>,
+    /// Uses of a changed column in downstream models that break on its new type.
+    pub broken_uses: Vec<BrokenUse>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WriterFact {
+    pub name: String,
+    pub owner: Option<String>,
+    /// The writer's setting for changes the warehouse cannot apply in place, and its value.
+    pub setting: Option<(String, String)>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UpstreamIncident {
+    pub id: String,
+    pub table: String,
+    pub cause: String,
+}
+
+/// A model's use of a changed column that fails on the new type, for people.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BrokenUse {
+    pub model: String,
+    pub expression: String,
+    /// Why it breaks: the dialect's rule, or how many values would not convert.
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ColumnChange {
+    pub table: String,
+    pub column: String,
+    pub from: String,
+    pub to: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CauseKind {
+    /// A type change made the loader re-create the table, and it is refilling.
+    RefillAfterTypeChange,
+    /// A column changed type in place and downstream models read it in ways that break.
+    SchemaBreak,
+    /// The table's writer stopped: no loads for longer than its cadence.
+    StalledWriter,
+    /// Fewer rows than usual landed, with no schema change to explain it.
+    PartialLoad,
+    /// About a whole extra copy of a load landed.
+    DuplicateLoad,
+    /// A column's null rate rose in the rows loaded lately.
+    NullSpike,
+    /// An open incident on a table upstream explains this breach.
+    Upstream,
+    /// The numbers moved and nothing seen explains it yet.
+    Unexplained,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Diagnosis {
+    pub kind: CauseKind,
+    pub cause: String,
+    pub evidence: Vec<String>,
+    pub column_change: Option<ColumnChange>,
+}
+
+impl CauseKind {
+    /// The order the rules are tried in: lower is more specific.
+    fn rank(self) -> usize {
+        match self {
+            CauseKind::Upstream => 0,
+            CauseKind::RefillAfterTypeChange => 1,
+            CauseKind::SchemaBreak => 2,
+            CauseKind::StalledWriter => 3,
+            CauseKind::DuplicateLoad => 4,
+            CauseKind::NullSpike => 5,
+            CauseKind::PartialLoad => 6,
+            CauseKind::Unexplained => 7,
+        }
+    }
+
+    /// Does a diagnosis of this kind explain more than one of `other`?
+    pub fn more_specific_than(self, other: CauseKind) -> bool {
+        self.rank() < other.rank()
+    }
+}
+
+type Rule = fn(&Facts) -> Option<Diagnosis>;
+
+/// Most specific first.
+const RULES: &[Rule] = &[
+    upstream::diagnose,
+    refill::diagnose,
+    schema_break::diagnose,
+    stalled_writer::diagnose,
+    duplicate_load::diagnose,
+    null_spike::diagnose,
+    partial_load::diagnose,
+];
+
+pub fn diagnose(facts: &Facts) -> Diagnosis {
+    RULES
+        .iter()
+        .find_map(|rule| rule(facts))
+        .unwrap_or_else(|| fallback::diagnose(facts))
+}
+
+/// The latest type change of a column in a list of schema changes: (when, column, from, to).
+fn type_change(changes: &[(String, SchemaChange)]) -> Option<(String, String, String, String)> {
+    changes.iter().rev().find_map(|(at, change)| match change {
+        SchemaChange::TypeChanged { column, from, to } => {
+            Some((at.clone(), column.clone(), from.clone(), to.clone()))
+        }
+        _ => None,
+    })
+}
+
+/// The evidence line for each of the table's other breaching figures.
+fn other_breaches(facts: &Facts) -> Vec<String> {
+    facts
+        .others
+        .iter()
+        .filter(|f| f.verdict.is_breach())
+        .map(Figure::sentence)
+        .collect()
+}
+
+/// "the payments loader (owner platform-owner)", for every writer the notes name.
+fn writers_text(facts: &Facts) -> Option<String> {
+    if facts.writers.is_empty() {
+        return None;
+    }
+    Some(
+        facts
+            .writers
+            .iter()
+            .map(|w| match &w.owner {
+                Some(owner) => format!("{} (owner {owner})", w.name),
+                None => w.name.clone(),
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+    )
+}
+
+#[cfg(test)]
+pub(crate) mod test_facts {
+    use super::*;
+    use crate::config::CheckKind;
+    use crate::detect::{Range, VerdictKind};
+
+    pub fn figure(check: CheckKind, value: f64, verdict: VerdictKind, baseline: f64) -> Figure {
+        Figure {
+            table: "raw.payments".into(),
+            check,
+            column: None,
+            value,
+            verdict,
+            expected: Some(Range {
+                low: baseline * 0.8,
+                high: baseline * 1.2,
+                baseline,
+            }),
+            at: "2026-11-24T14:10:00Z".into(),
+            day: None,
+            partial: false,
+            since: None,
+        }
+    }
+
+    pub fn facts(breach: Figure) -> Facts {
+        Facts {
+            table: "raw.payments".into(),
+            breach,
+            ..Facts::default()
+        }
+    }
+}
