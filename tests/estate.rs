@@ -208,7 +208,7 @@ fn dataward_reads_the_manifest_notes_and_config_and_watches_a_healthy_estate() {
 
 #[test]
 fn the_loader_appends_each_hour_once_and_dbt_run_builds_the_models() {
-    let Some((_pg, _dir, estate)) = build("dbt_run_builds_the_models") else {
+    let Some((pg, _dir, estate)) = build("dbt_run_builds_the_models") else {
         return;
     };
     // The build ran dbt once: the models exist and the run results say so.
@@ -325,6 +325,20 @@ fn the_loader_appends_each_hour_once_and_dbt_run_builds_the_models() {
         .as_deref()
         .unwrap()
         .contains("coalesce(payments.amount, 0)"));
+
+    // With the server down every model that runs fails, and the rest are skipped.
+    pg.stop();
+    let down = estate.dbt_run(at + TimeDelta::minutes(20));
+    assert_eq!(down.model("stg_orders").status, RunStatus::Error);
+    assert_eq!(down.model("stg_payments").status, RunStatus::Error);
+    assert_eq!(down.model("orders").status, RunStatus::Skipped);
+    let message = down.model("stg_orders").message.clone().unwrap();
+    assert!(
+        message.starts_with("Database Error in model stg_orders (models/staging/stg_orders.sql)\n"),
+        "{message}"
+    );
+    pg.resume();
+    assert!(estate.dbt_run(at + TimeDelta::minutes(30)).all_succeeded());
 }
 
 #[test]

@@ -874,10 +874,11 @@ impl Estate {
         let models = self.models();
         self.write_manifest_of(&models, at);
         let names: BTreeSet<String> = models.iter().map(|m| m.name.clone()).collect();
-        let mut client = self.client();
-        client
-            .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {TARGET_SCHEMA}"))
-            .unwrap();
+        // A server out of reach fails every model that runs, as it would fail dbt's.
+        let mut client = postgres::Client::connect(&self.url, postgres::NoTls).and_then(|mut c| {
+            c.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {TARGET_SCHEMA}"))?;
+            Ok(c)
+        });
 
         let mut outcome = Vec::new();
         let mut json_results = Vec::new();
@@ -927,13 +928,17 @@ impl Estate {
                         &statement,
                     );
                     let execute_start = Instant::now();
-                    let built = (|| {
-                        let mut tx = client.transaction()?;
-                        tx.batch_execute(&format!("DROP TABLE IF EXISTS {relation}"))?;
-                        let rows = tx.execute(&statement, &[])?;
-                        tx.commit()?;
-                        Ok::<u64, postgres::Error>(rows)
-                    })();
+                    let built = match client.as_mut() {
+                        Err(e) => Err(database_error(model, &statement, e)),
+                        Ok(client) => (|| {
+                            let mut tx = client.transaction()?;
+                            tx.batch_execute(&format!("DROP TABLE IF EXISTS {relation}"))?;
+                            let rows = tx.execute(&statement, &[])?;
+                            tx.commit()?;
+                            Ok::<u64, postgres::Error>(rows)
+                        })()
+                        .map_err(|e| database_error(model, &statement, &e)),
+                    };
                     timing.push(json!({
                         "name": "execute",
                         "started_at": dbt_time(clock(execute_start)),
@@ -946,12 +951,7 @@ impl Estate {
                             Some(rows),
                             Some(sql),
                         ),
-                        Err(e) => (
-                            RunStatus::Error,
-                            database_error(model, &statement, &e),
-                            None,
-                            Some(sql),
-                        ),
+                        Err(message) => (RunStatus::Error, message, None, Some(sql)),
                     }
                 }
             };
