@@ -22,6 +22,13 @@ pub enum LineageError {
         json_path: String,
         problem: String,
     },
+    /// dbt's run_results.json is not valid JSON, not run results, or a field has the
+    /// wrong shape.
+    RunResults {
+        file: String,
+        json_path: String,
+        problem: String,
+    },
     /// The context notes are not valid, or an entry refers to something unknown.
     /// `entry` names the entry, e.g. `reader "dashboard.onsale_pacing"`.
     Notes {
@@ -48,6 +55,11 @@ impl fmt::Display for LineageError {
                 problem,
             }
             | LineageError::Catalog {
+                file,
+                json_path,
+                problem,
+            }
+            | LineageError::RunResults {
                 file,
                 json_path,
                 problem,

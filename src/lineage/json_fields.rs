@@ -17,6 +17,7 @@ pub(super) struct FieldReader<'a> {
 enum Artifact {
     Manifest,
     Catalog,
+    RunResults,
 }
 
 impl<'a> FieldReader<'a> {
@@ -34,6 +35,13 @@ impl<'a> FieldReader<'a> {
         }
     }
 
+    pub fn for_run_results(file: &'a str) -> FieldReader<'a> {
+        FieldReader {
+            file,
+            artifact: Artifact::RunResults,
+        }
+    }
+
     pub fn error(&self, json_path: &str, problem: impl Into<String>) -> LineageError {
         let (file, json_path, problem) =
             (self.file.to_string(), json_path.to_string(), problem.into());
@@ -44,6 +52,11 @@ impl<'a> FieldReader<'a> {
                 problem,
             },
             Artifact::Catalog => LineageError::Catalog {
+                file,
+                json_path,
+                problem,
+            },
+            Artifact::RunResults => LineageError::RunResults {
                 file,
                 json_path,
                 problem,

@@ -13,6 +13,7 @@ mod error;
 mod json_fields;
 mod manifest;
 mod notes;
+pub mod run_results;
 
 use std::collections::HashMap;
 use std::path::Path;

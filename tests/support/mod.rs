@@ -1,3 +1,4 @@
 //! Shared helpers for the integration tests and benchmarks.
 
+pub mod estate;
 pub mod pg;
