@@ -193,14 +193,14 @@ mod tests {
                 outcome: Outcome::Refused {
                     reason: Refusal::new(
                         RefusalKind::Invalid,
-                        "TICKETING.ORDERS is not back at its baseline yet",
+                        "PAYMENTS.CHARGES is not back at its baseline yet",
                     ),
                 },
             }),
         );
         assert_eq!(
             app.message.as_deref(),
-            Some("✗ run for INC-7 refused: TICKETING.ORDERS is not back at its baseline yet")
+            Some("✗ run for INC-7 refused: PAYMENTS.CHARGES is not back at its baseline yet")
         );
         update(
             &mut app,

@@ -981,14 +981,14 @@ mod tests {
         assert!(modal.error.is_some());
         type_text(&mut app, "casts break");
         press_with(&mut app, KeyCode::Char('j'), KeyModifiers::CONTROL);
-        type_text(&mut app, "on FLOOR-A");
+        type_text(&mut app, "on A-3");
         press(&mut app, KeyCode::Enter);
         assert_eq!(
             app.outbox,
             vec![Command::Reject {
                 proposal: "P-2".into(),
                 content_hash: DIFF_HASH.into(),
-                reason: "casts break\non FLOOR-A".into(),
+                reason: "casts break\non A-3".into(),
             }]
         );
 
@@ -1079,7 +1079,7 @@ mod tests {
     fn filter_is_a_substring_and_bang_inverts() {
         let mut app = sample_app(false);
         press(&mut app, KeyCode::Char('/'));
-        type_text(&mut app, "EVENTS");
+        type_text(&mut app, "CUSTOMERS");
         let ids: Vec<&str> = app
             .visible_incidents()
             .iter()
@@ -1088,13 +1088,13 @@ mod tests {
         assert_eq!(ids, ["INC-6"]);
         assert_eq!(app.selected_incident.as_deref(), Some("INC-6"));
         press(&mut app, KeyCode::Enter);
-        assert_eq!(app.filter, "EVENTS");
+        assert_eq!(app.filter, "CUSTOMERS");
         press(&mut app, KeyCode::Char('/'));
         press(&mut app, KeyCode::Home);
-        for _ in 0.."EVENTS".len() {
+        for _ in 0.."CUSTOMERS".len() {
             press(&mut app, KeyCode::Backspace);
         }
-        type_text(&mut app, "!events");
+        type_text(&mut app, "!customers");
         let ids: Vec<&str> = app
             .visible_incidents()
             .iter()
@@ -1145,22 +1145,25 @@ mod tests {
         press(&mut app, KeyCode::BackTab);
         assert_eq!(app.detail.as_ref().unwrap().focus, Pane::Tree);
         let selected = |app: &App| app.detail.as_ref().unwrap().tree.selected.clone();
-        assert_eq!(selected(&app), ["model.ticketing.stg_orders"]);
+        assert_eq!(selected(&app), ["model.payments.stg_payments"]);
         press(&mut app, KeyCode::Char('j'));
         assert_eq!(
             selected(&app),
-            ["model.ticketing.stg_orders", "model.ticketing.int_seat_map"]
+            [
+                "model.payments.stg_payments",
+                "model.payments.int_payment_regions"
+            ]
         );
         // Left on a leaf goes to its parent; left again folds it.
         press(&mut app, KeyCode::Left);
-        assert_eq!(selected(&app), ["model.ticketing.stg_orders"]);
+        assert_eq!(selected(&app), ["model.payments.stg_payments"]);
         press(&mut app, KeyCode::Char('h'));
         let tree = &app.detail.as_ref().unwrap().tree;
         assert_eq!(tree::visible_paths(&tree.rows, &tree.opened).len(), 1);
         press(&mut app, KeyCode::Char('l'));
         let tree = &app.detail.as_ref().unwrap().tree;
-        // stg_orders, int_seat_map, fct_sales_pacing, the dashboard and the job under it,
-        // and the job again directly under stg_orders.
+        // stg_payments, int_payment_regions, fct_daily_revenue, the dashboard and the job
+        // under it, and the job again directly under stg_payments.
         assert_eq!(tree::visible_paths(&tree.rows, &tree.opened).len(), 6);
     }
 
