@@ -5,7 +5,7 @@
 
 use crate::engine::api::{
     BlastNode, ChainHead, Check, IncidentStatus, IncidentView, MonitorView, PipelineView,
-    ProposalBody, ProposalKind, ProposalState, ProposalView, Snapshot,
+    ProposalBody, ProposalKind, ProposalState, ProposalView, Snapshot, SymptomView,
 };
 
 pub const OLD_STG_PAYMENTS: &str = "select
@@ -43,6 +43,24 @@ fn blast_node(
         parents: parents.iter().map(|p| p.to_string()).collect(),
         finding: finding.map(str::to_string),
         break_risk: false,
+    }
+}
+
+fn symptom(
+    table: &str,
+    check: &str,
+    observed: &str,
+    explanation: &str,
+    at: &str,
+    recovered: bool,
+) -> SymptomView {
+    SymptomView {
+        table: table.to_string(),
+        check: check.to_string(),
+        observed: observed.to_string(),
+        explanation: explanation.to_string(),
+        at: at.to_string(),
+        recovered,
     }
 }
 
@@ -177,7 +195,32 @@ pub fn sample_incident() -> IncidentView {
         checks: vec![],
         receipt: None,
         run_status: None,
-        symptoms: Vec::new(),
+        symptoms: vec![
+            symptom(
+                "stg_payments",
+                "null_rate(amount)",
+                "3.8% at 14:10",
+                "read PAYMENTS.CHARGES while it was being re-created",
+                "2026-11-24T14:10:00Z",
+                true,
+            ),
+            symptom(
+                "fct_daily_revenue",
+                "row_count",
+                "2,410 rows at 14:15",
+                "rebuilt from PAYMENTS.CHARGES when 22% of it was back",
+                "2026-11-24T14:15:00Z",
+                false,
+            ),
+            symptom(
+                "int_payment_regions",
+                "dbt run",
+                "failed at 14:15: cannot cast 'A-3' to integer",
+                "casts zip_code, which PAYMENTS.CHARGES now holds as text",
+                "2026-11-24T14:15:00Z",
+                false,
+            ),
+        ],
     }
 }
 

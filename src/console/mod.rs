@@ -9,6 +9,7 @@ pub mod keys;
 pub mod link;
 pub mod presence;
 pub mod state;
+pub mod symptoms;
 pub mod terminal;
 pub mod theme;
 pub mod tree;

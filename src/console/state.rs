@@ -13,6 +13,7 @@ use tui_tree_widget::TreeItem;
 
 use crate::console::diff::DiffRows;
 use crate::console::keys;
+use crate::console::symptoms;
 use crate::console::theme::{self, Theme, ThemeFile};
 use crate::console::tree::{self, TreeRow};
 use crate::engine::api::{
@@ -277,7 +278,9 @@ pub fn status_word(status: IncidentStatus) -> &'static str {
     }
 }
 
-/// Plain, case-insensitive substring over what the list shows; `!` inverts.
+/// Plain, case-insensitive substring over what the list shows, and the tables of the
+/// incident's symptoms (an alert about one of them finds the incident it joined); `!`
+/// inverts.
 fn matches_filter(incident: &IncidentView, filter: &str) -> bool {
     let (invert, needle) = match filter.strip_prefix('!') {
         Some(rest) => (true, rest),
@@ -294,7 +297,8 @@ fn matches_filter(incident: &IncidentView, filter: &str) -> bool {
         status_word(incident.status),
         incident.opened_at.as_str(),
     ]
-    .iter()
+    .into_iter()
+    .chain(incident.symptoms.iter().map(|s| s.table.as_str()))
     .any(|field| field.to_lowercase().contains(&needle));
     found != invert
 }
@@ -528,7 +532,7 @@ fn content_lengths(app: &App) -> ContentLengths {
         })
         + TRAILER;
     ContentLengths {
-        cause: 1 + incident.evidence.len(),
+        cause: 1 + incident.evidence.len() + symptoms::line_count(incident),
         body,
         receipt: incident.receipt.as_deref().map_or(0, |r| r.lines().count()),
     }
@@ -1104,6 +1108,34 @@ mod tests {
         press(&mut app, KeyCode::Esc);
         assert!(app.filter.is_empty());
         assert_eq!(app.visible_incidents().len(), 2);
+    }
+
+    #[test]
+    fn a_symptoms_table_finds_the_incident_it_joined() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Char('/'));
+        type_text(&mut app, "fct_daily");
+        let ids: Vec<&str> = app
+            .visible_incidents()
+            .iter()
+            .map(|i| i.id.as_str())
+            .collect();
+        assert_eq!(ids, ["INC-7"]);
+    }
+
+    #[test]
+    fn the_cause_pane_scrolls_through_the_symptoms() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Enter);
+        press(&mut app, KeyCode::BackTab);
+        press(&mut app, KeyCode::BackTab);
+        assert_eq!(app.detail.as_ref().unwrap().focus, Pane::Cause);
+        press(&mut app, KeyCode::End);
+        // The cause, four pieces of evidence, a blank line, the heading and two lines
+        // for each of the three symptoms: the last line is the last one reached.
+        assert_eq!(app.detail.as_ref().unwrap().cause_scroll, 1 + 4 + 2 + 6 - 1);
+        press(&mut app, KeyCode::Char('k'));
+        assert_eq!(app.detail.as_ref().unwrap().cause_scroll, 11);
     }
 
     #[test]

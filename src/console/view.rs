@@ -5,7 +5,7 @@
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
-use ratatui::text::{Line, Span, Text};
+use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Cell, Clear, Paragraph, Row, Table, Wrap};
 use ratatui::Frame;
 use tui_tree_widget::{Tree, TreeState};
@@ -16,6 +16,7 @@ use crate::console::presence;
 use crate::console::state::{
     status_word, App, Detail, Overlay, Pane, PromptKind, ReasonModal, Screen,
 };
+use crate::console::symptoms;
 use crate::console::theme::Theme;
 use crate::engine::api::{
     IncidentStatus, IncidentView, ProposalBody, ProposalKind, ProposalState, ProposalView,
@@ -151,6 +152,14 @@ fn centered(area: Rect, width: u16, height: u16) -> Rect {
         width,
         height,
     }
+}
+
+/// The lines from the `scroll`-th on (the last one at most). Wrapped panes scroll by
+/// line, as the diff scrolls by row: counting wrapped rows would need the width the
+/// state does not know, and a count that fell short would leave the end out of reach.
+fn from_line(mut lines: Vec<Line<'static>>, scroll: usize) -> Vec<Line<'static>> {
+    let start = scroll.min(lines.len().saturating_sub(1));
+    lines.split_off(start)
 }
 
 /// The first row to show so that `selected` stays in a window of `height` rows.
@@ -359,13 +368,16 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
         .skip(start)
         .take(height)
         .map(|(index, incident)| incident_row(incident, index == selected, theme));
-    let header = Row::new(["", "id", "status", "table", "title", "opened"]).style(theme.muted);
+    // `sym`: how many breaches downstream joined the incident rather than opening their own.
+    let header =
+        Row::new(["", "id", "status", "sym", "table", "title", "opened"]).style(theme.muted);
     let table = Table::new(
         rows,
         [
             Constraint::Length(1),
             Constraint::Length(8),
             Constraint::Length(11),
+            Constraint::Length(4),
             Constraint::Length(18),
             Constraint::Fill(1),
             Constraint::Length(6),
@@ -382,6 +394,7 @@ fn incident_row<'a>(incident: &'a IncidentView, selected: bool, theme: &Theme) -
         Cell::from(marker),
         Cell::from(incident.id.as_str()),
         Cell::from(incident_status(incident.status, theme)),
+        Cell::from(symptoms::count(incident)),
         Cell::from(incident.table.as_str()),
         Cell::from(incident.title.as_str()),
         // The time of day is what matters on call; the date is in the detail.
@@ -514,11 +527,11 @@ fn render_cause(
             Span::raw(evidence.clone()),
         ]));
     }
-    let scroll = detail.cause_scroll.min(lines.len().saturating_sub(1)) as u16;
-    let cause = Paragraph::new(lines)
+    lines.extend(symptoms::lines(incident, theme));
+    let title = symptoms::cause_title(incident);
+    let cause = Paragraph::new(from_line(lines, detail.cause_scroll))
         .wrap(Wrap { trim: false })
-        .scroll((scroll, 0))
-        .block(pane_block("Cause", detail.focus == Pane::Cause, theme));
+        .block(pane_block(&title, detail.focus == Pane::Cause, theme));
     frame.render_widget(cause, area);
 }
 
@@ -730,10 +743,7 @@ fn render_text_body(
 ) {
     lines.push(Line::raw(""));
     lines.extend(undo_and_verify(proposal, theme));
-    let scroll = scroll.min(lines.len().saturating_sub(1)) as u16;
-    let paragraph = Paragraph::new(lines)
-        .wrap(Wrap { trim: false })
-        .scroll((scroll, 0));
+    let paragraph = Paragraph::new(from_line(lines, scroll)).wrap(Wrap { trim: false });
     frame.render_widget(paragraph, area);
 }
 
@@ -878,11 +888,12 @@ fn render_receipt(
     theme: &Theme,
 ) {
     let text = incident.receipt.as_deref().unwrap_or("");
-    let line_count = text.lines().count();
-    let scroll = detail.receipt_scroll.min(line_count.saturating_sub(1)) as u16;
-    let receipt = Paragraph::new(Text::raw(text.to_string()))
+    let lines = text
+        .lines()
+        .map(|line| Line::raw(line.to_string()))
+        .collect();
+    let receipt = Paragraph::new(from_line(lines, detail.receipt_scroll))
         .wrap(Wrap { trim: false })
-        .scroll((scroll, 0))
         .block(pane_block("Receipt (R or Esc closes)", true, theme));
     frame.render_widget(receipt, area);
 }
@@ -1084,6 +1095,28 @@ mod tests {
                 draw(&app, width, height)
             );
         }
+    }
+
+    /// The cause pane focused and scrolled down to the symptoms listed under the cause.
+    #[test]
+    fn symptoms_under_the_cause() {
+        let mut app = sample_app();
+        update(&mut app, Action::Open);
+        update(&mut app, Action::PreviousPane);
+        update(&mut app, Action::PreviousPane);
+        assert_eq!(app.detail.as_ref().unwrap().focus, Pane::Cause);
+        // Past the cause, its four pieces of evidence and the blank line.
+        for _ in 0..6 {
+            update(&mut app, Action::Down);
+        }
+        for (width, height) in SIZES {
+            let screen = draw(&app, width, height);
+            assert!(screen.contains("Cause · 3 symptoms"), "{screen}");
+            assert!(screen.contains("Symptoms (3, 1 recovered)"), "{screen}");
+            insta::assert_snapshot!(format!("symptoms_{width}x{height}"), screen);
+        }
+        let screen = draw(&app, 120, 40);
+        assert!(screen.contains("✗ fct_daily_revenue"), "{screen}");
     }
 
     #[test]
