@@ -22,8 +22,8 @@ struct Cli {
     /// The console's config (default: the XDG config path, ~/.config/dataward/config.toml).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// A console that can look but not decide: approve, reject, roll back, forward, run
-    /// and the org stop are gone.
+    /// A console that can look but not decide: approve, reject, roll back, forward, run,
+    /// close, reopen and the org stop are gone.
     #[arg(long)]
     read_only: bool,
     #[command(subcommand)]

@@ -193,6 +193,8 @@ pub static BINDINGS: &[Binding] = &[
     dangerous(&[ch('u')], "u", Action::RollBack, "roll back the selected proposal (reason required)", "roll back", Detail),
     dangerous(&[ch('f')], "f", Action::Forward, "forward the selected note to its owner", "forward", Detail),
     dangerous(&[ch('g')], "g", Action::QueueRun, "queue the approved run for this incident", "run", Detail),
+    dangerous(&[ch('C')], "C", Action::Resolve, "close the incident by hand (reason required)", "close", Detail),
+    dangerous(&[ch('O')], "O", Action::Reopen, "reopen the resolved incident (reason required)", "reopen", Detail),
     bind(&[ch('j'), plain(Down)], "j ↓", Action::Down, "scroll down", Help),
     bind(&[ch('k'), plain(Up)], "k ↑", Action::Up, "scroll up", Help),
     bind(&[plain(PageDown)], "PgDn", Action::PageDown, "page down", Help),
@@ -224,11 +226,11 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     (
         ":resolve REASON",
-        "close the open incident by hand; the receipt says why (dangerous)",
+        "close the open incident by hand, as C (dangerous)",
     ),
     (
         ":reopen REASON",
-        "open the open resolved incident again (dangerous)",
+        "reopen the open resolved incident, as O (dangerous)",
     ),
 ];
 

@@ -34,7 +34,7 @@ pub fn presence(app: &App) -> (Option<String>, Option<String>) {
         Screen::List => app.selected_incident.clone(),
     };
     let deciding = match &app.overlay {
-        Overlay::Reason(modal) => Some(modal.proposal.clone()),
+        Overlay::Reason(modal) => Some(modal.target.clone()),
         _ => None,
     };
     (viewing, deciding)

@@ -65,6 +65,10 @@ pub enum Action {
     RollBack,
     Forward,
     QueueRun,
+    /// Close the open incident by hand, with a reason (`C`).
+    Resolve,
+    /// Open a resolved incident again, with a reason (`O`).
+    Reopen,
     ToggleReceipt,
     Help,
     CommandLine,
@@ -108,12 +112,17 @@ impl Pane {
     }
 }
 
-/// The decisions that need a reason typed first.
+/// The decisions that need a reason typed first: three on the selected proposal, two on
+/// the incident as a whole.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
     Approve,
     Reject,
     RollBack,
+    /// Close the incident by hand.
+    Resolve,
+    /// Open a resolved incident again.
+    Reopen,
 }
 
 impl Decision {
@@ -122,23 +131,34 @@ impl Decision {
             Decision::Approve => "Approve",
             Decision::Reject => "Reject",
             Decision::RollBack => "Roll back",
+            Decision::Resolve => "Resolve",
+            Decision::Reopen => "Reopen",
         }
     }
 
-    /// A rejection is final and a roll back undoes work: both must say why.
+    /// A rejection is final, a roll back undoes work, and closing or reopening an
+    /// incident by hand goes in its receipt: all of them must say why.
     pub fn reason_required(self) -> bool {
         !matches!(self, Decision::Approve)
     }
+
+    /// Decided on the incident, not on one of its proposals.
+    pub fn on_incident(self) -> bool {
+        matches!(self, Decision::Resolve | Decision::Reopen)
+    }
 }
 
-/// The reason modal. It keeps the content hash the person was looking at when they
-/// pressed the key, so a proposal that changes underneath is never approved unseen.
+/// The reason modal. For a proposal it keeps the content hash the person was looking at
+/// when they pressed the key, so a proposal that changes underneath is never approved
+/// unseen.
 #[derive(Debug, Clone)]
 pub struct ReasonModal {
     pub decision: Decision,
-    pub proposal: String,
-    pub proposal_title: String,
-    pub content_hash: String,
+    /// The proposal decided, or the incident for resolve and reopen.
+    pub target: String,
+    pub target_title: String,
+    /// The content hash shown, for a proposal; `None` for an incident.
+    pub content_hash: Option<String>,
     pub text: TextArea<'static>,
     pub error: Option<String>,
 }
@@ -369,6 +389,8 @@ pub fn update(app: &mut App, action: Action) {
         Action::Approve => start_decision(app, Decision::Approve),
         Action::Reject => start_decision(app, Decision::Reject),
         Action::RollBack => start_decision(app, Decision::RollBack),
+        Action::Resolve => start_incident_decision(app, Decision::Resolve),
+        Action::Reopen => start_incident_decision(app, Decision::Reopen),
         Action::Forward => forward(app),
         Action::QueueRun => queue_run(app),
     }
@@ -657,6 +679,45 @@ fn start_decision(app: &mut App, decision: Decision) {
         app.message = Some("open an incident and select a proposal first".into());
         return;
     };
+    open_reason(
+        app,
+        decision,
+        proposal.id,
+        proposal.title,
+        Some(proposal.content_hash),
+    );
+}
+
+/// `C` and `O`: the same reason box, for the open incident. The engine decides whether
+/// this person may; the console only keeps a key from asking what cannot be.
+fn start_incident_decision(app: &mut App, decision: Decision) {
+    if refuse_if_read_only(app) {
+        return;
+    }
+    let Some(incident) = app.open_incident() else {
+        app.message = Some("open an incident first".into());
+        return;
+    };
+    let resolved = incident.status == IncidentStatus::Resolved;
+    let (id, title) = (incident.id.clone(), incident.title.clone());
+    match decision {
+        Decision::Resolve if resolved => {
+            app.message = Some(format!("{id} is already resolved (O reopens it)"));
+        }
+        Decision::Reopen if !resolved => {
+            app.message = Some(format!("{id} is not resolved (C closes it)"));
+        }
+        _ => open_reason(app, decision, id, title, None),
+    }
+}
+
+fn open_reason(
+    app: &mut App,
+    decision: Decision,
+    target: String,
+    target_title: String,
+    content_hash: Option<String>,
+) {
     let mut text = TextArea::default();
     text.set_block(Block::bordered().border_style(app.theme.border));
     text.set_cursor_line_style(Style::default());
@@ -669,9 +730,9 @@ fn start_decision(app: &mut App, decision: Decision) {
     text.set_placeholder_style(app.theme.muted);
     app.overlay = Overlay::Reason(Box::new(ReasonModal {
         decision,
-        proposal: proposal.id,
-        proposal_title: proposal.title,
-        content_hash: proposal.content_hash,
+        target,
+        target_title,
+        content_hash,
         text,
         error: None,
     }));
@@ -720,27 +781,41 @@ fn submit(app: &mut App) {
             }
             let ReasonModal {
                 decision,
-                proposal,
+                target,
                 content_hash,
                 ..
             } = *modal;
             app.message = Some(format!(
-                "{} {proposal} sent; the engine will confirm",
+                "{} {target} sent; the engine will confirm",
                 decision.verb().to_lowercase()
             ));
-            app.outbox.push(match decision {
-                Decision::Approve => Command::Approve {
-                    proposal,
+            let command = match (decision, content_hash) {
+                (Decision::Approve, Some(content_hash)) => Command::Approve {
+                    proposal: target,
                     content_hash,
                     reason,
                 },
-                Decision::Reject => Command::Reject {
-                    proposal,
+                (Decision::Reject, Some(content_hash)) => Command::Reject {
+                    proposal: target,
                     content_hash,
                     reason,
                 },
-                Decision::RollBack => Command::RollBack { proposal, reason },
-            });
+                (Decision::RollBack, _) => Command::RollBack {
+                    proposal: target,
+                    reason,
+                },
+                (Decision::Resolve, _) => Command::Resolve {
+                    incident: target,
+                    reason,
+                },
+                (Decision::Reopen, _) => Command::Reopen {
+                    incident: target,
+                    reason,
+                },
+                // Approve and reject are only opened on a proposal, with its hash.
+                (Decision::Approve | Decision::Reject, None) => return,
+            };
+            app.outbox.push(command);
         }
         Overlay::Prompt {
             kind: PromptKind::Command,
@@ -963,6 +1038,114 @@ mod tests {
     }
 
     #[test]
+    fn capital_c_closes_the_open_incident_with_a_reason() {
+        let mut app = sample_app(false);
+        // Not on the list: there is no open incident to close.
+        press(&mut app, KeyCode::Char('C'));
+        assert!(matches!(app.overlay, Overlay::None));
+        press(&mut app, KeyCode::Enter);
+        press_with(&mut app, KeyCode::Char('C'), KeyModifiers::SHIFT);
+        let Overlay::Reason(modal) = &app.overlay else {
+            panic!("C opens the reason box");
+        };
+        assert_eq!(modal.decision, Decision::Resolve);
+        assert_eq!(modal.target, "INC-7");
+        assert_eq!(modal.content_hash, None);
+        // The person is deciding the incident: the others see it.
+        assert_eq!(
+            crate::console::link::presence(&app).1.as_deref(),
+            Some("INC-7")
+        );
+        // A reason is required; keys typed in it are text ('q' does not quit).
+        press(&mut app, KeyCode::Enter);
+        assert!(app.outbox.is_empty());
+        let Overlay::Reason(modal) = &app.overlay else {
+            panic!("the modal stays open");
+        };
+        assert!(modal
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("Resolve needs a reason"));
+        type_text(&mut app, "quiet refill; the vendor confirmed");
+        assert!(!app.quit);
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(
+            app.outbox,
+            vec![Command::Resolve {
+                incident: "INC-7".into(),
+                reason: "quiet refill; the vendor confirmed".into(),
+            }]
+        );
+        assert!(matches!(app.overlay, Overlay::None));
+        assert_eq!(
+            app.message.as_deref(),
+            Some("resolve INC-7 sent; the engine will confirm")
+        );
+    }
+
+    #[test]
+    fn the_same_command_as_resolve_on_the_command_line() {
+        let by_key = {
+            let mut app = sample_app(false);
+            press(&mut app, KeyCode::Enter);
+            press(&mut app, KeyCode::Char('C'));
+            type_text(&mut app, "handled");
+            press(&mut app, KeyCode::Enter);
+            app.outbox
+        };
+        let by_command = {
+            let mut app = sample_app(false);
+            press(&mut app, KeyCode::Enter);
+            press(&mut app, KeyCode::Char(':'));
+            type_text(&mut app, "resolve handled");
+            press(&mut app, KeyCode::Enter);
+            app.outbox
+        };
+        assert_eq!(by_key, by_command);
+    }
+
+    #[test]
+    fn capital_o_reopens_only_a_resolved_incident() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Enter);
+        // INC-7 is open: O says so and opens nothing; C on INC-6 likewise.
+        press(&mut app, KeyCode::Char('O'));
+        assert!(matches!(app.overlay, Overlay::None));
+        assert!(app.message.as_deref().unwrap().contains("not resolved"));
+        press(&mut app, KeyCode::Esc);
+        press(&mut app, KeyCode::Char('j'));
+        press(&mut app, KeyCode::Enter);
+        press(&mut app, KeyCode::Char('C'));
+        assert!(matches!(app.overlay, Overlay::None));
+        assert!(app.message.as_deref().unwrap().contains("already resolved"));
+        press(&mut app, KeyCode::Char('O'));
+        press(&mut app, KeyCode::Enter);
+        assert!(app.outbox.is_empty(), "a reason is required");
+        type_text(&mut app, "nulls are back");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(
+            app.outbox,
+            vec![Command::Reopen {
+                incident: "INC-6".into(),
+                reason: "nulls are back".into(),
+            }]
+        );
+    }
+
+    #[test]
+    fn escape_closes_the_incident_reason_box_and_sends_nothing() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Enter);
+        press(&mut app, KeyCode::Char('C'));
+        type_text(&mut app, "never mind");
+        press(&mut app, KeyCode::Esc);
+        assert!(matches!(app.overlay, Overlay::None));
+        assert!(app.outbox.is_empty());
+        assert_eq!(app.screen, Screen::Detail);
+    }
+
+    #[test]
     fn approve_without_reason_is_allowed() {
         let mut app = detail_on_diff(false);
         press(&mut app, KeyCode::Char('a'));
@@ -1064,7 +1247,7 @@ mod tests {
     #[test]
     fn read_only_removes_every_dangerous_key() {
         let mut app = detail_on_diff(true);
-        for key in ['a', 'r', 'u', 'f', 'g'] {
+        for key in ['a', 'r', 'u', 'f', 'g', 'C', 'O'] {
             assert_eq!(
                 keys::action_for(&app, KeyEvent::new(KeyCode::Char(key), KeyModifiers::NONE)),
                 None,
@@ -1074,9 +1257,11 @@ mod tests {
         assert!(keys::available(true).all(|binding| !binding.dangerous));
         assert!(keys::hints(&app).iter().all(|(label, _)| *label != "a"));
         // Even an action that slips through is refused.
-        update(&mut app, Action::Approve);
-        assert!(app.outbox.is_empty());
-        assert!(matches!(app.overlay, Overlay::None));
+        for action in [Action::Approve, Action::Resolve, Action::Reopen] {
+            update(&mut app, action);
+            assert!(app.outbox.is_empty());
+            assert!(matches!(app.overlay, Overlay::None));
+        }
     }
 
     #[test]

@@ -13,9 +13,8 @@ use tui_tree_widget::{Tree, TreeState};
 use crate::console::diff::{Change, DiffRows, Sign, SIDE_BY_SIDE_MIN_WIDTH};
 use crate::console::keys;
 use crate::console::presence;
-use crate::console::state::{
-    status_word, App, Detail, Overlay, Pane, PromptKind, ReasonModal, Screen,
-};
+use crate::console::reason;
+use crate::console::state::{status_word, App, Detail, Overlay, Pane, PromptKind, Screen};
 use crate::console::symptoms;
 use crate::console::theme::Theme;
 use crate::engine::api::{
@@ -44,7 +43,7 @@ pub fn render(frame: &mut Frame, app: &App) {
     render_hints(frame, hints, app);
     match &app.overlay {
         Overlay::Help { scroll } => render_help(frame, app, *scroll),
-        Overlay::Reason(modal) => render_reason(frame, app, modal),
+        Overlay::Reason(modal) => reason::render(frame, app, modal),
         Overlay::Prompt { .. } | Overlay::None => {}
     }
 }
@@ -72,7 +71,7 @@ fn fit(text: &str, width: usize) -> String {
     out
 }
 
-fn pane_block<'a>(title: &'a str, focused: bool, theme: &Theme) -> Block<'a> {
+pub(crate) fn pane_block<'a>(title: &'a str, focused: bool, theme: &Theme) -> Block<'a> {
     // Focus shows as a marker in the title and a heavier border, not only a colour.
     let (marker, border) = if focused {
         ("▸ ", theme.accent.add_modifier(Modifier::BOLD))
@@ -97,7 +96,7 @@ fn pane_block<'a>(title: &'a str, focused: bool, theme: &Theme) -> Block<'a> {
     }
 }
 
-fn incident_status(status: IncidentStatus, theme: &Theme) -> Span<'static> {
+pub(crate) fn incident_status(status: IncidentStatus, theme: &Theme) -> Span<'static> {
     let (glyph, style) = match status {
         IncidentStatus::Open => ("●", theme.crit),
         IncidentStatus::Verifying => ("◐", theme.warn),
@@ -143,7 +142,7 @@ fn word_with_glyph(word: &str, theme: &Theme) -> Span<'static> {
     Span::styled(format!("{glyph} {word}"), style)
 }
 
-fn centered(area: Rect, width: u16, height: u16) -> Rect {
+pub(crate) fn centered(area: Rect, width: u16, height: u16) -> Rect {
     let width = width.min(area.width);
     let height = height.min(area.height);
     Rect {
@@ -906,7 +905,7 @@ fn render_help(frame: &mut Frame, app: &App, scroll: usize) {
     let mut lines = Vec::new();
     if app.read_only {
         lines.push(Line::styled(
-            "read-only console: approve, reject, roll back, forward and run are disabled",
+            "read-only console: every key that sends a decision is gone",
             theme.warn,
         ));
     } else {
@@ -961,64 +960,6 @@ fn render_help(frame: &mut Frame, app: &App, scroll: usize) {
         .block(block);
     frame.render_widget(Clear, area);
     frame.render_widget(help, area);
-}
-
-fn render_reason(frame: &mut Frame, app: &App, modal: &ReasonModal) {
-    let theme = &app.theme;
-    let area = centered(frame.area(), 72, 14);
-    let title = format!("{} {}", modal.decision.verb(), modal.proposal);
-    let block = pane_block(&title, true, theme);
-    let inner = block.inner(area);
-    frame.render_widget(Clear, area);
-    frame.render_widget(block, area);
-    let [about, hash, warning, label, text, error] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Length(2),
-        Constraint::Length(1),
-        Constraint::Length(1),
-        Constraint::Fill(1),
-        Constraint::Length(1),
-    ])
-    .areas(inner);
-    frame.render_widget(Line::raw(modal.proposal_title.clone()), about);
-    frame.render_widget(
-        Paragraph::new(vec![
-            Line::styled("content hash", theme.muted),
-            Line::styled(modal.content_hash.clone(), theme.accent),
-        ]),
-        hash,
-    );
-    // The decision is bound to the hash shown above; if the engine changed the content
-    // since, say so: the engine will refuse, and the person should look again.
-    let current = app
-        .open_incident()
-        .and_then(|incident| incident.proposals.iter().find(|p| p.id == modal.proposal))
-        .map(|proposal| proposal.content_hash.as_str());
-    if current.is_some_and(|hash| hash != modal.content_hash) {
-        frame.render_widget(
-            Line::styled(
-                "⚠ content changed since you opened this: Esc and review",
-                theme.crit,
-            ),
-            warning,
-        );
-    }
-    let requirement = if modal.decision.reason_required() {
-        "Reason (required)"
-    } else {
-        "Reason (optional)"
-    };
-    frame.render_widget(
-        Line::from(vec![
-            Span::styled(requirement, theme.title),
-            Span::styled("  Enter sends · Ctrl-J new line · Esc cancels", theme.muted),
-        ]),
-        label,
-    );
-    frame.render_widget(&modal.text, text);
-    if let Some(message) = &modal.error {
-        frame.render_widget(Line::styled(format!("✗ {message}"), theme.crit), error);
-    }
 }
 
 #[cfg(test)]
@@ -1132,19 +1073,64 @@ mod tests {
     fn reason_modal() {
         let mut app = detail_app();
         update(&mut app, Action::Reject);
-        for c in "casts break on A-3".chars() {
-            let key = crossterm::event::KeyEvent::new(
-                crossterm::event::KeyCode::Char(c),
-                crossterm::event::KeyModifiers::NONE,
-            );
-            update(&mut app, Action::Edit(key));
-        }
+        type_into(&mut app, "casts break on A-3");
         for (width, height) in SIZES {
             insta::assert_snapshot!(
                 format!("reason_{width}x{height}"),
                 draw(&app, width, height)
             );
         }
+    }
+
+    fn type_into(app: &mut App, text: &str) {
+        for c in text.chars() {
+            let key = crossterm::event::KeyEvent::new(
+                crossterm::event::KeyCode::Char(c),
+                crossterm::event::KeyModifiers::NONE,
+            );
+            update(app, Action::Edit(key));
+        }
+    }
+
+    #[test]
+    fn resolve_by_hand_modal() {
+        let mut app = sample_app();
+        update(&mut app, Action::Open);
+        update(&mut app, Action::Resolve);
+        type_into(&mut app, "the vendor confirmed a quiet refill");
+        for (width, height) in SIZES {
+            let screen = draw(&app, width, height);
+            assert!(screen.contains("Resolve INC-7"), "{screen}");
+            assert!(screen.contains("Reason (required)"), "{screen}");
+            insta::assert_snapshot!(format!("resolve_{width}x{height}"), screen);
+        }
+        // Someone else closes it meanwhile: the box says so before anything is sent.
+        let mut resolved = sample_snapshot();
+        resolved.incidents[0].status = IncidentStatus::Resolved;
+        update(&mut app, Action::SnapshotArrived(Box::new(resolved)));
+        let screen = draw(&app, 120, 40);
+        assert!(
+            screen.contains("⚠ INC-7 is resolved now: Esc and look again"),
+            "{screen}"
+        );
+    }
+
+    #[test]
+    fn help_lists_close_and_reopen_except_read_only() {
+        let mut app = sample_app();
+        update(&mut app, Action::Help);
+        let help = draw(&app, 120, 80);
+        for line in [
+            "C                 ⚠ close the incident by hand (reason required)",
+            "O                 ⚠ reopen the resolved incident (reason required)",
+        ] {
+            assert!(help.contains(line), "{line:?} in\n{help}");
+        }
+        app.read_only = true;
+        let help = draw(&app, 120, 80);
+        assert!(help.contains("read-only console"), "{help}");
+        assert!(!help.contains("close the incident by hand"), "{help}");
+        assert!(!help.contains("reopen the resolved incident"), "{help}");
     }
 
     #[test]
