@@ -224,6 +224,15 @@ pub fn sample_incident() -> IncidentView {
     }
 }
 
+/// What the engine sends for an open incident: the chain so far, marked as such.
+pub const DRAFT_RECEIPT: &str = "INC-7 is still open: this is what the chain holds so far.\n\n\
+    # Receipt for INC-7\n\n\
+    - Table: `PAYMENTS.CHARGES` (monitor `charges_row_count`)\n\
+    - Opened: 2026-11-24T14:17:00Z\n\
+    - Resolved: not yet\n\n\
+    ## Proposals and decisions\n\n\
+    - P-1 hold: approved by alice (chain #42): refill in progress";
+
 pub fn sample_snapshot() -> Snapshot {
     Snapshot {
         now: "Tue 14:20".into(),

@@ -178,7 +178,7 @@ pub static BINDINGS: &[Binding] = &[
     hint(&[ch('q')], "q", Action::Quit, "quit", "quit", List),
     hint(&[plain(Tab)], "Tab", Action::NextPane, "next pane (cause, tree, proposals, body)", "pane", Detail),
     hint(&[plain(Esc), ch('q')], "Esc q", Action::Back, "back to the list", "back", Detail),
-    hint(&[ch('R')], "R", Action::ToggleReceipt, "show or hide the receipt", "receipt", Detail),
+    hint(&[ch('R')], "R", Action::ToggleReceipt, "show or hide the receipt (so far, while open)", "receipt", Detail),
     bind(&[plain(BackTab)], "Shift-Tab", Action::PreviousPane, "previous pane", Detail),
     bind(&[ch('j'), plain(Down)], "j ↓", Action::Down, "down in the focused pane", Detail),
     bind(&[ch('k'), plain(Up)], "k ↑", Action::Up, "up in the focused pane", Detail),

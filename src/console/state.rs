@@ -648,10 +648,15 @@ fn open_tree_node(app: &mut App, open: bool) {
     }
 }
 
+/// The receipt, whenever the engine sent one: the final one of a resolved incident, or
+/// the draft the chain holds so far for an open one.
 fn toggle_receipt(app: &mut App) {
-    let has_receipt = app
+    let Some((id, has_receipt)) = app
         .open_incident()
-        .is_some_and(|incident| incident.receipt.is_some());
+        .map(|incident| (incident.id.clone(), incident.receipt.is_some()))
+    else {
+        return;
+    };
     let Some(detail) = &mut app.detail else {
         return;
     };
@@ -659,7 +664,9 @@ fn toggle_receipt(app: &mut App) {
         detail.receipt_open = !detail.receipt_open;
         detail.receipt_scroll = 0;
     } else {
-        app.message = Some("no receipt yet: it is written once the incident resolves".into());
+        app.message = Some(format!(
+            "no receipt yet: nothing about {id} is on the chain so far"
+        ));
     }
 }
 
@@ -948,7 +955,7 @@ fn paste(app: &mut App, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::console::fixtures::sample_snapshot;
+    use crate::console::fixtures::{sample_snapshot, DRAFT_RECEIPT};
     use crossterm::event::{KeyCode, KeyModifiers};
 
     pub fn sample_app(read_only: bool) -> App {
@@ -1408,6 +1415,28 @@ mod tests {
     }
 
     #[test]
+    fn an_open_incidents_draft_receipt_opens_too() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Enter);
+        let mut snapshot = sample_snapshot();
+        snapshot.incidents[0].receipt = Some(DRAFT_RECEIPT.into());
+        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
+        assert_eq!(app.open_incident().unwrap().status, IncidentStatus::Open);
+        press(&mut app, KeyCode::Char('R'));
+        let detail = app.detail.as_ref().unwrap();
+        assert!(detail.receipt_open);
+        assert!(app.message.is_none());
+        // It scrolls like any receipt, and R closes it again.
+        press(&mut app, KeyCode::End);
+        assert_eq!(
+            app.detail.as_ref().unwrap().receipt_scroll,
+            DRAFT_RECEIPT.lines().count() - 1
+        );
+        press(&mut app, KeyCode::Char('R'));
+        assert!(!app.detail.as_ref().unwrap().receipt_open);
+    }
+
+    #[test]
     fn engine_stopping_keeps_the_ui_until_quit() {
         let mut app = sample_app(false);
         update(&mut app, Action::EngineStopped);
@@ -1422,6 +1451,11 @@ mod tests {
         press(&mut app, KeyCode::Enter);
         press(&mut app, KeyCode::Char('R'));
         assert!(!app.detail.as_ref().unwrap().receipt_open);
+        assert!(app
+            .message
+            .as_deref()
+            .unwrap()
+            .starts_with("no receipt yet"));
         press(&mut app, KeyCode::Esc);
         press(&mut app, KeyCode::Char('j'));
         press(&mut app, KeyCode::Enter);

@@ -891,9 +891,18 @@ fn render_receipt(
         .lines()
         .map(|line| Line::raw(line.to_string()))
         .collect();
+    // An open incident's receipt is a draft: what the chain holds so far.
+    let title = match incident.status {
+        IncidentStatus::Resolved => "Receipt (R or Esc closes)".to_string(),
+        status => format!(
+            "Receipt so far: {} is {} (R or Esc closes)",
+            incident.id,
+            status_word(status)
+        ),
+    };
     let receipt = Paragraph::new(from_line(lines, detail.receipt_scroll))
         .wrap(Wrap { trim: false })
-        .block(pane_block("Receipt (R or Esc closes)", true, theme));
+        .block(pane_block(&title, true, theme));
     frame.render_widget(receipt, area);
 }
 
@@ -1157,6 +1166,17 @@ mod tests {
         update(&mut app, Action::Open);
         update(&mut app, Action::ToggleReceipt);
         insta::assert_snapshot!("receipt_80x24", draw(&app, 80, 24));
+
+        // An open incident's receipt: the draft the chain holds so far.
+        let mut app = sample_app();
+        let mut snapshot = sample_snapshot();
+        snapshot.incidents[0].receipt = Some(crate::console::fixtures::DRAFT_RECEIPT.into());
+        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
+        update(&mut app, Action::Open);
+        update(&mut app, Action::ToggleReceipt);
+        let screen = draw(&app, 80, 24);
+        assert!(screen.contains("Receipt so far: INC-7 is open"), "{screen}");
+        insta::assert_snapshot!("receipt_draft_80x24", screen);
 
         let mut app = detail_app();
         update(&mut app, Action::Down);
