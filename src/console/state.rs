@@ -141,11 +141,6 @@ impl Decision {
     pub fn reason_required(self) -> bool {
         !matches!(self, Decision::Approve)
     }
-
-    /// Decided on the incident, not on one of its proposals.
-    pub fn on_incident(self) -> bool {
-        matches!(self, Decision::Resolve | Decision::Reopen)
-    }
 }
 
 /// The reason modal. For a proposal it keeps the content hash the person was looking at
@@ -792,10 +787,10 @@ fn submit(app: &mut App) {
                 content_hash,
                 ..
             } = *modal;
-            app.message = Some(format!(
+            let sent = format!(
                 "{} {target} sent; the engine will confirm",
                 decision.verb().to_lowercase()
-            ));
+            );
             let command = match (decision, content_hash) {
                 (Decision::Approve, Some(content_hash)) => Command::Approve {
                     proposal: target,
@@ -822,6 +817,7 @@ fn submit(app: &mut App) {
                 // Approve and reject are only opened on a proposal, with its hash.
                 (Decision::Approve | Decision::Reject, None) => return,
             };
+            app.message = Some(sent);
             app.outbox.push(command);
         }
         Overlay::Prompt {
