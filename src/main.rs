@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::builder::PossibleValuesParser;
+use clap::{Parser, Subcommand};
 
 use dataward::engine::api::Command;
 use dataward::{chain, config, demo};
@@ -21,25 +22,24 @@ struct Cli {
     /// The console's config (default: the XDG config path, ~/.config/dataward/config.toml).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// A console that can look but not decide: approve, reject, roll back, forward, run
-    /// and the org stop are gone.
+    /// A console that can look but not decide: approve, reject, roll back, forward, run,
+    /// close, reopen and the org stop are gone.
     #[arg(long)]
     read_only: bool,
     #[command(subcommand)]
     command: Option<Cmd>,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum Story {
-    Ticketing,
-}
-
 #[derive(Subcommand)]
 enum Cmd {
     /// Run the embedded demo: the real engine on a small estate, on a virtual clock.
     Demo {
-        #[arg(value_enum, default_value = "ticketing")]
-        story: Story,
+        /// The story to play.
+        #[arg(
+            default_value = demo::STORIES[0],
+            value_parser = PossibleValuesParser::new(demo::STORIES.iter().copied()),
+        )]
+        story: String,
         /// Virtual seconds per real second (60 plays a minute a second).
         #[arg(long, default_value_t = 60.0)]
         speed: f64,
@@ -212,7 +212,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     };
     match command {
         Cmd::Demo {
-            story: Story::Ticketing,
+            // One story so far: the parser admitted only a name the demo plays.
+            story: _,
             speed,
             headless,
             json,

@@ -403,8 +403,8 @@ mod tests {
     #[test]
     fn multiline_keeps_line_breaks_and_expands_tabs() {
         assert_eq!(
-            for_terminal_multiline("select\r\n\tseat\x1b[0m\nfrom"),
-            "select\n    seat\\x1b[0m\nfrom"
+            for_terminal_multiline("select\r\n\tamount\x1b[0m\nfrom"),
+            "select\n    amount\\x1b[0m\nfrom"
         );
         assert!(matches!(for_terminal_multiline("a\nb"), Cow::Borrowed(_)));
     }
@@ -446,7 +446,14 @@ mod tests {
                 checks: vec![],
                 receipt: None,
                 run_status: None,
-                symptoms: Vec::new(),
+                symptoms: vec![crate::engine::api::SymptomView {
+                    table: "fct_daily_revenue\u{202e}".into(),
+                    check: "row_count".into(),
+                    observed: "12 rows\x1b[2J".into(),
+                    explanation: "rebuilt from T\x07".into(),
+                    at: "14:15".into(),
+                    recovered: false,
+                }],
             }],
             ..Snapshot::default()
         };
@@ -458,6 +465,10 @@ mod tests {
             panic!("diff body expected");
         };
         assert_eq!(old, "a\n\\x1b[31mb");
+        let symptom = &snap.incidents[0].symptoms[0];
+        assert_eq!(symptom.table, "fct_daily_revenue\\u{202e}");
+        assert_eq!(symptom.observed, "12 rows\\x1b[2J");
+        assert_eq!(symptom.explanation, "rebuilt from T\\x07");
     }
 
     #[test]

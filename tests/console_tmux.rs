@@ -156,6 +156,27 @@ fn approve_the_hold_from_the_keyboard() {
         .unwrap();
     assert_eq!(reason, "refill in progress");
 
+    // Close the incident by hand: C opens the reason box, the reason goes on the chain.
+    tmux(&["send-keys", "-t", s, "C"]);
+    wait_for(s, "Resolve INC-0001");
+    tmux(&[
+        "send-keys",
+        "-t",
+        s,
+        "-l",
+        "the vendor confirmed the refill",
+    ]);
+    tmux(&["send-keys", "-t", s, "Enter"]);
+    wait_for(s, "✓ resolved");
+    let reason: String = conn
+        .query_row(
+            "SELECT json_extract(payload, '$.reason') FROM chain WHERE kind = 'incident_resolved'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(reason, "the vendor confirmed the refill");
+
     // Esc backs out, q quits, and the console goes away cleanly.
     tmux(&["send-keys", "-t", s, "Escape"]);
     wait_for(s, "Incidents");

@@ -121,7 +121,7 @@ fn user_name(uid: u32) -> Option<String> {
     })
 }
 
-/// Globs with '*' only, case-insensitive: "model.ticketing.*", "TICKETING.*".
+/// Globs with '*' only, case-insensitive: "model.payments.*", "PAYMENTS.*".
 pub fn glob_match(pattern: &str, text: &str) -> bool {
     let pattern = pattern.to_ascii_lowercase();
     let text = text.to_ascii_lowercase();
@@ -189,8 +189,8 @@ roles = []
 name = "Carol"
 roles = ["analytics-lead"]
 [[domain]]
-name = "ticketing"
-covers = ["TICKETING.*", "model.ticketing.*"]
+name = "payments"
+covers = ["PAYMENTS.*", "model.payments.*"]
 owners = ["analytics-owner"]
 escalation = ["analytics-lead"]
 approval_ttl = "30m"
@@ -231,10 +231,10 @@ autonomy = "L1"
     #[test]
     fn only_the_owner_role_may_decide() {
         let c = config();
-        assert!(request("model.ticketing.int_seat_map")
+        assert!(request("model.payments.int_payment_regions")
             .decide(&c, &actor("alice"), "h1", true)
             .is_ok());
-        let err = request("model.ticketing.int_seat_map")
+        let err = request("model.payments.int_payment_regions")
             .decide(&c, &actor("bob"), "h1", true)
             .unwrap_err();
         assert!(err.contains("holds none of the roles"), "{err}");
@@ -245,7 +245,7 @@ autonomy = "L1"
         let c = config();
         let mut mallory = actor("bob");
         mallory.claims.insert("USER".into(), "alice".into());
-        assert!(request("TICKETING.ORDERS")
+        assert!(request("PAYMENTS.CHARGES")
             .decide(&c, &mallory, "h1", true)
             .is_err());
         assert!(mallory.display().contains("claims USER=alice (unverified)"));
@@ -268,7 +268,7 @@ autonomy = "L1"
     fn nobody_approves_their_own_proposal() {
         let c = config();
         let mut own =
-            ApprovalRequest::new("TICKETING.ORDERS", "analytics-owner", "alice", "h1", at(0));
+            ApprovalRequest::new("PAYMENTS.CHARGES", "analytics-owner", "alice", "h1", at(0));
         let err = own.decide(&c, &actor("alice"), "h1", true).unwrap_err();
         assert!(err.contains("own proposal"), "{err}");
     }
@@ -276,7 +276,7 @@ autonomy = "L1"
     #[test]
     fn an_approval_is_bound_to_the_content_it_saw() {
         let c = config();
-        let mut r = request("TICKETING.ORDERS");
+        let mut r = request("PAYMENTS.CHARGES");
         let err = r.decide(&c, &actor("alice"), "h0", true).unwrap_err();
         assert!(err.contains("void"), "{err}");
         r.decide(&c, &actor("alice"), "h1", true).unwrap();
@@ -289,7 +289,7 @@ autonomy = "L1"
     #[test]
     fn a_rejection_is_final_for_that_content() {
         let c = config();
-        let mut r = request("TICKETING.ORDERS");
+        let mut r = request("PAYMENTS.CHARGES");
         r.decide(&c, &actor("alice"), "h1", false).unwrap();
         assert!(r
             .decide(&c, &actor("alice"), "h1", true)
@@ -300,7 +300,7 @@ autonomy = "L1"
     #[test]
     fn unanswered_requests_escalate_then_expire_never_grant() {
         let c = config();
-        let mut r = request("TICKETING.ORDERS");
+        let mut r = request("PAYMENTS.CHARGES");
         assert!(r.tick(&c, at(29)).is_empty());
         let lapses = r.tick(&c, at(30));
         assert_eq!(
@@ -327,12 +327,12 @@ autonomy = "L1"
     #[test]
     fn globs() {
         assert!(glob_match(
-            "model.ticketing.*",
-            "model.ticketing.int_seat_map"
+            "model.payments.*",
+            "model.payments.int_payment_regions"
         ));
-        assert!(glob_match("TICKETING.*", "ticketing.orders"));
-        assert!(!glob_match("TICKETING.*", "xticketing.orders"));
-        assert!(glob_match("*.orders", "ticketing.orders"));
+        assert!(glob_match("PAYMENTS.*", "payments.charges"));
+        assert!(!glob_match("PAYMENTS.*", "xpayments.charges"));
+        assert!(glob_match("*.charges", "payments.charges"));
         assert!(glob_match("a*b*c", "aXXbYYc"));
         assert!(!glob_match("a*b*c", "aXXcYYb"));
     }

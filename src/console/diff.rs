@@ -179,8 +179,9 @@ mod tests {
     use super::*;
 
     const OLD: &str =
-        "select\n  order_id,\n  cast(seat_section as smallint) as seat_section\nfrom orders\n";
-    const NEW: &str = "select\n  order_id,\n  seat_section::varchar(12) as seat_section,\n  event_id\nfrom orders\n";
+        "select\n  charge_id,\n  cast(zip_code as integer) as zip_code\nfrom charges\n";
+    const NEW: &str =
+        "select\n  charge_id,\n  zip_code::varchar(12) as zip_code,\n  customer_id\nfrom charges\n";
 
     #[test]
     fn changed_lines_sit_side_by_side() {
@@ -199,7 +200,7 @@ mod tests {
         assert_eq!(rows[2].old.as_ref().unwrap().number, 3);
         assert_eq!(
             rows[2].new.as_ref().unwrap().text,
-            "  seat_section::varchar(12) as seat_section,"
+            "  zip_code::varchar(12) as zip_code,"
         );
         assert_eq!(rows[3].new.as_ref().unwrap().number, 4);
         assert_eq!(rows[4].old.as_ref().unwrap().number, 4);

@@ -1,29 +1,30 @@
-//! A realistic snapshot of the ticketing story (PRODUCT.md, story A) at 14:20, for the
-//! console's screen tests and for integration tests that drive the console without an
-//! engine. Small and always compiled so both kinds of test can reach it.
+//! A realistic snapshot of a payments estate at 14:20 (a source column changed type and
+//! the warehouse table is refilling), for the console's screen tests and for
+//! integration tests that drive the console without an engine. Small and always
+//! compiled so both kinds of test can reach it.
 
 use crate::engine::api::{
     BlastNode, ChainHead, Check, IncidentStatus, IncidentView, MonitorView, PipelineView,
-    ProposalBody, ProposalKind, ProposalState, ProposalView, Snapshot,
+    ProposalBody, ProposalKind, ProposalState, ProposalView, Snapshot, SymptomView,
 };
 
-pub const OLD_STG_ORDERS: &str = "select
-    order_id,
-    event_id,
-    cast(seat_section as smallint) as seat_section,
-    price_cents,
+pub const OLD_STG_PAYMENTS: &str = "select
+    charge_id,
+    customer_id,
+    cast(zip_code as integer) as zip_code,
+    amount,
     created_at
-from {{ source('ticketing', 'orders') }}
+from {{ source('payments', 'charges') }}
 ";
 
-pub const NEW_STG_ORDERS: &str = "select
-    order_id,
-    event_id,
-    cast(seat_section as varchar(12)) as seat_section,
-    price_cents,
+pub const NEW_STG_PAYMENTS: &str = "select
+    charge_id,
+    customer_id,
+    cast(zip_code as varchar(12)) as zip_code,
+    amount,
     created_at
-from {{ source('ticketing', 'orders') }}
-where seat_section is not null
+from {{ source('payments', 'charges') }}
+where zip_code is not null
 ";
 
 fn blast_node(
@@ -45,61 +46,79 @@ fn blast_node(
     }
 }
 
+fn symptom(
+    table: &str,
+    check: &str,
+    observed: &str,
+    explanation: &str,
+    at: &str,
+    recovered: bool,
+) -> SymptomView {
+    SymptomView {
+        table: table.to_string(),
+        check: check.to_string(),
+        observed: observed.to_string(),
+        explanation: explanation.to_string(),
+        at: at.to_string(),
+        recovered,
+    }
+}
+
 pub fn sample_incident() -> IncidentView {
-    let mut int_seat_map = blast_node(
-        "model.ticketing.int_seat_map",
-        "int_seat_map",
+    let mut int_payment_regions = blast_node(
+        "model.payments.int_payment_regions",
+        "int_payment_regions",
         "model",
         2,
-        &["model.ticketing.stg_orders"],
-        Some("casts seat_section to integer"),
+        &["model.payments.stg_payments"],
+        Some("casts zip_code to integer"),
     );
-    int_seat_map.break_risk = true;
+    int_payment_regions.break_risk = true;
     IncidentView {
         id: "INC-7".into(),
-        title: "ORDERS row count 78% below baseline".into(),
-        table: "TICKETING.ORDERS".into(),
-        monitor: "orders_row_count".into(),
+        title: "CHARGES row count 78% below baseline".into(),
+        table: "PAYMENTS.CHARGES".into(),
+        monitor: "charges_row_count".into(),
         status: IncidentStatus::Open,
         opened_at: "14:17".into(),
         observed: "1,210,000 rows".into(),
         expected: "5,380,000 – 5,620,000 rows".into(),
         cause: Some(
-            "Source migration changed orders.seat_section SMALLINT → VARCHAR(12); the \
-             warehouse table was re-created and is refilling (orders are not lost)."
+            "Source migration changed charges.zip_code INTEGER → VARCHAR(12); the \
+             warehouse table was re-created and is refilling (no charge is missing at the source)."
                 .into(),
         ),
         evidence: vec![
-            "source schema snapshot 14:05: orders.seat_section SMALLINT → VARCHAR(12)".into(),
-            "TICKETING.ORDERS re-created 14:06 by the CDC mover (incompatible change → backfill)"
+            "source schema snapshot 14:05: charges.zip_code INTEGER → VARCHAR(12)".into(),
+            "PAYMENTS.CHARGES re-created 14:06 by the CDC mover (incompatible change → backfill)"
                 .into(),
             "row count rising since 14:06: 22% refilled at 14:15, 23% now".into(),
             "mover tasks all green; last run success".into(),
         ],
         blast: vec![
             blast_node(
-                "model.ticketing.stg_orders",
-                "stg_orders",
+                "model.payments.stg_payments",
+                "stg_payments",
                 "model",
                 1,
-                &["source.ticketing.orders"],
-                Some("reads seat_section"),
+                &["source.payments.charges"],
+                Some("reads zip_code"),
             ),
-            int_seat_map,
+            int_payment_regions,
             blast_node(
-                "model.ticketing.fct_sales_pacing",
-                "fct_sales_pacing",
+                "model.payments.fct_daily_revenue",
+                "fct_daily_revenue",
                 "model",
                 2,
-                &["model.ticketing.stg_orders"],
+                &["model.payments.stg_payments"],
                 Some("rebuilt 14:15 from 22% of rows"),
             ),
             blast_node(
-                "dashboard.on_sale_pacing",
-                "On-sale pacing",
+                "dashboard.daily_revenue",
+                "Daily revenue",
                 "dashboard",
                 3,
-                &["model.ticketing.fct_sales_pacing"],
+                &["model.payments.fct_daily_revenue"],
                 None,
             ),
             blast_node(
@@ -108,8 +127,8 @@ pub fn sample_incident() -> IncidentView {
                 "job",
                 2,
                 &[
-                    "model.ticketing.stg_orders",
-                    "model.ticketing.fct_sales_pacing",
+                    "model.payments.stg_payments",
+                    "model.payments.fct_daily_revenue",
                 ],
                 None,
             ),
@@ -124,35 +143,35 @@ pub fn sample_incident() -> IncidentView {
                     .into(),
                 state: ProposalState::Approved,
                 undo: "resume the hourly dbt job schedule".into(),
-                verify: "no run of the hourly dbt job until ORDERS is back at baseline".into(),
+                verify: "no run of the hourly dbt job until CHARGES is back at baseline".into(),
                 deciders: vec!["analytics-eng".into()],
                 body: ProposalBody::Hold {
                     job: "hourly dbt job".into(),
-                    plan: "pause the schedule now\nqueue one run once ORDERS is back at baseline"
+                    plan: "pause the schedule now\nqueue one run once CHARGES is back at baseline"
                         .into(),
                 },
             },
             ProposalView {
                 id: "P-2".into(),
                 kind: ProposalKind::Diff,
-                title: "Keep seat_section as text in stg_orders".into(),
+                title: "Keep zip_code as text in stg_payments".into(),
                 owner: "analytics-eng".into(),
                 content_hash: "3f9a0c1b2d4e5f60718293a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4"
                     .into(),
                 state: ProposalState::Pending,
-                undo: "revert models/staging/stg_orders.sql".into(),
-                verify: "int_seat_map builds with FLOOR-A sections".into(),
+                undo: "revert models/staging/stg_payments.sql".into(),
+                verify: "int_payment_regions builds with zip codes like A-3".into(),
                 deciders: vec!["analytics-eng".into()],
                 body: ProposalBody::Diff {
-                    file: "models/staging/stg_orders.sql".into(),
-                    old: OLD_STG_ORDERS.into(),
-                    new: NEW_STG_ORDERS.into(),
+                    file: "models/staging/stg_payments.sql".into(),
+                    old: OLD_STG_PAYMENTS.into(),
+                    new: NEW_STG_PAYMENTS.into(),
                 },
             },
             ProposalView {
                 id: "P-3".into(),
                 kind: ProposalKind::Note,
-                title: "Incompatible-change setting on the orders mover".into(),
+                title: "Incompatible-change setting on the charges mover".into(),
                 owner: "platform".into(),
                 content_hash: "b7c8d9e0f1a2b3c43f9a0c1b2d4e5f60718293a4b5c6d7e8f9a0b1c2d3e4f5a6"
                     .into(),
@@ -163,10 +182,10 @@ pub fn sample_incident() -> IncidentView {
                 body: ProposalBody::Note {
                     to: "platform (mover owner)".into(),
                     text: "Today the mover met an incompatible type change and used its \
-                           default, backfill: it dropped TICKETING.ORDERS and refilled it, \
+                           default, backfill: it dropped PAYMENTS.CHARGES and refilled it, \
                            while every task stayed green.\n\
                            - backfill: what happened; readers saw a partial table for 46 min.\n\
-                           - disableBinding: ORDERS would have stopped updating; no partial reads.\n\
+                           - disableBinding: CHARGES would have stopped updating; no partial reads.\n\
                            - disableTask: the whole mover stops; every table goes stale.\n\
                            - abort: the migration run fails loudly at 14:06."
                         .into(),
@@ -176,9 +195,43 @@ pub fn sample_incident() -> IncidentView {
         checks: vec![],
         receipt: None,
         run_status: None,
-        symptoms: Vec::new(),
+        symptoms: vec![
+            symptom(
+                "stg_payments",
+                "null_rate(amount)",
+                "3.8% at 14:10",
+                "read PAYMENTS.CHARGES while it was being re-created",
+                "2026-11-24T14:10:00Z",
+                true,
+            ),
+            symptom(
+                "fct_daily_revenue",
+                "row_count",
+                "2,410 rows at 14:15",
+                "rebuilt from PAYMENTS.CHARGES when 22% of it was back",
+                "2026-11-24T14:15:00Z",
+                false,
+            ),
+            symptom(
+                "int_payment_regions",
+                "dbt run",
+                "failed at 14:15: cannot cast 'A-3' to integer",
+                "casts zip_code, which PAYMENTS.CHARGES now holds as text",
+                "2026-11-24T14:15:00Z",
+                false,
+            ),
+        ],
     }
 }
+
+/// What the engine sends for an open incident: the chain so far, marked as such.
+pub const DRAFT_RECEIPT: &str = "INC-7 is still open: this is what the chain holds so far.\n\n\
+    # Receipt for INC-7\n\n\
+    - Table: `PAYMENTS.CHARGES` (monitor `charges_row_count`)\n\
+    - Opened: 2026-11-24T14:17:00Z\n\
+    - Resolved: not yet\n\n\
+    ## Proposals and decisions\n\n\
+    - P-1 hold: approved by alice (chain #42): refill in progress";
 
 pub fn sample_snapshot() -> Snapshot {
     Snapshot {
@@ -204,8 +257,8 @@ pub fn sample_snapshot() -> Snapshot {
         ],
         monitors: vec![
             MonitorView {
-                name: "orders_row_count".into(),
-                table: "TICKETING.ORDERS".into(),
+                name: "charges_row_count".into(),
+                table: "PAYMENTS.CHARGES".into(),
                 check: "row count".into(),
                 verdict: "breach".into(),
                 observed: "1,210,000".into(),
@@ -213,8 +266,8 @@ pub fn sample_snapshot() -> Snapshot {
                 health: "ok".into(),
             },
             MonitorView {
-                name: "orders_freshness".into(),
-                table: "TICKETING.ORDERS".into(),
+                name: "charges_freshness".into(),
+                table: "PAYMENTS.CHARGES".into(),
                 check: "freshness".into(),
                 verdict: "ok".into(),
                 observed: "1 min".into(),
@@ -222,12 +275,12 @@ pub fn sample_snapshot() -> Snapshot {
                 health: "ok".into(),
             },
             MonitorView {
-                name: "orders_schema".into(),
-                table: "ticketing.orders".into(),
+                name: "charges_schema".into(),
+                table: "payments.charges".into(),
                 check: "schema".into(),
                 verdict: "warn".into(),
-                observed: "seat_section VARCHAR(12)".into(),
-                expected: "SMALLINT".into(),
+                observed: "zip_code VARCHAR(12)".into(),
+                expected: "INTEGER".into(),
                 health: "ok".into(),
             },
         ],
@@ -235,24 +288,24 @@ pub fn sample_snapshot() -> Snapshot {
             sample_incident(),
             IncidentView {
                 id: "INC-6".into(),
-                title: "events null rate on venue_id 4% above baseline".into(),
-                table: "TICKETING.EVENTS".into(),
-                monitor: "events_null_venue".into(),
+                title: "customers null rate on region_id 4% above baseline".into(),
+                table: "PAYMENTS.CUSTOMERS".into(),
+                monitor: "customers_null_region".into(),
                 status: IncidentStatus::Resolved,
                 opened_at: "09:42".into(),
                 observed: "4.1%".into(),
                 expected: "≤ 0.2%".into(),
-                cause: Some("a late-arriving venue import; filled at 10:05".into()),
-                evidence: vec!["venue import finished 10:04".into()],
+                cause: Some("a late-arriving region import; filled at 10:05".into()),
+                evidence: vec!["region import finished 10:04".into()],
                 blast: vec![],
                 proposals: vec![],
                 checks: vec![Check {
-                    name: "null rate venue_id".into(),
+                    name: "null rate region_id".into(),
                     passed: true,
                     detail: "0.1% ≤ 0.2%".into(),
                 }],
                 receipt: Some(
-                    "# Receipt INC-6\n\n**Cause:** a late-arriving venue import.\n\n\
+                    "# Receipt INC-6\n\n**Cause:** a late-arriving region import.\n\n\
                      - 10:06 verification passed (chain #38)\n- 10:07 alert closed"
                         .into(),
                 ),

@@ -178,7 +178,7 @@ pub static BINDINGS: &[Binding] = &[
     hint(&[ch('q')], "q", Action::Quit, "quit", "quit", List),
     hint(&[plain(Tab)], "Tab", Action::NextPane, "next pane (cause, tree, proposals, body)", "pane", Detail),
     hint(&[plain(Esc), ch('q')], "Esc q", Action::Back, "back to the list", "back", Detail),
-    hint(&[ch('R')], "R", Action::ToggleReceipt, "show or hide the receipt", "receipt", Detail),
+    hint(&[ch('R')], "R", Action::ToggleReceipt, "show or hide the receipt (so far, while open)", "receipt", Detail),
     bind(&[plain(BackTab)], "Shift-Tab", Action::PreviousPane, "previous pane", Detail),
     bind(&[ch('j'), plain(Down)], "j ↓", Action::Down, "down in the focused pane", Detail),
     bind(&[ch('k'), plain(Up)], "k ↑", Action::Up, "up in the focused pane", Detail),
@@ -193,6 +193,8 @@ pub static BINDINGS: &[Binding] = &[
     dangerous(&[ch('u')], "u", Action::RollBack, "roll back the selected proposal (reason required)", "roll back", Detail),
     dangerous(&[ch('f')], "f", Action::Forward, "forward the selected note to its owner", "forward", Detail),
     dangerous(&[ch('g')], "g", Action::QueueRun, "queue the approved run for this incident", "run", Detail),
+    dangerous(&[ch('C')], "C", Action::Resolve, "close the incident by hand (reason required)", "close", Detail),
+    dangerous(&[ch('O')], "O", Action::Reopen, "reopen the resolved incident (reason required)", "reopen", Detail),
     bind(&[ch('j'), plain(Down)], "j ↓", Action::Down, "scroll down", Help),
     bind(&[ch('k'), plain(Up)], "k ↑", Action::Up, "scroll up", Help),
     bind(&[plain(PageDown)], "PgDn", Action::PageDown, "page down", Help),
@@ -224,11 +226,11 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     (
         ":resolve REASON",
-        "close the open incident by hand; the receipt says why (dangerous)",
+        "close the open incident by hand, as C (dangerous)",
     ),
     (
         ":reopen REASON",
-        "open the open resolved incident again (dangerous)",
+        "reopen the open resolved incident, as O (dangerous)",
     ),
 ];
 

@@ -34,7 +34,7 @@ pub fn presence(app: &App) -> (Option<String>, Option<String>) {
         Screen::List => app.selected_incident.clone(),
     };
     let deciding = match &app.overlay {
-        Overlay::Reason(modal) => Some(modal.proposal.clone()),
+        Overlay::Reason(modal) => Some(modal.target.clone()),
         _ => None,
     };
     (viewing, deciding)
@@ -193,14 +193,14 @@ mod tests {
                 outcome: Outcome::Refused {
                     reason: Refusal::new(
                         RefusalKind::Invalid,
-                        "TICKETING.ORDERS is not back at its baseline yet",
+                        "PAYMENTS.CHARGES is not back at its baseline yet",
                     ),
                 },
             }),
         );
         assert_eq!(
             app.message.as_deref(),
-            Some("✗ run for INC-7 refused: TICKETING.ORDERS is not back at its baseline yet")
+            Some("✗ run for INC-7 refused: PAYMENTS.CHARGES is not back at its baseline yet")
         );
         update(
             &mut app,

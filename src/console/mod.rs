@@ -8,7 +8,9 @@ pub mod fixtures;
 pub mod keys;
 pub mod link;
 pub mod presence;
+pub mod reason;
 pub mod state;
+pub mod symptoms;
 pub mod terminal;
 pub mod theme;
 pub mod tree;
@@ -37,7 +39,8 @@ pub struct ConsoleLink {
 }
 
 pub struct ConsoleOptions {
-    /// Remove every key that sends a decision (approve, reject, roll back, forward, run).
+    /// Remove every key that sends a decision (approve, reject, roll back, forward, run,
+    /// close, reopen).
     pub read_only: bool,
     /// A user theme TOML laid over the chosen theme; it changes only what it sets.
     pub theme: Option<PathBuf>,

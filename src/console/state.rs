@@ -13,6 +13,7 @@ use tui_tree_widget::TreeItem;
 
 use crate::console::diff::DiffRows;
 use crate::console::keys;
+use crate::console::symptoms;
 use crate::console::theme::{self, Theme, ThemeFile};
 use crate::console::tree::{self, TreeRow};
 use crate::engine::api::{
@@ -64,6 +65,10 @@ pub enum Action {
     RollBack,
     Forward,
     QueueRun,
+    /// Close the open incident by hand, with a reason (`C`).
+    Resolve,
+    /// Open a resolved incident again, with a reason (`O`).
+    Reopen,
     ToggleReceipt,
     Help,
     CommandLine,
@@ -107,12 +112,17 @@ impl Pane {
     }
 }
 
-/// The decisions that need a reason typed first.
+/// The decisions that need a reason typed first: three on the selected proposal, two on
+/// the incident as a whole.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
     Approve,
     Reject,
     RollBack,
+    /// Close the incident by hand.
+    Resolve,
+    /// Open a resolved incident again.
+    Reopen,
 }
 
 impl Decision {
@@ -121,23 +131,29 @@ impl Decision {
             Decision::Approve => "Approve",
             Decision::Reject => "Reject",
             Decision::RollBack => "Roll back",
+            Decision::Resolve => "Resolve",
+            Decision::Reopen => "Reopen",
         }
     }
 
-    /// A rejection is final and a roll back undoes work: both must say why.
+    /// A rejection is final, a roll back undoes work, and closing or reopening an
+    /// incident by hand goes in its receipt: all of them must say why.
     pub fn reason_required(self) -> bool {
         !matches!(self, Decision::Approve)
     }
 }
 
-/// The reason modal. It keeps the content hash the person was looking at when they
-/// pressed the key, so a proposal that changes underneath is never approved unseen.
+/// The reason modal. For a proposal it keeps the content hash the person was looking at
+/// when they pressed the key, so a proposal that changes underneath is never approved
+/// unseen.
 #[derive(Debug, Clone)]
 pub struct ReasonModal {
     pub decision: Decision,
-    pub proposal: String,
-    pub proposal_title: String,
-    pub content_hash: String,
+    /// The proposal decided, or the incident for resolve and reopen.
+    pub target: String,
+    pub target_title: String,
+    /// The content hash shown, for a proposal; `None` for an incident.
+    pub content_hash: Option<String>,
     pub text: TextArea<'static>,
     pub error: Option<String>,
 }
@@ -277,7 +293,9 @@ pub fn status_word(status: IncidentStatus) -> &'static str {
     }
 }
 
-/// Plain, case-insensitive substring over what the list shows; `!` inverts.
+/// Plain, case-insensitive substring over what the list shows, and the tables of the
+/// incident's symptoms (an alert about one of them finds the incident it joined); `!`
+/// inverts.
 fn matches_filter(incident: &IncidentView, filter: &str) -> bool {
     let (invert, needle) = match filter.strip_prefix('!') {
         Some(rest) => (true, rest),
@@ -294,7 +312,8 @@ fn matches_filter(incident: &IncidentView, filter: &str) -> bool {
         status_word(incident.status),
         incident.opened_at.as_str(),
     ]
-    .iter()
+    .into_iter()
+    .chain(incident.symptoms.iter().map(|s| s.table.as_str()))
     .any(|field| field.to_lowercase().contains(&needle));
     found != invert
 }
@@ -365,6 +384,8 @@ pub fn update(app: &mut App, action: Action) {
         Action::Approve => start_decision(app, Decision::Approve),
         Action::Reject => start_decision(app, Decision::Reject),
         Action::RollBack => start_decision(app, Decision::RollBack),
+        Action::Resolve => start_incident_decision(app, Decision::Resolve),
+        Action::Reopen => start_incident_decision(app, Decision::Reopen),
         Action::Forward => forward(app),
         Action::QueueRun => queue_run(app),
     }
@@ -528,7 +549,7 @@ fn content_lengths(app: &App) -> ContentLengths {
         })
         + TRAILER;
     ContentLengths {
-        cause: 1 + incident.evidence.len(),
+        cause: 1 + incident.evidence.len() + symptoms::line_count(incident),
         body,
         receipt: incident.receipt.as_deref().map_or(0, |r| r.lines().count()),
     }
@@ -622,10 +643,15 @@ fn open_tree_node(app: &mut App, open: bool) {
     }
 }
 
+/// The receipt, whenever the engine sent one: the final one of a resolved incident, or
+/// the draft the chain holds so far for an open one.
 fn toggle_receipt(app: &mut App) {
-    let has_receipt = app
+    let Some((id, has_receipt)) = app
         .open_incident()
-        .is_some_and(|incident| incident.receipt.is_some());
+        .map(|incident| (incident.id.clone(), incident.receipt.is_some()))
+    else {
+        return;
+    };
     let Some(detail) = &mut app.detail else {
         return;
     };
@@ -633,7 +659,9 @@ fn toggle_receipt(app: &mut App) {
         detail.receipt_open = !detail.receipt_open;
         detail.receipt_scroll = 0;
     } else {
-        app.message = Some("no receipt yet: it is written once the incident resolves".into());
+        app.message = Some(format!(
+            "no receipt yet: nothing about {id} is on the chain so far"
+        ));
     }
 }
 
@@ -653,6 +681,45 @@ fn start_decision(app: &mut App, decision: Decision) {
         app.message = Some("open an incident and select a proposal first".into());
         return;
     };
+    open_reason(
+        app,
+        decision,
+        proposal.id,
+        proposal.title,
+        Some(proposal.content_hash),
+    );
+}
+
+/// `C` and `O`: the same reason box, for the open incident. The engine decides whether
+/// this person may; the console only keeps a key from asking what cannot be.
+fn start_incident_decision(app: &mut App, decision: Decision) {
+    if refuse_if_read_only(app) {
+        return;
+    }
+    let Some(incident) = app.open_incident() else {
+        app.message = Some("open an incident first".into());
+        return;
+    };
+    let resolved = incident.status == IncidentStatus::Resolved;
+    let (id, title) = (incident.id.clone(), incident.title.clone());
+    match decision {
+        Decision::Resolve if resolved => {
+            app.message = Some(format!("{id} is already resolved (O reopens it)"));
+        }
+        Decision::Reopen if !resolved => {
+            app.message = Some(format!("{id} is not resolved (C closes it)"));
+        }
+        _ => open_reason(app, decision, id, title, None),
+    }
+}
+
+fn open_reason(
+    app: &mut App,
+    decision: Decision,
+    target: String,
+    target_title: String,
+    content_hash: Option<String>,
+) {
     let mut text = TextArea::default();
     text.set_block(Block::bordered().border_style(app.theme.border));
     text.set_cursor_line_style(Style::default());
@@ -665,9 +732,9 @@ fn start_decision(app: &mut App, decision: Decision) {
     text.set_placeholder_style(app.theme.muted);
     app.overlay = Overlay::Reason(Box::new(ReasonModal {
         decision,
-        proposal: proposal.id,
-        proposal_title: proposal.title,
-        content_hash: proposal.content_hash,
+        target,
+        target_title,
+        content_hash,
         text,
         error: None,
     }));
@@ -716,27 +783,42 @@ fn submit(app: &mut App) {
             }
             let ReasonModal {
                 decision,
-                proposal,
+                target,
                 content_hash,
                 ..
             } = *modal;
-            app.message = Some(format!(
-                "{} {proposal} sent; the engine will confirm",
+            let sent = format!(
+                "{} {target} sent; the engine will confirm",
                 decision.verb().to_lowercase()
-            ));
-            app.outbox.push(match decision {
-                Decision::Approve => Command::Approve {
-                    proposal,
+            );
+            let command = match (decision, content_hash) {
+                (Decision::Approve, Some(content_hash)) => Command::Approve {
+                    proposal: target,
                     content_hash,
                     reason,
                 },
-                Decision::Reject => Command::Reject {
-                    proposal,
+                (Decision::Reject, Some(content_hash)) => Command::Reject {
+                    proposal: target,
                     content_hash,
                     reason,
                 },
-                Decision::RollBack => Command::RollBack { proposal, reason },
-            });
+                (Decision::RollBack, _) => Command::RollBack {
+                    proposal: target,
+                    reason,
+                },
+                (Decision::Resolve, _) => Command::Resolve {
+                    incident: target,
+                    reason,
+                },
+                (Decision::Reopen, _) => Command::Reopen {
+                    incident: target,
+                    reason,
+                },
+                // Approve and reject are only opened on a proposal, with its hash.
+                (Decision::Approve | Decision::Reject, None) => return,
+            };
+            app.message = Some(sent);
+            app.outbox.push(command);
         }
         Overlay::Prompt {
             kind: PromptKind::Command,
@@ -869,7 +951,7 @@ fn paste(app: &mut App, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::console::fixtures::sample_snapshot;
+    use crate::console::fixtures::{sample_snapshot, DRAFT_RECEIPT};
     use crossterm::event::{KeyCode, KeyModifiers};
 
     pub fn sample_app(read_only: bool) -> App {
@@ -959,6 +1041,114 @@ mod tests {
     }
 
     #[test]
+    fn capital_c_closes_the_open_incident_with_a_reason() {
+        let mut app = sample_app(false);
+        // Not on the list: there is no open incident to close.
+        press(&mut app, KeyCode::Char('C'));
+        assert!(matches!(app.overlay, Overlay::None));
+        press(&mut app, KeyCode::Enter);
+        press_with(&mut app, KeyCode::Char('C'), KeyModifiers::SHIFT);
+        let Overlay::Reason(modal) = &app.overlay else {
+            panic!("C opens the reason box");
+        };
+        assert_eq!(modal.decision, Decision::Resolve);
+        assert_eq!(modal.target, "INC-7");
+        assert_eq!(modal.content_hash, None);
+        // The person is deciding the incident: the others see it.
+        assert_eq!(
+            crate::console::link::presence(&app).1.as_deref(),
+            Some("INC-7")
+        );
+        // A reason is required; keys typed in it are text ('q' does not quit).
+        press(&mut app, KeyCode::Enter);
+        assert!(app.outbox.is_empty());
+        let Overlay::Reason(modal) = &app.overlay else {
+            panic!("the modal stays open");
+        };
+        assert!(modal
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("Resolve needs a reason"));
+        type_text(&mut app, "quiet refill; the vendor confirmed");
+        assert!(!app.quit);
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(
+            app.outbox,
+            vec![Command::Resolve {
+                incident: "INC-7".into(),
+                reason: "quiet refill; the vendor confirmed".into(),
+            }]
+        );
+        assert!(matches!(app.overlay, Overlay::None));
+        assert_eq!(
+            app.message.as_deref(),
+            Some("resolve INC-7 sent; the engine will confirm")
+        );
+    }
+
+    #[test]
+    fn the_same_command_as_resolve_on_the_command_line() {
+        let by_key = {
+            let mut app = sample_app(false);
+            press(&mut app, KeyCode::Enter);
+            press(&mut app, KeyCode::Char('C'));
+            type_text(&mut app, "handled");
+            press(&mut app, KeyCode::Enter);
+            app.outbox
+        };
+        let by_command = {
+            let mut app = sample_app(false);
+            press(&mut app, KeyCode::Enter);
+            press(&mut app, KeyCode::Char(':'));
+            type_text(&mut app, "resolve handled");
+            press(&mut app, KeyCode::Enter);
+            app.outbox
+        };
+        assert_eq!(by_key, by_command);
+    }
+
+    #[test]
+    fn capital_o_reopens_only_a_resolved_incident() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Enter);
+        // INC-7 is open: O says so and opens nothing; C on INC-6 likewise.
+        press(&mut app, KeyCode::Char('O'));
+        assert!(matches!(app.overlay, Overlay::None));
+        assert!(app.message.as_deref().unwrap().contains("not resolved"));
+        press(&mut app, KeyCode::Esc);
+        press(&mut app, KeyCode::Char('j'));
+        press(&mut app, KeyCode::Enter);
+        press(&mut app, KeyCode::Char('C'));
+        assert!(matches!(app.overlay, Overlay::None));
+        assert!(app.message.as_deref().unwrap().contains("already resolved"));
+        press(&mut app, KeyCode::Char('O'));
+        press(&mut app, KeyCode::Enter);
+        assert!(app.outbox.is_empty(), "a reason is required");
+        type_text(&mut app, "nulls are back");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(
+            app.outbox,
+            vec![Command::Reopen {
+                incident: "INC-6".into(),
+                reason: "nulls are back".into(),
+            }]
+        );
+    }
+
+    #[test]
+    fn escape_closes_the_incident_reason_box_and_sends_nothing() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Enter);
+        press(&mut app, KeyCode::Char('C'));
+        type_text(&mut app, "never mind");
+        press(&mut app, KeyCode::Esc);
+        assert!(matches!(app.overlay, Overlay::None));
+        assert!(app.outbox.is_empty());
+        assert_eq!(app.screen, Screen::Detail);
+    }
+
+    #[test]
     fn approve_without_reason_is_allowed() {
         let mut app = detail_on_diff(false);
         press(&mut app, KeyCode::Char('a'));
@@ -981,14 +1171,14 @@ mod tests {
         assert!(modal.error.is_some());
         type_text(&mut app, "casts break");
         press_with(&mut app, KeyCode::Char('j'), KeyModifiers::CONTROL);
-        type_text(&mut app, "on FLOOR-A");
+        type_text(&mut app, "on A-3");
         press(&mut app, KeyCode::Enter);
         assert_eq!(
             app.outbox,
             vec![Command::Reject {
                 proposal: "P-2".into(),
                 content_hash: DIFF_HASH.into(),
-                reason: "casts break\non FLOOR-A".into(),
+                reason: "casts break\non A-3".into(),
             }]
         );
 
@@ -1060,7 +1250,7 @@ mod tests {
     #[test]
     fn read_only_removes_every_dangerous_key() {
         let mut app = detail_on_diff(true);
-        for key in ['a', 'r', 'u', 'f', 'g'] {
+        for key in ['a', 'r', 'u', 'f', 'g', 'C', 'O'] {
             assert_eq!(
                 keys::action_for(&app, KeyEvent::new(KeyCode::Char(key), KeyModifiers::NONE)),
                 None,
@@ -1070,16 +1260,18 @@ mod tests {
         assert!(keys::available(true).all(|binding| !binding.dangerous));
         assert!(keys::hints(&app).iter().all(|(label, _)| *label != "a"));
         // Even an action that slips through is refused.
-        update(&mut app, Action::Approve);
-        assert!(app.outbox.is_empty());
-        assert!(matches!(app.overlay, Overlay::None));
+        for action in [Action::Approve, Action::Resolve, Action::Reopen] {
+            update(&mut app, action);
+            assert!(app.outbox.is_empty());
+            assert!(matches!(app.overlay, Overlay::None));
+        }
     }
 
     #[test]
     fn filter_is_a_substring_and_bang_inverts() {
         let mut app = sample_app(false);
         press(&mut app, KeyCode::Char('/'));
-        type_text(&mut app, "EVENTS");
+        type_text(&mut app, "CUSTOMERS");
         let ids: Vec<&str> = app
             .visible_incidents()
             .iter()
@@ -1088,13 +1280,13 @@ mod tests {
         assert_eq!(ids, ["INC-6"]);
         assert_eq!(app.selected_incident.as_deref(), Some("INC-6"));
         press(&mut app, KeyCode::Enter);
-        assert_eq!(app.filter, "EVENTS");
+        assert_eq!(app.filter, "CUSTOMERS");
         press(&mut app, KeyCode::Char('/'));
         press(&mut app, KeyCode::Home);
-        for _ in 0.."EVENTS".len() {
+        for _ in 0.."CUSTOMERS".len() {
             press(&mut app, KeyCode::Backspace);
         }
-        type_text(&mut app, "!events");
+        type_text(&mut app, "!customers");
         let ids: Vec<&str> = app
             .visible_incidents()
             .iter()
@@ -1104,6 +1296,34 @@ mod tests {
         press(&mut app, KeyCode::Esc);
         assert!(app.filter.is_empty());
         assert_eq!(app.visible_incidents().len(), 2);
+    }
+
+    #[test]
+    fn a_symptoms_table_finds_the_incident_it_joined() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Char('/'));
+        type_text(&mut app, "fct_daily");
+        let ids: Vec<&str> = app
+            .visible_incidents()
+            .iter()
+            .map(|i| i.id.as_str())
+            .collect();
+        assert_eq!(ids, ["INC-7"]);
+    }
+
+    #[test]
+    fn the_cause_pane_scrolls_through_the_symptoms() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Enter);
+        press(&mut app, KeyCode::BackTab);
+        press(&mut app, KeyCode::BackTab);
+        assert_eq!(app.detail.as_ref().unwrap().focus, Pane::Cause);
+        press(&mut app, KeyCode::End);
+        // The cause, four pieces of evidence, a blank line, the heading and two lines
+        // for each of the three symptoms: the last line is the last one reached.
+        assert_eq!(app.detail.as_ref().unwrap().cause_scroll, 1 + 4 + 2 + 6 - 1);
+        press(&mut app, KeyCode::Char('k'));
+        assert_eq!(app.detail.as_ref().unwrap().cause_scroll, 11);
     }
 
     #[test]
@@ -1145,22 +1365,25 @@ mod tests {
         press(&mut app, KeyCode::BackTab);
         assert_eq!(app.detail.as_ref().unwrap().focus, Pane::Tree);
         let selected = |app: &App| app.detail.as_ref().unwrap().tree.selected.clone();
-        assert_eq!(selected(&app), ["model.ticketing.stg_orders"]);
+        assert_eq!(selected(&app), ["model.payments.stg_payments"]);
         press(&mut app, KeyCode::Char('j'));
         assert_eq!(
             selected(&app),
-            ["model.ticketing.stg_orders", "model.ticketing.int_seat_map"]
+            [
+                "model.payments.stg_payments",
+                "model.payments.int_payment_regions"
+            ]
         );
         // Left on a leaf goes to its parent; left again folds it.
         press(&mut app, KeyCode::Left);
-        assert_eq!(selected(&app), ["model.ticketing.stg_orders"]);
+        assert_eq!(selected(&app), ["model.payments.stg_payments"]);
         press(&mut app, KeyCode::Char('h'));
         let tree = &app.detail.as_ref().unwrap().tree;
         assert_eq!(tree::visible_paths(&tree.rows, &tree.opened).len(), 1);
         press(&mut app, KeyCode::Char('l'));
         let tree = &app.detail.as_ref().unwrap().tree;
-        // stg_orders, int_seat_map, fct_sales_pacing, the dashboard and the job under it,
-        // and the job again directly under stg_orders.
+        // stg_payments, int_payment_regions, fct_daily_revenue, the dashboard and the job
+        // under it, and the job again directly under stg_payments.
         assert_eq!(tree::visible_paths(&tree.rows, &tree.opened).len(), 6);
     }
 
@@ -1188,6 +1411,28 @@ mod tests {
     }
 
     #[test]
+    fn an_open_incidents_draft_receipt_opens_too() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Enter);
+        let mut snapshot = sample_snapshot();
+        snapshot.incidents[0].receipt = Some(DRAFT_RECEIPT.into());
+        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
+        assert_eq!(app.open_incident().unwrap().status, IncidentStatus::Open);
+        press(&mut app, KeyCode::Char('R'));
+        let detail = app.detail.as_ref().unwrap();
+        assert!(detail.receipt_open);
+        assert!(app.message.is_none());
+        // It scrolls like any receipt, and R closes it again.
+        press(&mut app, KeyCode::End);
+        assert_eq!(
+            app.detail.as_ref().unwrap().receipt_scroll,
+            DRAFT_RECEIPT.lines().count() - 1
+        );
+        press(&mut app, KeyCode::Char('R'));
+        assert!(!app.detail.as_ref().unwrap().receipt_open);
+    }
+
+    #[test]
     fn engine_stopping_keeps_the_ui_until_quit() {
         let mut app = sample_app(false);
         update(&mut app, Action::EngineStopped);
@@ -1202,6 +1447,11 @@ mod tests {
         press(&mut app, KeyCode::Enter);
         press(&mut app, KeyCode::Char('R'));
         assert!(!app.detail.as_ref().unwrap().receipt_open);
+        assert!(app
+            .message
+            .as_deref()
+            .unwrap()
+            .starts_with("no receipt yet"));
         press(&mut app, KeyCode::Esc);
         press(&mut app, KeyCode::Char('j'));
         press(&mut app, KeyCode::Enter);

@@ -5,7 +5,7 @@
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
-use ratatui::text::{Line, Span, Text};
+use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Cell, Clear, Paragraph, Row, Table, Wrap};
 use ratatui::Frame;
 use tui_tree_widget::{Tree, TreeState};
@@ -13,9 +13,9 @@ use tui_tree_widget::{Tree, TreeState};
 use crate::console::diff::{Change, DiffRows, Sign, SIDE_BY_SIDE_MIN_WIDTH};
 use crate::console::keys;
 use crate::console::presence;
-use crate::console::state::{
-    status_word, App, Detail, Overlay, Pane, PromptKind, ReasonModal, Screen,
-};
+use crate::console::reason;
+use crate::console::state::{status_word, App, Detail, Overlay, Pane, PromptKind, Screen};
+use crate::console::symptoms;
 use crate::console::theme::Theme;
 use crate::engine::api::{
     IncidentStatus, IncidentView, ProposalBody, ProposalKind, ProposalState, ProposalView,
@@ -43,7 +43,7 @@ pub fn render(frame: &mut Frame, app: &App) {
     render_hints(frame, hints, app);
     match &app.overlay {
         Overlay::Help { scroll } => render_help(frame, app, *scroll),
-        Overlay::Reason(modal) => render_reason(frame, app, modal),
+        Overlay::Reason(modal) => reason::render(frame, app, modal),
         Overlay::Prompt { .. } | Overlay::None => {}
     }
 }
@@ -71,7 +71,7 @@ fn fit(text: &str, width: usize) -> String {
     out
 }
 
-fn pane_block<'a>(title: &'a str, focused: bool, theme: &Theme) -> Block<'a> {
+pub(crate) fn pane_block<'a>(title: &'a str, focused: bool, theme: &Theme) -> Block<'a> {
     // Focus shows as a marker in the title and a heavier border, not only a colour.
     let (marker, border) = if focused {
         ("▸ ", theme.accent.add_modifier(Modifier::BOLD))
@@ -96,7 +96,7 @@ fn pane_block<'a>(title: &'a str, focused: bool, theme: &Theme) -> Block<'a> {
     }
 }
 
-fn incident_status(status: IncidentStatus, theme: &Theme) -> Span<'static> {
+pub(crate) fn incident_status(status: IncidentStatus, theme: &Theme) -> Span<'static> {
     let (glyph, style) = match status {
         IncidentStatus::Open => ("●", theme.crit),
         IncidentStatus::Verifying => ("◐", theme.warn),
@@ -142,7 +142,7 @@ fn word_with_glyph(word: &str, theme: &Theme) -> Span<'static> {
     Span::styled(format!("{glyph} {word}"), style)
 }
 
-fn centered(area: Rect, width: u16, height: u16) -> Rect {
+pub(crate) fn centered(area: Rect, width: u16, height: u16) -> Rect {
     let width = width.min(area.width);
     let height = height.min(area.height);
     Rect {
@@ -151,6 +151,14 @@ fn centered(area: Rect, width: u16, height: u16) -> Rect {
         width,
         height,
     }
+}
+
+/// The lines from the `scroll`-th on (the last one at most). Wrapped panes scroll by
+/// line, as the diff scrolls by row: counting wrapped rows would need the width the
+/// state does not know, and a count that fell short would leave the end out of reach.
+fn from_line(mut lines: Vec<Line<'static>>, scroll: usize) -> Vec<Line<'static>> {
+    let start = scroll.min(lines.len().saturating_sub(1));
+    lines.split_off(start)
 }
 
 /// The first row to show so that `selected` stays in a window of `height` rows.
@@ -359,13 +367,16 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
         .skip(start)
         .take(height)
         .map(|(index, incident)| incident_row(incident, index == selected, theme));
-    let header = Row::new(["", "id", "status", "table", "title", "opened"]).style(theme.muted);
+    // `sym`: how many breaches downstream joined the incident rather than opening their own.
+    let header =
+        Row::new(["", "id", "status", "sym", "table", "title", "opened"]).style(theme.muted);
     let table = Table::new(
         rows,
         [
             Constraint::Length(1),
             Constraint::Length(8),
             Constraint::Length(11),
+            Constraint::Length(4),
             Constraint::Length(18),
             Constraint::Fill(1),
             Constraint::Length(6),
@@ -382,6 +393,7 @@ fn incident_row<'a>(incident: &'a IncidentView, selected: bool, theme: &Theme) -
         Cell::from(marker),
         Cell::from(incident.id.as_str()),
         Cell::from(incident_status(incident.status, theme)),
+        Cell::from(symptoms::count(incident)),
         Cell::from(incident.table.as_str()),
         Cell::from(incident.title.as_str()),
         // The time of day is what matters on call; the date is in the detail.
@@ -514,11 +526,11 @@ fn render_cause(
             Span::raw(evidence.clone()),
         ]));
     }
-    let scroll = detail.cause_scroll.min(lines.len().saturating_sub(1)) as u16;
-    let cause = Paragraph::new(lines)
+    lines.extend(symptoms::lines(incident, theme));
+    let title = symptoms::cause_title(incident);
+    let cause = Paragraph::new(from_line(lines, detail.cause_scroll))
         .wrap(Wrap { trim: false })
-        .scroll((scroll, 0))
-        .block(pane_block("Cause", detail.focus == Pane::Cause, theme));
+        .block(pane_block(&title, detail.focus == Pane::Cause, theme));
     frame.render_widget(cause, area);
 }
 
@@ -730,10 +742,7 @@ fn render_text_body(
 ) {
     lines.push(Line::raw(""));
     lines.extend(undo_and_verify(proposal, theme));
-    let scroll = scroll.min(lines.len().saturating_sub(1)) as u16;
-    let paragraph = Paragraph::new(lines)
-        .wrap(Wrap { trim: false })
-        .scroll((scroll, 0));
+    let paragraph = Paragraph::new(from_line(lines, scroll)).wrap(Wrap { trim: false });
     frame.render_widget(paragraph, area);
 }
 
@@ -878,12 +887,22 @@ fn render_receipt(
     theme: &Theme,
 ) {
     let text = incident.receipt.as_deref().unwrap_or("");
-    let line_count = text.lines().count();
-    let scroll = detail.receipt_scroll.min(line_count.saturating_sub(1)) as u16;
-    let receipt = Paragraph::new(Text::raw(text.to_string()))
+    let lines = text
+        .lines()
+        .map(|line| Line::raw(line.to_string()))
+        .collect();
+    // An open incident's receipt is a draft: what the chain holds so far.
+    let title = match incident.status {
+        IncidentStatus::Resolved => "Receipt (R or Esc closes)".to_string(),
+        status => format!(
+            "Receipt so far: {} is {} (R or Esc closes)",
+            incident.id,
+            status_word(status)
+        ),
+    };
+    let receipt = Paragraph::new(from_line(lines, detail.receipt_scroll))
         .wrap(Wrap { trim: false })
-        .scroll((scroll, 0))
-        .block(pane_block("Receipt (R or Esc closes)", true, theme));
+        .block(pane_block(&title, true, theme));
     frame.render_widget(receipt, area);
 }
 
@@ -895,7 +914,7 @@ fn render_help(frame: &mut Frame, app: &App, scroll: usize) {
     let mut lines = Vec::new();
     if app.read_only {
         lines.push(Line::styled(
-            "read-only console: approve, reject, roll back, forward and run are disabled",
+            "read-only console: every key that sends a decision is gone",
             theme.warn,
         ));
     } else {
@@ -952,64 +971,6 @@ fn render_help(frame: &mut Frame, app: &App, scroll: usize) {
     frame.render_widget(help, area);
 }
 
-fn render_reason(frame: &mut Frame, app: &App, modal: &ReasonModal) {
-    let theme = &app.theme;
-    let area = centered(frame.area(), 72, 14);
-    let title = format!("{} {}", modal.decision.verb(), modal.proposal);
-    let block = pane_block(&title, true, theme);
-    let inner = block.inner(area);
-    frame.render_widget(Clear, area);
-    frame.render_widget(block, area);
-    let [about, hash, warning, label, text, error] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Length(2),
-        Constraint::Length(1),
-        Constraint::Length(1),
-        Constraint::Fill(1),
-        Constraint::Length(1),
-    ])
-    .areas(inner);
-    frame.render_widget(Line::raw(modal.proposal_title.clone()), about);
-    frame.render_widget(
-        Paragraph::new(vec![
-            Line::styled("content hash", theme.muted),
-            Line::styled(modal.content_hash.clone(), theme.accent),
-        ]),
-        hash,
-    );
-    // The decision is bound to the hash shown above; if the engine changed the content
-    // since, say so: the engine will refuse, and the person should look again.
-    let current = app
-        .open_incident()
-        .and_then(|incident| incident.proposals.iter().find(|p| p.id == modal.proposal))
-        .map(|proposal| proposal.content_hash.as_str());
-    if current.is_some_and(|hash| hash != modal.content_hash) {
-        frame.render_widget(
-            Line::styled(
-                "⚠ content changed since you opened this: Esc and review",
-                theme.crit,
-            ),
-            warning,
-        );
-    }
-    let requirement = if modal.decision.reason_required() {
-        "Reason (required)"
-    } else {
-        "Reason (optional)"
-    };
-    frame.render_widget(
-        Line::from(vec![
-            Span::styled(requirement, theme.title),
-            Span::styled("  Enter sends · Ctrl-J new line · Esc cancels", theme.muted),
-        ]),
-        label,
-    );
-    frame.render_widget(&modal.text, text);
-    if let Some(message) = &modal.error {
-        frame.render_widget(Line::styled(format!("✗ {message}"), theme.crit), error);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1044,56 +1005,17 @@ mod tests {
 
     const SIZES: [(u16, u16); 2] = [(120, 40), (80, 24)];
 
-    /// The incident screen as the real engine fills it on the demo estate at 14:12,
-    /// the diff proposal selected. Only what differs between machines (the chain's
-    /// hashes, which cover wall-clock times and a random log id) is pinned.
-    #[test]
-    fn the_engines_incident_screen() {
-        let dir = tempfile::tempdir().unwrap();
-        let actor = crate::approve::Actor {
-            uid: 1000,
-            loginuid: None,
-            user: Some("tester".into()),
-            claims: Default::default(),
-            stand_in: None,
-        };
-        let (mut scenario, mut engine) = crate::demo::prepare(dir.path(), &actor).unwrap();
-        let start = chrono::NaiveDate::from_ymd_opt(2026, 11, 24)
-            .unwrap()
-            .and_hms_opt(13, 30, 0)
-            .unwrap();
-        for minute in 0..=42 {
-            let now = start + chrono::TimeDelta::minutes(minute);
-            scenario.step(now).unwrap();
-            engine.tick(now).unwrap();
-        }
-        let mut snapshot = engine.snapshot(false);
-        if let Some(head) = &mut snapshot.chain_head {
-            head.hash = "0".repeat(64);
-        }
-        let mut app = App::new(false, Theme::fallback(), None, false);
-        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
-        update(&mut app, Action::Open);
-        update(&mut app, Action::Down);
-        for (width, height) in SIZES {
-            insta::assert_snapshot!(
-                format!("engine_incident_{width}x{height}"),
-                draw(&app, width, height)
-            );
-        }
-    }
-
     #[test]
     fn long_diff_lines_wrap_after_a_space() {
         let pieces = wrap_at_spaces(
-            "    on o.seat_section = cast(m.section_number as varchar(12))",
+            "    on pay.zip_code = cast(reg.postal_code as varchar(12))",
             40,
         );
         assert_eq!(
             pieces,
             [
-                "    on o.seat_section = ",
-                "cast(m.section_number as varchar(12))"
+                "    on pay.zip_code = ",
+                "cast(reg.postal_code as varchar(12))"
             ]
         );
         assert_eq!(wrap_at_spaces("abcdefghij", 4), ["abcd", "efgh", "ij"]);
@@ -1125,6 +1047,28 @@ mod tests {
         }
     }
 
+    /// The cause pane focused and scrolled down to the symptoms listed under the cause.
+    #[test]
+    fn symptoms_under_the_cause() {
+        let mut app = sample_app();
+        update(&mut app, Action::Open);
+        update(&mut app, Action::PreviousPane);
+        update(&mut app, Action::PreviousPane);
+        assert_eq!(app.detail.as_ref().unwrap().focus, Pane::Cause);
+        // Past the cause, its four pieces of evidence and the blank line.
+        for _ in 0..6 {
+            update(&mut app, Action::Down);
+        }
+        for (width, height) in SIZES {
+            let screen = draw(&app, width, height);
+            assert!(screen.contains("Cause · 3 symptoms"), "{screen}");
+            assert!(screen.contains("Symptoms (3, 1 recovered)"), "{screen}");
+            insta::assert_snapshot!(format!("symptoms_{width}x{height}"), screen);
+        }
+        let screen = draw(&app, 120, 40);
+        assert!(screen.contains("✗ fct_daily_revenue"), "{screen}");
+    }
+
     #[test]
     fn help_overlay() {
         let mut app = sample_app();
@@ -1138,19 +1082,64 @@ mod tests {
     fn reason_modal() {
         let mut app = detail_app();
         update(&mut app, Action::Reject);
-        for c in "casts break on FLOOR-A".chars() {
-            let key = crossterm::event::KeyEvent::new(
-                crossterm::event::KeyCode::Char(c),
-                crossterm::event::KeyModifiers::NONE,
-            );
-            update(&mut app, Action::Edit(key));
-        }
+        type_into(&mut app, "casts break on A-3");
         for (width, height) in SIZES {
             insta::assert_snapshot!(
                 format!("reason_{width}x{height}"),
                 draw(&app, width, height)
             );
         }
+    }
+
+    fn type_into(app: &mut App, text: &str) {
+        for c in text.chars() {
+            let key = crossterm::event::KeyEvent::new(
+                crossterm::event::KeyCode::Char(c),
+                crossterm::event::KeyModifiers::NONE,
+            );
+            update(app, Action::Edit(key));
+        }
+    }
+
+    #[test]
+    fn resolve_by_hand_modal() {
+        let mut app = sample_app();
+        update(&mut app, Action::Open);
+        update(&mut app, Action::Resolve);
+        type_into(&mut app, "the vendor confirmed a quiet refill");
+        for (width, height) in SIZES {
+            let screen = draw(&app, width, height);
+            assert!(screen.contains("Resolve INC-7"), "{screen}");
+            assert!(screen.contains("Reason (required)"), "{screen}");
+            insta::assert_snapshot!(format!("resolve_{width}x{height}"), screen);
+        }
+        // Someone else closes it meanwhile: the box says so before anything is sent.
+        let mut resolved = sample_snapshot();
+        resolved.incidents[0].status = IncidentStatus::Resolved;
+        update(&mut app, Action::SnapshotArrived(Box::new(resolved)));
+        let screen = draw(&app, 120, 40);
+        assert!(
+            screen.contains("⚠ INC-7 is resolved now: Esc and look again"),
+            "{screen}"
+        );
+    }
+
+    #[test]
+    fn help_lists_close_and_reopen_except_read_only() {
+        let mut app = sample_app();
+        update(&mut app, Action::Help);
+        let help = draw(&app, 120, 80);
+        for line in [
+            "C                 ⚠ close the incident by hand (reason required)",
+            "O                 ⚠ reopen the resolved incident (reason required)",
+        ] {
+            assert!(help.contains(line), "{line:?} in\n{help}");
+        }
+        app.read_only = true;
+        let help = draw(&app, 120, 80);
+        assert!(help.contains("read-only console"), "{help}");
+        assert!(!help.contains("close the incident by hand"), "{help}");
+        assert!(!help.contains("reopen the resolved incident"), "{help}");
     }
 
     #[test]
@@ -1177,6 +1166,17 @@ mod tests {
         update(&mut app, Action::Open);
         update(&mut app, Action::ToggleReceipt);
         insta::assert_snapshot!("receipt_80x24", draw(&app, 80, 24));
+
+        // An open incident's receipt: the draft the chain holds so far.
+        let mut app = sample_app();
+        let mut snapshot = sample_snapshot();
+        snapshot.incidents[0].receipt = Some(crate::console::fixtures::DRAFT_RECEIPT.into());
+        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
+        update(&mut app, Action::Open);
+        update(&mut app, Action::ToggleReceipt);
+        let screen = draw(&app, 80, 24);
+        assert!(screen.contains("Receipt so far: INC-7 is open"), "{screen}");
+        insta::assert_snapshot!("receipt_draft_80x24", screen);
 
         let mut app = detail_app();
         update(&mut app, Action::Down);

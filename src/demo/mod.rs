@@ -50,6 +50,9 @@ fn story_end() -> NaiveDateTime {
 /// The role the story's owner holds: the only one `--approve-as` plays.
 pub const OWNER_ROLE: &str = "analytics-owner";
 
+/// The stories `dataward demo` can play, the first by default.
+pub const STORIES: &[&str] = &["ticketing"];
+
 /// Marks a state database as a demo's, and keeps the demo's virtual clock.
 const DEMO_MARK: &str = "demo.story";
 const DEMO_CLOCK: &str = "demo.clock";

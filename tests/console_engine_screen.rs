@@ -1,0 +1,54 @@
+//! The incident screen as the real engine fills it on the embedded demo estate. It
+//! lives here rather than beside the view: the demo story's words belong to src/demo
+//! and to tests, and this snapshot is full of them.
+
+use dataward::console::state::{update, Action, App};
+use dataward::console::theme::Theme;
+use dataward::console::view;
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+
+fn draw(app: &App, width: u16, height: u16) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal.draw(|frame| view::render(frame, app)).unwrap();
+    terminal.backend().to_string()
+}
+
+/// At 14:12 on the demo's day, the diff proposal selected. Only what differs between
+/// machines (the chain's hashes, which cover wall-clock times and a random log id) is
+/// pinned.
+#[test]
+fn the_engines_incident_screen() {
+    let dir = tempfile::tempdir().unwrap();
+    let actor = dataward::approve::Actor {
+        uid: 1000,
+        loginuid: None,
+        user: Some("tester".into()),
+        claims: Default::default(),
+        stand_in: None,
+    };
+    let (mut scenario, mut engine) = dataward::demo::prepare(dir.path(), &actor).unwrap();
+    let start = chrono::NaiveDate::from_ymd_opt(2026, 11, 24)
+        .unwrap()
+        .and_hms_opt(13, 30, 0)
+        .unwrap();
+    for minute in 0..=42 {
+        let now = start + chrono::TimeDelta::minutes(minute);
+        scenario.step(now).unwrap();
+        engine.tick(now).unwrap();
+    }
+    let mut snapshot = engine.snapshot(false);
+    if let Some(head) = &mut snapshot.chain_head {
+        head.hash = "0".repeat(64);
+    }
+    let mut app = App::new(false, Theme::fallback(), None, false);
+    update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
+    update(&mut app, Action::Open);
+    update(&mut app, Action::Down);
+    for (width, height) in [(120, 40), (80, 24)] {
+        insta::assert_snapshot!(
+            format!("engine_incident_{width}x{height}"),
+            draw(&app, width, height)
+        );
+    }
+}
