@@ -65,7 +65,8 @@ pub struct MonitorConfig {
     /// The upstream table this one is loaded from, for diagnosis: its schema and row
     /// count tell a refill from a loss.
     pub source: Option<SourceRef>,
-    /// The column holding each row's load or event time: freshness and volume read it.
+    /// The column holding each row's load or event time: freshness and volume read it,
+    /// and null_rate measures the rows it says were loaded within `null_window`.
     pub timestamp_column: Option<String>,
     /// null_rate: the columns to watch (default: every column of the table).
     pub null_columns: Option<Vec<String>>,
