@@ -646,6 +646,8 @@ mod tests {
             .find(|o| o.detail.column.as_deref() == Some("amount"))
             .unwrap();
         assert!(amount.value.unwrap() < 0.002, "{amount:#?}");
+        // Whole-table rates are another measure: they learn a baseline of their own.
+        assert_eq!(amount.verdict, VerdictKind::Learning, "{amount:#?}");
     }
 
     #[test]
