@@ -59,7 +59,7 @@ fn check_prints_one_json_object_per_check_and_exits_1_on_a_breach() {
         "[warehouse.local]\nkind = \"sqlite\"\npath = \"wh.db\"\n\n\
          [[monitor]]\nwarehouse = \"local\"\ntable = \"events\"\n\
          checks = [\"row_count\", \"null_rate\", \"freshness\", \"volume\", \"schema\"]\n\
-         timestamp_column = \"at\"\n",
+         timestamp_column = \"at\"\nnull_window = \"10d\"\n",
     )
     .unwrap();
     let data = dir.path().join("data");
@@ -82,6 +82,7 @@ fn check_prints_one_json_object_per_check_and_exits_1_on_a_breach() {
         }
         assert_eq!(line["health"], "ok", "{line}");
     }
+    // Every tenth row null, over the rows loaded in the last ten days.
     let kind = lines.iter().find(|l| l["column"] == "kind").unwrap();
     assert_eq!(kind["check"], "null_rate");
     assert!((kind["observed"].as_f64().unwrap() - 0.1).abs() < 0.01);
@@ -130,6 +131,25 @@ fn bad_config_exits_2_naming_the_file_and_line() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.toml") && err.contains("line 4"), "{err}");
+
+    std::fs::write(
+        &config,
+        "[warehouse.local]\nkind = \"sqlite\"\npath = \"wh.db\"\n\n\
+         [[monitor]]\nname = \"events_nulls\"\nwarehouse = \"local\"\ntable = \"events\"\n\
+         checks = [\"null_rate\"]\ntimestamp_column = \"at\"\nnull_window = \"a day\"\n",
+    )
+    .unwrap();
+    let out = dataward(
+        &["check", "--config", config.to_str().unwrap(), "--once"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.toml: line 11"), "{err}");
+    assert!(
+        err.contains("events_nulls") && err.contains("null_window"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -303,6 +323,53 @@ fn a_check_that_cannot_run_exits_3_and_a_missing_table_is_named() {
     std::fs::write(&config, text).unwrap();
     let out = check_once(&config, &data, &[]);
     assert_eq!(out.status.code(), Some(1), "{:#?}", json_lines(&out));
+}
+
+#[test]
+fn nulls_in_the_last_loads_are_a_breach_named_by_their_window() {
+    let dir = tempfile::tempdir().unwrap();
+    sqlite_estate(dir.path());
+    let config = dir.path().join("dataward.toml");
+    std::fs::write(
+        &config,
+        "[warehouse.local]\nkind = \"sqlite\"\npath = \"wh.db\"\n\n\
+         [[monitor]]\nwarehouse = \"local\"\ntable = \"events\"\nchecks = [\"null_rate\"]\n\
+         timestamp_column = \"at\"\nnull_columns = [\"kind\"]\n",
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    for _ in 0..3 {
+        let out = check_once(&config, &data, &[]);
+        let lines = json_lines(&out);
+        assert_eq!(lines[0]["verdict"], "learning", "{lines:#?}");
+        assert_eq!(out.status.code(), Some(0));
+    }
+    // The last two hourly loads lose their kind: 2 more nulls in a day of 24 rows,
+    // nothing next to five weeks of them.
+    rusqlite::Connection::open(dir.path().join("wh.db"))
+        .unwrap()
+        .execute(
+            "UPDATE events SET kind = NULL
+             WHERE at >= strftime('%Y-%m-%dT%H:%M:%SZ', 'now', '-150 minutes')",
+            [],
+        )
+        .unwrap();
+    let out = dataward(
+        &[
+            "check",
+            "--config",
+            config.to_str().unwrap(),
+            "--once",
+            "--data-dir",
+            data.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("events.kind"), "{text}");
+    assert!(text.contains("high"), "{text}");
+    assert!(text.contains("% null in rows loaded since "), "{text}");
 }
 
 #[test]

@@ -34,10 +34,10 @@ fn load_orders(pg: &PgServer) {
         "CREATE SCHEMA shop;
          CREATE TABLE shop.\"Orders\" (
              id bigserial PRIMARY KEY,
-             seat_section smallint,
+             zip_code smallint,
              email text,
              loaded_at timestamptz NOT NULL);
-         INSERT INTO shop.\"Orders\" (seat_section, email, loaded_at)
+         INSERT INTO shop.\"Orders\" (zip_code, email, loaded_at)
          SELECT (g % 40)::smallint,
                 CASE WHEN (extract(epoch FROM h)::bigint / 3600 + g) % 50 = 0
                      THEN NULL ELSE 'someone@example.com' END,
@@ -54,7 +54,7 @@ fn config(extra: &str) -> Config {
         "[warehouse.pg]\nkind = \"postgres\"\nurl_env = \"DATAWARD_PG_URL\"\n\n\
          [[monitor]]\nname = \"orders\"\nwarehouse = \"pg\"\ntable = \"shop.Orders\"\n\
          checks = [\"row_count\", \"null_rate\", \"freshness\", \"volume\", \"schema\"]\n\
-         timestamp_column = \"loaded_at\"\nnull_columns = [\"email\", \"seat_section\"]\n{extra}"
+         timestamp_column = \"loaded_at\"\nnull_columns = [\"email\", \"zip_code\"]\n{extra}"
     );
     Config::parse(&text, Path::new("test.toml")).unwrap()
 }
@@ -105,11 +105,19 @@ fn every_check_runs_against_postgres_and_sees_an_alter_table() {
     assert_eq!(fresh.verdict, VerdictKind::Late, "{fresh:#?}");
     assert_eq!(fresh.value, Some(13.5 * 3600.0));
     assert_eq!(fresh.expected.unwrap().high, 1.5 * 3600.0);
+    // The writer is still stalled: Sunday so far has none of the 24 rows Sundays have by
+    // 02:30, and that is the headline; Saturday, listed beside it, holds 14 of 24 hours.
     let volume = find(&first, CheckKind::Volume, None);
     assert_eq!(volume.verdict, VerdictKind::Low, "{volume:#?}");
-    assert_eq!(volume.detail.day.as_deref(), Some("2024-05-11"));
-    assert_eq!(volume.value, Some(14.0 * 8.0));
-    assert_eq!(volume.expected.unwrap().baseline, 24.0 * 8.0);
+    assert!(volume.detail.partial);
+    assert_eq!(volume.detail.day.as_deref(), Some("2024-05-12"));
+    assert_eq!(volume.value, Some(0.0));
+    assert_eq!(volume.expected.unwrap().baseline, 3.0 * 8.0);
+    let saturday = &volume.detail.days[6];
+    assert_eq!(saturday.day, "2024-05-11");
+    assert_eq!(saturday.verdict, VerdictKind::Low);
+    assert_eq!(saturday.rows, 14.0 * 8.0);
+    assert_eq!(saturday.expected.unwrap().baseline, 24.0 * 8.0);
 
     for step in 1..=3 {
         let later = now + TimeDelta::minutes(5 * step);
@@ -132,7 +140,7 @@ fn every_check_runs_against_postgres_and_sees_an_alter_table() {
 
     // The app's migration: a new type, most rows gone, emails blanked.
     pg.execute(
-        "ALTER TABLE shop.\"Orders\" ALTER COLUMN seat_section TYPE varchar(12);
+        "ALTER TABLE shop.\"Orders\" ALTER COLUMN zip_code TYPE varchar(12);
          DELETE FROM shop.\"Orders\" WHERE id % 5 <> 0;
          UPDATE shop.\"Orders\" SET email = NULL WHERE id % 2 = 0;",
     );
@@ -144,7 +152,7 @@ fn every_check_runs_against_postgres_and_sees_an_alter_table() {
     assert_eq!(
         schema.detail.changes,
         vec![SchemaChange::TypeChanged {
-            column: "seat_section".into(),
+            column: "zip_code".into(),
             from: "SMALLINT".into(),
             to: "CHARACTER VARYING(12)".into()
         }]
@@ -158,7 +166,7 @@ fn every_check_runs_against_postgres_and_sees_an_alter_table() {
         VerdictKind::High
     );
     assert_eq!(
-        find(&after, CheckKind::NullRate, Some("seat_section")).verdict,
+        find(&after, CheckKind::NullRate, Some("zip_code")).verdict,
         VerdictKind::Ok
     );
 }
@@ -336,15 +344,15 @@ fn a_dry_run_computes_every_column_so_a_failing_cast_is_seen() {
         return;
     };
     pg.execute(
-        "CREATE TABLE sections (s varchar(12));
-         INSERT INTO sections VALUES ('12'), ('7');",
+        "CREATE TABLE zips (z varchar(12));
+         INSERT INTO zips VALUES ('12'), ('7');",
     );
     let warehouse = PostgresWarehouse::new(&pg.url, 2, Duration::from_secs(10)).unwrap();
-    let model = "select cast(s as integer) as n, 1 as one from sections";
+    let model = "select cast(z as integer) as n, 1 as one from zips";
     assert_eq!(warehouse.dry_run(model).unwrap(), 2);
-    pg.execute("INSERT INTO sections VALUES ('FLOOR-A')");
+    pg.execute("INSERT INTO zips VALUES ('SW1A-1AA')");
     let err = warehouse.dry_run(model).unwrap_err().to_string();
-    assert!(err.contains("FLOOR-A"), "{err}");
+    assert!(err.contains("SW1A-1AA"), "{err}");
 }
 
 /// Two monitors on separate tables, every check on the first, with a short check
@@ -499,4 +507,143 @@ fn a_dry_run_cannot_write() {
     assert_eq!(rows, 2, "the table is unchanged");
     // A read still runs, on the same pooled connection.
     assert_eq!(warehouse.dry_run("select id from t").unwrap(), 2);
+}
+
+/// Wednesday 2024-05-15, half past noon UTC: today is half loaded.
+fn wednesday_noon() -> DateTime<Utc> {
+    "2024-05-15T12:30:00Z".parse().unwrap()
+}
+
+/// Eight weeks of hourly loads into billing.payments up to Wednesday noon: 20 rows an
+/// hour on weekdays, 8 at weekends, every amount and zip code set.
+fn load_payments(pg: &PgServer) {
+    pg.execute(
+        "CREATE SCHEMA billing;
+         CREATE TABLE billing.payments (
+             id bigserial PRIMARY KEY,
+             amount numeric(10, 2),
+             zip_code text,
+             loaded_at timestamptz NOT NULL);
+         INSERT INTO billing.payments (amount, zip_code, loaded_at)
+         SELECT g * 1.5, '10' || g, h
+         FROM generate_series(timestamptz '2024-03-20 12:00Z',
+                              timestamptz '2024-05-15 12:00Z', interval '1 hour') AS h
+         CROSS JOIN LATERAL generate_series(
+             1, CASE WHEN extract(isodow FROM h) >= 6 THEN 8 ELSE 20 END) AS g;",
+    );
+}
+
+fn payments_config() -> Config {
+    let text = "[warehouse.pg]\nkind = \"postgres\"\nurl_env = \"DATAWARD_PG_URL\"\n\n\
+                [[monitor]]\nname = \"payments\"\nwarehouse = \"pg\"\ntable = \"billing.payments\"\n\
+                checks = [\"volume\", \"null_rate\"]\ntimestamp_column = \"loaded_at\"\n\
+                null_columns = [\"amount\", \"zip_code\"]\n";
+    Config::parse(text, Path::new("payments.toml")).unwrap()
+}
+
+/// A clean table: volume ok (yesterday is the headline, today so far listed and ok),
+/// null rates learning then ok, every rate measured over the last day's rows.
+fn poll_clean(poller: &Poller, state: &rusqlite::Connection, config: &Config) {
+    let now = wednesday_noon();
+    for step in 0..4 {
+        let obs = poller
+            .poll(state, &config.monitor, now + TimeDelta::minutes(5 * step))
+            .unwrap();
+        assert!(obs.iter().all(|o| o.health == Health::Ok), "{obs:#?}");
+        let volume = find(&obs, CheckKind::Volume, None);
+        assert_eq!(volume.verdict, VerdictKind::Ok, "{volume:#?}");
+        assert!(!volume.detail.partial);
+        assert_eq!(volume.detail.day.as_deref(), Some("2024-05-14"));
+        let today = volume.detail.days.last().unwrap();
+        assert!(today.partial, "{volume:#?}");
+        assert_eq!(
+            (today.day.as_str(), today.rows),
+            ("2024-05-15", 13.0 * 20.0)
+        );
+        assert_eq!(today.verdict, VerdictKind::Ok);
+        for column in ["amount", "zip_code"] {
+            let nulls = find(&obs, CheckKind::NullRate, Some(column));
+            let expected = if step < 3 {
+                VerdictKind::Learning
+            } else {
+                VerdictKind::Ok
+            };
+            assert_eq!(nulls.verdict, expected, "{nulls:#?}");
+            assert_eq!(nulls.value, Some(0.0));
+            assert!(nulls.detail.since.is_some());
+        }
+    }
+}
+
+#[test]
+fn today_missing_60_percent_of_its_rows_is_low_at_the_next_poll() {
+    let Some(pg) = start_or_skip("today_missing_60_percent_of_its_rows") else {
+        return;
+    };
+    load_payments(&pg);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dataward::store::open(&dir.path().join("state.db")).unwrap();
+    let poller = poller_for(&pg);
+    let config = payments_config();
+    poll_clean(&poller, &state, &config);
+
+    pg.execute(
+        "DELETE FROM billing.payments
+         WHERE loaded_at >= timestamptz '2024-05-15 00:00Z' AND id % 5 < 3",
+    );
+    let obs = poller
+        .poll(
+            &state,
+            &config.monitor,
+            wednesday_noon() + TimeDelta::minutes(20),
+        )
+        .unwrap();
+    let volume = find(&obs, CheckKind::Volume, None);
+    assert_eq!(volume.verdict, VerdictKind::Low, "{volume:#?}");
+    assert!(volume.detail.partial);
+    assert_eq!(volume.detail.day.as_deref(), Some("2024-05-15"));
+    assert_eq!(volume.value, Some(104.0), "40% of 13 hours of 20 rows");
+    assert_eq!(volume.expected.unwrap().baseline, 260.0);
+    // Yesterday, listed beside it, is still fine: only today is short.
+    let days = &volume.detail.days;
+    assert_eq!(days.len(), 8);
+    assert!(days[..7]
+        .iter()
+        .all(|d| d.verdict == VerdictKind::Ok && !d.partial));
+    assert_eq!(days[7].verdict, VerdictKind::Low);
+}
+
+#[test]
+fn half_the_new_rows_null_in_one_column_is_high_over_the_window() {
+    let Some(pg) = start_or_skip("half_the_new_rows_null_in_one_column") else {
+        return;
+    };
+    load_payments(&pg);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dataward::store::open(&dir.path().join("state.db")).unwrap();
+    let poller = poller_for(&pg);
+    let config = payments_config();
+    poll_clean(&poller, &state, &config);
+
+    // The last two hours' loads: half their amounts missing.
+    pg.execute(
+        "UPDATE billing.payments SET amount = NULL
+         WHERE loaded_at >= timestamptz '2024-05-15 11:00Z' AND id % 2 = 0",
+    );
+    let obs = poller
+        .poll(
+            &state,
+            &config.monitor,
+            wednesday_noon() + TimeDelta::minutes(20),
+        )
+        .unwrap();
+    let amount = find(&obs, CheckKind::NullRate, Some("amount"));
+    assert_eq!(amount.verdict, VerdictKind::High, "{amount:#?}");
+    assert_eq!(amount.detail.since.as_deref(), Some("2024-05-14T12:50:00Z"));
+    // 20 of the 480 rows loaded in the last day (weekday hours 13:00 to 12:00).
+    assert_eq!(amount.value, Some(20.0 / 480.0));
+    let zip = find(&obs, CheckKind::NullRate, Some("zip_code"));
+    assert_eq!(zip.verdict, VerdictKind::Ok, "{zip:#?}");
+    // Volume is unaffected.
+    assert_eq!(find(&obs, CheckKind::Volume, None).verdict, VerdictKind::Ok);
 }

@@ -47,7 +47,7 @@ pub struct WarehouseConfig {
     pub max_concurrent: Option<usize>,
     /// PostgreSQL: how long one check may take before it is abandoned ("30s").
     pub check_timeout: Option<String>,
-    /// Extra SQLite files attached under a schema name, e.g. TICKETING = "ticketing.db".
+    /// Extra SQLite files attached under a schema name, e.g. BILLING = "billing.db".
     #[serde(default)]
     pub attach: BTreeMap<String, PathBuf>,
 }
@@ -65,7 +65,8 @@ pub struct MonitorConfig {
     /// The upstream table this one is loaded from, for diagnosis: its schema and row
     /// count tell a refill from a loss.
     pub source: Option<SourceRef>,
-    /// The column holding each row's load or event time: freshness and volume read it.
+    /// The column holding each row's load or event time: freshness and volume read it,
+    /// and null_rate measures the rows it says were loaded within `null_window`.
     pub timestamp_column: Option<String>,
     /// null_rate: the columns to watch (default: every column of the table).
     pub null_columns: Option<Vec<String>>,
@@ -75,6 +76,10 @@ pub struct MonitorConfig {
     pub error_after: Option<String>,
     /// volume and freshness: how far back the timestamp column is read (default "70d").
     pub lookback: Option<String>,
+    /// null_rate with a `timestamp_column`: the rows measured are those loaded within
+    /// this long before the check (default "1d"), so a bad load shows in its own rows
+    /// instead of being diluted by the whole table.
+    pub null_window: Option<String>,
     /// row_count: a baseline recorded by the team; without it the baseline is learned.
     pub expected_rows: Option<u64>,
 }
@@ -311,7 +316,10 @@ impl Config {
     }
 
     fn validate_monitor(&self, index: usize, monitor: &MonitorConfig) -> Result<(), Bad> {
-        let at = format!("monitor[{index}] ({})", monitor.table);
+        let at = match &monitor.name {
+            Some(name) => format!("monitor[{index}] {name} ({})", monitor.table),
+            None => format!("monitor[{index}] ({})", monitor.table),
+        };
         if !self.warehouse.contains_key(&monitor.warehouse) {
             return Err(Bad::key(
                 "warehouse",
@@ -339,6 +347,7 @@ impl Config {
             ("warn_after", &monitor.warn_after),
             ("error_after", &monitor.error_after),
             ("lookback", &monitor.lookback),
+            ("null_window", &monitor.null_window),
         ] {
             if let Some(text) = value {
                 duration_key(key, &format!("{at}.{key}"), text, MAX_DURATION)?;
@@ -925,5 +934,25 @@ mod tests {
         .to_string();
         assert!(err.contains("needs `timestamp_column`"), "{err}");
         assert!(err.contains("c.toml: line 4"), "{err}");
+    }
+
+    #[test]
+    fn null_window_is_a_duration_and_a_bad_one_names_the_monitor() {
+        let origin = Path::new("c.toml");
+        let text = |window: &str| {
+            format!(
+                "[warehouse.a]\nkind = \"sqlite\"\npath = \"a.db\"\n\n[[monitor]]\nname = \"payments_nulls\"\n\
+                 warehouse = \"a\"\ntable = \"payments\"\nchecks = [\"null_rate\"]\n\
+                 timestamp_column = \"loaded_at\"\nnull_window = \"{window}\"\n"
+            )
+        };
+        let config = Config::parse(&text("6h"), origin).unwrap();
+        assert_eq!(config.monitor[0].null_window.as_deref(), Some("6h"));
+        for bad in ["6", "1w", "3651d"] {
+            let err = Config::parse(&text(bad), origin).unwrap_err().to_string();
+            assert!(err.contains("c.toml: line 11"), "{bad}: {err}");
+            assert!(err.contains("payments_nulls"), "{bad}: {err}");
+            assert!(err.contains("null_window"), "{bad}: {err}");
+        }
     }
 }

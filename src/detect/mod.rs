@@ -66,6 +66,15 @@ impl VerdictKind {
     }
 }
 
+/// Read as [`VerdictKind::parse`] does: a verdict a later version added is `unknown`,
+/// never a stored document that cannot be read.
+impl<'de> Deserialize<'de> for VerdictKind {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Ok(VerdictKind::parse(&text))
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Range {
     pub low: f64,

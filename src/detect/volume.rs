@@ -66,6 +66,57 @@ pub fn judge_day(days: &[f64], index: usize) -> Verdict {
     )
 }
 
+/// How many complete days before today [`recent`] judges, besides today so far.
+pub const RECENT_DAYS: usize = 7;
+
+/// One day of [`recent`]: a complete day, or today so far.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct JudgedDay {
+    /// The day's index in the series.
+    pub index: usize,
+    /// Today up to the time of day of the measurement, judged on the rows before it.
+    pub partial: bool,
+    pub verdict: Verdict,
+}
+
+/// The last [`RECENT_DAYS`] complete days and today so far, oldest first, each against
+/// the same weekday in the weeks before it. Complete days are judged on their whole
+/// counts (`days`). Today is judged on `so_far`, the rows before the current time of
+/// day, against the same weekday's rows before the same time of day: so a day that is
+/// short by midday is seen at midday, and a quiet Sunday morning is compared with
+/// other Sunday mornings. Both series hold one value per calendar day, oldest first,
+/// and end today. Without `so_far` (the timestamps carry no time of day) today is not
+/// judged.
+pub fn recent(days: &[f64], so_far: Option<&[f64]>) -> Vec<JudgedDay> {
+    let Some(today) = days.len().checked_sub(1) else {
+        return Vec::new();
+    };
+    let mut judged: Vec<JudgedDay> = (today.saturating_sub(RECENT_DAYS)..today)
+        .map(|index| JudgedDay {
+            index,
+            partial: false,
+            verdict: judge_day(days, index),
+        })
+        .collect();
+    if let Some(so_far) = so_far {
+        judged.push(JudgedDay {
+            index: today,
+            partial: true,
+            verdict: judge_day(so_far, today),
+        });
+    }
+    judged
+}
+
+/// The day a volume observation is about: today so far when it breaches, else the last
+/// complete day.
+pub fn headline(judged: &[JudgedDay]) -> Option<&JudgedDay> {
+    judged
+        .iter()
+        .find(|d| d.partial && d.verdict.kind.is_breach())
+        .or_else(|| judged.iter().rfind(|d| !d.partial))
+}
+
 /// Every day of a history judged in turn, as a backtest does.
 pub fn backtest(days: &[f64]) -> Vec<Verdict> {
     (0..days.len()).map(|i| judge_day(days, i)).collect()
@@ -173,6 +224,135 @@ mod tests {
             assert_eq!(v.kind, VerdictKind::Learning);
             assert!(v.expected.is_none());
         }
+    }
+
+    /// A weekday pattern with each day's rows before the cutoff a jittered `share` of
+    /// the day: hourly loads read at some time of day.
+    fn so_far(days: &[f64], share: f64) -> Vec<f64> {
+        let mut rng = crate::detect::synthetic::Rng::new(11);
+        days.iter()
+            .map(|d| (d * share * rng.between(0.97, 1.03)).round())
+            .collect()
+    }
+
+    fn today<'a>(judged: &'a [JudgedDay], days: &[f64]) -> &'a JudgedDay {
+        let last = judged.last().unwrap();
+        assert_eq!(last.index, days.len() - 1);
+        assert!(last.partial);
+        last
+    }
+
+    #[test]
+    fn today_at_40_percent_by_midday_is_low_and_is_the_headline() {
+        // 80 days from a Monday: today (index 79) is a Wednesday.
+        let days = weekly_series(&SeriesShape {
+            days: 80,
+            ..shape()
+        });
+        assert_eq!(79 % 7, 2);
+        let mut midday = so_far(&days, 0.5);
+        midday[79] *= 0.4;
+        let judged = recent(&days, Some(&midday));
+        assert_eq!(judged.len(), RECENT_DAYS + 1);
+        let now = today(&judged, &days);
+        assert_eq!(now.verdict.kind, VerdictKind::Low, "{now:?}");
+        assert_eq!(now.verdict.observed, midday[79]);
+        let range = now.verdict.expected.unwrap();
+        assert!(
+            (4_500.0..5_500.0).contains(&range.baseline),
+            "the baseline is prior Wednesdays by midday: {range:?}"
+        );
+        // The complete days before it are judged on their whole counts, and are fine.
+        for day in &judged[..RECENT_DAYS] {
+            assert!(!day.partial);
+            assert_eq!(day.verdict.kind, VerdictKind::Ok, "{day:?}");
+            assert_eq!(day.verdict.observed, days[day.index]);
+        }
+        assert_eq!(judged[0].index, 79 - RECENT_DAYS);
+        assert_eq!(headline(&judged), Some(now));
+    }
+
+    #[test]
+    fn a_normal_morning_is_ok_and_yesterday_is_the_headline() {
+        let days = weekly_series(&SeriesShape {
+            days: 80,
+            ..shape()
+        });
+        let morning = so_far(&days, 0.375);
+        let judged = recent(&days, Some(&morning));
+        assert_eq!(today(&judged, &days).verdict.kind, VerdictKind::Ok);
+        let head = headline(&judged).unwrap();
+        assert!(!head.partial);
+        assert_eq!(head.index, 78, "yesterday");
+        assert_eq!(head.verdict, judge_day(&days, 78));
+    }
+
+    #[test]
+    fn a_quiet_sunday_morning_is_ok() {
+        // 84 days from a Monday: today (index 83) is a Sunday, at 45% of a weekday.
+        let days = weekly_series(&shape());
+        let morning = so_far(&days, 0.375);
+        let judged = recent(&days, Some(&morning));
+        let now = today(&judged, &days);
+        assert_eq!(now.verdict.kind, VerdictKind::Ok, "{now:?}");
+        // Against a weekday morning it would have been low.
+        assert!(now.verdict.observed < 0.6 * morning[80]);
+    }
+
+    #[test]
+    fn a_spike_today_is_high_and_a_short_yesterday_stays_the_headline_when_today_is_fine() {
+        let mut days = weekly_series(&SeriesShape {
+            days: 80,
+            ..shape()
+        });
+        let mut midday = so_far(&days, 0.5);
+        midday[79] *= 2.5;
+        let judged = recent(&days, Some(&midday));
+        assert_eq!(today(&judged, &days).verdict.kind, VerdictKind::High);
+
+        days[78] *= 0.5;
+        let midday = so_far(&days, 0.5);
+        let judged = recent(&days, Some(&midday));
+        let head = headline(&judged).unwrap();
+        assert_eq!((head.index, head.verdict.kind), (78, VerdictKind::Low));
+    }
+
+    #[test]
+    fn a_few_rows_early_in_the_morning_are_not_a_breach() {
+        // Ten minutes past midnight: a handful of rows, one more or fewer than usual.
+        let days = weekly_series(&SeriesShape {
+            days: 80,
+            ..shape()
+        });
+        let mut early: Vec<f64> = (0..80).map(|i| [3.0, 4.0, 2.0, 3.0][i % 4]).collect();
+        early[79] = 1.0;
+        let judged = recent(&days, Some(&early));
+        assert_eq!(today(&judged, &days).verdict.kind, VerdictKind::Ok);
+        early[79] = 5.0;
+        let judged = recent(&days, Some(&early));
+        assert_eq!(today(&judged, &days).verdict.kind, VerdictKind::Ok);
+    }
+
+    #[test]
+    fn without_a_time_of_day_today_is_not_judged() {
+        let days = weekly_series(&SeriesShape {
+            days: 80,
+            ..shape()
+        });
+        let judged = recent(&days, None);
+        assert_eq!(judged.len(), RECENT_DAYS);
+        assert!(judged.iter().all(|d| !d.partial));
+        assert_eq!(headline(&judged).unwrap().index, 78);
+    }
+
+    #[test]
+    fn a_short_series_is_learning_throughout() {
+        let days = [0.0, 0.0, 0.0, 5.0, 7.0, 6.0, 9.0, 3.0];
+        let judged = recent(&days, Some(&days));
+        assert_eq!(judged.len(), 8);
+        assert!(judged
+            .iter()
+            .all(|d| d.verdict.kind == VerdictKind::Learning));
     }
 
     #[test]

@@ -7,14 +7,17 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, Days, NaiveDate, Utc};
+use chrono::{DateTime, Days, NaiveDate, Timelike, Utc};
 
+use super::DayVolume;
 use crate::config::{parse_duration, CheckKind, MonitorConfig};
 use crate::detect::{self, freshness, volume};
-use crate::warehouse::{Column, Relation, Warehouse, WarehouseError};
+use crate::warehouse::{Column, DayCount, Relation, Warehouse, WarehouseError};
 
 /// Ten weeks: enough same-weekday history for the volume baseline.
 pub const DEFAULT_LOOKBACK: Duration = Duration::from_secs(70 * 86_400);
+/// null_rate with a timestamp column: the rows loaded in the last day.
+pub const DEFAULT_NULL_WINDOW: Duration = Duration::from_secs(86_400);
 /// How many recent distinct load times the cadence is learned from.
 pub const LOAD_TIMES: usize = 500;
 
@@ -26,20 +29,28 @@ pub enum Measurement {
         rows: u64,
         /// (column, null count), in the order the columns were asked for.
         columns: Vec<(String, u64)>,
+        /// Counted over the rows loaded at or after this (Unix seconds); None: the
+        /// whole table.
+        since: Option<i64>,
     },
     /// Judged here already: the lookback is the history.
     Freshness {
         verdict: detect::Verdict,
     },
-    /// The last complete day, judged against the same weekday in prior weeks.
+    /// The headline day (today so far when it breaches, else yesterday) and the recent
+    /// days, each judged against the same weekday in prior weeks.
     Volume {
-        day: Option<String>,
+        day: String,
+        /// The headline day is today up to the time measured.
+        partial: bool,
         verdict: detect::Verdict,
+        days: Vec<DayVolume>,
     },
 }
 
-/// Runs one check's SQL against the warehouse. `now` decides the lookback window, the
-/// age of the newest load and which day is the last complete one.
+/// Runs one check's SQL against the warehouse. `now` decides the lookback and null
+/// windows, the age of the newest load, which day is the last complete one and how far
+/// into today the day has come.
 pub fn measure(
     warehouse: &dyn Warehouse,
     monitor: &MonitorConfig,
@@ -53,6 +64,11 @@ pub fn measure(
         .and_then(|text| parse_duration(text).ok())
         .unwrap_or(DEFAULT_LOOKBACK);
     let since = now.timestamp() - lookback.as_secs() as i64;
+    let null_window = monitor
+        .null_window
+        .as_deref()
+        .and_then(|text| parse_duration(text).ok())
+        .unwrap_or(DEFAULT_NULL_WINDOW);
     let timestamp_column = || {
         monitor.timestamp_column.as_deref().ok_or_else(|| {
             WarehouseError::Query(format!(
@@ -83,10 +99,17 @@ pub fn measure(
                     columns.into_iter().map(|c| c.name).collect()
                 }
             };
-            let counts = warehouse.null_counts(&relation, &names)?;
+            // With a timestamp column, the rows loaded lately: a bad load shows in its
+            // own rows at once instead of being diluted by years of good ones.
+            let window = monitor
+                .timestamp_column
+                .as_deref()
+                .map(|column| (column, now.timestamp() - null_window.as_secs() as i64));
+            let counts = warehouse.null_counts(&relation, &names, window)?;
             Ok(Measurement::Nulls {
                 rows: counts.rows,
                 columns: names.into_iter().zip(counts.nulls).collect(),
+                since: window.map(|(_, at)| at),
             })
         }
         CheckKind::Freshness => {
@@ -108,12 +131,15 @@ pub fn measure(
             let since_day = DateTime::from_timestamp(since, 0)
                 .expect("in range")
                 .date_naive();
+            // Whole seconds: every engine compares times of day at that precision.
+            let cutoff = now.time().with_nanosecond(0).expect("zero is in range");
             let counts = warehouse.daily_counts(
                 &relation,
                 timestamp_column()?,
                 since_day_start(since_day),
+                cutoff,
             )?;
-            Ok(judge_last_complete_day(&counts, now.date_naive()))
+            Ok(judge_recent_days(&counts, now.date_naive()))
         }
     }
 }
@@ -129,21 +155,42 @@ fn since_day_start(day: NaiveDate) -> i64 {
         .timestamp()
 }
 
-/// Yesterday (today is still loading), against the same weekday in the weeks before.
-/// The series starts at the first day with rows: before it the table was empty or did
-/// not exist, which is not weeks of zero-volume days.
-pub fn judge_last_complete_day(counts: &[(NaiveDate, u64)], today: NaiveDate) -> Measurement {
-    let yesterday = today - Days::new(1);
-    let first = counts.iter().map(|(d, _)| *d).min().unwrap_or(yesterday);
-    if first > yesterday {
-        return Measurement::Volume {
-            day: Some(yesterday.to_string()),
-            verdict: detect::Verdict::learning(0.0),
-        };
-    }
-    let days = volume::fill_days(counts, first, yesterday);
+/// The last seven complete days and today so far, each against the same weekday in the
+/// weeks before it (see [`volume::recent`]); the headline is today when it breaches,
+/// else yesterday. The series starts at the first day with rows: before it the table
+/// was empty or did not exist, which is not weeks of zero-volume days. (It reaches back
+/// a week at least, so the recent days are all listed; a series that short is learning
+/// throughout.) Timestamps that are all at midnight are dates with no time of day, so
+/// today is not judged until it is complete.
+pub fn judge_recent_days(counts: &[DayCount], today: NaiveDate) -> Measurement {
+    let first = counts
+        .iter()
+        .map(|c| c.day)
+        .min()
+        .unwrap_or(today)
+        .min(today - Days::new(volume::RECENT_DAYS as u64));
+    let series = |count: fn(&DayCount) -> u64| {
+        let pairs: Vec<(NaiveDate, u64)> = counts.iter().map(|c| (c.day, count(c))).collect();
+        volume::fill_days(&pairs, first, today)
+    };
+    let days = series(|c| c.rows);
+    let so_far = series(|c| c.before_cutoff);
+    let timed = counts.iter().any(|c| c.at_midnight < c.rows);
+    let judged = volume::recent(&days, timed.then_some(so_far.as_slice()));
+    let headline = volume::headline(&judged).expect("a week of complete days");
     Measurement::Volume {
-        day: Some(yesterday.to_string()),
-        verdict: volume::judge_day(&days, days.len() - 1),
+        day: volume::date_at(first, headline.index).to_string(),
+        partial: headline.partial,
+        verdict: headline.verdict,
+        days: judged
+            .iter()
+            .map(|d| DayVolume {
+                day: volume::date_at(first, d.index).to_string(),
+                rows: d.verdict.observed,
+                partial: d.partial,
+                verdict: d.verdict.kind,
+                expected: d.verdict.expected,
+            })
+            .collect(),
     }
 }

@@ -72,9 +72,35 @@ pub struct Detail {
     /// volume: the day judged ("2024-05-11").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub day: Option<String>,
+    /// volume: the day judged is today, up to the observation's time (`at`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
+    /// volume: the last seven complete days and today so far, oldest first, each
+    /// against its own prior same weekdays: a later poll can tell whether a day
+    /// recovered (it was reloaded, say).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub days: Vec<DayVolume>,
+    /// null_rate: measured over the rows whose timestamp is at or after this
+    /// ("2024-05-11T02:30:00Z"), not the whole table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
     /// Robust standard deviations from the baseline, where the detector has a spread.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score: Option<f64>,
+}
+
+/// One day's volume as a volume observation saw it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DayVolume {
+    /// "2024-05-11".
+    pub day: String,
+    pub rows: f64,
+    /// Today up to the observation's time, judged on the rows before that time of day.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
+    pub verdict: VerdictKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<Range>,
 }
 
 impl Observation {
@@ -105,13 +131,24 @@ impl Observation {
             return message.clone();
         }
         match self.check {
+            CheckKind::Volume if self.detail.partial => match (self.value, &self.detail.day) {
+                // Today so far: "4,120 by 14:05 on 2024-05-14".
+                (Some(v), Some(day)) => {
+                    let time = self.at.get(11..16).unwrap_or(&self.at);
+                    format!("{} by {time} on {day}", thousands(v))
+                }
+                _ => String::new(),
+            },
             CheckKind::RowCount | CheckKind::Volume => {
                 self.value.map(thousands).unwrap_or_default()
             }
-            CheckKind::NullRate => self
-                .value
-                .map(|v| format!("{:.2}% null", v * 100.0))
-                .unwrap_or_default(),
+            CheckKind::NullRate => match (self.value, &self.detail.since) {
+                (Some(v), Some(since)) => {
+                    format!("{:.2}% null in rows loaded since {since}", v * 100.0)
+                }
+                (Some(v), None) => format!("{:.2}% null", v * 100.0),
+                (None, _) => String::new(),
+            },
             CheckKind::Freshness => self
                 .value
                 .map(|v| format!("{} since the last load", human_seconds(v)))
@@ -131,6 +168,13 @@ impl Observation {
                 .join("; "),
         }
     }
+}
+
+/// Unix seconds as "2024-05-11T02:30:00Z".
+fn utc_text(seconds: i64) -> String {
+    chrono::DateTime::from_timestamp(seconds, 0)
+        .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_else(|| seconds.to_string())
 }
 
 /// 5400.0 -> "1h30m".
@@ -196,7 +240,10 @@ pub fn judge(
         Ok(Measurement::Count(count)) => {
             let verdict = match monitor.expected_rows {
                 Some(baseline) => detect::row_count_recorded(baseline as f64, count as f64),
-                None => detect::row_count(&clean_history(state, &name, check, "")?, count as f64),
+                None => detect::row_count(
+                    &clean_history(state, &name, check, "", false)?,
+                    count as f64,
+                ),
             };
             out.push(with_verdict(blank, verdict));
         }
@@ -218,25 +265,43 @@ pub fn judge(
             observation.detail.columns = Some(columns);
             out.push(observation);
         }
-        Ok(Measurement::Nulls { rows, columns }) => {
+        Ok(Measurement::Nulls {
+            rows,
+            columns,
+            since,
+        }) => {
+            let since = since.map(utc_text);
             for (column, nulls) in columns {
                 let mut observation = blank.clone();
                 observation.detail.column = Some(column.clone());
+                observation.detail.since = since.clone();
                 if rows == 0 {
                     observation.verdict = VerdictKind::Learning;
-                    observation.detail.message = Some("no rows to measure".to_string());
+                    observation.detail.message = Some(match &since {
+                        Some(since) => format!("no rows loaded since {since}"),
+                        None => "no rows to measure".to_string(),
+                    });
                     out.push(observation);
                     continue;
                 }
                 let rate = nulls as f64 / rows as f64;
-                let history = clean_history(state, &name, check, &column)?;
+                // A rate over recent rows is judged against rates over recent rows only:
+                // a whole table's rate from before the window was set is another measure.
+                let history = clean_history(state, &name, check, &column, since.is_some())?;
                 out.push(with_verdict(observation, detect::null_rate(&history, rate)));
             }
         }
         Ok(Measurement::Freshness { verdict }) => out.push(with_verdict(blank, verdict)),
-        Ok(Measurement::Volume { day, verdict }) => {
+        Ok(Measurement::Volume {
+            day,
+            partial,
+            verdict,
+            days,
+        }) => {
             let mut observation = with_verdict(blank, verdict);
-            observation.detail.day = day;
+            observation.detail.day = Some(day);
+            observation.detail.partial = partial;
+            observation.detail.days = days;
             out.push(observation);
         }
         Err(error) => {
@@ -277,20 +342,25 @@ fn store(state: &Connection, o: &Observation) -> Result<()> {
 }
 
 /// Values of healthy, non-breaching observations, oldest first: the baseline's input.
-/// `subject` is the column for per-column checks, empty otherwise.
+/// `subject` is the column for per-column checks, empty otherwise; `windowed` picks the
+/// observations measured over a window of recent rows (`since`), or those that were not.
 fn clean_history(
     state: &Connection,
     monitor: &str,
     check: CheckKind,
     subject: &str,
+    windowed: bool,
 ) -> Result<Vec<f64>> {
     let mut stmt = state.prepare(
         "SELECT value FROM observation
          WHERE monitor = ?1 AND check_kind = ?2 AND subject = ?3 AND health = 'ok'
            AND verdict IN ('ok', 'learning') AND value IS NOT NULL
+           AND (json_extract(detail, '$.since') IS NOT NULL) = ?4
          ORDER BY id",
     )?;
-    let rows = stmt.query_map(params![monitor, check.as_str(), subject], |r| r.get(0))?;
+    let rows = stmt.query_map(params![monitor, check.as_str(), subject, windowed], |r| {
+        r.get(0)
+    })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
@@ -373,4 +443,251 @@ fn stored(
         ));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    use chrono::{DateTime, TimeDelta, Utc};
+
+    use super::*;
+    use crate::config::Config;
+    use crate::warehouse::sqlite::SqliteWarehouse;
+
+    /// Wednesday 2024-05-15, half past noon UTC.
+    fn wednesday_noon() -> DateTime<Utc> {
+        "2024-05-15T12:30:00Z".parse().unwrap()
+    }
+
+    /// Eight weeks of hourly payments up to `now`: 20 rows an hour on weekdays, 8 at
+    /// weekends, no nulls.
+    fn payments(dir: &Path, now: DateTime<Utc>) -> SqliteWarehouse {
+        let path = dir.join("wh.db");
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE payments (id INTEGER PRIMARY KEY, amount REAL, zip_code TEXT,
+                                    loaded_at TEXT NOT NULL, day TEXT NOT NULL);",
+        )
+        .unwrap();
+        conn.execute(
+            "WITH RECURSIVE h(t) AS (SELECT ?1 - 56 * 86400 UNION ALL
+                                     SELECT t + 3600 FROM h WHERE t + 3600 <= ?1),
+                  g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 20)
+             INSERT INTO payments (amount, zip_code, loaded_at, day)
+             SELECT n * 1.5, '10' || n, strftime('%Y-%m-%dT%H:%M:%SZ', t, 'unixepoch'),
+                    date(t, 'unixepoch')
+             FROM h JOIN g
+               ON n <= CASE WHEN strftime('%w', t, 'unixepoch') IN ('0', '6') THEN 8 ELSE 20 END",
+            [(now.timestamp() / 3600) * 3600],
+        )
+        .unwrap();
+        SqliteWarehouse::new(&path, BTreeMap::new())
+    }
+
+    fn monitor(extra: &str) -> MonitorConfig {
+        let text = format!(
+            "[warehouse.local]\nkind = \"sqlite\"\npath = \"wh.db\"\n\
+             [[monitor]]\nname = \"payments\"\nwarehouse = \"local\"\ntable = \"payments\"\n\
+             checks = [\"null_rate\"]\nnull_columns = [\"amount\", \"zip_code\"]\n{extra}"
+        );
+        Config::parse(&text, Path::new("test.toml"))
+            .unwrap()
+            .monitor
+            .remove(0)
+    }
+
+    fn timed() -> MonitorConfig {
+        monitor("timestamp_column = \"loaded_at\"\n")
+    }
+
+    fn poll(
+        state: &Connection,
+        warehouse: &SqliteWarehouse,
+        monitor: &MonitorConfig,
+        check: CheckKind,
+        now: DateTime<Utc>,
+    ) -> Vec<Observation> {
+        let at = now.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+        let measured = checks::measure(warehouse, monitor, check, now);
+        judge(state, monitor, check, &at, measured).unwrap()
+    }
+
+    fn setup() -> (tempfile::TempDir, Connection, SqliteWarehouse) {
+        let dir = tempfile::tempdir().unwrap();
+        let warehouse = payments(dir.path(), wednesday_noon());
+        let state = crate::store::open(&dir.path().join("state.db")).unwrap();
+        (dir, state, warehouse)
+    }
+
+    #[test]
+    fn today_short_by_60_percent_is_low_at_the_next_poll() {
+        let (_dir, state, warehouse) = setup();
+        let now = wednesday_noon();
+        let clean = poll(&state, &warehouse, &timed(), CheckKind::Volume, now);
+        let volume = &clean[0];
+        assert_eq!(volume.verdict, VerdictKind::Ok, "{volume:#?}");
+        assert!(!volume.detail.partial);
+        assert_eq!(
+            volume.detail.day.as_deref(),
+            Some("2024-05-14"),
+            "yesterday"
+        );
+        let days = &volume.detail.days;
+        assert_eq!(days.len(), 8, "{days:#?}");
+        assert_eq!(days[0].day, "2024-05-08");
+        assert!(
+            days.iter().all(|d| d.verdict == VerdictKind::Ok),
+            "{days:#?}"
+        );
+        let today = days.last().unwrap();
+        assert!(today.partial);
+        assert_eq!(
+            (today.day.as_str(), today.rows),
+            ("2024-05-15", 13.0 * 20.0)
+        );
+        assert_eq!(today.expected.unwrap().baseline, 13.0 * 20.0);
+
+        warehouse
+            .connect()
+            .unwrap()
+            .execute(
+                "DELETE FROM payments WHERE day = '2024-05-15' AND id % 5 < 3",
+                [],
+            )
+            .unwrap();
+        let later = now + TimeDelta::minutes(5);
+        let short = poll(&state, &warehouse, &timed(), CheckKind::Volume, later);
+        let volume = &short[0];
+        assert_eq!(volume.verdict, VerdictKind::Low, "{volume:#?}");
+        assert!(volume.detail.partial);
+        assert_eq!(volume.detail.day.as_deref(), Some("2024-05-15"));
+        assert_eq!(volume.value, Some(104.0));
+        assert_eq!(volume.expected.unwrap().baseline, 260.0);
+        assert!(
+            volume.observed_text().contains("by 12:35"),
+            "{}",
+            volume.observed_text()
+        );
+        // Yesterday is still fine, and listed as such.
+        let days = &volume.detail.days;
+        assert_eq!(days[6].day, "2024-05-14");
+        assert_eq!(days[6].verdict, VerdictKind::Ok);
+        assert_eq!(days[7].verdict, VerdictKind::Low);
+
+        // Stored and read back whole.
+        let stored = history(&state, "payments", CheckKind::Volume).unwrap();
+        assert_eq!(stored.last().unwrap().detail, volume.detail);
+    }
+
+    #[test]
+    fn a_date_column_has_no_time_of_day_so_today_is_not_judged() {
+        let (_dir, state, warehouse) = setup();
+        let dates = monitor("timestamp_column = \"day\"\n");
+        let obs = poll(
+            &state,
+            &warehouse,
+            &dates,
+            CheckKind::Volume,
+            wednesday_noon(),
+        );
+        let volume = &obs[0];
+        assert_eq!(volume.verdict, VerdictKind::Ok, "{volume:#?}");
+        assert!(!volume.detail.partial);
+        assert_eq!(volume.detail.days.len(), 7);
+        assert!(volume.detail.days.iter().all(|d| !d.partial));
+    }
+
+    #[test]
+    fn null_rate_is_measured_over_the_rows_loaded_in_the_window() {
+        let (_dir, state, warehouse) = setup();
+        let now = wednesday_noon();
+        for step in 0..3 {
+            let at = now + TimeDelta::minutes(5 * step);
+            for o in poll(&state, &warehouse, &timed(), CheckKind::NullRate, at) {
+                assert_eq!(o.verdict, VerdictKind::Learning, "{o:#?}");
+                assert_eq!(
+                    o.detail.since.as_deref().map(|s| &s[..10]),
+                    Some("2024-05-14")
+                );
+            }
+        }
+        // Half the amounts of the last two hours' loads go missing.
+        warehouse
+            .connect()
+            .unwrap()
+            .execute(
+                "UPDATE payments SET amount = NULL
+                 WHERE loaded_at >= '2024-05-15T11:00:00Z' AND id % 2 = 0",
+                [],
+            )
+            .unwrap();
+        let later = now + TimeDelta::minutes(15);
+        let obs = poll(&state, &warehouse, &timed(), CheckKind::NullRate, later);
+        let amount = obs
+            .iter()
+            .find(|o| o.detail.column.as_deref() == Some("amount"))
+            .unwrap();
+        assert_eq!(amount.verdict, VerdictKind::High, "{amount:#?}");
+        assert_eq!(amount.detail.since.as_deref(), Some("2024-05-14T12:45:00Z"));
+        assert_eq!(amount.value, Some(20.0 / 480.0));
+        assert!(
+            amount
+                .observed_text()
+                .contains("since 2024-05-14T12:45:00Z"),
+            "{}",
+            amount.observed_text()
+        );
+        let zip = obs
+            .iter()
+            .find(|o| o.detail.column.as_deref() == Some("zip_code"))
+            .unwrap();
+        assert_eq!(zip.verdict, VerdictKind::Ok, "{zip:#?}");
+
+        // Over the whole table (no timestamp column) the same rows are a rounding error.
+        let whole = monitor("");
+        let obs = poll(&state, &warehouse, &whole, CheckKind::NullRate, later);
+        assert!(obs.iter().all(|o| o.detail.since.is_none()), "{obs:#?}");
+        let amount = obs
+            .iter()
+            .find(|o| o.detail.column.as_deref() == Some("amount"))
+            .unwrap();
+        assert!(amount.value.unwrap() < 0.002, "{amount:#?}");
+        // Whole-table rates are another measure: they learn a baseline of their own.
+        assert_eq!(amount.verdict, VerdictKind::Learning, "{amount:#?}");
+    }
+
+    #[test]
+    fn a_window_without_rows_is_learning_and_says_so() {
+        let (_dir, state, warehouse) = setup();
+        let quiet = monitor("timestamp_column = \"loaded_at\"\nnull_window = \"1h\"\n");
+        let days_later = wednesday_noon() + TimeDelta::days(3);
+        let obs = poll(&state, &warehouse, &quiet, CheckKind::NullRate, days_later);
+        for o in &obs {
+            assert_eq!(o.verdict, VerdictKind::Learning, "{o:#?}");
+            assert_eq!(o.health, Health::Ok);
+            assert_eq!(
+                o.detail.message.as_deref(),
+                Some("no rows loaded since 2024-05-18T11:30:00Z")
+            );
+        }
+    }
+
+    #[test]
+    fn details_stored_before_these_fields_still_read() {
+        let old =
+            r#"{"expected":{"low":1.0,"high":2.0,"baseline":1.5},"day":"2024-05-11","score":-5.0}"#;
+        let detail: Detail = serde_json::from_str(old).unwrap();
+        assert_eq!(detail.day.as_deref(), Some("2024-05-11"));
+        assert!(!detail.partial && detail.days.is_empty() && detail.since.is_none());
+        // And an unset field is not written.
+        let text = serde_json::to_string(&detail).unwrap();
+        assert!(!text.contains("partial") && !text.contains("days") && !text.contains("since"));
+        // A verdict this version does not know reads as unknown.
+        let day: DayVolume =
+            serde_json::from_str(r#"{"day":"2024-05-11","rows":3.0,"verdict":"sideways"}"#)
+                .unwrap();
+        assert_eq!(day.verdict, VerdictKind::Unknown);
+    }
 }

@@ -6,7 +6,7 @@ pub mod sqlite;
 
 use std::fmt;
 
-use chrono::NaiveDate;
+use chrono::{NaiveDate, NaiveTime};
 use serde::Serialize;
 
 /// A table name as the team writes it: `table` or `schema.table`.
@@ -90,11 +90,13 @@ pub trait Warehouse: Send {
     /// runs on today's data.
     fn dry_run(&self, select: &str) -> Result<u64, WarehouseError>;
     /// The table's rows and, for each named column in order, how many are null: one
-    /// scan for every column's null rate.
+    /// scan for every column's null rate. With `since` = (timestamp column, Unix
+    /// seconds), only the rows whose timestamp is at or after it: the rows loaded lately.
     fn null_counts(
         &self,
         relation: &Relation,
         columns: &[String],
+        since: Option<(&str, i64)>,
     ) -> Result<NullCounts, WarehouseError>;
     /// Distinct values of the timestamp `column` at or after `since` (Unix seconds),
     /// truncated to the minute, newest first, at most `limit`: the table's load times.
@@ -105,14 +107,17 @@ pub trait Warehouse: Send {
         since: i64,
         limit: usize,
     ) -> Result<Vec<i64>, WarehouseError>;
-    /// Rows per UTC calendar day of the timestamp `column`, from `since` (Unix seconds).
-    /// Days without rows are simply absent.
+    /// Rows per UTC calendar day of the timestamp `column`, from `since` (Unix seconds),
+    /// oldest first, each with how many of them fall before the time of day `cutoff`:
+    /// one scan for every day's volume and for today so far. Days without rows are
+    /// simply absent.
     fn daily_counts(
         &self,
         relation: &Relation,
         column: &str,
         since: i64,
-    ) -> Result<Vec<(NaiveDate, u64)>, WarehouseError>;
+        cutoff: NaiveTime,
+    ) -> Result<Vec<DayCount>, WarehouseError>;
 }
 
 /// Opens the warehouse the config names. A PostgreSQL URL is read from the environment
@@ -157,13 +162,30 @@ pub struct NullCounts {
     pub nulls: Vec<u64>,
 }
 
-/// `SELECT count(*), count(*) - count("a"), ... FROM <relation>`: every name quoted.
-pub fn null_counts_sql(relation: &Relation, columns: &[String]) -> String {
+/// Rows of one UTC calendar day of a timestamp column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DayCount {
+    pub day: NaiveDate,
+    /// Every row of the day.
+    pub rows: u64,
+    /// Rows whose time of day is before the cutoff asked for.
+    pub before_cutoff: u64,
+    /// Rows stamped exactly midnight. When every row of every day is, the column holds
+    /// dates, not times, and "before a time of day" means nothing.
+    pub at_midnight: u64,
+}
+
+/// `SELECT count(*), count(*) - count("a"), ... FROM <relation> [WHERE <filter>]`:
+/// every name quoted; `filter` is the engine's own predicate on the timestamp column.
+pub fn null_counts_sql(relation: &Relation, columns: &[String], filter: Option<&str>) -> String {
     let mut select = String::from("SELECT count(*)");
     for column in columns {
         select.push_str(&format!(", count(*) - count({})", quote_ident(column)));
     }
-    format!("{select} FROM {}", relation.quoted())
+    match filter {
+        Some(filter) => format!("{select} FROM {} WHERE {filter}", relation.quoted()),
+        None => format!("{select} FROM {}", relation.quoted()),
+    }
 }
 
 /// Parses "YYYY-MM-DD" as the warehouse returns a day.
@@ -178,8 +200,8 @@ mod tests {
 
     #[test]
     fn relations_are_quoted_not_pasted() {
-        let r = Relation::parse("TICKETING.ORDERS").unwrap();
-        assert_eq!(r.quoted(), "\"TICKETING\".\"ORDERS\"");
+        let r = Relation::parse("BILLING.PAYMENTS").unwrap();
+        assert_eq!(r.quoted(), "\"BILLING\".\"PAYMENTS\"");
         let evil = Relation::parse("x\"; DROP TABLE y; --").unwrap();
         assert_eq!(evil.quoted(), "\"x\"\"; DROP TABLE y; --\"");
         assert!(Relation::parse("a.b.c").is_err());

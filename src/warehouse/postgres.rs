@@ -11,11 +11,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use chrono::NaiveDate;
+use chrono::NaiveTime;
 use postgres::{Client, NoTls};
 
 use super::{
-    null_counts_sql, parse_day, quote_ident, Column, NullCounts, Relation, Warehouse,
+    null_counts_sql, parse_day, quote_ident, Column, DayCount, NullCounts, Relation, Warehouse,
     WarehouseError,
 };
 
@@ -238,9 +238,15 @@ impl Warehouse for PostgresWarehouse {
         &self,
         relation: &Relation,
         columns: &[String],
+        since: Option<(&str, i64)>,
     ) -> Result<NullCounts, WarehouseError> {
-        let sql = null_counts_sql(relation, columns);
-        let row = self.with_client(|c| c.query_one(&sql, &[]))?;
+        let filter =
+            since.map(|(column, _)| format!("{} >= to_timestamp($1::float8)", quote_ident(column)));
+        let sql = null_counts_sql(relation, columns, filter.as_deref());
+        let row = match since {
+            Some((_, at)) => self.with_client(|c| c.query_one(&sql, &[&(at as f64)]))?,
+            None => self.with_client(|c| c.query_one(&sql, &[]))?,
+        };
         Ok(NullCounts {
             rows: row.get::<_, i64>(0) as u64,
             nulls: (1..=columns.len())
@@ -272,16 +278,30 @@ impl Warehouse for PostgresWarehouse {
         relation: &Relation,
         column: &str,
         since: i64,
-    ) -> Result<Vec<(NaiveDate, u64)>, WarehouseError> {
+        cutoff: NaiveTime,
+    ) -> Result<Vec<DayCount>, WarehouseError> {
+        // The time of day through ::timestamp, so a date column reads as midnight rather
+        // than failing the cast; a timestamptz is read in the session's zone, UTC.
         let sql = format!(
-            "SELECT to_char({col}::date, 'YYYY-MM-DD') AS day, count(*) FROM {table}
+            "SELECT to_char({col}::date, 'YYYY-MM-DD') AS day, count(*),
+                    count(*) FILTER (WHERE {col}::timestamp::time < $2::text::time),
+                    count(*) FILTER (WHERE {col}::timestamp::time = time '00:00')
+             FROM {table}
              WHERE {col} >= to_timestamp($1::float8) GROUP BY day ORDER BY day",
             table = relation.quoted(),
             col = quote_ident(column),
         );
-        let rows = self.with_client(|c| c.query(&sql, &[&(since as f64)]))?;
+        let cutoff = cutoff.format("%H:%M:%S%.f").to_string();
+        let rows = self.with_client(|c| c.query(&sql, &[&(since as f64), &cutoff]))?;
         rows.iter()
-            .map(|r| Ok((parse_day(r.get::<_, &str>(0))?, r.get::<_, i64>(1) as u64)))
+            .map(|r| {
+                Ok(DayCount {
+                    day: parse_day(r.get::<_, &str>(0))?,
+                    rows: r.get::<_, i64>(1) as u64,
+                    before_cutoff: r.get::<_, i64>(2) as u64,
+                    at_midnight: r.get::<_, i64>(3) as u64,
+                })
+            })
             .collect()
     }
 }

@@ -13,10 +13,10 @@ use rusqlite::functions::FunctionFlags;
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{Connection, OpenFlags};
 
-use chrono::NaiveDate;
+use chrono::{NaiveTime, Timelike};
 
 use super::{
-    null_counts_sql, parse_day, quote_ident, Column, NullCounts, Relation, Warehouse,
+    null_counts_sql, parse_day, quote_ident, Column, DayCount, NullCounts, Relation, Warehouse,
     WarehouseError,
 };
 
@@ -151,9 +151,13 @@ impl Warehouse for SqliteWarehouse {
         &self,
         relation: &Relation,
         columns: &[String],
+        since: Option<(&str, i64)>,
     ) -> Result<NullCounts, WarehouseError> {
         let conn = self.connect()?;
-        conn.query_row(&null_counts_sql(relation, columns), [], |r| {
+        let filter = since.map(|(column, _)| format!("{} >= ?1", epoch_sql(column)));
+        let sql = null_counts_sql(relation, columns, filter.as_deref());
+        let params: Vec<i64> = since.map(|(_, at)| at).into_iter().collect();
+        conn.query_row(&sql, rusqlite::params_from_iter(params), |r| {
             let rows = r.get::<_, i64>(0)? as u64;
             let nulls = (1..=columns.len())
                 .map(|i| r.get::<_, i64>(i).map(|n| n as u64))
@@ -189,24 +193,43 @@ impl Warehouse for SqliteWarehouse {
         relation: &Relation,
         column: &str,
         since: i64,
-    ) -> Result<Vec<(NaiveDate, u64)>, WarehouseError> {
+        cutoff: NaiveTime,
+    ) -> Result<Vec<DayCount>, WarehouseError> {
         let conn = self.connect()?;
+        // Seconds into the UTC day, also for times before 1970 (% keeps the sign).
         let sql = format!(
-            "SELECT date(t, 'unixepoch') AS day, count(*) FROM (SELECT {} AS t FROM {}) \
-             WHERE t >= ?1 GROUP BY day ORDER BY day",
+            "SELECT date(t, 'unixepoch') AS day, count(*),
+                    count(*) FILTER (WHERE (t % 86400 + 86400) % 86400 < ?2),
+                    count(*) FILTER (WHERE t % 86400 = 0)
+             FROM (SELECT {} AS t FROM {}) WHERE t >= ?1 GROUP BY day ORDER BY day",
             epoch_sql(column),
             relation.quoted()
         );
         let mut stmt = conn.prepare(&sql).map_err(query_error)?;
         let rows = stmt
-            .query_map([since], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
-            })
+            .query_map(
+                rusqlite::params![since, cutoff.num_seconds_from_midnight()],
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        [
+                            r.get::<_, i64>(1)?,
+                            r.get::<_, i64>(2)?,
+                            r.get::<_, i64>(3)?,
+                        ],
+                    ))
+                },
+            )
             .map_err(query_error)?;
         let mut out = Vec::new();
         for row in rows {
-            let (day, count) = row.map_err(query_error)?;
-            out.push((parse_day(&day)?, count as u64));
+            let (day, [rows, before_cutoff, at_midnight]) = row.map_err(query_error)?;
+            out.push(DayCount {
+                day: parse_day(&day)?,
+                rows: rows as u64,
+                before_cutoff: before_cutoff as u64,
+                at_midnight: at_midnight as u64,
+            });
         }
         Ok(out)
     }
@@ -429,6 +452,84 @@ mod tests {
             strict_casts("cast(x as text), broadcast(y)"),
             "cast(x as text), broadcast(y)"
         );
+    }
+
+    /// A payments table with ISO-text, epoch-number and date-only timestamps.
+    fn payments() -> (tempfile::TempDir, SqliteWarehouse) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wh.db");
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                "CREATE TABLE payments (id INTEGER, amount REAL, zip_code TEXT, at, day TEXT);
+                 INSERT INTO payments VALUES
+                   (1, 10.0, '1000', '2024-05-13T00:00:00Z', '2024-05-13'),
+                   (2, NULL, '1000', '2024-05-13T09:30:00Z', '2024-05-13'),
+                   (3, 12.0, NULL,   '2024-05-13T18:00:00Z', '2024-05-13'),
+                   (4, NULL, NULL,   '2024-05-14 08:00:00',  '2024-05-14'),
+                   (5, 14.0, '1000', 1715644800 + 13 * 3600, '2024-05-14'),
+                   (6, NULL, '1000', '2024-05-14T11:59:59Z', '2024-05-14'),
+                   (7, 16.0, '1000', '2024-05-12T23:00:00Z', '2024-05-12');",
+            )
+            .unwrap();
+        (dir, SqliteWarehouse::new(&path, BTreeMap::new()))
+    }
+
+    fn day(text: &str) -> chrono::NaiveDate {
+        parse_day(text).unwrap()
+    }
+
+    #[test]
+    fn daily_counts_split_each_day_at_the_time_of_day() {
+        let (_dir, wh) = payments();
+        let rel = Relation::parse("payments").unwrap();
+        let noon = NaiveTime::from_hms_opt(12, 0, 0).unwrap();
+        // From Monday 2024-05-13 00:00 UTC: Sunday's row is before the window.
+        let counts = wh.daily_counts(&rel, "at", 1_715_558_400, noon).unwrap();
+        assert_eq!(
+            counts,
+            vec![
+                DayCount {
+                    day: day("2024-05-13"),
+                    rows: 3,
+                    before_cutoff: 2,
+                    at_midnight: 1
+                },
+                DayCount {
+                    day: day("2024-05-14"),
+                    rows: 3,
+                    before_cutoff: 2,
+                    at_midnight: 0
+                },
+            ]
+        );
+        // A date column: every row at midnight, all of them before any cutoff.
+        let dates = wh.daily_counts(&rel, "day", 1_715_558_400, noon).unwrap();
+        assert!(dates
+            .iter()
+            .all(|d| d.at_midnight == d.rows && d.before_cutoff == d.rows));
+    }
+
+    #[test]
+    fn null_counts_can_be_limited_to_rows_loaded_since() {
+        let (_dir, wh) = payments();
+        let rel = Relation::parse("payments").unwrap();
+        let columns = ["amount".to_string(), "zip_code".to_string()];
+        let all = wh.null_counts(&rel, &columns, None).unwrap();
+        assert_eq!((all.rows, all.nulls.clone()), (7, vec![3, 2]));
+        // Since Tuesday 2024-05-14 00:00 UTC: rows 4, 5 and 6.
+        let recent = wh
+            .null_counts(&rel, &columns, Some(("at", 1_715_644_800)))
+            .unwrap();
+        assert_eq!((recent.rows, recent.nulls), (3, vec![2, 1]));
+        let none = wh
+            .null_counts(&rel, &columns, Some(("at", 1_900_000_000)))
+            .unwrap();
+        assert_eq!((none.rows, none.nulls), (0, vec![0, 0]));
+        // The timestamp column's name is quoted, never pasted: no rows match a column
+        // that does not exist (SQLite reads an unknown quoted name as a string).
+        let evil = wh.null_counts(&rel, &columns, Some(("at\" OR 1=1 --", 0)));
+        assert!(!matches!(evil, Ok(ref c) if c.rows > 0), "{evil:?}");
     }
 
     #[test]
