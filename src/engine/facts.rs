@@ -17,8 +17,8 @@ pub(super) fn figure(o: &Observation) -> Figure {
         expected: o.expected,
         at: o.at.clone(),
         day: o.detail.day.clone(),
-        partial: false,
-        since: None,
+        partial: o.detail.partial,
+        since: o.detail.since.clone(),
     }
 }
 

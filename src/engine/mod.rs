@@ -153,6 +153,8 @@ pub struct Engine {
     pipelines: Vec<PipelineView>,
     /// The chain head when the open incidents' receipts were last drafted.
     drafted_at: u64,
+    /// dbt's run_results.json size and modification time when it was last read.
+    run_results_stamp: Option<(u64, Option<std::time::SystemTime>)>,
 }
 
 impl Engine {
@@ -201,6 +203,7 @@ impl Engine {
             inline_polling: true,
             pipelines: Vec::new(),
             drafted_at: 0,
+            run_results_stamp: None,
         };
         // The chain is held against its checkpoint before anything is appended: a
         // cut-off tail or a rewrite must stop the engine from writing past it.

@@ -134,6 +134,26 @@ impl Engine {
                 ),
             };
         }
+        // A day's volume is judged on that day, as later polls see it again (reloaded
+        // or not), not on whichever day is the headline now.
+        if let (CheckKind::Volume, Some(day)) = (check, day) {
+            if let Some(judged) = o.detail.days.iter().find(|d| d.day == day) {
+                let expected = judged
+                    .expected
+                    .map(|r| format!("{}..{}", monitor::thousands(r.low), monitor::thousands(r.high)))
+                    .unwrap_or_else(|| "learning".to_string());
+                return Check {
+                    name,
+                    passed: judged.verdict == crate::detect::VerdictKind::Ok,
+                    detail: format!(
+                        "{} rows{} at {}, expected {expected}",
+                        monitor::thousands(judged.rows),
+                        if judged.partial { " so far" } else { "" },
+                        short_time(&o.at)
+                    ),
+                };
+            }
+        }
         let mut passed = o.verdict == crate::detect::VerdictKind::Ok;
         if at_baseline {
             passed &= matches!((o.value, o.expected), (Some(v), Some(r)) if v >= r.baseline);

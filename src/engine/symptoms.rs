@@ -5,6 +5,7 @@
 
 use super::facts::figure;
 use super::*;
+use crate::lineage::run_results::NodeStatus;
 
 /// What a symptom is about, so a later poll or run can say it recovered.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -105,6 +106,92 @@ impl Engine {
     /// below an open incident is a symptom, with dbt's message; a later success marks
     /// it recovered.
     pub(super) fn read_run_results(&mut self) -> Result<Vec<Event>> {
-        Ok(Vec::new())
+        let Some(path) = self
+            .config
+            .lineage
+            .as_ref()
+            .and_then(|l| l.run_results.as_ref())
+            .map(|p| self.config.resolve(p))
+        else {
+            return Ok(Vec::new());
+        };
+        let stamp = std::fs::metadata(&path)
+            .ok()
+            .map(|m| (m.len(), m.modified().ok()));
+        if stamp.is_none() || stamp == self.run_results_stamp {
+            return Ok(Vec::new());
+        }
+        self.run_results_stamp = stamp;
+        let results = match crate::lineage::run_results::load(&path) {
+            Ok(results) => results,
+            Err(e) => {
+                self.notices.push(format!("dbt run results not read: {e}"));
+                return Ok(Vec::new());
+            }
+        };
+        let Some(lineage) = &self.lineage else {
+            return Ok(Vec::new());
+        };
+        let mut found = Vec::new();
+        for result in &results.results {
+            let Ok(node) = lineage.resolve(&result.unique_id) else {
+                continue;
+            };
+            let name = lineage.node(node).name.clone();
+            let built = result.status == NodeStatus::Success;
+            for (i, incident) in self.incidents.iter().enumerate() {
+                if incident.status == IncidentStatus::Resolved {
+                    continue;
+                }
+                let below = lineage
+                    .resolve(&incident.table)
+                    .is_ok_and(|from| lineage.is_downstream(from, node));
+                if below {
+                    found.push((i, result.clone(), name.clone(), built));
+                }
+            }
+        }
+        let mut events = Vec::new();
+        for (i, result, name, built) in found {
+            let source = SymptomSource::Run {
+                node: result.unique_id.clone(),
+            };
+            if built {
+                if let Some(s) = self.incidents[i]
+                    .symptoms
+                    .iter_mut()
+                    .find(|s| s.source == source)
+                {
+                    s.recovered = true;
+                }
+                continue;
+            }
+            if !(result.status.is_failure() || result.status == NodeStatus::Skipped) {
+                continue;
+            }
+            let when = result
+                .completed_at
+                .as_deref()
+                .map(|at| format!(" at {}", crate::incident::diagnosis::when(at)))
+                .unwrap_or_default();
+            let observed = match (&result.status, result.message.as_deref()) {
+                (NodeStatus::Skipped, _) => format!(
+                    "skipped{when}: a model it reads failed, so it still holds its last build"
+                ),
+                (status, Some(message)) => format!(
+                    "{}{when}: {}",
+                    status.as_str(),
+                    message.lines().next().unwrap_or_default()
+                ),
+                (status, None) => format!("{}{when}", status.as_str()),
+            };
+            let incident = &self.incidents[i];
+            let explanation = format!(
+                "{name} reads {}, where {} is open: {}",
+                incident.table, incident.id, incident.diagnosis.cause
+            );
+            events.extend(self.add_symptom(i, source, &name, "dbt run", observed, explanation)?);
+        }
+        Ok(events)
     }
 }

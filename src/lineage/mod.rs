@@ -442,7 +442,7 @@ mod tests {
       "metadata": {"dbt_schema_version": "https://schemas.getdbt.com/dbt/manifest/v12.json"},
       "nodes": {
         "model.a.orders": {"resource_type": "model", "name": "orders",
-          "relation_name": "\"WH\".\"TICKETING\".\"ORDERS_V\"", "config": {"materialized": "view"},
+          "relation_name": "\"WH\".\"BILLING\".\"ORDERS_V\"", "config": {"materialized": "view"},
           "depends_on": {"nodes": ["source.a.app.orders"]}},
         "model.b.orders": {"resource_type": "model", "name": "orders",
           "relation_name": "\"WH\".\"OTHER\".\"ORDERS\"", "config": {"materialized": "table"},
@@ -450,7 +450,7 @@ mod tests {
       },
       "sources": {
         "source.a.app.orders": {"resource_type": "source", "name": "orders_src",
-          "database": "WH", "schema": "TICKETING", "identifier": "ORDERS"}
+          "database": "WH", "schema": "BILLING", "identifier": "ORDERS"}
       },
       "child_map": {"source.a.app.orders": ["model.a.orders", "model.a.orders"]}
     }"#;
@@ -460,9 +460,9 @@ mod tests {
         let lineage = Lineage::from_json(SMALL, "small.json").unwrap();
         let by_id = lineage.resolve("model.b.orders").unwrap();
         assert_eq!(lineage.node(by_id).unique_id, "model.b.orders");
-        let source = lineage.resolve("ticketing.orders").unwrap();
+        let source = lineage.resolve("billing.orders").unwrap();
         assert_eq!(lineage.node(source).unique_id, "source.a.app.orders");
-        let source = lineage.resolve("\"wh\".`Ticketing`.ORDERS").unwrap();
+        let source = lineage.resolve("\"wh\".`Billing`.ORDERS").unwrap();
         assert_eq!(lineage.node(source).unique_id, "source.a.app.orders");
         assert!(matches!(
             lineage.resolve("order"),

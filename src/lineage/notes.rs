@@ -8,8 +8,8 @@
 //! [[reader]]
 //! id = "dashboard.onsale_pacing"      # unique across the manifest and the notes
 //! kind = "dashboard"                  # dashboard | notebook | sync | job
-//! name = "On-sale pacing"             # optional; defaults to the id
-//! reads = ["model.ticketing.fct_sales_pacing"]
+//! name = "Revenue overview"           # optional; defaults to the id
+//! reads = ["model.shop.fct_revenue"]
 //! owner = "analytics-owner"           # optional
 //! schedule = "15 * * * *"             # optional, for jobs
 //!
@@ -34,7 +34,7 @@
 //! # the globs, unless the node already has an owner. The first matching entry wins.
 //! [[owner]]
 //! role = "analytics-owner"
-//! covers = ["model.ticketing.*", "TICKETING.*"]
+//! covers = ["model.shop.*", "ANALYTICS.*"]
 //! ```
 //!
 //! `reads` entries are resolved exactly like `dataward lineage --from`: a unique_id, a
@@ -410,12 +410,12 @@ mod tests {
     #[test]
     fn globs() {
         assert!(glob_matches(
-            "model.ticketing.*",
-            "model.ticketing.fct_sales"
+            "model.shop.*",
+            "model.shop.fct_sales"
         ));
-        assert!(!glob_matches("model.ticketing.*", "model.other.fct_sales"));
-        assert!(glob_matches("ticketing.*", "ticketing.orders"));
-        assert!(glob_matches("*.orders", "wh.ticketing.orders"));
+        assert!(!glob_matches("model.shop.*", "model.other.fct_sales"));
+        assert!(glob_matches("shop.*", "shop.orders"));
+        assert!(glob_matches("*.orders", "wh.shop.orders"));
         assert!(glob_matches("a*b*c", "axxbyyc"));
         assert!(!glob_matches("a*b*c", "axxcyyb"));
         assert!(!glob_matches("ab*ba", "aba"));
