@@ -123,12 +123,35 @@ impl Engine {
     pub(super) fn root_incident(&self, table: &str) -> Option<usize> {
         let lineage = self.lineage.as_ref()?;
         let to = lineage.resolve(table).ok()?;
+        // Its symptoms' tables are the incident's as well: what is below them is below it.
         self.incidents.iter().position(|i| {
             i.status != IncidentStatus::Resolved
                 && !i.table.eq_ignore_ascii_case(table)
-                && lineage
-                    .resolve(&i.table)
-                    .is_ok_and(|from| lineage.is_downstream(from, to))
+                && std::iter::once(&i.table)
+                    .chain(i.symptoms.iter().map(|s| &s.table))
+                    .any(|t| {
+                        lineage
+                            .resolve(t)
+                            .is_ok_and(|from| lineage.is_downstream(from, to))
+                    })
+        })
+    }
+
+    /// An open incident whose writer stalled, when that writer also writes this table:
+    /// one stalled loader is one root cause, however many tables it leaves behind.
+    pub(super) fn stalled_writer_incident(&self, table: &str) -> Option<usize> {
+        let mine: Vec<String> = self.writers(table).into_iter().map(|w| w.name).collect();
+        if mine.is_empty() {
+            return None;
+        }
+        self.incidents.iter().position(|i| {
+            i.status != IncidentStatus::Resolved
+                && i.diagnosis.kind == crate::incident::diagnosis::CauseKind::StalledWriter
+                && !i.table.eq_ignore_ascii_case(table)
+                && self
+                    .writers(&i.table)
+                    .iter()
+                    .any(|w| mine.contains(&w.name))
         })
     }
 

@@ -454,7 +454,10 @@ impl Engine {
             self.incidents[i].update(observation);
             return self.rediagnose(i, observation);
         }
-        if let Some(i) = self.root_incident(&observation.table) {
+        if let Some(i) = self
+            .root_incident(&observation.table)
+            .or_else(|| self.stalled_writer_incident(&observation.table))
+        {
             return self.join_symptom(i, observation);
         }
         self.open_incident(observation)

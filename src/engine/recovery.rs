@@ -140,7 +140,13 @@ impl Engine {
             if let Some(judged) = o.detail.days.iter().find(|d| d.day == day) {
                 let expected = judged
                     .expected
-                    .map(|r| format!("{}..{}", monitor::thousands(r.low), monitor::thousands(r.high)))
+                    .map(|r| {
+                        format!(
+                            "{}..{}",
+                            monitor::thousands(r.low),
+                            monitor::thousands(r.high)
+                        )
+                    })
                     .unwrap_or_else(|| "learning".to_string());
                 return Check {
                     name,

@@ -409,10 +409,7 @@ mod tests {
 
     #[test]
     fn globs() {
-        assert!(glob_matches(
-            "model.shop.*",
-            "model.shop.fct_sales"
-        ));
+        assert!(glob_matches("model.shop.*", "model.shop.fct_sales"));
         assert!(!glob_matches("model.shop.*", "model.other.fct_sales"));
         assert!(glob_matches("shop.*", "shop.orders"));
         assert!(glob_matches("*.orders", "wh.shop.orders"));

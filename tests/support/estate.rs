@@ -149,8 +149,22 @@ covers = ["source.shop.*", "raw.*"]
 [[writer]]
 id = "loader.payments"
 name = "payments loader"
-writes = ["raw.payments"]
+writes = ["raw.payments", "raw.orders"]
 owner = "platform-owner"
+setting = "on_type_change"
+value = "recreate"
+
+[[writer.option]]
+value = "recreate"
+effect = "recreate"
+
+[[writer.option]]
+value = "pause"
+effect = "pause_table"
+
+[[writer.option]]
+value = "alter"
+effect = "apply_in_place"
 "#;
 
 /// The dataward config watching the estate; `{url_env}` names the variable holding the
@@ -213,6 +227,7 @@ null_columns = ["amount"]
 manifest = "project/target/manifest.json"
 notes = "notes.toml"
 project_dir = "project"
+run_results = "project/target/run_results.json"
 
 [verify]
 settle = "10m"
