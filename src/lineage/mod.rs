@@ -23,7 +23,8 @@ use serde::Serialize;
 pub use blast::{BlastRadius, Impact, Summary, TreeRow};
 pub use catalog::CatalogColumn;
 pub use columns::{
-    find_column_use, CastFinding, ColumnChange, ColumnFinding, Dialect, PARSER, TOKENS,
+    find_column_use, use_sites, CastFinding, ColumnChange, ColumnFinding, Dialect, Risk,
+    UseFinding, UseKind, UseSite, PARSER, TOKENS,
 };
 pub use error::LineageError;
 pub use notes::{Notes, OwnerRule, Reader, ReaderKind};
