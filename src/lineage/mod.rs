@@ -24,7 +24,7 @@ pub use blast::{BlastRadius, Impact, Summary, TreeRow};
 pub use catalog::CatalogColumn;
 pub use columns::{
     find_column_use, use_sites, CastFinding, ColumnChange, ColumnFinding, Dialect, Risk,
-    UseFinding, UseKind, UseSite, PARSER, TOKENS,
+    UseFinding, UseKind, UseSite, Wants, PARSER, TOKENS,
 };
 pub use error::LineageError;
 pub use notes::{Notes, OwnerRule, Reader, ReaderKind};

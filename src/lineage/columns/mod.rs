@@ -155,6 +155,18 @@ pub struct UseSite {
     pub expression: Range<usize>,
     /// Byte range of the column reference inside it.
     pub column: Range<usize>,
+    pub wants: Wants,
+}
+
+/// What a use needs the column to be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Wants {
+    /// A number: arithmetic, a numeric function, a comparison with a number.
+    Number,
+    /// Text: a string function or operator, a comparison with a string literal.
+    Text,
+    /// A value that casts to this type (as written).
+    Cast { target_type: String },
 }
 
 /// Every use of `column` in `sql` the token scan sees, in SQL order. It reads SQL as
@@ -166,6 +178,7 @@ pub fn use_sites(sql: &str, column: &str) -> Vec<UseSite> {
         .into_iter()
         .map(|found| UseSite {
             kind: found.detail.kind(),
+            wants: found.detail.wants(),
             expression: found.span,
             column: found.column_span,
         })
@@ -225,6 +238,24 @@ impl UseDetail {
             UseDetail::Arithmetic { .. } => UseKind::Arithmetic,
             UseDetail::Comparison { .. } => UseKind::Comparison,
             UseDetail::Function { .. } => UseKind::Function,
+        }
+    }
+
+    fn wants(&self) -> Wants {
+        match self {
+            UseDetail::Cast { target_type, .. } => Wants::Cast {
+                target_type: target_type.clone(),
+            },
+            UseDetail::Arithmetic { .. } => Wants::Number,
+            UseDetail::Comparison {
+                literal: Literal::Number(_),
+                ..
+            } => Wants::Number,
+            UseDetail::Comparison { .. } => Wants::Text,
+            UseDetail::Function { name } if NUMERIC_FUNCTIONS.contains(&name.as_str()) => {
+                Wants::Number
+            }
+            UseDetail::Function { .. } => Wants::Text,
         }
     }
 }
@@ -447,15 +478,43 @@ mod tests {
     fn use_sites_point_at_the_text_as_written() {
         let sql = "select {{ x }}, sum(P.Amount) as s from t where amount > 0";
         let sites = use_sites(sql, "AMOUNT");
-        let texts: Vec<(UseKind, &str, &str)> = sites
+        let texts: Vec<(UseKind, &str, &str, Wants)> = sites
             .iter()
-            .map(|s| (s.kind, &sql[s.expression.clone()], &sql[s.column.clone()]))
+            .map(|s| {
+                (
+                    s.kind,
+                    &sql[s.expression.clone()],
+                    &sql[s.column.clone()],
+                    s.wants.clone(),
+                )
+            })
             .collect();
         assert_eq!(
             texts,
             vec![
-                (UseKind::Function, "sum(P.Amount)", "P.Amount"),
-                (UseKind::Comparison, "amount > 0", "amount"),
+                (
+                    UseKind::Function,
+                    "sum(P.Amount)",
+                    "P.Amount",
+                    Wants::Number
+                ),
+                (UseKind::Comparison, "amount > 0", "amount", Wants::Number),
+            ]
+        );
+        let sql = "select lower(amount), amount = 'A-3', amount || 'x', amount::int from t";
+        let wants: Vec<Wants> = use_sites(sql, "amount")
+            .into_iter()
+            .map(|s| s.wants)
+            .collect();
+        assert_eq!(
+            wants,
+            vec![
+                Wants::Text,
+                Wants::Text,
+                Wants::Text,
+                Wants::Cast {
+                    target_type: "int".into()
+                }
             ]
         );
     }
