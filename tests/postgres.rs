@@ -18,7 +18,7 @@ use dataward::engine::Engine;
 use dataward::monitor::poller::Poller;
 use dataward::monitor::{Health, Observation};
 use dataward::warehouse::postgres::PostgresWarehouse;
-use dataward::warehouse::Warehouse;
+use dataward::warehouse::{CastTarget, Relation, Warehouse, WarehouseError};
 use support::pg::{start_or_skip, PgServer};
 
 /// Sunday 02:30 UTC: Saturday is the last complete day.
@@ -646,4 +646,130 @@ fn half_the_new_rows_null_in_one_column_is_high_over_the_window() {
     assert_eq!(zip.verdict, VerdictKind::Ok, "{zip:#?}");
     // Volume is unaffected.
     assert_eq!(find(&obs, CheckKind::Volume, None).verdict, VerdictKind::Ok);
+}
+
+/// Values that cast and values that do not, for every target `count_uncastable` judges.
+const CAST_SAMPLES: &[&str] = &[
+    "12",
+    " 7 ",
+    "",
+    " ",
+    "A-3",
+    "-3",
+    "+0",
+    "007",
+    "1.5",
+    "5.",
+    ".5",
+    "-.5",
+    "1e3",
+    "2.5E-3",
+    "1,5",
+    "1e",
+    "NaN",
+    "-Infinity",
+    "inf",
+    "3000000000",
+    "40000",
+    "9223372036854775808",
+    "2024-02-29",
+    "2023-02-29",
+    " 2024-01-31 ",
+    "2024-1-5",
+    "2024-13-01",
+    "0000-01-01",
+    "soon",
+    "yes",
+    "of",
+    "o",
+    "TRUE",
+    "2",
+    "f",
+    " no ",
+];
+
+#[test]
+fn count_uncastable_agrees_with_postgres_own_casts() {
+    let Some(pg) = start_or_skip("count_uncastable_agrees_with_postgres_own_casts") else {
+        return;
+    };
+    pg.execute(
+        "CREATE SCHEMA billing;
+         CREATE TABLE billing.\"Payments\" (id serial, \"Amount\" varchar(24));",
+    );
+    let mut client = pg.client();
+    for value in CAST_SAMPLES {
+        client
+            .execute(
+                "INSERT INTO billing.\"Payments\" (\"Amount\") VALUES ($1)",
+                &[value],
+            )
+            .unwrap();
+    }
+    client
+        .execute(
+            "INSERT INTO billing.\"Payments\" (\"Amount\") VALUES (NULL), ('A-3')",
+            &[],
+        )
+        .unwrap();
+    let warehouse = PostgresWarehouse::new(&pg.url, 2, Duration::from_secs(10)).unwrap();
+    let rel = Relation::parse("billing.Payments").unwrap();
+    for target in [
+        "integer",
+        "smallint",
+        "BIGINT",
+        "numeric",
+        "double precision",
+        "date",
+        "boolean",
+        "varchar(3)",
+    ] {
+        // What PostgreSQL itself refuses, value by value.
+        let mut refused = Vec::new();
+        for value in CAST_SAMPLES.iter().chain(&["A-3"]) {
+            let casts = client
+                .query_one(&format!("SELECT CAST($1::text AS {target})"), &[value])
+                .is_ok();
+            let shape = CastTarget::parse(target).unwrap().accepts(value);
+            assert_eq!(shape, casts, "{value:?} as {target}");
+            if !casts {
+                refused.push(value.to_string());
+            }
+        }
+        let uncastable = warehouse
+            .count_uncastable(&rel, "Amount", target)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            uncastable.rows,
+            refused.len() as u64,
+            "{target}: {refused:?}"
+        );
+        refused.sort();
+        refused.dedup();
+        refused.truncate(3);
+        assert_eq!(uncastable.examples, refused, "{target}");
+    }
+    // '' does not cast to an integer; NULL is not a value; 'A-3' is there twice.
+    let integers = warehouse
+        .count_uncastable(&rel, "Amount", "integer")
+        .unwrap()
+        .unwrap();
+    assert_eq!(integers.examples, vec!["", " ", " 2024-01-31 "]);
+    assert_eq!(
+        warehouse
+            .count_uncastable(&rel, "Amount", "timestamp")
+            .unwrap(),
+        None
+    );
+    assert!(matches!(
+        warehouse.count_uncastable(&rel, "amount", "integer"),
+        Err(WarehouseError::Query(_))
+    ));
+    // Nothing was written.
+    let rows: i64 = client
+        .query_one("SELECT count(*) FROM billing.\"Payments\"", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(rows, CAST_SAMPLES.len() as i64 + 2);
 }

@@ -254,6 +254,7 @@ impl Sanitize for Report {
             if let Some(ColumnFinding {
                 reads: _,
                 casts,
+                uses: _,
                 method: _, // one of our own constants
             }) = column
             {

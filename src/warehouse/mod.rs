@@ -118,6 +118,159 @@ pub trait Warehouse: Send {
         since: i64,
         cutoff: NaiveTime,
     ) -> Result<Vec<DayCount>, WarehouseError>;
+    /// How many non-null values of `column` would not cast to `target_type` (as written
+    /// in a model: `integer`, `numeric(10,2)`, `date`, `boolean`, ...), with a few of
+    /// them. One read-only query. `None` when the target type is not one we can judge
+    /// (see [`CastTarget`]).
+    fn count_uncastable(
+        &self,
+        relation: &Relation,
+        column: &str,
+        target_type: &str,
+    ) -> Result<Option<Uncastable>, WarehouseError>;
+}
+
+/// The values of a column that would not cast to a type.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Uncastable {
+    /// Non-null values that do not convert.
+    pub rows: u64,
+    /// Up to three distinct ones, as text, in byte order.
+    pub examples: Vec<String>,
+}
+
+/// How many distinct examples [`Uncastable`] keeps.
+pub const UNCASTABLE_EXAMPLES: usize = 3;
+
+/// What a value must look like, as text, to cast to a target type. Each engine checks
+/// the same shapes: PostgreSQL with patterns in SQL, SQLite with [`CastTarget::accepts`].
+/// Precision overflow of a declared `numeric(p,s)` and the date formats other than
+/// `YYYY-MM-DD` that some engines also read are not judged: such values count as
+/// converting, and the other date formats (`Jan 5 2024`, `20240105`) as not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CastTarget {
+    /// Every value converts.
+    Text,
+    /// Whole numbers (signs and surrounding whitespace allowed) within these bounds.
+    Integer { min: i64, max: i64 },
+    /// Decimals, exponents, `NaN`, `Infinity`.
+    Number,
+    /// `YYYY-MM-DD` (or `YYYY-M-D`), a real day of a year from 1, or one of the
+    /// [`DATE_WORDS`].
+    Date,
+    /// `true`/`false`, `yes`/`no`, `on`/`off`, `1`/`0`, and their unique prefixes.
+    Boolean,
+}
+
+impl CastTarget {
+    /// The target of a type as written; `None` for types not judged (timestamps, json,
+    /// arrays, ...).
+    pub fn parse(target_type: &str) -> Option<CastTarget> {
+        let lower = target_type.trim().to_ascii_lowercase();
+        let base = lower
+            .split(|c: char| c == '(' || c.is_whitespace())
+            .next()
+            .unwrap_or("");
+        let target = match base {
+            "varchar" | "char" | "character" | "text" | "string" | "nvarchar" | "nchar"
+            | "bpchar" => CastTarget::Text,
+            "smallint" | "int2" => CastTarget::Integer {
+                min: i16::MIN.into(),
+                max: i16::MAX.into(),
+            },
+            "int" | "integer" | "int4" => CastTarget::Integer {
+                min: i32::MIN.into(),
+                max: i32::MAX.into(),
+            },
+            "bigint" | "int8" | "int64" => CastTarget::Integer {
+                min: i64::MIN,
+                max: i64::MAX,
+            },
+            "number" | "numeric" | "decimal" | "dec" | "float" | "float4" | "float8"
+            | "float64" | "double" | "real" | "bignumeric" => CastTarget::Number,
+            "date" => CastTarget::Date,
+            "bool" | "boolean" => CastTarget::Boolean,
+            _ => return None,
+        };
+        Some(target)
+    }
+
+    /// Whether `value` casts to the target.
+    pub fn accepts(self, value: &str) -> bool {
+        let value = value.trim_matches(is_sql_space);
+        match self {
+            CastTarget::Text => true,
+            CastTarget::Integer { min, max } => {
+                let digits = value.strip_prefix(['-', '+']).unwrap_or(value);
+                !digits.is_empty()
+                    && digits.bytes().all(|b| b.is_ascii_digit())
+                    && value
+                        .parse::<i128>()
+                        .is_ok_and(|n| (i128::from(min)..=i128::from(max)).contains(&n))
+            }
+            CastTarget::Number => {
+                let lower = value.to_ascii_lowercase();
+                let unsigned = lower.strip_prefix(['-', '+']).unwrap_or(&lower);
+                if lower == "nan" || unsigned == "inf" || unsigned == "infinity" {
+                    return true;
+                }
+                let (mantissa, exponent) = match unsigned.split_once('e') {
+                    Some((mantissa, exponent)) => (mantissa, Some(exponent)),
+                    None => (unsigned, None),
+                };
+                let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+                let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+                let mantissa_ok = all_digits(whole)
+                    && all_digits(fraction)
+                    && (!whole.is_empty() || !fraction.is_empty());
+                let exponent_ok = exponent.is_none_or(|e| {
+                    let digits = e.strip_prefix(['-', '+']).unwrap_or(e);
+                    !digits.is_empty() && all_digits(digits)
+                });
+                mantissa_ok && exponent_ok
+            }
+            CastTarget::Date if DATE_WORDS.contains(&value.to_ascii_lowercase().as_str()) => true,
+            CastTarget::Date => {
+                let parts: Vec<&str> = value.split('-').collect();
+                let shaped = matches!(parts.as_slice(), [year, month, day]
+                    if year.len() == 4 && (1..=2).contains(&month.len()) && (1..=2).contains(&day.len()))
+                    && parts
+                        .iter()
+                        .all(|part| part.bytes().all(|b| b.is_ascii_digit()));
+                let number = |i: usize| parts.get(i).and_then(|p| p.parse::<u32>().ok());
+                shaped
+                    && match (number(0), number(1), number(2)) {
+                        (Some(year), Some(month), Some(day)) if year >= 1 => {
+                            NaiveDate::from_ymd_opt(year as i32, month, day).is_some()
+                        }
+                        _ => false,
+                    }
+            }
+            CastTarget::Boolean => BOOLEAN_WORDS.contains(&value.to_ascii_lowercase().as_str()),
+        }
+    }
+}
+
+/// What PostgreSQL's boolean input reads: the words and their unique prefixes.
+pub const BOOLEAN_WORDS: &[&str] = &[
+    "t", "tr", "tru", "true", "f", "fa", "fal", "fals", "false", "y", "ye", "yes", "n", "no", "on",
+    "of", "off", "1", "0",
+];
+
+/// The special values PostgreSQL's date input reads.
+pub const DATE_WORDS: &[&str] = &[
+    "epoch",
+    "infinity",
+    "-infinity",
+    "today",
+    "tomorrow",
+    "yesterday",
+    "now",
+];
+
+/// The whitespace SQL engines skip around a number or a date (C's `isspace`).
+fn is_sql_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c')
 }
 
 /// Opens the warehouse the config names. A PostgreSQL URL is read from the environment
@@ -197,6 +350,90 @@ pub fn parse_day(text: &str) -> Result<NaiveDate, WarehouseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cast_targets_from_types_as_written() {
+        assert_eq!(
+            CastTarget::parse("INTEGER"),
+            Some(CastTarget::Integer {
+                min: -2147483648,
+                max: 2147483647
+            })
+        );
+        assert_eq!(
+            CastTarget::parse("numeric(10, 2)"),
+            Some(CastTarget::Number)
+        );
+        assert_eq!(
+            CastTarget::parse("double precision"),
+            Some(CastTarget::Number)
+        );
+        assert_eq!(CastTarget::parse("VARCHAR(12)"), Some(CastTarget::Text));
+        assert_eq!(CastTarget::parse("date"), Some(CastTarget::Date));
+        assert_eq!(CastTarget::parse("bool"), Some(CastTarget::Boolean));
+        assert_eq!(CastTarget::parse("timestamp"), None);
+        assert_eq!(CastTarget::parse("jsonb"), None);
+    }
+
+    #[test]
+    fn which_values_cast() {
+        let integer = CastTarget::parse("integer").unwrap();
+        for good in ["12", " 7 ", "-3", "+0", "007", "\t5\n", "2147483647"] {
+            assert!(integer.accepts(good), "{good:?}");
+        }
+        for bad in ["", " ", "A-3", "1.5", "1e3", "2147483648", "- 3", "１２"] {
+            assert!(!integer.accepts(bad), "{bad:?}");
+        }
+        assert!(CastTarget::parse("bigint").unwrap().accepts("2147483648"));
+
+        for good in [
+            "12",
+            " 1.5 ",
+            "-.5",
+            "5.",
+            "1e3",
+            "2.5E-3",
+            "NaN",
+            "-Infinity",
+            "inf",
+        ] {
+            assert!(CastTarget::Number.accepts(good), "{good:?}");
+        }
+        for bad in ["", ".", "A-3", "1,5", "1e", "e3", "1.2.3", "--1"] {
+            assert!(!CastTarget::Number.accepts(bad), "{bad:?}");
+        }
+
+        for good in [
+            "2024-02-29",
+            " 2024-01-31 ",
+            "0001-01-01",
+            "2024-1-5",
+            "-Infinity",
+            "today",
+        ] {
+            assert!(CastTarget::Date.accepts(good), "{good:?}");
+        }
+        for bad in [
+            "2023-02-29",
+            "2024-13-01",
+            "24-01-01",
+            "0000-01-01",
+            "soon",
+            "2024-01-31x",
+            "2024-001-01",
+            "-2024-01-01",
+        ] {
+            assert!(!CastTarget::Date.accepts(bad), "{bad:?}");
+        }
+
+        for good in ["true", "F", " yes ", "of", "1"] {
+            assert!(CastTarget::Boolean.accepts(good), "{good:?}");
+        }
+        for bad in ["o", "2", "", "truth"] {
+            assert!(!CastTarget::Boolean.accepts(bad), "{bad:?}");
+        }
+        assert!(CastTarget::Text.accepts(""));
+    }
 
     #[test]
     fn relations_are_quoted_not_pasted() {

@@ -15,8 +15,8 @@ use chrono::NaiveTime;
 use postgres::{Client, NoTls};
 
 use super::{
-    null_counts_sql, parse_day, quote_ident, Column, DayCount, NullCounts, Relation, Warehouse,
-    WarehouseError,
+    null_counts_sql, parse_day, quote_ident, CastTarget, Column, DayCount, NullCounts, Relation,
+    Uncastable, Warehouse, WarehouseError, BOOLEAN_WORDS, DATE_WORDS, UNCASTABLE_EXAMPLES,
 };
 
 pub struct PostgresWarehouse {
@@ -173,6 +173,39 @@ fn epoch_sql(column: &str) -> String {
     format!("extract(epoch from {})::float8", quote_ident(column))
 }
 
+/// A SQL condition on the text `value` that is true when it would not cast to `target`,
+/// with the same shapes as [`CastTarget::accepts`]. The patterns are E'' strings, so
+/// they mean the same whatever `standard_conforming_strings` says.
+fn uncastable_sql(target: CastTarget) -> String {
+    // In an E'' string a backslash is written twice: `\\s` reaches the regex as `\s`.
+    let condition = match target {
+        CastTarget::Text => "false".to_string(),
+        CastTarget::Integer { min, max } => format!(
+            r"CASE WHEN value ~ E'^\\s*[-+]?[0-9]+\\s*$' THEN CAST(value AS numeric) NOT BETWEEN {min} AND {max} ELSE true END"
+        ),
+        CastTarget::Number => {
+            r"NOT (value ~* E'^\\s*([-+]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(e[-+]?[0-9]+)?|nan|[-+]?inf(inity)?)\\s*$')"
+                .to_string()
+        }
+        // The shape first, then the day: CASE keeps make_date from ever seeing a
+        // month 13 or a year 0.
+        CastTarget::Date => {
+            let words = DATE_WORDS.join("|");
+            let year = r"CAST(substring(value FROM E'[0-9]{4}') AS int)";
+            let month = r"CAST(substring(value FROM E'-([0-9]{1,2})-') AS int)";
+            let day = r"CAST(substring(value FROM E'-([0-9]{1,2})\\s*$') AS int)";
+            format!(
+                r"CASE WHEN value ~* E'^\\s*({words})\\s*$' THEN false WHEN NOT (value ~ E'^\\s*[0-9]{{4}}-[0-9]{{1,2}}-[0-9]{{1,2}}\\s*$') THEN true WHEN {year} = 0 OR {month} NOT BETWEEN 1 AND 12 THEN true ELSE {day} NOT BETWEEN 1 AND extract(day FROM make_date({year}, {month}, 1) + interval '1 month - 1 day') END"
+            )
+        }
+        CastTarget::Boolean => format!(
+            r"NOT (value ~* E'^\\s*({})\\s*$')",
+            BOOLEAN_WORDS.join("|")
+        ),
+    };
+    condition
+}
+
 impl Warehouse for PostgresWarehouse {
     fn row_count(&self, relation: &Relation) -> Result<u64, WarehouseError> {
         let sql = format!("SELECT count(*) FROM {}", relation.quoted());
@@ -303,5 +336,36 @@ impl Warehouse for PostgresWarehouse {
                 })
             })
             .collect()
+    }
+
+    fn count_uncastable(
+        &self,
+        relation: &Relation,
+        column: &str,
+        target_type: &str,
+    ) -> Result<Option<Uncastable>, WarehouseError> {
+        let Some(target) = CastTarget::parse(target_type) else {
+            return Ok(None);
+        };
+        let condition = uncastable_sql(target);
+        // The bad values once, then their count and the first few in byte order.
+        let sql = format!(
+            "WITH vals AS (SELECT CAST({col} AS text) AS value FROM {table} WHERE {col} IS NOT NULL), \
+                  bad AS (SELECT value FROM vals WHERE {condition}) \
+             SELECT (SELECT count(*) FROM bad), \
+                    ARRAY(SELECT DISTINCT value COLLATE \"C\" AS value FROM bad ORDER BY 1 LIMIT {UNCASTABLE_EXAMPLES})",
+            col = quote_ident(column),
+            table = relation.quoted(),
+        );
+        let row = self.with_client(|c| {
+            let mut tx = c.build_transaction().read_only(true).start()?;
+            let row = tx.query_one(&sql, &[]);
+            tx.rollback()?;
+            row
+        })?;
+        Ok(Some(Uncastable {
+            rows: row.get::<_, i64>(0) as u64,
+            examples: row.get(1),
+        }))
     }
 }

@@ -16,8 +16,8 @@ use rusqlite::{Connection, OpenFlags};
 use chrono::{NaiveTime, Timelike};
 
 use super::{
-    null_counts_sql, parse_day, quote_ident, Column, DayCount, NullCounts, Relation, Warehouse,
-    WarehouseError,
+    null_counts_sql, parse_day, quote_ident, CastTarget, Column, DayCount, NullCounts, Relation,
+    Uncastable, Warehouse, WarehouseError, UNCASTABLE_EXAMPLES,
 };
 
 pub struct SqliteWarehouse {
@@ -232,6 +232,57 @@ impl Warehouse for SqliteWarehouse {
             });
         }
         Ok(out)
+    }
+
+    /// SQLite has no regular expressions: the values come back as text and are checked
+    /// here, the way the strict cast reads them (a stored number casts to any number).
+    fn count_uncastable(
+        &self,
+        relation: &Relation,
+        column: &str,
+        target_type: &str,
+    ) -> Result<Option<Uncastable>, WarehouseError> {
+        let Some(target) = CastTarget::parse(target_type) else {
+            return Ok(None);
+        };
+        let conn = self.connect()?;
+        conn.pragma_update(None, "query_only", true)
+            .map_err(query_error)?;
+        // Qualified, so a column that is not there is an error: SQLite reads an unknown
+        // bare "name" as the string 'name'.
+        let col = format!("src.{}", quote_ident(column));
+        let sql = format!(
+            "SELECT typeof({col}), CAST({col} AS TEXT) FROM {} AS src WHERE {col} IS NOT NULL",
+            relation.quoted()
+        );
+        let mut stmt = conn.prepare(&sql).map_err(query_error)?;
+        let mut rows = stmt.query([]).map_err(query_error)?;
+        let mut bad = 0;
+        let mut examples = std::collections::BTreeSet::new();
+        while let Some(row) = rows.next().map_err(query_error)? {
+            let stored: String = row.get(0).map_err(query_error)?;
+            let text: String = row.get(1).map_err(query_error)?;
+            let converts = match (stored.as_str(), target) {
+                ("integer", CastTarget::Number | CastTarget::Text) => true,
+                ("real", CastTarget::Number | CastTarget::Text) => true,
+                // The strict cast truncates a stored real: only its range matters.
+                ("real", CastTarget::Integer { min, max }) => text
+                    .parse::<f64>()
+                    .is_ok_and(|n| n.trunc() >= min as f64 && n.trunc() <= max as f64),
+                _ => target.accepts(&text),
+            };
+            if !converts {
+                bad += 1;
+                examples.insert(text);
+                if examples.len() > UNCASTABLE_EXAMPLES {
+                    examples.pop_last();
+                }
+            }
+        }
+        Ok(Some(Uncastable {
+            rows: bad,
+            examples: examples.into_iter().collect(),
+        }))
     }
 }
 
@@ -530,6 +581,56 @@ mod tests {
         // that does not exist (SQLite reads an unknown quoted name as a string).
         let evil = wh.null_counts(&rel, &columns, Some(("at\" OR 1=1 --", 0)));
         assert!(!matches!(evil, Ok(ref c) if c.rows > 0), "{evil:?}");
+    }
+
+    #[test]
+    fn counts_the_values_that_would_not_cast() {
+        let (_dir, wh) = warehouse();
+        wh.connect()
+            .unwrap()
+            .execute_batch(
+                "CREATE TABLE RAW.payments (id INTEGER, amount VARCHAR(12), paid REAL);
+                 INSERT INTO RAW.payments VALUES
+                   (1, '12', 1.5), (2, ' 7 ', 2), (3, '', NULL), (4, 'A-3', 3e10),
+                   (5, NULL, 4), (6, 'A-3', 5), (7, '1.5', 6), (8, '3000000000', 7),
+                   (9, 12, 8);",
+            )
+            .unwrap();
+        let rel = Relation::parse("RAW.payments").unwrap();
+        let count = |column: &str, target: &str| {
+            wh.count_uncastable(&rel, column, target)
+                .unwrap()
+                .map(|u| (u.rows, u.examples))
+        };
+        let strings = |values: &[&str]| values.iter().map(|v| v.to_string()).collect();
+        // '' does not cast to an integer; NULL is not a value; 'A-3' counts twice.
+        assert_eq!(
+            count("amount", "integer"),
+            Some((5, strings(&["", "1.5", "3000000000"])))
+        );
+        assert_eq!(
+            count("amount", "BIGINT"),
+            Some((4, strings(&["", "1.5", "A-3"])))
+        );
+        assert_eq!(
+            count("amount", "numeric(10, 2)"),
+            Some((3, strings(&["", "A-3"])))
+        );
+        assert_eq!(count("amount", "date").unwrap().0, 8);
+        assert_eq!(count("amount", "varchar"), Some((0, Vec::new())));
+        assert_eq!(count("amount", "timestamp"), None);
+        // A stored real casts to an integer while it is in range.
+        assert_eq!(
+            count("paid", "integer"),
+            Some((1, strings(&["30000000000.0"])))
+        );
+        // A column that is not there is the query's error, not a count.
+        assert!(matches!(
+            wh.count_uncastable(&rel, "nope", "integer"),
+            Err(WarehouseError::Query(_))
+        ));
+        // It reads only.
+        assert_eq!(wh.row_count(&rel).unwrap(), 9);
     }
 
     #[test]
