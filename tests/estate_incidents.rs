@@ -240,3 +240,54 @@ fn a_whole_day_loaded_twice_is_a_duplicate_load() {
     assert!(cause.contains("2.0x the usual"), "{cause}");
     assert!(cause.contains("about 1 whole extra copy"), "{cause}");
 }
+
+#[test]
+fn a_type_changed_in_place_that_breaks_a_model_is_an_incident_with_its_failed_runs_as_symptoms() {
+    let Some(mut run) = healthy("schema_break") else {
+        return;
+    };
+    run.estate.alter_type_in_place("raw.payments", "amount", "text");
+    run.play(20, true);
+    let incident = run.incident();
+    let cause = cause(&incident);
+    assert!(
+        cause.starts_with(
+            "raw.payments.amount changed type from INTEGER to TEXT in place; 1 downstream model reads it in ways that break: stg_payments"
+        ),
+        "{cause}"
+    );
+    assert!(
+        incident
+            .evidence
+            .iter()
+            .any(|e| e.starts_with("stg_payments: `amount / 100`")),
+        "{:#?}",
+        incident.evidence
+    );
+    // dbt's own run results: the model failed and its child was skipped.
+    let runs: Vec<(&str, &str)> = incident
+        .symptoms
+        .iter()
+        .filter(|s| s.check == "dbt run")
+        .map(|s| (s.table.as_str(), s.observed.as_str()))
+        .collect();
+    assert!(
+        runs.iter()
+            .any(|(t, o)| *t == "stg_payments" && o.contains("operator does not exist: text / integer")),
+        "{runs:?}"
+    );
+    assert!(
+        runs.iter().any(|(t, o)| *t == "orders" && o.starts_with("skipped")),
+        "{runs:?}"
+    );
+    let diff = incident
+        .proposals
+        .iter()
+        .find(|p| p.kind == ProposalKind::Diff)
+        .expect("a diff for the model that breaks");
+    assert!(diff.title.contains("stg_payments"), "{}", diff.title);
+    assert!(incident
+        .proposals
+        .iter()
+        .any(|p| p.kind == ProposalKind::Note && p.owner == "platform-owner"));
+}

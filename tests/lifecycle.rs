@@ -116,7 +116,10 @@ fn the_owner_closes_an_incident_by_hand_and_can_reopen_it() {
     };
     let reopened = incident(&engine);
     assert_eq!(reopened.status, IncidentStatus::Open);
-    assert!(reopened.receipt.is_none());
+    // Open again, it carries the receipt drafted from the chain so far, reopening and all.
+    let draft = reopened.receipt.as_deref().unwrap();
+    assert!(draft.contains("is not resolved"), "{draft}");
+    assert!(draft.contains("Resolved: not yet"), "{draft}");
     drop(engine);
     // ...and that is what a restarted engine reads back.
     let config = dataward::config::Config::load(&dir.path().join("estate/dataward.toml")).unwrap();

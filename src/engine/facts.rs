@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::incident::diagnosis::{BrokenUse, Figure, UpstreamIncident, WriterFact};
+use crate::lineage::Risk;
 
 /// An observation as a figure: its subject and unit come from its check.
 pub(super) fn figure(o: &Observation) -> Figure {
@@ -80,8 +81,11 @@ impl Engine {
             .map(figure)
             .collect();
         let table_changes = changes(&observation.monitor)?;
+        let warehouse = config.map(|m| m.warehouse.clone()).unwrap_or_default();
         let broken_uses = match (observation.check, latest_type_change(&table_changes)) {
-            (CheckKind::Schema, Some(change)) => self.broken_uses(&observation.table, &change),
+            (CheckKind::Schema, Some(change)) => {
+                self.broken_uses(&warehouse, &observation.table, &change)
+            }
             _ => Vec::new(),
         };
         Ok(Facts {
@@ -165,8 +169,14 @@ impl Engine {
     }
 
     /// The uses of a changed column in the models that read the table which fail on its
-    /// new type.
-    pub(super) fn broken_uses(&self, table: &str, change: &ColumnChange) -> Vec<BrokenUse> {
+    /// new type: those the dialect refuses whatever the data, and those that depend on
+    /// the data where the warehouse holds values that would not convert.
+    pub(super) fn broken_uses(
+        &self,
+        warehouse: &str,
+        table: &str,
+        change: &ColumnChange,
+    ) -> Vec<BrokenUse> {
         let Some(lineage) = &self.lineage else {
             return Vec::new();
         };
@@ -174,11 +184,50 @@ impl Engine {
             return Vec::new();
         };
         let blast = lineage.blast_radius(from, Some(change));
-        // A cast of a now-text column breaks only on a value that does not convert:
-        // until the values are counted it is a risk shown in the blast radius, not a
-        // broken model.
-        let _ = blast;
-        Vec::new()
+        let mut counted: BTreeMap<String, Option<crate::warehouse::Uncastable>> = BTreeMap::new();
+        let mut broken = Vec::new();
+        // Only the table's direct readers see this column: further down, a column of
+        // the same name is a model's own output, computed from it.
+        for impact in blast.nodes.iter().filter(|n| n.depth == 1) {
+            let Some(finding) = &impact.column else {
+                continue;
+            };
+            for used in &finding.uses {
+                let reason = match &used.risk {
+                    Risk::Safe => continue,
+                    Risk::Breaks => used.reason.clone(),
+                    Risk::DependsOnData { target_type } => {
+                        let count = counted.entry(target_type.clone()).or_insert_with(|| {
+                            let relation = crate::warehouse::Relation::parse(table).ok()?;
+                            let warehouse = self.poller.warehouse(warehouse)?;
+                            warehouse
+                                .count_uncastable(&relation, &change.column, target_type)
+                                .ok()
+                                .flatten()
+                        });
+                        match count {
+                            Some(u) if u.rows > 0 => format!(
+                                "{} values of {table}.{} do not convert to {target_type} (e.g. {})",
+                                monitor::thousands(u.rows as f64),
+                                change.column,
+                                u.examples
+                                    .iter()
+                                    .map(|e| format!("{e:?}"))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                            _ => continue,
+                        }
+                    }
+                };
+                broken.push(BrokenUse {
+                    model: impact.name.clone(),
+                    expression: used.expression.clone(),
+                    reason,
+                });
+            }
+        }
+        broken
     }
 }
 

@@ -943,22 +943,19 @@ impl Incident {
 }
 
 fn blast_node(impact: &crate::lineage::Impact) -> BlastNode {
-    let risky = impact
-        .column
-        .as_ref()
-        .map(|c| c.casts.iter().filter(|x| x.break_risk).collect::<Vec<_>>());
-    let finding = impact.column.as_ref().and_then(|c| {
-        if let Some(cast) = c.casts.first() {
-            Some(format!(
-                "casts to {}: `{}` ({})",
-                cast.target_type, cast.expression, cast.method
-            ))
-        } else if c.reads {
-            Some("reads the column".to_string())
-        } else {
-            None
-        }
-    });
+    use crate::lineage::Risk;
+    let uses = impact.column.as_ref().map(|c| c.uses.as_slice()).unwrap_or_default();
+    // The most serious use is what the tree shows: one that breaks, then one that
+    // depends on the data.
+    let worst = uses
+        .iter()
+        .find(|u| u.risk == Risk::Breaks)
+        .or_else(|| uses.iter().find(|u| matches!(u.risk, Risk::DependsOnData { .. })));
+    let finding = match (worst, &impact.column) {
+        (Some(used), _) => Some(format!("`{}`: {}", used.expression, used.reason)),
+        (None, Some(c)) if c.reads => Some("reads the column".to_string()),
+        _ => None,
+    };
     BlastNode {
         id: impact.unique_id.clone(),
         name: impact.name.clone(),
@@ -966,6 +963,6 @@ fn blast_node(impact: &crate::lineage::Impact) -> BlastNode {
         depth: impact.depth,
         parents: impact.parents.clone(),
         finding,
-        break_risk: risky.is_some_and(|r| !r.is_empty()),
+        break_risk: worst.is_some(),
     }
 }

@@ -181,7 +181,7 @@ impl Engine {
                 (status, Some(message)) => format!(
                     "{}{when}: {}",
                     status.as_str(),
-                    message.lines().next().unwrap_or_default()
+                    first_reason(message)
                 ),
                 (status, None) => format!("{}{when}", status.as_str()),
             };
@@ -193,5 +193,17 @@ impl Engine {
             events.extend(self.add_symptom(i, source, &name, "dbt run", observed, explanation)?);
         }
         Ok(events)
+    }
+}
+
+/// The line of a dbt error that says what went wrong: dbt heads it with "Database Error
+/// in model x (path)", which names the model and nothing else.
+fn first_reason(message: &str) -> &str {
+    let mut lines = message.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or_default();
+    if first.ends_with(')') && first.contains(" Error in ") {
+        lines.next().unwrap_or(first)
+    } else {
+        first
     }
 }

@@ -198,11 +198,10 @@ fn diffs(ctx: &Context) -> Vec<Draft> {
         let Some(finding) = &impact.column else {
             continue;
         };
-        let risky: Vec<&str> = finding
-            .casts
+        let risky: Vec<&crate::lineage::UseFinding> = finding
+            .uses
             .iter()
-            .filter(|c| c.break_risk)
-            .map(|c| c.expression.as_str())
+            .filter(|u| u.risk != crate::lineage::Risk::Safe)
             .collect();
         if risky.is_empty() {
             continue;
@@ -217,18 +216,19 @@ fn diffs(ctx: &Context) -> Vec<Draft> {
         if !(ctx.file_allowed)(file) {
             continue;
         }
-        let new = rewrite::keep_as_text(raw, &risky, &change.to);
+        let new = rewrite::fix_uses(raw, &risky, &change.to, ctx.lineage.dialect());
         if new == *raw {
             continue;
         }
+        let expressions: Vec<String> = risky.iter().map(|u| format!("`{}`", u.expression)).collect();
         drafts.push(Draft {
             kind: ProposalKind::Diff,
             title: format!(
-                "Keep {} as {} in {}: {}",
+                "Read {} as {} in {}: {}",
                 change.column,
                 change.to,
                 impact.name,
-                risky.join(", ")
+                expressions.join(", ")
             ),
             owner: owner_of(&impact.owner),
             target: impact.unique_id.clone(),
