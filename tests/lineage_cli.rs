@@ -94,8 +94,42 @@ fn cast(
     (expression.into(), target.into(), risk, method.into())
 }
 
+/// (kind, expression, risk level, method) of each use found in a node.
+fn uses(report: &Value, unique_id: &str) -> Vec<(String, String, String, String)> {
+    node(report, unique_id)["column"]["uses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| {
+            (
+                u["kind"].as_str().unwrap().to_string(),
+                u["expression"].as_str().unwrap().to_string(),
+                u["risk"]["level"].as_str().unwrap().to_string(),
+                u["method"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn found(
+    kind: &str,
+    expression: &str,
+    level: &str,
+    method: &str,
+) -> (String, String, String, String) {
+    (kind.into(), expression.into(), level.into(), method.into())
+}
+
+/// The reason given for the `index`th use in a node.
+fn reason(report: &Value, unique_id: &str, index: usize) -> String {
+    node(report, unique_id)["column"]["uses"][index]["reason"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 #[test]
-fn int_seat_map_cast_is_a_break_risk_found_by_the_parser() {
+fn casts_of_text_depend_on_the_data_and_are_found_by_the_parser() {
     let manifest = fixture("ticketing_snowflake_manifest.json");
     let catalog = fixture("ticketing_snowflake_catalog.json");
     let report = lineage_json(&[
@@ -122,6 +156,22 @@ fn int_seat_map_cast_is_a_break_risk_found_by_the_parser() {
             cast(seat_map, "integer", true, "sqlparser"),
         ],
         "the select and the join both cast"
+    );
+    // Text cast to an integer runs while every value converts: Snowflake's CAST fails
+    // on the first that does not.
+    assert_eq!(
+        uses(&report, "model.ticketing.int_seat_map"),
+        vec![
+            found("cast", seat_map, "depends_on_data", "sqlparser"),
+            found("cast", seat_map, "depends_on_data", "sqlparser"),
+        ]
+    );
+    let seat_map_use = &node(&report, "model.ticketing.int_seat_map")["column"]["uses"][0];
+    assert_eq!(seat_map_use["risk"]["target_type"], "integer");
+    assert_eq!(seat_map_use["column"], "o.seat_section");
+    assert!(
+        reason(&report, "model.ticketing.int_seat_map", 0).contains("TRY_CAST would give null"),
+        "{seat_map_use}"
     );
     // The proposal's diff searches the file as written for this exact text.
     let text = std::fs::read_to_string(&manifest).unwrap();
@@ -175,7 +225,19 @@ fn int_seat_map_cast_is_a_break_risk_found_by_the_parser() {
     );
 
     assert_eq!(
-        report["summary"]["break_risks"],
+        uses(&report, "model.ticketing.seat_map_macro"),
+        vec![found(
+            "cast",
+            "seat_section::int",
+            "depends_on_data",
+            "tokens"
+        )]
+    );
+
+    // Nothing breaks whatever the data; three models depend on it.
+    assert_eq!(report["summary"]["break_risks"], serde_json::json!([]));
+    assert_eq!(
+        report["column"]["depends_on_data"],
         serde_json::json!([
             "model.ticketing.int_seat_map",
             "model.ticketing.seat_map_macro",
@@ -201,7 +263,23 @@ fn new_type_flag_wins_and_without_a_type_nothing_is_judged() {
     args.extend(["--catalog", &catalog, "--new-type", "BIGINT"]);
     let report = lineage_json(&args);
     assert_eq!(report["column"]["new_type_from"], "--new-type");
-    assert_eq!(report["summary"]["break_risks"], serde_json::json!([]));
+    // A number to a number: every cast works, but Snowflake's TRY_CAST takes only text.
+    assert_eq!(
+        report["summary"]["break_risks"],
+        serde_json::json!(["model.ticketing.seat_sections_safe"])
+    );
+    assert!(reason(&report, "model.ticketing.seat_sections_safe", 0)
+        .starts_with("Snowflake's TRY_CAST takes only text"));
+    assert_eq!(
+        uses(&report, "model.ticketing.seat_numbers"),
+        vec![found(
+            "cast",
+            "seat_section::number(4, 0)",
+            "depends_on_data",
+            "sqlparser"
+        )],
+        "a BIGINT may not fit in NUMBER(4, 0)"
+    );
 
     let report = lineage_json(&common);
     assert_eq!(report["column"]["break_risk_judged"], false);
@@ -214,6 +292,13 @@ fn new_type_flag_wins_and_without_a_type_nothing_is_judged() {
     assert!(casts(&report, "model.ticketing.int_seat_map")
         .iter()
         .all(|(_, _, risk, _)| !risk));
+    assert!(uses(&report, "model.ticketing.int_seat_map")
+        .iter()
+        .all(|(_, _, level, _)| level == "safe"));
+    assert_eq!(
+        reason(&report, "model.ticketing.int_seat_map", 0),
+        "new type unknown: not judged"
+    );
 
     let run = lineage(&common);
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -268,17 +353,32 @@ fn text_output_is_an_indented_tree_with_a_fan_out_cap() {
     );
     assert!(lines.contains(&"  stg_orders (model, view) · ticketing-eng"));
     assert!(lines.contains(&"    int_seat_map (model, table) · seat-map-owner"));
-    assert!(lines.contains(
-        &"      ! BREAK RISK: casts to integer: `cast(o.seat_section as integer)` [tokens]"
-    ));
+    // Text cast to an integer depends on the data (this manifest names no warehouse).
+    assert!(
+        lines.contains(
+            &"      ? DEPENDS ON THE DATA (integer) · cast `cast(o.seat_section as integer)` \
+              — runs while every value converts to integer; the warehouse fails the model \
+              on the first value that does not convert, e.g. 'A-3' [tokens]"
+        ),
+        "{}",
+        run.stdout
+    );
     assert!(
         lines.contains(&"      Hourly dbt build (see above)"),
         "{}",
         run.stdout
     );
-    assert!(run
-        .stdout
-        .contains("break risks: model.ticketing.int_seat_map"));
+    assert!(
+        run.stdout.contains("  break risks: none\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("  depends on the data: model.ticketing.int_seat_map, "),
+        "{}",
+        run.stdout
+    );
 
     // Fifteen children of one source: twelve shown, then "+3 more".
     let dir = tempfile::tempdir().unwrap();
@@ -614,4 +714,187 @@ fn json_nodes_include_readers_from_the_notes() {
     );
     assert_eq!(job["owner"], "ticketing-owner");
     assert!(job.get("column").is_none(), "no --column, no findings");
+}
+
+/// A project on `adapter` where `payments.amount` is about to become text: one model
+/// divides it, one casts it and compares it with zero, one sums it (raw Jinja only).
+fn payments_manifest(dir: &Path, adapter: &str) -> String {
+    let compiled = |sql: &str| {
+        sql.replace(
+            "{{ source('app', 'payments') }}",
+            "\"db\".\"app\".\"payments\"",
+        )
+    };
+    let model = |name: &str, sql: &str, with_compiled: bool| {
+        let mut model = serde_json::json!({
+            "resource_type": "model", "name": name, "package_name": "billing",
+            "config": {"materialized": "view"},
+            "raw_code": sql,
+            "depends_on": {"nodes": ["source.billing.app.payments"]}
+        });
+        if with_compiled {
+            model["compiled_code"] = Value::String(compiled(sql));
+        }
+        model
+    };
+    let manifest = serde_json::json!({
+        "metadata": {
+            "dbt_schema_version": "https://schemas.getdbt.com/dbt/manifest/v12.json",
+            "adapter_type": adapter
+        },
+        "sources": {"source.billing.app.payments": {
+            "resource_type": "source", "name": "payments", "source_name": "app",
+            "package_name": "billing", "schema": "app", "identifier": "payments"
+        }},
+        "nodes": {
+            "model.billing.payment_units": model(
+                "payment_units",
+                "select id, amount / 100 as units from {{ source('app', 'payments') }}",
+                true,
+            ),
+            "model.billing.payment_ids": model(
+                "payment_ids",
+                "select cast(p.amount as integer) as amount_no\nfrom {{ source('app', 'payments') }} p\nwhere p.amount > 0",
+                true,
+            ),
+            "model.billing.payment_totals": model(
+                "payment_totals",
+                "select sum(amount) as total from {{ source('app', 'payments') }}",
+                false,
+            ),
+        }
+    });
+    write(
+        dir,
+        &format!("{adapter}_payments.json"),
+        &manifest.to_string(),
+    )
+}
+
+#[test]
+fn arithmetic_on_a_column_that_becomes_text_breaks_on_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = payments_manifest(dir.path(), "postgres");
+    let args = [
+        "--manifest",
+        manifest.as_str(),
+        "--from",
+        "source.billing.app.payments",
+        "--column",
+        "amount",
+        "--new-type",
+        "text",
+    ];
+    let report = lineage_json(&args);
+    assert_eq!(
+        uses(&report, "model.billing.payment_units"),
+        vec![found("arithmetic", "amount / 100", "breaks", "sqlparser")]
+    );
+    assert_eq!(
+        reason(&report, "model.billing.payment_units", 0),
+        "PostgreSQL has no operator text / integer: the model fails on its next run"
+    );
+    // The cast depends on the data; the comparison with a number breaks.
+    assert_eq!(
+        uses(&report, "model.billing.payment_ids"),
+        vec![
+            found(
+                "cast",
+                "cast(p.amount as integer)",
+                "depends_on_data",
+                "sqlparser"
+            ),
+            found("comparison", "p.amount > 0", "breaks", "sqlparser"),
+        ]
+    );
+    // Raw Jinja only: the token scan finds the aggregate.
+    assert_eq!(
+        uses(&report, "model.billing.payment_totals"),
+        vec![found("function", "sum(amount)", "breaks", "tokens")]
+    );
+    assert_eq!(
+        reason(&report, "model.billing.payment_totals", 0),
+        "PostgreSQL has no function sum(text): the model fails on its next run"
+    );
+    assert_eq!(
+        report["summary"]["break_risks"],
+        serde_json::json!([
+            "model.billing.payment_ids",
+            "model.billing.payment_totals",
+            "model.billing.payment_units"
+        ])
+    );
+    assert_eq!(report["column"]["depends_on_data"], serde_json::json!([]));
+
+    let run = lineage(&args);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert!(
+        lines.contains(
+            &"    ! BREAKS · arithmetic `amount / 100` — PostgreSQL has no operator \
+              text / integer: the model fails on its next run [sqlparser]"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains(
+            "  break risks: model.billing.payment_ids, model.billing.payment_totals, \
+             model.billing.payment_units\n"
+        ),
+        "{}",
+        run.stdout
+    );
+
+    // To a wider number nothing is at risk.
+    let mut wider = args.to_vec();
+    wider[7] = "bigint";
+    let report = lineage_json(&wider);
+    assert_eq!(report["summary"]["break_risks"], serde_json::json!([]));
+    assert_eq!(
+        uses(&report, "model.billing.payment_units"),
+        vec![found("arithmetic", "amount / 100", "safe", "sqlparser")]
+    );
+}
+
+#[test]
+fn snowflake_converts_text_for_arithmetic_and_bigquery_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let judge = |adapter: &str, new_type: &str| {
+        let manifest = payments_manifest(dir.path(), adapter);
+        lineage_json(&[
+            "--manifest",
+            &manifest,
+            "--from",
+            "source.billing.app.payments",
+            "--column",
+            "amount",
+            "--new-type",
+            new_type,
+        ])
+    };
+    let snowflake = judge("snowflake", "VARCHAR");
+    assert_eq!(
+        uses(&snowflake, "model.billing.payment_units"),
+        vec![found(
+            "arithmetic",
+            "amount / 100",
+            "depends_on_data",
+            "sqlparser"
+        )]
+    );
+    assert_eq!(snowflake["summary"]["break_risks"], serde_json::json!([]));
+    assert_eq!(
+        snowflake["column"]["depends_on_data"],
+        serde_json::json!([
+            "model.billing.payment_ids",
+            "model.billing.payment_totals",
+            "model.billing.payment_units"
+        ])
+    );
+    let bigquery = judge("bigquery", "STRING");
+    assert_eq!(
+        uses(&bigquery, "model.billing.payment_units"),
+        vec![found("arithmetic", "amount / 100", "breaks", "sqlparser")]
+    );
 }

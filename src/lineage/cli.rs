@@ -1,5 +1,6 @@
-//! `dataward lineage`: the blast radius of a node (and optionally of a column change),
-//! as JSON for scripts or as an indented tree for a person.
+//! `dataward lineage`: the blast radius of a node (and optionally of a column change:
+//! every use of the column in each model, with what the new type does to it), as JSON
+//! for scripts or as an indented tree for a person.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -12,7 +13,8 @@ use serde::Serialize;
 use crate::sanitize::{Sanitize, Sanitized};
 
 use super::{
-    BlastRadius, CastFinding, ColumnChange, ColumnFinding, Impact, Lineage, Node, Summary,
+    BlastRadius, CastFinding, ColumnChange, ColumnFinding, Impact, Lineage, Node, Risk, Summary,
+    UseFinding,
 };
 
 /// Children shown under one node in the text tree before a "+N more" row.
@@ -32,11 +34,11 @@ pub struct LineageArgs {
     /// The changed node: a unique_id, a relation name or a node name.
     #[arg(long, value_name = "NODE")]
     pub from: String,
-    /// The changed column: report which models read it and which cast it.
+    /// The changed column: report which models read it and how each uses it.
     #[arg(long, value_name = "COL")]
     pub column: Option<String>,
-    /// The column's new type, for the break-risk judgement (default: its type in the
-    /// catalog).
+    /// The column's new type, for the break-risk judgement of each use (default: its
+    /// type in the catalog).
     #[arg(long, value_name = "TYPE", requires = "column")]
     pub new_type: Option<String>,
     /// Print JSON instead of a tree.
@@ -61,6 +63,7 @@ pub struct Report {
     pub from: FromNode,
     /// Exactly the nodes downstream of `from`, sorted by (depth, unique_id).
     pub nodes: Vec<ReportNode>,
+    /// `break_risks` lists the nodes with a use the new type breaks.
     pub summary: Summary,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub column: Option<ColumnReport>,
@@ -98,8 +101,11 @@ pub struct ColumnReport {
     pub new_type: Option<String>,
     /// `"--new-type"` or `"catalog"`; null when no type was known.
     pub new_type_from: Option<&'static str>,
-    /// False when no new type was known: casts are listed, none is judged a risk.
+    /// False when no new type was known: uses are listed, none is judged a risk.
     pub break_risk_judged: bool,
+    /// Nodes with a use that runs only while every value converts (and none that
+    /// breaks): the warehouse can count the values that would not.
+    pub depends_on_data: Vec<String>,
     /// Said when something limits the findings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -137,17 +143,18 @@ fn judged_column(from: &Node, column: &str, new_type: Option<&str>) -> ColumnRep
         (Some(_), _) => None,
         (None, true) => Some(format!(
             "no new type for {column}: pass --new-type TYPE or --catalog FILE; \
-             casts are listed without a break-risk judgement"
+             uses are listed without a break-risk judgement"
         )),
         (None, false) => Some(format!(
             "the catalog lists no column {column} on {}; pass --new-type TYPE; \
-             casts are listed without a break-risk judgement",
+             uses are listed without a break-risk judgement",
             from.unique_id
         )),
     };
     ColumnReport {
         name: column.to_string(),
         break_risk_judged: new_type.is_some(),
+        depends_on_data: Vec::new(),
         new_type,
         new_type_from,
         note,
@@ -158,8 +165,15 @@ fn report_from(
     lineage: &Lineage,
     from: &Node,
     blast: BlastRadius,
-    column: Option<ColumnReport>,
+    mut column: Option<ColumnReport>,
 ) -> Report {
+    let mut summary = blast.summary;
+    if let Some(column) = &mut column {
+        // Judged on every use, not only on casts.
+        let (breaks, depends) = judged_nodes(&blast.nodes);
+        summary.break_risks = breaks;
+        column.depends_on_data = depends;
+    }
     let nodes = blast
         .nodes
         .into_iter()
@@ -181,9 +195,31 @@ fn report_from(
             owner: from.owner.clone(),
         },
         nodes,
-        summary: blast.summary,
+        summary,
         column,
     }
+}
+
+/// The nodes with a use that breaks, and those with one that depends on the data and
+/// none that breaks, in the blast radius's order.
+fn judged_nodes(nodes: &[Impact]) -> (Vec<String>, Vec<String>) {
+    let mut breaks = Vec::new();
+    let mut depends = Vec::new();
+    for impact in nodes {
+        let Some(finding) = &impact.column else {
+            continue;
+        };
+        if finding.uses.iter().any(|u| u.risk == Risk::Breaks) {
+            breaks.push(impact.unique_id.clone());
+        } else if finding
+            .uses
+            .iter()
+            .any(|u| matches!(u.risk, Risk::DependsOnData { .. }))
+        {
+            depends.push(impact.unique_id.clone());
+        }
+    }
+    (breaks, depends)
 }
 
 fn report_node(impact: Impact, resource_type: String) -> ReportNode {
@@ -254,7 +290,7 @@ impl Sanitize for Report {
             if let Some(ColumnFinding {
                 reads: _,
                 casts,
-                uses: _,
+                uses,
                 method: _, // one of our own constants
             }) = column
             {
@@ -268,6 +304,22 @@ impl Sanitize for Report {
                     target_type.sanitize();
                     expression.sanitize();
                 }
+                for UseFinding {
+                    kind: _, // an enum of ours
+                    expression,
+                    column,
+                    risk,
+                    reason, // quotes literals and types from the SQL
+                    method: _,
+                } in uses
+                {
+                    expression.sanitize();
+                    column.sanitize();
+                    reason.sanitize();
+                    if let Risk::DependsOnData { target_type } = risk {
+                        target_type.sanitize();
+                    }
+                }
             }
         }
         if let Some(ColumnReport {
@@ -275,11 +327,13 @@ impl Sanitize for Report {
             new_type,
             new_type_from: _, // one of our own constants
             break_risk_judged: _,
+            depends_on_data,
             note,
         }) = column
         {
             name.sanitize();
             new_type.sanitize();
+            depends_on_data.sanitize();
             note.sanitize();
         }
     }
@@ -344,15 +398,10 @@ fn write_children<'a>(
         }
         let _ = writeln!(out, "{indent}{}", label(child));
         if let Some(finding) = &child.column {
-            for cast in &finding.casts {
-                let risk = if cast.break_risk { "BREAK RISK: " } else { "" };
-                let _ = writeln!(
-                    out,
-                    "{indent}  ! {risk}casts to {}: `{}` [{}]",
-                    cast.target_type, cast.expression, cast.method
-                );
+            for found in &finding.uses {
+                let _ = writeln!(out, "{indent}  {}", use_line(found));
             }
-            if finding.reads && finding.casts.is_empty() {
+            if finding.reads && finding.uses.is_empty() {
                 let _ = writeln!(out, "{indent}  · reads the column [{}]", finding.method);
             }
         }
@@ -360,7 +409,25 @@ fn write_children<'a>(
     }
 }
 
-/// e.g. `fct_sales_pacing (model, table) · analytics-owner`
+/// One use under its model, its risk in words and a glyph (never by colour alone), e.g.
+/// ``! BREAKS · arithmetic `amount / 100` — PostgreSQL has no operator text / integer:
+/// the model fails on its next run [sqlparser]``.
+fn use_line(found: &UseFinding) -> String {
+    let risk = match &found.risk {
+        Risk::Breaks => "! BREAKS".to_string(),
+        Risk::DependsOnData { target_type } => format!("? DEPENDS ON THE DATA ({target_type})"),
+        Risk::Safe => "· safe".to_string(),
+    };
+    format!(
+        "{risk} · {} `{}` — {} [{}]",
+        found.kind.as_str(),
+        found.expression,
+        found.reason,
+        found.method
+    )
+}
+
+/// e.g. `fct_payments (model, table) · billing-owner`
 fn label(node: &ReportNode) -> String {
     let mut label = format!("{} ({}", node.name, node.resource_type);
     if let Some(materialized) = &node.materialized {
@@ -397,11 +464,18 @@ fn write_summary(report: &Report, out: &mut String) {
     if !summary.owners.is_empty() {
         let _ = writeln!(out, "  owners: {}", summary.owners.join(", "));
     }
-    if report.column.is_some() {
+    if let Some(column) = &report.column {
         let _ = if summary.break_risks.is_empty() {
             writeln!(out, "  break risks: none")
         } else {
             writeln!(out, "  break risks: {}", summary.break_risks.join(", "))
         };
+        if !column.depends_on_data.is_empty() {
+            let _ = writeln!(
+                out,
+                "  depends on the data: {}",
+                column.depends_on_data.join(", ")
+            );
+        }
     }
 }

@@ -318,10 +318,6 @@ impl Judged<'_> {
                 Dialect::BigQuery => " (SAFE_CAST would give null)",
                 _ => "",
             };
-            let engine = match self.dialect {
-                Dialect::Generic => "The warehouse",
-                _ => engine,
-            };
             return depends(
                 target_type,
                 format!(
