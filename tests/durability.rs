@@ -86,7 +86,7 @@ fn an_approved_hold_survives_a_restart_and_the_incident_still_resolves() {
         start() + TimeDelta::minutes(61),
         start() + TimeDelta::minutes(100),
         |event, engine| {
-            if event.is_none() && !queued && engine.recovered("orders_rows") {
+            if event.is_none() && !queued && engine.recovered("INC-0001") {
                 queued = true;
                 return engine.handle(
                     Command::QueueRun {
@@ -429,7 +429,7 @@ fn a_model_file_swapped_after_approval_is_not_run_and_fails_verification() {
     let (events, _) = play(dir.path(), "autonomy = \"L2\"", |event, engine| {
         let mut out = approve_all(event, engine);
         let opened = !engine.snapshot(false).incidents.is_empty();
-        if event.is_none() && opened && !queued && engine.recovered("orders_rows") {
+        if event.is_none() && opened && !queued && engine.recovered("INC-0001") {
             queued = true;
             out.extend(engine.handle(
                 Command::QueueRun {

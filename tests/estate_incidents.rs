@@ -246,7 +246,8 @@ fn a_type_changed_in_place_that_breaks_a_model_is_an_incident_with_its_failed_ru
     let Some(mut run) = healthy("schema_break") else {
         return;
     };
-    run.estate.alter_type_in_place("raw.payments", "amount", "text");
+    run.estate
+        .alter_type_in_place("raw.payments", "amount", "text");
     run.play(20, true);
     let incident = run.incident();
     let cause = cause(&incident);
@@ -273,11 +274,13 @@ fn a_type_changed_in_place_that_breaks_a_model_is_an_incident_with_its_failed_ru
         .collect();
     assert!(
         runs.iter()
-            .any(|(t, o)| *t == "stg_payments" && o.contains("operator does not exist: text / integer")),
+            .any(|(t, o)| *t == "stg_payments"
+                && o.contains("operator does not exist: text / integer")),
         "{runs:?}"
     );
     assert!(
-        runs.iter().any(|(t, o)| *t == "orders" && o.starts_with("skipped")),
+        runs.iter()
+            .any(|(t, o)| *t == "orders" && o.starts_with("skipped")),
         "{runs:?}"
     );
     let diff = incident

@@ -331,7 +331,7 @@ fn the_engine_opens_one_incident_per_monitor_and_table_and_updates_it() {
         incident
             .evidence
             .iter()
-            .any(|e| e.starts_with("null_rate high")),
+            .any(|e| e.starts_with("null_rate(email) high")),
         "the null-rate breach was added to the open incident: {:?}",
         incident.evidence
     );

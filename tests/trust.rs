@@ -134,7 +134,7 @@ fn a_stop_set_between_approval_and_dispatch_wins() {
     let (events, _) = play(dir.path(), "autonomy = \"L2\"", |event, engine| {
         let mut out = approve_all(event, engine);
         let opened = !engine.snapshot(false).incidents.is_empty();
-        if opened && engine.recovered("orders_rows") && !stopped {
+        if opened && engine.recovered("INC-0001") && !stopped {
             stopped = true;
             // Another process pulls the brake after the approvals.
             let mut other = dataward::store::open(&db).unwrap();
@@ -495,6 +495,10 @@ fn a_run_asked_for_before_the_refill_is_back_is_refused_with_the_figures() {
         out
     });
     let reason = refusal.expect("the early run was refused");
-    assert!(reason.contains("not back at its baseline"), "{reason}");
-    assert!(reason.contains("rows against a baseline of"), "{reason}");
+    assert!(reason.contains("has not recovered yet"), "{reason}");
+    assert!(
+        reason.contains("rows in TICKETING.ORDERS back within range"),
+        "{reason}"
+    );
+    assert!(reason.contains("expected"), "{reason}");
 }

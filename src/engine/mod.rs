@@ -944,13 +944,17 @@ impl Incident {
 
 fn blast_node(impact: &crate::lineage::Impact) -> BlastNode {
     use crate::lineage::Risk;
-    let uses = impact.column.as_ref().map(|c| c.uses.as_slice()).unwrap_or_default();
+    let uses = impact
+        .column
+        .as_ref()
+        .map(|c| c.uses.as_slice())
+        .unwrap_or_default();
     // The most serious use is what the tree shows: one that breaks, then one that
     // depends on the data.
-    let worst = uses
-        .iter()
-        .find(|u| u.risk == Risk::Breaks)
-        .or_else(|| uses.iter().find(|u| matches!(u.risk, Risk::DependsOnData { .. })));
+    let worst = uses.iter().find(|u| u.risk == Risk::Breaks).or_else(|| {
+        uses.iter()
+            .find(|u| matches!(u.risk, Risk::DependsOnData { .. }))
+    });
     let finding = match (worst, &impact.column) {
         (Some(used), _) => Some(format!("`{}`: {}", used.expression, used.reason)),
         (None, Some(c)) if c.reads => Some("reads the column".to_string()),

@@ -119,7 +119,7 @@ impl Engine {
             }
         }
         let name = format!("{subject} back within range");
-        if o.at.as_str() <= since || o.health != monitor::Health::Ok {
+        if o.at.as_str() < since || o.health != monitor::Health::Ok {
             return Check {
                 name,
                 passed: false,

@@ -178,11 +178,9 @@ impl Engine {
                 (NodeStatus::Skipped, _) => format!(
                     "skipped{when}: a model it reads failed, so it still holds its last build"
                 ),
-                (status, Some(message)) => format!(
-                    "{}{when}: {}",
-                    status.as_str(),
-                    first_reason(message)
-                ),
+                (status, Some(message)) => {
+                    format!("{}{when}: {}", status.as_str(), first_reason(message))
+                }
                 (status, None) => format!("{}{when}", status.as_str()),
             };
             let incident = &self.incidents[i];

@@ -220,7 +220,10 @@ fn diffs(ctx: &Context) -> Vec<Draft> {
         if new == *raw {
             continue;
         }
-        let expressions: Vec<String> = risky.iter().map(|u| format!("`{}`", u.expression)).collect();
+        let expressions: Vec<String> = risky
+            .iter()
+            .map(|u| format!("`{}`", u.expression))
+            .collect();
         drafts.push(Draft {
             kind: ProposalKind::Diff,
             title: format!(
