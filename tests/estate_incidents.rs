@@ -8,7 +8,9 @@ mod support;
 
 use chrono::{NaiveDateTime, TimeDelta};
 use dataward::approve::Actor;
-use dataward::engine::api::{IncidentStatus, IncidentView, ProposalKind, Snapshot};
+use dataward::engine::api::{
+    Command, EventKind, IncidentStatus, IncidentView, ProposalKind, ProposalState, Snapshot,
+};
 use dataward::engine::Engine;
 use support::estate::Estate;
 use support::pg::{start_or_skip, PgServer};
@@ -293,4 +295,192 @@ fn a_type_changed_in_place_that_breaks_a_model_is_an_incident_with_its_failed_ru
         .proposals
         .iter()
         .any(|p| p.kind == ProposalKind::Note && p.owner == "platform-owner"));
+}
+
+fn person(role: &str) -> Actor {
+    let mut actor = Actor::current();
+    actor.stand_in = Some(role.to_string());
+    actor
+}
+
+/// Approves a proposal as `role` and lets the engine carry it out.
+fn approve(run: &mut Run, proposal: &dataward::engine::api::ProposalView, role: &str) {
+    let events = run.engine.handle(
+        Command::Approve {
+            proposal: proposal.id.clone(),
+            content_hash: proposal.content_hash.clone(),
+            reason: "tested on the estate".to_string(),
+        },
+        &person(role),
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::Refused { .. })),
+        "{events:?}"
+    );
+    run.engine.tick(run.now).unwrap();
+}
+
+#[test]
+fn deleted_rows_put_back_resolve_the_incident_by_itself_and_withdraw_its_open_proposals() {
+    let Some(mut run) = healthy("partial_load_recovers") else {
+        return;
+    };
+    let today = run.now.date();
+    run.estate.execute(&format!(
+        "CREATE TABLE public.kept AS SELECT * FROM raw.payments WHERE loaded_at >= date '{today}'"
+    ));
+    run.estate.delete_share_of_day("raw.payments", today, 0.6);
+    run.play(5, false);
+    assert_eq!(run.incident().status, IncidentStatus::Open);
+    // The loader's operator reloads the day.
+    run.estate.execute(
+        "INSERT INTO raw.payments SELECT k.* FROM public.kept k \
+         WHERE NOT EXISTS (SELECT 1 FROM raw.payments p WHERE p.id = k.id)",
+    );
+    run.play(30, false);
+    let incident = run.incident();
+    assert_eq!(
+        incident.status,
+        IncidentStatus::Resolved,
+        "{:#?}",
+        incident.checks
+    );
+    assert!(incident
+        .proposals
+        .iter()
+        .all(|p| p.state == ProposalState::Withdrawn));
+    let receipt = incident.receipt.unwrap();
+    assert!(
+        receipt.contains("Recovered without intervention"),
+        "{receipt}"
+    );
+    assert!(
+        receipt.contains(&format!(
+            "rows loaded into raw.payments on {today} back within range"
+        )),
+        "{receipt}"
+    );
+    assert!(receipt.contains("withdrawn at"), "{receipt}");
+}
+
+#[test]
+fn a_resync_that_nulled_three_days_is_one_null_spike_with_the_models_below_as_symptoms() {
+    let Some(mut run) = healthy("resync_nulls") else {
+        return;
+    };
+    run.estate.resync_nulling_days("raw.payments", "amount", 3);
+    run.play(30, true);
+    let incident = run.incident();
+    let cause = cause(&incident);
+    assert!(
+        cause.starts_with("null rate of raw.payments.amount in rows loaded since")
+            && cause.contains("rose to 100.0%"),
+        "{cause}"
+    );
+    assert!(!cause.contains("row count"), "{cause}");
+    let symptoms: Vec<&str> = incident.symptoms.iter().map(|s| s.table.as_str()).collect();
+    assert!(symptoms.contains(&"analytics.stg_payments"), "{symptoms:?}");
+}
+
+#[test]
+fn a_table_recreated_with_a_new_type_is_a_refill_that_closes_once_refilled_and_its_model_fixed() {
+    let Some(mut run) = healthy("refill") else {
+        return;
+    };
+    run.estate
+        .recreate_with_type_and_refill("raw.payments", "amount", "text", 0.3);
+    run.play(5, false);
+    let incident = run.incident();
+    let cause = cause(&incident);
+    assert!(
+        cause.starts_with("raw.payments.amount changed type from INTEGER to TEXT; raw.payments was re-created by the payments loader (on_type_change = recreate; owner platform-owner)"),
+        "{cause}"
+    );
+    assert!(!cause.contains("orders are not lost"), "{cause}");
+    let kinds: Vec<ProposalKind> = incident.proposals.iter().map(|p| p.kind).collect();
+    assert_eq!(
+        kinds,
+        vec![ProposalKind::Hold, ProposalKind::Diff, ProposalKind::Note],
+        "{:#?}",
+        incident.proposals
+    );
+    let note = match &incident.proposals[2].body {
+        dataward::engine::api::ProposalBody::Note { text, .. } => text.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        note.contains("- recreate (current): raw.payments is dropped, re-created"),
+        "{note}"
+    );
+    assert!(
+        note.contains("- pause: only raw.payments stops loading"),
+        "{note}"
+    );
+    assert!(
+        note.contains("- alter: amount changes to TEXT in place"),
+        "{note}"
+    );
+    assert!(
+        note.contains("stg_payments break on their next run"),
+        "{note}"
+    );
+    // The loader finishes the refill: the rows are back, but stg_payments still cannot
+    // read a text amount, so the incident stays open.
+    run.estate.refill_more(1.0);
+    run.play(30, true);
+    let incident = run.incident();
+    assert_eq!(incident.status, IncidentStatus::Open);
+    // The owner approves the diff; dbt builds the model from it; the checks hold.
+    let diff = incident.proposals[1].clone();
+    approve(&mut run, &diff, "analytics-owner");
+    run.play(40, true);
+    let incident = run.incident();
+    assert_eq!(
+        incident.status,
+        IncidentStatus::Resolved,
+        "{:#?}",
+        incident.checks
+    );
+    let receipt = incident.receipt.unwrap();
+    assert!(
+        !receipt.contains("Recovered without intervention"),
+        "{receipt}"
+    );
+    assert!(
+        receipt.contains("stg_payments runs on today's data"),
+        "{receipt}"
+    );
+}
+
+#[test]
+fn an_in_place_change_closes_once_the_approved_diff_builds() {
+    let Some(mut run) = healthy("schema_break_closes") else {
+        return;
+    };
+    run.estate
+        .alter_type_in_place("raw.payments", "amount", "text");
+    run.play(20, true);
+    let incident = run.incident();
+    let diff = incident
+        .proposals
+        .iter()
+        .find(|p| p.kind == ProposalKind::Diff)
+        .unwrap()
+        .clone();
+    approve(&mut run, &diff, "analytics-owner");
+    run.play(40, true);
+    let incident = run.incident();
+    assert_eq!(
+        incident.status,
+        IncidentStatus::Resolved,
+        "{:#?}",
+        incident.checks
+    );
+    assert!(
+        incident.symptoms.iter().all(|s| s.recovered),
+        "{:#?}",
+        incident.symptoms
+    );
 }

@@ -16,6 +16,8 @@ pub enum RequestState {
     Rejected,
     /// Nobody answered, and nobody is left to escalate to. Never granted.
     Expired,
+    /// The incident closed before anyone decided. Never granted.
+    Withdrawn,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -166,6 +168,11 @@ impl ApprovalRequest {
             RequestState::Approved => return Err("it is already approved".into()),
             RequestState::Expired => {
                 return Err("the request expired unanswered; it needs a new proposal".into())
+            }
+            RequestState::Withdrawn => {
+                return Err(
+                    "its incident closed before anyone decided; nothing is left to decide".into(),
+                )
             }
         }
         self.may_act(config, actor)?;

@@ -114,6 +114,7 @@ fn proposal_state(state: ProposalState, theme: &Theme) -> Span<'static> {
         ProposalState::RolledBack => ("↶ rolled back", theme.warn),
         ProposalState::Completed => ("✓ completed", theme.muted),
         ProposalState::Expired => ("⌛ expired", theme.crit),
+        ProposalState::Withdrawn => ("– withdrawn", theme.muted),
     };
     Span::styled(text, style)
 }

@@ -304,6 +304,8 @@ pub enum ProposalState {
     Completed,
     /// Nobody answered in time, up the whole escalation chain. Never granted.
     Expired,
+    /// The incident closed before anyone decided; nothing was granted.
+    Withdrawn,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -186,9 +186,13 @@ impl Engine {
         let blast = lineage.blast_radius(from, Some(change));
         let mut counted: BTreeMap<String, Option<crate::warehouse::Uncastable>> = BTreeMap::new();
         let mut broken = Vec::new();
-        // Only the table's direct readers see this column: further down, a column of
-        // the same name is a model's own output, computed from it.
-        for impact in blast.nodes.iter().filter(|n| n.depth == 1) {
+        // Further down, a column of the same name may be a model's own output computed
+        // from it: only readers that see the column itself are judged.
+        for impact in blast
+            .nodes
+            .iter()
+            .filter(|n| blast.sees_column(&n.unique_id))
+        {
             let Some(finding) = &impact.column else {
                 continue;
             };

@@ -631,7 +631,11 @@ impl Engine {
                 new_type: c.to.clone(),
             });
         let blast = lineage.blast_radius(from, column.as_ref());
-        incident.blast = blast.nodes.iter().map(blast_node).collect();
+        incident.blast = blast
+            .nodes
+            .iter()
+            .map(|impact| blast_node(impact, blast.sees_column(&impact.unique_id)))
+            .collect();
         if approve::autonomy(&self.config, &incident.table) < 2 {
             return;
         }
@@ -942,20 +946,19 @@ impl Incident {
     }
 }
 
-fn blast_node(impact: &crate::lineage::Impact) -> BlastNode {
+/// A node of the blast radius as clients draw it. `sees_column`: the node reads the
+/// changed column itself, so what it does with it is a finding.
+fn blast_node(impact: &crate::lineage::Impact, sees_column: bool) -> BlastNode {
     use crate::lineage::Risk;
-    let uses = impact
-        .column
-        .as_ref()
-        .map(|c| c.uses.as_slice())
-        .unwrap_or_default();
+    let column = impact.column.as_ref().filter(|_| sees_column);
+    let uses = column.map(|c| c.uses.as_slice()).unwrap_or_default();
     // The most serious use is what the tree shows: one that breaks, then one that
     // depends on the data.
     let worst = uses.iter().find(|u| u.risk == Risk::Breaks).or_else(|| {
         uses.iter()
             .find(|u| matches!(u.risk, Risk::DependsOnData { .. }))
     });
-    let finding = match (worst, &impact.column) {
+    let finding = match (worst, column) {
         (Some(used), _) => Some(format!("`{}`: {}", used.expression, used.reason)),
         (None, Some(c)) if c.reads => Some("reads the column".to_string()),
         _ => None,

@@ -305,6 +305,35 @@ impl Engine {
         Ok(events)
     }
 
+    /// Requests nobody answered are withdrawn when their incident closes: they must not
+    /// escalate or be granted afterwards. Each goes on the chain.
+    fn withdraw_pending(&mut self, i: usize) -> Result<Vec<Event>> {
+        let incident = self.incidents[i].id.clone();
+        let mut events = Vec::new();
+        for p in 0..self.incidents[i].proposals.len() {
+            let proposal = self.incidents[i].proposals[p].id.clone();
+            let pending = self.incidents[i].proposals[p].state == ProposalState::Pending;
+            if !pending {
+                continue;
+            }
+            self.incidents[i].proposals[p].state = ProposalState::Withdrawn;
+            if let Some(request) = self.requests.get_mut(&proposal) {
+                request.state = RequestState::Withdrawn;
+            }
+            let seq = self.record(
+                "withdrawn",
+                ENGINE_ACTOR,
+                json!({"incident": incident, "proposal": proposal, "why": "the incident closed before anyone decided"}),
+            )?;
+            events.push(self.event(EventKind::Undo {
+                proposal,
+                action: "withdrawn: the incident closed before anyone decided".to_string(),
+                seq,
+            }));
+        }
+        Ok(events)
+    }
+
     /// Closes a verified incident whose holds are all resumed: the resolution and the
     /// receipt go on the chain.
     pub(super) fn finish_resolution(&mut self, i: usize) -> Result<Vec<Event>> {
@@ -316,7 +345,8 @@ impl Engine {
             return Ok(Vec::new());
         }
         let id = incident.id.clone();
-        let mut events = Vec::new();
+        let mut events = self.withdraw_pending(i)?;
+        let incident = &self.incidents[i];
         match incident.closed_by_hand.clone() {
             Some((actor, reason)) => self.record(
                 "incident_resolved",

@@ -163,13 +163,18 @@ pub fn build(records: &[Record], incident: &str) -> Result<Receipt> {
                 undo: text(payload, "undo"),
                 decisions: Vec::new(),
             }),
-            "decision" => {
+            // A withdrawal is the engine's last word on a request nobody answered.
+            "decision" | "withdrawn" => {
                 let id = text(payload, "proposal");
                 if let Some(p) = receipt.proposals.iter_mut().find(|p| p.proposal == id) {
+                    let (verdict, reason) = match record.kind.as_str() {
+                        "withdrawn" => ("withdrawn".to_string(), text(payload, "why")),
+                        _ => (text(payload, "verdict"), text(payload, "reason")),
+                    };
                     p.decisions.push(DecisionEntry {
-                        verdict: text(payload, "verdict"),
+                        verdict,
                         at: record.at.clone(),
-                        reason: text(payload, "reason"),
+                        reason,
                         actor: serde_json::from_str(&record.actor).unwrap_or(Value::Null),
                         seq: record.seq,
                     });

@@ -157,6 +157,29 @@ impl BlastRadius {
             .find(|impact| impact.unique_id == unique_id)
     }
 
+    /// Does this node read the changed column itself, not a column of the same name a
+    /// model in between computed from it? True for the changed node's direct readers,
+    /// and below a model only when that model passes the column through as it is
+    /// (reads it and does nothing else with it). A parent outside the blast radius is
+    /// the changed node.
+    pub fn sees_column(&self, unique_id: &str) -> bool {
+        let Some(impact) = self.impact(unique_id) else {
+            return true;
+        };
+        impact
+            .parents
+            .iter()
+            .any(|parent| match self.impact(parent) {
+                None => true,
+                Some(p) => {
+                    p.column
+                        .as_ref()
+                        .is_some_and(|c| c.reads && c.uses.is_empty())
+                        && self.sees_column(parent)
+                }
+            })
+    }
+
     /// The direct children of a node within the blast radius, in (depth, unique_id)
     /// order. A console can expand the tree lazily with this.
     pub fn children(&self, unique_id: &str) -> Vec<&Impact> {

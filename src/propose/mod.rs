@@ -198,6 +198,9 @@ fn diffs(ctx: &Context) -> Vec<Draft> {
         let Some(finding) = &impact.column else {
             continue;
         };
+        if !ctx.blast.sees_column(&impact.unique_id) {
+            continue;
+        }
         let risky: Vec<&crate::lineage::UseFinding> = finding
             .uses
             .iter()
@@ -346,11 +349,18 @@ fn setting_note(
         .map(String::as_str)
         .filter(|t| !t.eq_ignore_ascii_case(table))
         .collect();
+    // The table's direct readers whose SQL the new type breaks whatever the data.
     let broken: Vec<String> = ctx
-        .facts
-        .broken_uses
+        .blast
+        .nodes
         .iter()
-        .map(|u| u.model.clone())
+        .filter(|n| ctx.blast.sees_column(&n.unique_id))
+        .filter(|n| {
+            n.column
+                .as_ref()
+                .is_some_and(|c| c.uses.iter().any(|u| u.risk.is_breaks()))
+        })
+        .map(|n| n.name.clone())
         .collect();
     for option in &writer.options {
         let current = if option.value == value {
