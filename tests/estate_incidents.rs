@@ -15,6 +15,16 @@ use dataward::engine::Engine;
 use support::estate::Estate;
 use support::pg::{start_or_skip, PgServer};
 
+/// The demo's story, which must never show up here.
+const DEMO_WORDS: &[&str] = &[
+    "ticketing",
+    "seat_section",
+    "floor-a",
+    "int_seat_map",
+    "orders are not lost",
+    "on-sale",
+];
+
 /// Wednesday 2024-05-15 09:40 UTC.
 fn start() -> NaiveDateTime {
     "2024-05-15T09:40:00".parse().unwrap()
@@ -36,7 +46,7 @@ fn healthy(test: &str) -> Option<Run> {
     let dir = tempfile::tempdir().unwrap();
     let estate = Estate::build(&pg, dir.path(), start());
     let data = tempfile::tempdir().unwrap();
-    let state = dataward::store::open(&data.path().join("state.db")).unwrap();
+    let state = dataward::store::open(&data.path().join("dataward.db")).unwrap();
     let engine = Engine::new(estate.load_config(), state, None, &Actor::current()).unwrap();
     let mut run = Run {
         _pg: pg,
@@ -59,9 +69,15 @@ impl Run {
     /// Plays `minutes` in 5-minute polls: the loader every poll, dbt every ten minutes
     /// when `dbt` is on.
     fn play(&mut self, minutes: i64, dbt: bool) {
+        self.play_with(minutes, dbt, true)
+    }
+
+    fn play_with(&mut self, minutes: i64, dbt: bool, load: bool) {
         for _ in 0..minutes / 5 {
             self.now += TimeDelta::minutes(5);
-            self.estate.load_hour(self.now);
+            if load {
+                self.estate.load_hour(self.now);
+            }
             if dbt && self.now.format("%M").to_string().ends_with('0') {
                 self.estate.dbt_run(self.now);
             }
@@ -70,7 +86,29 @@ impl Run {
     }
 
     fn snapshot(&self) -> Snapshot {
-        self.engine.snapshot(false)
+        let snapshot = self.engine.snapshot(false);
+        // Nothing of the demo's story reaches an estate that is not the demo.
+        let text = serde_json::to_string(&snapshot).unwrap().to_lowercase();
+        for word in DEMO_WORDS {
+            assert!(!text.contains(word), "{word:?} reached the estate: {text}");
+        }
+        snapshot
+    }
+
+    /// What `dataward receipt` prints for an incident, from the same state database.
+    fn receipt_cli(&self, incident: &str) -> String {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_dataward"))
+            .arg("--data-dir")
+            .arg(self._data.path())
+            .args(["receipt", incident])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
     }
 
     /// The only incident: one per root cause.
@@ -122,9 +160,10 @@ fn most_of_todays_payments_deleted_is_a_partial_load_in_rows_loaded_today() {
     assert!(incident.proposals[0]
         .title
         .contains("until raw.payments recovers"));
-    // R and `dataward receipt` read the same chain: the open incident has its receipt.
+    // R and `dataward receipt` agree: the open incident's receipt is what the chain holds.
     let receipt = incident.receipt.as_deref().unwrap();
     assert!(receipt.contains(&format!("**Open**: {} is not resolved", incident.id)));
+    assert_eq!(receipt, run.receipt_cli(&incident.id));
 }
 
 #[test]
@@ -482,5 +521,41 @@ fn an_in_place_change_closes_once_the_approved_diff_builds() {
         incident.symptoms.iter().all(|s| s.recovered),
         "{:#?}",
         incident.symptoms
+    );
+}
+
+#[test]
+fn a_removed_column_that_a_model_reads_is_an_incident_until_it_is_back() {
+    let Some(mut run) = healthy("removed_column") else {
+        return;
+    };
+    // A migration renames it: to the models that read it, the column is gone.
+    run.estate
+        .execute("ALTER TABLE raw.payments RENAME COLUMN payment_method TO method");
+    // The loader would fail too; only the checks and dbt run meanwhile.
+    run.play_with(20, true, false);
+    let incident = run.incident();
+    let cause = cause(&incident);
+    assert_eq!(
+        cause,
+        "raw.payments.payment_method was removed; 1 downstream model reads it in ways that break: stg_payments"
+    );
+    assert!(
+        incident
+            .symptoms
+            .iter()
+            .any(|s| s.table == "stg_payments" && s.check == "dbt run"),
+        "{:#?}",
+        incident.symptoms
+    );
+    run.estate
+        .execute("ALTER TABLE raw.payments RENAME COLUMN method TO payment_method");
+    run.play(40, true);
+    let incident = run.incident();
+    assert_eq!(
+        incident.status,
+        IncidentStatus::Resolved,
+        "{:#?}",
+        incident.checks
     );
 }

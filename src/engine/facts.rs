@@ -82,10 +82,27 @@ impl Engine {
             .collect();
         let table_changes = changes(&observation.monitor)?;
         let warehouse = config.map(|m| m.warehouse.clone()).unwrap_or_default();
-        let broken_uses = match (observation.check, latest_type_change(&table_changes)) {
-            (CheckKind::Schema, Some(change)) => {
-                self.broken_uses(&warehouse, &observation.table, &change)
-            }
+        // What this poll's schema changes break in the models that read the table.
+        let broken_uses = match observation.check {
+            CheckKind::Schema => observation
+                .detail
+                .changes
+                .iter()
+                .flat_map(|change| match change {
+                    SchemaChange::TypeChanged { column, to, .. } => self.broken_uses(
+                        &warehouse,
+                        &observation.table,
+                        &ColumnChange {
+                            column: column.clone(),
+                            new_type: to.clone(),
+                        },
+                    ),
+                    SchemaChange::Removed { column, .. } => {
+                        self.removed_readers(&observation.table, column)
+                    }
+                    SchemaChange::Added { .. } => Vec::new(),
+                })
+                .collect(),
             _ => Vec::new(),
         };
         Ok(Facts {
@@ -235,13 +252,30 @@ impl Engine {
     }
 }
 
-/// The latest type change among schema changes, as the lineage's column change.
-pub(super) fn latest_type_change(changes: &[(String, SchemaChange)]) -> Option<ColumnChange> {
-    changes.iter().rev().find_map(|(_, c)| match c {
-        SchemaChange::TypeChanged { column, to, .. } => Some(ColumnChange {
-            column: column.clone(),
-            new_type: to.clone(),
-        }),
-        _ => None,
-    })
+impl Engine {
+    /// The models that read a column the table no longer has: each fails on its next run.
+    fn removed_readers(&self, table: &str, column: &str) -> Vec<BrokenUse> {
+        let Some(lineage) = &self.lineage else {
+            return Vec::new();
+        };
+        let Ok(from) = lineage.resolve(table) else {
+            return Vec::new();
+        };
+        let change = ColumnChange {
+            column: column.to_string(),
+            new_type: String::new(),
+        };
+        let blast = lineage.blast_radius(from, Some(&change));
+        blast
+            .nodes
+            .iter()
+            .filter(|n| blast.sees_column(&n.unique_id))
+            .filter(|n| n.column.as_ref().is_some_and(|c| c.reads))
+            .map(|n| BrokenUse {
+                model: n.name.clone(),
+                expression: column.to_string(),
+                reason: format!("{table} no longer has {column}: the model fails on its next run"),
+            })
+            .collect()
+    }
 }

@@ -530,6 +530,7 @@ impl Engine {
                 cause: "L0: monitors only; no diagnosis".to_string(),
                 evidence: Vec::new(),
                 column_change: None,
+                removed_column: None,
             };
             let incident = Incident::opened(&id, observation, &expected, &self.now, diagnosis);
             self.incidents.push(incident);

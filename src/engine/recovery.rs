@@ -180,6 +180,26 @@ impl Engine {
     /// or when every diff proposed for it is approved and its model runs on today's data.
     fn schema_back(&self, i: usize) -> Check {
         let incident = &self.incidents[i];
+        let columns = self
+            .latest
+            .get(&(incident.monitor.clone(), CheckKind::Schema, None))
+            .and_then(|o| o.detail.columns.clone())
+            .unwrap_or_default();
+        if let Some(column) = &incident.diagnosis.removed_column {
+            let back = columns.iter().any(|c| c.name.eq_ignore_ascii_case(column));
+            return Check {
+                name: format!(
+                    "{}.{column} is there for the models that read it",
+                    incident.table
+                ),
+                passed: back,
+                detail: if back {
+                    format!("{column} is back")
+                } else {
+                    format!("{} still has no {column}", incident.table)
+                },
+            };
+        }
         let Some(change) = &incident.diagnosis.column_change else {
             return Check {
                 name: format!("{} schema", incident.table),
@@ -191,11 +211,7 @@ impl Engine {
             "models that read {}.{} run on it",
             incident.table, change.column
         );
-        let now_type = self
-            .latest
-            .get(&(incident.monitor.clone(), CheckKind::Schema, None))
-            .and_then(|o| o.detail.columns.clone())
-            .unwrap_or_default()
+        let now_type = columns
             .into_iter()
             .find(|c| c.name.eq_ignore_ascii_case(&change.column))
             .map(|c| c.data_type);
@@ -273,6 +289,8 @@ impl Engine {
             }
             let checks = self.recovery_checks(i);
             let incident = &mut self.incidents[i];
+            // What it waits for, for whoever asks why it is still open.
+            incident.checks = checks.clone();
             let symptom_checks = &checks[checks.len() - incident.symptoms.len()..];
             for (symptom, check) in incident.symptoms.iter_mut().zip(symptom_checks) {
                 if matches!(symptom.source, SymptomSource::Check { .. }) {

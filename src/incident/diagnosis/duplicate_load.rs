@@ -42,6 +42,7 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
         cause,
         evidence,
         column_change: None,
+        removed_column: None,
     })
 }
 

@@ -22,6 +22,7 @@ pub fn diagnose(facts: &Facts) -> Diagnosis {
         ),
         evidence,
         column_change: None,
+        removed_column: None,
     }
 }
 

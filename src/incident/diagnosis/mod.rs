@@ -105,6 +105,9 @@ pub struct Diagnosis {
     pub cause: String,
     pub evidence: Vec<String>,
     pub column_change: Option<ColumnChange>,
+    /// A column of the table that was removed while models still read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub removed_column: Option<String>,
 }
 
 impl CauseKind {

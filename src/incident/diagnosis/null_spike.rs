@@ -57,6 +57,7 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
         cause,
         evidence,
         column_change,
+        removed_column: None,
     })
 }
 

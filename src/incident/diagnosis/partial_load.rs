@@ -58,6 +58,7 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
         cause,
         evidence,
         column_change: None,
+        removed_column: None,
     })
 }
 

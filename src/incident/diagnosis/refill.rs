@@ -98,6 +98,7 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
             from,
             to,
         }),
+        removed_column: None,
     })
 }
 

@@ -8,21 +8,47 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
     if facts.breach.check != CheckKind::Schema || facts.broken_uses.is_empty() {
         return None;
     }
-    let (at, column, from, to) = type_change(&facts.table_changes)?;
     let table = &facts.table;
     let mut models: Vec<&str> = facts.broken_uses.iter().map(|u| u.model.as_str()).collect();
     models.dedup();
-    let cause = format!(
-        "{table}.{column} changed type from {from} to {to} in place; {} downstream {} {} it in ways that break: {}",
+    let readers = format!(
+        "{} downstream {} {} it in ways that break: {}",
         models.len(),
         if models.len() == 1 { "model" } else { "models" },
         if models.len() == 1 { "reads" } else { "read" },
         models.join(", ")
     );
-    let mut evidence = vec![format!(
-        "schema of {table} at {}: {column} is now {to} (was {from})",
-        figure::when(&at)
-    )];
+    let (cause, seen, column_change, removed_column) = match latest_column_change(facts)? {
+        Change::Type {
+            at,
+            column,
+            from,
+            to,
+        } => (
+            format!("{table}.{column} changed type from {from} to {to} in place; {readers}"),
+            format!(
+                "schema of {table} at {}: {column} is now {to} (was {from})",
+                figure::when(&at)
+            ),
+            Some(ColumnChange {
+                table: table.clone(),
+                column,
+                from,
+                to,
+            }),
+            None,
+        ),
+        Change::Removed { at, column, was } => (
+            format!("{table}.{column} was removed; {readers}"),
+            format!(
+                "schema of {table} at {}: {column} ({was}) is gone",
+                figure::when(&at)
+            ),
+            None,
+            Some(column),
+        ),
+    };
+    let mut evidence = vec![seen];
     evidence.extend(
         facts
             .broken_uses
@@ -37,13 +63,45 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
         kind: CauseKind::SchemaBreak,
         cause,
         evidence,
-        column_change: Some(ColumnChange {
-            table: table.clone(),
-            column,
-            from,
-            to,
-        }),
+        column_change,
+        removed_column,
     })
+}
+
+enum Change {
+    Type {
+        at: String,
+        column: String,
+        from: String,
+        to: String,
+    },
+    Removed {
+        at: String,
+        column: String,
+        was: String,
+    },
+}
+
+/// The latest change to a column of the table: a new type, or the column gone.
+fn latest_column_change(facts: &Facts) -> Option<Change> {
+    facts
+        .table_changes
+        .iter()
+        .rev()
+        .find_map(|(at, change)| match change {
+            SchemaChange::TypeChanged { column, from, to } => Some(Change::Type {
+                at: at.clone(),
+                column: column.clone(),
+                from: from.clone(),
+                to: to.clone(),
+            }),
+            SchemaChange::Removed { column, data_type } => Some(Change::Removed {
+                at: at.clone(),
+                column: column.clone(),
+                was: data_type.clone(),
+            }),
+            SchemaChange::Added { .. } => None,
+        })
 }
 
 #[cfg(test)]

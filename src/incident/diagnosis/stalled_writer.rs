@@ -50,6 +50,7 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
         cause,
         evidence,
         column_change: None,
+        removed_column: None,
     })
 }
 

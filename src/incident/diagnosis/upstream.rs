@@ -13,6 +13,7 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
         ),
         evidence: vec![facts.breach.sentence()],
         column_change: None,
+        removed_column: None,
     })
 }
 
