@@ -42,9 +42,16 @@ struct Run {
 /// The estate, and an engine that has watched an hour of healthy loads with dbt every
 /// ten minutes, so every check has a baseline.
 fn healthy(test: &str) -> Option<Run> {
+    healthy_with(test, |config| config.to_string())
+}
+
+/// `healthy`, with the estate's config text changed by `edit` first.
+fn healthy_with(test: &str, edit: impl Fn(&str) -> String) -> Option<Run> {
     let pg = start_or_skip(test)?;
     let dir = tempfile::tempdir().unwrap();
     let estate = Estate::build(&pg, dir.path(), start());
+    let config = std::fs::read_to_string(&estate.config).unwrap();
+    std::fs::write(&estate.config, edit(&config)).unwrap();
     let data = tempfile::tempdir().unwrap();
     let state = dataward::store::open(&data.path().join("dataward.db")).unwrap();
     let engine = Engine::new(estate.load_config(), state, None, &Actor::current()).unwrap();
@@ -558,4 +565,54 @@ fn a_removed_column_that_a_model_reads_is_an_incident_until_it_is_back() {
         "{:#?}",
         incident.checks
     );
+}
+
+#[test]
+fn a_breach_below_seen_before_its_root_is_merged_into_the_root_as_a_symptom() {
+    // The model's monitor is polled first, so its breach is seen before the raw table's.
+    let stg_first = |config: &str| {
+        let blocks: Vec<&str> = config.split("[[monitor]]").collect();
+        let (head, monitors) = blocks.split_first().unwrap();
+        let (stg, rest): (Vec<&str>, Vec<&str>) = monitors
+            .iter()
+            .partition(|b| b.contains("name = \"stg_payments\""));
+        assert_eq!(stg.len(), 1, "{config}");
+        let mut out = head.to_string();
+        for block in stg.iter().chain(rest.iter()) {
+            out.push_str("[[monitor]]");
+            out.push_str(block);
+        }
+        out
+    };
+    let Some(mut run) = healthy_with("merged_into_root", stg_first) else {
+        return;
+    };
+    run.estate.resync_nulling_days("raw.payments", "amount", 3);
+    run.estate.dbt_run(run.now);
+    run.play(5, false);
+    let snapshot = run.snapshot();
+    assert_eq!(snapshot.incidents.len(), 2, "{:#?}", snapshot.incidents);
+    let merged = &snapshot.incidents[0];
+    let root = &snapshot.incidents[1];
+    assert_eq!(merged.table, "analytics.stg_payments");
+    assert_eq!(merged.status, IncidentStatus::Resolved);
+    assert!(merged
+        .receipt
+        .as_deref()
+        .unwrap()
+        .contains(&format!("Merged into {}", root.id)));
+    assert_eq!(root.table, "raw.payments");
+    assert_eq!(root.status, IncidentStatus::Open);
+    assert!(
+        root.symptoms
+            .iter()
+            .any(|s| s.table == "analytics.stg_payments" && s.explanation.contains(&merged.id)),
+        "{:#?}",
+        root.symptoms
+    );
+    // Its proposals were never decided: they are withdrawn, not left to escalate.
+    assert!(merged
+        .proposals
+        .iter()
+        .all(|p| p.state == ProposalState::Withdrawn));
 }

@@ -417,6 +417,10 @@ impl Engine {
         incident.status = IncidentStatus::Open;
         incident.verified = false;
         incident.closed_by_hand = None;
+        incident.merged_into = None;
+        incident.recovered_by_itself = false;
+        incident.recovered_since = None;
+        incident.root_back_at = None;
         incident.receipt = None;
         self.settled.remove(&incident_id);
         self.notices.push(format!(

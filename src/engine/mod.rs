@@ -115,6 +115,9 @@ struct Incident {
     /// Since when its own table's check has been back (the opening check).
     #[serde(default)]
     root_back_at: Option<String>,
+    /// Closed as a symptom of the incident named here, found after it.
+    #[serde(default)]
+    merged_into: Option<String>,
 }
 
 pub struct Engine {
@@ -554,6 +557,7 @@ impl Engine {
         events.extend(self.record_assessment(&incident, 0)?);
         self.incidents.push(incident);
         let i = self.incidents.len() - 1;
+        events.extend(self.fold_downstream(i)?);
         events.extend(self.act_autonomously(i)?);
         Ok(events)
     }
@@ -927,6 +931,7 @@ impl Incident {
             recovered_by_itself: false,
             paused_before: Vec::new(),
             root_back_at: None,
+            merged_into: None,
         }
     }
 

@@ -102,6 +102,60 @@ impl Engine {
         })])
     }
 
+    /// A breach downstream can be seen before its root: an incident opened on it earlier,
+    /// that nobody has acted on yet, becomes a symptom of the new root and is closed as
+    /// merged into it, on the chain. One incident per root cause, in either order.
+    pub(super) fn fold_downstream(&mut self, root: usize) -> Result<Vec<Event>> {
+        let mut events = Vec::new();
+        let root_id = self.incidents[root].id.clone();
+        for j in 0..self.incidents.len() {
+            let below = {
+                let other = &self.incidents[j];
+                j != root
+                    && other.status == IncidentStatus::Open
+                    && other.run.is_none()
+                    && other.symptoms.is_empty()
+                    && other
+                        .proposals
+                        .iter()
+                        .all(|p| p.state == ProposalState::Pending)
+                    && self.root_incident(&other.table) == Some(root)
+            };
+            if !below {
+                continue;
+            }
+            let other = self.incidents[j].clone();
+            let source = SymptomSource::Check {
+                monitor: other.monitor.clone(),
+                check: other.check,
+                column: other.column.clone(),
+            };
+            let root_incident = &self.incidents[root];
+            let explanation = format!(
+                "{} reads {}, where {root_id} is open: {} (it was {} until the root was found)",
+                other.table, root_incident.table, root_incident.diagnosis.cause, other.id
+            );
+            let label = match &other.column {
+                Some(column) => format!("{}({column})", other.check.as_str()),
+                None => other.check.as_str().to_string(),
+            };
+            let observed = other.current.clone().unwrap_or(other.headline.clone());
+            events.extend(self.add_symptom(
+                root,
+                source,
+                &other.table,
+                &label,
+                observed,
+                explanation,
+            )?);
+            self.incidents[j].closed_by_hand = None;
+            self.incidents[j].merged_into = Some(root_id.clone());
+            self.incidents[j].verified = true;
+            events.extend(self.finish_resolution(j)?);
+        }
+        Ok(events)
+    }
+
     /// Reads dbt's run_results.json when it changed: a model a run could not build
     /// below an open incident is a symptom, with dbt's message; a later success marks
     /// it recovered.

@@ -353,6 +353,11 @@ impl Engine {
                 &actor,
                 json!({"incident": id, "how": "by_hand", "reason": reason}),
             )?,
+            None if incident.merged_into.is_some() => self.record(
+                "incident_resolved",
+                ENGINE_ACTOR,
+                json!({"incident": id, "how": "merged", "into": incident.merged_into}),
+            )?,
             None if incident.recovered_by_itself => self.record(
                 "incident_resolved",
                 ENGINE_ACTOR,
@@ -373,7 +378,9 @@ impl Engine {
         )?;
         self.incidents[i].receipt = Some(receipt.to_markdown());
         self.incidents[i].status = IncidentStatus::Resolved;
-        let how = if self.incidents[i].closed_by_hand.is_some() {
+        let how = if let Some(root) = &self.incidents[i].merged_into {
+            &format!("merged into {root} as a symptom")
+        } else if self.incidents[i].closed_by_hand.is_some() {
             "resolved by hand"
         } else if self.incidents[i].recovered_by_itself {
             "recovered without intervention and resolved"

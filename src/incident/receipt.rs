@@ -36,6 +36,9 @@ pub struct Receipt {
     /// Breaches downstream that joined it, as the chain recorded them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub symptoms: Vec<Value>,
+    /// Closed as a symptom of this incident, whose root cause was found after it opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_into: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -128,6 +131,7 @@ pub fn build(records: &[Record], incident: &str) -> Result<Receipt> {
         closed_by_hand: None,
         recovered_without_intervention: false,
         symptoms: Vec::new(),
+        merged_into: None,
     };
     for (record, payload) in &mine {
         // The receipt record names the receipt; it is not part of what the receipt says.
@@ -187,6 +191,7 @@ pub fn build(records: &[Record], incident: &str) -> Result<Receipt> {
                 receipt.resolved_at = Some(record.at.clone());
                 receipt.recovered_without_intervention =
                     payload["how"] == "recovered_without_intervention";
+                receipt.merged_into = (payload["how"] == "merged").then(|| text(payload, "into"));
                 if payload["how"] == "by_hand" {
                     receipt.closed_by_hand = Some(ClosedByHand {
                         by: serde_json::from_str(&record.actor).unwrap_or(Value::Null),
@@ -199,6 +204,7 @@ pub fn build(records: &[Record], incident: &str) -> Result<Receipt> {
                 receipt.resolved_at = None;
                 receipt.closed_by_hand = None;
                 receipt.recovered_without_intervention = false;
+                receipt.merged_into = None;
             }
             _ => {}
         }
@@ -303,6 +309,7 @@ impl Sanitize for Receipt {
             closed_by_hand,
             recovered_without_intervention: _,
             symptoms,
+            merged_into,
         } = self;
         if let Some(ClosedByHand { by, reason }) = closed_by_hand {
             by.sanitize();
@@ -318,6 +325,7 @@ impl Sanitize for Receipt {
             list.sanitize();
         }
         resolved_at.sanitize();
+        merged_into.sanitize();
         evidence.sanitize();
         by_kind.sanitize();
         names.sanitize();
@@ -386,6 +394,11 @@ fn markdown(receipt: &Sanitized<Receipt>) -> String {
             closed.by["user"].as_str().unwrap_or("unknown"),
             closed.by["uid"],
             closed.reason
+        ));
+    }
+    if let Some(root) = &r.merged_into {
+        md.push_str(&format!(
+            "Merged into {root}: a symptom of that incident's root cause, found after this opened.\n\n"
         ));
     }
     if r.recovered_without_intervention {
