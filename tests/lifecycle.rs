@@ -165,3 +165,52 @@ fn a_rejected_proposal_does_not_trap_its_incident() {
     };
     assert_eq!(incident(&engine).status, IncidentStatus::Resolved);
 }
+
+#[test]
+fn a_scheduled_job_below_the_incident_that_fails_is_a_symptom_until_it_runs_green() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut scenario, mut engine) = dataward::demo::prepare(dir.path(), &owner()).unwrap();
+    let opened = start() + TimeDelta::minutes(50);
+    play_minutes(&mut scenario, &mut engine, start(), opened, |_, _| {
+        Vec::new()
+    });
+    assert!(incident(&engine).symptoms.is_empty());
+    // The scheduler reports the job that reads the table as failed.
+    let control = ControlPlane::new(dir.path().join("estate/control.db"));
+    control
+        .record_pipeline("job.hourly_dbt", "failed", "2026-11-24T14:21:00Z")
+        .unwrap();
+    play_minutes(
+        &mut scenario,
+        &mut engine,
+        opened + TimeDelta::minutes(1),
+        opened + TimeDelta::minutes(2),
+        |_, _| Vec::new(),
+    );
+    let symptoms = incident(&engine).symptoms;
+    let job = symptoms
+        .iter()
+        .find(|s| s.check == "job run")
+        .unwrap_or_else(|| panic!("{symptoms:#?}"));
+    assert_eq!(job.table, "hourly dbt job");
+    assert!(
+        job.observed.starts_with("failed at 2026-11-24 14:21"),
+        "{job:?}"
+    );
+    assert!(!job.recovered);
+    control
+        .record_pipeline("job.hourly_dbt", "success", "2026-11-24T14:25:00Z")
+        .unwrap();
+    play_minutes(
+        &mut scenario,
+        &mut engine,
+        opened + TimeDelta::minutes(3),
+        opened + TimeDelta::minutes(4),
+        |_, _| Vec::new(),
+    );
+    let symptoms = incident(&engine).symptoms;
+    assert!(
+        symptoms.iter().any(|s| s.check == "job run" && s.recovered),
+        "{symptoms:#?}"
+    );
+}

@@ -428,6 +428,7 @@ impl Engine {
             self.mark_observations_done(*last)?;
         }
         events.extend(self.read_run_results()?);
+        events.extend(self.read_pipeline_failures()?);
         events.extend(self.follow_runs()?);
         events.extend(self.dispatch_autonomous_runs()?);
         if !polled.is_empty() {

@@ -156,6 +156,60 @@ impl Engine {
         Ok(events)
     }
 
+    /// A scheduled job below an open incident whose last run failed, as the scheduler
+    /// reports it, is a symptom; a later successful run marks it recovered.
+    pub(super) fn read_pipeline_failures(&mut self) -> Result<Vec<Event>> {
+        let mut found = Vec::new();
+        for (i, incident) in self.incidents.iter().enumerate() {
+            if incident.status == IncidentStatus::Resolved {
+                continue;
+            }
+            for job in incident.blast.iter().filter(|n| n.kind == "job") {
+                let Some(pipeline) = self.pipelines.iter().find(|p| p.name == job.name) else {
+                    continue;
+                };
+                let Some(ran) = pipeline.last_run_at.clone() else {
+                    continue;
+                };
+                if ran < incident.opened_at {
+                    continue;
+                }
+                found.push((
+                    i,
+                    job.id.clone(),
+                    job.name.clone(),
+                    pipeline.last_status.clone(),
+                    ran,
+                ));
+            }
+        }
+        let mut events = Vec::new();
+        for (i, node, name, status, ran) in found {
+            let source = SymptomSource::Run { node };
+            if status != "failed" {
+                if let Some(s) = self.incidents[i]
+                    .symptoms
+                    .iter_mut()
+                    .find(|s| s.source == source)
+                {
+                    s.recovered = true;
+                }
+                continue;
+            }
+            let incident = &self.incidents[i];
+            let explanation = format!(
+                "the {name} reads {}, where {} is open: {}",
+                incident.table, incident.id, incident.diagnosis.cause
+            );
+            let observed = format!(
+                "failed at {} (as the scheduler reports it)",
+                crate::incident::diagnosis::when(&ran)
+            );
+            events.extend(self.add_symptom(i, source, &name, "job run", observed, explanation)?);
+        }
+        Ok(events)
+    }
+
     /// Reads dbt's run_results.json when it changed: a model a run could not build
     /// below an open incident is a symptom, with dbt's message; a later success marks
     /// it recovered.
