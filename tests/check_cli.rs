@@ -89,6 +89,23 @@ fn check_prints_one_json_object_per_check_and_exits_1_on_a_breach() {
     let checks: Vec<&str> = lines.iter().map(|l| l["check"].as_str().unwrap()).collect();
     assert!(checks.contains(&"freshness") && checks.contains(&"volume"));
     assert_eq!(out.status.code(), Some(0), "{lines:#?}");
+    // Each null rate says the window it measured: rows loaded in the last ten days.
+    let ten_days_ago = chrono::Utc::now() - chrono::TimeDelta::days(10);
+    for line in lines.iter().filter(|l| l["check"] == "null_rate") {
+        let since = line["since"].as_str().unwrap_or_else(|| panic!("{line}"));
+        let since = chrono::DateTime::parse_from_rfc3339(since).unwrap();
+        let off = (since.to_utc() - ten_days_ago).num_seconds().abs();
+        assert!(off < 120, "{line}");
+    }
+    // Nothing breached, so the volume headline is yesterday, a complete day.
+    let volume = lines.iter().find(|l| l["check"] == "volume").unwrap();
+    assert_eq!(volume["partial"], false, "{volume}");
+    for line in lines.iter().filter(|l| l["check"] != "volume") {
+        assert!(line.get("partial").is_none(), "only a volume says: {line}");
+    }
+    for line in lines.iter().filter(|l| l["check"] != "null_rate") {
+        assert!(line.get("since").is_none(), "only a null rate says: {line}");
+    }
 
     // A recorded baseline far above the table: a breach, exit 1.
     let text = std::fs::read_to_string(&config).unwrap() + "expected_rows = 100000\n";

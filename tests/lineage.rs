@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
-use dataward::lineage::{ColumnChange, Lineage, LineageError, NodeKind};
+use dataward::lineage::{ColumnChange, Lineage, LineageError, NodeKind, Risk, UseKind};
 use serde_json::Value;
 
 const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared");
@@ -208,32 +208,48 @@ fn column_findings_on_the_cast_manifest() {
             .unwrap_or_else(|| panic!("{id} has no column finding"))
     };
 
+    // This manifest names no warehouse: a text value cast with CAST or `::` converts or
+    // fails the model, so those casts depend on the data; try_cast gives null instead.
     let seat_map = finding("model.ticketing.int_seat_map");
     assert!(seat_map.reads);
-    assert_eq!(seat_map.casts.len(), 2, "the select and the join both cast");
-    for cast in &seat_map.casts {
-        assert_eq!(cast.expression, "cast(o.seat_section as integer)");
-        assert_eq!(cast.target_type, "integer");
-        assert!(cast.break_risk);
-        assert_eq!(cast.method, "tokens");
+    assert_eq!(seat_map.uses.len(), 2, "the select and the join both cast");
+    for found in &seat_map.uses {
+        assert_eq!(found.kind, UseKind::Cast);
+        assert_eq!(found.expression, "cast(o.seat_section as integer)");
+        assert_eq!(found.column, "o.seat_section");
+        assert_eq!(
+            found.risk,
+            Risk::DependsOnData {
+                target_type: "integer".into()
+            }
+        );
+        assert_eq!(found.method, "tokens");
     }
 
     let numbers = finding("model.ticketing.seat_numbers");
-    assert_eq!(numbers.casts.len(), 1);
-    assert_eq!(numbers.casts[0].expression, "seat_section::int");
-    assert!(numbers.casts[0].break_risk);
+    assert_eq!(numbers.uses.len(), 1);
+    assert_eq!(numbers.uses[0].kind, UseKind::Cast);
+    assert_eq!(numbers.uses[0].expression, "seat_section::int");
+    assert_eq!(
+        numbers.uses[0].risk,
+        Risk::DependsOnData {
+            target_type: "int".into()
+        }
+    );
 
     let safe = finding("model.ticketing.seat_sections_safe");
-    assert_eq!(safe.casts.len(), 1);
-    assert_eq!(safe.casts[0].expression, "try_cast(seat_section as int)");
-    assert!(
-        !safe.casts[0].break_risk,
+    assert_eq!(safe.uses.len(), 1);
+    assert_eq!(safe.uses[0].kind, UseKind::Cast);
+    assert_eq!(safe.uses[0].expression, "try_cast(seat_section as int)");
+    assert_eq!(
+        safe.uses[0].risk,
+        Risk::Safe,
         "try_cast returns null instead of failing"
     );
 
     let pacing = finding("model.ticketing.fct_sales_pacing");
     assert!(pacing.reads);
-    assert!(pacing.casts.is_empty());
+    assert!(pacing.uses.is_empty());
 
     // Only models and snapshots get a finding.
     assert!(blast
@@ -242,8 +258,9 @@ fn column_findings_on_the_cast_manifest() {
         .column
         .is_none());
 
+    assert!(blast.summary.break_risks.is_empty());
     assert_eq!(
-        blast.summary.break_risks,
+        blast.summary.depends_on_data,
         vec![
             "model.ticketing.int_seat_map",
             "model.ticketing.seat_numbers"

@@ -68,32 +68,6 @@ fn node<'a>(report: &'a Value, unique_id: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("{unique_id} is not downstream"))
 }
 
-/// (expression, target_type, break_risk, method) of each cast found in a node.
-fn casts(report: &Value, unique_id: &str) -> Vec<(String, String, bool, String)> {
-    node(report, unique_id)["column"]["casts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            (
-                c["expression"].as_str().unwrap().to_string(),
-                c["target_type"].as_str().unwrap().to_string(),
-                c["break_risk"].as_bool().unwrap(),
-                c["method"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
-}
-
-fn cast(
-    expression: &str,
-    target: &str,
-    risk: bool,
-    method: &str,
-) -> (String, String, bool, String) {
-    (expression.into(), target.into(), risk, method.into())
-}
-
 /// (kind, expression, risk level, method) of each use found in a node.
 fn uses(report: &Value, unique_id: &str) -> Vec<(String, String, String, String)> {
     node(report, unique_id)["column"]["uses"]
@@ -118,6 +92,12 @@ fn found(
     method: &str,
 ) -> (String, String, String, String) {
     (kind.into(), expression.into(), level.into(), method.into())
+}
+
+/// The target type of the `index`th use in a node, which its risk names when it depends
+/// on the data.
+fn risk_target(report: &Value, unique_id: &str, index: usize) -> Value {
+    node(report, unique_id)["column"]["uses"][index]["risk"]["target_type"].clone()
 }
 
 /// The reason given for the `index`th use in a node.
@@ -149,14 +129,6 @@ fn casts_of_text_depend_on_the_data_and_are_found_by_the_parser() {
     assert_eq!(report["column"]["break_risk_judged"], true);
 
     let seat_map = "cast(o.seat_section as integer)";
-    assert_eq!(
-        casts(&report, "model.ticketing.int_seat_map"),
-        vec![
-            cast(seat_map, "integer", true, "sqlparser"),
-            cast(seat_map, "integer", true, "sqlparser"),
-        ],
-        "the select and the join both cast"
-    );
     // Text cast to an integer runs while every value converts: Snowflake's CAST fails
     // on the first that does not.
     assert_eq!(
@@ -164,7 +136,12 @@ fn casts_of_text_depend_on_the_data_and_are_found_by_the_parser() {
         vec![
             found("cast", seat_map, "depends_on_data", "sqlparser"),
             found("cast", seat_map, "depends_on_data", "sqlparser"),
-        ]
+        ],
+        "the select and the join both cast"
+    );
+    assert_eq!(
+        risk_target(&report, "model.ticketing.int_seat_map", 1),
+        "integer"
     );
     let seat_map_use = &node(&report, "model.ticketing.int_seat_map")["column"]["uses"][0];
     assert_eq!(seat_map_use["risk"]["target_type"], "integer");
@@ -182,20 +159,24 @@ fn casts_of_text_depend_on_the_data_and_are_found_by_the_parser() {
     assert_eq!(raw.matches(seat_map).count(), 2);
 
     assert_eq!(
-        casts(&report, "model.ticketing.seat_numbers"),
-        vec![cast(
+        uses(&report, "model.ticketing.seat_numbers"),
+        vec![found(
+            "cast",
             "seat_section::number(4, 0)",
-            "number(4, 0)",
-            true,
+            "depends_on_data",
             "sqlparser"
         )]
     );
     assert_eq!(
-        casts(&report, "model.ticketing.seat_sections_safe"),
-        vec![cast(
+        risk_target(&report, "model.ticketing.seat_numbers", 0),
+        "number(4, 0)"
+    );
+    assert_eq!(
+        uses(&report, "model.ticketing.seat_sections_safe"),
+        vec![found(
+            "cast",
             "try_cast(seat_section as int)",
-            "int",
-            false,
+            "safe",
             "sqlparser"
         )],
         "try_cast gives null instead of failing"
@@ -204,11 +185,11 @@ fn casts_of_text_depend_on_the_data_and_are_found_by_the_parser() {
     let labels = node(&report, "model.ticketing.section_labels_text");
     assert_eq!(labels["column"]["reads"], true);
     assert_eq!(
-        casts(&report, "model.ticketing.section_labels_text"),
-        vec![cast(
+        uses(&report, "model.ticketing.section_labels_text"),
+        vec![found(
+            "cast",
             "cast(seat_section as varchar)",
-            "varchar",
-            false,
+            "safe",
             "sqlparser"
         )]
     );
@@ -219,11 +200,6 @@ fn casts_of_text_depend_on_the_data_and_are_found_by_the_parser() {
     // Only raw SQL with a macro call: the parser cannot read it, tokens can.
     let with_macro = node(&report, "model.ticketing.seat_map_macro");
     assert_eq!(with_macro["column"]["method"], "tokens");
-    assert_eq!(
-        casts(&report, "model.ticketing.seat_map_macro"),
-        vec![cast("seat_section::int", "int", true, "tokens")]
-    );
-
     assert_eq!(
         uses(&report, "model.ticketing.seat_map_macro"),
         vec![found(
@@ -243,6 +219,10 @@ fn casts_of_text_depend_on_the_data_and_are_found_by_the_parser() {
             "model.ticketing.seat_map_macro",
             "model.ticketing.seat_numbers"
         ])
+    );
+    assert_eq!(
+        report["summary"]["depends_on_data"],
+        report["column"]["depends_on_data"]
     );
 }
 
@@ -287,14 +267,16 @@ fn new_type_flag_wins_and_without_a_type_nothing_is_judged() {
     let note = report["column"]["note"].as_str().unwrap();
     assert!(note.contains("without a break-risk judgement"), "{note}");
     assert_eq!(report["summary"]["break_risks"], serde_json::json!([]));
+    assert_eq!(report["column"]["depends_on_data"], serde_json::json!([]));
     // The casts are still listed, just not judged.
-    assert_eq!(casts(&report, "model.ticketing.int_seat_map").len(), 2);
-    assert!(casts(&report, "model.ticketing.int_seat_map")
-        .iter()
-        .all(|(_, _, risk, _)| !risk));
-    assert!(uses(&report, "model.ticketing.int_seat_map")
-        .iter()
-        .all(|(_, _, level, _)| level == "safe"));
+    let seat_map = "cast(o.seat_section as integer)";
+    assert_eq!(
+        uses(&report, "model.ticketing.int_seat_map"),
+        vec![
+            found("cast", seat_map, "safe", "sqlparser"),
+            found("cast", seat_map, "safe", "sqlparser"),
+        ]
+    );
     assert_eq!(
         reason(&report, "model.ticketing.int_seat_map", 0),
         "new type unknown: not judged"
@@ -317,17 +299,32 @@ fn bigquery_safe_cast_is_no_risk_and_cast_is() {
         "--new-type",
         "STRING",
     ]);
+    // SAFE_CAST gives null on a value that does not convert; CAST fails the model.
     assert_eq!(
-        casts(&report, "model.couriers.stg_deliveries"),
+        uses(&report, "model.couriers.stg_deliveries"),
         vec![
-            cast(
+            found(
+                "cast",
                 "safe_cast(d.zone_code as int64)",
-                "int64",
-                false,
+                "safe",
                 "sqlparser"
             ),
-            cast("cast(zone_code as int64)", "int64", true, "sqlparser"),
+            found(
+                "cast",
+                "cast(zone_code as int64)",
+                "depends_on_data",
+                "sqlparser"
+            ),
         ]
+    );
+    assert_eq!(
+        risk_target(&report, "model.couriers.stg_deliveries", 1),
+        "int64"
+    );
+    assert_eq!(report["summary"]["break_risks"], serde_json::json!([]));
+    assert_eq!(
+        report["column"]["depends_on_data"],
+        serde_json::json!(["model.couriers.stg_deliveries"])
     );
 }
 

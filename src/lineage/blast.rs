@@ -7,7 +7,7 @@ use petgraph::graph::NodeIndex;
 use petgraph::Direction;
 use serde::Serialize;
 
-use super::columns::{find_column_use, ColumnChange, ColumnFinding};
+use super::columns::{find_column_use, ColumnChange, ColumnFinding, Risk};
 use super::{Lineage, NodeKind};
 
 #[derive(Debug, Clone, Serialize)]
@@ -44,8 +44,13 @@ pub struct Summary {
     pub by_materialization: BTreeMap<String, usize>,
     /// Every owner reached, sorted.
     pub owners: Vec<String>,
-    /// Models whose SQL casts the changed column in a way that will fail.
+    /// Models with a use of the changed column the new type breaks whatever the data
+    /// ([`Risk::Breaks`]), in the order of `nodes`.
     pub break_risks: Vec<String>,
+    /// Models with a use that runs only while every value converts
+    /// ([`Risk::DependsOnData`]) and none that breaks: the warehouse can count the
+    /// values that would not. In the order of `nodes`.
+    pub depends_on_data: Vec<String>,
 }
 
 /// One row of the blast radius drawn as a tree.
@@ -138,12 +143,16 @@ fn summarize(nodes: &[Impact]) -> Summary {
         if let Some(owner) = &impact.owner {
             owners.insert(owner.clone());
         }
-        let breaks = impact
-            .column
-            .as_ref()
-            .is_some_and(|finding| finding.casts.iter().any(|cast| cast.break_risk));
-        if breaks {
-            summary.break_risks.push(impact.unique_id.clone());
+        if let Some(finding) = &impact.column {
+            if finding.uses.iter().any(|u| u.risk.is_breaks()) {
+                summary.break_risks.push(impact.unique_id.clone());
+            } else if finding
+                .uses
+                .iter()
+                .any(|u| matches!(u.risk, Risk::DependsOnData { .. }))
+            {
+                summary.depends_on_data.push(impact.unique_id.clone());
+            }
         }
     }
     summary.owners = owners.into_iter().collect();

@@ -13,8 +13,7 @@ use serde::Serialize;
 use crate::sanitize::{Sanitize, Sanitized};
 
 use super::{
-    BlastRadius, CastFinding, ColumnChange, ColumnFinding, Impact, Lineage, Node, Risk, Summary,
-    UseFinding,
+    BlastRadius, ColumnChange, ColumnFinding, Impact, Lineage, Node, Risk, Summary, UseFinding,
 };
 
 /// Children shown under one node in the text tree before a "+N more" row.
@@ -63,7 +62,8 @@ pub struct Report {
     pub from: FromNode,
     /// Exactly the nodes downstream of `from`, sorted by (depth, unique_id).
     pub nodes: Vec<ReportNode>,
-    /// `break_risks` lists the nodes with a use the new type breaks.
+    /// `break_risks` lists the nodes with a use the new type breaks, `depends_on_data`
+    /// those with a use that runs only while every value converts (and none that breaks).
     pub summary: Summary,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub column: Option<ColumnReport>,
@@ -104,7 +104,8 @@ pub struct ColumnReport {
     /// False when no new type was known: uses are listed, none is judged a risk.
     pub break_risk_judged: bool,
     /// Nodes with a use that runs only while every value converts (and none that
-    /// breaks): the warehouse can count the values that would not.
+    /// breaks): the warehouse can count the values that would not. The same list as
+    /// `summary.depends_on_data`, here too because scripts read it here.
     pub depends_on_data: Vec<String>,
     /// Said when something limits the findings.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -167,12 +168,9 @@ fn report_from(
     blast: BlastRadius,
     mut column: Option<ColumnReport>,
 ) -> Report {
-    let mut summary = blast.summary;
+    let summary = blast.summary;
     if let Some(column) = &mut column {
-        // Judged on every use, not only on casts.
-        let (breaks, depends) = judged_nodes(&blast.nodes);
-        summary.break_risks = breaks;
-        column.depends_on_data = depends;
+        column.depends_on_data = summary.depends_on_data.clone();
     }
     let nodes = blast
         .nodes
@@ -198,28 +196,6 @@ fn report_from(
         summary,
         column,
     }
-}
-
-/// The nodes with a use that breaks, and those with one that depends on the data and
-/// none that breaks, in the blast radius's order.
-fn judged_nodes(nodes: &[Impact]) -> (Vec<String>, Vec<String>) {
-    let mut breaks = Vec::new();
-    let mut depends = Vec::new();
-    for impact in nodes {
-        let Some(finding) = &impact.column else {
-            continue;
-        };
-        if finding.uses.iter().any(|u| u.risk == Risk::Breaks) {
-            breaks.push(impact.unique_id.clone());
-        } else if finding
-            .uses
-            .iter()
-            .any(|u| matches!(u.risk, Risk::DependsOnData { .. }))
-        {
-            depends.push(impact.unique_id.clone());
-        }
-    }
-    (breaks, depends)
 }
 
 fn report_node(impact: Impact, resource_type: String) -> ReportNode {
@@ -257,6 +233,7 @@ impl Sanitize for Report {
                     by_materialization,
                     owners,
                     break_risks,
+                    depends_on_data: summary_depends_on_data,
                 },
             column,
         } = self;
@@ -270,6 +247,7 @@ impl Sanitize for Report {
         by_materialization.sanitize();
         owners.sanitize();
         break_risks.sanitize();
+        summary_depends_on_data.sanitize();
         for ReportNode {
             unique_id,
             name,
@@ -289,21 +267,10 @@ impl Sanitize for Report {
             parents.sanitize();
             if let Some(ColumnFinding {
                 reads: _,
-                casts,
                 uses,
                 method: _, // one of our own constants
             }) = column
             {
-                for CastFinding {
-                    target_type,
-                    expression,
-                    break_risk: _,
-                    method: _,
-                } in casts
-                {
-                    target_type.sanitize();
-                    expression.sanitize();
-                }
                 for UseFinding {
                     kind: _, // an enum of ours
                     expression,
@@ -464,17 +431,17 @@ fn write_summary(report: &Report, out: &mut String) {
     if !summary.owners.is_empty() {
         let _ = writeln!(out, "  owners: {}", summary.owners.join(", "));
     }
-    if let Some(column) = &report.column {
+    if report.column.is_some() {
         let _ = if summary.break_risks.is_empty() {
             writeln!(out, "  break risks: none")
         } else {
             writeln!(out, "  break risks: {}", summary.break_risks.join(", "))
         };
-        if !column.depends_on_data.is_empty() {
+        if !summary.depends_on_data.is_empty() {
             let _ = writeln!(
                 out,
                 "  depends on the data: {}",
-                column.depends_on_data.join(", ")
+                summary.depends_on_data.join(", ")
             );
         }
     }

@@ -24,8 +24,8 @@ use serde::Serialize;
 pub use blast::{BlastRadius, Impact, Summary, TreeRow};
 pub use catalog::CatalogColumn;
 pub use columns::{
-    find_column_use, use_sites, CastFinding, ColumnChange, ColumnFinding, Dialect, Risk,
-    UseFinding, UseKind, UseSite, Wants, PARSER, TOKENS,
+    find_column_use, use_sites, ColumnChange, ColumnFinding, Dialect, Risk, UseFinding, UseKind,
+    UseSite, Wants, PARSER, TOKENS,
 };
 pub use error::LineageError;
 pub use notes::{Notes, OptionEffect, OwnerRule, Reader, ReaderKind, Writer, WriterOption};

@@ -28,8 +28,16 @@ pub struct CheckLine<'a> {
     pub health: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub column: Option<&'a str>,
+    /// volume: the day judged.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub day: Option<&'a str>,
+    /// volume only, with `day`: that day is today, counted up to the time of the check.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partial: Option<bool>,
+    /// null_rate: measured over the rows loaded at or after this time (UTC), not the
+    /// whole table; absent when the whole table was measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub score: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -49,6 +57,9 @@ impl<'a> CheckLine<'a> {
             health: o.health.as_str(),
             column: o.detail.column.as_deref(),
             day: o.detail.day.as_deref(),
+            // Said with the day it qualifies: a volume check that ran.
+            partial: o.detail.day.is_some().then_some(o.detail.partial),
+            since: o.detail.since.as_deref(),
             score: o.detail.score,
             message: o.detail.message.as_deref(),
         }

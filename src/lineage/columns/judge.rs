@@ -46,7 +46,7 @@ pub(super) fn judge(detail: &UseDetail, new_type: &str, dialect: Dialect) -> (Ri
 
 /// What a type is, as far as conversions go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Family {
+enum Family {
     Text,
     /// Whole numbers of this many bytes (2, 4 or 8).
     Integer {
@@ -112,7 +112,7 @@ impl Family {
 
 /// The family of a type as written (`VARCHAR(12)`, `numeric(10, 2)`, `double
 /// precision`, `int64`); `None` for a type we do not judge (json, variant, ...).
-pub(super) fn family(type_text: &str) -> Option<Family> {
+fn family(type_text: &str) -> Option<Family> {
     let lower = type_text.trim().to_lowercase();
     let base = lower
         .split(|c: char| c == '(' || c.is_whitespace())

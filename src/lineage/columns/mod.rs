@@ -24,7 +24,7 @@ use serde::Serialize;
 pub struct ColumnChange {
     pub column: String,
     /// The column's new type. Empty when it is not known: uses are then reported
-    /// without a judgement (every risk is [`Risk::Safe`], every `break_risk` false).
+    /// without a judgement (every risk is [`Risk::Safe`]).
     pub new_type: String,
 }
 
@@ -33,25 +33,9 @@ pub struct ColumnChange {
 pub struct ColumnFinding {
     /// The column name appears as an identifier (not only as an output alias).
     pub reads: bool,
-    /// The casts among `uses`, in their older form. `break_risk` agrees with the cast's
-    /// use: true only when its risk is [`Risk::Breaks`].
-    pub casts: Vec<CastFinding>,
     /// Every use of the column the new type could break, judged, in SQL order.
     pub uses: Vec<UseFinding>,
     /// How `reads` and the uses were found: [`PARSER`] or [`TOKENS`].
-    pub method: &'static str,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CastFinding {
-    /// As written, e.g. `integer` or `numeric(10,2)`.
-    pub target_type: String,
-    /// The exact cast text from the SQL, e.g. `cast(p.amount as integer)`.
-    pub expression: String,
-    /// The cast fails on the new type whatever the data (its use's risk is
-    /// [`Risk::Breaks`]).
-    pub break_risk: bool,
-    /// How the finding was made: [`PARSER`] or [`TOKENS`].
     pub method: &'static str,
 }
 
@@ -374,47 +358,25 @@ fn judged(
     dialect: Dialect,
     method: &'static str,
 ) -> ColumnFinding {
-    let mut casts = Vec::new();
-    let mut uses = Vec::new();
-    for found in found {
-        let (risk, reason) = judge::judge(&found.detail, &change.new_type, dialect);
-        if let UseDetail::Cast { target_type, .. } = &found.detail {
-            casts.push(CastFinding {
-                target_type: target_type.clone(),
-                expression: found.expression.clone(),
-                break_risk: legacy_break_risk(&found.detail, &change.new_type),
+    let uses = found
+        .into_iter()
+        .map(|found| {
+            let (risk, reason) = judge::judge(&found.detail, &change.new_type, dialect);
+            UseFinding {
+                kind: found.detail.kind(),
+                expression: found.expression,
+                column: found.column,
+                risk,
+                reason,
                 method,
-            });
-        }
-        uses.push(UseFinding {
-            kind: found.detail.kind(),
-            expression: found.expression,
-            column: found.column,
-            risk,
-            reason,
-            method,
-        });
-    }
+            }
+        })
+        .collect();
     ColumnFinding {
         reads,
-        casts,
         uses,
         method,
     }
-}
-
-/// Text cast to a strict type with `CAST` or `::`, whatever the dialect.
-fn legacy_break_risk(detail: &UseDetail, new_type: &str) -> bool {
-    let UseDetail::Cast {
-        target_type,
-        fails_loudly,
-    } = detail
-    else {
-        return false;
-    };
-    *fails_loudly
-        && judge::family(new_type) == Some(judge::Family::Text)
-        && judge::family(target_type).is_some_and(|t| t != judge::Family::Text)
 }
 
 #[cfg(test)]
@@ -433,8 +395,6 @@ mod tests {
         let sql = "select cast(p.amount as integer) as n, p.amount / 100 as units from payments p";
         let finding = find_column_use(sql, &change("VARCHAR(12)"), Dialect::Postgres);
         assert_eq!(finding.method, PARSER);
-        assert_eq!(finding.casts[0].method, PARSER);
-        assert_eq!(finding.casts[0].expression, "cast(p.amount as integer)");
         let kinds: Vec<(UseKind, &str, &str)> = finding
             .uses
             .iter()
@@ -454,9 +414,10 @@ mod tests {
                      from {{ ref('payments') }} p";
         let finding = find_column_use(jinja, &change("VARCHAR(12)"), Dialect::Postgres);
         assert_eq!(finding.method, TOKENS);
-        assert_eq!(finding.casts[0].method, TOKENS);
         assert_eq!(finding.uses.len(), 2);
         assert!(finding.uses.iter().all(|u| u.method == TOKENS));
+        assert_eq!(finding.uses[0].kind, UseKind::Cast);
+        assert_eq!(finding.uses[0].expression, "cast(p.amount as integer)");
         assert_eq!(finding.uses[1].expression, "p.amount / 100");
         assert_eq!(finding.uses[1].risk, Risk::Breaks);
     }
@@ -465,9 +426,11 @@ mod tests {
     fn an_unknown_new_type_judges_nothing() {
         let sql = "select amount::int, amount / 100, sum(amount) from payments";
         let finding = find_column_use(sql, &change(""), Dialect::Postgres);
-        assert_eq!(finding.casts.len(), 1);
-        assert!(!finding.casts[0].break_risk);
-        assert_eq!(finding.uses.len(), 3);
+        let kinds: Vec<UseKind> = finding.uses.iter().map(|u| u.kind).collect();
+        assert_eq!(
+            kinds,
+            vec![UseKind::Cast, UseKind::Arithmetic, UseKind::Function]
+        );
         for found in &finding.uses {
             assert_eq!(found.risk, Risk::Safe);
             assert_eq!(found.reason, "new type unknown: not judged");

@@ -913,26 +913,40 @@ mod tests {
                    from {{ ref('stg_payments') }} p";
         let finding = find(sql);
         assert!(finding.reads);
-        assert_eq!(finding.casts.len(), 2);
-        assert_eq!(finding.casts[0].expression, "CAST(p.Amount AS integer)");
-        assert_eq!(finding.casts[0].target_type, "integer");
+        let casts: Vec<(UseKind, &str, &str, &Risk)> = finding
+            .uses
+            .iter()
+            .map(|u| (u.kind, u.expression.as_str(), u.column.as_str(), &u.risk))
+            .collect();
         assert_eq!(
-            finding.uses[0].risk,
-            Risk::DependsOnData {
-                target_type: "integer".into()
-            }
+            casts,
+            vec![
+                (
+                    UseKind::Cast,
+                    "CAST(p.Amount AS integer)",
+                    "p.Amount",
+                    &Risk::DependsOnData {
+                        target_type: "integer".into()
+                    }
+                ),
+                (
+                    UseKind::Cast,
+                    "amount::numeric(4, 0)",
+                    "amount",
+                    &Risk::DependsOnData {
+                        target_type: "numeric(4, 0)".into()
+                    }
+                ),
+            ]
         );
-        assert_eq!(finding.casts[1].expression, "amount::numeric(4, 0)");
-        assert_eq!(finding.casts[1].target_type, "numeric(4, 0)");
-        assert_eq!(finding.uses[1].column, "amount");
     }
 
     #[test]
     fn safe_casts_are_reported_without_risk() {
         let sql = "select try_cast(amount as int) a, safe_cast(x.amount as int64) b from t x";
         let finding = find(sql);
-        assert_eq!(finding.casts.len(), 2);
-        assert!(finding.casts.iter().all(|c| !c.break_risk));
+        assert_eq!(finding.uses.len(), 2);
+        assert!(finding.uses.iter().all(|u| u.kind == UseKind::Cast));
         assert!(finding.uses.iter().all(|u| u.risk == Risk::Safe));
     }
 
@@ -965,7 +979,11 @@ mod tests {
                    amounts::int, (amount)::int, amount(1) from t";
         let finding = find(sql);
         assert!(finding.reads);
-        assert!(finding.casts.is_empty(), "{:?}", finding.casts);
+        assert!(
+            finding.uses.iter().all(|u| u.kind != UseKind::Cast),
+            "{:?}",
+            finding.uses
+        );
         // `trim(amount)` is a string function of it, which text keeps working with.
         assert_eq!(texts(sql), vec!["trim(amount)"]);
     }
@@ -974,14 +992,21 @@ mod tests {
     fn two_word_types_and_non_ascii_text() {
         let sql = "select amount::double precision as d, 'è → ü' as s, größe from t";
         let finding = find(sql);
-        assert_eq!(finding.casts[0].target_type, "double precision");
+        assert_eq!(finding.uses[0].expression, "amount::double precision");
+        assert_eq!(
+            finding.uses[0].risk,
+            Risk::DependsOnData {
+                target_type: "double precision".into()
+            }
+        );
     }
 
     #[test]
     fn quoted_identifiers_count() {
         let finding = find(r#"select "AMOUNT"::int, "amount" / 100 from t"#);
         assert!(finding.reads);
-        assert_eq!(finding.casts[0].expression, r#""AMOUNT"::int"#);
+        assert_eq!(finding.uses[0].kind, UseKind::Cast);
+        assert_eq!(finding.uses[0].expression, r#""AMOUNT"::int"#);
         assert_eq!(finding.uses[1].expression, r#""amount" / 100"#);
     }
 
