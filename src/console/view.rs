@@ -666,13 +666,7 @@ fn render_checks(frame: &mut Frame, area: Rect, incident: &IncidentView, theme: 
             ])
         })
         .collect();
-    // An open incident's checks are what it waits for; a closed one's, its verification.
-    let title = if incident.status == IncidentStatus::Open {
-        "Waiting for"
-    } else {
-        "Last verification"
-    };
-    let checks = Paragraph::new(lines).block(pane_block(title, false, theme));
+    let checks = Paragraph::new(lines).block(pane_block("Last verification", false, theme));
     frame.render_widget(checks, area);
 }
 

@@ -260,7 +260,7 @@ pub struct IncidentView {
     pub evidence: Vec<String>,
     pub blast: Vec<BlastNode>,
     pub proposals: Vec<ProposalView>,
-    /// Open: the checks it waits for, as they stand. Closed: its last verification.
+    /// The last verification, if any ran.
     pub checks: Vec<Check>,
     /// The receipt as Markdown, read from the chain: the same text `dataward receipt`
     /// prints. While the incident is open it says so at the top and holds what the

@@ -642,6 +642,9 @@ impl Engine {
             .iter()
             .map(|impact| blast_node(impact, blast.sees_column(&impact.unique_id)))
             .collect();
+        if let Some(column) = &column {
+            self.judge_against_data(incident, &blast, column);
+        }
         if approve::autonomy(&self.config, &incident.table) < 2 {
             return;
         }
@@ -699,6 +702,71 @@ impl Engine {
             self.notices.push(format!("{}: {reason}", incident.id));
         }
         incident.diagnosis.evidence.extend(refused);
+    }
+
+    /// A use that depends on the data is judged against it: the warehouse counts the
+    /// values of the changed column that would not convert, and the blast radius says
+    /// how many (a use that breaks on today's data is a break risk now).
+    fn judge_against_data(
+        &self,
+        incident: &mut Incident,
+        blast: &crate::lineage::BlastRadius,
+        column: &ColumnChange,
+    ) {
+        let warehouse = self
+            .config
+            .monitor
+            .iter()
+            .find(|m| Config::monitor_name(m) == incident.monitor)
+            .and_then(|m| self.poller.warehouse(&m.warehouse));
+        let (Some(warehouse), Ok(relation)) = (
+            warehouse,
+            crate::warehouse::Relation::parse(&incident.table),
+        ) else {
+            return;
+        };
+        for node in &mut incident.blast {
+            if !blast.sees_column(&node.id) {
+                continue;
+            }
+            let Some(target) = blast
+                .impact(&node.id)
+                .and_then(|i| i.column.as_ref())
+                .and_then(|c| {
+                    c.uses.iter().find_map(|u| match &u.risk {
+                        crate::lineage::Risk::DependsOnData { target_type } => {
+                            Some(target_type.clone())
+                        }
+                        _ => None,
+                    })
+                })
+            else {
+                continue;
+            };
+            let Ok(Some(found)) = warehouse.count_uncastable(&relation, &column.column, &target)
+            else {
+                continue;
+            };
+            let counted = if found.rows == 0 {
+                format!("every {} value converts to {target} today", column.column)
+            } else {
+                node.break_risk = true;
+                format!(
+                    "{} values do not convert to {target} today (e.g. {})",
+                    monitor::thousands(found.rows as f64),
+                    found
+                        .examples
+                        .iter()
+                        .map(|e| format!("{e:?}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            node.finding = Some(match &node.finding {
+                Some(finding) => format!("{finding}; {counted}"),
+                None => counted,
+            });
+        }
     }
 
     /// A file of the dbt project, by its path relative to `project_dir`, refused unless

@@ -289,8 +289,6 @@ impl Engine {
             }
             let checks = self.recovery_checks(i);
             let incident = &mut self.incidents[i];
-            // What it waits for, for whoever asks why it is still open.
-            incident.checks = checks.clone();
             let symptom_checks = &checks[checks.len() - incident.symptoms.len()..];
             for (symptom, check) in incident.symptoms.iter_mut().zip(symptom_checks) {
                 if matches!(symptom.source, SymptomSource::Check { .. }) {
