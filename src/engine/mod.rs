@@ -529,13 +529,11 @@ impl Engine {
 
         // L0: monitors only. The breach is recorded and shown; nothing is inferred.
         if approve::autonomy(&self.config, &observation.table) == 0 {
-            let diagnosis = Diagnosis {
-                kind: diagnosis::CauseKind::Unexplained,
-                cause: "L0: monitors only; no diagnosis".to_string(),
-                evidence: Vec::new(),
-                column_change: None,
-                removed_column: None,
-            };
+            let diagnosis = Diagnosis::of(
+                diagnosis::CauseKind::Unexplained,
+                "L0: monitors only; no diagnosis".to_string(),
+                Vec::new(),
+            );
             let incident = Incident::opened(&id, observation, &expected, &self.now, diagnosis);
             self.incidents.push(incident);
             return Ok(events);

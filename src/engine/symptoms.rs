@@ -102,6 +102,25 @@ impl Engine {
         })])
     }
 
+    /// "orders reads raw.payments, where INC-0001 is open: (its cause)".
+    fn reads_root(&self, i: usize, name: &str) -> String {
+        let incident = &self.incidents[i];
+        format!(
+            "{name} reads {}, where {} is open: {}",
+            incident.table, incident.id, incident.diagnosis.cause
+        )
+    }
+
+    fn mark_recovered(&mut self, i: usize, source: &SymptomSource) {
+        if let Some(s) = self.incidents[i]
+            .symptoms
+            .iter_mut()
+            .find(|s| &s.source == source)
+        {
+            s.recovered = true;
+        }
+    }
+
     /// A breach downstream can be seen before its root: an incident opened on it earlier,
     /// that nobody has acted on yet, becomes a symptom of the new root and is closed as
     /// merged into it, on the chain. One incident per root cause, in either order.
@@ -187,20 +206,10 @@ impl Engine {
         for (i, node, name, status, ran) in found {
             let source = SymptomSource::Run { node };
             if status != "failed" {
-                if let Some(s) = self.incidents[i]
-                    .symptoms
-                    .iter_mut()
-                    .find(|s| s.source == source)
-                {
-                    s.recovered = true;
-                }
+                self.mark_recovered(i, &source);
                 continue;
             }
-            let incident = &self.incidents[i];
-            let explanation = format!(
-                "the {name} reads {}, where {} is open: {}",
-                incident.table, incident.id, incident.diagnosis.cause
-            );
+            let explanation = format!("the {}", self.reads_root(i, &name));
             let observed = format!(
                 "failed at {} (as the scheduler reports it)",
                 crate::incident::diagnosis::when(&ran)
@@ -265,13 +274,7 @@ impl Engine {
                 node: result.unique_id.clone(),
             };
             if built {
-                if let Some(s) = self.incidents[i]
-                    .symptoms
-                    .iter_mut()
-                    .find(|s| s.source == source)
-                {
-                    s.recovered = true;
-                }
+                self.mark_recovered(i, &source);
                 continue;
             }
             if !(result.status.is_failure() || result.status == NodeStatus::Skipped) {
@@ -291,11 +294,7 @@ impl Engine {
                 }
                 (status, None) => format!("{}{when}", status.as_str()),
             };
-            let incident = &self.incidents[i];
-            let explanation = format!(
-                "{name} reads {}, where {} is open: {}",
-                incident.table, incident.id, incident.diagnosis.cause
-            );
+            let explanation = self.reads_root(i, &name);
             events.extend(self.add_symptom(i, source, &name, "dbt run", observed, explanation)?);
         }
         Ok(events)

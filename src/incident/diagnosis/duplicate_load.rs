@@ -37,13 +37,7 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
     }
     let mut evidence = vec![breach.sentence()];
     evidence.extend(other_breaches(facts));
-    Some(Diagnosis {
-        kind: CauseKind::DuplicateLoad,
-        cause,
-        evidence,
-        column_change: None,
-        removed_column: None,
-    })
+    Some(Diagnosis::of(CauseKind::DuplicateLoad, cause, evidence))
 }
 
 #[cfg(test)]

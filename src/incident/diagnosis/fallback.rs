@@ -13,17 +13,12 @@ pub fn diagnose(facts: &Facts) -> Diagnosis {
     }
     let mut evidence = vec![facts.breach.sentence()];
     evidence.extend(other_breaches(facts));
-    Diagnosis {
-        kind: CauseKind::Unexplained,
-        cause: format!(
-            "{}; not explained yet: {}",
-            facts.breach.sentence(),
-            ruled_out.join(", ")
-        ),
-        evidence,
-        column_change: None,
-        removed_column: None,
-    }
+    let cause = format!(
+        "{}; not explained yet: {}",
+        facts.breach.sentence(),
+        ruled_out.join(", ")
+    );
+    Diagnosis::of(CauseKind::Unexplained, cause, evidence)
 }
 
 #[cfg(test)]

@@ -110,6 +110,19 @@ pub struct Diagnosis {
     pub removed_column: Option<String>,
 }
 
+impl Diagnosis {
+    /// A cause that changed no column.
+    pub fn of(kind: CauseKind, cause: String, evidence: Vec<String>) -> Diagnosis {
+        Diagnosis {
+            kind,
+            cause,
+            evidence,
+            column_change: None,
+            removed_column: None,
+        }
+    }
+}
+
 impl CauseKind {
     /// The order the rules are tried in: lower is more specific.
     fn rank(self) -> usize {

@@ -53,13 +53,7 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
         ));
     }
     evidence.extend(other_breaches(facts));
-    Some(Diagnosis {
-        kind: CauseKind::PartialLoad,
-        cause,
-        evidence,
-        column_change: None,
-        removed_column: None,
-    })
+    Some(Diagnosis::of(CauseKind::PartialLoad, cause, evidence))
 }
 
 #[cfg(test)]

@@ -141,4 +141,28 @@ mod tests {
             "a change nothing reads badly is no incident"
         );
     }
+
+    #[test]
+    fn a_removed_column_that_models_read_is_named_with_them() {
+        let mut f = facts(figure(CheckKind::Schema, 4.0, VerdictKind::Changed, 5.0));
+        f.table_changes = vec![(
+            "2026-11-24T14:05:00Z".into(),
+            SchemaChange::Removed {
+                column: "payment_method".into(),
+                data_type: "text".into(),
+            },
+        )];
+        f.broken_uses = vec![BrokenUse {
+            model: "stg_payments".into(),
+            expression: "payment_method".into(),
+            reason: "raw.payments no longer has payment_method".into(),
+        }];
+        let d = diagnose(&f).unwrap();
+        assert_eq!(
+            d.cause,
+            "raw.payments.payment_method was removed; 1 downstream model reads it in ways that break: stg_payments"
+        );
+        assert_eq!(d.removed_column.as_deref(), Some("payment_method"));
+        assert!(d.column_change.is_none());
+    }
 }

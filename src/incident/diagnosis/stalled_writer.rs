@@ -45,13 +45,7 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
             .filter(|f| f.verdict.is_breach() && *f != late)
             .map(Figure::sentence),
     );
-    Some(Diagnosis {
-        kind: CauseKind::StalledWriter,
-        cause,
-        evidence,
-        column_change: None,
-        removed_column: None,
-    })
+    Some(Diagnosis::of(CauseKind::StalledWriter, cause, evidence))
 }
 
 #[cfg(test)]

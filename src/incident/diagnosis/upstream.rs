@@ -5,16 +5,15 @@ use super::*;
 
 pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
     let root = facts.upstream_incident.as_ref()?;
-    Some(Diagnosis {
-        kind: CauseKind::Upstream,
-        cause: format!(
-            "{} reads {}, where {} is open: {}",
-            facts.table, root.table, root.id, root.cause
-        ),
-        evidence: vec![facts.breach.sentence()],
-        column_change: None,
-        removed_column: None,
-    })
+    let cause = format!(
+        "{} reads {}, where {} is open: {}",
+        facts.table, root.table, root.id, root.cause
+    );
+    Some(Diagnosis::of(
+        CauseKind::Upstream,
+        cause,
+        vec![facts.breach.sentence()],
+    ))
 }
 
 #[cfg(test)]
