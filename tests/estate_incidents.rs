@@ -616,3 +616,24 @@ fn a_breach_below_seen_before_its_root_is_merged_into_the_root_as_a_symptom() {
         .iter()
         .all(|p| p.state == ProposalState::Withdrawn));
 }
+
+#[test]
+fn most_of_yesterdays_payments_deleted_is_that_days_volume_not_the_tables_size() {
+    let Some(mut run) = healthy("partial_yesterday") else {
+        return;
+    };
+    let yesterday = run.now.date() - TimeDelta::days(1);
+    run.estate
+        .delete_share_of_day("raw.payments", yesterday, 0.6);
+    run.play(5, false);
+    let incident = run.incident();
+    let cause = cause(&incident);
+    assert!(
+        cause.starts_with(&format!(
+            "rows loaded into raw.payments on {yesterday} fell to"
+        )),
+        "{cause}"
+    );
+    // The table's own size barely moved, and the cause does not pretend it did.
+    assert!(!cause.contains("rows in raw.payments"), "{cause}");
+}
