@@ -107,6 +107,23 @@ impl<'a> FieldReader<'a> {
         }
     }
 
+    /// A small whole number (a count such as dbt's `lookback`).
+    pub fn optional_count(
+        &self,
+        parent: &Map<String, Value>,
+        key: &str,
+        path: &str,
+    ) -> Result<Option<u32>, LineageError> {
+        match parent.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) => match n.as_u64().and_then(|n| u32::try_from(n).ok()) {
+                Some(n) => Ok(Some(n)),
+                None => Err(self.error(path, format!("expected a whole number, found {n}"))),
+            },
+            Some(other) => Err(self.wrong_type(path, "a whole number", other)),
+        }
+    }
+
     pub fn optional_strings(
         &self,
         parent: &Map<String, Value>,

@@ -10,7 +10,7 @@ mod typed;
 use serde_json::{Map, Value};
 
 use super::json_fields::{parse_json, quoted, schema_version, FieldReader};
-use super::{LineageError, Node, NodeKind};
+use super::{LineageError, Microbatch, Node, NodeKind, DEFAULT_LOOKBACK};
 
 /// The oldest manifest schema we read. v7 is dbt 1.3; older ones spell too much
 /// differently (and dbt itself stopped reading them).
@@ -195,6 +195,20 @@ fn read_node(
         ),
         None => (None, None),
     };
+    let microbatch = match config {
+        Some(config) if incremental_strategy.as_deref() == Some("microbatch") => {
+            let key = |k: &str| format!("{config_path}.{k}");
+            Some(Microbatch {
+                event_time: reader.optional_string(config, "event_time", &key("event_time"))?,
+                batch_size: reader.optional_string(config, "batch_size", &key("batch_size"))?,
+                lookback: reader
+                    .optional_count(config, "lookback", &key("lookback"))?
+                    .unwrap_or(DEFAULT_LOOKBACK),
+                begin: reader.optional_string(config, "begin", &key("begin"))?,
+            })
+        }
+        _ => None,
+    };
 
     let owner = if kind == NodeKind::Exposure {
         exposure_owner(reader, fields, &field("owner"))?
@@ -237,6 +251,7 @@ fn read_node(
         relation_name,
         materialized,
         incremental_strategy,
+        microbatch,
         owner,
         sql,
         schedule: None,
@@ -386,6 +401,37 @@ mod tests {
             typed::parse(text).unwrap_or_else(|| panic!("{name}: the typed reader gave up"));
         let walked = parse_by_walking(text, name).unwrap();
         assert_eq!(typed, walked, "{name}");
+    }
+
+    #[test]
+    fn a_microbatch_models_batches_and_lookback_are_read() {
+        let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/lineage");
+        let text = std::fs::read_to_string(format!("{fixtures}/microbatch_manifest.json")).unwrap();
+        let contents = parse_by_walking(&text, "microbatch_manifest.json").unwrap();
+        let node = |id: &str| contents.nodes.iter().find(|n| n.unique_id == id).unwrap();
+        assert_eq!(
+            node("model.shop.fct_daily_events").microbatch,
+            Some(Microbatch {
+                event_time: Some("happened_at".into()),
+                batch_size: Some("day".into()),
+                lookback: 1,
+                begin: Some("2024-01-01".into()),
+            })
+        );
+        // No lookback in the config: dbt's default.
+        assert_eq!(
+            node("model.shop.fct_weekly")
+                .microbatch
+                .as_ref()
+                .unwrap()
+                .lookback,
+            DEFAULT_LOOKBACK
+        );
+        // A view with an event_time is not a microbatch model.
+        assert_eq!(node("model.shop.stg_events").microbatch, None);
+        let bad = text.replace("\"lookback\": 1", "\"lookback\": \"one\"");
+        let error = parse_by_walking(&bad, "bad.json").unwrap_err().to_string();
+        assert!(error.contains("lookback"), "{error}");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{is_relation, ManifestContents, NodeKind, OLDEST_SCHEMA};
-use crate::lineage::Node;
+use crate::lineage::{Microbatch, Node, DEFAULT_LOOKBACK};
 
 type Section = BTreeMap<String, RawNode>;
 
@@ -64,6 +64,10 @@ struct RawConfig {
     materialized: Option<String>,
     incremental_strategy: Option<String>,
     meta: Option<Value>,
+    event_time: Option<String>,
+    batch_size: Option<String>,
+    lookback: Option<u32>,
+    begin: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -135,14 +139,25 @@ fn node(unique_id: String, raw: RawNode) -> Node {
             .unwrap_or(&unique_id)
             .to_string()
     });
-    let (materialized, incremental_strategy, config_meta) = match raw.config {
-        Some(config) => (
-            config.materialized,
-            config.incremental_strategy,
-            config.meta,
-        ),
-        None => (None, None, None),
-    };
+    let (materialized, incremental_strategy, config_meta, microbatch) =
+        match raw.config {
+            Some(config) => {
+                let microbatch = (config.incremental_strategy.as_deref() == Some("microbatch"))
+                    .then(|| Microbatch {
+                        event_time: config.event_time,
+                        batch_size: config.batch_size,
+                        lookback: config.lookback.unwrap_or(DEFAULT_LOOKBACK),
+                        begin: config.begin,
+                    });
+                (
+                    config.materialized,
+                    config.incremental_strategy,
+                    config.meta,
+                    microbatch,
+                )
+            }
+            None => (None, None, None, None),
+        };
     let owner = if kind == NodeKind::Exposure {
         raw.owner
             .and_then(|owner| owner.name.filter(|n| !n.is_empty()).or(owner.email))
@@ -181,6 +196,7 @@ fn node(unique_id: String, raw: RawNode) -> Node {
         relation_name,
         materialized,
         incremental_strategy,
+        microbatch,
         owner,
         sql,
         schedule: None,
