@@ -117,6 +117,62 @@ impl Engine {
             writers: self.writers(&observation.table),
             upstream_incident: self.upstream_incident(&observation.table),
             broken_uses,
+            batches: self.batches(&observation.table),
+        })
+    }
+
+    /// The table as a dbt model built in batches, with the days of the nearest tables
+    /// upstream that have a volume check, as their latest check judged them.
+    fn batches(&self, table: &str) -> Option<crate::incident::diagnosis::BatchFacts> {
+        use crate::incident::diagnosis::{BatchFacts, ParentDay};
+        use petgraph::Direction::Incoming;
+        let lineage = self.lineage.as_ref()?;
+        let model = lineage.resolve(table).ok()?;
+        let node = lineage.node(model);
+        let microbatch = node.microbatch.as_ref()?;
+        // Which node each monitored table is, once.
+        let volumes: Vec<(petgraph::graph::NodeIndex, &Observation)> = self
+            .latest
+            .values()
+            .filter(|o| o.check == CheckKind::Volume && !o.detail.days.is_empty())
+            .filter_map(|o| Some((lineage.resolve(&o.table).ok()?, o)))
+            .collect();
+        let mut parents = Vec::new();
+        let mut seen = std::collections::HashSet::from([model]);
+        let mut frontier: Vec<_> = lineage
+            .graph()
+            .neighbors_directed(model, Incoming)
+            .collect();
+        while !frontier.is_empty() && parents.is_empty() {
+            let mut next = Vec::new();
+            for up in frontier {
+                if !seen.insert(up) {
+                    continue;
+                }
+                match volumes.iter().find(|(index, _)| *index == up) {
+                    Some((_, o)) => parents.extend(o.detail.days.iter().map(|d| {
+                        ParentDay {
+                            table: o.table.clone(),
+                            day: d.day.clone(),
+                            rows: d.rows,
+                            ok: d.verdict == crate::detect::VerdictKind::Ok,
+                            share: d
+                                .expected
+                                .filter(|r| r.baseline > 0.0)
+                                .map(|r| (d.rows / r.baseline * 100.0).round()),
+                        }
+                    })),
+                    None => next.extend(lineage.graph().neighbors_directed(up, Incoming)),
+                }
+            }
+            frontier = next;
+        }
+        Some(BatchFacts {
+            model: node.name.clone(),
+            file: node.file.clone(),
+            batch_size: microbatch.batch_size.clone().unwrap_or_default(),
+            lookback: microbatch.lookback,
+            parents,
         })
     }
 

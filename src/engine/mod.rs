@@ -429,6 +429,7 @@ impl Engine {
         }
         events.extend(self.read_run_results()?);
         events.extend(self.read_pipeline_failures()?);
+        events.extend(self.rediagnose_what_remains()?);
         events.extend(self.follow_runs()?);
         events.extend(self.dispatch_autonomous_runs()?);
         if !polled.is_empty() {
@@ -614,11 +615,13 @@ impl Engine {
     /// The blast radius from the lineage and, from L2 up, the proposals made from it.
     /// Proposals already made stay as they are, decided or not: only content not
     /// proposed before is added, numbered after them.
+    /// The table assessed is the one the facts are about: the incident's own, or a
+    /// symptom's when what remains of the incident is there.
     fn assess(&mut self, incident: &mut Incident, facts: &Facts) {
         let Some(lineage) = &self.lineage else {
             return;
         };
-        let from = match lineage.resolve(&incident.table) {
+        let from = match lineage.resolve(&facts.table) {
             Ok(from) => from,
             Err(e) => {
                 let notice = format!("{}: no blast radius: {e}", incident.id);
@@ -643,7 +646,7 @@ impl Engine {
         if let Some(column) = &column {
             self.judge_against_data(incident, &blast, column);
         }
-        if approve::autonomy(&self.config, &incident.table) < 2 {
+        if approve::autonomy(&self.config, &facts.table) < 2 {
             return;
         }
         // From the cached bar: opening an incident makes no call to the scheduler.
@@ -671,7 +674,7 @@ impl Engine {
         };
         let fresh = propose::propose(&propose::Context {
             incident: &incident.id,
-            table: &incident.table,
+            table: &facts.table,
             facts,
             diagnosis: &incident.diagnosis,
             lineage,

@@ -121,6 +121,84 @@ impl Engine {
         }
     }
 
+    /// The incident's own table is back but a symptom is not: what remains may have a
+    /// cause of its own (a model whose batches never reach back to the day upstream
+    /// now holds). Diagnosed without the root, a more specific cause replaces the
+    /// incident's, on the chain, with proposals for the symptom's table.
+    pub(super) fn rediagnose_what_remains(&mut self) -> Result<Vec<Event>> {
+        let mut events = Vec::new();
+        for i in 0..self.incidents.len() {
+            let incident = &self.incidents[i];
+            if incident.status != IncidentStatus::Open || incident.root_back_at.is_none() {
+                continue;
+            }
+            let remaining: Vec<Observation> = incident
+                .symptoms
+                .iter()
+                .filter(|s| !s.recovered)
+                .filter_map(|s| match &s.source {
+                    SymptomSource::Check {
+                        monitor,
+                        check,
+                        column,
+                    } => self
+                        .latest
+                        .get(&(monitor.clone(), *check, column.clone()))
+                        .filter(|o| o.verdict.is_breach())
+                        .cloned(),
+                    SymptomSource::Run { .. } => None,
+                })
+                .collect();
+            for observation in remaining {
+                let mut facts = self.facts(&observation)?;
+                facts.upstream_incident = None;
+                let found = diagnosis::diagnose(&facts);
+                if !found
+                    .kind
+                    .more_specific_than(self.incidents[i].diagnosis.kind)
+                {
+                    continue;
+                }
+                let id = self.incidents[i].id.clone();
+                let mut found = found;
+                found.evidence.insert(
+                    0,
+                    format!(
+                        "{} is back since {}; {} is not",
+                        self.incidents[i].table,
+                        crate::incident::diagnosis::when(
+                            self.incidents[i]
+                                .root_back_at
+                                .as_deref()
+                                .unwrap_or_default()
+                        ),
+                        observation.table
+                    ),
+                );
+                self.record(
+                    "diagnosis",
+                    ENGINE_ACTOR,
+                    json!({"incident": id, "cause": found.cause, "evidence": found.evidence}),
+                )?;
+                events.push(self.event(EventKind::Diagnosis {
+                    incident: id.clone(),
+                    cause: found.cause.clone(),
+                    evidence: found.evidence.clone(),
+                }));
+                self.notices
+                    .push(format!("{id}: what remains is {}", observation.table));
+                let mut incident = self.incidents[i].clone();
+                incident.diagnosis = found;
+                let before = incident.proposals.len();
+                self.assess(&mut incident, &facts);
+                events.extend(self.record_assessment(&incident, before)?);
+                self.incidents[i] = incident;
+                break;
+            }
+        }
+        Ok(events)
+    }
+
     /// A breach downstream can be seen before its root: an incident opened on it earlier,
     /// that nobody has acted on yet, becomes a symptom of the new root and is closed as
     /// merged into it, on the chain. One incident per root cause, in either order.

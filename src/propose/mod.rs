@@ -88,6 +88,7 @@ struct Draft {
 pub fn propose(ctx: &Context) -> Vec<Proposal> {
     let mut proposals: Vec<Draft> = holds(ctx);
     proposals.extend(diffs(ctx));
+    proposals.extend(lookback_diff(ctx));
     proposals.extend(notes(ctx));
     proposals
         .into_iter()
@@ -127,7 +128,8 @@ fn damaged(ctx: &Context) -> Option<String> {
         CauseKind::DuplicateLoad => format!("a {table} holding a load twice"),
         CauseKind::NullSpike => format!("a {table} whose new rows lost their values"),
         CauseKind::SchemaBreak => format!("a {table} its models cannot read"),
-        CauseKind::Upstream | CauseKind::Unexplained => return None,
+        // A lookback gap: the runs are right to run; what is missing needs a backfill.
+        CauseKind::Upstream | CauseKind::LookbackGap | CauseKind::Unexplained => return None,
     })
 }
 
@@ -251,6 +253,46 @@ fn diffs(ctx: &Context) -> Vec<Draft> {
         });
     }
     drafts
+}
+
+/// A lookback gap: a diff of the model's config raising `lookback` so the next daily run
+/// reaches back to the missing day. Only where the model's own file sets it.
+fn lookback_diff(ctx: &Context) -> Option<Draft> {
+    if ctx.diagnosis.kind != CauseKind::LookbackGap {
+        return None;
+    }
+    let batches = ctx.facts.batches.as_ref()?;
+    let breach = &ctx.facts.breach;
+    let day = breach.day.as_deref()?;
+    // The next daily run is a day later than now: it must reach one batch further.
+    let needed = crate::incident::diagnosis::lookback_needed(day, &breach.at)? + 1;
+    let node = ctx.lineage.node(ctx.from);
+    let (Some(file), Some(raw)) = (&node.file, &node.raw_sql) else {
+        return None;
+    };
+    if !(ctx.file_allowed)(file) {
+        return None;
+    }
+    let new = rewrite::set_config_number(raw, "lookback", needed)?;
+    Some(Draft {
+        kind: ProposalKind::Diff,
+        title: format!(
+            "Raise {}'s lookback from {} to {needed}: the next run rebuilds {day}",
+            batches.model, batches.lookback
+        ),
+        owner: owner_of(&node.owner),
+        target: node.unique_id.clone(),
+        body: ProposalBody::Diff {
+            file: file.clone(),
+            old: raw.clone(),
+            new,
+        },
+        undo: format!("revert {file} to the version above"),
+        verify: format!(
+            "{} runs; its daily volumes for the last seven days match upstream within the band",
+            batches.model
+        ),
+    })
 }
 
 /// A note for the owner of each writer of the table: on a column change, its setting

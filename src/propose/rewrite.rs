@@ -6,6 +6,41 @@ use std::ops::Range;
 use crate::lineage::{use_sites, Dialect, Risk, UseFinding, UseSite, Wants};
 use crate::warehouse::CastTarget;
 
+/// Sets a number in a dbt `config(...)` call: `lookback=1` becomes `lookback=3`. None
+/// when the key is not set there as a plain number (it may live in a YAML file).
+pub fn set_config_number(sql: &str, key: &str, value: u32) -> Option<String> {
+    let config = sql.find("config(")?;
+    let end = config + sql[config..].find(')')?;
+    let inside = &sql[config..end];
+    let mut at = 0;
+    while let Some(found) = inside[at..].find(key) {
+        let start = config + at + found;
+        at += found + key.len();
+        let before = sql[..start].chars().next_back();
+        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+            continue;
+        }
+        let rest = &sql[start + key.len()..];
+        let spaced = rest.len() - rest.trim_start().len();
+        let Some(after_equals) = rest.trim_start().strip_prefix('=') else {
+            continue;
+        };
+        let gap = after_equals.len() - after_equals.trim_start().len();
+        let digits = after_equals.trim_start();
+        let len = digits.chars().take_while(char::is_ascii_digit).count();
+        if len == 0 {
+            return None;
+        }
+        let number_at = start + key.len() + spaced + 1 + gap;
+        return Some(format!(
+            "{}{value}{}",
+            &sql[..number_at],
+            &sql[number_at + len..]
+        ));
+    }
+    None
+}
+
 /// Replaces each risky cast of the changed column so the column stays text:
 /// `cast(o.col as integer) = m.other` becomes `o.col = cast(m.other as varchar(12))`, and a
 /// cast outside a comparison becomes a cast to the new type.
@@ -366,6 +401,30 @@ fn postgres_pattern(target_type: &str) -> Option<(&'static str, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_config_number_is_set_where_the_config_call_sets_it() {
+        let sql = "{{ config(materialized='incremental', incremental_strategy='microbatch', lookback=1, batch_size='day') }}\nselect 1";
+        assert_eq!(
+            set_config_number(sql, "lookback", 3).unwrap(),
+            sql.replace("lookback=1", "lookback=3")
+        );
+        let spaced = "{{ config(lookback = 12) }} select 1";
+        assert_eq!(
+            set_config_number(spaced, "lookback", 3).unwrap(),
+            "{{ config(lookback = 3) }} select 1"
+        );
+        // Not in the config call, or not a plain number: no diff.
+        assert_eq!(set_config_number("select lookback=1", "lookback", 3), None);
+        assert_eq!(
+            set_config_number("{{ config(lookback=var('lb')) }}", "lookback", 3),
+            None
+        );
+        assert_eq!(
+            set_config_number("{{ config(my_lookback=1) }}", "lookback", 3),
+            None
+        );
+    }
     use crate::lineage::{find_column_use, ColumnChange};
 
     #[test]

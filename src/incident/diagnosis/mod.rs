@@ -8,6 +8,7 @@
 mod duplicate_load;
 mod fallback;
 mod figure;
+mod lookback_gap;
 mod null_spike;
 mod partial_load;
 mod refill;
@@ -19,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::detect::SchemaChange;
 pub use figure::{when, Figure};
+pub use lookback_gap::lookback_needed;
 
 /// What the engine found around a breach.
 #[derive(Debug, Clone, Default)]
@@ -44,6 +46,32 @@ pub struct Facts {
     pub upstream_incident: Option<UpstreamIncident>,
     /// Uses of a changed column in downstream models that break on its new type.
     pub broken_uses: Vec<BrokenUse>,
+    /// The breached table is a dbt model built in batches: how, and what its parents
+    /// loaded on the same days.
+    pub batches: Option<BatchFacts>,
+}
+
+/// A model built in time batches (dbt's microbatch), for the lookback rule.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BatchFacts {
+    pub model: String,
+    /// The model's file, where its config can be changed.
+    pub file: Option<String>,
+    pub batch_size: String,
+    pub lookback: u32,
+    /// The nearest upstream tables with a volume check, and how each day looked there.
+    pub parents: Vec<ParentDay>,
+}
+
+/// One day of an upstream table's volume, as its latest check judged it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ParentDay {
+    pub table: String,
+    pub day: String,
+    pub rows: f64,
+    /// Within the usual band for that weekday.
+    pub ok: bool,
+    pub share: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -95,6 +123,9 @@ pub enum CauseKind {
     NullSpike,
     /// An open incident on a table upstream explains this breach.
     Upstream,
+    /// Upstream is complete for a day the model is still short of, and the model's
+    /// batches reach back too few days for any scheduled run to rebuild it.
+    LookbackGap,
     /// The numbers moved and nothing seen explains it yet.
     Unexplained,
 }
@@ -128,13 +159,14 @@ impl CauseKind {
     fn rank(self) -> usize {
         match self {
             CauseKind::Upstream => 0,
-            CauseKind::RefillAfterTypeChange => 1,
-            CauseKind::SchemaBreak => 2,
-            CauseKind::StalledWriter => 3,
-            CauseKind::DuplicateLoad => 4,
-            CauseKind::NullSpike => 5,
-            CauseKind::PartialLoad => 6,
-            CauseKind::Unexplained => 7,
+            CauseKind::LookbackGap => 1,
+            CauseKind::RefillAfterTypeChange => 2,
+            CauseKind::SchemaBreak => 3,
+            CauseKind::StalledWriter => 4,
+            CauseKind::DuplicateLoad => 5,
+            CauseKind::NullSpike => 6,
+            CauseKind::PartialLoad => 7,
+            CauseKind::Unexplained => 8,
         }
     }
 
@@ -149,6 +181,7 @@ type Rule = fn(&Facts) -> Option<Diagnosis>;
 /// Most specific first.
 const RULES: &[Rule] = &[
     upstream::diagnose,
+    lookback_gap::diagnose,
     refill::diagnose,
     schema_break::diagnose,
     stalled_writer::diagnose,
