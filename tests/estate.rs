@@ -119,6 +119,7 @@ fn dataward_reads_the_manifest_notes_and_config_and_watches_a_healthy_estate() {
         vec![
             "model.shop.stg_payments",
             "job.dbt_every_ten_minutes",
+            "model.shop.fct_payments",
             "model.shop.orders",
             "dashboard.orders_overview",
         ],
@@ -166,7 +167,7 @@ fn dataward_reads_the_manifest_notes_and_config_and_watches_a_healthy_estate() {
     assert_eq!(writers, vec!["loader.payments"]);
 
     let config = estate.load_config();
-    assert_eq!(config.monitor.len(), 5);
+    assert_eq!(config.monitor.len(), 6);
     assert_eq!(
         std::env::var(&estate.url_env).as_deref(),
         Ok(estate.url.as_str())
@@ -191,7 +192,9 @@ fn dataward_reads_the_manifest_notes_and_config_and_watches_a_healthy_estate() {
         .iter()
         .map(|m| format!("{} {} {} {}", m.name, m.check, m.health, m.verdict))
         .collect();
-    assert_eq!(snapshot.monitors.len(), 26, "{checks:#?}");
+    // Six checks on each raw table and on stg_payments (null rate per column), three on
+    // stg_orders, five on orders, four on the microbatch model.
+    assert_eq!(snapshot.monitors.len(), 30, "{checks:#?}");
     assert!(
         snapshot
             .monitors
@@ -213,7 +216,7 @@ fn the_loader_appends_each_hour_once_and_dbt_run_builds_the_models() {
     };
     // The build ran dbt once: the models exist and the run results say so.
     let first = run_results::load(&estate.run_results).unwrap();
-    assert_eq!(first.results.len(), 3);
+    assert_eq!(first.results.len(), 4);
     assert!(first
         .results
         .iter()
@@ -245,6 +248,7 @@ fn the_loader_appends_each_hour_once_and_dbt_run_builds_the_models() {
         vec![
             ("stg_orders", RunStatus::Success),
             ("stg_payments", RunStatus::Success),
+            ("fct_payments", RunStatus::Success),
             ("orders", RunStatus::Success),
         ],
         "parents first"
@@ -252,6 +256,8 @@ fn the_loader_appends_each_hour_once_and_dbt_run_builds_the_models() {
     let raw_payments = estate.count("raw.payments");
     assert_eq!(estate.count("analytics.stg_payments"), raw_payments);
     assert_eq!(estate.count("analytics.orders"), estate.count("raw.orders"));
+    // The new hour is in today's batch, which the microbatch model rebuilt.
+    assert_eq!(estate.count("analytics.fct_payments"), raw_payments);
     assert_eq!(
         outcome.model("stg_payments").rows,
         Some(raw_payments as u64)
@@ -278,6 +284,7 @@ fn the_loader_appends_each_hour_once_and_dbt_run_builds_the_models() {
         vec![
             ("model.shop.stg_orders", &NodeStatus::Success),
             ("model.shop.stg_payments", &NodeStatus::Success),
+            ("model.shop.fct_payments", &NodeStatus::Success),
             ("model.shop.orders", &NodeStatus::Success),
         ]
     );
@@ -332,6 +339,7 @@ fn the_loader_appends_each_hour_once_and_dbt_run_builds_the_models() {
     assert_eq!(down.model("stg_orders").status, RunStatus::Error);
     assert_eq!(down.model("stg_payments").status, RunStatus::Error);
     assert_eq!(down.model("orders").status, RunStatus::Skipped);
+    assert_eq!(down.model("fct_payments").status, RunStatus::Skipped);
     let message = down.model("stg_orders").message.clone().unwrap();
     assert!(
         message.starts_with("Database Error in model stg_orders (models/staging/stg_orders.sql)\n"),
@@ -449,6 +457,7 @@ fn a_type_changed_in_place_fails_the_staging_model_and_skips_its_child() {
     assert!(message.contains("amount / 100 as amount"), "{message}");
     assert!(message.contains("HINT:"), "{message}");
     assert_eq!(outcome.model("orders").status, RunStatus::Skipped);
+    assert_eq!(outcome.model("fct_payments").status, RunStatus::Skipped);
     assert_eq!(outcome.model("stg_orders").status, RunStatus::Success);
     // The failed model keeps yesterday's table, as dbt leaves it.
     assert_eq!(estate.count("analytics.stg_payments"), built);
