@@ -1318,10 +1318,10 @@ impl Estate {
     /// Emulates `dbt build --select MODEL+ --event-time-start START --event-time-end
     /// END`: rewrites the manifest, then builds only `model` and its descendants, in
     /// dependency order. A microbatch model among them rebuilds only the batches in
-    /// `[START, END)` (dbt's window: `END` is exclusive, and a window inside one day still
-    /// rebuilds that day), whatever its lookback; the others are built as `dbt_run`
-    /// builds them. The estate has no tests for `build` to run. Writes
-    /// `target/run_results.json` with `args` naming the command.
+    /// `[START, END)` (dbt's window: `END` is exclusive), whatever its lookback; the
+    /// others are built as `dbt_run` builds them. The estate has no tests for `build` to
+    /// run. Writes `target/run_results.json` with `args` naming the command. Panics, as
+    /// dbt refuses the command, unless `START` is before `END`.
     pub fn dbt_backfill(
         &self,
         at: NaiveDateTime,
@@ -1332,6 +1332,10 @@ impl Estate {
         assert!(
             self.models().iter().any(|m| m.name == model),
             "no model {model} in the project"
+        );
+        assert!(
+            start < end,
+            "dbt refuses it: Value for `--event-time-start` must be less than `--event-time-end`"
         );
         self.invoke(
             at,
