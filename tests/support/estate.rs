@@ -43,7 +43,7 @@ pub const DATABASE: &str = "dw";
 pub const PROJECT: &str = "shop";
 /// The schema dbt builds the models into.
 pub const TARGET_SCHEMA: &str = "analytics";
-/// The dbt release whose artifacts the estate writes: the first with microbatch models.
+/// The dbt release whose artifacts the estate writes (microbatch models came with 1.9).
 pub const DBT_VERSION: &str = "1.9.1";
 /// How much history `build` loads.
 pub const HISTORY: TimeDelta = TimeDelta::weeks(8);
@@ -340,7 +340,8 @@ pub struct ModelRun {
     pub name: String,
     pub status: RunStatus,
     /// `SELECT n` on success, dbt's "Database Error in model ..." text on error, none
-    /// when skipped.
+    /// when skipped. For a microbatch model, what dbt writes for it: `SUCCESS`, `ERROR`
+    /// or `PARTIAL SUCCESS (n/m)` (each failed batch's error is in `batches`).
     pub message: Option<String>,
     /// Rows in the rebuilt table, on success; for a microbatch model, the rows its
     /// batches inserted.
