@@ -119,6 +119,7 @@ fn dataward_reads_the_manifest_notes_and_config_and_watches_a_healthy_estate() {
         vec![
             "model.shop.stg_payments",
             "job.dbt_every_ten_minutes",
+            "model.shop.fct_payments",
             "model.shop.orders",
             "dashboard.orders_overview",
         ],
@@ -166,7 +167,7 @@ fn dataward_reads_the_manifest_notes_and_config_and_watches_a_healthy_estate() {
     assert_eq!(writers, vec!["loader.payments"]);
 
     let config = estate.load_config();
-    assert_eq!(config.monitor.len(), 5);
+    assert_eq!(config.monitor.len(), 6);
     assert_eq!(
         std::env::var(&estate.url_env).as_deref(),
         Ok(estate.url.as_str())
@@ -191,7 +192,9 @@ fn dataward_reads_the_manifest_notes_and_config_and_watches_a_healthy_estate() {
         .iter()
         .map(|m| format!("{} {} {} {}", m.name, m.check, m.health, m.verdict))
         .collect();
-    assert_eq!(snapshot.monitors.len(), 26, "{checks:#?}");
+    // Six checks on each raw table and on stg_payments (null rate per column), three on
+    // stg_orders, five on orders, four on the microbatch model.
+    assert_eq!(snapshot.monitors.len(), 30, "{checks:#?}");
     assert!(
         snapshot
             .monitors
@@ -213,7 +216,7 @@ fn the_loader_appends_each_hour_once_and_dbt_run_builds_the_models() {
     };
     // The build ran dbt once: the models exist and the run results say so.
     let first = run_results::load(&estate.run_results).unwrap();
-    assert_eq!(first.results.len(), 3);
+    assert_eq!(first.results.len(), 4);
     assert!(first
         .results
         .iter()
@@ -245,6 +248,7 @@ fn the_loader_appends_each_hour_once_and_dbt_run_builds_the_models() {
         vec![
             ("stg_orders", RunStatus::Success),
             ("stg_payments", RunStatus::Success),
+            ("fct_payments", RunStatus::Success),
             ("orders", RunStatus::Success),
         ],
         "parents first"
@@ -252,6 +256,8 @@ fn the_loader_appends_each_hour_once_and_dbt_run_builds_the_models() {
     let raw_payments = estate.count("raw.payments");
     assert_eq!(estate.count("analytics.stg_payments"), raw_payments);
     assert_eq!(estate.count("analytics.orders"), estate.count("raw.orders"));
+    // The new hour is in today's batch, which the microbatch model rebuilt.
+    assert_eq!(estate.count("analytics.fct_payments"), raw_payments);
     assert_eq!(
         outcome.model("stg_payments").rows,
         Some(raw_payments as u64)
@@ -278,6 +284,7 @@ fn the_loader_appends_each_hour_once_and_dbt_run_builds_the_models() {
         vec![
             ("model.shop.stg_orders", &NodeStatus::Success),
             ("model.shop.stg_payments", &NodeStatus::Success),
+            ("model.shop.fct_payments", &NodeStatus::Success),
             ("model.shop.orders", &NodeStatus::Success),
         ]
     );
@@ -332,6 +339,7 @@ fn the_loader_appends_each_hour_once_and_dbt_run_builds_the_models() {
     assert_eq!(down.model("stg_orders").status, RunStatus::Error);
     assert_eq!(down.model("stg_payments").status, RunStatus::Error);
     assert_eq!(down.model("orders").status, RunStatus::Skipped);
+    assert_eq!(down.model("fct_payments").status, RunStatus::Skipped);
     let message = down.model("stg_orders").message.clone().unwrap();
     assert!(
         message.starts_with("Database Error in model stg_orders (models/staging/stg_orders.sql)\n"),
@@ -449,6 +457,7 @@ fn a_type_changed_in_place_fails_the_staging_model_and_skips_its_child() {
     assert!(message.contains("amount / 100 as amount"), "{message}");
     assert!(message.contains("HINT:"), "{message}");
     assert_eq!(outcome.model("orders").status, RunStatus::Skipped);
+    assert_eq!(outcome.model("fct_payments").status, RunStatus::Skipped);
     assert_eq!(outcome.model("stg_orders").status, RunStatus::Success);
     // The failed model keeps yesterday's table, as dbt leaves it.
     assert_eq!(estate.count("analytics.stg_payments"), built);
@@ -513,4 +522,305 @@ fn a_recreated_table_is_refilled_oldest_first_a_share_at_a_time() {
     );
     assert_eq!(estate.count("raw.payments"), total + loaded.payments as i64);
     assert_eq!(estate.refill_more(0.5), 0);
+}
+
+/// A model node of the manifest as written, by name.
+fn manifest_node(estate: &Estate, name: &str) -> serde_json::Value {
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&estate.manifest).unwrap()).unwrap();
+    manifest["nodes"][format!("model.shop.{name}")].clone()
+}
+
+/// The raw run_results.json.
+fn run_results_json(estate: &Estate) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(&estate.run_results).unwrap()).unwrap()
+}
+
+/// The result for `unique_id` in a raw run_results.json.
+fn result_of<'a>(document: &'a serde_json::Value, unique_id: &str) -> &'a serde_json::Value {
+    document["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["unique_id"] == unique_id)
+        .unwrap_or_else(|| panic!("no result for {unique_id}: {document:#}"))
+}
+
+/// A day's batch as dbt writes it in `batch_results`.
+fn batch(day: NaiveDate) -> serde_json::Value {
+    serde_json::json!([
+        format!("{day}T00:00:00+00:00"),
+        format!("{}T00:00:00+00:00", day + TimeDelta::days(1))
+    ])
+}
+
+#[test]
+fn the_microbatch_model_carries_its_config_where_dbt_puts_it_and_is_built_from_begin() {
+    let Some((_pg, _dir, estate)) = build("the_microbatch_model_config") else {
+        return;
+    };
+    let begin = estate.history_begins();
+    assert_eq!(begin, NaiveDate::from_ymd_opt(2024, 3, 20).unwrap());
+
+    // dataward reads it as an incremental model with the microbatch strategy, below
+    // stg_payments.
+    let lineage = Lineage::load(&estate.manifest, Some(&estate.notes)).unwrap();
+    let fct = lineage.resolve("analytics.fct_payments").unwrap();
+    let node = lineage.node(fct);
+    assert_eq!(node.unique_id, "model.shop.fct_payments");
+    assert_eq!(node.kind, NodeKind::Model);
+    assert_eq!(node.materialized.as_deref(), Some("incremental"));
+    assert_eq!(node.incremental_strategy.as_deref(), Some("microbatch"));
+    assert_eq!(node.file.as_deref(), Some("models/marts/fct_payments.sql"));
+    assert_eq!(
+        node.relation_name.as_deref(),
+        Some("\"dw\".\"analytics\".\"fct_payments\"")
+    );
+    assert_eq!(node.owner.as_deref(), Some("analytics-owner"));
+    let stg_payments = lineage.resolve("model.shop.stg_payments").unwrap();
+    assert!(lineage.is_downstream(stg_payments, fct));
+    assert_eq!(
+        lineage.node(stg_payments).materialized.as_deref(),
+        Some("table")
+    );
+    assert_eq!(lineage.node(stg_payments).incremental_strategy, None);
+
+    // The manifest as dbt 1.9 writes it: the settings in the node's config (begin parsed
+    // to a datetime, lookback an integer), as written in unrendered_config.
+    let fct_json = manifest_node(&estate, "fct_payments");
+    let config = &fct_json["config"];
+    assert_eq!(config["materialized"], "incremental");
+    assert_eq!(config["incremental_strategy"], "microbatch");
+    assert_eq!(config["event_time"], "loaded_at");
+    assert_eq!(config["batch_size"], "day");
+    assert!(config["lookback"].is_u64(), "{config:#}");
+    assert_eq!(config["lookback"], 1);
+    assert_eq!(config["begin"], "2024-03-20T00:00:00");
+    assert!(config["concurrent_batches"].is_null());
+    assert_eq!(config["on_schema_change"], "ignore");
+    let unrendered = &fct_json["unrendered_config"];
+    assert_eq!(unrendered["begin"], "2024-03-20");
+    assert_eq!(unrendered["lookback"], 1);
+    assert_eq!(unrendered["incremental_strategy"], "microbatch");
+    assert_eq!(
+        fct_json["depends_on"]["nodes"],
+        serde_json::json!(["model.shop.stg_payments"])
+    );
+    assert!(fct_json["raw_code"]
+        .as_str()
+        .unwrap()
+        .contains("incremental_strategy='microbatch'"));
+    // Its parent names its event_time (from the properties file), so dbt can filter it
+    // per batch; the other models keep dbt's defaults.
+    let stg_json = manifest_node(&estate, "stg_payments");
+    assert_eq!(stg_json["config"]["event_time"], "loaded_at");
+    assert_eq!(stg_json["config"]["materialized"], "table");
+    assert_eq!(stg_json["patch_path"], "shop://models/staging/models.yml");
+    assert!(
+        std::fs::read_to_string(estate.project.join("models/staging/models.yml"))
+            .unwrap()
+            .contains("  - name: stg_payments\n    config:\n      event_time: loaded_at\n")
+    );
+    let orders_json = manifest_node(&estate, "orders");
+    assert!(orders_json["config"]["event_time"].is_null());
+    assert!(orders_json["config"]["batch_size"].is_null());
+    assert_eq!(orders_json["config"]["lookback"], 1);
+    assert!(orders_json["patch_path"].is_null());
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&estate.manifest).unwrap()).unwrap();
+    assert_eq!(manifest["metadata"]["dbt_version"], "1.9.1");
+    assert_eq!(
+        manifest["child_map"]["model.shop.stg_payments"],
+        serde_json::json!(["model.shop.fct_payments", "model.shop.orders"])
+    );
+
+    // The first build made the table from every daily batch since begin.
+    assert_eq!(
+        estate.count("analytics.fct_payments"),
+        estate.count("raw.payments")
+    );
+    assert_eq!(
+        estate.text("SELECT min(loaded_at)::date::text FROM analytics.fct_payments"),
+        Some(begin.to_string())
+    );
+    assert_eq!(
+        estate.scalar("SELECT sum(amount)::bigint FROM analytics.fct_payments"),
+        estate.scalar("SELECT sum(amount)::bigint FROM analytics.stg_payments")
+    );
+    let document = run_results_json(&estate);
+    let result = result_of(&document, "model.shop.fct_payments");
+    assert_eq!(result["status"], "success");
+    assert_eq!(result["message"], "SUCCESS");
+    assert_eq!(result["failures"], 0);
+    let successful = result["batch_results"]["successful"].as_array().unwrap();
+    let days = (now().date() - begin).num_days() + 1;
+    assert_eq!(
+        successful.len() as i64,
+        days,
+        "one batch a day, 2024-03-20 to 2024-05-15"
+    );
+    assert_eq!(successful[0], batch(begin));
+    assert_eq!(successful[successful.len() - 1], batch(now().date()));
+    assert_eq!(result["batch_results"]["failed"], serde_json::json!([]));
+    // The table models say nothing of batches.
+    assert!(result_of(&document, "model.shop.stg_payments")["batch_results"].is_null());
+    let read = run_results::load(&estate.run_results).unwrap();
+    let fct_result = read.get("model.shop.fct_payments").unwrap();
+    assert_eq!(fct_result.status, NodeStatus::Success);
+    assert_eq!(fct_result.message.as_deref(), Some("SUCCESS"));
+}
+
+#[test]
+fn a_run_rebuilds_only_the_lookback_and_a_backfill_rebuilds_the_days_it_names() {
+    let Some((_pg, _dir, estate)) = build("microbatch_lookback_and_backfill") else {
+        return;
+    };
+    let day = |n: i64| now().date() - TimeDelta::days(n);
+    let (today, yesterday, two_ago, three_ago, four_ago) = (day(0), day(1), day(2), day(3), day(4));
+    assert_eq!(three_ago.weekday(), Weekday::Sun);
+    let fct = "analytics.fct_payments";
+    let built_three_ago = estate.count_on(fct, three_ago);
+    let built_yesterday = estate.count_on(fct, yesterday);
+    assert_eq!(built_three_ago, estate.count_on("raw.payments", three_ago));
+
+    // Rows go missing from raw for a day older than the lookback and for one inside it.
+    assert!(estate.delete_share_of_day("raw.payments", three_ago, 0.5) > 0);
+    assert!(estate.delete_share_of_day("raw.payments", yesterday, 0.5) > 0);
+    let at = now() + TimeDelta::minutes(10);
+    let outcome = estate.dbt_run(at);
+    assert!(outcome.all_succeeded(), "{outcome:#?}");
+    let run = outcome.model("fct_payments");
+    assert_eq!(run.message.as_deref(), Some("SUCCESS"));
+    let batches = run.batches.clone().unwrap();
+    assert_eq!(
+        batches.successful_days(),
+        vec![yesterday, today],
+        "lookback 1: the day of the run and the one before"
+    );
+    assert!(batches.failed.is_empty());
+    assert_eq!(
+        run.rows,
+        Some(
+            (estate.count_on("raw.payments", yesterday) + estate.count_on("raw.payments", today))
+                as u64
+        )
+    );
+    // The table model follows raw everywhere; the microbatch model only in its lookback.
+    let raw_three_ago = estate.count_on("raw.payments", three_ago);
+    assert!(raw_three_ago < built_three_ago);
+    assert_eq!(
+        estate.count_on("analytics.stg_payments", three_ago),
+        raw_three_ago
+    );
+    assert_eq!(
+        estate.count_on(fct, three_ago),
+        built_three_ago,
+        "a day older than the lookback keeps what it had"
+    );
+    let raw_yesterday = estate.count_on("raw.payments", yesterday);
+    assert!(raw_yesterday < built_yesterday);
+    assert_eq!(estate.count_on(fct, yesterday), raw_yesterday);
+    assert_eq!(
+        estate.count_on(fct, today),
+        estate.count_on("raw.payments", today)
+    );
+    assert_eq!(
+        estate.count_on(fct, two_ago),
+        estate.count_on("raw.payments", two_ago)
+    );
+    assert_eq!(
+        estate.count(fct) - estate.count("raw.payments"),
+        built_three_ago - raw_three_ago
+    );
+    let document = run_results_json(&estate);
+    assert_eq!(document["args"]["which"], "run");
+    assert_eq!(
+        result_of(&document, "model.shop.fct_payments")["batch_results"]["successful"],
+        serde_json::json!([batch(yesterday), batch(today)])
+    );
+
+    // The backfill of that day, as `dbt build --select fct_payments+ --event-time-start
+    // --event-time-end`, brings it back in line with raw and touches nothing else.
+    let backfill = estate.dbt_backfill(
+        at + TimeDelta::minutes(5),
+        "fct_payments",
+        three_ago,
+        three_ago + TimeDelta::days(1),
+    );
+    let names: Vec<(&str, RunStatus)> = backfill
+        .results
+        .iter()
+        .map(|r| (r.name.as_str(), r.status))
+        .collect();
+    assert_eq!(names, vec![("fct_payments", RunStatus::Success)]);
+    assert_eq!(
+        backfill
+            .model("fct_payments")
+            .batches
+            .as_ref()
+            .unwrap()
+            .successful_days(),
+        vec![three_ago]
+    );
+    assert_eq!(estate.count_on(fct, three_ago), raw_three_ago);
+    assert_eq!(estate.count(fct), estate.count("raw.payments"));
+    assert_eq!(
+        estate.scalar("SELECT sum(amount)::bigint FROM analytics.fct_payments"),
+        estate.scalar("SELECT sum(amount / 100)::bigint FROM raw.payments")
+    );
+    let document = run_results_json(&estate);
+    assert_eq!(document["args"]["which"], "build");
+    assert_eq!(
+        document["args"]["invocation_command"],
+        "dbt build --select fct_payments+ --event-time-start 2024-05-12 --event-time-end 2024-05-13"
+    );
+    assert_eq!(
+        document["args"]["select"],
+        serde_json::json!(["fct_payments+"])
+    );
+    assert_eq!(document["results"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        result_of(&document, "model.shop.fct_payments")["batch_results"]["successful"],
+        serde_json::json!([batch(three_ago)])
+    );
+
+    // Selecting a parent with `+` builds its descendants too: the table models whole,
+    // the microbatch model only in the window.
+    estate.delete_share_of_day("raw.payments", four_ago, 0.5);
+    let built_four_ago = estate.count_on(fct, four_ago);
+    let backfill = estate.dbt_backfill(
+        at + TimeDelta::minutes(7),
+        "stg_payments",
+        four_ago,
+        three_ago,
+    );
+    let names: Vec<&str> = backfill.results.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, vec!["stg_payments", "fct_payments", "orders"]);
+    assert!(backfill.all_succeeded(), "{backfill:#?}");
+    assert_eq!(
+        backfill
+            .model("fct_payments")
+            .batches
+            .as_ref()
+            .unwrap()
+            .successful_days(),
+        vec![four_ago]
+    );
+    let raw_four_ago = estate.count_on("raw.payments", four_ago);
+    assert!(raw_four_ago < built_four_ago);
+    assert_eq!(estate.count_on(fct, four_ago), raw_four_ago);
+    assert_eq!(estate.count(fct), estate.count("raw.payments"));
+
+    // A run on a day boundary rebuilds the lookback before it, not the day just begun.
+    let midnight = (today + TimeDelta::days(1)).and_hms_opt(0, 0, 0).unwrap();
+    let outcome = estate.dbt_run(midnight);
+    assert_eq!(
+        outcome
+            .model("fct_payments")
+            .batches
+            .as_ref()
+            .unwrap()
+            .successful_days(),
+        vec![yesterday, today]
+    );
 }

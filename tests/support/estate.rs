@@ -2,18 +2,23 @@
 //! the ways a new user broke a jaffle_shop-like project.
 //!
 //! In database `dw`: raw tables `raw.payments` and `raw.orders`, loaded hourly for eight
-//! weeks (quieter at night and at weekends; every figure deterministic), and three dbt
-//! models built into schema `analytics`. On disk, under the estate's folder:
+//! weeks (quieter at night and at weekends; every figure deterministic), and four dbt
+//! models built into schema `analytics`: three tables and `fct_payments`, a microbatch
+//! incremental model (dbt 1.9) in daily batches with a lookback of one day. On disk,
+//! under the estate's folder:
 //!
 //!     project/               a dbt-like project: dbt_project.yml, models/**.sql,
+//!                              models/**.yml (sources, model properties)
 //!       target/                manifest.json (v12) and run_results.json (v6)
 //!     notes.toml             context notes: a dashboard, the dbt job, owners, a writer
 //!     dataward.toml          the config watching all of it
 //!
 //! `load_hour` is the live loader and `dbt_run` an honest stand-in for `dbt run`: it
-//! reads the model files as they are now, renders `ref()`/`source()`, builds each model
-//! in dependency order, records PostgreSQL's own error for a model that fails and skips
-//! its children, and writes both artifacts in dbt's format. The fault injectors are
+//! reads the model files as they are now, renders `ref()`/`source()`/`config()`, builds
+//! each model in dependency order (a microbatch model batch by batch, as dbt does),
+//! records PostgreSQL's own error for a model that fails and skips its children, and
+//! writes both artifacts in dbt's format. `dbt_backfill` stands in for `dbt build
+//! --select MODEL+ --event-time-start .. --event-time-end ..`. The fault injectors are
 //! plain SQL on the estate.
 //!
 //! One estate per server: it creates the database `dw`.
@@ -25,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use chrono::{NaiveDate, NaiveDateTime, TimeDelta, Timelike};
+use chrono::{Datelike, Months, NaiveDate, NaiveDateTime, TimeDelta, Timelike};
 use postgres::error::ErrorPosition;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -38,6 +43,8 @@ pub const DATABASE: &str = "dw";
 pub const PROJECT: &str = "shop";
 /// The schema dbt builds the models into.
 pub const TARGET_SCHEMA: &str = "analytics";
+/// The dbt release whose artifacts the estate writes (microbatch models came with 1.9).
+pub const DBT_VERSION: &str = "1.9.1";
 /// How much history `build` loads.
 pub const HISTORY: TimeDelta = TimeDelta::weeks(8);
 
@@ -94,6 +101,54 @@ left join payments on payments.order_id = stg_orders.order_id
     ),
 ];
 
+/// The microbatch model: payments in daily batches by `loaded_at`, from `begin` (the first
+/// day of history) on; each run rebuilds the day it runs in and `lookback` days before.
+pub const MICROBATCH_MODEL: &str = "fct_payments";
+const MICROBATCH_PATH: &str = "models/marts/fct_payments.sql";
+
+fn microbatch_model_sql(begin: NaiveDate) -> String {
+    format!(
+        "{{{{ config(
+    materialized='incremental',
+    incremental_strategy='microbatch',
+    event_time='loaded_at',
+    batch_size='day',
+    lookback=1,
+    begin='{begin}'
+) }}}}
+
+select
+    payment_id,
+    order_id,
+    amount,
+    loaded_at
+from {{{{ ref('stg_payments') }}}}
+"
+    )
+}
+
+/// Model configs the project sets in a properties file, as (model, key, value): dbt
+/// filters a microbatch model's input per batch only for parents that name their
+/// `event_time`.
+const MODEL_PROPERTIES: &[(&str, &str, &str)] = &[("stg_payments", "event_time", "loaded_at")];
+const PROPERTIES_PATH: &str = "models/staging/models.yml";
+
+/// `MODEL_PROPERTIES` as the properties file dbt reads them from.
+fn properties_yml() -> String {
+    let mut by_model: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
+    for (model, key, value) in MODEL_PROPERTIES {
+        by_model.entry(model).or_default().push((key, value));
+    }
+    let mut text = String::from("version: 2\n\nmodels:\n");
+    for (model, settings) in by_model {
+        text.push_str(&format!("  - name: {model}\n    config:\n"));
+        for (key, value) in settings {
+            text.push_str(&format!("      {key}: {value}\n"));
+        }
+    }
+    text
+}
+
 const DBT_PROJECT_YML: &str = "name: shop
 version: '1.0.0'
 config-version: 2
@@ -134,7 +189,7 @@ owner = "analytics-owner"
 id = "job.dbt_every_ten_minutes"
 kind = "job"
 name = "dbt every ten minutes"
-reads = ["model.shop.stg_payments", "model.shop.stg_orders", "model.shop.orders"]
+reads = ["model.shop.stg_payments", "model.shop.stg_orders", "model.shop.orders", "model.shop.fct_payments"]
 owner = "analytics-owner"
 schedule = "*/10 * * * *"
 
@@ -223,6 +278,14 @@ every = "5m"
 timestamp_column = "loaded_at"
 null_columns = ["amount"]
 
+[[monitor]]
+name = "fct_payments"
+warehouse = "dw"
+table = "analytics.fct_payments"
+checks = ["row_count", "volume", "freshness", "schema"]
+every = "5m"
+timestamp_column = "loaded_at"
+
 [lineage]
 manifest = "project/target/manifest.json"
 notes = "notes.toml"
@@ -277,10 +340,36 @@ pub struct ModelRun {
     pub name: String,
     pub status: RunStatus,
     /// `SELECT n` on success, dbt's "Database Error in model ..." text on error, none
-    /// when skipped.
+    /// when skipped. For a microbatch model, what dbt writes for it: `SUCCESS`, `ERROR`
+    /// or `PARTIAL SUCCESS (n/m)` (each failed batch's error is in `batches`).
     pub message: Option<String>,
-    /// Rows in the rebuilt table, on success.
+    /// Rows in the rebuilt table, on success; for a microbatch model, the rows its
+    /// batches inserted.
     pub rows: Option<u64>,
+    /// A microbatch model's batches, as dbt reports them; none for any other model, and
+    /// for one that was skipped or did not compile.
+    pub batches: Option<BatchResults>,
+}
+
+/// The batches one run of a microbatch model ran, each as its event-time window
+/// `[start, end)` in UTC, oldest first (dbt's `batch_results`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BatchResults {
+    pub successful: Vec<(NaiveDateTime, NaiveDateTime)>,
+    pub failed: Vec<(NaiveDateTime, NaiveDateTime)>,
+    /// dbt's "Database Error in model ..." for each failed batch that ran, as its log
+    /// prints it (run_results.json says only `ERROR`).
+    pub errors: Vec<String>,
+}
+
+impl BatchResults {
+    /// The days the successful batches start on.
+    pub fn successful_days(&self) -> Vec<NaiveDate> {
+        self.successful
+            .iter()
+            .map(|(start, _)| start.date())
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -288,6 +377,8 @@ pub enum RunStatus {
     Success,
     Error,
     Skipped,
+    /// A microbatch model some of whose batches failed.
+    PartialSuccess,
 }
 
 impl RunStatus {
@@ -296,6 +387,7 @@ impl RunStatus {
             RunStatus::Success => "success",
             RunStatus::Error => "error",
             RunStatus::Skipped => "skipped",
+            RunStatus::PartialSuccess => "partial success",
         }
     }
 }
@@ -452,6 +544,11 @@ struct Model {
     raw: String,
     refs: Vec<String>,
     sources: Vec<(String, String)>,
+    /// What its `config()` call and the properties file set, as written (dbt's
+    /// `unrendered_config` less the project's defaults).
+    config: BTreeMap<String, Value>,
+    /// Whether the properties file describes it (dbt's `patch_path`).
+    patched: bool,
 }
 
 impl Model {
@@ -470,6 +567,210 @@ impl Model {
         parents.dedup();
         parents
     }
+
+    fn setting(&self, key: &str) -> Option<&str> {
+        self.config.get(key).and_then(Value::as_str)
+    }
+
+    /// The project makes every model a table unless the model says otherwise.
+    fn materialized(&self) -> &str {
+        self.setting("materialized").unwrap_or("table")
+    }
+
+    /// The column dbt filters this model on when a microbatch model reads it.
+    fn event_time(&self) -> Option<&str> {
+        self.setting("event_time")
+    }
+
+    /// The model's config as the manifest holds it: dbt 1.9's `NodeConfig` with its
+    /// defaults, overridden by what the model sets (`begin` as the datetime dbt parses
+    /// it to).
+    fn manifest_config(&self) -> Value {
+        let mut config = json!({
+            "enabled": true, "alias": null, "schema": null, "database": null,
+            "tags": [], "meta": {}, "group": null, "materialized": "table",
+            "incremental_strategy": null, "batch_size": null, "lookback": 1, "begin": null,
+            "persist_docs": {}, "post-hook": [], "pre-hook": [], "quoting": {},
+            "column_types": {}, "full_refresh": null, "unique_key": null,
+            "on_schema_change": "ignore", "on_configuration_change": "apply",
+            "grants": {}, "packages": [],
+            "docs": {"show": true, "node_color": null},
+            "contract": {"enforced": false, "alias_types": true},
+            "event_time": null, "concurrent_batches": null,
+            "access": "protected"
+        });
+        for (key, value) in &self.config {
+            let value = match (key.as_str(), value.as_str().and_then(parse_begin)) {
+                ("begin", Some(begin)) => json!(begin.format("%Y-%m-%dT%H:%M:%S").to_string()),
+                _ => value.clone(),
+            };
+            config[key] = value;
+        }
+        config
+    }
+
+    fn unrendered_config(&self) -> Value {
+        let mut config = json!({"materialized": "table"});
+        for (key, value) in &self.config {
+            config[key] = value.clone();
+        }
+        config
+    }
+
+    /// The microbatch settings of a model whose strategy is microbatch, or dbt's parsing
+    /// error for settings it refuses.
+    fn microbatch(&self) -> Result<Option<Microbatch>, String> {
+        if self.materialized() != "incremental"
+            || self.setting("incremental_strategy") != Some("microbatch")
+        {
+            return Ok(None);
+        }
+        let refuse = |what: &str| {
+            Err(format!(
+                "Parsing Error\n  Microbatch model '{}' {what}",
+                self.name
+            ))
+        };
+        let Some(event_time) = self.event_time() else {
+            return refuse("must provide an 'event_time' (string) config that indicates the name of the event time column.");
+        };
+        let batch_size =
+            match self.setting("batch_size") {
+                Some("hour") => BatchSize::Hour,
+                Some("day") => BatchSize::Day,
+                Some("month") => BatchSize::Month,
+                Some("year") => BatchSize::Year,
+                _ => return refuse(
+                    "must provide a 'batch_size' config that is one of [hour, day, month, year].",
+                ),
+            };
+        let lookback = match self.config.get("lookback") {
+            None => 1,
+            Some(value) => match value.as_u64().and_then(|n| u32::try_from(n).ok()) {
+                Some(n) => n,
+                None => {
+                    return refuse("must provide the config 'lookback' as a non-negative integer.")
+                }
+            },
+        };
+        let Some(begin) = self.setting("begin").and_then(parse_begin) else {
+            return refuse("must provide a 'begin' (datetime) config that indicates the earliest timestamp the microbatch model should be built from.");
+        };
+        Ok(Some(Microbatch {
+            event_time: event_time.to_string(),
+            batch_size,
+            lookback,
+            begin,
+        }))
+    }
+}
+
+/// `begin` as Python's `datetime.fromisoformat` reads it: a date, or a date and time.
+fn parse_begin(text: &str) -> Option<NaiveDateTime> {
+    let text = text.trim();
+    NaiveDate::parse_from_str(text, "%Y-%m-%d")
+        .ok()
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .or_else(|| NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S").ok())
+        .or_else(|| NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S").ok())
+}
+
+/// A microbatch model's settings.
+#[derive(Debug, Clone)]
+struct Microbatch {
+    event_time: String,
+    batch_size: BatchSize,
+    lookback: u32,
+    begin: NaiveDateTime,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BatchSize {
+    Hour,
+    Day,
+    Month,
+    Year,
+}
+
+impl BatchSize {
+    /// The start of the batch `at` falls in.
+    fn truncate(self, at: NaiveDateTime) -> NaiveDateTime {
+        let date = at.date();
+        let day = match self {
+            BatchSize::Hour => return hour_of(at),
+            BatchSize::Day => date,
+            BatchSize::Month => date.with_day(1).unwrap(),
+            BatchSize::Year => NaiveDate::from_ymd_opt(date.year(), 1, 1).unwrap(),
+        };
+        day.and_hms_opt(0, 0, 0).unwrap()
+    }
+
+    /// The start of the batch `n` batches after (or before) the one `at` falls in.
+    fn offset(self, at: NaiveDateTime, n: i32) -> NaiveDateTime {
+        let start = self.truncate(at);
+        let months = |m: i32| {
+            if m >= 0 {
+                start.checked_add_months(Months::new(m as u32))
+            } else {
+                start.checked_sub_months(Months::new(m.unsigned_abs()))
+            }
+            .expect("a representable batch")
+        };
+        match self {
+            BatchSize::Hour => start + TimeDelta::hours(n.into()),
+            BatchSize::Day => start + TimeDelta::days(n.into()),
+            BatchSize::Month => months(n),
+            BatchSize::Year => months(12 * n),
+        }
+    }
+
+    /// `at` itself on a batch boundary, else the start of the next batch.
+    fn ceiling(self, at: NaiveDateTime) -> NaiveDateTime {
+        let start = self.truncate(at);
+        if start == at {
+            at
+        } else {
+            self.offset(at, 1)
+        }
+    }
+}
+
+/// The batches dbt 1.9's microbatch builder runs, each `[start, end)`: from `begin` when
+/// the model's table does not exist yet, else from the batch `lookback` batches before
+/// the one `now` falls in (one more when `now` is on a boundary), through the batch
+/// holding `now`; `--event-time-start`/`--event-time-end` (`window`) replace both ends.
+fn batches(
+    microbatch: &Microbatch,
+    now: NaiveDateTime,
+    incremental: bool,
+    window: Option<(NaiveDateTime, NaiveDateTime)>,
+) -> Vec<(NaiveDateTime, NaiveDateTime)> {
+    let size = microbatch.batch_size;
+    let end = size.ceiling(window.map_or(now, |(_, end)| end));
+    let start = match window {
+        Some((start, _)) => size.truncate(start),
+        None if !incremental => microbatch.begin,
+        None => {
+            let on_boundary = size.truncate(now) == now;
+            let lookback = microbatch.lookback + u32::from(on_boundary);
+            size.offset(now, -(lookback as i32))
+        }
+    };
+    let mut batches = vec![(start, size.offset(start, 1))];
+    while let Some(&(_, last_end)) = batches.last().filter(|(_, e)| *e < end) {
+        batches.push((last_end, size.offset(last_end, 1)));
+    }
+    batches
+}
+
+/// A batch boundary as dbt renders it into SQL: a UTC timestamp with its offset.
+fn batch_time(at: NaiveDateTime) -> String {
+    at.format("%Y-%m-%d %H:%M:%S+00:00").to_string()
+}
+
+/// A batch boundary as dbt writes it in `batch_results`.
+fn batch_json(at: NaiveDateTime) -> String {
+    at.format("%Y-%m-%dT%H:%M:%S+00:00").to_string()
 }
 
 fn model_relation(name: &str) -> String {
@@ -484,6 +785,8 @@ fn source_relation(source: &str, table: &str) -> String {
 enum Call {
     Ref(String),
     Source(String, String),
+    /// `config(key=value, ...)`: rendered to nothing, its settings kept.
+    Config(Vec<(String, Value)>),
     Other(String),
 }
 
@@ -501,13 +804,18 @@ fn jinja_calls(raw: &str) -> Vec<(std::ops::Range<usize>, Call)> {
         let body = raw[start + 2..end - 2].trim();
         let call = match body.split_once('(') {
             Some((function, args)) if args.ends_with(')') => {
-                let args: Vec<String> = args[..args.len() - 1]
+                let args = &args[..args.len() - 1];
+                let plain: Vec<String> = args
                     .split(',')
                     .map(|a| a.trim().trim_matches(|c| c == '\'' || c == '"').to_string())
                     .collect();
-                match (function.trim(), args.as_slice()) {
+                match (function.trim(), plain.as_slice()) {
                     ("ref", [name]) => Call::Ref(name.clone()),
                     ("source", [source, table]) => Call::Source(source.clone(), table.clone()),
+                    ("config", _) => match config_args(args) {
+                        Some(settings) => Call::Config(settings),
+                        None => Call::Other(body.to_string()),
+                    },
                     _ => Call::Other(body.to_string()),
                 }
             }
@@ -517,6 +825,36 @@ fn jinja_calls(raw: &str) -> Vec<(std::ops::Range<usize>, Call)> {
         at = end;
     }
     calls
+}
+
+/// `materialized='incremental', lookback=1` as (key, value) pairs: quoted strings,
+/// integers and booleans; anything else is not a config the estate reads.
+fn config_args(args: &str) -> Option<Vec<(String, Value)>> {
+    let mut settings = Vec::new();
+    for arg in args.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+        let (key, value) = arg.split_once('=')?;
+        let key = key.trim();
+        if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return None;
+        }
+        let value = value.trim();
+        let quoted = value.len() >= 2
+            && (value.starts_with('\'') && value.ends_with('\'')
+                || value.starts_with('"') && value.ends_with('"'));
+        let value = if quoted {
+            Value::String(value[1..value.len() - 1].to_string())
+        } else if let Ok(n) = value.parse::<i64>() {
+            json!(n)
+        } else {
+            match value {
+                "true" | "True" => Value::Bool(true),
+                "false" | "False" => Value::Bool(false),
+                _ => return None,
+            }
+        };
+        settings.push((key.to_string(), value));
+    }
+    Some(settings)
 }
 
 /// The `.sql` files under `dir`, recursively, as paths relative to `root`.
@@ -565,6 +903,46 @@ fn write(path: &Path, text: &str) {
         std::fs::create_dir_all(parent).unwrap_or_else(|e| panic!("{}: {e}", parent.display()));
     }
     std::fs::write(path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+}
+
+/// What one dbt invocation was asked to do.
+struct Invocation {
+    /// `run` or `build`, as dbt writes `args.which`.
+    which: &'static str,
+    /// The command line, as dbt writes `args.invocation_command`.
+    command: String,
+    /// `--select`: empty for every model.
+    select: Vec<String>,
+    /// `--event-time-start` and `--event-time-end`.
+    event_time: Option<(NaiveDateTime, NaiveDateTime)>,
+}
+
+/// What building one model came to, for its `ModelRun` and its run_results entry.
+struct Built {
+    status: RunStatus,
+    message: String,
+    rows: Option<u64>,
+    compiled_code: Option<String>,
+    timing: Vec<Value>,
+    adapter_response: Value,
+    failures: Value,
+    batches: Option<BatchResults>,
+}
+
+impl Built {
+    /// A model that did not build: dbt's message, nothing compiled or run.
+    fn failed(message: String) -> Built {
+        Built {
+            status: RunStatus::Error,
+            message,
+            rows: None,
+            compiled_code: None,
+            timing: Vec::new(),
+            adapter_response: json!({}),
+            failures: Value::Null,
+            batches: None,
+        }
+    }
 }
 
 /// dbt's message for a model whose SQL PostgreSQL refused, as dbt-postgres prints it:
@@ -651,15 +1029,25 @@ impl Estate {
             &estate.project.join("models/staging/sources.yml"),
             SOURCES_YML,
         );
+        write(&estate.project.join(PROPERTIES_PATH), &properties_yml());
         for (path, sql) in MODELS {
             write(&estate.project.join(path), sql);
         }
+        write(
+            &estate.project.join(MICROBATCH_PATH),
+            &microbatch_model_sql(estate.history_begins()),
+        );
         estate.write_manifest(now);
         write(&estate.notes, NOTES);
         write(&estate.config, &config_text(&estate.url_env));
         let first = estate.dbt_run(now);
         assert!(first.all_succeeded(), "the first dbt run: {first:#?}");
         estate
+    }
+
+    /// The first day of history: the microbatch model's `begin`.
+    pub fn history_begins(&self) -> NaiveDate {
+        (hour_of(self.built_at) - HISTORY + TimeDelta::hours(1)).date()
     }
 
     pub fn client(&self) -> postgres::Client {
@@ -784,11 +1172,21 @@ impl Estate {
                     .into_owned();
                 let mut refs = Vec::new();
                 let mut sources = Vec::new();
+                let mut config = BTreeMap::new();
                 for (_, call) in jinja_calls(&raw) {
                     match call {
                         Call::Ref(name) => refs.push(name),
                         Call::Source(s, t) => sources.push((s, t)),
+                        Call::Config(settings) => config.extend(settings),
                         Call::Other(_) => {}
+                    }
+                }
+                // The properties file, as dbt applies it: over the model's own config().
+                let mut patched = false;
+                for (model, key, value) in MODEL_PROPERTIES {
+                    if *model == name {
+                        config.insert(key.to_string(), json!(value));
+                        patched = true;
                     }
                 }
                 Model {
@@ -797,6 +1195,8 @@ impl Estate {
                     raw,
                     refs,
                     sources,
+                    config,
+                    patched,
                 }
             })
             .collect();
@@ -822,15 +1222,33 @@ impl Estate {
         ordered
     }
 
-    /// The model's SQL with `ref()` and `source()` rendered to relation names, or dbt's
-    /// compilation error.
-    fn compile(&self, model: &Model, names: &BTreeSet<String>) -> Result<String, String> {
+    /// The model's SQL with `ref()` and `source()` rendered to relation names and
+    /// `config()` to nothing, or dbt's compilation error. `event_times` holds every
+    /// model's name with its `event_time`. For one `batch` of a microbatch model, a ref to
+    /// a model with an `event_time` reads only the rows of that batch, as dbt renders it.
+    fn compile(
+        &self,
+        model: &Model,
+        event_times: &BTreeMap<String, Option<String>>,
+        batch: Option<(NaiveDateTime, NaiveDateTime)>,
+    ) -> Result<String, String> {
         let mut out = String::new();
         let mut last = 0;
         for (span, call) in jinja_calls(&model.raw) {
             out.push_str(&model.raw[last..span.start]);
             let rendered = match call {
-                Call::Ref(name) if names.contains(&name) => model_relation(&name),
+                Call::Ref(name) if event_times.contains_key(&name) => {
+                    let relation = model_relation(&name);
+                    match (batch, &event_times[&name]) {
+                        (Some((start, end)), Some(column)) => format!(
+                            "(select * from {relation} where {column} >= '{}' and {column} < '{}') \
+                             _dbt_et_filter_subq_{name}",
+                            batch_time(start),
+                            batch_time(end)
+                        ),
+                        _ => relation,
+                    }
+                }
                 Call::Ref(name) => {
                     return Err(format!(
                         "Compilation Error in model {} ({})\n  Model '{}' ({}) depends on a \
@@ -856,10 +1274,11 @@ impl Estate {
                         model.path
                     ))
                 }
+                Call::Config(_) => String::new(),
                 Call::Other(body) => {
                     return Err(format!(
                         "Compilation Error in model {} ({})\n  the test estate renders only \
-                         ref() and source(), not {{{{ {body} }}}}",
+                         ref(), source() and config(), not {{{{ {body} }}}}",
                         model.name, model.path
                     ))
                 }
@@ -872,23 +1291,113 @@ impl Estate {
     }
 
     /// Emulates `dbt run`: re-reads the project and rewrites the manifest, then builds
-    /// every model in dependency order, each in its own transaction (drop, then
-    /// `create table ... as`). A model PostgreSQL refuses is `error` with the server's
-    /// message and keeps its old table; its descendants are `skipped`. Writes
-    /// `target/run_results.json` (schema v6) with `at` as the clock.
+    /// every model in dependency order. A table model is rebuilt in one transaction
+    /// (drop, then `create table ... as`). A microbatch model runs batch by batch, each in
+    /// its own transaction: the first build creates its table from every batch since
+    /// `begin`; later runs rebuild only the batches from `lookback` batches before the one
+    /// `at` falls in through that one, deleting each batch's rows (by the model's
+    /// `event_time`) and inserting them again from its parents filtered to the batch, so
+    /// an older batch keeps whatever it had. A model PostgreSQL refuses is `error` with
+    /// the server's message and keeps its old table; its descendants are `skipped`.
+    /// Writes `target/run_results.json` (schema v6) with `at` as the clock.
+    ///
+    /// dbt-postgres itself runs a microbatch batch as a MERGE on a `unique_key`, which
+    /// keeps rows gone from the parent; the estate replaces the batch, as dbt's adapters
+    /// for Snowflake, Redshift, BigQuery and Databricks do.
     pub fn dbt_run(&self, at: NaiveDateTime) -> RunOutcome {
+        self.invoke(
+            at,
+            Invocation {
+                which: "run",
+                command: "dbt run".to_string(),
+                select: Vec::new(),
+                event_time: None,
+            },
+        )
+    }
+
+    /// Emulates `dbt build --select MODEL+ --event-time-start START --event-time-end
+    /// END`: rewrites the manifest, then builds only `model` and its descendants, in
+    /// dependency order. A microbatch model among them rebuilds only the batches in
+    /// `[START, END)` (dbt's window: `END` is exclusive), whatever its lookback; the
+    /// others are built as `dbt_run` builds them. The estate has no tests for `build` to
+    /// run. Writes `target/run_results.json` with `args` naming the command. Panics, as
+    /// dbt refuses the command, unless `START` is before `END`.
+    pub fn dbt_backfill(
+        &self,
+        at: NaiveDateTime,
+        model: &str,
+        start: NaiveDate,
+        end: NaiveDate,
+    ) -> RunOutcome {
+        assert!(
+            self.models().iter().any(|m| m.name == model),
+            "no model {model} in the project"
+        );
+        assert!(
+            start < end,
+            "dbt refuses it: Value for `--event-time-start` must be less than `--event-time-end`"
+        );
+        self.invoke(
+            at,
+            Invocation {
+                which: "build",
+                command: format!(
+                    "dbt build --select {model}+ --event-time-start {start} --event-time-end {end}"
+                ),
+                select: vec![format!("{model}+")],
+                event_time: Some((
+                    start.and_hms_opt(0, 0, 0).unwrap(),
+                    end.and_hms_opt(0, 0, 0).unwrap(),
+                )),
+            },
+        )
+    }
+
+    /// The models an invocation builds: all of them without `--select`; else each
+    /// selected by name, and with `name+` its descendants too.
+    fn selected(models: &[Model], select: &[String]) -> BTreeSet<String> {
+        if select.is_empty() {
+            return models.iter().map(|m| m.name.clone()).collect();
+        }
+        let mut chosen = BTreeSet::new();
+        for selector in select {
+            let (name, children) = match selector.strip_suffix('+') {
+                Some(name) => (name, true),
+                None => (selector.as_str(), false),
+            };
+            chosen.insert(name.to_string());
+            if children {
+                // Parents come first in `models`: one pass reaches every descendant.
+                let mut below: BTreeSet<String> = BTreeSet::from([name.to_string()]);
+                for model in models {
+                    if model.refs.iter().any(|r| below.contains(r)) {
+                        below.insert(model.name.clone());
+                    }
+                }
+                chosen.extend(below);
+            }
+        }
+        chosen
+    }
+
+    fn invoke(&self, at: NaiveDateTime, invocation: Invocation) -> RunOutcome {
         let started = Instant::now();
         let clock = |instant: Instant| {
             at + TimeDelta::from_std(instant.duration_since(started)).unwrap_or_default()
         };
-        let invocation = {
+        let invocation_id = {
             let mut runs = self.runs.lock().unwrap();
             *runs += 1;
             invocation_id(&format!("{}#{runs}", dbt_time(at)))
         };
         let models = self.models();
         self.write_manifest_of(&models, at);
-        let names: BTreeSet<String> = models.iter().map(|m| m.name.clone()).collect();
+        let selected = Self::selected(&models, &invocation.select);
+        let event_times: BTreeMap<String, Option<String>> = models
+            .iter()
+            .map(|m| (m.name.clone(), m.event_time().map(str::to_string)))
+            .collect();
         // A server out of reach fails every model that runs, as it would fail dbt's.
         let mut client = postgres::Client::connect(&self.url, postgres::NoTls).and_then(|mut c| {
             c.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {TARGET_SCHEMA}"))?;
@@ -898,7 +1407,11 @@ impl Estate {
         let mut outcome = Vec::new();
         let mut json_results = Vec::new();
         let mut not_built: BTreeSet<String> = BTreeSet::new();
-        for (thread, model) in models.iter().enumerate() {
+        for (thread, model) in models
+            .iter()
+            .filter(|m| selected.contains(&m.name))
+            .enumerate()
+        {
             let unique_id = model.unique_id();
             let relation = model_relation(&model.name);
             if model.refs.iter().any(|r| not_built.contains(r)) {
@@ -909,6 +1422,7 @@ impl Estate {
                     status: RunStatus::Skipped,
                     message: None,
                     rows: None,
+                    batches: None,
                 });
                 json_results.push(json!({
                     "status": "skipped", "timing": [], "thread_id": "Thread-1 (worker)",
@@ -918,109 +1432,79 @@ impl Estate {
                 }));
                 continue;
             }
-            let compile_start = Instant::now();
-            let compiled = self.compile(model, &names);
-            let compile_end = Instant::now();
-            let mut timing = vec![json!({
-                "name": "compile",
-                "started_at": dbt_time(clock(compile_start)),
-                "completed_at": dbt_time(clock(compile_end)),
-            })];
-            let (status, message, rows, compiled_code) = match compiled {
-                Err(message) => (RunStatus::Error, message, None, None),
-                Ok(sql) => {
-                    write(
-                        &self
-                            .project
-                            .join(format!("target/compiled/{PROJECT}/{}", model.path)),
-                        &sql,
-                    );
-                    let statement = format!("\n  create table {relation}\n  as\n  (\n{sql}\n  )");
-                    write(
-                        &self
-                            .project
-                            .join(format!("target/run/{PROJECT}/{}", model.path)),
-                        &statement,
-                    );
-                    let execute_start = Instant::now();
-                    let built = match client.as_mut() {
-                        Err(e) => Err(database_error(model, &statement, e)),
-                        Ok(client) => (|| {
-                            let mut tx = client.transaction()?;
-                            tx.batch_execute(&format!("DROP TABLE IF EXISTS {relation}"))?;
-                            let rows = tx.execute(&statement, &[])?;
-                            tx.commit()?;
-                            Ok::<u64, postgres::Error>(rows)
-                        })()
-                        .map_err(|e| database_error(model, &statement, &e)),
-                    };
-                    timing.push(json!({
-                        "name": "execute",
-                        "started_at": dbt_time(clock(execute_start)),
-                        "completed_at": dbt_time(clock(Instant::now())),
-                    }));
-                    match built {
-                        Ok(rows) => (
-                            RunStatus::Success,
-                            format!("SELECT {rows}"),
-                            Some(rows),
-                            Some(sql),
-                        ),
-                        Err(message) => (RunStatus::Error, message, None, Some(sql)),
-                    }
-                }
+            let model_start = Instant::now();
+            let built = match model.microbatch() {
+                Err(message) => Built::failed(message),
+                Ok(None) => self.build_table(&mut client, model, &event_times, &clock),
+                Ok(Some(microbatch)) => self.build_batches(
+                    &mut client,
+                    model,
+                    &event_times,
+                    &microbatch,
+                    at,
+                    invocation.event_time,
+                ),
             };
-            if status != RunStatus::Success {
+            if built.status != RunStatus::Success {
                 not_built.insert(model.name.clone());
             }
-            let adapter_response = match rows {
-                Some(rows) => json!({
-                    "_message": format!("SELECT {rows}"), "code": "SELECT", "rows_affected": rows
-                }),
-                None => json!({}),
-            };
+            let batch_results = built.batches.as_ref().map(|b| {
+                let windows = |list: &[(NaiveDateTime, NaiveDateTime)]| {
+                    list.iter()
+                        .map(|(s, e)| json!([batch_json(*s), batch_json(*e)]))
+                        .collect::<Vec<_>>()
+                };
+                json!({"successful": windows(&b.successful), "failed": windows(&b.failed)})
+            });
             json_results.push(json!({
-                "status": status.as_str(),
-                "timing": timing,
+                "status": built.status.as_str(),
+                "timing": built.timing,
                 "thread_id": format!("Thread-{} (worker)", thread % 4 + 1),
-                "execution_time": compile_start.elapsed().as_secs_f64(),
-                "adapter_response": adapter_response,
-                "message": message,
-                "failures": null,
+                "execution_time": model_start.elapsed().as_secs_f64(),
+                "adapter_response": built.adapter_response,
+                "message": built.message,
+                "failures": built.failures,
                 "unique_id": unique_id,
-                "compiled": compiled_code.is_some(),
-                "compiled_code": compiled_code,
+                "compiled": built.compiled_code.is_some(),
+                "compiled_code": built.compiled_code,
                 "relation_name": relation,
-                "batch_results": null,
+                "batch_results": batch_results,
             }));
             outcome.push(ModelRun {
                 unique_id,
                 name: model.name.clone(),
-                status,
-                message: Some(message),
-                rows,
+                status: built.status,
+                message: Some(built.message),
+                rows: built.rows,
+                batches: built.batches,
             });
         }
 
+        let (start, end) = match invocation.event_time {
+            Some((start, end)) => (json!(dbt_time(start)), json!(dbt_time(end))),
+            None => (Value::Null, Value::Null),
+        };
         let document = json!({
             "metadata": {
                 "dbt_schema_version": "https://schemas.getdbt.com/dbt/run-results/v6.json",
-                "dbt_version": "1.8.7",
+                "dbt_version": DBT_VERSION,
                 "generated_at": dbt_time(clock(Instant::now())),
-                "invocation_id": invocation,
+                "invocation_id": invocation_id,
                 "env": {},
             },
             "results": json_results,
             "elapsed_time": started.elapsed().as_secs_f64(),
             "args": {
-                "which": "run",
-                "invocation_command": "dbt run",
+                "which": invocation.which,
+                "invocation_command": invocation.command,
                 "project_dir": self.project.display().to_string(),
                 "profiles_dir": self.project.display().to_string(),
                 "target": "dev",
                 "threads": 4,
-                "select": [],
+                "select": invocation.select,
                 "exclude": [],
+                "event_time_start": start,
+                "event_time_end": end,
                 "full_refresh": false,
                 "vars": {},
                 "quiet": false,
@@ -1041,6 +1525,194 @@ impl Estate {
             results: outcome,
             run_results: self.run_results.clone(),
         }
+    }
+
+    /// A table model: dropped and created again from its SQL, in one transaction.
+    fn build_table(
+        &self,
+        client: &mut Result<postgres::Client, postgres::Error>,
+        model: &Model,
+        event_times: &BTreeMap<String, Option<String>>,
+        clock: &dyn Fn(Instant) -> NaiveDateTime,
+    ) -> Built {
+        let relation = model_relation(&model.name);
+        let compile_start = Instant::now();
+        let compiled = self.compile(model, event_times, None);
+        let mut timing = vec![json!({
+            "name": "compile",
+            "started_at": dbt_time(clock(compile_start)),
+            "completed_at": dbt_time(clock(Instant::now())),
+        })];
+        let sql = match compiled {
+            Err(message) => {
+                return Built {
+                    timing,
+                    ..Built::failed(message)
+                }
+            }
+            Ok(sql) => sql,
+        };
+        self.write_target("compiled", model, &sql);
+        let statement = format!("\n  create table {relation}\n  as\n  (\n{sql}\n  )");
+        self.write_target("run", model, &statement);
+        let execute_start = Instant::now();
+        let built = match client.as_mut() {
+            Err(e) => Err(database_error(model, &statement, e)),
+            Ok(client) => (|| {
+                let mut tx = client.transaction()?;
+                tx.batch_execute(&format!("DROP TABLE IF EXISTS {relation}"))?;
+                let rows = tx.execute(&statement, &[])?;
+                tx.commit()?;
+                Ok::<u64, postgres::Error>(rows)
+            })()
+            .map_err(|e| database_error(model, &statement, &e)),
+        };
+        timing.push(json!({
+            "name": "execute",
+            "started_at": dbt_time(clock(execute_start)),
+            "completed_at": dbt_time(clock(Instant::now())),
+        }));
+        match built {
+            Ok(rows) => Built {
+                status: RunStatus::Success,
+                message: format!("SELECT {rows}"),
+                rows: Some(rows),
+                compiled_code: Some(sql),
+                timing,
+                adapter_response: json!({
+                    "_message": format!("SELECT {rows}"), "code": "SELECT", "rows_affected": rows
+                }),
+                failures: Value::Null,
+                batches: None,
+            },
+            Err(message) => Built {
+                compiled_code: Some(sql),
+                timing,
+                ..Built::failed(message)
+            },
+        }
+    }
+
+    /// A microbatch model, batch by batch as dbt 1.9 runs it, each batch in its own
+    /// transaction: the first batch of a model with no table yet creates it; every other
+    /// batch deletes the rows of its window and inserts them again. dbt's result for the
+    /// model is `SUCCESS`, `ERROR` (no batch built) or `PARTIAL SUCCESS (n/m)`.
+    fn build_batches(
+        &self,
+        client: &mut Result<postgres::Client, postgres::Error>,
+        model: &Model,
+        event_times: &BTreeMap<String, Option<String>>,
+        microbatch: &Microbatch,
+        now: NaiveDateTime,
+        window: Option<(NaiveDateTime, NaiveDateTime)>,
+    ) -> Built {
+        let relation = model_relation(&model.name);
+        let mut exists = match client.as_mut() {
+            Ok(client) => client
+                .query_one(
+                    "SELECT to_regclass($1::text) IS NOT NULL",
+                    &[&format!(
+                        "{}.{}",
+                        quote_ident(TARGET_SCHEMA),
+                        quote_ident(&model.name)
+                    )],
+                )
+                .map(|row| row.get::<_, bool>(0))
+                .unwrap_or(false),
+            Err(_) => false,
+        };
+        let column = quote_ident(&microbatch.event_time);
+        let mut results = BatchResults::default();
+        let mut rows = 0;
+        let mut compiled_code = None;
+        for batch in batches(microbatch, now, exists, window) {
+            if !exists && !results.failed.is_empty() {
+                // dbt skips the rest once the batch that creates the table failed.
+                results.failed.push(batch);
+                continue;
+            }
+            let sql = match self.compile(model, event_times, Some(batch)) {
+                Ok(sql) => sql,
+                Err(message) => return Built::failed(message),
+            };
+            self.write_target("compiled", model, &sql);
+            let (delete, insert) = if exists {
+                (
+                    Some(format!(
+                        "delete from {relation}\n    where {column} >= '{}' and {column} < '{}'",
+                        batch_time(batch.0),
+                        batch_time(batch.1)
+                    )),
+                    format!(
+                        "insert into {relation}\n    select * from (\n{sql}\n    ) as dbt_batch"
+                    ),
+                )
+            } else {
+                (
+                    None,
+                    format!("\n  create table {relation}\n  as\n  (\n{sql}\n  )"),
+                )
+            };
+            let statement = match &delete {
+                Some(delete) => format!("\n    {delete};\n\n    {insert}"),
+                None => insert.clone(),
+            };
+            self.write_target("run", model, &statement);
+            let built = match client.as_mut() {
+                Err(e) => Err(database_error(model, &statement, e)),
+                Ok(client) => (|| {
+                    let mut tx = client.transaction()?;
+                    if let Some(delete) = &delete {
+                        tx.execute(delete.as_str(), &[])?;
+                    }
+                    let rows = tx.execute(insert.as_str(), &[])?;
+                    tx.commit()?;
+                    Ok::<u64, postgres::Error>(rows)
+                })()
+                .map_err(|e| database_error(model, &insert, &e)),
+            };
+            compiled_code = Some(sql);
+            match built {
+                Ok(inserted) => {
+                    rows += inserted;
+                    exists = true;
+                    results.successful.push(batch);
+                }
+                Err(message) => {
+                    results.failed.push(batch);
+                    results.errors.push(message);
+                }
+            }
+        }
+        let (done, failed) = (results.successful.len(), results.failed.len());
+        let (status, message) = match (done, failed) {
+            (_, 0) => (RunStatus::Success, "SUCCESS".to_string()),
+            (0, _) => (RunStatus::Error, "ERROR".to_string()),
+            _ => (
+                RunStatus::PartialSuccess,
+                format!("PARTIAL SUCCESS ({done}/{})", done + failed),
+            ),
+        };
+        Built {
+            status,
+            message,
+            rows: (done > 0).then_some(rows),
+            compiled_code,
+            timing: Vec::new(),
+            adapter_response: json!({}),
+            failures: json!(failed),
+            batches: Some(results),
+        }
+    }
+
+    /// Writes what dbt keeps under `target/compiled` or `target/run` for a model.
+    fn write_target(&self, folder: &str, model: &Model, sql: &str) {
+        write(
+            &self
+                .project
+                .join(format!("target/{folder}/{PROJECT}/{}", model.path)),
+            sql,
+        );
     }
 
     /// Writes `target/manifest.json` from the project as it is now.
@@ -1114,6 +1786,9 @@ impl Estate {
                 .collect();
             let source_calls: Vec<Value> =
                 model.sources.iter().map(|(s, t)| json!([s, t])).collect();
+            let patch_path = model
+                .patched
+                .then(|| format!("{PROJECT}://{PROPERTIES_PATH}"));
             nodes.insert(
                 unique_id.clone(),
                 json!({
@@ -1123,21 +1798,10 @@ impl Estate {
                     "original_file_path": model.path,
                     "unique_id": unique_id, "fqn": fqn, "alias": model.name,
                     "checksum": {"name": "sha256", "checksum": sha256_hex(&model.raw)},
-                    "config": {
-                        "enabled": true, "alias": null, "schema": null, "database": null,
-                        "tags": [], "meta": {}, "group": null, "materialized": "table",
-                        "incremental_strategy": null, "persist_docs": {}, "post-hook": [],
-                        "pre-hook": [], "quoting": {}, "column_types": {},
-                        "full_refresh": null, "unique_key": null,
-                        "on_schema_change": "ignore", "on_configuration_change": "apply",
-                        "grants": {}, "packages": [],
-                        "docs": {"show": true, "node_color": null},
-                        "contract": {"enforced": false, "alias_types": true},
-                        "access": "protected"
-                    },
+                    "config": model.manifest_config(),
                     "tags": [], "description": "", "columns": {}, "meta": {}, "group": null,
-                    "docs": {"show": true, "node_color": null}, "patch_path": null,
-                    "build_path": null, "unrendered_config": {"materialized": "table"},
+                    "docs": {"show": true, "node_color": null}, "patch_path": patch_path,
+                    "build_path": null, "unrendered_config": model.unrendered_config(),
                     "created_at": created_at,
                     "relation_name": model_relation(&model.name),
                     "raw_code": model.raw, "language": "sql",
@@ -1157,7 +1821,7 @@ impl Estate {
         let manifest = json!({
             "metadata": {
                 "dbt_schema_version": "https://schemas.getdbt.com/dbt/manifest/v12.json",
-                "dbt_version": "1.8.7",
+                "dbt_version": DBT_VERSION,
                 "generated_at": dbt_time(at),
                 "invocation_id": invocation_id(&format!("manifest {}", dbt_time(at))),
                 "env": {},
