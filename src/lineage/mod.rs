@@ -253,6 +253,11 @@ impl Lineage {
                 name: "an unclosed {{ in the SQL".to_string(),
             })?;
             let call = after[..close].trim();
+            // `config(...)` sets how dbt builds the model and renders to nothing.
+            if call.starts_with("config(") {
+                rest = &after[close + 2..];
+                continue;
+            }
             let node = self.render_target(call)?;
             match (&node.raw_sql, inline && node.kind == NodeKind::Model) {
                 (Some(sql), true) => {
@@ -476,6 +481,22 @@ mod tests {
       },
       "child_map": {"source.a.app.orders": ["model.a.orders", "model.a.orders"]}
     }"#;
+
+    #[test]
+    fn a_config_call_renders_to_nothing() {
+        let manifest = r#"{
+          "metadata": {"dbt_schema_version": "https://schemas.getdbt.com/dbt/manifest/v12.json"},
+          "nodes": {"model.a.payments": {"resource_type": "model", "name": "payments",
+            "relation_name": "\"WH\".\"A\".\"PAYMENTS\"", "config": {"materialized": "table"}}},
+          "sources": {}, "child_map": {}
+        }"#;
+        let lineage = Lineage::from_json(manifest, "m.json").unwrap();
+        let sql = "{{ config(materialized='incremental', lookback=1) }}\nselect * from {{ ref('payments') }}";
+        assert_eq!(
+            lineage.render(sql).unwrap(),
+            "\nselect * from \"A\".\"PAYMENTS\""
+        );
+    }
 
     #[test]
     fn resolves_exactly_and_never_by_substring() {
