@@ -368,4 +368,24 @@ impl Warehouse for PostgresWarehouse {
             examples: row.get(1),
         }))
     }
+
+    fn snapshot_table(
+        &self,
+        _relation: &Relation,
+        _tag: &str,
+    ) -> Result<super::TableVersion, WarehouseError> {
+        Err(WarehouseError::Query("not yet".into()))
+    }
+
+    fn restore_table(
+        &self,
+        _relation: &Relation,
+        _version: &super::TableVersion,
+    ) -> Result<u64, WarehouseError> {
+        Err(WarehouseError::Query("not yet".into()))
+    }
+
+    fn drop_version(&self, _version: &super::TableVersion) -> Result<(), WarehouseError> {
+        Err(WarehouseError::Query("not yet".into()))
+    }
 }
