@@ -1,5 +1,7 @@
 //! One trait over every warehouse engine. Checks are pushed down as SQL; identifiers are
-//! always quoted, never pasted.
+//! always quoted, never pasted. Besides the checks, which only read, the trait has three
+//! narrow writing calls for table versions (a copy to undo a backfill to): no call runs
+//! arbitrary SQL.
 
 pub mod postgres;
 pub mod sqlite;
@@ -203,10 +205,11 @@ fn sanitize(text: &str) -> String {
 /// sanitized to `[a-z0-9_]`, so a tag can never reach SQL as anything but a name.
 ///
 /// Different tables never share a name: when a part is not already plain (lowercase,
-/// no `__`, no `_` at an end) or the name would pass 63 bytes, the table part is cut and
-/// followed by 8 hex digits of a hash of the exact schema and table. The tag is kept
-/// whole. Refused when the tag has no letter or digit, or is longer than 30 once
-/// sanitized.
+/// no `__`, no `_` at an end) or the name would pass 63 bytes, `<schema>__<table>` is
+/// cut to fit and followed by `_` and 8 hex digits of a hash of the exact schema and
+/// table. The tag is kept whole; tags that sanitize alike (`INC-0003-P1`, `inc_0003_p1`)
+/// are one tag. Refused when the tag has no letter or digit, or is longer than 30 once
+/// sanitized. (SQLite, whose names ignore case, passes them lowercased.)
 pub fn version_name(schema: &str, table: &str, tag: &str) -> Result<String, WarehouseError> {
     let clean_tag = sanitize(tag);
     if clean_tag.is_empty() || clean_tag.len() > MAX_TAG {
