@@ -773,3 +773,325 @@ fn count_uncastable_agrees_with_postgres_own_casts() {
         .get(0);
     assert_eq!(rows, CAST_SAMPLES.len() as i64 + 2);
 }
+
+/// An incremental mart as dbt builds it: an identity key, a decimal, a short text, an
+/// array and a generated column, 30 rows over three days; a role that may read it.
+fn load_deliveries(pg: &PgServer) -> Relation {
+    pg.execute(
+        "CREATE SCHEMA analytics;
+         CREATE TABLE analytics.fct_deliveries (
+             id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+             day date NOT NULL,
+             amount numeric(10,2),
+             courier varchar(12),
+             tags text[],
+             doubled numeric GENERATED ALWAYS AS (amount * 2) STORED);
+         INSERT INTO analytics.fct_deliveries (day, amount, courier, tags)
+         SELECT date '2024-05-10' + g % 3, g * 1.25,
+                CASE WHEN g % 4 = 0 THEN NULL ELSE 'c' || g END, ARRAY['a', g::text]
+         FROM generate_series(1, 30) AS g;
+         CREATE ROLE reader;
+         GRANT USAGE ON SCHEMA analytics TO reader;
+         GRANT SELECT ON analytics.fct_deliveries TO reader;",
+    );
+    Relation::parse("analytics.fct_deliveries").unwrap()
+}
+
+/// Every row, whole, in key order.
+fn deliveries(client: &mut postgres::Client) -> Vec<String> {
+    client
+        .query(
+            "SELECT t::text FROM analytics.fct_deliveries AS t ORDER BY id",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+fn refusal<T: std::fmt::Debug>(result: Result<T, WarehouseError>) -> String {
+    match result {
+        Err(WarehouseError::Refused(message)) => message,
+        other => panic!("not refused: {other:?}"),
+    }
+}
+
+fn exists(client: &mut postgres::Client, relation: &str) -> bool {
+    client
+        .query_one("SELECT to_regclass($1::text) IS NOT NULL", &[&relation])
+        .unwrap()
+        .get(0)
+}
+
+#[test]
+fn a_table_version_puts_the_table_back_exactly() {
+    let Some(pg) = start_or_skip("a_table_version_puts_the_table_back_exactly") else {
+        return;
+    };
+    let rel = load_deliveries(&pg);
+    let warehouse = PostgresWarehouse::new(&pg.url, 2, Duration::from_secs(10)).unwrap();
+    let mut client = pg.client();
+    let before = deliveries(&mut client);
+    let oid = |client: &mut postgres::Client| -> u32 {
+        client
+            .query_one("SELECT 'analytics.fct_deliveries'::regclass::oid", &[])
+            .unwrap()
+            .get(0)
+    };
+    let table_oid = oid(&mut client);
+
+    let version = warehouse.snapshot_table(&rel, "INC-0003-P1").unwrap();
+    assert_eq!(version.table, "analytics.fct_deliveries");
+    assert_eq!(
+        version.copy,
+        "dataward_versions.analytics__fct_deliveries__inc_0003_p1"
+    );
+    assert_eq!(version.rows, 30);
+    assert!(
+        DateTime::parse_from_rfc3339(&version.taken_at).is_ok(),
+        "{}",
+        version.taken_at
+    );
+    // The copy has the table's columns and types; the generated one is computed again.
+    let copy = Relation::parse(&version.copy).unwrap();
+    let mut expected = warehouse.columns(&rel).unwrap();
+    expected.retain(|c| c.name != "doubled");
+    assert_eq!(warehouse.columns(&copy).unwrap(), expected);
+    // Whoever may read the table may not read its copies.
+    let reads_copies: bool = client
+        .query_one(
+            "SELECT has_schema_privilege('reader', 'dataward_versions', 'USAGE')",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(!reads_copies);
+
+    // The backfill goes wrong: a day deleted, values changed, a row added.
+    pg.execute(
+        "DELETE FROM analytics.fct_deliveries WHERE day = date '2024-05-11';
+         UPDATE analytics.fct_deliveries SET amount = amount + 1, courier = upper(courier);
+         INSERT INTO analytics.fct_deliveries (day) VALUES (date '2024-05-13');",
+    );
+    assert_ne!(deliveries(&mut client), before);
+    assert_eq!(warehouse.restore_table(&rel, &version).unwrap(), 30);
+    assert_eq!(deliveries(&mut client), before);
+    // The same table, not a new one: its oid and grants, its identity going on.
+    assert_eq!(oid(&mut client), table_oid);
+    let reader_reads: bool = client
+        .query_one(
+            "SELECT has_table_privilege('reader', 'analytics.fct_deliveries', 'SELECT')",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(reader_reads);
+    let next: i32 = client
+        .query_one(
+            "INSERT INTO analytics.fct_deliveries (day) VALUES (date '2024-05-14') RETURNING id",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(next > 31, "{next}");
+    client
+        .execute(
+            "DELETE FROM analytics.fct_deliveries WHERE id = $1",
+            &[&next],
+        )
+        .unwrap();
+
+    // A version is never overwritten; the first copy still holds the table as it was.
+    pg.execute("DELETE FROM analytics.fct_deliveries WHERE id > 10");
+    for tag in ["INC-0003-P1", "inc_0003_p1"] {
+        let message = refusal(warehouse.snapshot_table(&rel, tag));
+        assert!(message.contains(&version.copy), "{message}");
+    }
+    assert_eq!(warehouse.restore_table(&rel, &version).unwrap(), 30);
+    assert_eq!(deliveries(&mut client), before);
+
+    // A hostile tag is only ever part of a name.
+    pg.execute("CREATE TABLE public.t (a int); INSERT INTO public.t VALUES (1);");
+    let hostile = warehouse
+        .snapshot_table(&rel, "x\"; drop table t; --")
+        .unwrap();
+    assert_eq!(
+        hostile.copy,
+        "dataward_versions.analytics__fct_deliveries__x_drop_table_t"
+    );
+    assert!(exists(&mut client, "public.t"));
+    assert!(exists(&mut client, &copy.quoted()));
+
+    // Retention ended: dropped, and dropped again.
+    for _ in 0..2 {
+        warehouse.drop_version(&version).unwrap();
+        warehouse.drop_version(&hostile).unwrap();
+    }
+    assert!(!exists(&mut client, &copy.quoted()));
+    // A stored version edited to name a real table drops nothing.
+    let forged = dataward::warehouse::TableVersion {
+        copy: "analytics.fct_deliveries".into(),
+        ..version.clone()
+    };
+    refusal(warehouse.drop_version(&forged));
+    refusal(warehouse.restore_table(&rel, &forged));
+    assert_eq!(deliveries(&mut client), before);
+}
+
+#[test]
+fn a_restore_is_refused_when_the_copy_no_longer_fits_the_table() {
+    let Some(pg) = start_or_skip("a_restore_is_refused_when_the_copy_no_longer_fits") else {
+        return;
+    };
+    let rel = load_deliveries(&pg);
+    let warehouse = PostgresWarehouse::new(&pg.url, 2, Duration::from_secs(10)).unwrap();
+    let mut client = pg.client();
+    // Dropping a version whose schema was never made is already done.
+    let never = dataward::warehouse::TableVersion {
+        table: rel.to_string(),
+        copy: "dataward_versions.analytics__fct_deliveries__never".into(),
+        rows: 0,
+        taken_at: "2024-05-12T02:30:00Z".into(),
+    };
+    warehouse.drop_version(&never).unwrap();
+    refusal(warehouse.restore_table(&rel, &never));
+
+    let version = warehouse.snapshot_table(&rel, "INC-0003-P1").unwrap();
+    pg.execute("ALTER TABLE analytics.fct_deliveries ALTER COLUMN courier TYPE text");
+    let altered = deliveries(&mut client);
+    assert_eq!(
+        refusal(warehouse.restore_table(&rel, &version)),
+        format!(
+            "cannot restore analytics.fct_deliveries from {}: column courier is text in the \
+             table but character varying(12) in the copy",
+            version.copy
+        )
+    );
+    assert_eq!(deliveries(&mut client), altered);
+
+    // A copy that changed since it was taken is not the table as it was.
+    let later = warehouse.snapshot_table(&rel, "INC-0003-P2").unwrap();
+    pg.execute(&format!(
+        "DELETE FROM analytics.fct_deliveries WHERE id < 5;
+         INSERT INTO {} (id, day) VALUES (99, date '2024-05-13')",
+        Relation::parse(&later.copy).unwrap().quoted()
+    ));
+    let changed = deliveries(&mut client);
+    let message = refusal(warehouse.restore_table(&rel, &later));
+    assert!(message.contains("31 rows"), "{message}");
+    assert_eq!(deliveries(&mut client), changed);
+    // A version of another table, a copy gone, a view, no table at all.
+    let orders = Relation::parse("analytics.orders").unwrap();
+    pg.execute("CREATE TABLE analytics.orders (id int)");
+    refusal(warehouse.restore_table(&orders, &later));
+    warehouse.drop_version(&later).unwrap();
+    assert!(refusal(warehouse.restore_table(&rel, &later)).contains("missing"));
+    pg.execute("CREATE VIEW analytics.v AS SELECT 1 AS a");
+    refusal(warehouse.snapshot_table(&Relation::parse("analytics.v").unwrap(), "t1"));
+    refusal(warehouse.snapshot_table(&Relation::parse("analytics.nope").unwrap(), "t1"));
+    assert_eq!(deliveries(&mut client), changed);
+
+    // Deleting through a cascading foreign key would change a table no copy restores.
+    let version = warehouse.snapshot_table(&rel, "INC-0003-P3").unwrap();
+    pg.execute(
+        "CREATE TABLE analytics.payouts (
+             delivery_id int REFERENCES analytics.fct_deliveries ON DELETE CASCADE);
+         INSERT INTO analytics.payouts VALUES (10), (11);",
+    );
+    let message = refusal(warehouse.restore_table(&rel, &version));
+    assert!(message.contains("analytics.payouts"), "{message}");
+    let payouts: i64 = client
+        .query_one("SELECT count(*) FROM analytics.payouts", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(payouts, 2);
+    assert_eq!(deliveries(&mut client), changed);
+    pg.execute("DROP TABLE analytics.payouts");
+    assert_eq!(warehouse.restore_table(&rel, &version).unwrap(), 26);
+
+    // A name PostgreSQL keeps in mixed case gets a copy of its own, found again.
+    pg.execute(
+        "CREATE TABLE analytics.\"Orders\" (id int);
+         INSERT INTO analytics.\"Orders\" VALUES (1), (2);",
+    );
+    let mixed = Relation::parse("analytics.Orders").unwrap();
+    let version = warehouse.snapshot_table(&mixed, "INC-0003-P1").unwrap();
+    assert!(
+        version
+            .copy
+            .starts_with("dataward_versions.analytics__orders_")
+            && version.copy.ends_with("__inc_0003_p1"),
+        "{}",
+        version.copy
+    );
+    assert_eq!(
+        warehouse
+            .snapshot_table(&orders, "INC-0003-P1")
+            .unwrap()
+            .rows,
+        0
+    );
+    pg.execute("DELETE FROM analytics.\"Orders\"");
+    assert_eq!(warehouse.restore_table(&mixed, &version).unwrap(), 2);
+}
+
+/// The restore deletes every row and inserts the copy's in one transaction: until it
+/// commits, every other session reads the rows as they were (MVCC), and the table's
+/// EXCLUSIVE lock keeps writers out but not readers. Here the restore is held just after
+/// its DELETE (a trigger of the table's waits on a lock the test holds) while another
+/// session reads the table.
+#[test]
+fn a_reader_never_sees_the_table_empty_while_it_is_restored() {
+    let Some(pg) = start_or_skip("a_reader_never_sees_the_table_empty") else {
+        return;
+    };
+    let rel = load_deliveries(&pg);
+    let warehouse = PostgresWarehouse::new(&pg.url, 2, Duration::from_secs(10)).unwrap();
+    let version = warehouse.snapshot_table(&rel, "INC-0003-P1").unwrap();
+    pg.execute(
+        "DELETE FROM analytics.fct_deliveries WHERE id > 20;
+         CREATE FUNCTION analytics.hold() RETURNS trigger LANGUAGE plpgsql AS
+             $$ BEGIN PERFORM pg_advisory_xact_lock(4242); RETURN NULL; END $$;
+         CREATE TRIGGER hold AFTER DELETE ON analytics.fct_deliveries
+             FOR EACH STATEMENT EXECUTE FUNCTION analytics.hold();",
+    );
+    let mut holder = pg.client();
+    holder
+        .execute("SELECT pg_advisory_lock(4242)", &[])
+        .unwrap();
+    let restore = std::thread::spawn(move || warehouse.restore_table(&rel, &version));
+    let mut reader = pg.client();
+    // Wait (not timed: polled) until the restore has deleted and waits on the lock.
+    let mut waiting = false;
+    for _ in 0..2000 {
+        let n: i64 = reader
+            .query_one(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        if n == 1 {
+            waiting = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(waiting, "the restore never reached its DELETE");
+    assert!(!restore.is_finished());
+    let seen: i64 = reader
+        .query_one("SELECT count(*) FROM analytics.fct_deliveries", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(seen, 20, "a reader during the restore saw {seen} rows");
+    holder
+        .execute("SELECT pg_advisory_unlock(4242)", &[])
+        .unwrap();
+    assert_eq!(restore.join().unwrap().unwrap(), 30);
+    let after: i64 = reader
+        .query_one("SELECT count(*) FROM analytics.fct_deliveries", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(after, 30);
+}

@@ -308,7 +308,7 @@ pub fn judge(
             let mut observation = blank;
             observation.health = match error {
                 WarehouseError::Unreachable(_) => Health::Unreachable,
-                WarehouseError::Query(_) => Health::Error,
+                WarehouseError::Query(_) | WarehouseError::Refused(_) => Health::Error,
             };
             observation.detail.message = Some(error.to_string());
             out.push(observation);

@@ -1,5 +1,7 @@
 //! One trait over every warehouse engine. Checks are pushed down as SQL; identifiers are
-//! always quoted, never pasted.
+//! always quoted, never pasted. Besides the checks, which only read, the trait has three
+//! narrow writing calls for table versions (a copy to undo a backfill to): no call runs
+//! arbitrary SQL.
 
 pub mod postgres;
 pub mod sqlite;
@@ -69,6 +71,9 @@ pub enum WarehouseError {
     Unreachable(String),
     /// The query ran and failed.
     Query(String),
+    /// Not done, on purpose: a table version that would be overwritten, a copy that is
+    /// missing or no longer fits its table. Nothing was changed.
+    Refused(String),
 }
 
 impl fmt::Display for WarehouseError {
@@ -76,6 +81,7 @@ impl fmt::Display for WarehouseError {
         match self {
             WarehouseError::Unreachable(m) => write!(f, "unreachable: {m}"),
             WarehouseError::Query(m) => write!(f, "query failed: {m}"),
+            WarehouseError::Refused(m) => write!(f, "refused: {m}"),
         }
     }
 }
@@ -128,6 +134,171 @@ pub trait Warehouse: Send {
         column: &str,
         target_type: &str,
     ) -> Result<Option<Uncastable>, WarehouseError>;
+
+    // The only writing calls: a copy of a table before a change, the table put back from
+    // it, the copy dropped. Each is one transaction and touches only the table named and
+    // copies named by [`version_name`].
+
+    /// Copies every row of `relation` (same columns, same declared types) into a new
+    /// table named for it and `tag` (see [`version_name`]), in one transaction. Refused
+    /// when a copy with that name exists: a version is never overwritten.
+    fn snapshot_table(
+        &self,
+        relation: &Relation,
+        tag: &str,
+    ) -> Result<TableVersion, WarehouseError>;
+    /// Puts `relation` back exactly as the copy holds it: every row deleted and the
+    /// copy's inserted, in one transaction, so a reader sees the table before or after,
+    /// never empty. The table itself (its identity, grants, constraints) stays. Refused
+    /// when the version is of another table, its copy is missing, or the columns differ
+    /// (name or type) between the copy and the table. Returns the rows restored.
+    fn restore_table(
+        &self,
+        relation: &Relation,
+        version: &TableVersion,
+    ) -> Result<u64, WarehouseError>;
+    /// Drops a version's copy (its retention ended). A copy already gone is fine.
+    fn drop_version(&self, version: &TableVersion) -> Result<(), WarehouseError>;
+}
+
+/// A copy of a table taken before a change, to restore it exactly.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct TableVersion {
+    /// The table as the config names it, e.g. `analytics.fct_deliveries`.
+    pub table: String,
+    /// The copy's relation, e.g. `dataward_versions.analytics__fct_deliveries__inc_0003_p1`.
+    pub copy: String,
+    /// Rows copied.
+    pub rows: u64,
+    /// When the copy was taken, by the warehouse's clock: `YYYY-MM-DDTHH:MM:SSZ`.
+    pub taken_at: String,
+}
+
+/// Where PostgreSQL keeps copies (a schema), and how SQLite names them (a prefix).
+pub const VERSIONS: &str = "dataward_versions";
+
+/// The longest identifier PostgreSQL keeps whole (NAMEDATALEN - 1 bytes); a longer one
+/// is silently cut, so two copies' names could meet.
+const MAX_NAME: usize = 63;
+
+/// The longest tag kept, once sanitized: a proposal id, not a sentence.
+const MAX_TAG: usize = 30;
+
+/// Lowercase ASCII letters and digits kept, every other run of characters one `_`,
+/// none at either end: `x"; drop table t; --` is `x_drop_table_t`.
+fn sanitize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.is_empty() && !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    while out.ends_with('_') {
+        out.pop();
+    }
+    out
+}
+
+/// The name of `schema.table`'s copy for `tag`: `<schema>__<table>__<tag>`, each part
+/// sanitized to `[a-z0-9_]`, so a tag can never reach SQL as anything but a name.
+///
+/// Different tables never share a name: when a part is not already plain (lowercase,
+/// no `__`, no `_` at an end) or the name would pass 63 bytes, `<schema>__<table>` is
+/// cut to fit and followed by `_` and 8 hex digits of a hash of the exact schema and
+/// table. The tag is kept whole; tags that sanitize alike (`INC-0003-P1`, `inc_0003_p1`)
+/// are one tag. Refused when the tag has no letter or digit, or is longer than 30 once
+/// sanitized. (SQLite, whose names ignore case, passes them lowercased.)
+pub fn version_name(schema: &str, table: &str, tag: &str) -> Result<String, WarehouseError> {
+    let clean_tag = sanitize(tag);
+    if clean_tag.is_empty() || clean_tag.len() > MAX_TAG {
+        return Err(WarehouseError::Refused(format!(
+            "a version tag needs 1 to {MAX_TAG} letters, digits and separators, like \
+             INC-0003-P1; {tag:?} is not one"
+        )));
+    }
+    // Sanitizing leaves no `__` and no `_` at an end: the parts of a plain name can be
+    // told apart again, so two plain tables never meet.
+    let plain = |part: &str| sanitize(part) == part;
+    let name = format!("{schema}__{table}__{clean_tag}");
+    if plain(schema) && plain(table) && name.len() <= MAX_NAME {
+        return Ok(name);
+    }
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(format!("{schema}\0{table}").as_bytes());
+    let hash: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+    let mut stem = format!("{}__{}", sanitize(schema), sanitize(table));
+    stem.truncate(MAX_NAME - clean_tag.len() - hash.len() - 3);
+    Ok(format!("{stem}_{hash}__{clean_tag}"))
+}
+
+/// Whether `name` could be a copy's table name: nothing but `[a-z0-9_]`. Restore and
+/// drop check this (and the engine's own place for copies) before they touch anything,
+/// so a stored version edited to name a real table is refused.
+pub fn is_version_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+}
+
+/// The refusal of a restore whose copy no longer holds the rows it was taken with.
+pub fn changed_copy(relation: &Relation, version: &TableVersion, rows: u64) -> WarehouseError {
+    WarehouseError::Refused(format!(
+        "cannot restore {relation}: its copy {} holds {rows} rows, but {} were taken at {}; \
+         it changed since, so it is not the table as it was",
+        version.copy, version.rows, version.taken_at
+    ))
+}
+
+/// Refuses a restore unless `copy` has exactly the columns of `table`, by name and type
+/// (order aside: rows are put back by column name). Every difference is named.
+pub fn check_restorable(
+    table: &str,
+    table_columns: &[Column],
+    copy: &str,
+    copy_columns: &[Column],
+) -> Result<(), WarehouseError> {
+    let mut problems = Vec::new();
+    for column in table_columns {
+        match copy_columns.iter().find(|c| c.name == column.name) {
+            None => problems.push(format!(
+                "column {} ({}) is in the table but not in the copy",
+                column.name, column.data_type
+            )),
+            Some(kept) if kept.data_type != column.data_type => problems.push(format!(
+                "column {} is {} in the table but {} in the copy",
+                column.name, column.data_type, kept.data_type
+            )),
+            Some(_) => {}
+        }
+    }
+    for kept in copy_columns {
+        if !table_columns.iter().any(|c| c.name == kept.name) {
+            problems.push(format!(
+                "column {} ({}) is in the copy but no longer in the table",
+                kept.name, kept.data_type
+            ));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(WarehouseError::Refused(format!(
+            "cannot restore {table} from {copy}: {}",
+            problems.join("; ")
+        )))
+    }
+}
+
+/// A quoted, comma-separated column list.
+pub fn column_list(columns: &[Column]) -> String {
+    columns
+        .iter()
+        .map(|c| quote_ident(&c.name))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The values of a column that would not cast to a type.
@@ -433,6 +604,95 @@ mod tests {
             assert!(!CastTarget::Boolean.accepts(bad), "{bad:?}");
         }
         assert!(CastTarget::Text.accepts(""));
+    }
+
+    #[test]
+    fn version_names_are_plain_names_whatever_the_tag() {
+        let name = |schema: &str, table: &str, tag: &str| version_name(schema, table, tag);
+        assert_eq!(
+            name("analytics", "fct_deliveries", "INC-0003-P1").unwrap(),
+            "analytics__fct_deliveries__inc_0003_p1"
+        );
+        // A hostile tag is only ever a name.
+        let hostile = name("public", "t", "x\"; drop table t; --").unwrap();
+        assert_eq!(hostile, "public__t__x_drop_table_t");
+        assert!(is_version_name(&hostile));
+        // The same tag, however it is spelled, is the same version.
+        assert_eq!(
+            name("analytics", "fct", "inc 0003/p1").unwrap(),
+            name("analytics", "fct", "INC-0003-P1").unwrap()
+        );
+        for bad in ["", "--", "\"; --", "ü", &"x".repeat(31)] {
+            assert!(
+                matches!(name("s", "t", bad), Err(WarehouseError::Refused(_))),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn two_tables_never_share_a_version_name() {
+        let tag = "INC-0003-P1";
+        let names = [
+            ("shop", "Orders"),
+            ("shop", "orders"),
+            ("shop", "ORDERS"),
+            ("a__b", "c"),
+            ("a", "b__c"),
+            ("a", "b_c"),
+            ("a_b", "c"),
+            ("my-schema", "t"),
+            ("my_schema", "t"),
+            ("s", &"long_table_name_".repeat(4)),
+            ("s", &format!("{}x", "long_table_name_".repeat(4))),
+        ]
+        .map(|(schema, table)| version_name(schema, table, tag).unwrap());
+        for (i, a) in names.iter().enumerate() {
+            assert!(a.len() <= 63, "{a}");
+            assert!(is_version_name(a), "{a}");
+            assert!(a.ends_with("__inc_0003_p1"), "{a}");
+            for b in &names[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        // A name that needed its hash says what it was.
+        assert!(names[0].starts_with("shop__orders_"), "{}", names[0]);
+        assert!(!is_version_name("analytics.t") && !is_version_name("T") && !is_version_name(""));
+    }
+
+    #[test]
+    fn a_restore_names_every_column_that_no_longer_fits() {
+        let cols = |list: &[(&str, &str)]| {
+            list.iter()
+                .map(|(name, data_type)| Column {
+                    name: name.to_string(),
+                    data_type: data_type.to_string(),
+                })
+                .collect::<Vec<_>>()
+        };
+        let copy = cols(&[
+            ("id", "integer"),
+            ("amount", "numeric(10,2)"),
+            ("gone", "text"),
+        ]);
+        // Order aside, the same columns restore.
+        let same = cols(&[
+            ("amount", "numeric(10,2)"),
+            ("id", "integer"),
+            ("gone", "text"),
+        ]);
+        assert_eq!(check_restorable("s.t", &same, "v.c", &copy), Ok(()));
+        let table = cols(&[("id", "integer"), ("amount", "text"), ("added", "date")]);
+        let Err(WarehouseError::Refused(message)) = check_restorable("s.t", &table, "v.c", &copy)
+        else {
+            panic!("restorable");
+        };
+        assert_eq!(
+            message,
+            "cannot restore s.t from v.c: column amount is text in the table but \
+             numeric(10,2) in the copy; column added (date) is in the table but not in \
+             the copy; column gone (text) is in the copy but no longer in the table"
+        );
     }
 
     #[test]

@@ -15,8 +15,10 @@ use chrono::NaiveTime;
 use postgres::{Client, NoTls};
 
 use super::{
-    null_counts_sql, parse_day, quote_ident, CastTarget, Column, DayCount, NullCounts, Relation,
+    changed_copy, check_restorable, column_list, is_version_name, null_counts_sql, parse_day,
+    quote_ident, version_name, CastTarget, Column, DayCount, NullCounts, Relation, TableVersion,
     Uncastable, Warehouse, WarehouseError, BOOLEAN_WORDS, DATE_WORDS, UNCASTABLE_EXAMPLES,
+    VERSIONS,
 };
 
 pub struct PostgresWarehouse {
@@ -367,5 +369,251 @@ impl Warehouse for PostgresWarehouse {
             rows: row.get::<_, i64>(0) as u64,
             examples: row.get(1),
         }))
+    }
+
+    fn snapshot_table(
+        &self,
+        relation: &Relation,
+        tag: &str,
+    ) -> Result<TableVersion, WarehouseError> {
+        self.with_client(|c| {
+            let mut tx = c.transaction()?;
+            let source = match find_table(&mut tx, relation)? {
+                Ok(source) => source,
+                Err(refused) => return Ok(Err(refused)),
+            };
+            let schema = source.schema.as_deref().expect("found in a schema");
+            let copy = match version_name(schema, &source.table, tag) {
+                Ok(name) => Relation {
+                    schema: Some(VERSIONS.to_string()),
+                    table: name,
+                },
+                Err(refused) => return Ok(Err(refused)),
+            };
+            // One snapshot at a time in this database: two would race to create the
+            // schema, or the same copy (the loser failing on a unique index).
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&VERSIONS_LOCK])?;
+            // Made by the role dataward connects as, with no grant to anyone: a copy
+            // is readable by that role (and superusers) only, whoever reads the table.
+            tx.batch_execute(&format!(
+                "CREATE SCHEMA IF NOT EXISTS {}",
+                quote_ident(VERSIONS)
+            ))?;
+            if exists(&mut tx, &copy)? {
+                return Ok(Err(WarehouseError::Refused(format!(
+                    "a version of {relation} tagged {tag:?} exists already ({copy}); a \
+                     version is never overwritten"
+                ))));
+            }
+            // Generated columns are left out: the table computes them again on restore.
+            let columns = writable_columns(&mut tx, &source)?;
+            let list = column_list(&columns);
+            // One statement, one snapshot of the table. CREATE TABLE AS keeps each
+            // column's type with its modifier (varchar(12), numeric(10,2)).
+            let rows = tx.execute(
+                &format!(
+                    "CREATE TABLE {} AS SELECT {list} FROM {}",
+                    copy.quoted(),
+                    source.quoted()
+                ),
+                &[],
+            )?;
+            // The transaction's start by the server's clock, in UTC (the session's zone).
+            let taken_at: String = tx
+                .query_one(
+                    "SELECT to_char(now(), 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')",
+                    &[],
+                )?
+                .get(0);
+            tx.commit()?;
+            Ok(Ok(TableVersion {
+                table: relation.to_string(),
+                copy: copy.to_string(),
+                rows,
+                taken_at,
+            }))
+        })?
+    }
+
+    /// A concurrent reader never sees the table empty: the DELETE and the INSERT are one
+    /// transaction, and under MVCC every other session reads the rows as they were until
+    /// it commits, then the restored ones. The table is locked in EXCLUSIVE mode, which
+    /// lets plain SELECTs through and keeps writers out, so no row written meanwhile
+    /// survives beside the restored ones. (TRUNCATE would not do: its lock blocks
+    /// readers, and it is not MVCC-safe for those already in a snapshot.)
+    fn restore_table(
+        &self,
+        relation: &Relation,
+        version: &TableVersion,
+    ) -> Result<u64, WarehouseError> {
+        let copy = own_copy(relation, version)?;
+        self.with_client(|c| {
+            let mut tx = c.transaction()?;
+            let source = match find_table(&mut tx, relation)? {
+                Ok(source) => source,
+                Err(refused) => return Ok(Err(refused)),
+            };
+            if !exists(&mut tx, &copy)? {
+                return Ok(Err(WarehouseError::Refused(format!(
+                    "cannot restore {relation}: its copy {copy} is missing (dropped, or \
+                     never taken in this warehouse)"
+                ))));
+            }
+            // Locked before the columns are read, so they cannot change until commit.
+            tx.batch_execute(&format!(
+                "LOCK TABLE {} IN EXCLUSIVE MODE; LOCK TABLE {} IN SHARE MODE",
+                source.quoted(),
+                copy.quoted()
+            ))?;
+            let table_columns = writable_columns(&mut tx, &source)?;
+            let copy_columns = writable_columns(&mut tx, &copy)?;
+            if let Err(refused) = check_restorable(
+                &relation.to_string(),
+                &table_columns,
+                &version.copy,
+                &copy_columns,
+            ) {
+                return Ok(Err(refused));
+            }
+            // The DELETE must change this table only. A foreign key that cascades,
+            // or sets null or a default, would change another table the copy cannot
+            // put back. (One that restricts fails the DELETE on its own; a deferred
+            // one is checked at commit, against the restored rows.)
+            let referencing: Vec<String> = tx
+                .query(
+                    "SELECT DISTINCT conrelid::regclass::text FROM pg_constraint
+                     WHERE contype = 'f' AND confrelid = to_regclass($1::text)
+                       AND confdeltype IN ('c', 'n', 'd') AND conrelid <> confrelid
+                     ORDER BY 1",
+                    &[&source.quoted()],
+                )?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            if !referencing.is_empty() {
+                return Ok(Err(WarehouseError::Refused(format!(
+                    "cannot restore {relation}: deleting its rows would change {} through \
+                     a foreign key that cascades or sets values on delete",
+                    referencing.join(", ")
+                ))));
+            }
+            let list = column_list(&table_columns);
+            tx.execute(&format!("DELETE FROM {}", source.quoted()), &[])?;
+            // The copy's identity values, not new ones: the rows as they were.
+            let rows = tx.execute(
+                &format!(
+                    "INSERT INTO {} ({list}) OVERRIDING SYSTEM VALUE SELECT {list} FROM {}",
+                    source.quoted(),
+                    copy.quoted()
+                ),
+                &[],
+            )?;
+            // Returning without commit rolls the delete back.
+            if rows != version.rows {
+                return Ok(Err(changed_copy(relation, version, rows)));
+            }
+            tx.commit()?;
+            Ok(Ok(rows))
+        })?
+    }
+
+    fn drop_version(&self, version: &TableVersion) -> Result<(), WarehouseError> {
+        let copy = own_copy_name(&version.copy)?;
+        // IF EXISTS also covers a schema never made: the server notes it and goes on.
+        let sql = format!("DROP TABLE IF EXISTS {}", copy.quoted());
+        self.with_client(|c| c.batch_execute(&sql))
+    }
+}
+
+/// The advisory lock snapshots take, one at a time: "dwvers" in ASCII.
+const VERSIONS_LOCK: i64 = 0x6477_7665_7273;
+
+/// `relation` as the server resolves it (an unqualified name through the search path),
+/// with its schema, when it is a table or a partitioned table; refused otherwise.
+fn find_table(
+    tx: &mut postgres::Transaction<'_>,
+    relation: &Relation,
+) -> Result<Result<Relation, WarehouseError>, postgres::Error> {
+    let row = tx.query_opt(
+        "SELECT n.nspname::text, c.relname::text, c.relkind::text
+         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE c.oid = to_regclass($1::text)",
+        &[&relation.quoted()],
+    )?;
+    Ok(match row {
+        None => Err(WarehouseError::Refused(format!(
+            "table {relation} does not exist"
+        ))),
+        Some(row) if matches!(row.get::<_, &str>(2), "r" | "p") => Ok(Relation {
+            schema: Some(row.get(0)),
+            table: row.get(1),
+        }),
+        Some(_) => Err(WarehouseError::Refused(format!(
+            "{relation} is not a table (a view, or another kind of relation): only a \
+             table's rows are copied and restored"
+        ))),
+    })
+}
+
+fn exists(
+    tx: &mut postgres::Transaction<'_>,
+    relation: &Relation,
+) -> Result<bool, postgres::Error> {
+    Ok(tx
+        .query_one(
+            "SELECT to_regclass($1::text) IS NOT NULL",
+            &[&relation.quoted()],
+        )?
+        .get(0))
+}
+
+/// The columns a row is written through, in table order, each with its exact type as
+/// the server spells it (`character varying(12)`, `numeric(10,2)`, `text[]`): not
+/// information_schema's, which says only ARRAY for every array. Dropped and generated
+/// columns are left out.
+fn writable_columns(
+    tx: &mut postgres::Transaction<'_>,
+    relation: &Relation,
+) -> Result<Vec<Column>, postgres::Error> {
+    let rows = tx.query(
+        "SELECT attname::text, format_type(atttypid, atttypmod)
+         FROM pg_attribute
+         WHERE attrelid = to_regclass($1::text) AND attnum > 0 AND NOT attisdropped
+           AND attgenerated = ''
+         ORDER BY attnum",
+        &[&relation.quoted()],
+    )?;
+    Ok(rows
+        .iter()
+        .map(|r| Column {
+            name: r.get(0),
+            data_type: r.get(1),
+        })
+        .collect())
+}
+
+/// The copy a version names, when it is one of ours for this table.
+fn own_copy(relation: &Relation, version: &TableVersion) -> Result<Relation, WarehouseError> {
+    if version.table != relation.to_string() {
+        return Err(WarehouseError::Refused(format!(
+            "{} is a version of {}, not of {relation}",
+            version.copy, version.table
+        )));
+    }
+    own_copy_name(&version.copy)
+}
+
+/// `dataward_versions.<name>` and nothing else: a stored version edited to name a real
+/// table is never read into one or dropped.
+fn own_copy_name(copy: &str) -> Result<Relation, WarehouseError> {
+    match Relation::parse(copy) {
+        Ok(relation)
+            if relation.schema.as_deref() == Some(VERSIONS) && is_version_name(&relation.table) =>
+        {
+            Ok(relation)
+        }
+        _ => Err(WarehouseError::Refused(format!(
+            "{copy:?} is not a table version's copy ({VERSIONS}.<name>)"
+        ))),
     }
 }

@@ -11,13 +11,14 @@ use std::time::Duration;
 
 use rusqlite::functions::FunctionFlags;
 use rusqlite::types::{Value, ValueRef};
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
 use chrono::{NaiveTime, Timelike};
 
 use super::{
-    null_counts_sql, parse_day, quote_ident, CastTarget, Column, DayCount, NullCounts, Relation,
-    Uncastable, Warehouse, WarehouseError, UNCASTABLE_EXAMPLES,
+    changed_copy, check_restorable, column_list, is_version_name, null_counts_sql, parse_day,
+    quote_ident, version_name, CastTarget, Column, DayCount, NullCounts, Relation, TableVersion,
+    Uncastable, Warehouse, WarehouseError, UNCASTABLE_EXAMPLES, VERSIONS,
 };
 
 pub struct SqliteWarehouse {
@@ -283,6 +284,278 @@ impl Warehouse for SqliteWarehouse {
             rows: bad,
             examples: examples.into_iter().collect(),
         }))
+    }
+    fn snapshot_table(
+        &self,
+        relation: &Relation,
+        tag: &str,
+    ) -> Result<TableVersion, WarehouseError> {
+        let mut conn = self.connect()?;
+        // IMMEDIATE: the write lock first, so the copy is of one state of the table.
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(query_error)?;
+        let source = find_table(&tx, relation)?;
+        let schema = source.schema.as_deref().expect("found in a schema");
+        // SQLite's names ignore ASCII case: lowercased, they name the same table, and
+        // `ANALYTICS.Orders` gets a plain name rather than one with a hash.
+        let name = version_name(
+            &schema.to_ascii_lowercase(),
+            &source.table.to_ascii_lowercase(),
+            tag,
+        )?;
+        let copy = Relation {
+            schema: source.schema.clone(),
+            table: format!("{VERSIONS}__{name}"),
+        };
+        if let Some(kind) = kind_of(&tx, &copy)? {
+            return Err(WarehouseError::Refused(format!(
+                "a version of {relation} tagged {tag:?} exists already ({copy}, a {kind}); \
+                 a version is never overwritten"
+            )));
+        }
+        let columns = declared_columns(&tx, &source)?;
+        // SQLite keeps a declared type as the text that was written. The copy repeats
+        // it (CREATE TABLE AS would write its own, and the restore check would then
+        // fail), so only a type that is plainly a type name goes into the DDL.
+        if let Some(odd) = columns.iter().find(|c| !is_plain_type(&c.data_type)) {
+            return Err(WarehouseError::Refused(format!(
+                "cannot copy {relation}: column {} has a declared type ({:?}) that is not \
+                 a plain type name",
+                odd.name, odd.data_type
+            )));
+        }
+        let definitions = columns
+            .iter()
+            .map(|c| format!("{} {}", quote_ident(&c.name), c.data_type))
+            .collect::<Vec<_>>()
+            .join(", ");
+        tx.execute(
+            &format!("CREATE TABLE {} ({definitions})", copy.quoted()),
+            [],
+        )
+        .map_err(query_error)?;
+        let list = column_list(&columns);
+        let rows = tx
+            .execute(
+                &format!(
+                    "INSERT INTO {} ({list}) SELECT {list} FROM {}",
+                    copy.quoted(),
+                    source.quoted()
+                ),
+                [],
+            )
+            .map_err(query_error)?;
+        let taken_at: String = tx
+            .query_row("SELECT strftime('%Y-%m-%dT%H:%M:%SZ', 'now')", [], |r| {
+                r.get(0)
+            })
+            .map_err(query_error)?;
+        tx.commit().map_err(query_error)?;
+        Ok(TableVersion {
+            table: relation.to_string(),
+            copy: copy.to_string(),
+            rows: rows as u64,
+            taken_at,
+        })
+    }
+
+    /// Readers never see the table empty: until the commit they read the rows as they
+    /// were (WAL: their snapshot; a rollback journal: the database file, which the
+    /// writer only touches once it holds the exclusive lock that keeps readers out).
+    fn restore_table(
+        &self,
+        relation: &Relation,
+        version: &TableVersion,
+    ) -> Result<u64, WarehouseError> {
+        let copy = own_copy(relation, version)?;
+        let mut conn = self.connect()?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(query_error)?;
+        let source = find_table(&tx, relation)?;
+        if kind_of(&tx, &copy)?.is_none() {
+            return Err(WarehouseError::Refused(format!(
+                "cannot restore {relation}: its copy {copy} is missing (dropped, or never \
+                 taken in this warehouse)"
+            )));
+        }
+        let upper = |columns: Vec<Column>| -> Vec<Column> {
+            columns
+                .into_iter()
+                .map(|c| Column {
+                    data_type: c.data_type.to_uppercase(),
+                    ..c
+                })
+                .collect()
+        };
+        let table_columns = upper(declared_columns(&tx, &source)?);
+        let copy_columns = upper(declared_columns(&tx, &copy)?);
+        check_restorable(
+            &relation.to_string(),
+            &table_columns,
+            &version.copy,
+            &copy_columns,
+        )?;
+        let list = column_list(&table_columns);
+        tx.execute(&format!("DELETE FROM {}", source.quoted()), [])
+            .map_err(query_error)?;
+        let rows = tx
+            .execute(
+                &format!(
+                    "INSERT INTO {} ({list}) SELECT {list} FROM {}",
+                    source.quoted(),
+                    copy.quoted()
+                ),
+                [],
+            )
+            .map_err(query_error)? as u64;
+        // Dropping the transaction rolls the delete back.
+        if rows != version.rows {
+            return Err(changed_copy(relation, version, rows));
+        }
+        tx.commit().map_err(query_error)?;
+        Ok(rows)
+    }
+
+    fn drop_version(&self, version: &TableVersion) -> Result<(), WarehouseError> {
+        let copy = own_copy_name(&version.copy)?;
+        self.connect()?
+            .execute(&format!("DROP TABLE IF EXISTS {}", copy.quoted()), [])
+            .map_err(query_error)?;
+        Ok(())
+    }
+}
+
+/// `relation` as SQLite spells it (schema included: `main` when the name has none),
+/// when it is an ordinary table; refused otherwise.
+fn find_table(conn: &Connection, relation: &Relation) -> Result<Relation, WarehouseError> {
+    let schema = relation.schema.as_deref().unwrap_or("main");
+    let found = conn
+        .query_row(
+            "SELECT schema, name, type FROM pragma_table_list
+             WHERE schema = ?1 COLLATE NOCASE AND name = ?2 COLLATE NOCASE",
+            [schema, relation.table.as_str()],
+            |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get::<_, String>(2)?)),
+        )
+        .optional()
+        .map_err(query_error)?;
+    match found {
+        Some((schema, table, kind)) if kind == "table" => Ok(Relation {
+            schema: Some(schema),
+            table,
+        }),
+        Some((_, _, kind)) => Err(WarehouseError::Refused(format!(
+            "{relation} is a {kind}, not a table: only a table's rows are copied and restored"
+        ))),
+        None => Err(WarehouseError::Refused(format!(
+            "table {relation} does not exist"
+        ))),
+    }
+}
+
+/// What `relation` (schema-qualified) is, if it exists: `table`, `view`, ...
+fn kind_of(conn: &Connection, relation: &Relation) -> Result<Option<String>, WarehouseError> {
+    conn.query_row(
+        "SELECT type FROM pragma_table_list
+         WHERE schema = ?1 COLLATE NOCASE AND name = ?2 COLLATE NOCASE",
+        [
+            relation.schema.as_deref().unwrap_or("main"),
+            &relation.table,
+        ],
+        |r| r.get(0),
+    )
+    .optional()
+    .map_err(query_error)
+}
+
+/// The columns a row is written through, in table order, with their types as declared
+/// (generated columns are not among them: SQLite computes those).
+fn declared_columns(conn: &Connection, relation: &Relation) -> Result<Vec<Column>, WarehouseError> {
+    let mut stmt = conn
+        .prepare("SELECT name, type FROM pragma_table_info(?1, ?2) ORDER BY cid")
+        .map_err(query_error)?;
+    let rows = stmt
+        .query_map(
+            [
+                relation.table.as_str(),
+                relation.schema.as_deref().unwrap_or("main"),
+            ],
+            |r| {
+                Ok(Column {
+                    name: r.get(0)?,
+                    data_type: r.get(1)?,
+                })
+            },
+        )
+        .map_err(query_error)?;
+    rows.collect::<Result<_, _>>().map_err(query_error)
+}
+
+/// A type name as SQLite's grammar has it, with nothing else: words of letters, digits
+/// and `_`, then at most `(n)` or `(n, m)` of signed numbers. Empty (no type) too.
+fn is_plain_type(declared: &str) -> bool {
+    let (words, arguments) = match declared.split_once('(') {
+        Some((words, rest)) => (words, Some(rest)),
+        None => (declared, None),
+    };
+    let word = |w: &str| {
+        w.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    let words_ok = words.split_whitespace().all(word)
+        && words
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ' ');
+    let number = |n: &str| {
+        let n = n.trim_matches(' ');
+        let digits = n.strip_prefix(['+', '-']).unwrap_or(n);
+        !digits.is_empty()
+            && digits.chars().all(|c| c.is_ascii_digit() || c == '.')
+            && digits.chars().filter(|&c| c == '.').count() <= 1
+    };
+    let arguments_ok = match arguments {
+        None => true,
+        Some(rest) => match rest.trim_end_matches(' ').strip_suffix(')') {
+            Some(inner) => {
+                !words.trim().is_empty()
+                    && (1..=2).contains(&inner.split(',').count())
+                    && inner.split(',').all(number)
+            }
+            None => false,
+        },
+    };
+    words_ok && arguments_ok
+}
+
+/// The copy a version names, when it is one of ours for this table: the version is of
+/// `relation`, and the copy is named as [`version_name`] names them.
+fn own_copy(relation: &Relation, version: &TableVersion) -> Result<Relation, WarehouseError> {
+    if version.table != relation.to_string() {
+        return Err(WarehouseError::Refused(format!(
+            "{} is a version of {}, not of {relation}",
+            version.copy, version.table
+        )));
+    }
+    own_copy_name(&version.copy)
+}
+
+/// `schema.dataward_versions__...` and nothing else: a stored version edited to name a
+/// real table is never read into one or dropped.
+fn own_copy_name(copy: &str) -> Result<Relation, WarehouseError> {
+    let prefix = format!("{VERSIONS}__");
+    match Relation::parse(copy) {
+        Ok(relation)
+            if relation.schema.is_some()
+                && relation.table.starts_with(&prefix)
+                && relation.table.len() > prefix.len()
+                && is_version_name(&relation.table) =>
+        {
+            Ok(relation)
+        }
+        _ => Err(WarehouseError::Refused(format!(
+            "{copy:?} is not a table version's copy (schema.{prefix}...)"
+        ))),
     }
 }
 
@@ -631,6 +904,269 @@ mod tests {
         ));
         // It reads only.
         assert_eq!(wh.row_count(&rel).unwrap(), 9);
+    }
+
+    /// A mart in an attached schema: an integer key, a decimal, a short text, a column
+    /// with no declared type holding every storage class, and a generated column.
+    fn deliveries() -> (tempfile::TempDir, SqliteWarehouse, Relation) {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("wh.db");
+        let analytics = dir.path().join("analytics.db");
+        Connection::open(&main).unwrap();
+        Connection::open(&analytics)
+            .unwrap()
+            .execute_batch(
+                "CREATE TABLE fct_deliveries (
+                     id INTEGER PRIMARY KEY, day TEXT NOT NULL, amount NUMERIC(10, 2),
+                     courier VARCHAR(12) CHECK (length(courier) <= 12), payload,
+                     doubled GENERATED ALWAYS AS (amount * 2));
+                 CREATE INDEX fct_deliveries_day ON fct_deliveries (day);
+                 INSERT INTO fct_deliveries (id, day, amount, courier, payload) VALUES
+                   (1, '2024-05-11', 10.5, 'ann', x'00ff'),
+                   (2, '2024-05-11', NULL, 'bob', 12),
+                   (3, '2024-05-12', 7, NULL, 'text'),
+                   (4, '2024-05-12', 3.25, 'cy', 2.5);",
+            )
+            .unwrap();
+        let attach = BTreeMap::from([("ANALYTICS".to_string(), analytics)]);
+        let rel = Relation::parse("ANALYTICS.fct_deliveries").unwrap();
+        (dir, SqliteWarehouse::new(&main, attach), rel)
+    }
+
+    /// Every row, every column (generated ones too), each value with its storage class.
+    fn contents(wh: &SqliteWarehouse, rel: &Relation) -> Vec<Vec<Value>> {
+        let conn = wh.connect().unwrap();
+        let mut stmt = conn
+            .prepare(&format!("SELECT * FROM {} ORDER BY id", rel.quoted()))
+            .unwrap();
+        let width = stmt.column_count();
+        stmt.query_map([], |r| (0..width).map(|i| r.get::<_, Value>(i)).collect())
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    /// The table's own definition and its indexes, as SQLite keeps them.
+    fn definition(wh: &SqliteWarehouse) -> Vec<String> {
+        let conn = wh.connect().unwrap();
+        let mut stmt = conn
+            .prepare(
+                "SELECT sql FROM ANALYTICS.sqlite_schema
+                 WHERE tbl_name = 'fct_deliveries' ORDER BY name",
+            )
+            .unwrap();
+        stmt.query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    fn refusal<T: std::fmt::Debug>(result: Result<T, WarehouseError>) -> String {
+        match result {
+            Err(WarehouseError::Refused(message)) => message,
+            other => panic!("not refused: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_version_puts_the_table_back_exactly() {
+        let (_dir, wh, rel) = deliveries();
+        let before = contents(&wh, &rel);
+        let defined = definition(&wh);
+        let version = wh.snapshot_table(&rel, "INC-0003-P1").unwrap();
+        assert_eq!(version.table, "ANALYTICS.fct_deliveries");
+        assert_eq!(
+            version.copy,
+            "ANALYTICS.dataward_versions__analytics__fct_deliveries__inc_0003_p1"
+        );
+        assert_eq!(version.rows, 4);
+        assert!(
+            chrono::DateTime::parse_from_rfc3339(&version.taken_at).is_ok(),
+            "{}",
+            version.taken_at
+        );
+        // The copy has the table's columns with their declared types; the generated
+        // one is computed again on restore.
+        let copy = Relation::parse(&version.copy).unwrap();
+        let mut expected = wh.columns(&rel).unwrap();
+        expected.retain(|c| c.name != "doubled");
+        assert_eq!(wh.columns(&copy).unwrap(), expected);
+
+        // The backfill goes wrong: a day deleted, values changed, a row added.
+        wh.connect()
+            .unwrap()
+            .execute_batch(
+                "DELETE FROM ANALYTICS.fct_deliveries WHERE day = '2024-05-11';
+                 UPDATE ANALYTICS.fct_deliveries SET amount = amount + 1, payload = 'x';
+                 INSERT INTO ANALYTICS.fct_deliveries (id, day) VALUES (9, '2024-05-13');",
+            )
+            .unwrap();
+        assert_ne!(contents(&wh, &rel), before);
+        assert_eq!(wh.restore_table(&rel, &version).unwrap(), 4);
+        assert_eq!(contents(&wh, &rel), before);
+        // The same table, not a new one: its definition and index are as they were.
+        assert_eq!(definition(&wh), defined);
+        // The copy stays until its retention ends, and restores again.
+        assert_eq!(wh.restore_table(&rel, &version).unwrap(), 4);
+        assert_eq!(contents(&wh, &rel), before);
+
+        // A table in the main database gets its copy there.
+        let conn = wh.connect().unwrap();
+        conn.execute_batch("CREATE TABLE t (a INTEGER); INSERT INTO t VALUES (1), (2);")
+            .unwrap();
+        let t = Relation::parse("t").unwrap();
+        let version = wh.snapshot_table(&t, "INC-0003-P1").unwrap();
+        assert_eq!(version.copy, "main.dataward_versions__main__t__inc_0003_p1");
+        conn.execute("DELETE FROM t", []).unwrap();
+        assert_eq!(wh.restore_table(&t, &version).unwrap(), 2);
+        assert_eq!(wh.row_count(&t).unwrap(), 2);
+    }
+
+    #[test]
+    fn a_version_is_never_overwritten() {
+        let (_dir, wh, rel) = deliveries();
+        let before = contents(&wh, &rel);
+        let version = wh.snapshot_table(&rel, "INC-0003-P1").unwrap();
+        wh.connect()
+            .unwrap()
+            .execute("DELETE FROM ANALYTICS.fct_deliveries WHERE id > 1", [])
+            .unwrap();
+        // The same tag, however spelled, names the same version.
+        for tag in ["INC-0003-P1", "inc_0003_p1"] {
+            let message = refusal(wh.snapshot_table(&rel, tag));
+            assert!(message.contains(&version.copy), "{message}");
+        }
+        // The first copy still holds the table as it was.
+        assert_eq!(wh.restore_table(&rel, &version).unwrap(), 4);
+        assert_eq!(contents(&wh, &rel), before);
+        // Another tag is another version.
+        assert_eq!(wh.snapshot_table(&rel, "INC-0003-P2").unwrap().rows, 4);
+    }
+
+    #[test]
+    fn a_restore_is_refused_when_a_column_changed_type() {
+        let (_dir, wh, rel) = deliveries();
+        let version = wh.snapshot_table(&rel, "INC-0003-P1").unwrap();
+        // SQLite's way to change a column's type: a new table in the old one's place.
+        wh.connect()
+            .unwrap()
+            .execute_batch(
+                "BEGIN;
+                 CREATE TABLE ANALYTICS.new_deliveries (
+                     id INTEGER PRIMARY KEY, day TEXT NOT NULL, amount NUMERIC(10, 2),
+                     courier INTEGER, payload, doubled GENERATED ALWAYS AS (amount * 2));
+                 INSERT INTO ANALYTICS.new_deliveries (id, day, amount, courier, payload)
+                   SELECT id, day, amount, courier, payload FROM ANALYTICS.fct_deliveries
+                   WHERE id < 3;
+                 DROP TABLE ANALYTICS.fct_deliveries;
+                 ALTER TABLE ANALYTICS.new_deliveries RENAME TO fct_deliveries;
+                 COMMIT;",
+            )
+            .unwrap();
+        let changed = contents(&wh, &rel);
+        let message = refusal(wh.restore_table(&rel, &version));
+        assert_eq!(
+            message,
+            format!(
+                "cannot restore ANALYTICS.fct_deliveries from {}: column courier is \
+                 INTEGER in the table but VARCHAR(12) in the copy",
+                version.copy
+            )
+        );
+        assert_eq!(contents(&wh, &rel), changed);
+    }
+
+    #[test]
+    fn only_the_tables_own_unchanged_copy_is_restored() {
+        let (_dir, wh, rel) = deliveries();
+        let version = wh.snapshot_table(&rel, "INC-0003-P1").unwrap();
+        let conn = wh.connect().unwrap();
+        conn.execute("DELETE FROM ANALYTICS.fct_deliveries WHERE id = 4", [])
+            .unwrap();
+        let changed = contents(&wh, &rel);
+
+        // A version of another table.
+        conn.execute_batch("CREATE TABLE other (id INTEGER);")
+            .unwrap();
+        let other = Relation::parse("other").unwrap();
+        let message = refusal(wh.restore_table(&other, &version));
+        assert!(message.contains("ANALYTICS.fct_deliveries"), "{message}");
+        // A "version" whose copy is not one of ours: nothing is read or dropped.
+        for copy in [
+            "ANALYTICS.fct_deliveries",
+            "ANALYTICS.dataward_versions__X",
+            "other",
+        ] {
+            let forged = TableVersion {
+                copy: copy.to_string(),
+                ..version.clone()
+            };
+            refusal(wh.restore_table(&rel, &forged));
+            refusal(wh.drop_version(&forged));
+        }
+        // A copy that changed since it was taken is not the table as it was.
+        conn.execute(
+            &format!(
+                "INSERT INTO {} (id, day) VALUES (7, 'x')",
+                Relation::parse(&version.copy).unwrap().quoted()
+            ),
+            [],
+        )
+        .unwrap();
+        let message = refusal(wh.restore_table(&rel, &version));
+        assert!(
+            message.contains("5 rows") && message.contains('4'),
+            "{message}"
+        );
+        assert_eq!(contents(&wh, &rel), changed);
+        // A copy that is gone.
+        wh.drop_version(&version).unwrap();
+        let message = refusal(wh.restore_table(&rel, &version));
+        assert!(
+            message.contains("missing") && message.contains(&version.copy),
+            "{message}"
+        );
+        assert_eq!(contents(&wh, &rel), changed);
+        // No table, no version of it.
+        refusal(wh.snapshot_table(&Relation::parse("ANALYTICS.nope").unwrap(), "t1"));
+        conn.execute_batch("CREATE VIEW v AS SELECT 1 AS a")
+            .unwrap();
+        refusal(wh.snapshot_table(&Relation::parse("v").unwrap(), "t1"));
+    }
+
+    #[test]
+    fn dropping_a_version_twice_is_fine() {
+        let (_dir, wh, rel) = deliveries();
+        let version = wh.snapshot_table(&rel, "INC-0003-P1").unwrap();
+        let copy = Relation::parse(&version.copy).unwrap();
+        assert_eq!(wh.row_count(&copy).unwrap(), 4);
+        wh.drop_version(&version).unwrap();
+        assert!(wh.columns(&copy).unwrap().is_empty());
+        wh.drop_version(&version).unwrap();
+        // The table itself is untouched, and the tag is free again.
+        assert_eq!(wh.row_count(&rel).unwrap(), 4);
+        wh.snapshot_table(&rel, "INC-0003-P1").unwrap();
+    }
+
+    #[test]
+    fn a_hostile_tag_or_type_is_never_sql() {
+        let (_dir, wh, rel) = deliveries();
+        let conn = wh.connect().unwrap();
+        conn.execute_batch("CREATE TABLE t (a INTEGER); INSERT INTO t VALUES (1);")
+            .unwrap();
+        let version = wh.snapshot_table(&rel, "x\"; drop table t; --").unwrap();
+        assert_eq!(
+            version.copy,
+            "ANALYTICS.dataward_versions__analytics__fct_deliveries__x_drop_table_t"
+        );
+        assert_eq!(wh.row_count(&Relation::parse("t").unwrap()).unwrap(), 1);
+        assert_eq!(wh.restore_table(&rel, &version).unwrap(), 4);
+        // A declared type the copy could only repeat by pasting it is refused.
+        conn.execute_batch("CREATE TABLE odd (a \"int\"\"); drop table t; --\")")
+            .unwrap();
+        let message = refusal(wh.snapshot_table(&Relation::parse("odd").unwrap(), "t1"));
+        assert!(message.contains("column a"), "{message}");
+        assert_eq!(wh.row_count(&Relation::parse("t").unwrap()).unwrap(), 1);
     }
 
     #[test]
