@@ -80,8 +80,17 @@ impl Run {
     }
 
     fn play_with(&mut self, minutes: i64, dbt: bool, load: bool) {
-        for _ in 0..minutes / 5 {
-            self.now += TimeDelta::minutes(5);
+        self.play_steps(minutes, 5, dbt, load)
+    }
+
+    /// Plays `minutes` in steps of `step` minutes (longer steps for days of history).
+    fn play_every(&mut self, minutes: i64, step: i64, dbt: bool) {
+        self.play_steps(minutes, step, dbt, true)
+    }
+
+    fn play_steps(&mut self, minutes: i64, step: i64, dbt: bool, load: bool) {
+        for _ in 0..minutes / step {
+            self.now += TimeDelta::minutes(step);
             if load {
                 self.estate.load_hour(self.now);
             }
@@ -636,4 +645,89 @@ fn most_of_yesterdays_payments_deleted_is_that_days_volume_not_the_tables_size()
     );
     // The table's own size barely moved, and the cause does not pretend it did.
     assert!(!cause.contains("rows in raw.payments"), "{cause}");
+}
+
+#[test]
+fn a_day_reloaded_upstream_that_the_microbatch_lookback_never_reaches_is_a_lookback_gap() {
+    let Some(mut run) = healthy("lookback_gap") else {
+        return;
+    };
+    let wednesday = run.now.date();
+    // Just after Wednesday ends, most of its payments go missing from raw (a bad
+    // re-sync); the next dbt run builds the day short, in the staging table and in the
+    // microbatch model (its lookback still reaches yesterday).
+    run.play_every(14 * 60 - 30, 30, true);
+    run.estate.execute(&format!(
+        "CREATE TABLE public.kept AS SELECT * FROM raw.payments \
+         WHERE loaded_at >= date '{wednesday}' AND loaded_at < date '{wednesday}' + 1"
+    ));
+    run.estate
+        .delete_share_of_day("raw.payments", wednesday, 0.6);
+    run.estate.dbt_run(run.now);
+    // Thursday: raw's Wednesday is short; the model's too, as a symptom.
+    run.play_every(3 * 60, 30, true);
+    let incident = run.incident();
+    assert_eq!(incident.table, "raw.payments", "{:#?}", incident);
+    assert!(
+        incident
+            .symptoms
+            .iter()
+            .any(|s| s.table == "analytics.fct_payments" && s.check == "volume"),
+        "{:#?}",
+        incident.symptoms
+    );
+    // Friday 01:15 the day is reloaded into raw; the nightly runs rebuild Thursday and
+    // Friday, not Wednesday.
+    while run.now
+        < wednesday
+            .succ_opt()
+            .unwrap()
+            .succ_opt()
+            .unwrap()
+            .and_hms_opt(1, 15, 0)
+            .unwrap()
+    {
+        run.play_every(30, 30, true);
+    }
+    run.estate.execute(
+        "INSERT INTO raw.payments SELECT k.* FROM public.kept k \
+         WHERE NOT EXISTS (SELECT 1 FROM raw.payments p WHERE p.id = k.id)",
+    );
+    run.play_every(90, 30, true);
+    let incident = run.incident();
+    let cause = cause(&incident);
+    assert!(
+        cause.starts_with(&format!("fct_payments is still short on {wednesday}")),
+        "{cause}\n{:#?}",
+        incident.evidence
+    );
+    assert!(cause.contains("lookback = 1"), "{cause}");
+    assert!(cause.contains("2 days back, is never rebuilt"), "{cause}");
+    let diff = incident
+        .proposals
+        .iter()
+        .find(|p| {
+            p.title
+                .starts_with("Raise fct_payments's lookback from 1 to 3")
+        })
+        .unwrap_or_else(|| panic!("{:#?}", incident.proposals));
+    let dataward::engine::api::ProposalBody::Diff { new, .. } = &diff.body else {
+        panic!("{diff:?}");
+    };
+    assert!(new.contains("lookback=3"), "{new}");
+    // A backfill of Wednesday closes it: the model's day matches raw again.
+    run.estate.dbt_backfill(
+        run.now,
+        "fct_payments",
+        wednesday,
+        wednesday.succ_opt().unwrap(),
+    );
+    run.play_every(30, 5, true);
+    let incident = run.incident();
+    assert_eq!(
+        incident.status,
+        IncidentStatus::Resolved,
+        "{:#?}",
+        incident.checks
+    );
 }

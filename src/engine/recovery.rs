@@ -38,7 +38,14 @@ impl Engine {
                     monitor,
                     check,
                     column,
-                } => self.check_back(monitor, *check, column.as_deref(), None, &symptom.at, false),
+                } => self.check_back(
+                    monitor,
+                    *check,
+                    column.as_deref(),
+                    symptom.day.as_deref(),
+                    &symptom.at,
+                    false,
+                ),
                 SymptomSource::Run { node } => Check {
                     name: format!("{} built by a run", symptom.table),
                     passed: symptom.recovered,

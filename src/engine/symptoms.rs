@@ -30,6 +30,9 @@ pub(super) struct Symptom {
     pub explanation: String,
     pub at: String,
     pub recovered: bool,
+    /// volume: the day that breached, judged on that day until it recovers.
+    #[serde(default)]
+    pub day: Option<String>,
 }
 
 impl Symptom {
@@ -55,7 +58,16 @@ impl Engine {
         };
         let observed = figure(o).sentence();
         let explanation = diagnosis::diagnose(&self.facts(o)?).cause;
-        self.add_symptom(i, source, &o.table, &o.check_label(), observed, explanation)
+        let events =
+            self.add_symptom(i, source, &o.table, &o.check_label(), observed, explanation)?;
+        if let Some(symptom) = self.incidents[i]
+            .symptoms
+            .iter_mut()
+            .find(|s| s.table == o.table && s.label == o.check_label())
+        {
+            symptom.day = o.detail.day.clone();
+        }
+        Ok(events)
     }
 
     /// Adds a symptom, or brings an existing one on the same source up to date. Only a
@@ -84,6 +96,7 @@ impl Engine {
             explanation: explanation.clone(),
             at: self.now.clone(),
             recovered: false,
+            day: None,
         });
         // A symptom is a new reason not to call the incident recovered yet.
         incident.recovered_since = None;
@@ -144,8 +157,8 @@ impl Engine {
                     } => self
                         .latest
                         .get(&(monitor.clone(), *check, column.clone()))
-                        .filter(|o| o.verdict.is_breach())
-                        .cloned(),
+                        .map(|o| on_day(o, s.day.as_deref()))
+                        .filter(|o| o.verdict.is_breach()),
                     SymptomSource::Run { .. } => None,
                 })
                 .collect();
@@ -389,4 +402,23 @@ fn first_reason(message: &str) -> &str {
     } else {
         first
     }
+}
+
+/// A volume observation as it judged one of its days, with that day as its headline: a
+/// symptom is about the day that breached, whatever day is the headline now.
+fn on_day(o: &Observation, day: Option<&str>) -> Observation {
+    let mut o = o.clone();
+    let Some(judged) = day
+        .and_then(|d| o.detail.days.iter().find(|j| j.day == d))
+        .cloned()
+    else {
+        return o;
+    };
+    o.value = Some(judged.rows);
+    o.verdict = judged.verdict;
+    o.expected = judged.expected;
+    o.detail.expected = judged.expected;
+    o.detail.day = Some(judged.day);
+    o.detail.partial = judged.partial;
+    o
 }
