@@ -364,6 +364,15 @@ fn clean_proposal(proposal: &mut ProposalView) {
             clean_in_place(to);
             clean_multiline_in_place(text);
         }
+        ProposalBody::Backfill {
+            job,
+            command,
+            tables,
+        } => {
+            clean_in_place(job);
+            clean_in_place(command);
+            tables.iter_mut().for_each(clean_in_place);
+        }
     }
 }
 

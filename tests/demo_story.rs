@@ -302,7 +302,7 @@ fn a_rejected_diff_fails_verification_once_floor_a_lands() {
                     ..
                 } => {
                     let command = match kind {
-                        ProposalKind::Hold => Command::Approve {
+                        ProposalKind::Hold | ProposalKind::Backfill => Command::Approve {
                             proposal,
                             content_hash,
                             reason: String::new(),

@@ -546,6 +546,7 @@ fn content_lengths(app: &App) -> ContentLengths {
                 .map_or(0, |rows| rows.side_by_side.len().max(rows.unified.len())),
             ProposalBody::Hold { plan, .. } => 1 + plan.lines().count(),
             ProposalBody::Note { text, .. } => text.lines().count(),
+            ProposalBody::Backfill { tables, .. } => 3 + tables.len(),
         })
         + TRAILER;
     ContentLengths {

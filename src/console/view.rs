@@ -124,6 +124,7 @@ fn kind_word(kind: ProposalKind) -> &'static str {
         ProposalKind::Hold => "hold",
         ProposalKind::Diff => "diff",
         ProposalKind::Note => "note",
+        ProposalKind::Backfill => "backfill",
     }
 }
 
@@ -682,6 +683,7 @@ fn render_proposal_body(frame: &mut Frame, area: Rect, app: &App, detail: &Detai
         ProposalBody::Hold { job, .. } => format!("job {job}"),
         ProposalBody::Diff { file, .. } => file.clone(),
         ProposalBody::Note { to, .. } => format!("to {to}"),
+        ProposalBody::Backfill { job, .. } => format!("run by {job}"),
     };
     let title = format!("{} {} · {}", proposal.id, kind_word(proposal.kind), subject);
     let block = pane_block(&title, focused, theme);
@@ -712,7 +714,33 @@ fn render_proposal_body(frame: &mut Frame, area: Rect, app: &App, detail: &Detai
                 .collect();
             render_text_body(frame, inner, lines, proposal, detail.body_scroll, theme);
         }
+        ProposalBody::Backfill {
+            command, tables, ..
+        } => {
+            render_text_body(
+                frame,
+                inner,
+                backfill_lines(command, tables, theme),
+                proposal,
+                detail.body_scroll,
+                theme,
+            );
+        }
     }
+}
+
+/// A backfill's body: the command as it will run, and what is copied before it does.
+pub fn backfill_lines(command: &str, tables: &[String], theme: &Theme) -> Vec<Line<'static>> {
+    let mut lines = vec![
+        Line::styled("command", theme.muted),
+        Line::raw(format!("  {command}")),
+        Line::styled(
+            "copied just before it runs, restored by roll back",
+            theme.muted,
+        ),
+    ];
+    lines.extend(tables.iter().map(|t| Line::raw(format!("  {t}"))));
+    lines
 }
 
 fn undo_and_verify(proposal: &ProposalView, theme: &Theme) -> [Line<'static>; 3] {

@@ -159,6 +159,8 @@ pub enum ProposalKind {
     Diff,
     /// A note for the owner of another system; nothing runs.
     Note,
+    /// Rebuild a range of a model's batches; undo restores the tables as they were.
+    Backfill,
 }
 
 /// One verification check and its outcome.
@@ -342,6 +344,14 @@ pub enum ProposalBody {
     Note {
         to: String,
         text: String,
+    },
+    Backfill {
+        /// The scheduled job that runs it.
+        job: String,
+        /// The exact command, as the owner approves it.
+        command: String,
+        /// The relations it rebuilds: each is copied just before it runs.
+        tables: Vec<String>,
     },
 }
 

@@ -225,6 +225,23 @@ impl Engine {
             "{id} already has a change in flight"
         );
         let effect = match (verdict, &proposal.body) {
+            (
+                Verdict::Approved,
+                ProposalBody::Backfill {
+                    job,
+                    command,
+                    tables,
+                },
+            ) => Some(Effect::Backfill {
+                job: job.clone(),
+                command: command.clone(),
+                tables: tables.clone(),
+                tag: id.to_string(),
+                by: actor.to_json(),
+            }),
+            (Verdict::RolledBack, ProposalBody::Backfill { .. }) => Some(Effect::Restore {
+                versions: self.incidents[i].versions.clone(),
+            }),
             (Verdict::Approved, body) => effect_of(body, true),
             (Verdict::RolledBack, body) => effect_of(body, false),
             _ => None,
@@ -308,6 +325,12 @@ impl Engine {
                 ProposalBody::Hold { job, .. } => format!("resumed the {job} schedule"),
                 ProposalBody::Diff { file, .. } => format!("reverted {file}"),
                 ProposalBody::Note { .. } => "nothing".to_string(),
+                ProposalBody::Backfill { tables, .. } => {
+                    format!(
+                        "restored {} as they were before the backfill",
+                        tables.join(", ")
+                    )
+                }
             };
             let seq = self.record(
                 "undo",
@@ -595,7 +618,8 @@ fn effect_of(body: &ProposalBody, forward: bool) -> Option<Effect> {
                 to: to.clone(),
             })
         }
-        ProposalBody::Note { .. } => None,
+        // A backfill's effect needs its proposal and its versions: see `decide`.
+        ProposalBody::Note { .. } | ProposalBody::Backfill { .. } => None,
     }
 }
 

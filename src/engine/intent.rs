@@ -28,6 +28,19 @@ pub enum Effect {
         key: String,
         by: String,
     },
+    /// Copy each table, then queue the backfill's command through the job: the copies
+    /// are its undo. `tag` names the copies (the proposal).
+    Backfill {
+        job: String,
+        command: String,
+        tables: Vec<String>,
+        tag: String,
+        by: String,
+    },
+    /// Put tables back as the copies hold them.
+    Restore {
+        versions: Vec<crate::warehouse::TableVersion>,
+    },
 }
 
 /// What the engine records once the effect is done.
@@ -65,6 +78,9 @@ struct Outcome {
     /// The orchestrator's run id, for a queued run.
     #[serde(skip_serializing_if = "Option::is_none")]
     run: Option<i64>,
+    /// The copies a backfill took before it was queued.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    versions: Vec<crate::warehouse::TableVersion>,
 }
 
 struct Pending {
@@ -216,7 +232,7 @@ impl Engine {
                 if current == *to {
                     return Ok(Outcome {
                         already_done: true,
-                        run: None,
+                        ..Outcome::default()
                     });
                 }
                 anyhow::ensure!(
@@ -238,9 +254,89 @@ impl Engine {
                 Ok(Outcome {
                     already_done,
                     run: Some(run),
+                    ..Outcome::default()
                 })
             }
+            Effect::Backfill {
+                job,
+                command,
+                tables,
+                tag,
+                by,
+            } => {
+                let orchestrator = self
+                    .orchestrator
+                    .as_ref()
+                    .context("no orchestrator configured to run a backfill")?;
+                let warehouse = self
+                    .dbt_warehouse()
+                    .context("no warehouse holds the tables to copy")?;
+                // The copies first: a backfill is never run without its undo.
+                let mut versions = Vec::new();
+                for table in tables {
+                    let relation = crate::warehouse::Relation::parse(table)?;
+                    versions.push(
+                        warehouse
+                            .snapshot_table(&relation, tag)
+                            .with_context(|| format!("copying {table} before the backfill"))?,
+                    );
+                }
+                let (run, already_done) = orchestrator
+                    .queue_command(job, command, &self.now_or_wall(), by, tag)
+                    .context("the scheduler refused the backfill")?;
+                Ok(Outcome {
+                    already_done,
+                    run: Some(run),
+                    versions,
+                })
+            }
+            Effect::Restore { versions } => {
+                let warehouse = self
+                    .dbt_warehouse()
+                    .context("no warehouse holds the tables to restore")?;
+                for version in versions {
+                    let relation = crate::warehouse::Relation::parse(&version.table)?;
+                    warehouse
+                        .restore_table(&relation, version)
+                        .with_context(|| {
+                            format!("restoring {} from {}", version.table, version.copy)
+                        })?;
+                }
+                Ok(Outcome::default())
+            }
         }
+    }
+
+    /// An approved backfill is queued with its copies taken: the incident follows its
+    /// run like any other, and the chain says which command and which copies.
+    fn backfill_queued(
+        &mut self,
+        proposal: &str,
+        run: i64,
+        versions: &[crate::warehouse::TableVersion],
+    ) -> Result<Vec<Event>> {
+        let (i, p) = self.find_proposal(proposal)?;
+        let ProposalBody::Backfill { job, command, .. } =
+            self.incidents[i].proposals[p].body.clone()
+        else {
+            return Ok(Vec::new());
+        };
+        let incident = self.incidents[i].id.clone();
+        self.record(
+            "backfill_queued",
+            ENGINE_ACTOR,
+            json!({"incident": incident, "proposal": proposal, "run": run, "job": job,
+                   "command": command, "versions": versions,
+                   "undo": "roll back restores these copies"}),
+        )?;
+        self.incidents[i].versions = versions.to_vec();
+        self.incidents[i].run = Some(RunState {
+            id: run,
+            job,
+            after_recovery: true,
+            finished: None,
+        });
+        Ok(Vec::new())
     }
 
     /// Records what a finished effect means, inside the outcome's transaction.
@@ -254,14 +350,20 @@ impl Engine {
                 actor_display,
                 content_hash,
                 reason,
-            } => self.record_decision(
-                proposal,
-                *verdict,
-                actor,
-                actor_display,
-                content_hash,
-                reason,
-            ),
+            } => {
+                let mut events = self.record_decision(
+                    proposal,
+                    *verdict,
+                    actor,
+                    actor_display,
+                    content_hash,
+                    reason,
+                )?;
+                if let Some(run) = outcome.run {
+                    events.extend(self.backfill_queued(proposal, run, &outcome.versions)?);
+                }
+                Ok(events)
+            }
             Completion::Resumed { incident, proposal } => {
                 let (i, p) = self.find_proposal(proposal)?;
                 let ProposalBody::Hold { job, .. } = &self.incidents[i].proposals[p].body else {
@@ -319,5 +421,7 @@ fn describe(effect: &Effect) -> String {
         Effect::SetPaused { job, paused: false } => format!("resuming {job}"),
         Effect::WriteFile { file, .. } => format!("writing {file}"),
         Effect::QueueRun { job, .. } => format!("queuing a run of {job}"),
+        Effect::Backfill { command, .. } => format!("copying the tables and queuing `{command}`"),
+        Effect::Restore { versions } => format!("restoring {} tables", versions.len()),
     }
 }

@@ -118,6 +118,9 @@ struct Incident {
     /// Closed as a symptom of the incident named here, found after it.
     #[serde(default)]
     merged_into: Option<String>,
+    /// The copies an approved backfill took before it ran: its undo.
+    #[serde(default)]
+    versions: Vec<crate::warehouse::TableVersion>,
 }
 
 pub struct Engine {
@@ -1002,6 +1005,7 @@ impl Incident {
             paused_before: Vec::new(),
             root_back_at: None,
             merged_into: None,
+            versions: Vec::new(),
         }
     }
 

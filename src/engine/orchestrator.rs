@@ -25,6 +25,19 @@ pub trait Orchestrator: Send {
     /// Queues one run of `job`. Idempotent on `key`: asking again with the same key
     /// returns the run the first ask made (and `true`), as Airflow's dag_run_id does.
     fn queue_run(&self, job: &str, at: &str, by: &str, key: &str) -> Result<(i64, bool)>;
+    /// Queues one run of `job` with an exact command instead of its own (a backfill's
+    /// `dbt build --select ... --event-time-start ...`). Idempotent on `key`.
+    fn queue_command(
+        &self,
+        job: &str,
+        command: &str,
+        at: &str,
+        by: &str,
+        key: &str,
+    ) -> Result<(i64, bool)> {
+        let _ = (command, at, by, key);
+        anyhow::bail!("this scheduler cannot run a command for {job}")
+    }
     fn run(&self, id: i64) -> Result<Option<RunRecord>>;
 }
 

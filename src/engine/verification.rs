@@ -100,21 +100,8 @@ impl Engine {
 
     pub(super) fn checks(&self, i: usize) -> Vec<Check> {
         let incident = &self.incidents[i];
-        let mut checks = Vec::new();
-        if let Some(o) = self
-            .latest
-            .get(&(incident.monitor.clone(), CheckKind::RowCount, None))
-        {
-            checks.push(Check {
-                name: format!("{} row count within baseline", incident.table),
-                passed: o.verdict.as_str() == "ok",
-                detail: format!(
-                    "{} observed, expected {}",
-                    o.observed_text(),
-                    o.expected_text()
-                ),
-            });
-        }
+        // The incident's own checks first, then what the run and the proposals add.
+        let mut checks = self.recovery_checks(i);
         if let Some(change) = &incident.diagnosis.column_change {
             let seen = self
                 .latest
@@ -144,7 +131,7 @@ impl Engine {
         if let Some(run) = &incident.run {
             let record = run.finished.as_ref();
             checks.push(Check {
-                name: format!("run #{} of {} after the refill", run.id, run.job),
+                name: format!("run #{} of {} after {} recovered", run.id, run.job, incident.table),
                 passed: run.after_recovery && record.is_some_and(|r| r.status == "success"),
                 detail: match record {
                     Some(r) if !run.after_recovery => format!(
@@ -157,12 +144,60 @@ impl Engine {
             });
         }
         for p in &incident.proposals {
-            let ProposalBody::Diff { file, .. } = &p.body else {
-                continue;
-            };
-            checks.push(self.model_check(p, file));
+            match &p.body {
+                ProposalBody::Diff { file, .. } => checks.push(self.model_check(p, file)),
+                ProposalBody::Backfill { tables, .. } if p.state == ProposalState::Approved => {
+                    if let Some(model) = tables.first() {
+                        checks.push(self.days_within_band(model));
+                    }
+                }
+                _ => {}
+            }
         }
+        // A diff's model check is among the recovery checks when a column changed.
+        let mut seen = std::collections::HashSet::new();
+        checks.retain(|c| seen.insert(c.name.clone()));
         checks
+    }
+
+    /// A backfill's verification: every one of the table's last seven complete days is
+    /// within its band, as its latest volume check judged them.
+    fn days_within_band(&self, table: &str) -> Check {
+        let name = format!("{table}: daily volumes for the last seven days within the band");
+        let latest = self
+            .latest
+            .values()
+            .find(|o| o.check == CheckKind::Volume && o.table.eq_ignore_ascii_case(table));
+        let Some(o) = latest else {
+            return Check {
+                name,
+                passed: false,
+                detail: "no volume check watches it".to_string(),
+            };
+        };
+        let short: Vec<String> = o
+            .detail
+            .days
+            .iter()
+            .filter(|d| !d.partial && d.verdict != crate::detect::VerdictKind::Ok)
+            .map(|d| {
+                format!(
+                    "{} {} rows ({})",
+                    d.day,
+                    monitor::thousands(d.rows),
+                    d.verdict.as_str()
+                )
+            })
+            .collect();
+        Check {
+            name,
+            passed: short.is_empty(),
+            detail: if short.is_empty() {
+                format!("all within the band at {}", short_time(&o.at))
+            } else {
+                short.join(", ")
+            },
+        }
     }
 
     /// Does the model's SQL that the chain says is in force run on today's data? What

@@ -39,6 +39,9 @@ pub struct Receipt {
     /// Closed as a symptom of this incident, whose root cause was found after it opened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged_into: Option<String>,
+    /// Backfills queued: the command, the run, the copies taken and the undo.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub backfills: Vec<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -132,6 +135,7 @@ pub fn build(records: &[Record], incident: &str) -> Result<Receipt> {
         recovered_without_intervention: false,
         symptoms: Vec::new(),
         merged_into: None,
+        backfills: Vec::new(),
     };
     for (record, payload) in &mine {
         // The receipt record names the receipt; it is not part of what the receipt says.
@@ -200,6 +204,7 @@ pub fn build(records: &[Record], incident: &str) -> Result<Receipt> {
                 }
             }
             "symptom" => receipt.symptoms.push(with_seq(payload, record)),
+            "backfill_queued" => receipt.backfills.push(with_seq(payload, record)),
             "incident_reopened" => {
                 receipt.resolved_at = None;
                 receipt.closed_by_hand = None;
@@ -310,6 +315,7 @@ impl Sanitize for Receipt {
             recovered_without_intervention: _,
             symptoms,
             merged_into,
+            backfills,
         } = self;
         if let Some(ClosedByHand { by, reason }) = closed_by_hand {
             by.sanitize();
@@ -321,7 +327,7 @@ impl Sanitize for Receipt {
         for value in [observed, expected] {
             value.sanitize();
         }
-        for list in [runs, verification, undo, symptoms] {
+        for list in [runs, verification, undo, symptoms, backfills] {
             list.sanitize();
         }
         resolved_at.sanitize();
@@ -455,6 +461,31 @@ fn markdown(receipt: &Sanitized<Receipt>) -> String {
         }
     }
     md.push_str("\n## Runs\n\n");
+    for b in &r.backfills {
+        let copies: Vec<String> = b["versions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|v| {
+                format!(
+                    "{} as {} ({} rows)",
+                    text(v, "table"),
+                    text(v, "copy"),
+                    v["rows"]
+                )
+            })
+            .collect();
+        md.push_str(&format!(
+            "- {} backfill `{}` queued as run #{} of {} (chain #{}); copies taken first: {}; undo: {}\n",
+            text(b, "at"),
+            text(b, "command"),
+            b["run"],
+            text(b, "job"),
+            b["seq"],
+            copies.join(", "),
+            text(b, "undo")
+        ));
+    }
     for r in &r.runs {
         md.push_str(&format!(
             "- {} run #{} of {}: {} {} (chain #{})\n",
@@ -509,6 +540,9 @@ fn markdown(receipt: &Sanitized<Receipt>) -> String {
 
 /// The attested identity first; claims are marked as claims.
 fn actor_text(actor: &Value) -> String {
+    if let Some(engine) = actor.get("engine").and_then(Value::as_str) {
+        return engine.to_string();
+    }
     let mut s = format!(
         "{} (uid {})",
         actor

@@ -157,6 +157,46 @@ pub struct Lineage {
     dialect: Dialect,
 }
 
+/// Does the SQL after a relation give it a name (`... o`, `... as o`)?
+fn aliased(rest: &str) -> bool {
+    let word: String = rest
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '"')
+        .collect();
+    const NOT_AN_ALIAS: &[&str] = &[
+        "",
+        "where",
+        "group",
+        "order",
+        "limit",
+        "join",
+        "left",
+        "right",
+        "inner",
+        "full",
+        "cross",
+        "on",
+        "union",
+        "having",
+        "window",
+        "natural",
+        "using",
+        "except",
+        "intersect",
+        "offset",
+        "fetch",
+        "for",
+        "qualify",
+    ];
+    !NOT_AN_ALIAS.contains(&word.to_ascii_lowercase().as_str())
+}
+
+/// `name` as a quoted identifier.
+fn quoted_name(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
 impl Lineage {
     /// Load a manifest and, optionally, context notes.
     pub fn load(manifest: &Path, notes: Option<&Path>) -> Result<Lineage, LineageError> {
@@ -261,7 +301,11 @@ impl Lineage {
             let node = self.render_target(call)?;
             match (&node.raw_sql, inline && node.kind == NodeKind::Model) {
                 (Some(sql), true) => {
-                    out.push_str(&format!("({})", self.render_with(sql, true, depth + 1)?))
+                    out.push_str(&format!("({})", self.render_with(sql, true, depth + 1)?));
+                    // A subquery in FROM needs a name where the model gave it none.
+                    if !aliased(&after[close + 2..]) {
+                        out.push_str(&format!(" as {}", quoted_name(&node.name)));
+                    }
                 }
                 _ => out.push_str(&relation_of(node, call)?),
             }
@@ -495,6 +539,36 @@ mod tests {
         assert_eq!(
             lineage.render(sql).unwrap(),
             "\nselect * from \"A\".\"PAYMENTS\""
+        );
+    }
+
+    #[test]
+    fn an_inlined_model_gets_a_name_only_where_it_has_none() {
+        let manifest = r#"{
+          "metadata": {"dbt_schema_version": "https://schemas.getdbt.com/dbt/manifest/v12.json"},
+          "nodes": {"model.a.stg": {"resource_type": "model", "name": "stg",
+            "relation_name": "\"A\".\"STG\"", "config": {"materialized": "table"},
+            "raw_code": "select 1 as x"}},
+          "sources": {}, "child_map": {}
+        }"#;
+        let lineage = Lineage::from_json(manifest, "m.json").unwrap();
+        assert_eq!(
+            lineage
+                .render_inline("select * from {{ ref('stg') }}\n")
+                .unwrap(),
+            "select * from (select 1 as x) as \"stg\"\n"
+        );
+        assert_eq!(
+            lineage
+                .render_inline("select * from {{ ref('stg') }} s where s.x = 1")
+                .unwrap(),
+            "select * from (select 1 as x) s where s.x = 1"
+        );
+        assert_eq!(
+            lineage
+                .render_inline("select * from {{ ref('stg') }} where x = 1")
+                .unwrap(),
+            "select * from (select 1 as x) as \"stg\" where x = 1"
         );
     }
 

@@ -88,6 +88,7 @@ struct Draft {
 pub fn propose(ctx: &Context) -> Vec<Proposal> {
     let mut proposals: Vec<Draft> = holds(ctx);
     proposals.extend(diffs(ctx));
+    proposals.extend(backfill(ctx));
     proposals.extend(lookback_diff(ctx));
     proposals.extend(notes(ctx));
     proposals
@@ -253,6 +254,66 @@ fn diffs(ctx: &Context) -> Vec<Draft> {
         });
     }
     drafts
+}
+
+/// A lookback gap: rebuild the missing day of the model and everything built from it,
+/// through the scheduled job that runs the model, with the exact dbt command. Its undo
+/// is the tables as they were just before it ran.
+fn backfill(ctx: &Context) -> Option<Draft> {
+    if ctx.diagnosis.kind != CauseKind::LookbackGap {
+        return None;
+    }
+    let batches = ctx.facts.batches.as_ref()?;
+    let day = ctx.facts.breach.day.as_deref()?;
+    let end = chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d")
+        .ok()?
+        .succ_opt()?;
+    let job = ctx.blast.nodes.iter().find(|n| n.kind == NodeKind::Job)?;
+    let node = ctx.lineage.node(ctx.from);
+    let mut tables: Vec<String> = std::iter::once(node)
+        .chain(
+            ctx.blast
+                .nodes
+                .iter()
+                .filter(|n| n.kind == NodeKind::Model)
+                .filter_map(|n| Some(ctx.lineage.node(ctx.lineage.resolve(&n.unique_id).ok()?))),
+        )
+        .filter(|n| n.materialized.as_deref() != Some("view"))
+        .filter_map(|n| n.relation_name.as_deref().map(schema_and_table))
+        .collect();
+    tables.dedup();
+    let command = format!(
+        "dbt build --select {}+ --event-time-start {day} --event-time-end {end}",
+        batches.model
+    );
+    Some(Draft {
+        kind: ProposalKind::Backfill,
+        title: format!("Backfill {} for {day}: `{command}`", batches.model),
+        owner: owner_of(&node.owner),
+        target: node.unique_id.clone(),
+        body: ProposalBody::Backfill {
+            job: job.unique_id.clone(),
+            command,
+            tables: tables.clone(),
+        },
+        undo: format!(
+            "restore {} from the copies taken just before it runs",
+            tables.join(", ")
+        ),
+        verify: format!(
+            "{}'s daily volumes for the last seven days match upstream within the band",
+            batches.model
+        ),
+    })
+}
+
+/// `"dw"."analytics"."fct"` -> `analytics.fct`: how monitors and the warehouse name it.
+fn schema_and_table(relation: &str) -> String {
+    let parts: Vec<String> = relation
+        .split('.')
+        .map(|p| p.trim_matches(|c| c == '"' || c == '`').to_string())
+        .collect();
+    parts[parts.len().saturating_sub(2)..].join(".")
 }
 
 /// A lookback gap: a diff of the model's config raising `lookback` so the next daily run
