@@ -753,7 +753,10 @@ fn most_of_yesterdays_payments_deleted_is_that_days_volume_not_the_tables_size()
 /// A day reloaded upstream that the microbatch model's lookback never reaches: the
 /// diagnosis and the lookback diff are checked here. Returns the run and the day.
 fn lookback_gap(test: &str) -> Option<(Run, chrono::NaiveDate)> {
-    let mut run = healthy(test)?;
+    // Backfill copies are kept an hour after their incident resolves.
+    let mut run = healthy_with(test, |config| {
+        config.replace("[verify]\n", "[verify]\nretention = \"1h\"\n")
+    })?;
     let wednesday = run.now.date();
     // Just after Wednesday ends, most of its payments go missing from raw (a bad
     // re-sync); the next dbt run builds the day short, in the staging table and in the
@@ -909,6 +912,16 @@ fn a_lookback_gap_is_closed_by_an_approved_backfill_verified_over_seven_days() {
         receipt.contains("copies taken first: analytics.fct_payments as "),
         "{receipt}"
     );
+    // The copy is kept for the retention, then dropped.
+    let copy = "dataward_versions.analytics__fct_payments__inc_0001_p2";
+    let exists = |run: &Run| {
+        run.estate
+            .text(&format!("SELECT to_regclass('{copy}')::text"))
+            .is_some()
+    };
+    assert!(exists(&run), "{copy} is kept after the incident resolves");
+    run.play_every(70, 10, true);
+    assert!(!exists(&run), "{copy} is dropped once the retention ends");
 }
 
 #[test]

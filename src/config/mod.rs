@@ -204,16 +204,24 @@ pub struct VerifyConfig {
     /// How long the checks must keep passing after a run before the incident closes.
     #[serde(default = "default_settle")]
     pub settle: String,
+    /// How long the copies a backfill took are kept after its incident resolves.
+    #[serde(default = "default_retention")]
+    pub retention: String,
 }
 
 fn default_settle() -> String {
     "10m".to_string()
 }
 
+fn default_retention() -> String {
+    "7d".to_string()
+}
+
 impl Default for VerifyConfig {
     fn default() -> Self {
         VerifyConfig {
             settle: default_settle(),
+            retention: default_retention(),
         }
     }
 }
@@ -262,6 +270,13 @@ impl Config {
         }
         duration_key("settle", "verify.settle", &self.verify.settle, MAX_DURATION)
             .map_err(|bad| bad.at(text, &[Step::Key("verify")]))?;
+        duration_key(
+            "retention",
+            "verify.retention",
+            &self.verify.retention,
+            MAX_DURATION,
+        )
+        .map_err(|bad| bad.at(text, &[Step::Key("verify")]))?;
         Ok(())
     }
 

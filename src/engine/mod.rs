@@ -121,6 +121,9 @@ struct Incident {
     /// The copies an approved backfill took before it ran: its undo.
     #[serde(default)]
     versions: Vec<crate::warehouse::TableVersion>,
+    /// When it resolved: the copies are dropped once `[verify] retention` has passed.
+    #[serde(default)]
+    resolved_at: Option<String>,
 }
 
 pub struct Engine {
@@ -433,6 +436,7 @@ impl Engine {
         events.extend(self.read_run_results()?);
         events.extend(self.read_pipeline_failures()?);
         events.extend(self.rediagnose_what_remains()?);
+        events.extend(self.drop_expired_versions(now)?);
         events.extend(self.follow_runs()?);
         events.extend(self.dispatch_autonomous_runs()?);
         if !polled.is_empty() {
@@ -1006,6 +1010,7 @@ impl Incident {
             root_back_at: None,
             merged_into: None,
             versions: Vec::new(),
+            resolved_at: None,
         }
     }
 

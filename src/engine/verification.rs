@@ -340,6 +340,48 @@ impl Engine {
         Ok(events)
     }
 
+    /// A resolved incident's backfill copies are dropped once its retention has passed,
+    /// on the chain. Until then a person can still see what the tables held.
+    pub(super) fn drop_expired_versions(&mut self, now: NaiveDateTime) -> Result<Vec<Event>> {
+        let retention =
+            crate::config::parse_duration(&self.config.verify.retention).expect("validated");
+        let retention = TimeDelta::from_std(retention).unwrap_or(TimeDelta::MAX);
+        for i in 0..self.incidents.len() {
+            let incident = &self.incidents[i];
+            let expired = incident
+                .resolved_at
+                .as_deref()
+                .and_then(|at| NaiveDateTime::parse_from_str(at, "%Y-%m-%dT%H:%M:%SZ").ok())
+                .is_some_and(|at| now >= at + retention);
+            if !expired || incident.versions.is_empty() {
+                continue;
+            }
+            let Some(warehouse) = self.dbt_warehouse() else {
+                continue;
+            };
+            let versions = incident.versions.clone();
+            for version in &versions {
+                if let Err(e) = warehouse.drop_version(version) {
+                    self.notices.push(format!(
+                        "{}: {} not dropped yet: {e}",
+                        incident.id, version.copy
+                    ));
+                    return Ok(Vec::new());
+                }
+            }
+            let id = incident.id.clone();
+            self.record(
+                "versions_dropped",
+                ENGINE_ACTOR,
+                json!({"incident": id, "versions": versions, "why": "retention ended"}),
+            )?;
+            self.incidents[i].versions.clear();
+            // Resolved incidents are written once; this change must be written too.
+            self.settled.remove(&id);
+        }
+        Ok(Vec::new())
+    }
+
     /// Requests nobody answered are withdrawn when their incident closes: they must not
     /// escalate or be granted afterwards. Each goes on the chain.
     fn withdraw_pending(&mut self, i: usize) -> Result<Vec<Event>> {
@@ -413,6 +455,7 @@ impl Engine {
         )?;
         self.incidents[i].receipt = Some(receipt.to_markdown());
         self.incidents[i].status = IncidentStatus::Resolved;
+        self.incidents[i].resolved_at = Some(self.now.clone());
         let how = if let Some(root) = &self.incidents[i].merged_into {
             &format!("merged into {root} as a symptom")
         } else if self.incidents[i].closed_by_hand.is_some() {
