@@ -215,43 +215,33 @@ fn diffs(ctx: &Context) -> Vec<Draft> {
         let Ok(index) = ctx.lineage.resolve(&impact.unique_id) else {
             continue;
         };
-        let node = ctx.lineage.node(index);
-        let (Some(file), Some(raw)) = (&node.file, &node.raw_sql) else {
-            continue;
-        };
-        if !(ctx.file_allowed)(file) {
-            continue;
-        }
-        let new = rewrite::fix_uses(raw, &risky, &change.to, ctx.lineage.dialect());
-        if new == *raw {
-            continue;
-        }
         let expressions: Vec<String> = risky
             .iter()
             .map(|u| format!("`{}`", u.expression))
             .collect();
-        drafts.push(Draft {
-            kind: ProposalKind::Diff,
-            title: format!(
+        drafts.extend(model_diff(
+            ctx,
+            ctx.lineage.node(index),
+            |raw| {
+                Some(rewrite::fix_uses(
+                    raw,
+                    &risky,
+                    &change.to,
+                    ctx.lineage.dialect(),
+                ))
+            },
+            format!(
                 "Read {} as {} in {}: {}",
                 change.column,
                 change.to,
                 impact.name,
                 expressions.join(", ")
             ),
-            owner: owner_of(&impact.owner),
-            target: impact.unique_id.clone(),
-            body: ProposalBody::Diff {
-                file: file.clone(),
-                old: raw.clone(),
-                new,
-            },
-            undo: format!("revert {file} to the version above"),
-            verify: format!(
+            format!(
                 "{} runs on today's data, including {} values that are not {}",
                 impact.name, change.column, change.from
             ),
-        });
+        ));
     }
     drafts
 }
@@ -327,20 +317,40 @@ fn lookback_diff(ctx: &Context) -> Option<Draft> {
     let day = breach.day.as_deref()?;
     // The next daily run is a day later than now: it must reach one batch further.
     let needed = crate::incident::diagnosis::lookback_needed(day, &breach.at)? + 1;
-    let node = ctx.lineage.node(ctx.from);
+    model_diff(
+        ctx,
+        ctx.lineage.node(ctx.from),
+        |raw| rewrite::set_config_number(raw, "lookback", needed),
+        format!(
+            "Raise {}'s lookback from {} to {needed}: the next run rebuilds {day}",
+            batches.model, batches.lookback
+        ),
+        format!(
+            "{} runs; its daily volumes for the last seven days match upstream within the band",
+            batches.model
+        ),
+    )
+}
+
+/// A diff of a model's own file, inside the project, when `change` makes one (None, or
+/// the SQL unchanged: no clear change, no diff). Undone by reverting the file.
+fn model_diff(
+    ctx: &Context,
+    node: &crate::lineage::Node,
+    change: impl FnOnce(&str) -> Option<String>,
+    title: String,
+    verify: String,
+) -> Option<Draft> {
     let (Some(file), Some(raw)) = (&node.file, &node.raw_sql) else {
         return None;
     };
     if !(ctx.file_allowed)(file) {
         return None;
     }
-    let new = rewrite::set_config_number(raw, "lookback", needed)?;
+    let new = change(raw).filter(|new| new != raw)?;
     Some(Draft {
         kind: ProposalKind::Diff,
-        title: format!(
-            "Raise {}'s lookback from {} to {needed}: the next run rebuilds {day}",
-            batches.model, batches.lookback
-        ),
+        title,
         owner: owner_of(&node.owner),
         target: node.unique_id.clone(),
         body: ProposalBody::Diff {
@@ -349,10 +359,7 @@ fn lookback_diff(ctx: &Context) -> Option<Draft> {
             new,
         },
         undo: format!("revert {file} to the version above"),
-        verify: format!(
-            "{} runs; its daily volumes for the last seven days match upstream within the band",
-            batches.model
-        ),
+        verify,
     })
 }
 

@@ -236,6 +236,22 @@ pub fn version_name(schema: &str, table: &str, tag: &str) -> Result<String, Ware
 /// Whether `name` could be a copy's table name: nothing but `[a-z0-9_]`. Restore and
 /// drop check this (and the engine's own place for copies) before they touch anything,
 /// so a stored version edited to name a real table is refused.
+/// The copy a version names, when the version is of `relation` and `own_name` (the
+/// warehouse's own naming rule) accepts the copy as one of ours.
+pub fn own_copy(
+    relation: &Relation,
+    version: &TableVersion,
+    own_name: fn(&str) -> Result<Relation, WarehouseError>,
+) -> Result<Relation, WarehouseError> {
+    if version.table != relation.to_string() {
+        return Err(WarehouseError::Refused(format!(
+            "{} is a version of {}, not of {relation}",
+            version.copy, version.table
+        )));
+    }
+    own_name(&version.copy)
+}
+
 pub fn is_version_name(name: &str) -> bool {
     !name.is_empty()
         && name

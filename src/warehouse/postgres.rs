@@ -594,13 +594,7 @@ fn writable_columns(
 
 /// The copy a version names, when it is one of ours for this table.
 fn own_copy(relation: &Relation, version: &TableVersion) -> Result<Relation, WarehouseError> {
-    if version.table != relation.to_string() {
-        return Err(WarehouseError::Refused(format!(
-            "{} is a version of {}, not of {relation}",
-            version.copy, version.table
-        )));
-    }
-    own_copy_name(&version.copy)
+    super::own_copy(relation, version, own_copy_name)
 }
 
 /// `dataward_versions.<name>` and nothing else: a stored version edited to name a real

@@ -528,16 +528,9 @@ fn is_plain_type(declared: &str) -> bool {
     words_ok && arguments_ok
 }
 
-/// The copy a version names, when it is one of ours for this table: the version is of
-/// `relation`, and the copy is named as [`version_name`] names them.
+/// The copy a version names, when it is one of ours for this table.
 fn own_copy(relation: &Relation, version: &TableVersion) -> Result<Relation, WarehouseError> {
-    if version.table != relation.to_string() {
-        return Err(WarehouseError::Refused(format!(
-            "{} is a version of {}, not of {relation}",
-            version.copy, version.table
-        )));
-    }
-    own_copy_name(&version.copy)
+    super::own_copy(relation, version, own_copy_name)
 }
 
 /// `schema.dataward_versions__...` and nothing else: a stored version edited to name a
