@@ -41,6 +41,8 @@ struct Run {
     estate: Arc<Estate>,
     engine: Engine,
     now: NaiveDateTime,
+    /// Makes the scheduler refuse the next command.
+    scheduler_down_once: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The estate's scheduler: runs the job's dbt build, or the exact command a backfill
@@ -49,6 +51,8 @@ struct Run {
 struct EstateScheduler {
     estate: Arc<Estate>,
     runs: Mutex<Vec<(String, RunRecord)>>,
+    /// Answer the next command with an error, as a scheduler that is down would.
+    down_once: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl EstateScheduler {
@@ -104,6 +108,12 @@ impl Orchestrator for EstateScheduler {
         _by: &str,
         key: &str,
     ) -> anyhow::Result<(i64, bool)> {
+        if self
+            .down_once
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
+        {
+            anyhow::bail!("the scheduler answered 503 Service Unavailable");
+        }
         // `dbt build --select MODEL+ --event-time-start START --event-time-end END`
         let words: Vec<&str> = command.split_whitespace().collect();
         let after = |flag: &str| {
@@ -147,9 +157,11 @@ fn healthy_with(test: &str, edit: impl Fn(&str) -> String) -> Option<Run> {
     let estate = Arc::new(estate);
     let data = tempfile::tempdir().unwrap();
     let state = dataward::store::open(&data.path().join("dataward.db")).unwrap();
+    let down_once = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let scheduler: Box<dyn Orchestrator> = Box::new(EstateScheduler {
         estate: estate.clone(),
         runs: Mutex::new(Vec::new()),
+        down_once: down_once.clone(),
     });
     let engine = Engine::new(
         estate.load_config(),
@@ -165,6 +177,7 @@ fn healthy_with(test: &str, edit: impl Fn(&str) -> String) -> Option<Run> {
         estate,
         engine,
         now: start(),
+        scheduler_down_once: down_once,
     };
     run.play(60, true);
     assert!(
@@ -960,4 +973,60 @@ fn rolling_a_backfill_back_restores_the_tables_as_they_were_before_it() {
         .receipt
         .unwrap()
         .contains("restored analytics.fct_payments as they were before the backfill"));
+}
+
+#[test]
+fn a_backfill_refused_by_a_scheduler_that_is_down_keeps_its_copy_and_runs_when_approved_again() {
+    let Some((mut run, wednesday)) = lookback_gap("lookback_gap_scheduler_down") else {
+        return;
+    };
+    let backfill = backfill_of(&run.incident());
+    let (short, _) = wednesday_counts(&run, wednesday);
+    run.scheduler_down_once
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let events = run.engine.handle(
+        Command::Approve {
+            proposal: backfill.id.clone(),
+            content_hash: backfill.content_hash.clone(),
+            reason: "tested on the estate".to_string(),
+        },
+        &person("analytics-owner"),
+    );
+    let refused = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::Refused { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("the approval went through: {events:?}"));
+    assert!(refused.contains("503"), "{refused}");
+    // Nothing ran; the copy it took is there, and is its undo.
+    assert_eq!(wednesday_counts(&run, wednesday).0, short);
+    approve(&mut run, &backfill, "analytics-owner");
+    let (model, raw) = wednesday_counts(&run, wednesday);
+    assert_eq!(model, raw, "the second approval ran it");
+    let incident = run.incident();
+    let receipt = incident.receipt.as_deref().unwrap();
+    assert!(
+        receipt.contains(
+            "analytics.fct_payments as dataward_versions.analytics__fct_payments__inc_0001_p2"
+        ),
+        "{receipt}"
+    );
+    // The copy is still the table as it was before any attempt: roll back restores it.
+    let events = run.engine.handle(
+        Command::RollBack {
+            proposal: backfill.id.clone(),
+            reason: "checking the undo".to_string(),
+        },
+        &person("analytics-owner"),
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::Refused { .. })),
+        "{events:?}"
+    );
+    run.engine.tick(run.now).unwrap();
+    assert_eq!(wednesday_counts(&run, wednesday).0, short);
 }

@@ -776,32 +776,32 @@ fn count_uncastable_agrees_with_postgres_own_casts() {
 
 /// An incremental mart as dbt builds it: an identity key, a decimal, a short text, an
 /// array and a generated column, 30 rows over three days; a role that may read it.
-fn load_deliveries(pg: &PgServer) -> Relation {
+fn load_shipments(pg: &PgServer) -> Relation {
     pg.execute(
         "CREATE SCHEMA analytics;
-         CREATE TABLE analytics.fct_deliveries (
+         CREATE TABLE analytics.fct_shipments (
              id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
              day date NOT NULL,
              amount numeric(10,2),
-             courier varchar(12),
+             carrier varchar(12),
              tags text[],
              doubled numeric GENERATED ALWAYS AS (amount * 2) STORED);
-         INSERT INTO analytics.fct_deliveries (day, amount, courier, tags)
+         INSERT INTO analytics.fct_shipments (day, amount, carrier, tags)
          SELECT date '2024-05-10' + g % 3, g * 1.25,
                 CASE WHEN g % 4 = 0 THEN NULL ELSE 'c' || g END, ARRAY['a', g::text]
          FROM generate_series(1, 30) AS g;
          CREATE ROLE reader;
          GRANT USAGE ON SCHEMA analytics TO reader;
-         GRANT SELECT ON analytics.fct_deliveries TO reader;",
+         GRANT SELECT ON analytics.fct_shipments TO reader;",
     );
-    Relation::parse("analytics.fct_deliveries").unwrap()
+    Relation::parse("analytics.fct_shipments").unwrap()
 }
 
 /// Every row, whole, in key order.
-fn deliveries(client: &mut postgres::Client) -> Vec<String> {
+fn shipments(client: &mut postgres::Client) -> Vec<String> {
     client
         .query(
-            "SELECT t::text FROM analytics.fct_deliveries AS t ORDER BY id",
+            "SELECT t::text FROM analytics.fct_shipments AS t ORDER BY id",
             &[],
         )
         .unwrap()
@@ -829,23 +829,23 @@ fn a_table_version_puts_the_table_back_exactly() {
     let Some(pg) = start_or_skip("a_table_version_puts_the_table_back_exactly") else {
         return;
     };
-    let rel = load_deliveries(&pg);
+    let rel = load_shipments(&pg);
     let warehouse = PostgresWarehouse::new(&pg.url, 2, Duration::from_secs(10)).unwrap();
     let mut client = pg.client();
-    let before = deliveries(&mut client);
+    let before = shipments(&mut client);
     let oid = |client: &mut postgres::Client| -> u32 {
         client
-            .query_one("SELECT 'analytics.fct_deliveries'::regclass::oid", &[])
+            .query_one("SELECT 'analytics.fct_shipments'::regclass::oid", &[])
             .unwrap()
             .get(0)
     };
     let table_oid = oid(&mut client);
 
     let version = warehouse.snapshot_table(&rel, "INC-0003-P1").unwrap();
-    assert_eq!(version.table, "analytics.fct_deliveries");
+    assert_eq!(version.table, "analytics.fct_shipments");
     assert_eq!(
         version.copy,
-        "dataward_versions.analytics__fct_deliveries__inc_0003_p1"
+        "dataward_versions.analytics__fct_shipments__inc_0003_p1"
     );
     assert_eq!(version.rows, 30);
     assert!(
@@ -870,18 +870,18 @@ fn a_table_version_puts_the_table_back_exactly() {
 
     // The backfill goes wrong: a day deleted, values changed, a row added.
     pg.execute(
-        "DELETE FROM analytics.fct_deliveries WHERE day = date '2024-05-11';
-         UPDATE analytics.fct_deliveries SET amount = amount + 1, courier = upper(courier);
-         INSERT INTO analytics.fct_deliveries (day) VALUES (date '2024-05-13');",
+        "DELETE FROM analytics.fct_shipments WHERE day = date '2024-05-11';
+         UPDATE analytics.fct_shipments SET amount = amount + 1, carrier = upper(carrier);
+         INSERT INTO analytics.fct_shipments (day) VALUES (date '2024-05-13');",
     );
-    assert_ne!(deliveries(&mut client), before);
+    assert_ne!(shipments(&mut client), before);
     assert_eq!(warehouse.restore_table(&rel, &version).unwrap(), 30);
-    assert_eq!(deliveries(&mut client), before);
+    assert_eq!(shipments(&mut client), before);
     // The same table, not a new one: its oid and grants, its identity going on.
     assert_eq!(oid(&mut client), table_oid);
     let reader_reads: bool = client
         .query_one(
-            "SELECT has_table_privilege('reader', 'analytics.fct_deliveries', 'SELECT')",
+            "SELECT has_table_privilege('reader', 'analytics.fct_shipments', 'SELECT')",
             &[],
         )
         .unwrap()
@@ -889,7 +889,7 @@ fn a_table_version_puts_the_table_back_exactly() {
     assert!(reader_reads);
     let next: i32 = client
         .query_one(
-            "INSERT INTO analytics.fct_deliveries (day) VALUES (date '2024-05-14') RETURNING id",
+            "INSERT INTO analytics.fct_shipments (day) VALUES (date '2024-05-14') RETURNING id",
             &[],
         )
         .unwrap()
@@ -897,19 +897,19 @@ fn a_table_version_puts_the_table_back_exactly() {
     assert!(next > 31, "{next}");
     client
         .execute(
-            "DELETE FROM analytics.fct_deliveries WHERE id = $1",
+            "DELETE FROM analytics.fct_shipments WHERE id = $1",
             &[&next],
         )
         .unwrap();
 
     // A version is never overwritten; the first copy still holds the table as it was.
-    pg.execute("DELETE FROM analytics.fct_deliveries WHERE id > 10");
+    pg.execute("DELETE FROM analytics.fct_shipments WHERE id > 10");
     for tag in ["INC-0003-P1", "inc_0003_p1"] {
         let message = refusal(warehouse.snapshot_table(&rel, tag));
         assert!(message.contains(&version.copy), "{message}");
     }
     assert_eq!(warehouse.restore_table(&rel, &version).unwrap(), 30);
-    assert_eq!(deliveries(&mut client), before);
+    assert_eq!(shipments(&mut client), before);
 
     // A hostile tag is only ever part of a name.
     pg.execute("CREATE TABLE public.t (a int); INSERT INTO public.t VALUES (1);");
@@ -918,7 +918,7 @@ fn a_table_version_puts_the_table_back_exactly() {
         .unwrap();
     assert_eq!(
         hostile.copy,
-        "dataward_versions.analytics__fct_deliveries__x_drop_table_t"
+        "dataward_versions.analytics__fct_shipments__x_drop_table_t"
     );
     assert!(exists(&mut client, "public.t"));
     assert!(exists(&mut client, &copy.quoted()));
@@ -931,12 +931,12 @@ fn a_table_version_puts_the_table_back_exactly() {
     assert!(!exists(&mut client, &copy.quoted()));
     // A stored version edited to name a real table drops nothing.
     let forged = dataward::warehouse::TableVersion {
-        copy: "analytics.fct_deliveries".into(),
+        copy: "analytics.fct_shipments".into(),
         ..version.clone()
     };
     refusal(warehouse.drop_version(&forged));
     refusal(warehouse.restore_table(&rel, &forged));
-    assert_eq!(deliveries(&mut client), before);
+    assert_eq!(shipments(&mut client), before);
 }
 
 #[test]
@@ -944,13 +944,13 @@ fn a_restore_is_refused_when_the_copy_no_longer_fits_the_table() {
     let Some(pg) = start_or_skip("a_restore_is_refused_when_the_copy_no_longer_fits") else {
         return;
     };
-    let rel = load_deliveries(&pg);
+    let rel = load_shipments(&pg);
     let warehouse = PostgresWarehouse::new(&pg.url, 2, Duration::from_secs(10)).unwrap();
     let mut client = pg.client();
     // Dropping a version whose schema was never made is already done.
     let never = dataward::warehouse::TableVersion {
         table: rel.to_string(),
-        copy: "dataward_versions.analytics__fct_deliveries__never".into(),
+        copy: "dataward_versions.analytics__fct_shipments__never".into(),
         rows: 0,
         taken_at: "2024-05-12T02:30:00Z".into(),
     };
@@ -958,29 +958,29 @@ fn a_restore_is_refused_when_the_copy_no_longer_fits_the_table() {
     refusal(warehouse.restore_table(&rel, &never));
 
     let version = warehouse.snapshot_table(&rel, "INC-0003-P1").unwrap();
-    pg.execute("ALTER TABLE analytics.fct_deliveries ALTER COLUMN courier TYPE text");
-    let altered = deliveries(&mut client);
+    pg.execute("ALTER TABLE analytics.fct_shipments ALTER COLUMN carrier TYPE text");
+    let altered = shipments(&mut client);
     assert_eq!(
         refusal(warehouse.restore_table(&rel, &version)),
         format!(
-            "cannot restore analytics.fct_deliveries from {}: column courier is text in the \
+            "cannot restore analytics.fct_shipments from {}: column carrier is text in the \
              table but character varying(12) in the copy",
             version.copy
         )
     );
-    assert_eq!(deliveries(&mut client), altered);
+    assert_eq!(shipments(&mut client), altered);
 
     // A copy that changed since it was taken is not the table as it was.
     let later = warehouse.snapshot_table(&rel, "INC-0003-P2").unwrap();
     pg.execute(&format!(
-        "DELETE FROM analytics.fct_deliveries WHERE id < 5;
+        "DELETE FROM analytics.fct_shipments WHERE id < 5;
          INSERT INTO {} (id, day) VALUES (99, date '2024-05-13')",
         Relation::parse(&later.copy).unwrap().quoted()
     ));
-    let changed = deliveries(&mut client);
+    let changed = shipments(&mut client);
     let message = refusal(warehouse.restore_table(&rel, &later));
     assert!(message.contains("31 rows"), "{message}");
-    assert_eq!(deliveries(&mut client), changed);
+    assert_eq!(shipments(&mut client), changed);
     // A version of another table, a copy gone, a view, no table at all.
     let orders = Relation::parse("analytics.orders").unwrap();
     pg.execute("CREATE TABLE analytics.orders (id int)");
@@ -990,13 +990,13 @@ fn a_restore_is_refused_when_the_copy_no_longer_fits_the_table() {
     pg.execute("CREATE VIEW analytics.v AS SELECT 1 AS a");
     refusal(warehouse.snapshot_table(&Relation::parse("analytics.v").unwrap(), "t1"));
     refusal(warehouse.snapshot_table(&Relation::parse("analytics.nope").unwrap(), "t1"));
-    assert_eq!(deliveries(&mut client), changed);
+    assert_eq!(shipments(&mut client), changed);
 
     // Deleting through a cascading foreign key would change a table no copy restores.
     let version = warehouse.snapshot_table(&rel, "INC-0003-P3").unwrap();
     pg.execute(
         "CREATE TABLE analytics.payouts (
-             delivery_id int REFERENCES analytics.fct_deliveries ON DELETE CASCADE);
+             delivery_id int REFERENCES analytics.fct_shipments ON DELETE CASCADE);
          INSERT INTO analytics.payouts VALUES (10), (11);",
     );
     let message = refusal(warehouse.restore_table(&rel, &version));
@@ -1006,7 +1006,7 @@ fn a_restore_is_refused_when_the_copy_no_longer_fits_the_table() {
         .unwrap()
         .get(0);
     assert_eq!(payouts, 2);
-    assert_eq!(deliveries(&mut client), changed);
+    assert_eq!(shipments(&mut client), changed);
     pg.execute("DROP TABLE analytics.payouts");
     assert_eq!(warehouse.restore_table(&rel, &version).unwrap(), 26);
 
@@ -1046,14 +1046,14 @@ fn a_reader_never_sees_the_table_empty_while_it_is_restored() {
     let Some(pg) = start_or_skip("a_reader_never_sees_the_table_empty") else {
         return;
     };
-    let rel = load_deliveries(&pg);
+    let rel = load_shipments(&pg);
     let warehouse = PostgresWarehouse::new(&pg.url, 2, Duration::from_secs(10)).unwrap();
     let version = warehouse.snapshot_table(&rel, "INC-0003-P1").unwrap();
     pg.execute(
-        "DELETE FROM analytics.fct_deliveries WHERE id > 20;
+        "DELETE FROM analytics.fct_shipments WHERE id > 20;
          CREATE FUNCTION analytics.hold() RETURNS trigger LANGUAGE plpgsql AS
              $$ BEGIN PERFORM pg_advisory_xact_lock(4242); RETURN NULL; END $$;
-         CREATE TRIGGER hold AFTER DELETE ON analytics.fct_deliveries
+         CREATE TRIGGER hold AFTER DELETE ON analytics.fct_shipments
              FOR EACH STATEMENT EXECUTE FUNCTION analytics.hold();",
     );
     let mut holder = pg.client();
@@ -1081,7 +1081,7 @@ fn a_reader_never_sees_the_table_empty_while_it_is_restored() {
     assert!(waiting, "the restore never reached its DELETE");
     assert!(!restore.is_finished());
     let seen: i64 = reader
-        .query_one("SELECT count(*) FROM analytics.fct_deliveries", &[])
+        .query_one("SELECT count(*) FROM analytics.fct_shipments", &[])
         .unwrap()
         .get(0);
     assert_eq!(seen, 20, "a reader during the restore saw {seen} rows");
@@ -1090,7 +1090,7 @@ fn a_reader_never_sees_the_table_empty_while_it_is_restored() {
         .unwrap();
     assert_eq!(restore.join().unwrap().unwrap(), 30);
     let after: i64 = reader
-        .query_one("SELECT count(*) FROM analytics.fct_deliveries", &[])
+        .query_one("SELECT count(*) FROM analytics.fct_shipments", &[])
         .unwrap()
         .get(0);
     assert_eq!(after, 30);

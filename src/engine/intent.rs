@@ -271,15 +271,19 @@ impl Engine {
                 let warehouse = self
                     .dbt_warehouse()
                     .context("no warehouse holds the tables to copy")?;
-                // The copies first: a backfill is never run without its undo.
+                // The copies first: a backfill is never run without its undo. A copy
+                // this proposal took on an earlier attempt (a crash, a refused run) is
+                // that undo still: found again, never taken twice.
                 let mut versions = Vec::new();
                 for table in tables {
                     let relation = crate::warehouse::Relation::parse(table)?;
-                    versions.push(
-                        warehouse
+                    let version = match warehouse.find_version(&relation, tag)? {
+                        Some(earlier) => earlier,
+                        None => warehouse
                             .snapshot_table(&relation, tag)
                             .with_context(|| format!("copying {table} before the backfill"))?,
-                    );
+                    };
+                    versions.push(version);
                 }
                 let (run, already_done) = orchestrator
                     .queue_command(job, command, &self.now_or_wall(), by, tag)

@@ -159,14 +159,21 @@ pub trait Warehouse: Send {
     ) -> Result<u64, WarehouseError>;
     /// Drops a version's copy (its retention ended). A copy already gone is fine.
     fn drop_version(&self, version: &TableVersion) -> Result<(), WarehouseError>;
+    /// The copy of `relation` tagged `tag`, if one was taken: a retry after a crash or
+    /// a refused run finds its undo again instead of taking (or refusing) a second one.
+    fn find_version(
+        &self,
+        relation: &Relation,
+        tag: &str,
+    ) -> Result<Option<TableVersion>, WarehouseError>;
 }
 
 /// A copy of a table taken before a change, to restore it exactly.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct TableVersion {
-    /// The table as the config names it, e.g. `analytics.fct_deliveries`.
+    /// The table as the config names it, e.g. `analytics.fct_shipments`.
     pub table: String,
-    /// The copy's relation, e.g. `dataward_versions.analytics__fct_deliveries__inc_0003_p1`.
+    /// The copy's relation, e.g. `dataward_versions.analytics__fct_shipments__inc_0003_p1`.
     pub copy: String,
     /// Rows copied.
     pub rows: u64,
@@ -176,6 +183,9 @@ pub struct TableVersion {
 
 /// Where PostgreSQL keeps copies (a schema), and how SQLite names them (a prefix).
 pub const VERSIONS: &str = "dataward_versions";
+
+/// `taken_at` of a version found again rather than taken now.
+pub const EARLIER: &str = "by an earlier attempt";
 
 /// The longest identifier PostgreSQL keeps whole (NAMEDATALEN - 1 bytes); a longer one
 /// is silently cut, so two copies' names could meet.
@@ -626,8 +636,8 @@ mod tests {
     fn version_names_are_plain_names_whatever_the_tag() {
         let name = |schema: &str, table: &str, tag: &str| version_name(schema, table, tag);
         assert_eq!(
-            name("analytics", "fct_deliveries", "INC-0003-P1").unwrap(),
-            "analytics__fct_deliveries__inc_0003_p1"
+            name("analytics", "fct_shipments", "INC-0003-P1").unwrap(),
+            "analytics__fct_shipments__inc_0003_p1"
         );
         // A hostile tag is only ever a name.
         let hostile = name("public", "t", "x\"; drop table t; --").unwrap();

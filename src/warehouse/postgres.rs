@@ -17,7 +17,7 @@ use postgres::{Client, NoTls};
 use super::{
     changed_copy, check_restorable, column_list, is_version_name, null_counts_sql, parse_day,
     quote_ident, version_name, CastTarget, Column, DayCount, NullCounts, Relation, TableVersion,
-    Uncastable, Warehouse, WarehouseError, BOOLEAN_WORDS, DATE_WORDS, UNCASTABLE_EXAMPLES,
+    Uncastable, Warehouse, WarehouseError, BOOLEAN_WORDS, DATE_WORDS, EARLIER, UNCASTABLE_EXAMPLES,
     VERSIONS,
 };
 
@@ -382,12 +382,8 @@ impl Warehouse for PostgresWarehouse {
                 Ok(source) => source,
                 Err(refused) => return Ok(Err(refused)),
             };
-            let schema = source.schema.as_deref().expect("found in a schema");
-            let copy = match version_name(schema, &source.table, tag) {
-                Ok(name) => Relation {
-                    schema: Some(VERSIONS.to_string()),
-                    table: name,
-                },
+            let copy = match copy_relation(&source, tag) {
+                Ok(copy) => copy,
                 Err(refused) => return Ok(Err(refused)),
             };
             // One snapshot at a time in this database: two would race to create the
@@ -523,6 +519,36 @@ impl Warehouse for PostgresWarehouse {
         let sql = format!("DROP TABLE IF EXISTS {}", copy.quoted());
         self.with_client(|c| c.batch_execute(&sql))
     }
+
+    fn find_version(
+        &self,
+        relation: &Relation,
+        tag: &str,
+    ) -> Result<Option<TableVersion>, WarehouseError> {
+        self.with_client(|c| {
+            let mut tx = c.transaction()?;
+            let source = match find_table(&mut tx, relation)? {
+                Ok(source) => source,
+                Err(refused) => return Ok(Err(refused)),
+            };
+            let copy = match copy_relation(&source, tag) {
+                Ok(copy) => copy,
+                Err(refused) => return Ok(Err(refused)),
+            };
+            if !exists(&mut tx, &copy)? {
+                return Ok(Ok(None));
+            }
+            let rows: i64 = tx
+                .query_one(&format!("SELECT count(*) FROM {}", copy.quoted()), &[])?
+                .get(0);
+            Ok(Ok(Some(TableVersion {
+                table: relation.to_string(),
+                copy: copy.to_string(),
+                rows: rows as u64,
+                taken_at: EARLIER.to_string(),
+            })))
+        })?
+    }
 }
 
 /// The advisory lock snapshots take, one at a time: "dwvers" in ASCII.
@@ -590,6 +616,16 @@ fn writable_columns(
             data_type: r.get(1),
         })
         .collect())
+}
+
+/// Where the copy of `source` tagged `tag` lives: schema `dataward_versions`, named by
+/// [`version_name`].
+fn copy_relation(source: &Relation, tag: &str) -> Result<Relation, WarehouseError> {
+    let schema = source.schema.as_deref().expect("found in a schema");
+    Ok(Relation {
+        schema: Some(VERSIONS.to_string()),
+        table: version_name(schema, &source.table, tag)?,
+    })
 }
 
 /// The copy a version names, when it is one of ours for this table.

@@ -18,7 +18,7 @@ use chrono::{NaiveTime, Timelike};
 use super::{
     changed_copy, check_restorable, column_list, is_version_name, null_counts_sql, parse_day,
     quote_ident, version_name, CastTarget, Column, DayCount, NullCounts, Relation, TableVersion,
-    Uncastable, Warehouse, WarehouseError, UNCASTABLE_EXAMPLES, VERSIONS,
+    Uncastable, Warehouse, WarehouseError, EARLIER, UNCASTABLE_EXAMPLES, VERSIONS,
 };
 
 pub struct SqliteWarehouse {
@@ -296,18 +296,7 @@ impl Warehouse for SqliteWarehouse {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(query_error)?;
         let source = find_table(&tx, relation)?;
-        let schema = source.schema.as_deref().expect("found in a schema");
-        // SQLite's names ignore ASCII case: lowercased, they name the same table, and
-        // `ANALYTICS.Orders` gets a plain name rather than one with a hash.
-        let name = version_name(
-            &schema.to_ascii_lowercase(),
-            &source.table.to_ascii_lowercase(),
-            tag,
-        )?;
-        let copy = Relation {
-            schema: source.schema.clone(),
-            table: format!("{VERSIONS}__{name}"),
-        };
+        let copy = copy_relation(&source, tag)?;
         if let Some(kind) = kind_of(&tx, &copy)? {
             return Err(WarehouseError::Refused(format!(
                 "a version of {relation} tagged {tag:?} exists already ({copy}, a {kind}); \
@@ -425,6 +414,32 @@ impl Warehouse for SqliteWarehouse {
             .map_err(query_error)?;
         Ok(())
     }
+
+    fn find_version(
+        &self,
+        relation: &Relation,
+        tag: &str,
+    ) -> Result<Option<TableVersion>, WarehouseError> {
+        let conn = self.connect()?;
+        let source = find_table(&conn, relation)?;
+        let copy = copy_relation(&source, tag)?;
+        if kind_of(&conn, &copy)?.as_deref() != Some("table") {
+            return Ok(None);
+        }
+        let rows: i64 = conn
+            .query_row(
+                &format!("SELECT count(*) FROM {}", copy.quoted()),
+                [],
+                |r| r.get(0),
+            )
+            .map_err(query_error)?;
+        Ok(Some(TableVersion {
+            table: relation.to_string(),
+            copy: copy.to_string(),
+            rows: rows as u64,
+            taken_at: EARLIER.to_string(),
+        }))
+    }
 }
 
 /// `relation` as SQLite spells it (schema included: `main` when the name has none),
@@ -526,6 +541,22 @@ fn is_plain_type(declared: &str) -> bool {
         },
     };
     words_ok && arguments_ok
+}
+
+/// Where the copy of `source` tagged `tag` lives: beside it, named by [`version_name`].
+/// SQLite's names ignore ASCII case: lowercased, they name the same table, and
+/// `ANALYTICS.Orders` gets a plain name rather than one with a hash.
+fn copy_relation(source: &Relation, tag: &str) -> Result<Relation, WarehouseError> {
+    let schema = source.schema.as_deref().expect("found in a schema");
+    let name = version_name(
+        &schema.to_ascii_lowercase(),
+        &source.table.to_ascii_lowercase(),
+        tag,
+    )?;
+    Ok(Relation {
+        schema: source.schema.clone(),
+        table: format!("{VERSIONS}__{name}"),
+    })
 }
 
 /// The copy a version names, when it is one of ours for this table.
@@ -901,7 +932,7 @@ mod tests {
 
     /// A mart in an attached schema: an integer key, a decimal, a short text, a column
     /// with no declared type holding every storage class, and a generated column.
-    fn deliveries() -> (tempfile::TempDir, SqliteWarehouse, Relation) {
+    fn shipments() -> (tempfile::TempDir, SqliteWarehouse, Relation) {
         let dir = tempfile::tempdir().unwrap();
         let main = dir.path().join("wh.db");
         let analytics = dir.path().join("analytics.db");
@@ -909,12 +940,12 @@ mod tests {
         Connection::open(&analytics)
             .unwrap()
             .execute_batch(
-                "CREATE TABLE fct_deliveries (
+                "CREATE TABLE fct_shipments (
                      id INTEGER PRIMARY KEY, day TEXT NOT NULL, amount NUMERIC(10, 2),
-                     courier VARCHAR(12) CHECK (length(courier) <= 12), payload,
+                     carrier VARCHAR(12) CHECK (length(carrier) <= 12), payload,
                      doubled GENERATED ALWAYS AS (amount * 2));
-                 CREATE INDEX fct_deliveries_day ON fct_deliveries (day);
-                 INSERT INTO fct_deliveries (id, day, amount, courier, payload) VALUES
+                 CREATE INDEX fct_shipments_day ON fct_shipments (day);
+                 INSERT INTO fct_shipments (id, day, amount, carrier, payload) VALUES
                    (1, '2024-05-11', 10.5, 'ann', x'00ff'),
                    (2, '2024-05-11', NULL, 'bob', 12),
                    (3, '2024-05-12', 7, NULL, 'text'),
@@ -922,7 +953,7 @@ mod tests {
             )
             .unwrap();
         let attach = BTreeMap::from([("ANALYTICS".to_string(), analytics)]);
-        let rel = Relation::parse("ANALYTICS.fct_deliveries").unwrap();
+        let rel = Relation::parse("ANALYTICS.fct_shipments").unwrap();
         (dir, SqliteWarehouse::new(&main, attach), rel)
     }
 
@@ -945,7 +976,7 @@ mod tests {
         let mut stmt = conn
             .prepare(
                 "SELECT sql FROM ANALYTICS.sqlite_schema
-                 WHERE tbl_name = 'fct_deliveries' ORDER BY name",
+                 WHERE tbl_name = 'fct_shipments' ORDER BY name",
             )
             .unwrap();
         stmt.query_map([], |r| r.get(0))
@@ -963,14 +994,14 @@ mod tests {
 
     #[test]
     fn a_version_puts_the_table_back_exactly() {
-        let (_dir, wh, rel) = deliveries();
+        let (_dir, wh, rel) = shipments();
         let before = contents(&wh, &rel);
         let defined = definition(&wh);
         let version = wh.snapshot_table(&rel, "INC-0003-P1").unwrap();
-        assert_eq!(version.table, "ANALYTICS.fct_deliveries");
+        assert_eq!(version.table, "ANALYTICS.fct_shipments");
         assert_eq!(
             version.copy,
-            "ANALYTICS.dataward_versions__analytics__fct_deliveries__inc_0003_p1"
+            "ANALYTICS.dataward_versions__analytics__fct_shipments__inc_0003_p1"
         );
         assert_eq!(version.rows, 4);
         assert!(
@@ -989,9 +1020,9 @@ mod tests {
         wh.connect()
             .unwrap()
             .execute_batch(
-                "DELETE FROM ANALYTICS.fct_deliveries WHERE day = '2024-05-11';
-                 UPDATE ANALYTICS.fct_deliveries SET amount = amount + 1, payload = 'x';
-                 INSERT INTO ANALYTICS.fct_deliveries (id, day) VALUES (9, '2024-05-13');",
+                "DELETE FROM ANALYTICS.fct_shipments WHERE day = '2024-05-11';
+                 UPDATE ANALYTICS.fct_shipments SET amount = amount + 1, payload = 'x';
+                 INSERT INTO ANALYTICS.fct_shipments (id, day) VALUES (9, '2024-05-13');",
             )
             .unwrap();
         assert_ne!(contents(&wh, &rel), before);
@@ -1017,12 +1048,12 @@ mod tests {
 
     #[test]
     fn a_version_is_never_overwritten() {
-        let (_dir, wh, rel) = deliveries();
+        let (_dir, wh, rel) = shipments();
         let before = contents(&wh, &rel);
         let version = wh.snapshot_table(&rel, "INC-0003-P1").unwrap();
         wh.connect()
             .unwrap()
-            .execute("DELETE FROM ANALYTICS.fct_deliveries WHERE id > 1", [])
+            .execute("DELETE FROM ANALYTICS.fct_shipments WHERE id > 1", [])
             .unwrap();
         // The same tag, however spelled, names the same version.
         for tag in ["INC-0003-P1", "inc_0003_p1"] {
@@ -1037,22 +1068,37 @@ mod tests {
     }
 
     #[test]
+    fn a_version_is_found_again_by_its_tag() {
+        let (_dir, wh, rel) = shipments();
+        assert_eq!(wh.find_version(&rel, "INC-0003-P1").unwrap(), None);
+        let version = wh.snapshot_table(&rel, "INC-0003-P1").unwrap();
+        wh.connect()
+            .unwrap()
+            .execute("DELETE FROM ANALYTICS.fct_shipments WHERE id > 1", [])
+            .unwrap();
+        let found = wh.find_version(&rel, "inc_0003_p1").unwrap().unwrap();
+        assert_eq!((&found.copy, found.rows), (&version.copy, version.rows));
+        assert_eq!(found.taken_at, EARLIER);
+        assert_eq!(wh.find_version(&rel, "INC-0003-P2").unwrap(), None);
+    }
+
+    #[test]
     fn a_restore_is_refused_when_a_column_changed_type() {
-        let (_dir, wh, rel) = deliveries();
+        let (_dir, wh, rel) = shipments();
         let version = wh.snapshot_table(&rel, "INC-0003-P1").unwrap();
         // SQLite's way to change a column's type: a new table in the old one's place.
         wh.connect()
             .unwrap()
             .execute_batch(
                 "BEGIN;
-                 CREATE TABLE ANALYTICS.new_deliveries (
+                 CREATE TABLE ANALYTICS.new_shipments (
                      id INTEGER PRIMARY KEY, day TEXT NOT NULL, amount NUMERIC(10, 2),
-                     courier INTEGER, payload, doubled GENERATED ALWAYS AS (amount * 2));
-                 INSERT INTO ANALYTICS.new_deliveries (id, day, amount, courier, payload)
-                   SELECT id, day, amount, courier, payload FROM ANALYTICS.fct_deliveries
+                     carrier INTEGER, payload, doubled GENERATED ALWAYS AS (amount * 2));
+                 INSERT INTO ANALYTICS.new_shipments (id, day, amount, carrier, payload)
+                   SELECT id, day, amount, carrier, payload FROM ANALYTICS.fct_shipments
                    WHERE id < 3;
-                 DROP TABLE ANALYTICS.fct_deliveries;
-                 ALTER TABLE ANALYTICS.new_deliveries RENAME TO fct_deliveries;
+                 DROP TABLE ANALYTICS.fct_shipments;
+                 ALTER TABLE ANALYTICS.new_shipments RENAME TO fct_shipments;
                  COMMIT;",
             )
             .unwrap();
@@ -1061,7 +1107,7 @@ mod tests {
         assert_eq!(
             message,
             format!(
-                "cannot restore ANALYTICS.fct_deliveries from {}: column courier is \
+                "cannot restore ANALYTICS.fct_shipments from {}: column carrier is \
                  INTEGER in the table but VARCHAR(12) in the copy",
                 version.copy
             )
@@ -1071,10 +1117,10 @@ mod tests {
 
     #[test]
     fn only_the_tables_own_unchanged_copy_is_restored() {
-        let (_dir, wh, rel) = deliveries();
+        let (_dir, wh, rel) = shipments();
         let version = wh.snapshot_table(&rel, "INC-0003-P1").unwrap();
         let conn = wh.connect().unwrap();
-        conn.execute("DELETE FROM ANALYTICS.fct_deliveries WHERE id = 4", [])
+        conn.execute("DELETE FROM ANALYTICS.fct_shipments WHERE id = 4", [])
             .unwrap();
         let changed = contents(&wh, &rel);
 
@@ -1083,10 +1129,10 @@ mod tests {
             .unwrap();
         let other = Relation::parse("other").unwrap();
         let message = refusal(wh.restore_table(&other, &version));
-        assert!(message.contains("ANALYTICS.fct_deliveries"), "{message}");
+        assert!(message.contains("ANALYTICS.fct_shipments"), "{message}");
         // A "version" whose copy is not one of ours: nothing is read or dropped.
         for copy in [
-            "ANALYTICS.fct_deliveries",
+            "ANALYTICS.fct_shipments",
             "ANALYTICS.dataward_versions__X",
             "other",
         ] {
@@ -1129,7 +1175,7 @@ mod tests {
 
     #[test]
     fn dropping_a_version_twice_is_fine() {
-        let (_dir, wh, rel) = deliveries();
+        let (_dir, wh, rel) = shipments();
         let version = wh.snapshot_table(&rel, "INC-0003-P1").unwrap();
         let copy = Relation::parse(&version.copy).unwrap();
         assert_eq!(wh.row_count(&copy).unwrap(), 4);
@@ -1143,14 +1189,14 @@ mod tests {
 
     #[test]
     fn a_hostile_tag_or_type_is_never_sql() {
-        let (_dir, wh, rel) = deliveries();
+        let (_dir, wh, rel) = shipments();
         let conn = wh.connect().unwrap();
         conn.execute_batch("CREATE TABLE t (a INTEGER); INSERT INTO t VALUES (1);")
             .unwrap();
         let version = wh.snapshot_table(&rel, "x\"; drop table t; --").unwrap();
         assert_eq!(
             version.copy,
-            "ANALYTICS.dataward_versions__analytics__fct_deliveries__x_drop_table_t"
+            "ANALYTICS.dataward_versions__analytics__fct_shipments__x_drop_table_t"
         );
         assert_eq!(wh.row_count(&Relation::parse("t").unwrap()).unwrap(), 1);
         assert_eq!(wh.restore_table(&rel, &version).unwrap(), 4);
