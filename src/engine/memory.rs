@@ -78,14 +78,24 @@ impl Engine {
     }
 
     /// Every open incident carries its receipt as the chain holds it so far, the same
-    /// text `dataward receipt` prints; rebuilt only when the chain moved.
+    /// text `dataward receipt` prints. Only the incidents named by records appended
+    /// since the last draft are drafted again: a thousand open incidents cost nothing
+    /// when one of them changes.
     fn draft_receipts(&mut self) -> Result<()> {
         let head = chain::head(&self.state)?.map(|h| h.seq).unwrap_or_default();
         if head == self.drafted_at {
             return Ok(());
         }
+        let changed: BTreeSet<String> = {
+            let mut stmt = self.state.prepare_cached(
+                "SELECT DISTINCT json_extract(payload, '$.incident') FROM chain
+                 WHERE seq > ?1 AND json_extract(payload, '$.incident') IS NOT NULL",
+            )?;
+            let rows = stmt.query_map([self.drafted_at], |r| r.get::<_, String>(0))?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
         for incident in &mut self.incidents {
-            if incident.status == IncidentStatus::Resolved {
+            if incident.status == IncidentStatus::Resolved || !changed.contains(&incident.id) {
                 continue;
             }
             let records = chain::records_about(&self.state, &incident.id)?;
@@ -116,7 +126,9 @@ impl Engine {
         .into_iter()
         .collect();
         self.settled.clear();
-        self.drafted_at = 0;
+        // Open incidents were written with their drafts, in the transaction that
+        // appended their records: drafted up to the chain's head.
+        self.drafted_at = chain::head(&self.state)?.map(|h| h.seq).unwrap_or_default();
         for incident in &incidents {
             if incident.status == IncidentStatus::Resolved {
                 self.settled.insert(incident.id.clone());

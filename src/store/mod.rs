@@ -73,6 +73,9 @@ const MIGRATIONS: &[&str] = &[
         outcome    TEXT
      );
      CREATE INDEX intent_pending ON intent (status, id);",
+    // 5: an incident's records found without reading the whole chain: receipts are
+    // drafted from them whenever an open incident changes.
+    "CREATE INDEX chain_incident ON chain (json_extract(payload, '$.incident'));",
 ];
 
 /// How long a writer waits for another writer before giving up. Long enough that two
