@@ -543,7 +543,7 @@ impl Engine {
         // before the table is back would do exactly that.
         let after_recovery = self.recovered(&self.incidents[i].id);
         if !after_recovery {
-            let check = self.recovery_checks(i).swap_remove(0);
+            let check = self.root_check(i);
             anyhow::bail!(
                 "{} has not recovered yet: {} ({}); the hold's plan runs the job once it has",
                 self.incidents[i].table,

@@ -451,9 +451,15 @@ impl Engine {
     /// incident joins it as a symptom; anything else opens an incident. A schema change
     /// is an incident only when it breaks a model that reads the table.
     fn breach(&mut self, observation: &Observation) -> Result<Vec<Event>> {
+        // Gathered once for whichever path follows: they read the state database and,
+        // for a schema change, count values in the warehouse. At L0 nothing is inferred.
+        let facts = if approve::autonomy(&self.config, &observation.table) == 0 {
+            None
+        } else {
+            Some(self.facts(observation)?)
+        };
         if observation.check == CheckKind::Schema
-            && (approve::autonomy(&self.config, &observation.table) == 0
-                || self.facts(observation)?.broken_uses.is_empty())
+            && facts.as_ref().is_none_or(|f| f.broken_uses.is_empty())
         {
             return Ok(Vec::new());
         }
@@ -464,27 +470,24 @@ impl Engine {
         });
         if let Some(i) = own {
             self.incidents[i].update(observation);
-            return self.rediagnose(i, observation);
+            return self.rediagnose(i, facts);
         }
         if let Some(i) = self
             .root_incident(&observation.table)
             .or_else(|| self.stalled_writer_incident(&observation.table))
         {
-            return self.join_symptom(i, observation);
+            return self.join_symptom(i, observation, facts.as_ref());
         }
-        self.open_incident(observation)
+        self.open_incident(observation, facts)
     }
 
     /// A further breach may explain the incident better than the one that opened it
     /// (a short table whose schema changed is a refill): a more specific cause replaces
     /// the diagnosis, on the chain, and new evidence can bring new proposals.
-    fn rediagnose(&mut self, i: usize, observation: &Observation) -> Result<Vec<Event>> {
-        if approve::autonomy(&self.config, &observation.table) == 0
-            || self.incidents[i].status != IncidentStatus::Open
-        {
+    fn rediagnose(&mut self, i: usize, facts: Option<Facts>) -> Result<Vec<Event>> {
+        let Some(facts) = facts.filter(|_| self.incidents[i].status == IncidentStatus::Open) else {
             return Ok(Vec::new());
-        }
-        let facts = self.facts(observation)?;
+        };
         let diagnosis = diagnosis::diagnose(&facts);
         if !diagnosis
             .kind
@@ -512,7 +515,12 @@ impl Engine {
         Ok(events)
     }
 
-    fn open_incident(&mut self, observation: &Observation) -> Result<Vec<Event>> {
+    /// `facts` is None at L0, where nothing is inferred.
+    fn open_incident(
+        &mut self,
+        observation: &Observation,
+        facts: Option<Facts>,
+    ) -> Result<Vec<Event>> {
         let count: u64 = self.state.query_row(
             "SELECT count(*) FROM chain WHERE kind = 'incident_opened'",
             [],
@@ -536,7 +544,7 @@ impl Engine {
         })];
 
         // L0: monitors only. The breach is recorded and shown; nothing is inferred.
-        if approve::autonomy(&self.config, &observation.table) == 0 {
+        let Some(facts) = facts else {
             let diagnosis = Diagnosis::of(
                 diagnosis::CauseKind::Unexplained,
                 "L0: monitors only; no diagnosis".to_string(),
@@ -545,8 +553,7 @@ impl Engine {
             let incident = Incident::opened(&id, observation, &expected, &self.now, diagnosis);
             self.incidents.push(incident);
             return Ok(events);
-        }
-        let facts = self.facts(observation)?;
+        };
         let diagnosis = diagnosis::diagnose(&facts);
         self.record(
             "diagnosis",

@@ -12,18 +12,7 @@ impl Engine {
     /// Each of the incident's own checks as it stands now.
     pub(super) fn recovery_checks(&self, i: usize) -> Vec<Check> {
         let incident = &self.incidents[i];
-        let mut checks = vec![if incident.check == CheckKind::Schema {
-            self.schema_back(i)
-        } else {
-            self.check_back(
-                &incident.monitor,
-                incident.check,
-                incident.column.as_deref(),
-                incident.day.as_deref(),
-                &incident.opened_at,
-                incident.diagnosis.kind == CauseKind::RefillAfterTypeChange,
-            )
-        }];
+        let mut checks = vec![self.root_check(i)];
         checks.extend(self.rebuilt_checks(i));
         if incident.check != CheckKind::Schema && incident.diagnosis.column_change.is_some() {
             for p in &incident.proposals {
@@ -58,6 +47,23 @@ impl Engine {
             });
         }
         checks
+    }
+
+    /// The check that opened the incident, on its own table: always the first of its
+    /// recovery checks.
+    pub(super) fn root_check(&self, i: usize) -> Check {
+        let incident = &self.incidents[i];
+        if incident.check == CheckKind::Schema {
+            return self.schema_back(i);
+        }
+        self.check_back(
+            &incident.monitor,
+            incident.check,
+            incident.column.as_deref(),
+            incident.day.as_deref(),
+            &incident.opened_at,
+            incident.diagnosis.kind == CauseKind::RefillAfterTypeChange,
+        )
     }
 
     /// A scheduled job that ran while the table was wrong built its models from it:
@@ -280,7 +286,7 @@ impl Engine {
         self.incidents
             .iter()
             .position(|i| i.id == incident)
-            .is_some_and(|i| self.recovery_checks(i)[0].passed)
+            .is_some_and(|i| self.root_check(i).passed)
     }
 
     /// Marks each symptom whose own check is back, and resolves incidents whose checks

@@ -49,15 +49,24 @@ impl Symptom {
 }
 
 impl Engine {
-    /// Joins a breach to the open incident `i` upstream of it.
-    pub(super) fn join_symptom(&mut self, i: usize, o: &Observation) -> Result<Vec<Event>> {
+    /// Joins a breach to the open incident `i` upstream of it. `facts` explain it (None
+    /// at L0, where only the link to the root is said).
+    pub(super) fn join_symptom(
+        &mut self,
+        i: usize,
+        o: &Observation,
+        facts: Option<&Facts>,
+    ) -> Result<Vec<Event>> {
         let source = SymptomSource::Check {
             monitor: o.monitor.clone(),
             check: o.check,
             column: o.detail.column.clone(),
         };
         let observed = figure(o).sentence();
-        let explanation = diagnosis::diagnose(&self.facts(o)?).cause;
+        let explanation = match facts {
+            Some(facts) => diagnosis::diagnose(facts).cause,
+            None => self.reads_root(i, &o.table),
+        };
         let events =
             self.add_symptom(i, source, &o.table, &o.check_label(), observed, explanation)?;
         if let Some(symptom) = self.incidents[i]
@@ -142,7 +151,14 @@ impl Engine {
         let mut events = Vec::new();
         for i in 0..self.incidents.len() {
             let incident = &self.incidents[i];
-            if incident.status != IncidentStatus::Open || incident.root_back_at.is_none() {
+            // Nothing but an upstream cause is more specific than a lookback gap, and
+            // the root's own cause is left out here: no need to read the facts again.
+            let settled = matches!(
+                incident.diagnosis.kind,
+                diagnosis::CauseKind::Upstream | diagnosis::CauseKind::LookbackGap
+            );
+            if incident.status != IncidentStatus::Open || incident.root_back_at.is_none() || settled
+            {
                 continue;
             }
             let remaining: Vec<Observation> = incident
