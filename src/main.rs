@@ -40,9 +40,10 @@ enum Cmd {
             value_parser = PossibleValuesParser::new(demo::STORIES.iter().copied()),
         )]
         story: String,
-        /// Virtual seconds per real second (60 plays a minute a second).
-        #[arg(long, default_value_t = 60.0)]
-        speed: f64,
+        /// Virtual seconds per real second (60 plays a minute a second); by default the
+        /// story's own pace, which plays it in a minute or two.
+        #[arg(long)]
+        speed: Option<f64>,
         /// Print the timeline instead of opening the console.
         #[arg(long)]
         headless: bool,
@@ -212,14 +213,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     };
     match command {
         Cmd::Demo {
-            // One story so far: the parser admitted only a name the demo plays.
-            story: _,
+            story,
             speed,
             headless,
             json,
             approve_as,
         } => {
-            anyhow::ensure!(speed > 0.0, "--speed must be above zero");
+            anyhow::ensure!(speed.is_none_or(|s| s > 0.0), "--speed must be above zero");
             // The demo never shares the live data directory: by default it plays in one
             // of its own beside it.
             let data_dir = match &cli.data_dir {
@@ -228,6 +228,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let options = demo::DemoOptions {
                 data_dir,
+                story,
                 speed,
                 approve_as,
             };

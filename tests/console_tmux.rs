@@ -225,7 +225,9 @@ fn a_console_starts_the_engine_and_a_second_one_attaches() {
     }
     let dir = tempfile::tempdir().unwrap();
     let me = dataward::approve::Actor::current().user;
-    let estate = dataward::demo::estate::build(&dir.path().join("estate"), me.as_deref()).unwrap();
+    let estate =
+        dataward::demo::ticketing::estate::build(&dir.path().join("estate"), me.as_deref())
+            .unwrap();
     let first = console(
         &format!("dataward-live-{}", std::process::id()),
         dir.path(),

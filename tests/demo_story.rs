@@ -191,7 +191,8 @@ fn decisions_go_through_the_policy() {
     stand_in.stand_in = Some("analytics-owner".into());
     let options = dataward::demo::DemoOptions {
         data_dir: dir.path().into(),
-        speed: 1e9,
+        story: "ticketing".into(),
+        speed: Some(1e9),
         approve_as: None,
     };
     let mut events = Vec::new();
@@ -202,7 +203,7 @@ fn decisions_go_through_the_policy() {
         scenario,
         &mut engine,
         &stand_in,
-        dataward::demo::warm_up_start(),
+        dataward::demo::ticketing::plot().warm_up,
         &mut emit,
     )
     .unwrap();

@@ -1,11 +1,13 @@
-//! The engine is general: no word of the demo story appears outside `src/demo/`. Code,
-//! comments, test data and snapshots under `src/` use neutral examples instead (a
-//! payments table, an `amount` or `zip_code` column).
+//! The engine is general: no word of either demo story appears outside `src/demo/`,
+//! and neither story's words appear in the other's folder. Code, comments, test data and
+//! snapshots under `src/` use neutral examples instead (a payments table, an `amount` or
+//! `zip_code` column). The stories' outputs are checked for each other's words where
+//! they are played (tests/demo_story.rs, tests/demo_payouts.rs).
 
 use std::path::{Path, PathBuf};
 
-/// Words only the demo story uses, matched without regard to case.
-const DEMO_WORDS: &[&str] = &[
+/// Words only the ticketing story uses, matched without regard to case.
+const TICKETING_WORDS: &[&str] = &[
     "ticketing",
     "seat_section",
     "FLOOR-A",
@@ -13,6 +15,15 @@ const DEMO_WORDS: &[&str] = &[
     "orders are not lost",
     "seat map",
     "on-sale",
+];
+
+/// Words only the courier payouts story uses.
+const PAYOUTS_WORDS: &[&str] = &[
+    "courier",
+    "payout",
+    "fct_deliveries",
+    "signing key",
+    "error bucket",
 ];
 
 /// Every file under `dir`, in a stable order, leaving out `skip`.
@@ -36,11 +47,21 @@ fn files(dir: &Path, skip: &Path, found: &mut Vec<PathBuf>) {
 
 /// `file:line: word` for every line of `text` holding a demo word.
 fn findings(name: &str, text: &str) -> Vec<String> {
-    let words: Vec<String> = DEMO_WORDS.iter().map(|w| w.to_lowercase()).collect();
+    let words: Vec<&str> = TICKETING_WORDS
+        .iter()
+        .chain(PAYOUTS_WORDS)
+        .copied()
+        .collect();
+    findings_of(&words, name, text)
+}
+
+/// `file:line: word` for every line of `text` holding one of `words`.
+fn findings_of(words: &[&str], name: &str, text: &str) -> Vec<String> {
+    let lowered: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
     let mut out = Vec::new();
     for (number, line) in text.lines().enumerate() {
         let line = line.to_lowercase();
-        for (word, lowered) in DEMO_WORDS.iter().zip(&words) {
+        for (word, lowered) in words.iter().zip(&lowered) {
             if line.contains(lowered.as_str()) {
                 out.push(format!("{name}:{}: {word}", number + 1));
             }
@@ -83,6 +104,41 @@ fn no_demo_story_word_outside_src_demo() {
     assert!(
         found.is_empty(),
         "demo story words outside src/demo/ ({} lines):\n{}",
+        found.len(),
+        found.join("\n")
+    );
+}
+
+/// Every file under `dir` holding one of `words`, as `file:line: word`.
+fn words_under(dir: &Path, words: &[&str]) -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut paths = Vec::new();
+    files(dir, Path::new(""), &mut paths);
+    assert!(!paths.is_empty(), "no files under {}", dir.display());
+    paths
+        .iter()
+        .flat_map(|path| {
+            let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let name = path
+                .strip_prefix(root)
+                .unwrap_or(path)
+                .display()
+                .to_string();
+            findings_of(words, &name, &String::from_utf8_lossy(&bytes))
+        })
+        .collect()
+}
+
+#[test]
+fn neither_story_uses_the_others_words() {
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/demo");
+    let found: Vec<String> = words_under(&demo.join("ticketing"), PAYOUTS_WORDS)
+        .into_iter()
+        .chain(words_under(&demo.join("payouts"), TICKETING_WORDS))
+        .collect();
+    assert!(
+        found.is_empty(),
+        "one story's words in the other's folder ({} lines):\n{}",
         found.len(),
         found.join("\n")
     );

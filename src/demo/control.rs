@@ -1,15 +1,23 @@
-//! The demo's scheduler and job runner: the stand-in for dbt Cloud or Airflow. dataward
-//! talks to it only through the engine's `Orchestrator` trait, the way it would talk to
-//! a real scheduler's API.
+//! The demo's scheduler: the stand-in for dbt Cloud or Airflow, shared by every story.
+//! dataward talks to it only through the engine's `Orchestrator` trait, the way it would
+//! talk to a real scheduler's API. It keeps pipelines and runs; each story's world
+//! carries the queued runs out (its own dbt stand-in builds the models).
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::estate::{compile, Estate, MODELS};
 use crate::engine::api::PipelineView;
 use crate::engine::orchestrator::{Orchestrator, RunRecord};
+
+/// A run the scheduler holds, waiting to be carried out.
+pub struct QueuedRun {
+    pub id: i64,
+    pub job: String,
+    /// The exact command to run instead of the job's own.
+    pub command: Option<String>,
+}
 
 pub struct ControlPlane {
     path: PathBuf,
@@ -25,6 +33,34 @@ impl ControlPlane {
             .with_context(|| format!("demo scheduler {}", self.path.display()))?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         Ok(conn)
+    }
+
+    /// Creates the scheduler's tables with its pipelines: `(id, name, kind, state)`.
+    pub fn create(path: PathBuf, pipelines: &[(&str, &str, &str, &str)]) -> Result<ControlPlane> {
+        let control = ControlPlane::new(path);
+        let conn = control.connect()?;
+        conn.execute_batch(
+            "PRAGMA journal_mode=WAL;
+             CREATE TABLE pipeline (
+                id TEXT PRIMARY KEY, name TEXT NOT NULL, kind TEXT NOT NULL,
+                state TEXT NOT NULL, last_status TEXT NOT NULL, last_run_at TEXT
+             );
+             CREATE TABLE run (
+                id INTEGER PRIMARY KEY, job TEXT NOT NULL, command TEXT,
+                requested_at TEXT NOT NULL, requested_by TEXT NOT NULL, started_at TEXT,
+                finished_at TEXT, status TEXT NOT NULL, detail TEXT NOT NULL DEFAULT '',
+                request_key TEXT UNIQUE
+             );
+             CREATE TABLE mover (refill_upto INTEGER);",
+        )?;
+        for (id, name, kind, state) in pipelines {
+            conn.execute(
+                "INSERT INTO pipeline VALUES (?1, ?2, ?3, ?4, 'success', NULL)",
+                params![id, name, kind, state],
+            )?;
+        }
+        drop(conn);
+        Ok(control)
     }
 
     pub fn is_paused(&self, job: &str) -> Result<bool> {
@@ -63,21 +99,41 @@ impl ControlPlane {
     }
 
     /// Queued runs, oldest first.
-    pub fn queued(&self) -> Result<Vec<(i64, String)>> {
+    pub fn queued(&self) -> Result<Vec<QueuedRun>> {
         let conn = self.connect()?;
         let mut stmt =
-            conn.prepare("SELECT id, job FROM run WHERE status = 'queued' ORDER BY id")?;
-        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            conn.prepare("SELECT id, job, command FROM run WHERE status = 'queued' ORDER BY id")?;
+        let rows = stmt.query_map([], |r| {
+            Ok(QueuedRun {
+                id: r.get(0)?,
+                job: r.get(1)?,
+                command: r.get(2)?,
+            })
+        })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     /// Queues a run once per `key`: a second ask with the same key finds the first.
-    pub fn insert_run(&self, job: &str, at: &str, by: &str, key: &str) -> Result<(i64, bool)> {
+    /// `command` replaces the job's own (a backfill's exact dbt command).
+    pub fn insert_run(
+        &self,
+        job: &str,
+        command: Option<&str>,
+        at: &str,
+        by: &str,
+        key: &str,
+    ) -> Result<(i64, bool)> {
         let conn = self.connect()?;
+        let known: bool = conn.query_row(
+            "SELECT count(*) > 0 FROM pipeline WHERE id = ?1 AND kind = 'job'",
+            [job],
+            |r| r.get(0),
+        )?;
+        anyhow::ensure!(known, "the scheduler has no job {job}");
         let inserted = conn.execute(
-            "INSERT INTO run (job, requested_at, requested_by, status, request_key)
-             VALUES (?1, ?2, ?3, 'queued', ?4) ON CONFLICT (request_key) DO NOTHING",
-            params![job, at, by, key],
+            "INSERT INTO run (job, command, requested_at, requested_by, status, request_key)
+             VALUES (?1, ?2, ?3, ?4, 'queued', ?5) ON CONFLICT (request_key) DO NOTHING",
+            params![job, command, at, by, key],
         )?;
         let id = conn.query_row("SELECT id FROM run WHERE request_key = ?1", [key], |r| {
             r.get(0)
@@ -128,7 +184,18 @@ impl Orchestrator for ControlPlane {
     }
 
     fn queue_run(&self, job: &str, at: &str, by: &str, key: &str) -> Result<(i64, bool)> {
-        self.insert_run(job, at, by, key)
+        self.insert_run(job, None, at, by, key)
+    }
+
+    fn queue_command(
+        &self,
+        job: &str,
+        command: &str,
+        at: &str,
+        by: &str,
+        key: &str,
+    ) -> Result<(i64, bool)> {
+        self.insert_run(job, Some(command), at, by, key)
     }
 
     fn run(&self, id: i64) -> Result<Option<RunRecord>> {
@@ -151,27 +218,4 @@ impl Orchestrator for ControlPlane {
             )
             .optional()?)
     }
-}
-
-/// Builds every model of the hourly job from the project files (so an applied diff takes
-/// effect), each in its own transaction so a failed model keeps yesterday's table.
-/// Returns the models built, or the first failure.
-pub fn run_models(estate: &Estate) -> Result<Vec<String>, String> {
-    let wh = estate.warehouse().map_err(|e| e.to_string())?;
-    let mut built = Vec::new();
-    for model in MODELS {
-        let path = estate.project_dir().join(model.path);
-        let raw = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let sql = crate::warehouse::sqlite::strict_casts(&compile(&raw));
-        let build = format!(
-            "BEGIN; DROP TABLE IF EXISTS main.\"{name}\"; CREATE TABLE main.\"{name}\" AS {sql}; COMMIT;",
-            name = model.name
-        );
-        if let Err(e) = wh.execute_batch(&build) {
-            let _ = wh.execute_batch("ROLLBACK");
-            return Err(format!("model {} failed: {e}", model.name));
-        }
-        built.push(model.name.to_string());
-    }
-    Ok(built)
 }

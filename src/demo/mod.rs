@@ -1,17 +1,19 @@
-//! `dataward demo`: the real engine on an embedded estate, with a virtual clock that
-//! plays Tuesday 14:00 to 15:10 in about 70 seconds. The scenario only changes data and
-//! schema; everything on screen comes from the engine.
+//! `dataward demo`: the real engine on an embedded estate, with a virtual clock. Two
+//! stories play on it (PRODUCT.md's A and B): each builds its own estate and plays its
+//! own outside world, which only changes data and schema; everything on screen comes
+//! from the engine.
 
 pub mod control;
-pub mod estate;
+pub mod payouts;
 pub mod scenario;
+pub mod ticketing;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use chrono::{NaiveDate, NaiveDateTime, TimeDelta};
+use chrono::{NaiveDateTime, TimeDelta};
 
 use crate::approve::Actor;
 use crate::config::Config;
@@ -21,55 +23,107 @@ use crate::engine::server;
 use crate::engine::Engine;
 use scenario::Scenario;
 
+/// The stories `dataward demo` can play, the first by default.
+pub const STORIES: &[&str] = &["ticketing", "payouts"];
+
+/// The shape of a story: when it plays, how fast, and who its owner is.
+pub struct Plot {
+    pub name: &'static str,
+    /// Monitors learn from here, ten times faster; the story proper starts at `start`.
+    pub warm_up: NaiveDateTime,
+    pub start: NaiveDateTime,
+    pub end: NaiveDateTime,
+    /// Virtual time each turn plays.
+    pub turn: TimeDelta,
+    /// Virtual seconds per real second when `--speed` is not given.
+    pub speed: f64,
+    /// The role the story's owner holds: the only one `--approve-as` plays.
+    pub owner_role: &'static str,
+    /// What the owner approves in the story (notes are forwarded; nothing else is
+    /// decided, as nobody did in the story).
+    pub approves: &'static [ProposalKind],
+}
+
+/// The plot of a story by its name.
+pub fn plot(story: &str) -> Result<Plot> {
+    match story {
+        "ticketing" => Ok(ticketing::plot()),
+        "payouts" => Ok(payouts::plot()),
+        other => anyhow::bail!(
+            "no demo story {other:?}; the stories are {}",
+            STORIES.join(", ")
+        ),
+    }
+}
+
+/// Builds a story's estate from nothing under `dir` (the estate's config is
+/// `dir/dataward.toml`, its scheduler `dir/control.db`).
+fn build_estate(story: &str, dir: &Path, console_user: Option<&str>) -> Result<()> {
+    match story {
+        "payouts" => payouts::build(dir, console_user),
+        _ => ticketing::build(dir, console_user),
+    }
+}
+
+/// The outside world of a story whose estate is in `dir`.
+fn world(story: &str, dir: &Path) -> Scenario {
+    Scenario::new(match story {
+        "payouts" => payouts::world(dir),
+        _ => ticketing::world(dir),
+    })
+}
+
 pub struct DemoOptions {
     pub data_dir: PathBuf,
-    /// Virtual seconds per real second (60: a minute a second).
-    pub speed: f64,
+    /// The story to play (one of [`STORIES`]).
+    pub story: String,
+    /// Virtual seconds per real second (60: a minute a second); the story's own when
+    /// None.
+    pub speed: Option<f64>,
     /// Headless: play the owner as this role (approve, forward, queue the run).
     pub approve_as: Option<String>,
 }
-
-/// The story's day: Tuesday 24 November 2026.
-fn at(hour: u32, minute: u32) -> NaiveDateTime {
-    NaiveDate::from_ymd_opt(2026, 11, 24)
-        .and_then(|d| d.and_hms_opt(hour, minute, 0))
-        .expect("valid time")
-}
-
-/// Monitors learn their baseline from 13:30; the story proper starts at 14:00.
-pub fn warm_up_start() -> NaiveDateTime {
-    at(13, 30)
-}
-fn story_start() -> NaiveDateTime {
-    at(14, 0)
-}
-fn story_end() -> NaiveDateTime {
-    at(15, 10)
-}
-
-/// The role the story's owner holds: the only one `--approve-as` plays.
-pub const OWNER_ROLE: &str = "analytics-owner";
-
-/// The stories `dataward demo` can play, the first by default.
-pub const STORIES: &[&str] = &["ticketing"];
 
 /// Marks a state database as a demo's, and keeps the demo's virtual clock.
 const DEMO_MARK: &str = "demo.story";
 const DEMO_CLOCK: &str = "demo.clock";
 const DEMO_FINISHED: &str = "demo.finished";
 
-/// Builds the estate and the engine on it, starting the story afresh.
-pub fn prepare(data_dir: &std::path::Path, actor: &Actor) -> Result<(Scenario, Engine)> {
-    prepare_with(data_dir, actor, |config| config)
+fn estate_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("estate")
+}
+
+/// The engine on a demo estate: its config, state database and scheduler.
+fn engine_on(data_dir: &Path, state: rusqlite::Connection, actor: &Actor) -> Result<Engine> {
+    let estate = estate_dir(data_dir);
+    let config = Config::load(&estate.join("dataward.toml"))?;
+    let orchestrator = Box::new(control::ControlPlane::new(estate.join("control.db")));
+    Engine::new(config, state, Some(orchestrator), actor)
+}
+
+/// Builds the ticketing estate and the engine on it, starting the story afresh.
+pub fn prepare(data_dir: &Path, actor: &Actor) -> Result<(Scenario, Engine)> {
+    prepare_story(data_dir, "ticketing", actor, |config| config)
 }
 
 /// Like [`prepare`], with the estate's config text edited first (tests try other
 /// policies on the same story this way).
 pub fn prepare_with(
-    data_dir: &std::path::Path,
+    data_dir: &Path,
     actor: &Actor,
     edit_config: impl FnOnce(String) -> String,
 ) -> Result<(Scenario, Engine)> {
+    prepare_story(data_dir, "ticketing", actor, edit_config)
+}
+
+/// Builds a story's estate and the engine on it, starting the story afresh.
+pub fn prepare_story(
+    data_dir: &Path,
+    story: &str,
+    actor: &Actor,
+    edit_config: impl FnOnce(String) -> String,
+) -> Result<(Scenario, Engine)> {
+    plot(story)?;
     refuse_live_chain(data_dir)?;
     // A demo directory holds only the demo: starting over clears it whole (no
     // connection is open on it here).
@@ -85,18 +139,23 @@ pub fn prepare_with(
                 .with_context(|| format!("clearing the old demo: {}", path.display()))?;
         }
     }
-    let estate = estate::build(&data_dir.join("estate"), actor.user.as_deref())?;
-    let text = std::fs::read_to_string(estate.config())?;
-    std::fs::write(estate.config(), edit_config(text))?;
-    let config = Config::load(&estate.config())?;
+    let dir = estate_dir(data_dir);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)
+            .with_context(|| format!("cannot clear the old demo estate {}", dir.display()))?;
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    build_estate(story, &dir, actor.user.as_deref())?;
+    let config_path = dir.join("dataward.toml");
+    let text = std::fs::read_to_string(&config_path)?;
+    std::fs::write(&config_path, edit_config(text))?;
     let state = crate::store::open(&data_dir.join("dataward.db"))?;
     state.execute(
-        "INSERT INTO meta (key, value) VALUES (?1, 'ticketing')",
-        [DEMO_MARK],
+        "INSERT INTO meta (key, value) VALUES (?1, ?2)",
+        [DEMO_MARK, story],
     )?;
-    let orchestrator = Box::new(control::ControlPlane::new(estate.control_db()));
-    let engine = Engine::new(config, state, Some(orchestrator), actor)?;
-    Ok((Scenario::new(estate), engine))
+    let engine = engine_on(data_dir, state, actor)?;
+    Ok((world(story, &dir), engine))
 }
 
 /// The demo never shares a data directory with a live engine: a chain that is not a
@@ -122,19 +181,21 @@ fn refuse_live_chain(data_dir: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
-/// An interrupted demo in `data_dir`, ready to carry on: the estate as it was, the
-/// engine read back from its state database, and the minute to play next. None when
-/// there is no demo there or it finished (then it starts afresh).
+/// An interrupted demo of `story` in `data_dir`, ready to carry on: the estate as it
+/// was, the engine read back from its state database, and the time to play next. None
+/// when there is no demo of that story there or it finished (then it starts afresh).
 pub fn resume(
-    data_dir: &std::path::Path,
+    data_dir: &Path,
+    story: &str,
     actor: &Actor,
 ) -> Result<Option<(Scenario, Engine, NaiveDateTime)>> {
     let path = data_dir.join("dataward.db");
-    let estate_dir = data_dir.join("estate");
-    if !path.exists() || !estate_dir.join("dataward.toml").exists() {
+    let dir = estate_dir(data_dir);
+    if !path.exists() || !dir.join("dataward.toml").exists() {
         return Ok(None);
     }
     refuse_live_chain(data_dir)?;
+    let plot = plot(story)?;
     let state = crate::store::open(&path)?;
     let meta = |key: &str| -> Option<String> {
         state
@@ -143,37 +204,35 @@ pub fn resume(
     };
     let clock = meta(DEMO_CLOCK)
         .and_then(|at| NaiveDateTime::parse_from_str(&at, "%Y-%m-%dT%H:%M:%SZ").ok());
-    let (Some(_), Some(clock), None) = (meta(DEMO_MARK), clock, meta(DEMO_FINISHED)) else {
+    let (Some(played), Some(clock), None) = (meta(DEMO_MARK), clock, meta(DEMO_FINISHED)) else {
         return Ok(None);
     };
-    let estate = estate::Estate { dir: estate_dir };
-    let config = Config::load(&estate.config())?;
-    let orchestrator = Box::new(control::ControlPlane::new(estate.control_db()));
-    let engine = Engine::new(config, state, Some(orchestrator), actor)?;
-    Ok(Some((
-        Scenario::new(estate),
-        engine,
-        clock + TimeDelta::minutes(1),
-    )))
+    if played != story {
+        return Ok(None);
+    }
+    let engine = engine_on(data_dir, state, actor)?;
+    Ok(Some((world(story, &dir), engine, clock + plot.turn)))
 }
 
-/// Resumes an interrupted demo in `data_dir`, or starts one.
+/// Resumes an interrupted demo of the story in `data_dir`, or starts one.
 fn open_story(
-    data_dir: &std::path::Path,
+    data_dir: &Path,
+    story: &str,
     actor: &Actor,
 ) -> Result<(Scenario, Engine, NaiveDateTime)> {
-    if let Some(resumed) = resume(data_dir, actor)? {
+    if let Some(resumed) = resume(data_dir, story, actor)? {
         return Ok(resumed);
     }
-    let (scenario, engine) = prepare(data_dir, actor)?;
-    Ok((scenario, engine, warm_up_start()))
+    let (scenario, engine) = prepare_story(data_dir, story, actor, |config| config)?;
+    Ok((scenario, engine, plot(story)?.warm_up))
 }
 
-/// The story as the engine's clock: one virtual minute a turn, at the demo's speed.
-/// Each minute the outside world moves (the scenario), the engine takes its turn, the
-/// stand-in (if any) decides, and the clock is kept in the state database, so a demo
+/// The story as the engine's clock: one turn of virtual time at a time, at the demo's
+/// speed. Each turn the outside world moves (the scenario), the engine takes its turn,
+/// the stand-in (if any) decides, and the clock is kept in the state database, so a demo
 /// killed at any moment resumes where it was.
 pub struct Story {
+    plot: Plot,
     scenario: Scenario,
     stand_in: Option<StandIn>,
     now: NaiveDateTime,
@@ -188,27 +247,29 @@ impl Story {
         scenario: Scenario,
         actor: &Actor,
         from: NaiveDateTime,
-    ) -> Story {
-        Story {
+    ) -> Result<Story> {
+        let plot = plot(&options.story)?;
+        Ok(Story {
             scenario,
             stand_in: options
                 .approve_as
                 .as_ref()
-                .map(|role| StandIn::new(actor, role)),
+                .map(|role| StandIn::new(actor, role, plot.approves)),
             now: from,
-            speed: options.speed,
+            speed: options.speed.unwrap_or(plot.speed),
             next: Instant::now(),
-            finished: from > story_end(),
-        }
+            finished: from > plot.end,
+            plot,
+        })
     }
 
-    /// The last minute played.
+    /// The last time played.
     pub fn clock(&self) -> NaiveDateTime {
-        self.now - TimeDelta::minutes(1)
+        self.now - self.plot.turn
     }
 
-    /// Plays one virtual minute and says what happened.
-    pub fn minute(&mut self, engine: &mut Engine) -> Result<Vec<Event>> {
+    /// Plays one turn and says what happened.
+    pub fn turn(&mut self, engine: &mut Engine) -> Result<Vec<Event>> {
         let now = self.now;
         let mut events: Vec<Event> = self
             .scenario
@@ -227,15 +288,16 @@ impl Story {
         }
         engine.remember(DEMO_CLOCK, &crate::engine::timestamp(now))?;
         // Before the story starts, the monitors only learn: play it ten times faster.
-        let speed = if now < story_start() {
+        let speed = if now < self.plot.start {
             self.speed * 10.0
         } else {
             self.speed
         };
-        self.next = Instant::now() + Duration::from_secs_f64(60.0 / speed.max(0.001));
-        self.now += TimeDelta::minutes(1);
-        if self.now > story_end() {
-            engine.remember(DEMO_FINISHED, &crate::engine::timestamp(story_end()))?;
+        let turn_seconds = self.plot.turn.num_seconds() as f64;
+        self.next = Instant::now() + Duration::from_secs_f64(turn_seconds / speed.max(0.001));
+        self.now += self.plot.turn;
+        if self.now > self.plot.end {
+            engine.remember(DEMO_FINISHED, &crate::engine::timestamp(self.plot.end))?;
             self.finished = true;
         }
         Ok(events)
@@ -253,7 +315,7 @@ impl Driver for Story {
     }
 
     fn turn(&mut self, engine: &mut Engine) -> Result<Vec<Event>> {
-        self.minute(engine)
+        Story::turn(self, engine)
     }
 
     fn react(&mut self, _engine: &mut Engine) -> Result<Vec<Event>> {
@@ -276,32 +338,34 @@ pub fn play(
     from: NaiveDateTime,
     emit: &mut dyn FnMut(&Event),
 ) -> Result<()> {
-    let mut story = Story::new(options, scenario, actor, from);
+    let mut story = Story::new(options, scenario, actor, from)?;
     while !story.finished() {
-        for event in story.minute(engine)? {
+        for event in story.turn(engine)? {
             emit(&event);
         }
     }
     Ok(())
 }
 
-/// Plays the owner the way the story does: approves the hold and the diff, forwards the
-/// note, and queues the approved run once the row count is back at its baseline. It
-/// reads what to do from the engine's state, not from events it may have missed (a
-/// resumed demo replays none), and its commands go through the same policy as a
-/// person's.
+/// Plays the owner the way the story does: approves what the owner approved in it,
+/// forwards notes, and queues an incident's run once its approved hold may lift (the
+/// table is back). It reads what to do from the engine's state, not from events it may
+/// have missed (a resumed demo replays none), and its commands go through the same
+/// policy as a person's.
 struct StandIn {
     actor: Actor,
+    approves: &'static [ProposalKind],
     /// What it already asked for in this process: a refusal is not retried.
     asked: std::collections::BTreeSet<String>,
 }
 
 impl StandIn {
-    fn new(actor: &Actor, role: &str) -> StandIn {
+    fn new(actor: &Actor, role: &str, approves: &'static [ProposalKind]) -> StandIn {
         let mut actor = actor.clone();
         actor.stand_in = Some(role.to_string());
         StandIn {
             actor,
+            approves,
             asked: std::collections::BTreeSet::new(),
         }
     }
@@ -313,7 +377,9 @@ impl StandIn {
                 continue;
             }
             for p in &incident.proposals {
-                if p.state != ProposalState::Pending || !self.asked.insert(p.id.clone()) {
+                let decided = p.kind == ProposalKind::Note || self.approves.contains(&p.kind);
+                if p.state != ProposalState::Pending || !decided || !self.asked.insert(p.id.clone())
+                {
                     continue;
                 }
                 commands.push(match p.kind {
@@ -351,10 +417,10 @@ pub fn run_headless(options: DemoOptions, json: bool) -> Result<()> {
     check_role(&options)?;
     let _lock = crate::store::EngineLock::acquire(&options.data_dir)?;
     let actor = Actor::current();
-    let (scenario, engine, from) = open_story(&options.data_dir, &actor)?;
+    let (scenario, engine, from) = open_story(&options.data_dir, &options.story, &actor)?;
     let (hub_tx, hub_rx) = mpsc::channel();
     serve_socket(&options, &hub_tx)?;
-    // A signal ends the story after the minute in hand; the same command carries on.
+    // A signal ends the story after the turn in hand; the same command carries on.
     crate::signals::catch()?;
     server::stop_on_signal(hub_tx.clone());
     let emit = move |event: &Event| {
@@ -367,7 +433,7 @@ pub fn run_headless(options: DemoOptions, json: bool) -> Result<()> {
             println!("{}", crate::sanitize::for_terminal(&describe(event)));
         }
     };
-    let mut story = Story::new(&options, scenario, &actor, from);
+    let mut story = Story::new(&options, scenario, &actor, from)?;
     let result = Hub::new(engine, hub_rx, Box::new(emit))
         .stopping_when_finished()
         .run(&mut story);
@@ -402,16 +468,20 @@ fn serve_socket(
 /// `--approve-as` plays the story's owner, nobody else: not an escalation target nobody
 /// asked for, not a made-up role.
 fn check_role(options: &DemoOptions) -> Result<()> {
+    let owner = plot(&options.story)?.owner_role;
     match &options.approve_as {
-        Some(role) if role != OWNER_ROLE => anyhow::bail!(
-            "--approve-as {role:?}: the demo's stand-in plays only the role the story's owner holds ({OWNER_ROLE})"
+        Some(role) if role != owner => anyhow::bail!(
+            "--approve-as {role:?}: the demo's stand-in plays only the role the {} story's owner holds ({owner})",
+            options.story
         ),
         _ => Ok(()),
     }
 }
 
 fn describe(event: &Event) -> String {
-    let time = event.at.get(11..16).unwrap_or(&event.at);
+    let time = NaiveDateTime::parse_from_str(&event.at, "%Y-%m-%dT%H:%M:%SZ")
+        .map(|at| at.format("%a %H:%M").to_string())
+        .unwrap_or_else(|_| event.at.clone());
     let body = serde_json::to_value(&event.kind).unwrap_or_default();
     let name = body["event"].as_str().unwrap_or("event").to_string();
     let rest: Vec<String> = body
@@ -434,13 +504,13 @@ fn describe(event: &Event) -> String {
 pub fn run_console(options: DemoOptions) -> Result<()> {
     let _lock = crate::store::EngineLock::acquire(&options.data_dir)?;
     let actor = Actor::current();
-    let (scenario, engine, from) = open_story(&options.data_dir, &actor)?;
+    let (scenario, engine, from) = open_story(&options.data_dir, &options.story, &actor)?;
     let (hub_tx, hub_rx) = mpsc::channel();
     let config = serve_socket(&options, &hub_tx)?;
     // This console is a client like any other: named and allowed as the policy says.
     let (who, read_only) =
         server::admit(&config, &actor, false).unwrap_or_else(|_| (actor.display(), false));
-    let mut story = Story::new(&options, scenario, &actor, from);
+    let mut story = Story::new(&options, scenario, &actor, from)?;
     let hub = std::thread::Builder::new()
         .name("dataward-hub".into())
         .spawn(move || Hub::new(engine, hub_rx, Box::new(|_| {})).run(&mut story))?;

@@ -67,31 +67,37 @@ impl Engine {
             Some(facts) => diagnosis::diagnose(facts).cause,
             None => self.reads_root(i, &o.table),
         };
-        let events =
-            self.add_symptom(i, source, &o.table, &o.check_label(), observed, explanation)?;
-        if let Some(symptom) = self.incidents[i]
-            .symptoms
-            .iter_mut()
-            .find(|s| s.table == o.table && s.label == o.check_label())
-        {
-            symptom.day = o.detail.day.clone();
-        }
-        Ok(events)
+        self.add_symptom(
+            i,
+            source,
+            o.detail.day.clone(),
+            &o.table,
+            &o.check_label(),
+            observed,
+            explanation,
+        )
     }
 
-    /// Adds a symptom, or brings an existing one on the same source up to date. Only a
-    /// new one goes on the chain.
+    /// Adds a symptom, or brings an existing one on the same source and day up to date.
+    /// A volume breach on another day is a symptom of its own: a later day going short
+    /// must not hide an earlier one that still is. Only a new one goes on the chain.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn add_symptom(
         &mut self,
         i: usize,
         source: SymptomSource,
+        day: Option<String>,
         table: &str,
         label: &str,
         observed: String,
         explanation: String,
     ) -> Result<Vec<Event>> {
         let incident = &mut self.incidents[i];
-        if let Some(known) = incident.symptoms.iter_mut().find(|s| s.source == source) {
+        if let Some(known) = incident
+            .symptoms
+            .iter_mut()
+            .find(|s| s.source == source && s.day == day)
+        {
             known.observed = observed;
             known.recovered = false;
             return Ok(Vec::new());
@@ -105,7 +111,7 @@ impl Engine {
             explanation: explanation.clone(),
             at: self.now.clone(),
             recovered: false,
-            day: None,
+            day,
         });
         // A symptom is a new reason not to call the incident recovered yet.
         incident.recovered_since = None;
@@ -269,6 +275,7 @@ impl Engine {
             events.extend(self.add_symptom(
                 root,
                 source,
+                other.day.clone(),
                 &other.table,
                 &label,
                 observed,
@@ -321,7 +328,15 @@ impl Engine {
                 "failed at {} (as the scheduler reports it)",
                 crate::incident::diagnosis::when(&ran)
             );
-            events.extend(self.add_symptom(i, source, &name, "job run", observed, explanation)?);
+            events.extend(self.add_symptom(
+                i,
+                source,
+                None,
+                &name,
+                "job run",
+                observed,
+                explanation,
+            )?);
         }
         Ok(events)
     }
@@ -402,7 +417,15 @@ impl Engine {
                 (status, None) => format!("{}{when}", status.as_str()),
             };
             let explanation = self.reads_root(i, &name);
-            events.extend(self.add_symptom(i, source, &name, "dbt run", observed, explanation)?);
+            events.extend(self.add_symptom(
+                i,
+                source,
+                None,
+                &name,
+                "dbt run",
+                observed,
+                explanation,
+            )?);
         }
         Ok(events)
     }

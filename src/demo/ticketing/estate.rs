@@ -11,6 +11,8 @@ use serde_json::{json, Value};
 
 /// The hourly dbt job, as the scheduler and the notes name it.
 pub const HOURLY_JOB: &str = "job.hourly_dbt";
+/// The CDC mover that copies the app's orders into the warehouse.
+pub const MOVER: &str = "mover.ticketing_cdc";
 /// Orders already sold when the story starts (240 million in real life).
 pub const INITIAL_ORDERS: i64 = 20_000;
 
@@ -175,12 +177,17 @@ pub fn build(dir: &Path, console_user: Option<&str>) -> Result<Estate> {
     };
     build_source(&estate.source_db())?;
     build_warehouse(&estate)?;
-    build_control(&estate.control_db())?;
+    super::super::control::ControlPlane::create(
+        estate.control_db(),
+        &[
+            (MOVER, "ticketing CDC mover", "mover", "running"),
+            (HOURLY_JOB, "hourly dbt job", "job", "scheduled"),
+        ],
+    )?;
     write_project(&estate)?;
     // The 13:15 run of the hourly job: the models exist before the story starts.
-    super::control::run_models(&estate)
-        .map_err(|e| anyhow::anyhow!("building the demo models: {e}"))?;
-    super::control::ControlPlane::new(estate.control_db()).record_pipeline(
+    run_models(&estate).map_err(|e| anyhow::anyhow!("building the demo models: {e}"))?;
+    super::super::control::ControlPlane::new(estate.control_db()).record_pipeline(
         HOURLY_JOB,
         "success",
         "2026-11-24T13:15:00Z",
@@ -281,33 +288,6 @@ fn build_warehouse(estate: &Estate) -> Result<()> {
         };
         insert.execute(params![section, zone, 400])?;
     }
-    Ok(())
-}
-
-fn build_control(path: &Path) -> Result<()> {
-    let conn = Connection::open(path)?;
-    conn.execute_batch(
-        "PRAGMA journal_mode=WAL;
-         CREATE TABLE pipeline (
-            id TEXT PRIMARY KEY, name TEXT NOT NULL, kind TEXT NOT NULL,
-            state TEXT NOT NULL, last_status TEXT NOT NULL, last_run_at TEXT
-         );
-         CREATE TABLE run (
-            id INTEGER PRIMARY KEY, job TEXT NOT NULL, requested_at TEXT NOT NULL,
-            requested_by TEXT NOT NULL, started_at TEXT, finished_at TEXT,
-            status TEXT NOT NULL, detail TEXT NOT NULL DEFAULT '',
-            request_key TEXT UNIQUE
-         );
-         CREATE TABLE mover (refill_upto INTEGER);",
-    )?;
-    conn.execute(
-        "INSERT INTO pipeline VALUES ('mover.ticketing_cdc', 'ticketing CDC mover', 'mover', 'running', 'success', NULL)",
-        [],
-    )?;
-    conn.execute(
-        "INSERT INTO pipeline VALUES (?1, 'hourly dbt job', 'job', 'scheduled', 'success', NULL)",
-        [HOURLY_JOB],
-    )?;
     Ok(())
 }
 
@@ -497,4 +477,27 @@ owners = ["mover-owner"]
 autonomy = "L1"
 "#
     )
+}
+
+/// Builds every model of the hourly job from the project files (so an applied diff takes
+/// effect), each in its own transaction so a failed model keeps yesterday's table.
+/// Returns the models built, or the first failure.
+pub fn run_models(estate: &Estate) -> Result<Vec<String>, String> {
+    let wh = estate.warehouse().map_err(|e| e.to_string())?;
+    let mut built = Vec::new();
+    for model in MODELS {
+        let path = estate.project_dir().join(model.path);
+        let raw = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let sql = crate::warehouse::sqlite::strict_casts(&compile(&raw));
+        let build = format!(
+            "BEGIN; DROP TABLE IF EXISTS main.\"{name}\"; CREATE TABLE main.\"{name}\" AS {sql}; COMMIT;",
+            name = model.name
+        );
+        if let Err(e) = wh.execute_batch(&build) {
+            let _ = wh.execute_batch("ROLLBACK");
+            return Err(format!("model {} failed: {e}", model.name));
+        }
+        built.push(model.name.to_string());
+    }
+    Ok(built)
 }
