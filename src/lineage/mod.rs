@@ -14,6 +14,7 @@ mod json_fields;
 mod manifest;
 mod notes;
 pub mod run_results;
+mod window;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -29,6 +30,7 @@ pub use columns::{
 };
 pub use error::LineageError;
 pub use notes::{Notes, OptionEffect, OwnerRule, Reader, ReaderKind, Writer, WriterOption};
+pub use window::{filter_numbers, Anchor, Period, Window, WindowSource};
 
 /// What a graph node is. Readers from the context notes (dashboards, notebooks, syncs,
 /// jobs) are nodes too, so the blast radius reaches past what dbt knows.
