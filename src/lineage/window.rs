@@ -139,6 +139,21 @@ impl Window {
             },
         })
     }
+
+    /// The window of a model from what dbt says of it: microbatch config first, else a
+    /// filter in the SQL of a model materialized as incremental.
+    pub(crate) fn of_model(
+        materialized: Option<&str>,
+        microbatch: Option<Window>,
+        raw_sql: Option<&str>,
+    ) -> Option<Window> {
+        microbatch.or_else(|| {
+            (materialized == Some("incremental"))
+                .then_some(raw_sql)
+                .flatten()
+                .and_then(Window::of_filter)
+        })
+    }
 }
 
 /// Where the incremental filters of `sql` write their number of periods, one span per
