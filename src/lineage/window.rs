@@ -66,7 +66,8 @@ pub enum Anchor {
 pub enum WindowSource {
     /// dbt's microbatch config. `begin` is the first batch, as written.
     Microbatch { begin: Option<String> },
-    /// A filter under `{% if is_incremental() %}` in the model's SQL, as written there.
+    /// A filter under `{% if is_incremental() %}` in the model's SQL, as written there
+    /// but for its line breaks and runs of spaces, each now one space.
     Filter { text: String, anchor: Anchor },
 }
 
@@ -134,7 +135,11 @@ impl Window {
             period: Some(first.period),
             lookback: first.lookback,
             source: WindowSource::Filter {
-                text: sql[first.text.clone()].to_string(),
+                // On one line: it is quoted in causes and titles.
+                text: sql[first.text.clone()]
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" "),
                 anchor: first.anchor,
             },
         })
@@ -857,6 +862,17 @@ mod tests {
         let sql = "select 1 {%- if is_incremental() -%}\n where t >= current_date - 2\n\
                    {% if var('strict', false) %} and id is not null {% endif %}\n{%- endif %}";
         assert_eq!(Window::of_filter(sql).unwrap().lookback, 2);
+    }
+
+    #[test]
+    fn a_filter_over_several_lines_is_quoted_on_one() {
+        let (.., text) = reach(
+            "where loaded_at >=\n      (select max(loaded_at)\n       from {{ this }})\n    - interval '2 days'",
+        );
+        assert_eq!(
+            text,
+            "loaded_at >= (select max(loaded_at) from {{ this }}) - interval '2 days'"
+        );
     }
 
     #[test]
