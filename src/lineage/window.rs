@@ -219,8 +219,9 @@ fn filters(sql: &str) -> Option<Vec<Found>> {
 }
 
 /// The tokens of each branch taken when `is_incremental()` is true: from after a plain
-/// `{% if is_incremental() %}` to its `else`, `elif` or `endif`. None when a test of
-/// `is_incremental()` is anything else (`not`, `and ...`): its branches are not read.
+/// `{% if is_incremental() %}` to its `else`, `elif` or `endif`. None when any other
+/// statement uses `is_incremental()` (`if not`, `and ...`, `elif`, `set`): the branches
+/// it guards are not read, and a window read without them could be wrong.
 fn incremental_blocks(sql: &str, tokens: &[Token]) -> Option<Vec<Range<usize>>> {
     let mut blocks = Vec::new();
     let mut i = 0;
@@ -229,11 +230,16 @@ fn incremental_blocks(sql: &str, tokens: &[Token]) -> Option<Vec<Range<usize>>> 
             i += 1;
             continue;
         };
-        if word != "if" || !compact.contains("is_incremental") {
+        if !compact.contains("is_incremental") {
             i += 1;
             continue;
         }
-        if compact != "ifis_incremental()" && compact != "if(is_incremental())" {
+        let plain = word == "if"
+            && matches!(
+                compact.as_str(),
+                "ifis_incremental()" | "if(is_incremental())"
+            );
+        if !plain {
             return None;
         }
         let mut depth = 1;
@@ -854,10 +860,15 @@ mod tests {
         for tag in [
             "{% if not is_incremental() %}",
             "{% if is_incremental() and var('x') %}",
+            "{% set incremental = is_incremental() %}{% if incremental %}",
         ] {
             let sql = format!("select 1 {tag} where t >= current_date - 2 {{% endif %}}");
             assert_eq!(Window::of_filter(&sql), None, "{tag}");
         }
+        // Beside a plain block, a branch guarded some other way still leaves it unknown.
+        let sql = "select 1 {% if is_incremental() %} where t >= current_date - 2 {% endif %}\n\
+                   {% if var('x', false) %} and x {% elif is_incremental() %} and t >= current_date - 9 {% endif %}";
+        assert_eq!(Window::of_filter(sql), None);
         // Whitespace control and nesting are read.
         let sql = "select 1 {%- if is_incremental() -%}\n where t >= current_date - 2\n\
                    {% if var('strict', false) %} and id is not null {% endif %}\n{%- endif %}";
