@@ -159,7 +159,8 @@ pub enum ProposalKind {
     Diff,
     /// A note for the owner of another system; nothing runs.
     Note,
-    /// Rebuild a range of a model's batches; undo restores the tables as they were.
+    /// Rebuild a range of a model's batches, or the whole model when nothing narrower
+    /// can; undo restores the tables as they were.
     Backfill,
 }
 

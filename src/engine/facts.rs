@@ -117,19 +117,20 @@ impl Engine {
             writers: self.writers(&observation.table),
             upstream_incident: self.upstream_incident(&observation.table),
             broken_uses,
-            batches: self.batches(&observation.table),
+            incremental: self.incremental(&observation.table),
         })
     }
 
-    /// The table as a dbt model built in batches, with the days of the nearest tables
-    /// upstream that have a volume check, as their latest check judged them.
-    fn batches(&self, table: &str) -> Option<crate::incident::diagnosis::BatchFacts> {
-        use crate::incident::diagnosis::{BatchFacts, ParentDay};
+    /// The table as an incremental dbt model whose runs reach back a known window, with
+    /// the days of the nearest tables upstream that have a volume check, as their latest
+    /// check judged them.
+    fn incremental(&self, table: &str) -> Option<crate::incident::diagnosis::IncrementalFacts> {
+        use crate::incident::diagnosis::{IncrementalFacts, ParentDay};
         use petgraph::Direction::Incoming;
         let lineage = self.lineage.as_ref()?;
         let model = lineage.resolve(table).ok()?;
         let node = lineage.node(model);
-        let microbatch = node.microbatch.as_ref()?;
+        let window = node.window.as_ref()?;
         // Which node each monitored table is, once.
         let volumes: Vec<(petgraph::graph::NodeIndex, &Observation)> = self
             .latest
@@ -167,11 +168,10 @@ impl Engine {
             }
             frontier = next;
         }
-        Some(BatchFacts {
+        Some(IncrementalFacts {
             model: node.name.clone(),
             file: node.file.clone(),
-            batch_size: microbatch.batch_size.clone().unwrap_or_default(),
-            lookback: microbatch.lookback,
+            window: window.clone(),
             parents,
         })
     }

@@ -150,8 +150,8 @@ impl Engine {
     }
 
     /// The incident's own table is back but a symptom is not: what remains may have a
-    /// cause of its own (a model whose batches never reach back to the day upstream
-    /// now holds). Diagnosed without the root, a more specific cause replaces the
+    /// cause of its own (a model whose runs never reach back to the day upstream now
+    /// holds). Diagnosed without the root, a more specific cause replaces the
     /// incident's, on the chain, with proposals for the symptom's table.
     pub(super) fn rediagnose_what_remains(&mut self) -> Result<Vec<Event>> {
         let mut events = Vec::new();

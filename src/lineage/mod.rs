@@ -14,6 +14,7 @@ mod json_fields;
 mod manifest;
 mod notes;
 pub mod run_results;
+mod window;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -29,6 +30,7 @@ pub use columns::{
 };
 pub use error::LineageError;
 pub use notes::{Notes, OptionEffect, OwnerRule, Reader, ReaderKind, Writer, WriterOption};
+pub use window::{filter_numbers, Anchor, Period, Window, WindowSource, DEFAULT_LOOKBACK};
 
 /// What a graph node is. Readers from the context notes (dashboards, notebooks, syncs,
 /// jobs) are nodes too, so the blast radius reaches past what dbt knows.
@@ -89,24 +91,6 @@ impl NodeKind {
     }
 }
 
-/// An incremental model built in batches of time (dbt 1.9's `microbatch` strategy):
-/// each run rebuilds the batches from `lookback` batches before the current one, so an
-/// older batch keeps whatever it had until someone backfills it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Microbatch {
-    /// The column each row's time is read from.
-    pub event_time: Option<String>,
-    /// `hour`, `day`, `month` or `year`.
-    pub batch_size: Option<String>,
-    /// How many batches before the current one each run rebuilds (dbt's default is 1).
-    pub lookback: u32,
-    /// The first batch, as written in the config.
-    pub begin: Option<String>,
-}
-
-/// dbt's default `lookback` for microbatch models.
-pub const DEFAULT_LOOKBACK: u32 = 1;
-
 /// One node of the lineage graph.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Node {
@@ -120,8 +104,9 @@ pub struct Node {
     pub relation_name: Option<String>,
     pub materialized: Option<String>,
     pub incremental_strategy: Option<String>,
-    /// Set when `incremental_strategy` is `microbatch`.
-    pub microbatch: Option<Microbatch>,
+    /// How far back each run reaches, for an incremental model whose microbatch config
+    /// or SQL filter says so.
+    pub window: Option<Window>,
     pub owner: Option<String>,
     /// Compiled SQL when the manifest has it, else the raw (Jinja) SQL.
     pub sql: Option<String>,
@@ -448,7 +433,7 @@ impl Lineage {
             relation_name: None,
             materialized: None,
             incremental_strategy: None,
-            microbatch: None,
+            window: None,
             owner: None,
             sql: None,
             schedule: None,

@@ -236,7 +236,7 @@ impl Notes {
                 relation_name: None,
                 materialized: None,
                 incremental_strategy: None,
-                microbatch: None,
+                window: None,
                 owner: reader.owner.clone(),
                 sql: None,
                 schedule: reader.schedule.clone(),

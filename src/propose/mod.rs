@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 
 use crate::engine::api::{ProposalBody, ProposalKind, ProposalState, ProposalView};
 use crate::incident::diagnosis::{CauseKind, Diagnosis, Facts};
-use crate::lineage::{BlastRadius, Lineage, NodeKind};
+use crate::lineage::{BlastRadius, Lineage, NodeKind, Period, WindowSource};
 use crate::lineage::{OptionEffect, Writer};
 use petgraph::graph::NodeIndex;
 
@@ -249,11 +249,15 @@ fn diffs(ctx: &Context) -> Vec<Draft> {
 /// A lookback gap: rebuild the missing day of the model and everything built from it,
 /// through the scheduled job that runs the model, with the exact dbt command. Its undo
 /// is the tables as they were just before it ran.
+///
+/// A microbatch model rebuilds that day alone (`--event-time-start`/`--event-time-end`).
+/// dbt has no such flags for any other incremental model, so the narrowest command that
+/// rebuilds the day there is a full refresh, and the proposal says so.
 fn backfill(ctx: &Context) -> Option<Draft> {
     if ctx.diagnosis.kind != CauseKind::LookbackGap {
         return None;
     }
-    let batches = ctx.facts.batches.as_ref()?;
+    let model = ctx.facts.incremental.as_ref()?;
     let day = ctx.facts.breach.day.as_deref()?;
     let end = chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d")
         .ok()?
@@ -272,13 +276,34 @@ fn backfill(ctx: &Context) -> Option<Draft> {
         .filter_map(|n| n.relation_name.as_deref().map(schema_and_table))
         .collect();
     tables.dedup();
-    let command = format!(
-        "dbt build --select {}+ --event-time-start {day} --event-time-end {end}",
-        batches.model
+    let name = &model.model;
+    let copies = format!(
+        "restore {} from the copies taken just before it runs",
+        tables.join(", ")
     );
+    let (command, title, undo) = match &model.window.source {
+        WindowSource::Microbatch { .. } => {
+            let command = format!(
+                "dbt build --select {name}+ --event-time-start {day} --event-time-end {end}"
+            );
+            let title = format!("Backfill {name} for {day}: `{command}`");
+            (command, title, copies)
+        }
+        WindowSource::Filter { .. } => {
+            let command = format!("dbt build --select {name}+ --full-refresh");
+            let title = format!(
+                "Backfill {name} for {day} by a full refresh: `{command}`: {name} is incremental with a filter in its SQL, not microbatch, \
+                 so dbt cannot rebuild one day of it; the whole table is rebuilt"
+            );
+            let undo = format!(
+                "{copies} (a full refresh rebuilds them whole from what their upstream holds now, not only {day})"
+            );
+            (command, title, undo)
+        }
+    };
     Some(Draft {
         kind: ProposalKind::Backfill,
-        title: format!("Backfill {} for {day}: `{command}`", batches.model),
+        title,
         owner: owner_of(&node.owner),
         target: node.unique_id.clone(),
         body: ProposalBody::Backfill {
@@ -286,13 +311,9 @@ fn backfill(ctx: &Context) -> Option<Draft> {
             command,
             tables: tables.clone(),
         },
-        undo: format!(
-            "restore {} from the copies taken just before it runs",
-            tables.join(", ")
-        ),
+        undo,
         verify: format!(
-            "{}'s daily volumes for the last seven days match upstream within the band",
-            batches.model
+            "{name}'s daily volumes for the last seven days match upstream within the band"
         ),
     })
 }
@@ -306,30 +327,52 @@ fn schema_and_table(relation: &str) -> String {
     parts[parts.len().saturating_sub(2)..].join(".")
 }
 
-/// A lookback gap: a diff of the model's config raising `lookback` so the next daily run
-/// reaches back to the missing day. Only where the model's own file sets it.
+/// A lookback gap: a diff of the model's file so the next daily run reaches back to the
+/// missing day: microbatch's `lookback` raised in its config, or the number of days in
+/// its incremental filter. Only where the model's own file sets it, in days: a filter
+/// with no number (`> (select max(..) from {{ this }})`) gets none, since adding one
+/// re-reads rows the model already holds and duplicates them unless it merges on a key.
+/// Hourly batches get none either: how many hours the next run must reach depends on
+/// when it runs.
 fn lookback_diff(ctx: &Context) -> Option<Draft> {
     if ctx.diagnosis.kind != CauseKind::LookbackGap {
         return None;
     }
-    let batches = ctx.facts.batches.as_ref()?;
+    let model = ctx.facts.incremental.as_ref()?;
+    let window = &model.window;
+    if window.period != Some(Period::Day) {
+        return None;
+    }
     let breach = &ctx.facts.breach;
     let day = breach.day.as_deref()?;
     // The next daily run is a day later than now: it must reach one batch further.
-    let needed = crate::incident::diagnosis::lookback_needed(day, &breach.at)? + 1;
-    model_diff(
-        ctx,
-        ctx.lineage.node(ctx.from),
-        |raw| rewrite::set_config_number(raw, "lookback", needed),
-        format!(
-            "Raise {}'s lookback from {} to {needed}: the next run rebuilds {day}",
-            batches.model, batches.lookback
+    let needed = crate::incident::diagnosis::reach_needed(day, &breach.at, Period::Day)? + 1;
+    let verify = format!(
+        "{} runs; its daily volumes for the last seven days match upstream within the band",
+        model.model
+    );
+    match &window.source {
+        WindowSource::Microbatch { .. } => model_diff(
+            ctx,
+            ctx.lineage.node(ctx.from),
+            |raw| rewrite::set_config_number(raw, "lookback", needed),
+            format!(
+                "Raise {}'s lookback from {} to {needed}: the next run rebuilds {day}",
+                model.model, window.lookback
+            ),
+            verify,
         ),
-        format!(
-            "{} runs; its daily volumes for the last seven days match upstream within the band",
-            batches.model
+        WindowSource::Filter { .. } => model_diff(
+            ctx,
+            ctx.lineage.node(ctx.from),
+            |raw| rewrite::set_filter_days(raw, needed),
+            format!(
+                "Widen {}'s incremental filter from {} to {needed} days: the next run re-reads {day}",
+                model.model, window.lookback
+            ),
+            verify,
         ),
-    )
+    }
 }
 
 /// A diff of a model's own file, inside the project, when `change` makes one (None, or
@@ -525,4 +568,233 @@ fn setting_note(
         ));
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::CheckKind;
+    use crate::detect::{Range, VerdictKind};
+    use crate::incident::diagnosis::{self, Figure, IncrementalFacts, ParentDay};
+
+    /// A source, two incremental models read from it (one with a filter in its SQL,
+    /// one in daily batches) and a table built from the first; a job runs them all.
+    fn lineage(filter: &str, batch_size: &str) -> Lineage {
+        let model = |name: &str, config: &str, raw: &str, parent: &str| {
+            format!(
+                r#""model.shop.{name}": {{"resource_type": "model", "name": "{name}",
+                   "relation_name": "\"dw\".\"analytics\".\"{name}\"",
+                   "original_file_path": "models/{name}.sql", "config": {config},
+                   "raw_code": {raw}, "depends_on": {{"nodes": ["{parent}"]}}}}"#,
+                raw = serde_json::to_string(raw).unwrap()
+            )
+        };
+        let filtered = model(
+            "fct_filtered",
+            r#"{"materialized": "incremental", "unique_key": "id", "meta": {"owner": "analytics-owner"}}"#,
+            &format!(
+                "select * from {{{{ source('raw', 'events') }}}}\n{{% if is_incremental() %}}\nwhere {filter}\n{{% endif %}}\n"
+            ),
+            "source.shop.raw.events",
+        );
+        let batched = model(
+            "fct_batched",
+            &format!(
+                r#"{{"materialized": "incremental", "incremental_strategy": "microbatch", "event_time": "loaded_at",
+                    "batch_size": "{batch_size}", "lookback": 1, "begin": "2026-01-01", "meta": {{"owner": "analytics-owner"}}}}"#
+            ),
+            &format!("{{{{ config(materialized='incremental', incremental_strategy='microbatch', lookback=1, batch_size='{batch_size}') }}}}\nselect * from {{{{ source('raw', 'events') }}}}\n"),
+            "source.shop.raw.events",
+        );
+        let agg = model(
+            "agg_filtered",
+            r#"{"materialized": "table"}"#,
+            "select count(*) from {{ ref('fct_filtered') }}",
+            "model.shop.fct_filtered",
+        );
+        let manifest = format!(
+            r#"{{"metadata": {{"dbt_schema_version": "https://schemas.getdbt.com/dbt/manifest/v12.json", "adapter_type": "postgres"}},
+               "nodes": {{{filtered}, {batched}, {agg}}},
+               "sources": {{"source.shop.raw.events": {{"resource_type": "source", "name": "events",
+                  "relation_name": "\"dw\".\"raw\".\"events\""}}}}}}"#
+        );
+        let notes = r#"
+[[reader]]
+id = "job.nightly_build"
+kind = "job"
+reads = ["model.shop.agg_filtered", "model.shop.fct_batched"]
+owner = "analytics-owner"
+"#;
+        Lineage::from_json(&manifest, "manifest.json")
+            .unwrap()
+            .with_notes_str(notes, "notes.toml")
+            .unwrap()
+    }
+
+    /// What is proposed when `model` is short on `day`, at 02:40 on 2026-11-30, while
+    /// raw.events holds that day in full.
+    fn proposed(lineage: &Lineage, model: &str, day: &str) -> Vec<Proposal> {
+        let from = lineage.resolve(model).unwrap();
+        let node = lineage.node(from);
+        let table = format!("analytics.{model}");
+        let facts = Facts {
+            table: table.clone(),
+            breach: Figure {
+                table: table.clone(),
+                check: CheckKind::Volume,
+                value: 580.0,
+                verdict: VerdictKind::Low,
+                expected: Some(Range {
+                    low: 800.0,
+                    high: 1_200.0,
+                    baseline: 1_000.0,
+                }),
+                at: "2026-11-30T02:40:00Z".into(),
+                day: Some(day.into()),
+                ..Figure::default()
+            },
+            incremental: Some(IncrementalFacts {
+                model: node.name.clone(),
+                file: node.file.clone(),
+                window: node.window.clone().expect("a window"),
+                parents: vec![ParentDay {
+                    table: "raw.events".into(),
+                    day: day.into(),
+                    rows: 1_010.0,
+                    ok: true,
+                    share: Some(101.0),
+                }],
+            }),
+            ..Facts::default()
+        };
+        let diagnosis = diagnosis::diagnose(&facts);
+        assert_eq!(diagnosis.kind, CauseKind::LookbackGap, "{diagnosis:?}");
+        let blast = lineage.blast_radius(from, None);
+        propose(&Context {
+            incident: "INC-0001",
+            table: &table,
+            facts: &facts,
+            diagnosis: &diagnosis,
+            lineage,
+            from,
+            blast: &blast,
+            job_last_run: &|_| None,
+            file_allowed: &|_| true,
+        })
+    }
+
+    fn of_kind(proposals: &[Proposal], kind: ProposalKind) -> Vec<&Proposal> {
+        proposals.iter().filter(|p| p.kind == kind).collect()
+    }
+
+    const ONE_DAY_BACK: &str =
+        "loaded_at >= (select max(loaded_at) from {{ this }}) - interval '1 day'";
+
+    #[test]
+    fn a_filtered_models_backfill_is_a_full_refresh_and_says_why() {
+        let lineage = lineage(ONE_DAY_BACK, "day");
+        let proposals = proposed(&lineage, "fct_filtered", "2026-11-28");
+        let backfill = of_kind(&proposals, ProposalKind::Backfill)[0];
+        let ProposalBody::Backfill {
+            job,
+            command,
+            tables,
+        } = &backfill.body
+        else {
+            panic!("{backfill:?}");
+        };
+        assert_eq!(command, "dbt build --select fct_filtered+ --full-refresh");
+        assert_eq!(job, "job.nightly_build");
+        assert_eq!(
+            tables,
+            &vec![
+                "analytics.fct_filtered".to_string(),
+                "analytics.agg_filtered".to_string()
+            ]
+        );
+        assert_eq!(
+            backfill.title,
+            "Backfill fct_filtered for 2026-11-28 by a full refresh: `dbt build --select fct_filtered+ --full-refresh`: \
+             fct_filtered is incremental with a filter in its SQL, not microbatch, so dbt cannot rebuild one day of it; \
+             the whole table is rebuilt"
+        );
+        assert_eq!(
+            backfill.undo,
+            "restore analytics.fct_filtered, analytics.agg_filtered from the copies taken just before it runs \
+             (a full refresh rebuilds them whole from what their upstream holds now, not only 2026-11-28)"
+        );
+        assert_eq!(backfill.owner, "analytics-owner");
+        assert_eq!(backfill.target, "model.shop.fct_filtered");
+    }
+
+    #[test]
+    fn a_filtered_models_diff_widens_its_filter_to_reach_the_day() {
+        let lineage = lineage(ONE_DAY_BACK, "day");
+        let proposals = proposed(&lineage, "fct_filtered", "2026-11-28");
+        let diffs = of_kind(&proposals, ProposalKind::Diff);
+        assert_eq!(diffs.len(), 1, "{proposals:#?}");
+        assert_eq!(
+            diffs[0].title,
+            "Widen fct_filtered's incremental filter from 1 to 3 days: the next run re-reads 2026-11-28"
+        );
+        let ProposalBody::Diff { file, old, new } = &diffs[0].body else {
+            panic!("{:?}", diffs[0]);
+        };
+        assert_eq!(file, "models/fct_filtered.sql");
+        assert_eq!(new, &old.replace("interval '1 day'", "interval '3 day'"));
+    }
+
+    #[test]
+    fn a_filter_with_no_number_gets_a_full_refresh_and_no_diff() {
+        let lineage = lineage("loaded_at > (select max(loaded_at) from {{ this }})", "day");
+        let proposals = proposed(&lineage, "fct_filtered", "2026-11-29");
+        assert!(of_kind(&proposals, ProposalKind::Diff).is_empty());
+        let ProposalBody::Backfill { command, .. } =
+            &of_kind(&proposals, ProposalKind::Backfill)[0].body
+        else {
+            panic!("{proposals:?}");
+        };
+        assert_eq!(command, "dbt build --select fct_filtered+ --full-refresh");
+    }
+
+    #[test]
+    fn a_microbatch_models_backfill_rebuilds_the_day_alone() {
+        let lineage = lineage(ONE_DAY_BACK, "day");
+        let proposals = proposed(&lineage, "fct_batched", "2026-11-28");
+        let backfill = of_kind(&proposals, ProposalKind::Backfill)[0];
+        let command = "dbt build --select fct_batched+ --event-time-start 2026-11-28 --event-time-end 2026-11-29";
+        let ProposalBody::Backfill { command: found, .. } = &backfill.body else {
+            panic!("{backfill:?}");
+        };
+        assert_eq!(found, command);
+        assert_eq!(
+            backfill.title,
+            format!("Backfill fct_batched for 2026-11-28: `{command}`")
+        );
+        assert_eq!(
+            backfill.undo,
+            "restore analytics.fct_batched from the copies taken just before it runs"
+        );
+        let diff = of_kind(&proposals, ProposalKind::Diff)[0];
+        assert_eq!(
+            diff.title,
+            "Raise fct_batched's lookback from 1 to 3: the next run rebuilds 2026-11-28"
+        );
+    }
+
+    #[test]
+    fn hourly_batches_rebuild_the_days_hours_and_get_no_lookback_diff() {
+        let lineage = lineage(ONE_DAY_BACK, "hour");
+        let proposals = proposed(&lineage, "fct_batched", "2026-11-28");
+        let ProposalBody::Backfill { command, .. } =
+            &of_kind(&proposals, ProposalKind::Backfill)[0].body
+        else {
+            panic!("{proposals:?}");
+        };
+        assert_eq!(
+            command,
+            "dbt build --select fct_batched+ --event-time-start 2026-11-28 --event-time-end 2026-11-29"
+        );
+        assert!(of_kind(&proposals, ProposalKind::Diff).is_empty());
+    }
 }

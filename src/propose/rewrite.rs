@@ -3,7 +3,7 @@
 
 use std::ops::Range;
 
-use crate::lineage::{use_sites, Dialect, Risk, UseFinding, UseSite, Wants};
+use crate::lineage::{filter_numbers, use_sites, Dialect, Risk, UseFinding, UseSite, Wants};
 use crate::warehouse::CastTarget;
 
 /// Sets a number in a dbt `config(...)` call: `lookback=1` becomes `lookback=3`. None
@@ -39,6 +39,25 @@ pub fn set_config_number(sql: &str, key: &str, value: u32) -> Option<String> {
         ));
     }
     None
+}
+
+/// Sets the number of periods in an incremental model's filter (every filter under
+/// `is_incremental()`, as [`Window::of_filter`](crate::lineage::Window::of_filter) reads
+/// them): `- interval '1 day'` becomes `- interval '3 day'`, `current_date - 1`
+/// becomes `current_date - 3`. None when the SQL has no such filter or its filter
+/// has no number (`> (select max(c) from {{ this }})`): there is nothing to raise.
+pub fn set_filter_days(sql: &str, value: u32) -> Option<String> {
+    let mut numbers = filter_numbers(sql)?;
+    if numbers.is_empty() {
+        return None;
+    }
+    numbers.sort_by_key(|n| n.start);
+    let mut out = sql.to_string();
+    // From the last, so the earlier spans still hold.
+    for number in numbers.into_iter().rev() {
+        out.replace_range(number, &value.to_string());
+    }
+    Some(out)
 }
 
 /// Replaces each risky cast of the changed column so the column stays text:
@@ -401,6 +420,57 @@ fn postgres_pattern(target_type: &str) -> Option<(&'static str, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_incremental_filters_days_are_set_where_it_writes_them() {
+        let block = |filter: &str| {
+            format!("select * from {{{{ ref('stg') }}}}\n{{% if is_incremental() %}}\n  where {filter}\n{{% endif %}}\n")
+        };
+        for (old, new) in [
+            (
+                "loaded_at >= (select max(loaded_at) from {{ this }}) - interval '1 day'",
+                "loaded_at >= (select max(loaded_at) from {{ this }}) - interval '3 day'",
+            ),
+            (
+                "loaded_at >= (select max(loaded_at) from {{ this }}) - interval '12 days'",
+                "loaded_at >= (select max(loaded_at) from {{ this }}) - interval '3 days'",
+            ),
+            (
+                "loaded_at >= current_date - 1",
+                "loaded_at >= current_date - 3",
+            ),
+            (
+                "loaded_at >= dateadd(day, -2, current_date)",
+                "loaded_at >= dateadd(day, -3, current_date)",
+            ),
+            (
+                "loaded_at >= date_sub(current_date(), interval 1 day)",
+                "loaded_at >= date_sub(current_date(), interval 3 day)",
+            ),
+        ] {
+            assert_eq!(
+                set_filter_days(&block(old), 3).as_deref(),
+                Some(block(new).as_str()),
+                "{old}"
+            );
+        }
+        // A number elsewhere in the SQL is left as it is; so is a filter outside the block.
+        let sql = "select 1 as one from t where d >= current_date - 90\n\
+                   {% if is_incremental() %} and d >= current_date - 1 {% endif %}";
+        assert_eq!(
+            set_filter_days(sql, 4).unwrap(),
+            sql.replace("current_date - 1 ", "current_date - 4 ")
+        );
+        // Nothing to raise.
+        assert_eq!(
+            set_filter_days(
+                &block("loaded_at > (select max(loaded_at) from {{ this }})"),
+                3
+            ),
+            None
+        );
+        assert_eq!(set_filter_days("select 1", 3), None);
+    }
 
     #[test]
     fn a_config_number_is_set_where_the_config_call_sets_it() {

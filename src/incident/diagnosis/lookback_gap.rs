@@ -1,28 +1,32 @@
-//! Lookback gap: the model is short for a day its upstream now holds in full, and the
-//! model is built in batches whose lookback does not reach back to that day, so no
-//! scheduled run will ever rebuild it. The upstream was fixed; the model was not.
+//! Lookback gap: the model is short for a day its upstream now holds in full, and each
+//! run of the model reaches back too little to read that day again (microbatch's
+//! `lookback`, or the filter its SQL applies when incremental), so no scheduled run will
+//! ever rebuild it. The upstream was fixed; the model was not.
 
 use super::*;
 use crate::config::CheckKind;
 use crate::detect::VerdictKind;
+use crate::lineage::{Anchor, Period, Window, WindowSource};
 
 pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
     let breach = &facts.breach;
-    let batches = facts.batches.as_ref()?;
-    if breach.check != CheckKind::Volume
-        || breach.verdict != VerdictKind::Low
-        || breach.partial
-        || batches.batch_size != "day"
-    {
+    let model = facts.incremental.as_ref()?;
+    let window = &model.window;
+    if breach.check != CheckKind::Volume || breach.verdict != VerdictKind::Low || breach.partial {
         return None;
     }
     let day = breach.day.as_deref()?;
-    let upstream: Vec<&ParentDay> = batches.parents.iter().filter(|p| p.day == day).collect();
+    // A day before the first batch is one the model is not meant to hold.
+    if before_begin(window, day) {
+        return None;
+    }
+    let upstream: Vec<&ParentDay> = model.parents.iter().filter(|p| p.day == day).collect();
     if upstream.is_empty() || !upstream.iter().all(|p| p.ok) {
         return None;
     }
-    let behind = days_between(day, &breach.at)?;
-    if behind <= i64::from(batches.lookback) {
+    let period = window.period?;
+    let behind = periods_back(day, &breach.at, period)?;
+    if behind <= i64::from(window.lookback) {
         // A scheduled run still reaches it: not a gap (yet).
         return None;
     }
@@ -38,15 +42,22 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
         })
         .collect::<Vec<_>>()
         .join(" and ");
+    let unit = period.as_str();
+    let (how, runs) = reach_text(window, unit);
+    let missed = match period {
+        Period::Hour => format!(
+            "{day}, which began {} back, is never rebuilt in full",
+            count(behind, unit)
+        ),
+        _ => format!("{day}, {} back, is never rebuilt", count(behind, unit)),
+    };
     let cause = format!(
-        "{model} is still short on {day} ({}) while {parents} for that day: {model} is built in daily batches with lookback = {lookback}, so each run rebuilds only the last {window} days and {day}, {behind} days back, is never rebuilt",
+        "{model} is still short on {day} ({}) while {parents} for that day: {model} {how}, so {runs} and {missed}",
         breach
             .share()
             .map(|s| format!("{s}% of the usual"))
             .unwrap_or_else(|| breach.amount(breach.value)),
-        model = batches.model,
-        lookback = batches.lookback,
-        window = batches.lookback + 1,
+        model = model.model,
     );
     let mut evidence = vec![breach.sentence()];
     evidence.extend(upstream.iter().map(|p| {
@@ -56,23 +67,91 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
             thousands(p.rows)
         )
     }));
-    evidence.push(format!(
-        "{} is a microbatch model: batch_size = day, lookback = {}",
-        batches.model, batches.lookback
-    ));
+    evidence.push(match &window.source {
+        WindowSource::Microbatch { .. } => format!(
+            "{} is a microbatch model: batch_size = {unit}, lookback = {}",
+            model.model, window.lookback
+        ),
+        WindowSource::Filter { text, .. } => format!(
+            "{} is incremental, not microbatch: under `is_incremental()` its SQL filters `{text}`",
+            model.model
+        ),
+    });
     Some(Diagnosis::of(CauseKind::LookbackGap, cause, evidence))
 }
 
-/// Whole days from `day` (YYYY-MM-DD) to the day of `at` (a timestamp).
-fn days_between(day: &str, at: &str) -> Option<i64> {
-    let day = chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d").ok()?;
-    let today = chrono::NaiveDate::parse_from_str(at.get(..10)?, "%Y-%m-%d").ok()?;
-    Some((today - day).num_days())
+/// How the window was found and what each run reads, in words: ("is built in daily
+/// batches with lookback = 1", "each run rebuilds only the last 2 days").
+fn reach_text(window: &Window, unit: &str) -> (String, String) {
+    let lookback = window.lookback;
+    let last = count(i64::from(lookback) + 1, unit);
+    match &window.source {
+        WindowSource::Microbatch { .. } => (
+            format!(
+                "is built in {} batches with lookback = {lookback}",
+                if unit == "hour" { "hourly" } else { "daily" }
+            ),
+            format!("each run rebuilds only the last {last}"),
+        ),
+        WindowSource::Filter { text, anchor } => {
+            let reach = match (lookback, anchor) {
+                (0, Anchor::NewestRow) => "no further than the newest row it holds".to_string(),
+                (0, Anchor::Now) => "no further than the day of each run".to_string(),
+                (n, Anchor::NewestRow) => {
+                    format!("{} from the newest row it holds", count(n.into(), unit))
+                }
+                (n, Anchor::Now) => format!("{} from the time of each run", count(n.into(), unit)),
+            };
+            let runs = match (lookback, anchor) {
+                (0, Anchor::NewestRow) => {
+                    "each run reads only rows newer than those it holds".to_string()
+                }
+                (0, Anchor::Now) => "each run reads only the day it runs on".to_string(),
+                _ => format!("each run re-reads only the last {last}"),
+            };
+            (
+                format!("is incremental and its filter `{text}` reaches back {reach}"),
+                runs,
+            )
+        }
+    }
 }
 
-/// How many batches back a run must reach to rebuild `day` when run on the day of `at`.
-pub fn lookback_needed(day: &str, at: &str) -> Option<u32> {
-    days_between(day, at).and_then(|d| u32::try_from(d).ok())
+/// "1 day", "2 days".
+fn count(n: i64, unit: &str) -> String {
+    if n == 1 {
+        format!("1 {unit}")
+    } else {
+        format!("{n} {unit}s")
+    }
+}
+
+/// Is `day` before a microbatch model's `begin` (`2024-01-01`, `2024-01-01T00:00:00`)?
+fn before_begin(window: &Window, day: &str) -> bool {
+    let WindowSource::Microbatch { begin: Some(begin) } = &window.source else {
+        return false;
+    };
+    begin.get(..10).is_some_and(|begin| day < begin)
+}
+
+/// Whole periods from the start of `day` (YYYY-MM-DD) to the period holding `at` (a
+/// timestamp): days, or hours. None for longer periods: a day is judged within them.
+fn periods_back(day: &str, at: &str, period: Period) -> Option<i64> {
+    let start = chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d").ok()?;
+    let today = chrono::NaiveDate::parse_from_str(at.get(..10)?, "%Y-%m-%d").ok()?;
+    match period {
+        Period::Day => Some((today - start).num_days()),
+        Period::Hour => {
+            let hour: i64 = at.get(11..13)?.parse().ok()?;
+            Some((today - start).num_days() * 24 + hour)
+        }
+        Period::Month | Period::Year => None,
+    }
+}
+
+/// How many periods back a run must reach to rebuild `day` when run at `at`.
+pub fn reach_needed(day: &str, at: &str, period: Period) -> Option<u32> {
+    periods_back(day, at, period).and_then(|d| u32::try_from(d).ok())
 }
 
 use crate::monitor::thousands;
@@ -90,11 +169,15 @@ mod tests {
         volume.at = "2026-11-30T02:40:00Z".into();
         let mut f = facts(volume);
         f.table = "analytics.fct_daily".into();
-        f.batches = Some(BatchFacts {
+        f.incremental = Some(IncrementalFacts {
             model: "fct_daily".into(),
             file: Some("models/fct_daily.sql".into()),
-            batch_size: "day".into(),
-            lookback: 1,
+            window: Window::microbatch(
+                Some("loaded_at".into()),
+                Some("day"),
+                Some(1),
+                Some("2026-01-01".into()),
+            ),
             parents: vec![ParentDay {
                 table: "raw.events".into(),
                 day: "2026-11-28".into(),
@@ -104,6 +187,18 @@ mod tests {
             }],
         });
         f
+    }
+
+    /// The same gap in a model that is incremental with `filter` in its SQL.
+    fn filtered(filter: &str) -> Facts {
+        let mut f = gap();
+        let sql = format!("select 1 {{% if is_incremental() %}} where {filter} {{% endif %}}");
+        f.incremental.as_mut().unwrap().window = Window::of_filter(&sql).unwrap();
+        f
+    }
+
+    fn window(f: &mut Facts) -> &mut Window {
+        &mut f.incremental.as_mut().unwrap().window
     }
 
     #[test]
@@ -116,7 +211,11 @@ mod tests {
              fct_daily is built in daily batches with lookback = 1, so each run rebuilds only the last 2 days and 2026-11-28, 2 days back, is never rebuilt"
         );
         assert_eq!(
-            lookback_needed("2026-11-28", "2026-11-30T02:40:00Z"),
+            d.evidence.last().unwrap(),
+            "fct_daily is a microbatch model: batch_size = day, lookback = 1"
+        );
+        assert_eq!(
+            reach_needed("2026-11-28", "2026-11-30T02:40:00Z", Period::Day),
             Some(2)
         );
     }
@@ -124,14 +223,102 @@ mod tests {
     #[test]
     fn upstream_still_short_is_not_a_gap() {
         let mut f = gap();
-        f.batches.as_mut().unwrap().parents[0].ok = false;
+        f.incremental.as_mut().unwrap().parents[0].ok = false;
         assert!(diagnose(&f).is_none());
     }
 
     #[test]
     fn a_day_inside_the_lookback_is_not_a_gap_yet() {
         let mut f = gap();
-        f.batches.as_mut().unwrap().lookback = 2;
+        window(&mut f).lookback = 2;
         assert!(diagnose(&f).is_none());
+    }
+
+    #[test]
+    fn a_day_before_the_first_batch_is_not_a_gap() {
+        let mut f = gap();
+        window(&mut f).source = WindowSource::Microbatch {
+            begin: Some("2026-11-29T00:00:00".into()),
+        };
+        assert!(diagnose(&f).is_none());
+    }
+
+    #[test]
+    fn hourly_batches_count_the_lookback_in_hours() {
+        let mut f = gap();
+        window(&mut f).period = Some(Period::Hour);
+        // The 28th began 50 hours before 02:40 on the 30th.
+        window(&mut f).lookback = 50;
+        assert!(
+            diagnose(&f).is_none(),
+            "the next run reaches its first hour"
+        );
+        window(&mut f).lookback = 3;
+        let d = diagnose(&f).unwrap();
+        assert!(
+            d.cause.ends_with(
+                "fct_daily is built in hourly batches with lookback = 3, so each run rebuilds only the last 4 hours \
+                 and 2026-11-28, which began 50 hours back, is never rebuilt in full"
+            ),
+            "{}",
+            d.cause
+        );
+        assert_eq!(
+            reach_needed("2026-11-28", "2026-11-30T02:40:00Z", Period::Hour),
+            Some(50)
+        );
+        // Monthly batches: a day is not what a run is counted in.
+        window(&mut f).period = Some(Period::Month);
+        assert!(diagnose(&f).is_none());
+    }
+
+    #[test]
+    fn an_incremental_filter_that_does_not_reach_the_day_is_a_gap() {
+        let d = diagnose(&filtered(
+            "loaded_at >= (select max(loaded_at) from {{ this }}) - interval '1 day'",
+        ))
+        .unwrap();
+        assert_eq!(d.kind, CauseKind::LookbackGap);
+        assert_eq!(
+            d.cause,
+            "fct_daily is still short on 2026-11-28 (58% of the usual) while raw.events holds 1,010 rows (101% of the usual) for that day: \
+             fct_daily is incremental and its filter `loaded_at >= (select max(loaded_at) from {{ this }}) - interval '1 day'` \
+             reaches back 1 day from the newest row it holds, so each run re-reads only the last 2 days and 2026-11-28, 2 days back, is never rebuilt"
+        );
+        assert_eq!(
+            d.evidence.last().unwrap(),
+            "fct_daily is incremental, not microbatch: under `is_incremental()` its SQL filters \
+             `loaded_at >= (select max(loaded_at) from {{ this }}) - interval '1 day'`"
+        );
+    }
+
+    #[test]
+    fn a_filter_that_reads_only_new_rows_never_reaches_yesterday() {
+        let mut f = filtered("loaded_at > (select max(loaded_at) from {{ this }})");
+        f.breach.day = Some("2026-11-29".into());
+        f.incremental.as_mut().unwrap().parents[0].day = "2026-11-29".into();
+        let d = diagnose(&f).unwrap();
+        assert!(
+            d.cause.ends_with(
+                "fct_daily is incremental and its filter `loaded_at > (select max(loaded_at) from {{ this }})` \
+                 reaches back no further than the newest row it holds, so each run reads only rows newer than those it holds \
+                 and 2026-11-29, 1 day back, is never rebuilt"
+            ),
+            "{}",
+            d.cause
+        );
+    }
+
+    #[test]
+    fn a_filter_from_today_that_still_reaches_the_day_is_not_a_gap_yet() {
+        assert!(diagnose(&filtered("loaded_at >= current_date - 2")).is_none());
+        let d = diagnose(&filtered("loaded_at >= current_date - 1")).unwrap();
+        assert!(
+            d.cause.contains(
+                "its filter `loaded_at >= current_date - 1` reaches back 1 day from the time of each run"
+            ),
+            "{}",
+            d.cause
+        );
     }
 }

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::detect::SchemaChange;
 pub use figure::{when, Figure};
-pub use lookback_gap::lookback_needed;
+pub use lookback_gap::reach_needed;
 
 /// What the engine found around a breach.
 #[derive(Debug, Clone, Default)]
@@ -46,19 +46,18 @@ pub struct Facts {
     pub upstream_incident: Option<UpstreamIncident>,
     /// Uses of a changed column in downstream models that break on its new type.
     pub broken_uses: Vec<BrokenUse>,
-    /// The breached table is a dbt model built in batches: how, and what its parents
-    /// loaded on the same days.
-    pub batches: Option<BatchFacts>,
+    /// The breached table is an incremental dbt model whose runs reach back a known
+    /// window: the window, and what its parents loaded on the same days.
+    pub incremental: Option<IncrementalFacts>,
 }
 
-/// A model built in time batches (dbt's microbatch), for the lookback rule.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct BatchFacts {
+/// An incremental model and how far back its runs reach, for the lookback rule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IncrementalFacts {
     pub model: String,
-    /// The model's file, where its config can be changed.
+    /// The model's file, where its config or filter can be changed.
     pub file: Option<String>,
-    pub batch_size: String,
-    pub lookback: u32,
+    pub window: crate::lineage::Window,
     /// The nearest upstream tables with a volume check, and how each day looked there.
     pub parents: Vec<ParentDay>,
 }
@@ -124,7 +123,7 @@ pub enum CauseKind {
     /// An open incident on a table upstream explains this breach.
     Upstream,
     /// Upstream is complete for a day the model is still short of, and the model's
-    /// batches reach back too few days for any scheduled run to rebuild it.
+    /// runs reach back too few days for any scheduled run to rebuild it.
     LookbackGap,
     /// The numbers moved and nothing seen explains it yet.
     Unexplained,

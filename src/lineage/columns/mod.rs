@@ -13,7 +13,7 @@
 
 mod judge;
 mod parsed;
-mod tokens;
+pub(super) mod tokens;
 
 use std::ops::Range;
 

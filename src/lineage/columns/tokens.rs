@@ -671,7 +671,7 @@ fn previous_is_word(tokens: &[Token], i: usize, word: &str) -> bool {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(in crate::lineage) enum Kind {
     /// A bare word or a quoted identifier; keywords are words too.
     Identifier,
     Number,
@@ -691,14 +691,14 @@ enum Kind {
 }
 
 #[derive(Debug, Clone)]
-struct Token {
-    kind: Kind,
-    start: usize,
-    end: usize,
+pub(in crate::lineage) struct Token {
+    pub(in crate::lineage) kind: Kind,
+    pub(in crate::lineage) start: usize,
+    pub(in crate::lineage) end: usize,
     /// Identifiers: lowercased, without quotes. Numbers and operators: as written.
     /// Strings: the content, quotes removed and doubled quotes undone. Else empty.
-    text: String,
-    quoted: bool,
+    pub(in crate::lineage) text: String,
+    pub(in crate::lineage) quoted: bool,
 }
 
 impl Token {
@@ -707,7 +707,7 @@ impl Token {
     }
 
     /// The lowercased word, if this is an unquoted identifier (so `"as"` is not `as`).
-    fn word(&self) -> Option<&str> {
+    pub(in crate::lineage) fn word(&self) -> Option<&str> {
         (self.kind == Kind::Identifier && !self.quoted).then_some(self.text.as_str())
     }
 }
@@ -716,7 +716,7 @@ const OPERATOR_CHARS: &[u8] = b"+-*/<>=~!@#%^&|`?";
 
 /// Split SQL into tokens with byte spans. Comments are dropped; string literals and
 /// Jinja blocks are single tokens so their contents never look like identifiers.
-fn tokenize(sql: &str) -> Vec<Token> {
+pub(in crate::lineage) fn tokenize(sql: &str) -> Vec<Token> {
     let bytes = sql.as_bytes();
     let mut tokens: Vec<Token> = Vec::new();
     let mut i = 0;

@@ -10,7 +10,7 @@ mod typed;
 use serde_json::{Map, Value};
 
 use super::json_fields::{parse_json, quoted, schema_version, FieldReader};
-use super::{LineageError, Microbatch, Node, NodeKind, DEFAULT_LOOKBACK};
+use super::{LineageError, Node, NodeKind, Window};
 
 /// The oldest manifest schema we read. v7 is dbt 1.3; older ones spell too much
 /// differently (and dbt itself stopped reading them).
@@ -198,14 +198,14 @@ fn read_node(
     let microbatch = match config {
         Some(config) if incremental_strategy.as_deref() == Some("microbatch") => {
             let key = |k: &str| format!("{config_path}.{k}");
-            Some(Microbatch {
-                event_time: reader.optional_string(config, "event_time", &key("event_time"))?,
-                batch_size: reader.optional_string(config, "batch_size", &key("batch_size"))?,
-                lookback: reader
-                    .optional_count(config, "lookback", &key("lookback"))?
-                    .unwrap_or(DEFAULT_LOOKBACK),
-                begin: reader.optional_string(config, "begin", &key("begin"))?,
-            })
+            Some(Window::microbatch(
+                reader.optional_string(config, "event_time", &key("event_time"))?,
+                reader
+                    .optional_string(config, "batch_size", &key("batch_size"))?
+                    .as_deref(),
+                reader.optional_count(config, "lookback", &key("lookback"))?,
+                reader.optional_string(config, "begin", &key("begin"))?,
+            ))
         }
         _ => None,
     };
@@ -236,6 +236,7 @@ fn read_node(
     }
     let file =
         reader.optional_string(fields, "original_file_path", &field("original_file_path"))?;
+    let window = Window::of_model(materialized.as_deref(), microbatch, raw_sql.as_deref());
 
     let mut relation_name =
         reader.optional_string(fields, "relation_name", &field("relation_name"))?;
@@ -251,7 +252,7 @@ fn read_node(
         relation_name,
         materialized,
         incremental_strategy,
-        microbatch,
+        window,
         owner,
         sql,
         schedule: None,
@@ -322,6 +323,7 @@ fn meta_owner(fields: Option<&Map<String, Value>>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lineage::{Period, WindowSource, DEFAULT_LOOKBACK};
 
     fn manifest(nodes: &str) -> String {
         format!(
@@ -410,28 +412,53 @@ mod tests {
         let contents = parse_by_walking(&text, "microbatch_manifest.json").unwrap();
         let node = |id: &str| contents.nodes.iter().find(|n| n.unique_id == id).unwrap();
         assert_eq!(
-            node("model.shop.fct_daily_events").microbatch,
-            Some(Microbatch {
-                event_time: Some("happened_at".into()),
-                batch_size: Some("day".into()),
+            node("model.shop.fct_daily_events").window,
+            Some(Window {
+                column: Some("happened_at".into()),
+                period: Some(Period::Day),
                 lookback: 1,
-                begin: Some("2024-01-01".into()),
+                source: WindowSource::Microbatch {
+                    begin: Some("2024-01-01".into())
+                },
             })
         );
         // No lookback in the config: dbt's default.
-        assert_eq!(
-            node("model.shop.fct_weekly")
-                .microbatch
-                .as_ref()
-                .unwrap()
-                .lookback,
-            DEFAULT_LOOKBACK
-        );
+        let weekly = node("model.shop.fct_weekly").window.clone().unwrap();
+        assert_eq!(weekly.lookback, DEFAULT_LOOKBACK);
+        assert_eq!(weekly.period, Some(Period::Month));
         // A view with an event_time is not a microbatch model.
-        assert_eq!(node("model.shop.stg_events").microbatch, None);
+        assert_eq!(node("model.shop.stg_events").window, None);
         let bad = text.replace("\"lookback\": 1", "\"lookback\": \"one\"");
         let error = parse_by_walking(&bad, "bad.json").unwrap_err().to_string();
         assert!(error.contains("lookback"), "{error}");
+    }
+
+    #[test]
+    fn an_incremental_models_filter_is_its_window_and_both_readers_read_it() {
+        let text = manifest(
+            r#"{"model.x.fct": {"resource_type": "model", "name": "fct",
+                 "config": {"materialized": "incremental", "incremental_strategy": "merge"},
+                 "raw_code": "select * from {{ ref('stg') }}\n{% if is_incremental() %}\nwhere loaded_at >= (select max(loaded_at) from {{ this }}) - interval '1 day'\n{% endif %}"},
+                "model.x.tbl": {"resource_type": "model", "name": "tbl",
+                 "config": {"materialized": "table"},
+                 "raw_code": "select 1 {% if is_incremental() %} where t >= current_date - 2 {% endif %}"}}"#,
+        );
+        assert_readers_agree(&text, "filter manifest");
+        let contents = parse_by_walking(&text, "m.json").unwrap();
+        let node = |name: &str| contents.nodes.iter().find(|n| n.name == name).unwrap();
+        let window = node("fct").window.clone().unwrap();
+        assert_eq!(window.lookback, 1);
+        assert_eq!(window.column.as_deref(), Some("loaded_at"));
+        assert_eq!(
+            window.source,
+            WindowSource::Filter {
+                text: "loaded_at >= (select max(loaded_at) from {{ this }}) - interval '1 day'"
+                    .into(),
+                anchor: crate::lineage::Anchor::NewestRow,
+            }
+        );
+        // Only an incremental model has a window.
+        assert_eq!(node("tbl").window, None);
     }
 
     #[test]

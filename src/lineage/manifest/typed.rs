@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{is_relation, ManifestContents, NodeKind, OLDEST_SCHEMA};
-use crate::lineage::{Microbatch, Node, DEFAULT_LOOKBACK};
+use crate::lineage::{Node, Window};
 
 type Section = BTreeMap<String, RawNode>;
 
@@ -139,25 +139,26 @@ fn node(unique_id: String, raw: RawNode) -> Node {
             .unwrap_or(&unique_id)
             .to_string()
     });
-    let (materialized, incremental_strategy, config_meta, microbatch) =
-        match raw.config {
-            Some(config) => {
-                let microbatch = (config.incremental_strategy.as_deref() == Some("microbatch"))
-                    .then(|| Microbatch {
-                        event_time: config.event_time,
-                        batch_size: config.batch_size,
-                        lookback: config.lookback.unwrap_or(DEFAULT_LOOKBACK),
-                        begin: config.begin,
-                    });
-                (
-                    config.materialized,
-                    config.incremental_strategy,
-                    config.meta,
-                    microbatch,
-                )
-            }
-            None => (None, None, None, None),
-        };
+    let (materialized, incremental_strategy, config_meta, microbatch) = match raw.config {
+        Some(config) => {
+            let microbatch =
+                (config.incremental_strategy.as_deref() == Some("microbatch")).then(|| {
+                    Window::microbatch(
+                        config.event_time,
+                        config.batch_size.as_deref(),
+                        config.lookback,
+                        config.begin,
+                    )
+                });
+            (
+                config.materialized,
+                config.incremental_strategy,
+                config.meta,
+                microbatch,
+            )
+        }
+        None => (None, None, None, None),
+    };
     let owner = if kind == NodeKind::Exposure {
         raw.owner
             .and_then(|owner| owner.name.filter(|n| !n.is_empty()).or(owner.email))
@@ -165,6 +166,7 @@ fn node(unique_id: String, raw: RawNode) -> Node {
         meta_owner(config_meta.as_ref()).or_else(|| meta_owner(raw.meta.as_ref()))
     };
     let raw_sql = raw.raw_code.clone().or_else(|| raw.raw_sql.clone());
+    let window = Window::of_model(materialized.as_deref(), microbatch, raw_sql.as_deref());
     let sql = [
         raw.compiled_code,
         raw.compiled_sql,
@@ -196,7 +198,7 @@ fn node(unique_id: String, raw: RawNode) -> Node {
         relation_name,
         materialized,
         incremental_strategy,
-        microbatch,
+        window,
         owner,
         sql,
         schedule: None,
