@@ -1,55 +1,16 @@
 //! The ticketing story, headless, through the real binary: the engine must tell it on
 //! its own from what the scenario does to the data.
 
-use std::path::Path;
-use std::process::Command;
-
 use serde_json::Value;
 
-fn dataward(args: &[&str], data_dir: &Path) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_dataward"))
-        .args(args)
-        .arg("--data-dir")
-        .arg(data_dir)
-        .output()
-        .expect("the binary runs")
-}
+mod story;
+use story::{at, dataward, first};
 
-fn run_story(data_dir: &Path) -> Vec<Value> {
-    let out = dataward(
-        &[
-            "demo",
-            "ticketing",
-            "--headless",
-            "--json",
-            "--approve-as",
-            "analytics-owner",
-            "--speed",
-            "1000000",
-        ],
-        data_dir,
-    );
-    assert!(
-        out.status.success(),
-        "demo failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("every line is JSON"))
-        .collect()
-}
-
-fn first<'a>(events: &'a [Value], name: &str) -> &'a Value {
+fn run_story(data_dir: &std::path::Path) -> Vec<Value> {
+    let events = story::headless("ticketing", "analytics-owner", data_dir);
+    // Nothing of the other story reaches this one.
+    story::assert_none_of(story::PAYOUTS_WORDS, &events);
     events
-        .iter()
-        .find(|e| e["event"] == name)
-        .unwrap_or_else(|| panic!("no {name} event"))
-}
-
-fn at(e: &Value) -> &str {
-    e["at"].as_str().unwrap()
 }
 
 #[test]

@@ -108,12 +108,73 @@ fn an_approved_hold_survives_a_restart_and_the_incident_still_resolves() {
     assert_eq!(count(dir.path(), "receipt"), 1);
 }
 
+/// A story played headless by the crash tests, and what it must leave behind once.
+struct Headless {
+    args: &'static [&'static str],
+    /// The story proper starts here (the warm-up before it is not worth a kill).
+    start: chrono::NaiveDateTime,
+    /// Each decision, once: proposal and verdict.
+    decisions: &'static [(&'static str, &'static str)],
+    /// Chain records of these kinds, once each.
+    once: &'static [&'static str],
+}
+
+fn ticketing() -> Headless {
+    Headless {
+        args: HEADLESS,
+        start: start(),
+        decisions: &[
+            ("INC-0001-P1", "approved"),
+            ("INC-0001-P2", "approved"),
+            ("INC-0001-P3", "forwarded"),
+        ],
+        once: &[
+            "dispatch",
+            "run_queued",
+            "run",
+            "incident_resolved",
+            "receipt",
+        ],
+    }
+}
+
+fn payouts() -> Headless {
+    Headless {
+        args: &[
+            "demo",
+            "payouts",
+            "--headless",
+            "--json",
+            "--approve-as",
+            "payouts-owner",
+            "--speed",
+            "100000000",
+        ],
+        start: chrono::NaiveDate::from_ymd_opt(2026, 11, 28)
+            .unwrap()
+            .and_hms_opt(13, 30, 0)
+            .unwrap(),
+        decisions: &[
+            ("INC-0001-P2", "forwarded"),
+            ("INC-0001-P3", "approved"),
+            ("INC-0001-P4", "approved"),
+        ],
+        once: &["backfill_queued", "run", "incident_resolved", "receipt"],
+    }
+}
+
 /// Kills the headless story with SIGKILL `kills` times, restarting it with the same
 /// command each time, then lets it finish. Each kill comes once the run has played
 /// `minutes(r)` more virtual minutes (r pseudo-random), plus up to `max_delay` ms: so the
 /// kills spread over the whole story whatever the machine's speed, landing while it
 /// starts up, reads itself back, polls, decides and runs.
-fn story_survives_kills(kills: u32, speed: &str, minutes: &dyn Fn(u64) -> i64, max_delay: u64) {
+fn story_survives_kills(
+    story: &Headless,
+    kills: u32,
+    speed: &str,
+    minutes: &dyn Fn(u64) -> i64,
+    max_delay: u64,
+) {
     let dir = tempfile::tempdir().unwrap();
     let mut seed: u64 = 0x5eed;
     let mut random = |bound: u64| {
@@ -122,8 +183,8 @@ fn story_survives_kills(kills: u32, speed: &str, minutes: &dyn Fn(u64) -> i64, m
             .wrapping_add(1442695040888963407);
         (seed >> 33) % bound
     };
-    let mut slowed: Vec<&str> = HEADLESS.to_vec();
-    let at = slowed.iter().position(|a| *a == "1000000").unwrap();
+    let mut slowed: Vec<&str> = story.args.to_vec();
+    let at = slowed.iter().position(|a| *a == "--speed").unwrap() + 1;
     slowed[at] = speed;
     for kill in 1..=kills {
         let from = demo_clock(dir.path());
@@ -137,7 +198,7 @@ fn story_survives_kills(kills: u32, speed: &str, minutes: &dyn Fn(u64) -> i64, m
             .unwrap();
         let advance = minutes(random(1 << 20));
         let target = from.map(|at| at + TimeDelta::minutes(advance));
-        while advance > 0 && demo_clock(dir.path()) < target.or(Some(start())) {
+        while advance > 0 && demo_clock(dir.path()) < target.or(Some(story.start)) {
             assert!(
                 child.try_wait().unwrap().is_none(),
                 "the story ended before kill {kill} of {kills}"
@@ -160,7 +221,9 @@ fn story_survives_kills(kills: u32, speed: &str, minutes: &dyn Fn(u64) -> i64, m
         "the kills never reached the incident (demo clock at {:?})",
         demo_clock(dir.path())
     );
-    let out = dataward(&slowed, dir.path());
+    let mut full_speed = story.args.to_vec();
+    full_speed[at] = "100000000";
+    let out = dataward(&full_speed, dir.path());
     assert!(
         out.status.success(),
         "the resumed story failed: {}",
@@ -183,25 +246,20 @@ fn story_survives_kills(kills: u32, speed: &str, minutes: &dyn Fn(u64) -> i64, m
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(
-        decisions,
-        vec![
-            ("INC-0001-P1".to_string(), "approved".to_string()),
-            ("INC-0001-P2".to_string(), "approved".to_string()),
-            ("INC-0001-P3".to_string(), "forwarded".to_string()),
-        ],
-        "each decision once"
-    );
-    assert_eq!(count(d, "dispatch"), 1, "one dispatch");
-    assert_eq!(count(d, "run_queued"), 1, "one run queued");
-    assert_eq!(count(d, "run"), 1, "one run");
-    assert_eq!(count(d, "incident_resolved"), 1);
-    assert_eq!(count(d, "receipt"), 1);
+    let expected: Vec<(String, String)> = story
+        .decisions
+        .iter()
+        .map(|(p, v)| (p.to_string(), v.to_string()))
+        .collect();
+    assert_eq!(decisions, expected, "each decision once");
+    for kind in story.once {
+        assert_eq!(count(d, kind), 1, "one {kind}");
+    }
     let runs: i64 = rusqlite::Connection::open(d.join("estate/control.db"))
         .unwrap()
         .query_row("SELECT count(*) FROM run", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(runs, 1, "the scheduler ran the job once");
+    assert_eq!(runs, 1, "the scheduler ran the approved run once");
     let verify = dataward(&["verify", "--json"], d);
     assert_eq!(
         verify.status.code(),
@@ -232,7 +290,14 @@ fn demo_clock(dir: &Path) -> Option<chrono::NaiveDateTime> {
 fn the_headless_story_killed_20_times_completes_once() {
     // One to five minutes a run: about an hour of the 100-minute story is played by
     // runs that are killed, the rest by the last one.
-    story_survives_kills(20, "1200", &|r| 1 + r as i64 % 5, 40);
+    story_survives_kills(&ticketing(), 20, "1200", &|r| 1 + r as i64 % 5, 40);
+}
+
+#[test]
+fn the_headless_payouts_story_killed_20_times_completes_once() {
+    // Half an hour to two and a half hours a run, in five-minute turns: about a day
+    // of the weekend is played by runs that are killed, the rest by the last one.
+    story_survives_kills(&payouts(), 20, "36000", &|r| 30 * (1 + r as i64 % 5), 40);
 }
 
 #[test]
@@ -240,7 +305,7 @@ fn the_headless_story_killed_20_times_completes_once() {
 fn the_headless_story_killed_200_times_completes_once() {
     // A third of the runs play one more minute, the rest are killed within 30 ms of
     // starting: about 67 minutes of the story, and many kills during start-up.
-    story_survives_kills(200, "600", &|r| i64::from(r % 3 == 0), 30);
+    story_survives_kills(&ticketing(), 200, "600", &|r| i64::from(r % 3 == 0), 30);
 }
 
 /// Puts the engine in the state a kill leaves: an approval's intent committed, the

@@ -141,6 +141,31 @@ fn real_manifests_keep_node_fields() {
 }
 
 #[test]
+fn a_models_key_comes_from_its_unique_key_or_its_unique_test_on_real_manifests() {
+    let Some(path) = shared_manifest("jaffle_shop-manifest.json") else {
+        return;
+    };
+    let lineage = Lineage::load(&path, None).unwrap();
+    let key = |name: &str| lineage.key_of(lineage.resolve(name).unwrap());
+    // jaffle_shop declares its keys with `unique` tests.
+    assert_eq!(key("model.jaffle_shop.orders").as_deref(), Some("order_id"));
+    assert_eq!(
+        key("model.jaffle_shop.stg_customers").as_deref(),
+        Some("customer_id")
+    );
+    assert_eq!(key("model.jaffle_shop.metricflow_time_spine"), None);
+    let Some(path) = shared_manifest("hubspot-manifest.json") else {
+        return;
+    };
+    let lineage = Lineage::load(&path, None).unwrap();
+    // hubspot's incremental models set `unique_key`.
+    let node = lineage
+        .resolve("model.hubspot.hubspot__daily_ticket_history")
+        .unwrap();
+    assert_eq!(lineage.key_of(node).as_deref(), Some("ticket_day_id"));
+}
+
+#[test]
 fn resolution_on_real_manifests() {
     let Some(path) = shared_manifest("hubspot-manifest.json") else {
         return;

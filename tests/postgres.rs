@@ -18,7 +18,7 @@ use dataward::engine::Engine;
 use dataward::monitor::poller::Poller;
 use dataward::monitor::{Health, Observation};
 use dataward::warehouse::postgres::PostgresWarehouse;
-use dataward::warehouse::{CastTarget, Relation, Warehouse, WarehouseError};
+use dataward::warehouse::{CastTarget, KeyGap, Relation, Warehouse, WarehouseError};
 use support::pg::{start_or_skip, PgServer};
 
 /// Sunday 02:30 UTC: Saturday is the last complete day.
@@ -646,6 +646,50 @@ fn half_the_new_rows_null_in_one_column_is_high_over_the_window() {
     assert_eq!(zip.verdict, VerdictKind::Ok, "{zip:#?}");
     // Volume is unaffected.
     assert_eq!(find(&obs, CheckKind::Volume, None).verdict, VerdictKind::Ok);
+}
+
+#[test]
+fn missing_keys_counts_what_upstream_holds_that_the_model_has_on_no_day() {
+    let Some(pg) =
+        start_or_skip("missing_keys_counts_what_upstream_holds_that_the_model_has_on_no_day")
+    else {
+        return;
+    };
+    // Upstream: events of accounts on two days, one of them a timestamptz, the other
+    // column of the model a date. The model holds events 1 and 4 (the latter on the
+    // wrong day: held is held) and none of account 8's.
+    pg.execute(
+        "CREATE SCHEMA raw; CREATE SCHEMA analytics;
+         CREATE TABLE raw.\"Events\" (\"Event_id\" int, account_id int, at timestamptz);
+         INSERT INTO raw.\"Events\" VALUES
+           (1, 7, '2026-11-28 00:00:00+00'), (2, 7, '2026-11-28 13:00:00+00'),
+           (3, 8, '2026-11-28 23:59:59+00'), (4, 8, '2026-11-28 10:00:00+00'),
+           (5, 8, '2026-11-29 00:00:00+00'), (NULL, 9, '2026-11-28 12:00:00+00');
+         CREATE TABLE analytics.fct (\"Event_id\" int, account_id int, day date);
+         INSERT INTO analytics.fct VALUES (1, 7, '2026-11-28'), (4, 8, '2026-11-27'), (NULL, 9, '2026-11-28');",
+    );
+    let warehouse = PostgresWarehouse::new(&pg.url, 2, Duration::from_secs(10)).unwrap();
+    let (from, into) = (
+        Relation::parse("raw.Events").unwrap(),
+        Relation::parse("analytics.fct").unwrap(),
+    );
+    let also = vec!["account_id".to_string()];
+    let gap = |day: &str| {
+        warehouse
+            .missing_keys(&KeyGap {
+                from: &from,
+                from_time: "at",
+                into: &into,
+                day: day.parse().unwrap(),
+                key: "Event_id",
+                also: &also,
+            })
+            .unwrap()
+    };
+    // Saturday: 2 and 3 are missing, of accounts 7 and 8; a null key is no row.
+    assert_eq!(gap("2026-11-28"), vec![2, 2]);
+    assert_eq!(gap("2026-11-29"), vec![1, 1]);
+    assert_eq!(gap("2026-11-30"), vec![0, 0]);
 }
 
 /// Values that cast and values that do not, for every target `count_uncastable` judges.

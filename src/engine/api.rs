@@ -129,6 +129,16 @@ pub enum EventKind {
     Receipt {
         incident: String,
     },
+    /// An approved backfill was queued with the scheduler, after copies of the tables
+    /// it rewrites were taken: `copies` are its undo.
+    BackfillQueued {
+        incident: String,
+        proposal: String,
+        command: String,
+        run: i64,
+        copies: Vec<String>,
+        seq: u64,
+    },
     /// A breach downstream of an incident's table (or a model its run could not
     /// rebuild) joined the incident instead of opening one of its own.
     Symptom {

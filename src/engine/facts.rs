@@ -80,6 +80,23 @@ impl Engine {
             })
             .map(figure)
             .collect();
+        // Each short day of the table's volume check in this poll, oldest first.
+        let short_days = self
+            .latest
+            .values()
+            .filter(|o| {
+                o.monitor == observation.monitor
+                    && o.at == observation.at
+                    && o.check == CheckKind::Volume
+            })
+            .flat_map(|o| {
+                o.detail
+                    .days
+                    .iter()
+                    .filter(|d| d.verdict == crate::detect::VerdictKind::Low)
+                    .map(|d| figure(&super::symptoms::on_day(o, Some(&d.day))))
+            })
+            .collect();
         let table_changes = changes(&observation.monitor)?;
         let warehouse = config.map(|m| m.warehouse.clone()).unwrap_or_default();
         // What this poll's schema changes break in the models that read the table.
@@ -109,6 +126,7 @@ impl Engine {
             table: observation.table.clone(),
             breach: figure(observation),
             others,
+            short_days,
             source_table,
             source_changes,
             table_changes,
@@ -117,7 +135,10 @@ impl Engine {
             writers: self.writers(&observation.table),
             upstream_incident: self.upstream_incident(&observation.table),
             broken_uses,
-            incremental: self.incremental(&observation.table),
+            incremental: self.incremental(&observation.table).map(|mut model| {
+                model.missing = self.missing_rows(&figure(observation), &model);
+                model
+            }),
         })
     }
 
@@ -173,6 +194,73 @@ impl Engine {
             file: node.file.clone(),
             window: window.clone(),
             parents,
+            missing: None,
+        })
+    }
+
+    /// For a model short on a whole day its upstream holds in full: the rows the
+    /// upstream table holds that day which the model has on no day, by the model's key,
+    /// and across how many values of the id columns both share. None without a key, a
+    /// timestamp column upstream, or both tables in one warehouse.
+    fn missing_rows(
+        &self,
+        breach: &crate::incident::diagnosis::Figure,
+        model: &crate::incident::diagnosis::IncrementalFacts,
+    ) -> Option<crate::incident::diagnosis::MissingRows> {
+        use crate::detect::VerdictKind;
+        if breach.check != CheckKind::Volume || breach.verdict != VerdictKind::Low || breach.partial
+        {
+            return None;
+        }
+        let day = breach.day.as_deref()?;
+        let parent = model.parents.iter().find(|p| p.day == day && p.ok)?;
+        let lineage = self.lineage.as_ref()?;
+        let key = lineage.key_of(lineage.resolve(&breach.table).ok()?)?;
+        let monitor_of = |table: &str| self.config.monitor.iter().find(|m| m.table == table);
+        let (upstream, below) = (monitor_of(&parent.table)?, monitor_of(&breach.table)?);
+        if upstream.warehouse != below.warehouse {
+            return None;
+        }
+        let warehouse = self.poller.warehouse(&below.warehouse)?;
+        let (from, into) = (
+            crate::warehouse::Relation::parse(&parent.table).ok()?,
+            crate::warehouse::Relation::parse(&breach.table).ok()?,
+        );
+        let ids = |relation| -> Option<Vec<String>> {
+            Some(
+                warehouse
+                    .columns(relation)
+                    .ok()?
+                    .into_iter()
+                    .map(|c| c.name)
+                    .filter(|name| name.to_lowercase().ends_with("_id"))
+                    .collect(),
+            )
+        };
+        let upstream_ids = ids(&from)?;
+        if !upstream_ids.iter().any(|c| c.eq_ignore_ascii_case(&key)) {
+            return None;
+        }
+        let also: Vec<String> = ids(&into)?
+            .into_iter()
+            .filter(|c| !c.eq_ignore_ascii_case(&key) && upstream_ids.contains(c))
+            .take(3)
+            .collect();
+        let counts = warehouse
+            .missing_keys(&crate::warehouse::KeyGap {
+                from: &from,
+                from_time: upstream.timestamp_column.as_deref()?,
+                into: &into,
+                day: chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d").ok()?,
+                key: &key,
+                also: &also,
+            })
+            .ok()?;
+        Some(crate::incident::diagnosis::MissingRows {
+            from: parent.table.clone(),
+            day: day.to_string(),
+            key: (key, counts[0]),
+            across: also.into_iter().zip(counts[1..].iter().copied()).collect(),
         })
     }
 

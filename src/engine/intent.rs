@@ -326,13 +326,21 @@ impl Engine {
             return Ok(Vec::new());
         };
         let incident = self.incidents[i].id.clone();
-        self.record(
+        let seq = self.record(
             "backfill_queued",
             ENGINE_ACTOR,
             json!({"incident": incident, "proposal": proposal, "run": run, "job": job,
                    "command": command, "versions": versions,
                    "undo": "roll back restores these copies"}),
         )?;
+        let event = self.event(EventKind::BackfillQueued {
+            incident,
+            proposal: proposal.to_string(),
+            command,
+            run,
+            copies: versions.iter().map(|v| v.copy.clone()).collect(),
+            seq,
+        });
         self.incidents[i].versions = versions.to_vec();
         self.incidents[i].run = Some(RunState {
             id: run,
@@ -340,7 +348,7 @@ impl Engine {
             after_recovery: true,
             finished: None,
         });
-        Ok(Vec::new())
+        Ok(vec![event])
     }
 
     /// Records what a finished effect means, inside the outcome's transaction.

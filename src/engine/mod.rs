@@ -124,6 +124,10 @@ struct Incident {
     /// When it resolved: the copies are dropped once `[verify] retention` has passed.
     #[serde(default)]
     resolved_at: Option<String>,
+    /// What its diagnosis rests on ([`diagnosis::Facts::grounds`]): when these change,
+    /// the cause is re-stated.
+    #[serde(default)]
+    grounds: Vec<String>,
 }
 
 pub struct Engine {
@@ -489,10 +493,16 @@ impl Engine {
             return Ok(Vec::new());
         };
         let diagnosis = diagnosis::diagnose(&facts);
-        if !diagnosis
+        let grounds = facts.grounds();
+        let sharper = diagnosis
             .kind
-            .more_specific_than(self.incidents[i].diagnosis.kind)
-        {
+            .more_specific_than(self.incidents[i].diagnosis.kind);
+        // The same cause on new grounds (a check joined the breach, a short day ended)
+        // is re-stated with its figures; its proposals stand.
+        let restated = diagnosis.kind == self.incidents[i].diagnosis.kind
+            && grounds != self.incidents[i].grounds
+            && diagnosis.cause != self.incidents[i].diagnosis.cause;
+        if !sharper && !restated {
             return Ok(Vec::new());
         }
         let id = self.incidents[i].id.clone();
@@ -507,6 +517,19 @@ impl Engine {
             evidence: diagnosis.evidence.clone(),
         })];
         let mut incident = self.incidents[i].clone();
+        incident.grounds = grounds;
+        if !sharper {
+            // Evidence accumulates: what was shown before (with the notes its
+            // assessment added) stays, and the new figures follow it.
+            incident.diagnosis.cause = diagnosis.cause;
+            for line in diagnosis.evidence {
+                if !incident.diagnosis.evidence.contains(&line) {
+                    incident.diagnosis.evidence.push(line);
+                }
+            }
+            self.incidents[i] = incident;
+            return Ok(events);
+        }
         incident.diagnosis = diagnosis;
         let before = incident.proposals.len();
         self.assess(&mut incident, &facts);
@@ -567,6 +590,7 @@ impl Engine {
         }));
 
         let mut incident = Incident::opened(&id, observation, &expected, &self.now, diagnosis);
+        incident.grounds = facts.grounds();
         self.assess(&mut incident, &facts);
         events.extend(self.record_assessment(&incident, 0)?);
         self.incidents.push(incident);
@@ -659,6 +683,25 @@ impl Engine {
             .collect();
         if let Some(column) = &column {
             self.judge_against_data(incident, &blast, column);
+        }
+        // A model missing rows: everything built from it is short of the same rows.
+        if let Some(missing) = facts.incremental.as_ref().and_then(|m| {
+            let missing = m.missing.as_ref()?;
+            Some(format!(
+                "built from {}, which is missing {} on {}{}",
+                m.model,
+                missing.keys(),
+                missing.day,
+                missing.across()
+            ))
+        }) {
+            for node in incident
+                .blast
+                .iter_mut()
+                .filter(|n| matches!(n.kind.as_str(), "model" | "exposure" | "dashboard"))
+            {
+                node.finding.get_or_insert_with(|| missing.clone());
+            }
         }
         if approve::autonomy(&self.config, &facts.table) < 2 {
             return;
@@ -1018,6 +1061,7 @@ impl Incident {
             merged_into: None,
             versions: Vec::new(),
             resolved_at: None,
+            grounds: Vec::new(),
         }
     }
 

@@ -445,7 +445,7 @@ fn first_reason(message: &str) -> &str {
 
 /// A volume observation as it judged one of its days, with that day as its headline: a
 /// symptom is about the day that breached, whatever day is the headline now.
-fn on_day(o: &Observation, day: Option<&str>) -> Observation {
+pub(super) fn on_day(o: &Observation, day: Option<&str>) -> Observation {
     let mut o = o.clone();
     let Some(judged) = day
         .and_then(|d| o.detail.days.iter().find(|j| j.day == d))

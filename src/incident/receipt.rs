@@ -523,6 +523,9 @@ fn markdown(receipt: &Sanitized<Receipt>) -> String {
         }
     }
     md.push_str("\n## Undo\n\n");
+    if r.undo.is_empty() {
+        md.push_str("- Nothing was rolled back; each change above names its undo.\n");
+    }
     for u in &r.undo {
         md.push_str(&format!(
             "- {} {} (chain #{})\n",

@@ -118,6 +118,28 @@ pub struct Node {
     pub file: Option<String>,
     /// Column types from the catalog, in the table's order; empty without a catalog.
     pub columns: Vec<CatalogColumn>,
+    /// A model's `unique_key` config when it names one column.
+    pub unique_key: Option<String>,
+    /// A test node that is dbt's `unique` test: the column it checks.
+    pub unique_test: Option<String>,
+}
+
+impl Lineage {
+    /// The column that identifies one row of a model: its single-column `unique_key`,
+    /// else the column a `unique` test on it alone checks.
+    pub fn key_of(&self, model: NodeIndex) -> Option<String> {
+        let node = self.node(model);
+        node.unique_key.clone().or_else(|| {
+            self.graph
+                .neighbors_directed(model, petgraph::Direction::Outgoing)
+                .filter(|&test| {
+                    self.graph
+                        .neighbors_directed(test, petgraph::Direction::Incoming)
+                        .all(|parent| parent == model)
+                })
+                .find_map(|test| self.node(test).unique_test.clone())
+        })
+    }
 }
 
 impl Node {
@@ -440,6 +462,8 @@ impl Lineage {
             raw_sql: None,
             file: None,
             columns: Vec::new(),
+            unique_key: None,
+            unique_test: None,
         })
     }
 

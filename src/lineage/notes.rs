@@ -243,6 +243,8 @@ impl Notes {
                 raw_sql: None,
                 file: None,
                 columns: Vec::new(),
+                unique_key: None,
+                unique_test: None,
             }));
         }
         for (reader, &reader_index) in self.readers.iter().zip(&reader_nodes) {

@@ -664,6 +664,7 @@ owner = "analytics-owner"
                     ok: true,
                     share: Some(101.0),
                 }],
+                missing: None,
             }),
             ..Facts::default()
         };

@@ -135,6 +135,13 @@ pub trait Warehouse: Send {
         target_type: &str,
     ) -> Result<Option<Uncastable>, WarehouseError>;
 
+    /// What one table holds on a day that another has not got: the distinct values of
+    /// `gap.key` in `gap.from` on that UTC day (by its timestamp `gap.from_time`) that
+    /// `gap.into` holds on no day, and across how many distinct values of each of
+    /// `gap.also` they fall. Counts in that order, the key's first. One read-only
+    /// query.
+    fn missing_keys(&self, gap: &KeyGap) -> Result<Vec<u64>, WarehouseError>;
+
     // The only writing calls: a copy of a table before a change, the table put back from
     // it, the copy dropped. Each is one transaction and touches only the table named and
     // copies named by [`version_name`].
@@ -166,6 +173,54 @@ pub trait Warehouse: Send {
         relation: &Relation,
         tag: &str,
     ) -> Result<Option<TableVersion>, WarehouseError>;
+}
+
+/// Which rows of one table another is missing, for [`Warehouse::missing_keys`].
+pub struct KeyGap<'a> {
+    pub from: &'a Relation,
+    pub from_time: &'a str,
+    pub into: &'a Relation,
+    pub day: chrono::NaiveDate,
+    pub key: &'a str,
+    pub also: &'a [String],
+}
+
+impl KeyGap<'_> {
+    /// `count(DISTINCT col)` for the key and each of `also`, with `quote` for names.
+    fn counts(&self, quote: fn(&str) -> String) -> String {
+        std::iter::once(self.key)
+            .chain(self.also.iter().map(String::as_str))
+            .map(|c| format!("count(DISTINCT {})", quote(c)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The day as Unix seconds from its start to the next day's.
+    fn bounds(&self) -> (i64, i64) {
+        let start = self
+            .day
+            .and_hms_opt(0, 0, 0)
+            .expect("midnight")
+            .and_utc()
+            .timestamp();
+        (start, start + 86_400)
+    }
+
+    /// The query, with `epoch` turning the from-table's time column into seconds and
+    /// `?1`/`?2` (or `$1`/`$2`) left for the day's bounds.
+    fn sql(&self, quote: fn(&str) -> String, epoch: &str, params: (&str, &str)) -> String {
+        let key = quote(self.key);
+        format!(
+            "SELECT {counts} FROM {from} WHERE {epoch} >= {start} AND {epoch} < {end} \
+             AND {key} IS NOT NULL \
+             AND {key} NOT IN (SELECT {key} FROM {into} WHERE {key} IS NOT NULL)",
+            counts = self.counts(quote),
+            from = self.from.quoted(),
+            into = self.into.quoted(),
+            start = params.0,
+            end = params.1,
+        )
+    }
 }
 
 /// A copy of a table taken before a change, to restore it exactly.

@@ -16,9 +16,9 @@ use postgres::{Client, NoTls};
 
 use super::{
     changed_copy, check_restorable, column_list, is_version_name, null_counts_sql, parse_day,
-    quote_ident, version_name, CastTarget, Column, DayCount, NullCounts, Relation, TableVersion,
-    Uncastable, Warehouse, WarehouseError, BOOLEAN_WORDS, DATE_WORDS, EARLIER, UNCASTABLE_EXAMPLES,
-    VERSIONS,
+    quote_ident, version_name, CastTarget, Column, DayCount, KeyGap, NullCounts, Relation,
+    TableVersion, Uncastable, Warehouse, WarehouseError, BOOLEAN_WORDS, DATE_WORDS, EARLIER,
+    UNCASTABLE_EXAMPLES, VERSIONS,
 };
 
 pub struct PostgresWarehouse {
@@ -369,6 +369,24 @@ impl Warehouse for PostgresWarehouse {
             rows: row.get::<_, i64>(0) as u64,
             examples: row.get(1),
         }))
+    }
+
+    fn missing_keys(&self, gap: &KeyGap) -> Result<Vec<u64>, WarehouseError> {
+        let sql = gap.sql(
+            quote_ident,
+            &epoch_sql(gap.from_time),
+            ("$1::float8", "$2::float8"),
+        );
+        let (start, end) = gap.bounds();
+        let row = self.with_client(|c| {
+            let mut tx = c.build_transaction().read_only(true).start()?;
+            let row = tx.query_one(&sql, &[&(start as f64), &(end as f64)]);
+            tx.rollback()?;
+            row
+        })?;
+        Ok((0..=gap.also.len())
+            .map(|i| row.get::<_, i64>(i) as u64)
+            .collect())
     }
 
     fn snapshot_table(

@@ -17,8 +17,8 @@ use chrono::{NaiveTime, Timelike};
 
 use super::{
     changed_copy, check_restorable, column_list, is_version_name, null_counts_sql, parse_day,
-    quote_ident, version_name, CastTarget, Column, DayCount, NullCounts, Relation, TableVersion,
-    Uncastable, Warehouse, WarehouseError, EARLIER, UNCASTABLE_EXAMPLES, VERSIONS,
+    quote_ident, version_name, CastTarget, Column, DayCount, KeyGap, NullCounts, Relation,
+    TableVersion, Uncastable, Warehouse, WarehouseError, EARLIER, UNCASTABLE_EXAMPLES, VERSIONS,
 };
 
 pub struct SqliteWarehouse {
@@ -233,6 +233,19 @@ impl Warehouse for SqliteWarehouse {
             });
         }
         Ok(out)
+    }
+
+    fn missing_keys(&self, gap: &KeyGap) -> Result<Vec<u64>, WarehouseError> {
+        let conn = self.connect()?;
+        let sql = gap.sql(quote_ident, &epoch_sql(gap.from_time), ("?1", "?2"));
+        let (start, end) = gap.bounds();
+        let columns = 1 + gap.also.len();
+        conn.query_row(&sql, rusqlite::params![start, end], |r| {
+            (0..columns)
+                .map(|i| r.get::<_, i64>(i).map(|n| n as u64))
+                .collect()
+        })
+        .map_err(query_error)
     }
 
     /// SQLite has no regular expressions: the values come back as text and are checked
@@ -825,6 +838,38 @@ mod tests {
 
     fn day(text: &str) -> chrono::NaiveDate {
         parse_day(text).unwrap()
+    }
+
+    #[test]
+    fn missing_keys_counts_what_one_table_holds_on_a_day_that_the_other_has_on_none() {
+        let (_dir, wh) = payments();
+        let conn = wh.connect().unwrap();
+        // The model holds payment 1 (Monday) and payment 4 (on Tuesday): of Monday's
+        // 1, 2 and 3, it is missing 2 and 3, of one zip code (3's is null).
+        conn.execute_batch(
+            "CREATE TABLE fct (id INTEGER, zip_code TEXT, at TEXT);
+             INSERT INTO fct VALUES (1, '1000', '2024-05-13T00:00:00Z'), (4, NULL, '2024-05-14');",
+        )
+        .unwrap();
+        let (from, into) = (
+            Relation::parse("payments").unwrap(),
+            Relation::parse("fct").unwrap(),
+        );
+        let gap = |day: &str, also: &[String]| {
+            wh.missing_keys(&KeyGap {
+                from: &from,
+                from_time: "at",
+                into: &into,
+                day: parse_day(day).unwrap(),
+                key: "id",
+                also,
+            })
+            .unwrap()
+        };
+        assert_eq!(gap("2024-05-13", &["zip_code".to_string()]), vec![2, 1]);
+        // Tuesday: 5 and 6 missing (4 is held); 5 was stored as Unix seconds.
+        assert_eq!(gap("2024-05-14", &[]), vec![2]);
+        assert_eq!(gap("2024-05-20", &[]), vec![0]);
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The ticketing story driven through the library, minute by minute, for tests that
-//! need to act between the engine's turns.
+//! The demo stories for tests: the ticketing story driven through the library, minute
+//! by minute, for tests that need to act between the engine's turns; and either story
+//! played headless through the real binary.
 
 #![allow(dead_code)]
 
@@ -107,3 +108,75 @@ pub fn count(dir: &Path, kind: &str) -> i64 {
     })
     .unwrap()
 }
+
+/// Runs the binary with `args` on the data directory `dir`.
+pub fn dataward(args: &[&str], dir: &Path) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_dataward"))
+        .args(args)
+        .arg("--data-dir")
+        .arg(dir)
+        .output()
+        .expect("the binary runs")
+}
+
+/// Plays `story` headless as fast as it goes, with the stand-in playing `owner`; every
+/// line of the timeline, parsed.
+pub fn headless(story: &str, owner: &str, dir: &Path) -> Vec<serde_json::Value> {
+    let out = dataward(
+        &[
+            "demo",
+            story,
+            "--headless",
+            "--json",
+            "--approve-as",
+            owner,
+            "--speed",
+            "100000000",
+        ],
+        dir,
+    );
+    assert!(
+        out.status.success(),
+        "demo {story} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every line is JSON"))
+        .collect()
+}
+
+/// The first event named `name`.
+pub fn first<'a>(events: &'a [serde_json::Value], name: &str) -> &'a serde_json::Value {
+    events
+        .iter()
+        .find(|e| e["event"] == name)
+        .unwrap_or_else(|| panic!("no {name} event"))
+}
+
+/// Every event named `name`.
+pub fn all<'a>(events: &'a [serde_json::Value], name: &str) -> Vec<&'a serde_json::Value> {
+    events.iter().filter(|e| e["event"] == name).collect()
+}
+
+/// When an event happened.
+pub fn at(e: &serde_json::Value) -> &str {
+    e["at"].as_str().unwrap()
+}
+
+/// A story's words that must never show up in another's output.
+pub fn assert_none_of(words: &[&str], events: &[serde_json::Value]) {
+    let text = serde_json::to_string(events).unwrap().to_lowercase();
+    for word in words {
+        assert!(
+            !text.contains(&word.to_lowercase()),
+            "{word:?} reached another story's output"
+        );
+    }
+}
+
+/// The ticketing story's own words.
+pub const TICKETING_WORDS: &[&str] = &["ticketing", "seat_section", "FLOOR-A", "int_seat_map"];
+/// The courier payouts story's own words.
+pub const PAYOUTS_WORDS: &[&str] = &["courier", "payout", "fct_deliveries", "signing key"];

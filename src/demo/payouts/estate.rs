@@ -209,7 +209,7 @@ pub struct ModelFile {
 pub const DELIVERIES: ModelFile = ModelFile {
     name: "fct_deliveries",
     path: "models/marts/fct_deliveries.sql",
-    sql: "{{ config(materialized='incremental', incremental_strategy='microbatch', event_time='delivered_at', batch_size='day', lookback=1, begin='2026-10-25') }}
+    sql: "{{ config(materialized='incremental', incremental_strategy='microbatch', event_time='delivered_at', batch_size='day', lookback=1, begin='2026-10-25', unique_key='delivery_id') }}
 
 select
     delivery_id,
@@ -328,7 +328,8 @@ fn manifest() -> Value {
         deliveries: model(&DELIVERIES, json!({
             "materialized": "incremental", "incremental_strategy": "microbatch",
             "event_time": "delivered_at", "batch_size": "day", "lookback": 1,
-            "begin": "2026-10-25", "meta": {"owner": "payouts-owner"}
+            "begin": "2026-10-25", "unique_key": "delivery_id",
+            "meta": {"owner": "payouts-owner"}
         }), &[source]),
         payouts: model(&PAYOUTS, json!({
             "materialized": "table", "meta": {"owner": "payouts-owner"}
@@ -339,6 +340,8 @@ fn manifest() -> Value {
             "database": "warehouse", "schema": "analytics",
             "config": {"materialized": "test", "severity": "ERROR"},
             "depends_on": {"macros": [], "nodes": [deliveries]},
+            "column_name": "delivery_id", "attached_node": deliveries,
+            "test_metadata": {"name": "not_null", "kwargs": {"column_name": "delivery_id"}},
             "raw_code": "{{ test_not_null(**_dbt_generic_test_kwargs) }}"
         }
     });

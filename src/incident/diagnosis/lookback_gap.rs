@@ -67,6 +67,15 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
             thousands(p.rows)
         )
     }));
+    if let Some(missing) = model.missing.as_ref().filter(|m| m.day == day) {
+        evidence.push(format!(
+            "{} holds {} on {day} that {} has on no day{}",
+            missing.from,
+            missing.keys(),
+            model.model,
+            missing.across()
+        ));
+    }
     evidence.push(match &window.source {
         WindowSource::Microbatch { .. } => format!(
             "{} is a microbatch model: batch_size = {unit}, lookback = {}",
@@ -185,6 +194,7 @@ mod tests {
                 ok: true,
                 share: Some(101.0),
             }],
+            missing: None,
         });
         f
     }
@@ -217,6 +227,26 @@ mod tests {
         assert_eq!(
             reach_needed("2026-11-28", "2026-11-30T02:40:00Z", Period::Day),
             Some(2)
+        );
+    }
+
+    #[test]
+    fn what_upstream_holds_that_the_model_has_not_is_counted_in_its_keys() {
+        let mut f = gap();
+        f.incremental.as_mut().unwrap().missing = Some(MissingRows {
+            from: "raw.events".into(),
+            day: "2026-11-28".into(),
+            key: ("event_id".into(), 1_204),
+            across: vec![("account_id".into(), 57)],
+        });
+        let d = diagnose(&f).unwrap();
+        assert!(
+            d.evidence.contains(
+                &"raw.events holds 1,204 event_id values on 2026-11-28 that fct_daily has on no day, across 57 account_id values"
+                    .to_string()
+            ),
+            "{:#?}",
+            d.evidence
         );
     }
 

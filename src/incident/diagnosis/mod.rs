@@ -19,6 +19,7 @@ mod upstream;
 use serde::{Deserialize, Serialize};
 
 use crate::detect::SchemaChange;
+use crate::monitor::thousands;
 pub use figure::{when, Figure};
 pub use lookback_gap::reach_needed;
 
@@ -30,6 +31,9 @@ pub struct Facts {
     pub breach: Figure,
     /// The latest current figure of each of the table's other checks (never a stale one).
     pub others: Vec<Figure>,
+    /// volume: each day of the table's latest volume check that is short, oldest first.
+    /// The check's headline names one day; a stall leaves several short.
+    pub short_days: Vec<Figure>,
     /// The upstream table the monitor names as its source, if any.
     pub source_table: Option<String>,
     /// Schema changes seen on the upstream table, with when they were seen.
@@ -51,6 +55,37 @@ pub struct Facts {
     pub incremental: Option<IncrementalFacts>,
 }
 
+impl Facts {
+    /// What a diagnosis rests on, in kind: which checks breach, on which days, and
+    /// whether a day was still going. A cause is re-stated when these change, not each
+    /// time its figures move within them.
+    pub fn grounds(&self) -> Vec<String> {
+        let mut grounds: Vec<String> = std::iter::once(&self.breach)
+            .chain(&self.others)
+            .chain(&self.short_days)
+            .filter(|f| f.verdict.is_breach())
+            .map(|f| {
+                format!(
+                    "{}{}{}{}",
+                    f.check.as_str(),
+                    f.column
+                        .as_deref()
+                        .map(|c| format!("({c})"))
+                        .unwrap_or_default(),
+                    f.day
+                        .as_deref()
+                        .map(|d| format!(" {d}"))
+                        .unwrap_or_default(),
+                    if f.partial { " so far" } else { "" }
+                )
+            })
+            .collect();
+        grounds.sort();
+        grounds.dedup();
+        grounds
+    }
+}
+
 /// An incremental model and how far back its runs reach, for the lookback rule.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IncrementalFacts {
@@ -60,6 +95,40 @@ pub struct IncrementalFacts {
     pub window: crate::lineage::Window,
     /// The nearest upstream tables with a volume check, and how each day looked there.
     pub parents: Vec<ParentDay>,
+    /// What an upstream table holds on the short day that the model has not got.
+    pub missing: Option<MissingRows>,
+}
+
+/// Rows an upstream table holds on a day that a model is missing, by the model's key.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MissingRows {
+    pub from: String,
+    pub day: String,
+    /// The model's key column, and how many of its values are missing.
+    pub key: (String, u64),
+    /// Other id columns both tables hold, and across how many of their values the
+    /// missing rows fall.
+    pub across: Vec<(String, u64)>,
+}
+
+impl MissingRows {
+    /// "62 delivery_id values".
+    pub fn keys(&self) -> String {
+        format!("{} {} values", thousands(self.key.1 as f64), self.key.0)
+    }
+
+    /// ", across 45 courier_id values", or nothing without other id columns.
+    pub fn across(&self) -> String {
+        if self.across.is_empty() {
+            return String::new();
+        }
+        let across: Vec<String> = self
+            .across
+            .iter()
+            .map(|(column, n)| format!("{} {column} values", thousands(*n as f64)))
+            .collect();
+        format!(", across {}", across.join(" and "))
+    }
 }
 
 /// One day of an upstream table's volume, as its latest check judged it.

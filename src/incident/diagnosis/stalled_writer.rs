@@ -26,17 +26,30 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
             ": its writer has stalled (no writer is named in the notes; add a [[writer]] entry)",
         ),
     }
-    let short = std::iter::once(&facts.breach)
+    // What should have landed since is missing: every short day, not just the one the
+    // volume check's headline names.
+    let headline = std::iter::once(&facts.breach)
         .chain(&facts.others)
         .find(|f| f.check == CheckKind::Volume && f.verdict == VerdictKind::Low);
-    if let Some(volume) = short {
-        if let Some(share) = volume.share() {
-            cause.push_str(&format!(
-                "; {} at {}% of the usual",
-                volume.subject(),
-                share
-            ));
-        }
+    let short: Vec<&Figure> = if facts.short_days.is_empty() {
+        headline.into_iter().collect()
+    } else {
+        facts.short_days.iter().collect()
+    };
+    let days: Vec<String> = short
+        .iter()
+        .filter_map(|f| {
+            let day = f.day.as_deref()?;
+            let until = if f.partial {
+                format!(" up to {}", f.at.get(11..16)?)
+            } else {
+                String::new()
+            };
+            Some(format!("on {day}{until} at {}% of the usual", f.share()?))
+        })
+        .collect();
+    if !days.is_empty() {
+        cause.push_str(&format!("; rows loaded into {table} {}", days.join(", ")));
     }
     let mut evidence = vec![late.sentence()];
     evidence.extend(
@@ -81,6 +94,35 @@ mod tests {
         );
         assert!(d.evidence[0].starts_with("time since raw.payments last loaded reached 1d00h"));
         assert!(!d.cause.contains("check its writers"));
+    }
+
+    #[test]
+    fn a_stall_over_midnight_names_every_short_day() {
+        let late = figure(CheckKind::Freshness, 45_000.0, VerdictKind::Late, 180.0);
+        let mut f = facts(late);
+        let day = |day: &str, rows: f64, partial: bool| {
+            let mut v = figure(CheckKind::Volume, rows, VerdictKind::Low, 1_000.0);
+            v.day = Some(day.into());
+            v.partial = partial;
+            v
+        };
+        f.short_days = vec![
+            day("2026-11-23", 580.0, false),
+            day("2026-11-24", 0.0, true),
+        ];
+        let d = diagnose(&f).unwrap();
+        assert!(
+            d.cause.ends_with(
+                "; rows loaded into raw.payments on 2026-11-23 at 58% of the usual, on 2026-11-24 up to 14:10 at 0% of the usual"
+            ),
+            "{}",
+            d.cause
+        );
+        let grounds = f.grounds();
+        assert_eq!(
+            grounds,
+            ["freshness", "volume 2026-11-23", "volume 2026-11-24 so far"]
+        );
     }
 
     #[test]

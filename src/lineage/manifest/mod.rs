@@ -259,7 +259,38 @@ fn read_node(
         raw_sql,
         file,
         columns: Vec::new(),
+        unique_key: unique_key(config.and_then(|c| c.get("unique_key"))),
+        unique_test: unique_test(fields.get("test_metadata"), fields.get("column_name")),
     })
+}
+
+/// A model's `unique_key` when it is one column (`"id"` or `["id"]`); a key of several
+/// columns identifies no single entity, so it is left out. Read leniently: it is a hint.
+pub(super) fn unique_key(value: Option<&Value>) -> Option<String> {
+    match value? {
+        Value::String(column) if !column.trim().is_empty() => Some(column.trim().to_string()),
+        Value::Array(columns) if columns.len() == 1 => unique_key(columns.first()),
+        _ => None,
+    }
+}
+
+/// The column a generic `unique` test checks: its `column_name`, or the test's
+/// `kwargs.column_name`.
+pub(super) fn unique_test(metadata: Option<&Value>, column_name: Option<&Value>) -> Option<String> {
+    let metadata = metadata?;
+    if metadata.get("name").and_then(Value::as_str) != Some("unique") {
+        return None;
+    }
+    column_name
+        .and_then(Value::as_str)
+        .or_else(|| {
+            metadata
+                .get("kwargs")
+                .and_then(|k| k.get("column_name"))
+                .and_then(Value::as_str)
+        })
+        .map(|c| c.trim_matches('"').to_string())
+        .filter(|c| !c.is_empty())
 }
 
 /// Only these kinds are tables or views in the warehouse. Tests and ephemeral models
@@ -459,6 +490,35 @@ mod tests {
         );
         // Only an incremental model has a window.
         assert_eq!(node("tbl").window, None);
+    }
+
+    #[test]
+    fn a_models_key_is_its_one_column_unique_key_or_a_unique_test() {
+        let text = manifest(
+            r#"{"model.x.one": {"resource_type": "model", "name": "one",
+                 "config": {"materialized": "incremental", "unique_key": "event_id"}},
+                "model.x.listed": {"resource_type": "model", "name": "listed",
+                 "config": {"materialized": "incremental", "unique_key": ["event_id"]}},
+                "model.x.pair": {"resource_type": "model", "name": "pair",
+                 "config": {"materialized": "incremental", "unique_key": ["day", "account_id"]}},
+                "test.x.unique_pair_row_id": {"resource_type": "test", "name": "unique_pair_row_id",
+                 "column_name": "row_id", "test_metadata": {"name": "unique", "kwargs": {"column_name": "row_id"}},
+                 "depends_on": {"nodes": ["model.x.pair"]}},
+                "test.x.not_null_pair_day": {"resource_type": "test", "name": "not_null_pair_day",
+                 "column_name": "day", "test_metadata": {"name": "not_null"},
+                 "depends_on": {"nodes": ["model.x.pair"]}}}"#,
+        );
+        assert_readers_agree(&text, "keys manifest");
+        let contents = parse_by_walking(&text, "m.json").unwrap();
+        let node = |name: &str| contents.nodes.iter().find(|n| n.name == name).unwrap();
+        assert_eq!(node("one").unique_key.as_deref(), Some("event_id"));
+        assert_eq!(node("listed").unique_key.as_deref(), Some("event_id"));
+        assert_eq!(node("pair").unique_key, None, "two columns are no one key");
+        assert_eq!(
+            node("unique_pair_row_id").unique_test.as_deref(),
+            Some("row_id")
+        );
+        assert_eq!(node("not_null_pair_day").unique_test, None);
     }
 
     #[test]

@@ -40,6 +40,8 @@ struct RawMetadata {
 #[derive(Deserialize)]
 struct RawNode {
     resource_type: Option<String>,
+    test_metadata: Option<Value>,
+    column_name: Option<Value>,
     name: Option<String>,
     config: Option<RawConfig>,
     /// Free-form user data: any shape is accepted, only a string `owner` is used.
@@ -68,6 +70,7 @@ struct RawConfig {
     batch_size: Option<String>,
     lookback: Option<u32>,
     begin: Option<String>,
+    unique_key: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -139,6 +142,8 @@ fn node(unique_id: String, raw: RawNode) -> Node {
             .unwrap_or(&unique_id)
             .to_string()
     });
+    let unique_test = super::unique_test(raw.test_metadata.as_ref(), raw.column_name.as_ref());
+    let unique_key = super::unique_key(raw.config.as_ref().and_then(|c| c.unique_key.as_ref()));
     let (materialized, incremental_strategy, config_meta, microbatch) = match raw.config {
         Some(config) => {
             let microbatch =
@@ -205,6 +210,8 @@ fn node(unique_id: String, raw: RawNode) -> Node {
         raw_sql,
         file: raw.original_file_path,
         columns: Vec::new(),
+        unique_key,
+        unique_test,
     }
 }
 
