@@ -191,3 +191,60 @@ fn every_terminating_signal_restores_the_terminal() {
         );
     }
 }
+
+/// A console whose terminal goes away (an SSH connection dropped, a tmux session
+/// killed) quits like on `q`, instead of living on with nobody to see it. Tried with
+/// the story over and the incident open (the engine then sends nothing), where the
+/// terminal's input could keep a console alive, reading a dead terminal forever.
+#[test]
+fn a_console_whose_terminal_is_gone_exits() {
+    if !tmux_available() {
+        return;
+    }
+    for round in 0..3 {
+        let name = format!("dataward-hangup-{}-{round}", std::process::id());
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let command = format!(
+            "sh -c 'echo $$ > {}; exec {} demo --speed 100000000 --data-dir {}'",
+            pid_file.display(),
+            env!("CARGO_BIN_EXE_dataward"),
+            dir.path().join("data").display()
+        );
+        tmux(&[
+            "new-session",
+            "-d",
+            "-s",
+            &name,
+            "-x",
+            "160",
+            "-y",
+            "50",
+            &command,
+        ]);
+        let session = Session(name);
+        let s = session.0.as_str();
+        wait_for(s, "the incident", |screen| screen.contains("INC-0001"));
+        tmux(&["send-keys", "-t", s, "Enter"]);
+        wait_for(s, "the story's end", |screen| {
+            screen.contains("2026-11-24T15:10:00Z")
+        });
+        let pid: i32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        tmux(&["kill-session", "-t", s]);
+        // Bounds a hung test only: the process must go away, not merely stop drawing.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        // SAFETY: signal 0 only asks whether the process exists.
+        while unsafe { libc::kill(pid, 0) } == 0 {
+            if std::time::Instant::now() > deadline {
+                // SAFETY: the console we started; it must not outlive the test.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                panic!("round {round}: the console outlived its terminal (pid {pid})");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+}

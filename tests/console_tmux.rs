@@ -296,3 +296,99 @@ fn a_console_starts_the_engine_and_a_second_one_attaches() {
     let farewell = wait_for(s2, "FAREWELL");
     assert!(farewell.contains("no engine is running"), "{farewell}");
 }
+
+/// The courier story in the console: the stalled stream opens an incident while it
+/// happens, the lookback gap follows on Monday, and the backfill is approved from the
+/// keyboard, run and verified.
+#[test]
+fn the_payouts_story_in_the_console_ends_with_a_backfill_approved_from_the_keyboard() {
+    if !tmux_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let name = format!("dataward-payouts-{}", std::process::id());
+    let command = format!(
+        "{} demo payouts --speed 36000 --data-dir {}",
+        env!("CARGO_BIN_EXE_dataward"),
+        dir.path().display()
+    );
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &name,
+        "-x",
+        "160",
+        "-y",
+        "50",
+        &command,
+    ]);
+    let session = Session(name);
+    let s = session.0.as_str();
+    let shown = wait_for(s, "INC-0001");
+    assert!(shown.contains("raw.courier_events"), "{shown}");
+    tmux(&["send-keys", "-t", s, "Enter"]);
+    wait_for(s, "Blast radius");
+    // Monday night: the cause is the lookback window, with its backfill.
+    let detail = wait_for(s, "lookback = 1");
+    assert!(
+        detail.contains("fct_deliveries is still short on"),
+        "{detail}"
+    );
+    assert!(detail.contains("fct_courier_payouts"), "{detail}");
+    // The proposals have the focus; the blast radius is the pane before them. It opens
+    // down to finance's workbook, with what it is short of.
+    tmux(&["send-keys", "-t", s, "BTab"]);
+    wait_for(s, "▸ Blast radius");
+    tmux(&["send-keys", "-t", s, "l"]);
+    let tree = wait_for(s, "finance_payout_workbook");
+    assert!(tree.contains("which is missing"), "{tree}");
+    // Proposals: the expired hold, the note, then the backfill.
+    tmux(&["send-keys", "-t", s, "Tab"]);
+    wait_for(s, "▸ Proposals");
+    tmux(&["send-keys", "-t", s, "Down", "Down"]);
+    let selected = wait_for(s, "INC-0001-P3 backfill");
+    assert!(selected.contains("pending"), "{selected}");
+    tmux(&["send-keys", "-t", s, "a"]);
+    wait_for(s, "reason");
+    tmux(&[
+        "send-keys",
+        "-t",
+        s,
+        "-l",
+        "Saturday's payouts go out today",
+    ]);
+    tmux(&["send-keys", "-t", s, "Enter"]);
+    wait_for(s, "✓ approved");
+    let conn = rusqlite::Connection::open(dir.path().join("dataward.db")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let resolved: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM chain WHERE kind = 'incident_resolved'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        if resolved == 1 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the backfill never resolved the incident:\n{}",
+            screen(s)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let queued: String = conn
+        .query_row(
+            "SELECT json_extract(payload, '$.command') FROM chain WHERE kind = 'backfill_queued'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(queued.starts_with("dbt build --select fct_deliveries+ --event-time-start"));
+    tmux(&["send-keys", "-t", s, "Escape"]);
+    wait_for(s, "Incidents");
+    quit(s);
+}

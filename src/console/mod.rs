@@ -50,8 +50,8 @@ pub struct ConsoleOptions {
 
 /// Redraw at most this often, however fast snapshots and keys arrive.
 const FRAME_INTERVAL: Duration = Duration::from_millis(16);
-/// How often the input thread looks up to see whether the console has closed or a quit
-/// signal came.
+/// How often the input thread looks up to see whether the console has closed, and the
+/// signal thread whether a quit signal came.
 const INPUT_POLL: Duration = Duration::from_millis(100);
 
 enum Message {
@@ -96,14 +96,11 @@ fn forward_engine(from_engine: Receiver<ServerMessage>, sender: Sender<Message>)
 }
 
 fn read_input(sender: Sender<Message>, stop: Arc<AtomicBool>) {
+    watch_quit_signals(sender.clone(), Arc::clone(&stop));
     thread::spawn(move || {
         while !stop.load(Ordering::Relaxed) {
-            if crate::signals::quit_signal().is_some() {
-                let _ = sender.send(Message::QuitSignal);
-                return;
-            }
-            // Poll with a timeout only so this thread notices the console closing or a
-            // quit signal; nothing is drawn on this tick.
+            // Poll with a timeout only so this thread notices the console closing;
+            // nothing is drawn on this tick.
             let message = match event::poll(INPUT_POLL) {
                 Ok(false) => continue,
                 Ok(true) => match event::read() {
@@ -116,6 +113,21 @@ fn read_input(sender: Sender<Message>, stop: Arc<AtomicBool>) {
             if sender.send(message).is_err() || failed {
                 return;
             }
+        }
+    });
+}
+
+/// Quit signals are watched on a thread of their own: when the terminal goes away
+/// (SIGHUP from a dropped SSH connection), crossterm can keep reading the dead terminal
+/// without ever returning, and a console waiting on it would live on unseen.
+fn watch_quit_signals(sender: Sender<Message>, stop: Arc<AtomicBool>) {
+    thread::spawn(move || {
+        while !stop.load(Ordering::Relaxed) {
+            if crate::signals::quit_signal().is_some() {
+                let _ = sender.send(Message::QuitSignal);
+                return;
+            }
+            thread::sleep(INPUT_POLL);
         }
     });
 }
