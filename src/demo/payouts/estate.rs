@@ -12,6 +12,7 @@ use rusqlite::{params, Connection};
 use serde_json::{json, Value};
 
 use crate::demo::control::ControlPlane;
+use crate::engine::timestamp as ts;
 
 /// The nightly dbt job, as the scheduler and the notes name it.
 pub const NIGHTLY_JOB: &str = "job.nightly_dbt";
@@ -104,10 +105,6 @@ pub fn deliveries(day: NaiveDate) -> Vec<Delivery> {
 
 /// The pick-up comes this long before the delivery.
 const RIDE: TimeDelta = TimeDelta::minutes(18);
-
-fn ts(at: NaiveDateTime) -> String {
-    at.format("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
 
 /// Lands the events of `from < event_at <= to` in raw.courier_events, as the stream
 /// does; events already there are left alone. Returns how many landed.

@@ -12,14 +12,11 @@ use super::estate::{land_events, Estate, NIGHTLY_JOB, STREAM};
 use super::{dbt, key_fixed, key_rotated};
 use crate::demo::control::ControlPlane;
 use crate::demo::scenario::World;
+use crate::engine::timestamp as ts;
 
 pub struct Couriers {
     estate: Estate,
     control: ControlPlane,
-}
-
-fn ts(at: NaiveDateTime) -> String {
-    at.format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 impl Couriers {

@@ -10,6 +10,7 @@ use rusqlite::{params, Connection};
 use super::estate::{run_models, Estate, Lcg, HOURLY_JOB, INITIAL_ORDERS, MOVER};
 use crate::demo::control::ControlPlane;
 use crate::demo::scenario::World;
+use crate::engine::timestamp as ts;
 /// The migration lands at 14:05 and the new arena's on-sale opens at 15:00.
 const MIGRATION_AT: (u32, u32) = (14, 5);
 const ONSALE_AT: (u32, u32) = (15, 0);
@@ -26,10 +27,6 @@ const ORDERS_PER_MINUTE: i64 = 12;
 pub struct Ticketing {
     estate: Estate,
     control: ControlPlane,
-}
-
-fn ts(at: NaiveDateTime) -> String {
-    at.format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 impl Ticketing {

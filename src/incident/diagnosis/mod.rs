@@ -112,12 +112,12 @@ pub struct MissingRows {
 }
 
 impl MissingRows {
-    /// "62 delivery_id values".
+    /// "62 payment_id values".
     pub fn keys(&self) -> String {
         format!("{} {} values", thousands(self.key.1 as f64), self.key.0)
     }
 
-    /// ", across 45 courier_id values", or nothing without other id columns.
+    /// ", across 45 customer_id values", or nothing without other id columns.
     pub fn across(&self) -> String {
         if self.across.is_empty() {
             return String::new();
