@@ -18,7 +18,7 @@ use dataward::engine::Engine;
 use dataward::monitor::poller::Poller;
 use dataward::monitor::{Health, Observation};
 use dataward::warehouse::postgres::PostgresWarehouse;
-use dataward::warehouse::{CastTarget, KeyGap, Relation, Warehouse, WarehouseError};
+use dataward::warehouse::{CastTarget, DayCount, KeyGap, Relation, Warehouse, WarehouseError};
 use support::pg::{start_or_skip, PgServer};
 
 /// Sunday 02:30 UTC: Saturday is the last complete day.
@@ -646,6 +646,64 @@ fn half_the_new_rows_null_in_one_column_is_high_over_the_window() {
     assert_eq!(zip.verdict, VerdictKind::Ok, "{zip:#?}");
     // Volume is unaffected.
     assert_eq!(find(&obs, CheckKind::Volume, None).verdict, VerdictKind::Ok);
+}
+
+#[test]
+fn daily_counts_read_days_alike_from_timestamptz_timestamp_and_date_columns() {
+    let Some(pg) =
+        start_or_skip("daily_counts_read_days_alike_from_timestamptz_timestamp_and_date_columns")
+    else {
+        return;
+    };
+    // The same instants in three column types; one day before 1970 (a negative day
+    // number), midnights, and a row just before the next day.
+    pg.execute(
+        "CREATE TABLE days (tz timestamptz, ts timestamp, d date);
+         INSERT INTO days VALUES
+           ('1969-12-31 23:00:00+00', '1969-12-31 23:00:00', '1969-12-31'),
+           ('2026-11-28 00:00:00+00', '2026-11-28 00:00:00', '2026-11-28'),
+           ('2026-11-28 09:30:00+00', '2026-11-28 09:30:00', '2026-11-28'),
+           ('2026-11-28 23:59:59+00', '2026-11-28 23:59:59', '2026-11-28'),
+           ('2026-11-29 00:00:00+00', '2026-11-29 00:00:00', '2026-11-29');",
+    );
+    let warehouse = PostgresWarehouse::new(&pg.url, 2, Duration::from_secs(10)).unwrap();
+    let rel = Relation::parse("days").unwrap();
+    let ten = chrono::NaiveTime::from_hms_opt(10, 0, 0).unwrap();
+    let day = |d: &str, rows, before_cutoff, at_midnight| DayCount {
+        day: d.parse().unwrap(),
+        rows,
+        before_cutoff,
+        at_midnight,
+    };
+    let since = -86_400 * 2;
+    let timed = vec![
+        day("1969-12-31", 1, 0, 0),
+        day("2026-11-28", 3, 2, 1),
+        day("2026-11-29", 1, 1, 1),
+    ];
+    assert_eq!(
+        warehouse.daily_counts(&rel, "tz", since, ten).unwrap(),
+        timed
+    );
+    assert_eq!(
+        warehouse.daily_counts(&rel, "ts", since, ten).unwrap(),
+        timed
+    );
+    // Dates read as midnight: every row is before the cutoff and at midnight.
+    assert_eq!(
+        warehouse.daily_counts(&rel, "d", since, ten).unwrap(),
+        vec![
+            day("1969-12-31", 1, 1, 1),
+            day("2026-11-28", 3, 3, 3),
+            day("2026-11-29", 1, 1, 1),
+        ]
+    );
+    // Only the days from `since` on.
+    let from_2026 = 1_795_824_000; // 2026-11-28 00:00 UTC
+    assert_eq!(
+        warehouse.daily_counts(&rel, "tz", from_2026, ten).unwrap(),
+        timed[1..].to_vec()
+    );
 }
 
 #[test]
