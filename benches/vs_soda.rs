@@ -92,11 +92,22 @@ fn main() {
         let soda_run = soda
             .as_ref()
             .map(|soda| run_soda(soda, &server, &server_side, tables));
-        results.push((tables, three, five, soda_run));
+        results.push(Size {
+            tables,
+            three,
+            five,
+            soda: soda_run,
+        });
     }
 
     print_table(&results);
-    if let Some((tables, three, five, soda_run)) = results.last() {
+    if let Some(Size {
+        tables,
+        three,
+        five,
+        soda: soda_run,
+    }) = results.last()
+    {
         println!();
         println!(
             "where the server's time went at {tables} tables (pg_stat_statements; time spent planning and \
@@ -609,7 +620,16 @@ fn run_soda(
     })
 }
 
-fn print_table(results: &[(usize, Run, Run, Option<Result<Run, String>>)]) {
+/// The runs at one number of tables.
+struct Size {
+    tables: usize,
+    three: Run,
+    five: Run,
+    /// None: Soda was skipped for all sizes (said once, at the start).
+    soda: Option<Result<Run, String>>,
+}
+
+fn print_table(results: &[Size]) {
     println!(
         "{:>6}  {:<20} {:>7} {:>6} {:>8} {:>10} {:>16} {:>11}",
         "tables",
@@ -634,7 +654,13 @@ fn print_table(results: &[(usize, Run, Run, Option<Result<Run, String>>)]) {
             run.statements() as f64 / tables as f64
         );
     };
-    for (tables, three, five, soda) in results {
+    for Size {
+        tables,
+        three,
+        five,
+        soda,
+    } in results
+    {
         let tables = *tables;
         row(tables, "dataward, 3 checks", three);
         match soda {
