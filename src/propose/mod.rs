@@ -258,10 +258,18 @@ fn backfill(ctx: &Context) -> Option<Draft> {
         return None;
     }
     let model = ctx.facts.incremental.as_ref()?;
-    let day = ctx.facts.breach.day.as_deref()?;
-    let end = chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d")
+    // Every day beyond the runs' reach, as one range: a day between two short ones is
+    // rebuilt as it is.
+    let days = crate::incident::diagnosis::gap_days(ctx.facts);
+    let (first, last) = (days.first()?, days.last()?);
+    let end = chrono::NaiveDate::parse_from_str(last, "%Y-%m-%d")
         .ok()?
         .succ_opt()?;
+    let day = if first == last {
+        first.clone()
+    } else {
+        format!("{first} to {last}")
+    };
     let job = ctx.blast.nodes.iter().find(|n| n.kind == NodeKind::Job)?;
     let node = ctx.lineage.node(ctx.from);
     let mut tables: Vec<String> = std::iter::once(node)
@@ -284,7 +292,7 @@ fn backfill(ctx: &Context) -> Option<Draft> {
     let (command, title, undo) = match &model.window.source {
         WindowSource::Microbatch { .. } => {
             let command = format!(
-                "dbt build --select {name}+ --event-time-start {day} --event-time-end {end}"
+                "dbt build --select {name}+ --event-time-start {first} --event-time-end {end}"
             );
             let title = format!("Backfill {name} for {day}: `{command}`");
             (command, title, copies)
@@ -344,7 +352,9 @@ fn lookback_diff(ctx: &Context) -> Option<Draft> {
         return None;
     }
     let breach = &ctx.facts.breach;
-    let day = breach.day.as_deref()?;
+    // The oldest day beyond reach: the others are nearer.
+    let days = crate::incident::diagnosis::gap_days(ctx.facts);
+    let day = days.first()?.as_str();
     // The next daily run is a day later than now: it must reach one batch further.
     let needed = crate::incident::diagnosis::reach_needed(day, &breach.at, Period::Day)? + 1;
     let verify = format!(
@@ -634,6 +644,17 @@ owner = "analytics-owner"
     /// What is proposed when `model` is short on `day`, at 02:40 on 2026-11-30, while
     /// raw.events holds that day in full.
     fn proposed(lineage: &Lineage, model: &str, day: &str) -> Vec<Proposal> {
+        proposed_with(lineage, model, day, &[])
+    }
+
+    /// As [`proposed`], with more short days of the model (`(day, upstream ok)`) in the
+    /// same poll.
+    fn proposed_with(
+        lineage: &Lineage,
+        model: &str,
+        day: &str,
+        more: &[(&str, bool)],
+    ) -> Vec<Proposal> {
         let from = lineage.resolve(model).unwrap();
         let node = lineage.node(from);
         let table = format!("analytics.{model}");
@@ -657,17 +678,28 @@ owner = "analytics-owner"
                 model: node.name.clone(),
                 file: node.file.clone(),
                 window: node.window.clone().expect("a window"),
-                parents: vec![ParentDay {
-                    table: "raw.events".into(),
-                    day: day.into(),
-                    rows: 1_010.0,
-                    ok: true,
-                    share: Some(101.0),
-                }],
+                parents: std::iter::once((day, true))
+                    .chain(more.iter().copied())
+                    .map(|(day, ok)| ParentDay {
+                        table: "raw.events".into(),
+                        day: day.into(),
+                        rows: 1_010.0,
+                        ok,
+                        share: Some(101.0),
+                    })
+                    .collect(),
                 missing: None,
             }),
             ..Facts::default()
         };
+        let mut facts = facts;
+        facts.short_days = more
+            .iter()
+            .map(|(day, _)| Figure {
+                day: Some(day.to_string()),
+                ..facts.breach.clone()
+            })
+            .collect();
         let diagnosis = diagnosis::diagnose(&facts);
         assert_eq!(diagnosis.kind, CauseKind::LookbackGap, "{diagnosis:?}");
         let blast = lineage.blast_radius(from, None);
@@ -780,6 +812,39 @@ owner = "analytics-owner"
         assert_eq!(
             diff.title,
             "Raise fct_batched's lookback from 1 to 3: the next run rebuilds 2026-11-28"
+        );
+    }
+
+    #[test]
+    fn every_short_day_beyond_reach_is_backfilled_as_one_range() {
+        let lineage = lineage(ONE_DAY_BACK, "day");
+        // Monday 02:40: Thursday and Saturday are beyond a lookback of 1 with upstream
+        // whole; Friday's upstream is still short (not a gap yet); Sunday is in reach.
+        let proposals = proposed_with(
+            &lineage,
+            "fct_batched",
+            "2026-11-28",
+            &[
+                ("2026-11-26", true),
+                ("2026-11-27", false),
+                ("2026-11-29", true),
+            ],
+        );
+        let backfill = of_kind(&proposals, ProposalKind::Backfill)[0];
+        let command = "dbt build --select fct_batched+ --event-time-start 2026-11-26 --event-time-end 2026-11-29";
+        let ProposalBody::Backfill { command: found, .. } = &backfill.body else {
+            panic!("{backfill:?}");
+        };
+        assert_eq!(found, command);
+        assert_eq!(
+            backfill.title,
+            format!("Backfill fct_batched for 2026-11-26 to 2026-11-28: `{command}`")
+        );
+        // The next run must reach the oldest of them.
+        let diff = of_kind(&proposals, ProposalKind::Diff)[0];
+        assert_eq!(
+            diff.title,
+            "Raise fct_batched's lookback from 1 to 5: the next run rebuilds 2026-11-26"
         );
     }
 

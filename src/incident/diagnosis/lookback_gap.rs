@@ -12,24 +12,13 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
     let breach = &facts.breach;
     let model = facts.incremental.as_ref()?;
     let window = &model.window;
-    if breach.check != CheckKind::Volume || breach.verdict != VerdictKind::Low || breach.partial {
+    if !beyond_reach(model, breach) {
         return None;
     }
     let day = breach.day.as_deref()?;
-    // A day before the first batch is one the model is not meant to hold.
-    if before_begin(window, day) {
-        return None;
-    }
     let upstream: Vec<&ParentDay> = model.parents.iter().filter(|p| p.day == day).collect();
-    if upstream.is_empty() || !upstream.iter().all(|p| p.ok) {
-        return None;
-    }
     let period = window.period?;
     let behind = periods_back(day, &breach.at, period)?;
-    if behind <= i64::from(window.lookback) {
-        // A scheduled run still reaches it: not a gap (yet).
-        return None;
-    }
     let parents = upstream
         .iter()
         .map(|p| match p.share {
@@ -67,6 +56,14 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
             thousands(p.rows)
         )
     }));
+    let others: Vec<String> = gap_days(facts).into_iter().filter(|d| d != day).collect();
+    if !others.is_empty() {
+        evidence.push(format!(
+            "{} is short beyond the runs' reach on {} too",
+            model.model,
+            others.join(", ")
+        ));
+    }
     if let Some(missing) = model.missing.as_ref().filter(|m| m.day == day) {
         evidence.push(format!(
             "{} holds {} on {day} that {} has on no day{}",
@@ -87,6 +84,47 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
         ),
     });
     Some(Diagnosis::of(CauseKind::LookbackGap, cause, evidence))
+}
+
+/// Is `short` (a short day of the model) one its upstream holds in full while no
+/// scheduled run reaches back to it any more?
+fn beyond_reach(model: &IncrementalFacts, short: &Figure) -> bool {
+    let window = &model.window;
+    if short.check != CheckKind::Volume || short.verdict != VerdictKind::Low || short.partial {
+        return false;
+    }
+    let Some(day) = short.day.as_deref() else {
+        return false;
+    };
+    // A day before the first batch is one the model is not meant to hold.
+    if before_begin(window, day) {
+        return false;
+    }
+    let mut upstream = model.parents.iter().filter(|p| p.day == day).peekable();
+    if upstream.peek().is_none() || !upstream.all(|p| p.ok) {
+        return false;
+    }
+    // A scheduled run that still reaches it makes it no gap (yet).
+    window
+        .period
+        .and_then(|period| periods_back(day, &short.at, period))
+        .is_some_and(|behind| behind > i64::from(window.lookback))
+}
+
+/// Every day a backfill must rebuild, oldest first: the breach's and each other short
+/// day of the model that is beyond the runs' reach too.
+pub fn gap_days(facts: &Facts) -> Vec<String> {
+    let Some(model) = facts.incremental.as_ref() else {
+        return Vec::new();
+    };
+    let mut days: Vec<String> = std::iter::once(&facts.breach)
+        .chain(&facts.short_days)
+        .filter(|f| beyond_reach(model, f))
+        .filter_map(|f| f.day.clone())
+        .collect();
+    days.sort();
+    days.dedup();
+    days
 }
 
 /// How the window was found and what each run reads, in words: ("is built in daily

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::detect::SchemaChange;
 use crate::monitor::thousands;
 pub use figure::{when, Figure};
-pub use lookback_gap::reach_needed;
+pub use lookback_gap::{gap_days, reach_needed};
 
 /// What the engine found around a breach.
 #[derive(Debug, Clone, Default)]
