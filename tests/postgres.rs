@@ -649,6 +649,48 @@ fn half_the_new_rows_null_in_one_column_is_high_over_the_window() {
 }
 
 #[test]
+fn load_times_are_distinct_minutes_alike_from_timestamptz_timestamp_and_date_columns() {
+    let Some(pg) = start_or_skip(
+        "load_times_are_distinct_minutes_alike_from_timestamptz_timestamp_and_date_columns",
+    ) else {
+        return;
+    };
+    // Two rows in one minute, one 30 s before 1970 (a negative minute), and a null.
+    pg.execute(
+        "CREATE TABLE loads (tz timestamptz, ts timestamp, d date);
+         INSERT INTO loads VALUES
+           ('1969-12-31 23:59:30+00', '1969-12-31 23:59:30', '1969-12-31'),
+           ('2026-11-28 09:30:05+00', '2026-11-28 09:30:05', '2026-11-28'),
+           ('2026-11-28 09:30:55+00', '2026-11-28 09:30:55', '2026-11-28'),
+           ('2026-11-28 09:45:00+00', '2026-11-28 09:45:00', '2026-11-29'),
+           (NULL, NULL, NULL);",
+    );
+    let warehouse = PostgresWarehouse::new(&pg.url, 2, Duration::from_secs(10)).unwrap();
+    let rel = Relation::parse("loads").unwrap();
+    let (nine_thirty, nine_forty_five) = (1_795_858_200, 1_795_859_100);
+    let timed = vec![nine_forty_five, nine_thirty, -60];
+    assert_eq!(
+        warehouse.load_times(&rel, "tz", -86_400, 10).unwrap(),
+        timed
+    );
+    assert_eq!(
+        warehouse.load_times(&rel, "ts", -86_400, 10).unwrap(),
+        timed
+    );
+    // Newest first, at most `limit`, none before `since`.
+    assert_eq!(
+        warehouse.load_times(&rel, "tz", -86_400, 2).unwrap(),
+        timed[..2]
+    );
+    assert_eq!(warehouse.load_times(&rel, "tz", 0, 10).unwrap(), timed[..2]);
+    // Dates are midnights.
+    assert_eq!(
+        warehouse.load_times(&rel, "d", -86_400, 10).unwrap(),
+        vec![1_795_910_400, 1_795_824_000, -86_400]
+    );
+}
+
+#[test]
 fn daily_counts_read_days_alike_from_timestamptz_timestamp_and_date_columns() {
     let Some(pg) =
         start_or_skip("daily_counts_read_days_alike_from_timestamptz_timestamp_and_date_columns")
