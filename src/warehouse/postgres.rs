@@ -24,11 +24,39 @@ use super::{
 pub struct PostgresWarehouse {
     config: postgres::Config,
     /// Idle connections, ready for the next check.
-    idle: Mutex<Vec<Client>>,
+    idle: Mutex<Vec<Pooled>>,
     max_idle: usize,
     statement_timeout: Duration,
     queries: AtomicU64,
 }
+
+/// A connection with the statements prepared on it: a query asked of every table each
+/// poll (the columns from the catalog) is parsed and planned by the server once per
+/// connection instead of every time.
+struct Pooled {
+    client: Client,
+    prepared: std::collections::HashMap<&'static str, postgres::Statement>,
+}
+
+impl Pooled {
+    fn prepared(&mut self, sql: &'static str) -> Result<postgres::Statement, postgres::Error> {
+        if let Some(statement) = self.prepared.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.client.prepare(sql)?;
+        self.prepared.insert(sql, statement.clone());
+        Ok(statement)
+    }
+}
+
+/// A table's columns, in order, as `information_schema` names their types.
+const COLUMNS_SQL: &str = "SELECT column_name::text, upper(data_type::text),
+        character_maximum_length::int4,
+        numeric_precision::int4, numeric_scale::int4
+ FROM information_schema.columns
+ WHERE table_schema::text = coalesce($1::text, current_schema()::text)
+   AND table_name::text = $2::text
+ ORDER BY ordinal_position";
 
 impl PostgresWarehouse {
     /// `url` is a libpq-style URL or key=value string. It is parsed here, never logged:
@@ -84,25 +112,33 @@ impl PostgresWarehouse {
         &self,
         f: impl Fn(&mut Client) -> Result<T, postgres::Error>,
     ) -> Result<T, WarehouseError> {
+        self.with_pooled(|pooled| f(&mut pooled.client))
+    }
+
+    /// [`Self::with_client`], with the connection's prepared statements at hand.
+    fn with_pooled<T>(
+        &self,
+        f: impl Fn(&mut Pooled) -> Result<T, postgres::Error>,
+    ) -> Result<T, WarehouseError> {
         let pooled = self.idle.lock().expect("pool lock").pop();
-        let (client, result) = match pooled.filter(|c| !c.is_closed()) {
-            Some(mut client) => {
+        let (pooled, result) = match pooled.filter(|p| !p.client.is_closed()) {
+            Some(mut pooled) => {
                 self.queries.fetch_add(1, Ordering::Relaxed);
-                let result = f(&mut client);
+                let result = f(&mut pooled);
                 match result {
                     // A pooled connection that broke while idle (a server restart
                     // closes them all) is not a failed connection attempt: run once
                     // more on a fresh one before calling the warehouse unreachable.
-                    Err(e) if client.is_closed() || is_io(&e) => self.run_fresh(&f)?,
-                    result => (client, result),
+                    Err(e) if pooled.client.is_closed() || is_io(&e) => self.run_fresh(&f)?,
+                    result => (pooled, result),
                 }
             }
             None => self.run_fresh(&f)?,
         };
-        if !client.is_closed() {
+        if !pooled.client.is_closed() {
             let mut idle = self.idle.lock().expect("pool lock");
             if idle.len() < self.max_idle {
-                idle.push(client);
+                idle.push(pooled);
             }
         }
         result.map_err(classify)
@@ -110,12 +146,15 @@ impl PostgresWarehouse {
 
     fn run_fresh<T>(
         &self,
-        f: &impl Fn(&mut Client) -> Result<T, postgres::Error>,
-    ) -> Result<(Client, Result<T, postgres::Error>), WarehouseError> {
-        let mut client = self.connect()?;
+        f: &impl Fn(&mut Pooled) -> Result<T, postgres::Error>,
+    ) -> Result<(Pooled, Result<T, postgres::Error>), WarehouseError> {
+        let mut pooled = Pooled {
+            client: self.connect()?,
+            prepared: std::collections::HashMap::new(),
+        };
         self.queries.fetch_add(1, Ordering::Relaxed);
-        let result = f(&mut client);
-        Ok((client, result))
+        let result = f(&mut pooled);
+        Ok((pooled, result))
     }
 
     fn connect(&self) -> Result<Client, WarehouseError> {
@@ -216,17 +255,11 @@ impl Warehouse for PostgresWarehouse {
     }
 
     fn columns(&self, relation: &Relation) -> Result<Vec<Column>, WarehouseError> {
-        let rows = self.with_client(|c| {
-            c.query(
-                "SELECT column_name::text, upper(data_type::text),
-                        character_maximum_length::int4,
-                        numeric_precision::int4, numeric_scale::int4
-                 FROM information_schema.columns
-                 WHERE table_schema::text = coalesce($1::text, current_schema()::text)
-                   AND table_name::text = $2::text
-                 ORDER BY ordinal_position",
-                &[&relation.schema, &relation.table],
-            )
+        let rows = self.with_pooled(|pooled| {
+            let statement = pooled.prepared(COLUMNS_SQL)?;
+            pooled
+                .client
+                .query(&statement, &[&relation.schema, &relation.table])
         })?;
         Ok(rows
             .iter()
