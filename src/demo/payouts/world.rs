@@ -10,7 +10,7 @@ use chrono::{NaiveDateTime, Timelike};
 
 use super::estate::{land_events, Estate, NIGHTLY_JOB, STREAM};
 use super::{dbt, key_fixed, key_rotated};
-use crate::demo::control::ControlPlane;
+use crate::demo::control::{status_of, ControlPlane};
 use crate::demo::scenario::World;
 use crate::engine::timestamp as ts;
 
@@ -57,15 +57,12 @@ impl Couriers {
     }
 
     /// Carries out a run: the job's own build, or the exact command it was queued with.
-    fn run(&self, command: Option<&str>, now: NaiveDateTime) -> (&'static str, String) {
-        let outcome = match command {
+    fn run(&self, command: Option<&str>, now: NaiveDateTime) -> Result<String, String> {
+        match command {
             Some(command) => dbt::command(&self.estate, command, now),
             None => dbt::nightly(&self.estate, now),
-        };
-        match outcome {
-            Ok(detail) => ("success", detail),
-            Err(e) => ("failed", format!("{e:#}")),
         }
+        .map_err(|e| format!("{e:#}"))
     }
 }
 
@@ -73,23 +70,17 @@ impl World for Couriers {
     fn step(&mut self, now: NaiveDateTime) -> Result<Vec<String>> {
         let mut happened = self.stream(now)?;
         if (now.hour(), now.minute()) == (2, 0) && !self.control.is_paused(NIGHTLY_JOB)? {
-            let (status, detail) = self.run(None, now);
+            let (status, detail) = status_of(self.run(None, now));
             self.control
                 .record_pipeline(NIGHTLY_JOB, status, &ts(now))?;
             happened.push(format!(
                 "scheduler: nightly dbt job {status}: {detail}; source freshness of raw.courier_events passed (warn after 24h)"
             ));
         }
-        for run in self.control.queued()? {
-            let (status, detail) = self.run(run.command.as_deref(), now);
+        happened.extend(
             self.control
-                .finish_run(run.id, &ts(now), &ts(now), status, &detail)?;
-            self.control.record_pipeline(&run.job, status, &ts(now))?;
-            happened.push(format!(
-                "scheduler: run #{} of {} {status}: {detail}",
-                run.id, run.job
-            ));
-        }
+                .carry_out_queued(&ts(now), |command| self.run(command, now))?,
+        );
         Ok(happened)
     }
 }

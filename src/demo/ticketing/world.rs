@@ -8,7 +8,7 @@ use chrono::{NaiveDateTime, Timelike};
 use rusqlite::{params, Connection};
 
 use super::estate::{run_models, Estate, Lcg, HOURLY_JOB, INITIAL_ORDERS, MOVER};
-use crate::demo::control::ControlPlane;
+use crate::demo::control::{status_of, ControlPlane};
 use crate::demo::scenario::World;
 use crate::engine::timestamp as ts;
 /// The migration lands at 14:05 and the new arena's on-sale opens at 15:00.
@@ -58,32 +58,22 @@ impl World for Ticketing {
         }
         self.sell(&source, now)?;
         drop(source);
+        let build = || run_models(&self.estate).map(|built| format!("built {}", built.join(", ")));
         if now.minute() == 15 && !self.control.is_paused(HOURLY_JOB)? {
-            let (status, detail) = match run_models(&self.estate) {
-                Ok(built) => ("success", format!("built {}", built.join(", "))),
-                Err(e) => ("failed", e),
-            };
+            let (status, detail) = status_of(build());
             self.control.record_pipeline(HOURLY_JOB, status, &ts(now))?;
             happened.push(format!("scheduler: hourly dbt job {status}: {detail}"));
         }
-        for run in self.control.queued()? {
-            let outcome = match &run.command {
-                // The hourly job has no command of its own but the whole build.
-                Some(command) => Err(format!("the hourly job runs no other command: {command}")),
-                None => run_models(&self.estate).map(|built| format!("built {}", built.join(", "))),
-            };
-            let (status, detail) = match outcome {
-                Ok(detail) => ("success", detail),
-                Err(e) => ("failed", e),
-            };
+        happened.extend(
             self.control
-                .finish_run(run.id, &ts(now), &ts(now), status, &detail)?;
-            self.control.record_pipeline(&run.job, status, &ts(now))?;
-            happened.push(format!(
-                "scheduler: run #{} of {} {status}: {detail}",
-                run.id, run.job
-            ));
-        }
+                .carry_out_queued(&ts(now), |command| match command {
+                    // The hourly job has no command of its own but the whole build.
+                    Some(command) => {
+                        Err(format!("the hourly job runs no other command: {command}"))
+                    }
+                    None => build(),
+                })?,
+        );
         Ok(happened)
     }
 }
