@@ -82,6 +82,11 @@ pub struct MonitorConfig {
     pub null_window: Option<String>,
     /// row_count: a baseline recorded by the team; without it the baseline is learned.
     pub expected_rows: Option<u64>,
+    /// freshness and volume: each poll reads today and this many days before it again
+    /// (default 1), so rows that land late for those days are counted. Older days keep
+    /// the counts first read unless the table's rows for them change, which makes the
+    /// next read cover the whole lookback.
+    pub reread_days: Option<u32>,
 }
 
 fn default_every() -> String {
@@ -368,6 +373,15 @@ impl Config {
                 duration_key(key, &format!("{at}.{key}"), text, MAX_DURATION)?;
             }
         }
+        if monitor
+            .reread_days
+            .is_some_and(|days| days > MAX_REREAD_DAYS)
+        {
+            return Err(Bad::key(
+                "reread_days",
+                format!("{at}.reread_days: at most {MAX_REREAD_DAYS} days (a longer re-read is the whole lookback: set lookback instead)"),
+            ));
+        }
         if let Some(check) = monitor.checks.iter().find(|c| c.needs_timestamp_column()) {
             if monitor.timestamp_column.is_none() {
                 return Err(Bad::section(format!(
@@ -482,6 +496,8 @@ fn validate_domain(domain: &DomainConfig) -> Result<(), Bad> {
 /// window, and far inside what dates and timers can add without overflowing, so no
 /// value that validates can panic the engine later.
 pub const MAX_DURATION: Duration = Duration::from_secs(3650 * 86_400);
+/// reread_days: beyond a year, a re-read is a full read with extra steps.
+pub const MAX_REREAD_DAYS: u32 = 366;
 /// One check may run at most a day (PostgreSQL's statement_timeout cannot hold much
 /// more than 24 days anyway).
 pub const MAX_CHECK_TIMEOUT: Duration = Duration::from_secs(86_400);

@@ -7,12 +7,14 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, Days, NaiveDate, Timelike, Utc};
+use chrono::{DateTime, Days, NaiveDate, NaiveTime, Timelike, Utc};
 
-use super::DayVolume;
+use super::{minutes, DayVolume};
 use crate::config::{parse_duration, CheckKind, MonitorConfig};
 use crate::detect::{self, freshness, volume};
-use crate::warehouse::{Column, DayCount, Relation, Warehouse, WarehouseError};
+use crate::warehouse::{
+    Column, DayCount, MinuteCount, NullCounts, Relation, TableCounts, Warehouse, WarehouseError,
+};
 
 /// Ten weeks: enough same-weekday history for the volume baseline.
 pub const DEFAULT_LOOKBACK: Duration = Duration::from_secs(70 * 86_400);
@@ -48,9 +50,53 @@ pub enum Measurement {
     },
 }
 
-/// Runs one check's SQL against the warehouse. `now` decides the lookback and null
-/// windows, the age of the newest load, which day is the last complete one and how far
-/// into today the day has come.
+/// What a monitor's settings mean at one moment: the windows its checks read.
+pub struct Windows {
+    /// Unix seconds: the lookback's start, for freshness.
+    pub lookback_since: i64,
+    /// Unix seconds: the start of the lookback's first day, for volume.
+    pub first_day: i64,
+    /// null_rate with a timestamp column: (column, Unix seconds) of the rows counted.
+    pub nulls_since: Option<(String, i64)>,
+    /// Today's time of day in whole minutes: today so far is the rows before it, and
+    /// the prior weeks are cut at the same time.
+    pub cutoff: NaiveTime,
+}
+
+impl Windows {
+    pub fn of(monitor: &MonitorConfig, now: DateTime<Utc>) -> Windows {
+        let setting = |text: &Option<String>, default| {
+            text.as_deref()
+                .and_then(|t| parse_duration(t).ok())
+                .unwrap_or(default)
+        };
+        let lookback_since =
+            now.timestamp() - setting(&monitor.lookback, DEFAULT_LOOKBACK).as_secs() as i64;
+        let null_window = setting(&monitor.null_window, DEFAULT_NULL_WINDOW);
+        let first_day = DateTime::from_timestamp(lookback_since, 0)
+            .expect("in range")
+            .date_naive();
+        Windows {
+            lookback_since,
+            first_day: since_day_start(first_day),
+            nulls_since: monitor
+                .timestamp_column
+                .clone()
+                .map(|column| (column, now.timestamp() - null_window.as_secs() as i64)),
+            cutoff: now
+                .time()
+                .with_second(0)
+                .and_then(|t| t.with_nanosecond(0))
+                .expect("zero is in range"),
+        }
+    }
+}
+
+/// Runs one check's SQL against the warehouse, a query of its own: the reference the
+/// poll's single read per table ([`from_counts`]) is tested against, and what a poll
+/// falls back to when that read fails, so each check reports its own error. `now`
+/// decides the lookback and null windows, the age of the newest load, which day is the
+/// last complete one and how far into today the day has come.
 pub fn measure(
     warehouse: &dyn Warehouse,
     monitor: &MonitorConfig,
@@ -58,89 +104,131 @@ pub fn measure(
     now: DateTime<Utc>,
 ) -> Result<Measurement, WarehouseError> {
     let relation = Relation::parse(&monitor.table)?;
-    let lookback = monitor
-        .lookback
-        .as_deref()
-        .and_then(|text| parse_duration(text).ok())
-        .unwrap_or(DEFAULT_LOOKBACK);
-    let since = now.timestamp() - lookback.as_secs() as i64;
-    let null_window = monitor
-        .null_window
-        .as_deref()
-        .and_then(|text| parse_duration(text).ok())
-        .unwrap_or(DEFAULT_NULL_WINDOW);
-    let timestamp_column = || {
-        monitor.timestamp_column.as_deref().ok_or_else(|| {
-            WarehouseError::Query(format!(
-                "the {} check needs timestamp_column",
-                check.as_str()
-            ))
-        })
-    };
+    let windows = Windows::of(monitor, now);
+    let timestamp_column = || timestamp_column(monitor, check);
     match check {
         CheckKind::RowCount => warehouse.row_count(&relation).map(Measurement::Count),
         CheckKind::Schema => {
-            // A table without columns does not exist: a health problem to show, never
-            // an empty snapshot that reads as "ok, 0 columns".
-            let columns = warehouse.columns(&relation)?;
-            if columns.is_empty() {
-                return Err(missing_table(&relation));
-            }
-            Ok(Measurement::Columns(columns))
+            table_columns(warehouse.columns(&relation)?, &relation).map(Measurement::Columns)
         }
         CheckKind::NullRate => {
             let names = match &monitor.null_columns {
                 Some(names) => names.clone(),
-                None => {
-                    let columns = warehouse.columns(&relation)?;
-                    if columns.is_empty() {
-                        return Err(missing_table(&relation));
-                    }
-                    columns.into_iter().map(|c| c.name).collect()
-                }
+                None => column_names(warehouse.columns(&relation)?, &relation)?,
             };
-            // With a timestamp column, the rows loaded lately: a bad load shows in its
-            // own rows at once instead of being diluted by years of good ones.
-            let window = monitor
-                .timestamp_column
-                .as_deref()
-                .map(|column| (column, now.timestamp() - null_window.as_secs() as i64));
+            let window = windows
+                .nulls_since
+                .as_ref()
+                .map(|(column, at)| (column.as_str(), *at));
             let counts = warehouse.null_counts(&relation, &names, window)?;
-            Ok(Measurement::Nulls {
-                rows: counts.rows,
-                columns: names.into_iter().zip(counts.nulls).collect(),
-                since: window.map(|(_, at)| at),
-            })
+            Ok(nulls(names, counts, &windows))
         }
         CheckKind::Freshness => {
-            let times = warehouse.load_times(&relation, timestamp_column()?, since, LOAD_TIMES)?;
-            let seconds = |text: &Option<String>| {
-                text.as_deref()
-                    .and_then(|t| parse_duration(t).ok())
-                    .map(|d| d.as_secs_f64())
-            };
-            let sla = freshness::Sla {
-                warn_after: seconds(&monitor.warn_after),
-                error_after: seconds(&monitor.error_after),
-            };
-            Ok(Measurement::Freshness {
-                verdict: freshness::judge(&times, now.timestamp(), sla),
-            })
+            let times = warehouse.load_times(
+                &relation,
+                timestamp_column()?,
+                windows.lookback_since,
+                LOAD_TIMES,
+            )?;
+            Ok(freshness(monitor, &times, now))
         }
         CheckKind::Volume => {
-            let since_day = DateTime::from_timestamp(since, 0)
-                .expect("in range")
-                .date_naive();
-            // Whole seconds: every engine compares times of day at that precision.
-            let cutoff = now.time().with_nanosecond(0).expect("zero is in range");
             let counts = warehouse.daily_counts(
                 &relation,
                 timestamp_column()?,
-                since_day_start(since_day),
-                cutoff,
+                windows.first_day,
+                windows.cutoff,
             )?;
             Ok(judge_recent_days(&counts, now.date_naive()))
         }
+    }
+}
+
+/// One check measured from the poll's single read of its table: `counts` from
+/// [`Warehouse::scan`] (nulls counted for `null_names`), `minutes` every minute of the
+/// timestamp column kept from the lookback's start on. The same measurement
+/// [`measure`] takes from separate queries. None for the schema check, which reads the
+/// catalog instead.
+pub fn from_counts(
+    monitor: &MonitorConfig,
+    check: CheckKind,
+    counts: &TableCounts,
+    null_names: &[String],
+    minutes: &[MinuteCount],
+    now: DateTime<Utc>,
+) -> Option<Measurement> {
+    let windows = Windows::of(monitor, now);
+    Some(match check {
+        CheckKind::RowCount => Measurement::Count(counts.rows),
+        CheckKind::NullRate => nulls(null_names.to_vec(), counts.nulls.clone(), &windows),
+        CheckKind::Freshness => freshness(
+            monitor,
+            &minutes::load_times(minutes, windows.lookback_since, LOAD_TIMES),
+            now,
+        ),
+        CheckKind::Volume => judge_recent_days(
+            &minutes::daily_counts(minutes, windows.first_day, windows.cutoff),
+            now.date_naive(),
+        ),
+        CheckKind::Schema => return None,
+    })
+}
+
+fn timestamp_column(monitor: &MonitorConfig, check: CheckKind) -> Result<&str, WarehouseError> {
+    monitor.timestamp_column.as_deref().ok_or_else(|| {
+        WarehouseError::Query(format!(
+            "the {} check needs timestamp_column",
+            check.as_str()
+        ))
+    })
+}
+
+/// A table's columns as the catalog gave them. A table without columns does not
+/// exist: a health problem to show, never an empty snapshot that reads as "ok, 0
+/// columns".
+pub fn table_columns(
+    columns: Vec<Column>,
+    relation: &Relation,
+) -> Result<Vec<Column>, WarehouseError> {
+    if columns.is_empty() {
+        return Err(missing_table(relation));
+    }
+    Ok(columns)
+}
+
+/// null_rate without `null_columns`: every column of the table.
+pub fn column_names(
+    columns: Vec<Column>,
+    relation: &Relation,
+) -> Result<Vec<String>, WarehouseError> {
+    Ok(table_columns(columns, relation)?
+        .into_iter()
+        .map(|c| c.name)
+        .collect())
+}
+
+/// With a timestamp column, the rows loaded lately: a bad load shows in its own rows at
+/// once instead of being diluted by years of good ones.
+fn nulls(names: Vec<String>, counts: NullCounts, windows: &Windows) -> Measurement {
+    Measurement::Nulls {
+        rows: counts.rows,
+        columns: names.into_iter().zip(counts.nulls).collect(),
+        since: windows.nulls_since.as_ref().map(|(_, at)| *at),
+    }
+}
+
+fn freshness(monitor: &MonitorConfig, times: &[i64], now: DateTime<Utc>) -> Measurement {
+    let seconds = |text: &Option<String>| {
+        text.as_deref()
+            .and_then(|t| parse_duration(t).ok())
+            .map(|d| d.as_secs_f64())
+    };
+    let sla = freshness::Sla {
+        warn_after: seconds(&monitor.warn_after),
+        error_after: seconds(&monitor.error_after),
+    };
+    Measurement::Freshness {
+        verdict: freshness::judge(times, now.timestamp(), sla),
     }
 }
 

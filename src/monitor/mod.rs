@@ -4,6 +4,7 @@
 
 pub mod checks;
 pub mod cli;
+pub mod minutes;
 pub mod poller;
 
 use anyhow::Result;

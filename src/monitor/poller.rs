@@ -23,10 +23,11 @@ use rusqlite::Connection;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
-use super::checks::{measure, Measurement};
+use super::checks::{column_names, from_counts, measure, table_columns, Measurement, Windows};
+use super::minutes::{self, Plan};
 use super::{judge, Observation};
 use crate::config::{parse_duration, CheckKind, Config, MonitorConfig};
-use crate::warehouse::{self, Warehouse, WarehouseError};
+use crate::warehouse::{self, Column, Relation, TableCounts, TableScan, Warehouse, WarehouseError};
 
 pub const DEFAULT_CONCURRENCY: usize = 4;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -63,9 +64,9 @@ impl Backoff {
         })
     }
 
-    fn record(&mut self, result: &Result<Measurement, WarehouseError>, now: Instant) {
-        match result {
-            Err(WarehouseError::Unreachable(message)) => {
+    fn record(&mut self, error: Option<&WarehouseError>, now: Instant) {
+        match error {
+            Some(WarehouseError::Unreachable(message)) => {
                 // Checks running together all find the same outage: count it once per
                 // backoff step, or a short outage backs off for minutes after it ends.
                 if self.retry_at.is_some_and(|at| now < at) {
@@ -171,8 +172,9 @@ impl Poller {
         self.runtime.shutdown_background();
     }
 
-    /// Measures every check of every monitor concurrently, then judges and stores each
-    /// result in the state database. Observations come back in config order.
+    /// Reads every monitor's table concurrently (the catalog once per schema, each
+    /// table once for all its checks), then judges and stores each check's result in
+    /// the state database. Observations come back in config order.
     pub fn poll(
         &self,
         state: &Connection,
@@ -180,7 +182,11 @@ impl Poller {
         now: DateTime<Utc>,
     ) -> Result<Vec<Observation>> {
         let at = now.format("%Y-%m-%dT%H:%M:%SZ").to_string();
-        let measured = self.runtime.block_on(self.measure_all(monitors, now));
+        let plans = monitors
+            .iter()
+            .map(|m| minutes_plan(state, m, now))
+            .collect::<Result<Vec<_>>>()?;
+        let reads = self.runtime.block_on(self.read_all(monitors, plans, now));
         // One transaction for the whole poll: with synchronous=FULL, a commit per
         // observation would cost thousands of fsyncs on a large estate. IMMEDIATE
         // because judging reads history before it writes: on a connection of its own
@@ -189,98 +195,359 @@ impl Poller {
         let tx =
             rusqlite::Transaction::new_unchecked(state, rusqlite::TransactionBehavior::Immediate)?;
         let mut observations = Vec::new();
-        for ((monitor, check), result) in checks_of(monitors).zip(measured) {
-            observations.extend(judge(&tx, monitor, check, &at, result)?);
+        for (monitor, read) in monitors.iter().zip(reads) {
+            for (check, measured) in read.measurements(&tx, monitor, now)? {
+                observations.extend(judge(&tx, monitor, check, &at, measured)?);
+            }
         }
         tx.commit()?;
         Ok(observations)
     }
 
-    async fn measure_all(
+    async fn read_all(
         &self,
         monitors: &[MonitorConfig],
+        plans: Vec<Option<Plan>>,
         now: DateTime<Utc>,
-    ) -> Vec<Result<Measurement, WarehouseError>> {
+    ) -> Vec<MonitorRead> {
+        let catalog = self.read_catalog(monitors).await;
         let mut tasks = Vec::new();
-        for (monitor, check) in checks_of(monitors) {
-            let Some(slot) = self.warehouses.get(&monitor.warehouse) else {
-                let missing = WarehouseError::Unreachable(format!(
-                    "warehouse {:?} is not configured",
-                    monitor.warehouse
-                ));
-                tasks.push(tokio::spawn(async move { Err(missing) }));
+        for (monitor, plan) in monitors.iter().zip(plans) {
+            let relation = Relation::parse(&monitor.table);
+            let columns = relation.as_ref().ok().and_then(|relation| {
+                wants_columns(monitor).then(|| {
+                    catalog
+                        .get(&(monitor.warehouse.clone(), relation.schema.clone()))
+                        .and_then(|tables| tables.get(&relation.table))
+                        .cloned()
+                        .unwrap_or_else(|| Err(not_configured(monitor)))
+                })
+            });
+            let table = match (relation, self.warehouses.get(&monitor.warehouse)) {
+                _ if !reads_rows(monitor) => None,
+                (Err(e), _) => Some(tokio::spawn(async move { Err(e) })),
+                (Ok(_), None) => {
+                    let error = not_configured(monitor);
+                    Some(tokio::spawn(async move { Err(error) }))
+                }
+                (Ok(relation), Some(slot)) => {
+                    let null_names = match (&monitor.null_columns, &columns) {
+                        _ if !monitor.checks.contains(&CheckKind::NullRate) => Ok(Vec::new()),
+                        (Some(names), _) => Ok(names.clone()),
+                        (None, Some(Ok(columns))) => column_names(columns.clone(), &relation),
+                        (None, Some(Err(e))) => Err(e.clone()),
+                        (None, None) => Ok(Vec::new()),
+                    };
+                    let warehouse = slot.warehouse.clone();
+                    let monitor = monitor.clone();
+                    Some(tokio::spawn(slot.run(move || {
+                        read_table(
+                            warehouse.as_ref(),
+                            &monitor,
+                            &relation,
+                            null_names,
+                            plan,
+                            now,
+                        )
+                    })))
+                }
+            };
+            tasks.push((columns, table));
+        }
+        let mut reads = Vec::with_capacity(tasks.len());
+        for (columns, table) in tasks {
+            let table = match table {
+                Some(task) => Some(task.await.unwrap_or_else(|e| Err(crashed(e)))),
+                None => None,
+            };
+            reads.push(MonitorRead { columns, table });
+        }
+        reads
+    }
+
+    /// The columns of every table a schema or null_rate check needs: one catalog query
+    /// per warehouse and schema.
+    async fn read_catalog(&self, monitors: &[MonitorConfig]) -> Catalog {
+        let mut wanted: BTreeMap<(String, Option<String>), Vec<String>> = BTreeMap::new();
+        for monitor in monitors.iter().filter(|m| wants_columns(m)) {
+            if let Ok(relation) = Relation::parse(&monitor.table) {
+                let tables = wanted
+                    .entry((monitor.warehouse.clone(), relation.schema))
+                    .or_default();
+                if !tables.contains(&relation.table) {
+                    tables.push(relation.table);
+                }
+            }
+        }
+        let mut tasks = Vec::new();
+        for ((name, schema), tables) in wanted {
+            let Some(slot) = self.warehouses.get(&name) else {
                 continue;
             };
-            tasks.push(tokio::spawn(run_check(
-                slot.warehouse.clone(),
-                slot.permits.clone(),
-                slot.timeout,
-                slot.backoff.clone(),
-                monitor.clone(),
-                check,
-                now,
-            )));
-        }
-        let mut results = Vec::with_capacity(tasks.len());
-        for task in tasks {
-            results.push(
-                task.await.unwrap_or_else(|e| {
-                    Err(WarehouseError::Query(format!("the check crashed: {e}")))
-                }),
+            let warehouse = slot.warehouse.clone();
+            let (asked_schema, asked) = (schema.clone(), tables.clone());
+            let task = tokio::spawn(
+                slot.run(move || warehouse.columns_of(asked_schema.as_deref(), &asked)),
             );
+            tasks.push(((name, schema), tables, task));
         }
-        results
+        let mut catalog = Catalog::new();
+        for (key, tables, task) in tasks {
+            let found = task.await.unwrap_or_else(|e| Err(crashed(e)));
+            let entry = catalog.entry(key).or_default();
+            for (i, table) in tables.into_iter().enumerate() {
+                let columns = match &found {
+                    Ok(all) => Ok(all.get(i).cloned().unwrap_or_default()),
+                    Err(e) => Err(e.clone()),
+                };
+                entry.insert(table, columns);
+            }
+        }
+        catalog
     }
 }
 
-fn checks_of(monitors: &[MonitorConfig]) -> impl Iterator<Item = (&MonitorConfig, CheckKind)> {
-    monitors
+/// Tables' columns by (warehouse, schema) and table.
+type Catalog =
+    BTreeMap<(String, Option<String>), BTreeMap<String, Result<Vec<Column>, WarehouseError>>>;
+
+impl Slot {
+    /// `work` on a blocking thread within the warehouse's concurrency, timeout and
+    /// backoff.
+    fn run<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> Result<T, WarehouseError> + Send + 'static,
+    ) -> impl std::future::Future<Output = Result<T, WarehouseError>> + Send + 'static {
+        let (permits, timeout, backoff) =
+            (self.permits.clone(), self.timeout, self.backoff.clone());
+        async move {
+            if let Some(error) = backoff
+                .lock()
+                .expect("backoff lock")
+                .blocked(Instant::now())
+            {
+                return Err(error);
+            }
+            let permit = permits.acquire_owned().await.expect("never closed");
+            // While this waited, another read may have found the warehouse down.
+            if let Some(error) = backoff
+                .lock()
+                .expect("backoff lock")
+                .blocked(Instant::now())
+            {
+                return Err(error);
+            }
+            let work = tokio::task::spawn_blocking(move || {
+                let _permit = permit;
+                work()
+            });
+            let result = match tokio::time::timeout(timeout, work).await {
+                Ok(Ok(result)) => result,
+                Ok(Err(e)) => Err(crashed(e)),
+                // A read that runs too long (a locked table, a slow scan) failed on its
+                // own: the warehouse answered its connection, so this is never
+                // "unreachable".
+                Err(_) => Err(WarehouseError::Query(format!(
+                    "timed out: no answer within {}s",
+                    timeout.as_secs_f64()
+                ))),
+            };
+            backoff
+                .lock()
+                .expect("backoff lock")
+                .record(result.as_ref().err(), Instant::now());
+            result
+        }
+    }
+}
+
+fn crashed(e: tokio::task::JoinError) -> WarehouseError {
+    WarehouseError::Query(format!("the check crashed: {e}"))
+}
+
+fn not_configured(monitor: &MonitorConfig) -> WarehouseError {
+    WarehouseError::Unreachable(format!(
+        "warehouse {:?} is not configured",
+        monitor.warehouse
+    ))
+}
+
+/// The schema check reads the catalog, and so does null_rate without `null_columns`.
+fn wants_columns(monitor: &MonitorConfig) -> bool {
+    monitor.checks.iter().any(|&check| {
+        check == CheckKind::Schema
+            || (check == CheckKind::NullRate && monitor.null_columns.is_none())
+    })
+}
+
+fn reads_rows(monitor: &MonitorConfig) -> bool {
+    monitor
+        .checks
         .iter()
-        .flat_map(|m| m.checks.iter().map(move |&check| (m, check)))
+        .any(|&check| check != CheckKind::Schema)
 }
 
-async fn run_check(
-    warehouse: SharedWarehouse,
-    permits: Arc<Semaphore>,
-    timeout: Duration,
-    backoff: Arc<Mutex<Backoff>>,
-    monitor: MonitorConfig,
-    check: CheckKind,
+/// The minutes freshness and volume read this poll, from what is stored of them.
+fn minutes_plan(
+    state: &Connection,
+    monitor: &MonitorConfig,
     now: DateTime<Utc>,
-) -> Result<Measurement, WarehouseError> {
-    if let Some(error) = backoff
-        .lock()
-        .expect("backoff lock")
-        .blocked(Instant::now())
-    {
-        return Err(error);
-    }
-    let permit = permits.acquire_owned().await.expect("never closed");
-    // While this check queued, another may have found the warehouse down.
-    if let Some(error) = backoff
-        .lock()
-        .expect("backoff lock")
-        .blocked(Instant::now())
-    {
-        return Err(error);
-    }
-    let work = tokio::task::spawn_blocking(move || {
-        let _permit = permit;
-        measure(warehouse.as_ref(), &monitor, check, now)
-    });
-    let result = match tokio::time::timeout(timeout, work).await {
-        Ok(Ok(result)) => result,
-        Ok(Err(e)) => Err(WarehouseError::Query(format!("the check crashed: {e}"))),
-        // A check that runs too long (a locked table, a slow scan) failed on its own:
-        // the warehouse answered its connection, so this is never "unreachable".
-        Err(_) => Err(WarehouseError::Query(format!(
-            "timed out: no answer within {}s",
-            timeout.as_secs_f64()
-        ))),
+) -> Result<Option<Plan>> {
+    let (true, Some(column)) = (
+        monitor.checks.iter().any(|c| c.needs_timestamp_column()),
+        monitor.timestamp_column.as_deref(),
+    ) else {
+        return Ok(None);
     };
-    backoff
-        .lock()
-        .expect("backoff lock")
-        .record(&result, Instant::now());
-    result
+    let windows = Windows::of(monitor, now);
+    let plan = minutes::plan(
+        state,
+        &Config::monitor_name(monitor),
+        &monitor.table,
+        column,
+        windows.lookback_since,
+        monitor.reread_days.unwrap_or(minutes::DEFAULT_REREAD_DAYS),
+        now,
+    )?;
+    Ok(Some(plan))
+}
+
+/// What one poll read for a monitor.
+struct MonitorRead {
+    /// The table's columns from the catalog, when a check needs them.
+    columns: Option<Result<Vec<Column>, WarehouseError>>,
+    /// The table's rows, when a check reads them.
+    table: Option<Result<TableRead, WarehouseError>>,
+}
+
+enum TableRead {
+    /// The one read for every check: its counts, the columns whose nulls it counted
+    /// (or why they are unknown), and how it read the minutes.
+    Once {
+        counts: TableCounts,
+        null_names: Result<Vec<String>, WarehouseError>,
+        plan: Option<Plan>,
+    },
+    /// That read failed as a query: each check ran its own, so each reports its own
+    /// error (a misspelt null column fails null_rate, not the row count).
+    Separately(Vec<(CheckKind, Result<Measurement, WarehouseError>)>),
+}
+
+/// Reads a monitor's table once for all its checks. When the rows stored for the days
+/// not re-read no longer add up, the whole lookback is read again at once.
+fn read_table(
+    warehouse: &(dyn Warehouse + Sync),
+    monitor: &MonitorConfig,
+    relation: &Relation,
+    null_names: Result<Vec<String>, WarehouseError>,
+    plan: Option<Plan>,
+    now: DateTime<Utc>,
+) -> Result<TableRead, WarehouseError> {
+    let windows = Windows::of(monitor, now);
+    let scan = |names: &[String], plan: Option<&Plan>| {
+        warehouse.scan(&TableScan {
+            relation,
+            null_columns: names,
+            nulls_since: windows
+                .nulls_since
+                .as_ref()
+                .map(|(column, at)| (column.as_str(), *at)),
+            minutes: plan.map(Plan::window),
+        })
+    };
+    let names = null_names.as_deref().unwrap_or(&[]);
+    let mut plan = plan;
+    let mut counts = scan(names, plan.as_ref());
+    if let (Ok(read), Some(warm)) = (&counts, &plan) {
+        if !warm.still_holds(read.older_rows) {
+            let cold = warm.cold();
+            counts = scan(names, Some(&cold));
+            plan = Some(cold);
+        }
+    }
+    match counts {
+        Ok(counts) => Ok(TableRead::Once {
+            counts,
+            null_names,
+            plan,
+        }),
+        Err(WarehouseError::Query(_)) => Ok(TableRead::Separately(
+            monitor
+                .checks
+                .iter()
+                .filter(|&&check| check != CheckKind::Schema)
+                .map(|&check| (check, measure(warehouse, monitor, check, now)))
+                .collect(),
+        )),
+        Err(e) => Err(e),
+    }
+}
+
+impl MonitorRead {
+    /// Each check's measurement, in the monitor's order. Stores the minutes read.
+    fn measurements(
+        self,
+        state: &Connection,
+        monitor: &MonitorConfig,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<(CheckKind, Result<Measurement, WarehouseError>)>> {
+        let relation = Relation::parse(&monitor.table);
+        let mut minutes = Vec::new();
+        if let Some(Ok(TableRead::Once {
+            counts,
+            plan: Some(plan),
+            ..
+        })) = &self.table
+        {
+            minutes = minutes::store(state, &Config::monitor_name(monitor), plan, &counts.minutes)?;
+        }
+        let mut separately = match &self.table {
+            Some(Ok(TableRead::Separately(list))) => list.clone(),
+            _ => Vec::new(),
+        };
+        let mut out = Vec::new();
+        for &check in &monitor.checks {
+            let measured = match (check, &self.table) {
+                (CheckKind::Schema, _) => match (&self.columns, &relation) {
+                    (_, Err(e)) => Err(e.clone()),
+                    (Some(Ok(columns)), Ok(relation)) => {
+                        table_columns(columns.clone(), relation).map(Measurement::Columns)
+                    }
+                    (Some(Err(e)), _) => Err(e.clone()),
+                    (None, Ok(_)) => Err(not_configured(monitor)),
+                },
+                (_, Some(Err(e))) => Err(e.clone()),
+                (_, Some(Ok(TableRead::Separately(_)))) => {
+                    let at = separately
+                        .iter()
+                        .position(|(c, _)| *c == check)
+                        .expect("every check but schema was measured");
+                    separately.remove(at).1
+                }
+                (
+                    CheckKind::NullRate,
+                    Some(Ok(TableRead::Once {
+                        null_names: Err(e), ..
+                    })),
+                ) => Err(e.clone()),
+                (
+                    _,
+                    Some(Ok(TableRead::Once {
+                        counts, null_names, ..
+                    })),
+                ) => Ok(from_counts(
+                    monitor,
+                    check,
+                    counts,
+                    null_names.as_deref().unwrap_or(&[]),
+                    &minutes,
+                    now,
+                )
+                .expect("not the schema check")),
+                (_, None) => Err(not_configured(monitor)),
+            };
+            out.push((check, measured));
+        }
+        Ok(out)
+    }
 }

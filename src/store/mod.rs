@@ -76,6 +76,20 @@ const MIGRATIONS: &[&str] = &[
     // 5: an incident's records found without reading the whole chain: receipts are
     // drafted from them whenever an open incident changes.
     "CREATE INDEX chain_incident ON chain (json_extract(payload, '$.incident'));",
+    // 6: each monitor's rows per minute of its timestamp column (see
+    // monitor::minutes): a poll reads the recent days of a table, not its whole lookback.
+    "CREATE TABLE minute_source (
+        monitor       TEXT PRIMARY KEY,
+        source        TEXT NOT NULL,
+        complete_from INTEGER NOT NULL
+     );
+     CREATE TABLE minute_day (
+        monitor TEXT NOT NULL,
+        day     INTEGER NOT NULL,
+        rows    INTEGER NOT NULL,
+        minutes BLOB NOT NULL,
+        PRIMARY KEY (monitor, day)
+     ) WITHOUT ROWID;",
 ];
 
 /// How long a writer waits for another writer before giving up. Long enough that two

@@ -91,7 +91,26 @@ impl std::error::Error for WarehouseError {}
 pub trait Warehouse: Send {
     fn row_count(&self, relation: &Relation) -> Result<u64, WarehouseError>;
     /// Columns in table order; empty when the table does not exist.
-    fn columns(&self, relation: &Relation) -> Result<Vec<Column>, WarehouseError>;
+    fn columns(&self, relation: &Relation) -> Result<Vec<Column>, WarehouseError> {
+        let mut found = self.columns_of(
+            relation.schema.as_deref(),
+            std::slice::from_ref(&relation.table),
+        )?;
+        Ok(found.pop().unwrap_or_default())
+    }
+    /// The columns of several tables of one schema (None: the default schema) in one
+    /// catalog query: a poll asks once per schema, not once per table. In the order
+    /// asked, each in table order, empty for a table that does not exist.
+    fn columns_of(
+        &self,
+        schema: Option<&str>,
+        tables: &[String],
+    ) -> Result<Vec<Vec<Column>>, WarehouseError>;
+    /// Every count the checks that read rows need, in one query that reads the table
+    /// once: its rows, the null counts as [`Self::null_counts`] gives them, and with
+    /// `scan.minutes` the rows of each minute of the timestamp column from its start,
+    /// and how many rows fall in the older stretch before it (see [`MinuteWindow`]).
+    fn scan(&self, scan: &TableScan) -> Result<TableCounts, WarehouseError>;
     /// Runs a SELECT to completion and counts its rows: proves a model's SQL still
     /// runs on today's data.
     fn dry_run(&self, select: &str) -> Result<u64, WarehouseError>;
@@ -173,6 +192,50 @@ pub trait Warehouse: Send {
         relation: &Relation,
         tag: &str,
     ) -> Result<Option<TableVersion>, WarehouseError>;
+}
+
+/// What one read of a table counts, for [`Warehouse::scan`].
+pub struct TableScan<'a> {
+    pub relation: &'a Relation,
+    /// Columns whose nulls are counted, in this order.
+    pub null_columns: &'a [String],
+    /// As for [`Warehouse::null_counts`]: (timestamp column, Unix seconds) to count
+    /// nulls only over the rows stamped at or after it.
+    pub nulls_since: Option<(&'a str, i64)>,
+    pub minutes: Option<MinuteWindow<'a>>,
+}
+
+/// Rows per minute of a timestamp column: freshness takes its load times from them and
+/// volume its days, so a poll reads only the recent stretch and keeps the rest.
+pub struct MinuteWindow<'a> {
+    pub column: &'a str,
+    /// Rows stamped at or after this (Unix seconds) are counted per minute.
+    pub from: i64,
+    /// Rows stamped at or after this and before `from` are counted as one number: what
+    /// the minutes already stored for that stretch must add up to, or they are stale.
+    pub older_from: i64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TableCounts {
+    /// Every row of the table.
+    pub rows: u64,
+    /// The rows the nulls were counted over, and each column's nulls.
+    pub nulls: NullCounts,
+    /// Rows in the older stretch of [`MinuteWindow`].
+    pub older_rows: u64,
+    /// Minutes with rows, oldest first.
+    pub minutes: Vec<MinuteCount>,
+}
+
+/// The rows stamped within one minute of a timestamp column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct MinuteCount {
+    /// The minute's start, Unix seconds.
+    pub minute: i64,
+    pub rows: u64,
+    /// Rows stamped exactly midnight (see [`DayCount::at_midnight`]).
+    pub at_midnight: u64,
 }
 
 /// Which rows of one table another is missing, for [`Warehouse::missing_keys`].
@@ -561,7 +624,7 @@ pub fn open(
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NullCounts {
     pub rows: u64,
     pub nulls: Vec<u64>,

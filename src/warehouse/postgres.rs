@@ -16,9 +16,9 @@ use postgres::{Client, NoTls};
 
 use super::{
     changed_copy, check_restorable, column_list, is_version_name, null_counts_sql, quote_ident,
-    version_name, CastTarget, Column, DayCount, KeyGap, NullCounts, Relation, TableVersion,
-    Uncastable, Warehouse, WarehouseError, BOOLEAN_WORDS, DATE_WORDS, EARLIER, UNCASTABLE_EXAMPLES,
-    VERSIONS,
+    version_name, CastTarget, Column, DayCount, KeyGap, MinuteCount, NullCounts, Relation,
+    TableCounts, TableScan, TableVersion, Uncastable, Warehouse, WarehouseError, BOOLEAN_WORDS,
+    DATE_WORDS, EARLIER, UNCASTABLE_EXAMPLES, VERSIONS,
 };
 
 pub struct PostgresWarehouse {
@@ -49,14 +49,14 @@ impl Pooled {
     }
 }
 
-/// A table's columns, in order, as `information_schema` names their types.
-const COLUMNS_SQL: &str = "SELECT column_name::text, upper(data_type::text),
+/// Tables' columns, in order, as `information_schema` names their types. Compared as
+/// they are (no casts), so the server finds the tables through the catalog's index.
+const COLUMNS_SQL: &str = "SELECT table_name::text, column_name::text, upper(data_type::text),
         character_maximum_length::int4,
         numeric_precision::int4, numeric_scale::int4
  FROM information_schema.columns
- WHERE table_schema::text = coalesce($1::text, current_schema()::text)
-   AND table_name::text = $2::text
- ORDER BY ordinal_position";
+ WHERE table_schema = coalesce($1, current_schema()) AND table_name = ANY($2)
+ ORDER BY table_name, ordinal_position";
 
 impl PostgresWarehouse {
     /// `url` is a libpq-style URL or key=value string. It is parsed here, never logged:
@@ -254,36 +254,114 @@ impl Warehouse for PostgresWarehouse {
             .map(|row| row.get::<_, i64>(0) as u64)
     }
 
-    fn columns(&self, relation: &Relation) -> Result<Vec<Column>, WarehouseError> {
+    fn columns_of(
+        &self,
+        schema: Option<&str>,
+        tables: &[String],
+    ) -> Result<Vec<Vec<Column>>, WarehouseError> {
         let rows = self.with_pooled(|pooled| {
             let statement = pooled.prepared(COLUMNS_SQL)?;
-            pooled
-                .client
-                .query(&statement, &[&relation.schema, &relation.table])
+            pooled.client.query(&statement, &[&schema, &tables])
         })?;
-        Ok(rows
-            .iter()
-            .map(|r| {
-                let base: String = r.get(1);
-                let length: Option<i32> = r.get(2);
-                let precision: Option<i32> = r.get(3);
-                let scale: Option<i32> = r.get(4);
-                // Only NUMERIC carries its declared precision in the type name; an
-                // INTEGER's precision of 32 is implied by the type.
-                let data_type = match (length, base.as_str()) {
-                    (Some(n), _) => format!("{base}({n})"),
-                    (None, "NUMERIC") => match (precision, scale) {
-                        (Some(p), Some(s)) => format!("NUMERIC({p},{s})"),
-                        _ => base,
-                    },
+        let mut found: std::collections::HashMap<String, Vec<Column>> = Default::default();
+        for r in &rows {
+            let base: String = r.get(2);
+            let length: Option<i32> = r.get(3);
+            let precision: Option<i32> = r.get(4);
+            let scale: Option<i32> = r.get(5);
+            // Only NUMERIC carries its declared precision in the type name; an
+            // INTEGER's precision of 32 is implied by the type.
+            let data_type = match (length, base.as_str()) {
+                (Some(n), _) => format!("{base}({n})"),
+                (None, "NUMERIC") => match (precision, scale) {
+                    (Some(p), Some(s)) => format!("NUMERIC({p},{s})"),
                     _ => base,
-                };
-                Column {
-                    name: r.get(0),
-                    data_type,
-                }
-            })
+                },
+                _ => base,
+            };
+            found.entry(r.get(0)).or_default().push(Column {
+                name: r.get(1),
+                data_type,
+            });
+        }
+        Ok(tables
+            .iter()
+            .map(|t| found.get(t).cloned().unwrap_or_default())
             .collect())
+    }
+
+    fn scan(&self, scan: &TableScan) -> Result<TableCounts, WarehouseError> {
+        // Grouped by minute only from the window's start: every older row (and every
+        // row without a time) falls into one group, so the table is read once and only
+        // the recent rows cost a hash entry. The bounds are the engine's own integers.
+        let (minute, at_midnight, older) = match &scan.minutes {
+            Some(window) => {
+                let col = quote_ident(window.column);
+                let recent = format!("{col} >= to_timestamp({})", window.from);
+                (
+                    format!("CASE WHEN {recent} THEN date_trunc('minute', {col}::timestamptz) END"),
+                    format!("count(*) FILTER (WHERE {recent} AND {col}::timestamp::time = time '00:00')"),
+                    format!(
+                        "count(*) FILTER (WHERE {col} >= to_timestamp({}) AND NOT {recent})",
+                        window.older_from
+                    ),
+                )
+            }
+            None => (
+                "NULL::timestamptz".into(),
+                "0::int8".into(),
+                "0::int8".into(),
+            ),
+        };
+        let counted = match scan.nulls_since {
+            Some((column, at)) => format!("{} >= to_timestamp({at})", quote_ident(column)),
+            None => "true".to_string(),
+        };
+        let nulls: String = scan
+            .null_columns
+            .iter()
+            .map(|c| {
+                format!(
+                    ",\n count(*) FILTER (WHERE {counted} AND {} IS NULL)",
+                    quote_ident(c)
+                )
+            })
+            .collect();
+        let sql = format!(
+            "SELECT extract(epoch from minute)::int8, * FROM (
+               SELECT {minute} AS minute, count(*), {at_midnight}, {older},
+                      count(*) FILTER (WHERE {counted}){nulls}
+               FROM {table} GROUP BY 1) AS per_minute",
+            table = scan.relation.quoted(),
+        );
+        let rows = self.with_client(|c| c.query(&sql, &[]))?;
+        let mut counts = TableCounts {
+            nulls: NullCounts {
+                rows: 0,
+                nulls: vec![0; scan.null_columns.len()],
+            },
+            ..TableCounts::default()
+        };
+        // Columns: the minute as seconds, the minute itself, then the counts.
+        let count = |r: &postgres::Row, i: usize| r.get::<_, i64>(i) as u64;
+        for r in &rows {
+            let rows = count(r, 2);
+            counts.rows += rows;
+            counts.older_rows += count(r, 4);
+            counts.nulls.rows += count(r, 5);
+            for (i, nulls) in counts.nulls.nulls.iter_mut().enumerate() {
+                *nulls += count(r, 6 + i);
+            }
+            if let Some(minute) = r.get::<_, Option<i64>>(0) {
+                counts.minutes.push(MinuteCount {
+                    minute,
+                    rows,
+                    at_midnight: count(r, 3),
+                });
+            }
+        }
+        counts.minutes.sort_by_key(|m| m.minute);
+        Ok(counts)
     }
 
     fn dry_run(&self, select: &str) -> Result<u64, WarehouseError> {

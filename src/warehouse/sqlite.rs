@@ -17,8 +17,9 @@ use chrono::{NaiveTime, Timelike};
 
 use super::{
     changed_copy, check_restorable, column_list, is_version_name, null_counts_sql, parse_day,
-    quote_ident, version_name, CastTarget, Column, DayCount, KeyGap, NullCounts, Relation,
-    TableVersion, Uncastable, Warehouse, WarehouseError, EARLIER, UNCASTABLE_EXAMPLES, VERSIONS,
+    quote_ident, version_name, CastTarget, Column, DayCount, KeyGap, MinuteCount, NullCounts,
+    Relation, TableCounts, TableScan, TableVersion, Uncastable, Warehouse, WarehouseError, EARLIER,
+    UNCASTABLE_EXAMPLES, VERSIONS,
 };
 
 pub struct SqliteWarehouse {
@@ -53,6 +54,11 @@ pub fn connect(
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_URI;
     let conn = Connection::open_with_flags(path, flags).map_err(|e| unreachable(path, e))?;
     conn.busy_timeout(Duration::from_secs(5))
+        .map_err(|e| unreachable(path, e))?;
+    // A double-quoted name that matches no column is an error, as in every other
+    // engine; SQLite would otherwise read a misspelt column as a string that is never
+    // null, and a null_rate on it would report 0% for ever.
+    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_DQS_DML, false)
         .map_err(|e| unreachable(path, e))?;
     for (schema, file) in attach {
         if !file.exists() {
@@ -112,23 +118,109 @@ impl Warehouse for SqliteWarehouse {
         .map_err(query_error)
     }
 
-    fn columns(&self, relation: &Relation) -> Result<Vec<Column>, WarehouseError> {
+    fn columns_of(
+        &self,
+        schema: Option<&str>,
+        tables: &[String],
+    ) -> Result<Vec<Vec<Column>>, WarehouseError> {
         let conn = self.connect()?;
         // The schema goes in as an argument: as a prefix, SQLite may find a same-named
         // table in another attached database (names are case-insensitive).
-        let schema = relation.schema.as_deref().unwrap_or("main");
+        let schema = schema.unwrap_or("main");
         let mut stmt = conn
             .prepare("SELECT name, type FROM pragma_table_info(?1, ?2) ORDER BY cid")
             .map_err(query_error)?;
-        let rows = stmt
-            .query_map([relation.table.as_str(), schema], |r| {
-                Ok(Column {
-                    name: r.get(0)?,
-                    data_type: r.get::<_, String>(1)?.to_uppercase(),
-                })
+        tables
+            .iter()
+            .map(|table| {
+                let rows = stmt
+                    .query_map([table.as_str(), schema], |r| {
+                        Ok(Column {
+                            name: r.get(0)?,
+                            data_type: r.get::<_, String>(1)?.to_uppercase(),
+                        })
+                    })
+                    .map_err(query_error)?;
+                rows.collect::<Result<_, _>>().map_err(query_error)
             })
-            .map_err(query_error)?;
-        rows.collect::<Result<_, _>>().map_err(query_error)
+            .collect()
+    }
+
+    fn scan(&self, scan: &TableScan) -> Result<TableCounts, WarehouseError> {
+        let conn = self.connect()?;
+        // As for PostgreSQL: one read, grouped by minute only from the window's start.
+        // Minutes and days are floored, also before 1970 (% keeps the sign). The
+        // bounds are the engine's own integers.
+        let time = |column: &str| format!("{} AS t", epoch_sql(column));
+        let (minute, at_midnight, older, t) = match &scan.minutes {
+            Some(window) => (
+                format!(
+                    "CASE WHEN t >= {} THEN t - (t % 60 + 60) % 60 END",
+                    window.from
+                ),
+                format!(
+                    "count(*) FILTER (WHERE t >= {} AND t % 86400 = 0)",
+                    window.from
+                ),
+                format!(
+                    "count(*) FILTER (WHERE t >= {} AND t < {})",
+                    window.older_from, window.from
+                ),
+                time(window.column),
+            ),
+            None => ("NULL".into(), "0".into(), "0".into(), "NULL AS t".into()),
+        };
+        let (counted, since) = match scan.nulls_since {
+            Some((column, at)) => (
+                format!("since >= {at}"),
+                format!("{} AS since", epoch_sql(column)),
+            ),
+            None => ("1".to_string(), "NULL AS since".to_string()),
+        };
+        let picked: String = (0..scan.null_columns.len())
+            .map(|i| format!(", count(*) FILTER (WHERE {counted} AND c{i} IS NULL)"))
+            .collect();
+        let columns: String = scan
+            .null_columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!(", {} AS c{i}", quote_ident(c)))
+            .collect();
+        let sql = format!(
+            "SELECT {minute} AS minute, count(*), {at_midnight}, {older},
+                    count(*) FILTER (WHERE {counted}){picked}
+             FROM (SELECT {t}, {since}{columns} FROM {table}) GROUP BY 1",
+            table = scan.relation.quoted(),
+        );
+        let mut stmt = conn.prepare(&sql).map_err(query_error)?;
+        let width = scan.null_columns.len();
+        let mut counts = TableCounts {
+            nulls: NullCounts {
+                rows: 0,
+                nulls: vec![0; width],
+            },
+            ..TableCounts::default()
+        };
+        let mut rows = stmt.query([]).map_err(query_error)?;
+        while let Some(r) = rows.next().map_err(query_error)? {
+            let count = |i: usize| r.get::<_, i64>(i).map(|n| n as u64).map_err(query_error);
+            let all = count(1)?;
+            counts.rows += all;
+            counts.older_rows += count(3)?;
+            counts.nulls.rows += count(4)?;
+            for i in 0..width {
+                counts.nulls.nulls[i] += count(5 + i)?;
+            }
+            if let Some(minute) = r.get::<_, Option<i64>>(0).map_err(query_error)? {
+                counts.minutes.push(MinuteCount {
+                    minute,
+                    rows: all,
+                    at_midnight: count(2)?,
+                });
+            }
+        }
+        counts.minutes.sort_by_key(|m| m.minute);
+        Ok(counts)
     }
 
     fn dry_run(&self, select: &str) -> Result<u64, WarehouseError> {

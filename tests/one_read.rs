@@ -1,0 +1,306 @@
+//! A poll reads each table once for all its checks, and on later polls only its recent
+//! days. Every result must stay what the checks' own queries give: here both run side
+//! by side, poll after poll, on the same tables (nulls, an empty table, a table with
+//! no row inside the lookback, timestamps with and without a time zone, dates, numbers
+//! of seconds), while rows arrive, arrive late for old days, and are deleted. SQLite
+//! always; PostgreSQL when its server binaries are here (required in CI).
+
+mod support;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use dataward::config::Config;
+use dataward::monitor::checks::measure;
+use dataward::monitor::poller::{Poller, SharedWarehouse};
+use dataward::monitor::{judge, Health, Observation};
+use dataward::warehouse::postgres::PostgresWarehouse;
+use dataward::warehouse::sqlite::SqliteWarehouse;
+use dataward::warehouse::Warehouse;
+
+/// Wednesday 12:30 UTC; the tables hold hourly loads from ten weeks before up to noon.
+fn first_poll() -> DateTime<Utc> {
+    "2024-05-15T12:30:00Z".parse().unwrap()
+}
+
+/// What changes between two polls, as SQL for the engine at hand.
+struct Step {
+    after: TimeDelta,
+    sql: &'static str,
+    what: &'static str,
+}
+
+/// Polls `monitors` both ways at each step and asserts every observation is the same.
+/// `queries`, where the engine counts them, is how many queries the warehouse has been
+/// sent so far: a poll sends one per table and one per schema for the catalog.
+fn assert_one_read_matches_separate_queries(
+    warehouse: Arc<dyn Warehouse + Sync>,
+    config: &Config,
+    steps: &[Step],
+    apply: &dyn Fn(&str),
+    queries: Option<&dyn Fn() -> u64>,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let combined = dataward::store::open(&dir.path().join("combined.db")).unwrap();
+    let separate = dataward::store::open(&dir.path().join("separate.db")).unwrap();
+    let mut poller = Poller::new().unwrap();
+    poller.add_warehouse(
+        "wh",
+        warehouse.clone() as SharedWarehouse,
+        2,
+        Duration::from_secs(30),
+    );
+    let mut now = first_poll();
+    for step in steps {
+        now += step.after;
+        apply(step.sql);
+        let sent = queries.map(|count| count());
+        let polled = poller.poll(&combined, &config.monitor, now).unwrap();
+        if let (Some(before), Some(count), true) = (sent, queries, step.sql.is_empty()) {
+            // Nothing changed: no table needs its whole lookback read again.
+            assert_eq!(
+                count() - before,
+                config.monitor.len() as u64 + 1,
+                "{}: one query per monitor's table and one for the catalog",
+                step.what
+            );
+        }
+        let at = now.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+        let mut expected: Vec<Observation> = Vec::new();
+        for monitor in &config.monitor {
+            for &check in &monitor.checks {
+                let measured = measure(warehouse.as_ref(), monitor, check, now);
+                expected.extend(judge(&separate, monitor, check, &at, measured).unwrap());
+            }
+        }
+        assert_eq!(polled.len(), expected.len(), "{}", step.what);
+        for (got, want) in polled.iter().zip(&expected) {
+            assert_eq!(
+                got, want,
+                "{}: {} {:?} differs from its own query",
+                step.what, got.monitor, got.check
+            );
+        }
+    }
+    poller.shut_down();
+}
+
+/// The same tables in each engine, named by their time column's type.
+fn config(tables: &[&str]) -> Config {
+    // The poller is handed its warehouse; the config's kind only has to parse.
+    let mut toml =
+        String::from("[warehouse.wh]\nkind = \"postgres\"\nurl_env = \"ONE_READ_UNUSED\"\n");
+    for table in tables {
+        for (suffix, nulls) in [("", "null_columns = [\"amount\"]\n"), (" all", "")] {
+            toml.push_str(&format!(
+                "[[monitor]]\nname = \"{table}{suffix}\"\nwarehouse = \"wh\"\ntable = \"{table}\"\n\
+                 checks = [\"row_count\", \"null_rate\", \"freshness\", \"volume\", \"schema\"]\n\
+                 timestamp_column = \"at\"\n{nulls}"
+            ));
+        }
+    }
+    // A short null window and a re-read of today only, to cross more boundaries.
+    toml.push_str(
+        "[[monitor]]\nname = \"short windows\"\nwarehouse = \"wh\"\ntable = \"timed\"\n\
+         checks = [\"volume\", \"null_rate\", \"freshness\"]\ntimestamp_column = \"at\"\n\
+         null_window = \"2h\"\nreread_days = 0\nlookback = \"30d\"\n",
+    );
+    Config::parse(&toml, Path::new("one_read.toml")).unwrap()
+}
+
+/// The steps, with `{t}` for the table each applies to.
+fn steps() -> Vec<Step> {
+    vec![
+        Step {
+            after: TimeDelta::zero(),
+            sql: "",
+            what: "the first poll reads the whole lookback",
+        },
+        Step {
+            after: TimeDelta::hours(1),
+            sql: "INSERT INTO {t} VALUES (9001, NULL, 'new', {13:00 today})",
+            what: "a warm poll sees the new hour",
+        },
+        Step {
+            after: TimeDelta::minutes(20),
+            sql: "INSERT INTO {t} VALUES (9002, 1, 'late', {10:00 five days ago})",
+            what: "a row late for a day five days ago (judged, not re-read) is counted",
+        },
+        Step {
+            after: TimeDelta::minutes(20),
+            sql: "DELETE FROM {t} WHERE id % 5 = 0",
+            what: "deleted rows are no longer counted",
+        },
+        Step {
+            after: TimeDelta::hours(12),
+            sql: "INSERT INTO {t} VALUES (9003, 2, 'next day', {01:00 tomorrow})",
+            what: "the next day begins",
+        },
+        Step {
+            after: TimeDelta::minutes(5),
+            sql: "",
+            what: "nothing changed",
+        },
+    ]
+}
+
+/// Replaces the `{...}` times of a step's SQL with literals `time` makes.
+fn with_times(sql: &str, table: &str, time: &dyn Fn(&str) -> String) -> String {
+    let mut sql = sql.replace("{t}", table);
+    for (mark, at) in [
+        ("{13:00 today}", "2024-05-15 13:00:00"),
+        ("{10:00 five days ago}", "2024-05-10 10:00:00"),
+        ("{01:00 tomorrow}", "2024-05-16 01:00:00"),
+    ] {
+        sql = sql.replace(mark, &time(at));
+    }
+    sql
+}
+
+#[test]
+fn sqlite_one_read_matches_each_checks_own_query() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wh.db");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    // Ten weeks of hourly loads, two rows each, every seventh amount null; Tuesday
+    // stops at 13:00. `timed` holds ISO text, `epoch` numbers of seconds, `dated`
+    // dates; `empty` nothing; `old` only rows from before the lookback.
+    let hours = "WITH RECURSIVE h(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM h WHERE n < 1596)
+                 SELECT n * 2 + r AS id, CASE WHEN (n * 2 + r) % 7 = 0 THEN NULL ELSE n END AS amount,
+                        'load' AS note, 1710028800 + n * 3600 AS epoch
+                 FROM h, (SELECT 0 AS r UNION ALL SELECT 1)
+                 WHERE NOT (1710028800 + n * 3600 BETWEEN 1715691600 AND 1715731199)";
+    conn.execute_batch(&format!(
+        "CREATE TABLE timed (id INTEGER, amount REAL, note TEXT, at TEXT);
+         CREATE TABLE epoch (id INTEGER, amount REAL, note TEXT, at INTEGER);
+         CREATE TABLE dated (id INTEGER, amount REAL, note TEXT, at TEXT);
+         CREATE TABLE empty (id INTEGER, amount REAL, note TEXT, at TEXT);
+         CREATE TABLE old (id INTEGER, amount REAL, note TEXT, at TEXT);
+         INSERT INTO timed SELECT id, amount, note, datetime(epoch, 'unixepoch') FROM ({hours});
+         INSERT INTO timed VALUES (8000, 1, 'no time', NULL);
+         INSERT INTO epoch SELECT id, amount, note, epoch FROM ({hours});
+         INSERT INTO dated SELECT id, amount, note, date(epoch, 'unixepoch') FROM ({hours});
+         INSERT INTO old SELECT id, amount, note, datetime(epoch - 200 * 86400, 'unixepoch') FROM ({hours});"
+    ))
+    .unwrap();
+    drop(conn);
+    let tables = ["timed", "epoch", "dated", "empty", "old"];
+    let warehouse = Arc::new(SqliteWarehouse::new(&path, Default::default()));
+    let apply = |sql: &str| {
+        if sql.is_empty() {
+            return;
+        }
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        for table in tables {
+            let time: &dyn Fn(&str) -> String = match table {
+                "epoch" => &|at| format!("CAST(strftime('%s', '{at}') AS INTEGER)"),
+                "dated" => &|at| format!("'{}'", &at[..10]),
+                _ => &|at| format!("'{at}'"),
+            };
+            conn.execute_batch(&with_times(sql, table, time)).unwrap();
+        }
+    };
+    assert_one_read_matches_separate_queries(warehouse, &config(&tables), &steps(), &apply, None);
+}
+
+#[test]
+fn postgres_one_read_matches_each_checks_own_query() {
+    let Some(pg) = support::pg::start_or_skip("postgres_one_read_matches_each_checks_own_query")
+    else {
+        return;
+    };
+    let hours = "SELECT n * 2 + r AS id,
+                        CASE WHEN (n * 2 + r) % 7 = 0 THEN NULL ELSE n END AS amount,
+                        'load' AS note, to_timestamp(1710028800 + n * 3600) AS at
+                 FROM generate_series(0, 1596) n, generate_series(0, 1) r
+                 WHERE NOT (1710028800 + n * 3600 BETWEEN 1715691600 AND 1715731199)";
+    pg.execute(&format!(
+        "CREATE TABLE timed (id bigint, amount numeric, note text, at timestamptz);
+         CREATE TABLE plain (id bigint, amount numeric, note text, at timestamp);
+         CREATE TABLE dated (id bigint, amount numeric, note text, at date);
+         CREATE TABLE empty (id bigint, amount numeric, note text, at timestamptz);
+         CREATE TABLE old (id bigint, amount numeric, note text, at timestamptz);
+         SET TimeZone = 'UTC';
+         INSERT INTO timed SELECT * FROM ({hours}) h;
+         INSERT INTO timed VALUES (8000, 1, 'no time', NULL);
+         INSERT INTO plain SELECT id, amount, note, at AT TIME ZONE 'UTC' FROM ({hours}) h;
+         INSERT INTO dated SELECT id, amount, note, (at AT TIME ZONE 'UTC')::date FROM ({hours}) h;
+         INSERT INTO old SELECT id, amount, note, at - interval '200 days' FROM ({hours}) h;"
+    ));
+    let tables = ["timed", "plain", "dated", "empty", "old"];
+    let warehouse = Arc::new(PostgresWarehouse::new(&pg.url, 2, Duration::from_secs(30)).unwrap());
+    let counted = warehouse.clone();
+    let queries = move || counted.queries_issued();
+    let apply = |sql: &str| {
+        if sql.is_empty() {
+            return;
+        }
+        for table in tables {
+            let time: &dyn Fn(&str) -> String = match table {
+                "plain" => &|at| format!("timestamp '{at}'"),
+                "dated" => &|at| format!("date '{}'", &at[..10]),
+                _ => &|at| format!("timestamptz '{at}+00'"),
+            };
+            pg.execute(&with_times(sql, table, time));
+        }
+    };
+    assert_one_read_matches_separate_queries(
+        warehouse,
+        &config(&tables),
+        &steps(),
+        &apply,
+        Some(&queries),
+    );
+}
+
+#[test]
+fn a_query_that_fails_fails_only_the_checks_it_was_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wh.db");
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE orders (id INTEGER, amount REAL, at TEXT);
+             INSERT INTO orders VALUES (1, NULL, '2024-05-15 12:00:00'), (2, 3, '2024-05-15 12:00:00');",
+        )
+        .unwrap();
+    let config = Config::parse(
+        "[warehouse.wh]\nkind = \"postgres\"\nurl_env = \"ONE_READ_UNUSED\"\n\
+         [[monitor]]\nwarehouse = \"wh\"\ntable = \"orders\"\n\
+         checks = [\"row_count\", \"null_rate\", \"freshness\"]\n\
+         timestamp_column = \"at\"\nnull_columns = [\"amount\", \"ammount\"]\n",
+        Path::new("one_read.toml"),
+    )
+    .unwrap();
+    let state_dir = tempfile::tempdir().unwrap();
+    let state = dataward::store::open(&state_dir.path().join("state.db")).unwrap();
+    let mut poller = Poller::new().unwrap();
+    poller.add_warehouse(
+        "wh",
+        Arc::new(SqliteWarehouse::new(&path, Default::default())) as SharedWarehouse,
+        2,
+        Duration::from_secs(30),
+    );
+    let observations = poller.poll(&state, &config.monitor, first_poll()).unwrap();
+    poller.shut_down();
+    let health: Vec<(String, Health, String)> = observations
+        .iter()
+        .map(|o| {
+            (
+                o.check_label(),
+                o.health,
+                o.detail.message.clone().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(health[0].0, "row_count");
+    assert_eq!(health[0].1, Health::Ok, "{health:?}");
+    assert_eq!(observations[0].value, Some(2.0));
+    assert_eq!(health[1].0, "null_rate");
+    assert_eq!(health[1].1, Health::Error, "{health:?}");
+    assert!(health[1].2.contains("ammount"), "{health:?}");
+    assert_eq!(health[2].0, "freshness");
+    assert_eq!(health[2].1, Health::Ok, "{health:?}");
+}
