@@ -732,10 +732,34 @@ fn print_table(results: &[Size]) {
         match soda {
             Some(Ok(soda)) => {
                 row(tables, "soda 3 checks", soda);
-                against(tables, "/ soda: 3 checks, first", &three.first, soda, soda.checks);
-                against(tables, "/ soda: 3 checks, next", &three.next, soda, soda.checks);
-                against(tables, "/ soda: 5 checks, first", &five.first, soda, soda.checks);
-                against(tables, "/ soda: 5 checks, next", &five.next, soda, soda.checks);
+                against(
+                    tables,
+                    "/ soda: 3 checks, first",
+                    &three.first,
+                    soda,
+                    soda.checks,
+                );
+                against(
+                    tables,
+                    "/ soda: 3 checks, next",
+                    &three.next,
+                    soda,
+                    soda.checks,
+                );
+                against(
+                    tables,
+                    "/ soda: 5 checks, first",
+                    &five.first,
+                    soda,
+                    soda.checks,
+                );
+                against(
+                    tables,
+                    "/ soda: 5 checks, next",
+                    &five.next,
+                    soda,
+                    soda.checks,
+                );
             }
             Some(Err(e)) => println!("{tables:>6}  soda: not measured: {e}"),
             None => println!("{tables:>6}  soda: skipped (see above)"),
