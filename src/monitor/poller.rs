@@ -448,9 +448,11 @@ fn read_table(
         warehouse.scan(&TableScan {
             relation,
             null_columns: names,
+            // No columns, no window to test each row against.
             nulls_since: windows
                 .nulls_since
                 .as_ref()
+                .filter(|_| !names.is_empty())
                 .map(|(column, at)| (column.as_str(), *at)),
             minutes: plan.map(Plan::window),
         })

@@ -162,10 +162,7 @@ impl Warehouse for SqliteWarehouse {
                     "count(*) FILTER (WHERE t >= {} AND t % 86400 = 0)",
                     window.from
                 ),
-                format!(
-                    "count(*) FILTER (WHERE t >= {} AND t < {})",
-                    window.older_from, window.from
-                ),
+                format!("count(*) FILTER (WHERE t >= {})", window.older_from),
                 time(window.column),
             ),
             None => ("NULL".into(), "0".into(), "0".into(), "NULL AS t".into()),
@@ -220,6 +217,8 @@ impl Warehouse for SqliteWarehouse {
             }
         }
         counts.minutes.sort_by_key(|m| m.minute);
+        // Counted from the older stretch's start on; the recent rows are taken off here.
+        counts.older_rows -= counts.minutes.iter().map(|m| m.rows).sum::<u64>();
         Ok(counts)
     }
 
