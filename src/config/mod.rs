@@ -447,6 +447,11 @@ impl Config {
         }
     }
 
+    /// Every monitor's name, in config order.
+    pub fn monitor_names(&self) -> Vec<String> {
+        self.monitor.iter().map(Config::monitor_name).collect()
+    }
+
     pub fn monitor_name(monitor: &MonitorConfig) -> String {
         monitor
             .name

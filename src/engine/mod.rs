@@ -180,6 +180,7 @@ impl Engine {
         console_actor: &Actor,
     ) -> Result<Engine> {
         let poller = Poller::from_config(&config)?;
+        crate::monitor::minutes::forget_others(&state, &config.monitor_names())?;
         let lineage = match &config.lineage {
             Some(l) => {
                 let notes: Option<PathBuf> = l.notes.as_ref().map(|n| config.resolve(n));

@@ -70,6 +70,7 @@ impl PollTask {
         // Everything that can fail is built here, so the caller hears of it.
         let poller = Poller::from_config(&config)?;
         let conn = crate::store::open(&state_db)?;
+        crate::monitor::minutes::forget_others(&conn, &config.monitor_names())?;
         let orchestrator = orchestrator::from_config(&config)?;
         let next_due = next_due_from_store(&config, &conn)?;
         let shared = Arc::new(Shared {

@@ -157,6 +157,20 @@ pub fn store(
     Ok(all)
 }
 
+/// Forgets the minutes of monitors the config no longer has (removed or renamed):
+/// nothing would read them again.
+pub fn forget_others(state: &Connection, configured: &[String]) -> Result<()> {
+    let stored: Vec<String> = state
+        .prepare("SELECT monitor FROM minute_source")?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for monitor in stored.iter().filter(|m| !configured.contains(m)) {
+        state.execute("DELETE FROM minute_day WHERE monitor = ?1", [monitor])?;
+        state.execute("DELETE FROM minute_source WHERE monitor = ?1", [monitor])?;
+    }
+    Ok(())
+}
+
 /// The load times freshness learns from: the distinct minutes at or after `since`,
 /// newest first, at most `limit` (as [`crate::warehouse::Warehouse::load_times`]).
 pub fn load_times(minutes: &[MinuteCount], since: i64, limit: usize) -> Vec<i64> {
@@ -368,5 +382,15 @@ mod tests {
         assert_eq!(plan_for("loaded_at", lookback).from, start);
         let further = plan_for("at", lookback - 10 * DAY);
         assert_eq!(further.from, further.start);
+
+        // A monitor no longer configured is forgotten.
+        forget_others(&state, &["orders".to_string()]).unwrap();
+        assert_eq!(plan_for("at", lookback).from, warm.from);
+        forget_others(&state, &[]).unwrap();
+        assert_eq!(plan_for("at", lookback).from, start);
+        let left: i64 = state
+            .query_row("SELECT count(*) FROM minute_day", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(left, 0);
     }
 }
