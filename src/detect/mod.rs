@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::warehouse::Column;
 
 pub mod freshness;
+pub mod labelled;
 pub mod reference;
 pub mod synthetic;
 pub mod volume;
