@@ -74,7 +74,7 @@ pub struct MonitorConfig {
     pub warn_after: Option<String>,
     /// freshness: past this the verdict is `late` whatever the cadence says.
     pub error_after: Option<String>,
-    /// volume and freshness: how far back the timestamp column is read (default "70d").
+    /// volume and freshness: how far back the timestamp column is read (default "98d").
     pub lookback: Option<String>,
     /// null_rate with a `timestamp_column`: the rows measured are those loaded within
     /// this long before the check (default "1d"), so a bad load shows in its own rows

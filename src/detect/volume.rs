@@ -5,7 +5,7 @@
 //! their scaled median absolute deviation: one bad week in the history (a holiday, an
 //! outage) moves neither. The day under test is never part of its own baseline.
 
-use chrono::{Duration, NaiveDate};
+use chrono::{Datelike, Duration, NaiveDate};
 
 use super::{median_and_spread, Verdict};
 
@@ -40,6 +40,10 @@ pub fn date_at(first: NaiveDate, i: usize) -> NaiveDate {
 
 /// Judges `days[index]` against the same weekday in the weeks before it. `days` is one
 /// value per calendar day, oldest first.
+///
+/// The band is never narrower than a fifth of the baseline, nor than four Poisson
+/// standard deviations: eight quiet weeks can agree by chance, and a 20-row table
+/// wobbles by five rows whatever its history says.
 pub fn judge_day(days: &[f64], index: usize) -> Verdict {
     let observed = days[index];
     let prior: Vec<f64> = (1..=WEEKS)
@@ -50,10 +54,9 @@ pub fn judge_day(days: &[f64], index: usize) -> Verdict {
         return Verdict::learning(observed);
     }
     let (baseline, spread) = median_and_spread(&prior);
-    // Counts are counts: a day of 20 rows wobbles by more than a fifth, so small
-    // baselines get a Poisson-like floor as well.
-    let floor = (MIN_RELATIVE_WIDTH * baseline).max((baseline + 1.0).sqrt());
-    let sigma = spread.max(floor / THRESHOLD);
+    let sigma = spread
+        .max(MIN_RELATIVE_WIDTH * baseline / THRESHOLD)
+        .max((baseline + 1.0).sqrt());
     let width = THRESHOLD * sigma;
     let low = (baseline - width).max(0.0);
     let high = baseline + width;
@@ -64,6 +67,88 @@ pub fn judge_day(days: &[f64], index: usize) -> Verdict {
         baseline,
         Some((observed - baseline) / sigma),
     )
+}
+
+/// How many days at each end of a month have a place of their own: month-end closes
+/// and first-of-the-month batches land there.
+pub const MONTH_EDGE_DAYS: u32 = 3;
+/// How many prior months are asked about a place in the month, and how many must have
+/// seen it (all of those seen must agree).
+pub const MONTHS_ASKED: u32 = 3;
+pub const MIN_MONTHS: usize = 2;
+
+/// [`judge_day`] for a series whose day 0 is `first`. A day near either end of its
+/// month that was unusual in the same direction in each of the months before it (the
+/// last day of the month at twice a weekday, say) is judged against its weekday
+/// baseline scaled by how unusual those days were, so a month-end peak is not an
+/// incident every month and a missing one still is.
+pub fn judge_dated(days: &[f64], first: NaiveDate, index: usize) -> Verdict {
+    let plain = judge_day(days, index);
+    let (Some(effect), Some(range)) = (month_effect(days, first, index), plain.expected) else {
+        return plain;
+    };
+    let baseline = range.baseline * effect;
+    let sigma = ((range.high - range.baseline) / THRESHOLD * effect).max((baseline + 1.0).sqrt());
+    let width = THRESHOLD * sigma;
+    Verdict::banded(
+        plain.observed,
+        (baseline - width).max(0.0),
+        baseline + width,
+        baseline,
+        Some((plain.observed - baseline) / sigma),
+    )
+}
+
+/// A day's place in its month: 1 to [`MONTH_EDGE_DAYS`] counting from the first day,
+/// -1 (the last day) to -[`MONTH_EDGE_DAYS`] counting from the end; None in between.
+fn place_in_month(date: NaiveDate) -> Option<i32> {
+    let days_in_month = month_start(date, 1).pred_opt()?.day();
+    let from_end = days_in_month - date.day();
+    if from_end < MONTH_EDGE_DAYS {
+        Some(-(from_end as i32) - 1)
+    } else if date.day() <= MONTH_EDGE_DAYS {
+        Some(date.day() as i32)
+    } else {
+        None
+    }
+}
+
+/// The first day of the month `months_ahead` after `date`'s (negative: before).
+fn month_start(date: NaiveDate, months_ahead: i32) -> NaiveDate {
+    let months = date.year() * 12 + date.month0() as i32 + months_ahead;
+    NaiveDate::from_ymd_opt(months.div_euclid(12), months.rem_euclid(12) as u32 + 1, 1)
+        .expect("the first of a month")
+}
+
+/// The day at `place` in the month `months_ahead` after `date`'s.
+fn at_place(date: NaiveDate, months_ahead: i32, place: i32) -> NaiveDate {
+    let start = month_start(date, months_ahead);
+    if place > 0 {
+        start + Duration::days(i64::from(place) - 1)
+    } else {
+        month_start(date, months_ahead + 1) + Duration::days(i64::from(place))
+    }
+}
+
+/// How the same place in the prior months stood against its own weekday baseline, when
+/// at least [`MIN_MONTHS`] of them were all beyond the ordinary band the same way: the
+/// median of those ratios. None for a day without a place, or without such a pattern.
+fn month_effect(days: &[f64], first: NaiveDate, index: usize) -> Option<f64> {
+    let date = date_at(first, index);
+    let place = place_in_month(date)?;
+    let mut ratios = Vec::new();
+    for back in 1..=MONTHS_ASKED as i32 {
+        let earlier = at_place(date, -back, place);
+        let Ok(at) = usize::try_from((earlier - first).num_days()) else {
+            break;
+        };
+        if let Some(range) = judge_day(days, at).expected.filter(|r| r.baseline > 0.0) {
+            ratios.push(days[at] / range.baseline);
+        }
+    }
+    let all_up = ratios.iter().all(|r| *r > 1.0 + MIN_RELATIVE_WIDTH);
+    let all_down = ratios.iter().all(|r| *r < 1.0 - MIN_RELATIVE_WIDTH);
+    (ratios.len() >= MIN_MONTHS && (all_up || all_down)).then(|| super::median(&mut ratios))
 }
 
 /// How many complete days before today [`recent`] judges, besides today so far.
@@ -85,9 +170,9 @@ pub struct JudgedDay {
 /// day, against the same weekday's rows before the same time of day: so a day that is
 /// short by midday is seen at midday, and a quiet Sunday morning is compared with
 /// other Sunday mornings. Both series hold one value per calendar day, oldest first,
-/// and end today. Without `so_far` (the timestamps carry no time of day) today is not
-/// judged.
-pub fn recent(days: &[f64], so_far: Option<&[f64]>) -> Vec<JudgedDay> {
+/// and end today; day 0 is `first`. Without `so_far` (the timestamps carry no time of
+/// day) today is not judged.
+pub fn recent(days: &[f64], so_far: Option<&[f64]>, first: NaiveDate) -> Vec<JudgedDay> {
     let Some(today) = days.len().checked_sub(1) else {
         return Vec::new();
     };
@@ -95,14 +180,14 @@ pub fn recent(days: &[f64], so_far: Option<&[f64]>) -> Vec<JudgedDay> {
         .map(|index| JudgedDay {
             index,
             partial: false,
-            verdict: judge_day(days, index),
+            verdict: judge_dated(days, first, index),
         })
         .collect();
     if let Some(so_far) = so_far {
         judged.push(JudgedDay {
             index: today,
             partial: true,
-            verdict: judge_day(so_far, today),
+            verdict: judge_dated(so_far, first, today),
         });
     }
     judged
@@ -127,6 +212,11 @@ mod tests {
     use super::*;
     use crate::detect::synthetic::{weekly_series, SeriesShape};
     use crate::detect::VerdictKind;
+
+    /// Day 0 of every test series.
+    fn monday() -> NaiveDate {
+        NaiveDate::from_ymd_opt(2024, 1, 1).unwrap()
+    }
 
     fn shape() -> SeriesShape {
         SeriesShape {
@@ -218,6 +308,59 @@ mod tests {
     }
 
     #[test]
+    fn a_twenty_row_table_is_quiet_at_plus_or_minus_five_and_low_at_zero() {
+        // Twenty rows a day for twelve weeks: no spread at all to learn a band from.
+        let mut days = vec![20.0; 84];
+        for (value, expected) in [(25.0, VerdictKind::Ok), (15.0, VerdictKind::Ok)] {
+            days[83] = value;
+            let v = judge_day(&days, 83);
+            assert_eq!(v.kind, expected, "{value} rows: {v:?}");
+        }
+        days[83] = 0.0;
+        assert_eq!(judge_day(&days, 83).kind, VerdictKind::Low);
+    }
+
+    #[test]
+    fn a_month_end_peak_seen_every_month_is_expected_and_a_missing_one_is_low() {
+        // From Monday 2024-01-01: the last day of every month at twice the usual.
+        let mut days = weekly_series(&SeriesShape {
+            days: 152,
+            ..shape()
+        });
+        let last_days = [30, 59, 90, 120, 151]; // Jan 31, Feb 29, Mar 31, Apr 30, May 31
+        for &day in &last_days {
+            assert_eq!(place_in_month(date_at(monday(), day)), Some(-1));
+            days[day] *= 2.0;
+        }
+        // Against its weekday alone May 31 would be high; the months before say it is not.
+        assert_eq!(judge_day(&days, 151).kind, VerdictKind::High);
+        let v = judge_dated(&days, monday(), 151);
+        assert_eq!(v.kind, VerdictKind::Ok, "{v:?}");
+        // The day before is an ordinary day, judged as one.
+        assert_eq!(judge_dated(&days, monday(), 150), judge_day(&days, 150));
+        // A month end without its peak is low.
+        days[151] /= 2.0;
+        assert_eq!(judge_dated(&days, monday(), 151).kind, VerdictKind::Low);
+    }
+
+    #[test]
+    fn places_in_the_month_count_from_either_end() {
+        let place = |y, m, d| place_in_month(NaiveDate::from_ymd_opt(y, m, d).unwrap());
+        assert_eq!(place(2024, 2, 29), Some(-1));
+        assert_eq!(place(2024, 2, 27), Some(-3));
+        assert_eq!(place(2024, 2, 26), None);
+        assert_eq!(place(2024, 3, 3), Some(3));
+        assert_eq!(
+            at_place(NaiveDate::from_ymd_opt(2024, 3, 31).unwrap(), -1, -1),
+            NaiveDate::from_ymd_opt(2024, 2, 29).unwrap()
+        );
+        assert_eq!(
+            at_place(NaiveDate::from_ymd_opt(2024, 1, 2).unwrap(), -1, 2),
+            NaiveDate::from_ymd_opt(2023, 12, 2).unwrap()
+        );
+    }
+
+    #[test]
     fn short_history_is_learning_not_a_breach() {
         let days = [100.0, 120.0, 90.0, 0.0, 100.0, 110.0, 95.0, 100.0, 5.0];
         for v in backtest(&days) {
@@ -252,7 +395,7 @@ mod tests {
         assert_eq!(79 % 7, 2);
         let mut midday = so_far(&days, 0.5);
         midday[79] *= 0.4;
-        let judged = recent(&days, Some(&midday));
+        let judged = recent(&days, Some(&midday), monday());
         assert_eq!(judged.len(), RECENT_DAYS + 1);
         let now = today(&judged, &days);
         assert_eq!(now.verdict.kind, VerdictKind::Low, "{now:?}");
@@ -279,7 +422,7 @@ mod tests {
             ..shape()
         });
         let morning = so_far(&days, 0.375);
-        let judged = recent(&days, Some(&morning));
+        let judged = recent(&days, Some(&morning), monday());
         assert_eq!(today(&judged, &days).verdict.kind, VerdictKind::Ok);
         let head = headline(&judged).unwrap();
         assert!(!head.partial);
@@ -292,7 +435,7 @@ mod tests {
         // 84 days from a Monday: today (index 83) is a Sunday, at 45% of a weekday.
         let days = weekly_series(&shape());
         let morning = so_far(&days, 0.375);
-        let judged = recent(&days, Some(&morning));
+        let judged = recent(&days, Some(&morning), monday());
         let now = today(&judged, &days);
         assert_eq!(now.verdict.kind, VerdictKind::Ok, "{now:?}");
         // Against a weekday morning it would have been low.
@@ -307,12 +450,12 @@ mod tests {
         });
         let mut midday = so_far(&days, 0.5);
         midday[79] *= 2.5;
-        let judged = recent(&days, Some(&midday));
+        let judged = recent(&days, Some(&midday), monday());
         assert_eq!(today(&judged, &days).verdict.kind, VerdictKind::High);
 
         days[78] *= 0.5;
         let midday = so_far(&days, 0.5);
-        let judged = recent(&days, Some(&midday));
+        let judged = recent(&days, Some(&midday), monday());
         let head = headline(&judged).unwrap();
         assert_eq!((head.index, head.verdict.kind), (78, VerdictKind::Low));
     }
@@ -326,10 +469,10 @@ mod tests {
         });
         let mut early: Vec<f64> = (0..80).map(|i| [3.0, 4.0, 2.0, 3.0][i % 4]).collect();
         early[79] = 1.0;
-        let judged = recent(&days, Some(&early));
+        let judged = recent(&days, Some(&early), monday());
         assert_eq!(today(&judged, &days).verdict.kind, VerdictKind::Ok);
         early[79] = 5.0;
-        let judged = recent(&days, Some(&early));
+        let judged = recent(&days, Some(&early), monday());
         assert_eq!(today(&judged, &days).verdict.kind, VerdictKind::Ok);
     }
 
@@ -339,7 +482,7 @@ mod tests {
             days: 80,
             ..shape()
         });
-        let judged = recent(&days, None);
+        let judged = recent(&days, None, monday());
         assert_eq!(judged.len(), RECENT_DAYS);
         assert!(judged.iter().all(|d| !d.partial));
         assert_eq!(headline(&judged).unwrap().index, 78);
@@ -348,7 +491,7 @@ mod tests {
     #[test]
     fn a_short_series_is_learning_throughout() {
         let days = [0.0, 0.0, 0.0, 5.0, 7.0, 6.0, 9.0, 3.0];
-        let judged = recent(&days, Some(&days));
+        let judged = recent(&days, Some(&days), monday());
         assert_eq!(judged.len(), 8);
         assert!(judged
             .iter()

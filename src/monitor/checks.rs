@@ -16,8 +16,9 @@ use crate::warehouse::{
     Column, DayCount, MinuteCount, NullCounts, Relation, TableCounts, Warehouse, WarehouseError,
 };
 
-/// Ten weeks: enough same-weekday history for the volume baseline.
-pub const DEFAULT_LOOKBACK: Duration = Duration::from_secs(70 * 86_400);
+/// Fourteen weeks: eight same-weekday values behind each of the last seven days judged,
+/// and the same place in the two months before for a day near a month's end.
+pub const DEFAULT_LOOKBACK: Duration = Duration::from_secs(98 * 86_400);
 /// null_rate with a timestamp column: the rows loaded in the last day.
 pub const DEFAULT_NULL_WINDOW: Duration = Duration::from_secs(86_400);
 /// How many recent distinct load times the cadence is learned from.
@@ -264,7 +265,7 @@ pub fn judge_recent_days(counts: &[DayCount], today: NaiveDate) -> Measurement {
     let days = series(|c| c.rows);
     let so_far = series(|c| c.before_cutoff);
     let timed = counts.iter().any(|c| c.at_midnight < c.rows);
-    let judged = volume::recent(&days, timed.then_some(so_far.as_slice()));
+    let judged = volume::recent(&days, timed.then_some(so_far.as_slice()), first);
     let headline = volume::headline(&judged).expect("a week of complete days");
     Measurement::Volume {
         day: volume::date_at(first, headline.index).to_string(),
