@@ -72,6 +72,11 @@ enum Cmd {
         /// The detector: volume or row_count.
         #[arg(long, value_name = "KIND", default_value = "volume")]
         monitor: String,
+        /// Scores the flags against labelled windows: a JSON object from each CSV
+        /// file's name to its `[["first_day", "last_day"], ...]` windows; prints
+        /// precision, recall and F1.
+        #[arg(long, value_name = "WINDOWS.json")]
+        labels: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -243,9 +248,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Check { config, once, json } => {
             dataward::monitor::cli::check(&config, once, json, &data_dir()?)
         }
-        Cmd::Backtest { csv, monitor, json } => {
-            dataward::monitor::cli::backtest(&csv, &monitor, json)
-        }
+        Cmd::Backtest {
+            csv,
+            monitor,
+            labels,
+            json,
+        } => dataward::monitor::cli::backtest(&csv, &monitor, labels.as_deref(), json),
         Cmd::Verify { json, receipt } => chain::cli::verify(&data_dir()?, json, receipt.as_deref()),
         Cmd::Receipt {
             incident,

@@ -275,6 +275,73 @@ fn backtest_prints_a_verdict_per_row() {
 }
 
 #[test]
+fn backtest_scores_its_flags_against_labelled_windows() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = weekly_csv(dir.path());
+    let labels = dir.path().join("windows.json");
+    // The short Saturday is labelled, and so is a Monday-Tuesday nothing flags.
+    std::fs::write(
+        &labels,
+        r#"{"history.csv": [["2024-02-10", "2024-02-10"], ["2024-02-05", "2024-02-06"]],
+            "other.csv": []}"#,
+    )
+    .unwrap();
+    let args = |json: bool| {
+        let mut args = vec![
+            "backtest",
+            "--csv",
+            csv.to_str().unwrap(),
+            "--labels",
+            labels.to_str().unwrap(),
+        ];
+        if json {
+            args.push("--json");
+        }
+        dataward(&args, &[])
+    };
+    let out = args(true);
+    assert_eq!(out.status.code(), Some(0));
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 43, "a verdict per row, then the score");
+    let score = &lines[42]["score"];
+    assert_eq!(score["windows"], 2);
+    assert_eq!(score["caught"], 1);
+    assert_eq!(score["flags"], 1);
+    assert_eq!(score["flags_in_windows"], 1);
+    assert_eq!(score["precision"], 1.0);
+    assert_eq!(score["recall"], 0.5);
+    let table = String::from_utf8_lossy(&args(false).stdout).to_string();
+    assert!(
+        table.contains("1/2 windows caught (recall 0.500); 1/1 flagged days inside a window (precision 1.000); F1 0.667"),
+        "{table}"
+    );
+
+    // A labels file that cannot be used says why, naming itself, and prints nothing else.
+    for (text, says) in [
+        (r#"{"other.csv": []}"#, "no windows for \"history.csv\""),
+        (
+            r#"{"history.csv": [["2024-02-10", "2024-02-01"]]}"#,
+            "window 1: its last day comes before its first",
+        ),
+        (
+            r#"{"history.csv": [["10/02/2024", "2024-02-11"]]}"#,
+            "is not a date like 2024-05-11",
+        ),
+        (r#"["history.csv"]"#, "expected {"),
+    ] {
+        std::fs::write(&labels, text).unwrap();
+        let out = args(false);
+        assert_eq!(out.status.code(), Some(2), "{text}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("windows.json") && err.contains(says),
+            "{text}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "{text}");
+    }
+}
+
+#[test]
 fn a_bad_csv_names_the_line() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("bad.csv");

@@ -1,17 +1,20 @@
 //! `dataward check` and `dataward backtest`: what the command line calls, so main.rs
 //! stays a parser.
 
+use std::collections::BTreeMap;
+use std::ops::RangeInclusive;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use chrono::{NaiveDate, Utc};
+use chrono::{Datelike, NaiveDate, Utc};
 use serde::Serialize;
 
 use super::poller::Poller;
 use super::{thousands, Health, Observation};
 use crate::config::{parse_duration, Config};
+use crate::detect::labelled::WindowScore;
 use crate::detect::{self, volume, VerdictKind};
 use crate::sanitize;
 
@@ -171,11 +174,15 @@ pub struct BacktestLine {
 
 /// Runs a detector over a `date,value` history and prints the verdict for every row.
 /// `monitor` is the detector: "volume" (daily, same weekday in prior weeks) or
-/// "row_count" (each value against the ones before it).
-pub fn backtest(csv: &Path, monitor: &str, json: bool) -> Result<ExitCode> {
+/// "row_count" (each value against the ones before it). With `labels`, the flags are
+/// then scored against the windows that file labels for this CSV (see
+/// [`read_windows`]), as the labelled benchmark scores them.
+pub fn backtest(csv: &Path, monitor: &str, labels: Option<&Path>, json: bool) -> Result<ExitCode> {
     let text =
         std::fs::read_to_string(csv).with_context(|| format!("cannot read {}", csv.display()))?;
     let rows = parse_history(&text).map_err(|e| anyhow!("{}: {e}", csv.display()))?;
+    // Read before any output, so a bad labels file never follows a printed table.
+    let windows = labels.map(|labels| read_windows(labels, csv)).transpose()?;
     let lines = match monitor {
         "volume" => backtest_volume(&rows),
         "row_count" => backtest_row_count(&rows),
@@ -188,7 +195,84 @@ pub fn backtest(csv: &Path, monitor: &str, json: bool) -> Result<ExitCode> {
     } else {
         print_backtest_table(&lines);
     }
+    if let Some(windows) = windows {
+        let flagged: Vec<i64> = rows
+            .iter()
+            .zip(&lines)
+            .filter(|(_, line)| VerdictKind::parse(line.verdict).is_breach())
+            .map(|((date, _), _)| i64::from(date.num_days_from_ce()))
+            .collect();
+        let mut score = WindowScore::default();
+        score.add(&windows, &flagged);
+        if json {
+            println!(
+                "{}",
+                serde_json::json!({ "score": {
+                    "windows": score.windows,
+                    "caught": score.caught,
+                    "flags": score.flags,
+                    "flags_in_windows": score.flags_in_windows,
+                    "precision": score.precision(),
+                    "recall": score.recall(),
+                    "f1": score.f1(),
+                }})
+            );
+        } else {
+            println!(
+                "scored: {}/{} windows caught (recall {:.3}); {}/{} flagged days inside a window (precision {:.3}); F1 {:.3}",
+                score.caught,
+                score.windows,
+                score.recall(),
+                score.flags_in_windows,
+                score.flags,
+                score.precision(),
+                score.f1()
+            );
+        }
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The windows a labels file gives `csv`: a JSON object from each CSV file's name to
+/// its list of `["first_day", "last_day"]` windows (an empty list: a series with no
+/// fault). Days as day numbers, for [`WindowScore`]. Errors name the file, the CSV and
+/// the window.
+pub fn read_windows(labels: &Path, csv: &Path) -> Result<Vec<RangeInclusive<i64>>> {
+    let text = std::fs::read_to_string(labels)
+        .with_context(|| format!("cannot read {}", labels.display()))?;
+    let all: BTreeMap<String, Vec<[String; 2]>> = serde_json::from_str(&text).map_err(|e| {
+        anyhow!(
+            "{}: {e} (expected {{\"file.csv\": [[\"2024-05-11\", \"2024-05-12\"], ...]}})",
+            labels.display()
+        )
+    })?;
+    let name = csv
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| anyhow!("{}: not a file name", csv.display()))?;
+    let windows = all.get(name).ok_or_else(|| {
+        anyhow!(
+            "{}: no windows for {name:?} (an empty list marks a series with no fault)",
+            labels.display()
+        )
+    })?;
+    windows
+        .iter()
+        .enumerate()
+        .map(|(i, [first, last])| {
+            let at = || format!("{}: {name:?} window {}", labels.display(), i + 1);
+            let day = |text: &str| {
+                NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d")
+                    .map(|d| i64::from(d.num_days_from_ce()))
+                    .map_err(|_| anyhow!("{}: {text:?} is not a date like 2024-05-11", at()))
+            };
+            let (first, last) = (day(first)?, day(last)?);
+            if last < first {
+                bail!("{}: its last day comes before its first", at());
+            }
+            Ok(first..=last)
+        })
+        .collect()
 }
 
 /// `date,value` rows; the header is required, dates strictly increase. Errors name
