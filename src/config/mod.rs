@@ -29,6 +29,10 @@ pub struct Config {
     /// Who may attach to `dataward serve`.
     #[serde(default)]
     pub serve: ServeConfig,
+    /// The team's holidays ("2026-12-25"): volume judges a holiday as it would the
+    /// table's quietest weekday, so Christmas is not an incident.
+    #[serde(default)]
+    pub holidays: Vec<String>,
     /// The file this was read from; relative paths inside resolve against its folder.
     #[serde(skip)]
     pub origin: PathBuf,
@@ -82,6 +86,9 @@ pub struct MonitorConfig {
     pub null_window: Option<String>,
     /// row_count: a baseline recorded by the team; without it the baseline is learned.
     pub expected_rows: Option<u64>,
+    /// The config's `holidays`, read as dates: every monitor carries the calendar.
+    #[serde(skip)]
+    pub holidays: Vec<chrono::NaiveDate>,
     /// freshness and volume: each poll reads today and this many days before it again
     /// (default 1), so rows that land late for those days are counted. Older days keep
     /// the counts first read unless the table's rows for them change, which makes the
@@ -257,10 +264,28 @@ impl Config {
         config
             .validate(text)
             .map_err(|e| anyhow!("{}: {}", origin.display(), redact_secrets(&e.to_string())))?;
+        let holidays = config
+            .holidays
+            .iter()
+            .map(|day| chrono::NaiveDate::parse_from_str(day.trim(), "%Y-%m-%d"))
+            .collect::<Result<Vec<_>, _>>()
+            .expect("validated");
+        for monitor in &mut config.monitor {
+            monitor.holidays = holidays.clone();
+        }
         Ok(config)
     }
 
     fn validate(&self, text: &str) -> Result<()> {
+        for day in &self.holidays {
+            if chrono::NaiveDate::parse_from_str(day.trim(), "%Y-%m-%d").is_err() {
+                return Err(Bad::key(
+                    "holidays",
+                    format!("holidays: {day:?} is not a date like 2026-12-25"),
+                )
+                .at(text, &[]));
+            }
+        }
         for (name, wh) in &self.warehouse {
             self.validate_warehouse(name, wh)
                 .map_err(|bad| bad.at(text, &[Step::Key("warehouse"), Step::Key(name)]))?;
@@ -958,6 +983,32 @@ mod tests {
         );
         let plain = "c.toml: line 9: monitor[0] (t).every: \"5x\": unknown unit \"x\" (s, m, h, d)";
         assert_eq!(redact_secrets(plain), plain);
+    }
+
+    #[test]
+    fn holidays_are_dates_every_monitor_carries_and_a_bad_one_names_its_line() {
+        let text = format!(
+            "holidays = [\"2026-12-25\", \"2026-12-26\"]\n{}",
+            with_monitor_line("timestamp_column = \"at\"")
+        );
+        let config = Config::parse(&text, Path::new("dataward.toml")).unwrap();
+        assert_eq!(
+            config.monitor[0].holidays,
+            [
+                chrono::NaiveDate::from_ymd_opt(2026, 12, 25).unwrap(),
+                chrono::NaiveDate::from_ymd_opt(2026, 12, 26).unwrap()
+            ]
+        );
+        let bad = text.replace("2026-12-26", "26/12/2026");
+        let err = format!(
+            "{:#}",
+            Config::parse(&bad, Path::new("dataward.toml")).unwrap_err()
+        );
+        assert!(
+            err.contains("holidays: \"26/12/2026\" is not a date like 2026-12-25"),
+            "{err}"
+        );
+        assert!(err.contains("line "), "{err}");
     }
 
     #[test]

@@ -82,7 +82,38 @@ pub const MIN_MONTHS: usize = 2;
 /// last day of the month at twice a weekday, say) is judged against its weekday
 /// baseline scaled by how unusual those days were, so a month-end peak is not an
 /// incident every month and a missing one still is.
-pub fn judge_dated(days: &[f64], first: NaiveDate, index: usize) -> Verdict {
+///
+/// On one of the team's `holidays` the band reaches down to the quietest weekday's: a
+/// holiday at a Sunday's volume is expected, one with no rows at all still is not.
+pub fn judge_dated(
+    days: &[f64],
+    first: NaiveDate,
+    index: usize,
+    holidays: &[NaiveDate],
+) -> Verdict {
+    let verdict = judge_by_place(days, first, index);
+    if !holidays.contains(&date_at(first, index)) {
+        return verdict;
+    }
+    let quietest_low = (1..7)
+        .filter_map(|back| index.checked_sub(back))
+        .filter_map(|at| judge_day(days, at).expected)
+        .map(|range| range.low)
+        .min_by(f64::total_cmp);
+    match (verdict.expected, quietest_low) {
+        (Some(range), Some(low)) if low < range.low => Verdict::banded(
+            verdict.observed,
+            low,
+            range.high,
+            range.baseline,
+            verdict.score,
+        ),
+        _ => verdict,
+    }
+}
+
+/// [`judge_dated`] without the calendar: the weekday, and the place in the month.
+fn judge_by_place(days: &[f64], first: NaiveDate, index: usize) -> Verdict {
     let plain = judge_day(days, index);
     let (Some(effect), Some(range)) = (month_effect(days, first, index), plain.expected) else {
         return plain;
@@ -170,9 +201,14 @@ pub struct JudgedDay {
 /// day, against the same weekday's rows before the same time of day: so a day that is
 /// short by midday is seen at midday, and a quiet Sunday morning is compared with
 /// other Sunday mornings. Both series hold one value per calendar day, oldest first,
-/// and end today; day 0 is `first`. Without `so_far` (the timestamps carry no time of
+/// and end today; day 0 is `first`; `holidays` as for [`judge_dated`]. Without `so_far` (the timestamps carry no time of
 /// day) today is not judged.
-pub fn recent(days: &[f64], so_far: Option<&[f64]>, first: NaiveDate) -> Vec<JudgedDay> {
+pub fn recent(
+    days: &[f64],
+    so_far: Option<&[f64]>,
+    first: NaiveDate,
+    holidays: &[NaiveDate],
+) -> Vec<JudgedDay> {
     let Some(today) = days.len().checked_sub(1) else {
         return Vec::new();
     };
@@ -180,14 +216,14 @@ pub fn recent(days: &[f64], so_far: Option<&[f64]>, first: NaiveDate) -> Vec<Jud
         .map(|index| JudgedDay {
             index,
             partial: false,
-            verdict: judge_dated(days, first, index),
+            verdict: judge_dated(days, first, index, holidays),
         })
         .collect();
     if let Some(so_far) = so_far {
         judged.push(JudgedDay {
             index: today,
             partial: true,
-            verdict: judge_dated(so_far, first, today),
+            verdict: judge_dated(so_far, first, today, holidays),
         });
     }
     judged
@@ -334,13 +370,39 @@ mod tests {
         }
         // Against its weekday alone May 31 would be high; the months before say it is not.
         assert_eq!(judge_day(&days, 151).kind, VerdictKind::High);
-        let v = judge_dated(&days, monday(), 151);
+        let v = judge_dated(&days, monday(), 151, &[]);
         assert_eq!(v.kind, VerdictKind::Ok, "{v:?}");
         // The day before is an ordinary day, judged as one.
-        assert_eq!(judge_dated(&days, monday(), 150), judge_day(&days, 150));
+        assert_eq!(
+            judge_dated(&days, monday(), 150, &[]),
+            judge_day(&days, 150)
+        );
         // A month end without its peak is low.
         days[151] /= 2.0;
-        assert_eq!(judge_dated(&days, monday(), 151).kind, VerdictKind::Low);
+        assert_eq!(
+            judge_dated(&days, monday(), 151, &[]).kind,
+            VerdictKind::Low
+        );
+    }
+
+    #[test]
+    fn a_holiday_at_a_sundays_volume_is_expected_when_the_team_lists_it() {
+        let mut days = weekly_series(&shape());
+        let holiday_monday = 77; // 2024-03-18, a Monday
+        days[holiday_monday] = days[holiday_monday - 1]; // the Sunday before's volume
+        let holiday = [date_at(monday(), holiday_monday)];
+        assert_eq!(
+            judge_dated(&days, monday(), holiday_monday, &[]).kind,
+            VerdictKind::Low
+        );
+        let v = judge_dated(&days, monday(), holiday_monday, &holiday);
+        assert_eq!(v.kind, VerdictKind::Ok, "{v:?}");
+        // Nothing at all on a holiday is still nothing at all.
+        days[holiday_monday] = 0.0;
+        assert_eq!(
+            judge_dated(&days, monday(), holiday_monday, &holiday).kind,
+            VerdictKind::Low
+        );
     }
 
     #[test]
@@ -395,7 +457,7 @@ mod tests {
         assert_eq!(79 % 7, 2);
         let mut midday = so_far(&days, 0.5);
         midday[79] *= 0.4;
-        let judged = recent(&days, Some(&midday), monday());
+        let judged = recent(&days, Some(&midday), monday(), &[]);
         assert_eq!(judged.len(), RECENT_DAYS + 1);
         let now = today(&judged, &days);
         assert_eq!(now.verdict.kind, VerdictKind::Low, "{now:?}");
@@ -422,7 +484,7 @@ mod tests {
             ..shape()
         });
         let morning = so_far(&days, 0.375);
-        let judged = recent(&days, Some(&morning), monday());
+        let judged = recent(&days, Some(&morning), monday(), &[]);
         assert_eq!(today(&judged, &days).verdict.kind, VerdictKind::Ok);
         let head = headline(&judged).unwrap();
         assert!(!head.partial);
@@ -435,7 +497,7 @@ mod tests {
         // 84 days from a Monday: today (index 83) is a Sunday, at 45% of a weekday.
         let days = weekly_series(&shape());
         let morning = so_far(&days, 0.375);
-        let judged = recent(&days, Some(&morning), monday());
+        let judged = recent(&days, Some(&morning), monday(), &[]);
         let now = today(&judged, &days);
         assert_eq!(now.verdict.kind, VerdictKind::Ok, "{now:?}");
         // Against a weekday morning it would have been low.
@@ -450,12 +512,12 @@ mod tests {
         });
         let mut midday = so_far(&days, 0.5);
         midday[79] *= 2.5;
-        let judged = recent(&days, Some(&midday), monday());
+        let judged = recent(&days, Some(&midday), monday(), &[]);
         assert_eq!(today(&judged, &days).verdict.kind, VerdictKind::High);
 
         days[78] *= 0.5;
         let midday = so_far(&days, 0.5);
-        let judged = recent(&days, Some(&midday), monday());
+        let judged = recent(&days, Some(&midday), monday(), &[]);
         let head = headline(&judged).unwrap();
         assert_eq!((head.index, head.verdict.kind), (78, VerdictKind::Low));
     }
@@ -469,10 +531,10 @@ mod tests {
         });
         let mut early: Vec<f64> = (0..80).map(|i| [3.0, 4.0, 2.0, 3.0][i % 4]).collect();
         early[79] = 1.0;
-        let judged = recent(&days, Some(&early), monday());
+        let judged = recent(&days, Some(&early), monday(), &[]);
         assert_eq!(today(&judged, &days).verdict.kind, VerdictKind::Ok);
         early[79] = 5.0;
-        let judged = recent(&days, Some(&early), monday());
+        let judged = recent(&days, Some(&early), monday(), &[]);
         assert_eq!(today(&judged, &days).verdict.kind, VerdictKind::Ok);
     }
 
@@ -482,7 +544,7 @@ mod tests {
             days: 80,
             ..shape()
         });
-        let judged = recent(&days, None, monday());
+        let judged = recent(&days, None, monday(), &[]);
         assert_eq!(judged.len(), RECENT_DAYS);
         assert!(judged.iter().all(|d| !d.partial));
         assert_eq!(headline(&judged).unwrap().index, 78);
@@ -491,7 +553,7 @@ mod tests {
     #[test]
     fn a_short_series_is_learning_throughout() {
         let days = [0.0, 0.0, 0.0, 5.0, 7.0, 6.0, 9.0, 3.0];
-        let judged = recent(&days, Some(&days), monday());
+        let judged = recent(&days, Some(&days), monday(), &[]);
         assert_eq!(judged.len(), 8);
         assert!(judged
             .iter()

@@ -140,7 +140,11 @@ pub fn measure(
                 windows.first_day,
                 windows.cutoff,
             )?;
-            Ok(judge_recent_days(&counts, now.date_naive()))
+            Ok(judge_recent_days(
+                &counts,
+                now.date_naive(),
+                &monitor.holidays,
+            ))
         }
     }
 }
@@ -170,6 +174,7 @@ pub fn from_counts(
         CheckKind::Volume => judge_recent_days(
             &minutes::daily_counts(minutes, windows.first_day, windows.cutoff),
             now.date_naive(),
+            &monitor.holidays,
         ),
         CheckKind::Schema => return None,
     })
@@ -251,7 +256,11 @@ fn since_day_start(day: NaiveDate) -> i64 {
 /// a week at least, so the recent days are all listed; a series that short is learning
 /// throughout.) Timestamps that are all at midnight are dates with no time of day, so
 /// today is not judged until it is complete.
-pub fn judge_recent_days(counts: &[DayCount], today: NaiveDate) -> Measurement {
+pub fn judge_recent_days(
+    counts: &[DayCount],
+    today: NaiveDate,
+    holidays: &[NaiveDate],
+) -> Measurement {
     let first = counts
         .iter()
         .map(|c| c.day)
@@ -265,7 +274,7 @@ pub fn judge_recent_days(counts: &[DayCount], today: NaiveDate) -> Measurement {
     let days = series(|c| c.rows);
     let so_far = series(|c| c.before_cutoff);
     let timed = counts.iter().any(|c| c.at_midnight < c.rows);
-    let judged = volume::recent(&days, timed.then_some(so_far.as_slice()), first);
+    let judged = volume::recent(&days, timed.then_some(so_far.as_slice()), first, holidays);
     let headline = volume::headline(&judged).expect("a week of complete days");
     Measurement::Volume {
         day: volume::date_at(first, headline.index).to_string(),

@@ -344,7 +344,7 @@ fn backtest_volume(rows: &[(NaiveDate, f64)]) -> Vec<BacktestLine> {
         .map(|(date, _)| {
             line(
                 *date,
-                volume::judge_dated(&days, first, (*date - first).num_days() as usize),
+                volume::judge_dated(&days, first, (*date - first).num_days() as usize, &[]),
             )
         })
         .collect()
