@@ -33,7 +33,11 @@ pub fn status_spans(app: &App, theme: &Theme) -> Vec<Span<'static>> {
     if attached.is_empty() {
         return Vec::new();
     }
-    let list: Vec<String> = attached.iter().map(one).collect();
+    // People who can decide first: on a narrow terminal the line is cut at its end,
+    // and an observer is the one to lose.
+    let mut views: Vec<&PresenceView> = attached.iter().collect();
+    views.sort_by_key(|view| view.read_only);
+    let list: Vec<String> = views.into_iter().map(one).collect();
     vec![
         Span::styled(format!("{} attached: ", attached.len()), theme.muted),
         Span::raw(list.join(" · ")),

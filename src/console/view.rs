@@ -1278,6 +1278,23 @@ mod tests {
     }
 
     #[test]
+    fn observers_come_after_the_people_who_decide() {
+        let mut app = paired_app();
+        let mut snapshot = app.snapshot.clone();
+        snapshot.attached.rotate_right(1); // the observer attached first
+        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
+        let screen = draw(&app, 120, 40);
+        let status = screen.lines().nth(38).unwrap();
+        let at = |text: &str| {
+            status
+                .find(text)
+                .unwrap_or_else(|| panic!("{text}: {status}"))
+        };
+        assert!(at("Bob (bob)") < at("uid 1003"), "{status}");
+        assert!(at("Alice (alice)") < at("uid 1003"), "{status}");
+    }
+
+    #[test]
     fn a_proposal_someone_else_is_deciding() {
         use crate::engine::api::{Outcome, Refusal, RefusalKind, Reply};
         let mut app = paired_app();
