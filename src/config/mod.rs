@@ -265,27 +265,31 @@ impl Config {
             .validate(text)
             .map_err(|e| anyhow!("{}: {}", origin.display(), redact_secrets(&e.to_string())))?;
         let holidays = config
-            .holidays
-            .iter()
-            .map(|day| chrono::NaiveDate::parse_from_str(day.trim(), "%Y-%m-%d"))
-            .collect::<Result<Vec<_>, _>>()
-            .expect("validated");
+            .holidays(text)
+            .map_err(|e| anyhow!("{}: {e}", origin.display()))?;
         for monitor in &mut config.monitor {
             monitor.holidays = holidays.clone();
         }
         Ok(config)
     }
 
+    /// The `holidays` as dates; a bad one names its line.
+    fn holidays(&self, text: &str) -> Result<Vec<chrono::NaiveDate>> {
+        self.holidays
+            .iter()
+            .map(|day| {
+                chrono::NaiveDate::parse_from_str(day.trim(), "%Y-%m-%d").map_err(|_| {
+                    Bad::key(
+                        "holidays",
+                        format!("holidays: {day:?} is not a date like 2026-12-25"),
+                    )
+                    .at(text, &[])
+                })
+            })
+            .collect()
+    }
+
     fn validate(&self, text: &str) -> Result<()> {
-        for day in &self.holidays {
-            if chrono::NaiveDate::parse_from_str(day.trim(), "%Y-%m-%d").is_err() {
-                return Err(Bad::key(
-                    "holidays",
-                    format!("holidays: {day:?} is not a date like 2026-12-25"),
-                )
-                .at(text, &[]));
-            }
-        }
         for (name, wh) in &self.warehouse {
             self.validate_warehouse(name, wh)
                 .map_err(|bad| bad.at(text, &[Step::Key("warehouse"), Step::Key(name)]))?;

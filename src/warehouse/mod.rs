@@ -228,6 +228,41 @@ pub struct TableCounts {
     pub minutes: Vec<MinuteCount>,
 }
 
+impl TableCounts {
+    /// Adds up the groups a scan's query returns, each a minute (None: the older rows
+    /// and those without a time) with its counts in the scan's order: rows, rows at
+    /// midnight, rows from the older stretch's start on, rows whose nulls were counted,
+    /// then each column's nulls. The older stretch is counted from its start on, so the
+    /// recent minutes are taken off it here.
+    pub fn from_groups(groups: Vec<(Option<i64>, Vec<u64>)>, columns: usize) -> TableCounts {
+        let mut counts = TableCounts {
+            nulls: NullCounts {
+                rows: 0,
+                nulls: vec![0; columns],
+            },
+            ..TableCounts::default()
+        };
+        for (minute, group) in groups {
+            counts.rows += group[0];
+            counts.older_rows += group[2];
+            counts.nulls.rows += group[3];
+            for (total, nulls) in counts.nulls.nulls.iter_mut().zip(&group[4..]) {
+                *total += nulls;
+            }
+            if let Some(minute) = minute {
+                counts.minutes.push(MinuteCount {
+                    minute,
+                    rows: group[0],
+                    at_midnight: group[1],
+                });
+            }
+        }
+        counts.minutes.sort_by_key(|m| m.minute);
+        counts.older_rows -= counts.minutes.iter().map(|m| m.rows).sum::<u64>();
+        counts
+    }
+}
+
 /// The rows stamped within one minute of a timestamp column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct MinuteCount {

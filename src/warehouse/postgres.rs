@@ -16,9 +16,9 @@ use postgres::{Client, NoTls};
 
 use super::{
     changed_copy, check_restorable, column_list, is_version_name, null_counts_sql, quote_ident,
-    version_name, CastTarget, Column, DayCount, KeyGap, MinuteCount, NullCounts, Relation,
-    TableCounts, TableScan, TableVersion, Uncastable, Warehouse, WarehouseError, BOOLEAN_WORDS,
-    DATE_WORDS, EARLIER, UNCASTABLE_EXAMPLES, VERSIONS,
+    version_name, CastTarget, Column, DayCount, KeyGap, NullCounts, Relation, TableCounts,
+    TableScan, TableVersion, Uncastable, Warehouse, WarehouseError, BOOLEAN_WORDS, DATE_WORDS,
+    EARLIER, UNCASTABLE_EXAMPLES, VERSIONS,
 };
 
 pub struct PostgresWarehouse {
@@ -337,34 +337,16 @@ impl Warehouse for PostgresWarehouse {
             table = scan.relation.quoted(),
         );
         let rows = self.with_client(|c| c.query(&sql, &[]))?;
-        let mut counts = TableCounts {
-            nulls: NullCounts {
-                rows: 0,
-                nulls: vec![0; scan.null_columns.len()],
-            },
-            ..TableCounts::default()
-        };
         // Columns: the minute as seconds, the minute itself, then the counts.
-        let count = |r: &postgres::Row, i: usize| r.get::<_, i64>(i) as u64;
-        for r in &rows {
-            let rows = count(r, 2);
-            counts.rows += rows;
-            counts.older_rows += count(r, 4);
-            counts.nulls.rows += count(r, 5);
-            for (i, nulls) in counts.nulls.nulls.iter_mut().enumerate() {
-                *nulls += count(r, 6 + i);
-            }
-            if let Some(minute) = r.get::<_, Option<i64>>(0) {
-                counts.minutes.push(MinuteCount {
-                    minute,
-                    rows,
-                    at_midnight: count(r, 3),
-                });
-            }
-        }
-        counts.minutes.sort_by_key(|m| m.minute);
-        counts.older_rows -= counts.minutes.iter().map(|m| m.rows).sum::<u64>();
-        Ok(counts)
+        let width = 4 + scan.null_columns.len();
+        let groups = rows
+            .iter()
+            .map(|r| {
+                let counts = (2..2 + width).map(|i| r.get::<_, i64>(i) as u64).collect();
+                (r.get::<_, Option<i64>>(0), counts)
+            })
+            .collect();
+        Ok(TableCounts::from_groups(groups, scan.null_columns.len()))
     }
 
     fn dry_run(&self, select: &str) -> Result<u64, WarehouseError> {

@@ -17,8 +17,8 @@ use chrono::{NaiveTime, Timelike};
 
 use super::{
     changed_copy, check_restorable, column_list, is_version_name, null_counts_sql, parse_day,
-    quote_ident, version_name, CastTarget, Column, DayCount, KeyGap, MinuteCount, NullCounts,
-    Relation, TableCounts, TableScan, TableVersion, Uncastable, Warehouse, WarehouseError, EARLIER,
+    quote_ident, version_name, CastTarget, Column, DayCount, KeyGap, NullCounts, Relation,
+    TableCounts, TableScan, TableVersion, Uncastable, Warehouse, WarehouseError, EARLIER,
     UNCASTABLE_EXAMPLES, VERSIONS,
 };
 
@@ -191,35 +191,18 @@ impl Warehouse for SqliteWarehouse {
         );
         let mut stmt = conn.prepare(&sql).map_err(query_error)?;
         let width = scan.null_columns.len();
-        let mut counts = TableCounts {
-            nulls: NullCounts {
-                rows: 0,
-                nulls: vec![0; width],
-            },
-            ..TableCounts::default()
-        };
-        let mut rows = stmt.query([]).map_err(query_error)?;
-        while let Some(r) = rows.next().map_err(query_error)? {
-            let count = |i: usize| r.get::<_, i64>(i).map(|n| n as u64).map_err(query_error);
-            let all = count(1)?;
-            counts.rows += all;
-            counts.older_rows += count(3)?;
-            counts.nulls.rows += count(4)?;
-            for i in 0..width {
-                counts.nulls.nulls[i] += count(5 + i)?;
-            }
-            if let Some(minute) = r.get::<_, Option<i64>>(0).map_err(query_error)? {
-                counts.minutes.push(MinuteCount {
-                    minute,
-                    rows: all,
-                    at_midnight: count(2)?,
-                });
-            }
-        }
-        counts.minutes.sort_by_key(|m| m.minute);
-        // Counted from the older stretch's start on; the recent rows are taken off here.
-        counts.older_rows -= counts.minutes.iter().map(|m| m.rows).sum::<u64>();
-        Ok(counts)
+        // Columns: the minute, then the counts.
+        let groups = stmt
+            .query_map([], |r| {
+                let counts = (1..=4 + width)
+                    .map(|i| r.get::<_, i64>(i).map(|n| n as u64))
+                    .collect::<rusqlite::Result<_>>()?;
+                Ok((r.get::<_, Option<i64>>(0)?, counts))
+            })
+            .map_err(query_error)?
+            .collect::<Result<_, _>>()
+            .map_err(query_error)?;
+        Ok(TableCounts::from_groups(groups, width))
     }
 
     fn dry_run(&self, select: &str) -> Result<u64, WarehouseError> {
