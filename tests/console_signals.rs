@@ -61,6 +61,25 @@ fn tmux_available() -> bool {
 
 struct Session(String);
 
+impl Session {
+    /// A detached tmux session of `size` (columns, rows) running `command`; killed on drop.
+    fn open(name: &str, size: (u16, u16), command: &str) -> Session {
+        let (width, height) = (size.0.to_string(), size.1.to_string());
+        tmux(&[
+            "new-session",
+            "-d",
+            "-s",
+            name,
+            "-x",
+            &width,
+            "-y",
+            &height,
+            command,
+        ]);
+        Session(name.to_string())
+    }
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
         tmux(&["kill-session", "-t", &self.0]);
@@ -110,18 +129,7 @@ fn every_terminating_signal_restores_the_terminal() {
     let name = format!("dataward-signals-{}", std::process::id());
     // dash, not bash: readline would turn bracketed paste and its own modes on at the
     // prompt and hide what the console left behind.
-    tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        &name,
-        "-x",
-        "120",
-        "-y",
-        "40",
-        "/bin/sh",
-    ]);
-    let session = Session(name);
+    let session = Session::open(&name, (120, 40), "/bin/sh");
     let s = session.0.as_str();
     for (round, (signal, signal_name)) in [
         (libc::SIGTERM, "TERM"),
@@ -211,18 +219,7 @@ fn a_console_whose_terminal_is_gone_exits() {
             env!("CARGO_BIN_EXE_dataward"),
             dir.path().join("data").display()
         );
-        tmux(&[
-            "new-session",
-            "-d",
-            "-s",
-            &name,
-            "-x",
-            "160",
-            "-y",
-            "50",
-            &command,
-        ]);
-        let session = Session(name);
+        let session = Session::open(&name, (160, 50), &command);
         let s = session.0.as_str();
         wait_for(s, "the incident", |screen| screen.contains("INC-0001"));
         tmux(&["send-keys", "-t", s, "Enter"]);

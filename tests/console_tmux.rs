@@ -75,6 +75,25 @@ fn quit(session: &str) {
 
 struct Session(String);
 
+impl Session {
+    /// A detached tmux session of `size` (columns, rows) running `command`; killed on drop.
+    fn open(name: &str, size: (u16, u16), command: &str) -> Session {
+        let (width, height) = (size.0.to_string(), size.1.to_string());
+        tmux(&[
+            "new-session",
+            "-d",
+            "-s",
+            name,
+            "-x",
+            &width,
+            "-y",
+            &height,
+            command,
+        ]);
+        Session(name.to_string())
+    }
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
         tmux(&["kill-session", "-t", &self.0]);
@@ -88,18 +107,7 @@ fn start(data_dir: &Path) -> Session {
         env!("CARGO_BIN_EXE_dataward"),
         data_dir.display()
     );
-    tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        &name,
-        "-x",
-        "120",
-        "-y",
-        "40",
-        &command,
-    ]);
-    Session(name)
+    Session::open(&name, (120, 40), &command)
 }
 
 #[test]
@@ -204,18 +212,7 @@ fn console(name: &str, dir: &Path, config: &Path, extra: &str) -> Session {
         config.display(),
         dir.join("state").display()
     );
-    tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        name,
-        "-x",
-        "120",
-        "-y",
-        "40",
-        &command,
-    ]);
-    Session(name.to_string())
+    Session::open(name, (120, 40), &command)
 }
 
 #[test]
@@ -312,18 +309,7 @@ fn the_payouts_story_in_the_console_ends_with_a_backfill_approved_from_the_keybo
         env!("CARGO_BIN_EXE_dataward"),
         dir.path().display()
     );
-    tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        &name,
-        "-x",
-        "160",
-        "-y",
-        "50",
-        &command,
-    ]);
-    let session = Session(name);
+    let session = Session::open(&name, (160, 50), &command);
     let s = session.0.as_str();
     let shown = wait_for(s, "INC-0001");
     assert!(shown.contains("raw.courier_events"), "{shown}");
