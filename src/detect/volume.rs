@@ -238,6 +238,22 @@ pub fn headline(judged: &[JudgedDay]) -> Option<&JudgedDay> {
         .or_else(|| judged.iter().rfind(|d| !d.partial))
 }
 
+/// What is known about a table's days besides their counts: the team's holidays, the
+/// days to leave out of every baseline, and the new levels people accepted.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Calendar<'a> {
+    /// The config's `holidays` (see [`judge_dated`]).
+    pub holidays: &'a [NaiveDate],
+}
+
+/// Every day of a series judged in order, each against the days before it only, as a
+/// replay of the series one day at a time would judge it.
+pub fn judge_all(days: &[f64], first: NaiveDate, calendar: &Calendar) -> Vec<Verdict> {
+    (0..days.len())
+        .map(|i| judge_dated(days, first, i, calendar.holidays))
+        .collect()
+}
+
 /// Every day of a history judged in turn, as a backtest does.
 pub fn backtest(days: &[f64]) -> Vec<Verdict> {
     (0..days.len()).map(|i| judge_day(days, i)).collect()
