@@ -54,8 +54,9 @@ fn main() {
     }
 }
 
-/// A day of a series whose day 0 is the date given.
-type JudgeDay = fn(&[f64], chrono::NaiveDate, usize) -> Verdict;
+/// Every day of a series whose day 0 is the date given, each judged on the days
+/// before it only.
+type JudgeSeries = fn(&[f64], chrono::NaiveDate) -> Vec<Verdict>;
 
 /// One detector's figures on one part's tables.
 #[derive(Default)]
@@ -72,13 +73,14 @@ struct VolumeFigures {
     by_day: [usize; 3],
 }
 
-fn judge_tables(tables: &[DailyTable], judge: JudgeDay) -> VolumeFigures {
+fn judge_tables(tables: &[DailyTable], judge: JudgeSeries) -> VolumeFigures {
     let mut figures = VolumeFigures::default();
     for table in tables {
         let judged = FIRST_LABELLED_DAY..table.days.len();
+        let verdicts = judge(&table.days, table.start);
         let flagged: Vec<i64> = judged
             .clone()
-            .filter(|&day| judge(&table.days, table.start, day).kind.is_breach())
+            .filter(|&day| verdicts[day].kind.is_breach())
             .map(|day| day as i64)
             .collect();
         let windows: Vec<_> = table.windows.iter().map(FaultWindow::days).collect();
@@ -137,15 +139,23 @@ fn volume_part(seed: u64) {
         TABLES - clean
     );
     // The team's calendar, as a config's `holidays` gives it.
-    let ours = judge_tables(&tables, |days, first, day| {
+    let ours = judge_tables(&tables, |days, first| {
         let holidays: Vec<_> = (0..days.len() as u64)
             .map(|d| first + chrono::Days::new(d))
             .filter(|d| dataward::detect::labelled::is_holiday(*d))
             .collect();
-        volume::judge_dated(days, first, day, &holidays)
+        let calendar = volume::Calendar {
+            holidays: &holidays,
+            ..volume::Calendar::default()
+        };
+        volume::judge_all(days, first, &calendar)
     });
     // Elementary's volume test knows no calendar.
-    let theirs = judge_tables(&tables, |days, _, day| reference::judge_day(days, day));
+    let theirs = judge_tables(&tables, |days, _| {
+        (0..days.len())
+            .map(|day| reference::judge_day(days, day))
+            .collect()
+    });
 
     let row = |label: &str, ours: String, theirs: String, aim: &str| {
         println!("  {label:<40} {ours:>22} {theirs:>24}   {aim}");

@@ -5,9 +5,12 @@
 //! their scaled median absolute deviation: one bad week in the history (a holiday, an
 //! outage) moves neither. The day under test is never part of its own baseline.
 
-use chrono::{Datelike, Duration, NaiveDate};
+use std::ops::RangeInclusive;
 
-use super::{median_and_spread, Verdict};
+use chrono::{Datelike, Duration, NaiveDate};
+use serde::{Deserialize, Serialize};
+
+use super::{median_and_spread, Verdict, VerdictKind};
 
 /// How many prior same-weekday values make the baseline (eight weeks).
 pub const WEEKS: usize = 8;
@@ -38,17 +41,29 @@ pub fn date_at(first: NaiveDate, i: usize) -> NaiveDate {
     first + Duration::days(i as i64)
 }
 
+/// How far back a baseline looks for clean same-weekday values: past days left out
+/// (breaches, incidents, holidays) are replaced by older ones, this many weeks back at most.
+pub const MAX_WEEKS_BACK: usize = 2 * WEEKS;
+
 /// Judges `days[index]` against the same weekday in the weeks before it. `days` is one
-/// value per calendar day, oldest first.
+/// value per calendar day, oldest first; every earlier day may be learned from.
+pub fn judge_day(days: &[f64], index: usize) -> Verdict {
+    judge_in(days, &vec![true; index], index)
+}
+
+/// [`judge_day`] learning only from the days `clean` marks (indexed as `values`; only
+/// the days before `index` are read).
 ///
 /// The band is never narrower than a fifth of the baseline, nor than four Poisson
 /// standard deviations: eight quiet weeks can agree by chance, and a 20-row table
 /// wobbles by five rows whatever its history says.
-pub fn judge_day(days: &[f64], index: usize) -> Verdict {
-    let observed = days[index];
-    let prior: Vec<f64> = (1..=WEEKS)
-        .filter_map(|week| index.checked_sub(7 * week))
-        .map(|i| days[i])
+fn judge_in(values: &[f64], clean: &[bool], index: usize) -> Verdict {
+    let observed = values[index];
+    let prior: Vec<f64> = (1..=MAX_WEEKS_BACK)
+        .map_while(|week| index.checked_sub(7 * week))
+        .filter(|&i| clean[i])
+        .take(WEEKS)
+        .map(|i| values[i])
         .collect();
     if prior.len() < MIN_WEEKS {
         return Verdict::learning(observed);
@@ -77,7 +92,7 @@ pub const MONTH_EDGE_DAYS: u32 = 3;
 pub const MONTHS_ASKED: u32 = 3;
 pub const MIN_MONTHS: usize = 2;
 
-/// [`judge_day`] for a series whose day 0 is `first`. A day near either end of its
+/// [`judge_in`] for a series whose day 0 is `first`. A day near either end of its
 /// month that was unusual in the same direction in each of the months before it (the
 /// last day of the month at twice a weekday, say) is judged against its weekday
 /// baseline scaled by how unusual those days were, so a month-end peak is not an
@@ -85,19 +100,20 @@ pub const MIN_MONTHS: usize = 2;
 ///
 /// On one of the team's `holidays` the band reaches down to the quietest weekday's: a
 /// holiday at a Sunday's volume is expected, one with no rows at all still is not.
-pub fn judge_dated(
-    days: &[f64],
+fn judge_dated(
+    values: &[f64],
+    clean: &[bool],
     first: NaiveDate,
     index: usize,
     holidays: &[NaiveDate],
 ) -> Verdict {
-    let verdict = judge_by_place(days, first, index);
+    let verdict = judge_by_place(values, clean, first, index);
     if !holidays.contains(&date_at(first, index)) {
         return verdict;
     }
     let quietest_low = (1..7)
         .filter_map(|back| index.checked_sub(back))
-        .filter_map(|at| judge_day(days, at).expected)
+        .filter_map(|at| judge_in(values, clean, at).expected)
         .map(|range| range.low)
         .min_by(f64::total_cmp);
     match (verdict.expected, quietest_low) {
@@ -113,9 +129,10 @@ pub fn judge_dated(
 }
 
 /// [`judge_dated`] without the calendar: the weekday, and the place in the month.
-fn judge_by_place(days: &[f64], first: NaiveDate, index: usize) -> Verdict {
-    let plain = judge_day(days, index);
-    let (Some(effect), Some(range)) = (month_effect(days, first, index), plain.expected) else {
+fn judge_by_place(values: &[f64], clean: &[bool], first: NaiveDate, index: usize) -> Verdict {
+    let plain = judge_in(values, clean, index);
+    let (Some(effect), Some(range)) = (month_effect(values, clean, first, index), plain.expected)
+    else {
         return plain;
     };
     let baseline = range.baseline * effect;
@@ -164,7 +181,7 @@ fn at_place(date: NaiveDate, months_ahead: i32, place: i32) -> NaiveDate {
 /// How the same place in the prior months stood against its own weekday baseline, when
 /// at least [`MIN_MONTHS`] of them were all beyond the ordinary band the same way: the
 /// median of those ratios. None for a day without a place, or without such a pattern.
-fn month_effect(days: &[f64], first: NaiveDate, index: usize) -> Option<f64> {
+fn month_effect(values: &[f64], clean: &[bool], first: NaiveDate, index: usize) -> Option<f64> {
     let date = date_at(first, index);
     let place = place_in_month(date)?;
     let mut ratios = Vec::new();
@@ -173,8 +190,11 @@ fn month_effect(days: &[f64], first: NaiveDate, index: usize) -> Option<f64> {
         let Ok(at) = usize::try_from((earlier - first).num_days()) else {
             break;
         };
-        if let Some(range) = judge_day(days, at).expected.filter(|r| r.baseline > 0.0) {
-            ratios.push(days[at] / range.baseline);
+        if let Some(range) = judge_in(values, clean, at)
+            .expected
+            .filter(|r| r.baseline > 0.0)
+        {
+            ratios.push(values[at] / range.baseline);
         }
     }
     let all_up = ratios.iter().all(|r| *r > 1.0 + MIN_RELATIVE_WIDTH);
@@ -184,6 +204,102 @@ fn month_effect(days: &[f64], first: NaiveDate, index: usize) -> Option<f64> {
 
 /// How many complete days before today [`recent`] judges, besides today so far.
 pub const RECENT_DAYS: usize = 7;
+/// A run of breaches in one direction over this many days is a new level people may
+/// accept (see [`Shift`]); fewer is a bad day or two, not a level.
+pub const MIN_SHIFT_DAYS: usize = 3;
+
+/// What is known about a table's days besides their counts: the team's holidays, the
+/// days no baseline may learn from, and the new levels people accepted.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Calendar<'a> {
+    /// The config's `holidays` (see [`judge_dated`]).
+    pub holidays: &'a [NaiveDate],
+    /// Days inside an incident on the table: whatever they held, it was not normal.
+    pub excluded: &'a [RangeInclusive<NaiveDate>],
+    /// The new levels people accepted, oldest first.
+    pub restarts: &'a [Restart],
+}
+
+impl Calendar<'_> {
+    /// A day no baseline learns from, whatever its verdict: a holiday or an incident's.
+    fn leaves_out(&self, date: NaiveDate) -> bool {
+        self.holidays.contains(&date) || self.excluded.iter().any(|days| days.contains(&date))
+    }
+}
+
+/// A level a person accepted as the new normal: from `since` on, the days before it
+/// are seen at the new level (times `ratio`), so the baseline restarts from the shift
+/// without forgetting the weekly pattern it learned.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Restart {
+    pub since: NaiveDate,
+    pub ratio: f64,
+}
+
+impl Restart {
+    fn rescale(&self, values: &mut [f64], first: NaiveDate) {
+        let before = (self.since - first)
+            .num_days()
+            .clamp(0, values.len() as i64) as usize;
+        for value in &mut values[..before] {
+            *value *= self.ratio;
+        }
+    }
+}
+
+/// The run of breaches in one direction the newest complete days are in: since when,
+/// over how many days, and how far from the baseline (the median of observed over
+/// baseline: 1.6 is sixty percent more rows than usual). Days when nothing was expected
+/// and nothing came (a Sunday without loads) neither break nor extend it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Shift {
+    pub since: NaiveDate,
+    pub days: usize,
+    pub ratio: f64,
+}
+
+impl Shift {
+    /// Long enough to be a level, not a bad day: what `accept` asks for.
+    pub fn is_level(&self) -> bool {
+        self.days >= MIN_SHIFT_DAYS
+    }
+}
+
+/// Every day of a series judged in order, each against the days before it only, as a
+/// replay one day at a time would judge it. A day that breached, a holiday and an
+/// incident's day are left out of the baselines after it (clean baselines): an outage
+/// in the history does not widen the band, and a level shift stays one breach until a
+/// person accepts it, instead of slowly becoming normal.
+pub fn judge_all(days: &[f64], first: NaiveDate, calendar: &Calendar) -> Vec<Verdict> {
+    judge_series(days, first, calendar).verdicts
+}
+
+struct Series {
+    /// Which days the baselines may learn from.
+    clean: Vec<bool>,
+    verdicts: Vec<Verdict>,
+}
+
+fn judge_series(days: &[f64], first: NaiveDate, calendar: &Calendar) -> Series {
+    let mut values = days.to_vec();
+    let mut restarts = calendar.restarts.iter().peekable();
+    let mut series = Series {
+        clean: Vec::with_capacity(days.len()),
+        verdicts: Vec::with_capacity(days.len()),
+    };
+    for index in 0..days.len() {
+        let date = date_at(first, index);
+        while let Some(restart) = restarts.next_if(|r| r.since <= date) {
+            restart.rescale(&mut values, first);
+        }
+        let verdict = judge_dated(&values, &series.clean, first, index, calendar.holidays);
+        series
+            .clean
+            .push(!verdict.kind.is_breach() && !calendar.leaves_out(date));
+        series.verdicts.push(verdict);
+    }
+    series
+}
 
 /// One day of [`recent`]: a complete day, or today so far.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -195,68 +311,108 @@ pub struct JudgedDay {
     pub verdict: Verdict,
 }
 
+/// What [`recent`] found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Recent {
+    /// The last complete days and today so far, oldest first.
+    pub days: Vec<JudgedDay>,
+    /// The run of breaches the complete days end in, if any.
+    pub shift: Option<Shift>,
+}
+
 /// The last [`RECENT_DAYS`] complete days and today so far, oldest first, each against
-/// the same weekday in the weeks before it. Complete days are judged on their whole
-/// counts (`days`). Today is judged on `so_far`, the rows before the current time of
-/// day, against the same weekday's rows before the same time of day: so a day that is
-/// short by midday is seen at midday, and a quiet Sunday morning is compared with
-/// other Sunday mornings. Both series hold one value per calendar day, oldest first,
-/// and end today; day 0 is `first`; `holidays` as for [`judge_dated`]. Without `so_far` (the timestamps carry no time of
-/// day) today is not judged.
+/// the same weekday in the weeks before it (see [`judge_all`]). Complete days are
+/// judged on their whole counts (`days`). Today is judged on `so_far`, the rows before
+/// the current time of day, against the same weekday's rows before the same time of
+/// day: so a day that is short by midday is seen at midday, and a quiet Sunday morning
+/// is compared with other Sunday mornings. Both series hold one value per calendar day,
+/// oldest first, and end today; day 0 is `first`. Without `so_far` (the timestamps
+/// carry no time of day) today is not judged.
 pub fn recent(
     days: &[f64],
     so_far: Option<&[f64]>,
     first: NaiveDate,
-    holidays: &[NaiveDate],
-) -> Vec<JudgedDay> {
+    calendar: &Calendar,
+) -> Recent {
     let Some(today) = days.len().checked_sub(1) else {
-        return Vec::new();
+        return Recent::default();
     };
+    let series = judge_series(&days[..today], first, calendar);
     let mut judged: Vec<JudgedDay> = (today.saturating_sub(RECENT_DAYS)..today)
         .map(|index| JudgedDay {
             index,
             partial: false,
-            verdict: judge_dated(days, first, index, holidays),
+            verdict: series.verdicts[index],
         })
         .collect();
     if let Some(so_far) = so_far {
+        let mut values = so_far.to_vec();
+        let today_date = date_at(first, today);
+        for restart in calendar.restarts.iter().filter(|r| r.since <= today_date) {
+            restart.rescale(&mut values, first);
+        }
         judged.push(JudgedDay {
             index: today,
             partial: true,
-            verdict: judge_dated(so_far, first, today, holidays),
+            verdict: judge_dated(&values, &series.clean, first, today, calendar.holidays),
         });
     }
-    judged
+    Recent {
+        days: judged,
+        shift: current_shift(&series.verdicts, first),
+    }
 }
 
-/// The day a volume observation is about: today so far when it breaches, else the last
-/// complete day.
-pub fn headline(judged: &[JudgedDay]) -> Option<&JudgedDay> {
-    judged
-        .iter()
-        .find(|d| d.partial && d.verdict.kind.is_breach())
-        .or_else(|| judged.iter().rfind(|d| !d.partial))
+/// A day when nothing was expected and nothing out of the way came.
+fn nothing_expected(verdict: &Verdict) -> bool {
+    !verdict.kind.is_breach() && verdict.expected.is_some_and(|r| r.baseline <= 0.0)
 }
 
-/// What is known about a table's days besides their counts: the team's holidays, the
-/// days to leave out of every baseline, and the new levels people accepted.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Calendar<'a> {
-    /// The config's `holidays` (see [`judge_dated`]).
-    pub holidays: &'a [NaiveDate],
+fn current_shift(verdicts: &[Verdict], first: NaiveDate) -> Option<Shift> {
+    let mut kind = None;
+    let mut since = None;
+    let mut ratios = Vec::new();
+    for (index, verdict) in verdicts.iter().enumerate().rev() {
+        if nothing_expected(verdict) {
+            continue;
+        }
+        if !verdict.kind.is_breach() || kind.is_some_and(|k| k != verdict.kind) {
+            break;
+        }
+        kind = Some(verdict.kind);
+        since = Some(index);
+        if let Some(range) = verdict.expected.filter(|r| r.baseline > 0.0) {
+            ratios.push(verdict.observed / range.baseline);
+        }
+    }
+    let days = ratios.len();
+    (days > 0).then(|| Shift {
+        since: date_at(first, since.expect("set with the first ratio")),
+        days,
+        ratio: super::median(&mut ratios),
+    })
 }
 
-/// Every day of a series judged in order, each against the days before it only, as a
-/// replay of the series one day at a time would judge it.
-pub fn judge_all(days: &[f64], first: NaiveDate, calendar: &Calendar) -> Vec<Verdict> {
-    (0..days.len())
-        .map(|i| judge_dated(days, first, i, calendar.holidays))
-        .collect()
-}
+impl Recent {
+    /// The day a volume observation is about: today so far when it breaches, else the
+    /// last complete day on which rows were expected (a Sunday without loads says
+    /// nothing about the table).
+    pub fn headline(&self) -> Option<&JudgedDay> {
+        let complete = || self.days.iter().filter(|d| !d.partial);
+        self.days
+            .iter()
+            .find(|d| d.partial && d.verdict.kind.is_breach())
+            .or_else(|| complete().rfind(|d| !nothing_expected(&d.verdict)))
+            .or_else(|| complete().last())
+    }
 
-/// Every day of a history judged in turn, as a backtest does.
-pub fn backtest(days: &[f64]) -> Vec<Verdict> {
-    (0..days.len()).map(|i| judge_day(days, i)).collect()
+    /// The shift, when the headline is one of its breaches.
+    pub fn headline_shift(&self) -> Option<Shift> {
+        let headline = self.headline()?.verdict.kind;
+        self.shift.filter(|shift| {
+            headline.is_breach() && (shift.ratio > 1.0) == (headline == VerdictKind::High)
+        })
+    }
 }
 
 #[cfg(test)]
@@ -268,6 +424,20 @@ mod tests {
     /// Day 0 of every test series.
     fn monday() -> NaiveDate {
         NaiveDate::from_ymd_opt(2024, 1, 1).unwrap()
+    }
+
+    /// Every day of a series from [`monday`], as the monitor judges them.
+    fn all(days: &[f64]) -> Vec<Verdict> {
+        judge_all(days, monday(), &Calendar::default())
+    }
+
+    /// One day of a series from [`monday`] with the team's `holidays`.
+    fn judged(days: &[f64], index: usize, holidays: &[NaiveDate]) -> Verdict {
+        let calendar = Calendar {
+            holidays,
+            ..Calendar::default()
+        };
+        judge_all(days, monday(), &calendar)[index]
     }
 
     fn shape() -> SeriesShape {
@@ -291,7 +461,7 @@ mod tests {
                 .to_string(),
             "Sat"
         );
-        let verdicts = backtest(&days);
+        let verdicts = all(&days);
         let breaches = verdicts[28..].iter().filter(|v| v.kind.is_breach()).count();
         assert_eq!(
             breaches, 0,
@@ -322,7 +492,7 @@ mod tests {
         for day in &mut days[76..] {
             *day = 0.0;
         }
-        for (i, v) in backtest(&days).iter().enumerate().skip(75) {
+        for (i, v) in all(&days).iter().enumerate().skip(75) {
             assert_eq!(v.kind, VerdictKind::Low, "day {i}: {v:?}");
         }
     }
@@ -341,22 +511,120 @@ mod tests {
     }
 
     #[test]
-    fn a_level_shift_is_flagged_then_becomes_the_new_normal() {
+    fn a_level_shift_is_one_run_that_stays_a_breach_until_accepted() {
         let mut days = weekly_series(&SeriesShape {
-            days: 140,
+            days: 141,
             ..shape()
         });
         for day in &mut days[70..] {
             *day *= 1.6;
         }
-        let verdicts = backtest(&days);
-        assert_eq!(verdicts[70].kind, VerdictKind::High);
-        // Once most of the baseline weeks are at the new level, it is normal.
-        let late = verdicts[110..]
-            .iter()
-            .filter(|v| v.kind.is_breach())
-            .count();
-        assert_eq!(late, 0);
+        // Ten weeks on, the shift is still one run from its first day: its days are
+        // breaches, so none of them teaches the baseline that the new level is normal.
+        let recent = recent(&days, None, monday(), &Calendar::default());
+        let shift = recent.shift.expect("a run");
+        assert_eq!(shift.since, date_at(monday(), 70));
+        assert_eq!(shift.days, 70);
+        assert!((1.5..1.7).contains(&shift.ratio), "{shift:?}");
+        assert!(shift.is_level());
+        assert_eq!(recent.headline_shift(), Some(shift));
+        assert!(all(&days)[70..].iter().all(|v| v.kind == VerdictKind::High));
+    }
+
+    #[test]
+    fn an_accepted_level_is_the_normal_from_its_first_day_and_the_old_level_is_low() {
+        let mut days = weekly_series(&SeriesShape {
+            days: 141,
+            ..shape()
+        });
+        for day in &mut days[70..] {
+            *day *= 1.6;
+        }
+        let accepted = [Restart {
+            since: date_at(monday(), 70),
+            ratio: 1.6,
+        }];
+        let calendar = Calendar {
+            restarts: &accepted,
+            ..Calendar::default()
+        };
+        let verdicts = judge_all(&days, monday(), &calendar);
+        let breaches = verdicts[70..].iter().filter(|v| v.kind.is_breach()).count();
+        assert_eq!(breaches, 0, "the accepted level still alarms");
+        // Before the shift nothing changed; after it, the weekly pattern is kept at
+        // the new level, so a return to the old level is a drop.
+        assert_eq!(verdicts[..70], all(&days)[..70]);
+        days[140] /= 1.6;
+        assert_eq!(
+            judge_all(&days, monday(), &calendar)[140].kind,
+            VerdictKind::Low
+        );
+        days.push(0.0); // today, not judged without a time of day
+        let recent = recent(&days, None, monday(), &calendar);
+        assert_eq!(recent.shift.map(|s| s.days), Some(1));
+        assert!(!recent.shift.unwrap().is_level());
+    }
+
+    #[test]
+    fn breach_days_stay_out_of_the_baselines_after_them() {
+        // Four Monday outages in a row: in a baseline they would halve it, so a Monday
+        // at half its rows would pass.
+        let mut days = weekly_series(&shape());
+        for monday in [49, 56, 63, 70] {
+            days[monday] = 0.0;
+        }
+        days[77] *= 0.5;
+        assert_eq!(judge_day(&days, 77).kind, VerdictKind::Ok);
+        let verdicts = all(&days);
+        for monday in [49, 56, 63, 70, 77] {
+            assert_eq!(verdicts[monday].kind, VerdictKind::Low, "day {monday}");
+        }
+        let range = verdicts[77].expected.unwrap();
+        assert!(range.baseline > 9_000.0, "{range:?}");
+    }
+
+    #[test]
+    fn an_incidents_days_stay_out_of_the_baselines_though_each_was_in_band() {
+        let mut days = weekly_series(&SeriesShape {
+            days: 141,
+            ..shape()
+        });
+        // Five Mondays at 85% while an incident was open: each inside the band.
+        for monday in [98, 105, 112, 119, 126] {
+            days[monday] *= 0.85;
+        }
+        let plain = all(&days)[133].expected.unwrap();
+        let incident = [date_at(monday(), 96)..=date_at(monday(), 127)];
+        let calendar = Calendar {
+            excluded: &incident,
+            ..Calendar::default()
+        };
+        let clean = judge_all(&days, monday(), &calendar)[133].expected.unwrap();
+        assert!(plain.baseline < 9_000.0, "{plain:?}");
+        assert!(clean.baseline > 9_500.0, "{clean:?}");
+    }
+
+    #[test]
+    fn a_run_goes_on_over_days_without_loads_and_the_headline_skips_them() {
+        // No loads on Sundays; the table halves from a Wednesday on.
+        let mut days = weekly_series(&shape());
+        for (i, day) in days.iter_mut().enumerate() {
+            if i % 7 == 6 {
+                *day = 0.0;
+            }
+        }
+        for day in &mut days[72..] {
+            *day *= 0.5;
+        }
+        // Today is index 84, a Monday: yesterday was a Sunday.
+        days.push(0.0);
+        let recent = recent(&days, None, monday(), &Calendar::default());
+        let shift = recent.shift.expect("a run");
+        assert_eq!(shift.since, date_at(monday(), 72));
+        assert_eq!(shift.days, 10, "weekdays and Saturdays since: {shift:?}");
+        let headline = recent.headline().unwrap();
+        assert_eq!(headline.index, 82, "the Saturday, not the empty Sunday");
+        assert_eq!(headline.verdict.kind, VerdictKind::Low);
     }
 
     #[test]
@@ -386,19 +654,13 @@ mod tests {
         }
         // Against its weekday alone May 31 would be high; the months before say it is not.
         assert_eq!(judge_day(&days, 151).kind, VerdictKind::High);
-        let v = judge_dated(&days, monday(), 151, &[]);
+        let v = judged(&days, 151, &[]);
         assert_eq!(v.kind, VerdictKind::Ok, "{v:?}");
         // The day before is an ordinary day, judged as one.
-        assert_eq!(
-            judge_dated(&days, monday(), 150, &[]),
-            judge_day(&days, 150)
-        );
+        assert_eq!(judged(&days, 150, &[]), judge_day(&days, 150));
         // A month end without its peak is low.
         days[151] /= 2.0;
-        assert_eq!(
-            judge_dated(&days, monday(), 151, &[]).kind,
-            VerdictKind::Low
-        );
+        assert_eq!(judged(&days, 151, &[]).kind, VerdictKind::Low);
     }
 
     #[test]
@@ -407,16 +669,13 @@ mod tests {
         let holiday_monday = 77; // 2024-03-18, a Monday
         days[holiday_monday] = days[holiday_monday - 1]; // the Sunday before's volume
         let holiday = [date_at(monday(), holiday_monday)];
-        assert_eq!(
-            judge_dated(&days, monday(), holiday_monday, &[]).kind,
-            VerdictKind::Low
-        );
-        let v = judge_dated(&days, monday(), holiday_monday, &holiday);
+        assert_eq!(judged(&days, holiday_monday, &[]).kind, VerdictKind::Low);
+        let v = judged(&days, holiday_monday, &holiday);
         assert_eq!(v.kind, VerdictKind::Ok, "{v:?}");
         // Nothing at all on a holiday is still nothing at all.
         days[holiday_monday] = 0.0;
         assert_eq!(
-            judge_dated(&days, monday(), holiday_monday, &holiday).kind,
+            judged(&days, holiday_monday, &holiday).kind,
             VerdictKind::Low
         );
     }
@@ -441,7 +700,7 @@ mod tests {
     #[test]
     fn short_history_is_learning_not_a_breach() {
         let days = [100.0, 120.0, 90.0, 0.0, 100.0, 110.0, 95.0, 100.0, 5.0];
-        for v in backtest(&days) {
+        for v in all(&days) {
             assert_eq!(v.kind, VerdictKind::Learning);
             assert!(v.expected.is_none());
         }
@@ -473,9 +732,9 @@ mod tests {
         assert_eq!(79 % 7, 2);
         let mut midday = so_far(&days, 0.5);
         midday[79] *= 0.4;
-        let judged = recent(&days, Some(&midday), monday(), &[]);
-        assert_eq!(judged.len(), RECENT_DAYS + 1);
-        let now = today(&judged, &days);
+        let judged = recent(&days, Some(&midday), monday(), &Calendar::default());
+        assert_eq!(judged.days.len(), RECENT_DAYS + 1);
+        let now = today(&judged.days, &days);
         assert_eq!(now.verdict.kind, VerdictKind::Low, "{now:?}");
         assert_eq!(now.verdict.observed, midday[79]);
         let range = now.verdict.expected.unwrap();
@@ -484,13 +743,13 @@ mod tests {
             "the baseline is prior Wednesdays by midday: {range:?}"
         );
         // The complete days before it are judged on their whole counts, and are fine.
-        for day in &judged[..RECENT_DAYS] {
+        for day in &judged.days[..RECENT_DAYS] {
             assert!(!day.partial);
             assert_eq!(day.verdict.kind, VerdictKind::Ok, "{day:?}");
             assert_eq!(day.verdict.observed, days[day.index]);
         }
-        assert_eq!(judged[0].index, 79 - RECENT_DAYS);
-        assert_eq!(headline(&judged), Some(now));
+        assert_eq!(judged.days[0].index, 79 - RECENT_DAYS);
+        assert_eq!(judged.headline(), Some(now));
     }
 
     #[test]
@@ -500,9 +759,9 @@ mod tests {
             ..shape()
         });
         let morning = so_far(&days, 0.375);
-        let judged = recent(&days, Some(&morning), monday(), &[]);
-        assert_eq!(today(&judged, &days).verdict.kind, VerdictKind::Ok);
-        let head = headline(&judged).unwrap();
+        let judged = recent(&days, Some(&morning), monday(), &Calendar::default());
+        assert_eq!(today(&judged.days, &days).verdict.kind, VerdictKind::Ok);
+        let head = judged.headline().unwrap();
         assert!(!head.partial);
         assert_eq!(head.index, 78, "yesterday");
         assert_eq!(head.verdict, judge_day(&days, 78));
@@ -513,8 +772,8 @@ mod tests {
         // 84 days from a Monday: today (index 83) is a Sunday, at 45% of a weekday.
         let days = weekly_series(&shape());
         let morning = so_far(&days, 0.375);
-        let judged = recent(&days, Some(&morning), monday(), &[]);
-        let now = today(&judged, &days);
+        let judged = recent(&days, Some(&morning), monday(), &Calendar::default());
+        let now = today(&judged.days, &days);
         assert_eq!(now.verdict.kind, VerdictKind::Ok, "{now:?}");
         // Against a weekday morning it would have been low.
         assert!(now.verdict.observed < 0.6 * morning[80]);
@@ -528,13 +787,13 @@ mod tests {
         });
         let mut midday = so_far(&days, 0.5);
         midday[79] *= 2.5;
-        let judged = recent(&days, Some(&midday), monday(), &[]);
-        assert_eq!(today(&judged, &days).verdict.kind, VerdictKind::High);
+        let judged = recent(&days, Some(&midday), monday(), &Calendar::default());
+        assert_eq!(today(&judged.days, &days).verdict.kind, VerdictKind::High);
 
         days[78] *= 0.5;
         let midday = so_far(&days, 0.5);
-        let judged = recent(&days, Some(&midday), monday(), &[]);
-        let head = headline(&judged).unwrap();
+        let judged = recent(&days, Some(&midday), monday(), &Calendar::default());
+        let head = judged.headline().unwrap();
         assert_eq!((head.index, head.verdict.kind), (78, VerdictKind::Low));
     }
 
@@ -547,11 +806,11 @@ mod tests {
         });
         let mut early: Vec<f64> = (0..80).map(|i| [3.0, 4.0, 2.0, 3.0][i % 4]).collect();
         early[79] = 1.0;
-        let judged = recent(&days, Some(&early), monday(), &[]);
-        assert_eq!(today(&judged, &days).verdict.kind, VerdictKind::Ok);
+        let judged = recent(&days, Some(&early), monday(), &Calendar::default());
+        assert_eq!(today(&judged.days, &days).verdict.kind, VerdictKind::Ok);
         early[79] = 5.0;
-        let judged = recent(&days, Some(&early), monday(), &[]);
-        assert_eq!(today(&judged, &days).verdict.kind, VerdictKind::Ok);
+        let judged = recent(&days, Some(&early), monday(), &Calendar::default());
+        assert_eq!(today(&judged.days, &days).verdict.kind, VerdictKind::Ok);
     }
 
     #[test]
@@ -560,18 +819,19 @@ mod tests {
             days: 80,
             ..shape()
         });
-        let judged = recent(&days, None, monday(), &[]);
-        assert_eq!(judged.len(), RECENT_DAYS);
-        assert!(judged.iter().all(|d| !d.partial));
-        assert_eq!(headline(&judged).unwrap().index, 78);
+        let judged = recent(&days, None, monday(), &Calendar::default());
+        assert_eq!(judged.days.len(), RECENT_DAYS);
+        assert!(judged.days.iter().all(|d| !d.partial));
+        assert_eq!(judged.headline().unwrap().index, 78);
     }
 
     #[test]
     fn a_short_series_is_learning_throughout() {
         let days = [0.0, 0.0, 0.0, 5.0, 7.0, 6.0, 9.0, 3.0];
-        let judged = recent(&days, Some(&days), monday(), &[]);
-        assert_eq!(judged.len(), 8);
+        let judged = recent(&days, Some(&days), monday(), &Calendar::default());
+        assert_eq!(judged.days.len(), 8);
         assert!(judged
+            .days
             .iter()
             .all(|d| d.verdict.kind == VerdictKind::Learning));
     }

@@ -40,15 +40,25 @@ pub enum Measurement {
     Freshness {
         verdict: detect::Verdict,
     },
-    /// The headline day (today so far when it breaches, else yesterday) and the recent
-    /// days, each judged against the same weekday in prior weeks.
+    /// The rows of every day of the lookback up to `today`: judged where the stored
+    /// calendar is read (incident days, accepted levels), by [`judge_recent_days`].
     Volume {
-        day: String,
-        /// The headline day is today up to the time measured.
-        partial: bool,
-        verdict: detect::Verdict,
-        days: Vec<DayVolume>,
+        counts: Vec<DayCount>,
+        today: NaiveDate,
     },
+}
+
+/// A volume check's verdict: the headline day (today so far when it breaches, else the
+/// last complete day rows were expected on) and the recent days, each judged against
+/// the same weekday in prior weeks.
+pub struct VolumeDays {
+    pub day: String,
+    /// The headline day is today up to the time measured.
+    pub partial: bool,
+    pub verdict: detect::Verdict,
+    pub days: Vec<DayVolume>,
+    /// The run of breaches the headline is part of.
+    pub shift: Option<volume::Shift>,
 }
 
 /// What a monitor's settings mean at one moment: the windows its checks read.
@@ -140,11 +150,10 @@ pub fn measure(
                 windows.first_day,
                 windows.cutoff,
             )?;
-            Ok(judge_recent_days(
-                &counts,
-                now.date_naive(),
-                &monitor.holidays,
-            ))
+            Ok(Measurement::Volume {
+                counts,
+                today: now.date_naive(),
+            })
         }
     }
 }
@@ -171,11 +180,10 @@ pub fn from_counts(
             &minutes::load_times(minutes, windows.lookback_since, LOAD_TIMES),
             now,
         ),
-        CheckKind::Volume => judge_recent_days(
-            &minutes::daily_counts(minutes, windows.first_day, windows.cutoff),
-            now.date_naive(),
-            &monitor.holidays,
-        ),
+        CheckKind::Volume => Measurement::Volume {
+            counts: minutes::daily_counts(minutes, windows.first_day, windows.cutoff),
+            today: now.date_naive(),
+        },
         CheckKind::Schema => return None,
     })
 }
@@ -251,16 +259,16 @@ fn since_day_start(day: NaiveDate) -> i64 {
 
 /// The last seven complete days and today so far, each against the same weekday in the
 /// weeks before it (see [`volume::recent`]); the headline is today when it breaches,
-/// else yesterday. The series starts at the first day with rows: before it the table
-/// was empty or did not exist, which is not weeks of zero-volume days. (It reaches back
-/// a week at least, so the recent days are all listed; a series that short is learning
-/// throughout.) Timestamps that are all at midnight are dates with no time of day, so
-/// today is not judged until it is complete.
+/// else the last complete day. The series starts at the first day with rows: before it
+/// the table was empty or did not exist, which is not weeks of zero-volume days. (It
+/// reaches back a week at least, so the recent days are all listed; a series that
+/// short is learning throughout.) Timestamps that are all at midnight are dates with
+/// no time of day, so today is not judged until it is complete.
 pub fn judge_recent_days(
     counts: &[DayCount],
     today: NaiveDate,
-    holidays: &[NaiveDate],
-) -> Measurement {
+    calendar: &volume::Calendar,
+) -> VolumeDays {
     let first = counts
         .iter()
         .map(|c| c.day)
@@ -274,13 +282,15 @@ pub fn judge_recent_days(
     let days = series(|c| c.rows);
     let so_far = series(|c| c.before_cutoff);
     let timed = counts.iter().any(|c| c.at_midnight < c.rows);
-    let judged = volume::recent(&days, timed.then_some(so_far.as_slice()), first, holidays);
-    let headline = volume::headline(&judged).expect("a week of complete days");
-    Measurement::Volume {
+    let recent = volume::recent(&days, timed.then_some(so_far.as_slice()), first, calendar);
+    let headline = recent.headline().expect("a week of complete days");
+    VolumeDays {
         day: volume::date_at(first, headline.index).to_string(),
         partial: headline.partial,
         verdict: headline.verdict,
-        days: judged
+        shift: recent.headline_shift(),
+        days: recent
+            .days
             .iter()
             .map(|d| DayVolume {
                 day: volume::date_at(first, d.index).to_string(),

@@ -332,7 +332,8 @@ fn line(date: NaiveDate, v: detect::Verdict) -> BacktestLine {
 }
 
 /// Days missing from the file are zero-volume days in the baseline; only the input
-/// rows are reported.
+/// rows are reported. Judged as the monitor judges, one day at a time with clean
+/// baselines: a breach in the file is not learned from.
 fn backtest_volume(rows: &[(NaiveDate, f64)]) -> Vec<BacktestLine> {
     let first = rows[0].0;
     let last = rows[rows.len() - 1].0;
@@ -340,13 +341,9 @@ fn backtest_volume(rows: &[(NaiveDate, f64)]) -> Vec<BacktestLine> {
     for (date, value) in rows {
         days[(*date - first).num_days() as usize] = *value;
     }
+    let verdicts = volume::judge_all(&days, first, &volume::Calendar::default());
     rows.iter()
-        .map(|(date, _)| {
-            line(
-                *date,
-                volume::judge_dated(&days, first, (*date - first).num_days() as usize, &[]),
-            )
-        })
+        .map(|(date, _)| line(*date, verdicts[(*date - first).num_days() as usize]))
         .collect()
 }
 

@@ -2,6 +2,7 @@
 //! detectors, and store the observation. A warehouse that cannot be reached becomes the
 //! monitor's health, never a data verdict.
 
+pub mod baseline;
 pub mod checks;
 pub mod cli;
 pub mod minutes;
@@ -12,7 +13,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{CheckKind, MonitorConfig};
-use crate::detect::{self, Range, SchemaChange, VerdictKind};
+use crate::detect::{self, volume, Range, SchemaChange, VerdictKind};
 use crate::warehouse::{Column, WarehouseError};
 
 pub use checks::Measurement;
@@ -88,6 +89,10 @@ pub struct Detail {
     /// Robust standard deviations from the baseline, where the detector has a spread.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score: Option<f64>,
+    /// volume: the run of breaches the day judged is part of (a new level, when long
+    /// enough: `dataward accept` makes it the normal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shift: Option<volume::Shift>,
 }
 
 /// One day's volume as a volume observation saw it.
@@ -293,16 +298,20 @@ pub fn judge(
             }
         }
         Ok(Measurement::Freshness { verdict }) => out.push(with_verdict(blank, verdict)),
-        Ok(Measurement::Volume {
-            day,
-            partial,
-            verdict,
-            days,
-        }) => {
-            let mut observation = with_verdict(blank, verdict);
-            observation.detail.day = Some(day);
-            observation.detail.partial = partial;
-            observation.detail.days = days;
+        Ok(Measurement::Volume { counts, today }) => {
+            let excluded = baseline::incident_days(state, &name, today)?;
+            let restarts = baseline::restarts(state, &name)?;
+            let calendar = volume::Calendar {
+                holidays: &monitor.holidays,
+                excluded: &excluded,
+                restarts: &restarts,
+            };
+            let judged = checks::judge_recent_days(&counts, today, &calendar);
+            let mut observation = with_verdict(blank, judged.verdict);
+            observation.detail.day = Some(judged.day);
+            observation.detail.partial = judged.partial;
+            observation.detail.days = judged.days;
+            observation.detail.shift = judged.shift;
             out.push(observation);
         }
         Err(error) => {

@@ -90,6 +90,17 @@ const MIGRATIONS: &[&str] = &[
         minutes BLOB NOT NULL,
         PRIMARY KEY (monitor, day)
      ) WITHOUT ROWID;",
+    // 7: new levels people accepted (`dataward accept`): a monitor's volume baseline
+    // restarts from `since`, the days before it seen times `ratio` (see
+    // detect::volume::Restart). Written with the chain record of the acceptance.
+    "CREATE TABLE volume_restart (
+        monitor  TEXT NOT NULL,
+        since    TEXT NOT NULL,
+        ratio    REAL NOT NULL,
+        incident TEXT NOT NULL,
+        seq      INTEGER NOT NULL,
+        PRIMARY KEY (monitor, since, seq)
+     );",
 ];
 
 /// How long a writer waits for another writer before giving up. Long enough that two

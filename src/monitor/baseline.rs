@@ -1,0 +1,116 @@
+//! What a volume baseline must not learn from, and where it restarts: the days of the
+//! incidents on a monitor, and the new levels people accepted. Read from the state
+//! database at each poll, so a restart forgets neither.
+
+use std::ops::RangeInclusive;
+
+use anyhow::{Context, Result};
+use chrono::{Days, NaiveDate};
+use rusqlite::{params, Connection};
+
+use crate::detect::volume::Restart;
+
+/// The new levels accepted on `monitor`, oldest first.
+pub fn restarts(state: &Connection, monitor: &str) -> Result<Vec<Restart>> {
+    Ok(accepted(state, monitor)?
+        .into_iter()
+        .map(|(_, restart)| restart)
+        .collect())
+}
+
+/// Every incident on `monitor`, open or resolved, as the days it covers: from the day
+/// its breach was about (or the day it opened) to the day it resolved (or `today`).
+/// An incident whose new level was accepted ends the day before the level began: from
+/// then on its days are the new normal.
+pub fn incident_days(
+    state: &Connection,
+    monitor: &str,
+    today: NaiveDate,
+) -> Result<Vec<RangeInclusive<NaiveDate>>> {
+    let accepted = accepted(state, monitor)?;
+    let mut stmt = state.prepare(
+        "SELECT id, json_extract(doc, '$.opened_at'), json_extract(doc, '$.day'),
+                json_extract(doc, '$.resolved_at')
+         FROM incident WHERE json_extract(doc, '$.monitor') = ?1",
+    )?;
+    let rows = stmt.query_map([monitor], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, Option<String>>(2)?,
+            r.get::<_, Option<String>>(3)?,
+        ))
+    })?;
+    let mut spans = Vec::new();
+    for row in rows {
+        let (id, opened_at, day, resolved_at) = row?;
+        let opened = date_of(&opened_at).with_context(|| format!("incident {id}"))?;
+        let first = match day.as_deref().map(date_of).transpose() {
+            Ok(Some(day)) => day.min(opened),
+            _ => opened,
+        };
+        let mut last = match resolved_at.as_deref().map(date_of).transpose() {
+            Ok(Some(resolved)) => resolved,
+            _ => today,
+        };
+        for (incident, restart) in &accepted {
+            if *incident == id {
+                last = last.min(restart.since - Days::new(1));
+            }
+        }
+        if first <= last {
+            spans.push(first..=last);
+        }
+    }
+    Ok(spans)
+}
+
+/// Records that `incident`'s new level on `monitor` is the normal from `restart.since`
+/// on. Called inside the transaction that puts the acceptance on the chain.
+pub fn accept(
+    state: &Connection,
+    monitor: &str,
+    incident: &str,
+    restart: Restart,
+    seq: u64,
+) -> Result<()> {
+    state.execute(
+        "INSERT INTO volume_restart (monitor, since, ratio, incident, seq)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![
+            monitor,
+            restart.since.to_string(),
+            restart.ratio,
+            incident,
+            seq as i64
+        ],
+    )?;
+    Ok(())
+}
+
+fn accepted(state: &Connection, monitor: &str) -> Result<Vec<(String, Restart)>> {
+    let mut stmt = state.prepare(
+        "SELECT incident, since, ratio FROM volume_restart WHERE monitor = ?1
+         ORDER BY since, seq",
+    )?;
+    let rows = stmt.query_map([monitor], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, f64>(2)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (incident, since, ratio) = row?;
+        let since = date_of(&since).with_context(|| format!("the level {incident} accepted"))?;
+        out.push((incident, Restart { since, ratio }));
+    }
+    Ok(out)
+}
+
+/// The date of "2024-05-11" or "2024-05-11T02:30:00Z".
+fn date_of(text: &str) -> Result<NaiveDate> {
+    let day = text.get(..10).unwrap_or(text);
+    NaiveDate::parse_from_str(day, "%Y-%m-%d").with_context(|| format!("{text:?} is not a date"))
+}
