@@ -403,7 +403,7 @@ impl Recent {
             .iter()
             .find(|d| d.partial && d.verdict.kind.is_breach())
             .or_else(|| complete().rfind(|d| !nothing_expected(&d.verdict)))
-            .or_else(|| complete().last())
+            .or_else(|| complete().next_back())
     }
 
     /// The shift, when the headline is one of its breaches.
