@@ -168,6 +168,13 @@ enum Cmd {
         #[arg(long)]
         reason: String,
     },
+    /// Accept an incident's new volume level as the normal (its owner): the baseline
+    /// restarts from the shift, and the incident closes.
+    Accept {
+        incident: String,
+        #[arg(long)]
+        reason: String,
+    },
 }
 
 fn main() -> ExitCode {
@@ -327,6 +334,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Cmd::Reopen { incident, reason } => {
             dataward::engine::cli::decide(&data_dir()?, Command::Reopen { incident, reason })
+        }
+        Cmd::Accept { incident, reason } => {
+            dataward::engine::cli::decide(&data_dir()?, Command::Accept { incident, reason })
         }
     }
 }

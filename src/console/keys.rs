@@ -195,6 +195,7 @@ pub static BINDINGS: &[Binding] = &[
     dangerous(&[ch('g')], "g", Action::QueueRun, "queue the approved run for this incident", "run", Detail),
     dangerous(&[ch('C')], "C", Action::Resolve, "close the incident by hand (reason required)", "close", Detail),
     dangerous(&[ch('O')], "O", Action::Reopen, "reopen the resolved incident (reason required)", "reopen", Detail),
+    dangerous(&[ch('N')], "N", Action::AcceptLevel, "accept the new volume level as normal: the baseline restarts from the shift (reason required)", "new level", Detail),
     bind(&[ch('j'), plain(Down)], "j ↓", Action::Down, "scroll down", Help),
     bind(&[ch('k'), plain(Up)], "k ↑", Action::Up, "scroll up", Help),
     bind(&[plain(PageDown)], "PgDn", Action::PageDown, "page down", Help),
@@ -231,6 +232,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     (
         ":reopen REASON",
         "reopen the open resolved incident, as O (dangerous)",
+    ),
+    (
+        ":accept REASON",
+        "accept the open incident's new volume level, as N (dangerous)",
     ),
 ];
 

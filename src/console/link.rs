@@ -77,6 +77,7 @@ fn describe(command: &Command) -> String {
         Command::QueueRun { incident } => format!("run for {incident}"),
         Command::Resolve { incident, .. } => format!("resolve {incident}"),
         Command::Reopen { incident, .. } => format!("reopen {incident}"),
+        Command::Accept { incident, .. } => format!("accept the new level of {incident}"),
         Command::OrgStop { .. } => "org-wide stop".into(),
         Command::LiftStop => "lift the stop".into(),
     }

@@ -69,6 +69,8 @@ pub enum Action {
     Resolve,
     /// Open a resolved incident again, with a reason (`O`).
     Reopen,
+    /// Accept the open incident's new volume level as the normal, with a reason (`N`).
+    AcceptLevel,
     ToggleReceipt,
     Help,
     CommandLine,
@@ -112,8 +114,8 @@ impl Pane {
     }
 }
 
-/// The decisions that need a reason typed first: three on the selected proposal, two on
-/// the incident as a whole.
+/// The decisions that need a reason typed first: three on the selected proposal, three
+/// on the incident as a whole.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
     Approve,
@@ -123,6 +125,8 @@ pub enum Decision {
     Resolve,
     /// Open a resolved incident again.
     Reopen,
+    /// Accept the incident's new volume level as the normal.
+    AcceptLevel,
 }
 
 impl Decision {
@@ -133,11 +137,12 @@ impl Decision {
             Decision::RollBack => "Roll back",
             Decision::Resolve => "Resolve",
             Decision::Reopen => "Reopen",
+            Decision::AcceptLevel => "Accept the new level of",
         }
     }
 
-    /// A rejection is final, a roll back undoes work, and closing or reopening an
-    /// incident by hand goes in its receipt: all of them must say why.
+    /// A rejection is final, a roll back undoes work, and closing, reopening or
+    /// accepting a new level goes in the receipt: all of them must say why.
     pub fn reason_required(self) -> bool {
         !matches!(self, Decision::Approve)
     }
@@ -385,6 +390,7 @@ pub fn update(app: &mut App, action: Action) {
         Action::Reject => start_decision(app, Decision::Reject),
         Action::RollBack => start_decision(app, Decision::RollBack),
         Action::Resolve => start_incident_decision(app, Decision::Resolve),
+        Action::AcceptLevel => start_incident_decision(app, Decision::AcceptLevel),
         Action::Reopen => start_incident_decision(app, Decision::Reopen),
         Action::Forward => forward(app),
         Action::QueueRun => queue_run(app),
@@ -691,7 +697,7 @@ fn start_decision(app: &mut App, decision: Decision) {
     );
 }
 
-/// `C` and `O`: the same reason box, for the open incident. The engine decides whether
+/// `C`, `O` and `N`: the same reason box, for the open incident. The engine decides whether
 /// this person may; the console only keeps a key from asking what cannot be.
 fn start_incident_decision(app: &mut App, decision: Decision) {
     if refuse_if_read_only(app) {
@@ -709,6 +715,9 @@ fn start_incident_decision(app: &mut App, decision: Decision) {
         }
         Decision::Reopen if !resolved => {
             app.message = Some(format!("{id} is not resolved (C closes it)"));
+        }
+        Decision::AcceptLevel if resolved => {
+            app.message = Some(format!("{id} is resolved: there is no level to accept"));
         }
         _ => open_reason(app, decision, id, title, None),
     }
@@ -815,6 +824,10 @@ fn submit(app: &mut App) {
                     incident: target,
                     reason,
                 },
+                (Decision::AcceptLevel, _) => Command::Accept {
+                    incident: target,
+                    reason,
+                },
                 // Approve and reject are only opened on a proposal, with its hash.
                 (Decision::Approve | Decision::Reject, None) => return,
             };
@@ -855,11 +868,12 @@ fn run_command_line(app: &mut App, line: &str) {
             }
         }
         (Some("lift"), _) => app.outbox.push(Command::LiftStop),
-        // Closing an incident by hand, or opening it again: the owner's, with a reason.
-        (Some("resolve" | "reopen"), _) if app.read_only => {
-            app.message = Some("read-only console: :resolve and :reopen are not available".into());
+        // Closing an incident by hand, opening it again, accepting its new level: the
+        // owner's, with a reason.
+        (Some(verb @ ("resolve" | "reopen" | "accept")), _) if app.read_only => {
+            app.message = Some(format!("read-only console: :{verb} is not available"));
         }
-        (Some(verb @ ("resolve" | "reopen")), first) => {
+        (Some(verb @ ("resolve" | "reopen" | "accept")), first) => {
             let reason: Vec<&str> = first.into_iter().chain(words).collect();
             let Some(incident) = app.open_incident().map(|i| i.id.clone()) else {
                 app.message = Some(format!("open an incident first, then :{verb} REASON"));
@@ -870,10 +884,10 @@ fn run_command_line(app: &mut App, line: &str) {
                 return;
             }
             let reason = reason.join(" ");
-            app.outbox.push(if verb == "resolve" {
-                Command::Resolve { incident, reason }
-            } else {
-                Command::Reopen { incident, reason }
+            app.outbox.push(match verb {
+                "resolve" => Command::Resolve { incident, reason },
+                "reopen" => Command::Reopen { incident, reason },
+                _ => Command::Accept { incident, reason },
             });
         }
         (Some("theme"), None) => {
@@ -1037,6 +1051,42 @@ mod tests {
         press(&mut watcher, KeyCode::Enter);
         press(&mut watcher, KeyCode::Char(':'));
         type_text(&mut watcher, "resolve handled");
+        press(&mut watcher, KeyCode::Enter);
+        assert!(watcher.outbox.is_empty(), "read-only");
+    }
+
+    #[test]
+    fn capital_n_accepts_the_open_incidents_new_level_with_a_reason() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Enter);
+        press_with(&mut app, KeyCode::Char('N'), KeyModifiers::SHIFT);
+        let Overlay::Reason(modal) = &app.overlay else {
+            panic!("N opens the reason box");
+        };
+        assert_eq!(modal.decision, Decision::AcceptLevel);
+        assert_eq!(modal.target, "INC-7");
+        press(&mut app, KeyCode::Enter);
+        assert!(app.outbox.is_empty(), "a reason is required");
+        type_text(&mut app, "new pricing page");
+        press(&mut app, KeyCode::Enter);
+        let typed = vec![Command::Accept {
+            incident: "INC-7".into(),
+            reason: "new pricing page".into(),
+        }];
+        assert_eq!(app.outbox, typed);
+        // The command line says the same.
+        app.outbox.clear();
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "accept new pricing page");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.outbox, typed);
+        // A read-only console has neither.
+        let mut watcher = sample_app(true);
+        press(&mut watcher, KeyCode::Enter);
+        press_with(&mut watcher, KeyCode::Char('N'), KeyModifiers::SHIFT);
+        assert!(matches!(watcher.overlay, Overlay::None));
+        press(&mut watcher, KeyCode::Char(':'));
+        type_text(&mut watcher, "accept it");
         press(&mut watcher, KeyCode::Enter);
         assert!(watcher.outbox.is_empty(), "read-only");
     }

@@ -30,6 +30,9 @@ pub enum Command {
     Resolve { incident: String, reason: String },
     /// Open a resolved incident again.
     Reopen { incident: String, reason: String },
+    /// Accept the incident's new volume level as the normal (the owner): the
+    /// monitor's baseline restarts from the shift, and the incident closes.
+    Accept { incident: String, reason: String },
     /// Halt all dispatch by dataward at once.
     OrgStop { reason: String },
     /// Ask to lift the org-wide stop; a second, different person's ask lifts it.
@@ -102,6 +105,14 @@ pub enum EventKind {
     /// A resolved incident was opened again by a person.
     Reopened {
         incident: String,
+        seq: u64,
+    },
+    /// A person accepted a monitor's new volume level: its baseline restarts at `since`.
+    LevelAccepted {
+        incident: String,
+        monitor: String,
+        since: String,
+        ratio: f64,
         seq: u64,
     },
     /// An unanswered request's time ran out; it now also goes to `to`.

@@ -201,6 +201,15 @@ pub fn confirmations(events: &[Event]) -> Vec<String> {
             EventKind::Reopened { incident, seq } => {
                 Some(format!("{incident} reopened (chain #{seq})"))
             }
+            EventKind::LevelAccepted {
+                monitor,
+                since,
+                ratio,
+                seq,
+                ..
+            } => Some(format!(
+                "{monitor}: new level accepted, {ratio:.2}x the old baseline since {since} (chain #{seq})"
+            )),
             _ => None,
         })
         .collect()

@@ -120,6 +120,7 @@ impl Engine {
                 self.resolve_by_hand(&incident, &reason, actor)
             }
             Command::Reopen { incident, reason } => self.reopen(&incident, &reason, actor),
+            Command::Accept { incident, reason } => self.accept_level(&incident, &reason, actor),
             Command::OrgStop { reason } => {
                 anyhow::ensure!(!reason.trim().is_empty(), "a stop needs a reason");
                 self.ensure_chain_trusted()?;
@@ -454,6 +455,81 @@ impl Engine {
             incident: incident_id,
             seq,
         })])
+    }
+
+    /// Accepts an open incident's new volume level as the normal: the acceptance goes
+    /// on the chain with the shift it accepts, the monitor's baseline restarts from the
+    /// shift's first day (stored in the same transaction), and the incident closes as
+    /// closed by hand. Only the table's owners may, with a reason, and only while the
+    /// monitor's volume shows a run of breaches long enough to be a level.
+    fn accept_level(&mut self, id: &str, reason: &str, actor: &Actor) -> Result<Vec<Event>> {
+        let i = self.incident_index(id)?;
+        let incident = &self.incidents[i];
+        if incident.status == IncidentStatus::Resolved {
+            return Err(Refusal::new(
+                RefusalKind::AlreadyDecided,
+                format!("{} is already resolved", incident.id),
+            )
+            .into());
+        }
+        anyhow::ensure!(
+            !reason.trim().is_empty(),
+            "accepting a new level needs a reason"
+        );
+        let (incident_id, monitor, table) = (
+            incident.id.clone(),
+            incident.monitor.clone(),
+            incident.table.clone(),
+        );
+        self.ensure_incident_owner(&table, actor)?;
+        anyhow::ensure!(
+            !self.intent_pending(&incident_id)?,
+            "{incident_id} has a run being queued; wait for it"
+        );
+        let volume = self.latest.get(&(monitor.clone(), CheckKind::Volume, None));
+        let Some(shift) = volume.and_then(|o| o.detail.shift).filter(|s| s.is_level()) else {
+            let seen = match volume.and_then(|o| o.detail.shift) {
+                Some(shift) => format!(
+                    "its volume has been out of range for {} day(s) since {}; a level shows over {} at least",
+                    shift.days,
+                    shift.since,
+                    crate::detect::volume::MIN_SHIFT_DAYS
+                ),
+                None => format!("the latest volume check of {monitor} shows no run of breaches"),
+            };
+            return Err(Refusal::new(
+                RefusalKind::Policy,
+                format!("{incident_id} has no new level to accept: {seen}"),
+            )
+            .into());
+        };
+        let seq = self.record(
+            "level_accepted",
+            &actor.to_json(),
+            json!({"incident": incident_id, "monitor": monitor, "since": shift.since.to_string(),
+                   "days": shift.days, "ratio": shift.ratio, "reason": reason}),
+        )?;
+        let restart = crate::detect::volume::Restart {
+            since: shift.since,
+            ratio: shift.ratio,
+        };
+        crate::monitor::baseline::accept(&self.state, &monitor, &incident_id, restart, seq)?;
+        self.incidents[i].closed_by_hand = Some((
+            actor.to_json(),
+            format!(
+                "new level accepted: {:.2}x the old baseline since {} (chain #{seq}): {reason}",
+                shift.ratio, shift.since
+            ),
+        ));
+        let mut events = vec![self.event(EventKind::LevelAccepted {
+            incident: incident_id,
+            monitor,
+            since: shift.since.to_string(),
+            ratio: shift.ratio,
+            seq,
+        })];
+        events.extend(self.resolve(i)?);
+        Ok(events)
     }
 
     /// A chain that does not verify is never appended to.

@@ -114,3 +114,67 @@ fn date_of(text: &str) -> Result<NaiveDate> {
     let day = text.get(..10).unwrap_or(text);
     NaiveDate::parse_from_str(day, "%Y-%m-%d").with_context(|| format!("{text:?} is not a date"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn day(d: u32) -> NaiveDate {
+        NaiveDate::from_ymd_opt(2026, 10, d).unwrap()
+    }
+
+    fn incident(state: &Connection, id: &str, monitor: &str, doc: serde_json::Value) {
+        let mut doc = doc;
+        doc["monitor"] = monitor.into();
+        state
+            .execute(
+                "INSERT INTO incident (id, status, doc) VALUES (?1, 'open', ?2)",
+                params![id, doc.to_string()],
+            )
+            .unwrap();
+    }
+
+    #[test]
+    fn an_incident_covers_its_days_until_it_resolved_or_its_new_level_began() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = crate::store::open(&dir.path().join("state.db")).unwrap();
+        // About the day before it opened, resolved two days later.
+        incident(
+            &state,
+            "INC-0001",
+            "orders",
+            serde_json::json!({"opened_at": "2026-10-05T06:00:00Z", "day": "2026-10-04",
+                               "resolved_at": "2026-10-07T09:00:00Z"}),
+        );
+        // Still open.
+        incident(
+            &state,
+            "INC-0002",
+            "orders",
+            serde_json::json!({"opened_at": "2026-10-20T06:00:00Z"}),
+        );
+        // Another monitor's.
+        incident(
+            &state,
+            "INC-0003",
+            "payments",
+            serde_json::json!({"opened_at": "2026-10-10T06:00:00Z"}),
+        );
+        assert_eq!(
+            incident_days(&state, "orders", day(25)).unwrap(),
+            vec![day(4)..=day(7), day(20)..=day(25)]
+        );
+        // Its new level accepted from the 18th: the shift's days are the new normal.
+        let restart = Restart {
+            since: day(18),
+            ratio: 1.6,
+        };
+        accept(&state, "orders", "INC-0002", restart, 7).unwrap();
+        assert_eq!(
+            incident_days(&state, "orders", day(25)).unwrap(),
+            vec![day(4)..=day(7)]
+        );
+        assert_eq!(restarts(&state, "orders").unwrap(), vec![restart]);
+        assert!(restarts(&state, "payments").unwrap().is_empty());
+    }
+}

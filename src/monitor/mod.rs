@@ -136,6 +136,18 @@ impl Observation {
         if let Some(message) = &self.detail.message {
             return message.clone();
         }
+        let text = self.measured_text();
+        match self.detail.shift.filter(|shift| shift.days > 1) {
+            // "16,020; 9 days at 1.60x the usual since 2024-05-03".
+            Some(shift) => format!(
+                "{text}; {} days at {:.2}x the usual since {}",
+                shift.days, shift.ratio, shift.since
+            ),
+            None => text,
+        }
+    }
+
+    fn measured_text(&self) -> String {
         match self.check {
             CheckKind::Volume if self.detail.partial => match (self.value, &self.detail.day) {
                 // Today so far: "4,120 by 14:05 on 2024-05-14".

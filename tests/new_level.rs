@@ -1,0 +1,210 @@
+//! A persistent level shift on a real SQLite warehouse: one incident whose figures
+//! update, not weeks of alarms; the owner accepts the new level (a decision on the
+//! chain, refused to anyone else, refused before the shift is a level), and from then
+//! on the new level is normal and a return to the old one is a drop. The acceptance
+//! survives a restart of the engine.
+
+use chrono::{NaiveDate, NaiveDateTime, TimeDelta};
+use dataward::approve::Actor;
+use dataward::config::Config;
+use dataward::engine::api::{Command, EventKind, IncidentStatus, Outcome, RefusalKind};
+use dataward::engine::Engine;
+use rusqlite::Connection;
+
+const CONFIG: &str = r#"
+[warehouse.shop]
+kind = "sqlite"
+path = "shop.db"
+
+[[monitor]]
+name = "orders"
+warehouse = "shop"
+table = "orders"
+checks = ["volume"]
+every = "1h"
+timestamp_column = "placed_at"
+
+[people.analyst]
+name = "Analyst"
+roles = ["shop-owner"]
+
+[[domain]]
+name = "shop"
+covers = ["orders"]
+owners = ["shop-owner"]
+autonomy = "L0"
+"#;
+
+/// A Monday, ten weeks before the shift.
+fn first_day() -> NaiveDate {
+    NaiveDate::from_ymd_opt(2026, 8, 3).unwrap()
+}
+
+/// The first day at the new level: a Wednesday.
+fn shift_day() -> NaiveDate {
+    first_day() + TimeDelta::days(72)
+}
+
+/// Orders a day: 200 on weekdays and 80 at weekends, times `level`.
+fn orders_on(day: NaiveDate, level: f64) -> i64 {
+    use chrono::Datelike;
+    let usual = if day.weekday().number_from_monday() >= 6 {
+        80.0
+    } else {
+        200.0
+    };
+    (usual * level).round() as i64
+}
+
+/// Loads `day`'s orders, spread evenly over the day.
+fn load_day(shop: &Connection, day: NaiveDate, level: f64) {
+    let count = orders_on(day, level);
+    let midnight = day.and_hms_opt(0, 0, 0).unwrap();
+    let mut insert = shop
+        .prepare("INSERT INTO orders (placed_at) VALUES (?1)")
+        .unwrap();
+    for i in 0..count {
+        let at = midnight + TimeDelta::seconds(i * 86_400 / count);
+        insert
+            .execute([at.format("%Y-%m-%d %H:%M:%S").to_string()])
+            .unwrap();
+    }
+}
+
+fn morning(day: NaiveDate) -> NaiveDateTime {
+    day.and_hms_opt(6, 0, 0).unwrap()
+}
+
+fn owner() -> Actor {
+    let mut actor = Actor::current();
+    actor.user = Some("analyst".into());
+    actor.stand_in = None;
+    actor
+}
+
+fn accept(engine: &mut Engine, actor: &Actor, reason: &str) -> Outcome {
+    engine.request(
+        Command::Accept {
+            incident: "INC-0001".into(),
+            reason: reason.into(),
+        },
+        actor,
+    )
+}
+
+fn refusal(outcome: Outcome) -> dataward::engine::api::Refusal {
+    match outcome {
+        Outcome::Refused { reason } => reason,
+        Outcome::Accepted { events, .. } => panic!("accepted: {events:#?}"),
+    }
+}
+
+#[test]
+fn a_level_shift_is_one_incident_until_its_owner_accepts_the_new_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("dataward.toml"), CONFIG).unwrap();
+    let shop = Connection::open(root.join("shop.db")).unwrap();
+    shop.execute_batch("CREATE TABLE orders (id INTEGER PRIMARY KEY, placed_at TEXT NOT NULL)")
+        .unwrap();
+    let mut day = first_day();
+    while day < shift_day() {
+        load_day(&shop, day, 1.0);
+        day = day.succ_opt().unwrap();
+    }
+    load_day(&shop, shift_day(), 1.6);
+    let config = Config::load(&root.join("dataward.toml")).unwrap();
+    let state_path = root.join("data/dataward.db");
+    let state = dataward::store::open(&state_path).unwrap();
+    let mut engine = Engine::new(config.clone(), state, None, &Actor::current()).unwrap();
+
+    // A week at 1.6 times the usual: each morning the engine polls yesterday and
+    // today so far, and the same incident stays open with its figures updated. (A
+    // day's rows are loaded the day before, so today so far is there at 06:00.)
+    for days_in in 0..7 {
+        let day = shift_day() + TimeDelta::days(days_in);
+        load_day(&shop, day + TimeDelta::days(1), 1.6);
+        engine.tick(morning(day + TimeDelta::days(1))).unwrap();
+        let incidents = engine.snapshot(false).incidents;
+        assert_eq!(incidents.len(), 1, "day {days_in}: {incidents:#?}");
+        assert_eq!(incidents[0].status, IncidentStatus::Open);
+        if days_in == 1 {
+            // Two days are not yet a level.
+            let refused = refusal(accept(&mut engine, &owner(), "new pricing page"));
+            assert_eq!(refused.kind, RefusalKind::Policy, "{refused:?}");
+            assert!(
+                refused.message.contains("no new level to accept"),
+                "{refused:?}"
+            );
+        }
+    }
+    let open = engine.snapshot(false).incidents[0].clone();
+    let current = &open.observed;
+    assert!(
+        current.contains("7 days at 1.60x the usual since 2026-10-14"),
+        "{open:#?}"
+    );
+
+    // Only the table's owners may accept it, and only with a reason.
+    let mut stranger = Actor::current();
+    stranger.user = Some("nobody-here".into());
+    stranger.stand_in = None;
+    stranger.uid = 4242;
+    let refused = refusal(accept(&mut engine, &stranger, "looks fine"));
+    assert_eq!(refused.kind, RefusalKind::Policy, "{refused:?}");
+    refusal(accept(&mut engine, &owner(), "  "));
+
+    let Outcome::Accepted { events, seq } = accept(
+        &mut engine,
+        &owner(),
+        "the new pricing page doubled checkouts",
+    ) else {
+        panic!("the owner could not accept the new level");
+    };
+    let accepted = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::LevelAccepted { since, ratio, .. } => Some((since.clone(), *ratio)),
+            _ => None,
+        })
+        .expect("a level_accepted event");
+    assert_eq!(accepted.0, "2026-10-14");
+    assert!((1.55..1.65).contains(&accepted.1), "{accepted:?}");
+    assert!(events.iter().any(
+        |e| matches!(&e.kind, EventKind::IncidentResolved { incident } if incident == "INC-0001")
+    ));
+    let state = Connection::open(&state_path).unwrap();
+    let (kind, payload): (String, String) = state
+        .query_row(
+            "SELECT kind, payload FROM chain WHERE seq <= ?1 AND kind = 'level_accepted'",
+            [seq.unwrap() as i64],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(kind, "level_accepted");
+    assert!(payload.contains("the new pricing page doubled checkouts"));
+    let receipt = engine.snapshot(false).incidents[0].receipt.clone().unwrap();
+    assert!(receipt.contains("new level accepted"), "{receipt}");
+
+    // The new level is the normal from its first day, across a restart of the engine.
+    drop(engine);
+    let state = dataward::store::open(&state_path).unwrap();
+    let mut engine = Engine::new(config, state, None, &Actor::current()).unwrap();
+    let mut day = shift_day() + TimeDelta::days(7);
+    for _ in 0..5 {
+        load_day(&shop, day + TimeDelta::days(1), 1.6);
+        engine.tick(morning(day + TimeDelta::days(1))).unwrap();
+        day = day.succ_opt().unwrap();
+    }
+    let incidents = engine.snapshot(false).incidents;
+    assert_eq!(incidents.len(), 1, "{incidents:#?}");
+
+    // A whole day back at the old level is now a drop.
+    load_day(&shop, day + TimeDelta::days(1), 1.0);
+    load_day(&shop, day + TimeDelta::days(2), 1.0);
+    engine.tick(morning(day + TimeDelta::days(2))).unwrap();
+    let incidents = engine.snapshot(false).incidents;
+    assert_eq!(incidents.len(), 2, "{incidents:#?}");
+    assert_eq!(incidents[1].status, IncidentStatus::Open);
+    assert!(incidents[1].title.contains("volume"), "{:?}", incidents[1]);
+}
