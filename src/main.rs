@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::builder::PossibleValuesParser;
-use clap::{Parser, Subcommand};
+use clap::{ArgGroup, Parser, Subcommand};
 
 use dataward::engine::api::Command;
 use dataward::{chain, config, demo};
@@ -65,18 +65,30 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// Run a detector over a `date,value` CSV history and print every verdict.
+    /// Run a detector over a `date,value` CSV history and print every verdict (--csv),
+    /// or replay a monitored table's own history with injected faults of each kind and
+    /// print what the volume check caught and its false alarms (--inject).
+    #[command(group(ArgGroup::new("history").required(true).args(["csv", "inject"])))]
     Backtest {
+        /// A `date,value` history, header required.
         #[arg(long, value_name = "FILE")]
-        csv: PathBuf,
-        /// The detector: volume or row_count.
-        #[arg(long, value_name = "KIND", default_value = "volume")]
-        monitor: String,
-        /// Scores the flags against labelled windows: a JSON object from each CSV
-        /// file's name to its `[["first_day", "last_day"], ...]` windows; prints
-        /// precision, recall and F1.
-        #[arg(long, value_name = "WINDOWS.json")]
+        csv: Option<PathBuf>,
+        /// With --csv, the detector: volume (the default) or row_count. With --inject,
+        /// the name of a monitor in the config.
+        #[arg(long, value_name = "KIND|NAME")]
+        monitor: Option<String>,
+        /// With --csv: scores the flags against labelled windows: a JSON object from
+        /// each CSV file's name to its `[["first_day", "last_day"], ...]` windows;
+        /// prints precision, recall and F1.
+        #[arg(long, value_name = "WINDOWS.json", conflicts_with = "inject")]
         labels: Option<PathBuf>,
+        /// Replay the table of the monitor --monitor names, read from its warehouse,
+        /// with injected faults.
+        #[arg(long, conflicts_with = "csv")]
+        inject: bool,
+        /// With --inject: the config naming the monitor (default: the XDG config path).
+        #[arg(long, value_name = "FILE", conflicts_with = "csv")]
+        config: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -256,11 +268,37 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             dataward::monitor::cli::check(&config, once, json, &data_dir()?)
         }
         Cmd::Backtest {
-            csv,
+            csv: Some(csv),
             monitor,
             labels,
             json,
-        } => dataward::monitor::cli::backtest(&csv, &monitor, labels.as_deref(), json),
+            ..
+        } => dataward::monitor::cli::backtest(
+            &csv,
+            monitor.as_deref().unwrap_or("volume"),
+            labels.as_deref(),
+            json,
+        ),
+        Cmd::Backtest {
+            monitor,
+            config,
+            json,
+            ..
+        } => {
+            // clap has seen to --csv or --inject.
+            let monitor = monitor.ok_or_else(|| {
+                anyhow::anyhow!(
+                    "backtest --inject needs --monitor NAME: the monitor in the config whose table to replay"
+                )
+            })?;
+            let config = config
+                .or(cli.config)
+                .or_else(config::default_config_path)
+                .ok_or_else(|| {
+                    anyhow::anyhow!("no home directory for the default config; pass --config FILE")
+                })?;
+            dataward::monitor::inject::run(&config, &monitor, json)
+        }
         Cmd::Verify { json, receipt } => chain::cli::verify(&data_dir()?, json, receipt.as_deref()),
         Cmd::Receipt {
             incident,

@@ -6,6 +6,7 @@ mod support;
 use std::path::Path;
 use std::process::{Command, Output};
 
+use chrono::Datelike;
 use serde_json::Value;
 
 fn dataward(args: &[&str], env: &[(&str, &str)]) -> Output {
@@ -597,4 +598,250 @@ fn postgres_checks_that_cannot_run_exit_3() {
         "{lines:#?}"
     );
     assert_eq!(code, Some(3), "{lines:#?}");
+}
+
+/// A SQLite warehouse `wh.db` in `dir` with `table`: `days` days of rows ending
+/// yesterday, each weekday its own level (a quiet weekend) give or take a little, and a
+/// few rows at today's midnight (a day still loading, which no backtest judges).
+fn volume_table(dir: &Path, table: &str, days: u32) {
+    let today = ["(date('now') || 'T00:00:00Z')"; 5].join(", ");
+    let conn = rusqlite::Connection::open(dir.join("wh.db")).unwrap();
+    conn.execute_batch(&format!(
+        "CREATE TABLE {table} (id INTEGER PRIMARY KEY, at TEXT NOT NULL);
+         WITH RECURSIVE
+           d(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM d WHERE n < {days}),
+           day(day, rows) AS (
+             SELECT date('now', '-' || n || ' days'),
+                    CASE strftime('%w', 'now', '-' || n || ' days')
+                      WHEN '0' THEN 600 WHEN '1' THEN 2200 WHEN '2' THEN 2000
+                      WHEN '3' THEN 2050 WHEN '4' THEN 1900 WHEN '5' THEN 1700
+                      ELSE 900 END + (n * 37) % 101 - 50
+             FROM d),
+           k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i < 2500)
+         INSERT INTO {table} (at)
+         SELECT day || 'T' || printf('%02d:%02d:00Z', i % 24, (i * 7) % 60)
+         FROM day JOIN k ON k.i < day.rows;
+         INSERT INTO {table} (at) VALUES {today};"
+    ))
+    .unwrap();
+}
+
+const VOLUME_CONFIG: &str = "[warehouse.local]\nkind = \"sqlite\"\npath = \"wh.db\"\n\n\
+    [[monitor]]\nname = \"orders_volume\"\nwarehouse = \"local\"\ntable = \"orders\"\n\
+    checks = [\"volume\", \"row_count\"]\ntimestamp_column = \"at\"\n\n\
+    [[monitor]]\nname = \"orders_rows\"\nwarehouse = \"local\"\ntable = \"orders\"\n\
+    checks = [\"row_count\"]\n\n\
+    [[monitor]]\nwarehouse = \"local\"\ntable = \"young\"\n\
+    checks = [\"volume\"]\ntimestamp_column = \"at\"\n";
+
+fn inject(config: &Path, monitor: &str, json: bool) -> Output {
+    let mut args = vec![
+        "backtest",
+        "--inject",
+        "--monitor",
+        monitor,
+        "--config",
+        config.to_str().unwrap(),
+    ];
+    if json {
+        args.push("--json");
+    }
+    dataward(&args, &[])
+}
+
+#[test]
+fn backtest_inject_replays_a_monitored_table_with_each_fault_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    volume_table(dir.path(), "orders", 120);
+    volume_table(dir.path(), "young", 10);
+    let config = dir.path().join("dataward.toml");
+    std::fs::write(&config, VOLUME_CONFIG).unwrap();
+
+    let out = inject(&config, "orders_volume", true);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let lines = json_lines(&out);
+    assert_eq!(
+        lines.len(),
+        6,
+        "a line per fault kind, then the summary: {lines:#?}"
+    );
+    let kinds: Vec<&str> = lines[..5]
+        .iter()
+        .map(|l| l["fault"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "drop",
+            "spike",
+            "missed_load",
+            "partial_load",
+            "level_shift"
+        ]
+    );
+    for line in &lines[..5] {
+        let injected = line["injected"].as_u64().unwrap();
+        assert!(injected >= 5, "several positions: {line}");
+        assert!(line["caught"].as_u64().is_some(), "{line}");
+        let windows = line["windows"].as_array().unwrap();
+        assert_eq!(windows.len() as u64, injected, "{line}");
+        // Each on a weekday of its own, all inside the history read.
+        let mut weekdays: Vec<chrono::Weekday> = windows
+            .iter()
+            .map(|w| {
+                chrono::NaiveDate::parse_from_str(w["first_day"].as_str().unwrap(), "%Y-%m-%d")
+                    .unwrap()
+                    .weekday()
+            })
+            .collect();
+        weekdays.sort_by_key(|d| d.num_days_from_monday());
+        weekdays.dedup();
+        assert_eq!(weekdays.len() as u64, injected, "{line}");
+        // A clean table: nothing but the faults is flagged.
+        assert_eq!(line["false_alarms"], 0, "{line}");
+    }
+    for kind in ["missed_load", "level_shift"] {
+        let line = lines.iter().find(|l| l["fault"] == kind).unwrap();
+        assert_eq!(
+            line["caught"], line["injected"],
+            "caught at every position: {line}"
+        );
+        assert_eq!(line["recall"], 1.0, "{line}");
+    }
+    let summary = &lines[5]["summary"];
+    assert_eq!(summary["monitor"], "orders_volume", "{summary}");
+    assert_eq!(summary["table"], "orders", "{summary}");
+    assert_eq!(summary["flags_as_is"], serde_json::json!([]), "{summary}");
+    assert_eq!(summary["false_alarms"], 0, "{summary}");
+    assert_eq!(summary["false_alarms_per_1000_days"], 0.0, "{summary}");
+    // The monitor's lookback: the 98 whole days before today, which is still loading.
+    assert_eq!(summary["days"], 98, "{summary}");
+    let yesterday = (chrono::Utc::now().date_naive() - chrono::Days::new(1)).to_string();
+    assert_eq!(summary["last_day"], yesterday.as_str(), "{summary}");
+
+    // The same as a table a person reads: every kind with its caught count.
+    let out = inject(&config, "orders_volume", false);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for name in [
+        "one-day drop",
+        "spike",
+        "missed load",
+        "two-day partial load",
+        "level shift",
+    ] {
+        let row = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no row for {name}: {text}"));
+        assert!(
+            row.split_whitespace()
+                .filter(|w| w.parse::<u64>().is_ok())
+                .count()
+                >= 2,
+            "injected and caught on the {name} row: {text}"
+        );
+    }
+    assert!(
+        text.contains("flags on the history as it is: none"),
+        "{text}"
+    );
+    assert!(text.contains("false alarms: 0"), "{text}");
+    assert!(text.contains("verdict:"), "{text}");
+}
+
+#[test]
+fn backtest_inject_refuses_what_it_cannot_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    volume_table(dir.path(), "orders", 120);
+    volume_table(dir.path(), "young", 10);
+    let config = dir.path().join("dataward.toml");
+    std::fs::write(&config, VOLUME_CONFIG).unwrap();
+    let refused = |monitor: &str, says: &[&str]| {
+        let out = inject(&config, monitor, false);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{monitor}: {err}");
+        for part in says {
+            assert!(err.contains(part), "{monitor}: {part:?} not in {err}");
+        }
+        assert!(out.stdout.is_empty(), "{monitor}");
+    };
+    // An unknown name: the config file named, and the monitors it has.
+    refused(
+        "orders_volumes",
+        &[
+            "dataward.toml",
+            "\"orders_volumes\"",
+            "orders_volume, orders_rows, local.young",
+        ],
+    );
+    // A monitor without a volume check.
+    refused("orders_rows", &["orders_rows", "volume"]);
+    // Ten days of rows: the days there are and the days needed, not a table of zeros.
+    refused("local.young", &["local.young", "10 complete days", "23"]);
+}
+
+#[test]
+fn backtest_inject_exits_3_when_the_warehouse_is_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("pg.toml");
+    std::fs::write(
+        &config,
+        "[warehouse.main]\nkind = \"postgres\"\nurl_env = \"DATAWARD_INJECT_PG_URL\"\n\n\
+         [[monitor]]\nname = \"t\"\nwarehouse = \"main\"\ntable = \"public.t\"\n\
+         checks = [\"volume\"]\ntimestamp_column = \"at\"\n",
+    )
+    .unwrap();
+    // Nothing listens on port 1.
+    let out = dataward(
+        &[
+            "backtest",
+            "--inject",
+            "--monitor",
+            "t",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        &[(
+            "DATAWARD_INJECT_PG_URL",
+            "postgresql://postgres@127.0.0.1:1/postgres",
+        )],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("warehouse main"), "{err}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn backtest_usage_errors_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = weekly_csv(dir.path());
+    let csv = csv.to_str().unwrap();
+    for (args, says) in [
+        (vec!["backtest"], "--csv"),
+        (
+            vec!["backtest", "--csv", csv, "--inject", "--monitor", "x"],
+            "--inject",
+        ),
+        (vec!["backtest", "--inject"], "--monitor"),
+        (
+            vec![
+                "backtest",
+                "--inject",
+                "--monitor",
+                "x",
+                "--labels",
+                "w.json",
+            ],
+            "--labels",
+        ),
+    ] {
+        let out = dataward(&args, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
 }

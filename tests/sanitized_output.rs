@@ -200,3 +200,59 @@ fn errors_quoting_outside_text_are_escaped() {
     assert_eq!(out.status.code(), Some(2), "{}", show(&out));
     assert_text_escaped(&String::from_utf8_lossy(&out.stderr), "error");
 }
+
+#[test]
+fn an_injected_backtest_shows_the_monitor_name_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    rusqlite::Connection::open(dir.path().join("wh.db"))
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE t (at TEXT NOT NULL);
+             WITH RECURSIVE d(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM d WHERE n < 40),
+               k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i < 99)
+             INSERT INTO t (at) SELECT date('now', '-' || n || ' days') || 'T12:00:00Z'
+             FROM d JOIN k;",
+        )
+        .unwrap();
+    let config = dir.path().join("dataward.toml");
+    // TOML's \u escapes carry the escapes into the monitor's name.
+    let name = "x\\u001b[2J\\u009b31m\\u202ey";
+    std::fs::write(
+        &config,
+        format!(
+            "[warehouse.local]\nkind = \"sqlite\"\npath = \"wh.db\"\n\n\
+             [[monitor]]\nname = \"{name}\"\nwarehouse = \"local\"\ntable = \"t\"\n\
+             checks = [\"volume\"]\ntimestamp_column = \"at\"\n"
+        ),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let args = [
+        "backtest",
+        "--inject",
+        "--monitor",
+        EVIL,
+        "--config",
+        config,
+    ];
+    let out = dataward(&args);
+    assert!(out.status.success(), "{}", show(&out));
+    assert_text_escaped(&stdout(&out), "backtest --inject");
+    let out = dataward(&[&args[..], &["--json"]].concat());
+    assert!(out.status.success(), "{}", show(&out));
+    assert_json_escaped(&stdout(&out), "backtest --inject --json");
+    // A name it does not know, quoted in the error.
+    let out = dataward(&[
+        "backtest",
+        "--inject",
+        "--monitor",
+        &format!("{EVIL}!"),
+        "--config",
+        config,
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    assert_text_escaped(
+        &String::from_utf8_lossy(&out.stderr),
+        "backtest --inject error",
+    );
+}

@@ -90,6 +90,27 @@ impl FaultKind {
             FaultKind::LevelShift => "level shift to the end",
         }
     }
+
+    /// A short name for scripts and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FaultKind::Drop => "drop",
+            FaultKind::Spike => "spike",
+            FaultKind::MissedLoad => "missed_load",
+            FaultKind::PartialLoad => "partial_load",
+            FaultKind::LevelShift => "level_shift",
+        }
+    }
+
+    /// How many days the fault lasts; None for a level shift, which lasts to the end
+    /// of the series.
+    pub fn length(self) -> Option<usize> {
+        match self {
+            FaultKind::PartialLoad => Some(2),
+            FaultKind::LevelShift => None,
+            _ => Some(1),
+        }
+    }
 }
 
 /// Where a fault sits. A level shift's window runs to the last day of the series: the
@@ -327,47 +348,64 @@ fn inject_faults(
     let mut windows = Vec::new();
     let mut from = FIRST_LABELLED_DAY + rng.below(14);
     loop {
+        // Drawn from the first four kinds: the point faults.
         let kind = FaultKind::ALL[rng.below(4)];
-        let span = if kind == FaultKind::PartialLoad { 2 } else { 1 };
+        let span = kind.length().expect("a point fault");
         let Some(first_day) = (from..point_faults_end.saturating_sub(span - 1))
             .find(|&day| (day..day + span).all(breakable))
         else {
             break;
         };
-        let last_day = first_day + span - 1;
-        for day in &mut days[first_day..=last_day] {
-            let factor = match kind {
-                FaultKind::Drop => rng.between(0.2, 0.6),
-                FaultKind::Spike => rng.between(1.8, 3.0),
-                FaultKind::MissedLoad => 0.0,
-                FaultKind::PartialLoad => rng.between(0.4, 0.7),
-                FaultKind::LevelShift => unreachable!("drawn from the first four kinds"),
-            };
-            *day = (*day * factor).round();
-        }
-        windows.push(FaultWindow {
-            kind,
-            first_day,
-            last_day,
-        });
-        from = last_day + 1 + MIN_GAP_DAYS + rng.below(21);
+        let window = apply_fault(days, kind, first_day, rng);
+        windows.push(window);
+        from = window.last_day + 1 + MIN_GAP_DAYS + rng.below(21);
     }
     if let Some(first_day) = shift_day {
+        windows.push(apply_fault(days, FaultKind::LevelShift, first_day, rng));
+    }
+    windows
+}
+
+/// Breaks `days` with one fault of `kind` from `first_day`, in the benchmark's shapes
+/// (see [`FaultKind`]; the factor drawn from `rng`, each day its own but a level
+/// shift's), and returns its window. A level shift runs to the last day of `days`.
+pub fn apply_fault(
+    days: &mut [f64],
+    kind: FaultKind,
+    first_day: usize,
+    rng: &mut Rng,
+) -> FaultWindow {
+    let last_day = match kind.length() {
+        Some(length) => first_day + length - 1,
+        None => days.len() - 1,
+    };
+    let window = &mut days[first_day..=last_day];
+    if kind == FaultKind::LevelShift {
         let factor = if rng.chance(0.5) {
             rng.between(1.3, 1.6)
         } else {
             rng.between(0.4, 0.7)
         };
-        for day in &mut days[first_day..] {
+        for day in window {
             *day = (*day * factor).round();
         }
-        windows.push(FaultWindow {
-            kind: FaultKind::LevelShift,
-            first_day,
-            last_day: length - 1,
-        });
+    } else {
+        for day in window {
+            let factor = match kind {
+                FaultKind::Drop => rng.between(0.2, 0.6),
+                FaultKind::Spike => rng.between(1.8, 3.0),
+                FaultKind::MissedLoad => 0.0,
+                FaultKind::PartialLoad => rng.between(0.4, 0.7),
+                FaultKind::LevelShift => unreachable!("shifted above"),
+            };
+            *day = (*day * factor).round();
+        }
     }
-    windows
+    FaultWindow {
+        kind,
+        first_day,
+        last_day,
+    }
 }
 
 /// A small calendar for the years the tables span: the days around Christmas and New
@@ -739,6 +777,28 @@ mod tests {
             let day = (christmas - table.start).num_days() as usize;
             assert_eq!(table.day_kind(day), DayKind::Holiday);
             assert_eq!(table.days[day], 0.0, "{}", table.name);
+        }
+    }
+
+    #[test]
+    fn one_fault_breaks_only_its_window_and_a_level_shift_runs_to_the_end() {
+        let mut rng = Rng::new(4);
+        for kind in FaultKind::ALL {
+            let mut days = vec![1000.0; 30];
+            let window = apply_fault(&mut days, kind, 10, &mut rng);
+            let last = kind.length().map_or(29, |length| 10 + length - 1);
+            assert_eq!(
+                (window.kind, window.first_day, window.last_day),
+                (kind, 10, last)
+            );
+            for (day, &rows) in days.iter().enumerate() {
+                let broken = (10..=last).contains(&day);
+                assert_eq!(rows != 1000.0, broken, "{kind:?} day {day}: {rows}");
+            }
+            if kind == FaultKind::LevelShift {
+                // One step, the same on every day after it.
+                assert!(days[10..].iter().all(|&rows| rows == days[10]));
+            }
         }
     }
 

@@ -5,6 +5,7 @@
 pub mod baseline;
 pub mod checks;
 pub mod cli;
+pub mod inject;
 pub mod minutes;
 pub mod poller;
 
