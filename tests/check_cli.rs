@@ -733,7 +733,7 @@ fn backtest_inject_replays_a_monitored_table_with_each_fault_kind() {
     ] {
         let row = text
             .lines()
-            .find(|l| l.trim_start().starts_with(name))
+            .find(|l| l.trim_start_matches("!!").trim_start().starts_with(name))
             .unwrap_or_else(|| panic!("no row for {name}: {text}"));
         assert!(
             row.split_whitespace()

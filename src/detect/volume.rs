@@ -48,40 +48,120 @@ pub const MAX_WEEKS_BACK: usize = 2 * WEEKS;
 /// Judges `days[index]` against the same weekday in the weeks before it. `days` is one
 /// value per calendar day, oldest first; every earlier day may be learned from.
 pub fn judge_day(days: &[f64], index: usize) -> Verdict {
-    judge_in(days, &vec![true; index], index)
+    let clean = vec![true; index];
+    judge_in(
+        &Seen {
+            values: days,
+            clean: &clean,
+            spread: 0.0,
+            holidays: &[],
+        },
+        index,
+    )
 }
 
-/// [`judge_day`] learning only from the days `clean` marks (indexed as `values`; only
-/// the days before `index` are read).
+/// A series as the day under test sees it.
+struct Seen<'a> {
+    /// Every day's rows, the days before an accepted level seen at that level.
+    values: &'a [f64],
+    /// Which days a baseline may learn from (only the days before the day under test
+    /// are read).
+    clean: &'a [bool],
+    /// How far the table's recent clean days strayed from their own baselines, as a
+    /// robust standard deviation relative to the baseline (0 while unknown).
+    spread: f64,
+    /// The team's holidays.
+    holidays: &'a [NaiveDate],
+}
+
+/// [`judge_day`] learning only from the clean days.
 ///
-/// The band is never narrower than a fifth of the baseline, nor than four Poisson
-/// standard deviations: eight quiet weeks can agree by chance, and a 20-row table
-/// wobbles by five rows whatever its history says.
-fn judge_in(values: &[f64], clean: &[bool], index: usize) -> Verdict {
-    let observed = values[index];
+/// The band is never narrower than a fifth of the baseline, than four Poisson standard
+/// deviations, nor than the table's own spread over all its recent days: eight quiet
+/// weeks of one weekday can agree by chance, and a 20-row table wobbles by five rows
+/// whatever its history says.
+fn judge_in(seen: &Seen, index: usize) -> Verdict {
+    match weekday_baseline(seen, index) {
+        Some((baseline, sigma)) => against(seen.values[index], baseline, sigma),
+        None => Verdict::learning(seen.values[index]),
+    }
+}
+
+/// The same weekday's clean days before `index`: their median, and their spread beyond
+/// counting noise, never below the table's own nor a fifth of the baseline over
+/// [`THRESHOLD`]. None with fewer than [`MIN_WEEKS`] of them.
+fn weekday_baseline(seen: &Seen, index: usize) -> Option<(f64, f64)> {
     let prior: Vec<f64> = (1..=MAX_WEEKS_BACK)
         .map_while(|week| index.checked_sub(7 * week))
-        .filter(|&i| clean[i])
+        .filter(|&i| seen.clean[i])
         .take(WEEKS)
-        .map(|i| values[i])
+        .map(|i| seen.values[i])
         .collect();
     if prior.len() < MIN_WEEKS {
-        return Verdict::learning(observed);
+        return None;
     }
     let (baseline, spread) = median_and_spread(&prior);
-    let sigma = spread
-        .max(MIN_RELATIVE_WIDTH * baseline / THRESHOLD)
-        .max((baseline + 1.0).sqrt());
-    let width = THRESHOLD * sigma;
-    let low = (baseline - width).max(0.0);
-    let high = baseline + width;
+    let sigma = beyond_counting(spread, baseline)
+        .max(seen.spread * baseline)
+        .max(MIN_RELATIVE_WIDTH * baseline / THRESHOLD);
+    // A median of few values is itself uncertain (its variance is pi/2n of one value's):
+    // three calm weeks must not make a band so tight the fourth breaches it.
+    let uncertainty = (1.0 + std::f64::consts::FRAC_PI_2 / prior.len() as f64).sqrt();
+    Some((baseline, sigma * uncertainty))
+}
+
+/// `observed` against [`THRESHOLD`] times `sigma` around `baseline`, the band widened
+/// to where counting alone would put fewer than [`TAIL`] of the days: rows counted are
+/// a Poisson count, skewed at tens of rows, so no rows on an eleven-row day is out of
+/// range while 15 or 25 on a twenty-row day is in.
+fn against(observed: f64, baseline: f64, sigma: f64) -> Verdict {
+    let (counted_low, counted_high) = counting_bounds(baseline.max(1.0));
+    let low = (baseline - THRESHOLD * sigma).min(counted_low).max(0.0);
+    let high = (baseline + THRESHOLD * sigma).max(counted_high);
+    let score_sigma = sigma.max((baseline + 1.0).sqrt());
     Verdict::banded(
         observed,
         low,
         high,
         baseline,
-        Some((observed - baseline) / sigma),
+        Some((observed - baseline) / score_sigma),
     )
+}
+
+/// The part of a spread (a standard deviation) that counting noise of `variance` does
+/// not explain: [`against`] adds the counting back as it is, a Poisson count.
+fn beyond_counting(spread: f64, variance: f64) -> f64 {
+    (spread * spread - variance).max(0.0).sqrt()
+}
+
+/// How unlikely a day must be to breach: a normal value beyond [`THRESHOLD`] standard
+/// deviations on one side.
+pub const TAIL: f64 = 3.17e-5;
+
+/// The range a Poisson count of this `mean` stays in but for [`TAIL`] on each side:
+/// fewer rows than the first is a breach, more than the second is.
+fn counting_bounds(mean: f64) -> (f64, f64) {
+    // Beyond a few hundred rows the distribution is normal, and the band's fifth of the
+    // baseline is far wider anyway.
+    if mean > 400.0 {
+        let width = THRESHOLD * mean.sqrt();
+        return (mean - width, mean + width);
+    }
+    let mut count = 0.0;
+    let mut probability = (-mean).exp();
+    let mut at_most = probability;
+    while at_most <= TAIL {
+        count += 1.0;
+        probability *= mean / count;
+        at_most += probability;
+    }
+    let low = count;
+    while 1.0 - at_most > TAIL {
+        count += 1.0;
+        probability *= mean / count;
+        at_most += probability;
+    }
+    (low, count)
 }
 
 /// How many days at each end of a month have a place of their own: month-end closes
@@ -100,20 +180,14 @@ pub const MIN_MONTHS: usize = 2;
 ///
 /// On one of the team's `holidays` the band reaches down to the quietest weekday's: a
 /// holiday at a Sunday's volume is expected, one with no rows at all still is not.
-fn judge_dated(
-    values: &[f64],
-    clean: &[bool],
-    first: NaiveDate,
-    index: usize,
-    holidays: &[NaiveDate],
-) -> Verdict {
-    let verdict = judge_by_place(values, clean, first, index);
-    if !holidays.contains(&date_at(first, index)) {
+fn judge_dated(seen: &Seen, first: NaiveDate, index: usize) -> Verdict {
+    let verdict = judge_by_place(seen, first, index);
+    if !seen.holidays.contains(&date_at(first, index)) {
         return verdict;
     }
     let quietest_low = (1..7)
         .filter_map(|back| index.checked_sub(back))
-        .filter_map(|at| judge_in(values, clean, at).expected)
+        .filter_map(|at| judge_in(seen, at).expected)
         .map(|range| range.low)
         .min_by(f64::total_cmp);
     match (verdict.expected, quietest_low) {
@@ -129,22 +203,40 @@ fn judge_dated(
 }
 
 /// [`judge_dated`] without the calendar: the weekday, and the place in the month.
-fn judge_by_place(values: &[f64], clean: &[bool], first: NaiveDate, index: usize) -> Verdict {
-    let plain = judge_in(values, clean, index);
-    let (Some(effect), Some(range)) = (month_effect(values, clean, first, index), plain.expected)
-    else {
+fn judge_by_place(seen: &Seen, first: NaiveDate, index: usize) -> Verdict {
+    let plain = judge_in(seen, index);
+    let (Some(effect), Some((baseline, sigma)), Some(range)) = (
+        month_effect(seen, first, index),
+        weekday_baseline(seen, index),
+        plain.expected,
+    ) else {
         return plain;
     };
-    let baseline = range.baseline * effect;
-    let sigma = ((range.high - range.baseline) / THRESHOLD * effect).max((baseline + 1.0).sqrt());
-    let width = THRESHOLD * sigma;
+    let placed = against(
+        plain.observed,
+        baseline * effect.ratio,
+        sigma * effect.ratio,
+    );
+    let Some(placed_range) = placed.expected.filter(|_| !effect.seen) else {
+        return placed;
+    };
+    // Only hinted at: either the weekday's band or the month's is expected.
     Verdict::banded(
         plain.observed,
-        (baseline - width).max(0.0),
-        baseline + width,
-        baseline,
-        Some((plain.observed - baseline) / sigma),
+        placed_range.low.min(range.low),
+        placed_range.high.max(range.high),
+        range.baseline,
+        plain.score,
     )
+}
+
+/// What the prior months say about a place in the month.
+struct MonthEffect {
+    /// The median ratio of the days there that stood out, to their weekday baseline.
+    ratio: f64,
+    /// Every month asked, and at least [`MIN_MONTHS`], stood out the same way; else
+    /// only some did, and the place may or may not be special.
+    seen: bool,
 }
 
 /// A day's place in its month: 1 to [`MONTH_EDGE_DAYS`] counting from the first day,
@@ -178,28 +270,61 @@ fn at_place(date: NaiveDate, months_ahead: i32, place: i32) -> NaiveDate {
     }
 }
 
-/// How the same place in the prior months stood against its own weekday baseline, when
-/// at least [`MIN_MONTHS`] of them were all beyond the ordinary band the same way: the
-/// median of those ratios. None for a day without a place, or without such a pattern.
-fn month_effect(values: &[f64], clean: &[bool], first: NaiveDate, index: usize) -> Option<f64> {
+/// How the same place in the prior months stood against its own weekday baseline: the
+/// median ratio of those beyond the ordinary band, in the direction most of them took.
+/// None for a day without a place, or when no month there stood out.
+///
+/// A month's day says nothing of its place when it was a holiday, or when the same
+/// weekday a week before it stood out the same way: that is a level, or an outage,
+/// not a place in the month.
+fn month_effect(seen: &Seen, first: NaiveDate, index: usize) -> Option<MonthEffect> {
     let date = date_at(first, index);
     let place = place_in_month(date)?;
+    let ratio_at = |at: usize| {
+        judge_in(seen, at)
+            .expected
+            .filter(|r| r.baseline > 0.0)
+            .map(|r| seen.values[at] / r.baseline)
+    };
+    let stands_out = |ratio: f64| (ratio - 1.0).abs() > MIN_RELATIVE_WIDTH;
     let mut ratios = Vec::new();
     for back in 1..=MONTHS_ASKED as i32 {
         let earlier = at_place(date, -back, place);
         let Ok(at) = usize::try_from((earlier - first).num_days()) else {
             break;
         };
-        if let Some(range) = judge_in(values, clean, at)
-            .expected
-            .filter(|r| r.baseline > 0.0)
-        {
-            ratios.push(values[at] / range.baseline);
+        if seen.holidays.contains(&earlier) {
+            continue;
         }
+        let Some(ratio) = ratio_at(at) else {
+            continue;
+        };
+        let week_before = at.checked_sub(7).and_then(ratio_at);
+        if stands_out(ratio)
+            && week_before
+                .is_some_and(|before| stands_out(before) && (before > 1.0) == (ratio > 1.0))
+        {
+            continue;
+        }
+        ratios.push(ratio);
     }
-    let all_up = ratios.iter().all(|r| *r > 1.0 + MIN_RELATIVE_WIDTH);
-    let all_down = ratios.iter().all(|r| *r < 1.0 - MIN_RELATIVE_WIDTH);
-    (ratios.len() >= MIN_MONTHS && (all_up || all_down)).then(|| super::median(&mut ratios))
+    let asked = ratios.len();
+    let (mut up, mut down): (Vec<f64>, Vec<f64>) = ratios
+        .into_iter()
+        .filter(|r| stands_out(*r))
+        .partition(|r| *r > 1.0);
+    let stood_out = if up.len() >= down.len() {
+        &mut up
+    } else {
+        &mut down
+    };
+    if stood_out.is_empty() {
+        return None;
+    }
+    Some(MonthEffect {
+        seen: stood_out.len() == asked && asked >= MIN_MONTHS,
+        ratio: super::median(stood_out),
+    })
 }
 
 /// How many complete days before today [`recent`] judges, besides today so far.
@@ -274,10 +399,38 @@ pub fn judge_all(days: &[f64], first: NaiveDate, calendar: &Calendar) -> Vec<Ver
     judge_series(days, first, calendar).verdicts
 }
 
+/// How many recent days the table's own spread is learned from, and how many of them
+/// must be clean and judged for it to count.
+pub const SPREAD_DAYS: usize = 8 * 7;
+pub const MIN_SPREAD_DAYS: usize = 21;
+
 struct Series {
     /// Which days the baselines may learn from.
     clean: Vec<bool>,
+    /// Each clean day's rows relative to its baseline, less one (0.1: 10% above), and
+    /// the share of that counting alone explains (the variance of a Poisson count
+    /// relative to its mean: one over the baseline).
+    strayed: Vec<Option<(f64, f64)>>,
     verdicts: Vec<Verdict>,
+}
+
+impl Series {
+    /// The robust spread of the clean days' relative errors in the [`SPREAD_DAYS`]
+    /// before `index`, less what counting explains: one figure per table from dozens
+    /// of days, where one weekday's eight values alone can look calm by chance.
+    fn spread_before(&self, index: usize) -> f64 {
+        let (relative, mut counting): (Vec<f64>, Vec<f64>) = self.strayed
+            [index.saturating_sub(SPREAD_DAYS)..index]
+            .iter()
+            .flatten()
+            .copied()
+            .unzip();
+        if relative.len() < MIN_SPREAD_DAYS {
+            return 0.0;
+        }
+        let spread = median_and_spread(&relative).1;
+        beyond_counting(spread, super::median(&mut counting))
+    }
 }
 
 fn judge_series(days: &[f64], first: NaiveDate, calendar: &Calendar) -> Series {
@@ -285,6 +438,7 @@ fn judge_series(days: &[f64], first: NaiveDate, calendar: &Calendar) -> Series {
     let mut restarts = calendar.restarts.iter().peekable();
     let mut series = Series {
         clean: Vec::with_capacity(days.len()),
+        strayed: Vec::with_capacity(days.len()),
         verdicts: Vec::with_capacity(days.len()),
     };
     for index in 0..days.len() {
@@ -292,10 +446,26 @@ fn judge_series(days: &[f64], first: NaiveDate, calendar: &Calendar) -> Series {
         while let Some(restart) = restarts.next_if(|r| r.since <= date) {
             restart.rescale(&mut values, first);
         }
-        let verdict = judge_dated(&values, &series.clean, first, index, calendar.holidays);
-        series
-            .clean
-            .push(!verdict.kind.is_breach() && !calendar.leaves_out(date));
+        let seen = Seen {
+            values: &values,
+            clean: &series.clean,
+            spread: series.spread_before(index),
+            holidays: calendar.holidays,
+        };
+        let verdict = judge_dated(&seen, first, index);
+        let clean = !verdict.kind.is_breach() && !calendar.leaves_out(date);
+        series.clean.push(clean);
+        series.strayed.push(
+            verdict
+                .expected
+                .filter(|range| clean && range.baseline > 0.0)
+                .map(|range| {
+                    (
+                        verdict.observed / range.baseline - 1.0,
+                        1.0 / range.baseline,
+                    )
+                }),
+        );
         series.verdicts.push(verdict);
     }
     series
@@ -351,10 +521,16 @@ pub fn recent(
         for restart in calendar.restarts.iter().filter(|r| r.since <= today_date) {
             restart.rescale(&mut values, first);
         }
+        let seen = Seen {
+            values: &values,
+            clean: &series.clean,
+            spread: series.spread_before(today),
+            holidays: calendar.holidays,
+        };
         judged.push(JudgedDay {
             index: today,
             partial: true,
-            verdict: judge_dated(&values, &series.clean, first, today, calendar.holidays),
+            verdict: judge_dated(&seen, first, today),
         });
     }
     Recent {
@@ -656,8 +832,13 @@ mod tests {
         assert_eq!(judge_day(&days, 151).kind, VerdictKind::High);
         let v = judged(&days, 151, &[]);
         assert_eq!(v.kind, VerdictKind::Ok, "{v:?}");
-        // The day before is an ordinary day, judged as one.
-        assert_eq!(judged(&days, 150, &[]), judge_day(&days, 150));
+        // The day before is an ordinary day, judged against its weekday alone.
+        let (before, plain) = (judged(&days, 150, &[]), judge_day(&days, 150));
+        assert_eq!(before.kind, VerdictKind::Ok);
+        assert_eq!(
+            before.expected.map(|r| r.baseline),
+            plain.expected.map(|r| r.baseline)
+        );
         // A month end without its peak is low.
         days[151] /= 2.0;
         assert_eq!(judged(&days, 151, &[]).kind, VerdictKind::Low);
@@ -678,6 +859,84 @@ mod tests {
             judged(&days, holiday_monday, &holiday).kind,
             VerdictKind::Low
         );
+    }
+
+    #[test]
+    fn a_noisy_table_is_judged_by_its_own_spread_though_one_weekday_looks_calm() {
+        // Days wobble by 8%, but the eleven Mondays happened to be flat.
+        let mut days = weekly_series(&SeriesShape {
+            noise: 0.08,
+            ..shape()
+        });
+        for monday in (0..84).step_by(7) {
+            days[monday] = 10_000.0;
+        }
+        days[77] = 7_700.0;
+        // The Mondays alone would say a 23% dip is far out.
+        assert_eq!(judge_day(&days, 77).kind, VerdictKind::Low);
+        let v = all(&days)[77];
+        assert_eq!(v.kind, VerdictKind::Ok, "{v:?}");
+        days[77] = 4_000.0;
+        assert_eq!(all(&days)[77].kind, VerdictKind::Low);
+    }
+
+    #[test]
+    fn a_baseline_of_three_weeks_is_less_sure_than_one_of_eight() {
+        // Flat Mondays: a dip of 23% on the fourth is not yet out of range; on the
+        // ninth it is.
+        let mut days = vec![10_000.0; 64];
+        days[21] = 7_700.0;
+        days[56] = 7_700.0;
+        let verdicts = all(&days);
+        assert_eq!(verdicts[21].kind, VerdictKind::Ok, "{:?}", verdicts[21]);
+        assert_eq!(verdicts[56].kind, VerdictKind::Low, "{:?}", verdicts[56]);
+    }
+
+    #[test]
+    fn no_rows_on_an_eleven_row_day_is_low_and_five_is_not() {
+        let mut days = vec![11.0; 84];
+        days[83] = 5.0;
+        assert_eq!(all(&days)[83].kind, VerdictKind::Ok);
+        days[83] = 0.0;
+        let v = all(&days)[83];
+        assert_eq!(v.kind, VerdictKind::Low, "{v:?}");
+    }
+
+    #[test]
+    fn a_month_end_peak_seen_once_is_expected_and_so_is_an_ordinary_month_end() {
+        // From Monday 2024-01-01: only February ended with a peak.
+        let mut days = weekly_series(&SeriesShape {
+            days: 92,
+            ..shape()
+        });
+        days[59] *= 2.0; // Feb 29
+        assert_eq!(all(&days)[59].kind, VerdictKind::High);
+        let march_end = 90;
+        for factor in [2.0, 1.0] {
+            let mut month = days.clone();
+            month[march_end] *= factor;
+            let v = all(&month)[march_end];
+            assert_eq!(v.kind, VerdictKind::Ok, "March 31 at {factor}: {v:?}");
+        }
+        // Nothing at all is still nothing at all.
+        days[march_end] = 0.0;
+        assert_eq!(all(&days)[march_end].kind, VerdictKind::Low);
+    }
+
+    #[test]
+    fn a_holiday_on_the_first_of_a_month_says_nothing_of_the_firsts_after_it() {
+        // From Monday 2024-01-01: Easter Monday, 1 April, at a Sunday's volume.
+        let mut days = weekly_series(&SeriesShape {
+            days: 122,
+            ..shape()
+        });
+        let easter_monday = 91;
+        assert_eq!(place_in_month(date_at(monday(), easter_monday)), Some(1));
+        days[easter_monday] = days[easter_monday - 1];
+        let may_day = 121;
+        days[may_day] *= 0.6;
+        let v = judged(&days, may_day, &[date_at(monday(), easter_monday)]);
+        assert_eq!(v.kind, VerdictKind::Low, "{v:?}");
     }
 
     #[test]
