@@ -15,6 +15,7 @@ pub mod jsm;
 pub mod opsgenie;
 pub mod outbox;
 pub mod pagerduty;
+pub mod relay;
 
 pub mod slack;
 
