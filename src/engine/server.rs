@@ -340,6 +340,8 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     crate::store::files::check_private_config(&options.config)?;
     crate::store::files::ensure_private_dir(&options.data_dir)?;
     let config = Config::load(&options.config)?;
+    // A secret file anyone but this account can read is refused before anything starts.
+    crate::notify::check_secrets(&config)?;
     let _lock = crate::store::EngineLock::acquire(&options.data_dir)?;
     let orchestrator = super::orchestrator::from_config(&config)?;
     let db = options.data_dir.join("dataward.db");
@@ -350,6 +352,23 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     engine.set_inline_polling(false);
     let (hub_tx, hub_rx) = std::sync::mpsc::channel();
     let news = hub_tx.clone();
+    // Alerts go out on threads of their own, beside the poller: a slow API delays
+    // only its own destination.
+    let relay = {
+        let news = hub_tx.clone();
+        crate::notify::relay::Relay::start(
+            &config,
+            &db,
+            Default::default(),
+            Arc::new(move || {
+                let _ = news.send(HubMessage::OutboxChanged);
+            }),
+        )?
+    };
+    if let Some(relay) = &relay {
+        let waker = relay.waker();
+        engine.set_alert_waker(move || waker.wake());
+    }
     let poll_task = super::poll_task::PollTask::start(
         config.clone(),
         db,
@@ -389,6 +408,9 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     );
     let result = hub.run(&mut super::live::WallClock::new());
     poll_task.stop();
+    if let Some(relay) = relay {
+        relay.stop();
+    }
     let _ = std::fs::remove_file(socket_path(&options.data_dir));
     drop(hub_tx);
     tracing::info!("stopped");

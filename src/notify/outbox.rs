@@ -242,6 +242,51 @@ pub struct RowView {
     pub request_id: Option<String>,
 }
 
+/// Destination names, errors from APIs and incident ids are outside text.
+impl crate::sanitize::Sanitize for DestinationView {
+    fn sanitize(&mut self) {
+        let DestinationView {
+            destination,
+            kind,
+            pending: _,
+            failed: _,
+            delivered: _,
+            next_attempt_at,
+            next_attempt_in_secs: _,
+            last_error,
+            dedup_key,
+            rows,
+        } = self;
+        destination.sanitize();
+        kind.sanitize();
+        next_attempt_at.sanitize();
+        last_error.sanitize();
+        dedup_key.sanitize();
+        for row in rows {
+            let RowView {
+                id: _,
+                incident,
+                action,
+                occasion,
+                dedup_key,
+                status,
+                attempts: _,
+                queued_at,
+                next_attempt_at,
+                delivered_at,
+                last_error,
+                request_id,
+            } = row;
+            for text in [incident, action, occasion, dedup_key, status, queued_at] {
+                text.sanitize();
+            }
+            for text in [next_attempt_at, delivered_at, last_error, request_id] {
+                text.sanitize();
+            }
+        }
+    }
+}
+
 /// Delivered rows shown per destination besides everything pending or failed.
 const RECENT_DELIVERED: i64 = 5;
 
