@@ -179,15 +179,24 @@ fn one_incident_opened_approved_and_resolved_on_every_kind_of_destination() {
         .collect();
     assert_eq!(actions, ["trigger", "acknowledge", "resolve"]);
     let key = pd[0]["dedup_key"].as_str().unwrap();
-    assert!(key.starts_with("dataward-") && key.ends_with("-INC-0001"), "{key}");
+    assert!(
+        key.starts_with("dataward-") && key.ends_with("-INC-0001"),
+        "{key}"
+    );
     assert!(pd.iter().all(|e| e["dedup_key"] == key));
     let details = &pd[0]["payload"]["custom_details"];
     // The cause as diagnosed when it opened (it is re-stated later, as the refill goes).
     let cause = details["cause"].as_str().unwrap();
     assert!(cause.contains("was re-created"), "{cause}");
     assert_ne!(cause, incident.cause.as_deref().unwrap());
-    assert!(!details["blast_radius"]["models"].as_array().unwrap().is_empty());
-    assert!(!details["blast_radius"]["dashboards"].as_array().unwrap().is_empty());
+    assert!(!details["blast_radius"]["models"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    assert!(!details["blast_radius"]["dashboards"]
+        .as_array()
+        .unwrap()
+        .is_empty());
     assert_eq!(pd[0]["payload"]["severity"], "critical");
     let waiting = details["waiting_for_decision"].as_array().unwrap();
     let waits: Vec<&str> = waiting
@@ -204,9 +213,15 @@ fn one_incident_opened_approved_and_resolved_on_every_kind_of_destination() {
         .unwrap()
         .contains("approved by"));
     let receipt = &pd[2]["payload"]["custom_details"]["receipt"];
-    assert!(!receipt["approvals"].as_array().unwrap().is_empty(), "{receipt}");
+    assert!(
+        !receipt["approvals"].as_array().unwrap().is_empty(),
+        "{receipt}"
+    );
     assert!(!receipt["runs"].as_array().unwrap().is_empty(), "{receipt}");
-    assert!(!receipt["checks"].as_array().unwrap().is_empty(), "{receipt}");
+    assert!(
+        !receipt["checks"].as_array().unwrap().is_empty(),
+        "{receipt}"
+    );
     assert!(!receipt["undo"].as_array().unwrap().is_empty(), "{receipt}");
     assert_eq!(receipt["receipt_hash"].as_str().unwrap().len(), 64);
     let alerts = apis.pd.alerts();
@@ -252,9 +267,16 @@ fn one_incident_opened_approved_and_resolved_on_every_kind_of_destination() {
 
     // What `dataward outbox` prints of it.
     let out = story::dataward(&["outbox"], dir.path());
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("pd (pagerduty): 0 pending, 0 failed, 3 delivered"), "{text}");
+    assert!(
+        text.contains("pd (pagerduty): 0 pending, 0 failed, 3 delivered"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -289,7 +311,10 @@ fn an_unanswered_request_escalates_pages_the_lead_and_expires() {
     let lead: Vec<serde_json::Value> = apis.lead.requests().iter().map(|r| r.json()).collect();
     assert!(!lead.is_empty());
     let page_key = lead[0]["dedup_key"].as_str().unwrap();
-    assert!(page_key.ends_with("-INC-0001-escalated-analytics-lead"), "{page_key}");
+    assert!(
+        page_key.ends_with("-INC-0001-escalated-analytics-lead"),
+        "{page_key}"
+    );
     assert_eq!(lead[0]["event_action"], "trigger");
     assert!(lead[0]["payload"]["summary"]
         .as_str()

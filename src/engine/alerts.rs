@@ -108,7 +108,12 @@ impl Engine {
             return Ok(());
         };
         let key = self.dedup_key(&incident)?;
-        let text = |field: &str| record.payload[field].as_str().unwrap_or_default().to_string();
+        let text = |field: &str| {
+            record.payload[field]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        };
         match record.kind.as_str() {
             "incident_opened" | "incident_reopened" => {
                 let occasion = if record.kind == "incident_opened" {
@@ -211,7 +216,8 @@ impl Engine {
                 self.queue_where_opened(&key, &alert)?;
             }
             "receipt" => {
-                let mut alert = self.render(i, record, &key, Action::Resolve, Occasion::Resolved)?;
+                let mut alert =
+                    self.render(i, record, &key, Action::Resolve, Occasion::Resolved)?;
                 alert.receipt = Some(self.receipt_digest(&incident, &text("receipt_hash"))?);
                 self.queue_where_opened(&key, &alert)?;
                 for (name, kind, page) in outbox::pages_of(&self.state, &incident)? {
@@ -428,7 +434,11 @@ impl Engine {
                         format!(
                             "{}: {} ({})",
                             value_text(&c, "name"),
-                            if c["passed"] == true { "passed" } else { "failed" },
+                            if c["passed"] == true {
+                                "passed"
+                            } else {
+                                "failed"
+                            },
                             value_text(&c, "detail")
                         )
                     })
@@ -439,9 +449,12 @@ impl Engine {
             .iter()
             .map(|u| format!("{}: {}", value_text(u, "proposal"), value_text(u, "action")))
             .collect();
-        undo.extend(r.proposals.iter().filter(|p| !p.undo.is_empty()).map(|p| {
-            format!("{} undo: {}", p.proposal, p.undo)
-        }));
+        undo.extend(
+            r.proposals
+                .iter()
+                .filter(|p| !p.undo.is_empty())
+                .map(|p| format!("{} undo: {}", p.proposal, p.undo)),
+        );
         Ok(ReceiptDigest {
             how,
             approvals,

@@ -53,10 +53,7 @@ pub fn text(destinations: &Sanitized<Vec<DestinationView>>) -> String {
         }
         for r in &d.rows {
             let when = match r.status.as_str() {
-                PENDING => format!(
-                    "next {}",
-                    r.next_attempt_at.as_deref().unwrap_or("now")
-                ),
+                PENDING => format!("next {}", r.next_attempt_at.as_deref().unwrap_or("now")),
                 FAILED => format!("gave up {}", r.delivered_at.as_deref().unwrap_or("")),
                 _ => format!("delivered {}", r.delivered_at.as_deref().unwrap_or("")),
             };

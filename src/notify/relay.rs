@@ -71,7 +71,7 @@ impl Jitter {
     }
 
     /// A number in [0, 1).
-    pub fn next(&mut self) -> f64 {
+    pub fn draw(&mut self) -> f64 {
         let mut x = self.0;
         x ^= x >> 12;
         x ^= x << 25;
@@ -239,7 +239,7 @@ impl Courier {
                 let wait = match after {
                     // Retry-After is honoured as asked (within an hour).
                     Some(after) => after.min(Duration::from_secs(3600)),
-                    None => self.backoff.delay(row.attempts + 1, self.jitter.next()),
+                    None => self.backoff.delay(row.attempts + 1, self.jitter.draw()),
                 };
                 let at = now + wait.as_millis() as i64;
                 outbox::schedule_retry(&self.conn, id, at, &error)?;
@@ -419,7 +419,7 @@ mod tests {
         assert_eq!(b.delay(1_000, 0.5), Duration::from_secs(45));
         let mut j = Jitter::new(7);
         for _ in 0..1_000 {
-            let x = j.next();
+            let x = j.draw();
             assert!((0.0..1.0).contains(&x));
         }
     }
