@@ -218,7 +218,16 @@ impl Engine {
             "receipt" => {
                 let mut alert =
                     self.render(i, record, &key, Action::Resolve, Occasion::Resolved)?;
-                alert.receipt = Some(self.receipt_digest(&incident, &text("receipt_hash"))?);
+                // An alert must never keep an incident from resolving: a receipt that
+                // cannot be read back is said so, and the resolve still goes.
+                let digest = self
+                    .receipt_digest(&incident, &text("receipt_hash"))
+                    .unwrap_or_else(|e| ReceiptDigest {
+                        how: format!("resolved; its receipt could not be read back: {e:#}"),
+                        receipt_hash: text("receipt_hash"),
+                        ..Default::default()
+                    });
+                alert.receipt = Some(digest);
                 self.queue_where_opened(&key, &alert)?;
                 for (name, kind, page) in outbox::pages_of(&self.state, &incident)? {
                     let mut closed = alert.clone();

@@ -340,8 +340,6 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     crate::store::files::check_private_config(&options.config)?;
     crate::store::files::ensure_private_dir(&options.data_dir)?;
     let config = Config::load(&options.config)?;
-    // A secret file anyone but this account can read is refused before anything starts.
-    crate::notify::check_secrets(&config)?;
     let _lock = crate::store::EngineLock::acquire(&options.data_dir)?;
     let orchestrator = super::orchestrator::from_config(&config)?;
     let db = options.data_dir.join("dataward.db");
@@ -354,21 +352,7 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     let news = hub_tx.clone();
     // Alerts go out on threads of their own, beside the poller: a slow API delays
     // only its own destination.
-    let relay = {
-        let news = hub_tx.clone();
-        crate::notify::relay::Relay::start(
-            &config,
-            &db,
-            Default::default(),
-            Arc::new(move || {
-                let _ = news.send(HubMessage::OutboxChanged);
-            }),
-        )?
-    };
-    if let Some(relay) = &relay {
-        let waker = relay.waker();
-        engine.set_alert_waker(move || waker.wake());
-    }
+    let relay = crate::notify::relay::start_beside(&mut engine, &config, &db, hub_tx.clone())?;
     let poll_task = super::poll_task::PollTask::start(
         config.clone(),
         db,

@@ -219,6 +219,27 @@ impl Courier {
         confirming: bool,
         now: i64,
     ) -> Result<(Done, Next)> {
+        // The answer is in hand: a mark the engine's write lock holds up is tried again
+        // rather than lost, since a lost mark means sending the row once more.
+        for wait in 1..=5 {
+            match self.record(row, verdict.clone(), confirming, now) {
+                Err(e) if is_busy(&e) => {
+                    tracing::warn!(destination = %self.name, "outbox busy; marking again");
+                    std::thread::sleep(Duration::from_secs(wait));
+                }
+                other => return other,
+            }
+        }
+        self.record(row, verdict, confirming, now)
+    }
+
+    fn record(
+        &mut self,
+        row: &Row,
+        verdict: Verdict,
+        confirming: bool,
+        now: i64,
+    ) -> Result<(Done, Next)> {
         let id = row.id;
         Ok(match verdict {
             Verdict::Delivered => {
@@ -252,6 +273,14 @@ impl Courier {
             }
         })
     }
+}
+
+fn is_busy(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<rusqlite::Error>(),
+        Some(rusqlite::Error::SqliteFailure(f, _))
+            if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }
 
 // ---- the threads -------------------------------------------------------------------
@@ -360,6 +389,32 @@ impl Relay {
         }
         tracing::info!("alert relay stopped");
     }
+}
+
+/// Starts the relay beside an engine that serves (`dataward serve`, the demo): a secret
+/// file others can read is refused first; the engine wakes the relay after each
+/// transaction that queued alerts, and the relay tells the hub when it marked a row, so
+/// consoles see the outbox again. None without `[[alert]]`: nothing is ever sent.
+pub fn start_beside(
+    engine: &mut crate::engine::Engine,
+    config: &Config,
+    state_db: &Path,
+    hub: std::sync::mpsc::Sender<crate::engine::hub::HubMessage>,
+) -> Result<Option<Relay>> {
+    super::check_secrets(config)?;
+    let relay = Relay::start(
+        config,
+        state_db,
+        Options::default(),
+        Arc::new(move || {
+            let _ = hub.send(crate::engine::hub::HubMessage::OutboxChanged);
+        }),
+    )?;
+    if let Some(relay) = &relay {
+        let waker = relay.waker();
+        engine.set_alert_waker(move || waker.wake());
+    }
+    Ok(relay)
 }
 
 fn run(mut courier: Courier, shared: &Shared, clock: &dyn Fn() -> i64, changed: &dyn Fn()) {
