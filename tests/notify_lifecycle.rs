@@ -1,7 +1,7 @@
 //! One incident's life on the real engine (the embedded estate, driven minute by minute)
 //! with `[[alert]]` destinations of every kind pointed at local stand-ins of their APIs:
 //! the alerts are queued in the transactions that put their records on the chain, and
-//! the relay's couriers deliver them, in order, each as its API's contract says.
+//! the relay's carriers deliver them, in order, each as its API's contract says.
 
 #[path = "support/http.rs"]
 mod http;
@@ -14,7 +14,7 @@ use std::time::Duration;
 use chrono::TimeDelta;
 use dataward::config::Config;
 use dataward::engine::api::Command;
-use dataward::notify::relay::{Backoff, Courier, Done, Jitter, Next};
+use dataward::notify::relay::{Backoff, Carrier, Done, Jitter, Next};
 use http::{Api, FakeApi};
 use story::{approve_all, owner, play_minutes, start};
 
@@ -95,7 +95,7 @@ fn deliver(dir: &Path) {
     let client = dataward::notify::client(Duration::from_secs(5)).unwrap();
     let mut now = 1_790_000_000_000;
     for (name, _) in config.alert_destinations() {
-        let mut courier = Courier::new(
+        let mut carrier = Carrier::new(
             config.clone(),
             &name,
             &dir.join("dataward.db"),
@@ -105,7 +105,7 @@ fn deliver(dir: &Path) {
         )
         .unwrap();
         for _ in 0..200 {
-            let (done, next) = courier.step(now).unwrap();
+            let (done, next) = carrier.step(now).unwrap();
             if let Done::GaveUp { error, .. } = &done {
                 panic!("{name}: {error}");
             }

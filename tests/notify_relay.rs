@@ -1,4 +1,4 @@
-//! The relay against local stand-ins of each API (tests/support/http.rs), one courier
+//! The relay against local stand-ins of each API (tests/support/http.rs), one carrier
 //! step at a time on a clock the test moves: 429 with Retry-After, 500s, timeouts,
 //! connection refused, a slow server, a destination down for many retries then up,
 //! permanent refusals, and Opsgenie's and JSM's request statuses read back. Nothing here
@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use dataward::config::Config;
 use dataward::notify::outbox;
-use dataward::notify::relay::{Backoff, Courier, Done, Jitter, Next};
+use dataward::notify::relay::{Backoff, Carrier, Done, Jitter, Next};
 use dataward::notify::{Action, Alert, Blast, Occasion, ReceiptDigest, Waiting};
 use http::{Api, Behaviour, FakeApi};
 
@@ -81,11 +81,11 @@ fn lifecycle(incident: &str) -> Vec<Alert> {
 struct Setup {
     _dir: tempfile::TempDir,
     db: std::path::PathBuf,
-    courier: Courier,
+    carrier: Carrier,
 }
 
 /// A state database, a config with one destination pointed at `server`, its secret in
-/// a variable of the test's own, and a courier for it.
+/// a variable of the test's own, and a carrier for it.
 fn setup(server: &FakeApi, kind: &str, var: &str, timeout: Duration) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("dataward.db");
@@ -111,11 +111,11 @@ fn setup(server: &FakeApi, kind: &str, var: &str, timeout: Duration) -> Setup {
         base: Duration::from_secs(1),
         cap: Duration::from_secs(60),
     };
-    let courier = Courier::new(config, "dest", &db, client, backoff, Jitter::new(42)).unwrap();
+    let carrier = Carrier::new(config, "dest", &db, client, backoff, Jitter::new(42)).unwrap();
     Setup {
         _dir: dir,
         db,
-        courier,
+        carrier,
     }
 }
 
@@ -126,12 +126,12 @@ fn enqueue(db: &Path, kind: &str, alerts: &[Alert]) {
     }
 }
 
-/// Steps the courier at each time it asks for until nothing is pending; returns what
+/// Steps the carrier at each time it asks for until nothing is pending; returns what
 /// each step did and the time it ended at. Bounded, so a loop that never ends fails.
-fn drain(courier: &mut Courier, mut now: i64) -> (Vec<Done>, i64) {
+fn drain(carrier: &mut Carrier, mut now: i64) -> (Vec<Done>, i64) {
     let mut done = Vec::new();
     for _ in 0..500 {
-        let (did, next) = courier.step(now).unwrap();
+        let (did, next) = carrier.step(now).unwrap();
         if did != Done::Nothing {
             done.push(did);
         }
@@ -171,26 +171,26 @@ fn pagerduty_one_incident_through_429_500_and_a_slow_answer() {
         Behaviour::Slow(Duration::from_millis(300)),
     ]);
     // 429: tried again exactly when Retry-After said, not before.
-    let (done, next) = s.courier.step(T0).unwrap();
+    let (done, next) = s.carrier.step(T0).unwrap();
     assert!(
         matches!(&done, Done::Retrying { at, error, .. } if *at == T0 + 7_000 && error.contains("429")),
         "{done:?}"
     );
     assert_eq!(next, Next::At(T0 + 7_000));
     assert_eq!(
-        s.courier.step(T0 + 6_999).unwrap(),
+        s.carrier.step(T0 + 6_999).unwrap(),
         (Done::Nothing, Next::At(T0 + 7_000))
     );
     assert_eq!(server.requests().len(), 1);
     // 500: the backoff's second step, 1 to 2 s with its jitter.
-    let (done, _) = s.courier.step(T0 + 7_000).unwrap();
+    let (done, _) = s.carrier.step(T0 + 7_000).unwrap();
     let Done::Retrying { at, error, .. } = done else {
         panic!("{done:?}")
     };
     assert!((T0 + 8_000..T0 + 9_000).contains(&at), "{at}");
     assert!(error.contains("PagerDuty answered 500"), "{error}");
     // Slow but within the timeout: delivered; then the rest, in order.
-    let (done, _) = drain(&mut s.courier, at);
+    let (done, _) = drain(&mut s.carrier, at);
     assert_eq!(done.len(), 3, "{done:#?}");
     let actions: Vec<String> = server
         .requests()
@@ -225,12 +225,12 @@ fn a_timeout_is_retried_and_the_resend_lands_on_the_same_alert() {
     enqueue(&s.db, "pagerduty", &lifecycle("INC-0002")[..1]);
     // The server takes the event, but answers after the client gave up waiting.
     server.plan([Behaviour::Slow(Duration::from_millis(1_500))]);
-    let (done, _) = s.courier.step(T0).unwrap();
+    let (done, _) = s.carrier.step(T0).unwrap();
     assert!(
         matches!(&done, Done::Retrying { error, .. } if error.contains("timed out")),
         "{done:?}"
     );
-    let (done, _) = drain(&mut s.courier, T0 + 60_000);
+    let (done, _) = drain(&mut s.carrier, T0 + 60_000);
     assert!(matches!(done[..], [Done::Delivered { .. }]), "{done:?}");
     // Wait for the slow handler to have acted, then look: two triggers, one alert.
     std::thread::sleep(Duration::from_millis(1_500));
@@ -254,11 +254,11 @@ fn a_destination_down_for_an_hour_gets_everything_in_order_once_it_is_back() {
     }));
     enqueue(&s.db, "pagerduty", &alerts);
     server.down();
-    // An hour of the test's clock: the courier retries whenever it asks to.
+    // An hour of the test's clock: the carrier retries whenever it asks to.
     let mut now = T0;
     let mut tries = 0;
     while now < T0 + 3_600_000 {
-        let (done, next) = s.courier.step(now).unwrap();
+        let (done, next) = s.carrier.step(now).unwrap();
         if let Done::Retrying { error, .. } = &done {
             tries += 1;
             assert!(error.contains("could not connect"), "{error}");
@@ -273,7 +273,7 @@ fn a_destination_down_for_an_hour_gets_everything_in_order_once_it_is_back() {
     assert_eq!(statuses(&s.db)[0].1, tries, "attempts are counted");
     assert!(server.requests().is_empty());
     server.up();
-    let (done, _) = drain(&mut s.courier, now);
+    let (done, _) = drain(&mut s.carrier, now);
     assert_eq!(done.len(), 6, "{done:#?}");
     let sent: Vec<(String, String)> = server
         .requests()
@@ -329,7 +329,7 @@ fn a_refusal_is_given_up_shown_and_the_next_alert_goes() {
         None,
         r#"{"status":"invalid event","message":"Event object is invalid","errors":["Length of 'routing_key' is incorrect"]}"#.into(),
     )]);
-    let (done, _) = drain(&mut s.courier, T0);
+    let (done, _) = drain(&mut s.carrier, T0);
     assert!(
         matches!(&done[0], Done::GaveUp { error, .. } if error.contains("400") && error.contains("Length of 'routing_key' is incorrect")),
         "{done:?}"
@@ -356,7 +356,7 @@ fn a_missing_secret_is_shown_on_the_destination_and_nothing_is_lost() {
     );
     enqueue(&s.db, "pagerduty", &lifecycle("INC-0007")[..1]);
     std::env::remove_var("DATAWARD_TEST_RELAY_PD_5");
-    let (done, next) = s.courier.step(T0).unwrap();
+    let (done, next) = s.carrier.step(T0).unwrap();
     assert!(
         matches!(&done, Done::Retrying { error, .. } if error.contains("DATAWARD_TEST_RELAY_PD_5 is not set")),
         "{done:?}"
@@ -364,7 +364,7 @@ fn a_missing_secret_is_shown_on_the_destination_and_nothing_is_lost() {
     assert_eq!(next, Next::At(T0 + 30_000));
     assert!(server.requests().is_empty());
     std::env::set_var("DATAWARD_TEST_RELAY_PD_5", "K5");
-    let (done, _) = drain(&mut s.courier, T0 + 30_000);
+    let (done, _) = drain(&mut s.carrier, T0 + 30_000);
     assert!(matches!(done[..], [Done::Delivered { .. }]));
 }
 
@@ -375,7 +375,7 @@ fn opsgenie_lifecycle(api: Api, kind: &str, var: &str, prefix: &str) {
     // The first read of the create's outcome finds it not processed yet.
     server.unprocessed_reads(1);
     server.plan([Behaviour::Status(429, Some("3".into()), "{}".into())]);
-    let (done, _) = drain(&mut s.courier, T0);
+    let (done, _) = drain(&mut s.carrier, T0);
     let accepted = done
         .iter()
         .filter(|d| matches!(d, Done::Accepted { .. }))
@@ -441,7 +441,7 @@ fn an_opsgenie_refusal_read_back_is_given_up() {
     );
     // A close for an alert Opsgenie never had.
     enqueue(&s.db, "opsgenie", &lifecycle("INC-0011")[2..]);
-    let (done, _) = drain(&mut s.courier, T0);
+    let (done, _) = drain(&mut s.carrier, T0);
     assert!(
         matches!(&done[1], Done::GaveUp { error, .. } if error.contains("Alert does not exist")),
         "{done:?}"
@@ -458,12 +458,12 @@ fn slack_keeps_its_pace_and_honours_retry_after() {
         Duration::from_secs(2),
     );
     enqueue(&s.db, "slack", &lifecycle("INC-0020"));
-    let (done, next) = s.courier.step(T0).unwrap();
+    let (done, next) = s.carrier.step(T0).unwrap();
     assert!(matches!(done, Done::Delivered { .. }));
     assert_eq!(next, Next::Now);
     // The next message waits a second after the last one.
     assert_eq!(
-        s.courier.step(T0 + 10).unwrap(),
+        s.carrier.step(T0 + 10).unwrap(),
         (Done::Nothing, Next::At(T0 + 1_000))
     );
     server.plan([Behaviour::Status(
@@ -471,12 +471,12 @@ fn slack_keeps_its_pace_and_honours_retry_after() {
         Some("30".into()),
         "rate_limited".into(),
     )]);
-    let (done, _) = s.courier.step(T0 + 1_000).unwrap();
+    let (done, _) = s.carrier.step(T0 + 1_000).unwrap();
     assert!(
         matches!(&done, Done::Retrying { at, error, .. } if *at == T0 + 31_000 && error.contains("429")),
         "{done:?}"
     );
-    let (done, _) = drain(&mut s.courier, T0 + 31_000);
+    let (done, _) = drain(&mut s.carrier, T0 + 31_000);
     assert_eq!(done.len(), 2);
     let messages = server.slack_messages();
     assert_eq!(messages.len(), 3);
@@ -501,7 +501,7 @@ fn a_refused_connection_never_shows_the_webhook_url() {
     );
     enqueue(&s.db, "slack", &lifecycle("INC-0021")[..1]);
     server.down();
-    let (done, _) = s.courier.step(T0).unwrap();
+    let (done, _) = s.carrier.step(T0).unwrap();
     let Done::Retrying { error, .. } = done else {
         panic!("{done:?}")
     };

@@ -558,18 +558,16 @@ fn network_error(e: reqwest::Error) -> String {
         "network error"
     };
     let e = e.without_url();
-    let mut text = format!("{kind}: {e}");
-    // The causes say what the network did ("Connection refused").
+    // The innermost cause says what the network did ("Connection refused"); the
+    // layers above it only say that a request was being sent.
+    let mut innermost = None;
     let mut cause = std::error::Error::source(&e);
-    for _ in 0..4 {
-        let Some(c) = cause else { break };
-        let said = c.to_string();
-        if !text.contains(&said) {
-            text.push_str(&format!(": {said}"));
-        }
+    while let Some(c) = cause {
+        innermost = Some(c.to_string());
         cause = c.source();
     }
-    crate::config::redact_secrets(&text)
+    let said = innermost.unwrap_or_else(|| e.to_string());
+    crate::config::redact_secrets(&format!("{kind}: {said}"))
 }
 
 /// `Retry-After`: a number of seconds, or an HTTP date (RFC 9110). A date in the past

@@ -11,7 +11,7 @@
 //! lands on the same alert. The relay writes only the outbox's delivery columns, each
 //! mark a statement of its own; everything else in the database is the engine's.
 //!
-//! [`Courier::step`] is one look at one destination at a given time: the threads call
+//! [`Carrier::step`] is one look at one destination at a given time: the threads call
 //! it with the wall clock, tests with a clock of their own, so backoff is tested without
 //! waiting for it.
 
@@ -90,7 +90,7 @@ pub const MAX_CONFIRMS: u32 = 12;
 /// it is ours to fix, and nothing is given up over it.
 const SECRET_RETRY: Duration = Duration::from_secs(30);
 
-/// What a courier does next.
+/// What a carrier does next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Next {
     /// Look again at once: it sent something and more may be due.
@@ -112,7 +112,7 @@ pub enum Done {
 }
 
 /// One destination: its sender, its secret, its connection and its pace.
-pub struct Courier {
+pub struct Carrier {
     name: String,
     alert: AlertConfig,
     config: Arc<Config>,
@@ -125,7 +125,7 @@ pub struct Courier {
     last_sent: Option<i64>,
 }
 
-impl Courier {
+impl Carrier {
     pub fn new(
         config: Arc<Config>,
         name: &str,
@@ -133,14 +133,14 @@ impl Courier {
         client: reqwest::blocking::Client,
         backoff: Backoff,
         jitter: Jitter,
-    ) -> Result<Courier> {
+    ) -> Result<Carrier> {
         let alert = config
             .alert_destinations()
             .into_iter()
             .find(|(n, _)| n == name)
             .map(|(_, a)| a.clone())
             .with_context(|| format!("no [[alert]] named {name}"))?;
-        Ok(Courier {
+        Ok(Carrier {
             name: name.to_string(),
             sender: sender_for(&alert),
             alert,
@@ -352,7 +352,7 @@ impl Relay {
         let mut threads = Vec::new();
         let seed = (options.clock)() as u64;
         for (i, (name, _)) in config.alert_destinations().into_iter().enumerate() {
-            let courier = Courier::new(
+            let carrier = Carrier::new(
                 config.clone(),
                 &name,
                 state_db,
@@ -364,7 +364,7 @@ impl Relay {
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("dataward-alert-{name}"))
-                    .spawn(move || run(courier, &shared, &*clock, &*changed))
+                    .spawn(move || run(carrier, &shared, &*clock, &*changed))
                     .context("cannot start an alert relay thread")?,
             );
         }
@@ -417,7 +417,7 @@ pub fn start_beside(
     Ok(relay)
 }
 
-fn run(mut courier: Courier, shared: &Shared, clock: &dyn Fn() -> i64, changed: &dyn Fn()) {
+fn run(mut carrier: Carrier, shared: &Shared, clock: &dyn Fn() -> i64, changed: &dyn Fn()) {
     let mut seen = 0;
     loop {
         {
@@ -428,18 +428,18 @@ fn run(mut courier: Courier, shared: &Shared, clock: &dyn Fn() -> i64, changed: 
             seen = seen.max(flags.generation);
         }
         let now = clock();
-        let next = match courier.step(now) {
+        let next = match carrier.step(now) {
             Ok((done, next)) => {
                 if done != Done::Nothing {
                     changed();
                 }
                 if let Done::Retrying { error, .. } = &done {
-                    tracing::info!(destination = courier.name(), %error, "alert to be retried");
+                    tracing::info!(destination = carrier.name(), %error, "alert to be retried");
                 }
                 next
             }
             Err(e) => {
-                tracing::warn!(destination = courier.name(), error = %format!("{e:#}"), "outbox not read");
+                tracing::warn!(destination = carrier.name(), error = %format!("{e:#}"), "outbox not read");
                 Next::At(now + 5_000)
             }
         };
