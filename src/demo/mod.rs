@@ -441,7 +441,9 @@ pub fn run_headless(options: DemoOptions, json: bool) -> Result<()> {
         .run(&mut story);
     let _ = std::fs::remove_file(server::socket_path(&options.data_dir));
     drop(hub_tx);
-    relay.map(crate::notify::relay::Relay::stop);
+    if let Some(relay) = relay {
+        relay.stop();
+    }
     result?;
     if let Some(signal) = crate::signals::quit_signal() {
         eprintln!(
@@ -550,6 +552,8 @@ pub fn run_console(options: DemoOptions) -> Result<()> {
         Err(_) => Err(anyhow::anyhow!("the engine thread panicked")),
     };
     let _ = std::fs::remove_file(server::socket_path(&options.data_dir));
-    relay.map(crate::notify::relay::Relay::stop);
+    if let Some(relay) = relay {
+        relay.stop();
+    }
     console.and(engine)
 }
