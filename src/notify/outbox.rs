@@ -221,7 +221,8 @@ pub struct DestinationView {
     pub last_error: Option<String>,
     /// The dedup key of the next row to go.
     pub dedup_key: Option<String>,
-    /// Its pending and failed rows, oldest first, then the latest delivered few.
+    /// Its pending and failed rows, oldest first (at most 50), and the latest delivered
+    /// few.
     pub rows: Vec<RowView>,
 }
 
@@ -287,8 +288,11 @@ impl crate::sanitize::Sanitize for DestinationView {
     }
 }
 
-/// Delivered rows shown per destination besides everything pending or failed.
+/// Delivered rows listed per destination, the latest.
 const RECENT_DELIVERED: i64 = 5;
+/// Pending and failed rows listed per destination, the oldest (the counts cover all):
+/// a destination down for a day must not make every snapshot carry its whole queue.
+const LISTED_WAITING: i64 = 50;
 
 /// Every destination that has rows, by name, as of `now`. `configured` adds the
 /// destinations the config names that have none yet (name, kind).
@@ -328,30 +332,35 @@ pub fn view(
     let mut rows = conn.prepare_cached(
         "SELECT id, incident, action, occasion, dedup_key, status, attempts, created_at,
                 next_at, delivered_at, last_error, request_id
-         FROM outbox WHERE destination = ?1 AND (status != 'delivered' OR id IN
+         FROM outbox WHERE destination = ?1 AND (id IN
+           (SELECT id FROM outbox WHERE destination = ?1 AND status != 'delivered'
+            ORDER BY id LIMIT ?3) OR id IN
            (SELECT id FROM outbox WHERE destination = ?1 AND status = 'delivered'
             ORDER BY id DESC LIMIT ?2))
          ORDER BY id",
     )?;
     for d in &mut out {
-        let listed = rows.query_map(params![d.destination, RECENT_DELIVERED], |r| {
-            let status: String = r.get(5)?;
-            let next_at: i64 = r.get(8)?;
-            Ok(RowView {
-                id: r.get(0)?,
-                incident: r.get(1)?,
-                action: r.get(2)?,
-                occasion: r.get(3)?,
-                dedup_key: r.get(4)?,
-                attempts: r.get(6)?,
-                queued_at: stamp(r.get(7)?),
-                next_attempt_at: (status == PENDING).then(|| stamp(next_at.max(0))),
-                delivered_at: r.get::<_, Option<i64>>(9)?.map(stamp),
-                last_error: r.get(10)?,
-                request_id: r.get(11)?,
-                status,
-            })
-        })?;
+        let listed = rows.query_map(
+            params![d.destination, RECENT_DELIVERED, LISTED_WAITING],
+            |r| {
+                let status: String = r.get(5)?;
+                let next_at: i64 = r.get(8)?;
+                Ok(RowView {
+                    id: r.get(0)?,
+                    incident: r.get(1)?,
+                    action: r.get(2)?,
+                    occasion: r.get(3)?,
+                    dedup_key: r.get(4)?,
+                    attempts: r.get(6)?,
+                    queued_at: stamp(r.get(7)?),
+                    next_attempt_at: (status == PENDING).then(|| stamp(next_at.max(0))),
+                    delivered_at: r.get::<_, Option<i64>>(9)?.map(stamp),
+                    last_error: r.get(10)?,
+                    request_id: r.get(11)?,
+                    status,
+                })
+            },
+        )?;
         for row in listed {
             d.rows.push(row?);
         }
@@ -439,10 +448,30 @@ mod tests {
         assert_eq!(pd.dedup_key.as_deref(), Some(alert.dedup_key.as_str()));
         assert_eq!(view[0].destination, "og");
         assert_eq!(view[0].pending, 0);
+        for seq in 100..160 {
+            let mut more = alert.clone();
+            more.chain_seq = seq;
+            enqueue(&conn, "pd", "pagerduty", &more, 2_000).unwrap();
+        }
+        let long = super::view(&conn, 31_000, &[]).unwrap();
+        assert_eq!(long[0].pending, 61, "the count covers every row");
+        assert_eq!(
+            long[0].rows.len(),
+            LISTED_WAITING as usize,
+            "the list is capped"
+        );
         give_up(&conn, id, 62_000, "PagerDuty answered 400").unwrap();
         let after = super::view(&conn, 70_000, &[]).unwrap();
-        assert_eq!((after[0].pending, after[0].failed), (0, 1));
-        assert_eq!(after[0].next_attempt_in_secs, None);
+        assert_eq!((after[0].pending, after[0].failed), (60, 1));
+        assert_eq!(
+            after[0].next_attempt_in_secs,
+            Some(0),
+            "the next one is due"
+        );
+        assert_eq!(
+            after[0].rows[0].last_error.as_deref(),
+            Some("PagerDuty answered 400")
+        );
         assert_eq!(
             after[0].last_error.as_deref(),
             Some("PagerDuty answered 400")
