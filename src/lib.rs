@@ -12,6 +12,7 @@ pub mod incident;
 pub mod lineage;
 pub mod logging;
 pub mod monitor;
+pub mod notify;
 pub mod propose;
 pub mod sanitize;
 pub mod signals;

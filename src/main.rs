@@ -187,6 +187,12 @@ enum Cmd {
         #[arg(long)]
         reason: String,
     },
+    /// The alert outbox per destination: what waits, the next retry, the last error, the
+    /// dedup key. Exit 1 when an alert was given up.
+    Outbox {
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -204,6 +210,7 @@ fn main() -> ExitCode {
                 | Cmd::Verify { .. }
                 | Cmd::Backtest { .. }
                 | Cmd::Check { .. }
+                | Cmd::Outbox { .. }
         )
     ) {
         // SAFETY: setting a signal disposition before any thread starts.
@@ -376,5 +383,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Accept { incident, reason } => {
             dataward::engine::cli::decide(&data_dir()?, Command::Accept { incident, reason })
         }
+        Cmd::Outbox { json } => dataward::notify::cli::run(&data_dir()?, json),
     }
 }

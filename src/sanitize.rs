@@ -237,7 +237,9 @@ pub fn snapshot(snapshot: &mut Snapshot) {
         org_stop,
         chain_alarm,
         attached,
+        outbox,
     } = snapshot;
+    outbox.sanitize();
     for text in [org_stop, chain_alarm].into_iter().flatten() {
         clean_in_place(text);
     }

@@ -9,6 +9,9 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Deserialize;
 
+mod alert;
+pub use alert::{check_base_url, AlertConfig, SecretRef, ALERT_KINDS, SEVERITIES};
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -33,6 +36,9 @@ pub struct Config {
     /// table's quietest weekday, so Christmas is not an incident.
     #[serde(default)]
     pub holidays: Vec<String>,
+    /// Where incidents are announced: PagerDuty, Opsgenie, JSM, Slack (see `alert.rs`).
+    #[serde(default)]
+    pub alert: Vec<AlertConfig>,
     /// The file this was read from; relative paths inside resolve against its folder.
     #[serde(skip)]
     pub origin: PathBuf,
@@ -311,6 +317,7 @@ impl Config {
             MAX_DURATION,
         )
         .map_err(|bad| bad.at(text, &[Step::Key("verify")]))?;
+        alert::validate(self, text)?;
         Ok(())
     }
 

@@ -318,5 +318,6 @@ pub fn sample_snapshot() -> Snapshot {
         org_stop: None,
         chain_alarm: None,
         attached: Vec::new(),
+        outbox: Vec::new(),
     }
 }

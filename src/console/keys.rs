@@ -17,6 +17,8 @@ pub enum Context {
     List,
     Detail,
     Help,
+    /// The alert outbox overlay.
+    Outbox,
     Reason,
     Prompt,
 }
@@ -29,6 +31,7 @@ impl Context {
             Context::List => "Incident list",
             Context::Detail => "Incident detail",
             Context::Help => "This help",
+            Context::Outbox => "Alert outbox",
             Context::Reason => "Reason box",
             Context::Prompt => "Command line and filter",
         }
@@ -155,7 +158,7 @@ const fn dangerous(
     )
 }
 
-use Context::{Always, Detail, Global, Help, List, Prompt, Reason};
+use Context::{Always, Detail, Global, Help, List, Outbox, Prompt, Reason};
 use KeyCode::{BackTab, Down, End, Enter, Esc, Home, Left, PageDown, PageUp, Right, Tab, Up};
 
 /// Every key the console knows. One line per binding, kept as a table on purpose.
@@ -166,6 +169,7 @@ pub static BINDINGS: &[Binding] = &[
     bind(&[ctrl('z')], "Ctrl-Z", Action::Suspend, "suspend to the shell (fg resumes)", Always),
     hint(&[ch('?')], "?", Action::Help, "help: this list", "help", Global),
     hint(&[ch(':')], ":", Action::CommandLine, "command line (see Commands)", "command", Global),
+    bind(&[ch('o')], "o", Action::AlertOutbox, "alert outbox: pending alerts, retries, errors", Global),
     bind(&[ch('j'), plain(Down)], "j ↓", Action::Down, "next incident", List),
     bind(&[ch('k'), plain(Up)], "k ↑", Action::Up, "previous incident", List),
     bind(&[plain(PageDown)], "PgDn", Action::PageDown, "page down", List),
@@ -201,6 +205,11 @@ pub static BINDINGS: &[Binding] = &[
     bind(&[plain(PageDown)], "PgDn", Action::PageDown, "page down", Help),
     bind(&[plain(PageUp)], "PgUp", Action::PageUp, "page up", Help),
     hint(&[plain(Esc), ch('?'), ch('q')], "Esc ? q", Action::Back, "close the help", "close", Help),
+    bind(&[ch('j'), plain(Down)], "j ↓", Action::Down, "scroll down", Outbox),
+    bind(&[ch('k'), plain(Up)], "k ↑", Action::Up, "scroll up", Outbox),
+    bind(&[plain(PageDown)], "PgDn", Action::PageDown, "page down", Outbox),
+    bind(&[plain(PageUp)], "PgUp", Action::PageUp, "page up", Outbox),
+    hint(&[plain(Esc), ch('o'), ch('q')], "Esc o q", Action::Back, "close the outbox", "close", Outbox),
     hint(&[plain(Enter)], "Enter", Action::Submit, "send the decision", "send", Reason),
     hint(&[ctrl('j'), alt(Enter)], "Ctrl-J Alt-Enter", Action::NewLine, "new line in the reason", "new line", Reason),
     hint(&[plain(Esc)], "Esc", Action::Back, "cancel: nothing is sent", "cancel", Reason),
@@ -250,6 +259,7 @@ pub fn available(read_only: bool) -> impl Iterator<Item = &'static Binding> {
 pub fn context(app: &App) -> Context {
     match app.overlay {
         Overlay::Help { .. } => Context::Help,
+        Overlay::AlertOutbox { .. } => Context::Outbox,
         Overlay::Reason(_) => Context::Reason,
         Overlay::Prompt { .. } => Context::Prompt,
         Overlay::None => match app.screen {
@@ -317,7 +327,7 @@ pub fn hints(app: &App) -> Vec<(&'static str, &'static str)> {
 
 /// The help overlay's contents: every available binding, grouped by context.
 pub fn help_sections(read_only: bool) -> Vec<(Context, Vec<&'static Binding>)> {
-    let order = [Always, Global, List, Detail, Reason, Prompt, Help];
+    let order = [Always, Global, List, Detail, Outbox, Reason, Prompt, Help];
     order
         .iter()
         .map(|context| {

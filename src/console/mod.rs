@@ -3,6 +3,7 @@
 //! plain state, sends any commands, and redraws only when something changed, at most
 //! once per frame interval. Nothing redraws on a timer: over SSH every frame costs.
 
+pub mod alerts;
 pub mod diff;
 pub mod fixtures;
 pub mod keys;

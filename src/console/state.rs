@@ -73,6 +73,8 @@ pub enum Action {
     AcceptLevel,
     ToggleReceipt,
     Help,
+    /// The alert outbox overlay.
+    AlertOutbox,
     CommandLine,
     Filter,
     /// Enter in a text field: send the reason, run the command line, keep the filter.
@@ -172,9 +174,18 @@ pub enum PromptKind {
 #[derive(Debug, Clone)]
 pub enum Overlay {
     None,
-    Help { scroll: usize },
+    Help {
+        scroll: usize,
+    },
+    /// The alert outbox, per destination (`console/alerts.rs`).
+    AlertOutbox {
+        scroll: usize,
+    },
     Reason(Box<ReasonModal>),
-    Prompt { kind: PromptKind, text: String },
+    Prompt {
+        kind: PromptKind,
+        text: String,
+    },
 }
 
 /// The blast-radius tree of the open incident, rebuilt only when its nodes change.
@@ -351,6 +362,7 @@ pub fn update(app: &mut App, action: Action) {
         Action::Quit => app.quit = true,
         Action::Back => back(app),
         Action::Help => app.overlay = Overlay::Help { scroll: 0 },
+        Action::AlertOutbox => app.overlay = Overlay::AlertOutbox { scroll: 0 },
         Action::CommandLine => {
             app.overlay = Overlay::Prompt {
                 kind: PromptKind::Command,
@@ -571,6 +583,13 @@ fn move_by(app: &mut App, delta: isize) {
     let help_lines = help_length(app.read_only);
     if let Overlay::Help { scroll: offset } = &mut app.overlay {
         *offset = scroll(*offset, delta, help_lines);
+        return;
+    }
+    if let Overlay::AlertOutbox { scroll: _ } = app.overlay {
+        let lines = crate::console::alerts::line_count(app);
+        if let Overlay::AlertOutbox { scroll: offset } = &mut app.overlay {
+            *offset = scroll(*offset, delta, lines);
+        }
         return;
     }
     if !matches!(app.overlay, Overlay::None) {
@@ -940,7 +959,7 @@ fn edit(app: &mut App, key: KeyEvent) {
                 refresh_derived(app);
             }
         }
-        Overlay::Help { .. } | Overlay::None => {}
+        Overlay::Help { .. } | Overlay::AlertOutbox { .. } | Overlay::None => {}
     }
 }
 
@@ -959,7 +978,7 @@ fn paste(app: &mut App, text: &str) {
                 refresh_derived(app);
             }
         }
-        Overlay::Help { .. } | Overlay::None => {}
+        Overlay::Help { .. } | Overlay::AlertOutbox { .. } | Overlay::None => {}
     }
 }
 

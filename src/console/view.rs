@@ -43,6 +43,7 @@ pub fn render(frame: &mut Frame, app: &App) {
     render_hints(frame, hints, app);
     match &app.overlay {
         Overlay::Help { scroll } => render_help(frame, app, *scroll),
+        Overlay::AlertOutbox { scroll } => crate::console::alerts::render(frame, app, *scroll),
         Overlay::Reason(modal) => reason::render(frame, app, modal),
         Overlay::Prompt { .. } | Overlay::None => {}
     }

@@ -417,9 +417,11 @@ pub fn run_headless(options: DemoOptions, json: bool) -> Result<()> {
     check_role(&options)?;
     let _lock = crate::store::EngineLock::acquire(&options.data_dir)?;
     let actor = Actor::current();
-    let (scenario, engine, from) = open_story(&options.data_dir, &options.story, &actor)?;
+    let (scenario, mut engine, from) = open_story(&options.data_dir, &options.story, &actor)?;
     let (hub_tx, hub_rx) = mpsc::channel();
-    serve_socket(&options, &hub_tx)?;
+    let config = serve_socket(&options, &hub_tx)?;
+    // Alerts go out only when the estate's config has `[[alert]]`.
+    let relay = relay_beside(&mut engine, &config, &options, &hub_tx)?;
     // A signal ends the story after the turn in hand; the same command carries on.
     crate::signals::catch()?;
     server::stop_on_signal(hub_tx.clone());
@@ -439,6 +441,9 @@ pub fn run_headless(options: DemoOptions, json: bool) -> Result<()> {
         .run(&mut story);
     let _ = std::fs::remove_file(server::socket_path(&options.data_dir));
     drop(hub_tx);
+    if let Some(relay) = relay {
+        relay.stop();
+    }
     result?;
     if let Some(signal) = crate::signals::quit_signal() {
         eprintln!(
@@ -463,6 +468,21 @@ fn serve_socket(
         std::thread::spawn(move || server::accept(listener, config, hub_tx));
     }
     Ok(config)
+}
+
+/// The alert relay beside the demo's engine, as `dataward serve` runs it.
+fn relay_beside(
+    engine: &mut Engine,
+    config: &Config,
+    options: &DemoOptions,
+    hub_tx: &mpsc::Sender<HubMessage>,
+) -> Result<Option<crate::notify::relay::Relay>> {
+    crate::notify::relay::start_beside(
+        engine,
+        config,
+        &options.data_dir.join("dataward.db"),
+        hub_tx.clone(),
+    )
 }
 
 /// `--approve-as` plays the story's owner, nobody else: not an escalation target nobody
@@ -504,9 +524,10 @@ fn describe(event: &Event) -> String {
 pub fn run_console(options: DemoOptions) -> Result<()> {
     let _lock = crate::store::EngineLock::acquire(&options.data_dir)?;
     let actor = Actor::current();
-    let (scenario, engine, from) = open_story(&options.data_dir, &options.story, &actor)?;
+    let (scenario, mut engine, from) = open_story(&options.data_dir, &options.story, &actor)?;
     let (hub_tx, hub_rx) = mpsc::channel();
     let config = serve_socket(&options, &hub_tx)?;
+    let relay = relay_beside(&mut engine, &config, &options, &hub_tx)?;
     // This console is a client like any other: named and allowed as the policy says.
     let (who, read_only) =
         server::admit(&config, &actor, false).unwrap_or_else(|_| (actor.display(), false));
@@ -531,5 +552,8 @@ pub fn run_console(options: DemoOptions) -> Result<()> {
         Err(_) => Err(anyhow::anyhow!("the engine thread panicked")),
     };
     let _ = std::fs::remove_file(server::socket_path(&options.data_dir));
+    if let Some(relay) = relay {
+        relay.stop();
+    }
     console.and(engine)
 }

@@ -233,6 +233,10 @@ pub struct Snapshot {
     /// Everyone attached to this engine, and what they look at and decide.
     #[serde(default)]
     pub attached: Vec<PresenceView>,
+    /// The alert outbox per `[[alert]]` destination: what waits, its next retry, its
+    /// last error and dedup key.
+    #[serde(default)]
+    pub outbox: Vec<crate::notify::outbox::DestinationView>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -46,6 +46,8 @@ pub enum HubMessage {
     Observed,
     /// The scheduler's pipelines, read in the background.
     Pipelines(Vec<PipelineView>),
+    /// The alert relay marked an outbox row: clients see the outbox again.
+    OutboxChanged,
     /// Finish the work in hand and return (SIGTERM).
     Stop,
 }
@@ -316,7 +318,7 @@ impl Hub {
                 self.emit_all(&events);
             }
             HubMessage::Pipelines(pipelines) => self.engine.set_pipelines(pipelines),
-            HubMessage::Stop => {}
+            HubMessage::OutboxChanged | HubMessage::Stop => {}
         }
         Ok(true)
     }

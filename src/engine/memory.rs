@@ -18,7 +18,9 @@ impl Engine {
     /// transaction rolls back and the engine reloads itself from the database.
     pub(super) fn transact<T>(&mut self, work: impl FnOnce(&mut Engine) -> Result<T>) -> Result<T> {
         self.state.execute_batch("BEGIN IMMEDIATE")?;
+        let alert_mark = self.alert_mark();
         let result = work(self).and_then(|value| {
+            self.enqueue_alerts(alert_mark?)?;
             self.persist()?;
             self.state.execute_batch("COMMIT")?;
             Ok(value)
@@ -26,6 +28,7 @@ impl Engine {
         match result {
             Ok(value) => {
                 chain::save_checkpoint(&self.state)?;
+                self.wake_relay();
                 Ok(value)
             }
             Err(e) => {

@@ -3,6 +3,7 @@
 //! commands from people are checked against the policy, and every decision goes to the
 //! chain. Commands in, events out; it never draws.
 
+mod alerts;
 pub mod api;
 pub mod attach;
 mod autonomy;
@@ -168,6 +169,8 @@ pub struct Engine {
     drafted_at: u64,
     /// dbt's run_results.json size and modification time when it was last read.
     run_results_stamp: Option<(u64, Option<std::time::SystemTime>)>,
+    /// Alerts queued in a transaction wake the relay once it commits (`alerts.rs`).
+    alerts: alerts::AlertHook,
 }
 
 impl Engine {
@@ -218,6 +221,7 @@ impl Engine {
             pipelines: Vec::new(),
             drafted_at: 0,
             run_results_stamp: None,
+            alerts: Default::default(),
         };
         // The chain is held against its checkpoint before anything is appended: a
         // cut-off tail or a rewrite must stop the engine from writing past it.
@@ -867,6 +871,7 @@ impl Engine {
             finished,
             chain_alarm: self.chain_alarm.clone(),
             attached: Vec::new(),
+            outbox: self.outbox_view(),
             org_stop: stop::state(&self.state).ok().filter(|s| s.active).map(|s| {
                 format!(
                     "ORG STOP since {} by {}{}",

@@ -350,6 +350,9 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     engine.set_inline_polling(false);
     let (hub_tx, hub_rx) = std::sync::mpsc::channel();
     let news = hub_tx.clone();
+    // Alerts go out on threads of their own, beside the poller: a slow API delays
+    // only its own destination.
+    let relay = crate::notify::relay::start_beside(&mut engine, &config, &db, hub_tx.clone())?;
     let poll_task = super::poll_task::PollTask::start(
         config.clone(),
         db,
@@ -389,6 +392,9 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     );
     let result = hub.run(&mut super::live::WallClock::new());
     poll_task.stop();
+    if let Some(relay) = relay {
+        relay.stop();
+    }
     let _ = std::fs::remove_file(socket_path(&options.data_dir));
     drop(hub_tx);
     tracing::info!("stopped");

@@ -101,6 +101,9 @@ const MIGRATIONS: &[&str] = &[
         seq      INTEGER NOT NULL,
         PRIMARY KEY (monitor, since, seq)
      );",
+    // 8: the outbox (notify::outbox): an alert per destination, queued in the
+    // transaction that appends the chain record it announces, marked by the relay.
+    crate::notify::outbox::MIGRATION,
 ];
 
 /// How long a writer waits for another writer before giving up. Long enough that two

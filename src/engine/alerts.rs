@@ -1,0 +1,525 @@
+//! Alerts, on the engine's side: whatever a transaction appended to the chain that a
+//! pager should hear of is queued in the outbox (`notify::outbox`) before that
+//! transaction commits, so an alert exists exactly when the record it announces does.
+//! `transact` calls [`Engine::enqueue_alerts`] with the chain's head as it was when the
+//! transaction began; the alert is rendered from the incident as it stands at the end
+//! of the transaction (an incident is opened with its diagnosis, blast radius and
+//! proposals in one turn, and the pager gets all of them).
+//!
+//! What is announced, per `[[alert]]` destination:
+//! - `incident_opened` and `incident_reopened`: a trigger, to every destination whose
+//!   `domains` and `severities` take the incident;
+//! - the incident's first approval, each escalation and each expiry: an update, to the
+//!   destinations its trigger went to; an escalation also pages the destinations whose
+//!   `escalation_to` names the role it reached (an alert of its own);
+//! - `receipt` (the incident resolved, its receipt on the chain): a resolve with the
+//!   receipt, wherever a trigger for it (or a page) went.
+//!
+//! Severity: `critical` when the blast radius holds a break risk or reaches a dashboard
+//! or an exposure (people read it), `error` when it reaches anything else, `warning`
+//! when nothing downstream is reached.
+
+use rusqlite::OptionalExtension;
+
+use super::*;
+use crate::notify::outbox::{self, DestinationView};
+use crate::notify::{Action, Alert, Blast, Occasion, ReceiptDigest, Waiting};
+
+/// The chain records that may make an alert.
+const ANNOUNCED: &str =
+    "'incident_opened', 'incident_reopened', 'decision', 'escalation', 'expiry', 'receipt'";
+
+/// How the engine wakes the relay when it queued alerts.
+#[derive(Default)]
+pub(super) struct AlertHook {
+    waker: Option<Box<dyn Fn() + Send>>,
+    queued: bool,
+}
+
+struct Announced {
+    seq: u64,
+    kind: String,
+    payload: serde_json::Value,
+    hash: String,
+    at: String,
+    actor: String,
+}
+
+impl Engine {
+    /// Called after each transaction that queued alerts (the relay's wake-up).
+    pub fn set_alert_waker(&mut self, wake: impl Fn() + Send + 'static) {
+        self.alerts.waker = Some(Box::new(wake));
+    }
+
+    /// The chain's head as a transaction begins: records after it are this
+    /// transaction's. None when no `[[alert]]` is configured (nothing is ever queued).
+    pub(super) fn alert_mark(&self) -> Result<Option<u64>> {
+        if self.config.alert.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(chain::head(&self.state)?.map(|h| h.seq).unwrap_or(0)))
+    }
+
+    /// After a successful commit: the relay hears of the new rows.
+    pub(super) fn wake_relay(&mut self) {
+        if std::mem::take(&mut self.alerts.queued) {
+            if let Some(wake) = &self.alerts.waker {
+                wake();
+            }
+        }
+    }
+
+    /// Queues the alerts for every record appended since `mark`, inside the current
+    /// transaction.
+    pub(super) fn enqueue_alerts(&mut self, mark: Option<u64>) -> Result<()> {
+        let Some(mark) = mark else {
+            return Ok(());
+        };
+        self.alerts.queued = false;
+        let records: Vec<Announced> = {
+            let mut stmt = self.state.prepare_cached(&format!(
+                "SELECT seq, kind, payload, hash, at, actor FROM chain
+                 WHERE seq > ?1 AND kind IN ({ANNOUNCED}) ORDER BY seq"
+            ))?;
+            let rows = stmt.query_map([mark], |r| {
+                Ok(Announced {
+                    seq: r.get(0)?,
+                    kind: r.get(1)?,
+                    payload: serde_json::from_str(&r.get::<_, String>(2)?)
+                        .unwrap_or(serde_json::Value::Null),
+                    hash: r.get(3)?,
+                    at: r.get(4)?,
+                    actor: r.get(5)?,
+                })
+            })?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        for record in records {
+            self.announce(&record)?;
+        }
+        Ok(())
+    }
+
+    fn announce(&mut self, record: &Announced) -> Result<()> {
+        let Some(incident) = record.payload["incident"].as_str().map(str::to_string) else {
+            return Ok(());
+        };
+        let Some(i) = self.incidents.iter().position(|x| x.id == incident) else {
+            return Ok(());
+        };
+        let key = self.dedup_key(&incident)?;
+        let text = |field: &str| {
+            record.payload[field]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        };
+        match record.kind.as_str() {
+            "incident_opened" | "incident_reopened" => {
+                let occasion = if record.kind == "incident_opened" {
+                    Occasion::Opened
+                } else {
+                    Occasion::Reopened
+                };
+                let alert = self.render(i, record, &key, Action::Trigger, occasion)?;
+                for (name, kind) in self.routes(&alert) {
+                    self.queue(&name, &kind, &alert)?;
+                }
+            }
+            "decision" if text("verdict") == "approved" => {
+                let earlier: i64 = self.state.query_row(
+                    "SELECT count(*) FROM chain WHERE kind = 'decision' AND seq < ?1
+                       AND json_extract(payload, '$.incident') = ?2
+                       AND json_extract(payload, '$.verdict') = 'approved'",
+                    rusqlite::params![record.seq, incident],
+                    |r| r.get(0),
+                )?;
+                if earlier > 0 {
+                    return Ok(());
+                }
+                let by = actor_name(&record.actor);
+                let proposal = text("proposal");
+                let mut alert = self.render(
+                    i,
+                    record,
+                    &key,
+                    Action::Update,
+                    Occasion::FirstApproval {
+                        proposal: proposal.clone(),
+                        by: by.clone(),
+                    },
+                )?;
+                alert.update = Some(format!(
+                    "{proposal} approved by {by} (chain #{}){}",
+                    record.seq,
+                    reason_suffix(&text("reason"))
+                ));
+                self.queue_where_opened(&key, &alert)?;
+            }
+            "escalation" => {
+                let (proposal, to) = (text("proposal"), text("to"));
+                let mut alert = self.render(
+                    i,
+                    record,
+                    &key,
+                    Action::Update,
+                    Occasion::Escalated {
+                        proposal: proposal.clone(),
+                        to: to.clone(),
+                    },
+                )?;
+                alert.update = Some(format!(
+                    "{proposal} went unanswered: escalated to {to} (chain #{})",
+                    record.seq
+                ));
+                self.queue_where_opened(&key, &alert)?;
+                // The escalation target is paged: an alert of its own on each destination
+                // that pages that role.
+                let page_key = page_key(&key, &to);
+                let mut page = alert.clone();
+                page.dedup_key = page_key;
+                page.action = Action::Trigger;
+                page.occasion = Occasion::Paged {
+                    proposal: proposal.clone(),
+                    to: to.clone(),
+                };
+                page.update = Some(format!(
+                    "{proposal} waits for {to}: the request went unanswered and escalated (chain #{})",
+                    record.seq
+                ));
+                let pagers: Vec<(String, String)> = self
+                    .config
+                    .alert_destinations()
+                    .into_iter()
+                    .filter(|(_, a)| a.escalation_to.contains(&to))
+                    .map(|(name, a)| (name, a.kind.clone()))
+                    .collect();
+                for (name, kind) in pagers {
+                    self.queue(&name, &kind, &page)?;
+                }
+            }
+            "expiry" => {
+                let proposal = text("proposal");
+                let mut alert = self.render(
+                    i,
+                    record,
+                    &key,
+                    Action::Update,
+                    Occasion::Expired {
+                        proposal: proposal.clone(),
+                    },
+                )?;
+                alert.update = Some(format!(
+                    "{proposal} expired unanswered: nobody was left to escalate to, and nothing was granted (chain #{})",
+                    record.seq
+                ));
+                self.queue_where_opened(&key, &alert)?;
+            }
+            "receipt" => {
+                let mut alert =
+                    self.render(i, record, &key, Action::Resolve, Occasion::Resolved)?;
+                // An alert must never keep an incident from resolving: a receipt that
+                // cannot be read back is said so, and the resolve still goes.
+                let digest = self
+                    .receipt_digest(&incident, &text("receipt_hash"))
+                    .unwrap_or_else(|e| ReceiptDigest {
+                        how: format!("resolved; its receipt could not be read back: {e:#}"),
+                        receipt_hash: text("receipt_hash"),
+                        ..Default::default()
+                    });
+                alert.receipt = Some(digest);
+                self.queue_where_opened(&key, &alert)?;
+                for (name, kind, page) in outbox::pages_of(&self.state, &incident)? {
+                    let mut closed = alert.clone();
+                    closed.dedup_key = page;
+                    self.queue(&name, &kind, &closed)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn queue(&mut self, destination: &str, kind: &str, alert: &Alert) -> Result<()> {
+        if outbox::enqueue(&self.state, destination, kind, alert, outbox::now_ms())? {
+            self.alerts.queued = true;
+        }
+        Ok(())
+    }
+
+    /// Updates and the resolve go where the alert was opened.
+    fn queue_where_opened(&mut self, key: &str, alert: &Alert) -> Result<()> {
+        for (name, kind) in outbox::opened_on(&self.state, key)? {
+            self.queue(&name, &kind, alert)?;
+        }
+        Ok(())
+    }
+
+    /// The configured destinations that take this incident: its domain and severity.
+    fn routes(&self, alert: &Alert) -> Vec<(String, String)> {
+        self.config
+            .alert_destinations()
+            .into_iter()
+            .filter(|(_, a)| {
+                (a.domains.is_empty()
+                    || alert.domain.as_ref().is_some_and(|d| a.domains.contains(d)))
+                    && (a.severities.is_empty() || a.severities.contains(&alert.severity))
+            })
+            .map(|(name, a)| (name, a.kind.clone()))
+            .collect()
+    }
+
+    /// The incident's dedup key: its id behind this chain's log id, so an `INC-0001` of
+    /// another data directory (or of this one started afresh) never lands on this
+    /// one's open alert.
+    fn dedup_key(&self, incident: &str) -> Result<String> {
+        let log_id: Option<String> = self
+            .state
+            .query_row("SELECT value FROM meta WHERE key = 'log_id'", [], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        let log = log_id.unwrap_or_default();
+        Ok(format!(
+            "dataward-{}-{incident}",
+            log.get(..12).unwrap_or(&log)
+        ))
+    }
+
+    /// The alert for one record, from the incident as it stands now.
+    fn render(
+        &self,
+        i: usize,
+        record: &Announced,
+        key: &str,
+        action: Action,
+        occasion: Occasion,
+    ) -> Result<Alert> {
+        let incident = &self.incidents[i];
+        let view = self.incident_view(incident);
+        let mut blast = Blast::default();
+        let mut owners = std::collections::BTreeSet::new();
+        for node in &view.blast {
+            match node.kind.as_str() {
+                "model" | "seed" | "snapshot" => blast.models.push(node.name.clone()),
+                "dashboard" | "exposure" | "notebook" => blast.dashboards.push(node.name.clone()),
+                "job" | "sync" => blast.jobs.push(node.name.clone()),
+                "test" | "source" => {}
+                _ => blast.other.push(node.name.clone()),
+            }
+            if node.break_risk {
+                blast.break_risks.push(format!(
+                    "{}: {}",
+                    node.name,
+                    node.finding.clone().unwrap_or_default()
+                ));
+            }
+            if let Some(lineage) = &self.lineage {
+                if let Some(owner) = lineage
+                    .resolve(&node.id)
+                    .ok()
+                    .and_then(|ix| lineage.node(ix).owner.clone())
+                {
+                    owners.insert(owner);
+                }
+            }
+        }
+        blast.owners = owners.into_iter().collect();
+        let severity = if !blast.break_risks.is_empty() || !blast.dashboards.is_empty() {
+            "critical"
+        } else if view.blast.is_empty() {
+            "warning"
+        } else {
+            "error"
+        };
+        let waiting = view
+            .proposals
+            .iter()
+            .filter(|p| p.state == ProposalState::Pending)
+            .map(|p| Waiting {
+                proposal: p.id.clone(),
+                kind: serde_json::to_value(p.kind)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                title: p.title.clone(),
+                waits_for: if p.deciders.is_empty() {
+                    vec![p.owner.clone()]
+                } else {
+                    p.deciders.clone()
+                },
+            })
+            .collect();
+        let status = serde_json::to_value(incident.status)?
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        Ok(Alert {
+            incident: incident.id.clone(),
+            dedup_key: key.to_string(),
+            action,
+            occasion,
+            severity: severity.to_string(),
+            title: view.title,
+            table: incident.table.clone(),
+            domain: approve::domain_for(&self.config, &incident.table).map(|d| d.name.clone()),
+            status,
+            cause: view.cause.unwrap_or_default(),
+            evidence: view.evidence,
+            blast,
+            waiting,
+            update: None,
+            receipt: None,
+            chain_seq: record.seq,
+            chain_hash: record.hash.clone(),
+            at: record.at.clone(),
+        })
+    }
+
+    /// What the resolve carries of the receipt, read back from the chain.
+    fn receipt_digest(&self, incident: &str, receipt_hash: &str) -> Result<ReceiptDigest> {
+        let records = chain::records_about(&self.state, incident)?;
+        let r = receipt::build(&records, incident)?;
+        let value_text = |v: &serde_json::Value, key: &str| {
+            v[key]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| v[key].to_string())
+        };
+        let how = if let Some(closed) = &r.closed_by_hand {
+            format!(
+                "closed by hand by {}: {}",
+                closed.by["user"].as_str().unwrap_or("unknown"),
+                closed.reason
+            )
+        } else if let Some(root) = &r.merged_into {
+            format!("merged into {root}, whose root cause explains it")
+        } else if r.recovered_without_intervention {
+            "recovered without intervention".to_string()
+        } else {
+            "verified and resolved".to_string()
+        };
+        let approvals = r
+            .proposals
+            .iter()
+            .flat_map(|p| {
+                p.decisions.iter().map(move |d| {
+                    format!(
+                        "{} ({}) {} by {} at {} (chain #{}){}",
+                        p.proposal,
+                        p.kind,
+                        d.verdict,
+                        d.actor["user"].as_str().unwrap_or("dataward"),
+                        d.at,
+                        d.seq,
+                        reason_suffix(&d.reason)
+                    )
+                })
+            })
+            .collect();
+        let runs = r
+            .runs
+            .iter()
+            .map(|run| {
+                format!(
+                    "run #{} of {}: {} (chain #{})",
+                    value_text(run, "run"),
+                    value_text(run, "job"),
+                    value_text(run, "status"),
+                    run["seq"]
+                )
+            })
+            .collect();
+        let checks = r
+            .verification
+            .iter()
+            .flat_map(|v| {
+                v["checks"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|c| {
+                        format!(
+                            "{}: {} ({})",
+                            value_text(&c, "name"),
+                            if c["passed"] == true {
+                                "passed"
+                            } else {
+                                "failed"
+                            },
+                            value_text(&c, "detail")
+                        )
+                    })
+            })
+            .collect();
+        let mut undo: Vec<String> = r
+            .undo
+            .iter()
+            .map(|u| format!("{}: {}", value_text(u, "proposal"), value_text(u, "action")))
+            .collect();
+        undo.extend(
+            r.proposals
+                .iter()
+                .filter(|p| !p.undo.is_empty())
+                .map(|p| format!("{} undo: {}", p.proposal, p.undo)),
+        );
+        Ok(ReceiptDigest {
+            how,
+            approvals,
+            runs,
+            checks,
+            undo,
+            receipt_hash: receipt_hash.to_string(),
+        })
+    }
+
+    /// The outbox as the console shows it: every configured destination, with what
+    /// waits, when it is next tried, its last error and its dedup key.
+    pub(super) fn outbox_view(&self) -> Vec<DestinationView> {
+        if self.config.alert.is_empty() {
+            return Vec::new();
+        }
+        let configured: Vec<(String, String)> = self
+            .config
+            .alert_destinations()
+            .into_iter()
+            .map(|(name, a)| (name, a.kind.clone()))
+            .collect();
+        outbox::view(&self.state, outbox::now_ms(), &configured).unwrap_or_default()
+    }
+}
+
+/// An escalation page's own dedup key: the incident's, with the role it reached.
+fn page_key(key: &str, role: &str) -> String {
+    let page = format!("{key}-escalated-{role}");
+    if page.chars().count() <= crate::notify::pagerduty::MAX_DEDUP_KEY {
+        return page;
+    }
+    use sha2::{Digest, Sha256};
+    let digest: String = Sha256::digest(role.as_bytes())
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("{key}-escalated-{digest}")
+}
+
+/// The person behind a chain actor: the attested account, or the role a demo
+/// stand-in plays.
+fn actor_name(actor: &str) -> String {
+    let value: serde_json::Value = serde_json::from_str(actor).unwrap_or_default();
+    let user = value["user"].as_str().unwrap_or("unknown");
+    match value["stand_in"].as_str() {
+        Some(role) => format!("{user} (uid {}) as stand-in for {role}", value["uid"]),
+        None => format!("{user} (uid {})", value["uid"]),
+    }
+}
+
+fn reason_suffix(reason: &str) -> String {
+    if reason.trim().is_empty() {
+        String::new()
+    } else {
+        format!(": \"{reason}\"")
+    }
+}

@@ -1,0 +1,538 @@
+//! Local stand-ins for the alert APIs, on 127.0.0.1: a small HTTP/1.1 server that
+//! records every request and answers as the API's documented contract says, keeping the
+//! state the contract implies (PagerDuty's alerts by `dedup_key`, Opsgenie's and JSM's by
+//! `alias` with request statuses to read back, Slack's messages). Tests can make it
+//! answer a status (429 with `Retry-After`, 500), be slow, hold its answer, or stop
+//! listening (connection refused) and come back on the same port.
+
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, VecDeque};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    PagerDuty,
+    /// Opsgenie's Alert API; JSM's is the same under `/jsm/ops/integration`.
+    Opsgenie,
+    Jsm,
+    Slack,
+}
+
+/// One request as the server read it.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    pub path: String,
+    pub headers: BTreeMap<String, String>,
+    pub body: String,
+}
+
+impl Recorded {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or(Value::Null)
+    }
+}
+
+/// How the server answers the next request (taken in order; then the contract's answer).
+#[derive(Debug, Clone)]
+pub enum Behaviour {
+    /// This status and body, with `Retry-After` when given; the API's state is untouched.
+    Status(u16, Option<String>, String),
+    /// Wait this long, then answer as the contract says.
+    Slow(Duration),
+    /// Take the request (the API acts on it) and hold the answer until `release`.
+    Hold,
+}
+
+/// An alert as the API keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeptAlert {
+    pub key: String,
+    /// "triggered", "acknowledged", "resolved" (PagerDuty); "open", "acked", "closed".
+    pub state: String,
+    /// Events that landed on it (PagerDuty's log, Opsgenie's count and notes).
+    pub events: Vec<String>,
+}
+
+#[derive(Default)]
+struct State {
+    requests: Vec<Recorded>,
+    plan: VecDeque<Behaviour>,
+    alerts: Vec<KeptAlert>,
+    /// Opsgenie/JSM: request id -> its outcome, and how many reads answer 404 first.
+    outcomes: BTreeMap<String, Value>,
+    unprocessed_reads: usize,
+    next_request: u64,
+    slack_messages: Vec<Value>,
+    held: usize,
+    released: bool,
+}
+
+pub struct FakeApi {
+    pub api: Api,
+    pub addr: SocketAddr,
+    /// The secret it expects: routing key, GenieKey, or (Slack) the webhook path.
+    pub secret: String,
+    state: Arc<(Mutex<State>, Condvar)>,
+    listening: Arc<Mutex<bool>>,
+}
+
+impl FakeApi {
+    pub fn start(api: Api, secret: &str) -> FakeApi {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = FakeApi {
+            api,
+            addr,
+            secret: secret.to_string(),
+            state: Arc::new((Mutex::new(State::default()), Condvar::new())),
+            listening: Arc::new(Mutex::new(false)),
+        };
+        server.serve(listener);
+        server
+    }
+
+    /// The base URL a sender is configured with (Slack: the webhook URL itself).
+    pub fn base_url(&self) -> String {
+        match self.api {
+            Api::Slack => format!("http://{}/services/{}", self.addr, self.secret),
+            _ => format!("http://{}", self.addr),
+        }
+    }
+
+    fn serve(&self, listener: TcpListener) {
+        *self.listening.lock().unwrap() = true;
+        let (state, listening, api, secret) = (
+            self.state.clone(),
+            self.listening.clone(),
+            self.api,
+            self.secret.clone(),
+        );
+        listener.set_nonblocking(true).unwrap();
+        std::thread::spawn(move || loop {
+            if !*listening.lock().unwrap() {
+                return; // dropping the listener: connections are refused from now on
+            }
+            match listener.accept() {
+                Ok((stream, _)) => {
+                    let (state, secret) = (state.clone(), secret.clone());
+                    std::thread::spawn(move || handle(stream, api, &secret, &state));
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        });
+    }
+
+    /// Stops listening: connections are refused until `up`.
+    pub fn down(&self) {
+        *self.listening.lock().unwrap() = false;
+        // Until the accept thread has dropped the listener, a connect could still land.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while TcpStream::connect(self.addr).is_ok() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Listens again on the same port.
+    pub fn up(&self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let listener = loop {
+            match TcpListener::bind(self.addr) {
+                Ok(l) => break l,
+                Err(e) if Instant::now() < deadline => {
+                    let _ = e;
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => panic!("cannot listen on {} again: {e}", self.addr),
+            }
+        };
+        self.serve(listener);
+    }
+
+    pub fn plan(&self, behaviours: impl IntoIterator<Item = Behaviour>) {
+        self.state.0.lock().unwrap().plan.extend(behaviours);
+    }
+
+    /// Opsgenie/JSM: the next `n` reads of a request's status answer 404 (not processed).
+    pub fn unprocessed_reads(&self, n: usize) {
+        self.state.0.lock().unwrap().unprocessed_reads = n;
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.state.0.lock().unwrap().requests.clone()
+    }
+
+    pub fn alerts(&self) -> Vec<KeptAlert> {
+        self.state.0.lock().unwrap().alerts.clone()
+    }
+
+    pub fn slack_messages(&self) -> Vec<Value> {
+        self.state.0.lock().unwrap().slack_messages.clone()
+    }
+
+    /// How many answers are being held.
+    pub fn held(&self) -> usize {
+        self.state.0.lock().unwrap().held
+    }
+
+    /// Lets every held answer go.
+    pub fn release(&self) {
+        self.state.0.lock().unwrap().released = true;
+        self.state.1.notify_all();
+    }
+}
+
+impl Drop for FakeApi {
+    fn drop(&mut self) {
+        *self.listening.lock().unwrap() = false;
+        self.release();
+    }
+}
+
+fn handle(mut stream: TcpStream, api: Api, secret: &str, state: &(Mutex<State>, Condvar)) {
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let Some(request) = read_request(&mut stream) else {
+        return;
+    };
+    let behaviour = {
+        let mut s = state.0.lock().unwrap();
+        s.requests.push(request.clone());
+        s.plan.pop_front()
+    };
+    let (status, retry_after, body) = match behaviour {
+        Some(Behaviour::Status(status, retry_after, body)) => (status, retry_after, body),
+        Some(Behaviour::Slow(delay)) => {
+            std::thread::sleep(delay);
+            contract(api, secret, &request, state)
+        }
+        Some(Behaviour::Hold) => {
+            let answer = contract(api, secret, &request, state);
+            let mut s = state.0.lock().unwrap();
+            s.held += 1;
+            while !s.released {
+                s = state.1.wait(s).unwrap();
+            }
+            answer
+        }
+        None => contract(api, secret, &request, state),
+    };
+    let mut head = format!(
+        "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    head.push_str(if api == Api::Slack {
+        "Content-Type: text/plain\r\n"
+    } else {
+        "Content-Type: application/json\r\n"
+    });
+    if let Some(after) = retry_after {
+        head.push_str(&format!("Retry-After: {after}\r\n"));
+    }
+    head.push_str("\r\n");
+    let _ = stream.write_all(head.as_bytes());
+    let _ = stream.write_all(body.as_bytes());
+    let _ = stream.flush();
+}
+
+fn read_request(stream: &mut TcpStream) -> Option<Recorded> {
+    let mut reader = BufReader::new(stream.try_clone().ok()?);
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let mut parts = line.split_whitespace();
+    let method = parts.next()?.to_string();
+    let path = parts.next()?.to_string();
+    let mut headers = BTreeMap::new();
+    loop {
+        let mut header = String::new();
+        reader.read_line(&mut header).ok()?;
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':') {
+            headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_string());
+        }
+    }
+    let length: usize = headers
+        .get("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    Some(Recorded {
+        method,
+        path,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
+}
+
+/// The API's answer to a request, as its contract says, and what it does to its state.
+fn contract(
+    api: Api,
+    secret: &str,
+    request: &Recorded,
+    state: &(Mutex<State>, Condvar),
+) -> (u16, Option<String>, String) {
+    let mut s = state.0.lock().unwrap();
+    match api {
+        Api::PagerDuty => pagerduty(secret, request, &mut s),
+        Api::Opsgenie => opsgenie("", secret, request, &mut s),
+        Api::Jsm => opsgenie("/jsm/ops/integration", secret, request, &mut s),
+        Api::Slack => slack(secret, request, &mut s),
+    }
+}
+
+fn invalid(message: &str) -> (u16, Option<String>, String) {
+    (
+        400,
+        None,
+        json!({"status": "invalid event", "message": "Event object is invalid", "errors": [message]})
+            .to_string(),
+    )
+}
+
+/// Events API v2: `POST /v2/enqueue`.
+fn pagerduty(secret: &str, r: &Recorded, s: &mut State) -> (u16, Option<String>, String) {
+    if r.method != "POST" || r.path != "/v2/enqueue" {
+        return (404, None, String::new());
+    }
+    let event = r.json();
+    if event["routing_key"] != secret {
+        return invalid("Invalid routing key");
+    }
+    let action = event["event_action"].as_str().unwrap_or_default();
+    if !["trigger", "acknowledge", "resolve"].contains(&action) {
+        return invalid("'event_action' is invalid");
+    }
+    let Some(key) = event["dedup_key"].as_str() else {
+        return invalid("'dedup_key' is missing");
+    };
+    if key.chars().count() > 255 {
+        return invalid("'dedup_key' is too long");
+    }
+    if action == "trigger" {
+        let payload = &event["payload"];
+        let summary = payload["summary"].as_str().unwrap_or_default();
+        if summary.is_empty() || summary.chars().count() > 1024 {
+            return invalid("'payload.summary' is missing or too long");
+        }
+        if payload["source"].as_str().unwrap_or_default().is_empty() {
+            return invalid("'payload.source' is missing");
+        }
+        if !["critical", "error", "warning", "info"]
+            .contains(&payload["severity"].as_str().unwrap_or_default())
+        {
+            return invalid("'payload.severity' is invalid");
+        }
+    }
+    // Events land on the open alert with the key; a trigger with none open opens one;
+    // acknowledge and resolve with none open are dropped.
+    let open = s
+        .alerts
+        .iter_mut()
+        .rev()
+        .find(|a| a.key == key && a.state != "resolved");
+    match (action, open) {
+        ("trigger", Some(alert)) => alert.events.push("trigger".into()),
+        ("trigger", None) => s.alerts.push(KeptAlert {
+            key: key.to_string(),
+            state: "triggered".into(),
+            events: vec!["trigger".into()],
+        }),
+        (other, Some(alert)) => {
+            alert.events.push(other.to_string());
+            alert.state = if other == "resolve" {
+                "resolved"
+            } else {
+                "acknowledged"
+            }
+            .into();
+        }
+        (_, None) => {}
+    }
+    (
+        202,
+        None,
+        json!({"status": "success", "message": "Event processed", "dedup_key": key}).to_string(),
+    )
+}
+
+fn accepted(s: &mut State, outcome: Value) -> (u16, Option<String>, String) {
+    s.next_request += 1;
+    let id = format!("req-{:04}", s.next_request);
+    s.outcomes.insert(id.clone(), outcome);
+    (
+        202,
+        None,
+        json!({"result": "Request will be processed", "took": 0.01, "requestId": id}).to_string(),
+    )
+}
+
+fn outcome(success: bool, action: &str, status: &str, alias: &str) -> Value {
+    json!({"success": success, "isSuccess": success, "action": action, "status": status,
+           "alias": alias, "processedAt": "2026-11-24T14:17:00.000Z"})
+}
+
+/// Alert API v2 (and JSM's, under its prefix): GenieKey auth; create, acknowledge, notes
+/// and close by alias, each 202 with a requestId; request statuses read back.
+fn opsgenie(
+    prefix: &str,
+    secret: &str,
+    r: &Recorded,
+    s: &mut State,
+) -> (u16, Option<String>, String) {
+    if r.headers.get("authorization").map(String::as_str) != Some(&format!("GenieKey {secret}")) {
+        return (
+            401,
+            None,
+            json!({"message": "Could not authenticate", "took": 0.0}).to_string(),
+        );
+    }
+    let Some(path) = r.path.strip_prefix(prefix) else {
+        return (404, None, String::new());
+    };
+    let (path, query) = path.split_once('?').unwrap_or((path, ""));
+    if r.method == "GET" {
+        let Some(id) = path.strip_prefix("/v2/alerts/requests/") else {
+            return (404, None, String::new());
+        };
+        if s.unprocessed_reads > 0 {
+            s.unprocessed_reads -= 1;
+            return (
+                404,
+                None,
+                json!({"message": "Request not found"}).to_string(),
+            );
+        }
+        return match s.outcomes.get(id) {
+            Some(outcome) => (
+                200,
+                None,
+                json!({"data": outcome, "took": 0.01, "requestId": id}).to_string(),
+            ),
+            None => (
+                404,
+                None,
+                json!({"message": "Request not found"}).to_string(),
+            ),
+        };
+    }
+    let body = r.json();
+    if path == "/v2/alerts" {
+        let message = body["message"].as_str().unwrap_or_default();
+        if message.is_empty() || message.chars().count() > 130 {
+            return (
+                422,
+                None,
+                json!({"message": "Message can not be empty or longer than 130"}).to_string(),
+            );
+        }
+        let alias = body["alias"].as_str().unwrap_or(message).to_string();
+        if alias.chars().count() > 512
+            || body["description"]
+                .as_str()
+                .is_some_and(|d| d.chars().count() > 15_000)
+        {
+            return (422, None, json!({"message": "too long"}).to_string());
+        }
+        // One open alert per alias: a second create lands on it.
+        match s
+            .alerts
+            .iter_mut()
+            .find(|a| a.key == alias && a.state != "closed")
+        {
+            Some(alert) => alert.events.push("create (deduplicated)".into()),
+            None => s.alerts.push(KeptAlert {
+                key: alias.clone(),
+                state: "open".into(),
+                events: vec!["create".into()],
+            }),
+        }
+        return accepted(s, outcome(true, "Create", "Created alert", &alias));
+    }
+    let Some(rest) = path.strip_prefix("/v2/alerts/") else {
+        return (404, None, String::new());
+    };
+    let Some((alias, verb)) = rest.rsplit_once('/') else {
+        return (404, None, String::new());
+    };
+    if query != "identifierType=alias" {
+        return (422, None, json!({"message": "identifierType"}).to_string());
+    }
+    let alias = percent_decode(alias);
+    let action = match verb {
+        "close" => "Close",
+        "acknowledge" => "Acknowledge",
+        "notes" => "AddNote",
+        _ => return (404, None, String::new()),
+    };
+    let known = s.alerts.iter().any(|a| a.key == alias);
+    let open = s
+        .alerts
+        .iter_mut()
+        .rev()
+        .find(|a| a.key == alias && a.state != "closed");
+    let result = match (verb, open) {
+        (_, Some(alert)) => {
+            alert.events.push(verb.to_string());
+            match verb {
+                "close" => alert.state = "closed".into(),
+                "acknowledge" => alert.state = "acked".into(),
+                _ => {}
+            }
+            outcome(true, action, "Done", &alias)
+        }
+        ("close", None) if known => outcome(false, action, "Alert is already closed", &alias),
+        (_, None) => outcome(false, action, "Alert does not exist", &alias),
+    };
+    accepted(s, result)
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let Ok(b) = u8::from_str_radix(&text[i + 1..i + 3], 16) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Incoming webhooks: `POST` to the hook's path; 200 `ok`, or a plain-text error.
+fn slack(secret: &str, r: &Recorded, s: &mut State) -> (u16, Option<String>, String) {
+    if r.method != "POST" || r.path != format!("/services/{secret}") {
+        return (404, None, "no_service".into());
+    }
+    let message = r.json();
+    let text_ok = message["text"].as_str().is_some_and(|t| !t.is_empty());
+    let blocks_ok = message["blocks"].as_array().is_some_and(|b| {
+        b.len() <= 50
+            && b.iter().all(|block| {
+                block["text"]["text"]
+                    .as_str()
+                    .is_none_or(|t| t.chars().count() <= 3000)
+            })
+    });
+    if !text_ok || !blocks_ok {
+        return (400, None, "invalid_payload".into());
+    }
+    s.slack_messages.push(message);
+    (200, None, "ok".into())
+}
