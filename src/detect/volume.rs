@@ -55,6 +55,7 @@ pub fn judge_day(days: &[f64], index: usize) -> Verdict {
             clean: &clean,
             spread: 0.0,
             holidays: &[],
+            growth: 0.0,
         },
         index,
     )
@@ -72,6 +73,8 @@ struct Seen<'a> {
     spread: f64,
     /// The team's holidays.
     holidays: &'a [NaiveDate],
+    /// How fast the table grows, in log rows per week (see [`growth_before`]).
+    growth: f64,
 }
 
 /// [`judge_day`] learning only from the clean days.
@@ -91,15 +94,19 @@ fn judge_in(seen: &Seen, index: usize) -> Verdict {
 /// counting noise, never below the table's own nor a fifth of the baseline over
 /// [`THRESHOLD`]. None with fewer than [`MIN_WEEKS`] of them.
 fn weekday_baseline(seen: &Seen, index: usize) -> Option<(f64, f64)> {
-    let prior: Vec<f64> = (1..=MAX_WEEKS_BACK)
-        .map_while(|week| index.checked_sub(7 * week))
-        .filter(|&i| seen.clean[i])
+    let weeks: Vec<(f64, f64)> = (1..=MAX_WEEKS_BACK)
+        .map_while(|week| index.checked_sub(7 * week).map(|i| (week, i)))
+        .filter(|&(_, i)| seen.clean[i])
         .take(WEEKS)
-        .map(|i| seen.values[i])
+        .map(|(week, i)| (week as f64, seen.values[i]))
         .collect();
-    if prior.len() < MIN_WEEKS {
+    if weeks.len() < MIN_WEEKS {
         return None;
     }
+    let prior: Vec<f64> = weeks
+        .iter()
+        .map(|(week, rows)| rows * (seen.growth * week).exp())
+        .collect();
     let (baseline, spread) = median_and_spread(&prior);
     let sigma = beyond_counting(spread, baseline)
         .max(seen.spread * baseline)
@@ -108,6 +115,65 @@ fn weekday_baseline(seen: &Seen, index: usize) -> Option<(f64, f64)> {
     // three calm weeks must not make a band so tight the fourth breaches it.
     let uncertainty = (1.0 + std::f64::consts::FRAC_PI_2 / prior.len() as f64).sqrt();
     Some((baseline, sigma * uncertainty))
+}
+
+/// How many of the week pairs must agree on a trend's direction, and how far it must
+/// move the baseline, before it is followed.
+pub const TREND_AGREEMENT: f64 = 0.9;
+pub const MIN_TREND_EFFECT: f64 = 0.1;
+/// Whole weeks a trend is read from, at least.
+pub const MIN_TREND_WEEKS: usize = 4;
+
+/// The growth of the table's weekly rows (the log rows per week, a Theil-Sen slope over
+/// up to [`WEEKS`] whole weeks before `index`), when most week pairs agree on its
+/// direction, it is beyond [`THRESHOLD`] standard errors of the weeks' own wobble
+/// (`noise`, relative, per day), and it moves a baseline of those weeks by a tenth or
+/// more; 0 otherwise. Weekly totals, not one weekday's values: an outage or a holiday
+/// moves a week by a seventh, and a level shift is a step whose week pairs disagree.
+fn growth_before(values: &[f64], clean: &[bool], index: usize, noise: f64) -> f64 {
+    let weeks: Vec<(f64, f64)> = (1..=WEEKS)
+        .map_while(|week| index.checked_sub(7 * week).map(|start| (week, start)))
+        .filter_map(|(week, start)| {
+            let days = start..start + 7;
+            let kept: Vec<f64> = days.filter(|&i| clean[i]).map(|i| values[i]).collect();
+            // A week mostly left out (an outage, a shift not yet accepted) says nothing.
+            (kept.len() >= 5).then(|| {
+                (
+                    week as f64,
+                    7.0 * kept.iter().sum::<f64>() / kept.len() as f64,
+                )
+            })
+        })
+        .collect();
+    if weeks.len() < MIN_TREND_WEEKS || weeks.iter().any(|(_, rows)| *rows <= 0.0) {
+        return 0.0;
+    }
+    let mut slopes = Vec::new();
+    for (i, (wi, ri)) in weeks.iter().enumerate() {
+        for (wj, rj) in &weeks[i + 1..] {
+            // Weeks back: the later week is fewer weeks back.
+            slopes.push((ri.ln() - rj.ln()) / (wj - wi));
+        }
+    }
+    let up = slopes.iter().filter(|s| **s > 0.0).count() as f64;
+    let down = slopes.iter().filter(|s| **s < 0.0).count() as f64;
+    let agreement = up.max(down) / slopes.len() as f64;
+    let slope = super::median(&mut slopes);
+    let back: Vec<f64> = weeks.iter().map(|(w, _)| *w).collect();
+    let mean_back = back.iter().sum::<f64>() / back.len() as f64;
+    let spread_back = back
+        .iter()
+        .map(|w| (w - mean_back).powi(2))
+        .sum::<f64>()
+        .sqrt();
+    let mut totals: Vec<f64> = weeks.iter().map(|(_, rows)| *rows).collect();
+    let week_noise = (noise / 7f64.sqrt()).max(1.0 / super::median(&mut totals).sqrt());
+    let significant = slope.abs() > THRESHOLD * week_noise / spread_back;
+    let effect = (slope * mean_back).abs();
+    if agreement < TREND_AGREEMENT || effect < MIN_TREND_EFFECT || !significant {
+        return 0.0;
+    }
+    slope
 }
 
 /// `observed` against [`THRESHOLD`] times `sigma` around `baseline`, the band widened
@@ -451,6 +517,7 @@ fn judge_series(days: &[f64], first: NaiveDate, calendar: &Calendar) -> Series {
             clean: &series.clean,
             spread: series.spread_before(index),
             holidays: calendar.holidays,
+            growth: growth_before(&values, &series.clean, index, series.spread_before(index)),
         };
         let verdict = judge_dated(&seen, first, index);
         let clean = !verdict.kind.is_breach() && !calendar.leaves_out(date);
@@ -526,6 +593,7 @@ pub fn recent(
             clean: &series.clean,
             spread: series.spread_before(today),
             holidays: calendar.holidays,
+            growth: growth_before(&values, &series.clean, today, series.spread_before(today)),
         };
         judged.push(JudgedDay {
             index: today,
@@ -878,6 +946,45 @@ mod tests {
         assert_eq!(v.kind, VerdictKind::Ok, "{v:?}");
         days[77] = 4_000.0;
         assert_eq!(all(&days)[77].kind, VerdictKind::Low);
+    }
+
+    #[test]
+    fn a_table_growing_a_tenth_a_week_is_followed_and_a_drop_in_it_is_low() {
+        // 1.5% more rows a day: eight weeks behind, the median is half again too low.
+        let mut days = weekly_series(&SeriesShape {
+            days: 112,
+            trend_per_week: 0.0,
+            ..shape()
+        });
+        for (i, day) in days.iter_mut().enumerate() {
+            *day = (*day * 1.015f64.powi(i as i32)).round();
+        }
+        let breaches = all(&days)[56..]
+            .iter()
+            .filter(|v| v.kind.is_breach())
+            .count();
+        assert_eq!(breaches, 0, "the growth itself alarmed");
+        days[110] *= 0.6;
+        let v = all(&days)[110];
+        assert_eq!(v.kind, VerdictKind::Low, "{v:?}");
+    }
+
+    #[test]
+    fn a_level_shift_on_a_steadily_growing_table_is_not_taken_for_growth() {
+        let mut days = weekly_series(&SeriesShape {
+            days: 141,
+            trend_per_week: 0.01,
+            noise: 0.005,
+            ..shape()
+        });
+        for day in &mut days[70..] {
+            *day *= 1.6;
+        }
+        let verdicts = all(&days);
+        let ok: Vec<usize> = (70..141)
+            .filter(|&i| !verdicts[i].kind.is_breach())
+            .collect();
+        assert_eq!(ok, Vec::<usize>::new(), "shift days taken as normal");
     }
 
     #[test]
