@@ -1,8 +1,8 @@
 //! The alert outbox overlay (`o`): per `[[alert]]` destination, what waits to be sent,
 //! when it is next tried, the last error and the dedup key, then its rows. It draws the
 //! snapshot's outbox (cleaned with the rest of the snapshot as it arrived); the
-//! countdown is as of that snapshot, with the time of the next try beside it, since the
-//! console never redraws on a timer.
+//! countdown is counted on from when that snapshot arrived, with the time of the next
+//! try beside it, and the console redraws it once a second while the overlay is open.
 
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
@@ -52,10 +52,13 @@ pub fn lines<'a>(app: &App) -> Vec<Line<'a>> {
             )),
         ]));
         if let (Some(secs), Some(at)) = (d.next_attempt_in_secs, &d.next_attempt_at) {
-            lines.push(Line::raw(format!(
-                "  next try in {secs}s (at {})",
-                at.get(11..19).unwrap_or(at)
-            )));
+            let at = at.get(11..19).unwrap_or(at);
+            lines.push(Line::raw(
+                match Some(secs - app.snapshot_age_secs() as i64).filter(|s| *s > 0) {
+                    Some(left) => format!("  next try in {left}s (at {at})"),
+                    None => format!("  next try due now (at {at})"),
+                },
+            ));
         }
         if let Some(key) = &d.dedup_key {
             lines.push(Line::styled(format!("  dedup key {key}"), theme.muted));
@@ -186,6 +189,24 @@ mod tests {
         }
         update(&mut app, Action::Back);
         assert!(!draw(&app, 120, 40).contains("Alert outbox"));
+    }
+
+    #[test]
+    fn the_countdown_counts_on_from_when_the_snapshot_arrived() {
+        let mut app = app_with_outbox();
+        assert!(!app.counting_down(), "nothing counts down off screen");
+        update(&mut app, Action::AlertOutbox);
+        assert!(app.counting_down());
+        let arrived = std::time::Instant::now();
+        app.snapshot_received = arrived.checked_sub(std::time::Duration::from_secs(40));
+        let screen = draw(&app, 120, 40);
+        assert!(screen.contains("next try in 2s (at 14:19:12)"), "{screen}");
+        app.snapshot_received = arrived.checked_sub(std::time::Duration::from_secs(50));
+        let screen = draw(&app, 120, 40);
+        assert!(
+            screen.contains("next try due now (at 14:19:12)"),
+            "{screen}"
+        );
     }
 
     #[test]

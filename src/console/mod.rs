@@ -1,7 +1,8 @@
 //! The terminal console. One loop: every input (keys, resizes, snapshots from the
 //! engine) arrives on one channel; the loop drains what is queued, applies it to the
 //! plain state, sends any commands, and redraws only when something changed, at most
-//! once per frame interval. Nothing redraws on a timer: over SSH every frame costs.
+//! once per frame interval. Nothing redraws on a timer but a countdown on screen, once a
+//! second: over SSH every frame costs.
 
 pub mod alerts;
 pub mod diff;
@@ -54,6 +55,8 @@ const FRAME_INTERVAL: Duration = Duration::from_millis(16);
 /// How often the input thread looks up to see whether the console has closed, and the
 /// signal thread whether a quit signal came.
 const INPUT_POLL: Duration = Duration::from_millis(100);
+/// How often a countdown on screen (the outbox's next try) is redrawn.
+const COUNTDOWN_TICK: Duration = Duration::from_secs(1);
 
 enum Message {
     Input(Event),
@@ -144,10 +147,23 @@ fn main_loop(
     screen.draw(|frame| view::render(frame, app))?;
     let mut last_draw = Instant::now();
     loop {
-        let Ok(first) = messages.recv() else {
-            return Ok(());
+        // A countdown on screen is redrawn once a second; nothing else is on a timer.
+        let first = if app.counting_down() {
+            match messages.recv_timeout(COUNTDOWN_TICK) {
+                Ok(message) => Some(message),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => return Ok(()),
+            }
+        } else {
+            let Ok(message) = messages.recv() else {
+                return Ok(());
+            };
+            Some(message)
         };
-        let mut changed = apply(app, first)?;
+        let mut changed = match first {
+            Some(message) => apply(app, message)?,
+            None => true,
+        };
         while let Ok(message) = messages.try_recv() {
             changed |= apply(app, message)?;
         }

@@ -212,6 +212,8 @@ pub struct Detail {
 
 pub struct App {
     pub snapshot: Snapshot,
+    /// When the snapshot arrived: a countdown in it is counted on from there.
+    pub snapshot_received: Option<std::time::Instant>,
     /// False until the engine sends its first snapshot.
     pub connected: bool,
     pub engine_stopped: bool,
@@ -249,6 +251,7 @@ impl App {
     ) -> App {
         App {
             snapshot: Snapshot::default(),
+            snapshot_received: None,
             connected: false,
             engine_stopped: false,
             read_only,
@@ -268,6 +271,23 @@ impl App {
             suspend: false,
             full_redraw: false,
         }
+    }
+
+    /// Whole seconds since the snapshot arrived (0 before any did).
+    pub fn snapshot_age_secs(&self) -> u64 {
+        self.snapshot_received
+            .map_or(0, |at| at.elapsed().as_secs())
+    }
+
+    /// Something on screen counts down (the outbox's next try): the console redraws it
+    /// once a second, and only then.
+    pub fn counting_down(&self) -> bool {
+        matches!(self.overlay, Overlay::AlertOutbox { .. })
+            && self
+                .snapshot
+                .outbox
+                .iter()
+                .any(|d| d.next_attempt_in_secs.is_some())
     }
 
     /// The incidents the list shows, after the filter.
@@ -414,6 +434,7 @@ fn receive_snapshot(app: &mut App, mut snapshot: Snapshot) {
     // (The answer to a request comes in its own reply, never from the snapshot.)
     sanitize::snapshot(&mut snapshot);
     app.snapshot = snapshot;
+    app.snapshot_received = Some(std::time::Instant::now());
     app.connected = true;
     refresh_derived(app);
 }
