@@ -230,8 +230,10 @@ fn counting_bounds(mean: f64) -> (f64, f64) {
     (low, count)
 }
 
-/// How many days at each end of a month have a place of their own: month-end closes
-/// and first-of-the-month batches land there.
+/// How many days at each end of a month are its edges, where month-end closes and
+/// first-of-the-month batches land: a pattern there may be only hinted at (see
+/// [`judge_by_place`]). Any other day of the month (a payroll on the 15th) has a place
+/// too, but it must stand out every month.
 pub const MONTH_EDGE_DAYS: u32 = 3;
 /// How many prior months are asked about a place in the month, and how many must have
 /// seen it (all of those seen must agree).
@@ -283,8 +285,12 @@ fn judge_by_place(seen: &Seen, first: NaiveDate, index: usize) -> Verdict {
         baseline * effect.ratio,
         sigma * effect.ratio,
     );
-    let Some(placed_range) = placed.expected.filter(|_| !effect.seen) else {
+    if effect.seen {
         return placed;
+    }
+    // Mid-month a place must stand out every month: a hint there would be any fault's.
+    let Some(placed_range) = placed.expected.filter(|_| effect.edge) else {
+        return plain;
     };
     // Only hinted at: either the weekday's band or the month's is expected.
     Verdict::banded(
@@ -303,19 +309,19 @@ struct MonthEffect {
     /// Every month asked, and at least [`MIN_MONTHS`], stood out the same way; else
     /// only some did, and the place may or may not be special.
     seen: bool,
+    /// Within [`MONTH_EDGE_DAYS`] of either end of the month.
+    edge: bool,
 }
 
-/// A day's place in its month: 1 to [`MONTH_EDGE_DAYS`] counting from the first day,
-/// -1 (the last day) to -[`MONTH_EDGE_DAYS`] counting from the end; None in between.
+/// A day's place in its month: -1 (the last day) to -[`MONTH_EDGE_DAYS`] counting from
+/// the end, else its day of the month (the 15th is 15).
 fn place_in_month(date: NaiveDate) -> Option<i32> {
     let days_in_month = month_start(date, 1).pred_opt()?.day();
     let from_end = days_in_month - date.day();
     if from_end < MONTH_EDGE_DAYS {
         Some(-(from_end as i32) - 1)
-    } else if date.day() <= MONTH_EDGE_DAYS {
-        Some(date.day() as i32)
     } else {
-        None
+        Some(date.day() as i32)
     }
 }
 
@@ -388,6 +394,7 @@ fn month_effect(seen: &Seen, first: NaiveDate, index: usize) -> Option<MonthEffe
         return None;
     }
     Some(MonthEffect {
+        edge: place < 0 || place <= MONTH_EDGE_DAYS as i32,
         seen: stood_out.len() == asked && asked >= MIN_MONTHS,
         ratio: super::median(stood_out),
     })
@@ -1047,11 +1054,37 @@ mod tests {
     }
 
     #[test]
+    fn a_payroll_on_the_fifteenth_every_month_is_expected_and_a_missing_one_is_low() {
+        // From Monday 2024-01-01: the 15th of every month at three times the usual.
+        let mut days = weekly_series(&SeriesShape {
+            days: 152,
+            ..shape()
+        });
+        let fifteenths = [14, 45, 74, 105, 135]; // Jan to May
+        for &day in &fifteenths {
+            assert_eq!(date_at(monday(), day).day(), 15);
+            days[day] *= 3.0;
+        }
+        let v = all(&days)[135];
+        assert_eq!(v.kind, VerdictKind::Ok, "{v:?}");
+        days[135] /= 3.0;
+        assert_eq!(all(&days)[135].kind, VerdictKind::Low);
+        // Seen once, mid-month, it is no pattern yet: the next is high.
+        let mut once = weekly_series(&SeriesShape {
+            days: 152,
+            ..shape()
+        });
+        once[105] *= 3.0;
+        once[135] *= 3.0;
+        assert_eq!(all(&once)[135].kind, VerdictKind::High);
+    }
+
+    #[test]
     fn places_in_the_month_count_from_either_end() {
         let place = |y, m, d| place_in_month(NaiveDate::from_ymd_opt(y, m, d).unwrap());
         assert_eq!(place(2024, 2, 29), Some(-1));
         assert_eq!(place(2024, 2, 27), Some(-3));
-        assert_eq!(place(2024, 2, 26), None);
+        assert_eq!(place(2024, 2, 26), Some(26));
         assert_eq!(place(2024, 3, 3), Some(3));
         assert_eq!(
             at_place(NaiveDate::from_ymd_opt(2024, 3, 31).unwrap(), -1, -1),
