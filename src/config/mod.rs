@@ -10,7 +10,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::Deserialize;
 
 mod alert;
+mod orchestrator;
 pub use alert::{check_base_url, AlertConfig, SecretRef, ALERT_KINDS, SEVERITIES};
+pub use orchestrator::{OrchestratorConfig, DBT_CLOUD_URL, ORCHESTRATOR_KINDS};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -210,14 +212,6 @@ pub struct ServeConfig {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct OrchestratorConfig {
-    /// "demo" for the embedded estate's scheduler.
-    pub kind: String,
-    pub path: Option<PathBuf>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct VerifyConfig {
     /// How long the checks must keep passing after a run before the incident closes.
     #[serde(default = "default_settle")]
@@ -318,6 +312,7 @@ impl Config {
         )
         .map_err(|bad| bad.at(text, &[Step::Key("verify")]))?;
         alert::validate(self, text)?;
+        orchestrator::validate(self, text)?;
         Ok(())
     }
 
