@@ -287,7 +287,7 @@ fn the_engine_acts_on_what_the_poll_task_stored_and_polls_nothing_itself() {
     let dir = tempfile::tempdir().unwrap();
     let config = local_estate(dir.path(), 5);
     let state_db: PathBuf = dir.path().join("dataward.db");
-    let orchestrator = dataward::engine::orchestrator::from_config(&config).unwrap();
+    let orchestrator = dataward::engine::orchestrator::from_config(&config, dir.path()).unwrap();
     let mut engine = Engine::new(
         config.clone(),
         dataward::store::open(&state_db).unwrap(),

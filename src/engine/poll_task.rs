@@ -8,7 +8,7 @@
 //! never ran on a database takes what is already stored as its baseline.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -71,7 +71,8 @@ impl PollTask {
         let poller = Poller::from_config(&config)?;
         let conn = crate::store::open(&state_db)?;
         crate::monitor::minutes::forget_others(&conn, &config.monitor_names())?;
-        let orchestrator = orchestrator::from_config(&config)?;
+        let data_dir = state_db.parent().map(Path::to_path_buf).unwrap_or_default();
+        let orchestrator = orchestrator::from_config(&config, &data_dir)?;
         let next_due = next_due_from_store(&config, &conn)?;
         let shared = Arc::new(Shared {
             flags: Mutex::new(Flags::default()),

@@ -341,7 +341,7 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     crate::store::files::ensure_private_dir(&options.data_dir)?;
     let config = Config::load(&options.config)?;
     let _lock = crate::store::EngineLock::acquire(&options.data_dir)?;
-    let orchestrator = super::orchestrator::from_config(&config)?;
+    let orchestrator = super::orchestrator::from_config(&config, &options.data_dir)?;
     let db = options.data_dir.join("dataward.db");
     let state = crate::store::open(&db)?;
     let mut engine = super::Engine::new(config.clone(), state, orchestrator, &Actor::current())?;

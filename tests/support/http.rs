@@ -1,7 +1,8 @@
-//! Local stand-ins for the alert APIs, on 127.0.0.1: a small HTTP/1.1 server that
-//! records every request and answers as the API's documented contract says, keeping the
-//! state the contract implies (PagerDuty's alerts by `dedup_key`, Opsgenie's and JSM's by
-//! `alias` with request statuses to read back, Slack's messages). Tests can make it
+//! Local stand-ins for the alert and orchestrator APIs, on 127.0.0.1: a small HTTP/1.1
+//! server that records every request and answers as the API's documented contract says,
+//! keeping the state the contract implies (PagerDuty's alerts by `dedup_key`, Opsgenie's
+//! and JSM's by `alias` with request statuses to read back, Slack's messages, dbt Cloud's
+//! jobs and runs). Tests can make it
 //! answer a status (429 with `Retry-After`, 500), be slow, hold its answer, or stop
 //! listening (connection refused) and come back on the same port.
 
@@ -22,7 +23,13 @@ pub enum Api {
     Opsgenie,
     Jsm,
     Slack,
+    /// dbt Cloud's Administrative API v2, for account [`DBT_ACCOUNT`]: get and update a
+    /// job, trigger a run, get a run, list runs.
+    DbtCloud,
 }
+
+/// The one account the dbt Cloud stand-in serves.
+pub const DBT_ACCOUNT: u64 = 43;
 
 /// One request as the server read it.
 #[derive(Debug, Clone)]
@@ -72,6 +79,9 @@ struct State {
     slack_messages: Vec<Value>,
     held: usize,
     released: bool,
+    /// dbt Cloud: jobs by id, and runs in the order they were triggered.
+    dbt_jobs: BTreeMap<u64, Value>,
+    dbt_runs: Vec<Value>,
 }
 
 pub struct FakeApi {
@@ -181,6 +191,62 @@ impl FakeApi {
         self.state.0.lock().unwrap().held
     }
 
+    /// dbt Cloud: a job as the API keeps it, with a schedule that is on or off.
+    pub fn dbt_add_job(&self, id: u64, name: &str, schedule: bool) {
+        let job = json!({
+            "id": id, "account_id": DBT_ACCOUNT, "project_id": 7, "environment_id": 11,
+            "name": name, "execute_steps": ["dbt build"], "state": 1,
+            "dbt_version": null, "generate_docs": false, "run_generate_sources": false,
+            "triggers": {"github_webhook": false, "git_provider_webhook": false,
+                         "schedule": schedule, "on_merge": false},
+            "settings": {"threads": 4, "target_name": "default"},
+            "schedule": {"cron": "15 * * * *", "date": {"type": "custom_cron", "cron": "15 * * * *"},
+                         "time": {"type": "every_hour", "interval": 1}},
+        });
+        self.state.0.lock().unwrap().dbt_jobs.insert(id, job);
+    }
+
+    /// dbt Cloud: a job changed by someone else (by its `id`).
+    pub fn dbt_put_job(&self, job: Value) {
+        let id = job["id"].as_u64().unwrap();
+        self.state.0.lock().unwrap().dbt_jobs.insert(id, job);
+    }
+
+    /// dbt Cloud: a job as it is now.
+    pub fn dbt_job(&self, id: u64) -> Value {
+        self.state.0.lock().unwrap().dbt_jobs[&id].clone()
+    }
+
+    /// dbt Cloud: every run, oldest first, with its trigger.
+    pub fn dbt_runs(&self) -> Vec<Value> {
+        self.state.0.lock().unwrap().dbt_runs.clone()
+    }
+
+    /// dbt Cloud: moves a run on (2 starting, 3 running, 10 success, 20 error, 30
+    /// cancelled), as the scheduler would.
+    pub fn dbt_set_run_status(&self, run: i64, status: i64, message: Option<&str>) {
+        let mut s = self.state.0.lock().unwrap();
+        let r = s
+            .dbt_runs
+            .iter_mut()
+            .find(|r| r["id"] == run)
+            .expect("no such run");
+        r["status"] = json!(status);
+        r["status_humanized"] = json!(dbt_humanized(status));
+        r["in_progress"] = json!((1..=3).contains(&status));
+        r["is_complete"] = json!(status >= 10);
+        r["is_success"] = json!(status == 10);
+        r["is_error"] = json!(status == 20);
+        r["is_cancelled"] = json!(status == 30);
+        r["status_message"] = json!(message);
+        if status >= 2 && r["started_at"].is_null() {
+            r["started_at"] = json!("2026-11-24 14:52:10.000000+00:00");
+        }
+        if status >= 10 {
+            r["finished_at"] = json!("2026-11-24 14:58:40.000000+00:00");
+        }
+    }
+
     /// Lets every held answer go.
     pub fn release(&self) {
         self.state.0.lock().unwrap().released = true;
@@ -288,6 +354,7 @@ fn contract(
         Api::Opsgenie => opsgenie("", secret, request, &mut s),
         Api::Jsm => opsgenie("/jsm/ops/integration", secret, request, &mut s),
         Api::Slack => slack(secret, request, &mut s),
+        Api::DbtCloud => dbt_cloud(secret, request, &mut s),
     }
 }
 
@@ -535,4 +602,190 @@ fn slack(secret: &str, r: &Recorded, s: &mut State) -> (u16, Option<String>, Str
     }
     s.slack_messages.push(message);
     (200, None, "ok".into())
+}
+
+fn dbt_humanized(status: i64) -> &'static str {
+    match status {
+        1 => "Queued",
+        2 => "Starting",
+        3 => "Running",
+        10 => "Success",
+        20 => "Error",
+        30 => "Cancelled",
+        _ => "Unknown",
+    }
+}
+
+/// dbt Cloud's envelope: `{"status": {...}, "data": ...}`.
+fn dbt_answer(code: u16, data: Value, message: &str) -> (u16, Option<String>, String) {
+    (
+        code,
+        None,
+        json!({"status": {"code": code, "is_success": (200..300).contains(&code),
+                          "user_message": message, "developer_message": ""},
+               "data": data})
+        .to_string(),
+    )
+}
+
+/// The query string of a path as pairs (values percent-decoded).
+fn query_pairs(query: &str) -> BTreeMap<String, String> {
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (k.to_string(), percent_decode(v))
+        })
+        .collect()
+}
+
+/// Administrative API v2: `Authorization: Token <token>`; under
+/// `/api/v2/accounts/{account}/`: `GET jobs/{j}/`, `POST jobs/{j}/` (update, the whole
+/// job), `POST jobs/{j}/run/` (`cause` required, `steps_override` optional), `GET
+/// runs/{r}/`, `GET runs/?job_definition_id=&order_by=-id&limit=&include_related=`.
+fn dbt_cloud(secret: &str, r: &Recorded, s: &mut State) -> (u16, Option<String>, String) {
+    if r.headers.get("authorization").map(String::as_str) != Some(&format!("Token {secret}")) {
+        return dbt_answer(401, Value::Null, "Invalid token.");
+    }
+    let prefix = format!("/api/v2/accounts/{DBT_ACCOUNT}/");
+    let Some(rest) = r.path.strip_prefix(&prefix) else {
+        return dbt_answer(404, Value::Null, "Not found.");
+    };
+    let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let parts: Vec<&str> = path.trim_end_matches('/').split('/').collect();
+    match (r.method.as_str(), parts.as_slice()) {
+        ("GET", ["jobs", id]) => match id.parse().ok().and_then(|id: u64| s.dbt_jobs.get(&id)) {
+            Some(job) => dbt_answer(200, job.clone(), "Success!"),
+            None => dbt_answer(404, Value::Null, "Job not found."),
+        },
+        ("POST", ["jobs", id]) => {
+            let Some(id) = id
+                .parse::<u64>()
+                .ok()
+                .filter(|id| s.dbt_jobs.contains_key(id))
+            else {
+                return dbt_answer(404, Value::Null, "Job not found.");
+            };
+            let body = r.json();
+            let whole = [
+                "id",
+                "account_id",
+                "project_id",
+                "environment_id",
+                "name",
+                "execute_steps",
+                "triggers",
+                "settings",
+            ]
+            .iter()
+            .all(|k| !body[k].is_null());
+            let triggers_ok = body["triggers"]
+                .as_object()
+                .is_some_and(|t| t.values().all(Value::is_boolean) && t.contains_key("schedule"));
+            if !whole || !triggers_ok || body["id"] != id {
+                return dbt_answer(
+                    400,
+                    Value::Null,
+                    "The job is invalid: the whole job is required.",
+                );
+            }
+            let mut job = body;
+            job["account_id"] = json!(DBT_ACCOUNT);
+            s.dbt_jobs.insert(id, job.clone());
+            dbt_answer(200, job, "Success!")
+        }
+        ("POST", ["jobs", id, "run"]) => {
+            let Some(id) = id
+                .parse::<u64>()
+                .ok()
+                .filter(|id| s.dbt_jobs.contains_key(id))
+            else {
+                return dbt_answer(404, Value::Null, "Job not found.");
+            };
+            let body = r.json();
+            let cause = body["cause"].as_str().unwrap_or_default();
+            if cause.is_empty() || cause.chars().count() > 255 {
+                return dbt_answer(
+                    400,
+                    Value::Null,
+                    "cause is required (at most 255 characters)",
+                );
+            }
+            let steps = &body["steps_override"];
+            if !steps.is_null()
+                && !steps.as_array().is_some_and(|a| {
+                    !a.is_empty()
+                        && a.iter()
+                            .all(|x| x.as_str().is_some_and(|x| x.starts_with("dbt ")))
+                })
+            {
+                return dbt_answer(400, Value::Null, "steps_override must be dbt commands");
+            }
+            let run_id = 90_000 + s.dbt_runs.len() as i64 + 1;
+            let run = json!({
+                "id": run_id, "account_id": DBT_ACCOUNT, "job_definition_id": id,
+                "trigger_id": run_id + 5_000, "status": 1, "status_humanized": "Queued",
+                "status_message": null, "in_progress": true, "is_complete": false,
+                "is_success": false, "is_error": false, "is_cancelled": false,
+                "created_at": "2026-11-24 14:52:00.000000+00:00", "started_at": null,
+                "finished_at": null,
+                "href": format!("https://cloud.getdbt.com/deploy/{DBT_ACCOUNT}/projects/7/runs/{run_id}/"),
+                "trigger": {"id": run_id + 5_000, "cause": cause,
+                            "steps_override": if steps.is_null() { Value::Null } else { steps.clone() }},
+            });
+            s.dbt_runs.push(run.clone());
+            dbt_answer(200, run, "Success!")
+        }
+        ("GET", ["runs", id]) => match s
+            .dbt_runs
+            .iter()
+            .find(|run| id.parse::<i64>().is_ok_and(|id| run["id"] == id))
+        {
+            Some(run) => {
+                let mut run = run.clone();
+                if !query_pairs(query)
+                    .get("include_related")
+                    .is_some_and(|v| v.contains("trigger"))
+                {
+                    run.as_object_mut().unwrap().remove("trigger");
+                }
+                dbt_answer(200, run, "Success!")
+            }
+            None => dbt_answer(404, Value::Null, "Run not found."),
+        },
+        ("GET", ["runs"]) => {
+            let q = query_pairs(query);
+            let with_trigger = q
+                .get("include_related")
+                .is_some_and(|v| v.contains("trigger"));
+            let limit: usize = q
+                .get("limit")
+                .and_then(|l| l.parse().ok())
+                .unwrap_or(100)
+                .min(100);
+            let mut runs: Vec<Value> = s
+                .dbt_runs
+                .iter()
+                .filter(|run| {
+                    q.get("job_definition_id").is_none_or(|j| {
+                        j.parse::<u64>()
+                            .is_ok_and(|j| run["job_definition_id"] == j)
+                    })
+                })
+                .cloned()
+                .collect();
+            if q.get("order_by").map(String::as_str) == Some("-id") {
+                runs.reverse();
+            }
+            runs.truncate(limit);
+            if !with_trigger {
+                for run in &mut runs {
+                    run.as_object_mut().unwrap().remove("trigger");
+                }
+            }
+            dbt_answer(200, Value::Array(runs), "Success!")
+        }
+        _ => dbt_answer(404, Value::Null, "Not found."),
+    }
 }

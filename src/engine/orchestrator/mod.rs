@@ -6,6 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use super::api::PipelineView;
 
+pub mod dbt_cloud;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
     pub id: i64,
@@ -43,8 +45,14 @@ pub trait Orchestrator: Send {
 
 /// The orchestrator a config names, built the same way for the engine and for the
 /// poll task that refreshes the pipelines bar in the background (each holds its own).
-pub fn from_config(config: &crate::config::Config) -> Result<Option<Box<dyn Orchestrator>>> {
+/// `data_dir` is where an orchestrator keeps what it must remember (dbt Cloud: the
+/// triggers a job had before dataward paused it).
+pub fn from_config(
+    config: &crate::config::Config,
+    data_dir: &std::path::Path,
+) -> Result<Option<Box<dyn Orchestrator>>> {
     use anyhow::Context;
+    let origin = config.origin.display();
     match &config.orchestrator {
         Some(o) if o.kind == "demo" => {
             let path = o
@@ -56,9 +64,24 @@ pub fn from_config(config: &crate::config::Config) -> Result<Option<Box<dyn Orch
                 path,
             ))))
         }
+        Some(o) if o.kind == "dbt_cloud" => {
+            let settings = dbt_cloud::Settings {
+                base_url: o.base_url(),
+                account_id: o
+                    .account_id
+                    .with_context(|| format!("{origin}: [orchestrator] needs account_id"))?,
+                token_env: o
+                    .token_env
+                    .clone()
+                    .with_context(|| format!("{origin}: [orchestrator] needs token_env"))?,
+                jobs: o.jobs.clone(),
+                timeout: o.timeout(),
+            };
+            let memory = data_dir.join("dbt_cloud.db");
+            Ok(Some(Box::new(dbt_cloud::DbtCloud::new(settings, memory)?)))
+        }
         Some(o) => anyhow::bail!(
-            "{}: [orchestrator] kind {:?} is not supported yet (\"demo\" is)",
-            config.origin.display(),
+            "{origin}: [orchestrator] kind {:?} is not supported yet (\"dbt_cloud\" and \"demo\" are)",
             o.kind
         ),
         None => Ok(None),

@@ -1,0 +1,571 @@
+//! dbt Cloud through its Administrative API v2, with `Authorization: Token <token>`:
+//!
+//! - a run is `POST /api/v2/accounts/{a}/jobs/{j}/run/` with a `cause`, and for a
+//!   backfill `steps_override` holding its exact command;
+//! - a run is read back with `GET /api/v2/accounts/{a}/runs/{r}/` (status 1 queued,
+//!   2 starting, 3 running, 10 success, 20 error, 30 cancelled);
+//! - a schedule is paused by reading the job (`GET .../jobs/{j}/`) and posting it back
+//!   (`POST .../jobs/{j}/`, v2's update) with `triggers.schedule = false`.
+//!
+//! dbt Cloud has no client run id, so `queue_run` is made idempotent by a marker in the
+//! run's `cause` (`dataward [KEY]`), looked for in the job's recent runs
+//! (`GET .../runs/?job_definition_id=J&order_by=-id&include_related=["trigger"]`)
+//! before every trigger: a retry after a lost answer, a 5xx or a crash finds the run
+//! the first ask made instead of starting a second one. The marker lives at dbt Cloud,
+//! beside the run itself, so nothing local can disagree with it.
+//!
+//! A pause remembers the job's `triggers` as they were, in a small SQLite file of its
+//! own in the data directory, written before the job is changed; the undo puts
+//! `schedule` back to what it was then (a job that was already paused stays paused),
+//! and leaves whatever else someone changed meanwhile. A resume of a job this dataward
+//! did not pause changes nothing.
+//!
+//! Every call has a timeout and is retried on 429 (honouring `Retry-After`), 408, 5xx
+//! and network faults, with backoff; an error names the endpoint and what came back,
+//! never the token.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use rusqlite::{params, Connection, OptionalExtension};
+use serde_json::{json, Value};
+
+use super::{Orchestrator, RunRecord};
+use crate::engine::api::PipelineView;
+use crate::notify::relay::{Backoff, Jitter};
+use crate::notify::{answer_text, exchange, Method, Request};
+
+/// Where and how to reach one dbt Cloud account.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `https://cloud.getdbt.com`, without a trailing slash.
+    pub base_url: String,
+    pub account_id: u64,
+    /// The environment variable holding the API token, read at every call (a rotated
+    /// token needs no restart).
+    pub token_env: String,
+    /// The notes' job ids -> dbt Cloud job ids.
+    pub jobs: BTreeMap<String, u64>,
+    /// One call's limit.
+    pub timeout: Duration,
+}
+
+/// How often a call is tried, and how long between tries.
+#[derive(Debug, Clone, Copy)]
+pub struct Retry {
+    /// Tries in all (1: never retried).
+    pub attempts: u32,
+    pub backoff: Backoff,
+    /// The longest `Retry-After` honoured; a longer one is cut to this.
+    pub max_wait: Duration,
+}
+
+impl Default for Retry {
+    /// Three tries half a second then a second apart: a call in the engine's turn is
+    /// never held up long by a flapping API (a later turn tries the intent again).
+    fn default() -> Self {
+        Retry {
+            attempts: 3,
+            backoff: Backoff {
+                base: Duration::from_millis(500),
+                cap: Duration::from_secs(5),
+            },
+            max_wait: Duration::from_secs(10),
+        }
+    }
+}
+
+pub struct DbtCloud {
+    settings: Settings,
+    client: reqwest::blocking::Client,
+    retry: Retry,
+    jitter: Mutex<Jitter>,
+    /// The pauses this dataward made, with the triggers each job had before.
+    memory: PathBuf,
+}
+
+/// The longest `cause` dbt Cloud takes.
+const CAUSE_MAX: usize = 255;
+/// How many of a job's latest runs are searched for a key's marker.
+const MARKER_SEARCH: usize = 100;
+
+/// One try's failure: retryable or not, and after how long the API asked.
+struct Failure {
+    retry: bool,
+    after: Option<Duration>,
+    message: String,
+}
+
+impl DbtCloud {
+    pub fn new(settings: Settings, memory: PathBuf) -> Result<DbtCloud> {
+        let client = crate::notify::client(settings.timeout)?;
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1);
+        Ok(DbtCloud {
+            settings,
+            client,
+            retry: Retry::default(),
+            jitter: Mutex::new(Jitter::new(seed)),
+            memory,
+        })
+    }
+
+    pub fn with_retry(mut self, retry: Retry) -> DbtCloud {
+        self.retry = retry;
+        self
+    }
+
+    fn account_path(&self, rest: &str) -> String {
+        format!("/api/v2/accounts/{}/{rest}", self.settings.account_id)
+    }
+
+    fn job_id(&self, job: &str) -> Result<u64> {
+        self.settings.jobs.get(job).copied().ok_or_else(|| {
+            anyhow!(
+                "{job} is not mapped to a dbt Cloud job: add it under [orchestrator.jobs] \
+                 (\"{job}\" = JOB_ID)"
+            )
+        })
+    }
+
+    fn job_name(&self, dbt_job: u64) -> String {
+        self.settings
+            .jobs
+            .iter()
+            .find(|(_, id)| **id == dbt_job)
+            .map(|(name, _)| name.clone())
+            .unwrap_or_else(|| format!("dbt Cloud job {dbt_job}"))
+    }
+
+    fn token(&self) -> Result<String> {
+        let var = &self.settings.token_env;
+        match std::env::var(var) {
+            Ok(value) if !value.trim().is_empty() => Ok(value.trim().to_string()),
+            Ok(_) => bail!(
+                "{var} is empty in the engine's environment (it holds the dbt Cloud API token)"
+            ),
+            Err(_) => bail!(
+                "{var} is not set in the engine's environment (it holds the dbt Cloud API token)"
+            ),
+        }
+    }
+
+    /// One try of one call. `Ok(None)`: 404.
+    fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Option<Value>, Failure> {
+        let verb = match method {
+            Method::Get => "GET",
+            Method::Post => "POST",
+        };
+        let endpoint = format!(
+            "dbt Cloud {verb} {}",
+            path.split('?').next().unwrap_or(path)
+        );
+        let token = self.token().map_err(|e| Failure {
+            retry: false,
+            after: None,
+            message: format!("{endpoint}: {e}"),
+        })?;
+        let mut headers = vec![
+            ("Authorization", format!("Token {token}")),
+            ("Accept", "application/json".to_string()),
+        ];
+        if body.is_some() {
+            headers.push(("Content-Type", "application/json".to_string()));
+        }
+        let request = Request {
+            method,
+            url: format!("{}{path}", self.settings.base_url),
+            headers,
+            body: body.map(Value::to_string),
+        };
+        let response = exchange(&self.client, &request).map_err(|e| Failure {
+            retry: true,
+            after: None,
+            message: format!("{endpoint}: {e}"),
+        })?;
+        let status = response.status;
+        let said = answer_text(&response.body);
+        match status {
+            200..=299 => serde_json::from_str(&response.body)
+                .map(Some)
+                .map_err(|e| Failure {
+                    retry: false,
+                    after: None,
+                    message: format!("{endpoint} answered {status} with no JSON ({e}){said}"),
+                }),
+            404 => Ok(None),
+            401 | 403 => Err(Failure {
+                retry: false,
+                after: None,
+                message: format!(
+                    "{endpoint} answered {status}: the token in {} was refused{said}",
+                    self.settings.token_env
+                ),
+            }),
+            408 | 429 | 500..=599 => Err(Failure {
+                retry: true,
+                after: response.retry_after,
+                message: format!("{endpoint} answered {status}{said}"),
+            }),
+            _ => Err(Failure {
+                retry: false,
+                after: None,
+                message: format!("{endpoint} answered {status}{said}"),
+            }),
+        }
+    }
+
+    fn pause_before(&self, attempt: u32, after: Option<Duration>) {
+        let wait = match after {
+            Some(after) => after.min(self.retry.max_wait),
+            None => {
+                let jitter = self.jitter.lock().map(|mut j| j.draw()).unwrap_or(0.5);
+                self.retry.backoff.delay(attempt, jitter)
+            }
+        };
+        std::thread::sleep(wait);
+    }
+
+    /// A call, retried as [`Retry`] says. `Ok(None)`: 404.
+    fn call_opt(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Option<Value>> {
+        let attempts = self.retry.attempts.max(1);
+        let mut attempt = 1;
+        loop {
+            match self.send(method, path, body) {
+                Ok(answer) => return Ok(answer),
+                Err(f) if f.retry && attempt < attempts => self.pause_before(attempt, f.after),
+                Err(f) if attempt > 1 => bail!("{} (after {attempt} tries)", f.message),
+                Err(f) => bail!("{}", f.message),
+            }
+            attempt += 1;
+        }
+    }
+
+    fn call(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value> {
+        self.call_opt(method, path, body)?.ok_or_else(|| {
+            let verb = if matches!(method, Method::Get) {
+                "GET"
+            } else {
+                "POST"
+            };
+            anyhow!(
+                "dbt Cloud {verb} {path} answered 404: no such job or run in account {}",
+                self.settings.account_id
+            )
+        })
+    }
+
+    /// `data` of a job.
+    fn get_job(&self, dbt_job: u64) -> Result<Value> {
+        let answer = self.call(
+            Method::Get,
+            &self.account_path(&format!("jobs/{dbt_job}/")),
+            None,
+        )?;
+        Ok(answer["data"].clone())
+    }
+
+    /// The job's latest runs, newest first, with their trigger (and its cause).
+    fn recent_runs(&self, dbt_job: u64, limit: usize) -> Result<Vec<Value>> {
+        let path = self.account_path(&format!(
+            "runs/?job_definition_id={dbt_job}&order_by=-id&limit={limit}&include_related=%5B%22trigger%22%5D"
+        ));
+        let answer = self.call(Method::Get, &path, None)?;
+        Ok(answer["data"].as_array().cloned().unwrap_or_default())
+    }
+
+    fn marker(key: &str) -> String {
+        format!("dataward [{key}]")
+    }
+
+    fn find_marked(&self, dbt_job: u64, key: &str) -> Result<Option<i64>> {
+        let marker = Self::marker(key);
+        Ok(self
+            .recent_runs(dbt_job, MARKER_SEARCH)?
+            .iter()
+            .find(|run| {
+                run["trigger"]["cause"]
+                    .as_str()
+                    .is_some_and(|cause| cause.starts_with(&marker))
+            })
+            .and_then(|run| run["id"].as_i64()))
+    }
+
+    /// Triggers one run once per `key`: looks for the key's marker before every try.
+    fn trigger(
+        &self,
+        job: &str,
+        command: Option<&str>,
+        by: &str,
+        key: &str,
+    ) -> Result<(i64, bool)> {
+        let dbt_job = self.job_id(job)?;
+        let marker = Self::marker(key);
+        anyhow::ensure!(
+            marker.chars().count() <= 200,
+            "the run's key {key:?} is too long for dbt Cloud's cause"
+        );
+        let mut cause = format!("{marker} requested by {by}");
+        if cause.chars().count() > CAUSE_MAX {
+            cause = cause.chars().take(CAUSE_MAX).collect();
+        }
+        let mut body = json!({ "cause": cause });
+        if let Some(command) = command {
+            body["steps_override"] = json!([check_command(command)?]);
+        }
+        let path = self.account_path(&format!("jobs/{dbt_job}/run/"));
+        let attempts = self.retry.attempts.max(1);
+        let mut attempt = 1;
+        loop {
+            if let Some(run) = self.find_marked(dbt_job, key)? {
+                return Ok((run, true));
+            }
+            match self.send(Method::Post, &path, Some(&body)) {
+                Ok(Some(answer)) => {
+                    let run = answer["data"]["id"].as_i64().with_context(|| {
+                        format!("dbt Cloud POST {path} answered with no run id")
+                    })?;
+                    return Ok((run, false));
+                }
+                Ok(None) => bail!(
+                    "dbt Cloud POST {path} answered 404: account {} has no job {dbt_job} (mapped from {job})",
+                    self.settings.account_id
+                ),
+                Err(f) if f.retry && attempt < attempts => self.pause_before(attempt, f.after),
+                Err(f) if attempt > 1 => bail!("{} (after {attempt} tries)", f.message),
+                Err(f) => bail!("{}", f.message),
+            }
+            attempt += 1;
+        }
+    }
+
+    fn memory(&self) -> Result<Connection> {
+        let conn = Connection::open(&self.memory)
+            .with_context(|| format!("dbt Cloud pause memory {}", self.memory.display()))?;
+        conn.busy_timeout(Duration::from_secs(5))?;
+        conn.execute_batch(
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;
+             CREATE TABLE IF NOT EXISTS paused (
+                job TEXT PRIMARY KEY, dbt_job INTEGER NOT NULL, previous_triggers TEXT NOT NULL
+             );",
+        )?;
+        Ok(conn)
+    }
+
+    /// The triggers a job had before this dataward paused it, if it did.
+    pub fn remembered(&self, job: &str) -> Result<Option<Value>> {
+        let text: Option<String> = self
+            .memory()?
+            .query_row(
+                "SELECT previous_triggers FROM paused WHERE job = ?1",
+                [job],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(text.map(|t| serde_json::from_str(&t)).transpose()?)
+    }
+
+    /// Posts the job back with `schedule` set, and checks the answer says so.
+    fn update_schedule(&self, dbt_job: u64, mut data: Value, schedule: Value) -> Result<()> {
+        anyhow::ensure!(
+            data["triggers"].is_object(),
+            "dbt Cloud job {dbt_job} has no triggers to update"
+        );
+        data["triggers"]["schedule"] = schedule.clone();
+        let path = self.account_path(&format!("jobs/{dbt_job}/"));
+        let answer = self.call(Method::Post, &path, Some(&data))?;
+        let now = &answer["data"]["triggers"]["schedule"];
+        anyhow::ensure!(
+            *now == schedule,
+            "dbt Cloud POST {path} answered, but the job's triggers.schedule is {now}, not {schedule}"
+        );
+        Ok(())
+    }
+
+    fn pause(&self, job: &str, dbt_job: u64) -> Result<()> {
+        let data = self.get_job(dbt_job)?;
+        // A retry after a crash finds the first ask's memory: the job's state before
+        // dataward touched it, never the paused state it left.
+        if self.remembered(job)?.is_none() {
+            let previous = data["triggers"].clone();
+            anyhow::ensure!(
+                previous.is_object(),
+                "dbt Cloud job {dbt_job} has no triggers to remember"
+            );
+            self.memory()?.execute(
+                "INSERT INTO paused (job, dbt_job, previous_triggers) VALUES (?1, ?2, ?3)",
+                params![job, dbt_job as i64, previous.to_string()],
+            )?;
+        }
+        if data["triggers"]["schedule"] == json!(false) {
+            return Ok(()); // already paused: left as it is, and the undo leaves it so
+        }
+        self.update_schedule(dbt_job, data, json!(false))
+    }
+
+    fn resume(&self, job: &str, dbt_job: u64) -> Result<()> {
+        let Some(previous) = self.remembered(job)? else {
+            return Ok(()); // not paused by this dataward (or already put back)
+        };
+        let data = self.get_job(dbt_job)?;
+        let schedule = previous["schedule"].clone();
+        if data["triggers"]["schedule"] != schedule {
+            self.update_schedule(dbt_job, data, schedule)?;
+        }
+        self.memory()?
+            .execute("DELETE FROM paused WHERE job = ?1", [job])?;
+        Ok(())
+    }
+}
+
+/// A command dbt Cloud can run as a step: `dbt ...` on one line.
+fn check_command(command: &str) -> Result<&str> {
+    let command = command.trim();
+    anyhow::ensure!(
+        command.starts_with("dbt ") && !command.contains(['\n', '\r']),
+        "dbt Cloud runs only dbt commands as steps; refused {command:?}"
+    );
+    Ok(command)
+}
+
+/// dbt Cloud's run status as the engine reads it: queued (in flight), success, failed,
+/// cancelled.
+pub fn status_name(code: i64) -> &'static str {
+    match code {
+        1..=3 => "queued",
+        10 => "success",
+        20 => "failed",
+        30 => "cancelled",
+        _ => "unknown",
+    }
+}
+
+fn humanized(code: i64) -> &'static str {
+    match code {
+        1 => "queued",
+        2 => "starting",
+        3 => "running",
+        10 => "success",
+        20 => "error",
+        30 => "cancelled",
+        _ => "unknown status",
+    }
+}
+
+fn text(value: &Value) -> Option<String> {
+    value
+        .as_str()
+        .map(|s| crate::sanitize::for_terminal(s).into_owned())
+}
+
+impl Orchestrator for DbtCloud {
+    fn pipelines(&self) -> Result<Vec<PipelineView>> {
+        let mut views = Vec::new();
+        for dbt_job in self.settings.jobs.values() {
+            let data = self.get_job(*dbt_job)?;
+            let last = self.recent_runs(*dbt_job, 1)?.into_iter().next();
+            let last_code = last.as_ref().and_then(|r| r["status"].as_i64());
+            let state = if last_code.is_some_and(|c| (1..=3).contains(&c)) {
+                "running"
+            } else if data["triggers"]["schedule"] == json!(false) {
+                "paused"
+            } else {
+                "scheduled"
+            };
+            views.push(PipelineView {
+                name: text(&data["name"]).unwrap_or_else(|| format!("dbt Cloud job {dbt_job}")),
+                state: state.to_string(),
+                last_status: last_code.map_or("none", status_name).to_string(),
+                last_run_at: last
+                    .as_ref()
+                    .and_then(|r| text(&r["finished_at"]).or_else(|| text(&r["created_at"]))),
+            });
+        }
+        Ok(views)
+    }
+
+    fn set_paused(&self, job: &str, paused: bool) -> Result<()> {
+        let dbt_job = self.job_id(job)?;
+        if paused {
+            self.pause(job, dbt_job)
+        } else {
+            self.resume(job, dbt_job)
+        }
+    }
+
+    fn queue_run(&self, job: &str, _at: &str, by: &str, key: &str) -> Result<(i64, bool)> {
+        self.trigger(job, None, by, key)
+    }
+
+    fn queue_command(
+        &self,
+        job: &str,
+        command: &str,
+        _at: &str,
+        by: &str,
+        key: &str,
+    ) -> Result<(i64, bool)> {
+        self.trigger(job, Some(command), by, key)
+    }
+
+    fn run(&self, id: i64) -> Result<Option<RunRecord>> {
+        let path = self.account_path(&format!("runs/{id}/"));
+        let Some(answer) = self.call_opt(Method::Get, &path, None)? else {
+            return Ok(None);
+        };
+        let run = &answer["data"];
+        let code = run["status"]
+            .as_i64()
+            .with_context(|| format!("dbt Cloud GET {path} answered a run with no status"))?;
+        let mut detail = format!("dbt Cloud run {id} {}", humanized(code));
+        if let Some(message) = text(&run["status_message"]).filter(|m| !m.is_empty()) {
+            detail.push_str(&format!(": {message}"));
+        }
+        if let Some(href) = text(&run["href"]) {
+            detail.push_str(&format!(" ({href})"));
+        }
+        Ok(Some(RunRecord {
+            id,
+            job: run["job_definition_id"]
+                .as_u64()
+                .map_or_else(|| "dbt Cloud job".to_string(), |j| self.job_name(j)),
+            status: status_name(code).to_string(),
+            requested_at: text(&run["created_at"]).unwrap_or_default(),
+            started_at: text(&run["started_at"]),
+            finished_at: text(&run["finished_at"]),
+            detail,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn orchestrator_dbt_cloud_statuses_read_as_the_engine_reads_them() {
+        assert_eq!(status_name(1), "queued");
+        assert_eq!(status_name(2), "queued");
+        assert_eq!(status_name(3), "queued");
+        assert_eq!(status_name(10), "success");
+        assert_eq!(status_name(20), "failed");
+        assert_eq!(status_name(30), "cancelled");
+    }
+
+    #[test]
+    fn orchestrator_dbt_cloud_steps_are_dbt_commands_only() {
+        assert!(check_command("dbt build --select fct_x+").is_ok());
+        assert!(check_command("rm -rf /").is_err());
+        assert!(check_command("dbt build\nrm -rf /").is_err());
+    }
+}
