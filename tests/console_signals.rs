@@ -3,18 +3,12 @@
 //! screen, in cooked mode, with the cursor shown and mouse reporting off, and the
 //! console must have left through its quit path (the engine stopped, the chain intact).
 
+#[path = "support/tmux.rs"]
+mod terminal;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn tmux(args: &[&str]) -> String {
-    let out = Command::new("tmux").args(args).output().expect("tmux runs");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn screen(session: &str) -> String {
-    tmux(&["capture-pane", "-p", "-t", session])
-}
+use terminal::{screen, tmux, tmux_available, Session};
 
 fn flag(session: &str, name: &str) -> String {
     tmux(&[
@@ -41,48 +35,6 @@ fn wait_for(session: &str, what: &str, done: impl Fn(&str) -> bool) -> String {
             flag(session, "alternate_on")
         );
         std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-fn tmux_available() -> bool {
-    let found = Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var("DATAWARD_REQUIRE_ALL").is_err(),
-            "tmux is required (DATAWARD_REQUIRE_ALL=1)"
-        );
-        eprintln!("skipping: tmux is not installed");
-    }
-    found
-}
-
-struct Session(String);
-
-impl Session {
-    /// A detached tmux session of `size` (columns, rows) running `command`; killed on drop.
-    fn open(name: &str, size: (u16, u16), command: &str) -> Session {
-        let (width, height) = (size.0.to_string(), size.1.to_string());
-        tmux(&[
-            "new-session",
-            "-d",
-            "-s",
-            name,
-            "-x",
-            &width,
-            "-y",
-            &height,
-            command,
-        ]);
-        Session(name.to_string())
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        tmux(&["kill-session", "-t", &self.0]);
     }
 }
 

@@ -1,18 +1,12 @@
 //! End to end: the real binary in tmux, driven by keystrokes, read back with
 //! capture-pane, the way a person at 3 a.m. would use it.
 
+#[path = "support/tmux.rs"]
+mod terminal;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn tmux(args: &[&str]) -> String {
-    let out = Command::new("tmux").args(args).output().expect("tmux runs");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn screen(session: &str) -> String {
-    tmux(&["capture-pane", "-p", "-t", session])
-}
+use terminal::{screen, tmux, tmux_available, Session};
 
 /// Waits until the screen shows `text`; the deadline only bounds a hung test.
 fn wait_for(session: &str, text: &str) -> String {
@@ -38,21 +32,6 @@ fn wait_until_gone(session: &str, text: &str) {
     }
 }
 
-fn tmux_available() -> bool {
-    let found = Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var("DATAWARD_REQUIRE_ALL").is_err(),
-            "tmux is required (DATAWARD_REQUIRE_ALL=1)"
-        );
-        eprintln!("skipping: tmux is not installed");
-    }
-    found
-}
-
 /// Presses q and waits for the console to exit cleanly, which ends the tmux session.
 fn quit(session: &str) {
     tmux(&["send-keys", "-t", session, "q"]);
@@ -70,33 +49,6 @@ fn quit(session: &str) {
             screen(session)
         );
         std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-struct Session(String);
-
-impl Session {
-    /// A detached tmux session of `size` (columns, rows) running `command`; killed on drop.
-    fn open(name: &str, size: (u16, u16), command: &str) -> Session {
-        let (width, height) = (size.0.to_string(), size.1.to_string());
-        tmux(&[
-            "new-session",
-            "-d",
-            "-s",
-            name,
-            "-x",
-            &width,
-            "-y",
-            &height,
-            command,
-        ]);
-        Session(name.to_string())
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        tmux(&["kill-session", "-t", &self.0]);
     }
 }
 

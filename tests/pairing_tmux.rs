@@ -5,20 +5,14 @@
 //! runs; skipped otherwise unless DATAWARD_REQUIRE_ALL=1.
 
 mod any_user;
+#[path = "support/tmux.rs"]
+mod terminal;
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn tmux(args: &[&str]) -> String {
-    let out = Command::new("tmux").args(args).output().expect("tmux runs");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn screen(session: &str) -> String {
-    tmux(&["capture-pane", "-p", "-t", session])
-}
+use terminal::{screen, tmux, Session};
 
 /// Waits until the screen shows `text`; the deadline only bounds a hung test.
 fn wait_for(session: &str, text: &str) -> String {
@@ -72,14 +66,6 @@ impl Drop for Accounts {
             let _ = Command::new("userdel").arg(user).status();
         }
         let _ = Command::new("groupdel").arg(&self.group).status();
-    }
-}
-
-struct Session(String);
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        tmux(&["kill-session", "-t", &self.0]);
     }
 }
 

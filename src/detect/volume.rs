@@ -45,22 +45,6 @@ pub fn date_at(first: NaiveDate, i: usize) -> NaiveDate {
 /// (breaches, incidents, holidays) are replaced by older ones, this many weeks back at most.
 pub const MAX_WEEKS_BACK: usize = 2 * WEEKS;
 
-/// Judges `days[index]` against the same weekday in the weeks before it. `days` is one
-/// value per calendar day, oldest first; every earlier day may be learned from.
-pub fn judge_day(days: &[f64], index: usize) -> Verdict {
-    let clean = vec![true; index];
-    judge_in(
-        &Seen {
-            values: days,
-            clean: &clean,
-            spread: 0.0,
-            holidays: &[],
-            growth: 0.0,
-        },
-        index,
-    )
-}
-
 /// A series as the day under test sees it.
 struct Seen<'a> {
     /// Every day's rows, the days before an accepted level seen at that level.
@@ -77,7 +61,7 @@ struct Seen<'a> {
     growth: f64,
 }
 
-/// [`judge_day`] learning only from the clean days.
+/// `seen.values[index]` against the same weekday's clean days before it.
 ///
 /// The band is never narrower than a fifth of the baseline, than four Poisson standard
 /// deviations, nor than the table's own spread over all its recent days: eight quiet
@@ -491,6 +475,19 @@ impl Series {
     /// The robust spread of the clean days' relative errors in the [`SPREAD_DAYS`]
     /// before `index`, less what counting explains: one figure per table from dozens
     /// of days, where one weekday's eight values alone can look calm by chance.
+    /// `values` as the day at `index` sees them: what it may learn from, how the table
+    /// strays and grows.
+    fn seen<'a>(&'a self, values: &'a [f64], index: usize, calendar: &Calendar<'a>) -> Seen<'a> {
+        let spread = self.spread_before(index);
+        Seen {
+            values,
+            clean: &self.clean,
+            spread,
+            holidays: calendar.holidays,
+            growth: growth_before(values, &self.clean, index, spread),
+        }
+    }
+
     fn spread_before(&self, index: usize) -> f64 {
         let (relative, mut counting): (Vec<f64>, Vec<f64>) = self.strayed
             [index.saturating_sub(SPREAD_DAYS)..index]
@@ -519,14 +516,7 @@ fn judge_series(days: &[f64], first: NaiveDate, calendar: &Calendar) -> Series {
         while let Some(restart) = restarts.next_if(|r| r.since <= date) {
             restart.rescale(&mut values, first);
         }
-        let seen = Seen {
-            values: &values,
-            clean: &series.clean,
-            spread: series.spread_before(index),
-            holidays: calendar.holidays,
-            growth: growth_before(&values, &series.clean, index, series.spread_before(index)),
-        };
-        let verdict = judge_dated(&seen, first, index);
+        let verdict = judge_dated(&series.seen(&values, index, calendar), first, index);
         let clean = !verdict.kind.is_breach() && !calendar.leaves_out(date);
         series.clean.push(clean);
         series.strayed.push(
@@ -595,17 +585,10 @@ pub fn recent(
         for restart in calendar.restarts.iter().filter(|r| r.since <= today_date) {
             restart.rescale(&mut values, first);
         }
-        let seen = Seen {
-            values: &values,
-            clean: &series.clean,
-            spread: series.spread_before(today),
-            holidays: calendar.holidays,
-            growth: growth_before(&values, &series.clean, today, series.spread_before(today)),
-        };
         judged.push(JudgedDay {
             index: today,
             partial: true,
-            verdict: judge_dated(&seen, first, today),
+            verdict: judge_dated(&series.seen(&values, today, calendar), first, today),
         });
     }
     Recent {
@@ -675,6 +658,23 @@ mod tests {
     /// Day 0 of every test series.
     fn monday() -> NaiveDate {
         NaiveDate::from_ymd_opt(2024, 1, 1).unwrap()
+    }
+
+    /// One day against its same weekdays alone, every earlier day learned from, as the
+    /// detector was before clean baselines, the table's spread and growth: what the
+    /// tests compare with.
+    fn judge_day(days: &[f64], index: usize) -> Verdict {
+        let clean = vec![true; index];
+        judge_in(
+            &Seen {
+                values: days,
+                clean: &clean,
+                spread: 0.0,
+                holidays: &[],
+                growth: 0.0,
+            },
+            index,
+        )
     }
 
     /// Every day of a series from [`monday`], as the monitor judges them.

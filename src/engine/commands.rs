@@ -394,6 +394,15 @@ impl Engine {
     /// The owner closes the incident by hand, with a reason: approved holds are resumed
     /// as on any resolution, and the receipt says who closed it and why.
     fn resolve_by_hand(&mut self, id: &str, reason: &str, actor: &Actor) -> Result<Vec<Event>> {
+        let i = self.open_for_owner(id, reason, actor, "closing an incident by hand")?;
+        self.incidents[i].closed_by_hand = Some((actor.to_json(), reason.to_string()));
+        self.resolve(i)
+    }
+
+    /// The open incident `id` for its owner to close (`doing` it, with a reason): not
+    /// resolved already, a reason given, `actor` an owner of its table, and no run of
+    /// it being queued.
+    fn open_for_owner(&self, id: &str, reason: &str, actor: &Actor, doing: &str) -> Result<usize> {
         let i = self.incident_index(id)?;
         let incident = &self.incidents[i];
         if incident.status == IncidentStatus::Resolved {
@@ -403,18 +412,14 @@ impl Engine {
             )
             .into());
         }
-        anyhow::ensure!(
-            !reason.trim().is_empty(),
-            "closing an incident by hand needs a reason"
-        );
-        self.ensure_incident_owner(&incident.table.clone(), actor)?;
+        anyhow::ensure!(!reason.trim().is_empty(), "{doing} needs a reason");
+        self.ensure_incident_owner(&incident.table, actor)?;
         anyhow::ensure!(
             !self.intent_pending(&incident.id)?,
             "{} has a run being queued; wait for it",
             incident.id
         );
-        self.incidents[i].closed_by_hand = Some((actor.to_json(), reason.to_string()));
-        self.resolve(i)
+        Ok(i)
     }
 
     /// Opens a resolved incident again: the reason goes on the chain, and it waits for
@@ -463,28 +468,10 @@ impl Engine {
     /// closed by hand. Only the table's owners may, with a reason, and only while the
     /// monitor's volume shows a run of breaches long enough to be a level.
     fn accept_level(&mut self, id: &str, reason: &str, actor: &Actor) -> Result<Vec<Event>> {
-        let i = self.incident_index(id)?;
-        let incident = &self.incidents[i];
-        if incident.status == IncidentStatus::Resolved {
-            return Err(Refusal::new(
-                RefusalKind::AlreadyDecided,
-                format!("{} is already resolved", incident.id),
-            )
-            .into());
-        }
-        anyhow::ensure!(
-            !reason.trim().is_empty(),
-            "accepting a new level needs a reason"
-        );
-        let (incident_id, monitor, table) = (
-            incident.id.clone(),
-            incident.monitor.clone(),
-            incident.table.clone(),
-        );
-        self.ensure_incident_owner(&table, actor)?;
-        anyhow::ensure!(
-            !self.intent_pending(&incident_id)?,
-            "{incident_id} has a run being queued; wait for it"
+        let i = self.open_for_owner(id, reason, actor, "accepting a new level")?;
+        let (incident_id, monitor) = (
+            self.incidents[i].id.clone(),
+            self.incidents[i].monitor.clone(),
         );
         let volume = self.latest.get(&(monitor.clone(), CheckKind::Volume, None));
         let Some(shift) = volume.and_then(|o| o.detail.shift).filter(|s| s.is_level()) else {

@@ -10,24 +10,35 @@ use rusqlite::{params, Connection};
 
 use crate::detect::volume::Restart;
 
-/// The new levels accepted on `monitor`, oldest first.
-pub fn restarts(state: &Connection, monitor: &str) -> Result<Vec<Restart>> {
-    Ok(accepted(state, monitor)?
-        .into_iter()
-        .map(|(_, restart)| restart)
-        .collect())
+/// What the state database says of a monitor's days.
+#[derive(Debug, Default, PartialEq)]
+pub struct Stored {
+    /// See [`incident_days`].
+    pub excluded: Vec<RangeInclusive<NaiveDate>>,
+    /// The new levels accepted, oldest first.
+    pub restarts: Vec<Restart>,
+}
+
+/// The incident days and accepted levels of `monitor`, read once for a poll's volume
+/// check.
+pub fn read(state: &Connection, monitor: &str, today: NaiveDate) -> Result<Stored> {
+    let accepted = accepted(state, monitor)?;
+    Ok(Stored {
+        excluded: incident_days(state, monitor, today, &accepted)?,
+        restarts: accepted.into_iter().map(|(_, restart)| restart).collect(),
+    })
 }
 
 /// Every incident on `monitor`, open or resolved, as the days it covers: from the day
 /// its breach was about (or the day it opened) to the day it resolved (or `today`).
-/// An incident whose new level was accepted ends the day before the level began: from
+/// An incident whose new level was `accepted` ends the day before the level began: from
 /// then on its days are the new normal.
-pub fn incident_days(
+fn incident_days(
     state: &Connection,
     monitor: &str,
     today: NaiveDate,
+    accepted: &[(String, Restart)],
 ) -> Result<Vec<RangeInclusive<NaiveDate>>> {
-    let accepted = accepted(state, monitor)?;
     let mut stmt = state.prepare(
         "SELECT id, json_extract(doc, '$.opened_at'), json_extract(doc, '$.day'),
                 json_extract(doc, '$.resolved_at')
@@ -53,7 +64,7 @@ pub fn incident_days(
             Ok(Some(resolved)) => resolved,
             _ => today,
         };
-        for (incident, restart) in &accepted {
+        for (incident, restart) in accepted {
             if *incident == id {
                 last = last.min(restart.since - Days::new(1));
             }
@@ -161,7 +172,7 @@ mod tests {
             serde_json::json!({"opened_at": "2026-10-10T06:00:00Z"}),
         );
         assert_eq!(
-            incident_days(&state, "orders", day(25)).unwrap(),
+            read(&state, "orders", day(25)).unwrap().excluded,
             vec![day(4)..=day(7), day(20)..=day(25)]
         );
         // Its new level accepted from the 18th: the shift's days are the new normal.
@@ -170,11 +181,12 @@ mod tests {
             ratio: 1.6,
         };
         accept(&state, "orders", "INC-0002", restart, 7).unwrap();
-        assert_eq!(
-            incident_days(&state, "orders", day(25)).unwrap(),
-            vec![day(4)..=day(7)]
-        );
-        assert_eq!(restarts(&state, "orders").unwrap(), vec![restart]);
-        assert!(restarts(&state, "payments").unwrap().is_empty());
+        let orders = read(&state, "orders", day(25)).unwrap();
+        assert_eq!(orders.excluded, vec![day(4)..=day(7)]);
+        assert_eq!(orders.restarts, vec![restart]);
+        assert!(read(&state, "payments", day(25))
+            .unwrap()
+            .restarts
+            .is_empty());
     }
 }

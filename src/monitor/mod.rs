@@ -312,12 +312,11 @@ pub fn judge(
         }
         Ok(Measurement::Freshness { verdict }) => out.push(with_verdict(blank, verdict)),
         Ok(Measurement::Volume { counts, today }) => {
-            let excluded = baseline::incident_days(state, &name, today)?;
-            let restarts = baseline::restarts(state, &name)?;
+            let stored = baseline::read(state, &name, today)?;
             let calendar = volume::Calendar {
                 holidays: &monitor.holidays,
-                excluded: &excluded,
-                restarts: &restarts,
+                excluded: &stored.excluded,
+                restarts: &stored.restarts,
             };
             let judged = checks::judge_recent_days(&counts, today, &calendar);
             let mut observation = with_verdict(blank, judged.verdict);

@@ -1,0 +1,59 @@
+//! The real console in tmux, for the end-to-end tests: sessions opened detached at a
+//! size and killed on drop, their screens read back with capture-pane.
+
+#![allow(dead_code)]
+
+use std::process::Command;
+
+pub fn tmux(args: &[&str]) -> String {
+    let out = Command::new("tmux").args(args).output().expect("tmux runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// What `session` shows now.
+pub fn screen(session: &str) -> String {
+    tmux(&["capture-pane", "-p", "-t", session])
+}
+
+/// False (and the test skips, saying so) without tmux, unless DATAWARD_REQUIRE_ALL=1.
+pub fn tmux_available() -> bool {
+    let found = Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var("DATAWARD_REQUIRE_ALL").is_err(),
+            "tmux is required (DATAWARD_REQUIRE_ALL=1)"
+        );
+        eprintln!("skipping: tmux is not installed");
+    }
+    found
+}
+
+pub struct Session(pub String);
+
+impl Session {
+    /// A detached tmux session of `size` (columns, rows) running `command`; killed on drop.
+    pub fn open(name: &str, size: (u16, u16), command: &str) -> Session {
+        let (width, height) = (size.0.to_string(), size.1.to_string());
+        tmux(&[
+            "new-session",
+            "-d",
+            "-s",
+            name,
+            "-x",
+            &width,
+            "-y",
+            &height,
+            command,
+        ]);
+        Session(name.to_string())
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        tmux(&["kill-session", "-t", &self.0]);
+    }
+}
