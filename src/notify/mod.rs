@@ -396,6 +396,17 @@ impl Alert {
 pub enum Method {
     Get,
     Post,
+    Patch,
+}
+
+impl Method {
+    pub fn verb(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Patch => "PATCH",
+        }
+    }
 }
 
 /// One HTTP request, as a sender builds it: the transport only carries it out.
@@ -527,6 +538,7 @@ pub fn exchange(
     let mut builder = match request.method {
         Method::Get => client.get(&request.url),
         Method::Post => client.post(&request.url),
+        Method::Patch => client.patch(&request.url),
     };
     for (name, value) in &request.headers {
         builder = builder.header(*name, value);

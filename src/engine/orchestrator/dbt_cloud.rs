@@ -26,17 +26,17 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{json, Value};
 
+pub use super::http::Retry;
+use super::http::{failed, Api, Failure};
 use super::{Orchestrator, RunRecord};
 use crate::engine::api::PipelineView;
-use crate::notify::relay::{Backoff, Jitter};
-use crate::notify::{answer_text, exchange, Method, Request};
+use crate::notify::Method;
 
 /// Where and how to reach one dbt Cloud account.
 #[derive(Debug, Clone)]
@@ -53,36 +53,9 @@ pub struct Settings {
     pub timeout: Duration,
 }
 
-/// How often a call is tried, and how long between tries.
-#[derive(Debug, Clone, Copy)]
-pub struct Retry {
-    /// Tries in all (1: never retried).
-    pub attempts: u32,
-    pub backoff: Backoff,
-    /// The longest `Retry-After` honoured; a longer one is cut to this.
-    pub max_wait: Duration,
-}
-
-impl Default for Retry {
-    /// Three tries half a second then a second apart: a call in the engine's turn is
-    /// never held up long by a flapping API (a later turn tries the intent again).
-    fn default() -> Self {
-        Retry {
-            attempts: 3,
-            backoff: Backoff {
-                base: Duration::from_millis(500),
-                cap: Duration::from_secs(5),
-            },
-            max_wait: Duration::from_secs(10),
-        }
-    }
-}
-
 pub struct DbtCloud {
     settings: Settings,
-    client: reqwest::blocking::Client,
-    retry: Retry,
-    jitter: Mutex<Jitter>,
+    api: Api,
     /// The pauses this dataward made, with the triggers each job had before.
     memory: PathBuf,
 }
@@ -92,31 +65,18 @@ const CAUSE_MAX: usize = 255;
 /// How many of a job's latest runs are searched for a key's marker.
 const MARKER_SEARCH: usize = 100;
 
-/// One try's failure: retryable or not, and after how long the API asked.
-struct Failure {
-    retry: bool,
-    after: Option<Duration>,
-    message: String,
-}
-
 impl DbtCloud {
     pub fn new(settings: Settings, memory: PathBuf) -> Result<DbtCloud> {
-        let client = crate::notify::client(settings.timeout)?;
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(1);
+        let api = Api::new("dbt Cloud", &settings.base_url, settings.timeout)?;
         Ok(DbtCloud {
             settings,
-            client,
-            retry: Retry::default(),
-            jitter: Mutex::new(Jitter::new(seed)),
+            api,
             memory,
         })
     }
 
     pub fn with_retry(mut self, retry: Retry) -> DbtCloud {
-        self.retry = retry;
+        self.api = self.api.with_retry(retry);
         self
     }
 
@@ -155,111 +115,38 @@ impl DbtCloud {
         }
     }
 
-    /// One try of one call. `Ok(None)`: 404.
-    fn send(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<&Value>,
-    ) -> Result<Option<Value>, Failure> {
-        let verb = match method {
-            Method::Get => "GET",
-            Method::Post => "POST",
-        };
-        let endpoint = format!(
-            "dbt Cloud {verb} {}",
-            path.split('?').next().unwrap_or(path)
-        );
-        let token = self.token().map_err(|e| Failure {
-            retry: false,
-            after: None,
-            message: format!("{endpoint}: {e}"),
-        })?;
-        let mut headers = vec![
-            ("Authorization", format!("Token {token}")),
-            ("Accept", "application/json".to_string()),
-        ];
-        if body.is_some() {
-            headers.push(("Content-Type", "application/json".to_string()));
-        }
-        let request = Request {
-            method,
-            url: format!("{}{path}", self.settings.base_url),
-            headers,
-            body: body.map(Value::to_string),
-        };
-        let response = exchange(&self.client, &request).map_err(|e| Failure {
-            retry: true,
-            after: None,
-            message: format!("{endpoint}: {e}"),
-        })?;
-        let status = response.status;
-        let said = answer_text(&response.body);
-        match status {
-            200..=299 => serde_json::from_str(&response.body)
-                .map(Some)
-                .map_err(|e| Failure {
-                    retry: false,
-                    after: None,
-                    message: format!("{endpoint} answered {status} with no JSON ({e}){said}"),
-                }),
-            404 => Ok(None),
-            401 | 403 => Err(Failure {
-                retry: false,
-                after: None,
-                message: format!(
-                    "{endpoint} answered {status}: the token in {} was refused{said}",
-                    self.settings.token_env
-                ),
-            }),
-            408 | 429 | 500..=599 => Err(Failure {
-                retry: true,
-                after: response.retry_after,
-                message: format!("{endpoint} answered {status}{said}"),
-            }),
-            _ => Err(Failure {
-                retry: false,
-                after: None,
-                message: format!("{endpoint} answered {status}{said}"),
-            }),
-        }
+    /// One try of one call.
+    fn send(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value, Failure> {
+        let token = self
+            .token()
+            .map_err(|e| Failure::local(format!("{}: {e}", self.api.endpoint(method, path))))?;
+        self.api
+            .send(method, path, Some(&format!("Token {token}")), body)
+            .map_err(|mut f| {
+                if matches!(f.status, Some(401 | 403)) {
+                    f.message = format!(
+                        "{}: the token in {} was refused",
+                        f.message, self.settings.token_env
+                    );
+                }
+                f
+            })
     }
 
-    fn pause_before(&self, attempt: u32, after: Option<Duration>) {
-        let wait = match after {
-            Some(after) => after.min(self.retry.max_wait),
-            None => {
-                let jitter = self.jitter.lock().map(|mut j| j.draw()).unwrap_or(0.5);
-                self.retry.backoff.delay(attempt, jitter)
-            }
-        };
-        std::thread::sleep(wait);
-    }
-
-    /// A call, retried as [`Retry`] says. `Ok(None)`: 404.
+    /// A call, retried. `Ok(None)`: 404.
     fn call_opt(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Option<Value>> {
-        let attempts = self.retry.attempts.max(1);
-        let mut attempt = 1;
-        loop {
-            match self.send(method, path, body) {
-                Ok(answer) => return Ok(answer),
-                Err(f) if f.retry && attempt < attempts => self.pause_before(attempt, f.after),
-                Err(f) if attempt > 1 => bail!("{} (after {attempt} tries)", f.message),
-                Err(f) => bail!("{}", f.message),
-            }
-            attempt += 1;
+        match self.api.retried(|| self.send(method, path, body)) {
+            Ok(answer) => Ok(Some(answer)),
+            Err(f) if f.status == Some(404) => Ok(None),
+            Err(f) => Err(failed(f)),
         }
     }
 
     fn call(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value> {
         self.call_opt(method, path, body)?.ok_or_else(|| {
-            let verb = if matches!(method, Method::Get) {
-                "GET"
-            } else {
-                "POST"
-            };
             anyhow!(
-                "dbt Cloud {verb} {path} answered 404: no such job or run in account {}",
+                "{} answered 404: no such job or run in account {}",
+                self.api.endpoint(method, path),
                 self.settings.account_id
             )
         })
@@ -324,28 +211,30 @@ impl DbtCloud {
             body["steps_override"] = json!([check_command(command)?]);
         }
         let path = self.account_path(&format!("jobs/{dbt_job}/run/"));
-        let attempts = self.retry.attempts.max(1);
-        let mut attempt = 1;
-        loop {
-            if let Some(run) = self.find_marked(dbt_job, key)? {
-                return Ok((run, true));
+        // The marker is looked for before every try: a try whose answer was lost may
+        // have started the run.
+        let answer = self.api.retried(|| {
+            if let Some(run) = self
+                .find_marked(dbt_job, key)
+                .map_err(|e| Failure::local(format!("{e:#}")))?
+            {
+                return Ok(Err(run));
             }
-            match self.send(Method::Post, &path, Some(&body)) {
-                Ok(Some(answer)) => {
-                    let run = answer["data"]["id"].as_i64().with_context(|| {
-                        format!("dbt Cloud POST {path} answered with no run id")
-                    })?;
-                    return Ok((run, false));
-                }
-                Ok(None) => bail!(
-                    "dbt Cloud POST {path} answered 404: account {} has no job {dbt_job} (mapped from {job})",
-                    self.settings.account_id
-                ),
-                Err(f) if f.retry && attempt < attempts => self.pause_before(attempt, f.after),
-                Err(f) if attempt > 1 => bail!("{} (after {attempt} tries)", f.message),
-                Err(f) => bail!("{}", f.message),
+            self.send(Method::Post, &path, Some(&body)).map(Ok)
+        });
+        match answer {
+            Ok(Err(found)) => Ok((found, true)),
+            Ok(Ok(answer)) => {
+                let run = answer["data"]["id"]
+                    .as_i64()
+                    .with_context(|| format!("dbt Cloud POST {path} answered with no run id"))?;
+                Ok((run, false))
             }
-            attempt += 1;
+            Err(f) if f.status == Some(404) => bail!(
+                "dbt Cloud POST {path} answered 404: account {} has no job {dbt_job} (mapped from {job})",
+                self.settings.account_id
+            ),
+            Err(f) => Err(failed(f)),
         }
     }
 

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::api::PipelineView;
 
 pub mod dbt_cloud;
+mod http;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
