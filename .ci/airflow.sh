@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# CI: a venv holding Apache Airflow for tests/airflow.rs, which starts a real Airflow 3
+# from it (api-server, scheduler and dag-processor on 127.0.0.1, SQLite metadata).
+# Idempotent: does nothing when the venv already holds exactly these pins. Needs
+# python3.11 (or newer) with venv and pip, and PyPI. Run as root.
+#
+#   AIRFLOW_VENV   where the venv goes (default /opt/dataward/airflow; the tests read
+#                  DATAWARD_AIRFLOW_VENV, same default)
+#   PYTHON         the interpreter (default python3.11, else python3)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+venv="${AIRFLOW_VENV:-/opt/dataward/airflow}"
+version=3.1.3
+constraints=.ci/airflow-constraints.txt
+python="${PYTHON:-$(command -v python3.11 || command -v python3)}"
+stamp="$venv/.dataward-pins"
+want="$version $(sha256sum "$constraints" | cut -d' ' -f1)"
+
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] \
+  && "$venv/bin/python" -c 'import airflow' >/dev/null 2>&1; then
+  echo "airflow.sh: $venv already holds apache-airflow $version with the pinned set"
+  exit 0
+fi
+
+# Built afresh, never patched in place, so nothing of another install lingers (a venv
+# cannot be built elsewhere and moved: its scripts name its path). The stamp is written
+# last: an interrupted run leaves none, and the next run builds again.
+"$python" -c 'import sys; assert sys.version_info >= (3, 10), sys.version'
+rm -rf "$venv"
+mkdir -p "$(dirname "$venv")"
+"$python" -m venv "$venv"
+"$venv/bin/pip" install --quiet --no-input --disable-pip-version-check \
+  --constraint "$constraints" "apache-airflow==$version"
+"$venv/bin/pip" check
+echo "$want" > "$stamp"
+"$venv/bin/airflow" version >/dev/null
+echo "airflow.sh: apache-airflow $version installed in $venv"
