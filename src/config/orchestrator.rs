@@ -2,7 +2,7 @@
 //!
 //! ```toml
 //! [orchestrator]
-//! kind = "dbt_cloud"                 # dbt_cloud | dbt_core | demo (airflow: issue 15)
+//! kind = "dbt_cloud"                 # dbt_cloud | airflow | dbt_core | demo
 //! account_id = 43
 //! token_env = "DBT_CLOUD_TOKEN"      # the variable holding the API token, never the token
 //! base_url = "https://emea.dbt.com"  # optional; https, plain http only to loopback
@@ -11,6 +11,21 @@
 //! # The notes' job readers (`[[reader]] kind = "job"`) -> the dbt Cloud job each one is.
 //! [orchestrator.jobs]
 //! "job.hourly_orders" = 1187
+//! ```
+//!
+//! Airflow (the stable REST API of Airflow 3, or of Airflow 2 with `api = "v1"`):
+//!
+//! ```toml
+//! [orchestrator]
+//! kind = "airflow"
+//! base_url = "https://airflow.example.com"  # required; https, plain http only to loopback
+//! username = "dataward"
+//! password_env = "AIRFLOW_PASSWORD"  # the variable holding the password, never the password
+//! api = "v2"                         # optional; "v1" for Airflow 2 (basic auth)
+//! timeout = "30s"
+//!
+//! [orchestrator.jobs]                # the notes' job ids -> DAG ids (text)
+//! "job.hourly_orders" = "hourly_orders"
 //! ```
 //!
 //! The mapping lives here, not in the notes: a job id is a dispatch target, meaningful
@@ -26,11 +41,33 @@ use serde::Deserialize;
 
 use super::{alert::check_base_url, duration_key, is_env_var_name, redact, Bad, Config, Step};
 
-/// Every `[orchestrator] kind` the config takes (airflow is refused when built, until
-/// it is supported).
+/// Every `[orchestrator] kind` the config takes.
 pub const ORCHESTRATOR_KINDS: &[&str] = &["airflow", "dbt_cloud", "dbt_core", "demo"];
 /// dbt Cloud's multi-tenant US address; other regions and single tenants name theirs.
 pub const DBT_CLOUD_URL: &str = "https://cloud.getdbt.com";
+/// The longest DAG id Airflow stores.
+const DAG_ID_MAX: usize = 250;
+
+/// A job as the orchestrator knows it: dbt Cloud's numeric job id, or Airflow's DAG id.
+/// Which one a kind takes is checked with the rest of the config.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "a job id: a number (dbt Cloud's job id) or text (Airflow's DAG id)"
+)]
+pub enum JobRef {
+    Number(i64),
+    Name(String),
+}
+
+impl std::fmt::Display for JobRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JobRef::Number(n) => write!(f, "{n}"),
+            JobRef::Name(name) => write!(f, "{name:?}"),
+        }
+    }
+}
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -43,18 +80,29 @@ pub struct OrchestratorConfig {
     pub account_id: Option<u64>,
     /// dbt Cloud: the environment variable holding the API token (read at each call).
     pub token_env: Option<String>,
-    /// dbt Cloud: the API's address (default [`DBT_CLOUD_URL`]).
+    /// The API's address (dbt Cloud's default [`DBT_CLOUD_URL`]; Airflow has none).
     pub base_url: Option<String>,
+    /// Airflow: the user dataward signs in as.
+    pub username: Option<String>,
+    /// Airflow: the environment variable holding that user's password (read at each
+    /// sign-in).
+    pub password_env: Option<String>,
+    /// Airflow: "v2" (Airflow 3, the default) or "v1" (Airflow 2).
+    pub api: Option<String>,
     /// How long one API call may take ("30s").
     pub timeout: Option<String>,
     /// dbt Core: the dbt project the approved commands run in.
     pub project_dir: Option<PathBuf>,
-    /// The notes' job ids -> the orchestrator's own job ids.
+    /// The notes' job ids -> the orchestrator's own job ids (dbt Cloud: numbers;
+    /// Airflow: DAG ids).
     #[serde(default)]
-    pub jobs: BTreeMap<String, u64>,
+    pub jobs: BTreeMap<String, JobRef>,
     /// A token written inline: caught to be refused by name, never quoted back.
     #[serde(default)]
     token: Option<toml::Value>,
+    /// A password written inline: the same.
+    #[serde(default)]
+    password: Option<toml::Value>,
 }
 
 impl OrchestratorConfig {
@@ -65,6 +113,29 @@ impl OrchestratorConfig {
             .unwrap_or(DBT_CLOUD_URL)
             .trim_end_matches('/')
             .to_string()
+    }
+
+    /// dbt Cloud: the notes' job ids -> job numbers (validated: every one is a number
+    /// above zero).
+    pub fn dbt_cloud_jobs(&self) -> BTreeMap<String, u64> {
+        self.jobs
+            .iter()
+            .filter_map(|(job, id)| match id {
+                JobRef::Number(n) => u64::try_from(*n).ok().map(|n| (job.clone(), n)),
+                JobRef::Name(_) => None,
+            })
+            .collect()
+    }
+
+    /// Airflow: the notes' job ids -> DAG ids (validated: every one is a DAG id).
+    pub fn dag_ids(&self) -> BTreeMap<String, String> {
+        self.jobs
+            .iter()
+            .filter_map(|(job, id)| match id {
+                JobRef::Name(dag) => Some((job.clone(), dag.clone())),
+                JobRef::Number(_) => None,
+            })
+            .collect()
     }
 
     /// How long one call may take (validated).
@@ -87,14 +158,47 @@ pub(super) fn validate(config: &Config, text: &str) -> anyhow::Result<()> {
     let at = [Step::Key("orchestrator")];
     validate_one(o).map_err(|bad| bad.at(text, &at))?;
     for (job, id) in &o.jobs {
-        let fine = !job.trim().is_empty() && *id > 0;
-        if !fine {
-            return Err(Bad::key(
-                "jobs",
-                format!("orchestrator.jobs: {job:?} = {id}: a job id of the notes and a job id above zero"),
-            )
-            .at(text, &[Step::Key("orchestrator"), Step::Key("jobs"), Step::Key(job)]));
+        if let Err(why) = check_job(&o.kind, job, id) {
+            return Err(
+                Bad::key("jobs", format!("orchestrator.jobs: {job:?} = {id}: {why}")).at(
+                    text,
+                    &[Step::Key("orchestrator"), Step::Key("jobs"), Step::Key(job)],
+                ),
+            );
         }
+    }
+    Ok(())
+}
+
+/// One `[orchestrator.jobs]` entry: a job id of the notes, and what the kind takes.
+fn check_job(kind: &str, job: &str, id: &JobRef) -> Result<(), String> {
+    if job.trim().is_empty() {
+        return Err("a job id of the notes, not an empty name".into());
+    }
+    match (kind, id) {
+        ("airflow", JobRef::Name(dag)) => check_dag_id(dag),
+        ("airflow", JobRef::Number(_)) => {
+            Err("Airflow names a DAG by its id, in quotes (\"hourly_orders\")".into())
+        }
+        (_, JobRef::Number(n)) if *n > 0 => Ok(()),
+        (_, JobRef::Number(_)) => Err("a job id above zero".into()),
+        (_, JobRef::Name(_)) => Err(format!("a {kind} job id is a number")),
+    }
+}
+
+/// A DAG id as Airflow takes one: letters, digits, `_`, `.` and `-`, up to 250.
+fn check_dag_id(dag: &str) -> Result<(), String> {
+    if dag.is_empty() {
+        return Err("an empty DAG id".into());
+    }
+    if dag.chars().count() > DAG_ID_MAX {
+        return Err(format!("a DAG id is at most {DAG_ID_MAX} characters"));
+    }
+    if !dag
+        .chars()
+        .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '-'))
+    {
+        return Err("a DAG id holds only letters, digits, '_', '.' and '-'".into());
     }
     Ok(())
 }
@@ -118,12 +222,23 @@ fn validate_one(o: &OrchestratorConfig) -> Result<(), Bad> {
                 .to_string(),
         ));
     }
+    if o.password.is_some() {
+        return Err(Bad::key(
+            "password",
+            "orchestrator.password: a password is never written in the config (its value is \
+             not shown); put it in an environment variable named by password_env"
+                .to_string(),
+        ));
+    }
     // What belongs to which kind: a key another kind takes is a mistake worth naming.
-    let given: [(&'static str, bool); 7] = [
+    let given: [(&'static str, bool); 10] = [
         ("path", o.path.is_some()),
         ("account_id", o.account_id.is_some()),
         ("token_env", o.token_env.is_some()),
         ("base_url", o.base_url.is_some()),
+        ("username", o.username.is_some()),
+        ("password_env", o.password_env.is_some()),
+        ("api", o.api.is_some()),
         ("timeout", o.timeout.is_some()),
         ("project_dir", o.project_dir.is_some()),
         ("jobs", !o.jobs.is_empty()),
@@ -132,7 +247,14 @@ fn validate_one(o: &OrchestratorConfig) -> Result<(), Bad> {
         "demo" => &["path"],
         "dbt_cloud" => &["account_id", "token_env", "base_url", "timeout", "jobs"],
         "dbt_core" => &["project_dir", "timeout", "jobs"],
-        _ => &["token_env", "base_url", "timeout", "jobs"],
+        _ => &[
+            "base_url",
+            "username",
+            "password_env",
+            "api",
+            "timeout",
+            "jobs",
+        ],
     };
     if let Some(&(key, _)) = given.iter().find(|(k, g)| *g && !takes.contains(k)) {
         return Err(Bad::key(
@@ -192,6 +314,7 @@ fn validate_one(o: &OrchestratorConfig) -> Result<(), Bad> {
                     .map_err(|why| Bad::key("base_url", format!("orchestrator.base_url: {why}")))?;
             }
         }
+        "airflow" => validate_airflow(o)?,
         "dbt_core" if o.project_dir.is_none() => {
             return Err(Bad::section(
                 "orchestrator: kind = \"dbt_core\" needs `project_dir`, the dbt project the \
@@ -205,6 +328,69 @@ fn validate_one(o: &OrchestratorConfig) -> Result<(), Bad> {
         duration_key("timeout", "orchestrator.timeout", t, MAX_TIMEOUT)?;
     }
     Ok(())
+}
+
+/// Airflow's keys: where, as whom, with which password variable, which API.
+fn validate_airflow(o: &OrchestratorConfig) -> Result<(), Bad> {
+    let Some(url) = &o.base_url else {
+        return Err(Bad::section(
+            "orchestrator: kind = \"airflow\" needs `base_url`, the address of Airflow's API \
+             server (https://airflow.example.com)"
+                .into(),
+        ));
+    };
+    check_base_url(url)
+        .map_err(|why| Bad::key("base_url", format!("orchestrator.base_url: {why}")))?;
+    match o.username.as_deref().map(str::trim) {
+        None => {
+            return Err(Bad::section(
+                "orchestrator: kind = \"airflow\" needs `username`, the Airflow user dataward \
+                 signs in as"
+                    .into(),
+            ))
+        }
+        Some(name)
+            if name.is_empty() || name.chars().any(char::is_control) || name.contains(':') =>
+        {
+            return Err(Bad::key(
+                "username",
+                "orchestrator.username: not a user name (empty, or holding ':' or control \
+                 characters)"
+                    .into(),
+            ))
+        }
+        Some(_) => {}
+    }
+    match &o.password_env {
+        None => {
+            return Err(Bad::section(
+                "orchestrator: kind = \"airflow\" needs `password_env`, the environment \
+                 variable holding the user's password"
+                    .into(),
+            ))
+        }
+        Some(var) if !is_env_var_name(var) || looks_like_token(var) => {
+            return Err(Bad::key(
+                "password_env",
+                format!(
+                    "orchestrator.password_env: {} is not an environment variable name; put \
+                     the password in the environment, never in this file",
+                    redact(var)
+                ),
+            ))
+        }
+        Some(_) => {}
+    }
+    match o.api.as_deref() {
+        None | Some("v1" | "v2") => Ok(()),
+        Some(other) => Err(Bad::key(
+            "api",
+            format!(
+                "orchestrator.api: {other:?} is not an Airflow REST API (\"v2\" for Airflow 3, \
+                 \"v1\" for Airflow 2)"
+            ),
+        )),
+    }
 }
 
 /// dbt Cloud's tokens (`dbtc_` service tokens, `dbtu_` personal ones) are valid
@@ -244,7 +430,7 @@ mod tests {
         assert_eq!(o.account_id, Some(43));
         assert_eq!(o.base_url(), "http://127.0.0.1:8080");
         assert_eq!(o.timeout(), std::time::Duration::from_secs(5));
-        assert_eq!(o.jobs["job.hourly"], 1187);
+        assert_eq!(o.dbt_cloud_jobs()["job.hourly"], 1187);
         let plain = Config::parse(CLOUD, Path::new("team.toml")).unwrap();
         assert_eq!(plain.orchestrator.unwrap().base_url(), DBT_CLOUD_URL);
     }
@@ -294,6 +480,96 @@ mod tests {
             assert!(err.contains(&format!("line {line}:")), "{text}: {err}");
             assert!(err.contains(says), "{text}: {err}");
         }
+    }
+
+    const AIRFLOW: &str = "[orchestrator]\nkind = \"airflow\"\nbase_url = \"https://airflow.example.com/\"\nusername = \"dataward\"\npassword_env = \"AIRFLOW_PASSWORD\"\n";
+
+    #[test]
+    fn orchestrator_airflow_reads_its_keys_and_maps_jobs_to_dag_ids() {
+        let text = format!(
+            "{AIRFLOW}api = \"v1\"\ntimeout = \"5s\"\n\n[orchestrator.jobs]\n\"job.hourly\" = \"hourly_orders\"\n\"job.daily\" = \"team.daily-load\"\n"
+        );
+        let config = Config::parse(&text, Path::new("team.toml")).unwrap();
+        let o = config.orchestrator.unwrap();
+        assert_eq!(o.base_url(), "https://airflow.example.com");
+        assert_eq!(o.username.as_deref(), Some("dataward"));
+        assert_eq!(o.password_env.as_deref(), Some("AIRFLOW_PASSWORD"));
+        assert_eq!(o.api.as_deref(), Some("v1"));
+        assert_eq!(o.dag_ids()["job.hourly"], "hourly_orders");
+        assert_eq!(o.dag_ids()["job.daily"], "team.daily-load");
+        assert!(o.dbt_cloud_jobs().is_empty());
+    }
+
+    #[test]
+    fn orchestrator_airflow_errors_name_the_file_line_and_key() {
+        for (text, line, says) in [
+            (
+                "[orchestrator]\nkind = \"airflow\"\nusername = \"u\"\npassword_env = \"P\"\n"
+                    .to_string(),
+                1,
+                "needs `base_url`",
+            ),
+            (
+                "[orchestrator]\nkind = \"airflow\"\nbase_url = \"https://a.example\"\npassword_env = \"P\"\n"
+                    .to_string(),
+                1,
+                "needs `username`",
+            ),
+            (
+                "[orchestrator]\nkind = \"airflow\"\nbase_url = \"https://a.example\"\nusername = \"u\"\n"
+                    .to_string(),
+                1,
+                "needs `password_env`",
+            ),
+            (
+                AIRFLOW.replace("https://airflow.example.com/", "http://airflow.example.com"),
+                3,
+                "plain http to airflow.example.com",
+            ),
+            (format!("{AIRFLOW}api = \"v3\"\n"), 6, "orchestrator.api"),
+            (format!("{AIRFLOW}token_env = \"T\"\n"), 6, "does not take token_env"),
+            (
+                format!("{AIRFLOW}[orchestrator.jobs]\n\"job.a\" = 1187\n"),
+                7,
+                "DAG by its id, in quotes",
+            ),
+            (
+                format!("{AIRFLOW}[orchestrator.jobs]\n\"job.a\" = \"has space\"\n"),
+                7,
+                "only letters, digits",
+            ),
+            (
+                format!("{AIRFLOW}[orchestrator.jobs]\n\"job.a\" = \"\"\n"),
+                7,
+                "empty DAG id",
+            ),
+            (
+                format!("{CLOUD}[orchestrator.jobs]\n\"job.a\" = \"hourly\"\n"),
+                6,
+                "a dbt_cloud job id is a number",
+            ),
+            (
+                format!("{CLOUD}[orchestrator.jobs]\n\"job.a\" = 1.5\n"),
+                6,
+                "a job id: a number",
+            ),
+        ] {
+            let err = error(&text);
+            assert!(err.contains("team.toml"), "{text}: {err}");
+            assert!(err.contains(&format!("line {line}")), "{text}: {err}");
+            assert!(err.contains(says), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn orchestrator_airflow_password_inline_is_refused_without_quoting_it() {
+        let err = error(&format!("{AIRFLOW}password = \"Zx81kQ3v-hunter\"\n"));
+        assert!(err.contains("line 6"), "{err}");
+        assert!(err.contains("password_env"), "{err}");
+        assert!(!err.contains("Zx81kQ3v"), "{err}");
+        let err = error(&AIRFLOW.replace("AIRFLOW_PASSWORD", "Zx81kQ3vLmN0pRsT4uVw"));
+        assert!(err.contains("not an environment variable name"), "{err}");
+        assert!(!err.contains("Zx81kQ3v"), "{err}");
     }
 
     #[test]

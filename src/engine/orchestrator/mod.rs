@@ -75,7 +75,7 @@ pub fn from_config(
                     .token_env
                     .clone()
                     .with_context(|| format!("{origin}: [orchestrator] needs token_env"))?,
-                jobs: o.jobs.clone(),
+                jobs: o.dbt_cloud_jobs(),
                 timeout: o.timeout(),
             };
             let memory = data_dir.join("dbt_cloud.db");
