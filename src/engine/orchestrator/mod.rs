@@ -6,8 +6,10 @@ use serde::{Deserialize, Serialize};
 
 use super::api::PipelineView;
 
+pub mod airflow;
 pub mod dbt_cloud;
 mod http;
+pub mod next;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
