@@ -6,9 +6,14 @@
 //! whole file (starting one takes about ten seconds); each test has DAGs of its own, so
 //! the tests can run side by side. Without the venv these tests skip, unless
 //! DATAWARD_REQUIRE_ALL=1.
+//!
+//! What a real Airflow cannot be made to do on cue (answer 500, 429, expire a token)
+//! is tested against the recording stand-in in tests/support/http.rs, at the end.
 
 #[path = "support/airflow.rs"]
 mod airflow_server;
+#[path = "support/http.rs"]
+mod http;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -16,8 +21,11 @@ use std::time::{Duration, Instant};
 
 use airflow_server::{AirflowServer, DagFile, USER};
 use dataward::config::Config;
-use dataward::engine::orchestrator::airflow::run_id;
+use dataward::engine::orchestrator::airflow::{run_id, Airflow, ApiVersion, Retry, Settings};
 use dataward::engine::orchestrator::next::{from_config_next, Orchestrator, Schedule};
+use dataward::notify::relay::Backoff;
+use http::{Behaviour, FakeApi, Recorded, AIRFLOW_USER};
+use serde_json::json;
 
 /// One Airflow for every test in this file, with the warehouse its DAGs write to.
 struct Shared {
@@ -437,3 +445,274 @@ fn an_airflow_that_is_down_is_an_error_naming_the_endpoint_not_a_hang() {
     drop(silent);
 }
 
+// ---- against the recording stand-in ------------------------------------------------
+
+const STAND_IN_PASSWORD: &str = "stand-in-Pa55word";
+const STAND_IN_DAG: &str = "orders_hourly";
+
+/// The stand-in with one DAG, and the orchestrator pointed at it with quick retries;
+/// the password is in `var` (one per test).
+fn stand_in(var: &str, api: ApiVersion) -> (FakeApi, Airflow) {
+    let fake = FakeApi::start(http::Api::Airflow, STAND_IN_PASSWORD);
+    fake.airflow_add_dag(STAND_IN_DAG, false);
+    std::env::set_var(var, STAND_IN_PASSWORD);
+    let airflow = Airflow::new(Settings {
+        base_url: fake.base_url(),
+        api,
+        username: AIRFLOW_USER.to_string(),
+        password_env: var.to_string(),
+        dags: [("job.orders".to_string(), STAND_IN_DAG.to_string())].into(),
+        timeout: Duration::from_secs(2),
+    })
+    .unwrap()
+    .with_retry(Retry {
+        attempts: 3,
+        backoff: Backoff {
+            base: Duration::from_millis(10),
+            cap: Duration::from_millis(40),
+        },
+        max_wait: Duration::from_millis(50),
+    });
+    (fake, airflow)
+}
+
+fn calls(fake: &FakeApi) -> Vec<String> {
+    fake.requests()
+        .iter()
+        .map(|r: &Recorded| format!("{} {}", r.method, r.path))
+        .collect()
+}
+
+#[test]
+fn stand_in_500_and_429_are_retried_and_the_run_is_made_once() {
+    let (fake, airflow) = stand_in("DW_AIRFLOW_STAND_IN_RETRY", ApiVersion::V2);
+    airflow.schedule("job.orders").unwrap(); // signed in
+    fake.plan([
+        Behaviour::Status(500, None, "{\"detail\":\"Internal Server Error\"}".into()),
+        Behaviour::Status(429, Some("1".into()), "{\"detail\":\"slow down\"}".into()),
+    ]);
+    let (id, already) = airflow
+        .queue_run(
+            "job.orders",
+            "2026-12-01T10:00:00Z",
+            "alice",
+            "dataward-INC-1-2",
+        )
+        .unwrap();
+    assert!(!already);
+    assert_eq!(fake.airflow_runs().len(), 1);
+    let posts = calls(&fake)
+        .into_iter()
+        .filter(|c| c.starts_with("POST /api/v2"))
+        .count();
+    assert_eq!(posts, 3, "{:?}", calls(&fake));
+    let body = fake.requests().last().unwrap().json();
+    assert_eq!(body["dag_run_id"], id);
+    assert!(
+        body.get("logical_date").is_some_and(|d| d.is_null()),
+        "{body}"
+    );
+    assert_eq!(
+        body["conf"],
+        json!({"dataward": {"key": "dataward-INC-1-2", "by": "alice"}})
+    );
+    assert!(body["note"].as_str().unwrap().contains("alice"));
+
+    // Always failing: the error names the endpoint, the answer and the tries.
+    fake.plan((0..3).map(|_| Behaviour::Status(503, None, "{\"detail\":\"down\"}".into())));
+    let err = format!("{:#}", airflow.schedule("job.orders").unwrap_err());
+    assert!(
+        err.contains("Airflow GET /api/v2/dags/orders_hourly answered 503"),
+        "{err}"
+    );
+    assert!(err.contains("after 3 tries"), "{err}");
+}
+
+#[test]
+fn stand_in_a_trigger_whose_answer_was_lost_finds_its_run() {
+    let (fake, airflow) = stand_in("DW_AIRFLOW_STAND_IN_LOST", ApiVersion::V2);
+    airflow.schedule("job.orders").unwrap();
+    // Airflow makes the run, and the answer never comes: the client times out, tries
+    // again, gets 409, and reads the run back.
+    fake.plan([Behaviour::Hold]);
+    let (id, already) = airflow
+        .queue_run(
+            "job.orders",
+            "2026-12-01T10:00:00Z",
+            "alice",
+            "dataward-INC-3-9",
+        )
+        .unwrap();
+    fake.release();
+    assert_eq!(id, run_id("dataward-INC-3-9"));
+    assert!(already, "the first try made it");
+    assert_eq!(fake.airflow_runs().len(), 1);
+    assert!(
+        calls(&fake).contains(&format!("GET /api/v2/dags/{STAND_IN_DAG}/dagRuns/{id}")),
+        "{:?}",
+        calls(&fake)
+    );
+}
+
+#[test]
+fn stand_in_a_run_id_someone_else_holds_is_not_taken_as_ours() {
+    let (fake, airflow) = stand_in("DW_AIRFLOW_STAND_IN_TAKEN", ApiVersion::V2);
+    fake.airflow_put_run(json!({
+        "dag_run_id": run_id("dataward-INC-4-1"), "dag_id": STAND_IN_DAG, "state": "success",
+        "conf": {"dataward": {"key": "some other key"}},
+    }));
+    let err = format!(
+        "{:#}",
+        airflow
+            .queue_run(
+                "job.orders",
+                "2026-12-01T10:00:00Z",
+                "alice",
+                "dataward-INC-4-1"
+            )
+            .unwrap_err()
+    );
+    assert!(err.contains("dataward did not make"), "{err}");
+}
+
+#[test]
+fn stand_in_an_expired_or_unknown_token_is_renewed_once() {
+    let (fake, airflow) = stand_in("DW_AIRFLOW_STAND_IN_TOKEN", ApiVersion::V2);
+    airflow.schedule("job.orders").unwrap();
+    fake.airflow_expire_tokens();
+    airflow.pause("job.orders").unwrap();
+    assert_eq!(fake.airflow_dag(STAND_IN_DAG)["is_paused"], true);
+    // Airflow restarted with a new JWT secret: the token is "invalid" (403), not expired.
+    fake.airflow_forget_tokens();
+    airflow
+        .restore(
+            "job.orders",
+            &Schedule {
+                paused: false,
+                saved: serde_json::Value::Null,
+            },
+        )
+        .unwrap();
+    assert_eq!(fake.airflow_dag(STAND_IN_DAG)["is_paused"], false);
+    assert_eq!(
+        calls(&fake),
+        [
+            "POST /auth/token".to_string(),
+            format!("GET /api/v2/dags/{STAND_IN_DAG}"),
+            format!("PATCH /api/v2/dags/{STAND_IN_DAG}?update_mask=is_paused"),
+            "POST /auth/token".to_string(),
+            format!("PATCH /api/v2/dags/{STAND_IN_DAG}?update_mask=is_paused"),
+            format!("PATCH /api/v2/dags/{STAND_IN_DAG}?update_mask=is_paused"),
+            "POST /auth/token".to_string(),
+            format!("PATCH /api/v2/dags/{STAND_IN_DAG}?update_mask=is_paused"),
+        ]
+    );
+    for r in fake
+        .requests()
+        .iter()
+        .filter(|r| r.path.starts_with("/api/"))
+    {
+        assert!(r.headers["authorization"].starts_with("Bearer tok-"));
+    }
+    let sign_in = fake.requests()[0].json();
+    assert_eq!(
+        sign_in,
+        json!({"username": AIRFLOW_USER, "password": STAND_IN_PASSWORD})
+    );
+}
+
+#[test]
+fn stand_in_a_refused_password_is_not_retried_and_never_shown() {
+    let (fake, airflow) = stand_in("DW_AIRFLOW_STAND_IN_BAD", ApiVersion::V2);
+    std::env::set_var("DW_AIRFLOW_STAND_IN_BAD", "WrongWrong-pass");
+    let err = format!("{:#}", airflow.pause("job.orders").unwrap_err());
+    assert!(
+        err.contains("Airflow POST /auth/token answered 401"),
+        "{err}"
+    );
+    assert!(err.contains("Invalid credentials"), "{err}");
+    assert!(!err.contains("WrongWrong"), "{err}");
+    assert_eq!(fake.requests().len(), 1, "a 401 is not retried");
+
+    std::env::remove_var("DW_AIRFLOW_STAND_IN_BAD");
+    let err = format!("{:#}", airflow.pause("job.orders").unwrap_err());
+    assert!(err.contains("DW_AIRFLOW_STAND_IN_BAD is not set"), "{err}");
+}
+
+#[test]
+fn stand_in_run_states_read_as_the_engine_reads_them() {
+    let (fake, airflow) = stand_in("DW_AIRFLOW_STAND_IN_STATES", ApiVersion::V2);
+    let (id, _) = airflow
+        .queue_run("job.orders", "2026-12-01T10:00:00Z", "alice", "k-1")
+        .unwrap();
+    let status = |airflow: &Airflow| airflow.run("job.orders", &id).unwrap().unwrap().status;
+    assert_eq!(status(&airflow), "queued");
+    assert_eq!(airflow.pipelines().unwrap()[0].state, "running");
+    fake.airflow_set_run_state(&id, "running");
+    assert_eq!(status(&airflow), "queued", "still in flight");
+    fake.airflow_set_run_state(&id, "success");
+    assert_eq!(status(&airflow), "success");
+    let bar = &airflow.pipelines().unwrap()[0];
+    assert_eq!(
+        (bar.state.as_str(), bar.last_status.as_str()),
+        ("scheduled", "success")
+    );
+    fake.airflow_set_run_state(&id, "failed");
+    assert_eq!(status(&airflow), "failed");
+    assert_eq!(airflow.run("job.orders", "dataward__nope").unwrap(), None);
+}
+
+#[test]
+fn stand_in_v1_speaks_airflow_2_basic_auth_update_mask_and_dated_runs() {
+    let (fake, airflow) = stand_in("DW_AIRFLOW_STAND_IN_V1", ApiVersion::V1);
+    let before = airflow.schedule("job.orders").unwrap();
+    airflow.pause("job.orders").unwrap();
+    assert_eq!(fake.airflow_dag(STAND_IN_DAG)["is_paused"], true);
+    airflow.restore("job.orders", &before).unwrap();
+    assert_eq!(fake.airflow_dag(STAND_IN_DAG)["is_paused"], false);
+    let (id, already) = airflow
+        .queue_command(
+            "job.orders",
+            "dbt build --select orders+",
+            "2026-12-01T10:00:00Z",
+            "bob",
+            "prop-3",
+        )
+        .unwrap();
+    assert!(!already);
+    let (again, already) = airflow
+        .queue_command(
+            "job.orders",
+            "dbt build --select orders+",
+            "2026-12-01T10:00:00Z",
+            "bob",
+            "prop-3",
+        )
+        .unwrap();
+    assert_eq!((again.as_str(), already), (id.as_str(), true));
+    let record = airflow.run("job.orders", &id).unwrap().unwrap();
+    assert_eq!(
+        record.link.unwrap(),
+        format!(
+            "{}/dags/{STAND_IN_DAG}/grid?dag_run_id={}",
+            fake.base_url(),
+            id
+        )
+    );
+    let requests = fake.requests();
+    assert!(requests.iter().all(|r| r.path.starts_with("/api/v1/")));
+    for r in &requests {
+        assert!(r.headers["authorization"].starts_with("Basic "), "{r:?}");
+    }
+    let patch = requests.iter().find(|r| r.method == "PATCH").unwrap();
+    assert_eq!(
+        patch.path,
+        format!("/api/v1/dags/{STAND_IN_DAG}?update_mask=is_paused")
+    );
+    let post = requests.iter().find(|r| r.method == "POST").unwrap().json();
+    assert!(post.get("logical_date").is_none(), "{post}");
+    assert_eq!(
+        post["conf"]["dataward"]["command"],
+        "dbt build --select orders+"
+    );
+}

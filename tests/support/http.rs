@@ -2,7 +2,7 @@
 //! server that records every request and answers as the API's documented contract says,
 //! keeping the state the contract implies (PagerDuty's alerts by `dedup_key`, Opsgenie's
 //! and JSM's by `alias` with request statuses to read back, Slack's messages, dbt Cloud's
-//! jobs and runs). Tests can make it
+//! jobs and runs, Airflow's DAGs, runs and tokens). Tests can make it
 //! answer a status (429 with `Retry-After`, 500), be slow, hold its answer, or stop
 //! listening (connection refused) and come back on the same port.
 
@@ -26,7 +26,14 @@ pub enum Api {
     /// dbt Cloud's Administrative API v2, for account [`DBT_ACCOUNT`]: get and update a
     /// job, trigger a run, get a run, list runs.
     DbtCloud,
+    /// Airflow's stable REST API as Airflow 3.1 answers it (v2: bearer tokens from
+    /// `/auth/token`) and as Airflow 2 does (v1: basic auth), for user [`AIRFLOW_USER`]
+    /// with the secret as password: get and patch a DAG, trigger, get and list runs.
+    Airflow,
 }
+
+/// The one user the Airflow stand-in knows.
+pub const AIRFLOW_USER: &str = "dataward";
 
 /// The one account the dbt Cloud stand-in serves.
 pub const DBT_ACCOUNT: u64 = 43;
@@ -82,6 +89,12 @@ struct State {
     /// dbt Cloud: jobs by id, and runs in the order they were triggered.
     dbt_jobs: BTreeMap<u64, Value>,
     dbt_runs: Vec<Value>,
+    /// Airflow: DAGs by id, runs in the order they were triggered, the tokens it takes
+    /// and those it has let expire (a token it never gave is "invalid").
+    airflow_dags: BTreeMap<String, Value>,
+    airflow_runs: Vec<Value>,
+    airflow_tokens: Vec<String>,
+    airflow_expired: Vec<String>,
 }
 
 pub struct FakeApi {
@@ -247,6 +260,67 @@ impl FakeApi {
         }
     }
 
+    /// Airflow: a DAG, paused or not.
+    pub fn airflow_add_dag(&self, dag_id: &str, paused: bool) {
+        let dag = json!({
+            "dag_id": dag_id, "dag_display_name": dag_id, "is_paused": paused,
+            "is_stale": false, "timetable_summary": "@hourly", "owners": ["airflow"],
+        });
+        self.state
+            .0
+            .lock()
+            .unwrap()
+            .airflow_dags
+            .insert(dag_id.to_string(), dag);
+    }
+
+    /// Airflow: a DAG as it is now.
+    pub fn airflow_dag(&self, dag_id: &str) -> Value {
+        self.state.0.lock().unwrap().airflow_dags[dag_id].clone()
+    }
+
+    /// Airflow: every run, oldest first.
+    pub fn airflow_runs(&self) -> Vec<Value> {
+        self.state.0.lock().unwrap().airflow_runs.clone()
+    }
+
+    /// Airflow: a run someone else made.
+    pub fn airflow_put_run(&self, run: Value) {
+        self.state.0.lock().unwrap().airflow_runs.push(run);
+    }
+
+    /// Airflow: moves a run on (running, success, failed), as the scheduler would.
+    pub fn airflow_set_run_state(&self, run_id: &str, state: &str) {
+        let mut s = self.state.0.lock().unwrap();
+        let run = s
+            .airflow_runs
+            .iter_mut()
+            .find(|r| r["dag_run_id"] == run_id)
+            .expect("no such run");
+        run["state"] = json!(state);
+        if state != "queued" && run["start_date"].is_null() {
+            run["start_date"] = json!("2026-12-01T10:00:02.000000Z");
+        }
+        if matches!(state, "success" | "failed") {
+            run["end_date"] = json!("2026-12-01T10:00:09.000000Z");
+        }
+    }
+
+    /// Airflow: every token given so far expires (401 `Token Expired`).
+    pub fn airflow_expire_tokens(&self) {
+        let mut s = self.state.0.lock().unwrap();
+        let tokens = std::mem::take(&mut s.airflow_tokens);
+        s.airflow_expired.extend(tokens);
+    }
+
+    /// Airflow: forgets every token, as an Airflow restarted with a new JWT secret does
+    /// (403 `Invalid JWT token`).
+    pub fn airflow_forget_tokens(&self) {
+        let mut s = self.state.0.lock().unwrap();
+        s.airflow_tokens.clear();
+        s.airflow_expired.clear();
+    }
+
     /// Lets every held answer go.
     pub fn release(&self) {
         self.state.0.lock().unwrap().released = true;
@@ -355,6 +429,7 @@ fn contract(
         Api::Jsm => opsgenie("/jsm/ops/integration", secret, request, &mut s),
         Api::Slack => slack(secret, request, &mut s),
         Api::DbtCloud => dbt_cloud(secret, request, &mut s),
+        Api::Airflow => airflow(secret, request, &mut s),
     }
 }
 
@@ -787,5 +862,196 @@ fn dbt_cloud(secret: &str, r: &Recorded, s: &mut State) -> (u16, Option<String>,
             dbt_answer(200, Value::Array(runs), "Success!")
         }
         _ => dbt_answer(404, Value::Null, "Not found."),
+    }
+}
+
+fn airflow_answer(code: u16, body: Value) -> (u16, Option<String>, String) {
+    (code, None, body.to_string())
+}
+
+fn detail(code: u16, message: &str) -> (u16, Option<String>, String) {
+    airflow_answer(code, json!({ "detail": message }))
+}
+
+/// Basic auth as Airflow 2's `basic_auth` backend takes it.
+fn basic_ok(secret: &str, header: Option<&String>) -> bool {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let Some(encoded) = header.and_then(|h| h.strip_prefix("Basic ")) else {
+        return false;
+    };
+    let mut bits = 0u32;
+    let mut count = 0;
+    let mut decoded = Vec::new();
+    for c in encoded.bytes().filter(|c| *c != b'=') {
+        let Some(v) = ALPHABET.iter().position(|a| *a == c) else {
+            return false;
+        };
+        bits = (bits << 6) | v as u32;
+        count += 6;
+        if count >= 8 {
+            count -= 8;
+            decoded.push((bits >> count) as u8);
+        }
+    }
+    decoded == format!("{AIRFLOW_USER}:{secret}").as_bytes()
+}
+
+/// Airflow's stable REST API. `POST /auth/token` (JSON username and password -> 201
+/// `access_token`); under `/api/v2` (bearer) or `/api/v1` (basic): `GET dags/{d}`,
+/// `PATCH dags/{d}` (`is_paused`), `POST dags/{d}/dagRuns` (v2: `logical_date` required,
+/// null allowed; v1: a date or left out; 409 for a dag_run_id it holds), `GET
+/// dags/{d}/dagRuns/{r}`, `GET dags/{d}/dagRuns?order_by=-id&limit=`.
+fn airflow(secret: &str, r: &Recorded, s: &mut State) -> (u16, Option<String>, String) {
+    let (path, query) = r.path.split_once('?').unwrap_or((&r.path, ""));
+    if path == "/auth/token" {
+        if r.method != "POST" {
+            return detail(405, "Method Not Allowed");
+        }
+        let body = r.json();
+        if !body["username"].is_string() || !body["password"].is_string() {
+            return detail(400, "Username and password must be provided");
+        }
+        if body["username"] != AIRFLOW_USER || body["password"] != secret {
+            return detail(401, "Invalid credentials");
+        }
+        let token = format!(
+            "tok-{}",
+            s.airflow_tokens.len() + s.airflow_expired.len() + 1
+        );
+        s.airflow_tokens.push(token.clone());
+        return airflow_answer(201, json!({ "access_token": token }));
+    }
+    let v1 = path.starts_with("/api/v1/");
+    let Some(rest) = path
+        .strip_prefix("/api/v2/")
+        .or_else(|| path.strip_prefix("/api/v1/"))
+    else {
+        return detail(404, "Not Found");
+    };
+    let authorization = r.headers.get("authorization");
+    if v1 {
+        if !basic_ok(secret, authorization) {
+            return airflow_answer(
+                401,
+                json!({"detail": null, "status": 401, "title": "Unauthorized",
+                       "type": "https://airflow.apache.org/docs/apache-airflow/2.10.5/stable-rest-api-ref.html#section/Errors/Unauthenticated"}),
+            );
+        }
+    } else {
+        match authorization.and_then(|h| h.strip_prefix("Bearer ")) {
+            None => return detail(401, "Not authenticated"),
+            Some(t) if s.airflow_expired.iter().any(|e| e == t) => {
+                return detail(401, "Token Expired")
+            }
+            Some(t) if !s.airflow_tokens.iter().any(|v| v == t) => {
+                return detail(403, "Invalid JWT token")
+            }
+            Some(_) => {}
+        }
+    }
+    let parts: Vec<String> = rest.split('/').map(percent_decode).collect();
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+    let no_dag = |dag: &str| detail(404, &format!("The Dag with ID: `{dag}` was not found"));
+    match (r.method.as_str(), parts.as_slice()) {
+        ("GET", ["dags", dag]) => match s.airflow_dags.get(*dag) {
+            Some(d) => airflow_answer(200, d.clone()),
+            None => no_dag(dag),
+        },
+        ("PATCH", ["dags", dag]) => {
+            let mask = query_pairs(query).get("update_mask").cloned();
+            if mask.as_deref().is_some_and(|m| m != "is_paused") {
+                return detail(
+                    400,
+                    "Only `is_paused` field can be updated through the REST API",
+                );
+            }
+            let Some(paused) = r.json()["is_paused"].as_bool() else {
+                return detail(422, "is_paused: Input should be a valid boolean");
+            };
+            match s.airflow_dags.get_mut(*dag) {
+                Some(d) => {
+                    d["is_paused"] = json!(paused);
+                    airflow_answer(200, d.clone())
+                }
+                None => no_dag(dag),
+            }
+        }
+        ("POST", ["dags", dag, "dagRuns"]) => {
+            if !s.airflow_dags.contains_key(*dag) {
+                return no_dag(dag);
+            }
+            let body = r.json();
+            let logical = body.get("logical_date");
+            if !v1 && logical.is_none() {
+                return airflow_answer(
+                    422,
+                    json!({"detail": [{"type": "missing", "loc": ["body", "logical_date"],
+                                       "msg": "Field required", "input": body}]}),
+                );
+            }
+            if v1 && logical.is_some_and(Value::is_null) {
+                return detail(400, "None is not of type 'string' - 'logical_date'");
+            }
+            let id = body["dag_run_id"].as_str().unwrap_or_default().to_string();
+            let allowed = !id.is_empty()
+                && id.len() <= 250
+                && id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_.~:+-".contains(c));
+            if !allowed {
+                return detail(
+                    400,
+                    &format!("The run_id provided '{id}' does not match regex pattern"),
+                );
+            }
+            if s.airflow_runs
+                .iter()
+                .any(|run| run["dag_id"] == *dag && run["dag_run_id"] == id)
+            {
+                return airflow_answer(
+                    409,
+                    json!({"detail": {"reason": "Unique constraint violation",
+                                      "orig_error": "UNIQUE constraint failed: dag_run.dag_id, dag_run.run_id"}}),
+                );
+            }
+            let run = json!({
+                "dag_run_id": id, "dag_id": dag, "logical_date": logical.cloned().unwrap_or(json!("2026-12-01T10:00:00Z")),
+                "queued_at": "2026-12-01T10:00:00.000000Z", "start_date": null, "end_date": null,
+                "run_after": "2026-12-01T10:00:00.000000Z", "run_type": "manual", "state": "queued",
+                "triggered_by": "rest_api", "conf": body.get("conf").cloned().unwrap_or(json!({})),
+                "note": body.get("note").cloned().unwrap_or(Value::Null),
+            });
+            s.airflow_runs.push(run.clone());
+            airflow_answer(200, run)
+        }
+        ("GET", ["dags", dag, "dagRuns", run]) => {
+            match s
+                .airflow_runs
+                .iter()
+                .find(|r| r["dag_id"] == *dag && r["dag_run_id"] == *run)
+            {
+                Some(found) => airflow_answer(200, found.clone()),
+                None => detail(
+                    404,
+                    &format!("The DagRun with dag_id: `{dag}` and run_id: `{run}` was not found"),
+                ),
+            }
+        }
+        ("GET", ["dags", dag, "dagRuns"]) => {
+            let q = query_pairs(query);
+            let mut runs: Vec<Value> = s
+                .airflow_runs
+                .iter()
+                .filter(|r| r["dag_id"] == *dag)
+                .cloned()
+                .collect();
+            let total = runs.len();
+            if q.get("order_by").map(String::as_str) == Some("-id") {
+                runs.reverse();
+            }
+            runs.truncate(q.get("limit").and_then(|l| l.parse().ok()).unwrap_or(100));
+            airflow_answer(200, json!({ "dag_runs": runs, "total_entries": total }))
+        }
+        _ => detail(404, "Not Found"),
     }
 }
