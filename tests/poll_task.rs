@@ -17,7 +17,7 @@ use dataward::approve::Actor;
 use dataward::config::Config;
 use dataward::demo::control::ControlPlane;
 use dataward::engine::api::{Command, EventKind, PipelineView};
-use dataward::engine::orchestrator::{Orchestrator, RunRecord};
+use dataward::engine::orchestrator::{Orchestrator, Reading, RunRecord, Schedule};
 use dataward::engine::poll_task::{PollNews, PollTask};
 use dataward::engine::Engine;
 use support::pg::start_or_skip;
@@ -197,14 +197,20 @@ impl Orchestrator for Counting {
         self.asked.fetch_add(1, Ordering::SeqCst);
         self.inner.pipelines()
     }
-    fn set_paused(&self, job: &str, paused: bool) -> Result<()> {
-        self.inner.set_paused(job, paused)
+    fn schedule(&self, job: &str) -> Result<Schedule> {
+        self.inner.schedule(job)
     }
-    fn queue_run(&self, job: &str, at: &str, by: &str, key: &str) -> Result<(i64, bool)> {
+    fn pause(&self, job: &str) -> Result<Option<String>> {
+        self.inner.pause(job)
+    }
+    fn restore(&self, job: &str, before: &Schedule) -> Result<()> {
+        self.inner.restore(job, before)
+    }
+    fn queue_run(&self, job: &str, at: &str, by: &str, key: &str) -> Result<(String, bool)> {
         self.inner.queue_run(job, at, by, key)
     }
-    fn run(&self, id: i64) -> Result<Option<RunRecord>> {
-        self.inner.run(id)
+    fn run(&self, job: &str, id: &str) -> Result<Option<RunRecord>> {
+        self.inner.run(job, id)
     }
 }
 
@@ -278,7 +284,10 @@ fn a_snapshot_never_calls_the_orchestrator() {
     assert_eq!(asked.load(Ordering::SeqCst), after_tick);
     let mut paused = load_orders();
     paused.state = "paused".into();
-    engine.set_pipelines(vec![paused.clone()]);
+    engine.set_reading(Reading {
+        pipelines: Some(vec![paused.clone()]),
+        ..Reading::default()
+    });
     assert_eq!(engine.snapshot(false).pipelines, vec![paused]);
 }
 
@@ -309,12 +318,18 @@ fn the_engine_acts_on_what_the_poll_task_stored_and_polls_nothing_itself() {
     // Both come from the first turn, observations first.
     assert_eq!(
         heard,
-        vec![PollNews::Observed, PollNews::Pipelines(vec![load_orders()])]
+        vec![
+            PollNews::Observed,
+            PollNews::Scheduler(Reading {
+                pipelines: Some(vec![load_orders()]),
+                ..Reading::default()
+            })
+        ]
     );
-    let PollNews::Pipelines(pipelines) = heard.pop().unwrap() else {
+    let PollNews::Scheduler(reading) = heard.pop().unwrap() else {
         unreachable!()
     };
-    engine.set_pipelines(pipelines);
+    engine.set_reading(reading);
     engine.tick(t0()).unwrap();
     let snapshot = engine.snapshot(false);
     assert_eq!(snapshot.pipelines, vec![load_orders()]);

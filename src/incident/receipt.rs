@@ -86,11 +86,14 @@ pub struct ChainRange {
     pub head_hash: String,
 }
 
+/// A field as people read it: a string as it is, a number (a run id an earlier
+/// dataward stored) in digits, anything else nothing.
 fn text(v: &Value, key: &str) -> String {
-    v.get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
+    match v.get(key) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => String::new(),
+    }
 }
 
 /// Builds the receipt of `incident` from the chain.
@@ -476,10 +479,10 @@ fn markdown(receipt: &Sanitized<Receipt>) -> String {
             })
             .collect();
         md.push_str(&format!(
-            "- {} backfill `{}` queued as run #{} of {} (chain #{}); copies taken first: {}; undo: {}\n",
+            "- {} backfill `{}` queued as run {} of {} (chain #{}); copies taken first: {}; undo: {}\n",
             text(b, "at"),
             text(b, "command"),
-            b["run"],
+            text(b, "run"),
             text(b, "job"),
             b["seq"],
             copies.join(", "),
@@ -487,10 +490,14 @@ fn markdown(receipt: &Sanitized<Receipt>) -> String {
         ));
     }
     for r in &r.runs {
+        let link = match text(r, "link") {
+            link if link.is_empty() => String::new(),
+            link => format!(" <{link}>"),
+        };
         md.push_str(&format!(
-            "- {} run #{} of {}: {} {} (chain #{})\n",
+            "- {} run {} of {}: {} {}{link} (chain #{})\n",
             text(r, "at"),
-            r["run"],
+            text(r, "run"),
             text(r, "job"),
             text(r, "status"),
             text(r, "detail"),
