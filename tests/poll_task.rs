@@ -190,11 +190,16 @@ fn a_stop_is_recorded_while_a_check_is_blocked_on_a_locked_table() {
 struct Counting {
     inner: ControlPlane,
     asked: Arc<AtomicUsize>,
+    /// Answer nothing, as a scheduler that is down.
+    down: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Orchestrator for Counting {
     fn pipelines(&self) -> Result<Vec<PipelineView>> {
         self.asked.fetch_add(1, Ordering::SeqCst);
+        if self.down.load(Ordering::SeqCst) {
+            anyhow::bail!("scheduler GET /pipelines: could not connect");
+        }
         self.inner.pipelines()
     }
     fn schedule(&self, job: &str) -> Result<Schedule> {
@@ -260,6 +265,7 @@ fn a_snapshot_never_calls_the_orchestrator() {
     let orchestrator = Box::new(Counting {
         inner: ControlPlane::new(dir.path().join("control.db")),
         asked: asked.clone(),
+        down: Arc::default(),
     });
     let state = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
     let mut engine = Engine::new(config, state, Some(orchestrator), &Actor::current()).unwrap();
@@ -289,6 +295,40 @@ fn a_snapshot_never_calls_the_orchestrator() {
         ..Reading::default()
     });
     assert_eq!(engine.snapshot(false).pipelines, vec![paused]);
+}
+
+#[test]
+fn an_orchestrator_that_does_not_answer_is_a_health_state_not_an_incident() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = local_estate(dir.path(), 3);
+    let down = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let orchestrator = Box::new(Counting {
+        inner: ControlPlane::new(dir.path().join("control.db")),
+        asked: Arc::default(),
+        down: down.clone(),
+    });
+    let state = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
+    let mut engine = Engine::new(config, state, Some(orchestrator), &Actor::current()).unwrap();
+    engine.tick(t0()).unwrap();
+    assert_eq!(engine.snapshot(false).orchestrator_down, None);
+
+    down.store(true, Ordering::SeqCst);
+    for minute in 1..4 {
+        engine.tick(t0() + TimeDelta::minutes(minute)).unwrap();
+    }
+    let snapshot = engine.snapshot(false);
+    let said = snapshot.orchestrator_down.expect("the bar says it is down");
+    // Since the first turn it did not answer, with what it said.
+    assert!(said.contains("could not connect"), "{said}");
+    assert!(said.starts_with("since 02:31: "), "{said}");
+    assert!(snapshot.pipelines.is_empty(), "no stale pipelines");
+    assert!(snapshot.incidents.is_empty(), "{:?}", snapshot.incidents);
+
+    down.store(false, Ordering::SeqCst);
+    engine.tick(t0() + TimeDelta::minutes(5)).unwrap();
+    let snapshot = engine.snapshot(false);
+    assert_eq!(snapshot.orchestrator_down, None);
+    assert_eq!(snapshot.pipelines, vec![load_orders()]);
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! What people ask for: approve, reject, roll back, forward, queue a run, the org stop.
 //! Every command is checked against the policy; a refusal changes nothing and says why.
 
-use super::intent::{Completion, Effect};
+use super::intent::{Completion, Decided, Effect};
 use super::*;
 
 impl Engine {
@@ -247,31 +247,23 @@ impl Engine {
             (Verdict::RolledBack, body) => effect_of(body, false),
             _ => None,
         };
+        let decided = Decided {
+            incident: self.incidents[i].id.clone(),
+            proposal: id.to_string(),
+            verdict,
+            actor: actor.to_json(),
+            actor_display: actor.display(),
+            content_hash: content_hash.to_string(),
+            reason: reason.to_string(),
+        };
         match effect {
             // The effect goes intent first: it is carried out after this commits, and
             // the decision is recorded once it is in place.
             Some(effect) => {
-                let completion = Completion::Decision {
-                    incident: self.incidents[i].id.clone(),
-                    proposal: id.to_string(),
-                    verdict,
-                    actor: actor.to_json(),
-                    actor_display: actor.display(),
-                    content_hash: content_hash.to_string(),
-                    reason: reason.to_string(),
-                };
-                self.intend(id, effect, completion, true)?;
+                self.intend(id, effect, Completion::Decision(decided), true)?;
                 Ok(Vec::new())
             }
-            None => self.record_decision(
-                id,
-                verdict,
-                &actor.to_json(),
-                &actor.display(),
-                content_hash,
-                reason,
-                None,
-            ),
+            None => self.record_decision(&decided, None),
         }
     }
 
@@ -279,14 +271,19 @@ impl Engine {
     /// its request on.
     pub(super) fn record_decision(
         &mut self,
-        id: &str,
-        verdict: Verdict,
-        actor_json: &str,
-        actor_display: &str,
-        content_hash: &str,
-        reason: &str,
+        decided: &Decided,
         action: Option<&str>,
     ) -> Result<Vec<Event>> {
+        let Decided {
+            proposal: id,
+            verdict,
+            actor: actor_json,
+            actor_display,
+            content_hash,
+            reason,
+            ..
+        } = decided;
+        let verdict = *verdict;
         let (i, p) = self.find_proposal(id)?;
         let incident = self.incidents[i].id.clone();
         let mut payload = json!({"incident": incident, "proposal": id, "verdict": verdict,

@@ -49,16 +49,7 @@ pub enum Effect {
 #[serde(tag = "then", rename_all = "snake_case")]
 pub enum Completion {
     /// A decision whose effect is now in place: record it and move the proposal on.
-    Decision {
-        incident: String,
-        proposal: String,
-        verdict: Verdict,
-        /// The decider as recorded on the chain (JSON), and as people read it.
-        actor: String,
-        actor_display: String,
-        content_hash: String,
-        reason: String,
-    },
+    Decision(Decided),
     /// A hold's schedule was resumed because its incident verified.
     Resumed { incident: String, proposal: String },
     /// A dispatched run is queued at the orchestrator.
@@ -69,6 +60,19 @@ pub enum Completion {
         after_recovery: bool,
         actor: String,
     },
+}
+
+/// A decision as it is recorded on the chain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decided {
+    pub incident: String,
+    pub proposal: String,
+    pub verdict: Verdict,
+    /// The decider as recorded on the chain (JSON), and as people read it.
+    pub actor: String,
+    pub actor_display: String,
+    pub content_hash: String,
+    pub reason: String,
 }
 
 /// What carrying out an effect found.
@@ -437,24 +441,9 @@ impl Engine {
     /// Records what a finished effect means, inside the outcome's transaction.
     fn complete(&mut self, completion: &Completion, outcome: &Outcome) -> Result<Vec<Event>> {
         match completion {
-            Completion::Decision {
-                incident: _,
-                proposal,
-                verdict,
-                actor,
-                actor_display,
-                content_hash,
-                reason,
-            } => {
-                let mut events = self.record_decision(
-                    proposal,
-                    *verdict,
-                    actor,
-                    actor_display,
-                    content_hash,
-                    reason,
-                    outcome.action.as_deref(),
-                )?;
+            Completion::Decision(decided) => {
+                let proposal = &decided.proposal;
+                let mut events = self.record_decision(decided, outcome.action.as_deref())?;
                 if let Some(run) = &outcome.run {
                     events.extend(self.backfill_queued(proposal, run, &outcome.versions)?);
                 }

@@ -572,3 +572,52 @@ fn actor_text(actor: &Value) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn chain(records: &[(&str, Value)]) -> Vec<Record> {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = crate::store::open(&dir.path().join("state.db")).unwrap();
+        for (kind, payload) in records {
+            crate::chain::append(&mut conn, "2026-11-24T03:10:00Z", kind, "{}", payload).unwrap();
+        }
+        crate::chain::records(&conn).unwrap()
+    }
+
+    #[test]
+    fn a_run_shows_the_orchestrators_own_id_and_link() {
+        let records = chain(&[
+            (
+                "incident_opened",
+                json!({"incident": "INC-0001", "table": "fct_orders", "monitor": "orders"}),
+            ),
+            (
+                "run",
+                json!({"incident": "INC-0001", "run": "dataward__INC-0001-run-1",
+                       "job": "hourly_orders", "status": "success", "detail": "dag run success",
+                       "link": "http://127.0.0.1:8080/dags/hourly_orders/runs/dataward__INC-0001-run-1"}),
+            ),
+            // A run an earlier dataward recorded by number, without a link.
+            (
+                "run",
+                json!({"incident": "INC-0001", "run": 7, "job": "hourly_orders",
+                       "status": "failed", "detail": "exit 1"}),
+            ),
+        ]);
+        let markdown = build(&records, "INC-0001").unwrap().to_markdown();
+        assert!(
+            markdown.contains(
+                "run dataward__INC-0001-run-1 of hourly_orders: success dag run success \
+                 <http://127.0.0.1:8080/dags/hourly_orders/runs/dataward__INC-0001-run-1>"
+            ),
+            "{markdown}"
+        );
+        assert!(
+            markdown.contains("run 7 of hourly_orders: failed exit 1 (chain"),
+            "{markdown}"
+        );
+    }
+}
