@@ -230,6 +230,7 @@ pub fn snapshot(snapshot: &mut Snapshot) {
         actor,
         chain_head,
         pipelines,
+        orchestrator_down,
         monitors,
         incidents,
         notices,
@@ -240,7 +241,10 @@ pub fn snapshot(snapshot: &mut Snapshot) {
         outbox,
     } = snapshot;
     outbox.sanitize();
-    for text in [org_stop, chain_alarm].into_iter().flatten() {
+    for text in [org_stop, chain_alarm, orchestrator_down]
+        .into_iter()
+        .flatten()
+    {
         clean_in_place(text);
     }
     for presence in attached {

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use airflow_server::{AirflowServer, DagFile, USER};
 use dataward::config::Config;
 use dataward::engine::orchestrator::airflow::{run_id, Airflow, ApiVersion, Retry, Settings};
-use dataward::engine::orchestrator::next::{from_config_next, Orchestrator, Schedule};
+use dataward::engine::orchestrator::{self, Orchestrator, Schedule};
 use dataward::notify::relay::Backoff;
 use http::{Behaviour, FakeApi, Recorded, AIRFLOW_USER};
 use serde_json::json;
@@ -130,7 +130,7 @@ fn shared(test: &str) -> Option<&'static Shared> {
 
 /// The orchestrator as `dataward serve` builds it, from a config file naming the
 /// password's variable (`var`, one per test: tests run side by side).
-fn orchestrator(
+fn from_config_file(
     base_url: &str,
     var: &str,
     password: &str,
@@ -150,12 +150,14 @@ fn orchestrator(
     )
     .unwrap();
     let config = Config::load(&path).unwrap();
-    let built = from_config_next(&config, dir.path()).unwrap().unwrap();
+    let built = orchestrator::from_config(&config, dir.path())
+        .unwrap()
+        .unwrap();
     (built, dir)
 }
 
 fn real(shared: &Shared, var: &str) -> (Box<dyn Orchestrator>, tempfile::TempDir) {
-    orchestrator(&shared.server.base_url, var, &shared.server.password, "10s")
+    from_config_file(&shared.server.base_url, var, &shared.server.password, "10s")
 }
 
 /// Follows a run until it is no longer in flight.
@@ -208,7 +210,11 @@ fn pause_is_seen_at_airflow_and_restore_puts_the_dag_back() {
         }
     );
 
-    airflow.pause("job.held").unwrap();
+    assert_eq!(
+        airflow.pause("job.held").unwrap(),
+        None,
+        "Airflow pauses it alone: nothing for people to do"
+    );
     assert_eq!(shared.server.dag(DAG_HELD)["is_paused"], true);
     assert!(airflow.schedule("job.held").unwrap().paused);
     // A retried pause (the engine restarted before it recorded the outcome) is one pause.
@@ -394,7 +400,7 @@ fn a_wrong_password_is_an_error_naming_the_endpoint() {
     let Some(shared) = shared("a_wrong_password_is_an_error_naming_the_endpoint") else {
         return;
     };
-    let (airflow, _dir) = orchestrator(
+    let (airflow, _dir) = from_config_file(
         &shared.server.base_url,
         "DW_AIRFLOW_PASSWORD_WRONG",
         "not-the-password",
@@ -420,7 +426,7 @@ fn an_airflow_that_is_down_is_an_error_naming_the_endpoint_not_a_hang() {
         .local_addr()
         .unwrap()
         .port();
-    let (airflow, _dir) = orchestrator(
+    let (airflow, _dir) = from_config_file(
         &format!("http://127.0.0.1:{port}"),
         "DW_AIRFLOW_PASSWORD_DOWN",
         "whatever",
@@ -433,7 +439,7 @@ fn an_airflow_that_is_down_is_an_error_naming_the_endpoint_not_a_hang() {
 
     // One that takes the connection and never answers: the timeout ends the wait.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let (airflow, _dir) = orchestrator(
+    let (airflow, _dir) = from_config_file(
         &format!("http://{}", silent.local_addr().unwrap()),
         "DW_AIRFLOW_PASSWORD_SILENT",
         "whatever",
@@ -602,8 +608,9 @@ fn stand_in_an_expired_or_unknown_token_is_renewed_once() {
             format!("PATCH /api/v2/dags/{STAND_IN_DAG}?update_mask=is_paused"),
             "POST /auth/token".to_string(),
             format!("PATCH /api/v2/dags/{STAND_IN_DAG}?update_mask=is_paused"),
-            format!("PATCH /api/v2/dags/{STAND_IN_DAG}?update_mask=is_paused"),
+            format!("GET /api/v2/dags/{STAND_IN_DAG}"),
             "POST /auth/token".to_string(),
+            format!("GET /api/v2/dags/{STAND_IN_DAG}"),
             format!("PATCH /api/v2/dags/{STAND_IN_DAG}?update_mask=is_paused"),
         ]
     );
@@ -715,4 +722,27 @@ fn stand_in_v1_speaks_airflow_2_basic_auth_update_mask_and_dated_runs() {
         post["conf"]["dataward"]["command"],
         "dbt build --select orders+"
     );
+}
+
+#[test]
+fn stand_in_restore_puts_is_paused_back_exactly_as_it_was_read() {
+    let (fake, airflow) = stand_in("DW_AIRFLOW_STAND_IN_EXACT", ApiVersion::V2);
+    fake.airflow_add_dag(STAND_IN_DAG, true);
+    let before = airflow.schedule("job.orders").unwrap();
+    assert!(before.paused);
+    airflow.pause("job.orders").unwrap();
+    // Someone unpauses it while the hold stands; the undo puts back what was read.
+    fake.airflow_add_dag(STAND_IN_DAG, false);
+    airflow.restore("job.orders", &before).unwrap();
+    assert_eq!(fake.airflow_dag(STAND_IN_DAG)["is_paused"], true);
+    // Already as it was: read, and nothing changed.
+    let patches = |fake: &FakeApi| {
+        calls(fake)
+            .iter()
+            .filter(|c| c.starts_with("PATCH"))
+            .count()
+    };
+    let before_patches = patches(&fake);
+    airflow.restore("job.orders", &before).unwrap();
+    assert_eq!(patches(&fake), before_patches);
 }

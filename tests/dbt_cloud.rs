@@ -27,16 +27,13 @@ fn setup(var: &str, schedule: bool) -> (FakeApi, DbtCloud, tempfile::TempDir) {
     api.dbt_add_job(DBT_JOB, "Hourly orders", schedule);
     std::env::set_var(var, TOKEN);
     let dir = tempfile::tempdir().unwrap();
-    let cloud = DbtCloud::new(
-        Settings {
-            base_url: api.base_url(),
-            account_id: DBT_ACCOUNT,
-            token_env: var.to_string(),
-            jobs: BTreeMap::from([(JOB.to_string(), DBT_JOB)]),
-            timeout: Duration::from_secs(2),
-        },
-        dir.path().join("dbt_cloud.db"),
-    )
+    let cloud = DbtCloud::new(Settings {
+        base_url: api.base_url(),
+        account_id: DBT_ACCOUNT,
+        token_env: var.to_string(),
+        jobs: BTreeMap::from([(JOB.to_string(), DBT_JOB)]),
+        timeout: Duration::from_secs(2),
+    })
     .unwrap()
     .with_retry(Retry {
         attempts: 3,
@@ -59,12 +56,16 @@ fn calls(api: &FakeApi) -> Vec<String> {
 #[test]
 fn pause_posts_the_whole_job_with_schedule_off_and_the_undo_turns_it_back_on() {
     let (api, cloud, _dir) = setup("DW_DBT_TOKEN_PAUSE", true);
-    cloud.set_paused(JOB, true).unwrap();
+    let before = cloud.schedule(JOB).unwrap();
+    assert!(!before.paused);
+    assert_eq!(before.saved["schedule"], true);
+    assert_eq!(cloud.pause(JOB).unwrap(), None, "nothing for people to do");
     assert_eq!(api.dbt_job(DBT_JOB)["triggers"]["schedule"], false);
     let requests = api.requests();
     assert_eq!(
         calls(&api),
         [
+            "GET /api/v2/accounts/43/jobs/1187/",
             "GET /api/v2/accounts/43/jobs/1187/",
             "POST /api/v2/accounts/43/jobs/1187/"
         ]
@@ -72,30 +73,28 @@ fn pause_posts_the_whole_job_with_schedule_off_and_the_undo_turns_it_back_on() {
     for r in &requests {
         assert_eq!(r.headers["authorization"], format!("Token {TOKEN}"));
     }
-    let posted = requests[1].json();
+    let posted = requests[2].json();
     assert_eq!(posted["name"], "Hourly orders");
     assert_eq!(
         posted["schedule"]["cron"], "15 * * * *",
         "the cron is left as it was"
     );
     assert_eq!(posted["triggers"]["github_webhook"], false);
-    assert_eq!(cloud.remembered(JOB).unwrap().unwrap()["schedule"], true);
+    assert!(cloud.schedule(JOB).unwrap().paused);
 
-    // A retry of the pause (the engine killed before it recorded the outcome) keeps the
-    // first memory: the job was on before dataward touched it.
-    cloud.set_paused(JOB, true).unwrap();
-    assert_eq!(cloud.remembered(JOB).unwrap().unwrap()["schedule"], true);
+    // A second pause (a retry) sends no update.
+    let asked = api.requests().len();
+    cloud.pause(JOB).unwrap();
+    assert!(!calls(&api)[asked..].iter().any(|c| c.starts_with("POST")));
 
-    cloud.set_paused(JOB, false).unwrap();
+    cloud.restore(JOB, &before).unwrap();
     assert_eq!(api.dbt_job(DBT_JOB)["triggers"]["schedule"], true);
-    assert_eq!(cloud.remembered(JOB).unwrap(), None);
     // A second undo (a retry) changes nothing.
-    let before = api.requests().len();
-    cloud.set_paused(JOB, false).unwrap();
-    assert_eq!(
-        api.requests().len(),
-        before,
-        "nothing to put back, nothing asked"
+    let asked = api.requests().len();
+    cloud.restore(JOB, &before).unwrap();
+    assert!(
+        !calls(&api)[asked..].iter().any(|c| c.starts_with("POST")),
+        "nothing to put back, nothing sent"
     );
     assert_eq!(api.dbt_job(DBT_JOB)["triggers"]["schedule"], true);
 }
@@ -103,13 +102,10 @@ fn pause_posts_the_whole_job_with_schedule_off_and_the_undo_turns_it_back_on() {
 #[test]
 fn a_job_already_paused_stays_paused_after_the_undo() {
     let (api, cloud, _dir) = setup("DW_DBT_TOKEN_ALREADY", false);
-    cloud.set_paused(JOB, true).unwrap();
-    assert_eq!(
-        calls(&api),
-        ["GET /api/v2/accounts/43/jobs/1187/"],
-        "no update sent"
-    );
-    cloud.set_paused(JOB, false).unwrap();
+    let before = cloud.schedule(JOB).unwrap();
+    assert!(before.paused);
+    cloud.pause(JOB).unwrap();
+    cloud.restore(JOB, &before).unwrap();
     assert_eq!(api.dbt_job(DBT_JOB)["triggers"]["schedule"], false);
     assert!(
         !calls(&api).iter().any(|c| c.starts_with("POST")),
@@ -121,12 +117,13 @@ fn a_job_already_paused_stays_paused_after_the_undo() {
 #[test]
 fn the_undo_puts_back_only_the_schedule_and_keeps_what_others_changed() {
     let (api, cloud, _dir) = setup("DW_DBT_TOKEN_OTHERS", true);
-    cloud.set_paused(JOB, true).unwrap();
+    let before = cloud.schedule(JOB).unwrap();
+    cloud.pause(JOB).unwrap();
     // Meanwhile someone turns on the merge trigger in dbt Cloud.
     let mut job = api.dbt_job(DBT_JOB);
     job["triggers"]["on_merge"] = json!(true);
     api.dbt_put_job(job);
-    cloud.set_paused(JOB, false).unwrap();
+    cloud.restore(JOB, &before).unwrap();
     let triggers = &api.dbt_job(DBT_JOB)["triggers"];
     assert_eq!(triggers["schedule"], true);
     assert_eq!(triggers["on_merge"], true);
@@ -148,7 +145,7 @@ fn a_backfill_is_queued_once_with_its_exact_command_as_steps_override() {
     assert!(!again);
     let runs = api.dbt_runs();
     assert_eq!(runs.len(), 1);
-    assert_eq!(runs[0]["id"], run);
+    assert_eq!(runs[0]["id"].to_string(), run);
     assert_eq!(runs[0]["trigger"]["steps_override"], json!([command]));
     let cause = runs[0]["trigger"]["cause"].as_str().unwrap();
     assert!(cause.starts_with("dataward [INC-0002-P1]"), "{cause}");
@@ -165,7 +162,7 @@ fn a_backfill_is_queued_once_with_its_exact_command_as_steps_override() {
                 "INC-0002-P1"
             )
             .unwrap(),
-        (run, true)
+        (run.clone(), true)
     );
     // A plain run under another key is a second run, without steps_override.
     let (second, _) = cloud
@@ -201,32 +198,33 @@ fn a_run_is_read_back_through_queued_running_success_and_error() {
     let (run, _) = cloud
         .queue_run(JOB, "t", "alice", "INC-0001-run-1")
         .unwrap();
-    let record = cloud.run(run).unwrap().unwrap();
+    let record = cloud.run(JOB, &run).unwrap().unwrap();
     assert_eq!(record.status, "queued");
     assert_eq!(record.job, JOB);
-    assert!(
-        record.detail.contains(&format!("/runs/{run}/")),
-        "{}",
-        record.detail
-    );
+    let link = record.link.clone().unwrap();
+    assert!(link.contains(&format!("/runs/{run}/")), "{link}");
     assert_eq!(record.started_at, None);
 
-    api.dbt_set_run_status(run, 3, None);
-    let record = cloud.run(run).unwrap().unwrap();
+    api.dbt_set_run_status(run.parse().unwrap(), 3, None);
+    let record = cloud.run(JOB, &run).unwrap().unwrap();
     assert_eq!(record.status, "queued", "in flight");
     assert!(record.detail.contains("running"), "{}", record.detail);
     assert!(record.started_at.is_some());
 
-    api.dbt_set_run_status(run, 10, None);
-    let record = cloud.run(run).unwrap().unwrap();
+    api.dbt_set_run_status(run.parse().unwrap(), 10, None);
+    let record = cloud.run(JOB, &run).unwrap().unwrap();
     assert_eq!(record.status, "success");
     assert!(record.finished_at.is_some());
 
     let (failed, _) = cloud
         .queue_run(JOB, "t", "alice", "INC-0001-run-2")
         .unwrap();
-    api.dbt_set_run_status(failed, 20, Some("Database Error in model fct_orders"));
-    let record = cloud.run(failed).unwrap().unwrap();
+    api.dbt_set_run_status(
+        failed.parse().unwrap(),
+        20,
+        Some("Database Error in model fct_orders"),
+    );
+    let record = cloud.run(JOB, &failed).unwrap().unwrap();
     assert_eq!(record.status, "failed");
     assert!(
         record.detail.contains("Database Error in model fct_orders"),
@@ -235,7 +233,7 @@ fn a_run_is_read_back_through_queued_running_success_and_error() {
     );
 
     assert_eq!(
-        cloud.run(123).unwrap(),
+        cloud.run(JOB, "123").unwrap(),
         None,
         "a run dbt Cloud does not know"
     );
@@ -246,7 +244,7 @@ fn a_run_is_read_back_through_queued_running_success_and_error() {
     assert_eq!(bar[0].name, "Hourly orders");
     assert_eq!(bar[0].state, "scheduled");
     assert_eq!(bar[0].last_status, "failed");
-    cloud.set_paused(JOB, true).unwrap();
+    cloud.pause(JOB).unwrap();
     assert_eq!(cloud.pipelines().unwrap()[0].state, "paused");
 }
 
@@ -258,7 +256,7 @@ fn a_429_is_waited_out_and_the_call_goes_through() {
         Some("0".into()),
         json!({"status": {"code": 429, "user_message": "Too many requests"}}).to_string(),
     )]);
-    cloud.set_paused(JOB, true).unwrap();
+    cloud.pause(JOB).unwrap();
     assert_eq!(
         calls(&api),
         [
@@ -279,7 +277,7 @@ fn repeated_500s_give_up_naming_the_endpoint_and_the_answer() {
     let before = api.requests().len();
     let boom = || Behaviour::Status(500, None, "{\"detail\": \"upstream exploded\"}".into());
     api.plan([boom(), boom(), boom()]);
-    let err = format!("{:#}", cloud.run(run).unwrap_err());
+    let err = format!("{:#}", cloud.run(JOB, &run).unwrap_err());
     assert!(
         err.contains(&format!(
             "dbt Cloud GET /api/v2/accounts/43/runs/{run}/ answered 500"
@@ -292,7 +290,7 @@ fn repeated_500s_give_up_naming_the_endpoint_and_the_answer() {
 
     // Two 500s then the answer: read.
     api.plan([boom(), boom()]);
-    assert_eq!(cloud.run(run).unwrap().unwrap().status, "queued");
+    assert_eq!(cloud.run(JOB, &run).unwrap().unwrap().status, "queued");
 }
 
 #[test]
@@ -306,7 +304,7 @@ fn a_trigger_whose_answer_was_lost_is_found_by_its_cause_not_run_twice() {
         .unwrap();
     assert!(again, "found by its marker after the timeout");
     assert_eq!(api.dbt_runs().len(), 1, "one run, not two");
-    assert_eq!(api.dbt_runs()[0]["id"], run);
+    assert_eq!(api.dbt_runs()[0]["id"].to_string(), run);
     assert_eq!(
         calls(&api).iter().filter(|c| c.ends_with("/run/")).count(),
         1
@@ -318,7 +316,7 @@ fn a_trigger_whose_answer_was_lost_is_found_by_its_cause_not_run_twice() {
 fn a_bad_token_is_named_without_showing_it() {
     let (api, cloud, _dir) = setup("DW_DBT_TOKEN_BAD", true);
     std::env::set_var("DW_DBT_TOKEN_BAD", "dbtc_WrongWrongWrong123456");
-    let err = format!("{:#}", cloud.set_paused(JOB, true).unwrap_err());
+    let err = format!("{:#}", cloud.pause(JOB).unwrap_err());
     assert!(
         err.contains("dbt Cloud GET /api/v2/accounts/43/jobs/1187/ answered 401"),
         "{err}"
@@ -332,7 +330,7 @@ fn a_bad_token_is_named_without_showing_it() {
     assert_eq!(api.requests().len(), 1, "a 401 is not retried");
 
     std::env::remove_var("DW_DBT_TOKEN_BAD");
-    let err = format!("{:#}", cloud.run(1).unwrap_err());
+    let err = format!("{:#}", cloud.run(JOB, "1").unwrap_err());
     assert!(err.contains("DW_DBT_TOKEN_BAD is not set"), "{err}");
 }
 
@@ -351,9 +349,8 @@ fn the_config_builds_it_and_a_server_that_is_down_is_an_error_naming_the_endpoin
     let cloud = orchestrator::from_config(&config, dir.path())
         .unwrap()
         .unwrap();
-    cloud.set_paused(JOB, true).unwrap();
+    cloud.pause(JOB).unwrap();
     assert_eq!(api.dbt_job(DBT_JOB)["triggers"]["schedule"], false);
-    assert!(dir.path().join("dbt_cloud.db").exists());
 
     api.down();
     let err = format!("{:#}", cloud.pipelines().unwrap_err());

@@ -13,6 +13,7 @@ use dataward::demo::control::ControlPlane;
 use dataward::engine::api::{
     Command, EventKind, IncidentStatus, ProposalKind, ProposalState, Verdict,
 };
+use dataward::engine::orchestrator::Orchestrator;
 use dataward::engine::Engine;
 use serde_json::Value;
 
@@ -388,6 +389,127 @@ fn a_kill_before_the_file_was_written_is_carried_out_at_restart() {
         .cloned()
         .unwrap();
     assert_eq!(diff.state, ProposalState::Approved);
+}
+
+/// Puts the engine in the state a kill leaves during a hold's approval: its intent
+/// committed, no decision on the chain. `first_try` says how far the killed try got:
+/// nothing, the schedule read and kept, or the job paused too.
+fn pending_hold_approval(dir: &Path, first_try: FirstTry) -> (Engine, String) {
+    let (mut scenario, mut engine) = dataward::demo::prepare(dir, &owner()).unwrap();
+    play_minutes(
+        &mut scenario,
+        &mut engine,
+        start(),
+        start() + TimeDelta::minutes(50),
+        |_, _| Vec::new(),
+    );
+    let hold = engine.snapshot(false).incidents[0]
+        .proposals
+        .iter()
+        .find(|p| p.kind == ProposalKind::Hold)
+        .cloned()
+        .expect("a hold is proposed");
+    let dataward::engine::api::ProposalBody::Hold { job, .. } = &hold.body else {
+        unreachable!()
+    };
+    drop(engine);
+    let conn = rusqlite::Connection::open(dir.join("dataward.db")).unwrap();
+    let effect = serde_json::json!({"effect": "set_paused", "job": job, "paused": true});
+    let completion = serde_json::json!({"then": "decision", "incident": "INC-0001", "proposal": hold.id,
+        "verdict": "approved", "actor": owner().to_json(), "actor_display": owner().display(),
+        "content_hash": hold.content_hash, "reason": "ok"});
+    conn.execute(
+        "INSERT INTO intent (created_at, subject, effect, completion, by_person) VALUES ('t', ?1, ?2, ?3, 1)",
+        rusqlite::params![hold.id, effect.to_string(), completion.to_string()],
+    )
+    .unwrap();
+    let control = ControlPlane::new(dir.join("estate/control.db"));
+    if first_try != FirstTry::Nothing {
+        conn.execute(
+            "INSERT INTO held_schedule (proposal, job, before, taken_at) VALUES (?1, ?2, '{\"paused\":false}', 't')",
+            rusqlite::params![hold.id, job],
+        )
+        .unwrap();
+    }
+    if first_try == FirstTry::Paused {
+        control.pause(job).unwrap();
+    }
+    (reopen(dir), job.clone())
+}
+
+#[derive(PartialEq, Clone, Copy)]
+enum FirstTry {
+    Nothing,
+    ReadTheSchedule,
+    Paused,
+}
+
+/// Closes INC-0001 by hand as the owner; the undo actions it recorded.
+fn close_by_hand(engine: &mut Engine) -> Vec<String> {
+    let dataward::engine::api::Outcome::Accepted { events, .. } = engine.request(
+        Command::Resolve {
+            incident: "INC-0001".into(),
+            reason: "the vendor refilled the feed".into(),
+        },
+        &owner(),
+    ) else {
+        panic!("the owner could not close it");
+    };
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Undo { action, .. } => Some(action.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_kill_after_the_pause_still_resumes_the_job_it_found_running() {
+    for first_try in [FirstTry::ReadTheSchedule, FirstTry::Paused] {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut engine, job) = pending_hold_approval(dir.path(), first_try);
+        engine.tick(start() + TimeDelta::minutes(51)).unwrap();
+        let control = ControlPlane::new(dir.path().join("estate/control.db"));
+        assert!(control.is_paused(&job).unwrap());
+        assert_eq!(count(dir.path(), "decision"), 1);
+        // The retry found the schedule kept before the first try touched it, not the
+        // paused state that try left: the undo resumes it.
+        let undone = close_by_hand(&mut engine);
+        assert!(undone.iter().any(|a| a.contains("resumed")), "{undone:?}");
+        assert!(!control.is_paused(&job).unwrap(), "resumed");
+    }
+}
+
+#[test]
+fn a_hold_on_a_job_someone_had_paused_leaves_it_paused_when_undone() {
+    let dir = tempfile::tempdir().unwrap();
+    let control = ControlPlane::new(dir.path().join("estate/control.db"));
+    let (mut engine, job) = pending_hold_approval(dir.path(), FirstTry::Nothing);
+    // Someone paused it at the scheduler before the approval was carried out.
+    control.pause(&job).unwrap();
+    let events = engine.tick(start() + TimeDelta::minutes(51)).unwrap();
+    assert!(
+        events.iter().any(|e| matches!(
+            &e.kind,
+            EventKind::Decision {
+                verdict: Verdict::Approved,
+                ..
+            }
+        )),
+        "{events:?}"
+    );
+    let notices = engine.snapshot(false).notices;
+    assert!(
+        notices.iter().any(|n| n.contains("paused it already")),
+        "{notices:?}"
+    );
+    let undone = close_by_hand(&mut engine);
+    assert!(
+        undone.iter().any(|a| a.contains("paused before the hold")),
+        "{undone:?}"
+    );
+    assert!(control.is_paused(&job).unwrap(), "still paused, as it was");
 }
 
 #[test]

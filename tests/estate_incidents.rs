@@ -14,7 +14,7 @@ use dataward::engine::api::PipelineView;
 use dataward::engine::api::{
     Command, EventKind, IncidentStatus, IncidentView, ProposalKind, ProposalState, Snapshot,
 };
-use dataward::engine::orchestrator::{Orchestrator, RunRecord};
+use dataward::engine::orchestrator::{Orchestrator, RunRecord, Schedule};
 use dataward::engine::Engine;
 use support::estate::Estate;
 use support::pg::{start_or_skip, PgServer};
@@ -63,16 +63,17 @@ impl EstateScheduler {
         at: &str,
         succeeded: bool,
         detail: String,
-    ) -> (i64, bool) {
+    ) -> (String, bool) {
         let mut runs = self.runs.lock().unwrap();
         if let Some((_, run)) = runs.iter().find(|(k, _)| k == key) {
-            return (run.id, true);
+            return (run.id.clone(), true);
         }
-        let id = runs.len() as i64 + 1;
+        let id = (runs.len() + 1).to_string();
         runs.push((
             key.to_string(),
             RunRecord {
-                id,
+                id: id.clone(),
+                link: None,
                 job: job.to_string(),
                 status: if succeeded { "success" } else { "failed" }.to_string(),
                 requested_at: at.to_string(),
@@ -93,10 +94,22 @@ impl Orchestrator for EstateScheduler {
     fn pipelines(&self) -> anyhow::Result<Vec<PipelineView>> {
         Ok(Vec::new())
     }
-    fn set_paused(&self, _job: &str, _paused: bool) -> anyhow::Result<()> {
+    fn schedule(&self, _job: &str) -> anyhow::Result<Schedule> {
+        Ok(Schedule::running())
+    }
+    fn pause(&self, _job: &str) -> anyhow::Result<Option<String>> {
+        Ok(None)
+    }
+    fn restore(&self, _job: &str, _before: &Schedule) -> anyhow::Result<()> {
         Ok(())
     }
-    fn queue_run(&self, job: &str, at: &str, _by: &str, key: &str) -> anyhow::Result<(i64, bool)> {
+    fn queue_run(
+        &self,
+        job: &str,
+        at: &str,
+        _by: &str,
+        key: &str,
+    ) -> anyhow::Result<(String, bool)> {
         let outcome = self.estate.dbt_run(clock(at));
         Ok(self.record(key, job, at, outcome.all_succeeded(), "dbt run".into()))
     }
@@ -107,7 +120,7 @@ impl Orchestrator for EstateScheduler {
         at: &str,
         _by: &str,
         key: &str,
-    ) -> anyhow::Result<(i64, bool)> {
+    ) -> anyhow::Result<(String, bool)> {
         if self
             .down_once
             .swap(false, std::sync::atomic::Ordering::SeqCst)
@@ -135,7 +148,7 @@ impl Orchestrator for EstateScheduler {
         );
         Ok(self.record(key, job, at, outcome.all_succeeded(), command.to_string()))
     }
-    fn run(&self, id: i64) -> anyhow::Result<Option<RunRecord>> {
+    fn run(&self, _job: &str, id: &str) -> anyhow::Result<Option<RunRecord>> {
         let runs = self.runs.lock().unwrap();
         Ok(runs.iter().map(|(_, r)| r).find(|r| r.id == id).cloned())
     }

@@ -17,7 +17,7 @@ use dataward::approve::Actor;
 use dataward::config::Config;
 use dataward::demo::control::ControlPlane;
 use dataward::engine::api::{Command, EventKind, PipelineView};
-use dataward::engine::orchestrator::{Orchestrator, RunRecord};
+use dataward::engine::orchestrator::{Orchestrator, Reading, RunRecord, Schedule};
 use dataward::engine::poll_task::{PollNews, PollTask};
 use dataward::engine::Engine;
 use support::pg::start_or_skip;
@@ -190,21 +190,32 @@ fn a_stop_is_recorded_while_a_check_is_blocked_on_a_locked_table() {
 struct Counting {
     inner: ControlPlane,
     asked: Arc<AtomicUsize>,
+    /// Answer nothing, as a scheduler that is down.
+    down: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Orchestrator for Counting {
     fn pipelines(&self) -> Result<Vec<PipelineView>> {
         self.asked.fetch_add(1, Ordering::SeqCst);
+        if self.down.load(Ordering::SeqCst) {
+            anyhow::bail!("scheduler GET /pipelines: could not connect");
+        }
         self.inner.pipelines()
     }
-    fn set_paused(&self, job: &str, paused: bool) -> Result<()> {
-        self.inner.set_paused(job, paused)
+    fn schedule(&self, job: &str) -> Result<Schedule> {
+        self.inner.schedule(job)
     }
-    fn queue_run(&self, job: &str, at: &str, by: &str, key: &str) -> Result<(i64, bool)> {
+    fn pause(&self, job: &str) -> Result<Option<String>> {
+        self.inner.pause(job)
+    }
+    fn restore(&self, job: &str, before: &Schedule) -> Result<()> {
+        self.inner.restore(job, before)
+    }
+    fn queue_run(&self, job: &str, at: &str, by: &str, key: &str) -> Result<(String, bool)> {
         self.inner.queue_run(job, at, by, key)
     }
-    fn run(&self, id: i64) -> Result<Option<RunRecord>> {
-        self.inner.run(id)
+    fn run(&self, job: &str, id: &str) -> Result<Option<RunRecord>> {
+        self.inner.run(job, id)
     }
 }
 
@@ -254,6 +265,7 @@ fn a_snapshot_never_calls_the_orchestrator() {
     let orchestrator = Box::new(Counting {
         inner: ControlPlane::new(dir.path().join("control.db")),
         asked: asked.clone(),
+        down: Arc::default(),
     });
     let state = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
     let mut engine = Engine::new(config, state, Some(orchestrator), &Actor::current()).unwrap();
@@ -278,8 +290,45 @@ fn a_snapshot_never_calls_the_orchestrator() {
     assert_eq!(asked.load(Ordering::SeqCst), after_tick);
     let mut paused = load_orders();
     paused.state = "paused".into();
-    engine.set_pipelines(vec![paused.clone()]);
+    engine.set_reading(Reading {
+        pipelines: Some(vec![paused.clone()]),
+        ..Reading::default()
+    });
     assert_eq!(engine.snapshot(false).pipelines, vec![paused]);
+}
+
+#[test]
+fn an_orchestrator_that_does_not_answer_is_a_health_state_not_an_incident() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = local_estate(dir.path(), 3);
+    let down = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let orchestrator = Box::new(Counting {
+        inner: ControlPlane::new(dir.path().join("control.db")),
+        asked: Arc::default(),
+        down: down.clone(),
+    });
+    let state = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
+    let mut engine = Engine::new(config, state, Some(orchestrator), &Actor::current()).unwrap();
+    engine.tick(t0()).unwrap();
+    assert_eq!(engine.snapshot(false).orchestrator_down, None);
+
+    down.store(true, Ordering::SeqCst);
+    for minute in 1..4 {
+        engine.tick(t0() + TimeDelta::minutes(minute)).unwrap();
+    }
+    let snapshot = engine.snapshot(false);
+    let said = snapshot.orchestrator_down.expect("the bar says it is down");
+    // Since the first turn it did not answer, with what it said.
+    assert!(said.contains("could not connect"), "{said}");
+    assert!(said.starts_with("since 02:31: "), "{said}");
+    assert!(snapshot.pipelines.is_empty(), "no stale pipelines");
+    assert!(snapshot.incidents.is_empty(), "{:?}", snapshot.incidents);
+
+    down.store(false, Ordering::SeqCst);
+    engine.tick(t0() + TimeDelta::minutes(5)).unwrap();
+    let snapshot = engine.snapshot(false);
+    assert_eq!(snapshot.orchestrator_down, None);
+    assert_eq!(snapshot.pipelines, vec![load_orders()]);
 }
 
 #[test]
@@ -309,12 +358,18 @@ fn the_engine_acts_on_what_the_poll_task_stored_and_polls_nothing_itself() {
     // Both come from the first turn, observations first.
     assert_eq!(
         heard,
-        vec![PollNews::Observed, PollNews::Pipelines(vec![load_orders()])]
+        vec![
+            PollNews::Observed,
+            PollNews::Scheduler(Reading {
+                pipelines: Some(vec![load_orders()]),
+                ..Reading::default()
+            })
+        ]
     );
-    let PollNews::Pipelines(pipelines) = heard.pop().unwrap() else {
+    let PollNews::Scheduler(reading) = heard.pop().unwrap() else {
         unreachable!()
     };
-    engine.set_pipelines(pipelines);
+    engine.set_reading(reading);
     engine.tick(t0()).unwrap();
     let snapshot = engine.snapshot(false);
     assert_eq!(snapshot.pipelines, vec![load_orders()]);

@@ -241,6 +241,7 @@ pub fn sample_snapshot() -> Snapshot {
             seq: 42,
             hash: "a41c9e07b2f3d58e6c1a0b9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b".into(),
         }),
+        orchestrator_down: None,
         pipelines: vec![
             PipelineView {
                 name: "mover".into(),

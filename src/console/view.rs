@@ -199,6 +199,14 @@ fn render_title(frame: &mut Frame, area: Rect, app: &App) {
         spans.push(Span::raw(" "));
         spans.push(word_with_glyph(&pipeline.last_status, theme));
     }
+    // Our health, not the data's: the bar above is empty or old until it answers.
+    if let Some(down) = &app.snapshot.orchestrator_down {
+        spans.push(Span::styled("  │ ", theme.border));
+        spans.push(Span::styled(
+            format!("■ orchestrator not answering {down}"),
+            theme.warn.add_modifier(Modifier::BOLD),
+        ));
+    }
     frame.render_widget(Line::from(spans), area);
 }
 

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::engine::api::PipelineView;
-use crate::engine::orchestrator::{Orchestrator, RunRecord};
+use crate::engine::orchestrator::{Orchestrator, RunRecord, Schedule};
 
 /// A run the scheduler holds, waiting to be carried out.
 pub struct QueuedRun {
@@ -194,17 +194,32 @@ impl Orchestrator for ControlPlane {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    fn set_paused(&self, job: &str, paused: bool) -> Result<()> {
-        let changed = self.connect()?.execute(
-            "UPDATE pipeline SET state = ?2 WHERE id = ?1",
-            params![job, if paused { "paused" } else { "scheduled" }],
-        )?;
-        anyhow::ensure!(changed == 1, "the scheduler has no job {job}");
-        Ok(())
+    fn schedule(&self, job: &str) -> Result<Schedule> {
+        let state: Option<String> = self
+            .connect()?
+            .query_row("SELECT state FROM pipeline WHERE id = ?1", [job], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        let state = state.with_context(|| format!("the scheduler has no job {job}"))?;
+        Ok(Schedule {
+            paused: state == "paused",
+            saved: serde_json::Value::Null,
+        })
     }
 
-    fn queue_run(&self, job: &str, at: &str, by: &str, key: &str) -> Result<(i64, bool)> {
-        self.insert_run(job, None, at, by, key)
+    fn pause(&self, job: &str) -> Result<Option<String>> {
+        self.set_paused(job, true)?;
+        Ok(None)
+    }
+
+    fn restore(&self, job: &str, before: &Schedule) -> Result<()> {
+        self.set_paused(job, before.paused)
+    }
+
+    fn queue_run(&self, job: &str, at: &str, by: &str, key: &str) -> Result<(String, bool)> {
+        let (id, existed) = self.insert_run(job, None, at, by, key)?;
+        Ok((id.to_string(), existed))
     }
 
     fn queue_command(
@@ -214,11 +229,15 @@ impl Orchestrator for ControlPlane {
         at: &str,
         by: &str,
         key: &str,
-    ) -> Result<(i64, bool)> {
-        self.insert_run(job, Some(command), at, by, key)
+    ) -> Result<(String, bool)> {
+        let (id, existed) = self.insert_run(job, Some(command), at, by, key)?;
+        Ok((id.to_string(), existed))
     }
 
-    fn run(&self, id: i64) -> Result<Option<RunRecord>> {
+    fn run(&self, _job: &str, id: &str) -> Result<Option<RunRecord>> {
+        let Ok(id) = id.parse::<i64>() else {
+            return Ok(None);
+        };
         Ok(self
             .connect()?
             .query_row(
@@ -226,9 +245,10 @@ impl Orchestrator for ControlPlane {
                 [id],
                 |r| {
                     Ok(RunRecord {
-                        id: r.get(0)?,
+                        id: r.get::<_, i64>(0)?.to_string(),
                         job: r.get(1)?,
                         status: r.get(2)?,
+                        link: None,
                         requested_at: r.get(3)?,
                         started_at: r.get(4)?,
                         finished_at: r.get(5)?,
@@ -237,6 +257,17 @@ impl Orchestrator for ControlPlane {
                 },
             )
             .optional()?)
+    }
+}
+
+impl ControlPlane {
+    fn set_paused(&self, job: &str, paused: bool) -> Result<()> {
+        let changed = self.connect()?.execute(
+            "UPDATE pipeline SET state = ?2 WHERE id = ?1",
+            params![job, if paused { "paused" } else { "scheduled" }],
+        )?;
+        anyhow::ensure!(changed == 1, "the scheduler has no job {job}");
+        Ok(())
     }
 }
 

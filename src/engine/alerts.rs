@@ -422,7 +422,7 @@ impl Engine {
             .iter()
             .map(|run| {
                 format!(
-                    "run #{} of {}: {} (chain #{})",
+                    "run {} of {}: {} (chain #{})",
                     value_text(run, "run"),
                     value_text(run, "job"),
                     value_text(run, "status"),

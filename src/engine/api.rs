@@ -146,7 +146,7 @@ pub enum EventKind {
         incident: String,
         proposal: String,
         command: String,
-        run: i64,
+        run: String,
         copies: Vec<String>,
         seq: u64,
     },
@@ -218,6 +218,10 @@ pub struct Snapshot {
     pub actor: String,
     pub chain_head: Option<ChainHead>,
     pub pipelines: Vec<PipelineView>,
+    /// The orchestrator does not answer: since when, and what it said. A health state
+    /// of dataward's, never a data incident.
+    #[serde(default)]
+    pub orchestrator_down: Option<String>,
     pub monitors: Vec<MonitorView>,
     pub incidents: Vec<IncidentView>,
     /// The latest refusals and confirmations, newest last.

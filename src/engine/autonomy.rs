@@ -1,7 +1,7 @@
 //! What the engine does on its own, as the policy allows: L4 holds, L3/L4 runs, and
 //! requests that expire and escalate as time passes.
 
-use super::intent::{Completion, Effect};
+use super::intent::{Completion, Decided, Effect};
 use super::*;
 
 impl Engine {
@@ -39,7 +39,7 @@ impl Engine {
                     job: job.clone(),
                     paused: true,
                 },
-                Completion::Decision {
+                Completion::Decision(Decided {
                     incident: self.incidents[i].id.clone(),
                     proposal: proposal.id.clone(),
                     verdict: Verdict::Autonomous,
@@ -47,7 +47,7 @@ impl Engine {
                     actor_display: "dataward".to_string(),
                     content_hash: proposal.content_hash.clone(),
                     reason: "L4: pause_job runs without approval".to_string(),
-                },
+                }),
                 false,
             )?;
         }

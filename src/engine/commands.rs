@@ -1,7 +1,7 @@
 //! What people ask for: approve, reject, roll back, forward, queue a run, the org stop.
 //! Every command is checked against the policy; a refusal changes nothing and says why.
 
-use super::intent::{Completion, Effect};
+use super::intent::{Completion, Decided, Effect};
 use super::*;
 
 impl Engine {
@@ -247,37 +247,23 @@ impl Engine {
             (Verdict::RolledBack, body) => effect_of(body, false),
             _ => None,
         };
-        // A hold on a job someone had already paused pauses nothing, so its undo must
-        // not resume it: remembered from the pipelines bar as last read.
-        if let (Verdict::Approved, ProposalBody::Hold { job, .. }) = (verdict, &proposal.body) {
-            if self.job_paused(job) && !self.incidents[i].paused_before.contains(job) {
-                self.incidents[i].paused_before.push(job.clone());
-            }
-        }
+        let decided = Decided {
+            incident: self.incidents[i].id.clone(),
+            proposal: id.to_string(),
+            verdict,
+            actor: actor.to_json(),
+            actor_display: actor.display(),
+            content_hash: content_hash.to_string(),
+            reason: reason.to_string(),
+        };
         match effect {
             // The effect goes intent first: it is carried out after this commits, and
             // the decision is recorded once it is in place.
             Some(effect) => {
-                let completion = Completion::Decision {
-                    incident: self.incidents[i].id.clone(),
-                    proposal: id.to_string(),
-                    verdict,
-                    actor: actor.to_json(),
-                    actor_display: actor.display(),
-                    content_hash: content_hash.to_string(),
-                    reason: reason.to_string(),
-                };
-                self.intend(id, effect, completion, true)?;
+                self.intend(id, effect, Completion::Decision(decided), true)?;
                 Ok(Vec::new())
             }
-            None => self.record_decision(
-                id,
-                verdict,
-                &actor.to_json(),
-                &actor.display(),
-                content_hash,
-                reason,
-            ),
+            None => self.record_decision(&decided, None),
         }
     }
 
@@ -285,17 +271,29 @@ impl Engine {
     /// its request on.
     pub(super) fn record_decision(
         &mut self,
-        id: &str,
-        verdict: Verdict,
-        actor_json: &str,
-        actor_display: &str,
-        content_hash: &str,
-        reason: &str,
+        decided: &Decided,
+        action: Option<&str>,
     ) -> Result<Vec<Event>> {
+        let Decided {
+            proposal: id,
+            verdict,
+            actor: actor_json,
+            actor_display,
+            content_hash,
+            reason,
+            ..
+        } = decided;
+        let verdict = *verdict;
         let (i, p) = self.find_proposal(id)?;
         let incident = self.incidents[i].id.clone();
-        let payload = json!({"incident": incident, "proposal": id, "verdict": verdict,
+        let mut payload = json!({"incident": incident, "proposal": id, "verdict": verdict,
             "content_hash": content_hash, "reason": reason});
+        if let (Some(action), false) = (action, verdict == Verdict::RolledBack) {
+            // What the effect did beyond the proposal: people must read it where the
+            // decision is, and on the receipt.
+            payload["effect"] = json!(action);
+            self.notices.push(format!("{incident}: {action}"));
+        }
         let seq = self.record("decision", actor_json, payload)?;
         if let Some(request) = self.requests.get_mut(id) {
             match verdict {
@@ -322,7 +320,8 @@ impl Engine {
             seq,
         })];
         if verdict == Verdict::RolledBack {
-            let action = match &self.incidents[i].proposals[p].body {
+            let said = action.map(str::to_string);
+            let action = said.unwrap_or_else(|| match &self.incidents[i].proposals[p].body {
                 ProposalBody::Hold { job, .. } => format!("resumed the {job} schedule"),
                 ProposalBody::Diff { file, .. } => format!("reverted {file}"),
                 ProposalBody::Note { .. } => "nothing".to_string(),
@@ -332,7 +331,7 @@ impl Engine {
                         tables.join(", ")
                     )
                 }
-            };
+            });
             let seq = self.record(
                 "undo",
                 actor_json,
@@ -575,7 +574,7 @@ impl Engine {
             "{incident} is resolved"
         );
         if let Some(run) = &self.incidents[i].run {
-            anyhow::ensure!(run.finished.is_some(), "run #{} is already queued", run.id);
+            anyhow::ensure!(run.finished.is_some(), "run {} is already queued", run.id);
         }
         let hold = self.incidents[i]
             .proposals
@@ -649,20 +648,6 @@ impl Engine {
             actor.is_some(),
         )?;
         Ok(Vec::new())
-    }
-}
-
-impl Engine {
-    /// Is the job paused on the pipelines bar as last read from the scheduler?
-    fn job_paused(&self, job: &str) -> bool {
-        let name = self
-            .lineage
-            .as_ref()
-            .and_then(|l| Some(l.node(l.resolve(job).ok()?).name.clone()))
-            .unwrap_or_else(|| job.to_string());
-        self.pipelines
-            .iter()
-            .any(|p| (p.name == name || p.name == job) && p.state == "paused")
     }
 }
 

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use super::api::{
-    Event, Outcome, PipelineView, PresenceView, Refusal, RefusalKind, Reply, Request,
-    ServerMessage, PROTOCOL_VERSION,
+    Event, Outcome, PresenceView, Refusal, RefusalKind, Reply, Request, ServerMessage,
+    PROTOCOL_VERSION,
 };
 use super::Engine;
 use crate::approve::Actor;
@@ -44,8 +44,8 @@ pub enum HubMessage {
     },
     /// The poller stored new observations.
     Observed,
-    /// The scheduler's pipelines, read in the background.
-    Pipelines(Vec<PipelineView>),
+    /// What the orchestrator said, read in the background.
+    Scheduler(super::orchestrator::Reading),
     /// The alert relay marked an outbox row: clients see the outbox again.
     OutboxChanged,
     /// Finish the work in hand and return (SIGTERM).
@@ -317,7 +317,15 @@ impl Hub {
                 let events = driver.react(&mut self.engine)?;
                 self.emit_all(&events);
             }
-            HubMessage::Pipelines(pipelines) => self.engine.set_pipelines(pipelines),
+            HubMessage::Scheduler(reading) => {
+                // A run it reports finished is acted on now, not at the next turn.
+                let runs = reading.runs.iter().any(|r| r.status != "queued");
+                self.engine.set_reading(reading);
+                if runs {
+                    let events = driver.react(&mut self.engine)?;
+                    self.emit_all(&events);
+                }
+            }
             HubMessage::OutboxChanged | HubMessage::Stop => {}
         }
         Ok(true)

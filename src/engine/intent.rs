@@ -5,9 +5,10 @@
 //! between) is carried out again at the next turn: every effect first looks whether it
 //! already happened, so nothing is done twice.
 
-use rusqlite::params;
+use rusqlite::{params, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
+use super::orchestrator::Schedule;
 use super::*;
 
 /// What is done outside the database. Each is idempotent: doing it twice is doing it once.
@@ -48,16 +49,7 @@ pub enum Effect {
 #[serde(tag = "then", rename_all = "snake_case")]
 pub enum Completion {
     /// A decision whose effect is now in place: record it and move the proposal on.
-    Decision {
-        incident: String,
-        proposal: String,
-        verdict: Verdict,
-        /// The decider as recorded on the chain (JSON), and as people read it.
-        actor: String,
-        actor_display: String,
-        content_hash: String,
-        reason: String,
-    },
+    Decision(Decided),
     /// A hold's schedule was resumed because its incident verified.
     Resumed { incident: String, proposal: String },
     /// A dispatched run is queued at the orchestrator.
@@ -70,6 +62,19 @@ pub enum Completion {
     },
 }
 
+/// A decision as it is recorded on the chain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decided {
+    pub incident: String,
+    pub proposal: String,
+    pub verdict: Verdict,
+    /// The decider as recorded on the chain (JSON), and as people read it.
+    pub actor: String,
+    pub actor_display: String,
+    pub content_hash: String,
+    pub reason: String,
+}
+
 /// What carrying out an effect found.
 #[derive(Debug, Clone, Default, Serialize)]
 struct Outcome {
@@ -77,7 +82,11 @@ struct Outcome {
     already_done: bool,
     /// The orchestrator's run id, for a queued run.
     #[serde(skip_serializing_if = "Option::is_none")]
-    run: Option<i64>,
+    run: Option<String>,
+    /// What the effect did, in words, where that is more than the proposal says (a
+    /// schedule left paused because it was paused before; a cron people must stop).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    action: Option<String>,
     /// The copies a backfill took before it was queued.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     versions: Vec<crate::warehouse::TableVersion>,
@@ -85,6 +94,7 @@ struct Outcome {
 
 struct Pending {
     id: i64,
+    subject: String,
     effect: Effect,
     completion: Completion,
     by_person: bool,
@@ -118,6 +128,21 @@ impl Engine {
         Ok(())
     }
 
+    /// How a hold's job schedule stood before the hold paused it, once it was read.
+    pub(super) fn held_schedule(&self, proposal: &str) -> Result<Option<Schedule>> {
+        let before: Option<String> = self
+            .state
+            .query_row(
+                "SELECT before FROM held_schedule WHERE proposal = ?1",
+                [proposal],
+                |r| r.get(0),
+            )
+            .optional()?;
+        before
+            .map(|b| serde_json::from_str(&b).with_context(|| format!("{proposal}: held schedule")))
+            .transpose()
+    }
+
     pub(super) fn intent_pending(&self, subject: &str) -> Result<bool> {
         Ok(self.state.query_row(
             "SELECT count(*) FROM intent WHERE subject = ?1 AND status = 'pending'",
@@ -128,21 +153,23 @@ impl Engine {
 
     fn pending_intents(&self) -> Result<Vec<Pending>> {
         let mut stmt = self.state.prepare(
-            "SELECT id, effect, completion, by_person FROM intent WHERE status = 'pending' ORDER BY id",
+            "SELECT id, subject, effect, completion, by_person FROM intent WHERE status = 'pending' ORDER BY id",
         )?;
         let rows = stmt.query_map([], |r| {
             Ok((
                 r.get::<_, i64>(0)?,
                 r.get::<_, String>(1)?,
                 r.get::<_, String>(2)?,
-                r.get::<_, bool>(3)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, bool>(4)?,
             ))
         })?;
         let mut out = Vec::new();
         for row in rows {
-            let (id, effect, completion, by_person) = row?;
+            let (id, subject, effect, completion, by_person) = row?;
             out.push(Pending {
                 id,
+                subject,
                 effect: serde_json::from_str(&effect)
                     .with_context(|| format!("intent #{id}: effect"))?,
                 completion: serde_json::from_str(&completion)
@@ -164,7 +191,7 @@ impl Engine {
             .iter()
             .any(|i| !matches!(i.effect, Effect::WriteFile { .. }));
         for intent in pending {
-            match self.perform(&intent.effect) {
+            match self.perform(&intent.subject, &intent.effect) {
                 Ok(outcome) => {
                     events.extend(self.transact(|engine| {
                         let events = engine.complete(&intent.completion, &outcome)?;
@@ -181,6 +208,14 @@ impl Engine {
                     if intent.by_person {
                         self.transact(|engine| {
                             engine.close_intent(intent.id, "failed", &reason)?;
+                            if let Effect::SetPaused { paused: true, .. } = intent.effect {
+                                // Refused: the schedule read for it is not the one a
+                                // later approval must put back.
+                                engine.state.execute(
+                                    "DELETE FROM held_schedule WHERE proposal = ?1",
+                                    [&intent.subject],
+                                )?;
+                            }
                             engine.record(
                                 "intent_failed",
                                 ENGINE_ACTOR,
@@ -201,7 +236,7 @@ impl Engine {
         if touches_scheduler {
             // A paused job or a queued run shows on the bar in the next snapshot. (A
             // `PollTask`'s next turn does this when polling is not inline.)
-            self.refresh_pipelines();
+            self.refresh_scheduler();
         }
         Ok((events, failures))
     }
@@ -214,16 +249,67 @@ impl Engine {
         Ok(())
     }
 
-    /// Does the effect unless it is already in place.
-    fn perform(&self, effect: &Effect) -> Result<Outcome> {
+    /// Does the effect unless it is already in place. `subject` is the intent's (the
+    /// proposal, for a hold).
+    fn perform(&self, subject: &str, effect: &Effect) -> Result<Outcome> {
         match effect {
-            Effect::SetPaused { job, paused } => {
+            Effect::SetPaused { job, paused: true } => {
                 let orchestrator = self
                     .orchestrator
                     .as_ref()
                     .context("no orchestrator configured to pause jobs")?;
-                orchestrator.set_paused(job, *paused)?;
-                Ok(Outcome::default())
+                // How the schedule stood is kept before it is touched: a retry after a
+                // crash finds it, never the paused state the first try left.
+                let before = match self.held_schedule(subject)? {
+                    Some(before) => before,
+                    None => {
+                        let before = orchestrator.schedule(job)?;
+                        self.state.execute(
+                            "INSERT INTO held_schedule (proposal, job, before, taken_at)
+                             VALUES (?1, ?2, ?3, ?4)",
+                            params![
+                                subject,
+                                job,
+                                serde_json::to_string(&before)?,
+                                self.now_or_wall()
+                            ],
+                        )?;
+                        before
+                    }
+                };
+                if before.paused {
+                    return Ok(Outcome {
+                        already_done: true,
+                        action: Some(format!(
+                            "left the {job} schedule as it was: someone had paused it already"
+                        )),
+                        ..Outcome::default()
+                    });
+                }
+                let instruction = orchestrator.pause(job)?;
+                Ok(Outcome {
+                    action: instruction,
+                    ..Outcome::default()
+                })
+            }
+            Effect::SetPaused { job, paused: false } => {
+                let orchestrator = self
+                    .orchestrator
+                    .as_ref()
+                    .context("no orchestrator configured to resume jobs")?;
+                // A hold from before schedules were kept paused a running job.
+                let before = self
+                    .held_schedule(subject)?
+                    .unwrap_or_else(Schedule::running);
+                orchestrator.restore(job, &before)?;
+                Ok(Outcome {
+                    action: Some(if before.paused {
+                        format!("left the {job} schedule paused: it was paused before the hold")
+                    } else {
+                        format!("resumed the {job} schedule")
+                    }),
+                    ..Outcome::default()
+                })
             }
             Effect::WriteFile { file, from, to } => {
                 let path = self.project_file(file)?;
@@ -292,6 +378,7 @@ impl Engine {
                     already_done,
                     run: Some(run),
                     versions,
+                    action: None,
                 })
             }
             Effect::Restore { versions } => {
@@ -316,7 +403,7 @@ impl Engine {
     fn backfill_queued(
         &mut self,
         proposal: &str,
-        run: i64,
+        run: &str,
         versions: &[crate::warehouse::TableVersion],
     ) -> Result<Vec<Event>> {
         let (i, p) = self.find_proposal(proposal)?;
@@ -337,13 +424,13 @@ impl Engine {
             incident,
             proposal: proposal.to_string(),
             command,
-            run,
+            run: run.to_string(),
             copies: versions.iter().map(|v| v.copy.clone()).collect(),
             seq,
         });
         self.incidents[i].versions = versions.to_vec();
         self.incidents[i].run = Some(RunState {
-            id: run,
+            id: run.to_string(),
             job,
             after_recovery: true,
             finished: None,
@@ -354,24 +441,10 @@ impl Engine {
     /// Records what a finished effect means, inside the outcome's transaction.
     fn complete(&mut self, completion: &Completion, outcome: &Outcome) -> Result<Vec<Event>> {
         match completion {
-            Completion::Decision {
-                incident: _,
-                proposal,
-                verdict,
-                actor,
-                actor_display,
-                content_hash,
-                reason,
-            } => {
-                let mut events = self.record_decision(
-                    proposal,
-                    *verdict,
-                    actor,
-                    actor_display,
-                    content_hash,
-                    reason,
-                )?;
-                if let Some(run) = outcome.run {
+            Completion::Decision(decided) => {
+                let proposal = &decided.proposal;
+                let mut events = self.record_decision(decided, outcome.action.as_deref())?;
+                if let Some(run) = &outcome.run {
                     events.extend(self.backfill_queued(proposal, run, &outcome.versions)?);
                 }
                 Ok(events)
@@ -403,7 +476,10 @@ impl Engine {
                 after_recovery,
                 actor,
             } => {
-                let run = outcome.run.context("the scheduler returned no run id")?;
+                let run = outcome
+                    .run
+                    .clone()
+                    .context("the scheduler returned no run id")?;
                 let i = self.incident_index(incident)?;
                 let seq = self.record(
                     "run_queued",

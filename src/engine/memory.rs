@@ -12,6 +12,21 @@ use super::*;
 /// engine moves this mark in the same transaction that opens incidents from them.
 const OBSERVATION_MARK: &str = "engine.observations_done";
 
+/// The runs queued for open incidents and not finished, as the engine last stored
+/// them (job, run id): what the poll task reads back from the orchestrator. The same
+/// set as `Engine::followed_runs`, read from the stored incidents.
+pub fn followed_runs(state: &Connection) -> Result<Vec<(String, String)>> {
+    let mut stmt = state.prepare_cached(
+        "SELECT json_extract(doc, '$.run.job'), CAST(json_extract(doc, '$.run.id') AS TEXT)
+         FROM incident
+         WHERE json_type(doc, '$.run') = 'object'
+           AND coalesce(json_type(doc, '$.run.finished'), 'null') = 'null'
+         ORDER BY id",
+    )?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 impl Engine {
     /// Runs `work` in one `BEGIN IMMEDIATE` transaction and writes back every incident
     /// and request it changed before committing. On any error nothing is kept: the

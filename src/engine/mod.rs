@@ -58,7 +58,9 @@ fn short_time(at: &str) -> &str {
 /// A run queued for an incident, and what the scheduler said of it.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct RunState {
-    id: i64,
+    /// The orchestrator's own run id.
+    #[serde(deserialize_with = "orchestrator::run_id")]
+    id: String,
     job: String,
     /// The incident's row count was back within baseline when the run was queued.
     after_recovery: bool,
@@ -109,10 +111,6 @@ struct Incident {
     /// It resolved because its checks recovered and held, with no run.
     #[serde(default)]
     recovered_by_itself: bool,
-    /// Jobs that were already paused when a hold on them was approved: resolving
-    /// leaves them paused.
-    #[serde(default)]
-    paused_before: Vec<String>,
     /// Since when its own table's check has been back (the opening check).
     #[serde(default)]
     root_back_at: Option<String>,
@@ -165,6 +163,11 @@ pub struct Engine {
     /// The pipelines bar as last read from the orchestrator: a snapshot shows this and
     /// never calls out, so a slow scheduler cannot delay one.
     pipelines: Vec<PipelineView>,
+    /// The followed runs as the orchestrator last reported them, by (job, run id):
+    /// a turn follows its runs from here, never calling out.
+    run_reports: BTreeMap<(String, String), RunRecord>,
+    /// Since when, and why, the orchestrator has not answered.
+    orchestrator_down: Option<(String, String)>,
     /// The chain head when the open incidents' receipts were last drafted.
     drafted_at: u64,
     /// dbt's run_results.json size and modification time when it was last read.
@@ -219,6 +222,8 @@ impl Engine {
             settled: BTreeSet::new(),
             inline_polling: true,
             pipelines: Vec::new(),
+            run_reports: BTreeMap::new(),
+            orchestrator_down: None,
             drafted_at: 0,
             run_results_stamp: None,
             alerts: Default::default(),
@@ -256,27 +261,57 @@ impl Engine {
         Ok(())
     }
 
-    /// With `false`, `tick` neither polls nor asks the orchestrator for its pipelines:
-    /// a `PollTask` stores the observations (`tick` acts on them) and the caller hands
-    /// the pipelines over with `set_pipelines`. On by default.
+    /// With `false`, `tick` neither polls nor asks the orchestrator anything: a
+    /// `PollTask` stores the observations (`tick` acts on them) and reads the
+    /// orchestrator, and the caller hands its reading over with `set_reading`. On by
+    /// default.
     pub fn set_inline_polling(&mut self, on: bool) {
         self.inline_polling = on;
     }
 
-    /// The pipelines bar as a `PollTask` last read it.
-    pub fn set_pipelines(&mut self, pipelines: Vec<PipelineView>) {
-        self.pipelines = pipelines;
+    /// What the orchestrator said, read in the background or inline. One that does not
+    /// answer shows no pipelines rather than stale ones, and is a health state on the
+    /// bar until it answers again.
+    pub fn set_reading(&mut self, reading: orchestrator::Reading) {
+        self.pipelines = reading.pipelines.unwrap_or_default();
+        for run in reading.runs {
+            self.run_reports
+                .insert((run.job.clone(), run.id.clone()), run);
+        }
+        match (reading.error, &self.orchestrator_down) {
+            (Some(error), None) => {
+                tracing::warn!(%error, "the orchestrator does not answer");
+                self.orchestrator_down = Some((self.now.clone(), error));
+            }
+            (Some(error), Some((since, _))) => {
+                self.orchestrator_down = Some((since.clone(), error));
+            }
+            (None, Some(_)) => {
+                tracing::info!("the orchestrator answers again");
+                self.orchestrator_down = None;
+            }
+            (None, None) => {}
+        }
     }
 
-    /// Reads the pipelines bar from the orchestrator, when polling inline. A scheduler
-    /// that does not answer shows no pipelines rather than stale ones.
-    fn refresh_pipelines(&mut self) {
-        if self.inline_polling {
-            self.pipelines = self
-                .orchestrator
-                .as_ref()
-                .and_then(|o| o.pipelines().ok())
-                .unwrap_or_default();
+    /// The runs queued for incidents and not yet finished: (job, run id).
+    pub fn followed_runs(&self) -> Vec<(String, String)> {
+        self.incidents
+            .iter()
+            .filter_map(|i| i.run.as_ref())
+            .filter(|run| run.finished.is_none())
+            .map(|run| (run.job.clone(), run.id.clone()))
+            .collect()
+    }
+
+    /// Reads the orchestrator, when polling inline.
+    fn refresh_scheduler(&mut self) {
+        if !self.inline_polling {
+            return;
+        }
+        if let Some(orchestrator) = &self.orchestrator {
+            let reading = orchestrator::read(orchestrator.as_ref(), &self.followed_runs());
+            self.set_reading(reading);
         }
     }
 
@@ -397,7 +432,7 @@ impl Engine {
         }
         if self.inline_polling {
             // Before the turn: proposals read the jobs' last runs from this list.
-            self.refresh_pipelines();
+            self.refresh_scheduler();
             self.poll_due(now)?;
         }
         events.extend(self.transact(|e| e.turn(now))?);
@@ -861,6 +896,10 @@ impl Engine {
             actor: self.console_actor.clone(),
             chain_head: chain::head(&self.state).ok().flatten(),
             pipelines,
+            orchestrator_down: self
+                .orchestrator_down
+                .as_ref()
+                .map(|(since, error)| format!("since {}: {error}", short_time(since))),
             monitors: self.monitor_views(),
             incidents: self
                 .incidents
@@ -1062,7 +1101,6 @@ impl Incident {
             symptoms: Vec::new(),
             recovered_since: None,
             recovered_by_itself: false,
-            paused_before: Vec::new(),
             root_back_at: None,
             merged_into: None,
             versions: Vec::new(),

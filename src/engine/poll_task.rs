@@ -17,7 +17,6 @@ use anyhow::{Context, Result};
 use chrono::{NaiveDateTime, TimeDelta};
 use rusqlite::Connection;
 
-use super::api::PipelineView;
 use super::orchestrator::{self, Orchestrator};
 use crate::config::{parse_duration, CheckKind, Config, MonitorConfig};
 use crate::monitor::poller::Poller;
@@ -33,9 +32,8 @@ pub const TURN: Duration = Duration::from_secs(5);
 pub enum PollNews {
     /// A poll stored observations: the engine's next `tick` acts on them.
     Observed,
-    /// The orchestrator's pipelines as just read (empty when it did not answer), for
-    /// `Engine::set_pipelines`.
-    Pipelines(Vec<PipelineView>),
+    /// What the orchestrator said just now, for `Engine::set_reading`.
+    Scheduler(orchestrator::Reading),
 }
 
 pub struct PollTask {
@@ -150,7 +148,7 @@ impl Worker {
                 flags.poked = false;
             }
             let observed = self.poll_due();
-            let pipelines = self.read_pipelines();
+            let reading = self.read_scheduler();
             let mut flags = shared.flags.lock().expect("poll task flags");
             // Stopped while this turn ran: the caller has moved on; tell it nothing.
             if flags.stopped {
@@ -159,8 +157,8 @@ impl Worker {
             if observed {
                 notify(PollNews::Observed);
             }
-            if let Some(pipelines) = pipelines {
-                notify(PollNews::Pipelines(pipelines));
+            if let Some(reading) = reading {
+                notify(PollNews::Scheduler(reading));
             }
             flags.busy = false;
             let (flags, _) = shared
@@ -212,13 +210,14 @@ impl Worker {
         }
     }
 
-    fn read_pipelines(&self) -> Option<Vec<PipelineView>> {
+    /// The pipelines, and the runs the engine follows as it last stored them.
+    fn read_scheduler(&self) -> Option<orchestrator::Reading> {
         let orchestrator = self.orchestrator.as_ref()?;
-        // As the inline engine does: a scheduler that does not answer shows no pipelines.
-        Some(orchestrator.pipelines().unwrap_or_else(|e| {
-            tracing::warn!(error = %format!("{e:#}"), "orchestrator did not list its pipelines");
+        let follow = super::memory::followed_runs(&self.conn).unwrap_or_else(|e| {
+            tracing::warn!(error = %format!("{e:#}"), "cannot read the runs to follow");
             Vec::new()
-        }))
+        });
+        Some(orchestrator::read(orchestrator.as_ref(), &follow))
     }
 
     fn log_health(&mut self, observations: &[Observation]) {

@@ -360,7 +360,7 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
         move |item| {
             let _ = news.send(match item {
                 super::poll_task::PollNews::Observed => HubMessage::Observed,
-                super::poll_task::PollNews::Pipelines(p) => HubMessage::Pipelines(p),
+                super::poll_task::PollNews::Scheduler(r) => HubMessage::Scheduler(r),
             });
         },
     )?;

@@ -17,10 +17,7 @@ impl Engine {
             if run.finished.is_some() {
                 continue;
             }
-            let Some(orchestrator) = &self.orchestrator else {
-                continue;
-            };
-            let Some(record) = orchestrator.run(run.id)? else {
+            let Some(record) = self.run_reports.remove(&(run.job.clone(), run.id.clone())) else {
                 continue;
             };
             if record.status == "queued" {
@@ -31,7 +28,8 @@ impl Engine {
                 "run",
                 ENGINE_ACTOR,
                 json!({"incident": id, "run": record.id, "job": record.job, "status": record.status,
-                       "started_at": record.started_at, "finished_at": record.finished_at, "detail": record.detail}),
+                       "link": record.link, "started_at": record.started_at,
+                       "finished_at": record.finished_at, "detail": record.detail}),
             )?;
             events.push(self.event(EventKind::Run {
                 incident: id,
@@ -131,7 +129,7 @@ impl Engine {
         if let Some(run) = &incident.run {
             let record = run.finished.as_ref();
             checks.push(Check {
-                name: format!("run #{} of {} after {} recovered", run.id, run.job, incident.table),
+                name: format!("run {} of {} after {} recovered", run.id, run.job, incident.table),
                 passed: run.after_recovery && record.is_some_and(|r| r.status == "success"),
                 detail: match record {
                     Some(r) if !run.after_recovery => format!(
@@ -304,7 +302,10 @@ impl Engine {
         let mut events = Vec::new();
         let mut to_resume = Vec::new();
         for (proposal, job) in holds {
-            if !self.incidents[i].paused_before.contains(&job) {
+            let paused_before = self
+                .held_schedule(&proposal)?
+                .is_some_and(|before| before.paused);
+            if !paused_before {
                 to_resume.push((proposal, job));
                 continue;
             }

@@ -86,11 +86,14 @@ pub struct ChainRange {
     pub head_hash: String,
 }
 
+/// A field as people read it: a string as it is, a number (a run id an earlier
+/// dataward stored) in digits, anything else nothing.
 fn text(v: &Value, key: &str) -> String {
-    v.get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
+    match v.get(key) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => String::new(),
+    }
 }
 
 /// Builds the receipt of `incident` from the chain.
@@ -476,10 +479,10 @@ fn markdown(receipt: &Sanitized<Receipt>) -> String {
             })
             .collect();
         md.push_str(&format!(
-            "- {} backfill `{}` queued as run #{} of {} (chain #{}); copies taken first: {}; undo: {}\n",
+            "- {} backfill `{}` queued as run {} of {} (chain #{}); copies taken first: {}; undo: {}\n",
             text(b, "at"),
             text(b, "command"),
-            b["run"],
+            text(b, "run"),
             text(b, "job"),
             b["seq"],
             copies.join(", "),
@@ -487,10 +490,14 @@ fn markdown(receipt: &Sanitized<Receipt>) -> String {
         ));
     }
     for r in &r.runs {
+        let link = match text(r, "link") {
+            link if link.is_empty() => String::new(),
+            link => format!(" <{link}>"),
+        };
         md.push_str(&format!(
-            "- {} run #{} of {}: {} {} (chain #{})\n",
+            "- {} run {} of {}: {} {}{link} (chain #{})\n",
             text(r, "at"),
-            r["run"],
+            text(r, "run"),
             text(r, "job"),
             text(r, "status"),
             text(r, "detail"),
@@ -564,4 +571,53 @@ fn actor_text(actor: &Value) -> String {
         s.push_str(&format!(", claimed USER={user}"));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn chain(records: &[(&str, Value)]) -> Vec<Record> {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = crate::store::open(&dir.path().join("state.db")).unwrap();
+        for (kind, payload) in records {
+            crate::chain::append(&mut conn, "2026-11-24T03:10:00Z", kind, "{}", payload).unwrap();
+        }
+        crate::chain::records(&conn).unwrap()
+    }
+
+    #[test]
+    fn a_run_shows_the_orchestrators_own_id_and_link() {
+        let records = chain(&[
+            (
+                "incident_opened",
+                json!({"incident": "INC-0001", "table": "fct_orders", "monitor": "orders"}),
+            ),
+            (
+                "run",
+                json!({"incident": "INC-0001", "run": "dataward__INC-0001-run-1",
+                       "job": "hourly_orders", "status": "success", "detail": "dag run success",
+                       "link": "http://127.0.0.1:8080/dags/hourly_orders/runs/dataward__INC-0001-run-1"}),
+            ),
+            // A run an earlier dataward recorded by number, without a link.
+            (
+                "run",
+                json!({"incident": "INC-0001", "run": 7, "job": "hourly_orders",
+                       "status": "failed", "detail": "exit 1"}),
+            ),
+        ]);
+        let markdown = build(&records, "INC-0001").unwrap().to_markdown();
+        assert!(
+            markdown.contains(
+                "run dataward__INC-0001-run-1 of hourly_orders: success dag run success \
+                 <http://127.0.0.1:8080/dags/hourly_orders/runs/dataward__INC-0001-run-1>"
+            ),
+            "{markdown}"
+        );
+        assert!(
+            markdown.contains("run 7 of hourly_orders: failed exit 1 (chain"),
+            "{markdown}"
+        );
+    }
 }

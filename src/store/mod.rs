@@ -104,6 +104,15 @@ const MIGRATIONS: &[&str] = &[
     // 8: the outbox (notify::outbox): an alert per destination, queued in the
     // transaction that appends the chain record it announces, marked by the relay.
     crate::notify::outbox::MIGRATION,
+    // 9: how each job's schedule stood before a hold paused it (orchestrator::Schedule,
+    // JSON), written before the orchestrator is asked, so that the undo, even after a
+    // crash in between, puts back exactly that and never the paused state it left.
+    "CREATE TABLE held_schedule (
+        proposal TEXT PRIMARY KEY,
+        job      TEXT NOT NULL,
+        before   TEXT NOT NULL,
+        taken_at TEXT NOT NULL
+     );",
 ];
 
 /// How long a writer waits for another writer before giving up. Long enough that two

@@ -4,9 +4,9 @@
 //! - A job of the notes is a DAG (`[orchestrator.jobs]` maps one to the other).
 //! - Its schedule is the DAG's `is_paused`: read with `GET /api/v2/dags/{dag}`, set with
 //!   `PATCH /api/v2/dags/{dag}?update_mask=is_paused` and `{"is_paused": true}`. The
-//!   undo puts back what [`Orchestrator::schedule`] read before the pause: a DAG that
-//!   was running is unpaused; one that was already paused is left alone (dataward's
-//!   pause changed nothing there, and a person who has since unpaused it decided so).
+//!   undo sets `is_paused` back to what [`Orchestrator::schedule`] read before the
+//!   pause (a DAG that was already paused stays paused); Airflow keeps nothing else
+//!   about a schedule that a pause touches, so `Schedule::saved` is null.
 //! - A run is `POST /api/v2/dags/{dag}/dagRuns` with a `dag_run_id` made from the
 //!   engine's key (see [`run_id`]), `logical_date: null` (Airflow 3 then gives the run
 //!   none, and two runs never collide on a date), `conf` =
@@ -57,7 +57,7 @@ use sha2::{Digest, Sha256};
 
 pub use super::http::Retry;
 use super::http::{failed, Api, Failure};
-use super::next::{Orchestrator, RunRecord, Schedule};
+use super::{Orchestrator, RunRecord, Schedule};
 use crate::engine::api::PipelineView;
 use crate::notify::Method;
 
@@ -570,18 +570,20 @@ impl Orchestrator for Airflow {
         })
     }
 
-    fn pause(&self, job: &str) -> Result<()> {
-        self.set_paused(job, true)
+    fn pause(&self, job: &str) -> Result<Option<String>> {
+        self.set_paused(job, true)?;
+        Ok(None)
     }
 
+    /// Sets `is_paused` back to what `before` read, when it is not that now: a DAG that
+    /// was already paused stays paused.
     fn restore(&self, job: &str, before: &Schedule) -> Result<()> {
-        if before.paused {
-            // Paused before dataward asked: its pause changed nothing, so neither does
-            // the undo.
-            self.dag(job)?;
-            return Ok(());
+        let dag = self.dag(job)?;
+        let data = self.get_dag(job, dag)?;
+        if self.is_paused(&self.dag_path(dag), &data)? != before.paused {
+            self.set_paused(job, before.paused)?;
         }
-        self.set_paused(job, false)
+        Ok(())
     }
 
     fn queue_run(&self, job: &str, _at: &str, by: &str, key: &str) -> Result<(String, bool)> {

@@ -14,27 +14,24 @@
 //! the first ask made instead of starting a second one. The marker lives at dbt Cloud,
 //! beside the run itself, so nothing local can disagree with it.
 //!
-//! A pause remembers the job's `triggers` as they were, in a small SQLite file of its
-//! own in the data directory, written before the job is changed; the undo puts
-//! `schedule` back to what it was then (a job that was already paused stays paused),
-//! and leaves whatever else someone changed meanwhile. A resume of a job this dataward
-//! did not pause changes nothing.
+//! A pause is undone from the job's `triggers` as they were before it (`schedule`,
+//! which the engine keeps in its state database before the job is changed): the undo
+//! puts `schedule` back to what it was then (a job that was already paused stays
+//! paused) and leaves whatever else someone changed meanwhile.
 //!
 //! Every call has a timeout and is retried on 429 (honouring `Retry-After`), 408, 5xx
 //! and network faults, with backoff; an error names the endpoint and what came back,
 //! never the token.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
-use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{json, Value};
 
 pub use super::http::Retry;
 use super::http::{failed, Api, Failure};
-use super::{Orchestrator, RunRecord};
+use super::{Orchestrator, RunRecord, Schedule};
 use crate::engine::api::PipelineView;
 use crate::notify::Method;
 
@@ -56,8 +53,6 @@ pub struct Settings {
 pub struct DbtCloud {
     settings: Settings,
     api: Api,
-    /// The pauses this dataward made, with the triggers each job had before.
-    memory: PathBuf,
 }
 
 /// The longest `cause` dbt Cloud takes.
@@ -66,13 +61,9 @@ const CAUSE_MAX: usize = 255;
 const MARKER_SEARCH: usize = 100;
 
 impl DbtCloud {
-    pub fn new(settings: Settings, memory: PathBuf) -> Result<DbtCloud> {
+    pub fn new(settings: Settings) -> Result<DbtCloud> {
         let api = Api::new("dbt Cloud", &settings.base_url, settings.timeout)?;
-        Ok(DbtCloud {
-            settings,
-            api,
-            memory,
-        })
+        Ok(DbtCloud { settings, api })
     }
 
     pub fn with_retry(mut self, retry: Retry) -> DbtCloud {
@@ -238,32 +229,6 @@ impl DbtCloud {
         }
     }
 
-    fn memory(&self) -> Result<Connection> {
-        let conn = Connection::open(&self.memory)
-            .with_context(|| format!("dbt Cloud pause memory {}", self.memory.display()))?;
-        conn.busy_timeout(Duration::from_secs(5))?;
-        conn.execute_batch(
-            "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;
-             CREATE TABLE IF NOT EXISTS paused (
-                job TEXT PRIMARY KEY, dbt_job INTEGER NOT NULL, previous_triggers TEXT NOT NULL
-             );",
-        )?;
-        Ok(conn)
-    }
-
-    /// The triggers a job had before this dataward paused it, if it did.
-    pub fn remembered(&self, job: &str) -> Result<Option<Value>> {
-        let text: Option<String> = self
-            .memory()?
-            .query_row(
-                "SELECT previous_triggers FROM paused WHERE job = ?1",
-                [job],
-                |r| r.get(0),
-            )
-            .optional()?;
-        Ok(text.map(|t| serde_json::from_str(&t)).transpose()?)
-    }
-
     /// Posts the job back with `schedule` set, and checks the answer says so.
     fn update_schedule(&self, dbt_job: u64, mut data: Value, schedule: Value) -> Result<()> {
         anyhow::ensure!(
@@ -278,41 +243,6 @@ impl DbtCloud {
             *now == schedule,
             "dbt Cloud POST {path} answered, but the job's triggers.schedule is {now}, not {schedule}"
         );
-        Ok(())
-    }
-
-    fn pause(&self, job: &str, dbt_job: u64) -> Result<()> {
-        let data = self.get_job(dbt_job)?;
-        // A retry after a crash finds the first ask's memory: the job's state before
-        // dataward touched it, never the paused state it left.
-        if self.remembered(job)?.is_none() {
-            let previous = data["triggers"].clone();
-            anyhow::ensure!(
-                previous.is_object(),
-                "dbt Cloud job {dbt_job} has no triggers to remember"
-            );
-            self.memory()?.execute(
-                "INSERT INTO paused (job, dbt_job, previous_triggers) VALUES (?1, ?2, ?3)",
-                params![job, dbt_job as i64, previous.to_string()],
-            )?;
-        }
-        if data["triggers"]["schedule"] == json!(false) {
-            return Ok(()); // already paused: left as it is, and the undo leaves it so
-        }
-        self.update_schedule(dbt_job, data, json!(false))
-    }
-
-    fn resume(&self, job: &str, dbt_job: u64) -> Result<()> {
-        let Some(previous) = self.remembered(job)? else {
-            return Ok(()); // not paused by this dataward (or already put back)
-        };
-        let data = self.get_job(dbt_job)?;
-        let schedule = previous["schedule"].clone();
-        if data["triggers"]["schedule"] != schedule {
-            self.update_schedule(dbt_job, data, schedule)?;
-        }
-        self.memory()?
-            .execute("DELETE FROM paused WHERE job = ?1", [job])?;
         Ok(())
     }
 }
@@ -383,17 +313,47 @@ impl Orchestrator for DbtCloud {
         Ok(views)
     }
 
-    fn set_paused(&self, job: &str, paused: bool) -> Result<()> {
+    /// Paused when `triggers.schedule` is off; the triggers are kept whole for the undo.
+    fn schedule(&self, job: &str) -> Result<Schedule> {
         let dbt_job = self.job_id(job)?;
-        if paused {
-            self.pause(job, dbt_job)
-        } else {
-            self.resume(job, dbt_job)
-        }
+        let triggers = self.get_job(dbt_job)?["triggers"].clone();
+        anyhow::ensure!(
+            triggers.is_object(),
+            "dbt Cloud job {dbt_job} (mapped from {job}) has no triggers"
+        );
+        Ok(Schedule {
+            paused: triggers["schedule"] == json!(false),
+            saved: triggers,
+        })
     }
 
-    fn queue_run(&self, job: &str, _at: &str, by: &str, key: &str) -> Result<(i64, bool)> {
-        self.trigger(job, None, by, key)
+    fn pause(&self, job: &str) -> Result<Option<String>> {
+        let dbt_job = self.job_id(job)?;
+        let data = self.get_job(dbt_job)?;
+        if data["triggers"]["schedule"] != json!(false) {
+            self.update_schedule(dbt_job, data, json!(false))?;
+        }
+        Ok(None)
+    }
+
+    /// Puts `schedule` back as it was, and leaves whatever else someone changed on the
+    /// job meanwhile (its other triggers, its steps).
+    fn restore(&self, job: &str, before: &Schedule) -> Result<()> {
+        let dbt_job = self.job_id(job)?;
+        let schedule = match &before.saved["schedule"] {
+            Value::Null => json!(!before.paused),
+            saved => saved.clone(),
+        };
+        let data = self.get_job(dbt_job)?;
+        if data["triggers"]["schedule"] != schedule {
+            self.update_schedule(dbt_job, data, schedule)?;
+        }
+        Ok(())
+    }
+
+    fn queue_run(&self, job: &str, _at: &str, by: &str, key: &str) -> Result<(String, bool)> {
+        let (run, existed) = self.trigger(job, None, by, key)?;
+        Ok((run.to_string(), existed))
     }
 
     fn queue_command(
@@ -403,11 +363,15 @@ impl Orchestrator for DbtCloud {
         _at: &str,
         by: &str,
         key: &str,
-    ) -> Result<(i64, bool)> {
-        self.trigger(job, Some(command), by, key)
+    ) -> Result<(String, bool)> {
+        let (run, existed) = self.trigger(job, Some(command), by, key)?;
+        Ok((run.to_string(), existed))
     }
 
-    fn run(&self, id: i64) -> Result<Option<RunRecord>> {
+    fn run(&self, _job: &str, id: &str) -> Result<Option<RunRecord>> {
+        let Ok(id) = id.parse::<u64>() else {
+            return Ok(None); // not a dbt Cloud run id
+        };
         let path = self.account_path(&format!("runs/{id}/"));
         let Some(answer) = self.call_opt(Method::Get, &path, None)? else {
             return Ok(None);
@@ -420,11 +384,9 @@ impl Orchestrator for DbtCloud {
         if let Some(message) = text(&run["status_message"]).filter(|m| !m.is_empty()) {
             detail.push_str(&format!(": {message}"));
         }
-        if let Some(href) = text(&run["href"]) {
-            detail.push_str(&format!(" ({href})"));
-        }
         Ok(Some(RunRecord {
-            id,
+            id: id.to_string(),
+            link: text(&run["href"]),
             job: run["job_definition_id"]
                 .as_u64()
                 .map_or_else(|| "dbt Cloud job".to_string(), |j| self.job_name(j)),

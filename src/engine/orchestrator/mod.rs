@@ -9,27 +9,58 @@ use super::api::PipelineView;
 pub mod airflow;
 pub mod dbt_cloud;
 mod http;
-pub mod next;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
-    pub id: i64,
+    /// The orchestrator's own run id (a dbt Cloud run number, an Airflow dag_run_id).
+    #[serde(deserialize_with = "run_id")]
+    pub id: String,
     pub job: String,
-    /// queued, success or failed.
+    /// queued (in flight), success, failed or cancelled.
     pub status: String,
+    /// Where people see the run at the orchestrator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
     pub requested_at: String,
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
     pub detail: String,
 }
 
+/// How a job's schedule stood before dataward paused it: enough to put it back exactly
+/// (a job that was already paused stays paused).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Schedule {
+    pub paused: bool,
+    /// What else the orchestrator needs to put the schedule back (dbt Cloud: the job's
+    /// triggers as they were); `null` when nothing.
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub saved: serde_json::Value,
+}
+
+impl Schedule {
+    pub fn running() -> Schedule {
+        Schedule {
+            paused: false,
+            saved: serde_json::Value::Null,
+        }
+    }
+}
+
 pub trait Orchestrator: Send {
     /// Every pipeline the scheduler knows, with its state and last result.
     fn pipelines(&self) -> Result<Vec<PipelineView>>;
-    fn set_paused(&self, job: &str, paused: bool) -> Result<()>;
+    /// The job's schedule as it stands now.
+    fn schedule(&self, job: &str) -> Result<Schedule>;
+    /// Pauses the job's schedule (doing it twice is doing it once). What the people on
+    /// the incident must do themselves, when the orchestrator cannot pause it alone (a
+    /// cron), comes back as an instruction.
+    fn pause(&self, job: &str) -> Result<Option<String>>;
+    /// Puts the job's schedule back as `before` found it.
+    fn restore(&self, job: &str, before: &Schedule) -> Result<()>;
     /// Queues one run of `job`. Idempotent on `key`: asking again with the same key
     /// returns the run the first ask made (and `true`), as Airflow's dag_run_id does.
-    fn queue_run(&self, job: &str, at: &str, by: &str, key: &str) -> Result<(i64, bool)>;
+    fn queue_run(&self, job: &str, at: &str, by: &str, key: &str) -> Result<(String, bool)>;
     /// Queues one run of `job` with an exact command instead of its own (a backfill's
     /// `dbt build --select ... --event-time-start ...`). Idempotent on `key`.
     fn queue_command(
@@ -39,20 +70,68 @@ pub trait Orchestrator: Send {
         at: &str,
         by: &str,
         key: &str,
-    ) -> Result<(i64, bool)> {
+    ) -> Result<(String, bool)> {
         let _ = (command, at, by, key);
         anyhow::bail!("this scheduler cannot run a command for {job}")
     }
-    fn run(&self, id: i64) -> Result<Option<RunRecord>>;
+    /// The run `id` of `job` as it stands, or `None` when the orchestrator has no such run.
+    fn run(&self, job: &str, id: &str) -> Result<Option<RunRecord>>;
+}
+
+/// What the orchestrator said in one reading: the pipelines bar and the runs dataward
+/// follows. Read in the background (the poll task) or at the start of an engine's turn
+/// (inline), and applied the same way.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Reading {
+    /// `None` when it did not list them.
+    pub pipelines: Option<Vec<PipelineView>>,
+    /// The followed runs it reported (one it does not know is left out).
+    pub runs: Vec<RunRecord>,
+    /// Why a call failed: the orchestrator is down, a health state and never a data
+    /// incident.
+    pub error: Option<String>,
+}
+
+/// Reads the pipelines and each of `follow` (job, run id).
+pub fn read(orchestrator: &dyn Orchestrator, follow: &[(String, String)]) -> Reading {
+    let mut reading = Reading::default();
+    match orchestrator.pipelines() {
+        Ok(pipelines) => reading.pipelines = Some(pipelines),
+        Err(e) => reading.error = Some(format!("{e:#}")),
+    }
+    for (job, id) in follow {
+        if reading.error.is_some() {
+            break; // down: one error is enough, and every call would wait its timeout
+        }
+        match orchestrator.run(job, id) {
+            Ok(record) => reading.runs.extend(record),
+            Err(e) => reading.error = Some(format!("{e:#}")),
+        }
+    }
+    reading
+}
+
+/// A run id as stored: text, or the number an earlier dataward stored.
+pub fn run_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Id {
+        Text(String),
+        Number(i64),
+    }
+    Ok(match Id::deserialize(d)? {
+        Id::Text(t) => t,
+        Id::Number(n) => n.to_string(),
+    })
 }
 
 /// The orchestrator a config names, built the same way for the engine and for the
 /// poll task that refreshes the pipelines bar in the background (each holds its own).
-/// `data_dir` is where an orchestrator keeps what it must remember (dbt Cloud: the
-/// triggers a job had before dataward paused it).
+/// `data_dir` is where an orchestrator keeps what it must remember (dbt Core: its runs
+/// and holds).
 pub fn from_config(
     config: &crate::config::Config,
-    data_dir: &std::path::Path,
+    _data_dir: &std::path::Path,
 ) -> Result<Option<Box<dyn Orchestrator>>> {
     use anyhow::Context;
     let origin = config.origin.display();
@@ -80,11 +159,13 @@ pub fn from_config(
                 jobs: o.dbt_cloud_jobs(),
                 timeout: o.timeout(),
             };
-            let memory = data_dir.join("dbt_cloud.db");
-            Ok(Some(Box::new(dbt_cloud::DbtCloud::new(settings, memory)?)))
+            Ok(Some(Box::new(dbt_cloud::DbtCloud::new(settings)?)))
+        }
+        Some(o) if o.kind == "airflow" => {
+            Ok(Some(Box::new(airflow::Airflow::from_config(config, o)?)))
         }
         Some(o) => anyhow::bail!(
-            "{origin}: [orchestrator] kind {:?} is not supported yet (\"dbt_cloud\" and \"demo\" are)",
+            "{origin}: [orchestrator] kind {:?} is not supported yet (\"airflow\", \"dbt_cloud\" and \"demo\" are)",
             o.kind
         ),
         None => Ok(None),
