@@ -316,17 +316,19 @@ fn a_backfill_hands_the_dag_its_exact_command() {
     let command =
         "dbt build --select fct_orders+ --event-time-start 2026-11-30 --event-time-end 2026-12-01";
     let key = "proposal 19/backfill";
+    // The engine hands a backfill's actor over as its JSON record.
+    let actor = r#"{"uid":1001,"user":"bob","claims":{}}"#;
     let (id, already) = airflow
-        .queue_command(
-            "job.orders",
-            command,
-            "2026-12-01T10:00:00Z",
-            "bob (uid 1001)",
-            key,
-        )
+        .queue_command("job.orders", command, "2026-12-01T10:00:00Z", actor, key)
         .unwrap();
     assert!(!already);
     assert_eq!(id, run_id(key));
+    let at_airflow = shared.server.dag_run(DAG_WRITES, &id);
+    assert_eq!(at_airflow["conf"]["dataward"]["by"], "bob (uid 1001)");
+    assert!(at_airflow["note"]
+        .as_str()
+        .unwrap()
+        .starts_with("Queued by dataward for bob (uid 1001)"));
     assert_eq!(
         finished(airflow.as_ref(), "job.orders", &id, shared),
         "success"

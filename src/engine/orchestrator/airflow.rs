@@ -107,6 +107,8 @@ pub struct Airflow {
 const RUN_ID_PREFIX: &str = "dataward__";
 /// Airflow stores run ids of up to 250 characters.
 const RUN_ID_MAX: usize = 250;
+/// And a run's note in up to 1000.
+const NOTE_MAX: usize = 1000;
 
 /// The dag_run_id of the engine's idempotency key: the same key always gives the same
 /// id, two keys never one. Airflow's default `allowed_run_id_pattern` is
@@ -188,6 +190,15 @@ fn basic(user: &str, password: &str) -> String {
         }
     }
     out
+}
+
+/// Who asked, as people read it: the engine hands a backfill's actor over as its JSON
+/// record (`{"uid": 1000, "user": "alice", ...}`), a run's as text.
+fn who(by: &str) -> String {
+    match serde_json::from_str::<Value>(by) {
+        Ok(actor) if actor.is_object() => crate::approve::stop::display(&actor),
+        _ => by.to_string(),
+    }
 }
 
 /// A command the DAG is asked to run: `dbt ...` on one line.
@@ -446,6 +457,7 @@ impl Airflow {
         let dag = self.dag(job)?;
         anyhow::ensure!(!key.trim().is_empty(), "a run of {job} needs a key");
         let id = run_id(key);
+        let by = who(by);
         let mut mark = json!({ "key": key, "by": by });
         if let Some(command) = command {
             mark["command"] = json!(check_command(command)?);
@@ -453,7 +465,10 @@ impl Airflow {
         let mut body = json!({
             "dag_run_id": id,
             "conf": { "dataward": mark },
-            "note": format!("Queued by dataward for {by} (key {key})"),
+            "note": format!("Queued by dataward for {by} (key {key})")
+                .chars()
+                .take(NOTE_MAX)
+                .collect::<String>(),
         });
         if self.settings.api == ApiVersion::V2 {
             // Airflow 3 takes null: a run with no logical date, so two runs never collide
@@ -704,6 +719,16 @@ mod tests {
         );
         assert_eq!(basic("a", "b"), "Basic YTpi");
         assert_eq!(basic("ab", "c"), "Basic YWI6Yw==");
+    }
+
+    #[test]
+    fn orchestrator_airflow_says_who_asked_as_people_read_it() {
+        assert_eq!(
+            who(r#"{"uid":1000,"user":"alice","claims":{}}"#),
+            "alice (uid 1000)"
+        );
+        assert_eq!(who("bob (uid 1001)"), "bob (uid 1001)");
+        assert_eq!(who("dataward"), "dataward");
     }
 
     #[test]
