@@ -2,7 +2,7 @@
 # CI: a venv holding Apache Airflow for tests/airflow.rs, which starts a real Airflow 3
 # from it (api-server, scheduler and dag-processor on 127.0.0.1, SQLite metadata).
 # Idempotent: does nothing when the venv already holds exactly these pins. Needs
-# python3.11 (or newer) with venv and pip, and PyPI. Run as root.
+# python3.11 (the pins were resolved for it) and PyPI. Run as root.
 #
 #   AIRFLOW_VENV   where the venv goes (default /opt/dataward/airflow; the tests read
 #                  DATAWARD_AIRFLOW_VENV, same default)
@@ -14,6 +14,10 @@ venv="${AIRFLOW_VENV:-/opt/dataward/airflow}"
 version=3.1.3
 constraints=.ci/airflow-constraints.txt
 python="${PYTHON:-$(command -v python3.11 || command -v python3)}"
+case "$venv" in
+  /?*/?*) ;;
+  *) echo "airflow.sh: AIRFLOW_VENV must be an absolute path below a folder, not '$venv'" >&2; exit 2 ;;
+esac
 stamp="$venv/.dataward-pins"
 want="$version $(sha256sum "$constraints" | cut -d' ' -f1)"
 
@@ -27,6 +31,10 @@ fi
 # cannot be built elsewhere and moved: its scripts name its path). The stamp is written
 # last: an interrupted run leaves none, and the next run builds again.
 "$python" -c 'import sys; assert sys.version_info >= (3, 10), sys.version'
+# Debian's python3 makes venvs only with its venv package (ensurepip) installed.
+if ! "$python" -c 'import ensurepip' >/dev/null 2>&1; then
+  apt-get update -qq && apt-get install -y -qq python3-venv
+fi
 rm -rf "$venv"
 mkdir -p "$(dirname "$venv")"
 "$python" -m venv "$venv"
