@@ -316,8 +316,7 @@ fn a_backfill_hands_the_dag_its_exact_command() {
     let command =
         "dbt build --select fct_orders+ --event-time-start 2026-11-30 --event-time-end 2026-12-01";
     let key = "proposal 19/backfill";
-    // The engine hands a backfill's actor over as its JSON record.
-    let actor = r#"{"uid":1001,"user":"bob","claims":{}}"#;
+    let actor = "bob (uid 1001)";
     let (id, already) = airflow
         .queue_command("job.orders", command, "2026-12-01T10:00:00Z", actor, key)
         .unwrap();

@@ -238,7 +238,7 @@ impl Engine {
                 command: command.clone(),
                 tables: tables.clone(),
                 tag: id.to_string(),
-                by: actor.to_json(),
+                by: actor.display(),
             }),
             (Verdict::RolledBack, ProposalBody::Backfill { .. }) => Some(Effect::Restore {
                 versions: self.incidents[i].versions.clone(),

@@ -192,15 +192,6 @@ fn basic(user: &str, password: &str) -> String {
     out
 }
 
-/// Who asked, as people read it: the engine hands a backfill's actor over as its JSON
-/// record (`{"uid": 1000, "user": "alice", ...}`), a run's as text.
-fn who(by: &str) -> String {
-    match serde_json::from_str::<Value>(by) {
-        Ok(actor) if actor.is_object() => crate::approve::stop::display(&actor),
-        _ => by.to_string(),
-    }
-}
-
 /// A command the DAG is asked to run: `dbt ...` on one line.
 fn check_command(command: &str) -> Result<&str> {
     let command = command.trim();
@@ -457,7 +448,6 @@ impl Airflow {
         let dag = self.dag(job)?;
         anyhow::ensure!(!key.trim().is_empty(), "a run of {job} needs a key");
         let id = run_id(key);
-        let by = who(by);
         let mut mark = json!({ "key": key, "by": by });
         if let Some(command) = command {
             mark["command"] = json!(check_command(command)?);
@@ -719,16 +709,6 @@ mod tests {
         );
         assert_eq!(basic("a", "b"), "Basic YTpi");
         assert_eq!(basic("ab", "c"), "Basic YWI6Yw==");
-    }
-
-    #[test]
-    fn orchestrator_airflow_says_who_asked_as_people_read_it() {
-        assert_eq!(
-            who(r#"{"uid":1000,"user":"alice","claims":{}}"#),
-            "alice (uid 1000)"
-        );
-        assert_eq!(who("bob (uid 1001)"), "bob (uid 1001)");
-        assert_eq!(who("dataward"), "dataward");
     }
 
     #[test]
