@@ -13,6 +13,21 @@
 //! "job.hourly_orders" = 1187
 //! ```
 //!
+//! dbt Core has no scheduler: a run is the job's approved dbt command, run by dataward
+//! in the project, so each job maps to its command rather than to an id:
+//!
+//! ```toml
+//! [orchestrator]
+//! kind = "dbt_core"
+//! project_dir = "../analytics"        # the dbt project, relative to this file
+//! dbt = "/opt/dbt/bin/dbt"            # optional; default `dbt` on PATH
+//! profiles_dir = "../analytics"       # optional; DBT_PROFILES_DIR for every run
+//! target = "prod"                     # optional; --target for every run
+//!
+//! [orchestrator.jobs]
+//! "job.hourly_orders" = "dbt build --select tag:hourly"
+//! ```
+//!
 //! The mapping lives here, not in the notes: a job id is a dispatch target, meaningful
 //! only inside `account_id` and with the token beside it, and this file is the policy
 //! `dataward serve` owns and refuses when others can write it. The notes say who reads
@@ -49,15 +64,60 @@ pub struct OrchestratorConfig {
     pub timeout: Option<String>,
     /// dbt Core: the dbt project the approved commands run in.
     pub project_dir: Option<PathBuf>,
-    /// The notes' job ids -> the orchestrator's own job ids.
+    /// dbt Core: the dbt executable (default `dbt` on PATH).
+    pub dbt: Option<PathBuf>,
+    /// dbt Core: DBT_PROFILES_DIR for every run.
+    pub profiles_dir: Option<PathBuf>,
+    /// dbt Core: `--target` for every run.
+    pub target: Option<String>,
+    /// The notes' job ids -> the orchestrator's own job ids (dbt Core: the job's command).
     #[serde(default)]
-    pub jobs: BTreeMap<String, u64>,
+    pub jobs: BTreeMap<String, JobTarget>,
     /// A token written inline: caught to be refused by name, never quoted back.
     #[serde(default)]
     token: Option<toml::Value>,
 }
 
+/// What a job maps to: a number (a dbt Cloud job id) or text (dbt Core: its command).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum JobTarget {
+    Id(u64),
+    Text(String),
+}
+
+impl std::fmt::Display for JobTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JobTarget::Id(id) => write!(f, "{id}"),
+            JobTarget::Text(text) => write!(f, "{text:?}"),
+        }
+    }
+}
+
 impl OrchestratorConfig {
+    /// The jobs as numeric ids (dbt Cloud); text there is a mistake validation names.
+    pub fn job_ids(&self) -> BTreeMap<String, u64> {
+        self.jobs
+            .iter()
+            .filter_map(|(job, target)| match target {
+                JobTarget::Id(id) => Some((job.clone(), *id)),
+                JobTarget::Text(_) => None,
+            })
+            .collect()
+    }
+
+    /// The jobs as commands (dbt Core); a number there is a mistake validation names.
+    pub fn job_commands(&self) -> BTreeMap<String, String> {
+        self.jobs
+            .iter()
+            .filter_map(|(job, target)| match target {
+                JobTarget::Text(command) => Some((job.clone(), command.trim().to_string())),
+                JobTarget::Id(_) => None,
+            })
+            .collect()
+    }
+
     /// The API's address, without a trailing slash.
     pub fn base_url(&self) -> String {
         self.base_url
@@ -86,14 +146,38 @@ pub(super) fn validate(config: &Config, text: &str) -> anyhow::Result<()> {
     };
     let at = [Step::Key("orchestrator")];
     validate_one(o).map_err(|bad| bad.at(text, &at))?;
-    for (job, id) in &o.jobs {
-        let fine = !job.trim().is_empty() && *id > 0;
-        if !fine {
+    for (job, target) in &o.jobs {
+        let wrong = match (o.kind.as_str(), target) {
+            _ if job.trim().is_empty() => Some("a job id of the notes"),
+            ("dbt_core", JobTarget::Text(command)) => {
+                let command = command.trim();
+                (!command.starts_with("dbt ") || command.contains(['\n', '\r', '\0']))
+                    .then_some("a job id of the notes and its dbt command on one line, like \"dbt build --select tag:hourly\"")
+            }
+            ("dbt_core", JobTarget::Id(_)) => {
+                Some("a job id of the notes and its dbt command, like \"dbt build --select tag:hourly\" (dbt Core has no job ids)")
+            }
+            ("dbt_cloud", JobTarget::Id(id)) => {
+                (*id == 0).then_some("a job id of the notes and a job id above zero")
+            }
+            ("dbt_cloud", JobTarget::Text(_)) => {
+                Some("a job id of the notes and a dbt Cloud job id, a number above zero")
+            }
+            (_, JobTarget::Id(0)) => Some("a job id of the notes and a job id above zero"),
+            (_, JobTarget::Text(t)) if t.trim().is_empty() => {
+                Some("a job id of the notes and the orchestrator's job id")
+            }
+            _ => None,
+        };
+        if let Some(wrong) = wrong {
             return Err(Bad::key(
                 "jobs",
-                format!("orchestrator.jobs: {job:?} = {id}: a job id of the notes and a job id above zero"),
+                format!("orchestrator.jobs: {job:?} = {target}: {wrong}"),
             )
-            .at(text, &[Step::Key("orchestrator"), Step::Key("jobs"), Step::Key(job)]));
+            .at(
+                text,
+                &[Step::Key("orchestrator"), Step::Key("jobs"), Step::Key(job)],
+            ));
         }
     }
     Ok(())
@@ -119,19 +203,22 @@ fn validate_one(o: &OrchestratorConfig) -> Result<(), Bad> {
         ));
     }
     // What belongs to which kind: a key another kind takes is a mistake worth naming.
-    let given: [(&'static str, bool); 7] = [
+    let given: [(&'static str, bool); 10] = [
         ("path", o.path.is_some()),
         ("account_id", o.account_id.is_some()),
         ("token_env", o.token_env.is_some()),
         ("base_url", o.base_url.is_some()),
         ("timeout", o.timeout.is_some()),
         ("project_dir", o.project_dir.is_some()),
+        ("dbt", o.dbt.is_some()),
+        ("profiles_dir", o.profiles_dir.is_some()),
+        ("target", o.target.is_some()),
         ("jobs", !o.jobs.is_empty()),
     ];
     let takes: &[&str] = match o.kind.as_str() {
         "demo" => &["path"],
         "dbt_cloud" => &["account_id", "token_env", "base_url", "timeout", "jobs"],
-        "dbt_core" => &["project_dir", "timeout", "jobs"],
+        "dbt_core" => &["project_dir", "dbt", "profiles_dir", "target", "jobs"],
         _ => &["token_env", "base_url", "timeout", "jobs"],
     };
     if let Some(&(key, _)) = given.iter().find(|(k, g)| *g && !takes.contains(k)) {
@@ -199,6 +286,16 @@ fn validate_one(o: &OrchestratorConfig) -> Result<(), Bad> {
                     .into(),
             ))
         }
+        "dbt_core" => {
+            if let Some(target) = &o.target {
+                if target.is_empty() || target.contains(char::is_whitespace) {
+                    return Err(Bad::key(
+                        "target",
+                        format!("orchestrator.target: {target:?} is not a dbt target name"),
+                    ));
+                }
+            }
+        }
         _ => {}
     }
     if let Some(t) = &o.timeout {
@@ -231,6 +328,8 @@ mod tests {
         )
     }
 
+    const CORE: &str = "[orchestrator]\nkind = \"dbt_core\"\nproject_dir = \"analytics\"\n";
+
     const CLOUD: &str =
         "[orchestrator]\nkind = \"dbt_cloud\"\naccount_id = 43\ntoken_env = \"DBT_CLOUD_TOKEN\"\n";
 
@@ -244,7 +343,8 @@ mod tests {
         assert_eq!(o.account_id, Some(43));
         assert_eq!(o.base_url(), "http://127.0.0.1:8080");
         assert_eq!(o.timeout(), std::time::Duration::from_secs(5));
-        assert_eq!(o.jobs["job.hourly"], 1187);
+        assert_eq!(o.jobs["job.hourly"], JobTarget::Id(1187));
+        assert_eq!(o.job_ids()["job.hourly"], 1187);
         let plain = Config::parse(CLOUD, Path::new("team.toml")).unwrap();
         assert_eq!(plain.orchestrator.unwrap().base_url(), DBT_CLOUD_URL);
     }
@@ -288,12 +388,63 @@ mod tests {
                 1,
                 "needs `project_dir`",
             ),
+            (
+                format!("{CLOUD}[orchestrator.jobs]\n\"job.a\" = \"dbt build\"\n"),
+                6,
+                "a dbt Cloud job id, a number",
+            ),
+            (
+                format!("{CORE}[orchestrator.jobs]\n\"job.a\" = 12\n"),
+                5,
+                "dbt Core has no job ids",
+            ),
+            (
+                format!("{CORE}[orchestrator.jobs]\n\"job.a\" = \"rm -rf target\"\n"),
+                5,
+                "its dbt command on one line",
+            ),
+            (
+                format!("{CORE}[orchestrator.jobs]\n\"job.a\" = \"dbt run\\nrm -rf /\"\n"),
+                5,
+                "its dbt command on one line",
+            ),
+            (
+                format!("{CORE}timeout = \"5s\"\n"),
+                4,
+                "does not take timeout",
+            ),
+            (
+                format!("{CORE}target = \"a b\"\n"),
+                4,
+                "not a dbt target name",
+            ),
+            (format!("{CLOUD}dbt = \"dbt\"\n"), 5, "does not take dbt"),
         ] {
             let err = error(&text);
             assert!(err.contains("team.toml"), "{text}: {err}");
             assert!(err.contains(&format!("line {line}:")), "{text}: {err}");
             assert!(err.contains(says), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn orchestrator_dbt_core_reads_its_keys_and_maps_jobs_to_commands() {
+        let text = format!(
+            "{CORE}dbt = \"venv/bin/dbt\"\nprofiles_dir = \"profiles\"\ntarget = \"prod\"\n\n\
+             [orchestrator.jobs]\n\"job.hourly\" = \" dbt build --select tag:hourly \"\n"
+        );
+        let config = Config::parse(&text, Path::new("/etc/team.toml")).unwrap();
+        let o = config.orchestrator.as_ref().unwrap();
+        assert_eq!(o.target.as_deref(), Some("prod"));
+        assert_eq!(
+            config.resolve(o.dbt.as_ref().unwrap()),
+            Path::new("/etc/venv/bin/dbt")
+        );
+        assert_eq!(
+            o.job_commands()["job.hourly"],
+            "dbt build --select tag:hourly"
+        );
+        assert!(o.job_ids().is_empty());
     }
 
     #[test]

@@ -155,7 +155,7 @@ pub fn from_config(
                     .token_env
                     .clone()
                     .with_context(|| format!("{origin}: [orchestrator] needs token_env"))?,
-                jobs: o.jobs.clone(),
+                jobs: o.job_ids(),
                 timeout: o.timeout(),
             };
             Ok(Some(Box::new(dbt_cloud::DbtCloud::new(settings)?)))
