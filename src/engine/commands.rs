@@ -277,6 +277,7 @@ impl Engine {
 
     /// Records a decision whose effect (if any) is in place, and moves the proposal and
     /// its request on.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn record_decision(
         &mut self,
         id: &str,
