@@ -1,5 +1,5 @@
-//! Where runs are dispatched and job schedules paused: dbt Cloud, Airflow, or the demo's
-//! scheduler. The engine only ever speaks this trait.
+//! Where runs are dispatched and job schedules paused: dbt Cloud, dbt Core, Airflow, or
+//! the demo's scheduler. The engine only ever speaks this trait.
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::api::PipelineView;
 
 pub mod dbt_cloud;
+pub mod dbt_core;
 mod http;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -130,7 +131,7 @@ pub fn run_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error
 /// and holds).
 pub fn from_config(
     config: &crate::config::Config,
-    _data_dir: &std::path::Path,
+    data_dir: &std::path::Path,
 ) -> Result<Option<Box<dyn Orchestrator>>> {
     use anyhow::Context;
     let origin = config.origin.display();
@@ -160,8 +161,12 @@ pub fn from_config(
             };
             Ok(Some(Box::new(dbt_cloud::DbtCloud::new(settings)?)))
         }
+        Some(o) if o.kind == "dbt_core" => {
+            let settings = dbt_core::Settings::from_config(config, data_dir)?;
+            Ok(Some(Box::new(dbt_core::DbtCore::new(settings)?)))
+        }
         Some(o) => anyhow::bail!(
-            "{origin}: [orchestrator] kind {:?} is not supported yet (\"dbt_cloud\" and \"demo\" are)",
+            "{origin}: [orchestrator] kind {:?} is not supported yet (\"dbt_cloud\", \"dbt_core\" and \"demo\" are)",
             o.kind
         ),
         None => Ok(None),
