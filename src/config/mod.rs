@@ -441,9 +441,21 @@ impl Config {
                 named.push((at, format!("warehouse.{name}.attach.{schema}"), path));
             }
         }
-        if let Some(path) = self.orchestrator.as_ref().and_then(|o| o.path.as_ref()) {
-            let at = vec![Step::Key("orchestrator"), Step::Key("path")];
-            named.push((at, "orchestrator.path".to_string(), path));
+        if let Some(o) = &self.orchestrator {
+            // `dbt` names a file only when it is a path; a bare name is looked up on
+            // PATH when the orchestrator is built.
+            let dbt = o.dbt.as_deref().filter(|d| d.components().count() > 1);
+            for (key, path) in [
+                ("path", o.path.as_deref()),
+                ("project_dir", o.project_dir.as_deref()),
+                ("profiles_dir", o.profiles_dir.as_deref()),
+                ("dbt", dbt),
+            ] {
+                if let Some(path) = path {
+                    let at = vec![Step::Key("orchestrator"), Step::Key(key)];
+                    named.push((at, format!("orchestrator.{key}"), path));
+                }
+            }
         }
         if let Some(l) = &self.lineage {
             for (key, path) in [

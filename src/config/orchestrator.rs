@@ -28,6 +28,21 @@
 //! "job.hourly_orders" = "hourly_orders"
 //! ```
 //!
+//! dbt Core has no scheduler: a run is the job's approved dbt command, run by dataward
+//! in the project, so each job maps to its command rather than to an id:
+//!
+//! ```toml
+//! [orchestrator]
+//! kind = "dbt_core"
+//! project_dir = "../analytics"        # the dbt project, relative to this file
+//! dbt = "/opt/dbt/bin/dbt"            # optional; default `dbt` on PATH
+//! profiles_dir = "../analytics"       # optional; DBT_PROFILES_DIR for every run
+//! target = "prod"                     # optional; --target for every run
+//!
+//! [orchestrator.jobs]
+//! "job.hourly_orders" = "dbt build --select tag:hourly"
+//! ```
+//!
 //! The mapping lives here, not in the notes: a job id is a dispatch target, meaningful
 //! only inside `account_id` and with the token beside it, and this file is the policy
 //! `dataward serve` owns and refuses when others can write it. The notes say who reads
@@ -48,12 +63,13 @@ pub const DBT_CLOUD_URL: &str = "https://cloud.getdbt.com";
 /// The longest DAG id Airflow stores.
 const DAG_ID_MAX: usize = 250;
 
-/// A job as the orchestrator knows it: dbt Cloud's numeric job id, or Airflow's DAG id.
+/// A job as the orchestrator knows it: dbt Cloud's numeric job id, Airflow's DAG id, or
+/// dbt Core's command (it has no job ids: a job is what it runs).
 /// Which one a kind takes is checked with the rest of the config.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(
     untagged,
-    expecting = "a job id: a number (dbt Cloud's job id) or text (Airflow's DAG id)"
+    expecting = "a job id: a number (dbt Cloud's job id) or text (Airflow's DAG id, dbt Core's command)"
 )]
 pub enum JobRef {
     Number(i64),
@@ -93,8 +109,14 @@ pub struct OrchestratorConfig {
     pub timeout: Option<String>,
     /// dbt Core: the dbt project the approved commands run in.
     pub project_dir: Option<PathBuf>,
+    /// dbt Core: the dbt executable (default `dbt` on PATH).
+    pub dbt: Option<PathBuf>,
+    /// dbt Core: DBT_PROFILES_DIR for every run.
+    pub profiles_dir: Option<PathBuf>,
+    /// dbt Core: `--target` for every run.
+    pub target: Option<String>,
     /// The notes' job ids -> the orchestrator's own job ids (dbt Cloud: numbers;
-    /// Airflow: DAG ids).
+    /// Airflow: DAG ids; dbt Core: the job's dbt command).
     #[serde(default)]
     pub jobs: BTreeMap<String, JobRef>,
     /// A token written inline: caught to be refused by name, never quoted back.
@@ -106,6 +128,17 @@ pub struct OrchestratorConfig {
 }
 
 impl OrchestratorConfig {
+    /// The jobs as commands (dbt Core); a number there is a mistake validation names.
+    pub fn job_commands(&self) -> BTreeMap<String, String> {
+        self.jobs
+            .iter()
+            .filter_map(|(job, target)| match target {
+                JobRef::Name(command) => Some((job.clone(), command.trim().to_string())),
+                JobRef::Number(_) => None,
+            })
+            .collect()
+    }
+
     /// The API's address, without a trailing slash.
     pub fn base_url(&self) -> String {
         self.base_url
@@ -177,6 +210,17 @@ fn check_job(kind: &str, job: &str, id: &JobRef) -> Result<(), String> {
     }
     match (kind, id) {
         ("airflow", JobRef::Name(dag)) => check_dag_id(dag),
+        ("dbt_core", JobRef::Name(command)) => {
+            let command = command.trim();
+            if command.starts_with("dbt ") && !command.contains(['\n', '\r', '\0']) {
+                Ok(())
+            } else {
+                Err("dbt Core runs the job's dbt command, on one line, like \"dbt build --select tag:hourly\"".into())
+            }
+        }
+        ("dbt_core", JobRef::Number(_)) => Err(
+            "dbt Core has no job ids: give the job's dbt command, like \"dbt build --select tag:hourly\"".into(),
+        ),
         ("airflow", JobRef::Number(_)) => {
             Err("Airflow names a DAG by its id, in quotes (\"hourly_orders\")".into())
         }
@@ -231,7 +275,7 @@ fn validate_one(o: &OrchestratorConfig) -> Result<(), Bad> {
         ));
     }
     // What belongs to which kind: a key another kind takes is a mistake worth naming.
-    let given: [(&'static str, bool); 10] = [
+    let given: [(&'static str, bool); 13] = [
         ("path", o.path.is_some()),
         ("account_id", o.account_id.is_some()),
         ("token_env", o.token_env.is_some()),
@@ -241,12 +285,15 @@ fn validate_one(o: &OrchestratorConfig) -> Result<(), Bad> {
         ("api", o.api.is_some()),
         ("timeout", o.timeout.is_some()),
         ("project_dir", o.project_dir.is_some()),
+        ("dbt", o.dbt.is_some()),
+        ("profiles_dir", o.profiles_dir.is_some()),
+        ("target", o.target.is_some()),
         ("jobs", !o.jobs.is_empty()),
     ];
     let takes: &[&str] = match o.kind.as_str() {
         "demo" => &["path"],
         "dbt_cloud" => &["account_id", "token_env", "base_url", "timeout", "jobs"],
-        "dbt_core" => &["project_dir", "timeout", "jobs"],
+        "dbt_core" => &["project_dir", "dbt", "profiles_dir", "target", "jobs"],
         _ => &[
             "base_url",
             "username",
@@ -321,6 +368,16 @@ fn validate_one(o: &OrchestratorConfig) -> Result<(), Bad> {
                  approved commands run in"
                     .into(),
             ))
+        }
+        "dbt_core" => {
+            if let Some(target) = &o.target {
+                if target.is_empty() || target.contains(char::is_whitespace) {
+                    return Err(Bad::key(
+                        "target",
+                        format!("orchestrator.target: {target:?} is not a dbt target name"),
+                    ));
+                }
+            }
         }
         _ => {}
     }
@@ -417,6 +474,8 @@ mod tests {
         )
     }
 
+    const CORE: &str = "[orchestrator]\nkind = \"dbt_core\"\nproject_dir = \"analytics\"\n";
+
     const CLOUD: &str =
         "[orchestrator]\nkind = \"dbt_cloud\"\naccount_id = 43\ntoken_env = \"DBT_CLOUD_TOKEN\"\n";
 
@@ -474,6 +533,37 @@ mod tests {
                 1,
                 "needs `project_dir`",
             ),
+            (
+                format!("{CLOUD}[orchestrator.jobs]\n\"job.a\" = \"dbt build\"\n"),
+                6,
+                "a dbt Cloud job id, a number",
+            ),
+            (
+                format!("{CORE}[orchestrator.jobs]\n\"job.a\" = 12\n"),
+                5,
+                "dbt Core has no job ids",
+            ),
+            (
+                format!("{CORE}[orchestrator.jobs]\n\"job.a\" = \"rm -rf target\"\n"),
+                5,
+                "its dbt command on one line",
+            ),
+            (
+                format!("{CORE}[orchestrator.jobs]\n\"job.a\" = \"dbt run\\nrm -rf /\"\n"),
+                5,
+                "its dbt command on one line",
+            ),
+            (
+                format!("{CORE}timeout = \"5s\"\n"),
+                4,
+                "does not take timeout",
+            ),
+            (
+                format!("{CORE}target = \"a b\"\n"),
+                4,
+                "not a dbt target name",
+            ),
+            (format!("{CLOUD}dbt = \"dbt\"\n"), 5, "does not take dbt"),
         ] {
             let err = error(&text);
             assert!(err.contains("team.toml"), "{text}: {err}");
@@ -570,6 +660,26 @@ mod tests {
         let err = error(&AIRFLOW.replace("AIRFLOW_PASSWORD", "Zx81kQ3vLmN0pRsT4uVw"));
         assert!(err.contains("not an environment variable name"), "{err}");
         assert!(!err.contains("Zx81kQ3v"), "{err}");
+    }
+
+    #[test]
+    fn orchestrator_dbt_core_reads_its_keys_and_maps_jobs_to_commands() {
+        let text = format!(
+            "{CORE}dbt = \"venv/bin/dbt\"\nprofiles_dir = \"profiles\"\ntarget = \"prod\"\n\n\
+             [orchestrator.jobs]\n\"job.hourly\" = \" dbt build --select tag:hourly \"\n"
+        );
+        let config = Config::parse(&text, Path::new("/etc/team.toml")).unwrap();
+        let o = config.orchestrator.as_ref().unwrap();
+        assert_eq!(o.target.as_deref(), Some("prod"));
+        assert_eq!(
+            config.resolve(o.dbt.as_ref().unwrap()),
+            Path::new("/etc/venv/bin/dbt")
+        );
+        assert_eq!(
+            o.job_commands()["job.hourly"],
+            "dbt build --select tag:hourly"
+        );
+        assert!(o.dbt_cloud_jobs().is_empty());
     }
 
     #[test]

@@ -113,6 +113,35 @@ const MIGRATIONS: &[&str] = &[
         before   TEXT NOT NULL,
         taken_at TEXT NOT NULL
      );",
+    // 10: dbt Core (engine::orchestrator::dbt_core) has no scheduler to remember its
+    // runs and holds: dataward does. A run is queued once per key, carried out by the
+    // process that queued it (`owner`: boot id, pid, start time), one at a time per
+    // project; its output streams to `log` and its tail is kept in `output` at the end.
+    // A hold is a job dataward refuses to run until the hold is lifted.
+    "CREATE TABLE dbt_core_run (
+        id           INTEGER PRIMARY KEY,
+        project      TEXT NOT NULL,
+        job          TEXT NOT NULL,
+        request_key  TEXT NOT NULL UNIQUE,
+        command      TEXT NOT NULL,
+        requested_by TEXT NOT NULL,
+        requested_at TEXT NOT NULL,
+        status       TEXT NOT NULL CHECK (status IN ('queued', 'running', 'success', 'failed')),
+        owner        TEXT NOT NULL,
+        started_at   TEXT,
+        finished_at  TEXT,
+        exit_code    INTEGER,
+        log          TEXT,
+        output       TEXT NOT NULL DEFAULT '',
+        detail       TEXT NOT NULL DEFAULT ''
+     );
+     CREATE INDEX dbt_core_run_by_job ON dbt_core_run (job, id);
+     CREATE INDEX dbt_core_run_by_project ON dbt_core_run (project, status, id);
+     CREATE TABLE dbt_core_hold (
+        job     TEXT PRIMARY KEY,
+        command TEXT NOT NULL,
+        held_at TEXT NOT NULL
+     );",
 ];
 
 /// How long a writer waits for another writer before giving up. Long enough that two

@@ -1,5 +1,5 @@
-//! Where runs are dispatched and job schedules paused: dbt Cloud, Airflow, or the demo's
-//! scheduler. The engine only ever speaks this trait.
+//! Where runs are dispatched and job schedules paused: dbt Cloud, dbt Core, Airflow, or
+//! the demo's scheduler. The engine only ever speaks this trait.
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
@@ -8,6 +8,7 @@ use super::api::PipelineView;
 
 pub mod airflow;
 pub mod dbt_cloud;
+pub mod dbt_core;
 mod http;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -131,7 +132,7 @@ pub fn run_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error
 /// and holds).
 pub fn from_config(
     config: &crate::config::Config,
-    _data_dir: &std::path::Path,
+    data_dir: &std::path::Path,
 ) -> Result<Option<Box<dyn Orchestrator>>> {
     use anyhow::Context;
     let origin = config.origin.display();
@@ -164,8 +165,12 @@ pub fn from_config(
         Some(o) if o.kind == "airflow" => {
             Ok(Some(Box::new(airflow::Airflow::from_config(config, o)?)))
         }
+        Some(o) if o.kind == "dbt_core" => {
+            let settings = dbt_core::Settings::from_config(config, data_dir)?;
+            Ok(Some(Box::new(dbt_core::DbtCore::new(settings)?)))
+        }
         Some(o) => anyhow::bail!(
-            "{origin}: [orchestrator] kind {:?} is not supported yet (\"airflow\", \"dbt_cloud\" and \"demo\" are)",
+            "{origin}: [orchestrator] kind {:?} is not one dataward can use",
             o.kind
         ),
         None => Ok(None),

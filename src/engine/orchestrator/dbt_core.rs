@@ -1,0 +1,945 @@
+//! dbt Core, with no scheduler: dataward runs the approved command itself.
+//!
+//! - A run is the job's command from `[orchestrator.jobs]` (`queue_run`), or a
+//!   backfill's exact command (`queue_command`): a `dbt ...` line split into words
+//!   without a shell (`;`, `|`, `$()`, globs and redirections mean nothing and reach dbt
+//!   as arguments; quotes group words, as a shell's would), run as the configured dbt
+//!   executable in `project_dir`, with `DBT_PROFILES_DIR` and `--target` as configured.
+//! - Runs are kept in the state database (`dbt_core_run`), idempotent on their key.
+//!   dbt's output streams to a private file, `DATA/dbt_core/run-N.log`, so a crash keeps
+//!   what was written, and the record keeps its last 64 KiB once the run ends.
+//! - One run at a time per project (dbt runs in one project clash over `target/`):
+//!   later ones wait as queued. A run is carried out by a thread of the process that
+//!   queued it; only `queue_run` and `queue_command` start that thread, so the poll
+//!   task's instance (built from the same config) only ever reads the store.
+//! - A run left queued or running by a dataward process that no longer exists (a
+//!   restart, a crash) reads back as failed, with the output written so far. Its child
+//!   got SIGTERM when that process died (Linux's parent-death signal), so it does not
+//!   go on building behind the next run's back.
+//! - A hold cannot pause a cron: `pause` records it (`dbt_core_hold`) and returns the
+//!   instruction people must carry out, stopping the schedule themselves. While it
+//!   stands, dataward refuses runs of the job, with one exception: the run the hold's
+//!   own approved plan dispatches once the table has recovered (`dataward run`, or
+//!   dataward at L3/L4). That run is the engine's pending `queue_run` intent for this
+//!   job and key, which the engine commits only after the policy, the recovery and
+//!   the org stop were checked; refusing it too would leave an incident with a hold no
+//!   way to be verified.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+
+use super::{Orchestrator, RunRecord, Schedule};
+use crate::engine::api::PipelineView;
+use crate::store::files;
+
+/// How much of a run's output its record keeps: the end, where dbt says what failed.
+pub const OUTPUT_TAIL: u64 = 64 * 1024;
+/// How many of the output's last lines a run's detail shows.
+const DETAIL_LINES: usize = 20;
+/// How often a runner looks again while another process's run holds the project.
+const BUSY_RECHECK: Duration = Duration::from_millis(250);
+
+/// Where and how dbt runs, resolved and checked.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The dbt project (holds dbt_project.yml).
+    pub project_dir: PathBuf,
+    /// The dbt executable.
+    pub dbt: PathBuf,
+    /// `DBT_PROFILES_DIR` for every run.
+    pub profiles_dir: Option<PathBuf>,
+    /// `--target` for every run.
+    pub target: Option<String>,
+    /// The notes' job ids -> each job's dbt command.
+    pub jobs: BTreeMap<String, String>,
+    /// Where the state database and the run logs are.
+    pub data_dir: PathBuf,
+}
+
+impl Settings {
+    /// From `[orchestrator]`: paths resolved against the config file; a missing
+    /// project, profiles folder or dbt executable is named with the file it came from.
+    pub fn from_config(config: &crate::config::Config, data_dir: &Path) -> Result<Settings> {
+        let origin = config.origin.display();
+        let o = config
+            .orchestrator
+            .as_ref()
+            .with_context(|| format!("{origin}: no [orchestrator]"))?;
+        let project_dir = o
+            .project_dir
+            .as_ref()
+            .map(|p| config.resolve(p))
+            .with_context(|| {
+                format!(
+                    "{origin}: orchestrator.project_dir: kind = \"dbt_core\" needs the dbt project"
+                )
+            })?;
+        anyhow::ensure!(
+            project_dir.is_dir(),
+            "{origin}: orchestrator.project_dir: {} does not exist or is not a folder",
+            project_dir.display()
+        );
+        anyhow::ensure!(
+            project_dir.join("dbt_project.yml").is_file(),
+            "{origin}: orchestrator.project_dir: {} is not a dbt project (it has no dbt_project.yml)",
+            project_dir.display()
+        );
+        let profiles_dir = o.profiles_dir.as_ref().map(|p| config.resolve(p));
+        if let Some(dir) = &profiles_dir {
+            anyhow::ensure!(
+                dir.is_dir(),
+                "{origin}: orchestrator.profiles_dir: {} does not exist or is not a folder",
+                dir.display()
+            );
+        }
+        let dbt = match &o.dbt {
+            Some(path) if path.components().count() > 1 => {
+                let path = config.resolve(path);
+                anyhow::ensure!(
+                    is_executable(&path),
+                    "{origin}: orchestrator.dbt: {} does not exist or is not an executable file",
+                    path.display()
+                );
+                path
+            }
+            named => {
+                let name = named.as_deref().unwrap_or(Path::new("dbt"));
+                on_path(name).with_context(|| {
+                    format!(
+                        "{origin}: orchestrator.dbt: no {} executable on PATH; name it with \
+                         dbt = \"/path/to/venv/bin/dbt\"",
+                        name.display()
+                    )
+                })?
+            }
+        };
+        let jobs = o.job_commands();
+        for (job, command) in &jobs {
+            words(command).with_context(|| format!("{origin}: orchestrator.jobs: {job:?}"))?;
+        }
+        Ok(Settings {
+            project_dir,
+            dbt,
+            profiles_dir,
+            target: o.target.clone(),
+            jobs,
+            data_dir: data_dir.to_path_buf(),
+        })
+    }
+
+    /// The dbt arguments of an approved command: its words after `dbt`, and the
+    /// configured target.
+    fn arguments(&self, command: &str) -> Result<Vec<String>> {
+        let mut args = words(command)?.split_off(1);
+        if let Some(target) = &self.target {
+            anyhow::ensure!(
+                !args
+                    .iter()
+                    .any(|a| a == "-t" || a == "--target" || a.starts_with("--target=")),
+                "`{command}` names its own --target, and [orchestrator] target = {target:?} \
+                 decides where dataward's runs build; take --target out of the command"
+            );
+            args.extend(["--target".to_string(), target.clone()]);
+        }
+        Ok(args)
+    }
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+fn on_path(name: &Path) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| is_executable(candidate))
+}
+
+/// A dbt command as the words dbt is given, split without a shell: whitespace
+/// separates words, single quotes keep everything, double quotes keep everything but
+/// `\"` and `\\`, a backslash outside quotes keeps the next character. Nothing else
+/// means anything: no variables, no globs, no `;`, `|`, `&&`, `$()` or redirections.
+/// Only one line starting with `dbt ` is taken.
+pub fn words(command: &str) -> Result<Vec<String>> {
+    let command = command.trim();
+    anyhow::ensure!(
+        command.starts_with("dbt ") && !command.contains(['\n', '\r', '\0']),
+        "dataward runs only dbt commands, on one line; refused {command:?}"
+    );
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = command.chars();
+    let unterminated = || anyhow!("{command:?} has an unterminated quote");
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next().ok_or_else(unterminated)? {
+                        '\'' => break,
+                        c => word.push(c),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next().ok_or_else(unterminated)? {
+                        '"' => break,
+                        '\\' => match chars.next().ok_or_else(unterminated)? {
+                            c @ ('"' | '\\') => word.push(c),
+                            c => {
+                                word.push('\\');
+                                word.push(c);
+                            }
+                        },
+                        c => word.push(c),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                let next = chars
+                    .next()
+                    .ok_or_else(|| anyhow!("{command:?} ends with a backslash"))?;
+                word.push(next);
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    anyhow::ensure!(
+        words.len() >= 2 && words[0] == "dbt",
+        "dataward runs only dbt commands; refused {command:?}"
+    );
+    Ok(words)
+}
+
+/// This process, as runs record their owner: the boot, the pid and the pid's start
+/// time, so a pid reused after a restart is not taken for the process that queued.
+fn me() -> &'static str {
+    static ME: OnceLock<String> = OnceLock::new();
+    ME.get_or_init(|| {
+        let pid = std::process::id();
+        format!(
+            "{} {pid} {}",
+            boot_id(),
+            start_time(pid).unwrap_or_default()
+        )
+    })
+}
+
+fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|id| id.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// The process's start time in clock ticks since boot (field 22 of /proc/PID/stat).
+fn start_time(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: count after its end.
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().nth(19).map(str::to_string)
+}
+
+/// Is the process that recorded `owner` still running?
+fn alive(owner: &str) -> bool {
+    if owner == me() {
+        return true;
+    }
+    let mut parts = owner.split(' ');
+    let (Some(boot), Some(pid), Some(start)) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    let Ok(pid) = pid.parse::<u32>() else {
+        return false;
+    };
+    if boot != boot_id() {
+        return false; // the machine restarted since
+    }
+    match start_time(pid) {
+        Some(now) => now == start,
+        // No /proc: whether the pid exists at all.
+        None if !Path::new("/proc/self/stat").exists() => {
+            // SAFETY: kill with signal 0 only checks that the process exists.
+            unsafe { libc::kill(pid as libc::pid_t, 0) == 0 }
+        }
+        None => false,
+    }
+}
+
+fn now() -> String {
+    crate::engine::timestamp(chrono::Utc::now().naive_utc())
+}
+
+/// A run as the store holds it.
+#[derive(Debug, Clone)]
+struct Row {
+    id: i64,
+    job: String,
+    command: String,
+    requested_at: String,
+    status: String,
+    owner: String,
+    started_at: Option<String>,
+    finished_at: Option<String>,
+    log: Option<String>,
+    detail: String,
+}
+
+const ROW: &str =
+    "id, job, command, requested_at, status, owner, started_at, finished_at, log, detail";
+
+fn row(r: &rusqlite::Row) -> rusqlite::Result<Row> {
+    Ok(Row {
+        id: r.get(0)?,
+        job: r.get(1)?,
+        command: r.get(2)?,
+        requested_at: r.get(3)?,
+        status: r.get(4)?,
+        owner: r.get(5)?,
+        started_at: r.get(6)?,
+        finished_at: r.get(7)?,
+        log: r.get(8)?,
+        detail: r.get(9)?,
+    })
+}
+
+impl Row {
+    fn in_flight(&self) -> bool {
+        matches!(self.status.as_str(), "queued" | "running")
+    }
+
+    /// As it stands: a run whose process is gone is failed, with what it wrote.
+    fn settled(mut self) -> Row {
+        if !self.in_flight() || alive(&self.owner) {
+            return self;
+        }
+        let pid = self.owner.split(' ').nth(1).unwrap_or("?").to_string();
+        self.detail = if self.status == "running" {
+            let output = self
+                .log
+                .as_deref()
+                .map(|log| tail_of(Path::new(log)))
+                .unwrap_or_default();
+            format!(
+                "dataward stopped while `{}` ran (its process {pid} is gone); the output so far:\n{}",
+                self.command,
+                last_lines(&output)
+            )
+        } else {
+            format!(
+                "dataward stopped before `{}` started (its process {pid} is gone); it never ran",
+                self.command
+            )
+        };
+        self.status = "failed".to_string();
+        self
+    }
+
+    fn record(&self) -> RunRecord {
+        RunRecord {
+            id: self.id.to_string(),
+            job: self.job.clone(),
+            status: if self.in_flight() {
+                "queued".to_string()
+            } else {
+                self.status.clone()
+            },
+            link: None,
+            requested_at: self.requested_at.clone(),
+            started_at: self.started_at.clone(),
+            finished_at: self.finished_at.clone(),
+            detail: crate::sanitize::for_terminal_multiline(&self.detail).into_owned(),
+        }
+    }
+}
+
+/// The end of a log, at most [`OUTPUT_TAIL`] bytes from a whole line on, saying what
+/// was cut and where the rest is.
+fn tail_of(path: &Path) -> String {
+    let read = || -> Result<String> {
+        let mut file = files::open_read(path)?;
+        let size = file.metadata()?.len();
+        let skip = size.saturating_sub(OUTPUT_TAIL);
+        file.seek(SeekFrom::Start(skip))?;
+        let mut bytes = Vec::new();
+        file.take(OUTPUT_TAIL).read_to_end(&mut bytes)?;
+        let mut cut = skip;
+        if skip > 0 {
+            let line_start = bytes.iter().position(|b| *b == b'\n').map_or(0, |n| n + 1);
+            bytes.drain(..line_start);
+            cut += line_start as u64;
+        }
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        Ok(if cut > 0 {
+            format!(
+                "[output cut: its first {cut} bytes are left out here; all of it is in {}]\n{text}",
+                path.display()
+            )
+        } else {
+            text
+        })
+    };
+    read().unwrap_or_else(|e| format!("[the output could not be read: {e:#}]"))
+}
+
+/// The last lines of an output with something on them.
+fn last_lines(output: &str) -> String {
+    let lines: Vec<&str> = output.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(DETAIL_LINES)..].join("\n")
+}
+
+pub struct DbtCore {
+    settings: Arc<Settings>,
+    db: PathBuf,
+    conn: Connection,
+    /// A runner thread of this instance is carrying out its queued runs.
+    runner: Arc<Mutex<bool>>,
+}
+
+impl DbtCore {
+    pub fn new(settings: Settings) -> Result<DbtCore> {
+        let db = settings.data_dir.join("dataward.db");
+        let conn = crate::store::open(&db)?;
+        Ok(DbtCore {
+            settings: Arc::new(settings),
+            db,
+            conn,
+            runner: Arc::new(Mutex::new(false)),
+        })
+    }
+
+    fn command_of(&self, job: &str) -> Result<&str> {
+        self.settings
+            .jobs
+            .get(job)
+            .map(String::as_str)
+            .ok_or_else(|| {
+                anyhow!(
+                    "{job} is not mapped to a dbt command: add it under [orchestrator.jobs] \
+                     (\"{job}\" = \"dbt build --select ...\")"
+                )
+            })
+    }
+
+    fn held(&self, job: &str) -> Result<bool> {
+        Ok(self.conn.query_row(
+            "SELECT count(*) > 0 FROM dbt_core_hold WHERE job = ?1",
+            [job],
+            |r| r.get(0),
+        )?)
+    }
+
+    fn project(&self) -> String {
+        self.settings.project_dir.display().to_string()
+    }
+
+    /// The hold's own planned run: the engine committed an intent to queue exactly
+    /// this run of this job (see the module's notes).
+    fn dispatched_by_hold(&self, job: &str, key: &str) -> Result<bool> {
+        Ok(self.conn.query_row(
+            "SELECT count(*) > 0 FROM intent WHERE status = 'pending'
+               AND json_extract(effect, '$.effect') = 'queue_run'
+               AND json_extract(effect, '$.job') = ?1 AND json_extract(effect, '$.key') = ?2",
+            params![job, key],
+            |r| r.get(0),
+        )?)
+    }
+
+    fn find_key(&self, key: &str) -> Result<Option<Row>> {
+        Ok(self
+            .conn
+            .query_row(
+                &format!("SELECT {ROW} FROM dbt_core_run WHERE request_key = ?1"),
+                [key],
+                row,
+            )
+            .optional()?)
+    }
+
+    /// Queues one run once per `key`, then makes sure a runner carries it out.
+    fn queue(
+        &self,
+        job: &str,
+        command: &str,
+        planned: bool,
+        at: &str,
+        by: &str,
+        key: &str,
+    ) -> Result<(String, bool)> {
+        if let Some(found) = self.find_key(key)? {
+            if found.status == "queued" && !alive(&found.owner) {
+                // Queued by a dataward that stopped before it started: the engine asks
+                // again (an intent re-issued at start), so this process runs it.
+                self.conn.execute(
+                    "UPDATE dbt_core_run SET owner = ?2 WHERE id = ?1 AND status = 'queued'",
+                    params![found.id, me()],
+                )?;
+                self.ensure_runner();
+            }
+            return Ok((found.id.to_string(), true));
+        }
+        if self.held(job)? && !(planned && self.dispatched_by_hold(job, key)?) {
+            bail!(
+                "dataward holds {job}: it refuses runs of {job} until the hold is lifted \
+                 (roll the hold back with `dataward rollback PROPOSAL`, or it is lifted when \
+                 its incident is verified and resolved)"
+            );
+        }
+        self.settings.arguments(command)?;
+        self.conn.execute(
+            "INSERT INTO dbt_core_run
+               (project, job, request_key, command, requested_by, requested_at, status, owner)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'queued', ?7)
+             ON CONFLICT (request_key) DO NOTHING",
+            params![self.project(), job, key, command.trim(), by, at, me()],
+        )?;
+        let id: i64 = self.conn.query_row(
+            "SELECT id FROM dbt_core_run WHERE request_key = ?1",
+            [key],
+            |r| r.get(0),
+        )?;
+        self.ensure_runner();
+        Ok((id.to_string(), false))
+    }
+
+    fn ensure_runner(&self) {
+        let mut active = self.runner.lock().unwrap_or_else(|p| p.into_inner());
+        if *active {
+            return;
+        }
+        *active = true;
+        let settings = self.settings.clone();
+        let db = self.db.clone();
+        let runner = self.runner.clone();
+        let started = std::thread::Builder::new()
+            .name("dbt-core-runner".into())
+            .spawn(move || run_queue(&settings, &db, &runner));
+        if let Err(e) = started {
+            *active = false;
+            tracing::error!(error = %e, "cannot start the dbt Core runner thread");
+        }
+    }
+
+    /// The job's latest runs, newest first, as they stand.
+    fn latest(&self, job: &str, limit: usize) -> Result<Vec<Row>> {
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT {ROW} FROM dbt_core_run WHERE job = ?1 ORDER BY id DESC LIMIT ?2"
+        ))?;
+        let rows = stmt.query_map(params![job, limit as i64], row)?;
+        Ok(rows
+            .map(|r| r.map(Row::settled))
+            .collect::<rusqlite::Result<_>>()?)
+    }
+}
+
+/// What a runner found to do.
+enum Claim {
+    Run {
+        id: i64,
+        command: String,
+        log: PathBuf,
+    },
+    /// Another process's run holds the project.
+    Busy,
+    Idle,
+}
+
+/// Carries out this process's queued runs of the project, one at a time, oldest first.
+fn run_queue(settings: &Settings, db: &Path, runner: &Mutex<bool>) {
+    let mut conn = match crate::store::open(db) {
+        Ok(conn) => conn,
+        Err(e) => {
+            tracing::error!(error = %format!("{e:#}"), "dbt Core runner cannot open the state database");
+            *runner.lock().unwrap_or_else(|p| p.into_inner()) = false;
+            return;
+        }
+    };
+    loop {
+        let claimed = {
+            let mut active = runner.lock().unwrap_or_else(|p| p.into_inner());
+            match claim(&mut conn, settings) {
+                Ok(Claim::Idle) => {
+                    *active = false;
+                    return;
+                }
+                Ok(claimed) => claimed,
+                Err(e) => {
+                    tracing::error!(error = %format!("{e:#}"), "dbt Core runner cannot claim a run");
+                    *active = false;
+                    return;
+                }
+            }
+        };
+        match claimed {
+            Claim::Run { id, command, log } => {
+                let outcome = execute(settings, &command, &log);
+                finish(&conn, id, &command, &log, outcome);
+            }
+            Claim::Busy => std::thread::sleep(BUSY_RECHECK),
+            Claim::Idle => unreachable!("returned above"),
+        }
+    }
+}
+
+/// In one transaction: settles the project's runs whose process is gone, and takes
+/// this process's oldest queued run unless a run holds the project.
+fn claim(conn: &mut Connection, settings: &Settings) -> Result<Claim> {
+    let project = settings.project_dir.display().to_string();
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let running: Vec<Row> = {
+        let mut stmt = tx.prepare(&format!(
+            "SELECT {ROW} FROM dbt_core_run WHERE project = ?1 AND status = 'running'"
+        ))?;
+        let rows = stmt.query_map([&project], row)?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    let mut busy = false;
+    for run in running {
+        let settled = run.clone().settled();
+        if settled.status == "failed" {
+            tx.execute(
+                "UPDATE dbt_core_run SET status = 'failed', detail = ?2,
+                   output = ?3 WHERE id = ?1 AND status = 'running'",
+                params![
+                    run.id,
+                    settled.detail,
+                    run.log
+                        .as_deref()
+                        .map(|l| tail_of(Path::new(l)))
+                        .unwrap_or_default()
+                ],
+            )?;
+        } else {
+            busy = true;
+        }
+    }
+    if busy {
+        return Ok(Claim::Busy);
+    }
+    let next: Option<(i64, String)> = tx
+        .query_row(
+            "SELECT id, command FROM dbt_core_run
+             WHERE project = ?1 AND status = 'queued' AND owner = ?2 ORDER BY id LIMIT 1",
+            params![project, me()],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let Some((id, command)) = next else {
+        tx.commit()?;
+        return Ok(Claim::Idle);
+    };
+    let dir = settings.data_dir.join("dbt_core");
+    files::ensure_private_dir(&dir)?;
+    let log = dir.join(format!("run-{id}.log"));
+    tx.execute(
+        "UPDATE dbt_core_run SET status = 'running', started_at = ?2, log = ?3 WHERE id = ?1",
+        params![id, now(), log.display().to_string()],
+    )?;
+    tx.commit()?;
+    Ok(Claim::Run { id, command, log })
+}
+
+/// Runs dbt with its output going to `log`, and waits for it.
+fn execute(settings: &Settings, command: &str, log: &Path) -> Result<ExitStatus> {
+    let args = settings.arguments(command)?;
+    let out = files::open_or_create(log)?;
+    out.set_len(0)?;
+    let err = out.try_clone()?;
+    let mut child = Command::new(&settings.dbt);
+    child
+        .args(&args)
+        .current_dir(&settings.project_dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(out))
+        .stderr(Stdio::from(err))
+        // The output is read as text: no colour codes in it.
+        .env("DBT_USE_COLORS", "false");
+    if let Some(dir) = &settings.profiles_dir {
+        child.env("DBT_PROFILES_DIR", dir);
+    }
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::process::CommandExt;
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: only async-signal-safe calls (prctl, getppid, raise) between fork and
+        // exec. The child gets SIGTERM when this thread's process dies, and stops at
+        // once if it already has.
+        unsafe {
+            child.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if libc::getppid() != parent {
+                    libc::raise(libc::SIGTERM);
+                }
+                Ok(())
+            });
+        }
+    }
+    let mut child = child
+        .spawn()
+        .with_context(|| format!("cannot start {}", settings.dbt.display()))?;
+    Ok(child.wait()?)
+}
+
+/// Records how the run ended, trying until the store takes it: a run left `running`
+/// by a live process would hold the project for good.
+fn finish(conn: &Connection, id: i64, command: &str, log: &Path, outcome: Result<ExitStatus>) {
+    let output = tail_of(log);
+    let (status, code, summary) = match &outcome {
+        Ok(exit) if exit.success() => (
+            "success",
+            Some(0),
+            format!("`{command}` succeeded (exit status 0)"),
+        ),
+        Ok(exit) => match exit.code() {
+            Some(code) => (
+                "failed",
+                Some(code),
+                format!("`{command}` failed with exit status {code}"),
+            ),
+            None => {
+                use std::os::unix::process::ExitStatusExt;
+                let signal = exit.signal().unwrap_or_default();
+                (
+                    "failed",
+                    None,
+                    format!("`{command}` was stopped by signal {signal}"),
+                )
+            }
+        },
+        Err(e) => ("failed", None, format!("`{command}` did not run: {e:#}")),
+    };
+    let lines = last_lines(&output);
+    let detail = if lines.is_empty() {
+        summary
+    } else {
+        format!("{summary}; the last lines of its output:\n{lines}")
+    };
+    let mut wait = Duration::from_millis(100);
+    loop {
+        let written = conn.execute(
+            "UPDATE dbt_core_run SET status = ?2, finished_at = ?3, exit_code = ?4,
+               output = ?5, detail = ?6 WHERE id = ?1",
+            params![id, status, now(), code, output, detail],
+        );
+        match written {
+            Ok(_) => return,
+            Err(e) => {
+                tracing::warn!(run = id, error = %e, "cannot record how a dbt Core run ended; trying again");
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(Duration::from_secs(10));
+            }
+        }
+    }
+}
+
+impl Orchestrator for DbtCore {
+    /// One per mapped job: paused while dataward holds it, running while a run is in
+    /// flight, else scheduled (by whatever runs it: dataward cannot see a cron).
+    fn pipelines(&self) -> Result<Vec<PipelineView>> {
+        let mut views = Vec::new();
+        for job in self.settings.jobs.keys() {
+            let latest = self.latest(job, 20)?;
+            let state = if self.held(job)? {
+                "paused"
+            } else if latest.iter().any(Row::in_flight) {
+                "running"
+            } else {
+                "scheduled"
+            };
+            let last = latest.iter().find(|r| !r.in_flight());
+            views.push(PipelineView {
+                name: job.clone(),
+                state: state.to_string(),
+                last_status: last.map_or("none", |r| r.status.as_str()).to_string(),
+                last_run_at: last.and_then(|r| r.finished_at.clone().or(r.started_at.clone())),
+            });
+        }
+        Ok(views)
+    }
+
+    fn schedule(&self, job: &str) -> Result<Schedule> {
+        self.command_of(job)?;
+        Ok(Schedule {
+            paused: self.held(job)?,
+            saved: serde_json::Value::Null,
+        })
+    }
+
+    /// Records the hold; what stops the schedule is the instruction, carried out by
+    /// people.
+    fn pause(&self, job: &str) -> Result<Option<String>> {
+        let command = self.command_of(job)?;
+        self.conn.execute(
+            "INSERT INTO dbt_core_hold (job, command, held_at) VALUES (?1, ?2, ?3)
+             ON CONFLICT (job) DO NOTHING",
+            params![job, command, now()],
+        )?;
+        Ok(Some(format!(
+            "dataward cannot pause a cron: stop the schedule that runs {job} (`{command}` in {}) \
+             yourself; dataward refuses runs of {job} until the hold is lifted",
+            self.settings.project_dir.display()
+        )))
+    }
+
+    /// Lifts the hold, unless the job was held already before (`before.paused`).
+    fn restore(&self, job: &str, before: &Schedule) -> Result<()> {
+        self.command_of(job)?;
+        if !before.paused {
+            self.conn
+                .execute("DELETE FROM dbt_core_hold WHERE job = ?1", [job])?;
+        }
+        Ok(())
+    }
+
+    fn queue_run(&self, job: &str, at: &str, by: &str, key: &str) -> Result<(String, bool)> {
+        let command = self.command_of(job)?.to_string();
+        self.queue(job, &command, true, at, by, key)
+    }
+
+    fn queue_command(
+        &self,
+        job: &str,
+        command: &str,
+        at: &str,
+        by: &str,
+        key: &str,
+    ) -> Result<(String, bool)> {
+        self.command_of(job)?;
+        self.queue(job, command, false, at, by, key)
+    }
+
+    fn run(&self, _job: &str, id: &str) -> Result<Option<RunRecord>> {
+        let Ok(id) = id.parse::<i64>() else {
+            return Ok(None);
+        };
+        let found = self
+            .conn
+            .query_row(
+                &format!("SELECT {ROW} FROM dbt_core_run WHERE id = ?1"),
+                [id],
+                row,
+            )
+            .optional()?;
+        Ok(found.map(|r| r.settled().record()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn orchestrator_dbt_core_commands_split_without_a_shell() {
+        assert_eq!(
+            words("dbt build --select tag:hourly").unwrap(),
+            ["dbt", "build", "--select", "tag:hourly"]
+        );
+        assert_eq!(
+            words(r#"dbt run --vars '{"day": "2024-05-11"}' -s "a b" c\ d"#).unwrap(),
+            [
+                "dbt",
+                "run",
+                "--vars",
+                r#"{"day": "2024-05-11"}"#,
+                "-s",
+                "a b",
+                "c d"
+            ]
+        );
+        assert_eq!(
+            words("dbt run; touch /tmp/x | cat $(id) > out").unwrap(),
+            ["dbt", "run;", "touch", "/tmp/x", "|", "cat", "$(id)", ">", "out"]
+        );
+        assert_eq!(words("dbt run ''").unwrap(), ["dbt", "run", ""]);
+        for bad in [
+            "rm -rf /",
+            "dbt",
+            "dbtx run",
+            "\"dbt\" run",
+            "dbt run\nrm -rf /",
+            "dbt run 'open",
+            "dbt run \"open",
+            "dbt run \\",
+        ] {
+            assert!(words(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn orchestrator_dbt_core_target_comes_from_the_config_only() {
+        let settings = Settings {
+            project_dir: PathBuf::from("/p"),
+            dbt: PathBuf::from("/bin/dbt"),
+            profiles_dir: None,
+            target: Some("prod".into()),
+            jobs: BTreeMap::new(),
+            data_dir: PathBuf::from("/d"),
+        };
+        assert_eq!(
+            settings.arguments("dbt build -s x").unwrap(),
+            ["build", "-s", "x", "--target", "prod"]
+        );
+        assert!(settings.arguments("dbt build --target dev").is_err());
+        assert!(settings.arguments("dbt build --target=dev").is_err());
+    }
+
+    #[test]
+    fn orchestrator_dbt_core_this_process_is_alive_and_a_gone_one_is_not() {
+        assert!(alive(me()));
+        let mut parts: Vec<&str> = me().split(' ').collect();
+        parts[2] = "1"; // the same pid, started at another time: a reused pid
+        assert!(!alive(&parts.join(" ")));
+        assert!(!alive("not an owner"));
+    }
+
+    #[test]
+    fn orchestrator_dbt_core_a_long_output_keeps_its_end_and_says_it_was_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("run.log");
+        let mut text = String::new();
+        for i in 0..20_000 {
+            text.push_str(&format!("line {i}\n"));
+        }
+        std::fs::write(&log, &text).unwrap();
+        let tail = tail_of(&log);
+        assert!(tail.len() as u64 <= OUTPUT_TAIL + 200, "{}", tail.len());
+        assert!(
+            tail.starts_with("[output cut: its first "),
+            "{}",
+            &tail[..100]
+        );
+        assert!(tail.contains(&log.display().to_string()));
+        assert!(tail.ends_with("line 19999\n"));
+        // The kept part starts at a whole line.
+        assert!(tail.lines().nth(1).unwrap().starts_with("line "));
+        assert_eq!(last_lines(&tail).lines().count(), DETAIL_LINES);
+        std::fs::write(&log, "short\n").unwrap();
+        assert_eq!(tail_of(&log), "short\n");
+    }
+}

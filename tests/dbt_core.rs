@@ -1,0 +1,841 @@
+//! The dbt Core orchestrator with real dbt (dbt-core and dbt-postgres in a venv made by
+//! .ci/dbt.sh) building a tiny project of the test's own into a throwaway PostgreSQL.
+//! The venv is `$DATAWARD_DBT_VENV`, else /opt/dataward/dbt. A test skips (with a line
+//! on stderr) when dbt or the PostgreSQL server binaries are missing, unless
+//! DATAWARD_REQUIRE_ALL=1. Waits are bounded by deadlines; nothing is asserted about
+//! how long anything took.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use dataward::config::Config;
+use dataward::engine::orchestrator::{self, Orchestrator, RunRecord, Schedule};
+use support::pg::{start_or_skip, PgServer};
+
+/// Only bounds a wait for something that must happen, so a broken build fails instead
+/// of hanging.
+const PATIENCE: Duration = Duration::from_secs(90);
+const AT: &str = "2024-05-15T09:40:00Z";
+/// The advisory lock the `gate` model waits for while a test holds it.
+const GATE_LOCK: i64 = 4242;
+const CHILD: &str = "DATAWARD_DBT_CORE_CHILD";
+
+/// The dbt executable of the venv, or why the test cannot run.
+fn dbt_or_skip(test: &str) -> Option<PathBuf> {
+    let venv = std::env::var_os("DATAWARD_DBT_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/opt/dataward/dbt"));
+    let dbt = venv.join("bin").join("dbt");
+    if dbt.is_file() {
+        return Some(dbt);
+    }
+    let message = format!(
+        "{test}: skipped: needs dbt at {} (bash .ci/dbt.sh makes that venv; DATAWARD_DBT_VENV names another)",
+        dbt.display()
+    );
+    if std::env::var("DATAWARD_REQUIRE_ALL").is_ok_and(|v| v == "1") {
+        panic!("{message}, and DATAWARD_REQUIRE_ALL=1");
+    }
+    eprintln!("{message}");
+    None
+}
+
+/// A dbt project, its profiles, a config naming them, and a data directory.
+struct Project {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    project: PathBuf,
+    config: PathBuf,
+    data: PathBuf,
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+impl Project {
+    /// The project builds into `pg`: `orders_daily` (tag hourly), `broken` (reads a
+    /// table that does not exist), `gate` (waits for [`GATE_LOCK`]). The config's target
+    /// is `ci`, whose schema is `analytics_ci`: the profile's default, `dev`, is never
+    /// used by dataward's runs.
+    fn new(pg: &PgServer, dbt: &Path) -> Project {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        let project = root.join("project");
+        write(
+            &project.join("dbt_project.yml"),
+            "name: dataward_test\nversion: \"1.0\"\nconfig-version: 2\nprofile: dataward_test\n\
+             model-paths: [\"models\"]\nflags:\n  send_anonymous_usage_stats: false\n",
+        );
+        write(
+            &project.join("models/orders_daily.sql"),
+            "{{ config(materialized='table', tags=['hourly']) }}\nselect 1 as id, 'ok'::text as what\n",
+        );
+        write(
+            &project.join("models/broken.sql"),
+            "{{ config(materialized='table', tags=['broken']) }}\nselect * from no_such_table_anywhere\n",
+        );
+        write(
+            &project.join("models/gate.sql"),
+            &format!(
+                "{{{{ config(materialized='table', tags=['gate']) }}}}\n\
+                 select 1 as x from (select pg_advisory_lock({GATE_LOCK})) as waited\n"
+            ),
+        );
+        let output = |schema: &str| {
+            format!(
+                "    {schema}:\n      type: postgres\n      host: 127.0.0.1\n      port: {}\n      \
+                 user: postgres\n      password: \"\"\n      dbname: postgres\n      \
+                 schema: {schema}\n      threads: 1\n",
+                pg.port
+            )
+        };
+        write(
+            &root.join("profiles/profiles.yml"),
+            &format!(
+                "dataward_test:\n  target: analytics\n  outputs:\n{}{}",
+                output("analytics"),
+                output("analytics_ci").replacen("analytics_ci:", "ci:", 1)
+            ),
+        );
+        let config = root.join("dataward.toml");
+        write(
+            &config,
+            &format!(
+                "[orchestrator]\nkind = \"dbt_core\"\nproject_dir = \"project\"\ndbt = \"{}\"\n\
+                 profiles_dir = \"profiles\"\ntarget = \"ci\"\n\n[orchestrator.jobs]\n\
+                 \"job.hourly\" = \"dbt build --select tag:hourly\"\n\
+                 \"job.gate\" = \"dbt build --select tag:gate\"\n",
+                dbt.display()
+            ),
+        );
+        Project {
+            root: root.clone(),
+            project,
+            config,
+            data: root.join("data"),
+            _dir: dir,
+        }
+    }
+
+    /// What the engine and the poll task each build from the config.
+    fn orchestrator(&self) -> Box<dyn Orchestrator> {
+        let config = Config::load(&self.config).unwrap();
+        orchestrator::from_config(&config, &self.data)
+            .unwrap()
+            .expect("an orchestrator")
+    }
+
+    fn store(&self) -> rusqlite::Connection {
+        dataward::store::open(&self.data.join("dataward.db")).unwrap()
+    }
+
+    /// The run's status as stored (running is not told apart from queued by `run`).
+    fn stored_status(&self, id: &str) -> String {
+        self.store()
+            .query_row(
+                "SELECT status FROM dbt_core_run WHERE id = ?1",
+                [id.parse::<i64>().unwrap()],
+                |r| r.get(0),
+            )
+            .unwrap()
+    }
+
+    fn stored_output(&self, id: &str) -> String {
+        self.store()
+            .query_row(
+                "SELECT output FROM dbt_core_run WHERE id = ?1",
+                [id.parse::<i64>().unwrap()],
+                |r| r.get(0),
+            )
+            .unwrap()
+    }
+}
+
+fn setup(test: &str) -> Option<(PgServer, Project)> {
+    let dbt = dbt_or_skip(test)?;
+    let pg = start_or_skip(test)?;
+    let project = Project::new(&pg, &dbt);
+    Some((pg, project))
+}
+
+fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let give_up = Instant::now() + PATIENCE;
+    while !done() {
+        assert!(Instant::now() < give_up, "never happened: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Follows a run until it is no longer in flight.
+fn finished(orchestrator: &dyn Orchestrator, job: &str, id: &str) -> RunRecord {
+    let mut last = None;
+    until(&format!("run {id} of {job} finishes"), || {
+        let record = orchestrator
+            .run(job, id)
+            .unwrap()
+            .expect("the run is known");
+        let done = record.status != "queued";
+        last = Some(record);
+        done
+    });
+    last.unwrap()
+}
+
+fn table_exists(pg: &PgServer, table: &str) -> bool {
+    pg.client()
+        .query_one("SELECT to_regclass($1) IS NOT NULL", &[&table])
+        .unwrap()
+        .get(0)
+}
+
+/// Sessions waiting for the gate's advisory lock: a dbt run blocked in `gate`.
+fn waiting_at_gate(watcher: &mut postgres::Client) -> i64 {
+    watcher
+        .query_one(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+             AND objid = $1::bigint::oid",
+            &[&GATE_LOCK],
+        )
+        .unwrap()
+        .get(0)
+}
+
+#[test]
+fn a_queued_run_builds_the_model_in_postgres_with_dbts_output_in_its_record() {
+    let Some((pg, project)) = setup("a_queued_run_builds_the_model") else {
+        return;
+    };
+    let engine = project.orchestrator();
+    let (id, existed) = engine
+        .queue_run("job.hourly", AT, "alice", "dataward-INC-1-7")
+        .unwrap();
+    assert!(!existed);
+    let queued = engine.run("job.hourly", &id).unwrap().unwrap();
+    assert_eq!(queued.status, "queued");
+    assert_eq!(queued.requested_at, AT);
+    // The same key again is the same run.
+    assert_eq!(
+        engine
+            .queue_run("job.hourly", AT, "alice", "dataward-INC-1-7")
+            .unwrap(),
+        (id.clone(), true)
+    );
+    let record = finished(engine.as_ref(), "job.hourly", &id);
+    assert_eq!(record.status, "success", "{record:#?}");
+    assert_eq!(record.job, "job.hourly");
+    assert_eq!(record.link, None);
+    assert!(record.started_at.is_some() && record.finished_at.is_some());
+    assert!(
+        record
+            .detail
+            .starts_with("`dbt build --select tag:hourly` succeeded (exit status 0)"),
+        "{}",
+        record.detail
+    );
+    assert!(
+        record.detail.contains("Completed successfully"),
+        "{}",
+        record.detail
+    );
+    // Built with the config's target (schema analytics_ci), never the profile's default.
+    assert!(table_exists(&pg, "analytics_ci.orders_daily"));
+    assert!(!table_exists(&pg, "analytics.orders_daily"));
+    let output = project.stored_output(&id);
+    assert!(output.contains("Running with dbt="), "{output}");
+    assert!(
+        output.contains("OK created sql table model analytics_ci.orders_daily"),
+        "{output}"
+    );
+    // One run for the key, its log private in the data directory.
+    let runs: i64 = project
+        .store()
+        .query_row("SELECT count(*) FROM dbt_core_run", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(runs, 1);
+    let log = project.data.join(format!("dbt_core/run-{id}.log"));
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&log).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
+    // The poll task's instance reads the same run and the pipelines from the store.
+    let poll_task = project.orchestrator();
+    assert_eq!(poll_task.run("job.hourly", &id).unwrap().unwrap(), record);
+    let pipelines = poll_task.pipelines().unwrap();
+    let hourly = pipelines.iter().find(|p| p.name == "job.hourly").unwrap();
+    assert_eq!(
+        (hourly.state.as_str(), hourly.last_status.as_str()),
+        ("scheduled", "success")
+    );
+    assert_eq!(hourly.last_run_at, record.finished_at);
+    let gate = pipelines.iter().find(|p| p.name == "job.gate").unwrap();
+    assert_eq!(gate.last_status, "none");
+    assert!(poll_task.run("job.hourly", "999").unwrap().is_none());
+    assert!(poll_task
+        .run("job.hourly", "not a number")
+        .unwrap()
+        .is_none());
+}
+
+#[test]
+fn a_failing_model_reads_failed_with_dbts_error_in_the_detail() {
+    let Some((_pg, project)) = setup("a_failing_model_reads_failed") else {
+        return;
+    };
+    let engine = project.orchestrator();
+    let (id, _) = engine
+        .queue_command(
+            "job.hourly",
+            "dbt build --select broken",
+            AT,
+            "alice",
+            "P-9",
+        )
+        .unwrap();
+    let record = finished(engine.as_ref(), "job.hourly", &id);
+    assert_eq!(record.status, "failed", "{record:#?}");
+    assert!(
+        record
+            .detail
+            .starts_with("`dbt build --select broken` failed with exit status 1"),
+        "{}",
+        record.detail
+    );
+    assert!(
+        record
+            .detail
+            .contains("relation \"no_such_table_anywhere\" does not exist"),
+        "{}",
+        record.detail
+    );
+    let pipelines = engine.pipelines().unwrap();
+    let hourly = pipelines.iter().find(|p| p.name == "job.hourly").unwrap();
+    assert_eq!(hourly.last_status, "failed");
+}
+
+#[test]
+fn a_hold_says_what_people_must_stop_and_refuses_runs_until_it_is_lifted() {
+    let Some((pg, project)) = setup("a_hold_refuses_runs") else {
+        return;
+    };
+    let engine = project.orchestrator();
+    assert_eq!(engine.schedule("job.hourly").unwrap(), Schedule::running());
+    let instruction = engine.pause("job.hourly").unwrap().expect("an instruction");
+    assert!(
+        instruction.starts_with("dataward cannot pause a cron: stop the schedule that runs job.hourly (`dbt build --select tag:hourly` in "),
+        "{instruction}"
+    );
+    assert!(
+        instruction
+            .ends_with("yourself; dataward refuses runs of job.hourly until the hold is lifted"),
+        "{instruction}"
+    );
+    // Twice is once.
+    assert!(engine.pause("job.hourly").unwrap().is_some());
+    let held = engine.schedule("job.hourly").unwrap();
+    assert!(held.paused);
+    let refused = |result: anyhow::Result<(String, bool)>| {
+        let err = format!("{:#}", result.unwrap_err());
+        assert!(
+            err.contains(
+                "dataward holds job.hourly: it refuses runs of job.hourly until the hold is lifted"
+            ),
+            "{err}"
+        );
+        assert!(err.contains("dataward rollback"), "{err}");
+    };
+    refused(engine.queue_run("job.hourly", AT, "alice", "k1"));
+    refused(engine.queue_command(
+        "job.hourly",
+        "dbt build --select orders_daily",
+        AT,
+        "alice",
+        "k2",
+    ));
+    let bar = engine.pipelines().unwrap();
+    assert_eq!(
+        bar.iter().find(|p| p.name == "job.hourly").unwrap().state,
+        "paused"
+    );
+    assert_eq!(
+        bar.iter().find(|p| p.name == "job.gate").unwrap().state,
+        "scheduled"
+    );
+    // Another job is not held.
+    assert!(!engine.schedule("job.gate").unwrap().paused);
+
+    // A second hold found the job held already: its undo keeps it held.
+    engine.restore("job.hourly", &held).unwrap();
+    assert!(engine.schedule("job.hourly").unwrap().paused);
+    refused(engine.queue_run("job.hourly", AT, "alice", "k1"));
+    // The first hold's undo lifts it, and runs go through again.
+    engine.restore("job.hourly", &Schedule::running()).unwrap();
+    assert!(!engine.schedule("job.hourly").unwrap().paused);
+    let (id, existed) = engine.queue_run("job.hourly", AT, "alice", "k1").unwrap();
+    assert!(!existed);
+    assert_eq!(
+        finished(engine.as_ref(), "job.hourly", &id).status,
+        "success"
+    );
+    assert!(table_exists(&pg, "analytics_ci.orders_daily"));
+
+    // A job the config does not map is named.
+    let err = format!("{:#}", engine.pause("job.unknown").unwrap_err());
+    assert!(
+        err.contains("job.unknown is not mapped to a dbt command"),
+        "{err}"
+    );
+}
+
+#[test]
+fn only_dbt_commands_run_and_shell_metacharacters_reach_dbt_as_words() {
+    let Some((_pg, project)) = setup("only_dbt_commands_run") else {
+        return;
+    };
+    let engine = project.orchestrator();
+    for bad in [
+        "rm -rf /",
+        "sh -c 'dbt run'",
+        "dbt run\ntouch pwned",
+        "dbtx run",
+    ] {
+        let err = format!(
+            "{:#}",
+            engine
+                .queue_command("job.hourly", bad, AT, "alice", bad)
+                .unwrap_err()
+        );
+        assert!(
+            err.contains("dataward runs only dbt commands"),
+            "{bad:?}: {err}"
+        );
+    }
+    let canary = project.root.join("canary");
+    let injected = format!(
+        "dbt ls --select orders_daily; touch pwned && echo $(touch {c}1) `touch {c}2` | tee pwned3 > pwned4 & touch {c}5",
+        c = canary.display()
+    );
+    let (id, _) = engine
+        .queue_command("job.hourly", &injected, AT, "alice", "inject")
+        .unwrap();
+    let record = finished(engine.as_ref(), "job.hourly", &id);
+    // dbt was given every word as an argument: it read them as selectors.
+    let output = project.stored_output(&id);
+    assert!(output.contains("Running with dbt="), "{output}");
+    assert!(output.contains("pwned"), "{output}");
+    for name in ["pwned", "pwned3", "pwned4"] {
+        assert!(!project.project.join(name).exists(), "{name} was created");
+        assert!(!project.root.join(name).exists(), "{name} was created");
+    }
+    for n in [1, 2, 5] {
+        let canary = format!("{}{n}", canary.display());
+        assert!(!Path::new(&canary).exists(), "{canary} was created");
+    }
+    assert!(
+        record.detail.starts_with(&format!("`{injected}` ")),
+        "{}",
+        record.detail
+    );
+    // The config decides the target.
+    let err = format!(
+        "{:#}",
+        engine
+            .queue_command(
+                "job.hourly",
+                "dbt build --target analytics",
+                AT,
+                "alice",
+                "t"
+            )
+            .unwrap_err()
+    );
+    assert!(err.contains("names its own --target"), "{err}");
+}
+
+#[test]
+fn runs_in_one_project_wait_for_each_other() {
+    let Some((pg, project)) = setup("runs_in_one_project_wait") else {
+        return;
+    };
+    let engine = project.orchestrator();
+    let mut gatekeeper = pg.client();
+    gatekeeper
+        .execute("SELECT pg_advisory_lock($1)", &[&GATE_LOCK])
+        .unwrap();
+    let (first, _) = engine.queue_run("job.gate", AT, "alice", "first").unwrap();
+    let (second, _) = engine
+        .queue_run("job.hourly", AT, "alice", "second")
+        .unwrap();
+    let mut watcher = pg.client();
+    until("the first run waits at the gate", || {
+        waiting_at_gate(&mut watcher) > 0
+    });
+    assert_eq!(project.stored_status(&first), "running");
+    // The second waits its turn while the first holds the project.
+    assert_eq!(project.stored_status(&second), "queued");
+    assert_eq!(
+        engine.run("job.gate", &first).unwrap().unwrap().status,
+        "queued"
+    );
+    let bar = engine.pipelines().unwrap();
+    assert_eq!(
+        bar.iter().find(|p| p.name == "job.gate").unwrap().state,
+        "running"
+    );
+    assert_eq!(project.stored_status(&second), "queued");
+    gatekeeper
+        .execute("SELECT pg_advisory_unlock($1)", &[&GATE_LOCK])
+        .unwrap();
+    let first = finished(engine.as_ref(), "job.gate", &first);
+    let second = finished(engine.as_ref(), "job.hourly", &second);
+    assert_eq!(
+        (first.status.as_str(), second.status.as_str()),
+        ("success", "success")
+    );
+    assert!(
+        second.started_at >= first.finished_at,
+        "{first:#?} {second:#?}"
+    );
+}
+
+/// Not a test: the dataward process the test below kills. It queues a run of the gate
+/// job, says its id, and waits to be killed.
+#[test]
+#[ignore = "entry point of the child process started by a_run_left_running_by_a_dead_dataward_reads_failed"]
+fn child_queues_a_run_and_waits() {
+    let spec = std::env::var(CHILD).expect("started by a test");
+    let (config, data) = spec.split_once('|').unwrap();
+    let config = Config::load(Path::new(config)).unwrap();
+    let orchestrator = orchestrator::from_config(&config, Path::new(data))
+        .unwrap()
+        .unwrap();
+    let (id, _) = orchestrator
+        .queue_run("job.gate", AT, "child", "killed")
+        .unwrap();
+    println!("queued {id}");
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+#[test]
+fn a_run_left_running_by_a_dead_dataward_reads_failed_with_its_output_so_far() {
+    let Some((pg, project)) = setup("a_run_left_running_by_a_dead_dataward") else {
+        return;
+    };
+    // A backend blocked on a lock notices its client is gone only when it checks.
+    pg.execute("ALTER SYSTEM SET client_connection_check_interval = '100ms'");
+    pg.execute("SELECT pg_reload_conf()");
+    let mut gatekeeper = pg.client();
+    gatekeeper
+        .execute("SELECT pg_advisory_lock($1)", &[&GATE_LOCK])
+        .unwrap();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "child_queues_a_run_and_waits",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(
+            CHILD,
+            format!("{}|{}", project.config.display(), project.data.display()),
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let id = loop {
+        let line = lines.next().expect("the child says its run").unwrap();
+        if let Some(at) = line.find("queued ") {
+            break line[at + 7..].trim().to_string();
+        }
+    };
+    let mut watcher = pg.client();
+    until("the child's run waits at the gate", || {
+        waiting_at_gate(&mut watcher) > 0
+    });
+    let reader = project.orchestrator();
+    assert_eq!(
+        reader.run("job.gate", &id).unwrap().unwrap().status,
+        "queued"
+    );
+    child.kill().unwrap(); // SIGKILL: no chance to record anything
+    child.wait().unwrap();
+    // Its dbt went with it (the parent-death signal), so nothing builds behind the
+    // next run's back.
+    until("the killed dataward's dbt stops", || {
+        waiting_at_gate(&mut watcher) == 0
+    });
+    let record = reader.run("job.gate", &id).unwrap().unwrap();
+    assert_eq!(record.status, "failed", "{record:#?}");
+    assert!(
+        record
+            .detail
+            .starts_with("dataward stopped while `dbt build --select tag:gate` ran (its process "),
+        "{}",
+        record.detail
+    );
+    assert!(
+        record.detail.contains("the output so far:"),
+        "{}",
+        record.detail
+    );
+    assert!(
+        record.detail.contains("Running with dbt="),
+        "{}",
+        record.detail
+    );
+    assert!(
+        record
+            .detail
+            .contains("START sql table model analytics_ci.gate"),
+        "{}",
+        record.detail
+    );
+    // The project is not held by the dead run: the next one runs.
+    gatekeeper
+        .execute("SELECT pg_advisory_unlock($1)", &[&GATE_LOCK])
+        .unwrap();
+    let engine = project.orchestrator();
+    let (next, _) = engine.queue_run("job.gate", AT, "alice", "after").unwrap();
+    assert_eq!(
+        finished(engine.as_ref(), "job.gate", &next).status,
+        "success"
+    );
+    // ...and the dead run is settled in the store as it read.
+    assert_eq!(project.stored_status(&id), "failed");
+    assert!(project.stored_output(&id).contains("Running with dbt="));
+}
+
+#[test]
+fn a_missing_dbt_or_project_is_named_with_the_config_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    write(&project.join("dbt_project.yml"), "name: x\n");
+    let config_path = dir.path().join("dataward.toml");
+    let config = |extra: &str| {
+        format!(
+            "[orchestrator]\nkind = \"dbt_core\"\n{extra}\n[orchestrator.jobs]\n\"job.a\" = \"dbt build\"\n"
+        )
+    };
+    let load = |text: &str| {
+        write(&config_path, text);
+        Config::load(&config_path).map_err(|e| format!("{e:#}"))
+    };
+    let build = |text: &str| {
+        let config = Config::parse(text, &config_path).unwrap();
+        match orchestrator::from_config(&config, &dir.path().join("data")) {
+            Ok(_) => panic!("built from {text}"),
+            Err(e) => format!("{e:#}"),
+        }
+    };
+    let origin = config_path.display().to_string();
+
+    // At load, with the line.
+    let text = config("project_dir = \"nowhere\"\ndbt = \"venv/bin/dbt\"");
+    let err = load(&text).unwrap_err();
+    assert!(
+        err.contains(&format!("{origin}: line 3: orchestrator.project_dir: ")),
+        "{err}"
+    );
+    assert!(err.contains("nowhere does not exist"), "{err}");
+    let text = config("project_dir = \"project\"\ndbt = \"venv/bin/dbt\"");
+    let err = load(&text).unwrap_err();
+    assert!(
+        err.contains(&format!("{origin}: line 4: orchestrator.dbt: ")),
+        "{err}"
+    );
+    assert!(err.contains("venv/bin/dbt does not exist"), "{err}");
+
+    // When built (the files may have gone since the config was read).
+    let err = build(&config("project_dir = \"nowhere\""));
+    assert!(
+        err.contains(&format!("{origin}: orchestrator.project_dir: ")),
+        "{err}"
+    );
+    assert!(err.contains("nowhere does not exist"), "{err}");
+    let err = build(&config("project_dir = \".\""));
+    assert!(
+        err.contains("is not a dbt project (it has no dbt_project.yml)"),
+        "{err}"
+    );
+    let err = build(&config(
+        "project_dir = \"project\"\ndbt = \"/nonexistent/venv/bin/dbt\"",
+    ));
+    assert!(
+        err.contains(&format!(
+            "{origin}: orchestrator.dbt: /nonexistent/venv/bin/dbt does not exist or is not an executable file"
+        )),
+        "{err}"
+    );
+    let err = build(&config(
+        "project_dir = \"project\"\ndbt = \"dbt-not-installed-here\"",
+    ));
+    assert!(
+        err.contains(&format!(
+            "{origin}: orchestrator.dbt: no dbt-not-installed-here executable on PATH"
+        )),
+        "{err}"
+    );
+    // A file that is not executable is no dbt.
+    write(&dir.path().join("notes.txt"), "not a program");
+    let err = build(&config("project_dir = \"project\"\ndbt = \"./notes.txt\""));
+    assert!(
+        err.contains("notes.txt does not exist or is not an executable file"),
+        "{err}"
+    );
+    // A job's command that cannot be split is named with its job.
+    let text =
+        "[orchestrator]\nkind = \"dbt_core\"\nproject_dir = \"project\"\ndbt = \"/bin/true\"\n\
+         [orchestrator.jobs]\n\"job.a\" = \"dbt build --select 'open\"\n";
+    let err = build(text);
+    assert!(err.contains("orchestrator.jobs: \"job.a\""), "{err}");
+    assert!(err.contains("unterminated quote"), "{err}");
+}
+
+/// The engine on the test estate (tests/support/estate.rs), its job mapped to the real
+/// dbt project: a refill incident's hold is approved (people are told to stop the
+/// cron), the table recovers, the owner queues the hold's run, and the engine follows
+/// dbt's run to success through its own turns, reading the orchestrator inline.
+#[test]
+fn an_engine_follows_the_run_of_an_approved_hold_to_success_through_its_turns() {
+    use chrono::{NaiveDateTime, TimeDelta};
+    use dataward::approve::Actor;
+    use dataward::engine::api::{Command, EventKind, ProposalKind};
+    use dataward::engine::Engine;
+    use support::estate::Estate;
+
+    let test = "an_engine_follows_a_dbt_core_run";
+    let Some(dbt) = dbt_or_skip(test) else {
+        return;
+    };
+    let Some(pg) = start_or_skip(test) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut now: NaiveDateTime = "2024-05-15T09:40:00".parse().unwrap();
+    let estate = Estate::build(&pg, dir.path(), now);
+    // The estate's own project is a stand-in; the job's real dbt project is ours.
+    let real = Project::new(&pg, &dbt);
+    let mut config = std::fs::read_to_string(&estate.config).unwrap();
+    config.push_str(&format!(
+        "\n[orchestrator]\nkind = \"dbt_core\"\nproject_dir = \"{}\"\ndbt = \"{}\"\n\
+         profiles_dir = \"{}\"\ntarget = \"ci\"\n\n[orchestrator.jobs]\n\
+         \"job.dbt_every_ten_minutes\" = \"dbt build --select tag:hourly\"\n",
+        real.project.display(),
+        dbt.display(),
+        real.root.join("profiles").display()
+    ));
+    std::fs::write(&estate.config, config).unwrap();
+    let config = estate.load_config();
+    let data = tempfile::tempdir().unwrap();
+    let orchestrator = orchestrator::from_config(&config, data.path()).unwrap();
+    let state = dataward::store::open(&data.path().join("dataward.db")).unwrap();
+    let mut engine = Engine::new(config, state, orchestrator, &Actor::current()).unwrap();
+    let play = |engine: &mut Engine, now: &mut NaiveDateTime, minutes: i64, dbt: bool| {
+        for _ in 0..minutes / 5 {
+            *now += TimeDelta::minutes(5);
+            estate.load_hour(*now);
+            if dbt && now.format("%M").to_string().ends_with('0') {
+                estate.dbt_run(*now);
+            }
+            engine.tick(*now).unwrap();
+        }
+    };
+    play(&mut engine, &mut now, 60, true);
+    let owner = {
+        let mut actor = Actor::current();
+        actor.stand_in = Some("analytics-owner".to_string());
+        actor
+    };
+
+    // The loader re-creates raw.payments with a new type and refills it.
+    estate.recreate_with_type_and_refill("raw.payments", "amount", "text", 0.3);
+    play(&mut engine, &mut now, 5, false);
+    let snapshot = engine.snapshot(false);
+    assert_eq!(snapshot.incidents.len(), 1, "{:#?}", snapshot.incidents);
+    let incident = snapshot.incidents[0].clone();
+    let hold = incident
+        .proposals
+        .iter()
+        .find(|p| p.kind == ProposalKind::Hold)
+        .expect("a hold")
+        .clone();
+    let refused = |events: &[dataward::engine::api::Event]| {
+        events.iter().find_map(|e| match &e.kind {
+            EventKind::Refused { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+    };
+    let events = engine.handle(
+        Command::Approve {
+            proposal: hold.id.clone(),
+            content_hash: hold.content_hash.clone(),
+            reason: "stop building on a half-loaded table".into(),
+        },
+        &owner,
+    );
+    assert_eq!(refused(&events), None, "{events:#?}");
+    engine.tick(now).unwrap();
+    // dataward cannot stop a cron: the decision on the chain says what people must do.
+    let reader = dataward::store::open(&data.path().join("dataward.db")).unwrap();
+    let told = dataward::chain::records(&reader)
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.kind == "decision")
+        .any(|r| {
+            r.payload.contains(
+                "dataward cannot pause a cron: stop the schedule that runs job.dbt_every_ten_minutes",
+            )
+        });
+    assert!(told, "no decision names the schedule to stop");
+    let bar = engine.snapshot(false).pipelines;
+    let job = bar
+        .iter()
+        .find(|p| p.name == "job.dbt_every_ten_minutes")
+        .expect("the job on the bar");
+    assert_eq!(job.state, "paused");
+
+    // The refill completes; once the table is back the owner runs the hold's plan.
+    estate.refill_more(1.0);
+    play(&mut engine, &mut now, 30, true);
+    let events = engine.handle(
+        Command::QueueRun {
+            incident: incident.id.clone(),
+        },
+        &owner,
+    );
+    assert_eq!(refused(&events), None, "{events:#?}");
+    let mut status = None;
+    until("the engine follows dbt's run to its end", || {
+        engine.tick(now).unwrap();
+        let snapshot = engine.snapshot(false);
+        status = snapshot.incidents[0].run_status.clone();
+        status.as_deref().is_some_and(|s| s != "queued")
+    });
+    assert_eq!(status.as_deref(), Some("success"));
+    assert!(table_exists(&pg, "analytics_ci.orders_daily"));
+    // The run's record is on the chain with dbt's word for it.
+    let run = dataward::chain::records(&reader)
+        .unwrap()
+        .into_iter()
+        .rfind(|r| r.kind == "run")
+        .expect("a run record");
+    assert!(
+        run.payload.contains("\"status\":\"success\""),
+        "{}",
+        run.payload
+    );
+    assert!(
+        run.payload.contains("Completed successfully"),
+        "{}",
+        run.payload
+    );
+}
