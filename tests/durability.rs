@@ -109,6 +109,127 @@ fn an_approved_hold_survives_a_restart_and_the_incident_still_resolves() {
     assert_eq!(count(dir.path(), "receipt"), 1);
 }
 
+/// The demo's scheduler, as one that starts no run of a paused job (Airflow).
+struct NoRunWhilePaused(ControlPlane);
+
+impl Orchestrator for NoRunWhilePaused {
+    fn pipelines(&self) -> anyhow::Result<Vec<dataward::engine::api::PipelineView>> {
+        self.0.pipelines()
+    }
+    fn schedule(&self, job: &str) -> anyhow::Result<dataward::engine::orchestrator::Schedule> {
+        self.0.schedule(job)
+    }
+    fn pause(&self, job: &str) -> anyhow::Result<Option<String>> {
+        self.0.pause(job)
+    }
+    fn restore(
+        &self,
+        job: &str,
+        before: &dataward::engine::orchestrator::Schedule,
+    ) -> anyhow::Result<()> {
+        self.0.restore(job, before)
+    }
+    fn queue_run(
+        &self,
+        job: &str,
+        at: &str,
+        by: &str,
+        key: &str,
+    ) -> anyhow::Result<(String, bool)> {
+        anyhow::ensure!(
+            !self.0.is_paused(job)?,
+            "{job} is paused: this run would never start"
+        );
+        self.0.queue_run(job, at, by, key)
+    }
+    fn run(
+        &self,
+        job: &str,
+        id: &str,
+    ) -> anyhow::Result<Option<dataward::engine::orchestrator::RunRecord>> {
+        self.0.run(job, id)
+    }
+    fn starts_runs_while_paused(&self) -> bool {
+        false
+    }
+}
+
+/// The story to its end on a scheduler that starts no run of a paused job, the hold's
+/// run queued by the owner once the table is back. `paused_first`: someone paused the
+/// job before the hold.
+fn story_on_a_scheduler_that_runs_nothing_paused(dir: &Path, paused_first: bool) -> Engine {
+    let (mut scenario, engine) = dataward::demo::prepare(dir, &owner()).unwrap();
+    drop(engine);
+    let estate = dir.join("estate");
+    let control = ControlPlane::new(estate.join("control.db"));
+    let config = Config::load(&estate.join("dataward.toml")).unwrap();
+    let state = dataward::store::open(&dir.join("dataward.db")).unwrap();
+    let orchestrator = Box::new(NoRunWhilePaused(ControlPlane::new(
+        estate.join("control.db"),
+    )));
+    let mut engine = Engine::new(config, state, Some(orchestrator), &owner()).unwrap();
+    let mut queued = false;
+    play_minutes(
+        &mut scenario,
+        &mut engine,
+        start(),
+        start() + TimeDelta::minutes(100),
+        |event, engine| {
+            if paused_first && event.is_none() && !control.is_paused("job.hourly_dbt").unwrap() {
+                // Before anything was proposed: paused at the scheduler by someone.
+                if engine.snapshot(false).incidents.is_empty() {
+                    control.pause("job.hourly_dbt").unwrap();
+                }
+            }
+            if event.is_none() && !queued && engine.recovered("INC-0001") {
+                queued = true;
+                return engine.handle(
+                    Command::QueueRun {
+                        incident: "INC-0001".into(),
+                    },
+                    &owner(),
+                );
+            }
+            approve_all(event, engine)
+        },
+    );
+    engine
+}
+
+#[test]
+fn a_holds_run_resumes_the_job_where_a_paused_job_runs_nothing_and_the_undo_puts_it_back() {
+    for paused_first in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = story_on_a_scheduler_that_runs_nothing_paused(dir.path(), paused_first);
+        let end = engine.snapshot(true);
+        assert_eq!(
+            end.incidents[0].status,
+            IncidentStatus::Resolved,
+            "paused first: {paused_first}; {:?}",
+            end.notices
+        );
+        assert_eq!(count(dir.path(), "run_queued"), 1);
+        let conn = rusqlite::Connection::open(dir.path().join("dataward.db")).unwrap();
+        let effect: String = conn
+            .query_row(
+                "SELECT json_extract(payload, '$.effect') FROM chain WHERE kind = 'run_queued'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(
+            effect.contains("resumed the job.hourly_dbt schedule for the run"),
+            "{effect}"
+        );
+        let control = ControlPlane::new(dir.path().join("estate/control.db"));
+        assert_eq!(
+            control.is_paused("job.hourly_dbt").unwrap(),
+            paused_first,
+            "the undo put the schedule back as it was before the hold"
+        );
+    }
+}
+
 /// A story played headless by the crash tests, and what it must leave behind once.
 struct Headless {
     args: &'static [&'static str],

@@ -143,6 +143,38 @@ impl Engine {
             .transpose()
     }
 
+    /// Resumes `job` before a run of it is queued, where the orchestrator starts no run
+    /// of a paused job (Airflow) and the job is paused by a hold of the run's own
+    /// incident (`subject`: the incident, or a proposal of it). The hold's undo puts the
+    /// schedule back as it was before the hold, as ever. A job paused by anyone else
+    /// is not dataward's to resume: the run is refused, saying so.
+    fn unpause_for_run(&self, subject: &str, job: &str) -> Result<Option<String>> {
+        let Some(orchestrator) = &self.orchestrator else {
+            return Ok(None);
+        };
+        if orchestrator.starts_runs_while_paused() || !orchestrator.schedule(job)?.paused {
+            return Ok(None);
+        }
+        let incident = match self.find_proposal(subject) {
+            Ok((i, _)) => i,
+            Err(_) => self.incident_index(subject)?,
+        };
+        let held_here = self.incidents[incident].proposals.iter().any(|p| {
+            p.state == ProposalState::Approved
+                && matches!(&p.body, ProposalBody::Hold { job: held, .. } if held == job)
+        });
+        anyhow::ensure!(
+            held_here,
+            "{job} is paused at the orchestrator, which starts no run of a paused job; \
+             it was not paused by this incident's hold: resume it there first"
+        );
+        orchestrator.restore(job, &Schedule::running())?;
+        Ok(Some(format!(
+            "resumed the {job} schedule for the run: the orchestrator starts no run of a \
+             paused job (the hold's undo puts it back as it was before the hold)"
+        )))
+    }
+
     pub(super) fn intent_pending(&self, subject: &str) -> Result<bool> {
         Ok(self.state.query_row(
             "SELECT count(*) FROM intent WHERE subject = ?1 AND status = 'pending'",
@@ -334,12 +366,14 @@ impl Engine {
                     .orchestrator
                     .as_ref()
                     .context("no orchestrator configured")?;
+                let action = self.unpause_for_run(subject, job)?;
                 let (run, already_done) = orchestrator
                     .queue_run(job, &self.now_or_wall(), by, key)
                     .context("the scheduler refused the run")?;
                 Ok(Outcome {
                     already_done,
                     run: Some(run),
+                    action,
                     ..Outcome::default()
                 })
             }
@@ -371,6 +405,7 @@ impl Engine {
                     };
                     versions.push(version);
                 }
+                let action = self.unpause_for_run(subject, job)?;
                 let (run, already_done) = orchestrator
                     .queue_command(job, command, &self.now_or_wall(), by, tag)
                     .context("the scheduler refused the backfill")?;
@@ -378,7 +413,7 @@ impl Engine {
                     already_done,
                     run: Some(run),
                     versions,
-                    action: None,
+                    action,
                 })
             }
             Effect::Restore { versions } => {
@@ -454,7 +489,10 @@ impl Engine {
                 let ProposalBody::Hold { job, .. } = &self.incidents[i].proposals[p].body else {
                     anyhow::bail!("{proposal} is not a hold");
                 };
-                let action = format!("resumed the {job} schedule");
+                let action = outcome
+                    .action
+                    .clone()
+                    .unwrap_or_else(|| format!("resumed the {job} schedule"));
                 let seq = self.record(
                     "undo",
                     ENGINE_ACTOR,
@@ -481,11 +519,13 @@ impl Engine {
                     .clone()
                     .context("the scheduler returned no run id")?;
                 let i = self.incident_index(incident)?;
-                let seq = self.record(
-                    "run_queued",
-                    actor,
-                    json!({"incident": incident, "run": run, "job": job, "dispatch": dispatch}),
-                )?;
+                let mut payload =
+                    json!({"incident": incident, "run": run, "job": job, "dispatch": dispatch});
+                if let Some(action) = &outcome.action {
+                    payload["effect"] = json!(action);
+                    self.notices.push(format!("{incident}: {action}"));
+                }
+                let seq = self.record("run_queued", actor, payload)?;
                 self.incidents[i].run = Some(RunState {
                     id: run,
                     job: job.clone(),

@@ -299,35 +299,12 @@ impl Engine {
                 _ => None,
             })
             .collect();
-        let mut events = Vec::new();
-        let mut to_resume = Vec::new();
+        // Every hold's schedule is put back as it was before it (a job someone had
+        // paused first stays paused): the effect says which it was.
+        if holds.is_empty() || self.orchestrator.is_none() {
+            return self.finish_resolution(i);
+        }
         for (proposal, job) in holds {
-            let paused_before = self
-                .held_schedule(&proposal)?
-                .is_some_and(|before| before.paused);
-            if !paused_before {
-                to_resume.push((proposal, job));
-                continue;
-            }
-            let action = format!("left the {job} schedule paused: it was paused before the hold");
-            let seq = self.record(
-                "undo",
-                ENGINE_ACTOR,
-                json!({"incident": id, "proposal": proposal, "action": action}),
-            )?;
-            let (_, p) = self.find_proposal(&proposal)?;
-            self.incidents[i].proposals[p].state = ProposalState::Completed;
-            events.push(self.event(EventKind::Undo {
-                proposal,
-                action,
-                seq,
-            }));
-        }
-        if to_resume.is_empty() || self.orchestrator.is_none() {
-            events.extend(self.finish_resolution(i)?);
-            return Ok(events);
-        }
-        for (proposal, job) in to_resume {
             self.intend(
                 &proposal,
                 Effect::SetPaused { job, paused: false },
@@ -338,7 +315,7 @@ impl Engine {
                 false,
             )?;
         }
-        Ok(events)
+        Ok(Vec::new())
     }
 
     /// A resolved incident's backfill copies are dropped once its retention has passed,

@@ -591,6 +591,10 @@ impl Orchestrator for Airflow {
         Ok(())
     }
 
+    fn starts_runs_while_paused(&self) -> bool {
+        false
+    }
+
     fn queue_run(&self, job: &str, _at: &str, by: &str, key: &str) -> Result<(String, bool)> {
         self.trigger(job, None, by, key)
     }

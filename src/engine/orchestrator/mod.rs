@@ -77,6 +77,11 @@ pub trait Orchestrator: Send {
     }
     /// The run `id` of `job` as it stands, or `None` when the orchestrator has no such run.
     fn run(&self, job: &str, id: &str) -> Result<Option<RunRecord>>;
+    /// Does a run queued on a paused job start? Airflow starts no run of a paused DAG:
+    /// the engine resumes a job its own hold paused before it queues the hold's run.
+    fn starts_runs_while_paused(&self) -> bool {
+        true
+    }
 }
 
 /// What the orchestrator said in one reading: the pipelines bar and the runs dataward
