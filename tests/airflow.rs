@@ -349,7 +349,7 @@ fn a_backfill_hands_the_dag_its_exact_command() {
             "other",
         )
         .unwrap_err();
-    assert!(format!("{refused:#}").contains("only asked to run dbt commands"));
+    assert!(format!("{refused:#}").contains("an Airflow DAG runs only dbt commands"));
 }
 
 #[test]

@@ -211,11 +211,10 @@ fn check_job(kind: &str, job: &str, id: &JobRef) -> Result<(), String> {
     match (kind, id) {
         ("airflow", JobRef::Name(dag)) => check_dag_id(dag),
         ("dbt_core", JobRef::Name(command)) => {
-            let command = command.trim();
-            if command.starts_with("dbt ") && !command.contains(['\n', '\r', '\0']) {
+            if crate::engine::orchestrator::is_dbt_command(command) {
                 Ok(())
             } else {
-                Err("dbt Core runs the job's dbt command, on one line, like \"dbt build --select tag:hourly\"".into())
+                Err("dbt Core takes its dbt command on one line, like \"dbt build --select tag:hourly\"".into())
             }
         }
         ("dbt_core", JobRef::Number(_)) => Err(
@@ -226,7 +225,7 @@ fn check_job(kind: &str, job: &str, id: &JobRef) -> Result<(), String> {
         }
         (_, JobRef::Number(n)) if *n > 0 => Ok(()),
         (_, JobRef::Number(_)) => Err("a job id above zero".into()),
-        (_, JobRef::Name(_)) => Err(format!("a {kind} job id is a number")),
+        (_, JobRef::Name(_)) => Err("a dbt Cloud job id, a number above zero".into()),
     }
 }
 
@@ -636,7 +635,7 @@ mod tests {
             (
                 format!("{CLOUD}[orchestrator.jobs]\n\"job.a\" = \"hourly\"\n"),
                 6,
-                "a dbt_cloud job id is a number",
+                "a dbt Cloud job id, a number",
             ),
             (
                 format!("{CLOUD}[orchestrator.jobs]\n\"job.a\" = 1.5\n"),

@@ -170,11 +170,7 @@ fn on_path(name: &Path) -> Option<PathBuf> {
 /// means anything: no variables, no globs, no `;`, `|`, `&&`, `$()` or redirections.
 /// Only one line starting with `dbt ` is taken.
 pub fn words(command: &str) -> Result<Vec<String>> {
-    let command = command.trim();
-    anyhow::ensure!(
-        command.starts_with("dbt ") && !command.contains(['\n', '\r', '\0']),
-        "dataward runs only dbt commands, on one line; refused {command:?}"
-    );
+    let command = super::dbt_command(command, "dataward")?;
     let mut words = Vec::new();
     let mut word = String::new();
     let mut in_word = false;

@@ -84,6 +84,24 @@ pub trait Orchestrator: Send {
     }
 }
 
+/// A command an orchestrator is asked to run: one line starting with `dbt ` (a
+/// backfill's `dbt build --select ... --event-time-start ...`), trimmed. Every
+/// orchestrator and the config take only this; `who` says who refuses anything else.
+pub fn dbt_command<'a>(command: &'a str, who: &str) -> Result<&'a str> {
+    let command = command.trim();
+    anyhow::ensure!(
+        is_dbt_command(command),
+        "{who} runs only dbt commands, on one line; refused {command:?}"
+    );
+    Ok(command)
+}
+
+/// Is `command` one line starting with `dbt `?
+pub fn is_dbt_command(command: &str) -> bool {
+    let command = command.trim();
+    command.starts_with("dbt ") && !command.contains(['\n', '\r', '\0'])
+}
+
 /// What the orchestrator said in one reading: the pipelines bar and the runs dataward
 /// follows. Read in the background (the poll task) or at the start of an engine's turn
 /// (inline), and applied the same way.
@@ -179,5 +197,28 @@ pub fn from_config(
             o.kind
         ),
         None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn orchestrators_are_asked_to_run_one_dbt_command_only() {
+        assert_eq!(
+            dbt_command(" dbt build --select fct_x+ ", "dbt Cloud").unwrap(),
+            "dbt build --select fct_x+"
+        );
+        for refused in [
+            "rm -rf /",
+            "dbt build\nrm -rf /",
+            "dbt run\rrm x",
+            "dbtx run",
+            "dbt",
+        ] {
+            let err = dbt_command(refused, "dbt Cloud").unwrap_err().to_string();
+            assert!(err.starts_with("dbt Cloud runs only dbt commands"), "{err}");
+        }
     }
 }
