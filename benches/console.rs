@@ -68,7 +68,7 @@ const TITLES: [&str; 5] = [
 /// times and hashes differ; most are resolved and carry a receipt, as on a busy estate.
 fn incident(n: usize) -> IncidentView {
     let samples = sample_snapshot().incidents;
-    let mut incident = if n % 4 == 0 {
+    let mut incident = if n.is_multiple_of(4) {
         sample_incident()
     } else {
         samples[1].clone()
@@ -129,7 +129,7 @@ fn changed(previous: &Snapshot, round: usize) -> Snapshot {
             ProposalState::Pending
         };
     }
-    if round % 5 == 0 {
+    if round.is_multiple_of(5) {
         next.incidents.push(incident(INCIDENTS + round));
     }
     next
