@@ -143,8 +143,8 @@ fn main_loop(
     to_engine: &Sender<ClientMessage>,
 ) -> Result<()> {
     send_outgoing(app, to_engine);
-    screen.clear()?;
-    screen.draw(|frame| view::render(frame, app))?;
+    // Whatever the shell left on the screen goes: the first frame draws every cell.
+    terminal::draw(screen, true, |frame| view::render(frame, app))?;
     let mut last_draw = Instant::now();
     loop {
         // A countdown on screen is redrawn once a second; nothing else is on a timer.
@@ -184,16 +184,16 @@ fn main_loop(
         }
         if app.suspend {
             app.suspend = false;
-            terminal::suspend(screen)?;
+            terminal::suspend()?;
+            // Back from `fg`: the shell drew over everything.
+            app.full_redraw = true;
             changed = true;
         }
         if changed {
-            if app.full_redraw {
-                // Forget what ratatui thinks is on screen (tmux re-attach, Ctrl-L).
-                screen.clear()?;
-                app.full_redraw = false;
-            }
-            screen.draw(|frame| view::render(frame, app))?;
+            // A full redraw forgets what ratatui thinks is on screen (tmux re-attach,
+            // Ctrl-L, a new theme) and draws every cell, asking the terminal nothing.
+            let full = std::mem::take(&mut app.full_redraw);
+            terminal::draw(screen, full, |frame| view::render(frame, app))?;
             last_draw = Instant::now();
         }
     }
