@@ -4,7 +4,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use crate::console::state::{Action, App, Overlay, Screen};
+use crate::console::state::{update, Action, App, Overlay, Screen};
 
 /// Where a binding applies. Text contexts (reason, prompt) take every other key as
 /// typing, so only `Always` bindings reach past them.
@@ -282,8 +282,8 @@ fn normalise(key: KeyEvent) -> Key {
     }
 }
 
-/// What a key press means here and now, if anything.
-pub fn action_for(app: &App, key: KeyEvent) -> Option<Action> {
+/// The action a binding gives this key here and now, if any (typing excluded).
+fn bound(app: &App, key: KeyEvent) -> Option<Action> {
     let here = context(app);
     let pressed = normalise(key);
     let applies = |binding: &&Binding| {
@@ -293,15 +293,46 @@ pub fn action_for(app: &App, key: KeyEvent) -> Option<Action> {
     };
     // A binding for this context wins over a global one on the same key (`?` closes
     // the help rather than opening it again).
-    let bound = available(app.read_only)
+    available(app.read_only)
         .filter(|binding| binding.context == here)
         .chain(available(app.read_only).filter(applies))
         .find(|binding| binding.keys.contains(&pressed))
-        .map(|binding| binding.action.clone());
-    match bound {
+        .map(|binding| binding.action.clone())
+}
+
+/// What a key press means here and now, if anything.
+pub fn action_for(app: &App, key: KeyEvent) -> Option<Action> {
+    match bound(app, key) {
         Some(action) => Some(action),
-        None if here.takes_text() => Some(Action::Edit(key)),
+        None if context(app).takes_text() => Some(Action::Edit(key)),
         None => None,
+    }
+}
+
+/// Applies a key press to the console; true when it did something.
+///
+/// A terminal sends Alt-x as Esc then x, and so does a person who presses Esc and then
+/// x quickly: inside tmux, any key within its escape time arrives glued to the Esc and
+/// is read as Alt-x. No binding but Alt-Enter uses Alt, so an Alt-key nothing binds is
+/// taken for what it almost always is: Esc, then the key, each where it lands.
+pub fn press(app: &mut App, key: KeyEvent) -> bool {
+    if let Some(action) = bound(app, key) {
+        update(app, action);
+        return true;
+    }
+    if key.modifiers.contains(KeyModifiers::ALT) {
+        let escape = KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE);
+        let mut alone = key;
+        alone.modifiers.remove(KeyModifiers::ALT);
+        let escaped = press(app, escape);
+        return press(app, alone) || escaped;
+    }
+    match action_for(app, key) {
+        Some(action) => {
+            update(app, action);
+            true
+        }
+        None => false,
     }
 }
 

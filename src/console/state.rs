@@ -1023,9 +1023,7 @@ mod tests {
     }
 
     fn press_with(app: &mut App, code: KeyCode, modifiers: KeyModifiers) {
-        if let Some(action) = keys::action_for(app, KeyEvent::new(code, modifiers)) {
-            update(app, action);
-        }
+        keys::press(app, KeyEvent::new(code, modifiers));
     }
 
     fn type_text(app: &mut App, text: &str) {
@@ -1489,6 +1487,42 @@ mod tests {
         assert_eq!(bottom, 11);
         press(&mut app, KeyCode::Char('k'));
         assert_eq!(app.detail.as_ref().unwrap().body_scroll, 10);
+    }
+
+    /// Esc pressed just before another key arrives glued to it, as Alt-key (inside
+    /// tmux, anything within its escape time): both keys still count.
+    #[test]
+    fn escape_glued_to_the_next_key_is_still_escape() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Char('?'));
+        press_with(&mut app, KeyCode::Char('q'), KeyModifiers::ALT);
+        assert!(matches!(app.overlay, Overlay::None));
+        assert!(app.quit, "Esc closed the help, q quit");
+
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Enter);
+        press_with(&mut app, KeyCode::Char('j'), KeyModifiers::ALT);
+        assert_eq!(app.screen, Screen::List);
+        assert_eq!(app.selected_incident.as_deref(), Some("INC-6"));
+
+        // In the filter, Esc cancels it and the key lands on the list.
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Char('/'));
+        type_text(&mut app, "CUST");
+        press_with(&mut app, KeyCode::Char('j'), KeyModifiers::ALT);
+        assert!(matches!(app.overlay, Overlay::None));
+        assert!(app.filter.is_empty());
+        assert_eq!(app.selected_incident.as_deref(), Some("INC-6"));
+
+        // Alt-Enter is bound in the reason box: a new line, not Esc then Enter.
+        let mut app = detail_on_diff(false);
+        press(&mut app, KeyCode::Char('r'));
+        type_text(&mut app, "one");
+        press_with(&mut app, KeyCode::Enter, KeyModifiers::ALT);
+        let Overlay::Reason(modal) = &app.overlay else {
+            panic!("the reason box stays open");
+        };
+        assert_eq!(modal.text.lines().len(), 2);
     }
 
     #[test]

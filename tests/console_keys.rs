@@ -1,0 +1,74 @@
+//! The keys as a person presses them, through tmux to the real binary: what tmux and
+//! the terminal do to a key on its way (an Esc glued to the next key) included.
+
+#[path = "support/tmux.rs"]
+mod terminal;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+use terminal::{screen, tmux, tmux_available, Session};
+
+/// Waits until the screen shows `text`; the deadline only bounds a hung test.
+fn wait_for(session: &str, text: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let shown = screen(session);
+        if shown.contains(text) {
+            return shown;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never saw {text:?}; the screen was:\n{shown}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn session_alive(session: &str) -> bool {
+    Command::new("tmux")
+        .args(["has-session", "-t", session])
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
+/// Waits for the console to exit, which ends the tmux session.
+fn wait_for_exit(session: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while session_alive(session) {
+        assert!(
+            Instant::now() < deadline,
+            "the console did not quit:\n{}",
+            screen(session)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn demo(name: &str, data_dir: &Path, extra: &str, size: (u16, u16)) -> Session {
+    let name = format!("dataward-keys-{name}-{}", std::process::id());
+    let command = format!(
+        "{} {extra} demo --speed 300 --data-dir {}",
+        env!("CARGO_BIN_EXE_dataward"),
+        data_dir.display()
+    );
+    Session::open(&name, size, &command)
+}
+
+/// Esc then q sent at once reach the console as one read, `ESC q`, which a terminal
+/// parser takes for Alt-q: the help must close and the console quit all the same.
+#[test]
+fn escape_then_a_key_at_once_is_escape_then_the_key() {
+    if !tmux_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let session = demo("esc", dir.path(), "", (120, 40));
+    let s = session.0.as_str();
+    wait_for(s, "INC-0001");
+    tmux(&["send-keys", "-t", s, "?"]);
+    wait_for(s, "Keys (Esc closes)");
+    tmux(&["send-keys", "-t", s, "Escape", "q"]);
+    wait_for_exit(s);
+}
