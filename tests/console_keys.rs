@@ -72,3 +72,38 @@ fn escape_then_a_key_at_once_is_escape_then_the_key() {
     tmux(&["send-keys", "-t", s, "Escape", "q"]);
     wait_for_exit(s);
 }
+
+/// `dataward --read-only demo`: the demo's own console looks but cannot decide.
+#[test]
+fn the_read_only_demo_cannot_decide() {
+    if !tmux_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let session = demo("ro", dir.path(), "--read-only", (120, 40));
+    let s = session.0.as_str();
+    let shown = wait_for(s, "INC-0001");
+    let status = shown.lines().nth(38).unwrap_or_default().to_string();
+    assert!(status.contains("read-only"), "{shown}");
+    // No decision key: `a` on the hold opens no reason box.
+    tmux(&["send-keys", "-t", s, "Enter"]);
+    wait_for(s, "Blast radius");
+    tmux(&["send-keys", "-t", s, "a"]);
+    tmux(&["send-keys", "-t", s, "?"]);
+    let help = wait_for(s, "Keys (Esc closes)");
+    assert!(!help.contains("Approve INC"), "{help}");
+    assert!(help.contains("read-only console"), "{help}");
+    assert!(!help.contains('⚠'), "{help}");
+    tmux(&["send-keys", "-t", s, "Escape"]);
+    // Nor a dangerous command.
+    tmux(&["send-keys", "-t", s, ":"]);
+    tmux(&["send-keys", "-t", s, "-l", "stop testing"]);
+    tmux(&["send-keys", "-t", s, "Enter"]);
+    wait_for(s, "read-only console: :stop is not available");
+    let out = Command::new(env!("CARGO_BIN_EXE_dataward"))
+        .args(["stop", "--data-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "no stop is set: {out:?}");
+}

@@ -217,36 +217,111 @@ pub static BINDINGS: &[Binding] = &[
     hint(&[plain(Esc)], "Esc", Action::Back, "cancel (clears the filter)", "cancel", Prompt),
 ];
 
-/// The `:` commands, for the help; `state::run_command_line` runs them.
-pub const COMMANDS: &[(&str, &str)] = &[
-    (":q  :quit", "quit"),
-    (":help", "this help"),
-    (
-        ":theme NAME",
-        "switch theme: dark, light, ansi16, colorblind",
-    ),
-    (":theme", "show the current theme"),
-    (
-        ":stop REASON",
-        "org-wide stop: dataward dispatches nothing (dangerous)",
-    ),
-    (
-        ":lift",
-        "ask to lift the stop; a second person's :lift lifts it (dangerous)",
-    ),
-    (
-        ":resolve REASON",
-        "close the open incident by hand, as C (dangerous)",
-    ),
-    (
-        ":reopen REASON",
-        "reopen the open resolved incident, as O (dangerous)",
-    ),
-    (
-        ":accept REASON",
-        "accept the open incident's new volume level, as N (dangerous)",
-    ),
+/// What a `:` command does; `state::run_command_line` carries it out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    Quit,
+    Help,
+    Theme,
+    Open,
+    Stop,
+    Lift,
+    Resolve,
+    Reopen,
+    Accept,
+}
+
+/// What Tab offers for a command's argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Completes {
+    Nothing,
+    Themes,
+    Incidents,
+}
+
+/// One `:` command: its name and aliases, what it takes, and whether it changes
+/// something outside the console (then a read-only console has no such command).
+pub struct CommandSpec {
+    pub name: &'static str,
+    pub aliases: &'static [&'static str],
+    /// How the argument is written in help: `REASON`, `[NAME]`, or empty.
+    pub args: &'static str,
+    pub completes: Completes,
+    pub verb: Verb,
+    pub description: &'static str,
+    pub dangerous: bool,
+}
+
+const fn command(
+    name: &'static str,
+    aliases: &'static [&'static str],
+    args: &'static str,
+    completes: Completes,
+    verb: Verb,
+    description: &'static str,
+    dangerous: bool,
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        aliases,
+        args,
+        completes,
+        verb,
+        description,
+        dangerous,
+    }
+}
+
+/// Every `:` command, in the order help lists them. Like the keys, one line each.
+#[rustfmt::skip]
+pub static COMMANDS: &[CommandSpec] = &[
+    command("quit", &["q", "q!", "qa"], "", Completes::Nothing, Verb::Quit, "quit", false),
+    command("help", &["h"], "", Completes::Nothing, Verb::Help, "this help", false),
+    command("theme", &[], "[NAME]", Completes::Themes, Verb::Theme, "switch theme, or show the current one", false),
+    command("open", &["incident"], "ID", Completes::Incidents, Verb::Open, "open an incident by id; :ID alone does too", false),
+    command("stop", &[], "REASON", Completes::Nothing, Verb::Stop, "org-wide stop: dataward dispatches nothing", true),
+    command("lift", &[], "", Completes::Nothing, Verb::Lift, "ask to lift the stop; a second person's :lift lifts it", true),
+    command("resolve", &[], "REASON", Completes::Nothing, Verb::Resolve, "close the open incident by hand, as C", true),
+    command("reopen", &[], "REASON", Completes::Nothing, Verb::Reopen, "reopen the open resolved incident, as O", true),
+    command("accept", &[], "REASON", Completes::Nothing, Verb::Accept, "accept the open incident's new volume level, as N", true),
 ];
+
+impl CommandSpec {
+    /// How help writes it: `:theme [NAME]`.
+    pub fn label(&self) -> String {
+        if self.args.is_empty() {
+            format!(":{}", self.name)
+        } else {
+            format!(":{} {}", self.name, self.args)
+        }
+    }
+
+    /// The description with the aliases, as help shows it.
+    pub fn described(&self) -> String {
+        if self.aliases.is_empty() {
+            self.description.to_string()
+        } else {
+            let aliases: Vec<String> = self.aliases.iter().map(|a| format!(":{a}")).collect();
+            format!("{} (also {})", self.description, aliases.join(" "))
+        }
+    }
+
+    fn is_called(&self, word: &str) -> bool {
+        self.name == word || self.aliases.contains(&word)
+    }
+}
+
+/// The commands a console may run: read-only consoles lose every dangerous one.
+pub fn commands(read_only: bool) -> impl Iterator<Item = &'static CommandSpec> {
+    COMMANDS
+        .iter()
+        .filter(move |command| !(read_only && command.dangerous))
+}
+
+/// The command `word` names (by name or alias), whether or not this console may run it.
+pub fn find_command(word: &str) -> Option<&'static CommandSpec> {
+    COMMANDS.iter().find(|command| command.is_called(word))
+}
 
 /// The bindings a console may use: read-only consoles lose every dangerous one.
 pub fn available(read_only: bool) -> impl Iterator<Item = &'static Binding> {

@@ -6,7 +6,9 @@
 
 pub mod alerts;
 pub mod diff;
+pub mod drawn;
 pub mod fixtures;
+pub mod help;
 pub mod keys;
 pub mod link;
 pub mod presence;

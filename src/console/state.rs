@@ -12,7 +12,7 @@ use ratatui_textarea::TextArea;
 use tui_tree_widget::TreeItem;
 
 use crate::console::diff::DiffRows;
-use crate::console::keys;
+use crate::console::keys::{self, Verb};
 use crate::console::symptoms;
 use crate::console::theme::{self, Theme, ThemeFile};
 use crate::console::tree::{self, TreeRow};
@@ -240,6 +240,8 @@ pub struct App {
     pub suspend: bool,
     /// Clear the terminal before the next draw (resize, tmux re-attach, Ctrl-L).
     pub full_redraw: bool,
+    /// Where the last frame put things (written by the view as it draws).
+    pub drawn: crate::console::drawn::Drawn,
 }
 
 impl App {
@@ -270,6 +272,7 @@ impl App {
             quit: false,
             suspend: false,
             full_redraw: false,
+            drawn: Default::default(),
         }
     }
 
@@ -595,15 +598,12 @@ fn content_lengths(app: &App) -> ContentLengths {
     }
 }
 
-fn help_length(read_only: bool) -> usize {
-    let headings = 2 * keys::help_sections(read_only).len();
-    keys::available(read_only).count() + headings + keys::COMMANDS.len() + 3
-}
-
 fn move_by(app: &mut App, delta: isize) {
-    let help_lines = help_length(app.read_only);
-    if let Overlay::Help { scroll: offset } = &mut app.overlay {
-        *offset = scroll(*offset, delta, help_lines);
+    if let Overlay::Help { scroll: _ } = app.overlay {
+        let furthest = crate::console::help::max_scroll(app);
+        if let Overlay::Help { scroll: offset } = &mut app.overlay {
+            *offset = step(*offset, delta, furthest + 1);
+        }
         return;
     }
     if let Overlay::AlertOutbox { scroll: _ } = app.overlay {
@@ -887,76 +887,132 @@ fn submit(app: &mut App) {
     }
 }
 
+/// Runs a `:` line. What each command is, and whether a read-only console has it, is
+/// in the one table (`keys::COMMANDS`); `:ID` alone opens that incident.
 fn run_command_line(app: &mut App, line: &str) {
     let mut words = line.split_whitespace();
-    match (words.next(), words.next()) {
-        (None, _) => {}
-        (Some("q" | "quit" | "q!" | "qa"), _) => app.quit = true,
-        (Some("h" | "help"), _) => app.overlay = Overlay::Help { scroll: 0 },
+    let Some(first) = words.next() else {
+        return;
+    };
+    let rest: Vec<&str> = words.collect();
+    let Some(spec) = keys::find_command(first) else {
+        if let Some(id) = incident_named(app, first) {
+            open_incident_by_id(app, &id);
+        } else {
+            app.message = Some(format!(
+                "unknown command :{} (try :help, :theme NAME, :q)",
+                sanitize::for_terminal(first)
+            ));
+        }
+        return;
+    };
+    // Dangerous commands are not offered in read-only mode; this is the second lock.
+    if spec.dangerous && app.read_only {
+        app.message = Some(format!(
+            "read-only console: :{} is not available",
+            spec.name
+        ));
+        return;
+    }
+    let reason = rest.join(" ");
+    match spec.verb {
+        Verb::Quit => app.quit = true,
+        Verb::Help => app.overlay = Overlay::Help { scroll: 0 },
         // The org-wide stop: anyone may pull it; lifting takes two different people.
-        (Some("stop" | "lift"), _) if app.read_only => {
-            app.message = Some("read-only console: :stop and :lift are not available".into());
-        }
-        (Some("stop"), first) => {
-            let reason: Vec<&str> = first.into_iter().chain(words).collect();
-            if reason.is_empty() {
-                app.message = Some("say why: :stop REASON".into());
-            } else {
-                app.outbox.push(Command::OrgStop {
-                    reason: reason.join(" "),
-                });
-            }
-        }
-        (Some("lift"), _) => app.outbox.push(Command::LiftStop),
+        Verb::Stop if reason.is_empty() => app.message = Some("say why: :stop REASON".into()),
+        Verb::Stop => app.outbox.push(Command::OrgStop { reason }),
+        Verb::Lift => app.outbox.push(Command::LiftStop),
         // Closing an incident by hand, opening it again, accepting its new level: the
         // owner's, with a reason.
-        (Some(verb @ ("resolve" | "reopen" | "accept")), _) if app.read_only => {
-            app.message = Some(format!("read-only console: :{verb} is not available"));
-        }
-        (Some(verb @ ("resolve" | "reopen" | "accept")), first) => {
-            let reason: Vec<&str> = first.into_iter().chain(words).collect();
+        Verb::Resolve | Verb::Reopen | Verb::Accept => {
+            let name = spec.name;
             let Some(incident) = app.open_incident().map(|i| i.id.clone()) else {
-                app.message = Some(format!("open an incident first, then :{verb} REASON"));
+                app.message = Some(format!("open an incident first, then :{name} REASON"));
                 return;
             };
             if reason.is_empty() {
-                app.message = Some(format!("say why: :{verb} REASON"));
+                app.message = Some(format!("say why: :{name} REASON"));
                 return;
             }
-            let reason = reason.join(" ");
-            app.outbox.push(match verb {
-                "resolve" => Command::Resolve { incident, reason },
-                "reopen" => Command::Reopen { incident, reason },
+            app.outbox.push(match spec.verb {
+                Verb::Resolve => Command::Resolve { incident, reason },
+                Verb::Reopen => Command::Reopen { incident, reason },
                 _ => Command::Accept { incident, reason },
             });
         }
-        (Some("theme"), None) => {
-            app.message = Some(format!(
-                "theme {} (available: {})",
-                app.theme.name,
-                theme::builtin_names().join(", ")
-            ));
-        }
-        (Some("theme"), Some(name)) => {
-            match Theme::load(name, app.user_theme.as_ref(), app.no_color) {
-                Ok(theme) => {
-                    app.theme = theme;
-                    // Tree labels carry theme styles; restyle the same rows.
-                    let blast = app.open_incident().map(|i| i.blast.clone());
-                    if let (Some(detail), Some(blast)) = (&mut app.detail, blast) {
-                        detail.tree.items = tree::items(&detail.tree.rows, &blast, &app.theme);
-                    }
-                    app.full_redraw = true;
+        Verb::Open => match rest.first() {
+            None => app.message = Some("which incident? :open ID (Tab completes)".into()),
+            Some(word) => match incident_named(app, word) {
+                Some(id) => open_incident_by_id(app, &id),
+                None => {
+                    app.message = Some(format!(
+                        "no incident {} in this console's snapshot",
+                        sanitize::for_terminal(word)
+                    ))
                 }
-                Err(error) => app.message = Some(format!("{error:#}")),
+            },
+        },
+        Verb::Theme => match rest.first() {
+            None => {
+                app.message = Some(format!(
+                    "theme {} (available: {})",
+                    app.theme.name,
+                    theme::builtin_names().join(", ")
+                ));
             }
+            Some(name) => switch_theme(app, name),
+        },
+    }
+}
+
+/// The id of the incident `word` names: its id in any case (`inc-0042`), or its number
+/// (`42`) when only one incident has it.
+fn incident_named(app: &App, word: &str) -> Option<String> {
+    let incidents = &app.snapshot.incidents;
+    if let Some(found) = incidents.iter().find(|i| i.id.eq_ignore_ascii_case(word)) {
+        return Some(found.id.clone());
+    }
+    let number: u64 = word.parse().ok()?;
+    let mut by_number = incidents.iter().filter(|incident| {
+        let digits: String = incident
+            .id
+            .chars()
+            .rev()
+            .take_while(char::is_ascii_digit)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        digits.parse::<u64>().ok() == Some(number)
+    });
+    match (by_number.next(), by_number.next()) {
+        (Some(only), None) => Some(only.id.clone()),
+        _ => None,
+    }
+}
+
+/// Jumps to an incident wherever the console is: its detail opens, and it is selected
+/// on the list when the list shows it.
+fn open_incident_by_id(app: &mut App, id: &str) {
+    app.overlay = Overlay::None;
+    app.screen = Screen::List;
+    app.detail = None;
+    app.selected_incident = Some(id.to_string());
+    open_detail(app);
+}
+
+fn switch_theme(app: &mut App, name: &str) {
+    match Theme::load(name, app.user_theme.as_ref(), app.no_color) {
+        Ok(theme) => {
+            app.theme = theme;
+            // Tree labels carry theme styles; restyle the same rows.
+            let blast = app.open_incident().map(|i| i.blast.clone());
+            if let (Some(detail), Some(blast)) = (&mut app.detail, blast) {
+                detail.tree.items = tree::items(&detail.tree.rows, &blast, &app.theme);
+            }
+            app.full_redraw = true;
         }
-        (Some(other), _) => {
-            app.message = Some(format!(
-                "unknown command :{} (try :help, :theme NAME, :q)",
-                sanitize::for_terminal(other)
-            ));
-        }
+        Err(error) => app.message = Some(format!("{error:#}")),
     }
 }
 

@@ -6,7 +6,7 @@
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Cell, Clear, Paragraph, Row, Table, Wrap};
+use ratatui::widgets::{Block, Cell, Paragraph, Row, Table, Wrap};
 use ratatui::Frame;
 use tui_tree_widget::{Tree, TreeState};
 
@@ -42,7 +42,7 @@ pub fn render(frame: &mut Frame, app: &App) {
     render_status(frame, status, app);
     render_hints(frame, hints, app);
     match &app.overlay {
-        Overlay::Help { scroll } => render_help(frame, app, *scroll),
+        Overlay::Help { scroll } => crate::console::help::render(frame, app, *scroll),
         Overlay::AlertOutbox { scroll } => crate::console::alerts::render(frame, app, *scroll),
         Overlay::Reason(modal) => reason::render(frame, app, modal),
         Overlay::Prompt { .. } | Overlay::None => {}
@@ -946,69 +946,6 @@ fn render_receipt(
 
 // ---- overlays ------------------------------------------------------------------------
 
-fn render_help(frame: &mut Frame, app: &App, scroll: usize) {
-    let theme = &app.theme;
-    let area = centered(frame.area(), 76, frame.area().height.saturating_sub(2));
-    let mut lines = Vec::new();
-    if app.read_only {
-        lines.push(Line::styled(
-            "read-only console: every key that sends a decision is gone",
-            theme.warn,
-        ));
-    } else {
-        lines.push(Line::styled(
-            "⚠ marks keys that send a decision to the engine (gone in read-only mode)",
-            theme.muted,
-        ));
-    }
-    for (context, bindings) in keys::help_sections(app.read_only) {
-        if bindings.is_empty() {
-            continue;
-        }
-        if !lines.is_empty() {
-            lines.push(Line::raw(""));
-        }
-        lines.push(Line::styled(
-            context.title(),
-            theme.accent.add_modifier(Modifier::BOLD),
-        ));
-        for binding in bindings {
-            // Keys that send a decision are marked by a glyph, not only a colour.
-            let marker = if binding.dangerous { "⚠ " } else { "  " };
-            let spans = vec![
-                Span::styled(format!("  {:<18}", binding.label), theme.title),
-                Span::styled(marker, theme.warn),
-                Span::raw(binding.description),
-            ];
-            lines.push(Line::from(spans));
-        }
-    }
-    lines.push(Line::raw(""));
-    lines.push(Line::styled(
-        "Commands (after :)",
-        theme.accent.add_modifier(Modifier::BOLD),
-    ));
-    for (command, description) in keys::COMMANDS {
-        lines.push(Line::from(vec![
-            Span::styled(format!("  {command:<18}"), theme.title),
-            Span::raw(*description),
-        ]));
-    }
-    let height = area.height.saturating_sub(2) as usize;
-    let scroll = scroll.min(lines.len().saturating_sub(height));
-    let more_below = scroll + height < lines.len();
-    let mut block = pane_block("Keys (Esc closes)", true, theme);
-    if more_below {
-        block =
-            block.title_bottom(Line::styled(" ↓ more: j or PgDn ", theme.muted).right_aligned());
-    }
-    let help = Paragraph::new(lines)
-        .scroll((scroll as u16, 0))
-        .block(block);
-    frame.render_widget(Clear, area);
-    frame.render_widget(help, area);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1178,6 +1115,68 @@ mod tests {
         assert!(help.contains("read-only console"), "{help}");
         assert!(!help.contains("close the incident by hand"), "{help}");
         assert!(!help.contains("reopen the resolved incident"), "{help}");
+    }
+
+    /// The help as one text: borders gone, wrapped lines joined, spaces collapsed.
+    fn help_text(app: &App, width: u16) -> String {
+        let height = 200;
+        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+        terminal.draw(|frame| render(frame, app)).unwrap();
+        let inner = pane_block("", true, &app.theme)
+            .inner(crate::console::help::area(Rect::new(0, 0, width, height)));
+        let buffer = terminal.backend().buffer();
+        let mut text = String::new();
+        for y in inner.top()..inner.bottom() {
+            for x in inner.left()..inner.right() {
+                text.push_str(buffer[(x, y)].symbol());
+            }
+            text.push(' ');
+        }
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    /// A read-only console's help lists no key and no command that decides: `:stop`,
+    /// `:lift` and the rest are gone with the keys.
+    #[test]
+    fn read_only_help_lists_no_dangerous_command() {
+        let mut app = sample_app();
+        update(&mut app, Action::Help);
+        let help = help_text(&app, 120);
+        for command in [":stop", ":lift", ":resolve", ":reopen", ":accept"] {
+            assert!(help.contains(command), "{command} in\n{help}");
+        }
+        app.read_only = true;
+        let help = help_text(&app, 120);
+        for command in [":stop", ":lift", ":resolve", ":reopen", ":accept"] {
+            assert!(!help.contains(command), "{command} in\n{help}");
+        }
+        assert!(!help.contains('⚠'), "{help}");
+        assert!(help.contains(":theme"), "{help}");
+    }
+
+    /// Every line of help fits: a description too long for the overlay wraps under
+    /// itself instead of being cut, at any width.
+    #[test]
+    fn every_line_of_help_fits() {
+        let mut app = sample_app();
+        update(&mut app, Action::Help);
+        for width in [120, 80, 60, 40] {
+            let help = help_text(&app, width);
+            for binding in keys::available(false) {
+                assert!(
+                    help.contains(binding.description),
+                    "{width} columns: {:?} is cut in\n{help}",
+                    binding.description
+                );
+            }
+            for command in keys::commands(false) {
+                assert!(
+                    help.contains(&command.described()),
+                    "{width} columns: {:?} is cut in\n{help}",
+                    command.described()
+                );
+            }
+        }
     }
 
     #[test]
