@@ -107,3 +107,58 @@ fn the_read_only_demo_cannot_decide() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "no stop is set: {out:?}");
 }
+
+fn status_line(session: &str) -> String {
+    let shown = screen(session);
+    let lines: Vec<&str> = shown.lines().collect();
+    lines[lines.len().saturating_sub(2)].to_string()
+}
+
+/// Waits until the status line (the one above the hints) shows `text`.
+fn wait_for_status(session: &str, text: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let status = status_line(session);
+        if status.contains(text) {
+            return status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the status line never said {text:?}:\n{}",
+            screen(session)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The command line as a shell: Tab completes the command and the theme, Up brings the
+/// line back, Ctrl-W cuts its last word.
+#[test]
+fn the_command_line_completes_remembers_and_edits() {
+    if !tmux_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let session = demo("line", dir.path(), "", (120, 40));
+    let s = session.0.as_str();
+    wait_for(s, "INC-0001");
+    tmux(&["send-keys", "-t", s, ":"]);
+    tmux(&["send-keys", "-t", s, "-l", "th"]);
+    tmux(&["send-keys", "-t", s, "Tab"]);
+    tmux(&["send-keys", "-t", s, "-l", "li"]);
+    tmux(&["send-keys", "-t", s, "Tab"]);
+    wait_for(s, ":theme light");
+    tmux(&["send-keys", "-t", s, "Enter"]);
+    tmux(&["send-keys", "-t", s, ":"]);
+    tmux(&["send-keys", "-t", s, "Up"]);
+    wait_for(s, ":theme light");
+    tmux(&["send-keys", "-t", s, "C-w"]);
+    tmux(&["send-keys", "-t", s, "-l", "ansi16"]);
+    tmux(&["send-keys", "-t", s, "C-a", "C-k"]);
+    tmux(&["send-keys", "-t", s, "-l", "theme colorblind"]);
+    tmux(&["send-keys", "-t", s, "Enter"]);
+    tmux(&["send-keys", "-t", s, ":"]);
+    tmux(&["send-keys", "-t", s, "-l", "theme"]);
+    tmux(&["send-keys", "-t", s, "Enter"]);
+    wait_for_status(s, "theme colorblind (available");
+}

@@ -4,6 +4,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+use crate::console::line::LineOp;
 use crate::console::state::{update, Action, App, Overlay, Screen};
 
 /// Where a binding applies. Text contexts (reason, prompt) take every other key as
@@ -63,6 +64,13 @@ const fn ch(c: char) -> Key {
 const fn ctrl(c: char) -> Key {
     Key {
         code: KeyCode::Char(c),
+        modifiers: KeyModifiers::CONTROL,
+    }
+}
+
+const fn ctrl_key(code: KeyCode) -> Key {
+    Key {
+        code,
         modifiers: KeyModifiers::CONTROL,
     }
 }
@@ -159,7 +167,9 @@ const fn dangerous(
 }
 
 use Context::{Always, Detail, Global, Help, List, Outbox, Prompt, Reason};
-use KeyCode::{BackTab, Down, End, Enter, Esc, Home, Left, PageDown, PageUp, Right, Tab, Up};
+use KeyCode::{
+    BackTab, Backspace, Delete, Down, End, Enter, Esc, Home, Left, PageDown, PageUp, Right, Tab, Up,
+};
 
 /// Every key the console knows. One line per binding, kept as a table on purpose.
 #[rustfmt::skip]
@@ -215,6 +225,18 @@ pub static BINDINGS: &[Binding] = &[
     hint(&[plain(Esc)], "Esc", Action::Back, "cancel: nothing is sent", "cancel", Reason),
     hint(&[plain(Enter)], "Enter", Action::Submit, "run the command, or keep the filter", "run", Prompt),
     hint(&[plain(Esc)], "Esc", Action::Back, "cancel (clears the filter)", "cancel", Prompt),
+    hint(&[plain(Tab)], "Tab", Action::Line(LineOp::Complete), "complete a command, theme or incident id", "complete", Prompt),
+    bind(&[plain(Up), ctrl('p')], "↑ Ctrl-P", Action::Line(LineOp::Older), "the line typed before (history)", Prompt),
+    bind(&[plain(Down), ctrl('n')], "↓ Ctrl-N", Action::Line(LineOp::Newer), "the line typed after (history)", Prompt),
+    bind(&[plain(Left), ctrl('b')], "← Ctrl-B", Action::Line(LineOp::Left), "cursor left", Prompt),
+    bind(&[plain(Right), ctrl('f')], "→ Ctrl-F", Action::Line(LineOp::Right), "cursor right", Prompt),
+    bind(&[plain(Home), ctrl('a')], "Home Ctrl-A", Action::Line(LineOp::Start), "to the start of the line", Prompt),
+    bind(&[plain(End), ctrl('e')], "End Ctrl-E", Action::Line(LineOp::End), "to the end of the line", Prompt),
+    bind(&[plain(Backspace), ctrl('h')], "Backspace", Action::Line(LineOp::Backspace), "delete the character before the cursor", Prompt),
+    bind(&[plain(Delete), ctrl('d')], "Delete Ctrl-D", Action::Line(LineOp::Delete), "delete the character under the cursor", Prompt),
+    bind(&[ctrl('u')], "Ctrl-U", Action::Line(LineOp::CutToStart), "delete to the start of the line", Prompt),
+    bind(&[ctrl('k')], "Ctrl-K", Action::Line(LineOp::CutToEnd), "delete to the end of the line", Prompt),
+    bind(&[ctrl('w'), ctrl_key(Backspace)], "Ctrl-W", Action::Line(LineOp::CutWord), "delete the word before the cursor", Prompt),
 ];
 
 /// What a `:` command does; `state::run_command_line` carries it out.
@@ -336,7 +358,7 @@ pub fn context(app: &App) -> Context {
         Overlay::Help { .. } => Context::Help,
         Overlay::AlertOutbox { .. } => Context::Outbox,
         Overlay::Reason(_) => Context::Reason,
-        Overlay::Prompt { .. } => Context::Prompt,
+        Overlay::Prompt(_) => Context::Prompt,
         Overlay::None => match app.screen {
             Screen::List => Context::List,
             Screen::Detail => Context::Detail,

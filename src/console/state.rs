@@ -13,6 +13,8 @@ use tui_tree_widget::TreeItem;
 
 use crate::console::diff::DiffRows;
 use crate::console::keys::{self, Verb};
+use crate::console::line::LineOp;
+use crate::console::prompt::{self, Histories, Prompt};
 use crate::console::symptoms;
 use crate::console::theme::{self, Theme, ThemeFile};
 use crate::console::tree::{self, TreeRow};
@@ -83,6 +85,8 @@ pub enum Action {
     NewLine,
     /// A key typed into whichever text field is open.
     Edit(KeyEvent),
+    /// An edit of the command line or filter (`console/line.rs`).
+    Line(LineOp),
     /// Text pasted into whichever text field is open (bracketed paste).
     Paste(String),
 }
@@ -182,10 +186,8 @@ pub enum Overlay {
         scroll: usize,
     },
     Reason(Box<ReasonModal>),
-    Prompt {
-        kind: PromptKind,
-        text: String,
-    },
+    /// The `:` command line or the `/` filter (`console/prompt.rs`).
+    Prompt(Prompt),
 }
 
 /// The blast-radius tree of the open incident, rebuilt only when its nodes change.
@@ -242,6 +244,8 @@ pub struct App {
     pub full_redraw: bool,
     /// Where the last frame put things (written by the view as it draws).
     pub drawn: crate::console::drawn::Drawn,
+    /// What the command line and the filter have had typed into them.
+    pub histories: Histories,
 }
 
 impl App {
@@ -273,6 +277,7 @@ impl App {
             suspend: false,
             full_redraw: false,
             drawn: Default::default(),
+            histories: Default::default(),
         }
     }
 
@@ -386,18 +391,9 @@ pub fn update(app: &mut App, action: Action) {
         Action::Back => back(app),
         Action::Help => app.overlay = Overlay::Help { scroll: 0 },
         Action::AlertOutbox => app.overlay = Overlay::AlertOutbox { scroll: 0 },
-        Action::CommandLine => {
-            app.overlay = Overlay::Prompt {
-                kind: PromptKind::Command,
-                text: String::new(),
-            }
-        }
-        Action::Filter => {
-            app.overlay = Overlay::Prompt {
-                kind: PromptKind::Filter,
-                text: app.filter.clone(),
-            }
-        }
+        Action::CommandLine => prompt::open(app, PromptKind::Command),
+        Action::Filter => prompt::open(app, PromptKind::Filter),
+        Action::Line(op) => prompt::apply(app, op),
         Action::Submit => submit(app),
         Action::NewLine => {
             if let Overlay::Reason(modal) = &mut app.overlay {
@@ -444,7 +440,7 @@ fn receive_snapshot(app: &mut App, mut snapshot: Snapshot) {
 
 /// Recompute what depends on the snapshot: selections that may have gone, the tree and
 /// the diffs of the open incident. Cheap when nothing relevant changed.
-fn refresh_derived(app: &mut App) {
+pub(crate) fn refresh_derived(app: &mut App) {
     let visible_ids: Vec<String> = app
         .visible_incidents()
         .iter()
@@ -500,10 +496,10 @@ fn refresh_derived(app: &mut App) {
 
 fn back(app: &mut App) {
     if !matches!(app.overlay, Overlay::None) {
-        if let Overlay::Prompt {
+        if let Overlay::Prompt(Prompt {
             kind: PromptKind::Filter,
             ..
-        } = app.overlay
+        }) = app.overlay
         {
             app.filter.clear();
             refresh_derived(app);
@@ -874,15 +870,14 @@ fn submit(app: &mut App) {
             app.message = Some(sent);
             app.outbox.push(command);
         }
-        Overlay::Prompt {
-            kind: PromptKind::Command,
-            text,
-        } => run_command_line(app, &text),
-        // The filter already applies as it is typed; Enter just keeps it.
-        Overlay::Prompt {
-            kind: PromptKind::Filter,
-            ..
-        } => {}
+        Overlay::Prompt(line) => {
+            prompt::remember(app, &line);
+            match line.kind {
+                PromptKind::Command => run_command_line(app, line.text()),
+                // The filter already applies as it is typed; Enter just keeps it.
+                PromptKind::Filter => {}
+            }
+        }
         other => app.overlay = other,
     }
 }
@@ -1017,23 +1012,18 @@ fn switch_theme(app: &mut App, name: &str) {
 }
 
 fn edit(app: &mut App, key: KeyEvent) {
-    use crossterm::event::KeyCode;
+    use crossterm::event::{KeyCode, KeyModifiers};
     match &mut app.overlay {
         Overlay::Reason(modal) => {
             modal.error = None;
             modal.text.input(key);
         }
-        Overlay::Prompt { kind, text } => {
-            match key.code {
-                KeyCode::Char(c) if !c.is_control() => text.push(c),
-                KeyCode::Backspace => {
-                    text.pop();
+        Overlay::Prompt(_) => {
+            // Keys with Ctrl are the registry's or nothing: never typed as text.
+            if let KeyCode::Char(c) = key.code {
+                if !c.is_control() && !key.modifiers.contains(KeyModifiers::CONTROL) {
+                    prompt::insert(app, c.encode_utf8(&mut [0; 4]));
                 }
-                _ => return,
-            }
-            if *kind == PromptKind::Filter {
-                app.filter = text.clone();
-                refresh_derived(app);
             }
         }
         Overlay::Help { .. } | Overlay::AlertOutbox { .. } | Overlay::None => {}
@@ -1048,13 +1038,7 @@ fn paste(app: &mut App, text: &str) {
                 .text
                 .insert_str(sanitize::for_terminal_multiline(text));
         }
-        Overlay::Prompt { kind, text: line } => {
-            line.push_str(&sanitize::for_terminal(text));
-            if *kind == PromptKind::Filter {
-                app.filter = line.clone();
-                refresh_derived(app);
-            }
-        }
+        Overlay::Prompt(_) => prompt::insert(app, &sanitize::for_terminal(text)),
         Overlay::Help { .. } | Overlay::AlertOutbox { .. } | Overlay::None => {}
     }
 }
@@ -1427,7 +1411,6 @@ mod tests {
         press(&mut app, KeyCode::Enter);
         assert_eq!(app.filter, "CUSTOMERS");
         press(&mut app, KeyCode::Char('/'));
-        press(&mut app, KeyCode::Home);
         for _ in 0.."CUSTOMERS".len() {
             press(&mut app, KeyCode::Backspace);
         }
@@ -1492,6 +1475,147 @@ mod tests {
         type_text(&mut app, "q");
         press(&mut app, KeyCode::Enter);
         assert!(app.quit);
+    }
+
+    fn prompt_text(app: &App) -> String {
+        match &app.overlay {
+            Overlay::Prompt(prompt) => prompt.text().to_string(),
+            _ => panic!("no prompt open"),
+        }
+    }
+
+    fn ctrl(app: &mut App, c: char) {
+        press_with(app, KeyCode::Char(c), KeyModifiers::CONTROL);
+    }
+
+    /// The command line edits like a shell's: Ctrl-A, Ctrl-E, arrows, Ctrl-W, Ctrl-U.
+    #[test]
+    fn the_command_line_edits_like_a_shell() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "thme dark");
+        ctrl(&mut app, 'a');
+        press(&mut app, KeyCode::Right);
+        press(&mut app, KeyCode::Right);
+        type_text(&mut app, "e");
+        assert_eq!(prompt_text(&app), "theme dark");
+        ctrl(&mut app, 'e');
+        ctrl(&mut app, 'w');
+        assert_eq!(prompt_text(&app), "theme ");
+        type_text(&mut app, "ligtx");
+        press(&mut app, KeyCode::Backspace);
+        press(&mut app, KeyCode::Left);
+        type_text(&mut app, "h");
+        assert_eq!(prompt_text(&app), "theme light");
+        press(&mut app, KeyCode::End);
+        press(&mut app, KeyCode::Home);
+        ctrl(&mut app, 'u');
+        assert_eq!(
+            prompt_text(&app),
+            "theme light",
+            "nothing before the cursor"
+        );
+        press(&mut app, KeyCode::Delete);
+        assert_eq!(prompt_text(&app), "heme light");
+        ctrl(&mut app, 'e');
+        ctrl(&mut app, 'u');
+        assert_eq!(prompt_text(&app), "");
+        type_text(&mut app, "theme light");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.theme.name, "light");
+        // Ctrl-W is an edit here, never typed as a 'w'.
+        press(&mut app, KeyCode::Char('/'));
+        type_text(&mut app, "CUSTOMERS x");
+        ctrl(&mut app, 'w');
+        assert_eq!(app.filter, "CUSTOMERS ");
+    }
+
+    #[test]
+    fn up_and_down_walk_the_lines_typed_before() {
+        let mut app = sample_app(false);
+        for line in ["theme light", "theme dark"] {
+            press(&mut app, KeyCode::Char(':'));
+            type_text(&mut app, line);
+            press(&mut app, KeyCode::Enter);
+        }
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "he");
+        press(&mut app, KeyCode::Up);
+        assert_eq!(prompt_text(&app), "theme dark");
+        press(&mut app, KeyCode::Up);
+        assert_eq!(prompt_text(&app), "theme light");
+        press(&mut app, KeyCode::Up);
+        assert_eq!(prompt_text(&app), "theme light", "the oldest stays");
+        press(&mut app, KeyCode::Down);
+        press(&mut app, KeyCode::Down);
+        assert_eq!(prompt_text(&app), "he", "back to what was being typed");
+        press(&mut app, KeyCode::Up);
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.theme.name, "dark");
+        // The filter keeps its own.
+        press(&mut app, KeyCode::Char('/'));
+        type_text(&mut app, "CUSTOMERS");
+        press(&mut app, KeyCode::Enter);
+        press(&mut app, KeyCode::Esc);
+        assert!(app.filter.is_empty());
+        press(&mut app, KeyCode::Char('/'));
+        press(&mut app, KeyCode::Up);
+        assert_eq!(prompt_text(&app), "CUSTOMERS");
+        assert_eq!(
+            app.visible_incidents().len(),
+            1,
+            "a recalled filter applies"
+        );
+    }
+
+    #[test]
+    fn tab_completes_commands_and_their_arguments() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "th");
+        press(&mut app, KeyCode::Tab);
+        assert_eq!(prompt_text(&app), "theme ");
+        press(&mut app, KeyCode::Tab);
+        assert_eq!(
+            app.message.as_deref(),
+            Some("Tab: dark  light  ansi16  colorblind")
+        );
+        type_text(&mut app, "co");
+        press(&mut app, KeyCode::Tab);
+        assert_eq!(prompt_text(&app), "theme colorblind");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.theme.name, "colorblind");
+
+        // Incident ids, in any case, complete as far as they agree.
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "inc");
+        press(&mut app, KeyCode::Tab);
+        assert_eq!(prompt_text(&app), "INC-");
+        assert_eq!(app.message.as_deref(), Some("Tab: INC-7  INC-6"));
+        type_text(&mut app, "6");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.open_incident().unwrap().id, "INC-6");
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "open i");
+        press(&mut app, KeyCode::Tab);
+        assert_eq!(prompt_text(&app), "open INC-");
+
+        // Two commands share "re"; a read-only console has neither.
+        press(&mut app, KeyCode::Esc);
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "re");
+        press(&mut app, KeyCode::Tab);
+        assert_eq!(app.message.as_deref(), Some("Tab: resolve  reopen"));
+        let mut watcher = sample_app(true);
+        press(&mut watcher, KeyCode::Char(':'));
+        type_text(&mut watcher, "re");
+        press(&mut watcher, KeyCode::Tab);
+        assert_eq!(prompt_text(&watcher), "re");
+        assert!(watcher
+            .message
+            .as_deref()
+            .unwrap()
+            .starts_with("nothing to complete"));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::console::diff::{Change, DiffRows, Sign, SIDE_BY_SIDE_MIN_WIDTH};
 use crate::console::keys;
 use crate::console::presence;
 use crate::console::reason;
-use crate::console::state::{status_word, App, Detail, Overlay, Pane, PromptKind, Screen};
+use crate::console::state::{status_word, App, Detail, Overlay, Pane, Screen};
 use crate::console::symptoms;
 use crate::console::theme::Theme;
 use crate::engine::api::{
@@ -45,7 +45,7 @@ pub fn render(frame: &mut Frame, app: &App) {
         Overlay::Help { scroll } => crate::console::help::render(frame, app, *scroll),
         Overlay::AlertOutbox { scroll } => crate::console::alerts::render(frame, app, *scroll),
         Overlay::Reason(modal) => reason::render(frame, app, modal),
-        Overlay::Prompt { .. } | Overlay::None => {}
+        Overlay::Prompt(_) | Overlay::None => {}
     }
 }
 
@@ -286,18 +286,8 @@ fn render_status(frame: &mut Frame, area: Rect, app: &App) {
 
 fn render_hints(frame: &mut Frame, area: Rect, app: &App) {
     let theme = &app.theme;
-    if let Overlay::Prompt { kind, text } = &app.overlay {
-        let lead = match kind {
-            PromptKind::Command => ":",
-            PromptKind::Filter => "/",
-        };
-        let line = Line::from(vec![
-            Span::styled(lead, theme.accent),
-            // Typed by the person, but still never passed raw to the terminal.
-            Span::raw(sanitize::for_terminal(text).into_owned()),
-            Span::styled("█", theme.accent),
-        ]);
-        frame.render_widget(line, area);
+    if let Overlay::Prompt(prompt) = &app.overlay {
+        crate::console::prompt::render(frame, area, app, prompt);
         return;
     }
     // Whole hints or none: a hint cut in half reads as a different key.
