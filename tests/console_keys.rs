@@ -162,3 +162,20 @@ fn the_command_line_completes_remembers_and_edits() {
     tmux(&["send-keys", "-t", s, "Enter"]);
     wait_for_status(s, "theme colorblind (available");
 }
+
+/// `:INC-0001` (in any case) opens that incident.
+#[test]
+fn a_command_jumps_to_an_incident() {
+    if !tmux_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let session = demo("jump", dir.path(), "", (120, 40));
+    let s = session.0.as_str();
+    wait_for(s, "INC-0001");
+    tmux(&["send-keys", "-t", s, ":"]);
+    tmux(&["send-keys", "-t", s, "-l", "inc-0001"]);
+    tmux(&["send-keys", "-t", s, "Enter"]);
+    let detail = wait_for(s, "Blast radius");
+    assert!(detail.contains("INC-0001"), "{detail}");
+}

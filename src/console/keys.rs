@@ -182,10 +182,12 @@ pub static BINDINGS: &[Binding] = &[
     bind(&[ch('o')], "o", Action::AlertOutbox, "alert outbox: pending alerts, retries, errors", Global),
     bind(&[ch('j'), plain(Down)], "j ↓", Action::Down, "next incident", List),
     bind(&[ch('k'), plain(Up)], "k ↑", Action::Up, "previous incident", List),
-    bind(&[plain(PageDown)], "PgDn", Action::PageDown, "page down", List),
-    bind(&[plain(PageUp)], "PgUp", Action::PageUp, "page up", List),
-    bind(&[plain(Home)], "Home", Action::Top, "first incident", List),
-    bind(&[plain(End)], "End", Action::Bottom, "last incident", List),
+    bind(&[ctrl('d')], "Ctrl-D", Action::HalfPageDown, "half a screen down", List),
+    bind(&[ctrl('u')], "Ctrl-U", Action::HalfPageUp, "half a screen up", List),
+    bind(&[plain(PageDown), ctrl('f')], "PgDn Ctrl-F", Action::PageDown, "a screen down", List),
+    bind(&[plain(PageUp), ctrl('b')], "PgUp Ctrl-B", Action::PageUp, "a screen up", List),
+    bind(&[ch('g'), plain(Home)], "g Home", Action::Top, "first incident", List),
+    bind(&[ch('G'), plain(End)], "G End", Action::Bottom, "last incident", List),
     hint(&[plain(Enter)], "Enter", Action::Open, "open the incident", "open", List),
     hint(&[ch('/')], "/", Action::Filter, "filter: text shows matches, !text hides them", "filter", List),
     bind(&[plain(Esc)], "Esc", Action::Back, "clear the filter", List),
@@ -198,27 +200,38 @@ pub static BINDINGS: &[Binding] = &[
     bind(&[ch('k'), plain(Up)], "k ↑", Action::Up, "up in the focused pane", Detail),
     bind(&[ch('h'), plain(Left)], "h ←", Action::Collapse, "close a tree node (or go to its parent)", Detail),
     bind(&[ch('l'), plain(Right)], "l →", Action::Expand, "open a tree node", Detail),
-    bind(&[plain(PageDown)], "PgDn", Action::PageDown, "scroll down a page", Detail),
-    bind(&[plain(PageUp)], "PgUp", Action::PageUp, "scroll up a page", Detail),
-    bind(&[plain(Home)], "Home", Action::Top, "to the top", Detail),
-    bind(&[plain(End)], "End", Action::Bottom, "to the bottom", Detail),
+    bind(&[ctrl('d')], "Ctrl-D", Action::HalfPageDown, "half the pane down", Detail),
+    bind(&[ctrl('u')], "Ctrl-U", Action::HalfPageUp, "half the pane up", Detail),
+    bind(&[plain(PageDown), ctrl('f')], "PgDn Ctrl-F", Action::PageDown, "the pane's height down", Detail),
+    bind(&[plain(PageUp), ctrl('b')], "PgUp Ctrl-B", Action::PageUp, "the pane's height up", Detail),
+    bind(&[ch('g'), plain(Home)], "g Home", Action::Top, "to the top", Detail),
+    bind(&[ch('G'), plain(End)], "G End", Action::Bottom, "to the bottom", Detail),
     dangerous(&[ch('a')], "a", Action::Approve, "approve the selected proposal (reason optional)", "approve", Detail),
     dangerous(&[ch('r')], "r", Action::Reject, "reject the selected proposal (reason required)", "reject", Detail),
     dangerous(&[ch('u')], "u", Action::RollBack, "roll back the selected proposal (reason required)", "roll back", Detail),
     dangerous(&[ch('f')], "f", Action::Forward, "forward the selected note to its owner", "forward", Detail),
-    dangerous(&[ch('g')], "g", Action::QueueRun, "queue the approved run for this incident", "run", Detail),
+    // Off the letters on purpose: g is the top, and a run must not start by accident.
+    dangerous(&[ctrl('r')], "Ctrl-R", Action::QueueRun, "queue the approved run for this incident", "run", Detail),
     dangerous(&[ch('C')], "C", Action::Resolve, "close the incident by hand (reason required)", "close", Detail),
     dangerous(&[ch('O')], "O", Action::Reopen, "reopen the resolved incident (reason required)", "reopen", Detail),
     dangerous(&[ch('N')], "N", Action::AcceptLevel, "accept the new volume level as normal: the baseline restarts from the shift (reason required)", "new level", Detail),
     bind(&[ch('j'), plain(Down)], "j ↓", Action::Down, "scroll down", Help),
     bind(&[ch('k'), plain(Up)], "k ↑", Action::Up, "scroll up", Help),
-    bind(&[plain(PageDown)], "PgDn", Action::PageDown, "page down", Help),
-    bind(&[plain(PageUp)], "PgUp", Action::PageUp, "page up", Help),
+    bind(&[ctrl('d')], "Ctrl-D", Action::HalfPageDown, "half a screen down", Help),
+    bind(&[ctrl('u')], "Ctrl-U", Action::HalfPageUp, "half a screen up", Help),
+    bind(&[plain(PageDown), ctrl('f')], "PgDn Ctrl-F", Action::PageDown, "a screen down", Help),
+    bind(&[plain(PageUp), ctrl('b')], "PgUp Ctrl-B", Action::PageUp, "a screen up", Help),
+    bind(&[ch('g'), plain(Home)], "g Home", Action::Top, "to the top", Help),
+    bind(&[ch('G'), plain(End)], "G End", Action::Bottom, "to the bottom", Help),
     hint(&[plain(Esc), ch('?'), ch('q')], "Esc ? q", Action::Back, "close the help", "close", Help),
     bind(&[ch('j'), plain(Down)], "j ↓", Action::Down, "scroll down", Outbox),
     bind(&[ch('k'), plain(Up)], "k ↑", Action::Up, "scroll up", Outbox),
-    bind(&[plain(PageDown)], "PgDn", Action::PageDown, "page down", Outbox),
-    bind(&[plain(PageUp)], "PgUp", Action::PageUp, "page up", Outbox),
+    bind(&[ctrl('d')], "Ctrl-D", Action::HalfPageDown, "half a screen down", Outbox),
+    bind(&[ctrl('u')], "Ctrl-U", Action::HalfPageUp, "half a screen up", Outbox),
+    bind(&[plain(PageDown), ctrl('f')], "PgDn Ctrl-F", Action::PageDown, "a screen down", Outbox),
+    bind(&[plain(PageUp), ctrl('b')], "PgUp Ctrl-B", Action::PageUp, "a screen up", Outbox),
+    bind(&[ch('g'), plain(Home)], "g Home", Action::Top, "to the top", Outbox),
+    bind(&[ch('G'), plain(End)], "G End", Action::Bottom, "to the bottom", Outbox),
     hint(&[plain(Esc), ch('o'), ch('q')], "Esc o q", Action::Back, "close the outbox", "close", Outbox),
     hint(&[plain(Enter)], "Enter", Action::Submit, "send the decision", "send", Reason),
     hint(&[ctrl('j'), alt(Enter)], "Ctrl-J Alt-Enter", Action::NewLine, "new line in the reason", "new line", Reason),
@@ -251,6 +264,7 @@ pub enum Verb {
     Resolve,
     Reopen,
     Accept,
+    Run,
 }
 
 /// What Tab offers for a command's argument.
@@ -306,6 +320,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     command("resolve", &[], "REASON", Completes::Nothing, Verb::Resolve, "close the open incident by hand, as C", true),
     command("reopen", &[], "REASON", Completes::Nothing, Verb::Reopen, "reopen the open resolved incident, as O", true),
     command("accept", &[], "REASON", Completes::Nothing, Verb::Accept, "accept the open incident's new volume level, as N", true),
+    command("run", &[], "", Completes::Nothing, Verb::Run, "queue the approved run for the open incident, as Ctrl-R", true),
 ];
 
 impl CommandSpec {
@@ -465,4 +480,125 @@ pub fn help_sections(read_only: bool) -> Vec<(Context, Vec<&'static Binding>)> {
             (*context, bindings)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::console::fixtures::{many_incidents, sample_snapshot};
+    use crate::console::state::Pane;
+    use crate::console::theme::Theme;
+    use crate::console::view;
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+
+    fn app_with(snapshot: crate::engine::api::Snapshot) -> App {
+        let mut app = App::new(false, Theme::fallback(), None, false);
+        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
+        app
+    }
+
+    fn draw(app: &App, size: (u16, u16)) -> String {
+        let mut terminal = Terminal::new(TestBackend::new(size.0, size.1)).unwrap();
+        terminal.draw(|frame| view::render(frame, app)).unwrap();
+        terminal.backend().to_string()
+    }
+
+    fn key(app: &mut App, code: KeyCode, modifiers: KeyModifiers) {
+        press(app, KeyEvent::new(code, modifiers));
+    }
+
+    fn selected(app: &App) -> usize {
+        app.selected_index().unwrap()
+    }
+
+    /// PgDn and PgUp move by the rows the list shows, at whatever size the terminal
+    /// is; Ctrl-D and Ctrl-U by half; g and G to the ends.
+    #[test]
+    fn pages_are_as_tall_as_the_screen_shows() {
+        let mut app = app_with(many_incidents(200));
+        let mut pages = Vec::new();
+        for size in [(80, 24), (120, 40), (100, 60)] {
+            key(&mut app, KeyCode::Char('g'), KeyModifiers::NONE);
+            assert_eq!(selected(&app), 0);
+            draw(&app, size);
+            let rows = app.drawn.list_rows.get().height;
+            pages.push(rows);
+            key(&mut app, KeyCode::PageDown, KeyModifiers::NONE);
+            assert_eq!(selected(&app), rows as usize, "{size:?}");
+            // The row a page down lands on is on screen, at the bottom.
+            let screen = draw(&app, size);
+            let id = format!("INC-{}", 200 - rows as usize);
+            assert!(screen.contains(&format!("▶ {id} ")), "{id} in\n{screen}");
+            key(&mut app, KeyCode::Char('d'), KeyModifiers::CONTROL);
+            assert_eq!(selected(&app), rows as usize * 3 / 2, "{size:?}");
+            key(&mut app, KeyCode::Char('u'), KeyModifiers::CONTROL);
+            key(&mut app, KeyCode::PageUp, KeyModifiers::NONE);
+            assert_eq!(selected(&app), 0, "{size:?}");
+            key(&mut app, KeyCode::Char('G'), KeyModifiers::SHIFT);
+            assert_eq!(selected(&app), 199);
+        }
+        // 24 rows show 12 incidents; the taller, the more.
+        assert_eq!(pages[0], 12);
+        assert!(pages[0] < pages[1] && pages[1] < pages[2], "{pages:?}");
+    }
+
+    /// In the detail, a page is the focused pane's height; the help pages by its own.
+    #[test]
+    fn panes_and_help_page_by_their_own_height() {
+        let mut app = app_with(sample_snapshot());
+        key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+        key(&mut app, KeyCode::BackTab, KeyModifiers::NONE);
+        key(&mut app, KeyCode::BackTab, KeyModifiers::NONE);
+        assert_eq!(app.detail.as_ref().unwrap().focus, Pane::Cause);
+        draw(&app, (120, 40));
+        let rows = app.drawn.pane(Pane::Cause).height as usize;
+        assert!(rows > 2);
+        key(&mut app, KeyCode::PageDown, KeyModifiers::NONE);
+        assert_eq!(app.detail.as_ref().unwrap().cause_scroll, rows);
+        key(&mut app, KeyCode::Char('g'), KeyModifiers::NONE);
+        assert_eq!(app.detail.as_ref().unwrap().cause_scroll, 0);
+
+        key(&mut app, KeyCode::Char('?'), KeyModifiers::NONE);
+        let before = draw(&app, (80, 24));
+        let height = app.drawn.help.get().height as usize;
+        let first_below = crate::console::help::lines(&app, 74)[height].to_string();
+        assert!(!before.contains(first_below.trim()), "{before}");
+        key(&mut app, KeyCode::PageDown, KeyModifiers::NONE);
+        let after = draw(&app, (80, 24));
+        // The line just below the first page is now the top one.
+        let top = after.lines().nth(2).unwrap();
+        assert!(
+            top.contains(first_below.trim()),
+            "{first_below:?} at the top of\n{after}"
+        );
+        key(&mut app, KeyCode::Char('G'), KeyModifiers::NONE);
+        let bottom = draw(&app, (80, 24));
+        assert!(bottom.contains(":run"), "{bottom}");
+        key(&mut app, KeyCode::Char('g'), KeyModifiers::NONE);
+        assert!(matches!(app.overlay, Overlay::Help { scroll: 0 }));
+    }
+
+    /// The run moved off g (now the top) to Ctrl-R, which nobody presses by accident.
+    #[test]
+    fn g_goes_to_the_top_and_the_run_is_on_ctrl_r() {
+        let mut app = app_with(sample_snapshot());
+        key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+        key(&mut app, KeyCode::Char('g'), KeyModifiers::NONE);
+        assert!(app.outbox.is_empty());
+        assert_eq!(
+            action_for(
+                &app,
+                KeyEvent::new(KeyCode::Char('r'), KeyModifiers::CONTROL)
+            ),
+            Some(Action::QueueRun)
+        );
+        key(&mut app, KeyCode::Char('r'), KeyModifiers::CONTROL);
+        assert_eq!(
+            app.outbox,
+            vec![crate::engine::api::Command::QueueRun {
+                incident: "INC-7".into()
+            }]
+        );
+    }
 }

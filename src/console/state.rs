@@ -24,7 +24,7 @@ use crate::engine::api::{
 };
 use crate::sanitize;
 
-/// Rows PgUp/PgDn move; the view does not tell the state its height, on purpose.
+/// Rows PgUp/PgDn move before anything was drawn; after, a page is what shows.
 pub const PAGE: usize = 10;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -55,6 +55,9 @@ pub enum Action {
     Down,
     PageUp,
     PageDown,
+    /// Ctrl-U and Ctrl-D: half of what shows.
+    HalfPageUp,
+    HalfPageDown,
     Top,
     Bottom,
     Open,
@@ -108,6 +111,14 @@ pub enum Pane {
 
 impl Pane {
     const ORDER: [Pane; 4] = [Pane::Cause, Pane::Tree, Pane::Proposals, Pane::Body];
+
+    /// Its place in the Tab order.
+    pub fn index(self) -> usize {
+        Pane::ORDER
+            .iter()
+            .position(|pane| *pane == self)
+            .unwrap_or(0)
+    }
 
     fn step(self, forward: bool) -> Pane {
         let at = Pane::ORDER
@@ -404,8 +415,10 @@ pub fn update(app: &mut App, action: Action) {
         Action::Paste(text) => paste(app, &text),
         Action::Up => move_by(app, -1),
         Action::Down => move_by(app, 1),
-        Action::PageUp => move_by(app, -(PAGE as isize)),
-        Action::PageDown => move_by(app, PAGE as isize),
+        Action::PageUp => move_by(app, -(page(app) as isize)),
+        Action::PageDown => move_by(app, page(app) as isize),
+        Action::HalfPageUp => move_by(app, -(page(app) as isize / 2).max(1)),
+        Action::HalfPageDown => move_by(app, (page(app) as isize / 2).max(1)),
         Action::Top => move_by(app, isize::MIN / 2),
         Action::Bottom => move_by(app, isize::MAX / 2),
         Action::Open => open_detail(app),
@@ -591,6 +604,26 @@ fn content_lengths(app: &App) -> ContentLengths {
         cause: 1 + incident.evidence.len() + symptoms::line_count(incident),
         body,
         receipt: incident.receipt.as_deref().map_or(0, |r| r.lines().count()),
+    }
+}
+
+/// A page: the rows of what the keys move in, as the last frame drew it (the list's
+/// rows, the focused pane, the overlay).
+fn page(app: &App) -> usize {
+    let drawn = &app.drawn;
+    let area = match (&app.overlay, app.screen) {
+        (Overlay::Help { .. }, _) => drawn.help.get(),
+        (Overlay::AlertOutbox { .. }, _) => drawn.outbox.get(),
+        (_, Screen::List) => drawn.list_rows.get(),
+        (_, Screen::Detail) => match &app.detail {
+            Some(detail) if detail.receipt_open => drawn.receipt.get(),
+            Some(detail) => drawn.pane(detail.focus),
+            None => Default::default(),
+        },
+    };
+    match area.height as usize {
+        0 => PAGE,
+        rows => rows,
     }
 }
 
@@ -917,6 +950,7 @@ fn run_command_line(app: &mut App, line: &str) {
         Verb::Stop if reason.is_empty() => app.message = Some("say why: :stop REASON".into()),
         Verb::Stop => app.outbox.push(Command::OrgStop { reason }),
         Verb::Lift => app.outbox.push(Command::LiftStop),
+        Verb::Run => queue_run(app),
         // Closing an incident by hand, opening it again, accepting its new level: the
         // owner's, with a reason.
         Verb::Resolve | Verb::Reopen | Verb::Accept => {
@@ -1362,7 +1396,7 @@ mod tests {
         assert!(app.message.is_some());
         press(&mut app, KeyCode::Char('j'));
         press(&mut app, KeyCode::Char('f'));
-        press(&mut app, KeyCode::Char('g'));
+        press_with(&mut app, KeyCode::Char('r'), KeyModifiers::CONTROL);
         assert_eq!(
             app.outbox,
             vec![
@@ -1379,13 +1413,21 @@ mod tests {
     #[test]
     fn read_only_removes_every_dangerous_key() {
         let mut app = detail_on_diff(true);
-        for key in ['a', 'r', 'u', 'f', 'g', 'C', 'O'] {
+        for key in ['a', 'r', 'u', 'f', 'C', 'O', 'N'] {
             assert_eq!(
                 keys::action_for(&app, KeyEvent::new(KeyCode::Char(key), KeyModifiers::NONE)),
                 None,
                 "{key} should do nothing in read-only mode"
             );
         }
+        assert_eq!(
+            keys::action_for(
+                &app,
+                KeyEvent::new(KeyCode::Char('r'), KeyModifiers::CONTROL)
+            ),
+            None,
+            "Ctrl-R should do nothing in read-only mode"
+        );
         assert!(keys::available(true).all(|binding| !binding.dangerous));
         assert!(keys::hints(&app).iter().all(|(label, _)| *label != "a"));
         // Even an action that slips through is refused.
@@ -1616,6 +1658,32 @@ mod tests {
             .as_deref()
             .unwrap()
             .starts_with("nothing to complete"));
+    }
+
+    /// `:INC-6`, `:inc-6`, `:6` and `:open INC-6` all jump to INC-6, from anywhere.
+    #[test]
+    fn a_command_jumps_to_an_incident_by_id() {
+        for line in ["INC-6", "inc-6", "6", "open INC-6", "incident 6"] {
+            let mut app = sample_app(false);
+            press(&mut app, KeyCode::Enter);
+            press(&mut app, KeyCode::Char('?'));
+            press(&mut app, KeyCode::Esc);
+            press(&mut app, KeyCode::Char(':'));
+            type_text(&mut app, line);
+            press(&mut app, KeyCode::Enter);
+            assert_eq!(app.screen, Screen::Detail, "{line}");
+            assert_eq!(app.open_incident().unwrap().id, "INC-6", "{line}");
+            assert_eq!(app.selected_incident.as_deref(), Some("INC-6"), "{line}");
+            // Esc goes back to the list, where it is selected.
+            press(&mut app, KeyCode::Esc);
+            assert_eq!(app.selected_incident.as_deref(), Some("INC-6"), "{line}");
+        }
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "INC-99");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.screen, Screen::List);
+        assert!(app.message.as_deref().unwrap().contains("unknown command"));
     }
 
     #[test]

@@ -362,6 +362,14 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
     let height = area.height.saturating_sub(3) as usize;
     let selected = app.selected_index().unwrap_or(0);
     let start = window_start(selected, height);
+    // Below the top border and the header: what a page is, and where a click lands.
+    let rows = crate::console::drawn::inner(area);
+    app.drawn.list_rows.set(Rect {
+        y: rows.y + 1,
+        height: rows.height.saturating_sub(1),
+        ..rows
+    });
+    app.drawn.list_start.set(start);
     let rows = incidents
         .iter()
         .enumerate()
@@ -462,6 +470,7 @@ fn render_detail_screen(frame: &mut Frame, area: Rect, app: &App) {
     let [header, body] = Layout::vertical([Constraint::Length(2), Constraint::Fill(1)]).areas(area);
     render_detail_header(frame, header, incident, theme);
     if detail.receipt_open {
+        app.drawn.receipt.set(crate::console::drawn::inner(body));
         render_receipt(frame, body, incident, detail, theme);
         return;
     }
@@ -477,12 +486,18 @@ fn render_detail_screen(frame: &mut Frame, area: Rect, app: &App) {
         Layout::horizontal([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(upper);
     render_cause(frame, cause, incident, detail, theme);
     render_tree(frame, tree, incident, detail, theme);
+    let drawn = &app.drawn;
+    drawn.set_pane(Pane::Cause, cause);
+    drawn.set_pane(Pane::Tree, tree);
+    drawn.set_pane(Pane::Body, proposal_body);
     if incident.checks.is_empty() {
+        drawn.set_pane(Pane::Proposals, proposals_row);
         render_proposals(frame, proposals_row, app, incident, detail);
     } else {
         let [list, checks] =
             Layout::horizontal([Constraint::Percentage(62), Constraint::Percentage(38)])
                 .areas(proposals_row);
+        drawn.set_pane(Pane::Proposals, list);
         render_proposals(frame, list, app, incident, detail);
         render_checks(frame, checks, incident, theme);
     }
@@ -1109,7 +1124,7 @@ mod tests {
 
     /// The help as one text: borders gone, wrapped lines joined, spaces collapsed.
     fn help_text(app: &App, width: u16) -> String {
-        let height = 200;
+        let height = 500;
         let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
         terminal.draw(|frame| render(frame, app)).unwrap();
         let inner = pane_block("", true, &app.theme)
