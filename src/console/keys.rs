@@ -190,6 +190,9 @@ pub static BINDINGS: &[Binding] = &[
     bind(&[ch('G'), plain(End)], "G End", Action::Bottom, "last incident", List),
     hint(&[plain(Enter)], "Enter", Action::Open, "open the incident", "open", List),
     hint(&[ch('/')], "/", Action::Filter, "filter: text shows matches, !text hides them", "filter", List),
+    hint(&[ch('t')], "t", Action::ToggleOpenOnly, "open incidents only, or all", "open/all", List),
+    hint(&[ch('s')], "s", Action::SortNext, "sort by the next column (the last: the engine's order)", "sort", List),
+    bind(&[ch('S')], "S", Action::SortReverse, "sort the other way round", List),
     bind(&[plain(Esc)], "Esc", Action::Back, "clear the filter", List),
     hint(&[ch('q')], "q", Action::Quit, "quit", "quit", List),
     hint(&[plain(Tab)], "Tab", Action::NextPane, "next pane (cause, tree, proposals, body)", "pane", Detail),
@@ -265,6 +268,8 @@ pub enum Verb {
     Reopen,
     Accept,
     Run,
+    Sort,
+    Status,
 }
 
 /// What Tab offers for a command's argument.
@@ -273,6 +278,8 @@ pub enum Completes {
     Nothing,
     Themes,
     Incidents,
+    Columns,
+    Statuses,
 }
 
 /// One `:` command: its name and aliases, what it takes, and whether it changes
@@ -315,6 +322,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     command("help", &["h"], "", Completes::Nothing, Verb::Help, "this help", false),
     command("theme", &[], "[NAME]", Completes::Themes, Verb::Theme, "switch theme, or show the current one", false),
     command("open", &["incident"], "ID", Completes::Incidents, Verb::Open, "open an incident by id; :ID alone does too", false),
+    command("sort", &[], "[COLUMN]", Completes::Columns, Verb::Sort, "sort the list by a column (again: the other way); none: the engine's order", false),
+    command("status", &[], "[open|all]", Completes::Statuses, Verb::Status, "list open incidents only, or all; none: switch", false),
     command("stop", &[], "REASON", Completes::Nothing, Verb::Stop, "org-wide stop: dataward dispatches nothing", true),
     command("lift", &[], "", Completes::Nothing, Verb::Lift, "ask to lift the stop; a second person's :lift lifts it", true),
     command("resolve", &[], "REASON", Completes::Nothing, Verb::Resolve, "close the open incident by hand, as C", true),

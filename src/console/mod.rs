@@ -12,6 +12,7 @@ pub mod help;
 pub mod keys;
 pub mod line;
 pub mod link;
+pub mod listing;
 pub mod presence;
 pub mod prompt;
 pub mod reason;

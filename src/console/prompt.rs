@@ -10,6 +10,7 @@ use ratatui::Frame;
 
 use crate::console::keys::{self, Completes};
 use crate::console::line::{History, LineEditor, LineOp};
+use crate::console::listing::SortColumn;
 use crate::console::state::{refresh_derived, App, Overlay, PromptKind};
 use crate::console::theme;
 use crate::sanitize;
@@ -194,6 +195,11 @@ fn arguments(app: &App, command: &str) -> Vec<String> {
             .iter()
             .map(|i| i.id.clone())
             .collect(),
+        Completes::Columns => SortColumn::ALL
+            .iter()
+            .map(|c| c.name().to_string())
+            .collect(),
+        Completes::Statuses => vec!["open".into(), "all".into()],
     }
 }
 

@@ -14,6 +14,7 @@ use tui_tree_widget::TreeItem;
 use crate::console::diff::DiffRows;
 use crate::console::keys::{self, Verb};
 use crate::console::line::LineOp;
+use crate::console::listing::{ListView, SortColumn};
 use crate::console::prompt::{self, Histories, Prompt};
 use crate::console::symptoms;
 use crate::console::theme::{self, Theme, ThemeFile};
@@ -77,6 +78,11 @@ pub enum Action {
     /// Accept the open incident's new volume level as the normal, with a reason (`N`).
     AcceptLevel,
     ToggleReceipt,
+    /// `s`: sort the list by the next column; `S`: the other way round.
+    SortNext,
+    SortReverse,
+    /// `t`: open incidents only, or all.
+    ToggleOpenOnly,
     Help,
     /// The alert outbox overlay.
     AlertOutbox,
@@ -257,6 +263,8 @@ pub struct App {
     pub drawn: crate::console::drawn::Drawn,
     /// What the command line and the filter have had typed into them.
     pub histories: Histories,
+    /// The list's order and whether it shows resolved incidents.
+    pub list: ListView,
 }
 
 impl App {
@@ -289,6 +297,7 @@ impl App {
             full_redraw: false,
             drawn: Default::default(),
             histories: Default::default(),
+            list: ListView::default(),
         }
     }
 
@@ -311,11 +320,14 @@ impl App {
 
     /// The incidents the list shows, after the filter.
     pub fn visible_incidents(&self) -> Vec<&IncidentView> {
-        self.snapshot
+        let mut shown: Vec<&IncidentView> = self
+            .snapshot
             .incidents
             .iter()
-            .filter(|incident| matches_filter(incident, &self.filter))
-            .collect()
+            .filter(|incident| matches_filter(incident, &self.filter) && self.list.shows(incident))
+            .collect();
+        self.list.order(&mut shown);
+        shown
     }
 
     pub fn selected_index(&self) -> Option<usize> {
@@ -430,6 +442,9 @@ pub fn update(app: &mut App, action: Action) {
         Action::Collapse => open_tree_node(app, false),
         Action::Expand => open_tree_node(app, true),
         Action::ToggleReceipt => toggle_receipt(app),
+        Action::SortNext => change_list(app, ListView::next_column),
+        Action::SortReverse => change_list(app, ListView::reverse),
+        Action::ToggleOpenOnly => change_list(app, |list| list.open_only = !list.open_only),
         Action::Approve => start_decision(app, Decision::Approve),
         Action::Reject => start_decision(app, Decision::Reject),
         Action::RollBack => start_decision(app, Decision::RollBack),
@@ -951,6 +966,37 @@ fn run_command_line(app: &mut App, line: &str) {
         Verb::Stop => app.outbox.push(Command::OrgStop { reason }),
         Verb::Lift => app.outbox.push(Command::LiftStop),
         Verb::Run => queue_run(app),
+        Verb::Sort => match rest.first() {
+            None => change_list(app, |list| list.sort = None),
+            Some(name) => match SortColumn::named(name) {
+                Some(column) => change_list(app, |list| {
+                    // The same column again turns it round.
+                    list.sort = match list.sort {
+                        Some((sorted, descending)) if sorted == column => {
+                            Some((column, !descending))
+                        }
+                        _ => Some((column, false)),
+                    }
+                }),
+                None => {
+                    app.message = Some(format!(
+                        "no column {} (id, status, sym, table, title, opened)",
+                        sanitize::for_terminal(name)
+                    ))
+                }
+            },
+        },
+        Verb::Status => match rest.first().map(|word| word.to_lowercase()).as_deref() {
+            None => change_list(app, |list| list.open_only = !list.open_only),
+            Some("open") => change_list(app, |list| list.open_only = true),
+            Some("all") => change_list(app, |list| list.open_only = false),
+            Some(other) => {
+                app.message = Some(format!(
+                    "{} is not open or all",
+                    sanitize::for_terminal(other)
+                ))
+            }
+        },
         // Closing an incident by hand, opening it again, accepting its new level: the
         // owner's, with a reason.
         Verb::Resolve | Verb::Reopen | Verb::Accept => {
@@ -1028,6 +1074,13 @@ fn open_incident_by_id(app: &mut App, id: &str) {
     app.detail = None;
     app.selected_incident = Some(id.to_string());
     open_detail(app);
+}
+
+/// Changes how the list is shown; the selection stays on its incident when it still
+/// shows.
+fn change_list(app: &mut App, change: impl FnOnce(&mut ListView)) {
+    change(&mut app.list);
+    refresh_derived(app);
 }
 
 fn switch_theme(app: &mut App, name: &str) {

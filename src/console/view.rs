@@ -12,6 +12,7 @@ use tui_tree_widget::{Tree, TreeState};
 
 use crate::console::diff::{Change, DiffRows, Sign, SIDE_BY_SIDE_MIN_WIDTH};
 use crate::console::keys;
+use crate::console::listing::SortColumn;
 use crate::console::presence;
 use crate::console::reason;
 use crate::console::state::{status_word, App, Detail, Overlay, Pane, Screen};
@@ -337,6 +338,7 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
             sanitize::for_terminal(&app.filter)
         ));
     }
+    title.push_str(&app.list.describe());
     let block = pane_block(&title, true, theme);
     if !app.connected {
         let waiting = Paragraph::new(Span::styled(
@@ -377,8 +379,9 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
         .take(height)
         .map(|(index, incident)| incident_row(incident, index == selected, theme));
     // `sym`: how many breaches downstream joined the incident rather than opening their own.
-    let header =
-        Row::new(["", "id", "status", "sym", "table", "title", "opened"]).style(theme.muted);
+    let mut header = vec![String::new()];
+    header.extend(SortColumn::ALL.map(|column| app.list.header(column)));
+    let header = Row::new(header).style(theme.muted);
     let table = Table::new(
         rows,
         [
@@ -1014,6 +1017,53 @@ mod tests {
                 draw(&app, width, height)
             );
         }
+    }
+
+    /// `s` sorts by the id, `S` turns it round, `t` hides resolved incidents; the title
+    /// and the header say how the list is shown.
+    #[test]
+    fn the_list_sorted_and_open_only() {
+        use crate::console::keys::press;
+        use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+        let key = |app: &mut App, c: char| {
+            press(app, KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+        };
+        let mut app = sample_app();
+        let order = |app: &App| -> Vec<String> {
+            app.visible_incidents()
+                .iter()
+                .map(|i| i.id.clone())
+                .collect()
+        };
+        assert_eq!(order(&app), ["INC-7", "INC-6"]);
+        key(&mut app, 's');
+        assert_eq!(order(&app), ["INC-6", "INC-7"]);
+        let screen = draw(&app, 120, 40);
+        assert!(screen.contains("Incidents (2) · sorted by id▲"), "{screen}");
+        insta::assert_snapshot!("list_sorted_120x40", screen);
+        key(&mut app, 'S');
+        assert_eq!(order(&app), ["INC-7", "INC-6"]);
+        key(&mut app, 's');
+        assert!(draw(&app, 120, 40).contains("status▲"));
+        key(&mut app, 't');
+        assert_eq!(order(&app), ["INC-7"]);
+        let screen = draw(&app, 80, 24);
+        assert!(
+            screen.contains("Incidents (1) · open only · sorted by status▲"),
+            "{screen}"
+        );
+        insta::assert_snapshot!("list_open_only_80x24", screen);
+        key(&mut app, 't');
+        assert_eq!(app.visible_incidents().len(), 2);
+        // The command line says the same.
+        update(&mut app, Action::CommandLine);
+        type_into(&mut app, "sort table");
+        update(&mut app, Action::Submit);
+        assert!(draw(&app, 120, 40).contains("table▲"));
+        update(&mut app, Action::CommandLine);
+        type_into(&mut app, "status open");
+        update(&mut app, Action::Submit);
+        assert_eq!(order(&app), ["INC-7"]);
     }
 
     #[test]
