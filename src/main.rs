@@ -23,7 +23,7 @@ struct Cli {
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// A console that can look but not decide: approve, reject, roll back, forward, run,
-    /// close, reopen and the org stop are gone.
+    /// close, reopen and the org stop are gone (the demo's console too).
     #[arg(long)]
     read_only: bool,
     #[command(subcommand)]
@@ -262,6 +262,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 story,
                 speed,
                 approve_as,
+                read_only: cli.read_only,
             };
             if headless {
                 demo::run_headless(options, json)?;

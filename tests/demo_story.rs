@@ -155,6 +155,7 @@ fn decisions_go_through_the_policy() {
         story: "ticketing".into(),
         speed: Some(1e9),
         approve_as: None,
+        read_only: false,
     };
     let mut events = Vec::new();
     let mut emit = |e: &dataward::engine::api::Event| events.push(e.clone());

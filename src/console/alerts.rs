@@ -97,6 +97,7 @@ pub fn render(frame: &mut Frame, app: &App, scroll: usize) {
     let height = area.height.saturating_sub(2) as usize;
     let scroll = scroll.min(lines.len().saturating_sub(height));
     let mut block = pane_block("Alert outbox (Esc closes)", true, &app.theme);
+    app.drawn.outbox.set(block.inner(area));
     if scroll + height < lines.len() {
         block = block
             .title_bottom(Line::styled(" ↓ more: j or PgDn ", app.theme.muted).right_aligned());

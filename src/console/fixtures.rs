@@ -322,3 +322,20 @@ pub fn sample_snapshot() -> Snapshot {
         outbox: Vec::new(),
     }
 }
+
+/// The sample estate with `count` incidents (INC-1 to INC-count, newest first), for
+/// the tests of moving through a list longer than a screen.
+pub fn many_incidents(count: usize) -> Snapshot {
+    let mut snapshot = sample_snapshot();
+    let template = snapshot.incidents[0].clone();
+    snapshot.incidents = (1..=count)
+        .rev()
+        .map(|n| {
+            let mut incident = template.clone();
+            incident.id = format!("INC-{n}");
+            incident.title = format!("incident number {n}");
+            incident
+        })
+        .collect();
+    snapshot
+}

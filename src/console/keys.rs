@@ -4,7 +4,8 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use crate::console::state::{Action, App, Overlay, Screen};
+use crate::console::line::LineOp;
+use crate::console::state::{update, Action, App, Overlay, Screen};
 
 /// Where a binding applies. Text contexts (reason, prompt) take every other key as
 /// typing, so only `Always` bindings reach past them.
@@ -63,6 +64,13 @@ const fn ch(c: char) -> Key {
 const fn ctrl(c: char) -> Key {
     Key {
         code: KeyCode::Char(c),
+        modifiers: KeyModifiers::CONTROL,
+    }
+}
+
+const fn ctrl_key(code: KeyCode) -> Key {
+    Key {
+        code,
         modifiers: KeyModifiers::CONTROL,
     }
 }
@@ -159,7 +167,9 @@ const fn dangerous(
 }
 
 use Context::{Always, Detail, Global, Help, List, Outbox, Prompt, Reason};
-use KeyCode::{BackTab, Down, End, Enter, Esc, Home, Left, PageDown, PageUp, Right, Tab, Up};
+use KeyCode::{
+    BackTab, Backspace, Delete, Down, End, Enter, Esc, Home, Left, PageDown, PageUp, Right, Tab, Up,
+};
 
 /// Every key the console knows. One line per binding, kept as a table on purpose.
 #[rustfmt::skip]
@@ -172,12 +182,17 @@ pub static BINDINGS: &[Binding] = &[
     bind(&[ch('o')], "o", Action::AlertOutbox, "alert outbox: pending alerts, retries, errors", Global),
     bind(&[ch('j'), plain(Down)], "j ↓", Action::Down, "next incident", List),
     bind(&[ch('k'), plain(Up)], "k ↑", Action::Up, "previous incident", List),
-    bind(&[plain(PageDown)], "PgDn", Action::PageDown, "page down", List),
-    bind(&[plain(PageUp)], "PgUp", Action::PageUp, "page up", List),
-    bind(&[plain(Home)], "Home", Action::Top, "first incident", List),
-    bind(&[plain(End)], "End", Action::Bottom, "last incident", List),
+    bind(&[ctrl('d')], "Ctrl-D", Action::HalfPageDown, "half a screen down", List),
+    bind(&[ctrl('u')], "Ctrl-U", Action::HalfPageUp, "half a screen up", List),
+    bind(&[plain(PageDown), ctrl('f')], "PgDn Ctrl-F", Action::PageDown, "a screen down", List),
+    bind(&[plain(PageUp), ctrl('b')], "PgUp Ctrl-B", Action::PageUp, "a screen up", List),
+    bind(&[ch('g'), plain(Home)], "g Home", Action::Top, "first incident", List),
+    bind(&[ch('G'), plain(End)], "G End", Action::Bottom, "last incident", List),
     hint(&[plain(Enter)], "Enter", Action::Open, "open the incident", "open", List),
     hint(&[ch('/')], "/", Action::Filter, "filter: text shows matches, !text hides them", "filter", List),
+    hint(&[ch('t')], "t", Action::ToggleOpenOnly, "open incidents only, or all", "open/all", List),
+    hint(&[ch('s')], "s", Action::SortNext, "sort by the next column (the last: the engine's order)", "sort", List),
+    bind(&[ch('S')], "S", Action::SortReverse, "sort the other way round", List),
     bind(&[plain(Esc)], "Esc", Action::Back, "clear the filter", List),
     hint(&[ch('q')], "q", Action::Quit, "quit", "quit", List),
     hint(&[plain(Tab)], "Tab", Action::NextPane, "next pane (cause, tree, proposals, body)", "pane", Detail),
@@ -188,65 +203,171 @@ pub static BINDINGS: &[Binding] = &[
     bind(&[ch('k'), plain(Up)], "k ↑", Action::Up, "up in the focused pane", Detail),
     bind(&[ch('h'), plain(Left)], "h ←", Action::Collapse, "close a tree node (or go to its parent)", Detail),
     bind(&[ch('l'), plain(Right)], "l →", Action::Expand, "open a tree node", Detail),
-    bind(&[plain(PageDown)], "PgDn", Action::PageDown, "scroll down a page", Detail),
-    bind(&[plain(PageUp)], "PgUp", Action::PageUp, "scroll up a page", Detail),
-    bind(&[plain(Home)], "Home", Action::Top, "to the top", Detail),
-    bind(&[plain(End)], "End", Action::Bottom, "to the bottom", Detail),
+    bind(&[ctrl('d')], "Ctrl-D", Action::HalfPageDown, "half the pane down", Detail),
+    bind(&[ctrl('u')], "Ctrl-U", Action::HalfPageUp, "half the pane up", Detail),
+    bind(&[plain(PageDown), ctrl('f')], "PgDn Ctrl-F", Action::PageDown, "the pane's height down", Detail),
+    bind(&[plain(PageUp), ctrl('b')], "PgUp Ctrl-B", Action::PageUp, "the pane's height up", Detail),
+    bind(&[ch('g'), plain(Home)], "g Home", Action::Top, "to the top", Detail),
+    bind(&[ch('G'), plain(End)], "G End", Action::Bottom, "to the bottom", Detail),
     dangerous(&[ch('a')], "a", Action::Approve, "approve the selected proposal (reason optional)", "approve", Detail),
     dangerous(&[ch('r')], "r", Action::Reject, "reject the selected proposal (reason required)", "reject", Detail),
     dangerous(&[ch('u')], "u", Action::RollBack, "roll back the selected proposal (reason required)", "roll back", Detail),
     dangerous(&[ch('f')], "f", Action::Forward, "forward the selected note to its owner", "forward", Detail),
-    dangerous(&[ch('g')], "g", Action::QueueRun, "queue the approved run for this incident", "run", Detail),
+    // Off the letters on purpose: g is the top, and a run must not start by accident.
+    dangerous(&[ctrl('r')], "Ctrl-R", Action::QueueRun, "queue the approved run for this incident", "run", Detail),
     dangerous(&[ch('C')], "C", Action::Resolve, "close the incident by hand (reason required)", "close", Detail),
     dangerous(&[ch('O')], "O", Action::Reopen, "reopen the resolved incident (reason required)", "reopen", Detail),
     dangerous(&[ch('N')], "N", Action::AcceptLevel, "accept the new volume level as normal: the baseline restarts from the shift (reason required)", "new level", Detail),
     bind(&[ch('j'), plain(Down)], "j ↓", Action::Down, "scroll down", Help),
     bind(&[ch('k'), plain(Up)], "k ↑", Action::Up, "scroll up", Help),
-    bind(&[plain(PageDown)], "PgDn", Action::PageDown, "page down", Help),
-    bind(&[plain(PageUp)], "PgUp", Action::PageUp, "page up", Help),
+    bind(&[ctrl('d')], "Ctrl-D", Action::HalfPageDown, "half a screen down", Help),
+    bind(&[ctrl('u')], "Ctrl-U", Action::HalfPageUp, "half a screen up", Help),
+    bind(&[plain(PageDown), ctrl('f')], "PgDn Ctrl-F", Action::PageDown, "a screen down", Help),
+    bind(&[plain(PageUp), ctrl('b')], "PgUp Ctrl-B", Action::PageUp, "a screen up", Help),
+    bind(&[ch('g'), plain(Home)], "g Home", Action::Top, "to the top", Help),
+    bind(&[ch('G'), plain(End)], "G End", Action::Bottom, "to the bottom", Help),
     hint(&[plain(Esc), ch('?'), ch('q')], "Esc ? q", Action::Back, "close the help", "close", Help),
     bind(&[ch('j'), plain(Down)], "j ↓", Action::Down, "scroll down", Outbox),
     bind(&[ch('k'), plain(Up)], "k ↑", Action::Up, "scroll up", Outbox),
-    bind(&[plain(PageDown)], "PgDn", Action::PageDown, "page down", Outbox),
-    bind(&[plain(PageUp)], "PgUp", Action::PageUp, "page up", Outbox),
+    bind(&[ctrl('d')], "Ctrl-D", Action::HalfPageDown, "half a screen down", Outbox),
+    bind(&[ctrl('u')], "Ctrl-U", Action::HalfPageUp, "half a screen up", Outbox),
+    bind(&[plain(PageDown), ctrl('f')], "PgDn Ctrl-F", Action::PageDown, "a screen down", Outbox),
+    bind(&[plain(PageUp), ctrl('b')], "PgUp Ctrl-B", Action::PageUp, "a screen up", Outbox),
+    bind(&[ch('g'), plain(Home)], "g Home", Action::Top, "to the top", Outbox),
+    bind(&[ch('G'), plain(End)], "G End", Action::Bottom, "to the bottom", Outbox),
     hint(&[plain(Esc), ch('o'), ch('q')], "Esc o q", Action::Back, "close the outbox", "close", Outbox),
     hint(&[plain(Enter)], "Enter", Action::Submit, "send the decision", "send", Reason),
     hint(&[ctrl('j'), alt(Enter)], "Ctrl-J Alt-Enter", Action::NewLine, "new line in the reason", "new line", Reason),
     hint(&[plain(Esc)], "Esc", Action::Back, "cancel: nothing is sent", "cancel", Reason),
     hint(&[plain(Enter)], "Enter", Action::Submit, "run the command, or keep the filter", "run", Prompt),
     hint(&[plain(Esc)], "Esc", Action::Back, "cancel (clears the filter)", "cancel", Prompt),
+    hint(&[plain(Tab)], "Tab", Action::Line(LineOp::Complete), "complete a command, theme or incident id", "complete", Prompt),
+    bind(&[plain(Up), ctrl('p')], "↑ Ctrl-P", Action::Line(LineOp::Older), "the line typed before (history)", Prompt),
+    bind(&[plain(Down), ctrl('n')], "↓ Ctrl-N", Action::Line(LineOp::Newer), "the line typed after (history)", Prompt),
+    bind(&[plain(Left), ctrl('b')], "← Ctrl-B", Action::Line(LineOp::Left), "cursor left", Prompt),
+    bind(&[plain(Right), ctrl('f')], "→ Ctrl-F", Action::Line(LineOp::Right), "cursor right", Prompt),
+    bind(&[plain(Home), ctrl('a')], "Home Ctrl-A", Action::Line(LineOp::Start), "to the start of the line", Prompt),
+    bind(&[plain(End), ctrl('e')], "End Ctrl-E", Action::Line(LineOp::End), "to the end of the line", Prompt),
+    bind(&[plain(Backspace), ctrl('h')], "Backspace", Action::Line(LineOp::Backspace), "delete the character before the cursor", Prompt),
+    bind(&[plain(Delete), ctrl('d')], "Delete Ctrl-D", Action::Line(LineOp::Delete), "delete the character under the cursor", Prompt),
+    bind(&[ctrl('u')], "Ctrl-U", Action::Line(LineOp::CutToStart), "delete to the start of the line", Prompt),
+    bind(&[ctrl('k')], "Ctrl-K", Action::Line(LineOp::CutToEnd), "delete to the end of the line", Prompt),
+    bind(&[ctrl('w'), ctrl_key(Backspace)], "Ctrl-W", Action::Line(LineOp::CutWord), "delete the word before the cursor", Prompt),
 ];
 
-/// The `:` commands, for the help; `state::run_command_line` runs them.
-pub const COMMANDS: &[(&str, &str)] = &[
-    (":q  :quit", "quit"),
-    (":help", "this help"),
-    (
-        ":theme NAME",
-        "switch theme: dark, light, ansi16, colorblind",
-    ),
-    (":theme", "show the current theme"),
-    (
-        ":stop REASON",
-        "org-wide stop: dataward dispatches nothing (dangerous)",
-    ),
-    (
-        ":lift",
-        "ask to lift the stop; a second person's :lift lifts it (dangerous)",
-    ),
-    (
-        ":resolve REASON",
-        "close the open incident by hand, as C (dangerous)",
-    ),
-    (
-        ":reopen REASON",
-        "reopen the open resolved incident, as O (dangerous)",
-    ),
-    (
-        ":accept REASON",
-        "accept the open incident's new volume level, as N (dangerous)",
-    ),
+/// What a `:` command does; `state::run_command_line` carries it out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    Quit,
+    Help,
+    Theme,
+    Open,
+    Stop,
+    Lift,
+    Resolve,
+    Reopen,
+    Accept,
+    Run,
+    Sort,
+    Status,
+}
+
+/// What Tab offers for a command's argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Completes {
+    Nothing,
+    Themes,
+    Incidents,
+    Columns,
+    Statuses,
+}
+
+/// One `:` command: its name and aliases, what it takes, and whether it changes
+/// something outside the console (then a read-only console has no such command).
+pub struct CommandSpec {
+    pub name: &'static str,
+    pub aliases: &'static [&'static str],
+    /// How the argument is written in help: `REASON`, `[NAME]`, or empty.
+    pub args: &'static str,
+    pub completes: Completes,
+    pub verb: Verb,
+    pub description: &'static str,
+    pub dangerous: bool,
+}
+
+const fn command(
+    name: &'static str,
+    aliases: &'static [&'static str],
+    args: &'static str,
+    completes: Completes,
+    verb: Verb,
+    description: &'static str,
+    dangerous: bool,
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        aliases,
+        args,
+        completes,
+        verb,
+        description,
+        dangerous,
+    }
+}
+
+/// Every `:` command, in the order help lists them. Like the keys, one line each.
+#[rustfmt::skip]
+pub static COMMANDS: &[CommandSpec] = &[
+    command("quit", &["q", "q!", "qa"], "", Completes::Nothing, Verb::Quit, "quit", false),
+    command("help", &["h"], "", Completes::Nothing, Verb::Help, "this help", false),
+    command("theme", &[], "[NAME]", Completes::Themes, Verb::Theme, "switch theme, or show the current one", false),
+    command("open", &["incident"], "ID", Completes::Incidents, Verb::Open, "open an incident by id; :ID alone does too", false),
+    command("sort", &[], "[COLUMN]", Completes::Columns, Verb::Sort, "sort the list by a column (again: the other way); none: the engine's order", false),
+    command("status", &[], "[open|all]", Completes::Statuses, Verb::Status, "list open incidents only, or all; none: switch", false),
+    command("stop", &[], "REASON", Completes::Nothing, Verb::Stop, "org-wide stop: dataward dispatches nothing", true),
+    command("lift", &[], "", Completes::Nothing, Verb::Lift, "ask to lift the stop; a second person's :lift lifts it", true),
+    command("resolve", &[], "REASON", Completes::Nothing, Verb::Resolve, "close the open incident by hand, as C", true),
+    command("reopen", &[], "REASON", Completes::Nothing, Verb::Reopen, "reopen the open resolved incident, as O", true),
+    command("accept", &[], "REASON", Completes::Nothing, Verb::Accept, "accept the open incident's new volume level, as N", true),
+    command("run", &[], "", Completes::Nothing, Verb::Run, "queue the approved run for the open incident, as Ctrl-R", true),
 ];
+
+impl CommandSpec {
+    /// How help writes it: `:theme [NAME]`.
+    pub fn label(&self) -> String {
+        if self.args.is_empty() {
+            format!(":{}", self.name)
+        } else {
+            format!(":{} {}", self.name, self.args)
+        }
+    }
+
+    /// The description with the aliases, as help shows it.
+    pub fn described(&self) -> String {
+        if self.aliases.is_empty() {
+            self.description.to_string()
+        } else {
+            let aliases: Vec<String> = self.aliases.iter().map(|a| format!(":{a}")).collect();
+            format!("{} (also {})", self.description, aliases.join(" "))
+        }
+    }
+
+    fn is_called(&self, word: &str) -> bool {
+        self.name == word || self.aliases.contains(&word)
+    }
+}
+
+/// The commands a console may run: read-only consoles lose every dangerous one.
+pub fn commands(read_only: bool) -> impl Iterator<Item = &'static CommandSpec> {
+    COMMANDS
+        .iter()
+        .filter(move |command| !(read_only && command.dangerous))
+}
+
+/// The command `word` names (by name or alias), whether or not this console may run it.
+pub fn find_command(word: &str) -> Option<&'static CommandSpec> {
+    COMMANDS.iter().find(|command| command.is_called(word))
+}
 
 /// The bindings a console may use: read-only consoles lose every dangerous one.
 pub fn available(read_only: bool) -> impl Iterator<Item = &'static Binding> {
@@ -261,7 +382,7 @@ pub fn context(app: &App) -> Context {
         Overlay::Help { .. } => Context::Help,
         Overlay::AlertOutbox { .. } => Context::Outbox,
         Overlay::Reason(_) => Context::Reason,
-        Overlay::Prompt { .. } => Context::Prompt,
+        Overlay::Prompt(_) => Context::Prompt,
         Overlay::None => match app.screen {
             Screen::List => Context::List,
             Screen::Detail => Context::Detail,
@@ -282,8 +403,8 @@ fn normalise(key: KeyEvent) -> Key {
     }
 }
 
-/// What a key press means here and now, if anything.
-pub fn action_for(app: &App, key: KeyEvent) -> Option<Action> {
+/// The action a binding gives this key here and now, if any (typing excluded).
+fn bound(app: &App, key: KeyEvent) -> Option<Action> {
     let here = context(app);
     let pressed = normalise(key);
     let applies = |binding: &&Binding| {
@@ -293,15 +414,46 @@ pub fn action_for(app: &App, key: KeyEvent) -> Option<Action> {
     };
     // A binding for this context wins over a global one on the same key (`?` closes
     // the help rather than opening it again).
-    let bound = available(app.read_only)
+    available(app.read_only)
         .filter(|binding| binding.context == here)
         .chain(available(app.read_only).filter(applies))
         .find(|binding| binding.keys.contains(&pressed))
-        .map(|binding| binding.action.clone());
-    match bound {
+        .map(|binding| binding.action.clone())
+}
+
+/// What a key press means here and now, if anything.
+pub fn action_for(app: &App, key: KeyEvent) -> Option<Action> {
+    match bound(app, key) {
         Some(action) => Some(action),
-        None if here.takes_text() => Some(Action::Edit(key)),
+        None if context(app).takes_text() => Some(Action::Edit(key)),
         None => None,
+    }
+}
+
+/// Applies a key press to the console; true when it did something.
+///
+/// A terminal sends Alt-x as Esc then x, and so does a person who presses Esc and then
+/// x quickly: inside tmux, any key within its escape time arrives glued to the Esc and
+/// is read as Alt-x. No binding but Alt-Enter uses Alt, so an Alt-key nothing binds is
+/// taken for what it almost always is: Esc, then the key, each where it lands.
+pub fn press(app: &mut App, key: KeyEvent) -> bool {
+    if let Some(action) = bound(app, key) {
+        update(app, action);
+        return true;
+    }
+    if key.modifiers.contains(KeyModifiers::ALT) {
+        let escape = KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE);
+        let mut alone = key;
+        alone.modifiers.remove(KeyModifiers::ALT);
+        let escaped = press(app, escape);
+        return press(app, alone) || escaped;
+    }
+    match action_for(app, key) {
+        Some(action) => {
+            update(app, action);
+            true
+        }
+        None => false,
     }
 }
 
@@ -337,4 +489,125 @@ pub fn help_sections(read_only: bool) -> Vec<(Context, Vec<&'static Binding>)> {
             (*context, bindings)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::console::fixtures::{many_incidents, sample_snapshot};
+    use crate::console::state::Pane;
+    use crate::console::theme::Theme;
+    use crate::console::view;
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+
+    fn app_with(snapshot: crate::engine::api::Snapshot) -> App {
+        let mut app = App::new(false, Theme::fallback(), None, false);
+        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
+        app
+    }
+
+    fn draw(app: &App, size: (u16, u16)) -> String {
+        let mut terminal = Terminal::new(TestBackend::new(size.0, size.1)).unwrap();
+        terminal.draw(|frame| view::render(frame, app)).unwrap();
+        terminal.backend().to_string()
+    }
+
+    fn key(app: &mut App, code: KeyCode, modifiers: KeyModifiers) {
+        press(app, KeyEvent::new(code, modifiers));
+    }
+
+    fn selected(app: &App) -> usize {
+        app.selected_index().unwrap()
+    }
+
+    /// PgDn and PgUp move by the rows the list shows, at whatever size the terminal
+    /// is; Ctrl-D and Ctrl-U by half; g and G to the ends.
+    #[test]
+    fn pages_are_as_tall_as_the_screen_shows() {
+        let mut app = app_with(many_incidents(200));
+        let mut pages = Vec::new();
+        for size in [(80, 24), (120, 40), (100, 60)] {
+            key(&mut app, KeyCode::Char('g'), KeyModifiers::NONE);
+            assert_eq!(selected(&app), 0);
+            draw(&app, size);
+            let rows = app.drawn.list_rows.get().height;
+            pages.push(rows);
+            key(&mut app, KeyCode::PageDown, KeyModifiers::NONE);
+            assert_eq!(selected(&app), rows as usize, "{size:?}");
+            // The row a page down lands on is on screen, at the bottom.
+            let screen = draw(&app, size);
+            let id = format!("INC-{}", 200 - rows as usize);
+            assert!(screen.contains(&format!("▶ {id} ")), "{id} in\n{screen}");
+            key(&mut app, KeyCode::Char('d'), KeyModifiers::CONTROL);
+            assert_eq!(selected(&app), rows as usize * 3 / 2, "{size:?}");
+            key(&mut app, KeyCode::Char('u'), KeyModifiers::CONTROL);
+            key(&mut app, KeyCode::PageUp, KeyModifiers::NONE);
+            assert_eq!(selected(&app), 0, "{size:?}");
+            key(&mut app, KeyCode::Char('G'), KeyModifiers::SHIFT);
+            assert_eq!(selected(&app), 199);
+        }
+        // 24 rows show 12 incidents; the taller, the more.
+        assert_eq!(pages[0], 12);
+        assert!(pages[0] < pages[1] && pages[1] < pages[2], "{pages:?}");
+    }
+
+    /// In the detail, a page is the focused pane's height; the help pages by its own.
+    #[test]
+    fn panes_and_help_page_by_their_own_height() {
+        let mut app = app_with(sample_snapshot());
+        key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+        key(&mut app, KeyCode::BackTab, KeyModifiers::NONE);
+        key(&mut app, KeyCode::BackTab, KeyModifiers::NONE);
+        assert_eq!(app.detail.as_ref().unwrap().focus, Pane::Cause);
+        draw(&app, (120, 40));
+        let rows = app.drawn.pane(Pane::Cause).height as usize;
+        assert!(rows > 2);
+        key(&mut app, KeyCode::PageDown, KeyModifiers::NONE);
+        assert_eq!(app.detail.as_ref().unwrap().cause_scroll, rows);
+        key(&mut app, KeyCode::Char('g'), KeyModifiers::NONE);
+        assert_eq!(app.detail.as_ref().unwrap().cause_scroll, 0);
+
+        key(&mut app, KeyCode::Char('?'), KeyModifiers::NONE);
+        let before = draw(&app, (80, 24));
+        let height = app.drawn.help.get().height as usize;
+        let first_below = crate::console::help::lines(&app, 74)[height].to_string();
+        assert!(!before.contains(first_below.trim()), "{before}");
+        key(&mut app, KeyCode::PageDown, KeyModifiers::NONE);
+        let after = draw(&app, (80, 24));
+        // The line just below the first page is now the top one.
+        let top = after.lines().nth(2).unwrap();
+        assert!(
+            top.contains(first_below.trim()),
+            "{first_below:?} at the top of\n{after}"
+        );
+        key(&mut app, KeyCode::Char('G'), KeyModifiers::NONE);
+        let bottom = draw(&app, (80, 24));
+        assert!(bottom.contains(":run"), "{bottom}");
+        key(&mut app, KeyCode::Char('g'), KeyModifiers::NONE);
+        assert!(matches!(app.overlay, Overlay::Help { scroll: 0 }));
+    }
+
+    /// The run moved off g (now the top) to Ctrl-R, which nobody presses by accident.
+    #[test]
+    fn g_goes_to_the_top_and_the_run_is_on_ctrl_r() {
+        let mut app = app_with(sample_snapshot());
+        key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+        key(&mut app, KeyCode::Char('g'), KeyModifiers::NONE);
+        assert!(app.outbox.is_empty());
+        assert_eq!(
+            action_for(
+                &app,
+                KeyEvent::new(KeyCode::Char('r'), KeyModifiers::CONTROL)
+            ),
+            Some(Action::QueueRun)
+        );
+        key(&mut app, KeyCode::Char('r'), KeyModifiers::CONTROL);
+        assert_eq!(
+            app.outbox,
+            vec![crate::engine::api::Command::QueueRun {
+                incident: "INC-7".into()
+            }]
+        );
+    }
 }

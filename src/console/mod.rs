@@ -6,10 +6,15 @@
 
 pub mod alerts;
 pub mod diff;
+pub mod drawn;
 pub mod fixtures;
+pub mod help;
 pub mod keys;
+pub mod line;
 pub mod link;
+pub mod listing;
 pub mod presence;
+pub mod prompt;
 pub mod reason;
 pub mod state;
 pub mod symptoms;
@@ -221,10 +226,7 @@ fn apply(app: &mut App, message: Message) -> Result<bool> {
         Message::QuitSignal => Action::Quit,
         Message::InputFailed(error) => return Err(error).context("reading the terminal"),
         Message::Input(Event::Key(key)) if key.kind != KeyEventKind::Release => {
-            match keys::action_for(app, key) {
-                Some(action) => action,
-                None => return Ok(false),
-            }
+            return Ok(keys::press(app, key));
         }
         Message::Input(Event::Resize(..)) => Action::Resized,
         Message::Input(Event::Paste(text)) => Action::Paste(text),

@@ -12,7 +12,10 @@ use ratatui_textarea::TextArea;
 use tui_tree_widget::TreeItem;
 
 use crate::console::diff::DiffRows;
-use crate::console::keys;
+use crate::console::keys::{self, Verb};
+use crate::console::line::LineOp;
+use crate::console::listing::{ListView, SortColumn};
+use crate::console::prompt::{self, Histories, Prompt};
 use crate::console::symptoms;
 use crate::console::theme::{self, Theme, ThemeFile};
 use crate::console::tree::{self, TreeRow};
@@ -22,7 +25,7 @@ use crate::engine::api::{
 };
 use crate::sanitize;
 
-/// Rows PgUp/PgDn move; the view does not tell the state its height, on purpose.
+/// Rows PgUp/PgDn move before anything was drawn; after, a page is what shows.
 pub const PAGE: usize = 10;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -53,6 +56,9 @@ pub enum Action {
     Down,
     PageUp,
     PageDown,
+    /// Ctrl-U and Ctrl-D: half of what shows.
+    HalfPageUp,
+    HalfPageDown,
     Top,
     Bottom,
     Open,
@@ -72,6 +78,11 @@ pub enum Action {
     /// Accept the open incident's new volume level as the normal, with a reason (`N`).
     AcceptLevel,
     ToggleReceipt,
+    /// `s`: sort the list by the next column; `S`: the other way round.
+    SortNext,
+    SortReverse,
+    /// `t`: open incidents only, or all.
+    ToggleOpenOnly,
     Help,
     /// The alert outbox overlay.
     AlertOutbox,
@@ -83,6 +94,8 @@ pub enum Action {
     NewLine,
     /// A key typed into whichever text field is open.
     Edit(KeyEvent),
+    /// An edit of the command line or filter (`console/line.rs`).
+    Line(LineOp),
     /// Text pasted into whichever text field is open (bracketed paste).
     Paste(String),
 }
@@ -104,6 +117,14 @@ pub enum Pane {
 
 impl Pane {
     const ORDER: [Pane; 4] = [Pane::Cause, Pane::Tree, Pane::Proposals, Pane::Body];
+
+    /// Its place in the Tab order.
+    pub fn index(self) -> usize {
+        Pane::ORDER
+            .iter()
+            .position(|pane| *pane == self)
+            .unwrap_or(0)
+    }
 
     fn step(self, forward: bool) -> Pane {
         let at = Pane::ORDER
@@ -182,10 +203,8 @@ pub enum Overlay {
         scroll: usize,
     },
     Reason(Box<ReasonModal>),
-    Prompt {
-        kind: PromptKind,
-        text: String,
-    },
+    /// The `:` command line or the `/` filter (`console/prompt.rs`).
+    Prompt(Prompt),
 }
 
 /// The blast-radius tree of the open incident, rebuilt only when its nodes change.
@@ -240,6 +259,12 @@ pub struct App {
     pub suspend: bool,
     /// Clear the terminal before the next draw (resize, tmux re-attach, Ctrl-L).
     pub full_redraw: bool,
+    /// Where the last frame put things (written by the view as it draws).
+    pub drawn: crate::console::drawn::Drawn,
+    /// What the command line and the filter have had typed into them.
+    pub histories: Histories,
+    /// The list's order and whether it shows resolved incidents.
+    pub list: ListView,
 }
 
 impl App {
@@ -270,6 +295,9 @@ impl App {
             quit: false,
             suspend: false,
             full_redraw: false,
+            drawn: Default::default(),
+            histories: Default::default(),
+            list: ListView::default(),
         }
     }
 
@@ -292,11 +320,14 @@ impl App {
 
     /// The incidents the list shows, after the filter.
     pub fn visible_incidents(&self) -> Vec<&IncidentView> {
-        self.snapshot
+        let mut shown: Vec<&IncidentView> = self
+            .snapshot
             .incidents
             .iter()
-            .filter(|incident| matches_filter(incident, &self.filter))
-            .collect()
+            .filter(|incident| matches_filter(incident, &self.filter) && self.list.shows(incident))
+            .collect();
+        self.list.order(&mut shown);
+        shown
     }
 
     pub fn selected_index(&self) -> Option<usize> {
@@ -383,18 +414,9 @@ pub fn update(app: &mut App, action: Action) {
         Action::Back => back(app),
         Action::Help => app.overlay = Overlay::Help { scroll: 0 },
         Action::AlertOutbox => app.overlay = Overlay::AlertOutbox { scroll: 0 },
-        Action::CommandLine => {
-            app.overlay = Overlay::Prompt {
-                kind: PromptKind::Command,
-                text: String::new(),
-            }
-        }
-        Action::Filter => {
-            app.overlay = Overlay::Prompt {
-                kind: PromptKind::Filter,
-                text: app.filter.clone(),
-            }
-        }
+        Action::CommandLine => prompt::open(app, PromptKind::Command),
+        Action::Filter => prompt::open(app, PromptKind::Filter),
+        Action::Line(op) => prompt::apply(app, op),
         Action::Submit => submit(app),
         Action::NewLine => {
             if let Overlay::Reason(modal) = &mut app.overlay {
@@ -405,8 +427,10 @@ pub fn update(app: &mut App, action: Action) {
         Action::Paste(text) => paste(app, &text),
         Action::Up => move_by(app, -1),
         Action::Down => move_by(app, 1),
-        Action::PageUp => move_by(app, -(PAGE as isize)),
-        Action::PageDown => move_by(app, PAGE as isize),
+        Action::PageUp => move_by(app, -(page(app) as isize)),
+        Action::PageDown => move_by(app, page(app) as isize),
+        Action::HalfPageUp => move_by(app, -(page(app) as isize / 2).max(1)),
+        Action::HalfPageDown => move_by(app, (page(app) as isize / 2).max(1)),
         Action::Top => move_by(app, isize::MIN / 2),
         Action::Bottom => move_by(app, isize::MAX / 2),
         Action::Open => open_detail(app),
@@ -418,6 +442,9 @@ pub fn update(app: &mut App, action: Action) {
         Action::Collapse => open_tree_node(app, false),
         Action::Expand => open_tree_node(app, true),
         Action::ToggleReceipt => toggle_receipt(app),
+        Action::SortNext => change_list(app, ListView::next_column),
+        Action::SortReverse => change_list(app, ListView::reverse),
+        Action::ToggleOpenOnly => change_list(app, |list| list.open_only = !list.open_only),
         Action::Approve => start_decision(app, Decision::Approve),
         Action::Reject => start_decision(app, Decision::Reject),
         Action::RollBack => start_decision(app, Decision::RollBack),
@@ -441,7 +468,7 @@ fn receive_snapshot(app: &mut App, mut snapshot: Snapshot) {
 
 /// Recompute what depends on the snapshot: selections that may have gone, the tree and
 /// the diffs of the open incident. Cheap when nothing relevant changed.
-fn refresh_derived(app: &mut App) {
+pub(crate) fn refresh_derived(app: &mut App) {
     let visible_ids: Vec<String> = app
         .visible_incidents()
         .iter()
@@ -497,10 +524,10 @@ fn refresh_derived(app: &mut App) {
 
 fn back(app: &mut App) {
     if !matches!(app.overlay, Overlay::None) {
-        if let Overlay::Prompt {
+        if let Overlay::Prompt(Prompt {
             kind: PromptKind::Filter,
             ..
-        } = app.overlay
+        }) = app.overlay
         {
             app.filter.clear();
             refresh_derived(app);
@@ -595,15 +622,32 @@ fn content_lengths(app: &App) -> ContentLengths {
     }
 }
 
-fn help_length(read_only: bool) -> usize {
-    let headings = 2 * keys::help_sections(read_only).len();
-    keys::available(read_only).count() + headings + keys::COMMANDS.len() + 3
+/// A page: the rows of what the keys move in, as the last frame drew it (the list's
+/// rows, the focused pane, the overlay).
+fn page(app: &App) -> usize {
+    let drawn = &app.drawn;
+    let area = match (&app.overlay, app.screen) {
+        (Overlay::Help { .. }, _) => drawn.help.get(),
+        (Overlay::AlertOutbox { .. }, _) => drawn.outbox.get(),
+        (_, Screen::List) => drawn.list_rows.get(),
+        (_, Screen::Detail) => match &app.detail {
+            Some(detail) if detail.receipt_open => drawn.receipt.get(),
+            Some(detail) => drawn.pane(detail.focus),
+            None => Default::default(),
+        },
+    };
+    match area.height as usize {
+        0 => PAGE,
+        rows => rows,
+    }
 }
 
 fn move_by(app: &mut App, delta: isize) {
-    let help_lines = help_length(app.read_only);
-    if let Overlay::Help { scroll: offset } = &mut app.overlay {
-        *offset = scroll(*offset, delta, help_lines);
+    if let Overlay::Help { scroll: _ } = app.overlay {
+        let furthest = crate::console::help::max_scroll(app);
+        if let Overlay::Help { scroll: offset } = &mut app.overlay {
+            *offset = step(*offset, delta, furthest + 1);
+        }
         return;
     }
     if let Overlay::AlertOutbox { scroll: _ } = app.overlay {
@@ -874,110 +918,199 @@ fn submit(app: &mut App) {
             app.message = Some(sent);
             app.outbox.push(command);
         }
-        Overlay::Prompt {
-            kind: PromptKind::Command,
-            text,
-        } => run_command_line(app, &text),
-        // The filter already applies as it is typed; Enter just keeps it.
-        Overlay::Prompt {
-            kind: PromptKind::Filter,
-            ..
-        } => {}
+        Overlay::Prompt(line) => {
+            prompt::remember(app, &line);
+            match line.kind {
+                PromptKind::Command => run_command_line(app, line.text()),
+                // The filter already applies as it is typed; Enter just keeps it.
+                PromptKind::Filter => {}
+            }
+        }
         other => app.overlay = other,
     }
 }
 
+/// Runs a `:` line. What each command is, and whether a read-only console has it, is
+/// in the one table (`keys::COMMANDS`); `:ID` alone opens that incident.
 fn run_command_line(app: &mut App, line: &str) {
     let mut words = line.split_whitespace();
-    match (words.next(), words.next()) {
-        (None, _) => {}
-        (Some("q" | "quit" | "q!" | "qa"), _) => app.quit = true,
-        (Some("h" | "help"), _) => app.overlay = Overlay::Help { scroll: 0 },
+    let Some(first) = words.next() else {
+        return;
+    };
+    let rest: Vec<&str> = words.collect();
+    let Some(spec) = keys::find_command(first) else {
+        if let Some(id) = incident_named(app, first) {
+            open_incident_by_id(app, &id);
+        } else {
+            app.message = Some(format!(
+                "unknown command :{} (try :help, :theme NAME, :q)",
+                sanitize::for_terminal(first)
+            ));
+        }
+        return;
+    };
+    // Dangerous commands are not offered in read-only mode; this is the second lock.
+    if spec.dangerous && app.read_only {
+        app.message = Some(format!(
+            "read-only console: :{} is not available",
+            spec.name
+        ));
+        return;
+    }
+    let reason = rest.join(" ");
+    match spec.verb {
+        Verb::Quit => app.quit = true,
+        Verb::Help => app.overlay = Overlay::Help { scroll: 0 },
         // The org-wide stop: anyone may pull it; lifting takes two different people.
-        (Some("stop" | "lift"), _) if app.read_only => {
-            app.message = Some("read-only console: :stop and :lift are not available".into());
-        }
-        (Some("stop"), first) => {
-            let reason: Vec<&str> = first.into_iter().chain(words).collect();
-            if reason.is_empty() {
-                app.message = Some("say why: :stop REASON".into());
-            } else {
-                app.outbox.push(Command::OrgStop {
-                    reason: reason.join(" "),
-                });
+        Verb::Stop if reason.is_empty() => app.message = Some("say why: :stop REASON".into()),
+        Verb::Stop => app.outbox.push(Command::OrgStop { reason }),
+        Verb::Lift => app.outbox.push(Command::LiftStop),
+        Verb::Run => queue_run(app),
+        Verb::Sort => match rest.first() {
+            None => change_list(app, |list| list.sort = None),
+            Some(name) => match SortColumn::named(name) {
+                Some(column) => change_list(app, |list| {
+                    // The same column again turns it round.
+                    list.sort = match list.sort {
+                        Some((sorted, descending)) if sorted == column => {
+                            Some((column, !descending))
+                        }
+                        _ => Some((column, false)),
+                    }
+                }),
+                None => {
+                    app.message = Some(format!(
+                        "no column {} (id, status, sym, table, title, opened)",
+                        sanitize::for_terminal(name)
+                    ))
+                }
+            },
+        },
+        Verb::Status => match rest.first().map(|word| word.to_lowercase()).as_deref() {
+            None => change_list(app, |list| list.open_only = !list.open_only),
+            Some("open") => change_list(app, |list| list.open_only = true),
+            Some("all") => change_list(app, |list| list.open_only = false),
+            Some(other) => {
+                app.message = Some(format!(
+                    "{} is not open or all",
+                    sanitize::for_terminal(other)
+                ))
             }
-        }
-        (Some("lift"), _) => app.outbox.push(Command::LiftStop),
+        },
         // Closing an incident by hand, opening it again, accepting its new level: the
         // owner's, with a reason.
-        (Some(verb @ ("resolve" | "reopen" | "accept")), _) if app.read_only => {
-            app.message = Some(format!("read-only console: :{verb} is not available"));
-        }
-        (Some(verb @ ("resolve" | "reopen" | "accept")), first) => {
-            let reason: Vec<&str> = first.into_iter().chain(words).collect();
+        Verb::Resolve | Verb::Reopen | Verb::Accept => {
+            let name = spec.name;
             let Some(incident) = app.open_incident().map(|i| i.id.clone()) else {
-                app.message = Some(format!("open an incident first, then :{verb} REASON"));
+                app.message = Some(format!("open an incident first, then :{name} REASON"));
                 return;
             };
             if reason.is_empty() {
-                app.message = Some(format!("say why: :{verb} REASON"));
+                app.message = Some(format!("say why: :{name} REASON"));
                 return;
             }
-            let reason = reason.join(" ");
-            app.outbox.push(match verb {
-                "resolve" => Command::Resolve { incident, reason },
-                "reopen" => Command::Reopen { incident, reason },
+            app.outbox.push(match spec.verb {
+                Verb::Resolve => Command::Resolve { incident, reason },
+                Verb::Reopen => Command::Reopen { incident, reason },
                 _ => Command::Accept { incident, reason },
             });
         }
-        (Some("theme"), None) => {
-            app.message = Some(format!(
-                "theme {} (available: {})",
-                app.theme.name,
-                theme::builtin_names().join(", ")
-            ));
-        }
-        (Some("theme"), Some(name)) => {
-            match Theme::load(name, app.user_theme.as_ref(), app.no_color) {
-                Ok(theme) => {
-                    app.theme = theme;
-                    // Tree labels carry theme styles; restyle the same rows.
-                    let blast = app.open_incident().map(|i| i.blast.clone());
-                    if let (Some(detail), Some(blast)) = (&mut app.detail, blast) {
-                        detail.tree.items = tree::items(&detail.tree.rows, &blast, &app.theme);
-                    }
-                    app.full_redraw = true;
+        Verb::Open => match rest.first() {
+            None => app.message = Some("which incident? :open ID (Tab completes)".into()),
+            Some(word) => match incident_named(app, word) {
+                Some(id) => open_incident_by_id(app, &id),
+                None => {
+                    app.message = Some(format!(
+                        "no incident {} in this console's snapshot",
+                        sanitize::for_terminal(word)
+                    ))
                 }
-                Err(error) => app.message = Some(format!("{error:#}")),
+            },
+        },
+        Verb::Theme => match rest.first() {
+            None => {
+                app.message = Some(format!(
+                    "theme {} (available: {})",
+                    app.theme.name,
+                    theme::builtin_names().join(", ")
+                ));
             }
+            Some(name) => switch_theme(app, name),
+        },
+    }
+}
+
+/// The id of the incident `word` names: its id in any case (`inc-0042`), or its number
+/// (`42`) when only one incident has it.
+fn incident_named(app: &App, word: &str) -> Option<String> {
+    let incidents = &app.snapshot.incidents;
+    if let Some(found) = incidents.iter().find(|i| i.id.eq_ignore_ascii_case(word)) {
+        return Some(found.id.clone());
+    }
+    let number: u64 = word.parse().ok()?;
+    let mut by_number = incidents.iter().filter(|incident| {
+        let digits: String = incident
+            .id
+            .chars()
+            .rev()
+            .take_while(char::is_ascii_digit)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        digits.parse::<u64>().ok() == Some(number)
+    });
+    match (by_number.next(), by_number.next()) {
+        (Some(only), None) => Some(only.id.clone()),
+        _ => None,
+    }
+}
+
+/// Jumps to an incident wherever the console is: its detail opens, and it is selected
+/// on the list when the list shows it.
+fn open_incident_by_id(app: &mut App, id: &str) {
+    app.overlay = Overlay::None;
+    app.screen = Screen::List;
+    app.detail = None;
+    app.selected_incident = Some(id.to_string());
+    open_detail(app);
+}
+
+/// Changes how the list is shown; the selection stays on its incident when it still
+/// shows.
+fn change_list(app: &mut App, change: impl FnOnce(&mut ListView)) {
+    change(&mut app.list);
+    refresh_derived(app);
+}
+
+fn switch_theme(app: &mut App, name: &str) {
+    match Theme::load(name, app.user_theme.as_ref(), app.no_color) {
+        Ok(theme) => {
+            app.theme = theme;
+            // Tree labels carry theme styles; restyle the same rows.
+            let blast = app.open_incident().map(|i| i.blast.clone());
+            if let (Some(detail), Some(blast)) = (&mut app.detail, blast) {
+                detail.tree.items = tree::items(&detail.tree.rows, &blast, &app.theme);
+            }
+            app.full_redraw = true;
         }
-        (Some(other), _) => {
-            app.message = Some(format!(
-                "unknown command :{} (try :help, :theme NAME, :q)",
-                sanitize::for_terminal(other)
-            ));
-        }
+        Err(error) => app.message = Some(format!("{error:#}")),
     }
 }
 
 fn edit(app: &mut App, key: KeyEvent) {
-    use crossterm::event::KeyCode;
+    use crossterm::event::{KeyCode, KeyModifiers};
     match &mut app.overlay {
         Overlay::Reason(modal) => {
             modal.error = None;
             modal.text.input(key);
         }
-        Overlay::Prompt { kind, text } => {
-            match key.code {
-                KeyCode::Char(c) if !c.is_control() => text.push(c),
-                KeyCode::Backspace => {
-                    text.pop();
+        Overlay::Prompt(_) => {
+            // Keys with Ctrl are the registry's or nothing: never typed as text.
+            if let KeyCode::Char(c) = key.code {
+                if !c.is_control() && !key.modifiers.contains(KeyModifiers::CONTROL) {
+                    prompt::insert(app, c.encode_utf8(&mut [0; 4]));
                 }
-                _ => return,
-            }
-            if *kind == PromptKind::Filter {
-                app.filter = text.clone();
-                refresh_derived(app);
             }
         }
         Overlay::Help { .. } | Overlay::AlertOutbox { .. } | Overlay::None => {}
@@ -992,13 +1125,7 @@ fn paste(app: &mut App, text: &str) {
                 .text
                 .insert_str(sanitize::for_terminal_multiline(text));
         }
-        Overlay::Prompt { kind, text: line } => {
-            line.push_str(&sanitize::for_terminal(text));
-            if *kind == PromptKind::Filter {
-                app.filter = line.clone();
-                refresh_derived(app);
-            }
-        }
+        Overlay::Prompt(_) => prompt::insert(app, &sanitize::for_terminal(text)),
         Overlay::Help { .. } | Overlay::AlertOutbox { .. } | Overlay::None => {}
     }
 }
@@ -1023,9 +1150,7 @@ mod tests {
     }
 
     fn press_with(app: &mut App, code: KeyCode, modifiers: KeyModifiers) {
-        if let Some(action) = keys::action_for(app, KeyEvent::new(code, modifiers)) {
-            update(app, action);
-        }
+        keys::press(app, KeyEvent::new(code, modifiers));
     }
 
     fn type_text(app: &mut App, text: &str) {
@@ -1324,7 +1449,7 @@ mod tests {
         assert!(app.message.is_some());
         press(&mut app, KeyCode::Char('j'));
         press(&mut app, KeyCode::Char('f'));
-        press(&mut app, KeyCode::Char('g'));
+        press_with(&mut app, KeyCode::Char('r'), KeyModifiers::CONTROL);
         assert_eq!(
             app.outbox,
             vec![
@@ -1341,13 +1466,21 @@ mod tests {
     #[test]
     fn read_only_removes_every_dangerous_key() {
         let mut app = detail_on_diff(true);
-        for key in ['a', 'r', 'u', 'f', 'g', 'C', 'O'] {
+        for key in ['a', 'r', 'u', 'f', 'C', 'O', 'N'] {
             assert_eq!(
                 keys::action_for(&app, KeyEvent::new(KeyCode::Char(key), KeyModifiers::NONE)),
                 None,
                 "{key} should do nothing in read-only mode"
             );
         }
+        assert_eq!(
+            keys::action_for(
+                &app,
+                KeyEvent::new(KeyCode::Char('r'), KeyModifiers::CONTROL)
+            ),
+            None,
+            "Ctrl-R should do nothing in read-only mode"
+        );
         assert!(keys::available(true).all(|binding| !binding.dangerous));
         assert!(keys::hints(&app).iter().all(|(label, _)| *label != "a"));
         // Even an action that slips through is refused.
@@ -1373,7 +1506,6 @@ mod tests {
         press(&mut app, KeyCode::Enter);
         assert_eq!(app.filter, "CUSTOMERS");
         press(&mut app, KeyCode::Char('/'));
-        press(&mut app, KeyCode::Home);
         for _ in 0.."CUSTOMERS".len() {
             press(&mut app, KeyCode::Backspace);
         }
@@ -1440,6 +1572,173 @@ mod tests {
         assert!(app.quit);
     }
 
+    fn prompt_text(app: &App) -> String {
+        match &app.overlay {
+            Overlay::Prompt(prompt) => prompt.text().to_string(),
+            _ => panic!("no prompt open"),
+        }
+    }
+
+    fn ctrl(app: &mut App, c: char) {
+        press_with(app, KeyCode::Char(c), KeyModifiers::CONTROL);
+    }
+
+    /// The command line edits like a shell's: Ctrl-A, Ctrl-E, arrows, Ctrl-W, Ctrl-U.
+    #[test]
+    fn the_command_line_edits_like_a_shell() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "thme dark");
+        ctrl(&mut app, 'a');
+        press(&mut app, KeyCode::Right);
+        press(&mut app, KeyCode::Right);
+        type_text(&mut app, "e");
+        assert_eq!(prompt_text(&app), "theme dark");
+        ctrl(&mut app, 'e');
+        ctrl(&mut app, 'w');
+        assert_eq!(prompt_text(&app), "theme ");
+        type_text(&mut app, "ligtx");
+        press(&mut app, KeyCode::Backspace);
+        press(&mut app, KeyCode::Left);
+        type_text(&mut app, "h");
+        assert_eq!(prompt_text(&app), "theme light");
+        press(&mut app, KeyCode::End);
+        press(&mut app, KeyCode::Home);
+        ctrl(&mut app, 'u');
+        assert_eq!(
+            prompt_text(&app),
+            "theme light",
+            "nothing before the cursor"
+        );
+        press(&mut app, KeyCode::Delete);
+        assert_eq!(prompt_text(&app), "heme light");
+        ctrl(&mut app, 'e');
+        ctrl(&mut app, 'u');
+        assert_eq!(prompt_text(&app), "");
+        type_text(&mut app, "theme light");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.theme.name, "light");
+        // Ctrl-W is an edit here, never typed as a 'w'.
+        press(&mut app, KeyCode::Char('/'));
+        type_text(&mut app, "CUSTOMERS x");
+        ctrl(&mut app, 'w');
+        assert_eq!(app.filter, "CUSTOMERS ");
+    }
+
+    #[test]
+    fn up_and_down_walk_the_lines_typed_before() {
+        let mut app = sample_app(false);
+        for line in ["theme light", "theme dark"] {
+            press(&mut app, KeyCode::Char(':'));
+            type_text(&mut app, line);
+            press(&mut app, KeyCode::Enter);
+        }
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "he");
+        press(&mut app, KeyCode::Up);
+        assert_eq!(prompt_text(&app), "theme dark");
+        press(&mut app, KeyCode::Up);
+        assert_eq!(prompt_text(&app), "theme light");
+        press(&mut app, KeyCode::Up);
+        assert_eq!(prompt_text(&app), "theme light", "the oldest stays");
+        press(&mut app, KeyCode::Down);
+        press(&mut app, KeyCode::Down);
+        assert_eq!(prompt_text(&app), "he", "back to what was being typed");
+        press(&mut app, KeyCode::Up);
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.theme.name, "dark");
+        // The filter keeps its own.
+        press(&mut app, KeyCode::Char('/'));
+        type_text(&mut app, "CUSTOMERS");
+        press(&mut app, KeyCode::Enter);
+        press(&mut app, KeyCode::Esc);
+        assert!(app.filter.is_empty());
+        press(&mut app, KeyCode::Char('/'));
+        press(&mut app, KeyCode::Up);
+        assert_eq!(prompt_text(&app), "CUSTOMERS");
+        assert_eq!(
+            app.visible_incidents().len(),
+            1,
+            "a recalled filter applies"
+        );
+    }
+
+    #[test]
+    fn tab_completes_commands_and_their_arguments() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "th");
+        press(&mut app, KeyCode::Tab);
+        assert_eq!(prompt_text(&app), "theme ");
+        press(&mut app, KeyCode::Tab);
+        assert_eq!(
+            app.message.as_deref(),
+            Some("Tab: dark  light  ansi16  colorblind")
+        );
+        type_text(&mut app, "co");
+        press(&mut app, KeyCode::Tab);
+        assert_eq!(prompt_text(&app), "theme colorblind");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.theme.name, "colorblind");
+
+        // Incident ids, in any case, complete as far as they agree.
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "inc");
+        press(&mut app, KeyCode::Tab);
+        assert_eq!(prompt_text(&app), "INC-");
+        assert_eq!(app.message.as_deref(), Some("Tab: INC-7  INC-6"));
+        type_text(&mut app, "6");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.open_incident().unwrap().id, "INC-6");
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "open i");
+        press(&mut app, KeyCode::Tab);
+        assert_eq!(prompt_text(&app), "open INC-");
+
+        // Two commands share "re"; a read-only console has neither.
+        press(&mut app, KeyCode::Esc);
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "re");
+        press(&mut app, KeyCode::Tab);
+        assert_eq!(app.message.as_deref(), Some("Tab: resolve  reopen"));
+        let mut watcher = sample_app(true);
+        press(&mut watcher, KeyCode::Char(':'));
+        type_text(&mut watcher, "re");
+        press(&mut watcher, KeyCode::Tab);
+        assert_eq!(prompt_text(&watcher), "re");
+        assert!(watcher
+            .message
+            .as_deref()
+            .unwrap()
+            .starts_with("nothing to complete"));
+    }
+
+    /// `:INC-6`, `:inc-6`, `:6` and `:open INC-6` all jump to INC-6, from anywhere.
+    #[test]
+    fn a_command_jumps_to_an_incident_by_id() {
+        for line in ["INC-6", "inc-6", "6", "open INC-6", "incident 6"] {
+            let mut app = sample_app(false);
+            press(&mut app, KeyCode::Enter);
+            press(&mut app, KeyCode::Char('?'));
+            press(&mut app, KeyCode::Esc);
+            press(&mut app, KeyCode::Char(':'));
+            type_text(&mut app, line);
+            press(&mut app, KeyCode::Enter);
+            assert_eq!(app.screen, Screen::Detail, "{line}");
+            assert_eq!(app.open_incident().unwrap().id, "INC-6", "{line}");
+            assert_eq!(app.selected_incident.as_deref(), Some("INC-6"), "{line}");
+            // Esc goes back to the list, where it is selected.
+            press(&mut app, KeyCode::Esc);
+            assert_eq!(app.selected_incident.as_deref(), Some("INC-6"), "{line}");
+        }
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "INC-99");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.screen, Screen::List);
+        assert!(app.message.as_deref().unwrap().contains("unknown command"));
+    }
+
     #[test]
     fn snapshots_are_sanitized_on_arrival() {
         let mut snapshot = sample_snapshot();
@@ -1489,6 +1788,42 @@ mod tests {
         assert_eq!(bottom, 11);
         press(&mut app, KeyCode::Char('k'));
         assert_eq!(app.detail.as_ref().unwrap().body_scroll, 10);
+    }
+
+    /// Esc pressed just before another key arrives glued to it, as Alt-key (inside
+    /// tmux, anything within its escape time): both keys still count.
+    #[test]
+    fn escape_glued_to_the_next_key_is_still_escape() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Char('?'));
+        press_with(&mut app, KeyCode::Char('q'), KeyModifiers::ALT);
+        assert!(matches!(app.overlay, Overlay::None));
+        assert!(app.quit, "Esc closed the help, q quit");
+
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Enter);
+        press_with(&mut app, KeyCode::Char('j'), KeyModifiers::ALT);
+        assert_eq!(app.screen, Screen::List);
+        assert_eq!(app.selected_incident.as_deref(), Some("INC-6"));
+
+        // In the filter, Esc cancels it and the key lands on the list.
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Char('/'));
+        type_text(&mut app, "CUST");
+        press_with(&mut app, KeyCode::Char('j'), KeyModifiers::ALT);
+        assert!(matches!(app.overlay, Overlay::None));
+        assert!(app.filter.is_empty());
+        assert_eq!(app.selected_incident.as_deref(), Some("INC-6"));
+
+        // Alt-Enter is bound in the reason box: a new line, not Esc then Enter.
+        let mut app = detail_on_diff(false);
+        press(&mut app, KeyCode::Char('r'));
+        type_text(&mut app, "one");
+        press_with(&mut app, KeyCode::Enter, KeyModifiers::ALT);
+        let Overlay::Reason(modal) = &app.overlay else {
+            panic!("the reason box stays open");
+        };
+        assert_eq!(modal.text.lines().len(), 2);
     }
 
     #[test]

@@ -6,15 +6,16 @@
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Cell, Clear, Paragraph, Row, Table, Wrap};
+use ratatui::widgets::{Block, Cell, Paragraph, Row, Table, Wrap};
 use ratatui::Frame;
 use tui_tree_widget::{Tree, TreeState};
 
 use crate::console::diff::{Change, DiffRows, Sign, SIDE_BY_SIDE_MIN_WIDTH};
 use crate::console::keys;
+use crate::console::listing::SortColumn;
 use crate::console::presence;
 use crate::console::reason;
-use crate::console::state::{status_word, App, Detail, Overlay, Pane, PromptKind, Screen};
+use crate::console::state::{status_word, App, Detail, Overlay, Pane, Screen};
 use crate::console::symptoms;
 use crate::console::theme::Theme;
 use crate::engine::api::{
@@ -42,10 +43,10 @@ pub fn render(frame: &mut Frame, app: &App) {
     render_status(frame, status, app);
     render_hints(frame, hints, app);
     match &app.overlay {
-        Overlay::Help { scroll } => render_help(frame, app, *scroll),
+        Overlay::Help { scroll } => crate::console::help::render(frame, app, *scroll),
         Overlay::AlertOutbox { scroll } => crate::console::alerts::render(frame, app, *scroll),
         Overlay::Reason(modal) => reason::render(frame, app, modal),
-        Overlay::Prompt { .. } | Overlay::None => {}
+        Overlay::Prompt(_) | Overlay::None => {}
     }
 }
 
@@ -286,18 +287,8 @@ fn render_status(frame: &mut Frame, area: Rect, app: &App) {
 
 fn render_hints(frame: &mut Frame, area: Rect, app: &App) {
     let theme = &app.theme;
-    if let Overlay::Prompt { kind, text } = &app.overlay {
-        let lead = match kind {
-            PromptKind::Command => ":",
-            PromptKind::Filter => "/",
-        };
-        let line = Line::from(vec![
-            Span::styled(lead, theme.accent),
-            // Typed by the person, but still never passed raw to the terminal.
-            Span::raw(sanitize::for_terminal(text).into_owned()),
-            Span::styled("█", theme.accent),
-        ]);
-        frame.render_widget(line, area);
+    if let Overlay::Prompt(prompt) = &app.overlay {
+        crate::console::prompt::render(frame, area, app, prompt);
         return;
     }
     // Whole hints or none: a hint cut in half reads as a different key.
@@ -347,6 +338,7 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
             sanitize::for_terminal(&app.filter)
         ));
     }
+    title.push_str(&app.list.describe());
     let block = pane_block(&title, true, theme);
     if !app.connected {
         let waiting = Paragraph::new(Span::styled(
@@ -372,6 +364,14 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
     let height = area.height.saturating_sub(3) as usize;
     let selected = app.selected_index().unwrap_or(0);
     let start = window_start(selected, height);
+    // Below the top border and the header: what a page is, and where a click lands.
+    let rows = crate::console::drawn::inner(area);
+    app.drawn.list_rows.set(Rect {
+        y: rows.y + 1,
+        height: rows.height.saturating_sub(1),
+        ..rows
+    });
+    app.drawn.list_start.set(start);
     let rows = incidents
         .iter()
         .enumerate()
@@ -379,8 +379,9 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
         .take(height)
         .map(|(index, incident)| incident_row(incident, index == selected, theme));
     // `sym`: how many breaches downstream joined the incident rather than opening their own.
-    let header =
-        Row::new(["", "id", "status", "sym", "table", "title", "opened"]).style(theme.muted);
+    let mut header = vec![String::new()];
+    header.extend(SortColumn::ALL.map(|column| app.list.header(column)));
+    let header = Row::new(header).style(theme.muted);
     let table = Table::new(
         rows,
         [
@@ -472,6 +473,7 @@ fn render_detail_screen(frame: &mut Frame, area: Rect, app: &App) {
     let [header, body] = Layout::vertical([Constraint::Length(2), Constraint::Fill(1)]).areas(area);
     render_detail_header(frame, header, incident, theme);
     if detail.receipt_open {
+        app.drawn.receipt.set(crate::console::drawn::inner(body));
         render_receipt(frame, body, incident, detail, theme);
         return;
     }
@@ -487,12 +489,18 @@ fn render_detail_screen(frame: &mut Frame, area: Rect, app: &App) {
         Layout::horizontal([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(upper);
     render_cause(frame, cause, incident, detail, theme);
     render_tree(frame, tree, incident, detail, theme);
+    let drawn = &app.drawn;
+    drawn.set_pane(Pane::Cause, cause);
+    drawn.set_pane(Pane::Tree, tree);
+    drawn.set_pane(Pane::Body, proposal_body);
     if incident.checks.is_empty() {
+        drawn.set_pane(Pane::Proposals, proposals_row);
         render_proposals(frame, proposals_row, app, incident, detail);
     } else {
         let [list, checks] =
             Layout::horizontal([Constraint::Percentage(62), Constraint::Percentage(38)])
                 .areas(proposals_row);
+        drawn.set_pane(Pane::Proposals, list);
         render_proposals(frame, list, app, incident, detail);
         render_checks(frame, checks, incident, theme);
     }
@@ -946,69 +954,6 @@ fn render_receipt(
 
 // ---- overlays ------------------------------------------------------------------------
 
-fn render_help(frame: &mut Frame, app: &App, scroll: usize) {
-    let theme = &app.theme;
-    let area = centered(frame.area(), 76, frame.area().height.saturating_sub(2));
-    let mut lines = Vec::new();
-    if app.read_only {
-        lines.push(Line::styled(
-            "read-only console: every key that sends a decision is gone",
-            theme.warn,
-        ));
-    } else {
-        lines.push(Line::styled(
-            "⚠ marks keys that send a decision to the engine (gone in read-only mode)",
-            theme.muted,
-        ));
-    }
-    for (context, bindings) in keys::help_sections(app.read_only) {
-        if bindings.is_empty() {
-            continue;
-        }
-        if !lines.is_empty() {
-            lines.push(Line::raw(""));
-        }
-        lines.push(Line::styled(
-            context.title(),
-            theme.accent.add_modifier(Modifier::BOLD),
-        ));
-        for binding in bindings {
-            // Keys that send a decision are marked by a glyph, not only a colour.
-            let marker = if binding.dangerous { "⚠ " } else { "  " };
-            let spans = vec![
-                Span::styled(format!("  {:<18}", binding.label), theme.title),
-                Span::styled(marker, theme.warn),
-                Span::raw(binding.description),
-            ];
-            lines.push(Line::from(spans));
-        }
-    }
-    lines.push(Line::raw(""));
-    lines.push(Line::styled(
-        "Commands (after :)",
-        theme.accent.add_modifier(Modifier::BOLD),
-    ));
-    for (command, description) in keys::COMMANDS {
-        lines.push(Line::from(vec![
-            Span::styled(format!("  {command:<18}"), theme.title),
-            Span::raw(*description),
-        ]));
-    }
-    let height = area.height.saturating_sub(2) as usize;
-    let scroll = scroll.min(lines.len().saturating_sub(height));
-    let more_below = scroll + height < lines.len();
-    let mut block = pane_block("Keys (Esc closes)", true, theme);
-    if more_below {
-        block =
-            block.title_bottom(Line::styled(" ↓ more: j or PgDn ", theme.muted).right_aligned());
-    }
-    let help = Paragraph::new(lines)
-        .scroll((scroll as u16, 0))
-        .block(block);
-    frame.render_widget(Clear, area);
-    frame.render_widget(help, area);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1072,6 +1017,53 @@ mod tests {
                 draw(&app, width, height)
             );
         }
+    }
+
+    /// `s` sorts by the id, `S` turns it round, `t` hides resolved incidents; the title
+    /// and the header say how the list is shown.
+    #[test]
+    fn the_list_sorted_and_open_only() {
+        use crate::console::keys::press;
+        use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+        let key = |app: &mut App, c: char| {
+            press(app, KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+        };
+        let mut app = sample_app();
+        let order = |app: &App| -> Vec<String> {
+            app.visible_incidents()
+                .iter()
+                .map(|i| i.id.clone())
+                .collect()
+        };
+        assert_eq!(order(&app), ["INC-7", "INC-6"]);
+        key(&mut app, 's');
+        assert_eq!(order(&app), ["INC-6", "INC-7"]);
+        let screen = draw(&app, 120, 40);
+        assert!(screen.contains("Incidents (2) · sorted by id▲"), "{screen}");
+        insta::assert_snapshot!("list_sorted_120x40", screen);
+        key(&mut app, 'S');
+        assert_eq!(order(&app), ["INC-7", "INC-6"]);
+        key(&mut app, 's');
+        assert!(draw(&app, 120, 40).contains("status▲"));
+        key(&mut app, 't');
+        assert_eq!(order(&app), ["INC-7"]);
+        let screen = draw(&app, 80, 24);
+        assert!(
+            screen.contains("Incidents (1) · open only · sorted by status▲"),
+            "{screen}"
+        );
+        insta::assert_snapshot!("list_open_only_80x24", screen);
+        key(&mut app, 't');
+        assert_eq!(app.visible_incidents().len(), 2);
+        // The command line says the same.
+        update(&mut app, Action::CommandLine);
+        type_into(&mut app, "sort table");
+        update(&mut app, Action::Submit);
+        assert!(draw(&app, 120, 40).contains("table▲"));
+        update(&mut app, Action::CommandLine);
+        type_into(&mut app, "status open");
+        update(&mut app, Action::Submit);
+        assert_eq!(order(&app), ["INC-7"]);
     }
 
     #[test]
@@ -1178,6 +1170,68 @@ mod tests {
         assert!(help.contains("read-only console"), "{help}");
         assert!(!help.contains("close the incident by hand"), "{help}");
         assert!(!help.contains("reopen the resolved incident"), "{help}");
+    }
+
+    /// The help as one text: borders gone, wrapped lines joined, spaces collapsed.
+    fn help_text(app: &App, width: u16) -> String {
+        let height = 500;
+        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+        terminal.draw(|frame| render(frame, app)).unwrap();
+        let inner = pane_block("", true, &app.theme)
+            .inner(crate::console::help::area(Rect::new(0, 0, width, height)));
+        let buffer = terminal.backend().buffer();
+        let mut text = String::new();
+        for y in inner.top()..inner.bottom() {
+            for x in inner.left()..inner.right() {
+                text.push_str(buffer[(x, y)].symbol());
+            }
+            text.push(' ');
+        }
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    /// A read-only console's help lists no key and no command that decides: `:stop`,
+    /// `:lift` and the rest are gone with the keys.
+    #[test]
+    fn read_only_help_lists_no_dangerous_command() {
+        let mut app = sample_app();
+        update(&mut app, Action::Help);
+        let help = help_text(&app, 120);
+        for command in [":stop", ":lift", ":resolve", ":reopen", ":accept"] {
+            assert!(help.contains(command), "{command} in\n{help}");
+        }
+        app.read_only = true;
+        let help = help_text(&app, 120);
+        for command in [":stop", ":lift", ":resolve", ":reopen", ":accept"] {
+            assert!(!help.contains(command), "{command} in\n{help}");
+        }
+        assert!(!help.contains('⚠'), "{help}");
+        assert!(help.contains(":theme"), "{help}");
+    }
+
+    /// Every line of help fits: a description too long for the overlay wraps under
+    /// itself instead of being cut, at any width.
+    #[test]
+    fn every_line_of_help_fits() {
+        let mut app = sample_app();
+        update(&mut app, Action::Help);
+        for width in [120, 80, 60, 40] {
+            let help = help_text(&app, width);
+            for binding in keys::available(false) {
+                assert!(
+                    help.contains(binding.description),
+                    "{width} columns: {:?} is cut in\n{help}",
+                    binding.description
+                );
+            }
+            for command in keys::commands(false) {
+                assert!(
+                    help.contains(&command.described()),
+                    "{width} columns: {:?} is cut in\n{help}",
+                    command.described()
+                );
+            }
+        }
     }
 
     #[test]

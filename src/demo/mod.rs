@@ -82,6 +82,8 @@ pub struct DemoOptions {
     pub speed: Option<f64>,
     /// Headless: play the owner as this role (approve, forward, queue the run).
     pub approve_as: Option<String>,
+    /// The console looks but cannot decide (`dataward --read-only demo`).
+    pub read_only: bool,
 }
 
 /// Marks a state database as a demo's, and keeps the demo's virtual clock.
@@ -529,8 +531,8 @@ pub fn run_console(options: DemoOptions) -> Result<()> {
     let config = serve_socket(&options, &hub_tx)?;
     let relay = relay_beside(&mut engine, &config, &options, &hub_tx)?;
     // This console is a client like any other: named and allowed as the policy says.
-    let (who, read_only) =
-        server::admit(&config, &actor, false).unwrap_or_else(|_| (actor.display(), false));
+    let (who, read_only) = server::admit(&config, &actor, options.read_only)
+        .unwrap_or_else(|_| (actor.display(), options.read_only));
     let mut story = Story::new(&options, scenario, &actor, from)?;
     let hub = std::thread::Builder::new()
         .name("dataward-hub".into())

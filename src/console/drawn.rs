@@ -1,0 +1,49 @@
+//! Where the last frame put things, for the keys that depend on what is on screen (a
+//! page is the height of what shows) and, later, mouse clicks. Drawing stays a function
+//! of the state: the view only notes here what it drew, and the state reads it on the
+//! next key. Before the first frame every area is empty and the keys fall back to a
+//! fixed page.
+
+use std::cell::Cell;
+
+use ratatui::layout::Rect;
+
+use crate::console::state::Pane;
+
+#[derive(Debug, Default)]
+pub struct Drawn {
+    /// The help overlay inside its borders.
+    pub help: Cell<Rect>,
+    /// The alert outbox overlay inside its borders.
+    pub outbox: Cell<Rect>,
+    /// The incident list's rows (below its header), and the index of the first shown.
+    pub list_rows: Cell<Rect>,
+    pub list_start: Cell<usize>,
+    /// The detail's panes inside their borders, in `Pane::ORDER`.
+    pub panes: Cell<[Rect; 4]>,
+    /// The receipt inside its borders, while it is open.
+    pub receipt: Cell<Rect>,
+}
+
+impl Drawn {
+    pub fn pane(&self, pane: Pane) -> Rect {
+        self.panes.get()[pane.index()]
+    }
+
+    /// Notes where a detail pane went (its outer area, borders included).
+    pub fn set_pane(&self, pane: Pane, outer: Rect) {
+        let mut panes = self.panes.get();
+        panes[pane.index()] = inner(outer);
+        self.panes.set(panes);
+    }
+}
+
+/// A bordered area without its borders.
+pub fn inner(outer: Rect) -> Rect {
+    Rect {
+        x: outer.x.saturating_add(1),
+        y: outer.y.saturating_add(1),
+        width: outer.width.saturating_sub(2),
+        height: outer.height.saturating_sub(2),
+    }
+}

@@ -1,0 +1,257 @@
+//! The `:` command line and the `/` filter: one line edited like a shell's (see
+//! `line.rs`), Up and Down through what was typed before in this console, and Tab
+//! completing `:` commands and their arguments from the registry (theme names,
+//! incident ids from the snapshot).
+
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+use ratatui::Frame;
+
+use crate::console::keys::{self, Completes};
+use crate::console::line::{History, LineEditor, LineOp};
+use crate::console::listing::SortColumn;
+use crate::console::state::{refresh_derived, App, Overlay, PromptKind};
+use crate::console::theme;
+use crate::sanitize;
+
+#[derive(Debug, Clone)]
+pub struct Prompt {
+    pub kind: PromptKind,
+    pub line: LineEditor,
+    /// How far back Up has gone in the history (0: the line being typed).
+    back: usize,
+    /// The line being typed, kept while Up shows older ones.
+    draft: String,
+}
+
+impl Prompt {
+    pub fn new(kind: PromptKind, text: &str) -> Prompt {
+        Prompt {
+            kind,
+            line: LineEditor::new(text),
+            back: 0,
+            draft: String::new(),
+        }
+    }
+
+    pub fn text(&self) -> &str {
+        self.line.text()
+    }
+}
+
+/// What each prompt has had typed into it in this console.
+#[derive(Debug, Clone, Default)]
+pub struct Histories {
+    pub command: History,
+    pub filter: History,
+}
+
+impl Histories {
+    fn of(&mut self, kind: PromptKind) -> &mut History {
+        match kind {
+            PromptKind::Command => &mut self.command,
+            PromptKind::Filter => &mut self.filter,
+        }
+    }
+}
+
+/// Opens the command line, or the filter with the filter as it stands.
+pub fn open(app: &mut App, kind: PromptKind) {
+    let text = match kind {
+        PromptKind::Command => String::new(),
+        PromptKind::Filter => app.filter.clone(),
+    };
+    app.overlay = Overlay::Prompt(Prompt::new(kind, &text));
+}
+
+/// Enter: the line goes into its history; the caller runs it.
+pub fn remember(app: &mut App, prompt: &Prompt) {
+    app.histories.of(prompt.kind).push(prompt.text());
+}
+
+fn with_prompt(app: &mut App, change: impl FnOnce(&mut Prompt, &mut Histories)) {
+    let Overlay::Prompt(prompt) = &mut app.overlay else {
+        return;
+    };
+    let before = prompt.text().to_string();
+    change(prompt, &mut app.histories);
+    // The filter applies as it is typed.
+    if prompt.kind == PromptKind::Filter && prompt.text() != before {
+        app.filter = prompt.text().to_string();
+        refresh_derived(app);
+    }
+}
+
+/// Typed text at the cursor (a key, or a bracketed paste already made safe).
+pub fn insert(app: &mut App, text: &str) {
+    with_prompt(app, |prompt, _| prompt.line.insert(text));
+}
+
+pub fn apply(app: &mut App, op: LineOp) {
+    match op {
+        LineOp::Complete => complete(app),
+        LineOp::Older | LineOp::Newer => with_prompt(app, |prompt, histories| {
+            let history = histories.of(prompt.kind);
+            let back = match op {
+                LineOp::Older if prompt.back < history.len() => prompt.back + 1,
+                LineOp::Newer if prompt.back > 0 => prompt.back - 1,
+                _ => return,
+            };
+            if prompt.back == 0 {
+                prompt.draft = prompt.text().to_string();
+            }
+            prompt.back = back;
+            let text = match back {
+                0 => prompt.draft.clone(),
+                n => history.back(n).unwrap_or_default().to_string(),
+            };
+            prompt.line.set(&text);
+        }),
+        edit => with_prompt(app, |prompt, _| {
+            prompt.line.apply(edit);
+        }),
+    }
+}
+
+/// Tab on the command line: the word at the cursor completed from what fits there (a
+/// command or an incident id first; then the argument the command takes). One match is
+/// filled in; several are filled in as far as they agree, and listed on the status line.
+fn complete(app: &mut App) {
+    let Overlay::Prompt(prompt) = &app.overlay else {
+        return;
+    };
+    if prompt.kind != PromptKind::Command {
+        return;
+    }
+    let before = prompt.line.split().0.to_string();
+    let start = before.rfind(' ').map_or(0, |at| at + 1);
+    let word = &before[start..];
+    let earlier: Vec<&str> = before[..start].split_whitespace().collect();
+    let (candidates, first_word) = match earlier.as_slice() {
+        [] => (first_words(app), true),
+        [command] => (arguments(app, command), false),
+        _ => (Vec::new(), false),
+    };
+    let matching: Vec<String> = candidates
+        .into_iter()
+        .filter(|c| c.to_lowercase().starts_with(&word.to_lowercase()))
+        .collect();
+    let fill = match matching.as_slice() {
+        [] => {
+            app.message = Some(format!(
+                "nothing to complete for {:?}",
+                sanitize::for_terminal(word)
+            ));
+            return;
+        }
+        [only] => {
+            // A command that takes an argument is followed by a space, ready for it.
+            let takes_more =
+                first_word && keys::find_command(only).is_some_and(|c| !c.args.is_empty());
+            if takes_more {
+                format!("{only} ")
+            } else {
+                only.clone()
+            }
+        }
+        several => {
+            app.message = Some(format!("Tab: {}", several.join("  ")));
+            common_prefix(several)
+        }
+    };
+    if fill.chars().count() < word.chars().count() {
+        return;
+    }
+    if let Overlay::Prompt(prompt) = &mut app.overlay {
+        prompt.line.replace_before_cursor(start, &fill);
+    }
+}
+
+/// What may stand first on the command line: the commands this console has, and the
+/// ids of the incidents it shows.
+fn first_words(app: &App) -> Vec<String> {
+    keys::commands(app.read_only)
+        .map(|command| command.name.to_string())
+        .chain(app.snapshot.incidents.iter().map(|i| i.id.clone()))
+        .collect()
+}
+
+fn arguments(app: &App, command: &str) -> Vec<String> {
+    let Some(spec) =
+        keys::commands(app.read_only).find(|c| c.name == command || c.aliases.contains(&command))
+    else {
+        return Vec::new();
+    };
+    match spec.completes {
+        Completes::Nothing => Vec::new(),
+        Completes::Themes => theme::builtin_names()
+            .into_iter()
+            .map(str::to_string)
+            .collect(),
+        Completes::Incidents => app
+            .snapshot
+            .incidents
+            .iter()
+            .map(|i| i.id.clone())
+            .collect(),
+        Completes::Columns => SortColumn::ALL
+            .iter()
+            .map(|c| c.name().to_string())
+            .collect(),
+        Completes::Statuses => vec!["open".into(), "all".into()],
+    }
+}
+
+/// The longest start all of `words` share, ignoring case (written as the first has it).
+fn common_prefix(words: &[String]) -> String {
+    let first = &words[0];
+    let mut end = first.len();
+    for word in &words[1..] {
+        let shared = first
+            .char_indices()
+            .zip(word.chars())
+            .take_while(|((_, a), b)| a.to_lowercase().eq(b.to_lowercase()))
+            .last()
+            .map_or(0, |((at, a), _)| at + a.len_utf8());
+        end = end.min(shared);
+    }
+    first[..end].to_string()
+}
+
+/// The prompt on the bottom line: its lead, the text, the cursor where it is.
+pub fn render(frame: &mut Frame, area: Rect, app: &App, prompt: &Prompt) {
+    let theme = &app.theme;
+    let lead = match prompt.kind {
+        PromptKind::Command => ":",
+        PromptKind::Filter => "/",
+    };
+    let (before, after) = prompt.line.split();
+    let mut rest = after.chars();
+    let under_cursor = rest.next().map(String::from);
+    let cursor_style = theme.accent.add_modifier(Modifier::REVERSED);
+    // Typed by the person, but still never passed raw to the terminal.
+    let clean = |text: &str| sanitize::for_terminal(text).into_owned();
+    let mut spans = vec![Span::styled(lead, theme.accent), Span::raw(clean(before))];
+    match under_cursor {
+        Some(c) => {
+            spans.push(Span::styled(clean(&c), cursor_style));
+            spans.push(Span::raw(clean(rest.as_str())));
+        }
+        None => spans.push(Span::styled("█", theme.accent)),
+    }
+    frame.render_widget(Line::from(spans), area);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn common_prefix_ignores_case() {
+        let words = |list: &[&str]| list.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+        assert_eq!(common_prefix(&words(&["INC-0041", "inc-0042"])), "INC-004");
+        assert_eq!(common_prefix(&words(&["reopen", "resolve"])), "re");
+        assert_eq!(common_prefix(&words(&["dark"])), "dark");
+    }
+}
