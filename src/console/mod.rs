@@ -4,19 +4,21 @@
 //! once per frame interval. Nothing redraws on a timer but a countdown on screen, once a
 //! second: over SSH every frame costs.
 
-pub mod alerts;
+pub mod bars;
 pub mod diff;
 pub mod fixtures;
 pub mod keys;
 pub mod link;
+pub mod overlays;
 pub mod presence;
-pub mod reason;
+pub mod screens;
 pub mod state;
 pub mod symptoms;
 pub mod terminal;
 pub mod theme;
 pub mod tree;
 pub mod view;
+pub mod widgets;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
