@@ -266,8 +266,6 @@ pub fn snapshot(snapshot: &mut Snapshot) {
     }
     for pipeline in pipelines {
         clean_in_place(&mut pipeline.name);
-        clean_in_place(&mut pipeline.state);
-        clean_in_place(&mut pipeline.last_status);
         if let Some(at) = &mut pipeline.last_run_at {
             clean_in_place(at);
         }
@@ -277,10 +275,8 @@ pub fn snapshot(snapshot: &mut Snapshot) {
             &mut monitor.name,
             &mut monitor.table,
             &mut monitor.check,
-            &mut monitor.verdict,
             &mut monitor.observed,
             &mut monitor.expected,
-            &mut monitor.health,
         ] {
             clean_in_place(field);
         }
@@ -325,9 +321,6 @@ fn clean_incident(incident: &mut IncidentView) {
     }
     if let Some(receipt) = &mut incident.receipt {
         clean_multiline_in_place(receipt);
-    }
-    if let Some(status) = &mut incident.run_status {
-        clean_in_place(status);
     }
     for symptom in &mut incident.symptoms {
         for field in [

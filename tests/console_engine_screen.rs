@@ -51,4 +51,7 @@ fn the_engines_incident_screen() {
             draw(&app, width, height)
         );
     }
+    // The list, with the monitors as the engine words them: the words a fixture must use.
+    update(&mut app, Action::Back);
+    insta::assert_snapshot!("engine_list_120x40", draw(&app, 120, 40));
 }

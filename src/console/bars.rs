@@ -10,7 +10,7 @@ use ratatui::Frame;
 use crate::console::keys;
 use crate::console::presence;
 use crate::console::state::{App, Overlay, PromptKind};
-use crate::console::widgets::{short, word_with_glyph};
+use crate::console::widgets::{pipeline_state, run_status, short};
 use crate::sanitize;
 
 pub(crate) fn render_title(frame: &mut Frame, area: Rect, app: &App) {
@@ -33,9 +33,9 @@ pub(crate) fn render_title(frame: &mut Frame, area: Rect, app: &App) {
     for pipeline in &app.snapshot.pipelines {
         spans.push(Span::styled("  │ ", theme.border));
         spans.push(Span::raw(format!("{} ", pipeline.name)));
-        spans.push(word_with_glyph(&pipeline.state, theme));
+        spans.push(pipeline_state(pipeline.state, theme));
         spans.push(Span::raw(" "));
-        spans.push(word_with_glyph(&pipeline.last_status, theme));
+        spans.push(run_status(pipeline.last_status, theme));
     }
     // Our health, not the data's: the bar above is empty or old until it answers.
     if let Some(down) = &app.snapshot.orchestrator_down {

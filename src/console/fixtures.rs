@@ -4,8 +4,9 @@
 //! compiled so both kinds of test can reach it.
 
 use crate::engine::api::{
-    BlastNode, ChainHead, Check, IncidentStatus, IncidentView, MonitorView, PipelineView,
-    ProposalBody, ProposalKind, ProposalState, ProposalView, Snapshot, SymptomView,
+    BlastNode, ChainHead, Check, IncidentStatus, IncidentView, MonitorHealth, MonitorView,
+    PipelineState, PipelineView, ProposalBody, ProposalKind, ProposalState, ProposalView,
+    RunStatus, Snapshot, SymptomView, VerdictKind,
 };
 
 pub const OLD_STG_PAYMENTS: &str = "select
@@ -245,44 +246,45 @@ pub fn sample_snapshot() -> Snapshot {
         pipelines: vec![
             PipelineView {
                 name: "mover".into(),
-                state: "running".into(),
-                last_status: "success".into(),
+                state: PipelineState::Running,
+                last_status: RunStatus::Success,
                 last_run_at: Some("14:19".into()),
             },
             PipelineView {
                 name: "hourly dbt job".into(),
-                state: "paused".into(),
-                last_status: "success".into(),
+                state: PipelineState::Paused,
+                last_status: RunStatus::Success,
                 last_run_at: Some("14:15".into()),
             },
         ],
+        // As the engine words them (`Observation::observed_text`, `expected_text`).
         monitors: vec![
             MonitorView {
                 name: "charges_row_count".into(),
                 table: "PAYMENTS.CHARGES".into(),
-                check: "row count".into(),
-                verdict: "breach".into(),
+                check: "row_count".into(),
+                verdict: VerdictKind::Low,
                 observed: "1,210,000".into(),
-                expected: "5.38M – 5.62M".into(),
-                health: "ok".into(),
+                expected: "5,380,000..5,620,000".into(),
+                health: MonitorHealth::Ok,
             },
             MonitorView {
                 name: "charges_freshness".into(),
                 table: "PAYMENTS.CHARGES".into(),
                 check: "freshness".into(),
-                verdict: "ok".into(),
-                observed: "1 min".into(),
-                expected: "< 15 min".into(),
-                health: "ok".into(),
+                verdict: VerdictKind::Ok,
+                observed: "1m since the last load".into(),
+                expected: "within 15m".into(),
+                health: MonitorHealth::Ok,
             },
             MonitorView {
                 name: "charges_schema".into(),
                 table: "payments.charges".into(),
                 check: "schema".into(),
-                verdict: "warn".into(),
-                observed: "zip_code VARCHAR(12)".into(),
-                expected: "INTEGER".into(),
-                health: "ok".into(),
+                verdict: VerdictKind::Changed,
+                observed: "column zip_code changed type from INTEGER to VARCHAR(12)".into(),
+                expected: "no change".into(),
+                health: MonitorHealth::Ok,
             },
         ],
         incidents: vec![

@@ -118,6 +118,50 @@ mod tests {
         assert!(screen.contains("✗ fct_daily_revenue"), "{screen}");
     }
 
+    /// The style of the cell where `text` starts on the screen.
+    fn style_of(app: &App, width: u16, height: u16, text: &str) -> ratatui::style::Style {
+        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+        terminal.draw(|frame| render(frame, app)).unwrap();
+        let buffer = terminal.backend().buffer();
+        let first = text.chars().next().unwrap().to_string();
+        for y in 0..height {
+            let row: String = (0..width).map(|x| buffer[(x, y)].symbol()).collect();
+            if let Some(at) = row.find(text) {
+                let x = row[..at].chars().count() as u16;
+                assert_eq!(buffer[(x, y)].symbol(), first);
+                return buffer[(x, y)].style();
+            }
+        }
+        panic!("{text:?} is not on the screen");
+    }
+
+    /// Drawn in `role`: its colour and its emphasis.
+    fn drawn_in(style: ratatui::style::Style, role: ratatui::style::Style) -> bool {
+        style.fg == role.fg && style.add_modifier.contains(role.add_modifier)
+    }
+
+    /// Low, high, late and changed are breaches: the crit style and a ✗, as the engine
+    /// words them, where they used to get the neutral grey dot.
+    #[test]
+    fn a_breached_monitor_is_drawn_as_a_breach() {
+        use crate::engine::api::VerdictKind;
+        let mut app = sample_app();
+        let theme = app.theme.clone();
+        let screen = draw(&app, 120, 40);
+        assert!(screen.contains("✗ low"), "{screen}");
+        assert!(screen.contains("✗ changed"), "{screen}");
+        assert!(drawn_in(style_of(&app, 120, 40, "✗ low"), theme.crit));
+        assert!(drawn_in(style_of(&app, 120, 40, "✗ changed"), theme.crit));
+        assert!(drawn_in(style_of(&app, 120, 40, "✓ ok "), theme.ok));
+        for (kind, word) in [(VerdictKind::High, "✗ high"), (VerdictKind::Late, "✗ late")] {
+            app.snapshot.monitors[0].verdict = kind;
+            assert!(
+                drawn_in(style_of(&app, 120, 40, word), theme.crit),
+                "{word}"
+            );
+        }
+    }
+
     #[test]
     fn help_overlay() {
         let mut app = sample_app();

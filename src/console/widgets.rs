@@ -3,13 +3,16 @@
 //! that keeps a selection in view.
 
 use ratatui::layout::Rect;
-use ratatui::style::Modifier;
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Block;
 
 use crate::console::state::status_word;
 use crate::console::theme::Theme;
-use crate::engine::api::{IncidentStatus, ProposalKind, ProposalState};
+use crate::engine::api::{
+    IncidentStatus, MonitorHealth, PipelineState, ProposalKind, ProposalState, RunStatus,
+    VerdictKind,
+};
 
 pub(crate) const SELECTED: &str = "▶";
 /// Hash characters shown in lists; the reason modal shows the whole hash.
@@ -93,20 +96,59 @@ pub(crate) fn kind_word(kind: ProposalKind) -> &'static str {
     }
 }
 
-/// Pipeline and monitor words come from the engine as text; unknown words still show,
-/// with a neutral glyph.
-pub(crate) fn word_with_glyph(word: &str, theme: &Theme) -> Span<'static> {
-    let (glyph, style) = match word {
-        "running" => ("●", theme.ok),
-        "paused" => ("⏸", theme.warn),
-        "idle" => ("○", theme.muted),
-        "success" | "ok" | "pass" | "passed" => ("✓", theme.ok),
-        "failed" | "fail" | "breach" | "error" | "unreachable" => ("✗", theme.crit),
-        "warn" | "warning" | "degraded" => ("▲", theme.warn),
-        "stale" => ("◌", theme.warn),
-        _ => ("·", theme.muted),
+/// A monitor's verdict on its latest figure. A breach (low, high, late, changed) is
+/// drawn as one: the crit style and a ✗, beside the word that says which way.
+pub(crate) fn verdict(verdict: VerdictKind, theme: &Theme) -> Span<'static> {
+    let (glyph, style) = verdict_glyph(verdict, theme);
+    Span::styled(format!("{glyph} {}", verdict.as_str()), style)
+}
+
+/// The glyph and style of a verdict, wherever it is drawn.
+pub(crate) fn verdict_glyph(verdict: VerdictKind, theme: &Theme) -> (&'static str, Style) {
+    match verdict {
+        VerdictKind::Ok => ("✓", theme.ok),
+        VerdictKind::Low | VerdictKind::High | VerdictKind::Late | VerdictKind::Changed => {
+            ("✗", theme.crit)
+        }
+        VerdictKind::Warn => ("▲", theme.warn),
+        VerdictKind::Learning => ("·", theme.muted),
+        VerdictKind::Unknown => ("?", theme.muted),
+    }
+}
+
+/// Whether a monitor's check could run at all: dataward's health, not the data's.
+pub(crate) fn health(health: MonitorHealth, theme: &Theme) -> Span<'static> {
+    let (glyph, style) = match health {
+        MonitorHealth::Ok => ("✓", theme.ok),
+        MonitorHealth::Unreachable | MonitorHealth::Error => ("✗", theme.crit),
+        MonitorHealth::Stale => ("◌", theme.warn),
+        MonitorHealth::Unknown => ("?", theme.muted),
     };
-    Span::styled(format!("{glyph} {word}"), style)
+    Span::styled(format!("{glyph} {}", health.as_str()), style)
+}
+
+/// A pipeline's schedule, as its orchestrator reports it.
+pub(crate) fn pipeline_state(state: PipelineState, theme: &Theme) -> Span<'static> {
+    let (glyph, style) = match state {
+        PipelineState::Running => ("●", theme.ok),
+        PipelineState::Paused => ("⏸", theme.warn),
+        PipelineState::Scheduled => ("○", theme.muted),
+        PipelineState::Unknown => ("?", theme.muted),
+    };
+    Span::styled(format!("{glyph} {}", state.as_str()), style)
+}
+
+/// A run's outcome: a pipeline's last run, or the run queued for an incident.
+pub(crate) fn run_status(status: RunStatus, theme: &Theme) -> Span<'static> {
+    let (text, style) = match status {
+        RunStatus::Success => ("✓ success", theme.ok),
+        RunStatus::Failed => ("✗ failed", theme.crit),
+        RunStatus::Queued => ("… queued", theme.accent),
+        RunStatus::Cancelled => ("– cancelled", theme.warn),
+        RunStatus::NeverRun => ("○ never run", theme.muted),
+        RunStatus::Unknown => ("? unknown", theme.muted),
+    };
+    Span::styled(text, style)
 }
 
 pub(crate) fn centered(area: Rect, width: u16, height: u16) -> Rect {

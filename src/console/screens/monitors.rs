@@ -6,7 +6,7 @@ use ratatui::widgets::{Cell, Row, Table};
 use ratatui::Frame;
 
 use crate::console::state::App;
-use crate::console::widgets::{pane_block, word_with_glyph};
+use crate::console::widgets::{health, pane_block, verdict};
 
 pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
     let theme = &app.theme;
@@ -15,10 +15,10 @@ pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
         Row::new(vec![
             Cell::from(monitor.name.as_str()),
             Cell::from(monitor.check.as_str()),
-            Cell::from(word_with_glyph(&monitor.verdict, theme)),
+            Cell::from(verdict(monitor.verdict, theme)),
             Cell::from(monitor.observed.as_str()),
             Cell::from(monitor.expected.as_str()),
-            Cell::from(word_with_glyph(&monitor.health, theme)),
+            Cell::from(health(monitor.health, theme)),
         ])
     });
     let header = Row::new([
@@ -30,7 +30,7 @@ pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
         [
             Constraint::Fill(2),
             Constraint::Length(10),
-            // "· learning", "✗ unknown": the longest verdicts with their glyph.
+            // "· learning", "✗ changed": the longest verdicts with their glyph.
             Constraint::Length(11),
             Constraint::Fill(2),
             Constraint::Fill(2),
