@@ -322,6 +322,13 @@ fn clean_incident(incident: &mut IncidentView) {
     if let Some(receipt) = &mut incident.receipt {
         clean_multiline_in_place(receipt);
     }
+    if let Some(reading) = &mut incident.latest {
+        clean_in_place(&mut reading.observed);
+        clean_in_place(&mut reading.at);
+        if let Some(band) = &mut reading.band {
+            clean_in_place(band);
+        }
+    }
     for symptom in &mut incident.symptoms {
         for field in [
             &mut symptom.table,
@@ -454,6 +461,7 @@ mod tests {
                 checks: vec![],
                 receipt: None,
                 run_status: None,
+                latest: None,
                 symptoms: vec![crate::engine::api::SymptomView {
                     table: "fct_daily_revenue\u{202e}".into(),
                     check: "row_count".into(),

@@ -162,6 +162,39 @@ mod tests {
         }
     }
 
+    /// The header says where the incident's own figure is now, whether it is back within
+    /// band and when it was measured: not the last breaching value.
+    #[test]
+    fn the_header_shows_the_latest_figure_and_its_band() {
+        use crate::engine::api::{Reading, VerdictKind};
+        let mut app = detail_app();
+        let screen = draw(&app, 80, 24);
+        assert!(
+            screen.contains(" now 1,260,000 ✗ below 5,380,000..5,620,000 · measured 14:20"),
+            "{screen}"
+        );
+        let mut snapshot = sample_snapshot();
+        snapshot.incidents[0].latest = Some(Reading {
+            observed: "5,450,000".into(),
+            verdict: VerdictKind::Ok,
+            band: Some("5,380,000..5,620,000".into()),
+            at: "2026-11-24T14:52:00Z".into(),
+        });
+        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
+        for (width, height) in SIZES {
+            let screen = draw(&app, width, height);
+            let header = screen.lines().nth(2).unwrap();
+            assert!(
+                header.contains(" now 5,450,000 ✓ within 5,380,000..5,620,000 · measured 14:52"),
+                "{screen}"
+            );
+            assert!(!header.contains("1,210,000"), "{header}");
+            insta::assert_snapshot!(format!("back_within_band_{width}x{height}"), screen);
+        }
+        let theme = app.theme.clone();
+        assert!(drawn_in(style_of(&app, 120, 40, "✓ within"), theme.ok));
+    }
+
     #[test]
     fn help_overlay() {
         let mut app = sample_app();

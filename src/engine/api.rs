@@ -406,6 +406,25 @@ pub struct IncidentView {
     /// Breaches this incident explains, oldest first.
     #[serde(default)]
     pub symptoms: Vec<SymptomView>,
+    /// The latest figure of the check that opened it, breaching or back within band:
+    /// `observed` above stays the breach. None before it is measured again, or from an
+    /// engine that does not send it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latest: Option<Reading>,
+}
+
+/// One check's latest figure as people read it, with its verdict and when it was taken.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reading {
+    /// "21,200", "0.10% null", "1h05m since the last load", "2,410 so far".
+    pub observed: String,
+    pub verdict: VerdictKind,
+    /// The band it is judged against, where the check has one: "18,243..30,405",
+    /// "0.00%..0.20%", or the longest gap allowed, "15m".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub band: Option<String>,
+    /// When it was measured, RFC 3339.
+    pub at: String,
 }
 
 /// A breach an incident explains: downstream of its table by lineage, or a model its

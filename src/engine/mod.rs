@@ -1007,11 +1007,13 @@ impl Engine {
     }
 
     fn incident_view(&self, i: &Incident) -> IncidentView {
-        i.view(&|proposal| {
+        let mut view = i.view(&|proposal| {
             self.requests
                 .get(proposal)
                 .and_then(|r| r.eligible_roles(&self.config).ok())
-        })
+        });
+        view.latest = self.latest_reading(i);
+        view
     }
 }
 
@@ -1063,6 +1065,7 @@ impl Incident {
                 None => RunStatus::Queued,
             }),
             symptoms: i.symptoms.iter().map(symptoms::Symptom::view).collect(),
+            latest: None,
         }
     }
 

@@ -15,10 +15,10 @@ use crate::console::state::{App, Detail, Pane};
 use crate::console::symptoms;
 use crate::console::theme::Theme;
 use crate::console::widgets::{
-    from_line, incident_status, kind_word, pane_block, proposal_state, short, window_start,
-    SELECTED, SHORT_HASH,
+    from_line, incident_status, kind_word, pane_block, proposal_state, short, verdict_glyph,
+    window_start, SELECTED, SHORT_HASH,
 };
-use crate::engine::api::IncidentView;
+use crate::engine::api::{IncidentView, Reading, VerdictKind};
 
 pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
     let theme = &app.theme;
@@ -69,17 +69,61 @@ fn render_detail_header(frame: &mut Frame, area: Rect, incident: &IncidentView, 
             Span::raw("  "),
             Span::styled(incident.title.clone(), theme.title),
         ]),
-        Line::from(vec![
-            Span::raw(format!(" {}", incident.table)),
-            Span::styled(" · ", theme.muted),
-            Span::styled("observed ", theme.muted),
-            Span::styled(incident.observed.clone(), theme.crit),
-            Span::styled(" · expected ", theme.muted),
-            Span::raw(incident.expected.clone()),
-            Span::styled(format!(" · opened {}", incident.opened_at), theme.muted),
-        ]),
+        figures_line(incident, theme),
     ];
     frame.render_widget(Paragraph::new(lines), area);
+}
+
+/// The header's second line: the latest figure of the check that opened the incident
+/// and whether it is back within band ("now 21,200 ✓ within 18,243..30,405"), with
+/// when it was measured. Without one (not measured again yet), the last breach, said
+/// to be that. The figure comes first: a narrow terminal cuts the end of the line.
+fn figures_line(incident: &IncidentView, theme: &Theme) -> Line<'static> {
+    let mut spans = vec![Span::raw(" ")];
+    match &incident.latest {
+        Some(reading) => {
+            let (glyph, style) = verdict_glyph(reading.verdict, theme);
+            spans.push(Span::styled("now ", theme.muted));
+            spans.push(Span::styled(reading.observed.clone(), style));
+            spans.push(Span::raw(" "));
+            spans.push(Span::styled(
+                format!("{glyph} {}", judgement(reading)),
+                style,
+            ));
+            spans.push(Span::styled(
+                format!(
+                    " · measured {}",
+                    reading.at.get(11..16).unwrap_or(&reading.at)
+                ),
+                theme.muted,
+            ));
+        }
+        None => {
+            spans.push(Span::styled("last breach ", theme.muted));
+            spans.push(Span::styled(incident.observed.clone(), theme.crit));
+            spans.push(Span::styled(" · expected ", theme.muted));
+            spans.push(Span::raw(incident.expected.clone()));
+        }
+    }
+    spans.push(Span::styled(" · ", theme.muted));
+    spans.push(Span::raw(incident.table.clone()));
+    spans.push(Span::styled(
+        format!(" · opened {}", incident.opened_at),
+        theme.muted,
+    ));
+    Line::from(spans)
+}
+
+/// The verdict against the band: "within 18,243..30,405", "below 18,243..30,405",
+/// "late: over 15m"; the verdict's word where there is no band.
+fn judgement(reading: &Reading) -> String {
+    match (reading.verdict, reading.band.as_deref()) {
+        (VerdictKind::Ok, Some(band)) => format!("within {band}"),
+        (VerdictKind::Low, Some(band)) => format!("below {band}"),
+        (VerdictKind::High, Some(band)) => format!("above {band}"),
+        (VerdictKind::Late, Some(band)) => format!("late: over {band}"),
+        (verdict, _) => verdict.as_str().to_string(),
+    }
 }
 
 fn render_cause(
