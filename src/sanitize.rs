@@ -266,8 +266,6 @@ pub fn snapshot(snapshot: &mut Snapshot) {
     }
     for pipeline in pipelines {
         clean_in_place(&mut pipeline.name);
-        clean_in_place(&mut pipeline.state);
-        clean_in_place(&mut pipeline.last_status);
         if let Some(at) = &mut pipeline.last_run_at {
             clean_in_place(at);
         }
@@ -277,10 +275,8 @@ pub fn snapshot(snapshot: &mut Snapshot) {
             &mut monitor.name,
             &mut monitor.table,
             &mut monitor.check,
-            &mut monitor.verdict,
             &mut monitor.observed,
             &mut monitor.expected,
-            &mut monitor.health,
         ] {
             clean_in_place(field);
         }
@@ -326,8 +322,12 @@ fn clean_incident(incident: &mut IncidentView) {
     if let Some(receipt) = &mut incident.receipt {
         clean_multiline_in_place(receipt);
     }
-    if let Some(status) = &mut incident.run_status {
-        clean_in_place(status);
+    if let Some(reading) = &mut incident.latest {
+        clean_in_place(&mut reading.observed);
+        clean_in_place(&mut reading.at);
+        if let Some(band) = &mut reading.band {
+            clean_in_place(band);
+        }
     }
     for symptom in &mut incident.symptoms {
         for field in [
@@ -461,6 +461,7 @@ mod tests {
                 checks: vec![],
                 receipt: None,
                 run_status: None,
+                latest: None,
                 symptoms: vec![crate::engine::api::SymptomView {
                     table: "fct_daily_revenue\u{202e}".into(),
                     check: "row_count".into(),

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use airflow_server::{AirflowServer, DagFile, USER};
 use dataward::config::Config;
+use dataward::engine::api::{PipelineState, RunStatus};
 use dataward::engine::orchestrator::airflow::{run_id, Airflow, ApiVersion, Retry, Settings};
 use dataward::engine::orchestrator::{self, Orchestrator, Schedule};
 use dataward::notify::relay::Backoff;
@@ -226,8 +227,8 @@ fn pause_is_seen_at_airflow_and_restore_puts_the_dag_back() {
         .into_iter()
         .find(|p| p.name == DAG_HELD)
         .expect("the held DAG on the bar");
-    assert_eq!(view.state, "paused");
-    assert_eq!(view.last_status, "none");
+    assert_eq!(view.state, PipelineState::Paused);
+    assert_eq!(view.last_status, RunStatus::NeverRun);
 
     airflow.restore("job.held", &before).unwrap();
     assert_eq!(shared.server.dag(DAG_HELD)["is_paused"], false);
@@ -303,7 +304,7 @@ fn a_run_is_triggered_once_per_key_and_its_row_lands_in_the_warehouse() {
         .into_iter()
         .find(|p| p.name == DAG_WRITES)
         .unwrap();
-    assert_eq!(view.state, "scheduled");
+    assert_eq!(view.state, PipelineState::Scheduled);
     assert!(view.last_run_at.is_some());
 }
 
@@ -378,7 +379,7 @@ fn a_failing_dag_run_reads_back_failed() {
         .into_iter()
         .find(|p| p.name == DAG_FAILS)
         .unwrap();
-    assert_eq!(view.last_status, "failed");
+    assert_eq!(view.last_status, RunStatus::Failed);
 }
 
 #[test]
@@ -655,7 +656,10 @@ fn stand_in_run_states_read_as_the_engine_reads_them() {
         .unwrap();
     let status = |airflow: &Airflow| airflow.run("job.orders", &id).unwrap().unwrap().status;
     assert_eq!(status(&airflow), "queued");
-    assert_eq!(airflow.pipelines().unwrap()[0].state, "running");
+    assert_eq!(
+        airflow.pipelines().unwrap()[0].state,
+        PipelineState::Running
+    );
     fake.airflow_set_run_state(&id, "running");
     assert_eq!(status(&airflow), "queued", "still in flight");
     fake.airflow_set_run_state(&id, "success");

@@ -51,4 +51,62 @@ fn the_engines_incident_screen() {
             draw(&app, width, height)
         );
     }
+    // The list, with the monitors as the engine words them: the words a fixture must use.
+    update(&mut app, Action::Back);
+    insta::assert_snapshot!("engine_list_120x40", draw(&app, 120, 40));
+}
+
+/// Left alone until 15:00, the table refills: the header says the row count is back
+/// within its band now, measured at the latest poll, instead of repeating the breach
+/// that opened the incident.
+#[test]
+fn the_header_says_when_the_table_is_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let actor = dataward::approve::Actor {
+        uid: 1000,
+        loginuid: None,
+        user: Some("tester".into()),
+        claims: Default::default(),
+        stand_in: None,
+    };
+    let (mut scenario, mut engine) = dataward::demo::prepare(dir.path(), &actor).unwrap();
+    let start = chrono::NaiveDate::from_ymd_opt(2026, 11, 24)
+        .unwrap()
+        .and_hms_opt(13, 30, 0)
+        .unwrap();
+    for minute in 0..=90 {
+        let now = start + chrono::TimeDelta::minutes(minute);
+        scenario.step(now).unwrap();
+        engine.tick(now).unwrap();
+    }
+    let snapshot = engine.snapshot(false);
+    let incident = &snapshot.incidents[0];
+    let latest = incident
+        .latest
+        .as_ref()
+        .expect("the engine sends the latest figure");
+    assert_eq!(
+        latest.verdict,
+        dataward::engine::api::VerdictKind::Ok,
+        "{latest:?}"
+    );
+    assert!(
+        latest.at.as_str() > incident.opened_at.as_str(),
+        "{latest:?}"
+    );
+    let mut app = App::new(false, Theme::fallback(), None, false);
+    update(
+        &mut app,
+        Action::SnapshotArrived(Box::new(snapshot.clone())),
+    );
+    update(&mut app, Action::Open);
+    let screen = draw(&app, 120, 40);
+    let header = screen.lines().nth(2).unwrap();
+    let expected = format!(
+        " now {} ✓ within {} · measured {}",
+        latest.observed,
+        latest.band.as_deref().unwrap(),
+        &latest.at[11..16]
+    );
+    assert!(header.contains(&expected), "{expected:?} in\n{screen}");
 }

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use dataward::config::Config;
+use dataward::engine::api::{PipelineState, RunStatus};
 use dataward::engine::orchestrator::dbt_cloud::{DbtCloud, Retry, Settings};
 use dataward::engine::orchestrator::{self, Orchestrator};
 use dataward::notify::relay::Backoff;
@@ -242,10 +243,10 @@ fn a_run_is_read_back_through_queued_running_success_and_error() {
     let bar = cloud.pipelines().unwrap();
     assert_eq!(bar.len(), 1);
     assert_eq!(bar[0].name, "Hourly orders");
-    assert_eq!(bar[0].state, "scheduled");
-    assert_eq!(bar[0].last_status, "failed");
+    assert_eq!(bar[0].state, PipelineState::Scheduled);
+    assert_eq!(bar[0].last_status, RunStatus::Failed);
     cloud.pause(JOB).unwrap();
-    assert_eq!(cloud.pipelines().unwrap()[0].state, "paused");
+    assert_eq!(cloud.pipelines().unwrap()[0].state, PipelineState::Paused);
 }
 
 #[test]

@@ -13,6 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use dataward::config::Config;
+use dataward::engine::api::{PipelineState, RunStatus};
 use dataward::engine::orchestrator::{self, Orchestrator, RunRecord, Schedule};
 use support::pg::{start_or_skip, PgServer};
 
@@ -273,7 +274,7 @@ fn a_queued_run_builds_the_model_in_postgres_with_dbts_output_in_its_record() {
     );
     assert_eq!(hourly.last_run_at, record.finished_at);
     let gate = pipelines.iter().find(|p| p.name == "job.gate").unwrap();
-    assert_eq!(gate.last_status, "none");
+    assert_eq!(gate.last_status, RunStatus::NeverRun);
     assert!(poll_task.run("job.hourly", "999").unwrap().is_none());
     assert!(poll_task
         .run("job.hourly", "not a number")
@@ -314,7 +315,7 @@ fn a_failing_model_reads_failed_with_dbts_error_in_the_detail() {
     );
     let pipelines = engine.pipelines().unwrap();
     let hourly = pipelines.iter().find(|p| p.name == "job.hourly").unwrap();
-    assert_eq!(hourly.last_status, "failed");
+    assert_eq!(hourly.last_status, RunStatus::Failed);
 }
 
 #[test]
@@ -359,11 +360,11 @@ fn a_hold_says_what_people_must_stop_and_refuses_runs_until_it_is_lifted() {
     let bar = engine.pipelines().unwrap();
     assert_eq!(
         bar.iter().find(|p| p.name == "job.hourly").unwrap().state,
-        "paused"
+        PipelineState::Paused
     );
     assert_eq!(
         bar.iter().find(|p| p.name == "job.gate").unwrap().state,
-        "scheduled"
+        PipelineState::Scheduled
     );
     // Another job is not held.
     assert!(!engine.schedule("job.gate").unwrap().paused);
@@ -484,7 +485,7 @@ fn runs_in_one_project_wait_for_each_other() {
     let bar = engine.pipelines().unwrap();
     assert_eq!(
         bar.iter().find(|p| p.name == "job.gate").unwrap().state,
-        "running"
+        PipelineState::Running
     );
     assert_eq!(project.stored_status(&second), "queued");
     gatekeeper
@@ -801,7 +802,7 @@ fn an_engine_follows_the_run_of_an_approved_hold_to_success_through_its_turns() 
         .iter()
         .find(|p| p.name == "job.dbt_every_ten_minutes")
         .expect("the job on the bar");
-    assert_eq!(job.state, "paused");
+    assert_eq!(job.state, PipelineState::Paused);
 
     // The refill completes; once the table is back the owner runs the hold's plan.
     estate.refill_more(1.0);
@@ -817,10 +818,10 @@ fn an_engine_follows_the_run_of_an_approved_hold_to_success_through_its_turns() 
     until("the engine follows dbt's run to its end", || {
         engine.tick(now).unwrap();
         let snapshot = engine.snapshot(false);
-        status = snapshot.incidents[0].run_status.clone();
-        status.as_deref().is_some_and(|s| s != "queued")
+        status = snapshot.incidents[0].run_status;
+        status.is_some_and(|s| s != RunStatus::Queued)
     });
-    assert_eq!(status.as_deref(), Some("success"));
+    assert_eq!(status, Some(RunStatus::Success));
     assert!(table_exists(&pg, "analytics_ci.orders_daily"));
     // The run's record is on the chain with dbt's word for it.
     let run = dataward::chain::records(&reader)

@@ -11,7 +11,7 @@ use dataward::approve::Actor;
 use dataward::config::Config;
 use dataward::demo::control::ControlPlane;
 use dataward::engine::api::{
-    Command, EventKind, IncidentStatus, ProposalKind, ProposalState, Verdict,
+    Command, EventKind, IncidentStatus, MonitorHealth, ProposalKind, ProposalState, Verdict,
 };
 use dataward::engine::orchestrator::Orchestrator;
 use dataward::engine::Engine;
@@ -916,7 +916,7 @@ fn while_the_warehouse_is_down_its_last_figures_are_stale_not_ok() {
     assert!(
         healthy
             .iter()
-            .any(|m| m.check == "null_rate(kind)" && m.health == "ok"),
+            .any(|m| m.check == "null_rate(kind)" && m.health == MonitorHealth::Ok),
         "{healthy:?}"
     );
 
@@ -925,13 +925,13 @@ fn while_the_warehouse_is_down_its_last_figures_are_stale_not_ok() {
     engine.tick(start() + TimeDelta::minutes(1)).unwrap();
     let down = engine.snapshot(false).monitors;
     for monitor in &down {
-        assert_ne!(monitor.health, "ok", "{monitor:?}");
+        assert_ne!(monitor.health, MonitorHealth::Ok, "{monitor:?}");
     }
     let kind = down
         .iter()
         .find(|m| m.check == "null_rate(kind)")
         .expect("the column's last figure is still shown");
-    assert_eq!(kind.health, "stale");
+    assert_eq!(kind.health, MonitorHealth::Stale);
     assert!(kind.observed.contains("as of 13:30"), "{kind:?}");
 
     // Back up: fresh again, and no leftover row for the failed poll. (The poller leaves
@@ -940,7 +940,10 @@ fn while_the_warehouse_is_down_its_last_figures_are_stale_not_ok() {
     std::thread::sleep(dataward::monitor::poller::DEFAULT_BACKOFF + Duration::from_millis(500));
     engine.tick(start() + TimeDelta::minutes(10)).unwrap();
     let back = engine.snapshot(false).monitors;
-    assert!(back.iter().all(|m| m.health == "ok"), "{back:?}");
+    assert!(
+        back.iter().all(|m| m.health == MonitorHealth::Ok),
+        "{back:?}"
+    );
 }
 
 #[test]

@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use chrono::{Datelike, NaiveDate, NaiveDateTime, TimeDelta, Weekday};
 use dataward::approve::Actor;
+use dataward::engine::api::{MonitorHealth, VerdictKind};
 use dataward::engine::Engine;
 use dataward::lineage::run_results::{self, NodeStatus};
 use dataward::lineage::{Dialect, Lineage, NodeKind};
@@ -199,7 +200,7 @@ fn dataward_reads_the_manifest_notes_and_config_and_watches_a_healthy_estate() {
         snapshot
             .monitors
             .iter()
-            .all(|m| m.health == "ok" && m.verdict == "ok"),
+            .all(|m| m.health == MonitorHealth::Ok && m.verdict == VerdictKind::Ok),
         "{checks:#?}"
     );
     assert!(

@@ -16,7 +16,9 @@ use chrono::{NaiveDateTime, TimeDelta};
 use dataward::approve::Actor;
 use dataward::config::Config;
 use dataward::demo::control::ControlPlane;
-use dataward::engine::api::{Command, EventKind, PipelineView};
+use dataward::engine::api::{
+    Command, EventKind, MonitorHealth, PipelineState, PipelineView, RunStatus,
+};
 use dataward::engine::orchestrator::{Orchestrator, Reading, RunRecord, Schedule};
 use dataward::engine::poll_task::{PollNews, PollTask};
 use dataward::engine::Engine;
@@ -156,7 +158,7 @@ fn a_stop_is_recorded_while_a_check_is_blocked_on_a_locked_table() {
         .find(|m| m.name == "t" && m.check == "row_count")
         .unwrap_or_else(|| panic!("{:#?}", snapshot.monitors));
     assert_eq!(row_count.observed, "7");
-    assert_eq!(row_count.health, "ok");
+    assert_eq!(row_count.health, MonitorHealth::Ok);
     assert!(snapshot.org_stop.is_some());
 
     // Blocked again, then stopped: `stop` returns while the check is still blocked,
@@ -251,8 +253,8 @@ fn local_estate(dir: &Path, rows: i64) -> Config {
 fn load_orders() -> PipelineView {
     PipelineView {
         name: "load_orders".into(),
-        state: "scheduled".into(),
-        last_status: "success".into(),
+        state: PipelineState::Scheduled,
+        last_status: RunStatus::Success,
         last_run_at: Some("2024-05-12T02:00:00Z".into()),
     }
 }
@@ -289,7 +291,7 @@ fn a_snapshot_never_calls_the_orchestrator() {
     let _ = engine.snapshot(false);
     assert_eq!(asked.load(Ordering::SeqCst), after_tick);
     let mut paused = load_orders();
-    paused.state = "paused".into();
+    paused.state = PipelineState::Paused;
     engine.set_reading(Reading {
         pipelines: Some(vec![paused.clone()]),
         ..Reading::default()

@@ -4,8 +4,9 @@
 //! compiled so both kinds of test can reach it.
 
 use crate::engine::api::{
-    BlastNode, ChainHead, Check, IncidentStatus, IncidentView, MonitorView, PipelineView,
-    ProposalBody, ProposalKind, ProposalState, ProposalView, Snapshot, SymptomView,
+    BlastNode, ChainHead, Check, IncidentStatus, IncidentView, MonitorHealth, MonitorView,
+    PipelineState, PipelineView, ProposalBody, ProposalKind, ProposalState, ProposalView, Reading,
+    RunStatus, Snapshot, SymptomView, VerdictKind,
 };
 
 pub const OLD_STG_PAYMENTS: &str = "select
@@ -81,8 +82,9 @@ pub fn sample_incident() -> IncidentView {
         monitor: "charges_row_count".into(),
         status: IncidentStatus::Open,
         opened_at: "14:17".into(),
-        observed: "1,210,000 rows".into(),
-        expected: "5,380,000 – 5,620,000 rows".into(),
+        // The breach that opened it, as the engine words it; `latest` is the figure now.
+        observed: "1,210,000".into(),
+        expected: "5,380,000..5,620,000".into(),
         cause: Some(
             "Source migration changed charges.zip_code INTEGER → VARCHAR(12); the \
              warehouse table was re-created and is refilling (no charge is missing at the source)."
@@ -92,7 +94,9 @@ pub fn sample_incident() -> IncidentView {
             "source schema snapshot 14:05: charges.zip_code INTEGER → VARCHAR(12)".into(),
             "PAYMENTS.CHARGES re-created 14:06 by the CDC mover (incompatible change → backfill)"
                 .into(),
-            "row count rising since 14:06: 22% refilled at 14:15, 23% now".into(),
+            "rows in PAYMENTS.CHARGES: 1,190,000 at 2026-11-24 14:15, 1,260,000 at 2026-11-24 14:20: \
+             rising, the table is being refilled"
+                .into(),
             "mover tasks all green; last run success".into(),
         ],
         blast: vec![
@@ -221,6 +225,12 @@ pub fn sample_incident() -> IncidentView {
                 false,
             ),
         ],
+        latest: Some(Reading {
+            observed: "1,260,000".into(),
+            verdict: VerdictKind::Low,
+            band: Some("5,380,000..5,620,000".into()),
+            at: "2026-11-24T14:20:00Z".into(),
+        }),
     }
 }
 
@@ -245,44 +255,45 @@ pub fn sample_snapshot() -> Snapshot {
         pipelines: vec![
             PipelineView {
                 name: "mover".into(),
-                state: "running".into(),
-                last_status: "success".into(),
+                state: PipelineState::Running,
+                last_status: RunStatus::Success,
                 last_run_at: Some("14:19".into()),
             },
             PipelineView {
                 name: "hourly dbt job".into(),
-                state: "paused".into(),
-                last_status: "success".into(),
+                state: PipelineState::Paused,
+                last_status: RunStatus::Success,
                 last_run_at: Some("14:15".into()),
             },
         ],
+        // As the engine words them (`Observation::observed_text`, `expected_text`).
         monitors: vec![
             MonitorView {
                 name: "charges_row_count".into(),
                 table: "PAYMENTS.CHARGES".into(),
-                check: "row count".into(),
-                verdict: "breach".into(),
+                check: "row_count".into(),
+                verdict: VerdictKind::Low,
                 observed: "1,210,000".into(),
-                expected: "5.38M – 5.62M".into(),
-                health: "ok".into(),
+                expected: "5,380,000..5,620,000".into(),
+                health: MonitorHealth::Ok,
             },
             MonitorView {
                 name: "charges_freshness".into(),
                 table: "PAYMENTS.CHARGES".into(),
                 check: "freshness".into(),
-                verdict: "ok".into(),
-                observed: "1 min".into(),
-                expected: "< 15 min".into(),
-                health: "ok".into(),
+                verdict: VerdictKind::Ok,
+                observed: "1m since the last load".into(),
+                expected: "within 15m".into(),
+                health: MonitorHealth::Ok,
             },
             MonitorView {
                 name: "charges_schema".into(),
                 table: "payments.charges".into(),
                 check: "schema".into(),
-                verdict: "warn".into(),
-                observed: "zip_code VARCHAR(12)".into(),
-                expected: "INTEGER".into(),
-                health: "ok".into(),
+                verdict: VerdictKind::Changed,
+                observed: "column zip_code changed type from INTEGER to VARCHAR(12)".into(),
+                expected: "no change".into(),
+                health: MonitorHealth::Ok,
             },
         ],
         incidents: vec![
@@ -294,8 +305,8 @@ pub fn sample_snapshot() -> Snapshot {
                 monitor: "customers_null_region".into(),
                 status: IncidentStatus::Resolved,
                 opened_at: "09:42".into(),
-                observed: "4.1%".into(),
-                expected: "≤ 0.2%".into(),
+                observed: "4.10% null".into(),
+                expected: "0.00%..0.20%".into(),
                 cause: Some("a late-arriving region import; filled at 10:05".into()),
                 evidence: vec!["region import finished 10:04".into()],
                 blast: vec![],
@@ -312,6 +323,12 @@ pub fn sample_snapshot() -> Snapshot {
                 ),
                 run_status: None,
                 symptoms: Vec::new(),
+                latest: Some(Reading {
+                    observed: "0.10% null".into(),
+                    verdict: VerdictKind::Ok,
+                    band: Some("0.00%..0.20%".into()),
+                    at: "2026-11-24T10:06:00Z".into(),
+                }),
             },
         ],
         notices: vec!["approved P-1 (hold) by alice, chain #42".into()],

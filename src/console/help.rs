@@ -11,7 +11,7 @@ use ratatui::Frame;
 
 use crate::console::keys;
 use crate::console::state::App;
-use crate::console::view::{centered, pane_block};
+use crate::console::widgets::{centered, pane_block};
 
 /// The overlay's widest, borders included.
 pub const WIDTH: u16 = 76;

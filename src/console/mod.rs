@@ -4,7 +4,7 @@
 //! once per frame interval. Nothing redraws on a timer but a countdown on screen, once a
 //! second: over SSH every frame costs.
 
-pub mod alerts;
+pub mod bars;
 pub mod diff;
 pub mod drawn;
 pub mod fixtures;
@@ -13,15 +13,17 @@ pub mod keys;
 pub mod line;
 pub mod link;
 pub mod listing;
+pub mod overlays;
 pub mod presence;
 pub mod prompt;
-pub mod reason;
+pub mod screens;
 pub mod state;
 pub mod symptoms;
 pub mod terminal;
 pub mod theme;
 pub mod tree;
 pub mod view;
+pub mod widgets;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

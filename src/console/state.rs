@@ -198,7 +198,7 @@ pub enum Overlay {
     Help {
         scroll: usize,
     },
-    /// The alert outbox, per destination (`console/alerts.rs`).
+    /// The alert outbox, per destination (`console/overlays/alerts.rs`).
     AlertOutbox {
         scroll: usize,
     },
@@ -651,7 +651,7 @@ fn move_by(app: &mut App, delta: isize) {
         return;
     }
     if let Overlay::AlertOutbox { scroll: _ } = app.overlay {
-        let lines = crate::console::alerts::line_count(app);
+        let lines = crate::console::overlays::alerts::line_count(app);
         if let Overlay::AlertOutbox { scroll: offset } = &mut app.overlay {
             *offset = scroll(*offset, delta, lines);
         }

@@ -2,30 +2,18 @@
 //! than the rows that fit: diffs and tree rows were prepared when the snapshot arrived.
 //! Every state is shown by a glyph or a word as well as a colour, and the selected row
 //! carries a `▶`, so the screen reads the same without colour.
+//!
+//! This is the entry point; each screen and overlay draws in a file of its own
+//! (`screens/`, `overlays/`, `bars.rs`), with the pieces they share in `widgets.rs`.
+//! The screen snapshots of the whole console stay here, where `render` is.
 
-use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::{Modifier, Style};
-use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Cell, Paragraph, Row, Table, Wrap};
+use ratatui::layout::{Constraint, Layout};
 use ratatui::Frame;
-use tui_tree_widget::{Tree, TreeState};
 
-use crate::console::diff::{Change, DiffRows, Sign, SIDE_BY_SIDE_MIN_WIDTH};
-use crate::console::keys;
-use crate::console::listing::SortColumn;
-use crate::console::presence;
-use crate::console::reason;
-use crate::console::state::{status_word, App, Detail, Overlay, Pane, Screen};
-use crate::console::symptoms;
-use crate::console::theme::Theme;
-use crate::engine::api::{
-    IncidentStatus, IncidentView, ProposalBody, ProposalKind, ProposalState, ProposalView,
-};
-use crate::sanitize;
-
-const SELECTED: &str = "▶";
-/// Hash characters shown in lists; the reason modal shows the whole hash.
-const SHORT_HASH: usize = 12;
+use crate::console::bars;
+use crate::console::overlays::{alerts, reason};
+use crate::console::screens::{detail, list};
+use crate::console::state::{App, Overlay, Screen};
 
 pub fn render(frame: &mut Frame, app: &App) {
     let [title, main, status, hints] = Layout::vertical([
@@ -35,932 +23,33 @@ pub fn render(frame: &mut Frame, app: &App) {
         Constraint::Length(1),
     ])
     .areas(frame.area());
-    render_title(frame, title, app);
+    bars::render_title(frame, title, app);
     match app.screen {
-        Screen::List => render_list_screen(frame, main, app),
-        Screen::Detail => render_detail_screen(frame, main, app),
+        Screen::List => list::render(frame, main, app),
+        Screen::Detail => detail::render(frame, main, app),
     }
-    render_status(frame, status, app);
-    render_hints(frame, hints, app);
+    bars::render_status(frame, status, app);
+    bars::render_hints(frame, hints, app);
     match &app.overlay {
         Overlay::Help { scroll } => crate::console::help::render(frame, app, *scroll),
-        Overlay::AlertOutbox { scroll } => crate::console::alerts::render(frame, app, *scroll),
+        Overlay::AlertOutbox { scroll } => alerts::render(frame, app, *scroll),
         Overlay::Reason(modal) => reason::render(frame, app, modal),
         Overlay::Prompt(_) | Overlay::None => {}
     }
 }
 
-// ---- small pieces -------------------------------------------------------------------
-
-fn short(hash: &str) -> &str {
-    hash.get(..SHORT_HASH).unwrap_or(hash)
-}
-
-/// Cut or pad `text` to exactly `width` terminal columns.
-fn fit(text: &str, width: usize) -> String {
-    let mut out = String::new();
-    let mut used = 0;
-    let mut buffer = [0u8; 4];
-    for c in text.chars() {
-        let c_width = Span::raw(&*c.encode_utf8(&mut buffer)).width();
-        if used + c_width > width {
-            break;
-        }
-        out.push(c);
-        used += c_width;
-    }
-    out.extend(std::iter::repeat_n(' ', width - used));
-    out
-}
-
-pub(crate) fn pane_block<'a>(title: &'a str, focused: bool, theme: &Theme) -> Block<'a> {
-    // Focus shows as a marker in the title and a heavier border, not only a colour.
-    let (marker, border) = if focused {
-        ("▸ ", theme.accent.add_modifier(Modifier::BOLD))
-    } else {
-        ("", theme.border)
-    };
-    let title_style = if focused {
-        theme.title.patch(theme.accent)
-    } else {
-        theme.title
-    };
-    let block = Block::bordered()
-        .border_style(border)
-        .title(Line::from(vec![Span::styled(
-            format!(" {marker}{title} "),
-            title_style,
-        )]));
-    if focused {
-        block.border_type(ratatui::widgets::BorderType::Thick)
-    } else {
-        block
-    }
-}
-
-pub(crate) fn incident_status(status: IncidentStatus, theme: &Theme) -> Span<'static> {
-    let (glyph, style) = match status {
-        IncidentStatus::Open => ("●", theme.crit),
-        IncidentStatus::Verifying => ("◐", theme.warn),
-        IncidentStatus::Resolved => ("✓", theme.ok),
-    };
-    Span::styled(format!("{glyph} {}", status_word(status)), style)
-}
-
-fn proposal_state(state: ProposalState, theme: &Theme) -> Span<'static> {
-    let (text, style) = match state {
-        ProposalState::Pending => ("○ pending", theme.warn),
-        ProposalState::Approved => ("✓ approved", theme.ok),
-        ProposalState::Rejected => ("✗ rejected", theme.crit),
-        ProposalState::Forwarded => ("→ forwarded", theme.accent),
-        ProposalState::RolledBack => ("↶ rolled back", theme.warn),
-        ProposalState::Completed => ("✓ completed", theme.muted),
-        ProposalState::Expired => ("⌛ expired", theme.crit),
-        ProposalState::Withdrawn => ("– withdrawn", theme.muted),
-    };
-    Span::styled(text, style)
-}
-
-fn kind_word(kind: ProposalKind) -> &'static str {
-    match kind {
-        ProposalKind::Hold => "hold",
-        ProposalKind::Diff => "diff",
-        ProposalKind::Note => "note",
-        ProposalKind::Backfill => "backfill",
-    }
-}
-
-/// Pipeline and monitor words come from the engine as text; unknown words still show,
-/// with a neutral glyph.
-fn word_with_glyph(word: &str, theme: &Theme) -> Span<'static> {
-    let (glyph, style) = match word {
-        "running" => ("●", theme.ok),
-        "paused" => ("⏸", theme.warn),
-        "idle" => ("○", theme.muted),
-        "success" | "ok" | "pass" | "passed" => ("✓", theme.ok),
-        "failed" | "fail" | "breach" | "error" | "unreachable" => ("✗", theme.crit),
-        "warn" | "warning" | "degraded" => ("▲", theme.warn),
-        "stale" => ("◌", theme.warn),
-        _ => ("·", theme.muted),
-    };
-    Span::styled(format!("{glyph} {word}"), style)
-}
-
-pub(crate) fn centered(area: Rect, width: u16, height: u16) -> Rect {
-    let width = width.min(area.width);
-    let height = height.min(area.height);
-    Rect {
-        x: area.x + (area.width - width) / 2,
-        y: area.y + (area.height - height) / 2,
-        width,
-        height,
-    }
-}
-
-/// The lines from the `scroll`-th on (the last one at most). Wrapped panes scroll by
-/// line, as the diff scrolls by row: counting wrapped rows would need the width the
-/// state does not know, and a count that fell short would leave the end out of reach.
-fn from_line(mut lines: Vec<Line<'static>>, scroll: usize) -> Vec<Line<'static>> {
-    let start = scroll.min(lines.len().saturating_sub(1));
-    lines.split_off(start)
-}
-
-/// The first row to show so that `selected` stays in a window of `height` rows.
-fn window_start(selected: usize, height: usize) -> usize {
-    if height == 0 {
-        0
-    } else {
-        (selected + 1).saturating_sub(height)
-    }
-}
-
-// ---- frame: title, status, hints -----------------------------------------------------
-
-fn render_title(frame: &mut Frame, area: Rect, app: &App) {
-    let theme = &app.theme;
-    let mut spans = vec![
-        Span::styled(" dataward ", theme.title.add_modifier(Modifier::REVERSED)),
-        Span::raw(" "),
-    ];
-    // A chain that does not verify takes the top line: nothing is recorded meanwhile,
-    // and nobody should decide anything without knowing it.
-    if let Some(alarm) = &app.snapshot.chain_alarm {
-        spans.push(Span::styled(
-            format!("■ {alarm}"),
-            theme.crit.add_modifier(Modifier::BOLD),
-        ));
-        frame.render_widget(Line::from(spans), area);
-        return;
-    }
-    spans.push(Span::styled(app.snapshot.now.clone(), theme.title));
-    for pipeline in &app.snapshot.pipelines {
-        spans.push(Span::styled("  │ ", theme.border));
-        spans.push(Span::raw(format!("{} ", pipeline.name)));
-        spans.push(word_with_glyph(&pipeline.state, theme));
-        spans.push(Span::raw(" "));
-        spans.push(word_with_glyph(&pipeline.last_status, theme));
-    }
-    // Our health, not the data's: the bar above is empty or old until it answers.
-    if let Some(down) = &app.snapshot.orchestrator_down {
-        spans.push(Span::styled("  │ ", theme.border));
-        spans.push(Span::styled(
-            format!("■ orchestrator not answering {down}"),
-            theme.warn.add_modifier(Modifier::BOLD),
-        ));
-    }
-    frame.render_widget(Line::from(spans), area);
-}
-
-fn render_status(frame: &mut Frame, area: Rect, app: &App) {
-    let theme = &app.theme;
-    let separator = || Span::styled(" │ ", theme.border);
-    let mut spans = Vec::new();
-    // The org-wide stop comes first: whoever looks must not miss it.
-    if let Some(stop) = &app.snapshot.org_stop {
-        spans.push(Span::styled(
-            format!("■ {stop}"),
-            theme.crit.add_modifier(Modifier::BOLD),
-        ));
-        spans.push(separator());
-    }
-    // A lost engine comes first too: nothing decided now would be sent.
-    if let Some(lost) = &app.link.lost {
-        spans.push(Span::styled(
-            format!("■ {lost}; reconnecting…"),
-            theme.crit.add_modifier(Modifier::BOLD),
-        ));
-        spans.push(separator());
-    }
-    // The answer to this console's last action (a refusal above all) must not be cut
-    // off by a narrow terminal: it comes next.
-    if let Some(message) = &app.message {
-        spans.push(Span::styled(
-            message.clone(),
-            theme.accent.add_modifier(Modifier::BOLD),
-        ));
-        spans.push(separator());
-    }
-    spans.push(match &app.snapshot.chain_head {
-        Some(head) => Span::styled(
-            format!("chain #{} {}", head.seq, short(&head.hash)),
-            theme.accent,
-        ),
-        None => Span::styled("chain empty", theme.muted),
-    });
-    // Who we are, as the engine's hello attests it (hub snapshots carry no actor).
-    let you = app.link.you.as_deref().unwrap_or(&app.snapshot.actor);
-    if !you.is_empty() {
-        spans.push(separator());
-        spans.push(Span::raw(you.to_string()));
-    }
-    if app.read_only {
-        spans.push(separator());
-        spans.push(Span::styled(
-            "read-only",
-            theme.warn.add_modifier(Modifier::BOLD),
-        ));
-    }
-    if app.engine_stopped {
-        spans.push(separator());
-        spans.push(Span::styled("■ engine stopped; q quits", theme.crit));
-    } else if app.link.lost.is_some() {
-    } else if !app.connected {
-        spans.push(separator());
-        spans.push(Span::styled("waiting for the engine…", theme.muted));
-    } else if app.snapshot.finished {
-        spans.push(separator());
-        spans.push(Span::styled("✓ scenario finished", theme.ok));
-    }
-    // The engine's latest notice comes before the list of who is here: on a narrow
-    // terminal the list is what gets cut.
-    if let (None, Some(notice)) = (&app.message, app.snapshot.notices.last()) {
-        spans.push(separator());
-        spans.push(Span::styled(notice.clone(), theme.muted));
-    }
-    let attached = presence::status_spans(app, theme);
-    if !attached.is_empty() {
-        spans.push(separator());
-        spans.extend(attached);
-    }
-    frame.render_widget(Line::from(spans), area);
-}
-
-fn render_hints(frame: &mut Frame, area: Rect, app: &App) {
-    let theme = &app.theme;
-    if let Overlay::Prompt(prompt) = &app.overlay {
-        crate::console::prompt::render(frame, area, app, prompt);
-        return;
-    }
-    // Whole hints or none: a hint cut in half reads as a different key.
-    let mut spans = Vec::new();
-    let mut used = 0;
-    for (label, description) in keys::hints(app) {
-        let gap = if spans.is_empty() { "" } else { "  " };
-        let width = Line::raw(format!("{gap}{label} {description}")).width();
-        if used + width > area.width as usize {
-            break;
-        }
-        used += width;
-        spans.push(Span::raw(gap));
-        spans.push(Span::styled(
-            label,
-            theme.accent.add_modifier(Modifier::BOLD),
-        ));
-        spans.push(Span::styled(format!(" {description}"), theme.muted));
-    }
-    frame.render_widget(Line::from(spans), area);
-}
-
-// ---- list screen ---------------------------------------------------------------------
-
-fn render_list_screen(frame: &mut Frame, area: Rect, app: &App) {
-    let monitor_rows = app.snapshot.monitors.len() as u16;
-    let monitors_height = if monitor_rows == 0 {
-        0
-    } else {
-        (monitor_rows + 3).min(area.height / 3).max(4)
-    };
-    let [incidents, monitors] =
-        Layout::vertical([Constraint::Fill(1), Constraint::Length(monitors_height)]).areas(area);
-    render_incident_list(frame, incidents, app);
-    if monitors_height > 0 {
-        render_monitors(frame, monitors, app);
-    }
-}
-
-fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
-    let theme = &app.theme;
-    let incidents = app.visible_incidents();
-    let mut title = format!("Incidents ({})", incidents.len());
-    if !app.filter.is_empty() {
-        title.push_str(&format!(
-            " · filter {}",
-            sanitize::for_terminal(&app.filter)
-        ));
-    }
-    title.push_str(&app.list.describe());
-    let block = pane_block(&title, true, theme);
-    if !app.connected {
-        let waiting = Paragraph::new(Span::styled(
-            "Waiting for the engine's first snapshot…",
-            theme.muted,
-        ))
-        .block(block);
-        frame.render_widget(waiting, area);
-        return;
-    }
-    if incidents.is_empty() {
-        let text = if app.snapshot.incidents.is_empty() {
-            "✓ No incidents. Monitors are watching."
-        } else {
-            "No incident matches the filter (Esc clears it)."
-        };
-        frame.render_widget(
-            Paragraph::new(Span::styled(text, theme.muted)).block(block),
-            area,
-        );
-        return;
-    }
-    let height = area.height.saturating_sub(3) as usize;
-    let selected = app.selected_index().unwrap_or(0);
-    let start = window_start(selected, height);
-    // Below the top border and the header: what a page is, and where a click lands.
-    let rows = crate::console::drawn::inner(area);
-    app.drawn.list_rows.set(Rect {
-        y: rows.y + 1,
-        height: rows.height.saturating_sub(1),
-        ..rows
-    });
-    app.drawn.list_start.set(start);
-    let rows = incidents
-        .iter()
-        .enumerate()
-        .skip(start)
-        .take(height)
-        .map(|(index, incident)| incident_row(incident, index == selected, theme));
-    // `sym`: how many breaches downstream joined the incident rather than opening their own.
-    let mut header = vec![String::new()];
-    header.extend(SortColumn::ALL.map(|column| app.list.header(column)));
-    let header = Row::new(header).style(theme.muted);
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Length(1),
-            Constraint::Length(8),
-            Constraint::Length(11),
-            Constraint::Length(4),
-            Constraint::Length(18),
-            Constraint::Fill(1),
-            Constraint::Length(6),
-        ],
-    )
-    .header(header)
-    .block(block);
-    frame.render_widget(table, area);
-}
-
-fn incident_row<'a>(incident: &'a IncidentView, selected: bool, theme: &Theme) -> Row<'a> {
-    let marker = if selected { SELECTED } else { " " };
-    let row = Row::new(vec![
-        Cell::from(marker),
-        Cell::from(incident.id.as_str()),
-        Cell::from(incident_status(incident.status, theme)),
-        Cell::from(symptoms::count(incident)),
-        Cell::from(incident.table.as_str()),
-        Cell::from(incident.title.as_str()),
-        // The time of day is what matters on call; the date is in the detail.
-        Cell::from(
-            incident
-                .opened_at
-                .get(11..16)
-                .unwrap_or(&incident.opened_at),
-        ),
-    ]);
-    if selected {
-        row.style(theme.selection)
-    } else {
-        row
-    }
-}
-
-fn render_monitors(frame: &mut Frame, area: Rect, app: &App) {
-    let theme = &app.theme;
-    let height = area.height.saturating_sub(3) as usize;
-    let rows = app.snapshot.monitors.iter().take(height).map(|monitor| {
-        Row::new(vec![
-            Cell::from(monitor.name.as_str()),
-            Cell::from(monitor.check.as_str()),
-            Cell::from(word_with_glyph(&monitor.verdict, theme)),
-            Cell::from(monitor.observed.as_str()),
-            Cell::from(monitor.expected.as_str()),
-            Cell::from(word_with_glyph(&monitor.health, theme)),
-        ])
-    });
-    let header = Row::new([
-        "monitor", "check", "verdict", "observed", "expected", "health",
-    ])
-    .style(theme.muted);
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Fill(2),
-            Constraint::Length(10),
-            // "· learning", "✗ unknown": the longest verdicts with their glyph.
-            Constraint::Length(11),
-            Constraint::Fill(2),
-            Constraint::Fill(2),
-            Constraint::Length(14),
-        ],
-    )
-    .header(header)
-    .block(pane_block("Monitors", false, theme));
-    frame.render_widget(table, area);
-}
-
-// ---- detail screen -------------------------------------------------------------------
-
-fn render_detail_screen(frame: &mut Frame, area: Rect, app: &App) {
-    let theme = &app.theme;
-    let (Some(detail), Some(incident)) = (app.detail.as_ref(), app.open_incident()) else {
-        let gone = Paragraph::new(Span::styled(
-            "This incident is no longer in the engine's snapshot. Esc goes back.",
-            theme.warn,
-        ))
-        .block(pane_block("Incident", true, theme));
-        frame.render_widget(gone, area);
-        return;
-    };
-    let [header, body] = Layout::vertical([Constraint::Length(2), Constraint::Fill(1)]).areas(area);
-    render_detail_header(frame, header, incident, theme);
-    if detail.receipt_open {
-        app.drawn.receipt.set(crate::console::drawn::inner(body));
-        render_receipt(frame, body, incident, detail, theme);
-        return;
-    }
-    let proposals_height = (incident.proposals.len().max(1) as u16 + 2).min(7);
-    let upper_height = (body.height.saturating_sub(proposals_height) * 2 / 5).max(5);
-    let [upper, proposals_row, proposal_body] = Layout::vertical([
-        Constraint::Length(upper_height),
-        Constraint::Length(proposals_height),
-        Constraint::Fill(1),
-    ])
-    .areas(body);
-    let [cause, tree] =
-        Layout::horizontal([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(upper);
-    render_cause(frame, cause, incident, detail, theme);
-    render_tree(frame, tree, incident, detail, theme);
-    let drawn = &app.drawn;
-    drawn.set_pane(Pane::Cause, cause);
-    drawn.set_pane(Pane::Tree, tree);
-    drawn.set_pane(Pane::Body, proposal_body);
-    if incident.checks.is_empty() {
-        drawn.set_pane(Pane::Proposals, proposals_row);
-        render_proposals(frame, proposals_row, app, incident, detail);
-    } else {
-        let [list, checks] =
-            Layout::horizontal([Constraint::Percentage(62), Constraint::Percentage(38)])
-                .areas(proposals_row);
-        drawn.set_pane(Pane::Proposals, list);
-        render_proposals(frame, list, app, incident, detail);
-        render_checks(frame, checks, incident, theme);
-    }
-    render_proposal_body(frame, proposal_body, app, detail);
-}
-
-fn render_detail_header(frame: &mut Frame, area: Rect, incident: &IncidentView, theme: &Theme) {
-    let lines = vec![
-        Line::from(vec![
-            Span::styled(format!(" {} ", incident.id), theme.title),
-            incident_status(incident.status, theme),
-            Span::raw("  "),
-            Span::styled(incident.title.clone(), theme.title),
-        ]),
-        Line::from(vec![
-            Span::raw(format!(" {}", incident.table)),
-            Span::styled(" · ", theme.muted),
-            Span::styled("observed ", theme.muted),
-            Span::styled(incident.observed.clone(), theme.crit),
-            Span::styled(" · expected ", theme.muted),
-            Span::raw(incident.expected.clone()),
-            Span::styled(format!(" · opened {}", incident.opened_at), theme.muted),
-        ]),
-    ];
-    frame.render_widget(Paragraph::new(lines), area);
-}
-
-fn render_cause(
-    frame: &mut Frame,
-    area: Rect,
-    incident: &IncidentView,
-    detail: &Detail,
-    theme: &Theme,
-) {
-    let mut lines = vec![match &incident.cause {
-        Some(cause) => Line::raw(cause.clone()),
-        None => Line::styled("Diagnosis pending…", theme.muted),
-    }];
-    for evidence in &incident.evidence {
-        lines.push(Line::from(vec![
-            Span::styled(" • ", theme.accent),
-            Span::raw(evidence.clone()),
-        ]));
-    }
-    lines.extend(symptoms::lines(incident, theme));
-    let title = symptoms::cause_title(incident);
-    let cause = Paragraph::new(from_line(lines, detail.cause_scroll))
-        .wrap(Wrap { trim: false })
-        .block(pane_block(&title, detail.focus == Pane::Cause, theme));
-    frame.render_widget(cause, area);
-}
-
-fn render_tree(
-    frame: &mut Frame,
-    area: Rect,
-    incident: &IncidentView,
-    detail: &Detail,
-    theme: &Theme,
-) {
-    let focused = detail.focus == Pane::Tree;
-    let title = format!("Blast radius from {}", incident.table);
-    let block = pane_block(&title, focused, theme);
-    let items = &detail.tree.items;
-    if items.is_empty() {
-        let empty = Paragraph::new(Span::styled("Nothing downstream found (yet).", theme.muted));
-        frame.render_widget(empty.block(block), area);
-        return;
-    }
-    // The widget wants mutable state; rebuild it from the plain state each frame
-    // (a few small sets) so the app itself stays immutable while drawing.
-    let mut state = TreeState::default();
-    for path in &detail.tree.opened {
-        state.open(path.clone());
-    }
-    state.select(detail.tree.selected.clone());
-    let highlight = if focused {
-        theme.selection
-    } else {
-        Style::default()
-    };
-    match Tree::new(items) {
-        Ok(tree) => {
-            let tree = tree
-                .block(block)
-                .highlight_symbol("▶ ")
-                .highlight_style(highlight)
-                .node_closed_symbol("▸ ")
-                .node_open_symbol("▾ ")
-                .node_no_children_symbol("  ");
-            frame.render_stateful_widget(tree, area, &mut state);
-        }
-        Err(_) => {
-            let broken =
-                Paragraph::new(Span::styled("blast radius has duplicate nodes", theme.crit));
-            frame.render_widget(broken.block(block), area);
-        }
-    }
-}
-
-fn render_proposals(
-    frame: &mut Frame,
-    area: Rect,
-    app: &App,
-    incident: &IncidentView,
-    detail: &Detail,
-) {
-    let theme = &app.theme;
-    let focused = detail.focus == Pane::Proposals;
-    let block = pane_block("Proposals", focused, theme);
-    if incident.proposals.is_empty() {
-        let empty = Paragraph::new(Span::styled("No proposals yet.", theme.muted));
-        frame.render_widget(empty.block(block), area);
-        return;
-    }
-    let height = area.height.saturating_sub(2) as usize;
-    let start = window_start(detail.proposal, height);
-    let rows = incident
-        .proposals
-        .iter()
-        .enumerate()
-        .skip(start)
-        .take(height)
-        .map(|(index, proposal)| {
-            let selected = index == detail.proposal;
-            // Someone else has the reason box open for it: say so before the title.
-            let title = match presence::deciding(app, &proposal.id) {
-                Some(who) => Line::from(vec![
-                    Span::styled(
-                        format!("✎ {who} · "),
-                        theme.warn.add_modifier(Modifier::BOLD),
-                    ),
-                    Span::raw(proposal.title.as_str()),
-                ]),
-                None => Line::raw(proposal.title.as_str()),
-            };
-            let row = Row::new(vec![
-                Cell::from(if selected { SELECTED } else { " " }),
-                Cell::from(presence::short_proposal(&proposal.id)),
-                Cell::from(kind_word(proposal.kind)),
-                Cell::from(proposal_state(proposal.state, theme)),
-                Cell::from(title),
-                Cell::from(Span::styled(proposal.owner.as_str(), theme.muted)),
-                Cell::from(Span::styled(short(&proposal.content_hash), theme.muted)),
-            ]);
-            if selected && focused {
-                row.style(theme.selection)
-            } else {
-                row
-            }
-        });
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Length(1),
-            Constraint::Length(4),
-            Constraint::Length(4),
-            Constraint::Length(13),
-            Constraint::Fill(1),
-            Constraint::Length(13),
-            Constraint::Length(SHORT_HASH as u16),
-        ],
-    )
-    .block(block);
-    frame.render_widget(table, area);
-}
-
-fn render_checks(frame: &mut Frame, area: Rect, incident: &IncidentView, theme: &Theme) {
-    let lines: Vec<Line> = incident
-        .checks
-        .iter()
-        .map(|check| {
-            let (glyph, style) = if check.passed {
-                ("✓ ", theme.ok)
-            } else {
-                ("✗ ", theme.crit)
-            };
-            Line::from(vec![
-                Span::styled(glyph, style),
-                Span::raw(check.name.clone()),
-                Span::styled(format!("  {}", check.detail), theme.muted),
-            ])
-        })
-        .collect();
-    let checks = Paragraph::new(lines).block(pane_block("Last verification", false, theme));
-    frame.render_widget(checks, area);
-}
-
-fn render_proposal_body(frame: &mut Frame, area: Rect, app: &App, detail: &Detail) {
-    let theme = &app.theme;
-    let focused = detail.focus == Pane::Body;
-    let Some(proposal) = app.selected_proposal() else {
-        let block = pane_block("Proposal", focused, theme);
-        frame.render_widget(block, area);
-        return;
-    };
-    let subject = match &proposal.body {
-        ProposalBody::Hold { job, .. } => format!("job {job}"),
-        ProposalBody::Diff { file, .. } => file.clone(),
-        ProposalBody::Note { to, .. } => format!("to {to}"),
-        ProposalBody::Backfill { job, .. } => format!("run by {job}"),
-    };
-    let title = format!("{} {} · {}", proposal.id, kind_word(proposal.kind), subject);
-    let block = pane_block(&title, focused, theme);
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    match &proposal.body {
-        ProposalBody::Diff { .. } => match app.diffs.get(&proposal.content_hash) {
-            Some(rows) => render_diff(
-                frame,
-                inner,
-                rows,
-                proposal,
-                detail.body_scroll,
-                area.width,
-                theme,
-            ),
-            None => frame.render_widget(Span::styled("diff not computed yet", theme.muted), inner),
-        },
-        ProposalBody::Hold { plan, .. } => {
-            let mut lines = vec![Line::styled("plan", theme.muted)];
-            lines.extend(plan.lines().map(|line| Line::raw(format!("  {line}"))));
-            render_text_body(frame, inner, lines, proposal, detail.body_scroll, theme);
-        }
-        ProposalBody::Note { text, .. } => {
-            let lines = text
-                .lines()
-                .map(|line| Line::raw(line.to_string()))
-                .collect();
-            render_text_body(frame, inner, lines, proposal, detail.body_scroll, theme);
-        }
-        ProposalBody::Backfill {
-            command, tables, ..
-        } => {
-            render_text_body(
-                frame,
-                inner,
-                backfill_lines(command, tables, theme),
-                proposal,
-                detail.body_scroll,
-                theme,
-            );
-        }
-    }
-}
-
-/// A backfill's body: the command as it will run, and what is copied before it does.
-pub fn backfill_lines(command: &str, tables: &[String], theme: &Theme) -> Vec<Line<'static>> {
-    let mut lines = vec![
-        Line::styled("command", theme.muted),
-        Line::raw(format!("  {command}")),
-        Line::styled(
-            "copied just before it runs, restored by roll back",
-            theme.muted,
-        ),
-    ];
-    lines.extend(tables.iter().map(|t| Line::raw(format!("  {t}"))));
-    lines
-}
-
-fn undo_and_verify(proposal: &ProposalView, theme: &Theme) -> [Line<'static>; 3] {
-    [
-        Line::from(vec![
-            Span::styled("decide ", theme.muted),
-            Span::raw(proposal.deciders.join(", ")),
-        ]),
-        Line::from(vec![
-            Span::styled("undo   ", theme.muted),
-            Span::raw(proposal.undo.clone()),
-        ]),
-        Line::from(vec![
-            Span::styled("verify ", theme.muted),
-            Span::raw(proposal.verify.clone()),
-        ]),
-    ]
-}
-
-/// Notes and plans are short prose: wrap them and let the paragraph scroll.
-fn render_text_body(
-    frame: &mut Frame,
-    area: Rect,
-    mut lines: Vec<Line<'static>>,
-    proposal: &ProposalView,
-    scroll: usize,
-    theme: &Theme,
-) {
-    lines.push(Line::raw(""));
-    lines.extend(undo_and_verify(proposal, theme));
-    let paragraph = Paragraph::new(from_line(lines, scroll)).wrap(Wrap { trim: false });
-    frame.render_widget(paragraph, area);
-}
-
-/// Only the rows in view are turned into lines; a long diff costs nothing off screen.
-fn render_diff(
-    frame: &mut Frame,
-    area: Rect,
-    rows: &DiffRows,
-    proposal: &ProposalView,
-    scroll: usize,
-    pane_width: u16,
-    theme: &Theme,
-) {
-    let side_by_side = pane_width >= SIDE_BY_SIDE_MIN_WIDTH;
-    let diff_len = if side_by_side {
-        rows.side_by_side.len()
-    } else {
-        rows.unified.len()
-    };
-    let trailer = undo_and_verify(proposal, theme);
-    let total = diff_len + 1 + trailer.len();
-    let height = area.height as usize;
-    let start = scroll.min(total.saturating_sub(height));
-    let width = area.width as usize;
-    // Scrolling moves by diff row; a long row wraps onto as many lines as it needs, so
-    // a change is never cut off at the edge of its half.
-    let mut lines: Vec<Line> = Vec::with_capacity(height);
-    for index in start..total {
-        if lines.len() >= height {
-            break;
-        }
-        if index < diff_len {
-            if side_by_side {
-                lines.extend(side_by_side_lines(&rows.side_by_side[index], width, theme));
-            } else {
-                lines.push(unified_line(&rows.unified[index], theme));
-            }
-        } else if index == diff_len {
-            lines.push(Line::raw(""));
-        } else {
-            lines.push(trailer[index - diff_len - 1].clone());
-        }
-    }
-    lines.truncate(height);
-    frame.render_widget(Paragraph::new(lines), area);
-}
-
-fn diff_cell_text(number: Option<usize>, sign: char, text: &str) -> String {
-    match number {
-        Some(number) => format!("{number:>3} {sign} {text}"),
-        None => String::new(),
-    }
-}
-
-/// Columns a diff cell spends on its line number and sign: "  9 - ".
-const DIFF_GUTTER: usize = 6;
-
-fn side_by_side_lines(
-    row: &crate::console::diff::SideBySideRow,
-    width: usize,
-    theme: &Theme,
-) -> Vec<Line<'static>> {
-    let half = width.saturating_sub(1) / 2;
-    let right_width = width.saturating_sub(half + 1);
-    let (old_sign, new_sign, old_style, new_style) = match row.change {
-        Change::Same => (' ', ' ', Style::default(), Style::default()),
-        Change::Removed => ('-', ' ', theme.crit, Style::default()),
-        Change::Added => (' ', '+', Style::default(), theme.ok),
-        Change::Changed => ('-', '+', theme.crit, theme.ok),
-    };
-    let left = wrap_cell(row.old.as_ref(), old_sign, half);
-    let right = wrap_cell(row.new.as_ref(), new_sign, right_width);
-    (0..left.len().max(right.len()))
-        .map(|i| {
-            Line::from(vec![
-                Span::styled(fit(left.get(i).map_or("", String::as_str), half), old_style),
-                Span::styled("│", theme.border),
-                Span::styled(
-                    fit(right.get(i).map_or("", String::as_str), right_width),
-                    new_style,
-                ),
-            ])
-        })
-        .collect()
-}
-
-/// One side of a diff row as lines of at most `width` columns: the first carries the
-/// line number and sign, the rest are indented under the text.
-fn wrap_cell(cell: Option<&crate::console::diff::Cell>, sign: char, width: usize) -> Vec<String> {
-    let Some(cell) = cell else {
-        return vec![String::new()];
-    };
-    let room = width.saturating_sub(DIFF_GUTTER).max(1);
-    let pieces = wrap_at_spaces(&cell.text, room);
-    pieces
-        .iter()
-        .enumerate()
-        .map(|(i, text)| {
-            if i == 0 {
-                diff_cell_text(Some(cell.number), sign, text)
-            } else {
-                format!("{:DIFF_GUTTER$}{text}", "")
-            }
-        })
-        .collect()
-}
-
-/// Splits `text` into pieces of at most `room` characters, breaking after a space when
-/// one falls in the second half of the piece, else mid-word. Always at least one piece.
-fn wrap_at_spaces(text: &str, room: usize) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    let mut pieces = Vec::new();
-    let mut start = 0;
-    while chars.len() - start > room {
-        let window = &chars[start..start + room];
-        let cut = window
-            .iter()
-            .rposition(|c| *c == ' ')
-            .filter(|&at| at >= room / 2)
-            .map_or(room, |at| at + 1);
-        pieces.push(chars[start..start + cut].iter().collect());
-        start += cut;
-    }
-    pieces.push(chars[start..].iter().collect());
-    pieces
-}
-
-fn unified_line(row: &crate::console::diff::UnifiedRow, theme: &Theme) -> Line<'static> {
-    let (sign, style) = match row.sign {
-        Sign::Same => (' ', Style::default()),
-        Sign::Removed => ('-', theme.crit),
-        Sign::Added => ('+', theme.ok),
-    };
-    Line::styled(diff_cell_text(Some(row.number), sign, &row.text), style)
-}
-
-fn render_receipt(
-    frame: &mut Frame,
-    area: Rect,
-    incident: &IncidentView,
-    detail: &Detail,
-    theme: &Theme,
-) {
-    let text = incident.receipt.as_deref().unwrap_or("");
-    let lines = text
-        .lines()
-        .map(|line| Line::raw(line.to_string()))
-        .collect();
-    // An open incident's receipt is a draft: what the chain holds so far.
-    let title = match incident.status {
-        IncidentStatus::Resolved => "Receipt (R or Esc closes)".to_string(),
-        status => format!(
-            "Receipt so far: {} is {} (R or Esc closes)",
-            incident.id,
-            status_word(status)
-        ),
-    };
-    let receipt = Paragraph::new(from_line(lines, detail.receipt_scroll))
-        .wrap(Wrap { trim: false })
-        .block(pane_block(&title, true, theme));
-    frame.render_widget(receipt, area);
-}
-
-// ---- overlays ------------------------------------------------------------------------
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::console::fixtures::sample_snapshot;
+    use crate::console::keys;
+    use crate::console::state::Pane;
     use crate::console::state::{update, Action};
     use crate::console::theme::Theme;
+    use crate::console::widgets::pane_block;
+    use crate::engine::api::IncidentStatus;
     use ratatui::backend::TestBackend;
+    use ratatui::layout::Rect;
     use ratatui::Terminal;
 
     fn sample_app() -> App {
@@ -987,26 +76,6 @@ mod tests {
     }
 
     const SIZES: [(u16, u16); 2] = [(120, 40), (80, 24)];
-
-    #[test]
-    fn long_diff_lines_wrap_after_a_space() {
-        let pieces = wrap_at_spaces(
-            "    on pay.zip_code = cast(reg.postal_code as varchar(12))",
-            40,
-        );
-        assert_eq!(
-            pieces,
-            [
-                "    on pay.zip_code = ",
-                "cast(reg.postal_code as varchar(12))"
-            ]
-        );
-        assert_eq!(wrap_at_spaces("abcdefghij", 4), ["abcd", "efgh", "ij"]);
-        assert_eq!(wrap_at_spaces("", 4), [""]);
-        for piece in wrap_at_spaces(&"word ".repeat(40), 17) {
-            assert!(piece.chars().count() <= 17);
-        }
-    }
 
     #[test]
     fn incident_list() {
@@ -1097,6 +166,83 @@ mod tests {
         }
         let screen = draw(&app, 120, 40);
         assert!(screen.contains("✗ fct_daily_revenue"), "{screen}");
+    }
+
+    /// The style of the cell where `text` starts on the screen.
+    fn style_of(app: &App, width: u16, height: u16, text: &str) -> ratatui::style::Style {
+        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+        terminal.draw(|frame| render(frame, app)).unwrap();
+        let buffer = terminal.backend().buffer();
+        let first = text.chars().next().unwrap().to_string();
+        for y in 0..height {
+            let row: String = (0..width).map(|x| buffer[(x, y)].symbol()).collect();
+            if let Some(at) = row.find(text) {
+                let x = row[..at].chars().count() as u16;
+                assert_eq!(buffer[(x, y)].symbol(), first);
+                return buffer[(x, y)].style();
+            }
+        }
+        panic!("{text:?} is not on the screen");
+    }
+
+    /// Drawn in `role`: its colour and its emphasis.
+    fn drawn_in(style: ratatui::style::Style, role: ratatui::style::Style) -> bool {
+        style.fg == role.fg && style.add_modifier.contains(role.add_modifier)
+    }
+
+    /// Low, high, late and changed are breaches: the crit style and a ✗, as the engine
+    /// words them, where they used to get the neutral grey dot.
+    #[test]
+    fn a_breached_monitor_is_drawn_as_a_breach() {
+        use crate::engine::api::VerdictKind;
+        let mut app = sample_app();
+        let theme = app.theme.clone();
+        let screen = draw(&app, 120, 40);
+        assert!(screen.contains("✗ low"), "{screen}");
+        assert!(screen.contains("✗ changed"), "{screen}");
+        assert!(drawn_in(style_of(&app, 120, 40, "✗ low"), theme.crit));
+        assert!(drawn_in(style_of(&app, 120, 40, "✗ changed"), theme.crit));
+        assert!(drawn_in(style_of(&app, 120, 40, "✓ ok "), theme.ok));
+        for (kind, word) in [(VerdictKind::High, "✗ high"), (VerdictKind::Late, "✗ late")] {
+            app.snapshot.monitors[0].verdict = kind;
+            assert!(
+                drawn_in(style_of(&app, 120, 40, word), theme.crit),
+                "{word}"
+            );
+        }
+    }
+
+    /// The header says where the incident's own figure is now, whether it is back within
+    /// band and when it was measured: not the last breaching value.
+    #[test]
+    fn the_header_shows_the_latest_figure_and_its_band() {
+        use crate::engine::api::{Reading, VerdictKind};
+        let mut app = detail_app();
+        let screen = draw(&app, 80, 24);
+        assert!(
+            screen.contains(" now 1,260,000 ✗ below 5,380,000..5,620,000 · measured 14:20"),
+            "{screen}"
+        );
+        let mut snapshot = sample_snapshot();
+        snapshot.incidents[0].latest = Some(Reading {
+            observed: "5,450,000".into(),
+            verdict: VerdictKind::Ok,
+            band: Some("5,380,000..5,620,000".into()),
+            at: "2026-11-24T14:52:00Z".into(),
+        });
+        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
+        for (width, height) in SIZES {
+            let screen = draw(&app, width, height);
+            let header = screen.lines().nth(2).unwrap();
+            assert!(
+                header.contains(" now 5,450,000 ✓ within 5,380,000..5,620,000 · measured 14:52"),
+                "{screen}"
+            );
+            assert!(!header.contains("1,210,000"), "{header}");
+            insta::assert_snapshot!(format!("back_within_band_{width}x{height}"), screen);
+        }
+        let theme = app.theme.clone();
+        assert!(drawn_in(style_of(&app, 120, 40, "✓ within"), theme.ok));
     }
 
     #[test]
@@ -1393,12 +539,5 @@ mod tests {
             assert!(screen.contains("already approved by Bob"), "{screen}");
             insta::assert_snapshot!(format!("decided_by_someone_else_{width}x{height}"), screen);
         }
-    }
-
-    #[test]
-    fn fit_cuts_and_pads_by_display_width() {
-        assert_eq!(fit("abc", 5), "abc  ");
-        assert_eq!(fit("abcdef", 3), "abc");
-        assert_eq!(fit("✓ok", 2), "✓o");
     }
 }

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::engine::api::PipelineView;
+use crate::engine::api::{PipelineState, PipelineView, RunStatus};
 use crate::engine::orchestrator::{Orchestrator, RunRecord, Schedule};
 
 /// A run the scheduler holds, waiting to be carried out.
@@ -186,8 +186,8 @@ impl Orchestrator for ControlPlane {
         let rows = stmt.query_map([], |r| {
             Ok(PipelineView {
                 name: r.get(0)?,
-                state: r.get(1)?,
-                last_status: r.get(2)?,
+                state: PipelineState::parse(&r.get::<_, String>(1)?),
+                last_status: RunStatus::parse(&r.get::<_, String>(2)?),
                 last_run_at: r.get(3)?,
             })
         })?;

@@ -67,6 +67,12 @@ impl VerdictKind {
     }
 }
 
+impl std::fmt::Display for VerdictKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Read as [`VerdictKind::parse`] does: a verdict a later version added is `unknown`,
 /// never a stored document that cannot be read.
 impl<'de> Deserialize<'de> for VerdictKind {

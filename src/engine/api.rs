@@ -252,10 +252,9 @@ pub struct ChainHead {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PipelineView {
     pub name: String,
-    /// "running", "paused", "idle".
-    pub state: String,
-    /// "success" or "failed" for the last run; pipelines report green while data is wrong.
-    pub last_status: String,
+    pub state: PipelineState,
+    /// The last run's outcome; pipelines report green while data is wrong.
+    pub last_status: RunStatus,
     pub last_run_at: Option<String>,
 }
 
@@ -264,10 +263,113 @@ pub struct MonitorView {
     pub name: String,
     pub table: String,
     pub check: String,
-    pub verdict: String,
+    /// The detector's verdict on the latest figure (`unknown` when it is stale).
+    pub verdict: VerdictKind,
     pub observed: String,
     pub expected: String,
-    pub health: String,
+    pub health: MonitorHealth,
+}
+
+pub use crate::detect::VerdictKind;
+
+/// Words that travel as enums: on the wire each is the same lower-case word it was when
+/// these fields were strings, so the protocol did not change; a word a later engine adds
+/// reads as `Unknown` instead of making the whole snapshot unreadable.
+macro_rules! wire_words {
+    ($(#[$meta:meta])* pub enum $name:ident { $($(#[$vmeta:meta])* $variant:ident = $word:literal,)* }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)*
+            /// A word this version does not know.
+            Unknown,
+        }
+
+        impl $name {
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $word,)*
+                    $name::Unknown => "unknown",
+                }
+            }
+
+            pub fn parse(word: &str) -> $name {
+                match word {
+                    $($word => $name::$variant,)*
+                    _ => $name::Unknown,
+                }
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let word = String::deserialize(deserializer)?;
+                Ok($name::parse(&word))
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+wire_words! {
+    /// Whether a monitor's check could run, as clients see it.
+    pub enum MonitorHealth {
+        Ok = "ok",
+        /// The warehouse could not be reached.
+        Unreachable = "unreachable",
+        /// The check ran and failed (bad SQL, a missing table).
+        Error = "error",
+        /// Its latest figure is older than its monitor's latest poll, or overdue by three
+        /// periods: shown with its age, never as a fresh "ok".
+        Stale = "stale",
+    }
+}
+
+impl From<crate::monitor::Health> for MonitorHealth {
+    fn from(health: crate::monitor::Health) -> MonitorHealth {
+        match health {
+            crate::monitor::Health::Ok => MonitorHealth::Ok,
+            crate::monitor::Health::Unreachable => MonitorHealth::Unreachable,
+            crate::monitor::Health::Error => MonitorHealth::Error,
+        }
+    }
+}
+
+wire_words! {
+    /// A pipeline's schedule as its orchestrator reports it.
+    pub enum PipelineState {
+        /// A run is in flight (or, for a mover, it streams).
+        Running = "running",
+        /// Its schedule is paused.
+        Paused = "paused",
+        /// Its schedule is on and nothing runs now.
+        Scheduled = "scheduled",
+    }
+}
+
+wire_words! {
+    /// A run's outcome as its orchestrator reports it: a pipeline's last run, or the run
+    /// queued for an incident.
+    pub enum RunStatus {
+        /// Queued or running.
+        Queued = "queued",
+        Success = "success",
+        Failed = "failed",
+        Cancelled = "cancelled",
+        /// The pipeline has never run.
+        NeverRun = "none",
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -298,12 +400,31 @@ pub struct IncidentView {
     /// prints. While the incident is open it says so at the top and holds what the
     /// chain has so far.
     pub receipt: Option<String>,
-    /// The last run queued for it, as the scheduler reports it: queued, success, failed.
+    /// The last run queued for it, as the scheduler reports it.
     #[serde(default)]
-    pub run_status: Option<String>,
+    pub run_status: Option<RunStatus>,
     /// Breaches this incident explains, oldest first.
     #[serde(default)]
     pub symptoms: Vec<SymptomView>,
+    /// The latest figure of the check that opened it, breaching or back within band:
+    /// `observed` above stays the breach. None before it is measured again, or from an
+    /// engine that does not send it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latest: Option<Reading>,
+}
+
+/// One check's latest figure as people read it, with its verdict and when it was taken.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reading {
+    /// "21,200", "0.10% null", "1h05m since the last load", "2,410 so far".
+    pub observed: String,
+    pub verdict: VerdictKind,
+    /// The band it is judged against, where the check has one: "18,243..30,405",
+    /// "0.00%..0.20%", or the longest gap allowed, "15m".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub band: Option<String>,
+    /// When it was measured, RFC 3339.
+    pub at: String,
 }
 
 /// A breach an incident explains: downstream of its table by lineage, or a model its
@@ -514,4 +635,79 @@ pub struct PresenceView {
     pub read_only: bool,
     pub viewing: Option<String>,
     pub deciding: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The words on the wire are the ones these fields carried as strings: a console or
+    /// script of the same protocol version reads them as before.
+    #[test]
+    fn enums_travel_as_the_words_they_were() {
+        let pipeline = PipelineView {
+            name: "hourly".into(),
+            state: PipelineState::Scheduled,
+            last_status: RunStatus::NeverRun,
+            last_run_at: None,
+        };
+        assert_eq!(
+            serde_json::to_value(&pipeline).unwrap(),
+            json!({"name": "hourly", "state": "scheduled", "last_status": "none", "last_run_at": null})
+        );
+        let words =
+            |values: &[&str]| -> Vec<String> { values.iter().map(|w| w.to_string()).collect() };
+        let states = [
+            PipelineState::Running,
+            PipelineState::Paused,
+            PipelineState::Scheduled,
+        ];
+        assert_eq!(
+            states.map(|s| s.to_string()).to_vec(),
+            words(&["running", "paused", "scheduled"])
+        );
+        let runs = [
+            RunStatus::Queued,
+            RunStatus::Success,
+            RunStatus::Failed,
+            RunStatus::Cancelled,
+            RunStatus::NeverRun,
+        ];
+        assert_eq!(
+            runs.map(|s| s.to_string()).to_vec(),
+            words(&["queued", "success", "failed", "cancelled", "none"])
+        );
+        let health = [
+            MonitorHealth::Ok,
+            MonitorHealth::Unreachable,
+            MonitorHealth::Error,
+            MonitorHealth::Stale,
+        ];
+        assert_eq!(
+            health.map(|s| s.to_string()).to_vec(),
+            words(&["ok", "unreachable", "error", "stale"])
+        );
+        for verdict in [
+            "ok", "learning", "low", "high", "late", "warn", "changed", "unknown",
+        ] {
+            let read: VerdictKind = serde_json::from_value(json!(verdict)).unwrap();
+            assert_eq!(serde_json::to_value(read).unwrap(), json!(verdict));
+        }
+        for word in ["queued", "success", "failed", "cancelled", "none"] {
+            let read: RunStatus = serde_json::from_value(json!(word)).unwrap();
+            assert_eq!(serde_json::to_value(read).unwrap(), json!(word));
+        }
+    }
+
+    /// A word a later engine adds does not make the snapshot unreadable.
+    #[test]
+    fn an_unknown_word_reads_as_unknown() {
+        let read: PipelineState = serde_json::from_value(json!("draining")).unwrap();
+        assert_eq!(read, PipelineState::Unknown);
+        let read: MonitorHealth = serde_json::from_value(json!("throttled")).unwrap();
+        assert_eq!(read, MonitorHealth::Unknown);
+        let read: VerdictKind = serde_json::from_value(json!("breach")).unwrap();
+        assert_eq!(read, VerdictKind::Unknown);
+    }
 }

@@ -134,7 +134,7 @@ pub fn show(data_dir: &Path, id: &str, json: bool) -> Result<ExitCode> {
         }
     }
     if let Some(status) = &i.run_status {
-        println!("\nrun: {}", for_terminal(status));
+        println!("\nrun: {status}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -983,35 +983,37 @@ impl Engine {
                         name: o.monitor.clone(),
                         table: o.table.clone(),
                         check,
-                        verdict: "unknown".to_string(),
+                        verdict: VerdictKind::Unknown,
                         observed: format!(
                             "{} as of {} ({age} min ago)",
                             o.observed_text(),
                             short_time(&o.at)
                         ),
                         expected: o.expected_text(),
-                        health: "stale".to_string(),
+                        health: MonitorHealth::Stale,
                     };
                 }
                 MonitorView {
                     name: o.monitor.clone(),
                     table: o.table.clone(),
                     check,
-                    verdict: o.verdict.as_str().to_string(),
+                    verdict: o.verdict,
                     observed: o.observed_text(),
                     expected: o.expected_text(),
-                    health: o.health.as_str().to_string(),
+                    health: o.health.into(),
                 }
             })
             .collect()
     }
 
     fn incident_view(&self, i: &Incident) -> IncidentView {
-        i.view(&|proposal| {
+        let mut view = i.view(&|proposal| {
             self.requests
                 .get(proposal)
                 .and_then(|r| r.eligible_roles(&self.config).ok())
-        })
+        });
+        view.latest = self.latest_reading(i);
+        view
     }
 }
 
@@ -1059,10 +1061,11 @@ impl Incident {
             checks: i.checks.clone(),
             receipt: i.receipt.clone(),
             run_status: i.run.as_ref().map(|r| match &r.finished {
-                Some(record) => record.status.clone(),
-                None => "queued".to_string(),
+                Some(record) => RunStatus::parse(&record.status),
+                None => RunStatus::Queued,
             }),
             symptoms: i.symptoms.iter().map(symptoms::Symptom::view).collect(),
+            latest: None,
         }
     }
 

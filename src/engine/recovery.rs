@@ -189,6 +189,48 @@ impl Engine {
         }
     }
 
+    /// The latest figure of the check that opened the incident, whichever way it went:
+    /// what the header shows as "now". A volume incident is about one day, so it is that
+    /// day's figure as the latest poll judged it again, not whichever day is newest.
+    pub(super) fn latest_reading(&self, incident: &Incident) -> Option<Reading> {
+        let o = self.latest.get(&(
+            incident.monitor.clone(),
+            incident.check,
+            incident.column.clone(),
+        ))?;
+        if o.health != monitor::Health::Ok {
+            return Some(Reading {
+                observed: o
+                    .detail
+                    .message
+                    .clone()
+                    .unwrap_or_else(|| "not measured".to_string()),
+                verdict: crate::detect::VerdictKind::Unknown,
+                band: None,
+                at: o.at.clone(),
+            });
+        }
+        if let (CheckKind::Volume, Some(day)) = (incident.check, incident.day.as_deref()) {
+            let judged = o.detail.days.iter().find(|d| d.day == day)?;
+            return Some(Reading {
+                observed: format!(
+                    "{}{}",
+                    monitor::thousands(judged.rows),
+                    if judged.partial { " so far" } else { "" }
+                ),
+                verdict: judged.verdict,
+                band: judged.expected.map(|r| band(CheckKind::Volume, r)),
+                at: o.at.clone(),
+            });
+        }
+        Some(Reading {
+            observed: o.observed_text(),
+            verdict: o.verdict,
+            band: o.expected.map(|r| band(o.check, r)),
+            at: o.at.clone(),
+        })
+    }
+
     /// A schema change that broke models is over when the column has its old type back,
     /// or when every diff proposed for it is approved and its model runs on today's data.
     fn schema_back(&self, i: usize) -> Check {
@@ -352,5 +394,19 @@ impl Engine {
             events.extend(self.resolve(i)?);
         }
         Ok(events)
+    }
+}
+
+/// A check's band as people read it: "18,243..30,405", "0.00%..0.20%", or for
+/// freshness the longest gap allowed, "15m".
+fn band(check: CheckKind, r: crate::detect::Range) -> String {
+    match check {
+        CheckKind::NullRate => format!("{:.2}%..{:.2}%", r.low * 100.0, r.high * 100.0),
+        CheckKind::Freshness => monitor::human_seconds(r.high),
+        _ => format!(
+            "{}..{}",
+            monitor::thousands(r.low),
+            monitor::thousands(r.high)
+        ),
     }
 }

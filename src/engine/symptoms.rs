@@ -311,7 +311,7 @@ impl Engine {
                     i,
                     job.id.clone(),
                     job.name.clone(),
-                    pipeline.last_status.clone(),
+                    pipeline.last_status,
                     ran,
                 ));
             }
@@ -319,7 +319,7 @@ impl Engine {
         let mut events = Vec::new();
         for (i, node, name, status, ran) in found {
             let source = SymptomSource::Run { node };
-            if status != "failed" {
+            if status != RunStatus::Failed {
                 self.mark_recovered(i, &source);
                 continue;
             }

@@ -58,7 +58,7 @@ use sha2::{Digest, Sha256};
 pub use super::http::Retry;
 use super::http::{failed, Api, Failure};
 use super::{Orchestrator, RunRecord, Schedule};
-use crate::engine::api::PipelineView;
+use crate::engine::api::{PipelineState, PipelineView, RunStatus};
 use crate::notify::Method;
 
 /// Which of Airflow's stable REST APIs.
@@ -534,18 +534,18 @@ impl Orchestrator for Airflow {
             let last = self.last_run(dag)?;
             let last_state = last.as_ref().and_then(|r| r["state"].as_str());
             let state = if last_state.is_some_and(|s| status_name(s) == "queued") {
-                "running"
+                PipelineState::Running
             } else if paused {
-                "paused"
+                PipelineState::Paused
             } else {
-                "scheduled"
+                PipelineState::Scheduled
             };
             views.push(PipelineView {
                 name: text(&data["dag_display_name"])
                     .filter(|n| !n.is_empty())
                     .unwrap_or_else(|| dag.clone()),
-                state: state.to_string(),
-                last_status: last_state.map_or("none", status_name).to_string(),
+                state,
+                last_status: RunStatus::parse(last_state.map_or("none", status_name)),
                 last_run_at: last.as_ref().and_then(|r| {
                     text(&r["end_date"])
                         .or_else(|| text(&r["start_date"]))

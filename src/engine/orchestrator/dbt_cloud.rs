@@ -32,7 +32,7 @@ use serde_json::{json, Value};
 pub use super::http::Retry;
 use super::http::{failed, Api, Failure};
 use super::{Orchestrator, RunRecord, Schedule};
-use crate::engine::api::PipelineView;
+use crate::engine::api::{PipelineState, PipelineView, RunStatus};
 use crate::notify::Method;
 
 /// Where and how to reach one dbt Cloud account.
@@ -285,16 +285,16 @@ impl Orchestrator for DbtCloud {
             let last = self.recent_runs(*dbt_job, 1)?.into_iter().next();
             let last_code = last.as_ref().and_then(|r| r["status"].as_i64());
             let state = if last_code.is_some_and(|c| (1..=3).contains(&c)) {
-                "running"
+                PipelineState::Running
             } else if data["triggers"]["schedule"] == json!(false) {
-                "paused"
+                PipelineState::Paused
             } else {
-                "scheduled"
+                PipelineState::Scheduled
             };
             views.push(PipelineView {
                 name: text(&data["name"]).unwrap_or_else(|| format!("dbt Cloud job {dbt_job}")),
-                state: state.to_string(),
-                last_status: last_code.map_or("none", status_name).to_string(),
+                state,
+                last_status: RunStatus::parse(last_code.map_or("none", status_name)),
                 last_run_at: last
                     .as_ref()
                     .and_then(|r| text(&r["finished_at"]).or_else(|| text(&r["created_at"]))),

@@ -36,7 +36,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use super::{Orchestrator, RunRecord, Schedule};
-use crate::engine::api::PipelineView;
+use crate::engine::api::{PipelineState, PipelineView, RunStatus};
 use crate::store::files;
 
 /// How much of a run's output its record keeps: the end, where dbt says what failed.
@@ -762,17 +762,17 @@ impl Orchestrator for DbtCore {
         for job in self.settings.jobs.keys() {
             let latest = self.latest(job, 20)?;
             let state = if self.held(job)? {
-                "paused"
+                PipelineState::Paused
             } else if latest.iter().any(Row::in_flight) {
-                "running"
+                PipelineState::Running
             } else {
-                "scheduled"
+                PipelineState::Scheduled
             };
             let last = latest.iter().find(|r| !r.in_flight());
             views.push(PipelineView {
                 name: job.clone(),
-                state: state.to_string(),
-                last_status: last.map_or("none", |r| r.status.as_str()).to_string(),
+                state,
+                last_status: RunStatus::parse(last.map_or("none", |r| r.status.as_str())),
                 last_run_at: last.and_then(|r| r.finished_at.clone().or(r.started_at.clone())),
             });
         }

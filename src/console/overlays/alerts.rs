@@ -11,7 +11,7 @@ use ratatui::widgets::{Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
 use crate::console::state::App;
-use crate::console::view::{centered, pane_block};
+use crate::console::widgets::{centered, pane_block};
 use crate::notify::outbox::DestinationView;
 
 /// The overlay's lines, one destination after another.

@@ -9,7 +9,7 @@ use ratatui::widgets::{Clear, Paragraph};
 use ratatui::Frame;
 
 use crate::console::state::{App, Decision, ReasonModal};
-use crate::console::view::{centered, incident_status, pane_block};
+use crate::console::widgets::{centered, incident_status, pane_block};
 use crate::engine::api::IncidentStatus;
 
 pub fn render(frame: &mut Frame, app: &App, modal: &ReasonModal) {

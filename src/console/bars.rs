@@ -1,0 +1,148 @@
+//! The frame around every screen: the title bar (the clock, pipelines, the chain alarm),
+//! the status bar (stops, answers, the chain head, who is attached) and the key hints,
+//! or the `:` and `/` prompt in their place.
+
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+use ratatui::Frame;
+
+use crate::console::keys;
+use crate::console::presence;
+use crate::console::state::{App, Overlay};
+use crate::console::widgets::{pipeline_state, run_status, short};
+
+pub(crate) fn render_title(frame: &mut Frame, area: Rect, app: &App) {
+    let theme = &app.theme;
+    let mut spans = vec![
+        Span::styled(" dataward ", theme.title.add_modifier(Modifier::REVERSED)),
+        Span::raw(" "),
+    ];
+    // A chain that does not verify takes the top line: nothing is recorded meanwhile,
+    // and nobody should decide anything without knowing it.
+    if let Some(alarm) = &app.snapshot.chain_alarm {
+        spans.push(Span::styled(
+            format!("■ {alarm}"),
+            theme.crit.add_modifier(Modifier::BOLD),
+        ));
+        frame.render_widget(Line::from(spans), area);
+        return;
+    }
+    spans.push(Span::styled(app.snapshot.now.clone(), theme.title));
+    for pipeline in &app.snapshot.pipelines {
+        spans.push(Span::styled("  │ ", theme.border));
+        spans.push(Span::raw(format!("{} ", pipeline.name)));
+        spans.push(pipeline_state(pipeline.state, theme));
+        spans.push(Span::raw(" "));
+        spans.push(run_status(pipeline.last_status, theme));
+    }
+    // Our health, not the data's: the bar above is empty or old until it answers.
+    if let Some(down) = &app.snapshot.orchestrator_down {
+        spans.push(Span::styled("  │ ", theme.border));
+        spans.push(Span::styled(
+            format!("■ orchestrator not answering {down}"),
+            theme.warn.add_modifier(Modifier::BOLD),
+        ));
+    }
+    frame.render_widget(Line::from(spans), area);
+}
+
+pub(crate) fn render_status(frame: &mut Frame, area: Rect, app: &App) {
+    let theme = &app.theme;
+    let separator = || Span::styled(" │ ", theme.border);
+    let mut spans = Vec::new();
+    // The org-wide stop comes first: whoever looks must not miss it.
+    if let Some(stop) = &app.snapshot.org_stop {
+        spans.push(Span::styled(
+            format!("■ {stop}"),
+            theme.crit.add_modifier(Modifier::BOLD),
+        ));
+        spans.push(separator());
+    }
+    // A lost engine comes first too: nothing decided now would be sent.
+    if let Some(lost) = &app.link.lost {
+        spans.push(Span::styled(
+            format!("■ {lost}; reconnecting…"),
+            theme.crit.add_modifier(Modifier::BOLD),
+        ));
+        spans.push(separator());
+    }
+    // The answer to this console's last action (a refusal above all) must not be cut
+    // off by a narrow terminal: it comes next.
+    if let Some(message) = &app.message {
+        spans.push(Span::styled(
+            message.clone(),
+            theme.accent.add_modifier(Modifier::BOLD),
+        ));
+        spans.push(separator());
+    }
+    spans.push(match &app.snapshot.chain_head {
+        Some(head) => Span::styled(
+            format!("chain #{} {}", head.seq, short(&head.hash)),
+            theme.accent,
+        ),
+        None => Span::styled("chain empty", theme.muted),
+    });
+    // Who we are, as the engine's hello attests it (hub snapshots carry no actor).
+    let you = app.link.you.as_deref().unwrap_or(&app.snapshot.actor);
+    if !you.is_empty() {
+        spans.push(separator());
+        spans.push(Span::raw(you.to_string()));
+    }
+    if app.read_only {
+        spans.push(separator());
+        spans.push(Span::styled(
+            "read-only",
+            theme.warn.add_modifier(Modifier::BOLD),
+        ));
+    }
+    if app.engine_stopped {
+        spans.push(separator());
+        spans.push(Span::styled("■ engine stopped; q quits", theme.crit));
+    } else if app.link.lost.is_some() {
+    } else if !app.connected {
+        spans.push(separator());
+        spans.push(Span::styled("waiting for the engine…", theme.muted));
+    } else if app.snapshot.finished {
+        spans.push(separator());
+        spans.push(Span::styled("✓ scenario finished", theme.ok));
+    }
+    // The engine's latest notice comes before the list of who is here: on a narrow
+    // terminal the list is what gets cut.
+    if let (None, Some(notice)) = (&app.message, app.snapshot.notices.last()) {
+        spans.push(separator());
+        spans.push(Span::styled(notice.clone(), theme.muted));
+    }
+    let attached = presence::status_spans(app, theme);
+    if !attached.is_empty() {
+        spans.push(separator());
+        spans.extend(attached);
+    }
+    frame.render_widget(Line::from(spans), area);
+}
+
+pub(crate) fn render_hints(frame: &mut Frame, area: Rect, app: &App) {
+    let theme = &app.theme;
+    if let Overlay::Prompt(prompt) = &app.overlay {
+        crate::console::prompt::render(frame, area, app, prompt);
+        return;
+    }
+    // Whole hints or none: a hint cut in half reads as a different key.
+    let mut spans = Vec::new();
+    let mut used = 0;
+    for (label, description) in keys::hints(app) {
+        let gap = if spans.is_empty() { "" } else { "  " };
+        let width = Line::raw(format!("{gap}{label} {description}")).width();
+        if used + width > area.width as usize {
+            break;
+        }
+        used += width;
+        spans.push(Span::raw(gap));
+        spans.push(Span::styled(
+            label,
+            theme.accent.add_modifier(Modifier::BOLD),
+        ));
+        spans.push(Span::styled(format!(" {description}"), theme.muted));
+    }
+    frame.render_widget(Line::from(spans), area);
+}

@@ -1,0 +1,294 @@
+//! The incident detail screen: the header, the cause with its evidence and symptoms, the
+//! blast-radius tree, the proposals and the last verification; the selected proposal's
+//! body (`proposal.rs`) or the receipt (`receipt.rs`) below.
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Paragraph, Row, Table, Wrap};
+use ratatui::Frame;
+use tui_tree_widget::{Tree, TreeState};
+
+use crate::console::presence;
+use crate::console::screens::{proposal, receipt};
+use crate::console::state::{App, Detail, Pane};
+use crate::console::symptoms;
+use crate::console::theme::Theme;
+use crate::console::widgets::{
+    from_line, incident_status, kind_word, pane_block, proposal_state, short, verdict_glyph,
+    window_start, SELECTED, SHORT_HASH,
+};
+use crate::engine::api::{IncidentView, Reading, VerdictKind};
+
+pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
+    let theme = &app.theme;
+    let (Some(detail), Some(incident)) = (app.detail.as_ref(), app.open_incident()) else {
+        let gone = Paragraph::new(Span::styled(
+            "This incident is no longer in the engine's snapshot. Esc goes back.",
+            theme.warn,
+        ))
+        .block(pane_block("Incident", true, theme));
+        frame.render_widget(gone, area);
+        return;
+    };
+    let [header, body] = Layout::vertical([Constraint::Length(2), Constraint::Fill(1)]).areas(area);
+    render_detail_header(frame, header, incident, theme);
+    if detail.receipt_open {
+        app.drawn.receipt.set(crate::console::drawn::inner(body));
+        receipt::render(frame, body, incident, detail, theme);
+        return;
+    }
+    let proposals_height = (incident.proposals.len().max(1) as u16 + 2).min(7);
+    let upper_height = (body.height.saturating_sub(proposals_height) * 2 / 5).max(5);
+    let [upper, proposals_row, proposal_body] = Layout::vertical([
+        Constraint::Length(upper_height),
+        Constraint::Length(proposals_height),
+        Constraint::Fill(1),
+    ])
+    .areas(body);
+    let [cause, tree] =
+        Layout::horizontal([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(upper);
+    render_cause(frame, cause, incident, detail, theme);
+    render_tree(frame, tree, incident, detail, theme);
+    let drawn = &app.drawn;
+    drawn.set_pane(Pane::Cause, cause);
+    drawn.set_pane(Pane::Tree, tree);
+    drawn.set_pane(Pane::Body, proposal_body);
+    if incident.checks.is_empty() {
+        drawn.set_pane(Pane::Proposals, proposals_row);
+        render_proposals(frame, proposals_row, app, incident, detail);
+    } else {
+        let [list, checks] =
+            Layout::horizontal([Constraint::Percentage(62), Constraint::Percentage(38)])
+                .areas(proposals_row);
+        drawn.set_pane(Pane::Proposals, list);
+        render_proposals(frame, list, app, incident, detail);
+        render_checks(frame, checks, incident, theme);
+    }
+    proposal::render(frame, proposal_body, app, detail);
+}
+
+fn render_detail_header(frame: &mut Frame, area: Rect, incident: &IncidentView, theme: &Theme) {
+    let lines = vec![
+        Line::from(vec![
+            Span::styled(format!(" {} ", incident.id), theme.title),
+            incident_status(incident.status, theme),
+            Span::raw("  "),
+            Span::styled(incident.title.clone(), theme.title),
+        ]),
+        figures_line(incident, theme),
+    ];
+    frame.render_widget(Paragraph::new(lines), area);
+}
+
+/// The header's second line: the latest figure of the check that opened the incident
+/// and whether it is back within band ("now 21,200 ✓ within 18,243..30,405"), with
+/// when it was measured. Without one (not measured again yet), the last breach, said
+/// to be that. The figure comes first: a narrow terminal cuts the end of the line.
+fn figures_line(incident: &IncidentView, theme: &Theme) -> Line<'static> {
+    let mut spans = vec![Span::raw(" ")];
+    match &incident.latest {
+        Some(reading) => {
+            let (glyph, style) = verdict_glyph(reading.verdict, theme);
+            spans.push(Span::styled("now ", theme.muted));
+            spans.push(Span::styled(reading.observed.clone(), style));
+            spans.push(Span::raw(" "));
+            spans.push(Span::styled(
+                format!("{glyph} {}", judgement(reading)),
+                style,
+            ));
+            spans.push(Span::styled(
+                format!(
+                    " · measured {}",
+                    reading.at.get(11..16).unwrap_or(&reading.at)
+                ),
+                theme.muted,
+            ));
+        }
+        None => {
+            spans.push(Span::styled("last breach ", theme.muted));
+            spans.push(Span::styled(incident.observed.clone(), theme.crit));
+            spans.push(Span::styled(" · expected ", theme.muted));
+            spans.push(Span::raw(incident.expected.clone()));
+        }
+    }
+    spans.push(Span::styled(" · ", theme.muted));
+    spans.push(Span::raw(incident.table.clone()));
+    spans.push(Span::styled(
+        format!(" · opened {}", incident.opened_at),
+        theme.muted,
+    ));
+    Line::from(spans)
+}
+
+/// The verdict against the band: "within 18,243..30,405", "below 18,243..30,405",
+/// "late: over 15m"; the verdict's word where there is no band.
+fn judgement(reading: &Reading) -> String {
+    match (reading.verdict, reading.band.as_deref()) {
+        (VerdictKind::Ok, Some(band)) => format!("within {band}"),
+        (VerdictKind::Low, Some(band)) => format!("below {band}"),
+        (VerdictKind::High, Some(band)) => format!("above {band}"),
+        (VerdictKind::Late, Some(band)) => format!("late: over {band}"),
+        (verdict, _) => verdict.as_str().to_string(),
+    }
+}
+
+fn render_cause(
+    frame: &mut Frame,
+    area: Rect,
+    incident: &IncidentView,
+    detail: &Detail,
+    theme: &Theme,
+) {
+    let mut lines = vec![match &incident.cause {
+        Some(cause) => Line::raw(cause.clone()),
+        None => Line::styled("Diagnosis pending…", theme.muted),
+    }];
+    for evidence in &incident.evidence {
+        lines.push(Line::from(vec![
+            Span::styled(" • ", theme.accent),
+            Span::raw(evidence.clone()),
+        ]));
+    }
+    lines.extend(symptoms::lines(incident, theme));
+    let title = symptoms::cause_title(incident);
+    let cause = Paragraph::new(from_line(lines, detail.cause_scroll))
+        .wrap(Wrap { trim: false })
+        .block(pane_block(&title, detail.focus == Pane::Cause, theme));
+    frame.render_widget(cause, area);
+}
+
+fn render_tree(
+    frame: &mut Frame,
+    area: Rect,
+    incident: &IncidentView,
+    detail: &Detail,
+    theme: &Theme,
+) {
+    let focused = detail.focus == Pane::Tree;
+    let title = format!("Blast radius from {}", incident.table);
+    let block = pane_block(&title, focused, theme);
+    let items = &detail.tree.items;
+    if items.is_empty() {
+        let empty = Paragraph::new(Span::styled("Nothing downstream found (yet).", theme.muted));
+        frame.render_widget(empty.block(block), area);
+        return;
+    }
+    // The widget wants mutable state; rebuild it from the plain state each frame
+    // (a few small sets) so the app itself stays immutable while drawing.
+    let mut state = TreeState::default();
+    for path in &detail.tree.opened {
+        state.open(path.clone());
+    }
+    state.select(detail.tree.selected.clone());
+    let highlight = if focused {
+        theme.selection
+    } else {
+        Style::default()
+    };
+    match Tree::new(items) {
+        Ok(tree) => {
+            let tree = tree
+                .block(block)
+                .highlight_symbol("▶ ")
+                .highlight_style(highlight)
+                .node_closed_symbol("▸ ")
+                .node_open_symbol("▾ ")
+                .node_no_children_symbol("  ");
+            frame.render_stateful_widget(tree, area, &mut state);
+        }
+        Err(_) => {
+            let broken =
+                Paragraph::new(Span::styled("blast radius has duplicate nodes", theme.crit));
+            frame.render_widget(broken.block(block), area);
+        }
+    }
+}
+
+fn render_proposals(
+    frame: &mut Frame,
+    area: Rect,
+    app: &App,
+    incident: &IncidentView,
+    detail: &Detail,
+) {
+    let theme = &app.theme;
+    let focused = detail.focus == Pane::Proposals;
+    let block = pane_block("Proposals", focused, theme);
+    if incident.proposals.is_empty() {
+        let empty = Paragraph::new(Span::styled("No proposals yet.", theme.muted));
+        frame.render_widget(empty.block(block), area);
+        return;
+    }
+    let height = area.height.saturating_sub(2) as usize;
+    let start = window_start(detail.proposal, height);
+    let rows = incident
+        .proposals
+        .iter()
+        .enumerate()
+        .skip(start)
+        .take(height)
+        .map(|(index, proposal)| {
+            let selected = index == detail.proposal;
+            // Someone else has the reason box open for it: say so before the title.
+            let title = match presence::deciding(app, &proposal.id) {
+                Some(who) => Line::from(vec![
+                    Span::styled(
+                        format!("✎ {who} · "),
+                        theme.warn.add_modifier(Modifier::BOLD),
+                    ),
+                    Span::raw(proposal.title.as_str()),
+                ]),
+                None => Line::raw(proposal.title.as_str()),
+            };
+            let row = Row::new(vec![
+                Cell::from(if selected { SELECTED } else { " " }),
+                Cell::from(presence::short_proposal(&proposal.id)),
+                Cell::from(kind_word(proposal.kind)),
+                Cell::from(proposal_state(proposal.state, theme)),
+                Cell::from(title),
+                Cell::from(Span::styled(proposal.owner.as_str(), theme.muted)),
+                Cell::from(Span::styled(short(&proposal.content_hash), theme.muted)),
+            ]);
+            if selected && focused {
+                row.style(theme.selection)
+            } else {
+                row
+            }
+        });
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(1),
+            Constraint::Length(4),
+            Constraint::Length(4),
+            Constraint::Length(13),
+            Constraint::Fill(1),
+            Constraint::Length(13),
+            Constraint::Length(SHORT_HASH as u16),
+        ],
+    )
+    .block(block);
+    frame.render_widget(table, area);
+}
+
+fn render_checks(frame: &mut Frame, area: Rect, incident: &IncidentView, theme: &Theme) {
+    let lines: Vec<Line> = incident
+        .checks
+        .iter()
+        .map(|check| {
+            let (glyph, style) = if check.passed {
+                ("✓ ", theme.ok)
+            } else {
+                ("✗ ", theme.crit)
+            };
+            Line::from(vec![
+                Span::styled(glyph, style),
+                Span::raw(check.name.clone()),
+                Span::styled(format!("  {}", check.detail), theme.muted),
+            ])
+        })
+        .collect();
+    let checks = Paragraph::new(lines).block(pane_block("Last verification", false, theme));
+    frame.render_widget(checks, area);
+}
