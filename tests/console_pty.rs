@@ -37,6 +37,7 @@ fn winsize(columns: u16, rows: u16) -> libc::winsize {
 struct FakeTerminal {
     master: File,
     written: Arc<Mutex<Vec<u8>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
     console: Child,
 }
 
@@ -86,7 +87,7 @@ impl FakeTerminal {
         let written = Arc::new(Mutex::new(Vec::new()));
         let mut reader = master.try_clone().unwrap();
         let sink = Arc::clone(&written);
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             let mut buffer = [0u8; 16 * 1024];
             // Ends with EIO once the console and every copy of the slave are gone.
             while let Ok(read) = reader.read(&mut buffer) {
@@ -99,12 +100,21 @@ impl FakeTerminal {
         FakeTerminal {
             master,
             written,
+            reader: Some(reader),
             console,
         }
     }
 
     fn written(&self) -> Vec<u8> {
         self.written.lock().unwrap().clone()
+    }
+
+    /// Everything the console wrote, once it has ended and its last bytes are read.
+    fn all_written(&mut self) -> Vec<u8> {
+        if let Some(reader) = self.reader.take() {
+            reader.join().unwrap();
+        }
+        self.written()
     }
 
     fn mark(&self) -> usize {
@@ -326,4 +336,8 @@ fn a_terminal_that_never_answers_neither_stalls_nor_ends_the_console() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(status.success(), "the console quit with {status}");
+    assert!(
+        !contains(&terminal.all_written(), CURSOR_POSITION_REQUEST),
+        "the console asked the terminal for the cursor position on its way out"
+    );
 }
