@@ -9,6 +9,7 @@ pub mod demo;
 pub mod detect;
 pub mod engine;
 pub mod incident;
+pub mod init;
 pub mod lineage;
 pub mod logging;
 pub mod monitor;

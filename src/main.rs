@@ -193,6 +193,25 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// A first config from a dbt project: its profile's warehouse, a monitor for every
+    /// source and table, lineage, owners and domains. Reads dbt's artifacts, runs
+    /// nothing; never overwrites a config (a rerun writes FILE.new beside it and shows
+    /// the difference). Exit 2 when the warehouse's adapter cannot be watched yet.
+    Init {
+        /// The dbt project folder (holding dbt_project.yml and target/manifest.json).
+        #[arg(long, value_name = "DIR")]
+        dbt_project: PathBuf,
+        /// The profile in profiles.yml (default: the one dbt_project.yml names).
+        #[arg(long, value_name = "NAME")]
+        profile: Option<String>,
+        /// The profile's target (default: the profile's own `target`).
+        #[arg(long, value_name = "NAME")]
+        target: Option<String>,
+        /// Where to write the config (default: the XDG config path); the notes file goes
+        /// beside it.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -384,5 +403,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             dataward::engine::cli::decide(&data_dir()?, Command::Accept { incident, reason })
         }
         Cmd::Outbox { json } => dataward::notify::cli::run(&data_dir()?, json),
+        Cmd::Init {
+            dbt_project,
+            profile,
+            target,
+            out,
+        } => dataward::init::run(&dataward::init::InitOptions {
+            dbt_project,
+            profile,
+            target,
+            out,
+            data_dir: data_dir()?,
+            data_dir_named: cli.data_dir.is_some(),
+        }),
     }
 }
