@@ -7,6 +7,7 @@ pub mod config;
 pub mod console;
 pub mod demo;
 pub mod detect;
+pub mod doctor;
 pub mod engine;
 pub mod incident;
 pub mod init;

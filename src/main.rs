@@ -193,6 +193,19 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Check everything the config needs, one line each with ✓ or ✗ and what to do:
+    /// warehouses reachable, every monitor's table, columns and query plan (EXPLAIN,
+    /// nothing scanned), the manifest, catalog and notes, the orchestrator and alert
+    /// endpoints, permissions, the engine's socket. Exit 0 when all are ✓, else 1.
+    Doctor {
+        /// The config (default: the XDG config path).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Send a test alert to every [[alert]] destination (resolved at once); without
+        /// it no alert is sent.
+        #[arg(long)]
+        send_test: bool,
+    },
     /// A first config from a dbt project: its profile's warehouse, a monitor for every
     /// source and table, lineage, owners and domains. Reads dbt's artifacts, runs
     /// nothing; never overwrites a config (a rerun writes FILE.new beside it and shows
@@ -403,6 +416,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             dataward::engine::cli::decide(&data_dir()?, Command::Accept { incident, reason })
         }
         Cmd::Outbox { json } => dataward::notify::cli::run(&data_dir()?, json),
+        Cmd::Doctor { config, send_test } => {
+            let config = config
+                .or(cli.config)
+                .or_else(config::default_config_path)
+                .ok_or_else(|| {
+                    anyhow::anyhow!("no home directory for the default config; pass --config FILE")
+                })?;
+            dataward::doctor::run(&dataward::doctor::DoctorOptions {
+                config,
+                data_dir: data_dir()?,
+                send_test,
+            })
+        }
         Cmd::Init {
             dbt_project,
             profile,
