@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::builder::PossibleValuesParser;
-use clap::{ArgGroup, Parser, Subcommand};
+use clap::{ArgGroup, CommandFactory, Parser, Subcommand};
 
 use dataward::engine::api::Command;
 use dataward::{chain, config, demo};
@@ -206,6 +206,13 @@ enum Cmd {
         #[arg(long)]
         send_test: bool,
     },
+    /// Print a shell completion script: `dataward completions bash > /etc/bash_completion.d/dataward`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): `dataward man > /usr/local/share/man/man1/dataward.1`.
+    Man,
     /// A first config from a dbt project: its profile's warehouse, a monitor for every
     /// source and table, lineage, owners and domains. Reads dbt's artifacts, runs
     /// nothing; never overwrites a config (a rerun writes FILE.new beside it and shows
@@ -416,6 +423,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             dataward::engine::cli::decide(&data_dir()?, Command::Accept { incident, reason })
         }
         Cmd::Outbox { json } => dataward::notify::cli::run(&data_dir()?, json),
+        Cmd::Completions { shell } => {
+            let mut command = Cli::command();
+            clap_complete::generate(shell, &mut command, "dataward", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Man => {
+            clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?;
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Doctor { config, send_test } => {
             let config = config
                 .or(cli.config)
