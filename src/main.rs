@@ -250,6 +250,9 @@ fn main() -> ExitCode {
                 | Cmd::Backtest { .. }
                 | Cmd::Check { .. }
                 | Cmd::Outbox { .. }
+                | Cmd::Doctor { .. }
+                | Cmd::Completions { .. }
+                | Cmd::Man
         )
     ) {
         // SAFETY: setting a signal disposition before any thread starts.
