@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::builder::PossibleValuesParser;
-use clap::{ArgGroup, Parser, Subcommand};
+use clap::{ArgGroup, CommandFactory, Parser, Subcommand};
 
 use dataward::engine::api::Command;
 use dataward::{chain, config, demo};
@@ -193,6 +193,45 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Check everything the config needs, one line each with ✓ or ✗ and what to do:
+    /// warehouses reachable, every monitor's table, columns and query plan (EXPLAIN,
+    /// nothing scanned), the manifest, catalog and notes, the orchestrator and alert
+    /// endpoints, permissions, the engine's socket. Exit 0 when all are ✓, else 1.
+    Doctor {
+        /// The config (default: the XDG config path).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Send a test alert to every [[alert]] destination (resolved at once); without
+        /// it no alert is sent.
+        #[arg(long)]
+        send_test: bool,
+    },
+    /// Print a shell completion script: `dataward completions bash > /etc/bash_completion.d/dataward`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): `dataward man > /usr/local/share/man/man1/dataward.1`.
+    Man,
+    /// A first config from a dbt project: its profile's warehouse, a monitor for every
+    /// source and table, lineage, owners and domains. Reads dbt's artifacts, runs
+    /// nothing; never overwrites a config (a rerun writes FILE.new beside it and shows
+    /// the difference). Exit 2 when the warehouse's adapter cannot be watched yet.
+    Init {
+        /// The dbt project folder (holding dbt_project.yml and target/manifest.json).
+        #[arg(long, value_name = "DIR")]
+        dbt_project: PathBuf,
+        /// The profile in profiles.yml (default: the one dbt_project.yml names).
+        #[arg(long, value_name = "NAME")]
+        profile: Option<String>,
+        /// The profile's target (default: the profile's own `target`).
+        #[arg(long, value_name = "NAME")]
+        target: Option<String>,
+        /// Where to write the config (default: the XDG config path); the notes file goes
+        /// beside it.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -211,6 +250,9 @@ fn main() -> ExitCode {
                 | Cmd::Backtest { .. }
                 | Cmd::Check { .. }
                 | Cmd::Outbox { .. }
+                | Cmd::Doctor { .. }
+                | Cmd::Completions { .. }
+                | Cmd::Man
         )
     ) {
         // SAFETY: setting a signal disposition before any thread starts.
@@ -385,5 +427,40 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             dataward::engine::cli::decide(&data_dir()?, Command::Accept { incident, reason })
         }
         Cmd::Outbox { json } => dataward::notify::cli::run(&data_dir()?, json),
+        Cmd::Completions { shell } => {
+            let mut command = Cli::command();
+            clap_complete::generate(shell, &mut command, "dataward", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Man => {
+            clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Doctor { config, send_test } => {
+            let config = config
+                .or(cli.config)
+                .or_else(config::default_config_path)
+                .ok_or_else(|| {
+                    anyhow::anyhow!("no home directory for the default config; pass --config FILE")
+                })?;
+            dataward::doctor::run(&dataward::doctor::DoctorOptions {
+                config,
+                data_dir: data_dir()?,
+                send_test,
+            })
+        }
+        Cmd::Init {
+            dbt_project,
+            profile,
+            target,
+            out,
+        } => dataward::init::run(&dataward::init::InitOptions {
+            dbt_project,
+            profile,
+            target,
+            out,
+            data_dir: data_dir()?,
+            data_dir_named: cli.data_dir.is_some(),
+        }),
     }
 }

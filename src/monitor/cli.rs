@@ -81,10 +81,15 @@ pub fn check(config_path: &Path, once: bool, json: bool, data_dir: &Path) -> Res
             config_path.display()
         );
     }
-    let poller = Poller::from_config(&config)?;
+    let mut poller = Poller::from_config(&config)?;
     let state = crate::store::open(&data_dir.join("dataward.db"))?;
+    let start = Instant::now();
+    // The first poll reads every table's whole lookback: on a large estate it takes a
+    // while, so it says how far it got on stderr (stdout stays the verdicts).
+    poller.set_progress(Some(first_poll_progress()));
+    let observations = poller.poll(&state, &config.monitor, Utc::now())?;
+    poller.set_progress(None);
     if once {
-        let observations = poller.poll(&state, &config.monitor, Utc::now())?;
         print_observations(&observations, json)?;
         return Ok(exit_code(&observations));
     }
@@ -93,7 +98,8 @@ pub fn check(config_path: &Path, once: bool, json: bool, data_dir: &Path) -> Res
         .iter()
         .map(|m| parse_duration(&m.every))
         .collect::<Result<_>>()?;
-    let mut next_due = vec![Instant::now(); config.monitor.len()];
+    print_observations(&observations, json)?;
+    let mut next_due: Vec<Instant> = every.iter().map(|every| start + *every).collect();
     loop {
         let now = Instant::now();
         let due: Vec<usize> = (0..next_due.len())
@@ -111,6 +117,48 @@ pub fn check(config_path: &Path, once: bool, json: bool, data_dir: &Path) -> Res
             return Ok(ExitCode::SUCCESS);
         };
         std::thread::sleep(next.saturating_duration_since(Instant::now()));
+    }
+}
+
+/// "first poll: 37 of 120 tables" on stderr (see [`Throttle`]).
+fn first_poll_progress() -> super::poller::Progress {
+    let throttle = std::sync::Mutex::new(Throttle::new(Instant::now()));
+    std::sync::Arc::new(move |done: usize, total: usize| {
+        let due = throttle
+            .lock()
+            .expect("progress lock")
+            .due(Instant::now(), done, total);
+        if due {
+            eprintln!("first poll: {done} of {total} tables");
+        }
+    })
+}
+
+/// When a count is worth a line: only once the poll has taken a second (a small
+/// estate's poll says nothing), then at most once a second, and the last count.
+struct Throttle {
+    started: Instant,
+    last: Option<Instant>,
+}
+
+impl Throttle {
+    fn new(started: Instant) -> Throttle {
+        Throttle {
+            started,
+            last: None,
+        }
+    }
+
+    fn due(&mut self, now: Instant, done: usize, total: usize) -> bool {
+        let second = Duration::from_secs(1);
+        let due = match self.last {
+            None => now.duration_since(self.started) >= second,
+            Some(at) => now.duration_since(at) >= second || done == total,
+        };
+        if due {
+            self.last = Some(now);
+        }
+        due
     }
 }
 
@@ -396,6 +444,48 @@ fn print_backtest_table(lines: &[BacktestLine]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_poll_counts_its_tables_and_a_long_one_says_so_once_a_second() {
+        // The poller tells of each table read, up to all of them.
+        let dir = tempfile::tempdir().unwrap();
+        let db = rusqlite::Connection::open(dir.path().join("wh.db")).unwrap();
+        db.execute_batch("CREATE TABLE a (x); CREATE TABLE b (x); CREATE TABLE c (x);")
+            .unwrap();
+        let mut text = String::from("[warehouse.w]\nkind = \"sqlite\"\npath = \"wh.db\"\n");
+        for table in ["a", "b", "c"] {
+            text.push_str(&format!(
+                "[[monitor]]\nwarehouse = \"w\"\ntable = \"{table}\"\nchecks = [\"row_count\"]\n"
+            ));
+        }
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, text).unwrap();
+        let config = Config::load(&path).unwrap();
+        let mut poller = Poller::from_config(&config).unwrap();
+        let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let into = heard.clone();
+        poller.set_progress(Some(std::sync::Arc::new(move |done, total| {
+            into.lock().unwrap().push((done, total));
+        })));
+        let state = crate::store::open(&dir.path().join("dataward.db")).unwrap();
+        poller.poll(&state, &config.monitor, Utc::now()).unwrap();
+        let mut heard = heard.lock().unwrap().clone();
+        heard.sort();
+        assert_eq!(heard, [(1, 3), (2, 3), (3, 3)]);
+
+        // Said only once the poll has taken a second, then once a second, and the end.
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let mut throttle = Throttle::new(t0);
+        assert!(!throttle.due(at(400), 1, 120));
+        assert!(throttle.due(at(1_100), 37, 120));
+        assert!(!throttle.due(at(1_500), 40, 120));
+        assert!(throttle.due(at(2_200), 80, 120));
+        assert!(throttle.due(at(2_300), 120, 120));
+        // A poll done within the second says nothing at all.
+        let mut quick = Throttle::new(t0);
+        assert!(!quick.due(at(300), 3, 3));
+    }
 
     #[test]
     fn history_needs_a_header_and_names_bad_lines() {

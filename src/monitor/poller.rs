@@ -93,7 +93,12 @@ pub struct Poller {
     runtime: tokio::runtime::Runtime,
     warehouses: BTreeMap<String, Slot>,
     backoff: Duration,
+    progress: Option<Progress>,
 }
+
+/// Told (tables read, tables to read) as each table of a poll is read: a long first
+/// poll shows how far it got.
+pub type Progress = Arc<dyn Fn(usize, usize) + Send + Sync>;
 
 impl Poller {
     pub fn new() -> Result<Poller> {
@@ -107,6 +112,7 @@ impl Poller {
             runtime,
             warehouses: BTreeMap::new(),
             backoff: DEFAULT_BACKOFF,
+            progress: None,
         })
     }
 
@@ -165,6 +171,11 @@ impl Poller {
         self.backoff = base;
     }
 
+    /// Who hears of each table read in the polls to come (None: nobody).
+    pub fn set_progress(&mut self, progress: Option<Progress>) {
+        self.progress = progress;
+    }
+
     /// Lets go of the poller without waiting for checks still running: a check
     /// abandoned at its timeout may stay blocked in the warehouse (until its statement
     /// timeout), and dropping the runtime would wait for it.
@@ -212,6 +223,12 @@ impl Poller {
     ) -> Vec<MonitorRead> {
         let catalog = self.read_catalog(monitors).await;
         let mut tasks = Vec::new();
+        let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let total = monitors
+            .iter()
+            .filter(|m| reads_rows(m) && Relation::parse(&m.table).is_ok())
+            .filter(|m| self.warehouses.contains_key(&m.warehouse))
+            .count();
         for (monitor, plan) in monitors.iter().zip(plans) {
             let relation = Relation::parse(&monitor.table);
             let columns = relation.as_ref().ok().and_then(|relation| {
@@ -240,7 +257,7 @@ impl Poller {
                     };
                     let warehouse = slot.warehouse.clone();
                     let monitor = monitor.clone();
-                    Some(tokio::spawn(slot.run(move || {
+                    let read = slot.run(move || {
                         read_table(
                             warehouse.as_ref(),
                             &monitor,
@@ -249,7 +266,17 @@ impl Poller {
                             plan,
                             now,
                         )
-                    })))
+                    });
+                    let progress = self.progress.clone();
+                    let (done, total) = (done.clone(), total);
+                    Some(tokio::spawn(async move {
+                        let read = read.await;
+                        let done = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                        if let Some(progress) = progress {
+                            progress(done, total);
+                        }
+                        read
+                    }))
                 }
             };
             tasks.push((columns, table));

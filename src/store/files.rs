@@ -107,6 +107,19 @@ fn ensure_plain_file(file: &File, path: &Path) -> Result<()> {
 /// renamed over it, then the directory is fsynced so the rename itself is durable. An
 /// existing target keeps its mode and owner; a target that is a symlink is refused.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    replace(path, bytes, None)
+}
+
+/// [`write_atomic`] for a file only its owner may read (a config names the people who
+/// decide and where the credentials live): created 0600 from the start, and left 0600
+/// whatever mode a file it replaces had.
+pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    replace(path, bytes, Some(0o600))
+}
+
+/// Writes `bytes` over `path` through a temporary file; `mode` fixes the result's mode,
+/// else a new file gets the umask's and an existing one keeps its own (and its owner).
+fn replace(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<()> {
     let existing = match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_symlink() => bail!(
             "{} is a symlink; dataward never writes through one (remove it if you did not put it there)",
@@ -121,10 +134,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    let (tmp, mut file) = create_temp_beside(path, dir)?;
+    let (tmp, mut file) = create_temp_beside(path, dir, mode.unwrap_or(0o666))?;
     let written = (|| -> Result<()> {
         file.write_all(bytes)?;
-        if let Some(meta) = &existing {
+        if let Some(mode) = mode {
+            file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        } else if let Some(meta) = &existing {
             // The owner first: fchown may clear set-id bits that fchmod then restores.
             let fresh = file.metadata()?;
             if (meta.uid(), meta.gid()) != (fresh.uid(), fresh.gid()) {
@@ -146,7 +161,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// `.NAME.PID.N.tmp` beside the target, created exclusively: a name someone planted
 /// (a symlink, a file) is skipped, never opened.
-fn create_temp_beside(path: &Path, dir: &Path) -> Result<(PathBuf, File)> {
+fn create_temp_beside(path: &Path, dir: &Path, mode: u32) -> Result<(PathBuf, File)> {
     let name = path
         .file_name()
         .with_context(|| format!("{} names no file", path.display()))?
@@ -154,8 +169,9 @@ fn create_temp_beside(path: &Path, dir: &Path) -> Result<(PathBuf, File)> {
     let pid = std::process::id();
     for n in 0..100 {
         let tmp = dir.join(format!(".{name}.{pid}.{n}.tmp"));
-        // 0666 less the umask, as any new file; an existing target's mode is copied later.
-        match create_new(&tmp, 0o666) {
+        // `mode` less the umask (0666 as any new file, or 0600); an existing target's
+        // mode is copied later.
+        match create_new(&tmp, mode) {
             Ok(file) => return Ok((tmp, file)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e).with_context(|| format!("cannot create {}", tmp.display())),

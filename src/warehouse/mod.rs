@@ -111,6 +111,11 @@ pub trait Warehouse: Send {
     /// `scan.minutes` the rows of each minute of the timestamp column from its start,
     /// and how many rows fall in the older stretch before it (see [`MinuteWindow`]).
     fn scan(&self, scan: &TableScan) -> Result<TableCounts, WarehouseError>;
+    /// Plans the query [`Self::scan`] would run without running it (`EXPLAIN`, nothing
+    /// read): a table that is gone, a grant that is missing, a misspelt column or a
+    /// type the query cannot use fails here as it would in the poll. Returns the plan's
+    /// first line.
+    fn plan_scan(&self, scan: &TableScan) -> Result<String, WarehouseError>;
     /// Runs a SELECT to completion and counts its rows: proves a model's SQL still
     /// runs on today's data.
     fn dry_run(&self, select: &str) -> Result<u64, WarehouseError>;

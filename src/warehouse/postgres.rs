@@ -247,6 +247,57 @@ fn uncastable_sql(target: CastTarget) -> String {
     condition
 }
 
+/// The one query that reads a table for every check (see [`Warehouse::scan`]).
+fn scan_sql(scan: &TableScan) -> String {
+    // Grouped by minute only from the window's start: every older row (and every
+    // row without a time) falls into one group, so the table is read once and only
+    // the recent rows cost a hash entry. The bounds are the engine's own integers.
+    let (minute, at_midnight, older) = match &scan.minutes {
+        Some(window) => {
+            let col = quote_ident(window.column);
+            let recent = format!("{col} >= to_timestamp({})", window.from);
+            (
+                format!("CASE WHEN {recent} THEN date_trunc('minute', {col}::timestamptz) END"),
+                format!(
+                    "count(*) FILTER (WHERE {recent} AND {col}::timestamp::time = time '00:00')"
+                ),
+                // Every row from the older stretch's start on: the recent ones are
+                // taken off below, one comparison per row cheaper than a range.
+                format!(
+                    "count(*) FILTER (WHERE {col} >= to_timestamp({}))",
+                    window.older_from
+                ),
+            )
+        }
+        None => (
+            "NULL::timestamptz".into(),
+            "0::int8".into(),
+            "0::int8".into(),
+        ),
+    };
+    let counted = match scan.nulls_since {
+        Some((column, at)) => format!("{} >= to_timestamp({at})", quote_ident(column)),
+        None => "true".to_string(),
+    };
+    let nulls: String = scan
+        .null_columns
+        .iter()
+        .map(|c| {
+            format!(
+                ",\n count(*) FILTER (WHERE {counted} AND {} IS NULL)",
+                quote_ident(c)
+            )
+        })
+        .collect();
+    format!(
+        "SELECT extract(epoch from minute)::int8, * FROM (
+           SELECT {minute} AS minute, count(*), {at_midnight}, {older},
+                  count(*) FILTER (WHERE {counted}){nulls}
+           FROM {table} GROUP BY 1) AS per_minute",
+        table = scan.relation.quoted(),
+    )
+}
+
 impl Warehouse for PostgresWarehouse {
     fn row_count(&self, relation: &Relation) -> Result<u64, WarehouseError> {
         let sql = format!("SELECT count(*) FROM {}", relation.quoted());
@@ -291,51 +342,7 @@ impl Warehouse for PostgresWarehouse {
     }
 
     fn scan(&self, scan: &TableScan) -> Result<TableCounts, WarehouseError> {
-        // Grouped by minute only from the window's start: every older row (and every
-        // row without a time) falls into one group, so the table is read once and only
-        // the recent rows cost a hash entry. The bounds are the engine's own integers.
-        let (minute, at_midnight, older) = match &scan.minutes {
-            Some(window) => {
-                let col = quote_ident(window.column);
-                let recent = format!("{col} >= to_timestamp({})", window.from);
-                (
-                    format!("CASE WHEN {recent} THEN date_trunc('minute', {col}::timestamptz) END"),
-                    format!("count(*) FILTER (WHERE {recent} AND {col}::timestamp::time = time '00:00')"),
-                    // Every row from the older stretch's start on: the recent ones are
-                    // taken off below, one comparison per row cheaper than a range.
-                    format!(
-                        "count(*) FILTER (WHERE {col} >= to_timestamp({}))",
-                        window.older_from
-                    ),
-                )
-            }
-            None => (
-                "NULL::timestamptz".into(),
-                "0::int8".into(),
-                "0::int8".into(),
-            ),
-        };
-        let counted = match scan.nulls_since {
-            Some((column, at)) => format!("{} >= to_timestamp({at})", quote_ident(column)),
-            None => "true".to_string(),
-        };
-        let nulls: String = scan
-            .null_columns
-            .iter()
-            .map(|c| {
-                format!(
-                    ",\n count(*) FILTER (WHERE {counted} AND {} IS NULL)",
-                    quote_ident(c)
-                )
-            })
-            .collect();
-        let sql = format!(
-            "SELECT extract(epoch from minute)::int8, * FROM (
-               SELECT {minute} AS minute, count(*), {at_midnight}, {older},
-                      count(*) FILTER (WHERE {counted}){nulls}
-               FROM {table} GROUP BY 1) AS per_minute",
-            table = scan.relation.quoted(),
-        );
+        let sql = scan_sql(scan);
         let rows = self.with_client(|c| c.query(&sql, &[]))?;
         // Columns: the minute as seconds, the minute itself, then the counts.
         let width = 4 + scan.null_columns.len();
@@ -347,6 +354,15 @@ impl Warehouse for PostgresWarehouse {
             })
             .collect();
         Ok(TableCounts::from_groups(groups, scan.null_columns.len()))
+    }
+
+    fn plan_scan(&self, scan: &TableScan) -> Result<String, WarehouseError> {
+        let sql = format!("EXPLAIN {}", scan_sql(scan));
+        let rows = self.with_client(|c| c.query(&sql, &[]))?;
+        Ok(rows
+            .first()
+            .map(|r| r.get::<_, String>(0))
+            .unwrap_or_default())
     }
 
     fn dry_run(&self, select: &str) -> Result<u64, WarehouseError> {

@@ -106,6 +106,51 @@ fn epoch_sql(column: &str) -> String {
     )
 }
 
+/// The one query that reads a table for every check (see [`Warehouse::scan`]).
+fn scan_sql(scan: &TableScan) -> String {
+    // As for PostgreSQL: one read, grouped by minute only from the window's start.
+    // Minutes and days are floored, also before 1970 (% keeps the sign). The
+    // bounds are the engine's own integers.
+    let time = |column: &str| format!("{} AS t", epoch_sql(column));
+    let (minute, at_midnight, older, t) = match &scan.minutes {
+        Some(window) => (
+            format!(
+                "CASE WHEN t >= {} THEN t - (t % 60 + 60) % 60 END",
+                window.from
+            ),
+            format!(
+                "count(*) FILTER (WHERE t >= {} AND t % 86400 = 0)",
+                window.from
+            ),
+            format!("count(*) FILTER (WHERE t >= {})", window.older_from),
+            time(window.column),
+        ),
+        None => ("NULL".into(), "0".into(), "0".into(), "NULL AS t".into()),
+    };
+    let (counted, since) = match scan.nulls_since {
+        Some((column, at)) => (
+            format!("since >= {at}"),
+            format!("{} AS since", epoch_sql(column)),
+        ),
+        None => ("1".to_string(), "NULL AS since".to_string()),
+    };
+    let picked: String = (0..scan.null_columns.len())
+        .map(|i| format!(", count(*) FILTER (WHERE {counted} AND c{i} IS NULL)"))
+        .collect();
+    let columns: String = scan
+        .null_columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| format!(", {} AS c{i}", quote_ident(c)))
+        .collect();
+    format!(
+        "SELECT {minute} AS minute, count(*), {at_midnight}, {older},
+                count(*) FILTER (WHERE {counted}){picked}
+         FROM (SELECT {t}, {since}{columns} FROM {table}) GROUP BY 1",
+        table = scan.relation.quoted(),
+    )
+}
+
 impl Warehouse for SqliteWarehouse {
     fn row_count(&self, relation: &Relation) -> Result<u64, WarehouseError> {
         let conn = self.connect()?;
@@ -148,47 +193,7 @@ impl Warehouse for SqliteWarehouse {
 
     fn scan(&self, scan: &TableScan) -> Result<TableCounts, WarehouseError> {
         let conn = self.connect()?;
-        // As for PostgreSQL: one read, grouped by minute only from the window's start.
-        // Minutes and days are floored, also before 1970 (% keeps the sign). The
-        // bounds are the engine's own integers.
-        let time = |column: &str| format!("{} AS t", epoch_sql(column));
-        let (minute, at_midnight, older, t) = match &scan.minutes {
-            Some(window) => (
-                format!(
-                    "CASE WHEN t >= {} THEN t - (t % 60 + 60) % 60 END",
-                    window.from
-                ),
-                format!(
-                    "count(*) FILTER (WHERE t >= {} AND t % 86400 = 0)",
-                    window.from
-                ),
-                format!("count(*) FILTER (WHERE t >= {})", window.older_from),
-                time(window.column),
-            ),
-            None => ("NULL".into(), "0".into(), "0".into(), "NULL AS t".into()),
-        };
-        let (counted, since) = match scan.nulls_since {
-            Some((column, at)) => (
-                format!("since >= {at}"),
-                format!("{} AS since", epoch_sql(column)),
-            ),
-            None => ("1".to_string(), "NULL AS since".to_string()),
-        };
-        let picked: String = (0..scan.null_columns.len())
-            .map(|i| format!(", count(*) FILTER (WHERE {counted} AND c{i} IS NULL)"))
-            .collect();
-        let columns: String = scan
-            .null_columns
-            .iter()
-            .enumerate()
-            .map(|(i, c)| format!(", {} AS c{i}", quote_ident(c)))
-            .collect();
-        let sql = format!(
-            "SELECT {minute} AS minute, count(*), {at_midnight}, {older},
-                    count(*) FILTER (WHERE {counted}){picked}
-             FROM (SELECT {t}, {since}{columns} FROM {table}) GROUP BY 1",
-            table = scan.relation.quoted(),
-        );
+        let sql = scan_sql(scan);
         let mut stmt = conn.prepare(&sql).map_err(query_error)?;
         let width = scan.null_columns.len();
         // Columns: the minute, then the counts.
@@ -203,6 +208,19 @@ impl Warehouse for SqliteWarehouse {
             .collect::<Result<_, _>>()
             .map_err(query_error)?;
         Ok(TableCounts::from_groups(groups, width))
+    }
+
+    fn plan_scan(&self, scan: &TableScan) -> Result<String, WarehouseError> {
+        let conn = self.connect()?;
+        let sql = format!("EXPLAIN QUERY PLAN {}", scan_sql(scan));
+        let mut stmt = conn.prepare(&sql).map_err(query_error)?;
+        let first = stmt
+            .query_map([], |r| r.get::<_, String>(3))
+            .map_err(query_error)?
+            .next()
+            .transpose()
+            .map_err(query_error)?;
+        Ok(first.unwrap_or_default())
     }
 
     fn dry_run(&self, select: &str) -> Result<u64, WarehouseError> {

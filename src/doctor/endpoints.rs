@@ -1,0 +1,177 @@
+//! What dataward talks to besides warehouses: the orchestrator answers (its pipelines
+//! are read, nothing is paused or run), and each alert destination's secret is there
+//! and its API answers. No alert is sent unless `--send-test`: then one test alert is
+//! opened and at once resolved at every destination.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::Line;
+use crate::config::{AlertConfig, Config};
+use crate::notify::{self, Action, Alert, Blast, Occasion, Verdict};
+use crate::sanitize::Sanitized;
+
+pub fn check(config: &Config, data_dir: &Path, send_test: bool) -> Vec<Line> {
+    let mut lines = Vec::new();
+    if let Some(settings) = &config.orchestrator {
+        let what = format!("orchestrator {}", settings.kind);
+        let answered = crate::engine::orchestrator::from_config(config, data_dir)
+            .and_then(|o| o.map(|o| o.pipelines()).transpose());
+        lines.push(match answered {
+            Ok(pipelines) => Line::ok(
+                what,
+                format!(
+                    "answers: {} pipeline{}",
+                    pipelines.as_ref().map_or(0, Vec::len),
+                    if pipelines.as_ref().map_or(0, Vec::len) == 1 {
+                        ""
+                    } else {
+                        "s"
+                    }
+                ),
+            ),
+            Err(e) => Line::bad(
+                what,
+                format!("{e:#}"),
+                "check [orchestrator] (its URL, the variable holding its token, the jobs it names)",
+            ),
+        });
+    }
+    for (name, alert) in config.alert_destinations() {
+        lines.push(destination(config, &name, alert, send_test));
+    }
+    lines
+}
+
+fn destination(config: &Config, name: &str, alert: &AlertConfig, send_test: bool) -> Line {
+    let what = format!("alert {name}");
+    let secret = match notify::read_secret(config, alert) {
+        Ok(secret) => secret,
+        Err(e) => {
+            return Line::bad(
+                what,
+                format!("{e:#}"),
+                format!(
+                    "set the {} the config names for it",
+                    alert.secret_key().replace('_', " ")
+                ),
+            )
+        }
+    };
+    let client = match notify::client(Duration::from_secs(10)) {
+        Ok(client) => client,
+        Err(e) => {
+            return Line::bad(
+                what,
+                format!("{e:#}"),
+                "report this: the HTTP client cannot be built",
+            )
+        }
+    };
+    let sender = notify::sender_for(alert);
+    let trigger = Sanitized::new(test_alert(Action::Trigger));
+    let request = sender.request(&trigger, &secret);
+    let origin = origin(&request.url);
+    if !send_test {
+        // Any HTTP answer from the API's host: the network and TLS are fine. The
+        // request itself (with the secret) is not sent.
+        let probe = notify::Request {
+            method: notify::Method::Get,
+            url: format!("{origin}/"),
+            headers: Vec::new(),
+            body: None,
+        };
+        return match notify::exchange(&client, &probe) {
+            Ok(response) => Line::ok(
+                what,
+                format!(
+                    "{} answers (HTTP {} at {origin}); secret present; no alert sent (--send-test sends one)",
+                    alert.kind, response.status
+                ),
+            ),
+            Err(e) => Line::bad(
+                what,
+                format!("{origin} does not answer: {e}"),
+                "check the network from this host to the API (proxy, firewall, base_url)",
+            ),
+        };
+    }
+    let sent = notify::exchange(&client, &request).map(|r| sender.judge(&r));
+    match sent {
+        Ok(Verdict::Delivered | Verdict::Accepted { .. }) => {
+            let resolve = Sanitized::new(test_alert(Action::Resolve));
+            let closed = notify::exchange(&client, &sender.request(&resolve, &secret))
+                .map(|r| sender.judge(&r));
+            let closed = match closed {
+                Ok(Verdict::Delivered | Verdict::Accepted { .. }) => "and resolved",
+                _ => "(resolving it failed: close it by hand)",
+            };
+            Line::ok(what, format!("test alert {DEDUP} delivered {closed}"))
+        }
+        Ok(Verdict::Retry { error, .. } | Verdict::Permanent(error)) => Line::bad(
+            what,
+            format!("the test alert was refused: {error}"),
+            "check the key or webhook the secret holds, and that it may send alerts",
+        ),
+        Err(e) => Line::bad(
+            what,
+            format!("{origin} does not answer: {e}"),
+            "check the network from this host to the API (proxy, firewall, base_url)",
+        ),
+    }
+}
+
+const DEDUP: &str = "dataward-doctor-test";
+
+fn test_alert(action: Action) -> Alert {
+    Alert {
+        incident: "DOCTOR-TEST".to_string(),
+        dedup_key: DEDUP.to_string(),
+        action,
+        occasion: match action {
+            Action::Resolve => Occasion::Resolved,
+            _ => Occasion::Opened,
+        },
+        severity: "warning".to_string(),
+        title: "dataward doctor --send-test: a test alert (resolved at once)".to_string(),
+        table: "-".to_string(),
+        domain: None,
+        status: "test".to_string(),
+        cause: "a test from `dataward doctor --send-test`; nothing is wrong".to_string(),
+        evidence: Vec::new(),
+        blast: Blast::default(),
+        waiting: Vec::new(),
+        update: None,
+        receipt: None,
+        chain_seq: 0,
+        chain_hash: String::new(),
+        at: chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+    }
+}
+
+/// `scheme://host[:port]` of a URL: what may be shown (a Slack webhook's path is its
+/// secret).
+fn origin(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("https", url));
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = host.rsplit('@').next().unwrap_or(host);
+    format!("{scheme}://{host}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_origin_of_a_url_is_shown() {
+        assert_eq!(
+            origin("https://hooks.slack.com/services/T0/B0/secret"),
+            "https://hooks.slack.com"
+        );
+        assert_eq!(
+            origin("http://127.0.0.1:8080/v2/enqueue"),
+            "http://127.0.0.1:8080"
+        );
+        assert_eq!(origin("https://u:p@h.io/x"), "https://h.io");
+    }
+}

@@ -1,0 +1,156 @@
+//! Each warehouse, reached with the credentials the config names: the environment
+//! variable holding a PostgreSQL URL is set, the server answers, and the login works
+//! (the server's error code and message when it does not).
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+use super::Line;
+use crate::config::Config;
+use crate::warehouse::{self, Warehouse, WarehouseError};
+
+/// The warehouses that answered, by name, for the monitor lines; a line for each
+/// warehouse goes to `lines`.
+pub fn check(config: &Config, lines: &mut Vec<Line>) -> BTreeMap<String, Reached> {
+    let mut reached = BTreeMap::new();
+    for (name, wh) in &config.warehouse {
+        let what = format!("warehouse {name}");
+        let who = match wh.kind.as_str() {
+            "postgres" => {
+                let var = wh.url_env.as_deref().unwrap_or_default();
+                match std::env::var(var) {
+                    Ok(url) => who(&url, var),
+                    Err(_) => {
+                        lines.push(Line::bad(
+                            what,
+                            format!("{var} is not set: the warehouse's URL is read from it"),
+                            format!(
+                                "export {var}=\"postgresql://USER:PASSWORD@HOST:5432/DBNAME\" \
+                                 (dataward init printed the line for your profile)"
+                            ),
+                        ));
+                        continue;
+                    }
+                }
+            }
+            _ => {
+                let path = config.resolve(wh.path.as_deref().unwrap_or(std::path::Path::new("")));
+                if !path.exists() {
+                    lines.push(Line::bad(
+                        what,
+                        format!("{} does not exist", path.display()),
+                        "correct `path` (relative paths are read from the config's folder)",
+                    ));
+                    continue;
+                }
+                Who {
+                    shown: format!("sqlite {}", path.display()),
+                    user: None,
+                }
+            }
+        };
+        let opened = match warehouse::open(config, name) {
+            Ok(opened) => opened,
+            Err(e) => {
+                lines.push(Line::bad(
+                    what,
+                    format!("{e:#}"),
+                    "correct the URL in the variable",
+                ));
+                continue;
+            }
+        };
+        // One catalog query: it needs a connection, a login and a working session.
+        match opened.columns_of(None, &["dataward_doctor_probe".to_string()]) {
+            Ok(_) => {
+                let verb = if wh.kind == "sqlite" {
+                    "opens"
+                } else {
+                    "reachable"
+                };
+                lines.push(Line::ok(what, format!("{verb} as {}", who.shown)));
+                reached.insert(
+                    name.clone(),
+                    Reached {
+                        warehouse: opened,
+                        user: who.user,
+                        kind: wh.kind.clone(),
+                    },
+                );
+            }
+            Err(e) => lines.push(Line::bad(
+                what,
+                format!("not reachable as {}: {}", who.shown, message(&e)),
+                fix_for(&e),
+            )),
+        }
+    }
+    reached
+}
+
+/// A warehouse that answered.
+pub struct Reached {
+    pub warehouse: Box<dyn Warehouse + Sync>,
+    /// The login, for a GRANT to suggest.
+    pub user: Option<String>,
+    pub kind: String,
+}
+
+struct Who {
+    shown: String,
+    user: Option<String>,
+}
+
+/// Who the URL logs in as, and where, without its password.
+fn who(url: &str, var: &str) -> Who {
+    match postgres::Config::from_str(url) {
+        Ok(parsed) => {
+            let host = parsed
+                .get_hosts()
+                .first()
+                .map(|h| match h {
+                    postgres::config::Host::Tcp(name) => name.clone(),
+                    postgres::config::Host::Unix(path) => path.display().to_string(),
+                })
+                .unwrap_or_else(|| "localhost".to_string());
+            let port = parsed.get_ports().first().copied().unwrap_or(5432);
+            let user = parsed.get_user().map(str::to_string);
+            Who {
+                shown: format!(
+                    "{}@{host}:{port}/{} (${var})",
+                    user.as_deref().unwrap_or("?"),
+                    parsed.get_dbname().unwrap_or("?"),
+                ),
+                user,
+            }
+        }
+        Err(_) => Who {
+            shown: format!("${var}"),
+            user: None,
+        },
+    }
+}
+
+/// The server's message (code and text), without the error kind's prefix.
+pub fn message(e: &WarehouseError) -> String {
+    match e {
+        WarehouseError::Unreachable(m) | WarehouseError::Query(m) | WarehouseError::Refused(m) => {
+            m.clone()
+        }
+    }
+}
+
+fn fix_for(e: &WarehouseError) -> String {
+    let text = message(e);
+    let code = text.split(':').next().unwrap_or("");
+    match code {
+        "28P01" | "28000" => {
+            "the login was refused: check the user and password in the URL (and pg_hba.conf)".into()
+        }
+        "3D000" => "the database does not exist: correct the database name in the URL".into(),
+        _ if text.contains("is not set") => "export the variable the config's url_env names".into(),
+        _ => {
+            "check the host, port and network (is the server up, and does it listen there?)".into()
+        }
+    }
+}

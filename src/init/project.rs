@@ -1,0 +1,469 @@
+//! The dbt project and the warehouse connection dbt uses: `dbt_project.yml`, then the
+//! profile it names in `profiles.yml` ($DBT_PROFILES_DIR, the project folder, or
+//! ~/.dbt, in dbt's order), then the profile's target.
+//!
+//! Profile values may be `{{ env_var('NAME') }}` (with a default, and a filter such as
+//! `| int`): they are read from the environment as dbt reads them. A password is never
+//! read at all: the config names an environment variable instead.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use super::yaml::Yaml;
+
+/// What `dbt_project.yml` says.
+#[derive(Debug, Clone)]
+pub struct DbtProject {
+    /// The project folder, absolute.
+    pub dir: PathBuf,
+    pub name: String,
+    /// Where dbt writes its artifacts (`target-path`, default `target`), absolute.
+    pub target_path: PathBuf,
+    /// The profile it names, and the line it is named on.
+    pub profile: Option<(String, usize)>,
+}
+
+impl DbtProject {
+    pub fn read(dir: &Path) -> Result<DbtProject> {
+        let dir = std::fs::canonicalize(dir)
+            .with_context(|| format!("cannot open the dbt project folder {}", dir.display()))?;
+        let file = dir.join("dbt_project.yml");
+        let text = std::fs::read_to_string(&file).map_err(|e| {
+            anyhow!(
+                "{}: cannot read it ({e}); --dbt-project names the folder holding dbt_project.yml",
+                file.display()
+            )
+        })?;
+        let shown = file.display().to_string();
+        let doc = Yaml::parse(&text, &shown)?;
+        let name = plain(&doc, "name", &shown)?
+            .ok_or_else(|| anyhow!("{shown}: no `name`: this is not a dbt project file"))?;
+        let target_path = match plain(&doc, "target-path", &shown)? {
+            Some((path, _)) => dir.join(path),
+            None => dir.join("target"),
+        };
+        Ok(DbtProject {
+            name: name.0,
+            profile: plain(&doc, "profile", &shown)?,
+            target_path,
+            dir,
+        })
+    }
+}
+
+/// A top-level text value of `dbt_project.yml`, which must not be Jinja (dataward does
+/// not render the project).
+fn plain(doc: &Yaml, key: &str, file: &str) -> Result<Option<(String, usize)>> {
+    let Some(value) = doc.get(key) else {
+        return Ok(None);
+    };
+    let Some(text) = value.text() else {
+        bail!(
+            "{file}: line {}: `{key}` is {}, not a name",
+            value.line,
+            value.describe()
+        );
+    };
+    if text.contains("{{") {
+        let rendered =
+            render(text).map_err(|e| anyhow!("{file}: line {}: {key}: {e}", value.line))?;
+        return Ok(Some((rendered, value.line)));
+    }
+    Ok(Some((text.to_string(), value.line)))
+}
+
+/// The profile's target: where dbt builds, and how to reach it.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The profiles.yml read.
+    pub file: PathBuf,
+    pub profile: String,
+    pub name: String,
+    /// The adapter (`type`), and the line it is given on.
+    pub adapter: String,
+    pub adapter_line: usize,
+    pub connection: Connection,
+}
+
+#[derive(Debug, Clone)]
+pub enum Connection {
+    Postgres(Postgres),
+    /// Any other adapter: its settings, secrets left out, for a commented block.
+    Unsupported {
+        settings: Vec<(String, String)>,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct Postgres {
+    pub host: String,
+    pub port: u16,
+    pub user: String,
+    pub dbname: String,
+    pub schema: String,
+    pub sslmode: Option<String>,
+    pub password: Password,
+}
+
+/// Where the target's password is: never copied, only pointed at.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Password {
+    /// None, or an empty one (trust or peer authentication).
+    None,
+    /// `{{ env_var('NAME') }}`: the variable holding it.
+    Env(String),
+    /// Written in profiles.yml itself, on this line.
+    InFile(usize),
+}
+
+/// Where dbt would find profiles.yml: $DBT_PROFILES_DIR, the project folder, ~/.dbt.
+pub fn profiles_file(project: &DbtProject) -> Result<PathBuf> {
+    let found = find_profiles(project)?;
+    // Absolute, so the config can name its folder whatever folder it is read from.
+    std::fs::canonicalize(&found).with_context(|| format!("cannot open {}", found.display()))
+}
+
+fn find_profiles(project: &DbtProject) -> Result<PathBuf> {
+    let mut tried = Vec::new();
+    if let Some(dir) = std::env::var_os("DBT_PROFILES_DIR").filter(|d| !d.is_empty()) {
+        let file = PathBuf::from(dir).join("profiles.yml");
+        if file.is_file() {
+            return Ok(file);
+        }
+        tried.push(format!("$DBT_PROFILES_DIR ({})", file.display()));
+    }
+    let file = project.dir.join("profiles.yml");
+    if file.is_file() {
+        return Ok(file);
+    }
+    tried.push(file.display().to_string());
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        let file = PathBuf::from(home).join(".dbt").join("profiles.yml");
+        if file.is_file() {
+            return Ok(file);
+        }
+        tried.push(file.display().to_string());
+    }
+    bail!(
+        "no profiles.yml: looked in {}. dbt's connection settings are there; \
+         set DBT_PROFILES_DIR to the folder holding it",
+        tried.join(", ")
+    )
+}
+
+impl Target {
+    /// Reads `profile` (default: the project's) and its `target` (default: the profile's
+    /// own `target`) from `file`.
+    pub fn read(
+        file: &Path,
+        project: &DbtProject,
+        profile: Option<&str>,
+        target: Option<&str>,
+    ) -> Result<Target> {
+        let shown = file.display().to_string();
+        let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {shown}"))?;
+        let doc = Yaml::parse(&text, &shown)?;
+        let profile_name = match (profile, &project.profile) {
+            (Some(name), _) => name.to_string(),
+            (None, Some((name, _))) => name.clone(),
+            (None, None) => bail!(
+                "{}: names no `profile`; pass --profile NAME (one of {shown}: {})",
+                project.dir.join("dbt_project.yml").display(),
+                profile_names(&doc)
+            ),
+        };
+        let Some(profile_doc) = doc.get(&profile_name) else {
+            let named_by = match (profile, &project.profile) {
+                (Some(_), _) => "--profile names it".to_string(),
+                (None, Some((_, line))) => format!("dbt_project.yml line {line} names it"),
+                (None, None) => unreachable!("a profile name was found above"),
+            };
+            bail!(
+                "{shown}: no profile {profile_name:?} ({named_by}); the file has: {}",
+                profile_names(&doc)
+            );
+        };
+        let outputs = profile_doc
+            .get("outputs")
+            .filter(|o| o.is_map())
+            .ok_or_else(|| {
+                anyhow!(
+                    "{shown}: line {}: profile {profile_name:?} has no `outputs` mapping of targets",
+                    profile_doc.line
+                )
+            })?;
+        let (target_name, named_at) = match target {
+            Some(name) => (name.to_string(), "--target names it".to_string()),
+            None => {
+                let value = profile_doc.get("target").ok_or_else(|| {
+                    anyhow!(
+                        "{shown}: line {}: profile {profile_name:?} names no default `target`; pass --target NAME (one of {})",
+                        profile_doc.line,
+                        outputs.keys().join(", ")
+                    )
+                })?;
+                let name = text_value(value, "target", &shown)?;
+                (name, format!("line {} names it", value.line))
+            }
+        };
+        let output = outputs.get(&target_name).ok_or_else(|| {
+            anyhow!(
+                "{shown}: line {}: profile {profile_name:?} has no target {target_name:?} ({named_at}); its targets: {}",
+                outputs.line,
+                outputs.keys().join(", ")
+            )
+        })?;
+        let adapter_value = output.get("type").ok_or_else(|| {
+            anyhow!(
+                "{shown}: line {}: target {target_name:?} has no `type` (the adapter, e.g. postgres)",
+                output.line
+            )
+        })?;
+        let adapter = text_value(adapter_value, "type", &shown)?;
+        let connection = match adapter.as_str() {
+            "postgres" => Connection::Postgres(postgres(output, &shown)?),
+            _ => Connection::Unsupported {
+                settings: unsupported_settings(output),
+            },
+        };
+        Ok(Target {
+            file: file.to_path_buf(),
+            profile: profile_name,
+            name: target_name,
+            adapter,
+            adapter_line: adapter_value.line,
+            connection,
+        })
+    }
+}
+
+fn profile_names(doc: &Yaml) -> String {
+    let names: Vec<&str> = doc.keys().into_iter().filter(|k| *k != "config").collect();
+    if names.is_empty() {
+        "no profile at all".to_string()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// A scalar, with `{{ env_var(...) }}` read from the environment.
+fn text_value(value: &Yaml, key: &str, file: &str) -> Result<String> {
+    let text = value.text().ok_or_else(|| {
+        anyhow!(
+            "{file}: line {}: `{key}` is {}, not a value",
+            value.line,
+            value.describe()
+        )
+    })?;
+    render(text).map_err(|e| anyhow!("{file}: line {}: {key}: {e}", value.line))
+}
+
+fn postgres(output: &Yaml, file: &str) -> Result<Postgres> {
+    let required = |key: &str| -> Result<String> {
+        let value = output.get(key).ok_or_else(|| {
+            anyhow!(
+                "{file}: line {}: a postgres target needs `{key}`",
+                output.line
+            )
+        })?;
+        text_value(value, key, file)
+    };
+    let optional = |key: &str| -> Result<Option<String>> {
+        output
+            .get(key)
+            .map(|v| text_value(v, key, file))
+            .transpose()
+    };
+    let dbname = match optional("dbname")? {
+        Some(name) => name,
+        None => required("database")?,
+    };
+    let port = match output.get("port") {
+        Some(value) => {
+            let text = text_value(value, "port", file)?;
+            text.trim().parse::<u16>().map_err(|_| {
+                anyhow!(
+                    "{file}: line {}: port: {text:?} is not a port number",
+                    value.line
+                )
+            })?
+        }
+        None => 5432,
+    };
+    let password_value = output.get("password").or_else(|| output.get("pass"));
+    let password = match password_value {
+        None => Password::None,
+        Some(value) => match value.text() {
+            Some("") => Password::None,
+            Some(text) => match env_var_name(text) {
+                Some(name) => Password::Env(name),
+                None => Password::InFile(value.line),
+            },
+            None => Password::InFile(value.line),
+        },
+    };
+    Ok(Postgres {
+        host: required("host")?,
+        port,
+        user: required("user")?,
+        dbname,
+        schema: required("schema")?,
+        sslmode: optional("sslmode")?,
+        password,
+    })
+}
+
+/// Key names whose values are secrets: left out of anything written.
+fn is_secret_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    ["pass", "secret", "token", "key", "credential", "auth"]
+        .iter()
+        .any(|word| key.contains(word))
+}
+
+/// An unsupported target's settings as written, secrets replaced by a note.
+fn unsupported_settings(output: &Yaml) -> Vec<(String, String)> {
+    output
+        .keys()
+        .into_iter()
+        .filter(|key| *key != "type")
+        .filter_map(|key| {
+            let value = output.get(key)?;
+            let shown = if is_secret_key(key) {
+                "(not copied: a secret)".to_string()
+            } else {
+                match value.text() {
+                    Some(text) => text.to_string(),
+                    None => format!("({})", value.describe()),
+                }
+            };
+            Some((key.to_string(), shown))
+        })
+        .collect()
+}
+
+/// The variable a `{{ env_var('NAME') }}` value reads, if the value is just that.
+fn env_var_name(text: &str) -> Option<String> {
+    let inner = text.trim().strip_prefix("{{")?.strip_suffix("}}")?;
+    let call = EnvVar::parse(inner.trim()).ok()?;
+    Some(call.name)
+}
+
+/// `env_var('NAME', 'default')`, possibly followed by filters (`| int`).
+struct EnvVar {
+    name: String,
+    default: Option<String>,
+}
+
+impl EnvVar {
+    fn parse(expression: &str) -> Result<EnvVar, String> {
+        let unsupported = || {
+            format!(
+                "{{{{ {expression} }}}}: dataward reads only {{{{ env_var('NAME') }}}} and {{{{ env_var('NAME', 'default') }}}} here"
+            )
+        };
+        let call = expression.split('|').next().unwrap_or("").trim();
+        let args = call
+            .strip_prefix("env_var")
+            .map(str::trim_start)
+            .and_then(|rest| rest.strip_prefix('('))
+            .and_then(|rest| rest.trim_end().strip_suffix(')'))
+            .ok_or_else(unsupported)?;
+        let mut parts = args.splitn(2, ',').map(str::trim);
+        let unquote = |text: &str| -> Option<String> {
+            let quote = text.chars().next()?;
+            if quote == '\'' || quote == '"' {
+                text.strip_prefix(quote)?
+                    .strip_suffix(quote)
+                    .map(str::to_string)
+            } else if !text.is_empty()
+                && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '.')
+            {
+                Some(text.to_string())
+            } else {
+                None
+            }
+        };
+        // The name must be a quoted string; a bare word would be a Jinja variable.
+        let name = parts
+            .next()
+            .filter(|text| text.starts_with(['\'', '"']))
+            .and_then(unquote)
+            .ok_or_else(unsupported)?;
+        let default = match parts.next() {
+            Some(text) => Some(unquote(text).ok_or_else(unsupported)?),
+            None => None,
+        };
+        Ok(EnvVar { name, default })
+    }
+}
+
+/// Renders the `{{ env_var(...) }}` calls in a value from the environment, as dbt
+/// would; any other Jinja is refused rather than guessed at.
+fn render(text: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(open) = rest.find("{{") {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 2..];
+        let close = after
+            .find("}}")
+            .ok_or_else(|| "an unclosed {{".to_string())?;
+        let call = EnvVar::parse(after[..close].trim())?;
+        match (std::env::var(&call.name), call.default) {
+            (Ok(value), _) => out.push_str(&value),
+            (Err(_), Some(default)) => out.push_str(&default),
+            (Err(_), None) => {
+                return Err(format!(
+                    "env_var('{}') is not set in this environment (dbt would fail too); export it and run init again",
+                    call.name
+                ))
+            }
+        }
+        rest = &after[close + 2..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_var_calls_are_read_and_other_jinja_is_refused() {
+        assert_eq!(render("plain").unwrap(), "plain");
+        assert_eq!(
+            render("{{ env_var('DATAWARD_TEST_SURELY_UNSET', 'dev') }}").unwrap(),
+            "dev"
+        );
+        assert_eq!(
+            render("{{ env_var(\"DATAWARD_TEST_SURELY_UNSET\", 5432) | int }}").unwrap(),
+            "5432"
+        );
+        let err = render("{{ env_var('DATAWARD_TEST_SURELY_UNSET') }}").unwrap_err();
+        assert!(err.contains("is not set"), "{err}");
+        let err = render("{{ var('schema') }}").unwrap_err();
+        assert!(err.contains("reads only"), "{err}");
+        assert_eq!(
+            env_var_name("{{ env_var('DBT_ENV_SECRET_PG') }}").as_deref(),
+            Some("DBT_ENV_SECRET_PG")
+        );
+        assert_eq!(env_var_name("hunter2"), None);
+    }
+
+    #[test]
+    fn secrets_of_other_adapters_are_not_copied() {
+        let doc = Yaml::parse(
+            "type: snowflake\naccount: ab123\nuser: me\npassword: hunter2\nprivate_key_path: /k\nwarehouse: wh\n",
+            "p.yml",
+        )
+        .unwrap();
+        let settings = unsupported_settings(&doc);
+        let text = format!("{settings:?}");
+        assert!(!text.contains("hunter2"), "{text}");
+        assert!(!text.contains("/k"), "{text}");
+        assert!(text.contains("ab123"), "{text}");
+    }
+}
