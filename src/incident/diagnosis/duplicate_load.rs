@@ -25,9 +25,10 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
         return None;
     }
     let mut cause = format!(
-        "{} came to {}, {ratio:.1}x the usual {}: about {} whole extra {} of the load landed, as when a load runs twice",
+        "{} came to {} (measured {}), {ratio:.1}x the usual {}: about {} whole extra {} of the load landed, as when a load runs twice",
         breach.subject(),
         breach.amount(breach.value),
+        figure::when(&breach.at),
         breach.amount(baseline),
         copies - 1.0,
         if copies == 2.0 { "copy" } else { "copies" }
@@ -52,7 +53,7 @@ mod tests {
         let d = diagnose(&facts(volume)).unwrap();
         assert_eq!(d.kind, CauseKind::DuplicateLoad);
         assert!(
-            d.cause.starts_with("rows loaded into raw.payments on 2026-11-23 came to 6,180 rows, 2.0x the usual 3,100 rows: about 1 whole extra copy"),
+            d.cause.starts_with("rows loaded into raw.payments on 2026-11-23 came to 6,180 rows (measured 2026-11-24 14:10), 2.0x the usual 3,100 rows: about 1 whole extra copy"),
             "{}",
             d.cause
         );

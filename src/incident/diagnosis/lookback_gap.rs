@@ -41,11 +41,12 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
         _ => format!("{day}, {} back, is never rebuilt", count(behind, unit)),
     };
     let cause = format!(
-        "{model} is still short on {day} ({}) while {parents} for that day: {model} {how}, so {runs} and {missed}",
+        "{model} is still short on {day} ({}, measured {}) while {parents} for that day: {model} {how}, so {runs} and {missed}",
         breach
             .share()
             .map(|s| format!("{s}% of the usual"))
             .unwrap_or_else(|| breach.amount(breach.value)),
+        figure::when(&breach.at),
         model = model.model,
     );
     let mut evidence = vec![breach.sentence()];
@@ -255,7 +256,7 @@ mod tests {
         assert_eq!(d.kind, CauseKind::LookbackGap);
         assert_eq!(
             d.cause,
-            "fct_daily is still short on 2026-11-28 (58% of the usual) while raw.events holds 1,010 rows (101% of the usual) for that day: \
+            "fct_daily is still short on 2026-11-28 (58% of the usual, measured 2026-11-30 02:40) while raw.events holds 1,010 rows (101% of the usual) for that day: \
              fct_daily is built in daily batches with lookback = 1, so each run rebuilds only the last 2 days and 2026-11-28, 2 days back, is never rebuilt"
         );
         assert_eq!(
@@ -349,7 +350,7 @@ mod tests {
         assert_eq!(d.kind, CauseKind::LookbackGap);
         assert_eq!(
             d.cause,
-            "fct_daily is still short on 2026-11-28 (58% of the usual) while raw.events holds 1,010 rows (101% of the usual) for that day: \
+            "fct_daily is still short on 2026-11-28 (58% of the usual, measured 2026-11-30 02:40) while raw.events holds 1,010 rows (101% of the usual) for that day: \
              fct_daily is incremental and its filter `loaded_at >= (select max(loaded_at) from {{ this }}) - interval '1 day'` \
              reaches back 1 day from the newest row it holds, so each run re-reads only the last 2 days and 2026-11-28, 2 days back, is never rebuilt"
         );

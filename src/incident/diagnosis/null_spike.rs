@@ -20,6 +20,7 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
     if let Some(r) = breach.expected {
         cause.push_str(&format!(" from a usual {}", breach.amount(r.baseline)));
     }
+    cause.push_str(&format!(" (measured {})", figure::when(&breach.at)));
     let mut evidence = vec![breach.sentence()];
     let same_column = |changes: &[(String, SchemaChange)]| {
         type_change(changes).filter(|(_, c, _, _)| c.eq_ignore_ascii_case(&column))
@@ -85,7 +86,7 @@ mod tests {
         assert_eq!(d.kind, CauseKind::NullSpike);
         assert_eq!(
             d.cause,
-            "null rate of raw.payments.amount in rows loaded since 2026-11-23 14:10 rose to 50.0% from a usual 0.0%; no schema change explains it"
+            "null rate of raw.payments.amount in rows loaded since 2026-11-23 14:10 rose to 50.0% from a usual 0.0% (measured 2026-11-24 14:10); no schema change explains it"
         );
         assert!(d.column_change.is_none());
     }

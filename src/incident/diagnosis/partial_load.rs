@@ -19,9 +19,10 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
         .last()
         .is_some_and(|w| w[1].1 > w[0].1);
     let mut cause = format!(
-        "{} fell to {}{}, with no schema change on {}{}: rows are missing, not re-shaped",
+        "{} fell to {} (measured {}){}, with no schema change on {}{}: rows are missing, not re-shaped",
         breach.subject(),
         breach.amount(breach.value),
+        figure::when(&breach.at),
         breach
             .share()
             .map(|s| format!(", {s}% of the usual"))
@@ -69,7 +70,7 @@ mod tests {
         assert_eq!(d.kind, CauseKind::PartialLoad);
         assert_eq!(
             d.cause,
-            "rows loaded into raw.payments on 2026-11-23 fell to 1,214 rows, 39% of the usual, with no schema change on raw.payments: \
+            "rows loaded into raw.payments on 2026-11-23 fell to 1,214 rows (measured 2026-11-24 14:10), 39% of the usual, with no schema change on raw.payments: \
              rows are missing, not re-shaped; a partial load or a delete"
         );
         assert!(!d.cause.contains("row count"));
