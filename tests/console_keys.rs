@@ -6,23 +6,7 @@ mod terminal;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
-use terminal::{screen, tmux, tmux_available, Session};
-
-/// Waits until the screen shows `text`; the deadline only bounds a hung test.
-fn wait_for(session: &str, text: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(90);
-    loop {
-        let shown = screen(session);
-        if shown.contains(text) {
-            return shown;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "never saw {text:?}; the screen was:\n{shown}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
+use terminal::{screen, tmux, tmux_available, wait_for, Session};
 
 fn session_alive(session: &str) -> bool {
     Command::new("tmux")

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use dataward::config::Config;
 use dataward::engine::api::{PipelineState, RunStatus};
 use dataward::engine::orchestrator::{self, Orchestrator, RunRecord, Schedule};
+use support::dbt::dbt_or_skip;
 use support::pg::{start_or_skip, PgServer};
 
 /// Only bounds a wait for something that must happen, so a broken build fails instead
@@ -24,26 +25,6 @@ const AT: &str = "2024-05-15T09:40:00Z";
 /// The advisory lock the `gate` model waits for while a test holds it.
 const GATE_LOCK: i64 = 4242;
 const CHILD: &str = "DATAWARD_DBT_CORE_CHILD";
-
-/// The dbt executable of the venv, or why the test cannot run.
-fn dbt_or_skip(test: &str) -> Option<PathBuf> {
-    let venv = std::env::var_os("DATAWARD_DBT_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/opt/dataward/dbt"));
-    let dbt = venv.join("bin").join("dbt");
-    if dbt.is_file() {
-        return Some(dbt);
-    }
-    let message = format!(
-        "{test}: skipped: needs dbt at {} (bash .ci/dbt.sh makes that venv; DATAWARD_DBT_VENV names another)",
-        dbt.display()
-    );
-    if std::env::var("DATAWARD_REQUIRE_ALL").is_ok_and(|v| v == "1") {
-        panic!("{message}, and DATAWARD_REQUIRE_ALL=1");
-    }
-    eprintln!("{message}");
-    None
-}
 
 /// A dbt project, its profiles, a config naming them, and a data directory.
 struct Project {

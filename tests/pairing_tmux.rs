@@ -12,23 +12,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use terminal::{screen, tmux, Session};
-
-/// Waits until the screen shows `text`; the deadline only bounds a hung test.
-fn wait_for(session: &str, text: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(90);
-    loop {
-        let shown = screen(session);
-        if shown.contains(text) {
-            return shown;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{session} never showed {text:?}; the screen was:\n{shown}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
+use terminal::{tmux, wait_for, Session};
 
 fn run(program: &str, args: &[&str]) {
     let status = Command::new(program).args(args).status().unwrap();

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 pub fn tmux(args: &[&str]) -> String {
     let out = Command::new("tmux").args(args).output().expect("tmux runs");
@@ -16,6 +17,23 @@ pub fn screen(session: &str) -> String {
 }
 
 /// False (and the test skips, saying so) without tmux, unless DATAWARD_REQUIRE_ALL=1.
+/// Waits until the screen of `session` shows `text`; the deadline only bounds a hung
+/// test.
+pub fn wait_for(session: &str, text: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let shown = screen(session);
+        if shown.contains(text) {
+            return shown;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{session} never showed {text:?}; the screen was:\n{shown}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 pub fn tmux_available() -> bool {
     let found = Command::new("tmux")
         .arg("-V")
