@@ -42,8 +42,8 @@ pub fn render(frame: &mut Frame, app: &App) {
 mod tests {
     use super::*;
     use crate::console::fixtures::sample_snapshot;
-    use crate::console::state::Pane;
     use crate::console::state::{update, Action};
+    use crate::console::state::{Pane, Screen};
     use crate::console::theme::Theme;
     use crate::engine::api::IncidentStatus;
     use ratatui::backend::TestBackend;
@@ -193,6 +193,55 @@ mod tests {
         }
         let theme = app.theme.clone();
         assert!(drawn_in(style_of(&app, 120, 40, "✓ within"), theme.ok));
+    }
+
+    /// 300 monitors: the pane says how many there are and how many breach, puts the
+    /// breaches first, and Tab then End reaches the last one.
+    #[test]
+    fn three_hundred_monitors_are_all_reachable() {
+        use crate::engine::api::VerdictKind;
+        let mut snapshot = sample_snapshot();
+        let template = snapshot.monitors[1].clone();
+        snapshot.monitors = (0..300)
+            .map(|n| {
+                let mut monitor = template.clone();
+                monitor.name = format!("m{n:03}_freshness");
+                if n % 60 == 59 {
+                    monitor.verdict = VerdictKind::Late;
+                    monitor.observed = "2h05m since the last load".into();
+                }
+                monitor
+            })
+            .collect();
+        let mut app = App::new(false, Theme::fallback(), None, false);
+        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
+        let screen = draw(&app, 120, 40);
+        assert!(screen.contains("Monitors (300 · 5 breaching)"), "{screen}");
+        let rows: Vec<&str> = screen
+            .lines()
+            .filter(|l| l.contains("_freshness"))
+            .collect();
+        for (row, name) in rows
+            .iter()
+            .zip(["m059", "m119", "m179", "m239", "m299", "m000"])
+        {
+            assert!(row.contains(name), "{name} in {row}\n{screen}");
+        }
+        assert!(rows[0].contains("✗ late"), "{screen}");
+        update(&mut app, Action::NextPane);
+        update(&mut app, Action::Bottom);
+        for (width, height) in SIZES {
+            let screen = draw(&app, width, height);
+            assert!(screen.contains("▶ m298_freshness"), "{screen}");
+            assert!(screen.contains("of 300"), "{screen}");
+            insta::assert_snapshot!(format!("monitors_300_{width}x{height}"), screen);
+        }
+        // Enter opens no incident from the monitors; Esc goes back to the incidents.
+        update(&mut app, Action::Open);
+        assert_eq!(app.screen, Screen::List);
+        update(&mut app, Action::Back);
+        update(&mut app, Action::Open);
+        assert_eq!(app.screen, Screen::Detail);
     }
 
     #[test]

@@ -6,22 +6,41 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table};
 use ratatui::Frame;
 
 use crate::console::screens::monitors;
-use crate::console::state::App;
+use crate::console::state::{App, ListPane};
 use crate::console::symptoms;
 use crate::console::theme::Theme;
 use crate::console::widgets::{incident_status, pane_block, window_start, SELECTED};
 use crate::engine::api::IncidentView;
 use crate::sanitize;
 
+/// A table pane's borders and header: a pane shorter than this plus one shows no row.
+const TABLE_CHROME: u16 = 3;
+
 pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
     let monitor_rows = app.snapshot.monitors.len() as u16;
-    let monitors_height = if monitor_rows == 0 {
-        0
+    let monitors_focused = app.list_pane == ListPane::Monitors;
+    // The pane in focus gets the larger share; the incidents keep at least one row in
+    // view whatever the size (Enter opens the selected one: it must be on screen), and a
+    // monitors pane with no room for a row is not drawn.
+    let share = if monitors_focused {
+        area.height * 2 / 3
     } else {
-        (monitor_rows + 3).min(area.height / 3).max(4)
+        area.height / 3
     };
-    let [incidents, monitors] =
-        Layout::vertical([Constraint::Fill(1), Constraint::Length(monitors_height)]).areas(area);
+    let mut monitors_height = (monitor_rows + TABLE_CHROME)
+        .min(share)
+        .max(TABLE_CHROME + 1);
+    if !monitors_focused {
+        monitors_height = monitors_height.min(area.height.saturating_sub(TABLE_CHROME + 1));
+    }
+    if monitor_rows == 0 || monitors_height < TABLE_CHROME + 1 {
+        monitors_height = 0;
+    }
+    let [incidents, monitors] = Layout::vertical([
+        Constraint::Fill(1),
+        Constraint::Length(monitors_height.min(area.height)),
+    ])
+    .areas(area);
     render_incident_list(frame, incidents, app);
     if monitors_height > 0 {
         monitors::render(frame, monitors, app);
@@ -38,7 +57,7 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
             sanitize::for_terminal(&app.filter)
         ));
     }
-    let block = pane_block(&title, true, theme);
+    let block = pane_block(&title, app.list_pane == ListPane::Incidents, theme);
     if !app.connected {
         let waiting = Paragraph::new(Span::styled(
             "Waiting for the engine's first snapshot…",
@@ -60,7 +79,7 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
         );
         return;
     }
-    let height = area.height.saturating_sub(3) as usize;
+    let height = area.height.saturating_sub(TABLE_CHROME) as usize;
     let selected = app.selected_index().unwrap_or(0);
     let start = window_start(selected, height);
     let rows = incidents
