@@ -244,6 +244,47 @@ mod tests {
         assert_eq!(app.screen, Screen::Detail);
     }
 
+    /// Cut text ends with `…`, and columns are as wide as their content when the
+    /// terminal allows: an owner's whole name at 200 columns, not 13 characters of it.
+    #[test]
+    fn cut_text_ends_in_an_ellipsis_and_columns_fit_the_width() {
+        let mut snapshot = sample_snapshot();
+        snapshot.incidents[0].proposals[0].owner = "analytics-engineering-oncall".into();
+        let mut app = App::new(false, Theme::fallback(), None, false);
+        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
+        update(&mut app, Action::Open);
+        let hold_row = |screen: &str| {
+            screen
+                .lines()
+                .find(|l| l.contains(" hold "))
+                .unwrap()
+                .to_string()
+        };
+        let wide = draw(&app, 200, 50);
+        let row = hold_row(&wide);
+        assert!(row.contains("analytics-engineering-oncall"), "{row}");
+        assert!(
+            row.contains("Pause the hourly dbt job until the refill completes"),
+            "{row}"
+        );
+        assert!(!row.contains('…'), "{row}");
+        let narrow = draw(&app, 80, 24);
+        let row = hold_row(&narrow);
+        assert!(row.contains("analytics-"), "{row}");
+        assert!(!row.contains("analytics-engineering-oncall"), "{row}");
+        assert!(row.matches('…').count() >= 2, "title and owner cut: {row}");
+        // The header's lines are cut the same way.
+        let figures = narrow.lines().nth(2).unwrap();
+        assert!(
+            figures.trim_end_matches(['"', ' ']).ends_with('…'),
+            "{figures}"
+        );
+        for (width, height) in SIZES {
+            let screen = draw(&app, width, height);
+            insta::assert_snapshot!(format!("cut_to_fit_{width}x{height}"), screen);
+        }
+    }
+
     #[test]
     fn help_overlay() {
         let mut app = sample_app();

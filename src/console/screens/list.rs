@@ -1,16 +1,19 @@
 //! The incident list screen: the incidents (after the filter) over the monitors pane.
 
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::text::Span;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 use ratatui::Frame;
 
 use crate::console::screens::monitors;
-use crate::console::state::{App, ListPane};
+use crate::console::state::{status_word, App, ListPane};
 use crate::console::symptoms;
 use crate::console::theme::Theme;
-use crate::console::widgets::{incident_status, pane_block, window_start, SELECTED};
-use crate::engine::api::IncidentView;
+use crate::console::widgets::{
+    column_widths, cut, cut_spans, incident_status, pane_block, width_of, window_start, Column,
+    SELECTED,
+};
+use crate::engine::api::{IncidentStatus, IncidentView};
 use crate::sanitize;
 
 /// A table pane's borders and header: a pane shorter than this plus one shows no row.
@@ -82,48 +85,75 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
     let height = area.height.saturating_sub(TABLE_CHROME) as usize;
     let selected = app.selected_index().unwrap_or(0);
     let start = window_start(selected, height);
+    // `sym`: how many breaches downstream joined the incident rather than opening their own.
+    const HEADER: [&str; 7] = ["", "id", "status", "sym", "table", "title", "opened"];
+    let widest = |field: &dyn Fn(&IncidentView) -> String, header: &str| {
+        incidents
+            .iter()
+            .map(|i| width_of(&field(i)))
+            .chain([width_of(header)])
+            .max()
+            .unwrap_or(0)
+    };
+    let widths = column_widths(
+        &[
+            Column::new(1, 1),
+            Column::new(4, widest(&|i| i.id.clone(), HEADER[1])),
+            // "◐ verifying".
+            Column::new(6, widest(&|i| status_text(i.status), HEADER[2])),
+            Column::new(3, widest(&symptoms::count, HEADER[3])),
+            Column::new(8, widest(&|i| i.table.clone(), HEADER[4])),
+            Column::growing(10, widest(&|i| i.title.clone(), HEADER[5])),
+            Column::new(5, widest(&|i| opened(i).to_string(), HEADER[6])),
+        ],
+        area.width.saturating_sub(2),
+    );
     let rows = incidents
         .iter()
         .enumerate()
         .skip(start)
         .take(height)
-        .map(|(index, incident)| incident_row(incident, index == selected, theme));
-    // `sym`: how many breaches downstream joined the incident rather than opening their own.
+        .map(|(index, incident)| incident_row(incident, index == selected, &widths, theme));
     let header =
-        Row::new(["", "id", "status", "sym", "table", "title", "opened"]).style(theme.muted);
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Length(1),
-            Constraint::Length(8),
-            Constraint::Length(11),
-            Constraint::Length(4),
-            Constraint::Length(18),
-            Constraint::Fill(1),
-            Constraint::Length(6),
-        ],
-    )
-    .header(header)
-    .block(block);
+        Row::new(HEADER.iter().zip(&widths).map(|(h, w)| cut(h, *w as usize))).style(theme.muted);
+    let table = Table::new(rows, widths.iter().map(|w| Constraint::Length(*w)))
+        .header(header)
+        .block(block);
     frame.render_widget(table, area);
 }
 
-fn incident_row<'a>(incident: &'a IncidentView, selected: bool, theme: &Theme) -> Row<'a> {
+/// The time of day is what matters on call; the date is in the detail.
+fn opened(incident: &IncidentView) -> &str {
+    incident
+        .opened_at
+        .get(11..16)
+        .unwrap_or(&incident.opened_at)
+}
+
+/// What [`incident_status`] draws, for its width: a glyph and the word.
+fn status_text(status: IncidentStatus) -> String {
+    format!("● {}", status_word(status))
+}
+
+fn incident_row(
+    incident: &IncidentView,
+    selected: bool,
+    widths: &[u16],
+    theme: &Theme,
+) -> Row<'static> {
+    let w = |i: usize| widths[i] as usize;
     let marker = if selected { SELECTED } else { " " };
     let row = Row::new(vec![
         Cell::from(marker),
-        Cell::from(incident.id.as_str()),
-        Cell::from(incident_status(incident.status, theme)),
-        Cell::from(symptoms::count(incident)),
-        Cell::from(incident.table.as_str()),
-        Cell::from(incident.title.as_str()),
-        // The time of day is what matters on call; the date is in the detail.
-        Cell::from(
-            incident
-                .opened_at
-                .get(11..16)
-                .unwrap_or(&incident.opened_at),
-        ),
+        Cell::from(cut(&incident.id, w(1))),
+        Cell::from(Line::from(cut_spans(
+            vec![incident_status(incident.status, theme)],
+            w(2),
+        ))),
+        Cell::from(cut(&symptoms::count(incident), w(3))),
+        Cell::from(cut(&incident.table, w(4))),
+        Cell::from(cut(&incident.title, w(5))),
+        Cell::from(cut(opened(incident), w(6))),
     ]);
     if selected {
         row.style(theme.selection)
