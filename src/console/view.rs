@@ -285,6 +285,41 @@ mod tests {
         }
     }
 
+    /// At 40x10 whatever a key acts on is on screen: the selected incident Enter opens,
+    /// the selected proposal `a` approves, and in the approve box the whole content hash
+    /// (wrapped) and a line to type the reason on.
+    #[test]
+    fn a_small_terminal_shows_what_the_keys_act_on() {
+        let mut app = sample_app();
+        let list = draw(&app, 40, 10);
+        assert!(list.contains("▶ INC-7"), "{list}");
+        update(&mut app, Action::Down);
+        let list = draw(&app, 40, 10);
+        assert!(list.contains("▶ INC-6"), "{list}");
+        insta::assert_snapshot!("small_list_40x10", list);
+
+        let mut app = detail_app();
+        let detail = draw(&app, 40, 10);
+        assert!(detail.contains("▶ 2"), "{detail}");
+        update(&mut app, Action::Down);
+        let detail = draw(&app, 40, 10);
+        assert!(detail.contains("▶ 3"), "{detail}");
+        insta::assert_snapshot!("small_detail_40x10", detail);
+
+        update(&mut app, Action::Up);
+        update(&mut app, Action::Approve);
+        type_into(&mut app, "ok");
+        let modal = draw(&app, 40, 10);
+        let hash = &app.selected_proposal().unwrap().content_hash;
+        let inside: String = modal
+            .lines()
+            .map(|l| l.trim_matches('"').trim_matches(['┃', '│', ' ']))
+            .collect();
+        assert!(inside.contains(hash.as_str()), "{hash} in\n{modal}");
+        assert!(modal.contains("│ok"), "the typed reason shows:\n{modal}");
+        insta::assert_snapshot!("small_approve_40x10", modal);
+    }
+
     #[test]
     fn help_overlay() {
         let mut app = sample_app();

@@ -80,11 +80,14 @@ pub(crate) fn cut_spans(spans: Vec<Span<'static>>, width: usize) -> Vec<Span<'st
 
 /// One table column: never narrower than `min`, as wide as its widest cell (`want`)
 /// when there is room, and, for the one that `grow`s, whatever is left after that.
+/// When even the minimums do not fit, the column with the highest `drop` goes first
+/// (0: never).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Column {
     pub min: u16,
     pub want: u16,
     pub grow: bool,
+    pub drop: u8,
 }
 
 impl Column {
@@ -95,7 +98,13 @@ impl Column {
             min: min.min(want),
             want,
             grow: false,
+            drop: 0,
         }
+    }
+
+    /// Left out when the minimums do not fit, before any column with a lower `rank`.
+    pub(crate) fn dropped(self, rank: u8) -> Column {
+        Column { drop: rank, ..self }
     }
 
     /// A column sized to its content that also takes the room nobody else wants.
@@ -112,14 +121,33 @@ impl Column {
 /// that want more (one that wants less than its share gets what it wants and the rest
 /// is shared again), then what is left to the growing ones. A column is as wide as its
 /// content when that fits, whatever the terminal.
+/// A column left out gets 0: draw only the columns [`shown`] keeps.
 pub(crate) fn column_widths(columns: &[Column], total: u16) -> Vec<u16> {
-    let gaps = columns.len().saturating_sub(1) as u16;
-    let mut widths: Vec<u16> = columns.iter().map(|c| c.min).collect();
+    let mut kept = vec![true; columns.len()];
+    loop {
+        let count = kept.iter().filter(|k| **k).count() as u16;
+        let need: u16 = (0..columns.len())
+            .filter(|&i| kept[i])
+            .map(|i| columns[i].min)
+            .sum::<u16>()
+            + count.saturating_sub(1);
+        let next = (0..columns.len())
+            .filter(|&i| kept[i] && columns[i].drop > 0)
+            .max_by_key(|&i| columns[i].drop);
+        match next {
+            Some(i) if need > total => kept[i] = false,
+            _ => break,
+        }
+    }
+    let gaps = (kept.iter().filter(|k| **k).count() as u16).saturating_sub(1);
+    let mut widths: Vec<u16> = (0..columns.len())
+        .map(|i| if kept[i] { columns[i].min } else { 0 })
+        .collect();
     let mut room = total
         .saturating_sub(gaps)
         .saturating_sub(widths.iter().sum());
     let mut wanting: Vec<usize> = (0..columns.len())
-        .filter(|&i| columns[i].want > widths[i])
+        .filter(|&i| kept[i] && columns[i].want > widths[i])
         .collect();
     wanting.sort_by_key(|&i| columns[i].want - widths[i]);
     let mut left = wanting.len() as u16;
@@ -130,7 +158,9 @@ pub(crate) fn column_widths(columns: &[Column], total: u16) -> Vec<u16> {
         room -= given;
         left -= 1;
     }
-    let growing: Vec<usize> = (0..columns.len()).filter(|&i| columns[i].grow).collect();
+    let growing: Vec<usize> = (0..columns.len())
+        .filter(|&i| kept[i] && columns[i].grow)
+        .collect();
     let mut left = growing.len() as u16;
     for i in growing {
         let given = room / left;
@@ -139,6 +169,16 @@ pub(crate) fn column_widths(columns: &[Column], total: u16) -> Vec<u16> {
         left -= 1;
     }
     widths
+}
+
+/// The cells (or constraints) of the columns [`column_widths`] kept: those with room.
+pub(crate) fn shown<T>(cells: impl IntoIterator<Item = T>, widths: &[u16]) -> Vec<T> {
+    cells
+        .into_iter()
+        .zip(widths)
+        .filter(|(_, width)| **width > 0)
+        .map(|(cell, _)| cell)
+        .collect()
 }
 
 /// Cut or pad `text` to exactly `width` terminal columns.
@@ -341,5 +381,19 @@ mod tests {
         // Narrow: the room past the minimums is shared evenly.
         assert_eq!(column_widths(&columns, 40), [1, 11, 18, 7]);
         assert_eq!(column_widths(&columns, 20), [1, 4, 11, 1]);
+        // Too narrow for every minimum: the highest `drop` goes first.
+        let columns = [
+            Column::new(1, 1),
+            Column::new(5, 5),
+            Column::new(3, 3).dropped(2),
+            Column::growing(10, 60),
+            Column::new(5, 5).dropped(1),
+        ];
+        assert_eq!(column_widths(&columns, 24), [1, 5, 0, 10, 5]);
+        assert_eq!(column_widths(&columns, 18), [1, 5, 0, 10, 0]);
+        assert_eq!(
+            shown(["a", "b", "c", "d", "e"], &[1, 5, 0, 10, 0]),
+            ["a", "b", "d"]
+        );
     }
 }

@@ -16,7 +16,8 @@ use crate::console::symptoms;
 use crate::console::theme::Theme;
 use crate::console::widgets::{
     column_widths, cut, cut_spans, from_line, incident_status, kind_word, pane_block,
-    proposal_state, short, verdict_glyph, width_of, window_start, Column, SELECTED, SHORT_HASH,
+    proposal_state, short, shown, verdict_glyph, width_of, window_start, Column, SELECTED,
+    SHORT_HASH,
 };
 use crate::engine::api::{IncidentView, ProposalView, Reading, VerdictKind};
 
@@ -37,8 +38,13 @@ pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
         receipt::render(frame, body, incident, detail, theme);
         return;
     }
-    let proposals_height = (incident.proposals.len().max(1) as u16 + 2).min(7);
-    let upper_height = (body.height.saturating_sub(proposals_height) * 2 / 5).max(5);
+    // The proposals come first: `a`, `r`, `u` act on the selected one, so it is on
+    // screen at any size; the cause and the tree above them give way.
+    let proposals_height = (incident.proposals.len().max(1) as u16 + 2)
+        .min(7)
+        .min(body.height);
+    let rest = body.height - proposals_height;
+    let upper_height = (rest * 2 / 5).max(5).min(rest);
     let [upper, proposals_row, proposal_body] = Layout::vertical([
         Constraint::Length(upper_height),
         Constraint::Length(proposals_height),
@@ -232,14 +238,14 @@ fn render_proposals(
         &[
             Column::new(1, 1),
             Column::new(2, widest(&|p| presence::short_proposal(&p.id).to_string())),
-            Column::new(4, widest(&|p| kind_word(p.kind).to_string())),
+            Column::new(4, widest(&|p| kind_word(p.kind).to_string())).dropped(3),
             Column::new(
                 6,
                 widest(&|p| proposal_state(p.state, theme).content.into_owned()),
             ),
-            Column::growing(12, widest(&|p| p.title.clone())),
-            Column::new(0, widest(&|p| p.owner.clone())),
-            Column::new(0, SHORT_HASH),
+            Column::growing(8, widest(&|p| p.title.clone())),
+            Column::new(6, widest(&|p| p.owner.clone())).dropped(5),
+            Column::new(6, SHORT_HASH).dropped(6),
         ],
         area.width.saturating_sub(2),
     );
@@ -260,28 +266,35 @@ fn render_proposals(
                 ));
             }
             title.push(Span::raw(proposal.title.clone()));
-            let row = Row::new(vec![
-                Cell::from(if selected { SELECTED } else { " " }),
-                Cell::from(cut(presence::short_proposal(&proposal.id), w(1))),
-                Cell::from(cut(kind_word(proposal.kind), w(2))),
-                Cell::from(Line::from(cut_spans(
-                    vec![proposal_state(proposal.state, theme)],
-                    w(3),
-                ))),
-                Cell::from(Line::from(cut_spans(title, w(4)))),
-                Cell::from(Span::styled(cut(&proposal.owner, w(5)), theme.muted)),
-                Cell::from(Span::styled(
-                    cut(short(&proposal.content_hash), w(6)),
-                    theme.muted,
-                )),
-            ]);
+            let row = Row::new(shown(
+                [
+                    Cell::from(if selected { SELECTED } else { " " }),
+                    Cell::from(cut(presence::short_proposal(&proposal.id), w(1))),
+                    Cell::from(cut(kind_word(proposal.kind), w(2))),
+                    Cell::from(Line::from(cut_spans(
+                        vec![proposal_state(proposal.state, theme)],
+                        w(3),
+                    ))),
+                    Cell::from(Line::from(cut_spans(title, w(4)))),
+                    Cell::from(Span::styled(cut(&proposal.owner, w(5)), theme.muted)),
+                    Cell::from(Span::styled(
+                        cut(short(&proposal.content_hash), w(6)),
+                        theme.muted,
+                    )),
+                ],
+                &widths,
+            ));
             if selected && focused {
                 row.style(theme.selection)
             } else {
                 row
             }
         });
-    let table = Table::new(rows, widths.iter().map(|w| Constraint::Length(*w))).block(block);
+    let table = Table::new(
+        rows,
+        shown(widths.iter().map(|w| Constraint::Length(*w)), &widths),
+    )
+    .block(block);
     frame.render_widget(table, area);
 }
 

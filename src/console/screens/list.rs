@@ -10,8 +10,8 @@ use crate::console::state::{status_word, App, ListPane};
 use crate::console::symptoms;
 use crate::console::theme::Theme;
 use crate::console::widgets::{
-    column_widths, cut, cut_spans, incident_status, pane_block, width_of, window_start, Column,
-    SELECTED,
+    column_widths, cut, cut_spans, incident_status, pane_block, shown, width_of, window_start,
+    Column, SELECTED,
 };
 use crate::engine::api::{IncidentStatus, IncidentView};
 use crate::sanitize;
@@ -98,13 +98,13 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
     let widths = column_widths(
         &[
             Column::new(1, 1),
-            Column::new(4, widest(&|i| i.id.clone(), HEADER[1])),
+            Column::new(5, widest(&|i| i.id.clone(), HEADER[1])),
             // "◐ verifying".
             Column::new(6, widest(&|i| status_text(i.status), HEADER[2])),
-            Column::new(3, widest(&symptoms::count, HEADER[3])),
-            Column::new(8, widest(&|i| i.table.clone(), HEADER[4])),
-            Column::growing(10, widest(&|i| i.title.clone(), HEADER[5])),
-            Column::new(5, widest(&|i| opened(i).to_string(), HEADER[6])),
+            Column::new(3, widest(&symptoms::count, HEADER[3])).dropped(3),
+            Column::new(8, widest(&|i| i.table.clone(), HEADER[4])).dropped(2),
+            Column::growing(8, widest(&|i| i.title.clone(), HEADER[5])),
+            Column::new(5, widest(&|i| opened(i).to_string(), HEADER[6])).dropped(4),
         ],
         area.width.saturating_sub(2),
     );
@@ -114,11 +114,17 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
         .skip(start)
         .take(height)
         .map(|(index, incident)| incident_row(incident, index == selected, &widths, theme));
-    let header =
-        Row::new(HEADER.iter().zip(&widths).map(|(h, w)| cut(h, *w as usize))).style(theme.muted);
-    let table = Table::new(rows, widths.iter().map(|w| Constraint::Length(*w)))
-        .header(header)
-        .block(block);
+    let header = Row::new(shown(
+        HEADER.iter().zip(&widths).map(|(h, w)| cut(h, *w as usize)),
+        &widths,
+    ))
+    .style(theme.muted);
+    let table = Table::new(
+        rows,
+        shown(widths.iter().map(|w| Constraint::Length(*w)), &widths),
+    )
+    .header(header)
+    .block(block);
     frame.render_widget(table, area);
 }
 
@@ -143,18 +149,21 @@ fn incident_row(
 ) -> Row<'static> {
     let w = |i: usize| widths[i] as usize;
     let marker = if selected { SELECTED } else { " " };
-    let row = Row::new(vec![
-        Cell::from(marker),
-        Cell::from(cut(&incident.id, w(1))),
-        Cell::from(Line::from(cut_spans(
-            vec![incident_status(incident.status, theme)],
-            w(2),
-        ))),
-        Cell::from(cut(&symptoms::count(incident), w(3))),
-        Cell::from(cut(&incident.table, w(4))),
-        Cell::from(cut(&incident.title, w(5))),
-        Cell::from(cut(opened(incident), w(6))),
-    ]);
+    let row = Row::new(shown(
+        [
+            Cell::from(marker),
+            Cell::from(cut(&incident.id, w(1))),
+            Cell::from(Line::from(cut_spans(
+                vec![incident_status(incident.status, theme)],
+                w(2),
+            ))),
+            Cell::from(cut(&symptoms::count(incident), w(3))),
+            Cell::from(cut(&incident.table, w(4))),
+            Cell::from(cut(&incident.title, w(5))),
+            Cell::from(cut(opened(incident), w(6))),
+        ],
+        widths,
+    ));
     if selected {
         row.style(theme.selection)
     } else {

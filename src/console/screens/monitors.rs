@@ -9,8 +9,8 @@ use ratatui::Frame;
 
 use crate::console::state::{App, ListPane};
 use crate::console::widgets::{
-    column_widths, cut, cut_spans, health, pane_block, verdict, width_of, window_start, Column,
-    SELECTED,
+    column_widths, cut, cut_spans, health, pane_block, shown, verdict, width_of, window_start,
+    Column, SELECTED,
 };
 use crate::engine::api::{MonitorHealth, MonitorView, VerdictKind};
 
@@ -57,7 +57,7 @@ pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
     } else {
         0
     };
-    let shown: Vec<&MonitorView> = app
+    let in_view: Vec<&MonitorView> = app
         .monitor_order
         .iter()
         .skip(start)
@@ -70,13 +70,13 @@ pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
         n => format!("Monitors ({} · {n} breaching)", monitors.len()),
     };
     let mut block = pane_block(&title, focused, theme);
-    if shown.len() < monitors.len() && !shown.is_empty() {
+    if in_view.len() < monitors.len() && !in_view.is_empty() {
         block = block.title_bottom(
             Line::styled(
                 format!(
                     " {}–{} of {} (Tab, j k) ",
                     start + 1,
-                    start + shown.len(),
+                    start + in_view.len(),
                     monitors.len()
                 ),
                 theme.muted,
@@ -100,35 +100,38 @@ pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
         &[
             Column::new(1, 1),
             Column::new(8, widest(|m| &m.name, HEADER[0])),
-            Column::new(5, widest(|m| &m.check, HEADER[1])),
+            Column::new(5, widest(|m| &m.check, HEADER[1])).dropped(3),
             // "· learning", "✗ changed": the longest verdicts with their glyph.
             Column::new(9, 10),
             Column::growing(8, widest(|m| &m.observed, HEADER[3])),
-            Column::new(8, widest(|m| &m.expected, HEADER[4])),
+            Column::new(8, widest(|m| &m.expected, HEADER[4])).dropped(2),
             // "✗ unreachable".
-            Column::new(6, 13),
+            Column::new(6, 13).dropped(4),
         ],
         inner,
     );
     let w = |i: usize| widths[i] as usize;
 
-    let rows = shown.iter().enumerate().map(|(at, monitor)| {
+    let rows = in_view.iter().enumerate().map(|(at, monitor)| {
         let is_selected = focused && start + at == selected;
-        let row = Row::new(vec![
-            Cell::from(if is_selected { SELECTED } else { " " }),
-            Cell::from(cut(&monitor.name, w(1))),
-            Cell::from(cut(&monitor.check, w(2))),
-            Cell::from(Line::from(cut_spans(
-                vec![verdict(monitor.verdict, theme)],
-                w(3),
-            ))),
-            Cell::from(cut(&monitor.observed, w(4))),
-            Cell::from(cut(&monitor.expected, w(5))),
-            Cell::from(Line::from(cut_spans(
-                vec![health(monitor.health, theme)],
-                w(6),
-            ))),
-        ]);
+        let row = Row::new(shown(
+            [
+                Cell::from(if is_selected { SELECTED } else { " " }),
+                Cell::from(cut(&monitor.name, w(1))),
+                Cell::from(cut(&monitor.check, w(2))),
+                Cell::from(Line::from(cut_spans(
+                    vec![verdict(monitor.verdict, theme)],
+                    w(3),
+                ))),
+                Cell::from(cut(&monitor.observed, w(4))),
+                Cell::from(cut(&monitor.expected, w(5))),
+                Cell::from(Line::from(cut_spans(
+                    vec![health(monitor.health, theme)],
+                    w(6),
+                ))),
+            ],
+            &widths,
+        ));
         if is_selected {
             row.style(theme.selection)
         } else {
@@ -139,15 +142,19 @@ pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
         frame.render_widget(Paragraph::new("").block(block), area);
         return;
     }
-    let header = Row::new(
+    let header = Row::new(shown(
         [""].into_iter()
             .chain(HEADER)
             .enumerate()
             .map(|(i, h)| cut(h, w(i))),
-    )
+        &widths,
+    ))
     .style(theme.muted);
-    let table = Table::new(rows, widths.iter().map(|w| Constraint::Length(*w)))
-        .header(header)
-        .block(block);
+    let table = Table::new(
+        rows,
+        shown(widths.iter().map(|w| Constraint::Length(*w)), &widths),
+    )
+    .header(header)
+    .block(block);
     frame.render_widget(table, area);
 }
