@@ -10,7 +10,7 @@ use ratatui::Frame;
 use crate::console::keys;
 use crate::console::presence;
 use crate::console::state::{App, Overlay};
-use crate::console::widgets::{pipeline_state, run_status, short};
+use crate::console::widgets::{cut_spans, pipeline_state, run_status, short};
 
 pub(crate) fn render_title(frame: &mut Frame, area: Rect, app: &App) {
     let theme = &app.theme;
@@ -25,7 +25,7 @@ pub(crate) fn render_title(frame: &mut Frame, area: Rect, app: &App) {
             format!("■ {alarm}"),
             theme.crit.add_modifier(Modifier::BOLD),
         ));
-        frame.render_widget(Line::from(spans), area);
+        frame.render_widget(Line::from(cut_spans(spans, area.width as usize)), area);
         return;
     }
     spans.push(Span::styled(app.snapshot.now.clone(), theme.title));
@@ -44,7 +44,7 @@ pub(crate) fn render_title(frame: &mut Frame, area: Rect, app: &App) {
             theme.warn.add_modifier(Modifier::BOLD),
         ));
     }
-    frame.render_widget(Line::from(spans), area);
+    frame.render_widget(Line::from(cut_spans(spans, area.width as usize)), area);
 }
 
 pub(crate) fn render_status(frame: &mut Frame, area: Rect, app: &App) {
@@ -118,7 +118,7 @@ pub(crate) fn render_status(frame: &mut Frame, area: Rect, app: &App) {
         spans.push(separator());
         spans.extend(attached);
     }
-    frame.render_widget(Line::from(spans), area);
+    frame.render_widget(Line::from(cut_spans(spans, area.width as usize)), area);
 }
 
 pub(crate) fn render_hints(frame: &mut Frame, area: Rect, app: &App) {

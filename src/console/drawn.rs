@@ -19,6 +19,8 @@ pub struct Drawn {
     /// The incident list's rows (below its header), and the index of the first shown.
     pub list_rows: Cell<Rect>,
     pub list_start: Cell<usize>,
+    /// The monitors pane's rows (below its header), when the list shows it.
+    pub monitor_rows: Cell<Rect>,
     /// The detail's panes inside their borders, in `Pane::ORDER`.
     pub panes: Cell<[Rect; 4]>,
     /// The receipt inside its borders, while it is open.

@@ -106,6 +106,13 @@ pub enum Screen {
     Detail,
 }
 
+/// The list screen's two panes; Tab goes from one to the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListPane {
+    Incidents,
+    Monitors,
+}
+
 /// The panes of the incident detail, in Tab order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pane {
@@ -246,6 +253,13 @@ pub struct App {
     pub filter: String,
     /// Selected incident by id, so the selection survives incidents being added.
     pub selected_incident: Option<String>,
+    /// The list screen's pane in focus.
+    pub list_pane: ListPane,
+    /// The monitors in the order the pane shows them (indices into the snapshot's),
+    /// breaches first; built when a snapshot arrives.
+    pub monitor_order: Vec<usize>,
+    /// The selected monitor, as a position in `monitor_order`.
+    pub monitor_selected: usize,
     pub detail: Option<Detail>,
     /// Side-by-side and unified rows per proposal content hash.
     pub diffs: HashMap<String, DiffRows>,
@@ -287,6 +301,9 @@ impl App {
             overlay: Overlay::None,
             filter: String::new(),
             selected_incident: None,
+            list_pane: ListPane::Incidents,
+            monitor_order: Vec::new(),
+            monitor_selected: 0,
             detail: None,
             diffs: HashMap::new(),
             message: None,
@@ -434,11 +451,18 @@ pub fn update(app: &mut App, action: Action) {
         Action::Top => move_by(app, isize::MIN / 2),
         Action::Bottom => move_by(app, isize::MAX / 2),
         Action::Open => open_detail(app),
-        Action::NextPane | Action::PreviousPane => {
-            if let Some(detail) = &mut app.detail {
+        Action::NextPane | Action::PreviousPane => match (app.screen, &mut app.detail) {
+            (Screen::Detail, Some(detail)) => {
                 detail.focus = detail.focus.step(action == Action::NextPane);
             }
-        }
+            (Screen::List, _) => {
+                app.list_pane = match app.list_pane {
+                    ListPane::Incidents if !app.monitor_order.is_empty() => ListPane::Monitors,
+                    _ => ListPane::Incidents,
+                };
+            }
+            _ => {}
+        },
         Action::Collapse => open_tree_node(app, false),
         Action::Expand => open_tree_node(app, true),
         Action::ToggleReceipt => toggle_receipt(app),
@@ -469,6 +493,10 @@ fn receive_snapshot(app: &mut App, mut snapshot: Snapshot) {
 /// Recompute what depends on the snapshot: selections that may have gone, the tree and
 /// the diffs of the open incident. Cheap when nothing relevant changed.
 pub(crate) fn refresh_derived(app: &mut App) {
+    app.monitor_order = crate::console::screens::monitors::order(&app.snapshot.monitors);
+    app.monitor_selected = app
+        .monitor_selected
+        .min(app.monitor_order.len().saturating_sub(1));
     let visible_ids: Vec<String> = app
         .visible_incidents()
         .iter()
@@ -545,6 +573,9 @@ fn back(app: &mut App) {
                 app.detail = None;
             }
         }
+        Screen::List if app.list_pane == ListPane::Monitors => {
+            app.list_pane = ListPane::Incidents;
+        }
         Screen::List => {
             if !app.filter.is_empty() {
                 app.filter.clear();
@@ -555,7 +586,7 @@ fn back(app: &mut App) {
 }
 
 fn open_detail(app: &mut App) {
-    if app.screen != Screen::List {
+    if app.screen != Screen::List || app.list_pane != ListPane::Incidents {
         return;
     }
     let Some(id) = app.selected_incident.clone() else {
@@ -629,6 +660,7 @@ fn page(app: &App) -> usize {
     let area = match (&app.overlay, app.screen) {
         (Overlay::Help { .. }, _) => drawn.help.get(),
         (Overlay::AlertOutbox { .. }, _) => drawn.outbox.get(),
+        (_, Screen::List) if app.list_pane == ListPane::Monitors => drawn.monitor_rows.get(),
         (_, Screen::List) => drawn.list_rows.get(),
         (_, Screen::Detail) => match &app.detail {
             Some(detail) if detail.receipt_open => drawn.receipt.get(),
@@ -661,6 +693,9 @@ fn move_by(app: &mut App, delta: isize) {
         return;
     }
     match app.screen {
+        Screen::List if app.list_pane == ListPane::Monitors => {
+            app.monitor_selected = step(app.monitor_selected, delta, app.monitor_order.len());
+        }
         Screen::List => {
             let ids: Vec<String> = app
                 .visible_incidents()

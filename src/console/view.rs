@@ -43,8 +43,8 @@ mod tests {
     use super::*;
     use crate::console::fixtures::sample_snapshot;
     use crate::console::keys;
-    use crate::console::state::Pane;
     use crate::console::state::{update, Action};
+    use crate::console::state::{Pane, Screen};
     use crate::console::theme::Theme;
     use crate::console::widgets::pane_block;
     use crate::engine::api::IncidentStatus;
@@ -243,6 +243,137 @@ mod tests {
         }
         let theme = app.theme.clone();
         assert!(drawn_in(style_of(&app, 120, 40, "✓ within"), theme.ok));
+    }
+
+    /// 300 monitors: the pane says how many there are and how many breach, puts the
+    /// breaches first, and Tab then End reaches the last one.
+    #[test]
+    fn three_hundred_monitors_are_all_reachable() {
+        use crate::engine::api::VerdictKind;
+        let mut snapshot = sample_snapshot();
+        let template = snapshot.monitors[1].clone();
+        snapshot.monitors = (0..300)
+            .map(|n| {
+                let mut monitor = template.clone();
+                monitor.name = format!("m{n:03}_freshness");
+                if n % 60 == 59 {
+                    monitor.verdict = VerdictKind::Late;
+                    monitor.observed = "2h05m since the last load".into();
+                }
+                monitor
+            })
+            .collect();
+        let mut app = App::new(false, Theme::fallback(), None, false);
+        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
+        let screen = draw(&app, 120, 40);
+        assert!(screen.contains("Monitors (300 · 5 breaching)"), "{screen}");
+        let rows: Vec<&str> = screen
+            .lines()
+            .filter(|l| l.contains("_freshness"))
+            .collect();
+        for (row, name) in rows
+            .iter()
+            .zip(["m059", "m119", "m179", "m239", "m299", "m000"])
+        {
+            assert!(row.contains(name), "{name} in {row}\n{screen}");
+        }
+        assert!(rows[0].contains("✗ late"), "{screen}");
+        update(&mut app, Action::NextPane);
+        // A page in the monitors pane is the rows it drew, not the incident list's.
+        draw(&app, 120, 40);
+        let rows_drawn = app.drawn.monitor_rows.get().height as usize;
+        assert!(rows_drawn > 2, "{rows_drawn}");
+        update(&mut app, Action::PageDown);
+        assert_eq!(app.monitor_selected, rows_drawn);
+        update(&mut app, Action::Bottom);
+        for (width, height) in SIZES {
+            let screen = draw(&app, width, height);
+            assert!(screen.contains("▶ m298_freshness"), "{screen}");
+            assert!(screen.contains("of 300"), "{screen}");
+            insta::assert_snapshot!(format!("monitors_300_{width}x{height}"), screen);
+        }
+        // Enter opens no incident from the monitors; Esc goes back to the incidents.
+        update(&mut app, Action::Open);
+        assert_eq!(app.screen, Screen::List);
+        update(&mut app, Action::Back);
+        update(&mut app, Action::Open);
+        assert_eq!(app.screen, Screen::Detail);
+    }
+
+    /// Cut text ends with `…`, and columns are as wide as their content when the
+    /// terminal allows: an owner's whole name at 200 columns, not 13 characters of it.
+    #[test]
+    fn cut_text_ends_in_an_ellipsis_and_columns_fit_the_width() {
+        let mut snapshot = sample_snapshot();
+        snapshot.incidents[0].proposals[0].owner = "analytics-engineering-oncall".into();
+        let mut app = App::new(false, Theme::fallback(), None, false);
+        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
+        update(&mut app, Action::Open);
+        let hold_row = |screen: &str| {
+            screen
+                .lines()
+                .find(|l| l.contains(" hold "))
+                .unwrap()
+                .to_string()
+        };
+        let wide = draw(&app, 200, 50);
+        let row = hold_row(&wide);
+        assert!(row.contains("analytics-engineering-oncall"), "{row}");
+        assert!(
+            row.contains("Pause the hourly dbt job until the refill completes"),
+            "{row}"
+        );
+        assert!(!row.contains('…'), "{row}");
+        let narrow = draw(&app, 80, 24);
+        let row = hold_row(&narrow);
+        assert!(row.contains("analytics-"), "{row}");
+        assert!(!row.contains("analytics-engineering-oncall"), "{row}");
+        assert!(row.matches('…').count() >= 2, "title and owner cut: {row}");
+        // The header's lines are cut the same way.
+        let figures = narrow.lines().nth(2).unwrap();
+        assert!(
+            figures.trim_end_matches(['"', ' ']).ends_with('…'),
+            "{figures}"
+        );
+        for (width, height) in SIZES {
+            let screen = draw(&app, width, height);
+            insta::assert_snapshot!(format!("cut_to_fit_{width}x{height}"), screen);
+        }
+    }
+
+    /// At 40x10 whatever a key acts on is on screen: the selected incident Enter opens,
+    /// the selected proposal `a` approves, and in the approve box the whole content hash
+    /// (wrapped) and a line to type the reason on.
+    #[test]
+    fn a_small_terminal_shows_what_the_keys_act_on() {
+        let mut app = sample_app();
+        let list = draw(&app, 40, 10);
+        assert!(list.contains("▶ INC-7"), "{list}");
+        update(&mut app, Action::Down);
+        let list = draw(&app, 40, 10);
+        assert!(list.contains("▶ INC-6"), "{list}");
+        insta::assert_snapshot!("small_list_40x10", list);
+
+        let mut app = detail_app();
+        let detail = draw(&app, 40, 10);
+        assert!(detail.contains("▶ 2"), "{detail}");
+        update(&mut app, Action::Down);
+        let detail = draw(&app, 40, 10);
+        assert!(detail.contains("▶ 3"), "{detail}");
+        insta::assert_snapshot!("small_detail_40x10", detail);
+
+        update(&mut app, Action::Up);
+        update(&mut app, Action::Approve);
+        type_into(&mut app, "ok");
+        let modal = draw(&app, 40, 10);
+        let hash = &app.selected_proposal().unwrap().content_hash;
+        let inside: String = modal
+            .lines()
+            .map(|l| l.trim_matches('"').trim_matches(['┃', '│', ' ']))
+            .collect();
+        assert!(inside.contains(hash.as_str()), "{hash} in\n{modal}");
+        assert!(modal.contains("│ok"), "the typed reason shows:\n{modal}");
+        insta::assert_snapshot!("small_approve_40x10", modal);
     }
 
     #[test]

@@ -5,38 +5,94 @@
 
 use ratatui::layout::{Constraint, Layout};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Clear, Paragraph};
+use ratatui::widgets::{Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
 use crate::console::state::{App, Decision, ReasonModal};
-use crate::console::widgets::{centered, incident_status, pane_block};
+use crate::console::widgets::{centered, cut, cut_spans, incident_status, pane_block, width_of};
 use crate::engine::api::IncidentStatus;
 
+/// Rows the reason box's text field takes: its border and one line to type on.
+const TEXT_MIN: u16 = 3;
+/// The box's size when the terminal has room.
+const WIDTH: u16 = 72;
+const HEIGHT: u16 = 14;
+
+/// The box is laid out by what must be seen first, so a small terminal (40x10) still
+/// shows the whole content hash being approved (wrapped) and a line to type the
+/// reason on; the title of what is decided, the labels and the spare text lines give
+/// way first.
 pub fn render(frame: &mut Frame, app: &App, modal: &ReasonModal) {
     let theme = &app.theme;
-    let area = centered(frame.area(), 72, 14);
+    let screen = frame.area();
+    let inner_width = WIDTH.min(screen.width).saturating_sub(2) as usize;
+    let (shown, changed) = match &modal.content_hash {
+        Some(hash) => proposal_lines(app, modal, hash, inner_width),
+        None => incident_lines(app, modal),
+    };
+    // A proposal's hash lines must all be seen; an incident's lines are context.
+    let (must_subject, subject_label) = match &modal.content_hash {
+        Some(_) => (shown.len() as u16 - 1, 1),
+        None => (0, shown.len() as u16),
+    };
+    // A warning that the content changed must be read whole, wrapped.
+    let warning = changed.as_deref().map_or(0, |changed| {
+        width_of(changed).div_ceil(inner_width.max(1)) as u16
+    });
+    let must = must_subject + warning + TEXT_MIN;
+    let height = HEIGHT.max(must + 2).min(screen.height);
+    let area = centered(screen, WIDTH, height);
     let title = format!("{} {}", modal.decision.verb(), modal.target);
     let block = pane_block(&title, true, theme);
     let inner = block.inner(area);
     frame.render_widget(Clear, area);
     frame.render_widget(block, area);
-    let [about, subject, warning, label, text, error] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Length(2),
-        Constraint::Length(1),
-        Constraint::Length(1),
-        Constraint::Fill(1),
-        Constraint::Length(1),
+
+    // Spare rows go, in this order, to: the requirement line, an error, the title of
+    // what is decided, the hash's label (or the incident's lines), then, when there is
+    // room, a row kept for an error and one for a warning (so the box does not jump
+    // when one appears), then more lines to type on.
+    let mut spare = inner.height.saturating_sub(must);
+    let mut take = |want: u16| {
+        let given = want.min(spare);
+        spare -= given;
+        given
+    };
+    let label_rows = take(1);
+    let mut error_rows = take(u16::from(modal.error.is_some()));
+    let about_rows = take(1);
+    let subject_label_rows = take(subject_label);
+    error_rows += take(1 - error_rows);
+    let warning_rows = warning + take(u16::from(warning == 0));
+    let text_rows = TEXT_MIN + take(u16::MAX);
+    let [about, subject, warning_area, label, text, error_area] = Layout::vertical([
+        Constraint::Length(about_rows),
+        Constraint::Length(must_subject + subject_label_rows),
+        Constraint::Length(warning_rows),
+        Constraint::Length(label_rows),
+        Constraint::Length(text_rows),
+        Constraint::Length(error_rows),
     ])
     .areas(inner);
-    frame.render_widget(Line::raw(modal.target_title.clone()), about);
-    let (shown, changed) = match &modal.content_hash {
-        Some(hash) => proposal_lines(app, modal, hash),
-        None => incident_lines(app, modal),
+    frame.render_widget(
+        Line::raw(cut(&modal.target_title, inner.width as usize)),
+        about,
+    );
+    // Drop the label lines that found no room, never the hash.
+    let skip = (subject_label - subject_label_rows) as usize;
+    let subject_lines: Vec<Line> = match &modal.content_hash {
+        Some(_) => shown.into_iter().skip(skip).collect(),
+        None => shown
+            .into_iter()
+            .take(subject_label_rows as usize)
+            .collect(),
     };
-    frame.render_widget(Paragraph::new(shown), subject);
+    frame.render_widget(Paragraph::new(subject_lines), subject);
     if let Some(changed) = changed {
-        frame.render_widget(Line::styled(changed, theme.crit), warning);
+        frame.render_widget(
+            Paragraph::new(Line::styled(changed, theme.crit)).wrap(Wrap { trim: false }),
+            warning_area,
+        );
     }
     let requirement = if modal.decision.reason_required() {
         "Reason (required)"
@@ -44,15 +100,24 @@ pub fn render(frame: &mut Frame, app: &App, modal: &ReasonModal) {
         "Reason (optional)"
     };
     frame.render_widget(
-        Line::from(vec![
-            Span::styled(requirement, theme.title),
-            Span::styled("  Enter sends · Ctrl-J new line · Esc cancels", theme.muted),
-        ]),
+        Line::from(cut_spans(
+            vec![
+                Span::styled(requirement, theme.title),
+                Span::styled("  Enter sends · Ctrl-J new line · Esc cancels", theme.muted),
+            ],
+            inner.width as usize,
+        )),
         label,
     );
     frame.render_widget(&modal.text, text);
     if let Some(message) = &modal.error {
-        frame.render_widget(Line::styled(format!("✗ {message}"), theme.crit), error);
+        frame.render_widget(
+            Line::styled(
+                cut(&format!("✗ {message}"), inner.width as usize),
+                theme.crit,
+            ),
+            error_area,
+        );
     }
 }
 
@@ -62,6 +127,7 @@ fn proposal_lines(
     app: &App,
     modal: &ReasonModal,
     hash: &str,
+    width: usize,
 ) -> (Vec<Line<'static>>, Option<String>) {
     let theme = &app.theme;
     let current = app
@@ -71,10 +137,14 @@ fn proposal_lines(
     let changed = current
         .is_some_and(|current| current != hash)
         .then(|| "⚠ content changed since you opened this: Esc and review".to_string());
-    let lines = vec![
-        Line::styled("content hash", theme.muted),
-        Line::styled(hash.to_string(), theme.accent),
-    ];
+    // The label, then the whole hash, wrapped: what is approved is never cut.
+    let mut lines = vec![Line::styled("content hash", theme.muted)];
+    let chars: Vec<char> = hash.chars().collect();
+    lines.extend(
+        chars
+            .chunks(width.max(1))
+            .map(|piece| Line::styled(piece.iter().collect::<String>(), theme.accent)),
+    );
     (lines, changed)
 }
 

@@ -15,10 +15,11 @@ use crate::console::state::{App, Detail, Pane};
 use crate::console::symptoms;
 use crate::console::theme::Theme;
 use crate::console::widgets::{
-    from_line, incident_status, kind_word, pane_block, proposal_state, short, verdict_glyph,
-    window_start, SELECTED, SHORT_HASH,
+    column_widths, cut, cut_spans, from_line, incident_status, kind_word, pane_block,
+    proposal_state, short, shown, verdict_glyph, width_of, window_start, Column, SELECTED,
+    SHORT_HASH,
 };
-use crate::engine::api::{IncidentView, Reading, VerdictKind};
+use crate::engine::api::{IncidentView, ProposalView, Reading, VerdictKind};
 
 pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
     let theme = &app.theme;
@@ -38,8 +39,13 @@ pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
         receipt::render(frame, body, incident, detail, theme);
         return;
     }
-    let proposals_height = (incident.proposals.len().max(1) as u16 + 2).min(7);
-    let upper_height = (body.height.saturating_sub(proposals_height) * 2 / 5).max(5);
+    // The proposals come first: `a`, `r`, `u` act on the selected one, so it is on
+    // screen at any size; the cause and the tree above them give way.
+    let proposals_height = (incident.proposals.len().max(1) as u16 + 2)
+        .min(7)
+        .min(body.height);
+    let rest = body.height - proposals_height;
+    let upper_height = (rest * 2 / 5).max(5).min(rest);
     let [upper, proposals_row, proposal_body] = Layout::vertical([
         Constraint::Length(upper_height),
         Constraint::Length(proposals_height),
@@ -69,14 +75,16 @@ pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
 }
 
 fn render_detail_header(frame: &mut Frame, area: Rect, incident: &IncidentView, theme: &Theme) {
+    let width = area.width as usize;
+    let title = vec![
+        Span::styled(format!(" {} ", incident.id), theme.title),
+        incident_status(incident.status, theme),
+        Span::raw("  "),
+        Span::styled(incident.title.clone(), theme.title),
+    ];
     let lines = vec![
-        Line::from(vec![
-            Span::styled(format!(" {} ", incident.id), theme.title),
-            incident_status(incident.status, theme),
-            Span::raw("  "),
-            Span::styled(incident.title.clone(), theme.title),
-        ]),
-        figures_line(incident, theme),
+        Line::from(cut_spans(title, width)),
+        Line::from(cut_spans(figures_line(incident, theme).spans, width)),
     ];
     frame.render_widget(Paragraph::new(lines), area);
 }
@@ -222,8 +230,34 @@ fn render_proposals(
     }
     let height = area.height.saturating_sub(2) as usize;
     let start = window_start(detail.proposal, height);
-    let rows = incident
-        .proposals
+    let proposals = &incident.proposals;
+    let widest = |field: &dyn Fn(&ProposalView) -> String| {
+        proposals
+            .iter()
+            .map(|p| width_of(&field(p)))
+            .max()
+            .unwrap_or(0)
+    };
+    // Sized to the content: an owner is as wide as its name when there is room; on a
+    // narrow terminal the title keeps the most, and the hash (whole in the reason box)
+    // gives way first.
+    let widths = column_widths(
+        &[
+            Column::new(1, 1),
+            Column::new(2, widest(&|p| presence::short_proposal(&p.id).to_string())),
+            Column::new(4, widest(&|p| kind_word(p.kind).to_string())).dropped(3),
+            Column::new(
+                6,
+                widest(&|p| proposal_state(p.state, theme).content.into_owned()),
+            ),
+            Column::growing(8, widest(&|p| p.title.clone())),
+            Column::new(6, widest(&|p| p.owner.clone())).dropped(5),
+            Column::new(6, SHORT_HASH).dropped(6),
+        ],
+        area.width.saturating_sub(2),
+    );
+    let w = |i: usize| widths[i] as usize;
+    let rows = proposals
         .iter()
         .enumerate()
         .skip(start)
@@ -231,25 +265,32 @@ fn render_proposals(
         .map(|(index, proposal)| {
             let selected = index == detail.proposal;
             // Someone else has the reason box open for it: say so before the title.
-            let title = match presence::deciding(app, &proposal.id) {
-                Some(who) => Line::from(vec![
-                    Span::styled(
-                        format!("✎ {who} · "),
-                        theme.warn.add_modifier(Modifier::BOLD),
-                    ),
-                    Span::raw(proposal.title.as_str()),
-                ]),
-                None => Line::raw(proposal.title.as_str()),
-            };
-            let row = Row::new(vec![
-                Cell::from(if selected { SELECTED } else { " " }),
-                Cell::from(presence::short_proposal(&proposal.id)),
-                Cell::from(kind_word(proposal.kind)),
-                Cell::from(proposal_state(proposal.state, theme)),
-                Cell::from(title),
-                Cell::from(Span::styled(proposal.owner.as_str(), theme.muted)),
-                Cell::from(Span::styled(short(&proposal.content_hash), theme.muted)),
-            ]);
+            let mut title = Vec::new();
+            if let Some(who) = presence::deciding(app, &proposal.id) {
+                title.push(Span::styled(
+                    format!("✎ {who} · "),
+                    theme.warn.add_modifier(Modifier::BOLD),
+                ));
+            }
+            title.push(Span::raw(proposal.title.clone()));
+            let row = Row::new(shown(
+                [
+                    Cell::from(if selected { SELECTED } else { " " }),
+                    Cell::from(cut(presence::short_proposal(&proposal.id), w(1))),
+                    Cell::from(cut(kind_word(proposal.kind), w(2))),
+                    Cell::from(Line::from(cut_spans(
+                        vec![proposal_state(proposal.state, theme)],
+                        w(3),
+                    ))),
+                    Cell::from(Line::from(cut_spans(title, w(4)))),
+                    Cell::from(Span::styled(cut(&proposal.owner, w(5)), theme.muted)),
+                    Cell::from(Span::styled(
+                        cut(short(&proposal.content_hash), w(6)),
+                        theme.muted,
+                    )),
+                ],
+                &widths,
+            ));
             if selected && focused {
                 row.style(theme.selection)
             } else {
@@ -258,15 +299,7 @@ fn render_proposals(
         });
     let table = Table::new(
         rows,
-        [
-            Constraint::Length(1),
-            Constraint::Length(4),
-            Constraint::Length(4),
-            Constraint::Length(13),
-            Constraint::Fill(1),
-            Constraint::Length(13),
-            Constraint::Length(SHORT_HASH as u16),
-        ],
+        shown(widths.iter().map(|w| Constraint::Length(*w)), &widths),
     )
     .block(block);
     frame.render_widget(table, area);

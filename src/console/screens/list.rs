@@ -1,28 +1,50 @@
 //! The incident list screen: the incidents (after the filter) over the monitors pane.
 
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::text::Span;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 use ratatui::Frame;
 
 use crate::console::listing::SortColumn;
 use crate::console::screens::monitors;
-use crate::console::state::App;
+use crate::console::state::{status_word, App, ListPane};
 use crate::console::symptoms;
 use crate::console::theme::Theme;
-use crate::console::widgets::{incident_status, pane_block, window_start, SELECTED};
-use crate::engine::api::IncidentView;
+use crate::console::widgets::{
+    column_widths, cut, cut_spans, incident_status, pane_block, shown, width_of, window_start,
+    Column, SELECTED,
+};
+use crate::engine::api::{IncidentStatus, IncidentView};
 use crate::sanitize;
+
+/// A table pane's borders and header: a pane shorter than this plus one shows no row.
+const TABLE_CHROME: u16 = 3;
 
 pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
     let monitor_rows = app.snapshot.monitors.len() as u16;
-    let monitors_height = if monitor_rows == 0 {
-        0
+    let monitors_focused = app.list_pane == ListPane::Monitors;
+    // The pane in focus gets the larger share; the incidents keep at least one row in
+    // view whatever the size (Enter opens the selected one: it must be on screen), and a
+    // monitors pane with no room for a row is not drawn.
+    let share = if monitors_focused {
+        area.height * 2 / 3
     } else {
-        (monitor_rows + 3).min(area.height / 3).max(4)
+        area.height / 3
     };
-    let [incidents, monitors] =
-        Layout::vertical([Constraint::Fill(1), Constraint::Length(monitors_height)]).areas(area);
+    let mut monitors_height = (monitor_rows + TABLE_CHROME)
+        .min(share)
+        .max(TABLE_CHROME + 1);
+    if !monitors_focused {
+        monitors_height = monitors_height.min(area.height.saturating_sub(TABLE_CHROME + 1));
+    }
+    if monitor_rows == 0 || monitors_height < TABLE_CHROME + 1 {
+        monitors_height = 0;
+    }
+    let [incidents, monitors] = Layout::vertical([
+        Constraint::Fill(1),
+        Constraint::Length(monitors_height.min(area.height)),
+    ])
+    .areas(area);
     render_incident_list(frame, incidents, app);
     if monitors_height > 0 {
         monitors::render(frame, monitors, app);
@@ -40,7 +62,7 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
         ));
     }
     title.push_str(&app.list.describe());
-    let block = pane_block(&title, true, theme);
+    let block = pane_block(&title, app.list_pane == ListPane::Incidents, theme);
     if !app.connected {
         let waiting = Paragraph::new(Span::styled(
             "Waiting for the engine's first snapshot…",
@@ -62,7 +84,7 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
         );
         return;
     }
-    let height = area.height.saturating_sub(3) as usize;
+    let height = area.height.saturating_sub(TABLE_CHROME) as usize;
     let selected = app.selected_index().unwrap_or(0);
     let start = window_start(selected, height);
     // Below the top border and the header: what a page is, and where a click lands.
@@ -73,50 +95,86 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
         ..rows
     });
     app.drawn.list_start.set(start);
+    // `sym`: how many breaches downstream joined the incident rather than opening their own.
+    let mut header = vec![String::new()];
+    header.extend(SortColumn::ALL.map(|column| app.list.header(column)));
+    let widest = |field: &dyn Fn(&IncidentView) -> String, header: &str| {
+        incidents
+            .iter()
+            .map(|i| width_of(&field(i)))
+            .chain([width_of(header)])
+            .max()
+            .unwrap_or(0)
+    };
+    let widths = column_widths(
+        &[
+            Column::new(1, 1),
+            Column::new(5, widest(&|i| i.id.clone(), &header[1])),
+            // "◐ verifying".
+            Column::new(6, widest(&|i| status_text(i.status), &header[2])),
+            Column::new(3, widest(&symptoms::count, &header[3])).dropped(3),
+            Column::new(8, widest(&|i| i.table.clone(), &header[4])).dropped(2),
+            Column::growing(8, widest(&|i| i.title.clone(), &header[5])),
+            Column::new(5, widest(&|i| opened(i).to_string(), &header[6])).dropped(4),
+        ],
+        area.width.saturating_sub(2),
+    );
     let rows = incidents
         .iter()
         .enumerate()
         .skip(start)
         .take(height)
-        .map(|(index, incident)| incident_row(incident, index == selected, theme));
-    // `sym`: how many breaches downstream joined the incident rather than opening their own.
-    let mut header = vec![String::new()];
-    header.extend(SortColumn::ALL.map(|column| app.list.header(column)));
-    let header = Row::new(header).style(theme.muted);
+        .map(|(index, incident)| incident_row(incident, index == selected, &widths, theme));
+    let header = Row::new(shown(
+        header.iter().zip(&widths).map(|(h, w)| cut(h, *w as usize)),
+        &widths,
+    ))
+    .style(theme.muted);
     let table = Table::new(
         rows,
-        [
-            Constraint::Length(1),
-            Constraint::Length(8),
-            Constraint::Length(11),
-            Constraint::Length(4),
-            Constraint::Length(18),
-            Constraint::Fill(1),
-            Constraint::Length(6),
-        ],
+        shown(widths.iter().map(|w| Constraint::Length(*w)), &widths),
     )
     .header(header)
     .block(block);
     frame.render_widget(table, area);
 }
 
-fn incident_row<'a>(incident: &'a IncidentView, selected: bool, theme: &Theme) -> Row<'a> {
+/// The time of day is what matters on call; the date is in the detail.
+fn opened(incident: &IncidentView) -> &str {
+    incident
+        .opened_at
+        .get(11..16)
+        .unwrap_or(&incident.opened_at)
+}
+
+/// What [`incident_status`] draws, for its width: a glyph and the word.
+fn status_text(status: IncidentStatus) -> String {
+    format!("● {}", status_word(status))
+}
+
+fn incident_row(
+    incident: &IncidentView,
+    selected: bool,
+    widths: &[u16],
+    theme: &Theme,
+) -> Row<'static> {
+    let w = |i: usize| widths[i] as usize;
     let marker = if selected { SELECTED } else { " " };
-    let row = Row::new(vec![
-        Cell::from(marker),
-        Cell::from(incident.id.as_str()),
-        Cell::from(incident_status(incident.status, theme)),
-        Cell::from(symptoms::count(incident)),
-        Cell::from(incident.table.as_str()),
-        Cell::from(incident.title.as_str()),
-        // The time of day is what matters on call; the date is in the detail.
-        Cell::from(
-            incident
-                .opened_at
-                .get(11..16)
-                .unwrap_or(&incident.opened_at),
-        ),
-    ]);
+    let row = Row::new(shown(
+        [
+            Cell::from(marker),
+            Cell::from(cut(&incident.id, w(1))),
+            Cell::from(Line::from(cut_spans(
+                vec![incident_status(incident.status, theme)],
+                w(2),
+            ))),
+            Cell::from(cut(&symptoms::count(incident), w(3))),
+            Cell::from(cut(&incident.table, w(4))),
+            Cell::from(cut(&incident.title, w(5))),
+            Cell::from(cut(opened(incident), w(6))),
+        ],
+        widths,
+    ));
     if selected {
         row.style(theme.selection)
     } else {

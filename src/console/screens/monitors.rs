@@ -1,43 +1,167 @@
 //! The monitors pane under the incident list: each check's verdict, figure, band and
-//! health.
+//! health, breaches first. Tab focuses it; it scrolls like the list and says how many
+//! there are and which rows are in view, so a thousand monitors are all reachable.
 
 use ratatui::layout::{Constraint, Rect};
-use ratatui::widgets::{Cell, Row, Table};
+use ratatui::text::Line;
+use ratatui::widgets::{Cell, Paragraph, Row, Table};
 use ratatui::Frame;
 
-use crate::console::state::App;
-use crate::console::widgets::{health, pane_block, verdict};
+use crate::console::state::{App, ListPane};
+use crate::console::widgets::{
+    column_widths, cut, cut_spans, health, pane_block, shown, verdict, width_of, window_start,
+    Column, SELECTED,
+};
+use crate::engine::api::{MonitorHealth, MonitorView, VerdictKind};
+
+/// The order the pane shows the monitors in, as indices into `monitors`: breaches
+/// first, then checks that could not run, then warnings, then the rest; the engine's
+/// order within each.
+pub fn order(monitors: &[MonitorView]) -> Vec<usize> {
+    let rank = |m: &MonitorView| {
+        if m.verdict.is_breach() && m.verdict != VerdictKind::Warn {
+            0
+        } else if m.health != MonitorHealth::Ok {
+            1
+        } else if m.verdict == VerdictKind::Warn {
+            2
+        } else {
+            3
+        }
+    };
+    let mut order: Vec<usize> = (0..monitors.len()).collect();
+    order.sort_by_key(|&i| rank(&monitors[i]));
+    order
+}
+
+/// How many of `monitors` breach (a warning is not a breach here).
+fn breaching(monitors: &[MonitorView]) -> usize {
+    monitors
+        .iter()
+        .filter(|m| m.verdict.is_breach() && m.verdict != VerdictKind::Warn)
+        .count()
+}
+
+const HEADER: [&str; 6] = [
+    "monitor", "check", "verdict", "observed", "expected", "health",
+];
 
 pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
     let theme = &app.theme;
+    let monitors = &app.snapshot.monitors;
+    let focused = app.list_pane == ListPane::Monitors;
     let height = area.height.saturating_sub(3) as usize;
-    let rows = app.snapshot.monitors.iter().take(height).map(|monitor| {
-        Row::new(vec![
-            Cell::from(monitor.name.as_str()),
-            Cell::from(monitor.check.as_str()),
-            Cell::from(verdict(monitor.verdict, theme)),
-            Cell::from(monitor.observed.as_str()),
-            Cell::from(monitor.expected.as_str()),
-            Cell::from(health(monitor.health, theme)),
-        ])
+    let selected = app.monitor_selected;
+    let start = if focused {
+        window_start(selected, height)
+    } else {
+        0
+    };
+    // Below the top border and the header: what a page is in this pane.
+    let rows = crate::console::drawn::inner(area);
+    app.drawn.monitor_rows.set(Rect {
+        y: rows.y + 1,
+        height: rows.height.saturating_sub(1),
+        ..rows
     });
-    let header = Row::new([
-        "monitor", "check", "verdict", "observed", "expected", "health",
-    ])
+    let in_view: Vec<&MonitorView> = app
+        .monitor_order
+        .iter()
+        .skip(start)
+        .take(height)
+        .filter_map(|&i| monitors.get(i))
+        .collect();
+
+    let title = match breaching(monitors) {
+        0 => format!("Monitors ({})", monitors.len()),
+        n => format!("Monitors ({} · {n} breaching)", monitors.len()),
+    };
+    let mut block = pane_block(&title, focused, theme);
+    if in_view.len() < monitors.len() && !in_view.is_empty() {
+        block = block.title_bottom(
+            Line::styled(
+                format!(
+                    " {}–{} of {} (Tab, j k) ",
+                    start + 1,
+                    start + in_view.len(),
+                    monitors.len()
+                ),
+                theme.muted,
+            )
+            .right_aligned(),
+        );
+    }
+
+    // Sized to every monitor, not just the rows in view, so the columns stay put as
+    // the pane scrolls.
+    let widest = |field: fn(&MonitorView) -> &str, header: &str| {
+        monitors
+            .iter()
+            .map(|m| width_of(field(m)))
+            .chain([width_of(header)])
+            .max()
+            .unwrap_or(0)
+    };
+    let inner = area.width.saturating_sub(2);
+    let widths = column_widths(
+        &[
+            Column::new(1, 1),
+            Column::new(8, widest(|m| &m.name, HEADER[0])),
+            Column::new(5, widest(|m| &m.check, HEADER[1])).dropped(3),
+            // "· learning", "✗ changed": the longest verdicts with their glyph.
+            Column::new(9, 10),
+            Column::growing(8, widest(|m| &m.observed, HEADER[3])),
+            Column::new(8, widest(|m| &m.expected, HEADER[4])).dropped(2),
+            // "✗ unreachable".
+            Column::new(6, 13).dropped(4),
+        ],
+        inner,
+    );
+    let w = |i: usize| widths[i] as usize;
+
+    let rows = in_view.iter().enumerate().map(|(at, monitor)| {
+        let is_selected = focused && start + at == selected;
+        let row = Row::new(shown(
+            [
+                Cell::from(if is_selected { SELECTED } else { " " }),
+                Cell::from(cut(&monitor.name, w(1))),
+                Cell::from(cut(&monitor.check, w(2))),
+                Cell::from(Line::from(cut_spans(
+                    vec![verdict(monitor.verdict, theme)],
+                    w(3),
+                ))),
+                Cell::from(cut(&monitor.observed, w(4))),
+                Cell::from(cut(&monitor.expected, w(5))),
+                Cell::from(Line::from(cut_spans(
+                    vec![health(monitor.health, theme)],
+                    w(6),
+                ))),
+            ],
+            &widths,
+        ));
+        if is_selected {
+            row.style(theme.selection)
+        } else {
+            row
+        }
+    });
+    if monitors.is_empty() {
+        frame.render_widget(Paragraph::new("").block(block), area);
+        return;
+    }
+    let header = Row::new(shown(
+        [""].into_iter()
+            .chain(HEADER)
+            .enumerate()
+            .map(|(i, h)| cut(h, w(i))),
+        &widths,
+    ))
     .style(theme.muted);
     let table = Table::new(
         rows,
-        [
-            Constraint::Fill(2),
-            Constraint::Length(10),
-            // "· learning", "✗ changed": the longest verdicts with their glyph.
-            Constraint::Length(11),
-            Constraint::Fill(2),
-            Constraint::Fill(2),
-            Constraint::Length(14),
-        ],
+        shown(widths.iter().map(|w| Constraint::Length(*w)), &widths),
     )
     .header(header)
-    .block(pane_block("Monitors", false, theme));
+    .block(block);
     frame.render_widget(table, area);
 }
