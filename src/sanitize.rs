@@ -287,7 +287,9 @@ pub fn snapshot(snapshot: &mut Snapshot) {
     notices.iter_mut().for_each(clean_in_place);
 }
 
-fn clean_incident(incident: &mut IncidentView) {
+/// One incident, as [`snapshot`] cleans each: the console cleans only the incidents that
+/// changed since the last snapshot.
+pub fn clean_incident(incident: &mut IncidentView) {
     for field in [
         &mut incident.id,
         &mut incident.title,

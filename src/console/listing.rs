@@ -50,11 +50,19 @@ impl SortColumn {
             SortColumn::Id => natural(&a.id, &b.id),
             SortColumn::Status => rank(a.status).cmp(&rank(b.status)),
             SortColumn::Symptoms => a.symptoms.len().cmp(&b.symptoms.len()),
-            SortColumn::Table => a.table.to_lowercase().cmp(&b.table.to_lowercase()),
-            SortColumn::Title => a.title.to_lowercase().cmp(&b.title.to_lowercase()),
+            SortColumn::Table => caseless(&a.table, &b.table),
+            SortColumn::Title => caseless(&a.title, &b.title),
             SortColumn::Opened => a.opened_at.cmp(&b.opened_at),
         }
     }
+}
+
+/// Compares as lowercase without making lowercase copies: a sort of 10,000 incidents
+/// compares some 130,000 pairs.
+fn caseless(a: &str, b: &str) -> Ordering {
+    a.chars()
+        .flat_map(char::to_lowercase)
+        .cmp(b.chars().flat_map(char::to_lowercase))
 }
 
 /// What needs someone first.
@@ -90,16 +98,21 @@ impl ListView {
     }
 
     pub fn order(&self, incidents: &mut [&IncidentView]) {
-        if let Some((column, descending)) = self.sort {
-            // Stable: equal rows keep the engine's order.
-            incidents.sort_by(|a, b| {
-                let order = column.compare(a, b);
-                if descending {
-                    order.reverse()
-                } else {
-                    order
-                }
-            });
+        // Stable: equal rows keep the engine's order.
+        incidents.sort_by(|a, b| self.compare(a, b));
+    }
+
+    /// The same order for positions into `incidents`.
+    pub fn order_positions(&self, positions: &mut [usize], incidents: &[IncidentView]) {
+        positions.sort_by(|&a, &b| self.compare(&incidents[a], &incidents[b]));
+    }
+
+    /// Unsorted, every pair is equal, so the stable sorts keep the engine's order.
+    fn compare(&self, a: &IncidentView, b: &IncidentView) -> Ordering {
+        match self.sort {
+            None => Ordering::Equal,
+            Some((column, false)) => column.compare(a, b),
+            Some((column, true)) => column.compare(a, b).reverse(),
         }
     }
 

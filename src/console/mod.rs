@@ -9,6 +9,7 @@ pub mod diff;
 pub mod drawn;
 pub mod fixtures;
 pub mod help;
+pub mod incoming;
 pub mod keys;
 pub mod line;
 pub mod link;
@@ -25,6 +26,7 @@ pub mod tree;
 pub mod view;
 pub mod widgets;
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -36,6 +38,7 @@ use anyhow::{Context as _, Result};
 use crossterm::event::{self, Event, KeyEventKind};
 
 use crate::engine::api::{ClientMessage, ServerMessage};
+use incoming::Prepared;
 use state::{update, Action, App};
 use theme::{Theme, ThemeFile};
 
@@ -70,7 +73,10 @@ enum Message {
     /// SIGTERM, SIGHUP, SIGINT or SIGQUIT: quit as `q` does.
     QuitSignal,
     InputFailed(std::io::Error),
+    /// Anything from the engine but a snapshot.
     Engine(ServerMessage),
+    /// A snapshot from the engine, prepared on the link thread.
+    Snapshot(Box<Prepared>),
     EngineStopped,
 }
 
@@ -85,20 +91,69 @@ pub fn run(link: ConsoleLink, options: ConsoleOptions) -> Result<()> {
     let mut app = App::new(options.read_only, theme, user_theme, no_color);
 
     let (sender, messages) = mpsc::channel();
-    forward_engine(link.from_engine, sender.clone());
+    let (retire, retired) = mpsc::channel();
+    forward_engine(link.from_engine, sender.clone(), retired);
     let (mut screen, _restore) = terminal::setup().context("setting up the terminal")?;
     let stop_input = Arc::new(AtomicBool::new(false));
     read_input(sender, Arc::clone(&stop_input));
 
-    let result = main_loop(&mut screen, &mut app, &messages, &link.to_engine);
+    let channels = Channels {
+        messages,
+        to_engine: link.to_engine,
+        retire,
+    };
+    let result = main_loop(&mut screen, &mut app, &channels);
     stop_input.store(true, Ordering::Relaxed);
     result
 }
 
-fn forward_engine(from_engine: Receiver<ServerMessage>, sender: Sender<Message>) {
+/// What the loop reads and where it sends.
+struct Channels {
+    messages: Receiver<Message>,
+    to_engine: Sender<ClientMessage>,
+    /// Snapshots the console replaced, back to the link thread to be freed there.
+    retire: Sender<Box<Prepared>>,
+}
+
+/// The link thread: everything from the engine passes here on its way to the loop, and
+/// each snapshot is sanitized and indexed here (`incoming::prepare`), against the last
+/// one the loop gave back, so the input path only moves it in. Of several snapshots
+/// waiting, only the newest is prepared: each holds the whole world.
+fn forward_engine(
+    from_engine: Receiver<ServerMessage>,
+    sender: Sender<Message>,
+    retired: Receiver<Box<Prepared>>,
+) {
     thread::spawn(move || {
-        for message in from_engine {
-            if sender.send(Message::Engine(message)).is_err() {
+        let mut waiting = VecDeque::new();
+        let mut previous = None;
+        loop {
+            let message = match waiting.pop_front() {
+                Some(message) => message,
+                None => match from_engine.recv() {
+                    Ok(message) => message,
+                    Err(_) => break,
+                },
+            };
+            let message = match message {
+                ServerMessage::Snapshot(snapshot) => {
+                    waiting.extend(from_engine.try_iter());
+                    if waiting
+                        .iter()
+                        .any(|m| matches!(m, ServerMessage::Snapshot(_)))
+                    {
+                        continue;
+                    }
+                    // The newest the loop gave back; older ones are freed here.
+                    if let Some(last) = retired.try_iter().last() {
+                        previous = Some(*last);
+                    }
+                    let prepared = incoming::prepare(*snapshot, previous.take());
+                    Message::Snapshot(Box::new(prepared))
+                }
+                other => Message::Engine(other),
+            };
+            if sender.send(message).is_err() {
                 return;
             }
         }
@@ -143,12 +198,12 @@ fn watch_quit_signals(sender: Sender<Message>, stop: Arc<AtomicBool>) {
     });
 }
 
-fn main_loop(
-    screen: &mut terminal::Screen,
-    app: &mut App,
-    messages: &Receiver<Message>,
-    to_engine: &Sender<ClientMessage>,
-) -> Result<()> {
+fn main_loop(screen: &mut terminal::Screen, app: &mut App, channels: &Channels) -> Result<()> {
+    let Channels {
+        messages,
+        to_engine,
+        retire,
+    } = channels;
     send_outgoing(app, to_engine);
     // Whatever the shell left on the screen goes: the first frame draws every cell.
     terminal::draw(screen, true, |frame| view::render(frame, app))?;
@@ -168,11 +223,11 @@ fn main_loop(
             Some(message)
         };
         let mut changed = match first {
-            Some(message) => apply(app, message)?,
+            Some(message) => apply(app, message, retire)?,
             None => true,
         };
         while let Ok(message) = messages.try_recv() {
-            changed |= apply(app, message)?;
+            changed |= apply(app, message, retire)?;
         }
         // Too soon after the last frame: keep collecting until the frame is due, so a
         // burst of snapshots or a held key becomes one redraw.
@@ -180,7 +235,7 @@ fn main_loop(
             let due = last_draw + FRAME_INTERVAL;
             while let Some(wait) = due.checked_duration_since(Instant::now()) {
                 match messages.recv_timeout(wait) {
-                    Ok(message) => changed |= apply(app, message)?,
+                    Ok(message) => changed |= apply(app, message, retire)?,
                     Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
                 }
             }
@@ -206,9 +261,11 @@ fn main_loop(
     }
 }
 
-/// Apply one message; true when the screen may have changed.
-fn apply(app: &mut App, message: Message) -> Result<bool> {
+/// Apply one message; true when the screen may have changed. A snapshot it replaces
+/// goes back to the link thread rather than being freed here, on the input path.
+fn apply(app: &mut App, message: Message, retire: &Sender<Box<Prepared>>) -> Result<bool> {
     let action = match message {
+        Message::Snapshot(prepared) => Action::SnapshotReady(prepared),
         Message::Engine(ServerMessage::Snapshot(snapshot)) => Action::SnapshotArrived(snapshot),
         Message::Engine(ServerMessage::Reply(reply)) => Action::ReplyArrived(reply),
         Message::Engine(ServerMessage::Hello {
@@ -235,6 +292,10 @@ fn apply(app: &mut App, message: Message) -> Result<bool> {
         Message::Input(_) => return Ok(false),
     };
     update(app, action);
+    if let Some(replaced) = app.take_retired() {
+        // The link thread is gone only when the engine is: then free it here.
+        let _ = retire.send(replaced);
+    }
     Ok(true)
 }
 

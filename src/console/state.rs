@@ -12,6 +12,7 @@ use ratatui_textarea::TextArea;
 use tui_tree_widget::TreeItem;
 
 use crate::console::diff::DiffRows;
+use crate::console::incoming::{self, Needle, Prepared};
 use crate::console::keys::{self, Verb};
 use crate::console::line::LineOp;
 use crate::console::listing::{ListView, SortColumn};
@@ -32,6 +33,9 @@ pub const PAGE: usize = 10;
 pub enum Action {
     /// A new snapshot from the engine (the whole world, replacing the last one).
     SnapshotArrived(Box<Snapshot>),
+    /// The same, already sanitized and indexed off the input path (`incoming::prepare`):
+    /// what the console's loop receives.
+    SnapshotReady(Box<Prepared>),
     /// The engine's channel closed: keep showing the last snapshot until `q`.
     EngineStopped,
     /// The engine's hello: who it says we are, whether we may decide, when it started.
@@ -279,6 +283,18 @@ pub struct App {
     pub histories: Histories,
     /// The list's order and whether it shows resolved incidents.
     pub list: ListView,
+    /// Per incident of `snapshot`, in its order: what the filter searches, lowercased.
+    search: Vec<String>,
+    /// Where each incident of `snapshot` is, by id.
+    by_id: HashMap<String, usize>,
+    /// The incidents the list shows, as positions in `snapshot.incidents` in the order
+    /// shown, and the filter and list view they were found for: computed when the
+    /// snapshot, the filter, the sort or the open/all toggle changes, never per frame.
+    shown: Vec<usize>,
+    shown_for: Option<(String, ListView)>,
+    /// The snapshot the last one replaced: the console's loop hands it back to the link
+    /// thread, which frees it there, off the input path.
+    retired: Option<Box<Prepared>>,
 }
 
 impl App {
@@ -315,6 +331,48 @@ impl App {
             drawn: Default::default(),
             histories: Default::default(),
             list: ListView::default(),
+            search: Vec::new(),
+            by_id: HashMap::new(),
+            shown: Vec::new(),
+            shown_for: None,
+            retired: None,
+        }
+    }
+
+    /// The snapshot replaced by the last one that arrived, to be freed elsewhere.
+    pub fn take_retired(&mut self) -> Option<Box<Prepared>> {
+        self.retired.take()
+    }
+
+    /// Whether `shown` was found for this filter, this list view and this snapshot.
+    fn shown_is_current(&self) -> bool {
+        self.shown_for
+            .as_ref()
+            .is_some_and(|(filter, list)| filter == &self.filter && list == &self.list)
+            && self.search.len() == self.snapshot.incidents.len()
+    }
+
+    /// The positions the list shows, when they are current; `None` sends the callers
+    /// the slow way (the snapshot, the filter or the list view was changed without
+    /// `update`, as a test may).
+    fn shown(&self) -> Option<&[usize]> {
+        self.shown_is_current().then_some(self.shown.as_slice())
+    }
+
+    fn visible_count(&self) -> usize {
+        match self.shown() {
+            Some(shown) => shown.len(),
+            None => self.visible_incidents().len(),
+        }
+    }
+
+    /// The `position`th incident the list shows.
+    fn visible_at(&self, position: usize) -> Option<&IncidentView> {
+        match self.shown() {
+            Some(shown) => shown
+                .get(position)
+                .and_then(|&at| self.snapshot.incidents.get(at)),
+            None => self.visible_incidents().get(position).copied(),
         }
     }
 
@@ -337,18 +395,43 @@ impl App {
 
     /// The incidents the list shows, after the filter.
     pub fn visible_incidents(&self) -> Vec<&IncidentView> {
-        let mut shown: Vec<&IncidentView> = self
-            .snapshot
-            .incidents
-            .iter()
-            .filter(|incident| matches_filter(incident, &self.filter) && self.list.shows(incident))
-            .collect();
-        self.list.order(&mut shown);
-        shown
+        match self.shown() {
+            Some(shown) => shown
+                .iter()
+                .map(|&at| &self.snapshot.incidents[at])
+                .collect(),
+            None => {
+                let needle = Needle::new(&self.filter);
+                let mut shown: Vec<&IncidentView> = self
+                    .snapshot
+                    .incidents
+                    .iter()
+                    .filter(|incident| {
+                        needle.shows(&incoming::searchable(incident)) && self.list.shows(incident)
+                    })
+                    .collect();
+                self.list.order(&mut shown);
+                shown
+            }
+        }
     }
 
     pub fn selected_index(&self) -> Option<usize> {
         let id = self.selected_incident.as_ref()?;
+        if let Some(shown) = self.shown() {
+            match self.by_id.get(id) {
+                None => return None,
+                Some(&at) if self.snapshot.incidents.get(at).is_some_and(|i| &i.id == id) => {
+                    // Sorted, the positions are in no order: a scan of plain numbers.
+                    return match self.list.sort {
+                        None => shown.binary_search(&at).ok(),
+                        Some(_) => shown.iter().position(|&p| p == at),
+                    };
+                }
+                // The index is not this snapshot's: look the slow way.
+                Some(_) => {}
+            }
+        }
         self.visible_incidents()
             .iter()
             .position(|incident| &incident.id == id)
@@ -356,11 +439,15 @@ impl App {
 
     /// The incident the detail screen shows, if it is still in the snapshot.
     pub fn open_incident(&self) -> Option<&IncidentView> {
-        let detail = self.detail.as_ref()?;
-        self.snapshot
-            .incidents
-            .iter()
-            .find(|incident| incident.id == detail.incident)
+        let id = &self.detail.as_ref()?.incident;
+        match self
+            .by_id
+            .get(id)
+            .and_then(|&at| self.snapshot.incidents.get(at))
+        {
+            Some(incident) if &incident.id == id => Some(incident),
+            _ => self.snapshot.incidents.iter().find(|i| &i.id == id),
+        }
     }
 
     pub fn selected_proposal(&self) -> Option<&ProposalView> {
@@ -377,36 +464,12 @@ pub fn status_word(status: IncidentStatus) -> &'static str {
     }
 }
 
-/// Plain, case-insensitive substring over what the list shows, and the tables of the
-/// incident's symptoms (an alert about one of them finds the incident it joined); `!`
-/// inverts.
-fn matches_filter(incident: &IncidentView, filter: &str) -> bool {
-    let (invert, needle) = match filter.strip_prefix('!') {
-        Some(rest) => (true, rest),
-        None => (false, filter),
-    };
-    if needle.is_empty() {
-        return true;
-    }
-    let needle = needle.to_lowercase();
-    let found = [
-        incident.id.as_str(),
-        incident.title.as_str(),
-        incident.table.as_str(),
-        status_word(incident.status),
-        incident.opened_at.as_str(),
-    ]
-    .into_iter()
-    .chain(incident.symptoms.iter().map(|s| s.table.as_str()))
-    .any(|field| field.to_lowercase().contains(&needle));
-    found != invert
-}
-
 pub fn update(app: &mut App, action: Action) {
     // A console message answers the last key; the next key replaces it.
     if !matches!(
         action,
         Action::SnapshotArrived(_)
+            | Action::SnapshotReady(_)
             | Action::EngineStopped
             | Action::Resized
             | Action::Hello { .. }
@@ -416,7 +479,11 @@ pub fn update(app: &mut App, action: Action) {
         app.message = None;
     }
     match action {
-        Action::SnapshotArrived(snapshot) => receive_snapshot(app, *snapshot),
+        // Raw engine text enters only through `incoming::prepare`, which cleans it before
+        // anything can draw it. (The answer to a request comes in its own reply, never
+        // from the snapshot.)
+        Action::SnapshotArrived(snapshot) => install(app, incoming::prepare(*snapshot, None)),
+        Action::SnapshotReady(prepared) => install(app, *prepared),
         Action::EngineStopped => app.engine_stopped = true,
         Action::Hello {
             started_at,
@@ -478,36 +545,64 @@ pub fn update(app: &mut App, action: Action) {
         Action::Forward => forward(app),
         Action::QueueRun => queue_run(app),
     }
+    // However an action changed the filter or the list view, the list follows it.
+    if !app.shown_is_current() {
+        refresh_derived(app);
+    }
 }
 
-fn receive_snapshot(app: &mut App, mut snapshot: Snapshot) {
-    // The one place raw engine text enters: clean it before anything can draw it.
-    // (The answer to a request comes in its own reply, never from the snapshot.)
-    sanitize::snapshot(&mut snapshot);
-    app.snapshot = snapshot;
+/// Moves a prepared snapshot in: no text is cleaned or lowercased here, and the one it
+/// replaces is kept for the loop to free elsewhere, so this costs next to nothing
+/// however many incidents there are.
+fn install(app: &mut App, prepared: Prepared) {
+    let Prepared {
+        snapshot,
+        search,
+        by_id,
+    } = prepared;
+    let replaced = Prepared {
+        snapshot: std::mem::replace(&mut app.snapshot, snapshot),
+        search: std::mem::replace(&mut app.search, search),
+        by_id: std::mem::replace(&mut app.by_id, by_id),
+    };
+    app.retired = Some(Box::new(replaced));
     app.snapshot_received = Some(std::time::Instant::now());
     app.connected = true;
+    app.shown_for = None;
     refresh_derived(app);
 }
 
-/// Recompute what depends on the snapshot: selections that may have gone, the tree and
-/// the diffs of the open incident. Cheap when nothing relevant changed.
+/// Finds the incidents the list shows, in the precomputed search texts, in the order
+/// the list view asks for.
+fn refresh_shown(app: &mut App) {
+    let needle = Needle::new(&app.filter);
+    let incidents = &app.snapshot.incidents;
+    let list = app.list;
+    app.shown.clear();
+    app.shown.extend(
+        app.search
+            .iter()
+            .enumerate()
+            .filter(|(at, text)| needle.shows(text) && list.shows(&incidents[*at]))
+            .map(|(at, _)| at),
+    );
+    list.order_positions(&mut app.shown, incidents);
+    app.shown_for = Some((app.filter.clone(), app.list));
+}
+
+/// Recompute what depends on the snapshot, the filter and the list view: the incidents
+/// shown, selections that may have gone, the tree and the diffs of the open incident.
+/// Cheap when nothing relevant changed.
 pub(crate) fn refresh_derived(app: &mut App) {
     app.monitor_order = crate::console::screens::monitors::order(&app.snapshot.monitors);
     app.monitor_selected = app
         .monitor_selected
         .min(app.monitor_order.len().saturating_sub(1));
-    let visible_ids: Vec<String> = app
-        .visible_incidents()
-        .iter()
-        .map(|incident| incident.id.clone())
-        .collect();
-    let still_there = app
-        .selected_incident
-        .as_ref()
-        .is_some_and(|id| visible_ids.contains(id));
-    if !still_there {
-        app.selected_incident = visible_ids.first().cloned();
+    if app.shown().is_none() {
+        refresh_shown(app);
+    }
+    if app.selected_index().is_none() {
+        app.selected_incident = app.visible_at(0).map(|incident| incident.id.clone());
     }
 
     let Some(incident) = app.open_incident().cloned() else {
@@ -697,13 +792,9 @@ fn move_by(app: &mut App, delta: isize) {
             app.monitor_selected = step(app.monitor_selected, delta, app.monitor_order.len());
         }
         Screen::List => {
-            let ids: Vec<String> = app
-                .visible_incidents()
-                .iter()
-                .map(|incident| incident.id.clone())
-                .collect();
             let at = app.selected_index().unwrap_or(0);
-            app.selected_incident = ids.get(step(at, delta, ids.len())).cloned();
+            let to = step(at, delta, app.visible_count());
+            app.selected_incident = app.visible_at(to).map(|incident| incident.id.clone());
         }
         Screen::Detail => {
             let proposals = app.open_incident().map_or(0, |i| i.proposals.len());
@@ -1200,6 +1291,73 @@ mod tests {
         press(&mut app, KeyCode::Enter);
         press(&mut app, KeyCode::Char('j'));
         app
+    }
+
+    /// The positions kept between snapshots must be the list as computed afresh, for
+    /// every filter, sort and open/all the person can set, and moving follows them.
+    #[test]
+    fn the_list_kept_for_the_filter_sort_and_status_is_the_list_computed_afresh() {
+        let mut snapshot = sample_snapshot();
+        let template = snapshot.incidents[0].clone();
+        snapshot.incidents = (0..40)
+            .map(|n| {
+                let mut incident = template.clone();
+                incident.id = format!("INC-{}", (n * 7) % 40);
+                incident.title =
+                    format!("{} row count fell", ["Charges", "orders", "Users"][n % 3]);
+                incident.status = [
+                    IncidentStatus::Open,
+                    IncidentStatus::Resolved,
+                    IncidentStatus::Verifying,
+                ][(n / 2) % 3];
+                incident
+            })
+            .collect();
+        let mut app = App::new(false, Theme::fallback(), None, false);
+        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
+        let afresh = |app: &App| -> Vec<String> {
+            let needle = Needle::new(&app.filter);
+            let mut shown: Vec<&IncidentView> = app
+                .snapshot
+                .incidents
+                .iter()
+                .filter(|i| needle.shows(&incoming::searchable(i)) && app.list.shows(i))
+                .collect();
+            app.list.order(&mut shown);
+            shown.iter().map(|i| i.id.clone()).collect()
+        };
+        for filter in ["", "orders", "!charges", "inc-1"] {
+            for sort in [
+                None,
+                Some((SortColumn::Title, false)),
+                Some((SortColumn::Status, true)),
+                Some((SortColumn::Id, false)),
+            ] {
+                for open_only in [false, true] {
+                    update(&mut app, Action::CommandLine);
+                    type_text(&mut app, "status ");
+                    type_text(&mut app, if open_only { "open" } else { "all" });
+                    update(&mut app, Action::Submit);
+                    change_list(&mut app, |list| list.sort = sort);
+                    app.filter = filter.to_string();
+                    update(&mut app, Action::Resized);
+                    assert!(app.shown().is_some(), "kept for {filter:?} {sort:?}");
+                    let kept: Vec<String> = app
+                        .visible_incidents()
+                        .iter()
+                        .map(|i| i.id.clone())
+                        .collect();
+                    assert_eq!(kept, afresh(&app), "{filter:?} {sort:?} {open_only}");
+                    update(&mut app, Action::Top);
+                    update(&mut app, Action::Down);
+                    assert_eq!(app.selected_incident.as_ref(), kept.get(1).or(kept.first()));
+                    assert_eq!(
+                        app.selected_index(),
+                        Some(kept.len().min(2).saturating_sub(1)).filter(|_| !kept.is_empty())
+                    );
+                }
+            }
+        }
     }
 
     const DIFF_HASH: &str = "3f9a0c1b2d4e5f60718293a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4";
