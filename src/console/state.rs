@@ -3,6 +3,7 @@
 //! for the engine are queued in `outbox` rather than sent from here, so this module does
 //! no I/O and tests can drive it directly.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
 use crossterm::event::KeyEvent;
@@ -223,7 +224,9 @@ pub enum Overlay {
 pub struct TreeView {
     pub source: Vec<BlastNode>,
     pub rows: Vec<TreeRow>,
-    pub items: Vec<TreeItem<'static, String>>,
+    /// The rows styled and cut to a width: made by the view when it first draws the
+    /// rows at that width, and dropped here when the rows or the theme change.
+    pub items: RefCell<Option<(u16, Vec<TreeItem<'static, String>>)>>,
     pub opened: HashSet<Vec<String>>,
     pub selected: Vec<String>,
 }
@@ -632,7 +635,7 @@ pub(crate) fn refresh_derived(app: &mut App) {
         let first_build = view.rows.is_empty() && view.source.is_empty();
         if first_build || view.source != incident.blast {
             view.rows = tree::build(&incident.blast);
-            view.items = tree::items(&view.rows, &incident.blast, &theme);
+            view.items = Default::default();
             view.source = incident.blast.clone();
             if first_build {
                 view.opened = tree::all_parent_paths(&view.rows);
@@ -1213,10 +1216,9 @@ fn switch_theme(app: &mut App, name: &str) {
     match Theme::load(name, app.user_theme.as_ref(), app.no_color) {
         Ok(theme) => {
             app.theme = theme;
-            // Tree labels carry theme styles; restyle the same rows.
-            let blast = app.open_incident().map(|i| i.blast.clone());
-            if let (Some(detail), Some(blast)) = (&mut app.detail, blast) {
-                detail.tree.items = tree::items(&detail.tree.rows, &blast, &app.theme);
+            // Tree labels carry theme styles; the view restyles the same rows.
+            if let Some(detail) = &mut app.detail {
+                detail.tree.items = Default::default();
             }
             app.full_redraw = true;
         }

@@ -11,6 +11,7 @@ use ratatui::text::{Line, Span};
 use tui_tree_widget::TreeItem;
 
 use crate::console::theme::Theme;
+use crate::console::widgets::cut_spans;
 use crate::engine::api::BlastNode;
 
 /// Children shown under one parent before the rest fold into a "+N more" row.
@@ -167,17 +168,34 @@ pub fn has_children(rows: &[TreeRow], path: &[String]) -> bool {
     found.is_some_and(|row| !row.children.is_empty())
 }
 
-/// Styled items for tui-tree-widget. Built with the rows, and again when the theme
-/// changes, so drawing a frame only borrows them.
+/// Columns tui-tree-widget puts before a label: the selection mark ("▶ ") and the
+/// node's symbol ("▾ "), plus two a level of depth.
+const LABEL_INDENT: usize = 4;
+
+/// Styled items for tui-tree-widget, each label cut with `…` to what is left of `width`
+/// at its depth. Built when the rows, the theme or the pane's width change (see
+/// `TreeView::items`), never per frame.
 pub fn items(
     rows: &[TreeRow],
     blast: &[BlastNode],
     theme: &Theme,
+    width: u16,
 ) -> Vec<TreeItem<'static, String>> {
+    items_at(rows, blast, theme, width as usize, 0)
+}
+
+fn items_at(
+    rows: &[TreeRow],
+    blast: &[BlastNode],
+    theme: &Theme,
+    width: usize,
+    depth: usize,
+) -> Vec<TreeItem<'static, String>> {
+    let room = width.saturating_sub(LABEL_INDENT + 2 * depth);
     rows.iter()
         .map(|row| {
-            let label = label(row, blast, theme);
-            let children = items(&row.children, blast, theme);
+            let label = Line::from(cut_spans(label(row, blast, theme).spans, room));
+            let children = items_at(&row.children, blast, theme, width, depth + 1);
             // Ids are unique among siblings by construction (children are de-duplicated
             // and there is at most one "+N more" row), so this cannot fail; a leaf is the
             // safe fallback all the same.

@@ -329,6 +329,14 @@ mod tests {
         assert!(row.contains("analytics-"), "{row}");
         assert!(!row.contains("analytics-engineering-oncall"), "{row}");
         assert!(row.matches('…').count() >= 2, "title and owner cut: {row}");
+        // So are the blast radius's labels, at whatever depth.
+        let node = narrow
+            .lines()
+            .find(|l| l.contains("int_payment_regions"))
+            .unwrap();
+        let in_tree = node.split('│').rev().nth(1).unwrap_or(node).trim_end();
+        assert!(in_tree.ends_with('…'), "{node}");
+        assert!(!node.contains("casts zip_code to integer"), "{node}");
         // The header's lines are cut the same way.
         let figures = narrow.lines().nth(2).unwrap();
         assert!(

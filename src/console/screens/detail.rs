@@ -14,6 +14,7 @@ use crate::console::screens::{proposal, receipt};
 use crate::console::state::{App, Detail, Pane};
 use crate::console::symptoms;
 use crate::console::theme::Theme;
+use crate::console::tree;
 use crate::console::widgets::{
     column_widths, cut, cut_spans, from_line, incident_status, kind_word, pane_block,
     proposal_state, short, shown, verdict_glyph, width_of, window_start, Column, SELECTED,
@@ -176,8 +177,7 @@ fn render_tree(
     let focused = detail.focus == Pane::Tree;
     let title = format!("Blast radius from {}", incident.table);
     let block = pane_block(&title, focused, theme);
-    let items = &detail.tree.items;
-    if items.is_empty() {
+    if detail.tree.rows.is_empty() {
         let empty = Paragraph::new(Span::styled("Nothing downstream found (yet).", theme.muted));
         frame.render_widget(empty.block(block), area);
         return;
@@ -194,6 +194,16 @@ fn render_tree(
     } else {
         Style::default()
     };
+    let width = area.width.saturating_sub(2);
+    let mut cache = detail.tree.items.borrow_mut();
+    if cache.as_ref().map(|(built_for, _)| *built_for) != Some(width) {
+        let items = tree::items(&detail.tree.rows, &incident.blast, theme, width);
+        *cache = Some((width, items));
+    }
+    let items = cache
+        .as_ref()
+        .map(|(_, items)| items.as_slice())
+        .unwrap_or(&[]);
     match Tree::new(items) {
         Ok(tree) => {
             let tree = tree
