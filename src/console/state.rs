@@ -626,7 +626,6 @@ pub(crate) fn refresh_derived(app: &mut App) {
         .collect();
     app.diffs.retain(|hash, _| live.contains(hash.as_str()));
 
-    let theme = app.theme.clone();
     if let Some(detail) = &mut app.detail {
         detail.proposal = detail
             .proposal
