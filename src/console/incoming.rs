@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 
+use crate::console::screens::list;
 use crate::console::state::status_word;
 use crate::engine::api::{IncidentView, Snapshot};
 use crate::sanitize;
@@ -27,6 +28,9 @@ pub struct Prepared {
     pub(crate) search: Vec<String>,
     /// Where each incident is in `snapshot.incidents`; the first of any repeated id.
     pub(crate) by_id: HashMap<String, usize>,
+    /// The widest text of each of the list's columns over every incident, so the list's
+    /// columns size to the snapshot without a frame measuring every row.
+    pub(crate) list_widths: [usize; 6],
 }
 
 impl Prepared {
@@ -63,11 +67,28 @@ pub fn prepare(mut raw: Snapshot, previous: Option<Prepared>) -> Prepared {
         }
         by_id.entry(incident.id.clone()).or_insert(at);
     }
+    let mut list_widths = [0; 6];
+    for incident in &raw.incidents {
+        for (widest, width) in list_widths.iter_mut().zip(list::cell_widths(incident)) {
+            *widest = (*widest).max(width);
+        }
+    }
     Prepared {
         snapshot: raw,
         search,
         by_id,
+        list_widths,
     }
+}
+
+/// Where [`searchable`] puts the fields the list sorts by.
+pub(crate) const ID: usize = 0;
+pub(crate) const TITLE: usize = 1;
+pub(crate) const TABLE: usize = 2;
+
+/// The `n`th field of a [`searchable`] text.
+pub(crate) fn field(searched: &str, n: usize) -> &str {
+    searched.split(FIELD_BREAK).nth(n).unwrap_or("")
 }
 
 /// What the filter searches in an incident: what the list shows and the tables of its

@@ -290,6 +290,8 @@ pub struct App {
     search: Vec<String>,
     /// Where each incident of `snapshot` is, by id.
     by_id: HashMap<String, usize>,
+    /// The widest text of each list column in `snapshot` (`incoming::Prepared`).
+    list_widths: [usize; 6],
     /// The incidents the list shows, as positions in `snapshot.incidents` in the order
     /// shown, and the filter and list view they were found for: computed when the
     /// snapshot, the filter, the sort or the open/all toggle changes, never per frame.
@@ -336,10 +338,16 @@ impl App {
             list: ListView::default(),
             search: Vec::new(),
             by_id: HashMap::new(),
+            list_widths: [0; 6],
             shown: Vec::new(),
             shown_for: None,
             retired: None,
         }
+    }
+
+    /// The widest text of each of the list's columns but the mark, over the snapshot.
+    pub fn list_widths(&self) -> [usize; 6] {
+        self.list_widths
     }
 
     /// The snapshot replaced by the last one that arrived, to be freed elsewhere.
@@ -404,17 +412,11 @@ impl App {
                 .map(|&at| &self.snapshot.incidents[at])
                 .collect(),
             None => {
-                let needle = Needle::new(&self.filter);
-                let mut shown: Vec<&IncidentView> = self
-                    .snapshot
-                    .incidents
-                    .iter()
-                    .filter(|incident| {
-                        needle.shows(&incoming::searchable(incident)) && self.list.shows(incident)
-                    })
-                    .collect();
-                self.list.order(&mut shown);
-                shown
+                let incidents = &self.snapshot.incidents;
+                let search: Vec<String> = incidents.iter().map(incoming::searchable).collect();
+                let mut shown = Vec::new();
+                find_shown(&mut shown, incidents, &search, &self.filter, self.list);
+                shown.iter().map(|&at| &incidents[at]).collect()
             }
         }
     }
@@ -485,8 +487,10 @@ pub fn update(app: &mut App, action: Action) {
         // Raw engine text enters only through `incoming::prepare`, which cleans it before
         // anything can draw it. (The answer to a request comes in its own reply, never
         // from the snapshot.)
-        Action::SnapshotArrived(snapshot) => install(app, incoming::prepare(*snapshot, None)),
-        Action::SnapshotReady(prepared) => install(app, *prepared),
+        Action::SnapshotArrived(snapshot) => {
+            install(app, Box::new(incoming::prepare(*snapshot, None)))
+        }
+        Action::SnapshotReady(prepared) => install(app, prepared),
         Action::EngineStopped => app.engine_stopped = true,
         Action::Hello {
             started_at,
@@ -557,18 +561,14 @@ pub fn update(app: &mut App, action: Action) {
 /// Moves a prepared snapshot in: no text is cleaned or lowercased here, and the one it
 /// replaces is kept for the loop to free elsewhere, so this costs next to nothing
 /// however many incidents there are.
-fn install(app: &mut App, prepared: Prepared) {
-    let Prepared {
-        snapshot,
-        search,
-        by_id,
-    } = prepared;
-    let replaced = Prepared {
-        snapshot: std::mem::replace(&mut app.snapshot, snapshot),
-        search: std::mem::replace(&mut app.search, search),
-        by_id: std::mem::replace(&mut app.by_id, by_id),
-    };
-    app.retired = Some(Box::new(replaced));
+fn install(app: &mut App, mut prepared: Box<Prepared>) {
+    // Swapped in place: the box that brought the new one takes the old one away, so the
+    // input path allocates nothing here either.
+    std::mem::swap(&mut app.snapshot, &mut prepared.snapshot);
+    std::mem::swap(&mut app.search, &mut prepared.search);
+    std::mem::swap(&mut app.by_id, &mut prepared.by_id);
+    std::mem::swap(&mut app.list_widths, &mut prepared.list_widths);
+    app.retired = Some(prepared);
     app.snapshot_received = Some(std::time::Instant::now());
     app.connected = true;
     app.shown_for = None;
@@ -578,19 +578,35 @@ fn install(app: &mut App, prepared: Prepared) {
 /// Finds the incidents the list shows, in the precomputed search texts, in the order
 /// the list view asks for.
 fn refresh_shown(app: &mut App) {
-    let needle = Needle::new(&app.filter);
-    let incidents = &app.snapshot.incidents;
-    let list = app.list;
-    app.shown.clear();
-    app.shown.extend(
-        app.search
+    find_shown(
+        &mut app.shown,
+        &app.snapshot.incidents,
+        &app.search,
+        &app.filter,
+        app.list,
+    );
+    app.shown_for = Some((app.filter.clone(), app.list));
+}
+
+/// The positions in `incidents` (whose search texts are `search`) that `filter` and
+/// `list` show, in the order shown, into `shown`.
+fn find_shown(
+    shown: &mut Vec<usize>,
+    incidents: &[IncidentView],
+    search: &[String],
+    filter: &str,
+    list: ListView,
+) {
+    let needle = Needle::new(filter);
+    shown.clear();
+    shown.extend(
+        search
             .iter()
             .enumerate()
             .filter(|(at, text)| needle.shows(text) && list.shows(&incidents[*at]))
             .map(|(at, _)| at),
     );
-    list.order_positions(&mut app.shown, incidents);
-    app.shown_for = Some((app.filter.clone(), app.list));
+    list.order(shown, incidents, search);
 }
 
 /// Recompute what depends on the snapshot, the filter and the list view: the incidents
@@ -1324,7 +1340,26 @@ mod tests {
                 .iter()
                 .filter(|i| needle.shows(&incoming::searchable(i)) && app.list.shows(i))
                 .collect();
-            app.list.order(&mut shown);
+            let urgency = |status| match status {
+                IncidentStatus::Open => 0,
+                IncidentStatus::Verifying => 1,
+                IncidentStatus::Resolved => 2,
+            };
+            let number = |id: &str| id["INC-".len()..].parse::<u32>().unwrap();
+            // Stable: ties keep the engine's order, whichever way round.
+            shown.sort_by(|a, b| {
+                let order = match app.list.sort.map(|(column, _)| column) {
+                    None => std::cmp::Ordering::Equal,
+                    Some(SortColumn::Title) => a.title.to_lowercase().cmp(&b.title.to_lowercase()),
+                    Some(SortColumn::Status) => urgency(a.status).cmp(&urgency(b.status)),
+                    Some(SortColumn::Id) => number(&a.id).cmp(&number(&b.id)),
+                    Some(other) => unreachable!("{other:?}"),
+                };
+                match app.list.sort {
+                    Some((_, true)) => order.reverse(),
+                    _ => order,
+                }
+            });
             shown.iter().map(|i| i.id.clone()).collect()
         };
         for filter in ["", "orders", "!charges", "inc-1"] {
@@ -1333,6 +1368,7 @@ mod tests {
                 Some((SortColumn::Title, false)),
                 Some((SortColumn::Status, true)),
                 Some((SortColumn::Id, false)),
+                Some((SortColumn::Title, true)),
             ] {
                 for open_only in [false, true] {
                     update(&mut app, Action::CommandLine);

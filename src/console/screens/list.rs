@@ -98,24 +98,19 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
     // `sym`: how many breaches downstream joined the incident rather than opening their own.
     let mut header = vec![String::new()];
     header.extend(SortColumn::ALL.map(|column| app.list.header(column)));
-    let widest = |field: &dyn Fn(&IncidentView) -> String, header: &str| {
-        incidents
-            .iter()
-            .map(|i| width_of(&field(i)))
-            .chain([width_of(header)])
-            .max()
-            .unwrap_or(0)
-    };
+    // What the widest incident of the snapshot needs, measured when it arrived (a frame
+    // never measures 10,000 rows), or the header's name if that is wider.
+    let widest = |column: usize| app.list_widths()[column].max(width_of(&header[column + 1]));
     let widths = column_widths(
         &[
             Column::new(1, 1),
-            Column::new(5, widest(&|i| i.id.clone(), &header[1])),
+            Column::new(5, widest(0)),
             // "◐ verifying".
-            Column::new(6, widest(&|i| status_text(i.status), &header[2])),
-            Column::new(3, widest(&symptoms::count, &header[3])).dropped(3),
-            Column::new(8, widest(&|i| i.table.clone(), &header[4])).dropped(2),
-            Column::growing(8, widest(&|i| i.title.clone(), &header[5])),
-            Column::new(5, widest(&|i| opened(i).to_string(), &header[6])).dropped(4),
+            Column::new(6, widest(1)),
+            Column::new(3, widest(2)).dropped(3),
+            Column::new(8, widest(3)).dropped(2),
+            Column::growing(8, widest(4)),
+            Column::new(5, widest(5)).dropped(4),
         ],
         area.width.saturating_sub(2),
     );
@@ -145,6 +140,19 @@ fn opened(incident: &IncidentView) -> &str {
         .opened_at
         .get(11..16)
         .unwrap_or(&incident.opened_at)
+}
+
+/// The display width of what each column but the mark shows of `incident`: id, status,
+/// symptoms, table, title, opened.
+pub(crate) fn cell_widths(incident: &IncidentView) -> [usize; 6] {
+    [
+        width_of(&incident.id),
+        width_of(&status_text(incident.status)),
+        width_of(&symptoms::count(incident)),
+        width_of(&incident.table),
+        width_of(&incident.title),
+        width_of(opened(incident)),
+    ]
 }
 
 /// What [`incident_status`] draws, for its width: a glyph and the word.
