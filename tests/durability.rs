@@ -953,18 +953,25 @@ fn sigterm_ends_the_headless_story_at_a_minute_and_the_same_command_resumes_it()
     let mut args: Vec<&str> = HEADLESS.to_vec();
     let speed = args.iter().position(|a| *a == "1000000").unwrap();
     args[speed] = "1200";
-    let child = Process::new(env!("CARGO_BIN_EXE_dataward"))
+    let mut child = Process::new(env!("CARGO_BIN_EXE_dataward"))
         .args(&args)
         .arg("--data-dir")
         .arg(dir.path())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // The first event out means the story is playing and its signal handler is in place
+    // (a fixed sleep signalled a process still starting on a loaded machine).
+    let mut events = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut events, &mut first).unwrap();
+    assert!(!first.is_empty(), "the story printed nothing");
+    let drained = std::thread::spawn(move || std::io::copy(&mut events, &mut std::io::sink()));
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let out = child.wait_with_output().unwrap();
+    drained.join().unwrap().unwrap();
     assert!(out.status.success(), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("run the same command to resume"), "{err}");
