@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use terminal::{screen, tmux, tmux_available, wait_for, Session};
 
 fn wait_until_gone(session: &str, text: &str) {
-    let deadline = Instant::now() + Duration::from_secs(90);
+    let deadline = Instant::now() + Duration::from_secs(300);
     while screen(session).contains(text) {
         assert!(Instant::now() < deadline, "{text:?} never went away");
         std::thread::sleep(Duration::from_millis(100));
@@ -283,7 +283,7 @@ fn the_payouts_story_in_the_console_ends_with_a_backfill_approved_from_the_keybo
     tmux(&["send-keys", "-t", s, "Enter"]);
     wait_for(s, "✓ approved");
     let conn = rusqlite::Connection::open(dir.path().join("dataward.db")).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(90);
+    let deadline = Instant::now() + Duration::from_secs(300);
     loop {
         let resolved: i64 = conn
             .query_row(
