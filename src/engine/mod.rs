@@ -185,13 +185,26 @@ impl Engine {
         orchestrator: Option<Box<dyn Orchestrator>>,
         console_actor: &Actor,
     ) -> Result<Engine> {
+        Engine::new_telling(config, state, orchestrator, console_actor, &mut |_, _| {})
+    }
+
+    /// [`Engine::new`], telling `progress` how much of the manifest is loaded (`(bytes,
+    /// the file's size)`; see [`Lineage::load_telling`]).
+    pub fn new_telling(
+        config: Config,
+        state: Connection,
+        orchestrator: Option<Box<dyn Orchestrator>>,
+        console_actor: &Actor,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Engine> {
         let poller = Poller::from_config(&config)?;
         crate::monitor::minutes::forget_others(&state, &config.monitor_names())?;
         let lineage = match &config.lineage {
             Some(l) => {
                 let notes: Option<PathBuf> = l.notes.as_ref().map(|n| config.resolve(n));
-                let mut lineage = Lineage::load(&config.resolve(&l.manifest), notes.as_deref())
-                    .map_err(|e| anyhow!("{e}"))?;
+                let mut lineage =
+                    Lineage::load_telling(&config.resolve(&l.manifest), notes.as_deref(), progress)
+                        .map_err(|e| anyhow!("{e}"))?;
                 if let Some(catalog) = &l.catalog {
                     lineage = lineage
                         .with_catalog(&config.resolve(catalog))
