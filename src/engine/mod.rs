@@ -168,6 +168,8 @@ pub struct Engine {
     run_reports: BTreeMap<(String, String), RunRecord>,
     /// Since when, and why, the orchestrator has not answered.
     orchestrator_down: Option<(String, String)>,
+    /// The first poll's progress while it is slow and unfinished (see [`FirstPoll`]).
+    first_poll: Option<api::FirstPoll>,
     /// The chain head when the open incidents' receipts were last drafted.
     drafted_at: u64,
     /// dbt's run_results.json size and modification time when it was last read.
@@ -237,6 +239,7 @@ impl Engine {
             pipelines: Vec::new(),
             run_reports: BTreeMap::new(),
             orchestrator_down: None,
+            first_poll: None,
             drafted_at: 0,
             run_results_stamp: None,
             alerts: Default::default(),
@@ -280,6 +283,17 @@ impl Engine {
     /// default.
     pub fn set_inline_polling(&mut self, on: bool) {
         self.inline_polling = on;
+    }
+
+    /// How far the first poll has got, as the poll task tells it; its end clears it.
+    pub fn set_first_poll(&mut self, progress: api::FirstPoll) {
+        self.first_poll = (progress.done < progress.total).then_some(progress);
+    }
+
+    /// The first poll's progress while it runs slow: what a console draws as "first
+    /// poll: 37 of 120 tables" (the snapshot is to carry it as `first_poll`).
+    pub fn first_poll(&self) -> Option<api::FirstPoll> {
+        self.first_poll
     }
 
     /// What the orchestrator said, read in the background or inline. One that does not

@@ -367,6 +367,7 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
             let _ = news.send(match item {
                 super::poll_task::PollNews::Observed => HubMessage::Observed,
                 super::poll_task::PollNews::Scheduler(r) => HubMessage::Scheduler(r),
+                super::poll_task::PollNews::FirstPoll(p) => HubMessage::FirstPoll(p),
             });
         },
     )?;
