@@ -149,6 +149,17 @@ fn exit_code(observations: &[Observation]) -> ExitCode {
 }
 
 fn print_observations(observations: &[Observation], json: bool) -> Result<()> {
+    let subject = |o: &Observation| match &o.detail.column {
+        Some(column) => format!("{}.{}", o.table, column),
+        None => o.table.clone(),
+    };
+    // The table column fits the longest name printed (at least 28 wide).
+    let width = observations
+        .iter()
+        .map(|o| sanitize::for_terminal(&subject(o)).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(28);
     for o in observations {
         if json {
             println!(
@@ -157,10 +168,7 @@ fn print_observations(observations: &[Observation], json: bool) -> Result<()> {
             );
             continue;
         }
-        let subject = match &o.detail.column {
-            Some(column) => format!("{}.{}", o.table, column),
-            None => o.table.clone(),
-        };
+        let subject = subject(o);
         let status = if o.health != Health::Ok {
             format!("{} (health)", o.health.as_str())
         } else {
@@ -172,7 +180,7 @@ fn print_observations(observations: &[Observation], json: bool) -> Result<()> {
             "  "
         };
         println!(
-            "{marker} {:<28} {:<10} {:<12} {}  expected {}",
+            "{marker} {:<width$} {:<10} {:<12} {}  expected {}",
             sanitize::for_terminal(&subject),
             o.check.as_str(),
             status,
