@@ -15,6 +15,7 @@ pub mod lineage;
 pub mod logging;
 pub mod monitor;
 pub mod notify;
+pub mod progress;
 pub mod propose;
 pub mod sanitize;
 pub mod signals;

@@ -421,6 +421,26 @@ fn a_wrong_password_is_an_error_naming_the_endpoint() {
 }
 
 #[test]
+fn reach_signs_in_and_lists_a_dag_as_doctor_asks() {
+    let Some(shared) = shared("reach_signs_in_and_lists_a_dag_as_doctor_asks") else {
+        return;
+    };
+    let (airflow, _dir) = real(shared, "DW_AIRFLOW_PASSWORD_REACH");
+    airflow.reach().unwrap();
+    let (airflow, _dir) = from_config_file(
+        &shared.server.base_url,
+        "DW_AIRFLOW_PASSWORD_REACH_WRONG",
+        "not-the-password",
+        "10s",
+    );
+    let err = format!("{:#}", airflow.reach().unwrap_err());
+    assert!(
+        err.contains("Airflow POST /auth/token answered 401"),
+        "{err}"
+    );
+}
+
+#[test]
 fn an_airflow_that_is_down_is_an_error_naming_the_endpoint_not_a_hang() {
     // Nothing listens on this port: what a stopped Airflow looks like from here.
     let port = std::net::TcpListener::bind("127.0.0.1:0")

@@ -448,3 +448,100 @@ fn the_service_records_a_stop_sent_over_its_socket_while_a_check_is_blocked() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+/// Backends waiting for a lock on any of `tables`.
+fn waiting_on(watcher: &mut postgres::Client, tables: &[&str]) -> i64 {
+    let names: Vec<String> = tables.iter().map(|t| t.to_string()).collect();
+    watcher
+        .query_one(
+            "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+             WHERE c.relname = ANY($1) AND NOT l.granted",
+            &[&names],
+        )
+        .unwrap()
+        .get(0)
+}
+
+#[test]
+fn a_slow_first_poll_tells_the_engine_how_far_it_got() {
+    let Some(pg) = start_or_skip("a_slow_first_poll_tells_the_engine_how_far_it_got") else {
+        return;
+    };
+    pg.execute(
+        "CREATE TABLE quick (id int); CREATE TABLE held1 (id int); CREATE TABLE held2 (id int);",
+    );
+    std::env::set_var("DATAWARD_TEST_FIRST_POLL_PG_URL", &pg.url);
+    let dir = tempfile::tempdir().unwrap();
+    let mut text =
+        "[warehouse.pg]\nkind = \"postgres\"\nurl_env = \"DATAWARD_TEST_FIRST_POLL_PG_URL\"\n\
+                    check_timeout = \"60s\"\n"
+            .to_string();
+    for table in ["quick", "held1", "held2"] {
+        text.push_str(&format!(
+            "\n[[monitor]]\nname = \"{table}\"\nwarehouse = \"pg\"\ntable = \"{table}\"\n\
+             checks = [\"row_count\"]\nevery = \"1m\"\n"
+        ));
+    }
+    let config = Config::parse(&text, &dir.path().join("dataward.toml")).unwrap();
+    let state_db = dir.path().join("dataward.db");
+    let actor = Actor::current();
+    let mut engine = Engine::new(
+        config.clone(),
+        dataward::store::open(&state_db).unwrap(),
+        None,
+        &actor,
+    )
+    .unwrap();
+    engine.set_inline_polling(false);
+    engine.tick(t0()).unwrap();
+    assert_eq!(engine.first_poll(), None);
+
+    // Two of the three tables are locked: the first poll reads one and waits.
+    let (mut holder1, mut holder2) = (pg.client(), pg.client());
+    let mut lock1 = holder1.transaction().unwrap();
+    lock1
+        .batch_execute("LOCK TABLE held1 IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    let mut lock2 = holder2.transaction().unwrap();
+    lock2
+        .batch_execute("LOCK TABLE held2 IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    let (_minutes, clock) = test_clock();
+    let (notify, news) = news_channel();
+    let task = PollTask::start(config, state_db.clone(), clock, notify).unwrap();
+    let mut watcher = pg.client();
+    until("both held tables' checks wait", || {
+        waiting_on(&mut watcher, &["held1", "held2"]) == 2
+    });
+    // Nothing is told in the poll's first second.
+    std::thread::sleep(Duration::from_millis(1_100));
+    assert!(news.try_recv().is_err(), "nothing told yet");
+
+    // One held table is let go: past the second, the count so far is told.
+    lock1.rollback().unwrap();
+    let PollNews::FirstPoll(progress) = news.recv_timeout(PATIENCE).unwrap() else {
+        panic!("expected the first poll's progress");
+    };
+    assert_eq!(progress.total, 3);
+    assert!((1..3).contains(&progress.done), "{progress:?}");
+    engine.set_first_poll(progress);
+    assert_eq!(engine.first_poll(), Some(progress));
+
+    // The last is let go: the end is told, then the observations.
+    lock2.rollback().unwrap();
+    let mut heard = Vec::new();
+    while !heard.contains(&PollNews::Observed) {
+        heard.push(news.recv_timeout(PATIENCE).unwrap());
+    }
+    let end = heard
+        .iter()
+        .find_map(|n| match n {
+            PollNews::FirstPoll(p) if p.done == p.total => Some(*p),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no end told: {heard:?}"));
+    engine.set_first_poll(end);
+    assert_eq!(engine.first_poll(), None, "over: nothing to draw");
+    assert_eq!(observation_count(&state_db), 3);
+    task.stop();
+}

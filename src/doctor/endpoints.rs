@@ -7,35 +7,16 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::Line;
-use crate::config::{AlertConfig, Config};
+use anyhow::Context as _;
+
+use crate::config::{AlertConfig, Config, OrchestratorConfig, SecretRef};
 use crate::notify::{self, Action, Alert, Blast, Occasion, Verdict};
 use crate::sanitize::Sanitized;
 
 pub fn check(config: &Config, data_dir: &Path, send_test: bool) -> Vec<Line> {
     let mut lines = Vec::new();
     if let Some(settings) = &config.orchestrator {
-        let what = format!("orchestrator {}", settings.kind);
-        let answered = crate::engine::orchestrator::from_config(config, data_dir)
-            .and_then(|o| o.map(|o| o.pipelines()).transpose());
-        lines.push(match answered {
-            Ok(pipelines) => Line::ok(
-                what,
-                format!(
-                    "answers: {} pipeline{}",
-                    pipelines.as_ref().map_or(0, Vec::len),
-                    if pipelines.as_ref().map_or(0, Vec::len) == 1 {
-                        ""
-                    } else {
-                        "s"
-                    }
-                ),
-            ),
-            Err(e) => Line::bad(
-                what,
-                format!("{e:#}"),
-                "check [orchestrator] (its URL, the variable holding its token, the jobs it names)",
-            ),
-        });
+        lines.push(orchestrator(config, settings, data_dir));
     }
     for (name, alert) in config.alert_destinations() {
         lines.push(destination(config, &name, alert, send_test));
@@ -43,20 +24,74 @@ pub fn check(config: &Config, data_dir: &Path, send_test: bool) -> Vec<Line> {
     lines
 }
 
+/// The orchestrator answers at its address with the credentials named (touching no
+/// job), then each mapped job's pipeline is read; nothing is paused or run.
+fn orchestrator(config: &Config, settings: &OrchestratorConfig, data_dir: &Path) -> Line {
+    let what = format!("orchestrator {}", settings.kind);
+    // Where it is, so a cross names the endpoint's host as well as its path.
+    let at = match settings.kind.as_str() {
+        "dbt_cloud" | "airflow" => settings.base_url(),
+        "dbt_core" => settings
+            .project_dir
+            .as_ref()
+            .map(|dir| config.resolve(dir).display().to_string())
+            .unwrap_or_default(),
+        _ => settings
+            .path
+            .as_ref()
+            .map(|path| config.resolve(path).display().to_string())
+            .unwrap_or_default(),
+    };
+    let answered = crate::engine::orchestrator::from_config(config, data_dir).and_then(|o| {
+        let o = o.context("no [orchestrator]")?;
+        o.reach()?;
+        o.pipelines()
+    });
+    match answered {
+        Ok(pipelines) => {
+            let mut detail = format!(
+                "answers at {at}: {} pipeline{}",
+                pipelines.len(),
+                plural(pipelines.len())
+            );
+            if pipelines.is_empty() {
+                detail.push_str(
+                    " (no job under [orchestrator.jobs]: a hold has nothing to pause, a run nothing to queue)",
+                );
+            } else {
+                let mut names: Vec<String> = pipelines
+                    .iter()
+                    .take(4)
+                    .map(|p| format!("{} {}", p.name, p.state.as_str()))
+                    .collect();
+                if pipelines.len() > 4 {
+                    names.push(format!("+{} more", pipelines.len() - 4));
+                }
+                detail.push_str(&format!(" ({})", names.join(", ")));
+            }
+            Line::ok(what, detail)
+        }
+        Err(e) => Line::bad(
+            what,
+            format!("{at}: {e:#}"),
+            "check [orchestrator]: its base_url, the variable holding its token or password, the jobs it maps",
+        ),
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
 fn destination(config: &Config, name: &str, alert: &AlertConfig, send_test: bool) -> Line {
     let what = format!("alert {name}");
     let secret = match notify::read_secret(config, alert) {
         Ok(secret) => secret,
-        Err(e) => {
-            return Line::bad(
-                what,
-                format!("{e:#}"),
-                format!(
-                    "set the {} the config names for it",
-                    alert.secret_key().replace('_', " ")
-                ),
-            )
-        }
+        Err(e) => return Line::bad(what, format!("{e:#}"), secret_fix(config, alert)),
     };
     let client = match notify::client(Duration::from_secs(10)) {
         Ok(client) => client,
@@ -118,6 +153,26 @@ fn destination(config: &Config, name: &str, alert: &AlertConfig, send_test: bool
             format!("{origin} does not answer: {e}"),
             "check the network from this host to the API (proxy, firewall, base_url)",
         ),
+    }
+}
+
+/// What to do when a destination's secret cannot be read: the variable to export, or
+/// the file to fix.
+fn secret_fix(config: &Config, alert: &AlertConfig) -> String {
+    let key = alert.secret_key().replace('_', " ");
+    match alert.secret() {
+        Some(SecretRef::Env(var)) => format!(
+            "export {var}='<the {key}>' where dataward serve runs (its service's environment too), then rerun `dataward doctor`"
+        ),
+        Some(SecretRef::File(path)) => {
+            let path = config.resolve(&path);
+            if path.exists() && notify::check_secret_file(&path).is_err() {
+                format!("chmod 600 {} (as the account dataward serve runs as)", path.display())
+            } else {
+                format!("write the {key} into {} (mode 0600)", path.display())
+            }
+        }
+        None => format!("name the {key} with {}_env or {}_file", alert.secret_key(), alert.secret_key()),
     }
 }
 

@@ -1,7 +1,9 @@
 //! The engine's socket: an engine serving the data directory answers a read-only hello;
 //! none running is fine (a console or `dataward serve` starts one); a socket nobody
-//! answers on, or one that refuses us, is a ✗.
+//! answers on (left by an engine that died), a file in its place that is not a socket,
+//! or an engine that refuses us, is a ✗.
 
+use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
 use super::Line;
@@ -9,6 +11,21 @@ use crate::engine::client::Client;
 
 pub fn check(data_dir: &Path) -> Vec<Line> {
     let socket = data_dir.join("dataward.sock");
+    if let Ok(meta) = std::fs::symlink_metadata(&socket) {
+        if !meta.file_type().is_socket() {
+            return vec![Line::bad(
+                "engine",
+                format!(
+                    "{} exists and is not a socket: dataward serve will refuse to start",
+                    socket.display()
+                ),
+                format!(
+                    "rm {} (if you did not put it there), then start the engine",
+                    socket.display()
+                ),
+            )];
+        }
+    }
     let line = match Client::connect(data_dir, true) {
         Ok(Some(client)) => Line::ok(
             "engine",
@@ -21,8 +38,11 @@ pub fn check(data_dir: &Path) -> Vec<Line> {
         ),
         Ok(None) if socket.exists() => Line::bad(
             "engine",
-            format!("{} exists but no engine answers on it", socket.display()),
-            "start it with `dataward serve` (a stale socket is replaced), or remove the socket",
+            format!(
+                "{} exists but no engine answers on it: the engine that made it stopped without removing it (killed, or crashed: see its log)",
+                socket.display()
+            ),
+            "start it again with `dataward serve` (it replaces a stale socket)",
         ),
         Ok(None) => Line::ok(
             "engine",
@@ -34,7 +54,7 @@ pub fn check(data_dir: &Path) -> Vec<Line> {
         Err(e) => Line::bad(
             "engine",
             format!("{e:#}"),
-            "the engine refused this account: see [serve] group and [people] in the config",
+            "the engine refused this account: name it under [people] in the engine's config (or set [serve] observers = true to attach read-only), and with [serve] group be in that group",
         ),
     };
     vec![line]

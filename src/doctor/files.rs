@@ -1,6 +1,8 @@
 //! Permissions: the config (the policy) and the data directory must be writable by
-//! their owner alone, as `dataward serve` demands; a secret file must be readable by
-//! its owner alone.
+//! their owner alone, as `dataward serve` demands, and readable by nobody else either,
+//! as `init` and `serve` make them (the config 0600; the data directory 0700, or 0750
+//! for the group `[serve] group` shares it with); a secret file must be readable by its
+//! owner alone. The notes must be writable by their owner alone.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -12,20 +14,22 @@ use crate::store::files::{check_private, check_private_config, Use};
 pub fn check(config: &Config, data_dir: &Path) -> Vec<Line> {
     let mut lines = Vec::new();
     let origin = &config.origin;
-    lines.push(match check_private_config(origin) {
-        Ok(()) => Line::ok(
-            "permissions",
-            format!("{} {}", origin.display(), mode(origin)),
-        ),
-        Err(e) => Line::bad(
-            "permissions",
-            format!("{e:#}"),
-            format!(
-                "chmod 600 {} (and own it: it is the policy)",
-                origin.display()
+    lines.push(
+        match check_private_config(origin).and_then(|()| unread(origin, 0o077)) {
+            Ok(()) => Line::ok(
+                "permissions",
+                format!("{} {}", origin.display(), mode(origin)),
             ),
-        ),
-    });
+            Err(e) => Line::bad(
+                "permissions",
+                format!("{e:#}"),
+                format!(
+                    "chmod 600 {} (and own it: it is the policy)",
+                    origin.display()
+                ),
+            ),
+        },
+    );
     if let Some(notes) = config.lineage.as_ref().and_then(|l| l.notes.as_ref()) {
         let notes = config.resolve(notes);
         if notes.exists() {
@@ -58,15 +62,51 @@ pub fn check(config: &Config, data_dir: &Path) -> Vec<Line> {
             });
         }
     }
-    lines.extend(data_dir_line(data_dir));
+    lines.extend(data_dir_line(data_dir, config.serve.group.is_some()));
     lines
 }
 
+/// The data directory's line when the config could not be read (so whether the team
+/// shares it through `[serve] group` is unknown: only others are judged).
 pub fn data_dir(dir: &Path) -> Vec<Line> {
-    data_dir_line(dir).into_iter().collect()
+    data_dir_line(dir, true).into_iter().collect()
 }
 
-fn data_dir_line(dir: &Path) -> Option<Line> {
+/// Refuses a file or directory that group or others may read (the bits of `mask`),
+/// naming the path and the chmod that fixes it.
+fn unread(path: &Path, mask: u32) -> anyhow::Result<()> {
+    let meta = std::fs::metadata(path)?;
+    let mode = meta.mode() & 0o7777;
+    if mode & mask == 0 {
+        return Ok(());
+    }
+    let who = match (mode & mask & 0o070 != 0, mode & mask & 0o007 != 0) {
+        (true, true) => "its group and others",
+        (true, false) => "its group",
+        _ => "others",
+    };
+    let (what, why, private) = if meta.is_dir() {
+        (
+            "data directory",
+            "the state database in it holds every incident, decision and receipt",
+            if mask & 0o070 == 0 { "750" } else { "700" },
+        )
+    } else {
+        (
+            "config",
+            "it is the policy: who decides what, and where the credentials are",
+            "600",
+        )
+    };
+    anyhow::bail!(
+        "the {what} {} can be read by {who} (mode {mode:o}); {why}. Run `chmod {private} {}`",
+        path.display(),
+        path.display()
+    )
+}
+
+/// As `dataward serve` leaves it: 0700, or 0750 when `[serve] group` shares it.
+fn data_dir_line(dir: &Path, shared: bool) -> Option<Line> {
     if !dir.exists() {
         return Some(Line::ok(
             "permissions",
@@ -76,17 +116,24 @@ fn data_dir_line(dir: &Path) -> Option<Line> {
             ),
         ));
     }
-    Some(match check_private(dir, Use::Write) {
-        Ok(()) => Line::ok(
-            "permissions",
-            format!("data directory {} {}", dir.display(), mode(dir)),
-        ),
-        Err(e) => Line::bad(
-            "permissions",
-            format!("{e:#}"),
-            format!("chmod 700 {} (as its owner)", dir.display()),
-        ),
-    })
+    let mask = if shared { 0o007 } else { 0o077 };
+    Some(
+        match check_private(dir, Use::Write).and_then(|()| unread(dir, mask)) {
+            Ok(()) => Line::ok(
+                "permissions",
+                format!("data directory {} {}", dir.display(), mode(dir)),
+            ),
+            Err(e) => Line::bad(
+                "permissions",
+                format!("{e:#}"),
+                format!(
+                    "chmod {} {} (as its owner)",
+                    if shared { "750" } else { "700" },
+                    dir.display()
+                ),
+            ),
+        },
+    )
 }
 
 /// `(0600)`, as found.

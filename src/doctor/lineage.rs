@@ -14,7 +14,12 @@ pub fn check(config: &Config) -> Vec<Line> {
     };
     let mut lines = Vec::new();
     let manifest = config.resolve(&settings.manifest);
-    let lineage = match Lineage::load(&manifest, None) {
+    let loaded = Lineage::load_telling(
+        &manifest,
+        None,
+        &mut crate::progress::bytes_on_stderr("loading manifest"),
+    );
+    let lineage = match loaded {
         Ok(lineage) => {
             lines.push(Line::ok(
                 "manifest",

@@ -66,7 +66,10 @@ fn one(monitor: &MonitorConfig, wh: &Reached, what: String) -> Line {
                 Some(found) if wh.kind == "postgres" && !is_time(&found.data_type) => {
                     return Line::bad(
                         what,
-                        format!("{table}.{column} is {}, not a timestamp or date", found.data_type),
+                        format!(
+                            "{table}.{column} is {}, not a timestamp or date",
+                            found.data_type.to_lowercase()
+                        ),
                         "freshness and volume read a timestamp (or date) column: name one, or cast the column in the model",
                     )
                 }
@@ -166,10 +169,15 @@ fn is_time(data_type: &str) -> bool {
     t.starts_with("TIMESTAMP") || t == "DATE"
 }
 
-/// What to do about a plan the server refused, from its SQLSTATE.
+/// What to do about a plan the server refused, from its SQLSTATE (or SQLite's message).
 fn fix(e: &WarehouseError, relation: &Relation, wh: &Reached) -> String {
     let text = message(e);
-    let code = text.split(':').next().unwrap_or("").trim();
+    // PostgreSQL's SQLSTATE, or SQLite's words for the same faults.
+    let code = match text.split(':').next().unwrap_or("").trim() {
+        _ if text.starts_with("no such table") => "42P01",
+        _ if text.starts_with("no such column") => "42703",
+        code => code,
+    };
     let user = wh.user.as_deref().unwrap_or("the warehouse's user");
     match code {
         "42P01" => "the table is not there: build it (`dbt build`, or the load that fills it), or correct `table` if it moved; then rerun `dataward doctor`".to_string(),

@@ -627,6 +627,17 @@ impl std::fmt::Display for Refusal {
 
 impl std::error::Error for Refusal {}
 
+/// How far the engine's first poll has got while it is slow: a console draws "first
+/// poll: 37 of 120 tables". Told by the poll task once the poll has taken a second,
+/// then at most once a second, and at its end (`done == total`, when it is over).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FirstPoll {
+    /// Tables read so far.
+    pub done: usize,
+    /// Tables the first poll reads.
+    pub total: usize,
+}
+
 /// Who is attached to the engine and what they are doing, for everyone's status bar.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PresenceView {

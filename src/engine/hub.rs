@@ -46,6 +46,8 @@ pub enum HubMessage {
     Observed,
     /// What the orchestrator said, read in the background.
     Scheduler(super::orchestrator::Reading),
+    /// How far a slow first poll has got.
+    FirstPoll(super::api::FirstPoll),
     /// The alert relay marked an outbox row: clients see the outbox again.
     OutboxChanged,
     /// Finish the work in hand and return (SIGTERM).
@@ -326,6 +328,7 @@ impl Hub {
                     self.emit_all(&events);
                 }
             }
+            HubMessage::FirstPoll(progress) => self.engine.set_first_poll(progress),
             HubMessage::OutboxChanged | HubMessage::Stop => {}
         }
         Ok(true)

@@ -168,6 +168,8 @@ pub struct Engine {
     run_reports: BTreeMap<(String, String), RunRecord>,
     /// Since when, and why, the orchestrator has not answered.
     orchestrator_down: Option<(String, String)>,
+    /// The first poll's progress while it is slow and unfinished (see [`FirstPoll`]).
+    first_poll: Option<api::FirstPoll>,
     /// The chain head when the open incidents' receipts were last drafted.
     drafted_at: u64,
     /// dbt's run_results.json size and modification time when it was last read.
@@ -185,13 +187,26 @@ impl Engine {
         orchestrator: Option<Box<dyn Orchestrator>>,
         console_actor: &Actor,
     ) -> Result<Engine> {
+        Engine::new_telling(config, state, orchestrator, console_actor, &mut |_, _| {})
+    }
+
+    /// [`Engine::new`], telling `progress` how much of the manifest is loaded (`(bytes,
+    /// the file's size)`; see [`Lineage::load_telling`]).
+    pub fn new_telling(
+        config: Config,
+        state: Connection,
+        orchestrator: Option<Box<dyn Orchestrator>>,
+        console_actor: &Actor,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Engine> {
         let poller = Poller::from_config(&config)?;
         crate::monitor::minutes::forget_others(&state, &config.monitor_names())?;
         let lineage = match &config.lineage {
             Some(l) => {
                 let notes: Option<PathBuf> = l.notes.as_ref().map(|n| config.resolve(n));
-                let mut lineage = Lineage::load(&config.resolve(&l.manifest), notes.as_deref())
-                    .map_err(|e| anyhow!("{e}"))?;
+                let mut lineage =
+                    Lineage::load_telling(&config.resolve(&l.manifest), notes.as_deref(), progress)
+                        .map_err(|e| anyhow!("{e}"))?;
                 if let Some(catalog) = &l.catalog {
                     lineage = lineage
                         .with_catalog(&config.resolve(catalog))
@@ -224,6 +239,7 @@ impl Engine {
             pipelines: Vec::new(),
             run_reports: BTreeMap::new(),
             orchestrator_down: None,
+            first_poll: None,
             drafted_at: 0,
             run_results_stamp: None,
             alerts: Default::default(),
@@ -267,6 +283,17 @@ impl Engine {
     /// default.
     pub fn set_inline_polling(&mut self, on: bool) {
         self.inline_polling = on;
+    }
+
+    /// How far the first poll has got, as the poll task tells it; its end clears it.
+    pub fn set_first_poll(&mut self, progress: api::FirstPoll) {
+        self.first_poll = (progress.done < progress.total).then_some(progress);
+    }
+
+    /// The first poll's progress while it runs slow: what a console draws as "first
+    /// poll: 37 of 120 tables" (the snapshot is to carry it as `first_poll`).
+    pub fn first_poll(&self) -> Option<api::FirstPoll> {
+        self.first_poll
     }
 
     /// What the orchestrator said, read in the background or inline. One that does not

@@ -11,16 +11,18 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use chrono::{NaiveDateTime, TimeDelta};
 use rusqlite::Connection;
 
+use super::api::FirstPoll;
 use super::orchestrator::{self, Orchestrator};
 use crate::config::{parse_duration, CheckKind, Config, MonitorConfig};
 use crate::monitor::poller::Poller;
 use crate::monitor::{self, Health, Observation};
+use crate::progress::Throttle;
 
 /// How often the task looks at the clock and re-reads the pipelines. Monitors are due
 /// on their own schedules; this only bounds how late a due one starts (`poke` starts a
@@ -34,6 +36,9 @@ pub enum PollNews {
     Observed,
     /// What the orchestrator said just now, for `Engine::set_reading`.
     Scheduler(orchestrator::Reading),
+    /// How far the first poll has got, for `Engine::set_first_poll`: only once it has
+    /// taken a second, then at most once a second, then its end.
+    FirstPoll(FirstPoll),
 }
 
 pub struct PollTask {
@@ -63,7 +68,7 @@ impl PollTask {
         config: Config,
         state_db: PathBuf,
         now: Arc<dyn Fn() -> NaiveDateTime + Send + Sync>,
-        notify: impl Fn(PollNews) + Send + 'static,
+        notify: impl Fn(PollNews) + Send + Sync + 'static,
     ) -> Result<PollTask> {
         // Everything that can fail is built here, so the caller hears of it.
         let poller = Poller::from_config(&config)?;
@@ -76,6 +81,13 @@ impl PollTask {
             flags: Mutex::new(Flags::default()),
             wake: Condvar::new(),
         });
+        let notify: Arc<dyn Fn(PollNews) + Send + Sync> = Arc::new(notify);
+        let mut poller = poller;
+        poller.set_progress(Some(first_poll_news(
+            Instant::now,
+            shared.clone(),
+            notify.clone(),
+        )));
         let mut worker = Worker {
             config,
             poller: Some(poller),
@@ -88,7 +100,7 @@ impl PollTask {
         let task_shared = shared.clone();
         let thread = std::thread::Builder::new()
             .name("dataward-poll".into())
-            .spawn(move || worker.run(&task_shared, &notify))
+            .spawn(move || worker.run(&task_shared, notify.as_ref()))
             .context("cannot start the poll task's thread")?;
         tracing::info!(state_db = %state_db.display(), "poll task started");
         Ok(PollTask { shared, thread })
@@ -148,6 +160,11 @@ impl Worker {
                 flags.poked = false;
             }
             let observed = self.poll_due();
+            // Only the first turn's poll is told (a restarted engine's first turn may
+            // have nothing due: then none is); later ones are the routine.
+            if let Some(poller) = self.poller.as_mut() {
+                poller.set_progress(None);
+            }
             let reading = self.read_scheduler();
             let mut flags = shared.flags.lock().expect("poll task flags");
             // Stopped while this turn ran: the caller has moved on; tell it nothing.
@@ -242,6 +259,29 @@ impl Worker {
     }
 }
 
+/// The first poll's progress as news: said as [`Throttle`] allows, its end only when
+/// something was said before it (a quick poll says nothing), and never once the task is
+/// stopped (checked under the flags' lock, as the task's own news is).
+fn first_poll_news(
+    clock: impl Fn() -> Instant + Send + Sync + 'static,
+    shared: Arc<Shared>,
+    notify: Arc<dyn Fn(PollNews) + Send + Sync>,
+) -> crate::monitor::poller::Progress {
+    let throttle = Mutex::new((Throttle::new(clock()), false));
+    Arc::new(move |done: usize, total: usize| {
+        let mut throttle = throttle.lock().expect("first poll throttle");
+        let (ref mut rule, ref mut told) = *throttle;
+        if !rule.due(clock(), done as u64, total as u64) || (done == total && !*told) {
+            return;
+        }
+        *told = true;
+        let flags = shared.flags.lock().expect("poll task flags");
+        if !flags.stopped {
+            notify(PollNews::FirstPoll(FirstPoll { done, total }));
+        }
+    })
+}
+
 /// When each monitor is next due, from its latest stored observation: a restarted task
 /// does not poll everything again at once.
 fn next_due_from_store(
@@ -265,4 +305,67 @@ fn next_due_from_store(
         }
     }
     Ok(next_due)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// The news a first poll of `total` tables tells when table n is read at `at(n)` ms.
+    fn told(total: usize, at: impl Fn(usize) -> u64, stop_after: Option<usize>) -> Vec<PollNews> {
+        let t0 = Instant::now();
+        let ms = Arc::new(AtomicU64::new(0));
+        let clock = {
+            let ms = ms.clone();
+            move || t0 + Duration::from_millis(ms.load(Ordering::SeqCst))
+        };
+        let shared = Arc::new(Shared {
+            flags: Mutex::new(Flags::default()),
+            wake: Condvar::new(),
+        });
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let into = heard.clone();
+        let progress = first_poll_news(
+            clock,
+            shared.clone(),
+            Arc::new(move |news| into.lock().unwrap().push(news)),
+        );
+        for done in 1..=total {
+            ms.store(at(done), Ordering::SeqCst);
+            progress(done, total);
+            if stop_after == Some(done) {
+                shared.flags.lock().unwrap().stopped = true;
+            }
+        }
+        let heard = heard.lock().unwrap().clone();
+        heard
+    }
+
+    fn first(done: usize, total: usize) -> PollNews {
+        PollNews::FirstPoll(FirstPoll { done, total })
+    }
+
+    #[test]
+    fn a_slow_first_poll_is_told_once_a_second_and_its_end() {
+        // 120 tables, one every 50 ms: six seconds.
+        let heard = told(120, |n| n as u64 * 50, None);
+        assert_eq!(heard.first(), Some(&first(20, 120)));
+        assert_eq!(heard.get(1), Some(&first(40, 120)));
+        assert_eq!(heard.last(), Some(&first(120, 120)));
+        assert_eq!(heard.len(), 6, "20, 40, 60, 80, 100 and 120: {heard:?}");
+    }
+
+    #[test]
+    fn a_quick_first_poll_tells_nothing_not_even_its_end() {
+        assert_eq!(told(120, |n| n as u64, None), []);
+        // Slow only at its last table: nothing was in progress to show.
+        assert_eq!(told(3, |n| if n == 3 { 5_000 } else { 10 }, None), []);
+    }
+
+    #[test]
+    fn a_stopped_task_tells_nothing_more() {
+        let heard = told(120, |n| n as u64 * 50, Some(30));
+        assert_eq!(heard, [first(20, 120)]);
+    }
 }

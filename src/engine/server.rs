@@ -344,7 +344,13 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     let orchestrator = super::orchestrator::from_config(&config, &options.data_dir)?;
     let db = options.data_dir.join("dataward.db");
     let state = crate::store::open(&db)?;
-    let mut engine = super::Engine::new(config.clone(), state, orchestrator, &Actor::current())?;
+    let mut engine = super::Engine::new_telling(
+        config.clone(),
+        state,
+        orchestrator,
+        &Actor::current(),
+        &mut crate::progress::bytes_on_stderr("dataward serve: loading manifest"),
+    )?;
     // Polling runs on its own thread: a check blocked on a locked table never delays a
     // decision or the stop. The engine acts on what it stored when told.
     engine.set_inline_polling(false);
@@ -361,6 +367,7 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
             let _ = news.send(match item {
                 super::poll_task::PollNews::Observed => HubMessage::Observed,
                 super::poll_task::PollNews::Scheduler(r) => HubMessage::Scheduler(r),
+                super::poll_task::PollNews::FirstPoll(p) => HubMessage::FirstPoll(p),
             });
         },
     )?;

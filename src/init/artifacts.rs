@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use super::project::DbtProject;
 use crate::lineage::{CatalogColumn, Lineage};
+use crate::progress::bytes_told;
 
 /// The artifacts read, and what they hold.
 pub struct Artifacts {
@@ -172,8 +173,8 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<Value
 
 impl Artifacts {
     /// Reads `target/manifest.json` (and catalog.json, run_results.json when there)
-    /// of `project`, and checks the manifest is that project's. `progress` is told
-    /// when a large manifest starts and ends loading.
+    /// of `project`, and checks the manifest is that project's. `progress` is told how
+    /// far the manifest's loading got, once it has taken a second, then once a second.
     pub fn read(project: &DbtProject, progress: &mut dyn FnMut(&str)) -> Result<Artifacts> {
         let manifest = project.target_path.join("manifest.json");
         let shown = manifest.display().to_string();
@@ -189,14 +190,14 @@ impl Artifacts {
             Err(e) => bail!("{shown}: cannot read it: {e}"),
         };
         let manifest_bytes = text.len() as u64;
-        if manifest_bytes > LARGE_MANIFEST {
-            progress(&format!(
-                "loading {shown} ({:.1} MB)",
-                manifest_bytes as f64 / 1e6
-            ));
-        }
         // The engine's reader first: it names the JSON path of anything it cannot use.
-        let lineage = Lineage::from_json(&text, &shown).map_err(|e| anyhow!("{e}"))?;
+        // A load that takes over a second says how far it got.
+        let mut told = bytes_told(&format!("loading {shown}"), Instant::now, |line| {
+            progress(line)
+        });
+        let lineage =
+            Lineage::from_json_telling(&text, &shown, &mut told).map_err(|e| anyhow!("{e}"))?;
+        drop(told);
         let raw: RawManifest = serde_json::from_str(&text)
             .map_err(|e| anyhow!("{shown}: not a dbt manifest dataward can read: {e}"))?;
         drop(text);
@@ -245,13 +246,6 @@ impl Artifacts {
             })
             .collect();
         let read_time = started.elapsed();
-        if manifest_bytes > LARGE_MANIFEST {
-            progress(&format!(
-                "loaded {} nodes in {} ms",
-                lineage.len(),
-                read_time.as_millis()
-            ));
-        }
         Ok(Artifacts {
             manifest,
             catalog,
@@ -271,9 +265,6 @@ impl Artifacts {
         self.columns.get(unique_id).map(Vec::as_slice)
     }
 }
-
-/// Above this a manifest's loading is announced (a few hundred models' worth).
-const LARGE_MANIFEST: u64 = 1_000_000;
 
 /// A manifest written for another project would fill the config with its tables.
 fn check_project(raw: &RawManifest, project: &DbtProject, file: &str) -> Result<()> {

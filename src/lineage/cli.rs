@@ -113,7 +113,11 @@ pub struct ColumnReport {
 }
 
 pub fn build_report(args: &LineageArgs) -> anyhow::Result<Report> {
-    let mut lineage = Lineage::load(&args.manifest, args.notes.as_deref())?;
+    let mut lineage = Lineage::load_telling(
+        &args.manifest,
+        args.notes.as_deref(),
+        &mut crate::progress::bytes_on_stderr("loading manifest"),
+    )?;
     if let Some(catalog) = &args.catalog {
         lineage = lineage.with_catalog(catalog)?;
     }

@@ -207,8 +207,19 @@ fn quoted_name(name: &str) -> String {
 impl Lineage {
     /// Load a manifest and, optionally, context notes.
     pub fn load(manifest: &Path, notes: Option<&Path>) -> Result<Lineage, LineageError> {
+        Lineage::load_telling(manifest, notes, &mut |_, _| {})
+    }
+
+    /// [`Lineage::load`], telling `progress` how much of the manifest is read: `(bytes,
+    /// the file's size)`, often (after each node), ending with the size. Pair it with
+    /// [`crate::progress::Throttle`] to say it only when it takes long.
+    pub fn load_telling(
+        manifest: &Path,
+        notes: Option<&Path>,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Lineage, LineageError> {
         let text = read_file(manifest)?;
-        let lineage = Lineage::from_json(&text, &manifest.display().to_string())?;
+        let lineage = Lineage::from_json_telling(&text, &manifest.display().to_string(), progress)?;
         match notes {
             Some(path) => lineage.with_notes(&Notes::load(path)?),
             None => Ok(lineage),
@@ -217,7 +228,16 @@ impl Lineage {
 
     /// Build from manifest text; `origin` names the file in error messages.
     pub fn from_json(text: &str, origin: &str) -> Result<Lineage, LineageError> {
-        let contents = manifest::parse_manifest(text, origin)?;
+        Lineage::from_json_telling(text, origin, &mut |_, _| {})
+    }
+
+    /// [`Lineage::from_json`], telling `progress` how far into `text` it has read.
+    pub fn from_json_telling(
+        text: &str,
+        origin: &str,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Lineage, LineageError> {
+        let contents = manifest::parse_manifest_telling(text, origin, progress)?;
         let mut lineage = Lineage {
             graph: DiGraph::new(),
             by_unique_id: HashMap::new(),

@@ -16,6 +16,7 @@ use super::{thousands, Health, Observation};
 use crate::config::{parse_duration, Config};
 use crate::detect::labelled::WindowScore;
 use crate::detect::{self, volume, VerdictKind};
+use crate::progress::Throttle;
 use crate::sanitize;
 
 /// One line of `dataward check --json`.
@@ -124,42 +125,15 @@ pub fn check(config_path: &Path, once: bool, json: bool, data_dir: &Path) -> Res
 fn first_poll_progress() -> super::poller::Progress {
     let throttle = std::sync::Mutex::new(Throttle::new(Instant::now()));
     std::sync::Arc::new(move |done: usize, total: usize| {
-        let due = throttle
-            .lock()
-            .expect("progress lock")
-            .due(Instant::now(), done, total);
+        let due =
+            throttle
+                .lock()
+                .expect("progress lock")
+                .due(Instant::now(), done as u64, total as u64);
         if due {
             eprintln!("first poll: {done} of {total} tables");
         }
     })
-}
-
-/// When a count is worth a line: only once the poll has taken a second (a small
-/// estate's poll says nothing), then at most once a second, and the last count.
-struct Throttle {
-    started: Instant,
-    last: Option<Instant>,
-}
-
-impl Throttle {
-    fn new(started: Instant) -> Throttle {
-        Throttle {
-            started,
-            last: None,
-        }
-    }
-
-    fn due(&mut self, now: Instant, done: usize, total: usize) -> bool {
-        let second = Duration::from_secs(1);
-        let due = match self.last {
-            None => now.duration_since(self.started) >= second,
-            Some(at) => now.duration_since(at) >= second || done == total,
-        };
-        if due {
-            self.last = Some(now);
-        }
-        due
-    }
 }
 
 /// 1 on any breach; else 3 when some check could not run (unreachable, failed login,
@@ -175,6 +149,17 @@ fn exit_code(observations: &[Observation]) -> ExitCode {
 }
 
 fn print_observations(observations: &[Observation], json: bool) -> Result<()> {
+    let subject = |o: &Observation| match &o.detail.column {
+        Some(column) => format!("{}.{}", o.table, column),
+        None => o.table.clone(),
+    };
+    // The table column fits the longest name printed (at least 28 wide).
+    let width = observations
+        .iter()
+        .map(|o| sanitize::for_terminal(&subject(o)).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(28);
     for o in observations {
         if json {
             println!(
@@ -183,10 +168,7 @@ fn print_observations(observations: &[Observation], json: bool) -> Result<()> {
             );
             continue;
         }
-        let subject = match &o.detail.column {
-            Some(column) => format!("{}.{}", o.table, column),
-            None => o.table.clone(),
-        };
+        let subject = subject(o);
         let status = if o.health != Health::Ok {
             format!("{} (health)", o.health.as_str())
         } else {
@@ -198,7 +180,7 @@ fn print_observations(observations: &[Observation], json: bool) -> Result<()> {
             "  "
         };
         println!(
-            "{marker} {:<28} {:<10} {:<12} {}  expected {}",
+            "{marker} {:<width$} {:<10} {:<12} {}  expected {}",
             sanitize::for_terminal(&subject),
             o.check.as_str(),
             status,
@@ -446,7 +428,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_poll_counts_its_tables_and_a_long_one_says_so_once_a_second() {
+    fn a_poll_counts_its_tables_up_to_all_of_them() {
         // The poller tells of each table read, up to all of them.
         let dir = tempfile::tempdir().unwrap();
         let db = rusqlite::Connection::open(dir.path().join("wh.db")).unwrap();
@@ -472,19 +454,6 @@ mod tests {
         let mut heard = heard.lock().unwrap().clone();
         heard.sort();
         assert_eq!(heard, [(1, 3), (2, 3), (3, 3)]);
-
-        // Said only once the poll has taken a second, then once a second, and the end.
-        let t0 = Instant::now();
-        let at = |ms: u64| t0 + Duration::from_millis(ms);
-        let mut throttle = Throttle::new(t0);
-        assert!(!throttle.due(at(400), 1, 120));
-        assert!(throttle.due(at(1_100), 37, 120));
-        assert!(!throttle.due(at(1_500), 40, 120));
-        assert!(throttle.due(at(2_200), 80, 120));
-        assert!(throttle.due(at(2_300), 120, 120));
-        // A poll done within the second says nothing at all.
-        let mut quick = Throttle::new(t0);
-        assert!(!quick.due(at(300), 3, 3));
     }
 
     #[test]

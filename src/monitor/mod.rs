@@ -173,10 +173,8 @@ impl Observation {
                 .map(|v| format!("{} since the last load", human_seconds(v)))
                 .unwrap_or_else(|| "no loads in the lookback".to_string()),
             CheckKind::Schema if self.detail.changes.is_empty() => {
-                format!(
-                    "{} columns",
-                    self.detail.columns.as_ref().map_or(0, Vec::len)
-                )
+                let count = self.detail.columns.as_ref().map_or(0, Vec::len);
+                format!("{count} column{}", if count == 1 { "" } else { "s" })
             }
             CheckKind::Schema => self
                 .detail
@@ -475,6 +473,34 @@ mod tests {
     use chrono::{DateTime, TimeDelta, Utc};
 
     use super::*;
+
+    #[test]
+    fn a_schema_snapshot_counts_its_columns_in_words() {
+        let snapshot = |names: &[&str]| Observation {
+            monitor: "m".into(),
+            table: "t".into(),
+            check: CheckKind::Schema,
+            at: "2024-05-15T12:00:00Z".into(),
+            value: None,
+            verdict: VerdictKind::Ok,
+            expected: None,
+            health: Health::Ok,
+            detail: Detail {
+                columns: Some(
+                    names
+                        .iter()
+                        .map(|n| crate::warehouse::Column {
+                            name: n.to_string(),
+                            data_type: "DATE".into(),
+                        })
+                        .collect(),
+                ),
+                ..Detail::default()
+            },
+        };
+        assert_eq!(snapshot(&["day"]).observed_text(), "1 column");
+        assert_eq!(snapshot(&["day", "n"]).observed_text(), "2 columns");
+    }
     use crate::config::Config;
     use crate::warehouse::sqlite::SqliteWarehouse;
 

@@ -23,8 +23,8 @@ pub enum Api {
     Opsgenie,
     Jsm,
     Slack,
-    /// dbt Cloud's Administrative API v2, for account [`DBT_ACCOUNT`]: get and update a
-    /// job, trigger a run, get a run, list runs.
+    /// dbt Cloud's Administrative API v2, for account [`DBT_ACCOUNT`]: get the account,
+    /// get and update a job, trigger a run, get a run, list runs.
     DbtCloud,
     /// Airflow's stable REST API as Airflow 3.1 answers it (v2: bearer tokens from
     /// `/auth/token`) and as Airflow 2 does (v1: basic auth), for user [`AIRFLOW_USER`]
@@ -716,7 +716,7 @@ fn query_pairs(query: &str) -> BTreeMap<String, String> {
 }
 
 /// Administrative API v2: `Authorization: Token <token>`; under
-/// `/api/v2/accounts/{account}/`: `GET jobs/{j}/`, `POST jobs/{j}/` (update, the whole
+/// `/api/v2/accounts/{account}/`: `GET` (the account), `GET jobs/{j}/`, `POST jobs/{j}/` (update, the whole
 /// job), `POST jobs/{j}/run/` (`cause` required, `steps_override` optional), `GET
 /// runs/{r}/`, `GET runs/?job_definition_id=&order_by=-id&limit=&include_related=`.
 fn dbt_cloud(secret: &str, r: &Recorded, s: &mut State) -> (u16, Option<String>, String) {
@@ -730,6 +730,11 @@ fn dbt_cloud(secret: &str, r: &Recorded, s: &mut State) -> (u16, Option<String>,
     let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
     let parts: Vec<&str> = path.trim_end_matches('/').split('/').collect();
     match (r.method.as_str(), parts.as_slice()) {
+        ("GET", [""]) => dbt_answer(
+            200,
+            json!({"id": DBT_ACCOUNT, "name": "Stand-in", "state": 1, "plan": "team"}),
+            "Success!",
+        ),
         ("GET", ["jobs", id]) => match id.parse().ok().and_then(|id: u64| s.dbt_jobs.get(&id)) {
             Some(job) => dbt_answer(200, job.clone(), "Success!"),
             None => dbt_answer(404, Value::Null, "Job not found."),
@@ -900,7 +905,7 @@ fn basic_ok(secret: &str, header: Option<&String>) -> bool {
 /// `access_token`); under `/api/v2` (bearer) or `/api/v1` (basic): `GET dags/{d}`,
 /// `PATCH dags/{d}` (`is_paused`), `POST dags/{d}/dagRuns` (v2: `logical_date` required,
 /// null allowed; v1: a date or left out; 409 for a dag_run_id it holds), `GET
-/// dags/{d}/dagRuns/{r}`, `GET dags/{d}/dagRuns?order_by=-id&limit=`.
+/// dags/{d}/dagRuns/{r}`, `GET dags/{d}/dagRuns?order_by=-id&limit=`, `GET dags?limit=`.
 fn airflow(secret: &str, r: &Recorded, s: &mut State) -> (u16, Option<String>, String) {
     let (path, query) = r.path.split_once('?').unwrap_or((&r.path, ""));
     if path == "/auth/token" {
@@ -953,6 +958,17 @@ fn airflow(secret: &str, r: &Recorded, s: &mut State) -> (u16, Option<String>, S
     let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
     let no_dag = |dag: &str| detail(404, &format!("The Dag with ID: `{dag}` was not found"));
     match (r.method.as_str(), parts.as_slice()) {
+        ("GET", ["dags"]) => {
+            let limit = query_pairs(query)
+                .get("limit")
+                .and_then(|l| l.parse().ok())
+                .unwrap_or(50);
+            let dags: Vec<Value> = s.airflow_dags.values().take(limit).cloned().collect();
+            airflow_answer(
+                200,
+                json!({ "dags": dags, "total_entries": s.airflow_dags.len() }),
+            )
+        }
         ("GET", ["dags", dag]) => match s.airflow_dags.get(*dag) {
             Some(d) => airflow_answer(200, d.clone()),
             None => no_dag(dag),

@@ -526,6 +526,19 @@ fn token_refused(f: &Failure) -> bool {
 }
 
 impl Orchestrator for Airflow {
+    /// Signs in (v2) and lists one DAG: `GET {prefix}/dags?limit=1`.
+    fn reach(&self) -> Result<()> {
+        let path = format!("{}/dags?limit=1", self.prefix());
+        self.call_opt(Method::Get, &path, None)?.ok_or_else(|| {
+            anyhow!(
+                "{} answered 404: no Airflow {} API here (check base_url, and api = \"v1\" for Airflow 2)",
+                self.api.endpoint(Method::Get, &path),
+                self.prefix()
+            )
+        })?;
+        Ok(())
+    }
+
     fn pipelines(&self) -> Result<Vec<PipelineView>> {
         let mut views = Vec::new();
         for (job, dag) in &self.settings.dags {

@@ -278,6 +278,19 @@ fn text(value: &Value) -> Option<String> {
 }
 
 impl Orchestrator for DbtCloud {
+    /// `GET /api/v2/accounts/{a}/`: the token is taken for the account.
+    fn reach(&self) -> Result<()> {
+        let path = self.account_path("");
+        self.call_opt(Method::Get, &path, None)?.ok_or_else(|| {
+            anyhow!(
+                "{} answered 404: no account {} here (check account_id and base_url)",
+                self.api.endpoint(Method::Get, &path),
+                self.settings.account_id
+            )
+        })?;
+        Ok(())
+    }
+
     fn pipelines(&self) -> Result<Vec<PipelineView>> {
         let mut views = Vec::new();
         for dbt_job in self.settings.jobs.values() {

@@ -77,6 +77,13 @@ pub trait Orchestrator: Send {
     }
     /// The run `id` of `job` as it stands, or `None` when the orchestrator has no such run.
     fn run(&self, job: &str, id: &str) -> Result<Option<RunRecord>>;
+    /// Asks the orchestrator whether it answers and takes the credentials, touching no
+    /// job: what `dataward doctor` checks even when no job is mapped. dbt Cloud reads
+    /// the account, Airflow signs in and lists one DAG; a local one (dbt Core, the
+    /// demo's) has nothing to reach.
+    fn reach(&self) -> Result<()> {
+        Ok(())
+    }
     /// Does a run queued on a paused job start? Airflow starts no run of a paused DAG:
     /// the engine resumes a job its own hold paused before it queues the hold's run.
     fn starts_runs_while_paused(&self) -> bool {

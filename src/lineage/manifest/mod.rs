@@ -45,11 +45,25 @@ pub(crate) struct ManifestContents {
 /// `serde_json::Value`, but when it fails it cannot say where in dbt's terms. So it goes
 /// first, and on any failure the walker runs and names the file, JSON path and problem
 /// (or, where the typed reader was stricter than needed, returns the contents).
+#[cfg(test)]
 pub(crate) fn parse_manifest(text: &str, file: &str) -> Result<ManifestContents, LineageError> {
-    if let Some(contents) = typed::parse(text) {
+    parse_manifest_telling(text, file, &mut |_, _| {})
+}
+
+/// [`parse_manifest`], telling `progress` how far into the text the typed reader is
+/// (`(bytes read, text length)`). The walker, for a manifest the typed reader gave up
+/// on, tells only its end.
+pub(crate) fn parse_manifest_telling(
+    text: &str,
+    file: &str,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<ManifestContents, LineageError> {
+    if let Some(contents) = typed::parse(text, progress) {
         return Ok(contents);
     }
-    parse_by_walking(text, file)
+    let contents = parse_by_walking(text, file)?;
+    progress(text.len() as u64, text.len() as u64);
+    Ok(contents)
 }
 
 /// Reads the manifest as a `serde_json::Value`, checking every field it uses.
@@ -430,8 +444,8 @@ mod tests {
 
     /// Both readers on one manifest text: the typed one must read it, and the same way.
     fn assert_readers_agree(text: &str, name: &str) {
-        let typed =
-            typed::parse(text).unwrap_or_else(|| panic!("{name}: the typed reader gave up"));
+        let typed = typed::parse(text, &mut |_, _| {})
+            .unwrap_or_else(|| panic!("{name}: the typed reader gave up"));
         let walked = parse_by_walking(text, name).unwrap();
         assert_eq!(typed, walked, "{name}");
     }
@@ -556,14 +570,57 @@ mod tests {
     }
 
     #[test]
+    fn the_reader_tells_how_far_into_the_text_it_is_after_each_entry() {
+        let mut nodes = Vec::new();
+        for i in 0..200 {
+            nodes.push(format!(
+                r#""model.x.m{i}": {{"resource_type": "model", "name": "m{i}", "raw_code": "select {i}"}}"#
+            ));
+        }
+        let text = manifest(&format!("{{{}}}", nodes.join(",\n")));
+        let total = text.len() as u64;
+        let mut heard = Vec::new();
+        let contents =
+            parse_manifest_telling(&text, "m.json", &mut |done, of| heard.push((done, of)))
+                .unwrap();
+        assert_eq!(contents.nodes.len(), 200);
+        assert!(heard.len() > 200, "after each node: {}", heard.len());
+        assert!(heard.iter().all(|(_, of)| *of == total));
+        assert!(
+            heard.windows(2).all(|w| w[0].0 <= w[1].0),
+            "never backwards"
+        );
+        // The 100th node's key is about halfway in, and the end is told.
+        let halfway = heard[99].0 as f64 / total as f64;
+        assert!((0.4..0.6).contains(&halfway), "{halfway}");
+        assert_eq!(heard.last(), Some(&(total, total)));
+
+        // A manifest only the walker reads still tells its end.
+        let odd = manifest(r#"{"model.x.a": {"name": "a", "meta": ["odd"], "owner": 3}}"#);
+        let mut heard = Vec::new();
+        parse_manifest_telling(&odd, "m.json", &mut |done, of| heard.push((done, of))).unwrap();
+        let total = odd.len() as u64;
+        assert_eq!(heard, [(total, total)]);
+    }
+
+    #[test]
     fn the_typed_reader_gives_up_where_the_walker_refuses() {
         let wrong =
             manifest(r#"{"model.x.a": {"name": "a", "depends_on": {"nodes": "model.x.b"}}}"#);
-        assert!(typed::parse(&wrong).is_none());
+        assert!(typed::parse(&wrong, &mut |_, _| {}).is_none());
         let old = r#"{"metadata": {"dbt_schema_version": "https://schemas.getdbt.com/dbt/manifest/v6.json"}, "nodes": {}}"#;
-        assert!(typed::parse(old).is_none());
+        assert!(typed::parse(old, &mut |_, _| {}).is_none());
         let no_nodes = r#"{"metadata": {"dbt_schema_version": "https://schemas.getdbt.com/dbt/manifest/v12.json"}}"#;
-        assert!(typed::parse(no_nodes).is_none());
+        assert!(typed::parse(no_nodes, &mut |_, _| {}).is_none());
+        let twice = r#"{"metadata": {"dbt_schema_version": "https://schemas.getdbt.com/dbt/manifest/v12.json"},
+                        "nodes": {}, "sources": {}, "sources": {}}"#;
+        assert!(typed::parse(twice, &mut |_, _| {}).is_none());
+        let null_nodes = r#"{"metadata": {"dbt_schema_version": "https://schemas.getdbt.com/dbt/manifest/v12.json"},
+                            "nodes": null}"#;
+        assert!(typed::parse(null_nodes, &mut |_, _| {}).is_none());
+        let null_sections = r#"{"metadata": {"dbt_schema_version": "https://schemas.getdbt.com/dbt/manifest/v12.json"},
+                               "nodes": {}, "sources": null, "child_map": null, "extra": [1, {"a": 2}]}"#;
+        assert!(typed::parse(null_sections, &mut |_, _| {}).is_some());
         // Odd shapes that the walker tolerates still read the same, through the walker.
         let odd_meta = manifest(
             r#"{"model.x.a": {"name": "a", "meta": ["not", "an", "object"], "owner": 3}}"#,
