@@ -231,6 +231,7 @@ pub fn snapshot(snapshot: &mut Snapshot) {
         chain_head,
         pipelines,
         orchestrator_down,
+        first_poll: _,
         monitors,
         incidents,
         notices,

@@ -526,6 +526,11 @@ fn a_slow_first_poll_tells_the_engine_how_far_it_got() {
     assert!((1..3).contains(&progress.done), "{progress:?}");
     engine.set_first_poll(progress);
     assert_eq!(engine.first_poll(), Some(progress));
+    assert_eq!(
+        engine.snapshot(false).first_poll,
+        Some(progress),
+        "a console draws it"
+    );
 
     // The last is let go: the end is told, then the observations.
     lock2.rollback().unwrap();
@@ -542,6 +547,7 @@ fn a_slow_first_poll_tells_the_engine_how_far_it_got() {
         .unwrap_or_else(|| panic!("no end told: {heard:?}"));
     engine.set_first_poll(end);
     assert_eq!(engine.first_poll(), None, "over: nothing to draw");
+    assert_eq!(engine.snapshot(false).first_poll, None);
     assert_eq!(observation_count(&state_db), 3);
     task.stop();
 }

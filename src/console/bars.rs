@@ -11,6 +11,7 @@ use crate::console::keys;
 use crate::console::presence;
 use crate::console::state::{App, Overlay};
 use crate::console::widgets::{cut_spans, pipeline_state, run_status, short};
+use crate::engine::api::FirstPoll;
 
 pub(crate) fn render_title(frame: &mut Frame, area: Rect, app: &App) {
     let theme = &app.theme;
@@ -74,6 +75,11 @@ pub(crate) fn render_status(frame: &mut Frame, area: Rect, app: &App) {
             message.clone(),
             theme.accent.add_modifier(Modifier::BOLD),
         ));
+        spans.push(separator());
+    }
+    // Until the first poll is over, what the screen shows is not yet everything.
+    if let Some(poll) = &app.snapshot.first_poll {
+        spans.push(Span::styled(first_poll(poll), theme.muted));
         spans.push(separator());
     }
     spans.push(match &app.snapshot.chain_head {
@@ -145,4 +151,9 @@ pub(crate) fn render_hints(frame: &mut Frame, area: Rect, app: &App) {
         spans.push(Span::styled(format!(" {description}"), theme.muted));
     }
     frame.render_widget(Line::from(spans), area);
+}
+
+/// "first poll: 37 of 120 tables": the engine's first poll while it is slow.
+pub(crate) fn first_poll(poll: &FirstPoll) -> String {
+    format!("first poll: {} of {} tables", poll.done, poll.total)
 }

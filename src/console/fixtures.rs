@@ -252,6 +252,7 @@ pub fn sample_snapshot() -> Snapshot {
             hash: "a41c9e07b2f3d58e6c1a0b9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b".into(),
         }),
         orchestrator_down: None,
+        first_poll: None,
         pipelines: vec![
             PipelineView {
                 name: "mover".into(),

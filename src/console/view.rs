@@ -349,6 +349,38 @@ mod tests {
         }
     }
 
+    /// While the engine's first poll is slow, the console says how far it has got, and
+    /// an empty list does not claim there is nothing wrong.
+    #[test]
+    fn a_slow_first_poll_says_how_far_it_got() {
+        use crate::engine::api::FirstPoll;
+        let mut snapshot = sample_snapshot();
+        snapshot.incidents.clear();
+        snapshot.first_poll = Some(FirstPoll {
+            done: 37,
+            total: 120,
+        });
+        let mut app = App::new(false, Theme::fallback(), None, false);
+        update(
+            &mut app,
+            Action::SnapshotArrived(Box::new(snapshot.clone())),
+        );
+        for (width, height) in SIZES {
+            let screen = draw(&app, width, height);
+            assert!(screen.contains("first poll: 37 of 120 tables"), "{screen}");
+            assert!(!screen.contains("No incidents"), "{screen}");
+            insta::assert_snapshot!(format!("first_poll_{width}x{height}"), screen);
+        }
+        snapshot.first_poll = None;
+        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
+        let screen = draw(&app, 120, 40);
+        assert!(!screen.contains("first poll"), "{screen}");
+        assert!(
+            screen.contains("✓ No incidents. Monitors are watching."),
+            "{screen}"
+        );
+    }
+
     /// At 40x10 whatever a key acts on is on screen: the selected incident Enter opens,
     /// the selected proposal `a` approves, and in the approve box the whole content hash
     /// (wrapped) and a line to type the reason on.

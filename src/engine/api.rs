@@ -222,6 +222,10 @@ pub struct Snapshot {
     /// of dataward's, never a data incident.
     #[serde(default)]
     pub orchestrator_down: Option<String>,
+    /// The engine's first poll, while it is slow and unfinished: not every table has
+    /// been read yet, so "no incidents" would say more than is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_poll: Option<FirstPoll>,
     pub monitors: Vec<MonitorView>,
     pub incidents: Vec<IncidentView>,
     /// The latest refusals and confirmations, newest last.

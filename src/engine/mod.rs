@@ -927,6 +927,7 @@ impl Engine {
                 .orchestrator_down
                 .as_ref()
                 .map(|(since, error)| format!("since {}: {error}", short_time(since))),
+            first_poll: self.first_poll,
             monitors: self.monitor_views(),
             incidents: self
                 .incidents

@@ -5,6 +5,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 use ratatui::Frame;
 
+use crate::console::bars;
 use crate::console::listing::SortColumn;
 use crate::console::screens::monitors;
 use crate::console::state::{status_word, App, ListPane};
@@ -73,10 +74,12 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
         return;
     }
     if incidents.is_empty() {
-        let text = if app.snapshot.incidents.is_empty() {
-            "✓ No incidents. Monitors are watching."
-        } else {
-            "No incident matches the filter (Esc clears it)."
+        let text = match &app.snapshot.first_poll {
+            _ if !app.snapshot.incidents.is_empty() => {
+                "No incident matches the filter (Esc clears it).".to_string()
+            }
+            Some(poll) => format!("No incident yet: {}…", bars::first_poll(poll)),
+            None => "✓ No incidents. Monitors are watching.".to_string(),
         };
         frame.render_widget(
             Paragraph::new(Span::styled(text, theme.muted)).block(block),
