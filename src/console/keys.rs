@@ -228,6 +228,9 @@ pub static BINDINGS: &[Binding] = &[
     bind(&[ch('g'), plain(Home)], "g Home", Action::Top, "to the top", Help),
     bind(&[ch('G'), plain(End)], "G End", Action::Bottom, "to the bottom", Help),
     hint(&[plain(Esc), ch('?'), ch('q')], "Esc ? q", Action::Back, "close the help", "close", Help),
+    hint(&[ch('/')], "/", Action::Search, "search the help as you type (Enter keeps it)", "search", Help),
+    hint(&[ch('n')], "n", Action::SearchNext, "the next match", "next", Help),
+    bind(&[ch('N')], "N", Action::SearchPrevious, "the match before", Help),
     bind(&[ch('j'), plain(Down)], "j ↓", Action::Down, "scroll down", Outbox),
     bind(&[ch('k'), plain(Up)], "k ↑", Action::Up, "scroll up", Outbox),
     bind(&[ctrl('d')], "Ctrl-D", Action::HalfPageDown, "half a screen down", Outbox),
@@ -380,6 +383,8 @@ pub fn available(read_only: bool) -> impl Iterator<Item = &'static Binding> {
 /// The context the next key is read in: an open overlay wins over the screen.
 pub fn context(app: &App) -> Context {
     match app.overlay {
+        // Typing a search over the help: its keys are the line's.
+        Overlay::Help { .. } if app.help_search.typing.is_some() => Context::Prompt,
         Overlay::Help { .. } => Context::Help,
         Overlay::AlertOutbox { .. } => Context::Outbox,
         Overlay::Reason(_) => Context::Reason,

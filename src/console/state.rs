@@ -88,6 +88,10 @@ pub enum Action {
     AlertOutbox,
     CommandLine,
     Filter,
+    /// `/` in the help, and `n` and `N` through what it found.
+    Search,
+    SearchNext,
+    SearchPrevious,
     /// Enter in a text field: send the reason, run the command line, keep the filter.
     Submit,
     /// A new line in the reason text.
@@ -197,6 +201,8 @@ pub struct ReasonModal {
 pub enum PromptKind {
     Command,
     Filter,
+    /// `/` in the help.
+    HelpSearch,
 }
 
 #[derive(Debug, Clone)]
@@ -279,6 +285,8 @@ pub struct App {
     pub histories: Histories,
     /// The list's order and whether it shows resolved incidents.
     pub list: ListView,
+    /// The help's search (`/`, `n`, `N`).
+    pub help_search: crate::console::help::Search,
 }
 
 impl App {
@@ -315,6 +323,7 @@ impl App {
             drawn: Default::default(),
             histories: Default::default(),
             list: ListView::default(),
+            help_search: Default::default(),
         }
     }
 
@@ -429,7 +438,10 @@ pub fn update(app: &mut App, action: Action) {
         Action::Suspend => app.suspend = true,
         Action::Quit => app.quit = true,
         Action::Back => back(app),
-        Action::Help => app.overlay = Overlay::Help { scroll: 0 },
+        Action::Help => open_help(app),
+        Action::Search => crate::console::help::start_search(app),
+        Action::SearchNext => crate::console::help::next_match(app, true),
+        Action::SearchPrevious => crate::console::help::next_match(app, false),
         Action::AlertOutbox => app.overlay = Overlay::AlertOutbox { scroll: 0 },
         Action::CommandLine => prompt::open(app, PromptKind::Command),
         Action::Filter => prompt::open(app, PromptKind::Filter),
@@ -550,7 +562,17 @@ pub(crate) fn refresh_derived(app: &mut App) {
     }
 }
 
+/// The help opens at its top, with no search from last time.
+fn open_help(app: &mut App) {
+    app.overlay = Overlay::Help { scroll: 0 };
+    app.help_search = Default::default();
+}
+
 fn back(app: &mut App) {
+    if app.help_search.typing.is_some() {
+        crate::console::help::cancel_search(app);
+        return;
+    }
     if !matches!(app.overlay, Overlay::None) {
         if let Overlay::Prompt(Prompt {
             kind: PromptKind::Filter,
@@ -899,6 +921,10 @@ fn queue_run(app: &mut App) {
 }
 
 fn submit(app: &mut App) {
+    if app.help_search.typing.is_some() {
+        crate::console::help::finish_search(app);
+        return;
+    }
     match std::mem::replace(&mut app.overlay, Overlay::None) {
         Overlay::Reason(mut modal) => {
             let reason = modal.text.lines().join("\n").trim().to_string();
@@ -957,8 +983,9 @@ fn submit(app: &mut App) {
             prompt::remember(app, &line);
             match line.kind {
                 PromptKind::Command => run_command_line(app, line.text()),
-                // The filter already applies as it is typed; Enter just keeps it.
-                PromptKind::Filter => {}
+                // The filter already applies as it is typed; Enter just keeps it. (The
+                // help's search is never this overlay.)
+                PromptKind::Filter | PromptKind::HelpSearch => {}
             }
         }
         other => app.overlay = other,
@@ -995,7 +1022,7 @@ fn run_command_line(app: &mut App, line: &str) {
     let reason = rest.join(" ");
     match spec.verb {
         Verb::Quit => app.quit = true,
-        Verb::Help => app.overlay = Overlay::Help { scroll: 0 },
+        Verb::Help => open_help(app),
         // The org-wide stop: anyone may pull it; lifting takes two different people.
         Verb::Stop if reason.is_empty() => app.message = Some("say why: :stop REASON".into()),
         Verb::Stop => app.outbox.push(Command::OrgStop { reason }),
@@ -1140,7 +1167,7 @@ fn edit(app: &mut App, key: KeyEvent) {
             modal.error = None;
             modal.text.input(key);
         }
-        Overlay::Prompt(_) => {
+        Overlay::Prompt(_) | Overlay::Help { .. } => {
             // Keys with Ctrl are the registry's or nothing: never typed as text.
             if let KeyCode::Char(c) = key.code {
                 if !c.is_control() && !key.modifiers.contains(KeyModifiers::CONTROL) {
@@ -1148,7 +1175,7 @@ fn edit(app: &mut App, key: KeyEvent) {
                 }
             }
         }
-        Overlay::Help { .. } | Overlay::AlertOutbox { .. } | Overlay::None => {}
+        Overlay::AlertOutbox { .. } | Overlay::None => {}
     }
 }
 
@@ -1160,8 +1187,10 @@ fn paste(app: &mut App, text: &str) {
                 .text
                 .insert_str(sanitize::for_terminal_multiline(text));
         }
-        Overlay::Prompt(_) => prompt::insert(app, &sanitize::for_terminal(text)),
-        Overlay::Help { .. } | Overlay::AlertOutbox { .. } | Overlay::None => {}
+        Overlay::Prompt(_) | Overlay::Help { .. } => {
+            prompt::insert(app, &sanitize::for_terminal(text))
+        }
+        Overlay::AlertOutbox { .. } | Overlay::None => {}
     }
 }
 
