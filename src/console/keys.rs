@@ -200,6 +200,7 @@ pub static BINDINGS: &[Binding] = &[
     hint(&[plain(Esc), ch('q')], "Esc q", Action::Back, "back to the list", "back", Detail),
     hint(&[ch('R')], "R", Action::ToggleReceipt, "show or hide the receipt (so far, while open)", "receipt", Detail),
     bind(&[plain(BackTab)], "Shift-Tab", Action::PreviousPane, "previous pane", Detail),
+    bind(&[ch('z')], "z", Action::Zoom, "zoom: the focused pane alone (z again: all of them)", Detail),
     bind(&[ch('j'), plain(Down)], "j ↓", Action::Down, "down in the focused pane", Detail),
     bind(&[ch('k'), plain(Up)], "k ↑", Action::Up, "up in the focused pane", Detail),
     bind(&[ch('h'), plain(Left)], "h ←", Action::Collapse, "close a tree node (or go to its parent)", Detail),

@@ -78,6 +78,8 @@ pub enum Action {
     /// Accept the open incident's new volume level as the normal, with a reason (`N`).
     AcceptLevel,
     ToggleReceipt,
+    /// `z`: the focused pane alone, or back among the others.
+    Zoom,
     /// `s`: sort the list by the next column; `S`: the other way round.
     SortNext,
     SortReverse,
@@ -240,6 +242,8 @@ pub struct Detail {
     pub receipt_open: bool,
     pub receipt_scroll: usize,
     pub tree: TreeView,
+    /// The focused pane takes the whole of the detail (`z`).
+    pub zoomed: bool,
 }
 
 pub struct App {
@@ -478,6 +482,11 @@ pub fn update(app: &mut App, action: Action) {
         Action::Collapse => open_tree_node(app, false),
         Action::Expand => open_tree_node(app, true),
         Action::ToggleReceipt => toggle_receipt(app),
+        Action::Zoom => {
+            if let Some(detail) = &mut app.detail {
+                detail.zoomed = !detail.zoomed;
+            }
+        }
         Action::SortNext => change_list(app, ListView::next_column),
         Action::SortReverse => change_list(app, ListView::reverse),
         Action::ToggleOpenOnly => change_list(app, |list| list.open_only = !list.open_only),
@@ -623,6 +632,7 @@ fn open_detail(app: &mut App) {
         receipt_open: false,
         receipt_scroll: 0,
         tree: TreeView::default(),
+        zoomed: false,
     });
     app.screen = Screen::Detail;
     refresh_derived(app);

@@ -146,6 +146,36 @@ mod tests {
         }
     }
 
+    /// `z` gives the focused pane the whole detail: at 80x24 the whole diff shows, with
+    /// its undo and verification; `z` again puts the panes back.
+    #[test]
+    fn a_zoomed_pane() {
+        let mut app = detail_app();
+        update(&mut app, Action::NextPane);
+        assert_eq!(app.detail.as_ref().unwrap().focus, Pane::Body);
+        update(&mut app, Action::Zoom);
+        let screen = draw(&app, 80, 24);
+        assert!(!screen.contains("Blast radius"), "{screen}");
+        assert!(screen.contains("where zip_code is not null"), "{screen}");
+        insta::assert_snapshot!("zoomed_body_80x24", screen);
+        update(&mut app, Action::Zoom);
+        assert!(draw(&app, 80, 24).contains("Blast radius"));
+        // At 40x10 the detail shows only the proposals; the cause, zoomed, reads there,
+        // with the proposal `a` would act on on the line under it, and a page is the
+        // zoomed pane's height.
+        update(&mut app, Action::NextPane);
+        assert_eq!(app.detail.as_ref().unwrap().focus, Pane::Cause);
+        assert!(!draw(&app, 40, 10).contains("Source migration"));
+        update(&mut app, Action::Zoom);
+        let small = draw(&app, 40, 10);
+        assert!(small.contains("Source migration"), "{small}");
+        assert!(small.contains("▶ 2 diff ○ pending"), "{small}");
+        assert!(!small.contains("Proposals"), "{small}");
+        assert_eq!(app.drawn.pane(Pane::Cause).height, 2, "{small}");
+        assert_eq!(app.drawn.pane(Pane::Proposals), Rect::default());
+        insta::assert_snapshot!("zoomed_cause_40x10", small);
+    }
+
     /// The cause pane focused and scrolled down to the symptoms listed under the cause.
     #[test]
     fn symptoms_under_the_cause() {
