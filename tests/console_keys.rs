@@ -6,7 +6,7 @@ mod terminal;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
-use terminal::{screen, tmux, tmux_available, wait_for, Session};
+use terminal::{screen, tmux, tmux_available, wait_for, PrivateTmux, Session};
 
 fn session_alive(session: &str) -> bool {
     Command::new("tmux")
@@ -162,4 +162,47 @@ fn a_command_jumps_to_an_incident() {
     tmux(&["send-keys", "-t", s, "Enter"]);
     let detail = wait_for(s, "Blast radius");
     assert!(detail.contains("INC-0001"), "{detail}");
+}
+
+/// `y` copies over OSC 52: tmux (with set-clipboard on, as it must be for this) takes
+/// the escape and keeps the text as a paste buffer.
+#[test]
+fn y_copies_the_incident_id_over_osc_52() {
+    if !tmux_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = PrivateTmux::new("copy");
+    let command = format!(
+        "{} demo --speed 300 --data-dir {}",
+        env!("CARGO_BIN_EXE_dataward"),
+        dir.path().display()
+    );
+    tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "console",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        &command,
+    ]);
+    tmux.run(&["set-option", "-s", "set-clipboard", "on"]);
+    tmux.wait_for("INC-0001");
+    tmux.run(&["send-keys", "-t", "console", "y"]);
+    tmux.wait_for("copied the incident id: INC-0001");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let buffer = tmux.run(&["show-buffer"]);
+        if buffer == "INC-0001" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the paste buffer holds {buffer:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }

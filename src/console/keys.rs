@@ -194,12 +194,14 @@ pub static BINDINGS: &[Binding] = &[
     hint(&[ch('s')], "s", Action::SortNext, "sort by the next column (the last: the engine's order)", "sort", List),
     bind(&[ch('S')], "S", Action::SortReverse, "sort the other way round", List),
     hint(&[plain(Tab), plain(BackTab)], "Tab", Action::NextPane, "incidents or monitors: which pane the keys move in", "monitors", List),
+    bind(&[ch('y')], "y", Action::Copy, "copy the incident's id, or the monitor's name, to the clipboard (OSC 52)", List),
     bind(&[plain(Esc)], "Esc", Action::Back, "back to the incidents, or clear the filter", List),
     hint(&[ch('q')], "q", Action::Quit, "quit", "quit", List),
     hint(&[plain(Tab)], "Tab", Action::NextPane, "next pane (cause, tree, proposals, body)", "pane", Detail),
     hint(&[plain(Esc), ch('q')], "Esc q", Action::Back, "back to the list", "back", Detail),
     hint(&[ch('R')], "R", Action::ToggleReceipt, "show or hide the receipt (so far, while open)", "receipt", Detail),
     bind(&[plain(BackTab)], "Shift-Tab", Action::PreviousPane, "previous pane", Detail),
+    bind(&[ch('y')], "y", Action::Copy, "copy: the id, a node's name, the proposal's hash, or its SQL or command", Detail),
     bind(&[ch('z')], "z", Action::Zoom, "zoom: the focused pane alone (z again: all of them)", Detail),
     bind(&[ch('j'), plain(Down)], "j ↓", Action::Down, "down in the focused pane", Detail),
     bind(&[ch('k'), plain(Up)], "k ↑", Action::Up, "up in the focused pane", Detail),
@@ -275,6 +277,7 @@ pub enum Verb {
     Run,
     Sort,
     Status,
+    Copy,
 }
 
 /// What Tab offers for a command's argument.
@@ -285,6 +288,7 @@ pub enum Completes {
     Incidents,
     Columns,
     Statuses,
+    CopyTargets,
 }
 
 /// One `:` command: its name and aliases, what it takes, and whether it changes
@@ -328,6 +332,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     command("theme", &[], "[NAME]", Completes::Themes, Verb::Theme, "switch theme, or show the current one", false),
     command("open", &["incident"], "ID", Completes::Incidents, Verb::Open, "open an incident by id; :ID alone does too", false),
     command("sort", &[], "[COLUMN]", Completes::Columns, Verb::Sort, "sort the list by a column (again: the other way); none: the engine's order", false),
+    command("copy", &["y"], "[id|hash|command|sql]", Completes::CopyTargets, Verb::Copy, "copy to the clipboard (OSC 52); none: what y copies", false),
     command("status", &[], "[open|all]", Completes::Statuses, Verb::Status, "list open incidents only, or all; none: switch", false),
     command("stop", &[], "REASON", Completes::Nothing, Verb::Stop, "org-wide stop: dataward dispatches nothing", true),
     command("lift", &[], "", Completes::Nothing, Verb::Lift, "ask to lift the stop; a second person's :lift lifts it", true),

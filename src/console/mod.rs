@@ -5,6 +5,7 @@
 //! second: over SSH every frame costs.
 
 pub mod bars;
+pub mod clipboard;
 pub mod diff;
 pub mod drawn;
 pub mod fixtures;
@@ -186,6 +187,9 @@ fn main_loop(
             }
         }
         changed |= send_outgoing(app, to_engine);
+        if let Some(text) = app.clipboard.take() {
+            clipboard::send(&text).context("copying to the clipboard")?;
+        }
         if app.quit {
             return Ok(());
         }

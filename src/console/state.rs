@@ -80,6 +80,8 @@ pub enum Action {
     ToggleReceipt,
     /// `z`: the focused pane alone, or back among the others.
     Zoom,
+    /// `y`: copy what the focus shows (an id, a hash, a command, SQL) over OSC 52.
+    Copy,
     /// `s`: sort the list by the next column; `S`: the other way round.
     SortNext,
     SortReverse,
@@ -291,6 +293,8 @@ pub struct App {
     pub list: ListView,
     /// The help's search (`/`, `n`, `N`).
     pub help_search: crate::console::help::Search,
+    /// Text to put on the terminal's clipboard (OSC 52) once this key is handled.
+    pub clipboard: Option<String>,
 }
 
 impl App {
@@ -328,6 +332,7 @@ impl App {
             histories: Default::default(),
             list: ListView::default(),
             help_search: Default::default(),
+            clipboard: None,
         }
     }
 
@@ -482,6 +487,7 @@ pub fn update(app: &mut App, action: Action) {
         Action::Collapse => open_tree_node(app, false),
         Action::Expand => open_tree_node(app, true),
         Action::ToggleReceipt => toggle_receipt(app),
+        Action::Copy => copy(app, crate::console::clipboard::what_shows(app)),
         Action::Zoom => {
             if let Some(detail) = &mut app.detail {
                 detail.zoomed = !detail.zoomed;
@@ -1038,6 +1044,21 @@ fn run_command_line(app: &mut App, line: &str) {
         Verb::Stop => app.outbox.push(Command::OrgStop { reason }),
         Verb::Lift => app.outbox.push(Command::LiftStop),
         Verb::Run => queue_run(app),
+        Verb::Copy => {
+            use crate::console::clipboard::{self, Target};
+            match rest.first() {
+                None => copy(app, clipboard::what_shows(app)),
+                Some(name) => match Target::named(name) {
+                    Some(target) => copy(app, clipboard::target(app, target)),
+                    None => {
+                        app.message = Some(format!(
+                            "copy what? {} is not id, hash, command or sql",
+                            sanitize::for_terminal(name)
+                        ))
+                    }
+                },
+            }
+        }
         Verb::Sort => match rest.first() {
             None => change_list(app, |list| list.sort = None),
             Some(name) => match SortColumn::named(name) {
@@ -1146,6 +1167,25 @@ fn open_incident_by_id(app: &mut App, id: &str) {
     app.detail = None;
     app.selected_incident = Some(id.to_string());
     open_detail(app);
+}
+
+/// Puts the text on the clipboard (the loop sends it) and says what it was.
+fn copy(app: &mut App, found: Result<(String, &'static str), String>) {
+    match found {
+        Ok((text, what)) => {
+            let shown: String = text
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .take(40)
+                .collect();
+            let more = if shown.len() < text.len() { "…" } else { "" };
+            app.message = Some(format!("copied the {what}: {shown}{more}"));
+            app.clipboard = Some(text);
+        }
+        Err(why) => app.message = Some(format!("nothing copied: {why}")),
+    }
 }
 
 /// Changes how the list is shown; the selection stays on its incident when it still
@@ -1811,6 +1851,53 @@ mod tests {
         press(&mut app, KeyCode::Enter);
         assert_eq!(app.screen, Screen::List);
         assert!(app.message.as_deref().unwrap().contains("unknown command"));
+    }
+
+    /// `y` copies what the focus shows; `:copy` names what.
+    #[test]
+    fn y_copies_an_id_a_hash_or_the_sql() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Char('y'));
+        assert_eq!(app.clipboard.take().as_deref(), Some("INC-7"));
+        assert_eq!(
+            app.message.as_deref(),
+            Some("copied the incident id: INC-7")
+        );
+        // With the monitors pane in focus, the selected monitor's name.
+        press(&mut app, KeyCode::Tab);
+        press(&mut app, KeyCode::Char('j'));
+        press(&mut app, KeyCode::Char('y'));
+        let monitor = &app.snapshot.monitors[app.monitor_order[1]].name;
+        assert_eq!(app.clipboard.take().as_ref(), Some(monitor));
+        assert_eq!(
+            app.message,
+            Some(format!("copied the monitor's name: {monitor}"))
+        );
+        press(&mut app, KeyCode::Esc);
+        press(&mut app, KeyCode::Enter);
+        press(&mut app, KeyCode::Char('j'));
+        press(&mut app, KeyCode::Char('y'));
+        assert_eq!(app.clipboard.take().as_deref(), Some(DIFF_HASH));
+        press(&mut app, KeyCode::Tab);
+        press(&mut app, KeyCode::Char('y'));
+        assert_eq!(
+            app.clipboard.take().as_deref(),
+            Some(crate::console::fixtures::NEW_STG_PAYMENTS)
+        );
+        assert_eq!(app.message.as_deref(), Some("copied the SQL: select…"));
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "copy command");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.clipboard, None);
+        assert!(app
+            .message
+            .as_deref()
+            .unwrap()
+            .starts_with("nothing copied"));
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "copy id");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.clipboard.take().as_deref(), Some("INC-7"));
     }
 
     #[test]
