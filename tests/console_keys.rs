@@ -206,3 +206,41 @@ fn y_copies_the_incident_id_over_osc_52() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// The mouse is off until `:mouse on`: a click on the incident's row then selects it,
+/// and a second opens it. The click is the SGR report a terminal sends.
+#[test]
+fn a_click_opens_the_incident_once_the_mouse_is_on() {
+    if !tmux_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let session = demo("mouse", dir.path(), "", (120, 40));
+    let s = session.0.as_str();
+    wait_for(s, "INC-0001");
+    // Row 4, column 10 (from 1): the first incident's row, below the title, the list's
+    // border and its header.
+    let click = || {
+        for report in ["\u{1b}[<0;10;4M", "\u{1b}[<0;10;4m"] {
+            let hex: Vec<String> = report.bytes().map(|b| format!("{b:02x}")).collect();
+            let mut args = vec!["send-keys", "-t", s, "-H"];
+            args.extend(hex.iter().map(String::as_str));
+            tmux(&args);
+        }
+    };
+    click();
+    click();
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        !screen(s).contains("Blast radius"),
+        "the mouse is off:\n{}",
+        screen(s)
+    );
+    tmux(&["send-keys", "-t", s, ":"]);
+    tmux(&["send-keys", "-t", s, "-l", "mouse on"]);
+    tmux(&["send-keys", "-t", s, "Enter"]);
+    wait_for(s, "mouse on");
+    click();
+    click();
+    wait_for(s, "Blast radius");
+}

@@ -278,6 +278,7 @@ pub enum Verb {
     Sort,
     Status,
     Copy,
+    Mouse,
 }
 
 /// What Tab offers for a command's argument.
@@ -289,6 +290,7 @@ pub enum Completes {
     Columns,
     Statuses,
     CopyTargets,
+    OnOff,
 }
 
 /// One `:` command: its name and aliases, what it takes, and whether it changes
@@ -333,6 +335,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     command("open", &["incident"], "ID", Completes::Incidents, Verb::Open, "open an incident by id; :ID alone does too", false),
     command("sort", &[], "[COLUMN]", Completes::Columns, Verb::Sort, "sort the list by a column (again: the other way); none: the engine's order", false),
     command("copy", &["y"], "[id|hash|command|sql]", Completes::CopyTargets, Verb::Copy, "copy to the clipboard (OSC 52); none: what y copies", false),
+    command("mouse", &[], "[on|off]", Completes::OnOff, Verb::Mouse, "clicks and the wheel (off unless asked for); none: switch", false),
     command("status", &[], "[open|all]", Completes::Statuses, Verb::Status, "list open incidents only, or all; none: switch", false),
     command("stop", &[], "REASON", Completes::Nothing, Verb::Stop, "org-wide stop: dataward dispatches nothing", true),
     command("lift", &[], "", Completes::Nothing, Verb::Lift, "ask to lift the stop; a second person's :lift lifts it", true),

@@ -14,6 +14,7 @@ pub mod keys;
 pub mod line;
 pub mod link;
 pub mod listing;
+pub mod mouse;
 pub mod overlays;
 pub mod presence;
 pub mod prompt;
@@ -151,6 +152,9 @@ fn main_loop(
     to_engine: &Sender<ClientMessage>,
 ) -> Result<()> {
     send_outgoing(app, to_engine);
+    // Mouse reports only while the person wants them (`[console] mouse`, `:mouse`).
+    let mut mouse_on = false;
+    mouse::sync(app.mouse, &mut mouse_on)?;
     // Whatever the shell left on the screen goes: the first frame draws every cell.
     terminal::draw(screen, true, |frame| view::render(frame, app))?;
     let mut last_draw = Instant::now();
@@ -190,6 +194,7 @@ fn main_loop(
         if let Some(text) = app.clipboard.take() {
             clipboard::send(&text).context("copying to the clipboard")?;
         }
+        mouse::sync(app.mouse, &mut mouse_on)?;
         if app.quit {
             return Ok(());
         }
@@ -198,6 +203,9 @@ fn main_loop(
             terminal::suspend()?;
             // Back from `fg`: the shell drew over everything.
             app.full_redraw = true;
+            // Suspending gave the terminal back with the mouse off.
+            mouse_on = false;
+            mouse::sync(app.mouse, &mut mouse_on)?;
             changed = true;
         }
         if changed {
@@ -236,6 +244,7 @@ fn apply(app: &mut App, message: Message) -> Result<bool> {
         }
         Message::Input(Event::Resize(..)) => Action::Resized,
         Message::Input(Event::Paste(text)) => Action::Paste(text),
+        Message::Input(Event::Mouse(event)) if mouse::matters(app, &event) => Action::Mouse(event),
         Message::Input(_) => return Ok(false),
     };
     update(app, action);

@@ -225,6 +225,7 @@ fn arguments(app: &App, command: &str) -> Vec<String> {
             .map(|c| c.name().to_string())
             .collect(),
         Completes::Statuses => vec!["open".into(), "all".into()],
+        Completes::OnOff => vec!["on".into(), "off".into()],
         Completes::CopyTargets => crate::console::clipboard::Target::NAMES
             .iter()
             .map(|name| name.to_string())

@@ -106,6 +106,8 @@ pub enum Action {
     Line(LineOp),
     /// Text pasted into whichever text field is open (bracketed paste).
     Paste(String),
+    /// A click or a turn of the wheel, while the mouse is on (`console/mouse.rs`).
+    Mouse(crossterm::event::MouseEvent),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -295,6 +297,8 @@ pub struct App {
     pub help_search: crate::console::help::Search,
     /// Text to put on the terminal's clipboard (OSC 52) once this key is handled.
     pub clipboard: Option<String>,
+    /// Clicks and the wheel are read (off unless asked for).
+    pub mouse: bool,
 }
 
 impl App {
@@ -333,6 +337,7 @@ impl App {
             list: ListView::default(),
             help_search: Default::default(),
             clipboard: None,
+            mouse: false,
         }
     }
 
@@ -463,6 +468,7 @@ pub fn update(app: &mut App, action: Action) {
         }
         Action::Edit(key) => edit(app, key),
         Action::Paste(text) => paste(app, &text),
+        Action::Mouse(event) => crate::console::mouse::handle(app, event),
         Action::Up => move_by(app, -1),
         Action::Down => move_by(app, 1),
         Action::PageUp => move_by(app, -(page(app) as isize)),
@@ -1044,6 +1050,25 @@ fn run_command_line(app: &mut App, line: &str) {
         Verb::Stop => app.outbox.push(Command::OrgStop { reason }),
         Verb::Lift => app.outbox.push(Command::LiftStop),
         Verb::Run => queue_run(app),
+        Verb::Mouse => {
+            app.mouse = match rest.first().map(|word| word.to_lowercase()).as_deref() {
+                None => !app.mouse,
+                Some("on") => true,
+                Some("off") => false,
+                Some(other) => {
+                    app.message = Some(format!(
+                        "{} is not on or off",
+                        sanitize::for_terminal(other)
+                    ));
+                    return;
+                }
+            };
+            app.message = Some(if app.mouse {
+                "mouse on: a click selects (again: opens) and focuses, the wheel scrolls".into()
+            } else {
+                "mouse off".into()
+            });
+        }
         Verb::Copy => {
             use crate::console::clipboard::{self, Target};
             match rest.first() {
@@ -1062,15 +1087,7 @@ fn run_command_line(app: &mut App, line: &str) {
         Verb::Sort => match rest.first() {
             None => change_list(app, |list| list.sort = None),
             Some(name) => match SortColumn::named(name) {
-                Some(column) => change_list(app, |list| {
-                    // The same column again turns it round.
-                    list.sort = match list.sort {
-                        Some((sorted, descending)) if sorted == column => {
-                            Some((column, !descending))
-                        }
-                        _ => Some((column, false)),
-                    }
-                }),
+                Some(column) => sort_by(app, column),
                 None => {
                     app.message = Some(format!(
                         "no column {} (id, status, sym, table, title, opened)",
@@ -1186,6 +1203,17 @@ fn copy(app: &mut App, found: Result<(String, &'static str), String>) {
         }
         Err(why) => app.message = Some(format!("nothing copied: {why}")),
     }
+}
+
+/// Sorts the list by `column`; the same column again turns it round (`:sort COLUMN`,
+/// a click on the column's header).
+pub(crate) fn sort_by(app: &mut App, column: SortColumn) {
+    change_list(app, |list| {
+        list.sort = match list.sort {
+            Some((sorted, descending)) if sorted == column => Some((column, !descending)),
+            _ => Some((column, false)),
+        }
+    });
 }
 
 /// Changes how the list is shown; the selection stays on its incident when it still
