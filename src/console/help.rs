@@ -149,7 +149,7 @@ pub fn lines(app: &App, width: usize) -> Vec<Line<'static>> {
         lines.push(Line::styled(piece, lead.1));
     }
     let heading = theme.accent.add_modifier(Modifier::BOLD);
-    for (context, bindings) in keys::help_sections(app.read_only) {
+    for (context, bindings) in keys::help_sections(&app.keymap, app.read_only) {
         if bindings.is_empty() {
             continue;
         }

@@ -4,6 +4,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+use crate::console::keymap::{Bound, Keymap};
 use crate::console::line::LineOp;
 use crate::console::state::{update, Action, App, Overlay, Screen};
 
@@ -82,6 +83,7 @@ const fn alt(code: KeyCode) -> Key {
     }
 }
 
+#[derive(Debug)]
 pub struct Binding {
     pub keys: &'static [Key],
     /// How the keys are written in help and hints.
@@ -339,10 +341,10 @@ pub static COMMANDS: &[CommandSpec] = &[
     command("status", &[], "[open|all]", Completes::Statuses, Verb::Status, "list open incidents only, or all; none: switch", false),
     command("stop", &[], "REASON", Completes::Nothing, Verb::Stop, "org-wide stop: dataward dispatches nothing", true),
     command("lift", &[], "", Completes::Nothing, Verb::Lift, "ask to lift the stop; a second person's :lift lifts it", true),
-    command("resolve", &[], "REASON", Completes::Nothing, Verb::Resolve, "close the open incident by hand, as C", true),
-    command("reopen", &[], "REASON", Completes::Nothing, Verb::Reopen, "reopen the open resolved incident, as O", true),
-    command("accept", &[], "REASON", Completes::Nothing, Verb::Accept, "accept the open incident's new volume level, as N", true),
-    command("run", &[], "", Completes::Nothing, Verb::Run, "queue the approved run for the open incident, as Ctrl-R", true),
+    command("resolve", &[], "REASON", Completes::Nothing, Verb::Resolve, "close the open incident by hand", true),
+    command("reopen", &[], "REASON", Completes::Nothing, Verb::Reopen, "reopen the open resolved incident", true),
+    command("accept", &[], "REASON", Completes::Nothing, Verb::Accept, "accept the open incident's new volume level", true),
+    command("run", &[], "", Completes::Nothing, Verb::Run, "queue the approved run for the open incident", true),
 ];
 
 impl CommandSpec {
@@ -382,11 +384,12 @@ pub fn find_command(word: &str) -> Option<&'static CommandSpec> {
     COMMANDS.iter().find(|command| command.is_called(word))
 }
 
-/// The bindings a console may use: read-only consoles lose every dangerous one.
-pub fn available(read_only: bool) -> impl Iterator<Item = &'static Binding> {
-    BINDINGS
-        .iter()
-        .filter(move |binding| !(read_only && binding.dangerous))
+/// The bindings a console may use: read-only consoles lose every dangerous one, and an
+/// action the person's `[keys]` left without keys is gone too.
+pub fn available(keymap: &Keymap, read_only: bool) -> impl Iterator<Item = &Bound> {
+    keymap
+        .all()
+        .filter(move |binding| !(binding.keys.is_empty() || read_only && binding.dangerous))
 }
 
 /// The context the next key is read in: an open overlay wins over the screen.
@@ -422,16 +425,16 @@ fn normalise(key: KeyEvent) -> Key {
 fn bound(app: &App, key: KeyEvent) -> Option<Action> {
     let here = context(app);
     let pressed = normalise(key);
-    let applies = |binding: &&Binding| {
+    let applies = |binding: &&Bound| {
         binding.context == here
             || binding.context == Context::Always
             || (binding.context == Context::Global && !here.takes_text())
     };
     // A binding for this context wins over a global one on the same key (`?` closes
     // the help rather than opening it again).
-    available(app.read_only)
+    available(&app.keymap, app.read_only)
         .filter(|binding| binding.context == here)
-        .chain(available(app.read_only).filter(applies))
+        .chain(available(&app.keymap, app.read_only).filter(applies))
         .find(|binding| binding.keys.contains(&pressed))
         .map(|binding| binding.action.clone())
 }
@@ -474,31 +477,32 @@ pub fn press(app: &mut App, key: KeyEvent) -> bool {
 
 /// Footer hints for the current context, from the same table. Help comes first so it
 /// survives a narrow terminal cutting the rest.
-pub fn hints(app: &App) -> Vec<(&'static str, &'static str)> {
+pub fn hints(app: &App) -> Vec<(&str, &'static str)> {
     let here = context(app);
-    let shown_here = |binding: &&Binding| {
+    let shown_here = |binding: &&Bound| {
         binding.context == here || (binding.context == Context::Global && !here.takes_text())
     };
-    let taken_here =
-        |key: &Key| available(app.read_only).any(|b| b.context == here && b.keys.contains(key));
-    let mut bindings: Vec<&Binding> = available(app.read_only)
+    let taken_here = |key: &Key| {
+        available(&app.keymap, app.read_only).any(|b| b.context == here && b.keys.contains(key))
+    };
+    let mut bindings: Vec<&Bound> = available(&app.keymap, app.read_only)
         .filter(shown_here)
         .filter(|b| b.context == here || !b.keys.iter().any(taken_here))
         .collect();
     bindings.sort_by_key(|binding| binding.context != Context::Global);
     bindings
         .into_iter()
-        .filter_map(|binding| Some((binding.label, binding.hint?)))
+        .filter_map(|binding| Some((binding.label.as_str(), binding.hint?)))
         .collect()
 }
 
 /// The help overlay's contents: every available binding, grouped by context.
-pub fn help_sections(read_only: bool) -> Vec<(Context, Vec<&'static Binding>)> {
+pub fn help_sections(keymap: &Keymap, read_only: bool) -> Vec<(Context, Vec<&Bound>)> {
     let order = [Always, Global, List, Detail, Outbox, Reason, Prompt, Help];
     order
         .iter()
         .map(|context| {
-            let bindings = available(read_only)
+            let bindings = available(keymap, read_only)
                 .filter(|binding| binding.context == *context)
                 .collect();
             (*context, bindings)

@@ -10,12 +10,14 @@ pub mod diff;
 pub mod drawn;
 pub mod fixtures;
 pub mod help;
+pub mod keymap;
 pub mod keys;
 pub mod line;
 pub mod link;
 pub mod listing;
 pub mod mouse;
 pub mod overlays;
+pub mod prefs;
 pub mod presence;
 pub mod prompt;
 pub mod screens;
@@ -39,7 +41,7 @@ use crossterm::event::{self, Event, KeyEventKind};
 
 use crate::engine::api::{ClientMessage, ServerMessage};
 use state::{update, Action, App};
-use theme::{Theme, ThemeFile};
+use theme::Theme;
 
 /// The two ends of the engine seam the console holds: the protocol's messages, the same
 /// whether the engine runs in this process or behind its socket. A link that loses its
@@ -53,10 +55,12 @@ pub struct ConsoleOptions {
     /// Remove every key that sends a decision (approve, reject, roll back, forward, run,
     /// close, reopen).
     pub read_only: bool,
-    /// A user theme TOML laid over the chosen theme; it changes only what it sets.
-    pub theme: Option<PathBuf>,
-    /// One of dark, light, ansi16, colorblind.
-    pub theme_name: Option<String>,
+    /// The config whose `[console]` and `[keys]` hold the person's theme, mouse and
+    /// keys (`console/prefs.rs`); read when it exists.
+    pub config: Option<PathBuf>,
+    /// `--theme`: a built-in theme (dark, light, ansi16, colorblind) or a theme file,
+    /// which changes only what it sets; over the config's.
+    pub theme: Option<String>,
 }
 
 /// Redraw at most this often, however fast snapshots and keys arrive.
@@ -77,14 +81,13 @@ enum Message {
 }
 
 pub fn run(link: ConsoleLink, options: ConsoleOptions) -> Result<()> {
-    let user_theme = options.theme.as_deref().map(ThemeFile::read).transpose()?;
+    let prefs = prefs::load(options.config.as_deref(), options.theme.as_deref())?;
+    let (theme_name, user_theme) = prefs::theme_parts(prefs.theme.as_ref())?;
     let no_color = theme::no_color_requested();
-    let theme_name = options
-        .theme_name
-        .as_deref()
-        .unwrap_or(theme::DEFAULT_THEME);
-    let theme = Theme::load(theme_name, user_theme.as_ref(), no_color)?;
+    let theme = Theme::load(&theme_name, user_theme.as_ref(), no_color)?;
     let mut app = App::new(options.read_only, theme, user_theme, no_color);
+    app.keymap = prefs.keymap;
+    app.mouse = prefs.mouse;
 
     let (sender, messages) = mpsc::channel();
     forward_engine(link.from_engine, sender.clone());

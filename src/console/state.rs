@@ -299,6 +299,8 @@ pub struct App {
     pub clipboard: Option<String>,
     /// Clicks and the wheel are read (off unless asked for).
     pub mouse: bool,
+    /// The key registry with the person's `[keys]` over it.
+    pub keymap: crate::console::keymap::Keymap,
 }
 
 impl App {
@@ -338,6 +340,7 @@ impl App {
             help_search: Default::default(),
             clipboard: None,
             mouse: false,
+            keymap: Default::default(),
         }
     }
 
@@ -1623,7 +1626,7 @@ mod tests {
             None,
             "Ctrl-R should do nothing in read-only mode"
         );
-        assert!(keys::available(true).all(|binding| !binding.dangerous));
+        assert!(keys::available(&app.keymap, true).all(|binding| !binding.dangerous));
         assert!(keys::hints(&app).iter().all(|(label, _)| *label != "a"));
         // Even an action that slips through is refused.
         for action in [Action::Approve, Action::Resolve, Action::Reopen] {

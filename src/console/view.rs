@@ -524,7 +524,7 @@ mod tests {
         update(&mut app, Action::Help);
         for width in [120, 80, 60, 40] {
             let help = help_text(&app, width);
-            for binding in keys::available(false) {
+            for binding in keys::available(&app.keymap, false) {
                 assert!(
                     help.contains(binding.description),
                     "{width} columns: {:?} is cut in\n{help}",
