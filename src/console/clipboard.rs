@@ -35,7 +35,8 @@ impl Target {
 /// What `y` copies where the person is: the incident's id on the list and beside the
 /// cause, the monitor's name in the monitors pane, the node's name in the blast radius,
 /// the proposal's content hash in the proposals, and in the body what it holds (the
-/// SQL, the command, the plan, the note). `Err` says why there is nothing.
+/// SQL, the command, the plan, the note); with the timeline open, the timeline as
+/// Markdown. `Err` says why there is nothing.
 pub fn what_shows(app: &App) -> Result<(String, &'static str), String> {
     match app.screen {
         Screen::List if app.list_pane == ListPane::Monitors => app
@@ -53,6 +54,10 @@ pub fn what_shows(app: &App) -> Result<(String, &'static str), String> {
             let Some(detail) = &app.detail else {
                 return Err("no incident open".into());
             };
+            if let (true, Some(incident)) = (detail.timeline_open, app.open_incident()) {
+                let markdown = crate::console::timeline::markdown(incident);
+                return Ok((markdown, "timeline as Markdown"));
+            }
             match detail.focus {
                 Pane::Cause => target(app, Target::Id),
                 Pane::Tree => detail

@@ -29,7 +29,7 @@ pub struct Drawn {
     pub monitor_start: Cell<usize>,
     /// The detail's panes inside their borders, in `Pane::ORDER`.
     pub panes: Cell<[Rect; 4]>,
-    /// The receipt inside its borders, while it is open.
+    /// The receipt or the timeline inside its borders, while one is open.
     pub receipt: Cell<Rect>,
 }
 

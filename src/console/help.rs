@@ -212,7 +212,7 @@ fn push_entry(lines: &mut Vec<Line<'static>>, entry: &Entry, width: usize, app: 
 
 /// `text` in pieces of at most `width` columns, broken between words (a word longer
 /// than the width is cut).
-fn wrap(text: &str, width: usize) -> Vec<String> {
+pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
     let width = width.max(1);
     let columns = |s: &str| Span::raw(s).width();
     let mut pieces = Vec::new();

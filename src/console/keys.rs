@@ -202,6 +202,7 @@ pub static BINDINGS: &[Binding] = &[
     hint(&[plain(Tab)], "Tab", Action::NextPane, "next pane (cause, tree, proposals, body)", "pane", Detail),
     hint(&[plain(Esc), ch('q')], "Esc q", Action::Back, "back to the list", "back", Detail),
     hint(&[ch('R')], "R", Action::ToggleReceipt, "show or hide the receipt (so far, while open)", "receipt", Detail),
+    bind(&[ch('T')], "T", Action::ToggleTimeline, "show or hide the timeline: who saw, decided, ran, verified (y copies it)", Detail),
     bind(&[plain(BackTab)], "Shift-Tab", Action::PreviousPane, "previous pane", Detail),
     bind(&[ch('y')], "y", Action::Copy, "copy: the id, a node's name, the proposal's hash, or its SQL or command", Detail),
     bind(&[ch('z')], "z", Action::Zoom, "zoom: the focused pane alone (z again: all of them)", Detail),
@@ -281,6 +282,7 @@ pub enum Verb {
     Status,
     Copy,
     Mouse,
+    Timeline,
 }
 
 /// What Tab offers for a command's argument.
@@ -336,6 +338,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     command("theme", &[], "[NAME]", Completes::Themes, Verb::Theme, "switch theme, or show the current one", false),
     command("open", &["incident"], "ID", Completes::Incidents, Verb::Open, "open an incident by id; :ID alone does too", false),
     command("sort", &[], "[COLUMN]", Completes::Columns, Verb::Sort, "sort the list by a column (again: the other way); none: the engine's order", false),
+    command("timeline", &["tl"], "", Completes::Nothing, Verb::Timeline, "the open incident's chain records in order: who saw, decided, ran", false),
     command("copy", &["y"], "[id|hash|command|sql]", Completes::CopyTargets, Verb::Copy, "copy to the clipboard (OSC 52); none: what y copies", false),
     command("mouse", &[], "[on|off]", Completes::OnOff, Verb::Mouse, "clicks and the wheel (off unless asked for); none: switch", false),
     command("status", &[], "[open|all]", Completes::Statuses, Verb::Status, "list open incidents only, or all; none: switch", false),

@@ -25,6 +25,7 @@ pub mod state;
 pub mod symptoms;
 pub mod terminal;
 pub mod theme;
+pub mod timeline;
 pub mod tree;
 pub mod view;
 pub mod widgets;

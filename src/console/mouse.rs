@@ -153,7 +153,7 @@ fn header_column(app: &App, x: u16) -> Option<SortColumn> {
 /// Focuses the pane under `at`, if one is; its area inside the borders.
 fn focus_pane_at(app: &mut App, at: Position) -> Option<(Pane, Rect)> {
     let detail = app.detail.as_mut()?;
-    if detail.receipt_open {
+    if detail.receipt_open || detail.timeline_open {
         return None;
     }
     let (pane, area) = [Pane::Cause, Pane::Tree, Pane::Proposals, Pane::Body]

@@ -80,6 +80,8 @@ pub enum Action {
     ToggleReceipt,
     /// `z`: the focused pane alone, or back among the others.
     Zoom,
+    /// `T`: the incident's chain records as a timeline, or back to the panes.
+    ToggleTimeline,
     /// `y`: copy what the focus shows (an id, a hash, a command, SQL) over OSC 52.
     Copy,
     /// `s`: sort the list by the next column; `S`: the other way round.
@@ -248,6 +250,9 @@ pub struct Detail {
     pub tree: TreeView,
     /// The focused pane takes the whole of the detail (`z`).
     pub zoomed: bool,
+    /// The incident's timeline in place of the panes (`T`), and how far it is scrolled.
+    pub timeline_open: bool,
+    pub timeline_scroll: usize,
 }
 
 pub struct App {
@@ -497,6 +502,7 @@ pub fn update(app: &mut App, action: Action) {
         Action::Expand => open_tree_node(app, true),
         Action::ToggleReceipt => toggle_receipt(app),
         Action::Copy => copy(app, crate::console::clipboard::what_shows(app)),
+        Action::ToggleTimeline => toggle_timeline(app),
         Action::Zoom => {
             if let Some(detail) = &mut app.detail {
                 detail.zoomed = !detail.zoomed;
@@ -611,9 +617,13 @@ fn back(app: &mut App) {
     }
     match app.screen {
         Screen::Detail => {
-            let receipt_open = app.detail.as_ref().is_some_and(|d| d.receipt_open);
-            if let (true, Some(detail)) = (receipt_open, &mut app.detail) {
+            let over_panes = app
+                .detail
+                .as_ref()
+                .is_some_and(|d| d.receipt_open || d.timeline_open);
+            if let (true, Some(detail)) = (over_panes, &mut app.detail) {
                 detail.receipt_open = false;
+                detail.timeline_open = false;
             } else {
                 app.screen = Screen::List;
                 app.detail = None;
@@ -648,6 +658,8 @@ fn open_detail(app: &mut App) {
         receipt_scroll: 0,
         tree: TreeView::default(),
         zoomed: false,
+        timeline_open: false,
+        timeline_scroll: 0,
     });
     app.screen = Screen::Detail;
     refresh_derived(app);
@@ -669,6 +681,7 @@ struct ContentLengths {
     cause: usize,
     body: usize,
     receipt: usize,
+    timeline: usize,
 }
 
 fn content_lengths(app: &App) -> ContentLengths {
@@ -677,6 +690,7 @@ fn content_lengths(app: &App) -> ContentLengths {
             cause: 0,
             body: 0,
             receipt: 0,
+            timeline: 0,
         };
     };
     // The undo and verify lines and the blank line before them.
@@ -697,6 +711,7 @@ fn content_lengths(app: &App) -> ContentLengths {
         cause: 1 + incident.evidence.len() + symptoms::line_count(incident),
         body,
         receipt: incident.receipt.as_deref().map_or(0, |r| r.lines().count()),
+        timeline: incident.timeline.len(),
     }
 }
 
@@ -710,7 +725,7 @@ fn page(app: &App) -> usize {
         (_, Screen::List) if app.list_pane == ListPane::Monitors => drawn.monitor_rows.get(),
         (_, Screen::List) => drawn.list_rows.get(),
         (_, Screen::Detail) => match &app.detail {
-            Some(detail) if detail.receipt_open => drawn.receipt.get(),
+            Some(detail) if detail.receipt_open || detail.timeline_open => drawn.receipt.get(),
             Some(detail) => drawn.pane(detail.focus),
             None => Default::default(),
         },
@@ -758,6 +773,10 @@ fn move_by(app: &mut App, delta: isize) {
             let Some(detail) = &mut app.detail else {
                 return;
             };
+            if detail.timeline_open {
+                detail.timeline_scroll = scroll(detail.timeline_scroll, delta, lengths.timeline);
+                return;
+            }
             if detail.receipt_open {
                 detail.receipt_scroll = scroll(detail.receipt_scroll, delta, lengths.receipt);
                 return;
@@ -796,7 +815,7 @@ fn open_tree_node(app: &mut App, open: bool) {
     let Some(detail) = &mut app.detail else {
         return;
     };
-    if detail.focus != Pane::Tree || detail.receipt_open {
+    if detail.focus != Pane::Tree || detail.receipt_open || detail.timeline_open {
         return;
     }
     let tree = &mut detail.tree;
@@ -831,11 +850,22 @@ fn toggle_receipt(app: &mut App) {
     if has_receipt {
         detail.receipt_open = !detail.receipt_open;
         detail.receipt_scroll = 0;
+        detail.timeline_open = false;
     } else {
         app.message = Some(format!(
             "no receipt yet: nothing about {id} is on the chain so far"
         ));
     }
+}
+
+/// The timeline takes the panes' place, as the receipt does (and closes it).
+fn toggle_timeline(app: &mut App) {
+    let Some(detail) = &mut app.detail else {
+        return;
+    };
+    detail.timeline_open = !detail.timeline_open;
+    detail.timeline_scroll = 0;
+    detail.receipt_open = false;
 }
 
 /// Dangerous keys are removed in read-only mode; this is the second lock on the door.
@@ -1053,6 +1083,10 @@ fn run_command_line(app: &mut App, line: &str) {
         Verb::Stop => app.outbox.push(Command::OrgStop { reason }),
         Verb::Lift => app.outbox.push(Command::LiftStop),
         Verb::Run => queue_run(app),
+        Verb::Timeline => match app.screen {
+            Screen::Detail => toggle_timeline(app),
+            Screen::List => app.message = Some("open an incident first, then :timeline".into()),
+        },
         Verb::Mouse => {
             app.mouse = match rest.first().map(|word| word.to_lowercase()).as_deref() {
                 None => !app.mouse,

@@ -34,6 +34,11 @@ pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
     };
     let [header, body] = Layout::vertical([Constraint::Length(2), Constraint::Fill(1)]).areas(area);
     render_detail_header(frame, header, incident, theme);
+    if detail.timeline_open {
+        app.drawn.receipt.set(crate::console::drawn::inner(body));
+        crate::console::timeline::render(frame, body, app, incident, detail);
+        return;
+    }
     if detail.receipt_open {
         app.drawn.receipt.set(crate::console::drawn::inner(body));
         receipt::render(frame, body, incident, detail, theme);
