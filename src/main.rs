@@ -26,6 +26,10 @@ struct Cli {
     /// close, reopen and the org stop are gone (the demo's console too).
     #[arg(long)]
     read_only: bool,
+    /// The console's theme: dark, light, ansi16, colorblind, or a theme file (TOML of
+    /// roles, `base = NAME` and only what it changes); over the config's [console] theme.
+    #[arg(long, value_name = "NAME|FILE")]
+    theme: Option<String>,
     #[command(subcommand)]
     command: Option<Cmd>,
 }
@@ -280,7 +284,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         // Attach to the engine serving the data directory, starting one in the
         // background (with this config) when none does.
         let config = cli.config.or_else(config::default_config_path);
-        let farewell = dataward::engine::attach::run_console(config, &data_dir()?, cli.read_only)?;
+        let farewell =
+            dataward::engine::attach::run_console(config, &data_dir()?, cli.read_only, cli.theme)?;
         println!("dataward: {farewell}");
         return Ok(ExitCode::SUCCESS);
     };
@@ -305,6 +310,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 speed,
                 approve_as,
                 read_only: cli.read_only,
+                console_config: cli.config.clone().or_else(config::default_config_path),
+                theme: cli.theme.clone(),
             };
             if headless {
                 demo::run_headless(options, json)?;

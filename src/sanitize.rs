@@ -343,6 +343,16 @@ pub fn clean_incident(incident: &mut IncidentView) {
             clean_in_place(field);
         }
     }
+    for entry in &mut incident.timeline {
+        for field in [
+            &mut entry.at,
+            &mut entry.step,
+            &mut entry.who,
+            &mut entry.what,
+        ] {
+            clean_in_place(field);
+        }
+    }
 }
 
 fn clean_proposal(proposal: &mut ProposalView) {
@@ -473,6 +483,13 @@ mod tests {
                     at: "14:15".into(),
                     recovered: false,
                 }],
+                timeline: vec![crate::engine::api::TimelineEntry {
+                    seq: 1,
+                    at: "14:17".into(),
+                    step: "decided".into(),
+                    who: "eve\x1b[8m".into(),
+                    what: "approved\u{202e}".into(),
+                }],
             }],
             ..Snapshot::default()
         };
@@ -488,6 +505,9 @@ mod tests {
         assert_eq!(symptom.table, "fct_daily_revenue\\u{202e}");
         assert_eq!(symptom.observed, "12 rows\\x1b[2J");
         assert_eq!(symptom.explanation, "rebuilt from T\\x07");
+        let entry = &snap.incidents[0].timeline[0];
+        assert_eq!(entry.who, "eve\\x1b[8m");
+        assert_eq!(entry.what, "approved\\u{202e}");
     }
 
     #[test]

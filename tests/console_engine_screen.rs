@@ -2,6 +2,8 @@
 //! lives here rather than beside the view: the demo story's words belong to src/demo
 //! and to tests, and this snapshot is full of them.
 
+mod story;
+
 use dataward::console::state::{update, Action, App};
 use dataward::console::theme::Theme;
 use dataward::console::view;
@@ -51,6 +53,10 @@ fn the_engines_incident_screen() {
             draw(&app, width, height)
         );
     }
+    // The timeline the engine read from the chain so far: seen, diagnosed, proposed.
+    update(&mut app, Action::ToggleTimeline);
+    insta::assert_snapshot!("engine_timeline_120x40", draw(&app, 120, 40));
+    update(&mut app, Action::ToggleTimeline);
     // The list, with the monitors as the engine words them: the words a fixture must use.
     update(&mut app, Action::Back);
     insta::assert_snapshot!("engine_list_120x40", draw(&app, 120, 40));
@@ -109,4 +115,48 @@ fn the_header_says_when_the_table_is_back() {
         &latest.at[11..16]
     );
     assert!(header.contains(&expected), "{expected:?} in\n{screen}");
+}
+
+/// The whole story, headless: the incident's timeline, as `show --json` gives it, holds
+/// its chain records in order from the breach seen to the receipt, with who decided.
+#[test]
+fn the_timeline_runs_from_the_breach_to_the_receipt() {
+    let dir = tempfile::tempdir().unwrap();
+    story::headless("ticketing", "analytics-owner", dir.path());
+    let out = story::dataward(&["show", "INC-0001", "--json"], dir.path());
+    assert!(out.status.success(), "{out:?}");
+    let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let timeline = shown["timeline"].as_array().expect("a timeline");
+    let steps: Vec<&str> = timeline
+        .iter()
+        .map(|e| e["step"].as_str().unwrap())
+        .collect();
+    let mut seqs: Vec<u64> = timeline
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    let sorted = {
+        let mut sorted = seqs.clone();
+        sorted.sort();
+        sorted
+    };
+    assert_eq!(seqs, sorted, "in chain order");
+    seqs.dedup();
+    assert_eq!(seqs.len(), timeline.len(), "each record once");
+    let at = |step: &str| {
+        steps
+            .iter()
+            .position(|s| *s == step)
+            .unwrap_or_else(|| panic!("no {step} in {steps:?}"))
+    };
+    assert_eq!(steps[0], "saw");
+    assert!(at("saw") < at("diagnosed") && at("diagnosed") < at("proposed"));
+    assert!(at("proposed") < at("decided") && at("decided") < at("ran"));
+    assert!(at("ran") < at("verified") && at("verified") < at("resolved"));
+    assert_eq!(steps.last(), Some(&"receipt"), "{steps:?}");
+    let decided = &timeline[at("decided")];
+    assert!(
+        decided["who"].as_str().unwrap().contains("(uid "),
+        "the attested account: {decided}"
+    );
 }

@@ -6,7 +6,7 @@ mod terminal;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
-use terminal::{screen, tmux, tmux_available, wait_for, Session};
+use terminal::{screen, tmux, tmux_available, wait_for, PrivateTmux, Session};
 
 fn session_alive(session: &str) -> bool {
     Command::new("tmux")
@@ -162,4 +162,85 @@ fn a_command_jumps_to_an_incident() {
     tmux(&["send-keys", "-t", s, "Enter"]);
     let detail = wait_for(s, "Blast radius");
     assert!(detail.contains("INC-0001"), "{detail}");
+}
+
+/// `y` copies over OSC 52: tmux (with set-clipboard on, as it must be for this) takes
+/// the escape and keeps the text as a paste buffer.
+#[test]
+fn y_copies_the_incident_id_over_osc_52() {
+    if !tmux_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = PrivateTmux::new("copy");
+    let command = format!(
+        "{} demo --speed 300 --data-dir {}",
+        env!("CARGO_BIN_EXE_dataward"),
+        dir.path().display()
+    );
+    tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "console",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        &command,
+    ]);
+    tmux.run(&["set-option", "-s", "set-clipboard", "on"]);
+    tmux.wait_for("INC-0001");
+    tmux.run(&["send-keys", "-t", "console", "y"]);
+    tmux.wait_for("copied the incident id: INC-0001");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let buffer = tmux.run(&["show-buffer"]);
+        if buffer == "INC-0001" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the paste buffer holds {buffer:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The mouse is off until `:mouse on`: a click on the incident's row then selects it,
+/// and a second opens it. The click is the SGR report a terminal sends.
+#[test]
+fn a_click_opens_the_incident_once_the_mouse_is_on() {
+    if !tmux_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let session = demo("mouse", dir.path(), "", (120, 40));
+    let s = session.0.as_str();
+    wait_for(s, "INC-0001");
+    // Row 4, column 10 (from 1): the first incident's row, below the title, the list's
+    // border and its header.
+    let click = || {
+        for report in ["\u{1b}[<0;10;4M", "\u{1b}[<0;10;4m"] {
+            let hex: Vec<String> = report.bytes().map(|b| format!("{b:02x}")).collect();
+            let mut args = vec!["send-keys", "-t", s, "-H"];
+            args.extend(hex.iter().map(String::as_str));
+            tmux(&args);
+        }
+    };
+    click();
+    click();
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        !screen(s).contains("Blast radius"),
+        "the mouse is off:\n{}",
+        screen(s)
+    );
+    tmux(&["send-keys", "-t", s, ":"]);
+    tmux(&["send-keys", "-t", s, "-l", "mouse on"]);
+    tmux(&["send-keys", "-t", s, "Enter"]);
+    wait_for(s, "mouse on");
+    click();
+    click();
+    wait_for(s, "Blast radius");
 }

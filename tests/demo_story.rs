@@ -156,6 +156,8 @@ fn decisions_go_through_the_policy() {
         speed: Some(1e9),
         approve_as: None,
         read_only: false,
+        console_config: None,
+        theme: None,
     };
     let mut events = Vec::new();
     let mut emit = |e: &dataward::engine::api::Event| events.push(e.clone());

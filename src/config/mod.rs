@@ -41,6 +41,13 @@ pub struct Config {
     /// Where incidents are announced: PagerDuty, Opsgenie, JSM, Slack (see `alert.rs`).
     #[serde(default)]
     pub alert: Vec<AlertConfig>,
+    /// The person's console: theme and mouse. Read (and checked) by the console, not the
+    /// engine (`console/prefs.rs`).
+    #[serde(default)]
+    pub console: Option<toml::Value>,
+    /// The person's key overrides, read by the console likewise.
+    #[serde(default)]
+    pub keys: Option<toml::Value>,
     /// The file this was read from; relative paths inside resolve against its folder.
     #[serde(skip)]
     pub origin: PathBuf,

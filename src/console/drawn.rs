@@ -1,5 +1,5 @@
 //! Where the last frame put things, for the keys that depend on what is on screen (a
-//! page is the height of what shows) and, later, mouse clicks. Drawing stays a function
+//! page is the height of what shows) and mouse clicks (`mouse.rs`). Drawing stays a function
 //! of the state: the view only notes here what it drew, and the state reads it on the
 //! next key. Before the first frame every area is empty and the keys fall back to a
 //! fixed page.
@@ -19,11 +19,17 @@ pub struct Drawn {
     /// The incident list's rows (below its header), and the index of the first shown.
     pub list_rows: Cell<Rect>,
     pub list_start: Cell<usize>,
-    /// The monitors pane's rows (below its header), when the list shows it.
+    /// The incident list's header row, and the width of each of its columns (the
+    /// marker's first, 0 for a column left out), one column apart as a table draws them.
+    pub list_header: Cell<Rect>,
+    pub list_columns: Cell<[u16; 7]>,
+    /// The monitors pane's rows (below its header) and the position (in the pane's
+    /// order) of the first shown, when the list shows it.
     pub monitor_rows: Cell<Rect>,
+    pub monitor_start: Cell<usize>,
     /// The detail's panes inside their borders, in `Pane::ORDER`.
     pub panes: Cell<[Rect; 4]>,
-    /// The receipt inside its borders, while it is open.
+    /// The receipt or the timeline inside its borders, while one is open.
     pub receipt: Cell<Rect>,
 }
 

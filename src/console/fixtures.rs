@@ -6,7 +6,7 @@
 use crate::engine::api::{
     BlastNode, ChainHead, Check, IncidentStatus, IncidentView, MonitorHealth, MonitorView,
     PipelineState, PipelineView, ProposalBody, ProposalKind, ProposalState, ProposalView, Reading,
-    RunStatus, Snapshot, SymptomView, VerdictKind,
+    RunStatus, Snapshot, SymptomView, TimelineEntry, VerdictKind,
 };
 
 pub const OLD_STG_PAYMENTS: &str = "select
@@ -231,6 +231,25 @@ pub fn sample_incident() -> IncidentView {
             band: Some("5,380,000..5,620,000".into()),
             at: "2026-11-24T14:20:00Z".into(),
         }),
+        timeline: vec![
+            entry(36, "14:17:00", "saw", "dataward", "row count on PAYMENTS.CHARGES: 1,210,000 rows (expected 5,380,000 – 5,620,000 rows)"),
+            entry(37, "14:17:00", "diagnosed", "dataward", "Source migration changed charges.zip_code INTEGER → VARCHAR(12); the warehouse table was re-created and is refilling"),
+            entry(38, "14:17:00", "mapped", "dataward", "4 downstream of it"),
+            entry(39, "14:17:00", "proposed", "dataward", "P-1 hold: pause the hourly dbt job until the refill completes (to analytics-owner)"),
+            entry(40, "14:17:00", "proposed", "dataward", "P-2 diff: keep zip_code as text in stg_payments (to analytics-eng)"),
+            entry(41, "14:18:00", "joined", "dataward", "fct_daily_revenue row_count: 2,410 rows at 14:15"),
+            entry(42, "14:19:00", "decided", "alice (uid 1000)", "approved P-1: refill in progress"),
+        ],
+    }
+}
+
+fn entry(seq: u64, at: &str, step: &str, who: &str, what: &str) -> TimelineEntry {
+    TimelineEntry {
+        seq,
+        at: format!("2026-11-24T{at}Z"),
+        step: step.into(),
+        who: who.into(),
+        what: what.into(),
     }
 }
 
@@ -330,6 +349,7 @@ pub fn sample_snapshot() -> Snapshot {
                     band: Some("0.00%..0.20%".into()),
                     at: "2026-11-24T10:06:00Z".into(),
                 }),
+                timeline: Vec::new(),
             },
         ],
         notices: vec!["approved P-1 (hold) by alice, chain #42".into()],

@@ -1,7 +1,8 @@
 //! The `?` help: every key and `:` command this console has, from the one registry
 //! (`keys.rs`), grouped by where it applies. A read-only console's help lists nothing
 //! that decides. Descriptions wrap under themselves, so every line fits the overlay,
-//! however narrow the terminal.
+//! however narrow the terminal. `/` searches it as it is typed, `n` and `N` go to the
+//! next and previous match.
 
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
@@ -10,8 +11,105 @@ use ratatui::widgets::{Clear, Paragraph};
 use ratatui::Frame;
 
 use crate::console::keys;
-use crate::console::state::App;
-use crate::console::widgets::{centered, pane_block};
+use crate::console::prompt::{self, Prompt};
+use crate::console::state::{App, Overlay, PromptKind};
+use crate::console::widgets::{centered, cut, cut_spans, pane_block, width_of};
+
+/// The help's search: the line while it is typed, what was last searched for (for `n`
+/// and `N`), and which of the matches is the one in view. Kept as the match's place
+/// among the matches rather than as a line, so a resize that wraps the help anew keeps
+/// the same match.
+#[derive(Debug, Clone, Default)]
+pub struct Search {
+    pub typing: Option<Prompt>,
+    pub query: String,
+    pub at: Option<usize>,
+}
+
+/// `/` in the help.
+pub fn start_search(app: &mut App) {
+    prompt::open(app, PromptKind::HelpSearch);
+}
+
+/// Each key typed into the search: the first match from the top of the view on.
+pub fn search_typed(app: &mut App, text: &str) {
+    app.help_search.query = text.to_string();
+    let from = match app.overlay {
+        Overlay::Help { scroll } => scroll,
+        _ => 0,
+    };
+    let found = matches(app);
+    let at = found
+        .iter()
+        .position(|line| *line >= from)
+        .or((!found.is_empty()).then_some(0));
+    go_to_match(app, &found, at);
+}
+
+/// Enter: keep the search for `n` and `N`.
+pub fn finish_search(app: &mut App) {
+    if let Some(line) = app.help_search.typing.take() {
+        prompt::remember(app, &line);
+    }
+}
+
+/// Esc while typing: no search, nothing marked.
+pub fn cancel_search(app: &mut App) {
+    app.help_search = Search::default();
+}
+
+/// `n` (forward) and `N`: the match after the one in view (before it), round the end;
+/// with none in view, the first from the top of the view on (before it).
+pub fn next_match(app: &mut App, forward: bool) {
+    if app.help_search.query.is_empty() {
+        app.message = Some("nothing searched yet: / searches the help".into());
+        return;
+    }
+    let found = matches(app);
+    let len = found.len();
+    let from = match app.overlay {
+        Overlay::Help { scroll } => scroll,
+        _ => 0,
+    };
+    let at = match app.help_search.at {
+        _ if len == 0 => None,
+        Some(at) if forward => Some((at + 1) % len),
+        Some(at) => Some((at + len - 1) % len),
+        None if forward => found.iter().position(|line| *line >= from).or(Some(0)),
+        None => found
+            .iter()
+            .rposition(|line| *line <= from)
+            .or(Some(len - 1)),
+    };
+    go_to_match(app, &found, at);
+}
+
+/// The lines holding what is searched for, in order.
+fn matches(app: &App) -> Vec<usize> {
+    let query = app.help_search.query.to_lowercase();
+    if query.is_empty() {
+        return Vec::new();
+    }
+    lines(app, inner_width(app))
+        .iter()
+        .enumerate()
+        .filter(|(_, line)| line.to_string().to_lowercase().contains(&query))
+        .map(|(at, _)| at)
+        .collect()
+}
+
+/// Makes match `at` (of those `found`) the one in view: the help scrolls to show it.
+fn go_to_match(app: &mut App, found: &[usize], at: Option<usize>) {
+    app.help_search.at = at;
+    let Some(line) = at.and_then(|at| found.get(at)) else {
+        return;
+    };
+    // The match near the top, a line of context above it, as far as the help scrolls.
+    let furthest = max_scroll(app);
+    if let Overlay::Help { scroll } = &mut app.overlay {
+        *scroll = line.saturating_sub(1).min(furthest);
+    }
+}
 
 /// The overlay's widest, borders included.
 pub const WIDTH: u16 = 76;
@@ -51,7 +149,7 @@ pub fn lines(app: &App, width: usize) -> Vec<Line<'static>> {
         lines.push(Line::styled(piece, lead.1));
     }
     let heading = theme.accent.add_modifier(Modifier::BOLD);
-    for (context, bindings) in keys::help_sections(app.read_only) {
+    for (context, bindings) in keys::help_sections(&app.keymap, app.read_only) {
         if bindings.is_empty() {
             continue;
         }
@@ -114,7 +212,7 @@ fn push_entry(lines: &mut Vec<Line<'static>>, entry: &Entry, width: usize, app: 
 
 /// `text` in pieces of at most `width` columns, broken between words (a word longer
 /// than the width is cut).
-fn wrap(text: &str, width: usize) -> Vec<String> {
+pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
     let width = width.max(1);
     let columns = |s: &str| Span::raw(s).width();
     let mut pieces = Vec::new();
@@ -175,14 +273,51 @@ pub fn render(frame: &mut Frame, app: &App, scroll: usize) {
     let mut block = pane_block("Keys (Esc closes)", true, theme);
     let inner = block.inner(area);
     app.drawn.help.set(inner);
-    let lines = lines(app, inner.width as usize);
+    let mut lines = lines(app, inner.width as usize);
     let height = inner.height as usize;
     let scroll = scroll.min(lines.len().saturating_sub(height));
-    if scroll + height < lines.len() {
-        block = block.title_bottom(
-            Line::styled(" ↓ more: j or PgDn ", theme.muted.patch(Style::default()))
-                .right_aligned(),
-        );
+    // Matches underlined, the one in view in the selection's style and marked.
+    let found = matches(app);
+    let current = app.help_search.at.and_then(|at| found.get(at)).copied();
+    for at in &found {
+        let line = &mut lines[*at];
+        if Some(*at) == current {
+            line.style = line.style.patch(theme.selection);
+            if let Some(first) = line.spans.first_mut() {
+                let text = first.content.to_string();
+                first.content = match text.strip_prefix(' ') {
+                    Some(rest) => format!("▶{rest}"),
+                    None => format!("▶{text}"),
+                }
+                .into();
+            }
+        } else {
+            line.style = line.style.add_modifier(Modifier::UNDERLINED);
+        }
+    }
+    // The search on the bottom border comes first, cut with … to the border; the hint
+    // that there is more goes beside it only when it fits whole.
+    let room = inner.width as usize;
+    let search = if let Some(typing) = &app.help_search.typing {
+        Some(Line::from(cut_spans(prompt::line(app, typing).spans, room)))
+    } else if !app.help_search.query.is_empty() {
+        let query = crate::sanitize::for_terminal(&app.help_search.query).into_owned();
+        let told = match app.help_search.at.filter(|at| *at < found.len()) {
+            Some(n) => format!(" /{query}: {} of {} (n N) ", n + 1, found.len()),
+            None => format!(" /{query}: no match "),
+        };
+        Some(Line::styled(cut(&told, room), theme.accent))
+    } else {
+        None
+    };
+    let used = search.as_ref().map_or(0, |line| line.width() + 1);
+    if let Some(search) = search {
+        block = block.title_bottom(search);
+    }
+    const MORE: &str = " ↓ more: j or PgDn ";
+    if scroll + height < lines.len() && used + width_of(MORE) <= room {
+        block = block
+            .title_bottom(Line::styled(MORE, theme.muted.patch(Style::default())).right_aligned());
     }
     let help = Paragraph::new(lines)
         .scroll((scroll as u16, 0))
@@ -194,6 +329,86 @@ pub fn render(frame: &mut Frame, app: &App, scroll: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::console::fixtures::sample_snapshot;
+    use crate::console::keys::press;
+    use crate::console::state::{update, Action};
+    use crate::console::theme::Theme;
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+
+    fn draw(app: &App, width: u16, height: u16) -> String {
+        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+        terminal
+            .draw(|frame| crate::console::view::render(frame, app))
+            .unwrap();
+        terminal.backend().to_string()
+    }
+
+    fn keys(app: &mut App, text: &str) {
+        for c in text.chars() {
+            press(app, KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+        }
+    }
+
+    /// `/` searches the help as it is typed and scrolls to the first match; `n` and
+    /// `N` go through the others, round the end; the bottom border says where.
+    #[test]
+    fn the_help_searches_with_slash_n_and_n() {
+        let mut app = App::new(false, Theme::fallback(), None, false);
+        update(
+            &mut app,
+            Action::SnapshotArrived(Box::new(sample_snapshot())),
+        );
+        keys(&mut app, "?");
+        draw(&app, 80, 24);
+        keys(&mut app, "/tree");
+        let screen = draw(&app, 80, 24);
+        assert!(screen.contains("/tree█"), "{screen}");
+        assert!(
+            screen.contains("▶ Tab "),
+            "the first match is in view:\n{screen}"
+        );
+        press(&mut app, KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+        let first = draw(&app, 80, 24);
+        assert!(first.contains("/tree: 1 of 3 (n N)"), "{first}");
+        insta::assert_snapshot!("help_search_80x24", first);
+        // n, typed now, searches on rather than into the line.
+        keys(&mut app, "n");
+        let second = draw(&app, 80, 24);
+        assert!(second.contains("/tree: 2 of 3 (n N)"), "{second}");
+        assert!(second.contains("▶ h ←"), "{second}");
+        for (key, told) in [("N", "1 of 3"), ("N", "3 of 3"), ("n", "1 of 3")] {
+            keys(&mut app, key);
+            let screen = draw(&app, 80, 24);
+            assert!(
+                screen.contains(&format!("/tree: {told}")),
+                "{key}: {screen}"
+            );
+        }
+        // On a narrow terminal the search keeps the bottom border, cut with … rather
+        // than under the hint that there is more.
+        draw(&app, 40, 12);
+        let narrow = draw(&app, 40, 12);
+        assert!(narrow.contains(" /tree: 1 of 3 (n N) "), "{narrow}");
+        assert!(!narrow.contains("↓ more"), "{narrow}");
+        app.help_search.query = "a much longer search than fits".into();
+        let narrow = draw(&app, 30, 12);
+        assert!(narrow.contains(" /a much longer search than…┛"), "{narrow}");
+        app.help_search.query = "tree".into();
+        // Nothing found says so; Esc while typing drops the search.
+        keys(&mut app, "/zzz");
+        assert!(matches!(app.overlay, Overlay::Help { .. }));
+        press(&mut app, KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+        assert!(
+            matches!(app.overlay, Overlay::Help { .. }),
+            "the help stays"
+        );
+        assert!(app.help_search.query.is_empty());
+        keys(&mut app, "q");
+        assert!(matches!(app.overlay, Overlay::None));
+        assert!(!app.quit);
+    }
 
     #[test]
     fn wrap_breaks_between_words_and_cuts_only_what_cannot_fit() {

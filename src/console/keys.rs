@@ -4,6 +4,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+use crate::console::keymap::{Bound, Keymap};
 use crate::console::line::LineOp;
 use crate::console::state::{update, Action, App, Overlay, Screen};
 
@@ -82,6 +83,7 @@ const fn alt(code: KeyCode) -> Key {
     }
 }
 
+#[derive(Debug)]
 pub struct Binding {
     pub keys: &'static [Key],
     /// How the keys are written in help and hints.
@@ -194,12 +196,16 @@ pub static BINDINGS: &[Binding] = &[
     hint(&[ch('s')], "s", Action::SortNext, "sort by the next column (the last: the engine's order)", "sort", List),
     bind(&[ch('S')], "S", Action::SortReverse, "sort the other way round", List),
     hint(&[plain(Tab), plain(BackTab)], "Tab", Action::NextPane, "incidents or monitors: which pane the keys move in", "monitors", List),
+    bind(&[ch('y')], "y", Action::Copy, "copy the incident's id, or the monitor's name, to the clipboard (OSC 52)", List),
     bind(&[plain(Esc)], "Esc", Action::Back, "back to the incidents, or clear the filter", List),
     hint(&[ch('q')], "q", Action::Quit, "quit", "quit", List),
     hint(&[plain(Tab)], "Tab", Action::NextPane, "next pane (cause, tree, proposals, body)", "pane", Detail),
     hint(&[plain(Esc), ch('q')], "Esc q", Action::Back, "back to the list", "back", Detail),
     hint(&[ch('R')], "R", Action::ToggleReceipt, "show or hide the receipt (so far, while open)", "receipt", Detail),
+    bind(&[ch('T')], "T", Action::ToggleTimeline, "show or hide the timeline: who saw, decided, ran, verified (y copies it)", Detail),
     bind(&[plain(BackTab)], "Shift-Tab", Action::PreviousPane, "previous pane", Detail),
+    bind(&[ch('y')], "y", Action::Copy, "copy: the id, a node's name, the proposal's hash, or its SQL or command", Detail),
+    bind(&[ch('z')], "z", Action::Zoom, "zoom: the focused pane alone (z again: all of them)", Detail),
     bind(&[ch('j'), plain(Down)], "j ↓", Action::Down, "down in the focused pane", Detail),
     bind(&[ch('k'), plain(Up)], "k ↑", Action::Up, "up in the focused pane", Detail),
     bind(&[ch('h'), plain(Left)], "h ←", Action::Collapse, "close a tree node (or go to its parent)", Detail),
@@ -228,6 +234,9 @@ pub static BINDINGS: &[Binding] = &[
     bind(&[ch('g'), plain(Home)], "g Home", Action::Top, "to the top", Help),
     bind(&[ch('G'), plain(End)], "G End", Action::Bottom, "to the bottom", Help),
     hint(&[plain(Esc), ch('?'), ch('q')], "Esc ? q", Action::Back, "close the help", "close", Help),
+    hint(&[ch('/')], "/", Action::Search, "search the help as you type (Enter keeps it)", "search", Help),
+    hint(&[ch('n')], "n", Action::SearchNext, "the next match", "next", Help),
+    bind(&[ch('N')], "N", Action::SearchPrevious, "the match before", Help),
     bind(&[ch('j'), plain(Down)], "j ↓", Action::Down, "scroll down", Outbox),
     bind(&[ch('k'), plain(Up)], "k ↑", Action::Up, "scroll up", Outbox),
     bind(&[ctrl('d')], "Ctrl-D", Action::HalfPageDown, "half a screen down", Outbox),
@@ -271,6 +280,9 @@ pub enum Verb {
     Run,
     Sort,
     Status,
+    Copy,
+    Mouse,
+    Timeline,
 }
 
 /// What Tab offers for a command's argument.
@@ -281,6 +293,8 @@ pub enum Completes {
     Incidents,
     Columns,
     Statuses,
+    CopyTargets,
+    OnOff,
 }
 
 /// One `:` command: its name and aliases, what it takes, and whether it changes
@@ -324,13 +338,16 @@ pub static COMMANDS: &[CommandSpec] = &[
     command("theme", &[], "[NAME]", Completes::Themes, Verb::Theme, "switch theme, or show the current one", false),
     command("open", &["incident"], "ID", Completes::Incidents, Verb::Open, "open an incident by id; :ID alone does too", false),
     command("sort", &[], "[COLUMN]", Completes::Columns, Verb::Sort, "sort the list by a column (again: the other way); none: the engine's order", false),
+    command("timeline", &["tl"], "", Completes::Nothing, Verb::Timeline, "the open incident's chain records in order: who saw, decided, ran", false),
+    command("copy", &["y"], "[id|hash|command|sql]", Completes::CopyTargets, Verb::Copy, "copy to the clipboard (OSC 52); none: what y copies", false),
+    command("mouse", &[], "[on|off]", Completes::OnOff, Verb::Mouse, "clicks and the wheel (off unless asked for); none: switch", false),
     command("status", &[], "[open|all]", Completes::Statuses, Verb::Status, "list open incidents only, or all; none: switch", false),
     command("stop", &[], "REASON", Completes::Nothing, Verb::Stop, "org-wide stop: dataward dispatches nothing", true),
     command("lift", &[], "", Completes::Nothing, Verb::Lift, "ask to lift the stop; a second person's :lift lifts it", true),
-    command("resolve", &[], "REASON", Completes::Nothing, Verb::Resolve, "close the open incident by hand, as C", true),
-    command("reopen", &[], "REASON", Completes::Nothing, Verb::Reopen, "reopen the open resolved incident, as O", true),
-    command("accept", &[], "REASON", Completes::Nothing, Verb::Accept, "accept the open incident's new volume level, as N", true),
-    command("run", &[], "", Completes::Nothing, Verb::Run, "queue the approved run for the open incident, as Ctrl-R", true),
+    command("resolve", &[], "REASON", Completes::Nothing, Verb::Resolve, "close the open incident by hand", true),
+    command("reopen", &[], "REASON", Completes::Nothing, Verb::Reopen, "reopen the open resolved incident", true),
+    command("accept", &[], "REASON", Completes::Nothing, Verb::Accept, "accept the open incident's new volume level", true),
+    command("run", &[], "", Completes::Nothing, Verb::Run, "queue the approved run for the open incident", true),
 ];
 
 impl CommandSpec {
@@ -370,16 +387,19 @@ pub fn find_command(word: &str) -> Option<&'static CommandSpec> {
     COMMANDS.iter().find(|command| command.is_called(word))
 }
 
-/// The bindings a console may use: read-only consoles lose every dangerous one.
-pub fn available(read_only: bool) -> impl Iterator<Item = &'static Binding> {
-    BINDINGS
-        .iter()
-        .filter(move |binding| !(read_only && binding.dangerous))
+/// The bindings a console may use: read-only consoles lose every dangerous one, and an
+/// action the person's `[keys]` left without keys is gone too.
+pub fn available(keymap: &Keymap, read_only: bool) -> impl Iterator<Item = &Bound> {
+    keymap
+        .all()
+        .filter(move |binding| !(binding.keys.is_empty() || read_only && binding.dangerous))
 }
 
 /// The context the next key is read in: an open overlay wins over the screen.
 pub fn context(app: &App) -> Context {
     match app.overlay {
+        // Typing a search over the help: its keys are the line's.
+        Overlay::Help { .. } if app.help_search.typing.is_some() => Context::Prompt,
         Overlay::Help { .. } => Context::Help,
         Overlay::AlertOutbox { .. } => Context::Outbox,
         Overlay::Reason(_) => Context::Reason,
@@ -408,16 +428,16 @@ fn normalise(key: KeyEvent) -> Key {
 fn bound(app: &App, key: KeyEvent) -> Option<Action> {
     let here = context(app);
     let pressed = normalise(key);
-    let applies = |binding: &&Binding| {
+    let applies = |binding: &&Bound| {
         binding.context == here
             || binding.context == Context::Always
             || (binding.context == Context::Global && !here.takes_text())
     };
     // A binding for this context wins over a global one on the same key (`?` closes
     // the help rather than opening it again).
-    available(app.read_only)
+    available(&app.keymap, app.read_only)
         .filter(|binding| binding.context == here)
-        .chain(available(app.read_only).filter(applies))
+        .chain(available(&app.keymap, app.read_only).filter(applies))
         .find(|binding| binding.keys.contains(&pressed))
         .map(|binding| binding.action.clone())
 }
@@ -460,31 +480,32 @@ pub fn press(app: &mut App, key: KeyEvent) -> bool {
 
 /// Footer hints for the current context, from the same table. Help comes first so it
 /// survives a narrow terminal cutting the rest.
-pub fn hints(app: &App) -> Vec<(&'static str, &'static str)> {
+pub fn hints(app: &App) -> Vec<(&str, &'static str)> {
     let here = context(app);
-    let shown_here = |binding: &&Binding| {
+    let shown_here = |binding: &&Bound| {
         binding.context == here || (binding.context == Context::Global && !here.takes_text())
     };
-    let taken_here =
-        |key: &Key| available(app.read_only).any(|b| b.context == here && b.keys.contains(key));
-    let mut bindings: Vec<&Binding> = available(app.read_only)
+    let taken_here = |key: &Key| {
+        available(&app.keymap, app.read_only).any(|b| b.context == here && b.keys.contains(key))
+    };
+    let mut bindings: Vec<&Bound> = available(&app.keymap, app.read_only)
         .filter(shown_here)
         .filter(|b| b.context == here || !b.keys.iter().any(taken_here))
         .collect();
     bindings.sort_by_key(|binding| binding.context != Context::Global);
     bindings
         .into_iter()
-        .filter_map(|binding| Some((binding.label, binding.hint?)))
+        .filter_map(|binding| Some((binding.label.as_str(), binding.hint?)))
         .collect()
 }
 
 /// The help overlay's contents: every available binding, grouped by context.
-pub fn help_sections(read_only: bool) -> Vec<(Context, Vec<&'static Binding>)> {
+pub fn help_sections(keymap: &Keymap, read_only: bool) -> Vec<(Context, Vec<&Bound>)> {
     let order = [Always, Global, List, Detail, Outbox, Reason, Prompt, Help];
     order
         .iter()
         .map(|context| {
-            let bindings = available(read_only)
+            let bindings = available(keymap, read_only)
                 .filter(|binding| binding.context == *context)
                 .collect();
             (*context, bindings)

@@ -5,16 +5,20 @@
 //! second: over SSH every frame costs.
 
 pub mod bars;
+pub mod clipboard;
 pub mod diff;
 pub mod drawn;
 pub mod fixtures;
 pub mod help;
 pub mod incoming;
+pub mod keymap;
 pub mod keys;
 pub mod line;
 pub mod link;
 pub mod listing;
+pub mod mouse;
 pub mod overlays;
+pub mod prefs;
 pub mod presence;
 pub mod prompt;
 pub mod screens;
@@ -22,6 +26,7 @@ pub mod state;
 pub mod symptoms;
 pub mod terminal;
 pub mod theme;
+pub mod timeline;
 pub mod tree;
 pub mod view;
 pub mod widgets;
@@ -40,7 +45,7 @@ use crossterm::event::{self, Event, KeyEventKind};
 use crate::engine::api::{ClientMessage, ServerMessage};
 use incoming::Prepared;
 use state::{update, Action, App};
-use theme::{Theme, ThemeFile};
+use theme::Theme;
 
 /// The two ends of the engine seam the console holds: the protocol's messages, the same
 /// whether the engine runs in this process or behind its socket. A link that loses its
@@ -54,10 +59,12 @@ pub struct ConsoleOptions {
     /// Remove every key that sends a decision (approve, reject, roll back, forward, run,
     /// close, reopen).
     pub read_only: bool,
-    /// A user theme TOML laid over the chosen theme; it changes only what it sets.
-    pub theme: Option<PathBuf>,
-    /// One of dark, light, ansi16, colorblind.
-    pub theme_name: Option<String>,
+    /// The config whose `[console]` and `[keys]` hold the person's theme, mouse and
+    /// keys (`console/prefs.rs`); read when it exists.
+    pub config: Option<PathBuf>,
+    /// `--theme`: a built-in theme (dark, light, ansi16, colorblind) or a theme file,
+    /// which changes only what it sets; over the config's.
+    pub theme: Option<String>,
 }
 
 /// Redraw at most this often, however fast snapshots and keys arrive.
@@ -81,14 +88,13 @@ enum Message {
 }
 
 pub fn run(link: ConsoleLink, options: ConsoleOptions) -> Result<()> {
-    let user_theme = options.theme.as_deref().map(ThemeFile::read).transpose()?;
+    let prefs = prefs::load(options.config.as_deref(), options.theme.as_deref())?;
+    let (theme_name, user_theme) = prefs::theme_parts(prefs.theme.as_ref())?;
     let no_color = theme::no_color_requested();
-    let theme_name = options
-        .theme_name
-        .as_deref()
-        .unwrap_or(theme::DEFAULT_THEME);
-    let theme = Theme::load(theme_name, user_theme.as_ref(), no_color)?;
+    let theme = Theme::load(&theme_name, user_theme.as_ref(), no_color)?;
     let mut app = App::new(options.read_only, theme, user_theme, no_color);
+    app.keymap = prefs.keymap;
+    app.mouse = prefs.mouse;
 
     let (sender, messages) = mpsc::channel();
     let (retire, retired) = mpsc::channel();
@@ -205,6 +211,9 @@ fn main_loop(screen: &mut terminal::Screen, app: &mut App, channels: &Channels) 
         retire,
     } = channels;
     send_outgoing(app, to_engine);
+    // Mouse reports only while the person wants them (`[console] mouse`, `:mouse`).
+    let mut mouse_on = false;
+    mouse::sync(app.mouse, &mut mouse_on)?;
     // Whatever the shell left on the screen goes: the first frame draws every cell.
     terminal::draw(screen, true, |frame| view::render(frame, app))?;
     let mut last_draw = Instant::now();
@@ -241,6 +250,10 @@ fn main_loop(screen: &mut terminal::Screen, app: &mut App, channels: &Channels) 
             }
         }
         changed |= send_outgoing(app, to_engine);
+        if let Some(text) = app.clipboard.take() {
+            clipboard::send(&text).context("copying to the clipboard")?;
+        }
+        mouse::sync(app.mouse, &mut mouse_on)?;
         if app.quit {
             return Ok(());
         }
@@ -249,6 +262,9 @@ fn main_loop(screen: &mut terminal::Screen, app: &mut App, channels: &Channels) 
             terminal::suspend()?;
             // Back from `fg`: the shell drew over everything.
             app.full_redraw = true;
+            // Suspending gave the terminal back with the mouse off.
+            mouse_on = false;
+            mouse::sync(app.mouse, &mut mouse_on)?;
             changed = true;
         }
         if changed {
@@ -289,6 +305,7 @@ fn apply(app: &mut App, message: Message, retire: &Sender<Box<Prepared>>) -> Res
         }
         Message::Input(Event::Resize(..)) => Action::Resized,
         Message::Input(Event::Paste(text)) => Action::Paste(text),
+        Message::Input(Event::Mouse(event)) if mouse::matters(app, &event) => Action::Mouse(event),
         Message::Input(_) => return Ok(false),
     };
     update(app, action);

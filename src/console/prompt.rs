@@ -45,6 +45,7 @@ impl Prompt {
 pub struct Histories {
     pub command: History,
     pub filter: History,
+    pub help: History,
 }
 
 impl Histories {
@@ -52,17 +53,28 @@ impl Histories {
         match kind {
             PromptKind::Command => &mut self.command,
             PromptKind::Filter => &mut self.filter,
+            PromptKind::HelpSearch => &mut self.help,
         }
     }
 }
 
 /// Opens the command line, or the filter with the filter as it stands.
 pub fn open(app: &mut App, kind: PromptKind) {
-    let text = match kind {
-        PromptKind::Command => String::new(),
-        PromptKind::Filter => app.filter.clone(),
-    };
-    app.overlay = Overlay::Prompt(Prompt::new(kind, &text));
+    match kind {
+        PromptKind::Command => app.overlay = Overlay::Prompt(Prompt::new(kind, "")),
+        PromptKind::Filter => app.overlay = Overlay::Prompt(Prompt::new(kind, &app.filter)),
+        // Over the help, which stays open beneath it.
+        PromptKind::HelpSearch => app.help_search.typing = Some(Prompt::new(kind, "")),
+    }
+}
+
+/// The prompt being typed in: the command line or filter, or the help's search.
+pub fn open_prompt(app: &App) -> Option<&Prompt> {
+    match &app.overlay {
+        Overlay::Prompt(prompt) => Some(prompt),
+        Overlay::Help { .. } => app.help_search.typing.as_ref(),
+        _ => None,
+    }
 }
 
 /// Enter: the line goes into its history; the caller runs it.
@@ -71,15 +83,28 @@ pub fn remember(app: &mut App, prompt: &Prompt) {
 }
 
 fn with_prompt(app: &mut App, change: impl FnOnce(&mut Prompt, &mut Histories)) {
-    let Overlay::Prompt(prompt) = &mut app.overlay else {
-        return;
+    let prompt = match &mut app.overlay {
+        Overlay::Prompt(prompt) => prompt,
+        Overlay::Help { .. } => match &mut app.help_search.typing {
+            Some(prompt) => prompt,
+            None => return,
+        },
+        _ => return,
     };
     let before = prompt.text().to_string();
     change(prompt, &mut app.histories);
-    // The filter applies as it is typed.
-    if prompt.kind == PromptKind::Filter && prompt.text() != before {
-        app.filter = prompt.text().to_string();
-        refresh_derived(app);
+    if prompt.text() == before {
+        return;
+    }
+    // The filter applies as it is typed, and the help's search finds as it is typed.
+    let (kind, text) = (prompt.kind, prompt.text().to_string());
+    match kind {
+        PromptKind::Filter => {
+            app.filter = text;
+            refresh_derived(app);
+        }
+        PromptKind::HelpSearch => crate::console::help::search_typed(app, &text),
+        PromptKind::Command => {}
     }
 }
 
@@ -200,6 +225,11 @@ fn arguments(app: &App, command: &str) -> Vec<String> {
             .map(|c| c.name().to_string())
             .collect(),
         Completes::Statuses => vec!["open".into(), "all".into()],
+        Completes::OnOff => vec!["on".into(), "off".into()],
+        Completes::CopyTargets => crate::console::clipboard::Target::NAMES
+            .iter()
+            .map(|name| name.to_string())
+            .collect(),
     }
 }
 
@@ -221,10 +251,15 @@ fn common_prefix(words: &[String]) -> String {
 
 /// The prompt on the bottom line: its lead, the text, the cursor where it is.
 pub fn render(frame: &mut Frame, area: Rect, app: &App, prompt: &Prompt) {
+    frame.render_widget(line(app, prompt), area);
+}
+
+/// The prompt as one line: its lead, the text, the cursor where it is.
+pub fn line(app: &App, prompt: &Prompt) -> Line<'static> {
     let theme = &app.theme;
     let lead = match prompt.kind {
         PromptKind::Command => ":",
-        PromptKind::Filter => "/",
+        PromptKind::Filter | PromptKind::HelpSearch => "/",
     };
     let (before, after) = prompt.line.split();
     let mut rest = after.chars();
@@ -240,7 +275,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App, prompt: &Prompt) {
         }
         None => spans.push(Span::styled("█", theme.accent)),
     }
-    frame.render_widget(Line::from(spans), area);
+    Line::from(spans)
 }
 
 #[cfg(test)]

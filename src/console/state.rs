@@ -83,6 +83,12 @@ pub enum Action {
     /// Accept the open incident's new volume level as the normal, with a reason (`N`).
     AcceptLevel,
     ToggleReceipt,
+    /// `z`: the focused pane alone, or back among the others.
+    Zoom,
+    /// `T`: the incident's chain records as a timeline, or back to the panes.
+    ToggleTimeline,
+    /// `y`: copy what the focus shows (an id, a hash, a command, SQL) over OSC 52.
+    Copy,
     /// `s`: sort the list by the next column; `S`: the other way round.
     SortNext,
     SortReverse,
@@ -93,6 +99,10 @@ pub enum Action {
     AlertOutbox,
     CommandLine,
     Filter,
+    /// `/` in the help, and `n` and `N` through what it found.
+    Search,
+    SearchNext,
+    SearchPrevious,
     /// Enter in a text field: send the reason, run the command line, keep the filter.
     Submit,
     /// A new line in the reason text.
@@ -103,6 +113,8 @@ pub enum Action {
     Line(LineOp),
     /// Text pasted into whichever text field is open (bracketed paste).
     Paste(String),
+    /// A click or a turn of the wheel, while the mouse is on (`console/mouse.rs`).
+    Mouse(crossterm::event::MouseEvent),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -202,6 +214,8 @@ pub struct ReasonModal {
 pub enum PromptKind {
     Command,
     Filter,
+    /// `/` in the help.
+    HelpSearch,
 }
 
 #[derive(Debug, Clone)]
@@ -241,6 +255,11 @@ pub struct Detail {
     pub receipt_open: bool,
     pub receipt_scroll: usize,
     pub tree: TreeView,
+    /// The focused pane takes the whole of the detail (`z`).
+    pub zoomed: bool,
+    /// The incident's timeline in place of the panes (`T`), and how far it is scrolled.
+    pub timeline_open: bool,
+    pub timeline_scroll: usize,
 }
 
 pub struct App {
@@ -300,6 +319,14 @@ pub struct App {
     /// The snapshot the last one replaced: the console's loop hands it back to the link
     /// thread, which frees it there, off the input path.
     retired: Option<Box<Prepared>>,
+    /// The help's search (`/`, `n`, `N`).
+    pub help_search: crate::console::help::Search,
+    /// Text to put on the terminal's clipboard (OSC 52) once this key is handled.
+    pub clipboard: Option<String>,
+    /// Clicks and the wheel are read (off unless asked for).
+    pub mouse: bool,
+    /// The key registry with the person's `[keys]` over it.
+    pub keymap: crate::console::keymap::Keymap,
 }
 
 impl App {
@@ -336,6 +363,10 @@ impl App {
             drawn: Default::default(),
             histories: Default::default(),
             list: ListView::default(),
+            help_search: Default::default(),
+            clipboard: None,
+            mouse: false,
+            keymap: Default::default(),
             search: Vec::new(),
             by_id: HashMap::new(),
             list_widths: [0; 6],
@@ -503,7 +534,10 @@ pub fn update(app: &mut App, action: Action) {
         Action::Suspend => app.suspend = true,
         Action::Quit => app.quit = true,
         Action::Back => back(app),
-        Action::Help => app.overlay = Overlay::Help { scroll: 0 },
+        Action::Help => open_help(app),
+        Action::Search => crate::console::help::start_search(app),
+        Action::SearchNext => crate::console::help::next_match(app, true),
+        Action::SearchPrevious => crate::console::help::next_match(app, false),
         Action::AlertOutbox => app.overlay = Overlay::AlertOutbox { scroll: 0 },
         Action::CommandLine => prompt::open(app, PromptKind::Command),
         Action::Filter => prompt::open(app, PromptKind::Filter),
@@ -516,6 +550,7 @@ pub fn update(app: &mut App, action: Action) {
         }
         Action::Edit(key) => edit(app, key),
         Action::Paste(text) => paste(app, &text),
+        Action::Mouse(event) => crate::console::mouse::handle(app, event),
         Action::Up => move_by(app, -1),
         Action::Down => move_by(app, 1),
         Action::PageUp => move_by(app, -(page(app) as isize)),
@@ -540,6 +575,13 @@ pub fn update(app: &mut App, action: Action) {
         Action::Collapse => open_tree_node(app, false),
         Action::Expand => open_tree_node(app, true),
         Action::ToggleReceipt => toggle_receipt(app),
+        Action::Copy => copy(app, crate::console::clipboard::what_shows(app)),
+        Action::ToggleTimeline => toggle_timeline(app),
+        Action::Zoom => {
+            if let Some(detail) = &mut app.detail {
+                detail.zoomed = !detail.zoomed;
+            }
+        }
         Action::SortNext => change_list(app, ListView::next_column),
         Action::SortReverse => change_list(app, ListView::reverse),
         Action::ToggleOpenOnly => change_list(app, |list| list.open_only = !list.open_only),
@@ -663,7 +705,17 @@ pub(crate) fn refresh_derived(app: &mut App) {
     }
 }
 
+/// The help opens at its top, with no search from last time.
+fn open_help(app: &mut App) {
+    app.overlay = Overlay::Help { scroll: 0 };
+    app.help_search = Default::default();
+}
+
 fn back(app: &mut App) {
+    if app.help_search.typing.is_some() {
+        crate::console::help::cancel_search(app);
+        return;
+    }
     if !matches!(app.overlay, Overlay::None) {
         if let Overlay::Prompt(Prompt {
             kind: PromptKind::Filter,
@@ -678,9 +730,13 @@ fn back(app: &mut App) {
     }
     match app.screen {
         Screen::Detail => {
-            let receipt_open = app.detail.as_ref().is_some_and(|d| d.receipt_open);
-            if let (true, Some(detail)) = (receipt_open, &mut app.detail) {
+            let over_panes = app
+                .detail
+                .as_ref()
+                .is_some_and(|d| d.receipt_open || d.timeline_open);
+            if let (true, Some(detail)) = (over_panes, &mut app.detail) {
                 detail.receipt_open = false;
+                detail.timeline_open = false;
             } else {
                 app.screen = Screen::List;
                 app.detail = None;
@@ -714,6 +770,9 @@ fn open_detail(app: &mut App) {
         receipt_open: false,
         receipt_scroll: 0,
         tree: TreeView::default(),
+        zoomed: false,
+        timeline_open: false,
+        timeline_scroll: 0,
     });
     app.screen = Screen::Detail;
     refresh_derived(app);
@@ -735,6 +794,7 @@ struct ContentLengths {
     cause: usize,
     body: usize,
     receipt: usize,
+    timeline: usize,
 }
 
 fn content_lengths(app: &App) -> ContentLengths {
@@ -743,6 +803,7 @@ fn content_lengths(app: &App) -> ContentLengths {
             cause: 0,
             body: 0,
             receipt: 0,
+            timeline: 0,
         };
     };
     // The undo and verify lines and the blank line before them.
@@ -763,6 +824,7 @@ fn content_lengths(app: &App) -> ContentLengths {
         cause: 1 + incident.evidence.len() + symptoms::line_count(incident),
         body,
         receipt: incident.receipt.as_deref().map_or(0, |r| r.lines().count()),
+        timeline: incident.timeline.len(),
     }
 }
 
@@ -776,7 +838,7 @@ fn page(app: &App) -> usize {
         (_, Screen::List) if app.list_pane == ListPane::Monitors => drawn.monitor_rows.get(),
         (_, Screen::List) => drawn.list_rows.get(),
         (_, Screen::Detail) => match &app.detail {
-            Some(detail) if detail.receipt_open => drawn.receipt.get(),
+            Some(detail) if detail.receipt_open || detail.timeline_open => drawn.receipt.get(),
             Some(detail) => drawn.pane(detail.focus),
             None => Default::default(),
         },
@@ -820,6 +882,10 @@ fn move_by(app: &mut App, delta: isize) {
             let Some(detail) = &mut app.detail else {
                 return;
             };
+            if detail.timeline_open {
+                detail.timeline_scroll = scroll(detail.timeline_scroll, delta, lengths.timeline);
+                return;
+            }
             if detail.receipt_open {
                 detail.receipt_scroll = scroll(detail.receipt_scroll, delta, lengths.receipt);
                 return;
@@ -858,7 +924,7 @@ fn open_tree_node(app: &mut App, open: bool) {
     let Some(detail) = &mut app.detail else {
         return;
     };
-    if detail.focus != Pane::Tree || detail.receipt_open {
+    if detail.focus != Pane::Tree || detail.receipt_open || detail.timeline_open {
         return;
     }
     let tree = &mut detail.tree;
@@ -893,11 +959,22 @@ fn toggle_receipt(app: &mut App) {
     if has_receipt {
         detail.receipt_open = !detail.receipt_open;
         detail.receipt_scroll = 0;
+        detail.timeline_open = false;
     } else {
         app.message = Some(format!(
             "no receipt yet: nothing about {id} is on the chain so far"
         ));
     }
+}
+
+/// The timeline takes the panes' place, as the receipt does (and closes it).
+fn toggle_timeline(app: &mut App) {
+    let Some(detail) = &mut app.detail else {
+        return;
+    };
+    detail.timeline_open = !detail.timeline_open;
+    detail.timeline_scroll = 0;
+    detail.receipt_open = false;
 }
 
 /// Dangerous keys are removed in read-only mode; this is the second lock on the door.
@@ -1008,6 +1085,10 @@ fn queue_run(app: &mut App) {
 }
 
 fn submit(app: &mut App) {
+    if app.help_search.typing.is_some() {
+        crate::console::help::finish_search(app);
+        return;
+    }
     match std::mem::replace(&mut app.overlay, Overlay::None) {
         Overlay::Reason(mut modal) => {
             let reason = modal.text.lines().join("\n").trim().to_string();
@@ -1066,8 +1147,9 @@ fn submit(app: &mut App) {
             prompt::remember(app, &line);
             match line.kind {
                 PromptKind::Command => run_command_line(app, line.text()),
-                // The filter already applies as it is typed; Enter just keeps it.
-                PromptKind::Filter => {}
+                // The filter already applies as it is typed; Enter just keeps it. (The
+                // help's search is never this overlay.)
+                PromptKind::Filter | PromptKind::HelpSearch => {}
             }
         }
         other => app.overlay = other,
@@ -1104,24 +1186,54 @@ fn run_command_line(app: &mut App, line: &str) {
     let reason = rest.join(" ");
     match spec.verb {
         Verb::Quit => app.quit = true,
-        Verb::Help => app.overlay = Overlay::Help { scroll: 0 },
+        Verb::Help => open_help(app),
         // The org-wide stop: anyone may pull it; lifting takes two different people.
         Verb::Stop if reason.is_empty() => app.message = Some("say why: :stop REASON".into()),
         Verb::Stop => app.outbox.push(Command::OrgStop { reason }),
         Verb::Lift => app.outbox.push(Command::LiftStop),
         Verb::Run => queue_run(app),
+        Verb::Timeline => match app.screen {
+            Screen::Detail => toggle_timeline(app),
+            Screen::List => app.message = Some("open an incident first, then :timeline".into()),
+        },
+        Verb::Mouse => {
+            app.mouse = match rest.first().map(|word| word.to_lowercase()).as_deref() {
+                None => !app.mouse,
+                Some("on") => true,
+                Some("off") => false,
+                Some(other) => {
+                    app.message = Some(format!(
+                        "{} is not on or off",
+                        sanitize::for_terminal(other)
+                    ));
+                    return;
+                }
+            };
+            app.message = Some(if app.mouse {
+                "mouse on: a click selects (again: opens) and focuses, the wheel scrolls".into()
+            } else {
+                "mouse off".into()
+            });
+        }
+        Verb::Copy => {
+            use crate::console::clipboard::{self, Target};
+            match rest.first() {
+                None => copy(app, clipboard::what_shows(app)),
+                Some(name) => match Target::named(name) {
+                    Some(target) => copy(app, clipboard::target(app, target)),
+                    None => {
+                        app.message = Some(format!(
+                            "copy what? {} is not id, hash, command or sql",
+                            sanitize::for_terminal(name)
+                        ))
+                    }
+                },
+            }
+        }
         Verb::Sort => match rest.first() {
             None => change_list(app, |list| list.sort = None),
             Some(name) => match SortColumn::named(name) {
-                Some(column) => change_list(app, |list| {
-                    // The same column again turns it round.
-                    list.sort = match list.sort {
-                        Some((sorted, descending)) if sorted == column => {
-                            Some((column, !descending))
-                        }
-                        _ => Some((column, false)),
-                    }
-                }),
+                Some(column) => sort_by(app, column),
                 None => {
                     app.message = Some(format!(
                         "no column {} (id, status, sym, table, title, opened)",
@@ -1220,6 +1332,36 @@ fn open_incident_by_id(app: &mut App, id: &str) {
     open_detail(app);
 }
 
+/// Puts the text on the clipboard (the loop sends it) and says what it was.
+fn copy(app: &mut App, found: Result<(String, &'static str), String>) {
+    match found {
+        Ok((text, what)) => {
+            let shown: String = text
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .take(40)
+                .collect();
+            let more = if shown.len() < text.len() { "…" } else { "" };
+            app.message = Some(format!("copied the {what}: {shown}{more}"));
+            app.clipboard = Some(text);
+        }
+        Err(why) => app.message = Some(format!("nothing copied: {why}")),
+    }
+}
+
+/// Sorts the list by `column`; the same column again turns it round (`:sort COLUMN`,
+/// a click on the column's header).
+pub(crate) fn sort_by(app: &mut App, column: SortColumn) {
+    change_list(app, |list| {
+        list.sort = match list.sort {
+            Some((sorted, descending)) if sorted == column => Some((column, !descending)),
+            _ => Some((column, false)),
+        }
+    });
+}
+
 /// Changes how the list is shown; the selection stays on its incident when it still
 /// shows.
 fn change_list(app: &mut App, change: impl FnOnce(&mut ListView)) {
@@ -1248,7 +1390,7 @@ fn edit(app: &mut App, key: KeyEvent) {
             modal.error = None;
             modal.text.input(key);
         }
-        Overlay::Prompt(_) => {
+        Overlay::Prompt(_) | Overlay::Help { .. } => {
             // Keys with Ctrl are the registry's or nothing: never typed as text.
             if let KeyCode::Char(c) = key.code {
                 if !c.is_control() && !key.modifiers.contains(KeyModifiers::CONTROL) {
@@ -1256,7 +1398,7 @@ fn edit(app: &mut App, key: KeyEvent) {
                 }
             }
         }
-        Overlay::Help { .. } | Overlay::AlertOutbox { .. } | Overlay::None => {}
+        Overlay::AlertOutbox { .. } | Overlay::None => {}
     }
 }
 
@@ -1268,8 +1410,10 @@ fn paste(app: &mut App, text: &str) {
                 .text
                 .insert_str(sanitize::for_terminal_multiline(text));
         }
-        Overlay::Prompt(_) => prompt::insert(app, &sanitize::for_terminal(text)),
-        Overlay::Help { .. } | Overlay::AlertOutbox { .. } | Overlay::None => {}
+        Overlay::Prompt(_) | Overlay::Help { .. } => {
+            prompt::insert(app, &sanitize::for_terminal(text))
+        }
+        Overlay::AlertOutbox { .. } | Overlay::None => {}
     }
 }
 
@@ -1711,7 +1855,7 @@ mod tests {
             None,
             "Ctrl-R should do nothing in read-only mode"
         );
-        assert!(keys::available(true).all(|binding| !binding.dangerous));
+        assert!(keys::available(&app.keymap, true).all(|binding| !binding.dangerous));
         assert!(keys::hints(&app).iter().all(|(label, _)| *label != "a"));
         // Even an action that slips through is refused.
         for action in [Action::Approve, Action::Resolve, Action::Reopen] {
@@ -1967,6 +2111,53 @@ mod tests {
         press(&mut app, KeyCode::Enter);
         assert_eq!(app.screen, Screen::List);
         assert!(app.message.as_deref().unwrap().contains("unknown command"));
+    }
+
+    /// `y` copies what the focus shows; `:copy` names what.
+    #[test]
+    fn y_copies_an_id_a_hash_or_the_sql() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Char('y'));
+        assert_eq!(app.clipboard.take().as_deref(), Some("INC-7"));
+        assert_eq!(
+            app.message.as_deref(),
+            Some("copied the incident id: INC-7")
+        );
+        // With the monitors pane in focus, the selected monitor's name.
+        press(&mut app, KeyCode::Tab);
+        press(&mut app, KeyCode::Char('j'));
+        press(&mut app, KeyCode::Char('y'));
+        let monitor = &app.snapshot.monitors[app.monitor_order[1]].name;
+        assert_eq!(app.clipboard.take().as_ref(), Some(monitor));
+        assert_eq!(
+            app.message,
+            Some(format!("copied the monitor's name: {monitor}"))
+        );
+        press(&mut app, KeyCode::Esc);
+        press(&mut app, KeyCode::Enter);
+        press(&mut app, KeyCode::Char('j'));
+        press(&mut app, KeyCode::Char('y'));
+        assert_eq!(app.clipboard.take().as_deref(), Some(DIFF_HASH));
+        press(&mut app, KeyCode::Tab);
+        press(&mut app, KeyCode::Char('y'));
+        assert_eq!(
+            app.clipboard.take().as_deref(),
+            Some(crate::console::fixtures::NEW_STG_PAYMENTS)
+        );
+        assert_eq!(app.message.as_deref(), Some("copied the SQL: select…"));
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "copy command");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.clipboard, None);
+        assert!(app
+            .message
+            .as_deref()
+            .unwrap()
+            .starts_with("nothing copied"));
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "copy id");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.clipboard.take().as_deref(), Some("INC-7"));
     }
 
     #[test]

@@ -5,9 +5,10 @@
 use std::path::Path;
 use std::str::FromStr;
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{anyhow, bail, Context as _, Result};
 use ratatui::style::{Color, Modifier, Style};
 use serde::Deserialize;
+use toml::Spanned;
 
 /// The themes shipped with dataward, compiled in so the binary needs no data files.
 pub const BUILTIN_THEMES: [(&str, &str); 4] = [
@@ -41,10 +42,11 @@ impl RoleSpec {
     }
 }
 
-/// A theme file as written: any role may be missing.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// A theme file as written: any role may be missing. A user's file may say which
+/// built-in theme it changes (`base`, dark when it does not).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ThemeFile {
+    pub base: Option<String>,
     pub ok: Option<RoleSpec>,
     pub warn: Option<RoleSpec>,
     pub crit: Option<RoleSpec>,
@@ -55,15 +57,89 @@ pub struct ThemeFile {
     pub title: Option<RoleSpec>,
 }
 
+/// One role as the file has it, with where each colour is written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRole {
+    fg: Option<Spanned<String>>,
+    bg: Option<Spanned<String>>,
+    bold: Option<bool>,
+    reverse: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    base: Option<Spanned<String>>,
+    ok: Option<RawRole>,
+    warn: Option<RawRole>,
+    crit: Option<RawRole>,
+    muted: Option<RawRole>,
+    accent: Option<RawRole>,
+    selection: Option<RawRole>,
+    border: Option<RawRole>,
+    title: Option<RawRole>,
+}
+
 impl ThemeFile {
+    /// Reads a theme; every colour is checked here, and an error names its line.
     pub fn parse(text: &str) -> Result<ThemeFile> {
-        Ok(toml::from_str(text)?)
+        let line = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
+        let raw: RawFile = toml::from_str(text).map_err(|e| {
+            let at = e.span().map_or(1, |span| line(span.start));
+            anyhow!("line {at}: {}", e.message().trim_end())
+        })?;
+        let colour = |role: &str, key: &str, value: &Option<Spanned<String>>| {
+            value
+                .as_ref()
+                .map(|value| {
+                    parse_color(value.get_ref())
+                        .map(|_| value.get_ref().clone())
+                        .map_err(|e| {
+                            anyhow!("line {}: {role}.{key}: {e:#}", line(value.span().start))
+                        })
+                })
+                .transpose()
+        };
+        let role = |name: &str, raw: Option<RawRole>| -> Result<Option<RoleSpec>> {
+            raw.map(|raw| {
+                Ok(RoleSpec {
+                    fg: colour(name, "fg", &raw.fg)?,
+                    bg: colour(name, "bg", &raw.bg)?,
+                    bold: raw.bold,
+                    reverse: raw.reverse,
+                })
+            })
+            .transpose()
+        };
+        if let Some(base) = &raw.base {
+            if !builtin_names().contains(&base.get_ref().as_str()) {
+                bail!(
+                    "line {}: base: unknown theme '{}' (known: {})",
+                    line(base.span().start),
+                    base.get_ref(),
+                    builtin_names().join(", ")
+                );
+            }
+        }
+        Ok(ThemeFile {
+            base: raw.base.map(Spanned::into_inner),
+            ok: role("ok", raw.ok)?,
+            warn: role("warn", raw.warn)?,
+            crit: role("crit", raw.crit)?,
+            muted: role("muted", raw.muted)?,
+            accent: role("accent", raw.accent)?,
+            selection: role("selection", raw.selection)?,
+            border: role("border", raw.border)?,
+            title: role("title", raw.title)?,
+        })
     }
 
+    /// A theme file; an error names the file and the line.
     pub fn read(path: &Path) -> Result<ThemeFile> {
         let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading theme {}", path.display()))?;
-        ThemeFile::parse(&text).with_context(|| format!("theme {}", path.display()))
+            .with_context(|| format!("cannot read theme file {}", path.display()))?;
+        ThemeFile::parse(&text).map_err(|e| anyhow!("theme file {}, {e:#}", path.display()))
     }
 }
 
@@ -154,7 +230,8 @@ fn resolve(spec: &RoleSpec, no_color: bool) -> Result<Style> {
 }
 
 fn parse_color(text: &str) -> Result<Color> {
-    Color::from_str(text).map_err(|_| anyhow::anyhow!("'{text}' is not a colour"))
+    Color::from_str(text)
+        .map_err(|_| anyhow!("'{text}' is not a colour (a name like red, \"#rrggbb\" or 0-255)"))
 }
 
 #[cfg(test)]
@@ -192,9 +269,36 @@ mod tests {
     #[test]
     fn bad_theme_names_the_problem() {
         assert!(Theme::load("neon", None, false).is_err());
-        let user = ThemeFile::parse("[ok]\nfg = \"not-a-colour\"\n").unwrap();
-        let error = Theme::load("dark", Some(&user), false).unwrap_err();
-        assert!(format!("{error:#}").contains("ok"));
-        assert!(ThemeFile::parse("[okay]\nfg = \"red\"\n").is_err());
+        for (text, said) in [
+            (
+                "[ok]\nfg = \"not-a-colour\"\n",
+                "line 2: ok.fg: 'not-a-colour' is not a colour",
+            ),
+            (
+                "\n[crit]\nbold = true\nbg = \"#12345\"\n",
+                "line 4: crit.bg: '#12345'",
+            ),
+            ("[okay]\nfg = \"red\"\n", "line 1: unknown field `okay`"),
+            ("[ok]\nfg = red\n", "line 2:"),
+            ("base = \"neon\"\n", "line 1: base: unknown theme 'neon'"),
+        ] {
+            let error = format!("{:#}", ThemeFile::parse(text).unwrap_err());
+            assert!(error.starts_with(said), "{text:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn a_broken_theme_file_names_the_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mine.toml");
+        std::fs::write(&path, "[ok]\nfg = \"green\"\n\n[warn]\nfg = \"yelow\"\n").unwrap();
+        let error = format!("{:#}", ThemeFile::read(&path).unwrap_err());
+        assert_eq!(
+            error,
+            format!(
+                "theme file {}, line 5: warn.fg: 'yelow' is not a colour (a name like red, \"#rrggbb\" or 0-255)",
+                path.display()
+            )
+        );
     }
 }

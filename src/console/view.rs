@@ -146,6 +146,91 @@ mod tests {
         }
     }
 
+    /// `z` gives the focused pane the whole detail: at 80x24 the whole diff shows, with
+    /// its undo and verification; `z` again puts the panes back.
+    #[test]
+    fn a_zoomed_pane() {
+        let mut app = detail_app();
+        update(&mut app, Action::NextPane);
+        assert_eq!(app.detail.as_ref().unwrap().focus, Pane::Body);
+        update(&mut app, Action::Zoom);
+        let screen = draw(&app, 80, 24);
+        assert!(!screen.contains("Blast radius"), "{screen}");
+        assert!(screen.contains("where zip_code is not null"), "{screen}");
+        insta::assert_snapshot!("zoomed_body_80x24", screen);
+        update(&mut app, Action::Zoom);
+        assert!(draw(&app, 80, 24).contains("Blast radius"));
+        // At 40x10 the detail shows only the proposals; the cause, zoomed, reads there,
+        // with the proposal `a` would act on on the line under it, and a page is the
+        // zoomed pane's height.
+        update(&mut app, Action::NextPane);
+        assert_eq!(app.detail.as_ref().unwrap().focus, Pane::Cause);
+        assert!(!draw(&app, 40, 10).contains("Source migration"));
+        update(&mut app, Action::Zoom);
+        let small = draw(&app, 40, 10);
+        assert!(small.contains("Source migration"), "{small}");
+        assert!(small.contains("▶ 2 diff ○ pending"), "{small}");
+        assert!(!small.contains("Proposals"), "{small}");
+        assert_eq!(app.drawn.pane(Pane::Cause).height, 2, "{small}");
+        assert_eq!(app.drawn.pane(Pane::Proposals), Rect::default());
+        insta::assert_snapshot!("zoomed_cause_40x10", small);
+    }
+
+    /// `T` shows the incident's chain records in order, who did what; `y` copies them
+    /// as Markdown; `T` or Esc goes back to the panes.
+    #[test]
+    fn the_timeline_pane() {
+        let mut app = detail_app();
+        update(&mut app, Action::ToggleTimeline);
+        for (width, height) in SIZES {
+            let screen = draw(&app, width, height);
+            assert!(
+                screen.contains("Timeline: INC-7, 7 chain records"),
+                "{screen}"
+            );
+            assert!(screen.contains("decided"), "{screen}");
+            assert!(screen.contains("alice (uid 1000)"), "{screen}");
+            insta::assert_snapshot!(format!("timeline_{width}x{height}"), screen);
+        }
+        // Narrow, each record's head goes on a line of its own, cut with … where it
+        // does not fit, and what happened wraps under it; a name longer than the who
+        // column is cut with … (the Markdown keeps it whole).
+        let small = draw(&app, 40, 12);
+        assert!(
+            small.contains("Timeline: INC-7, 7 chain records …"),
+            "{small}"
+        );
+        assert!(
+            small.contains("┃    row count on PAYMENTS.CHARGES:"),
+            "{small}"
+        );
+        insta::assert_snapshot!("timeline_40x12", small);
+        let long = "someone with a very long account name (uid 1001)";
+        let mut snapshot = app.snapshot.clone();
+        snapshot.incidents[0].timeline[6].who = long.into();
+        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
+        for _ in 0..6 {
+            update(&mut app, Action::Down);
+        }
+        let wide = draw(&app, 120, 40);
+        assert!(
+            wide.contains("decided    someone with a very l…  approved P-1"),
+            "{wide}"
+        );
+        update(&mut app, Action::Copy);
+        let copied = app.clipboard.take().unwrap();
+        assert!(copied.starts_with("## Timeline of INC-7"), "{copied}");
+        assert!(
+            copied.contains(&format!(
+                "(chain #42) **decided**, {long}: approved P-1: refill in progress"
+            )),
+            "{copied}"
+        );
+        update(&mut app, Action::Back);
+        assert!(draw(&app, 120, 40).contains("Blast radius"));
+        assert_eq!(app.screen, Screen::Detail);
+    }
+
     /// The cause pane focused and scrolled down to the symptoms listed under the cause.
     #[test]
     fn symptoms_under_the_cause() {
@@ -534,7 +619,7 @@ mod tests {
         update(&mut app, Action::Help);
         for width in [120, 80, 60, 40] {
             let help = help_text(&app, width);
-            for binding in keys::available(false) {
+            for binding in keys::available(&app.keymap, false) {
                 assert!(
                     help.contains(binding.description),
                     "{width} columns: {:?} is cut in\n{help}",

@@ -84,6 +84,11 @@ pub struct DemoOptions {
     pub approve_as: Option<String>,
     /// The console looks but cannot decide (`dataward --read-only demo`).
     pub read_only: bool,
+    /// The person's config, for the console's `[console]` and `[keys]` (the demo's engine
+    /// has a config of its own).
+    pub console_config: Option<PathBuf>,
+    /// `--theme NAME|FILE`.
+    pub theme: Option<String>,
 }
 
 /// Marks a state database as a demo's, and keeps the demo's virtual clock.
@@ -524,6 +529,9 @@ fn describe(event: &Event) -> String {
 /// attached in this process and the socket served, so `dataward --data-dir DIR` in a
 /// second terminal attaches to the same live story. Quitting this console ends the demo.
 pub fn run_console(options: DemoOptions) -> Result<()> {
+    // The person's theme and keys first: a broken one is said before the story starts.
+    crate::console::prefs::load(options.console_config.as_deref(), options.theme.as_deref())
+        .and_then(|prefs| crate::console::prefs::theme_parts(prefs.theme.as_ref()))?;
     let _lock = crate::store::EngineLock::acquire(&options.data_dir)?;
     let actor = Actor::current();
     let (scenario, mut engine, from) = open_story(&options.data_dir, &options.story, &actor)?;
@@ -543,8 +551,8 @@ pub fn run_console(options: DemoOptions) -> Result<()> {
                 link,
                 crate::console::ConsoleOptions {
                     read_only,
-                    theme: None,
-                    theme_name: None,
+                    config: options.console_config.clone(),
+                    theme: options.theme.clone(),
                 },
             )
         });

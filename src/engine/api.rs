@@ -415,6 +415,10 @@ pub struct IncidentView {
     /// engine that does not send it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latest: Option<Reading>,
+    /// Its chain records in order, as who did what: read from the chain like the
+    /// receipt (`incident/timeline.rs`).
+    #[serde(default)]
+    pub timeline: Vec<TimelineEntry>,
 }
 
 /// One check's latest figure as people read it, with its verdict and when it was taken.
@@ -429,6 +433,18 @@ pub struct Reading {
     pub band: Option<String>,
     /// When it was measured, RFC 3339.
     pub at: String,
+}
+
+/// One chain record in an incident's timeline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimelineEntry {
+    pub seq: u64,
+    pub at: String,
+    /// What happened, in a word: saw, diagnosed, proposed, decided, ran, verified...
+    pub step: String,
+    /// Who: `dataward`, or the attested account.
+    pub who: String,
+    pub what: String,
 }
 
 /// A breach an incident explains: downstream of its table by lineage, or a model its

@@ -258,11 +258,19 @@ fn wait_for_engine(data_dir: &Path, read_only: bool, child: &mut Child) -> Resul
 /// `dataward [--data-dir DIR] [--config FILE] [--read-only]`: the console attached to
 /// the engine serving `data_dir`, started in the background first when none does.
 /// Returns what to tell the person once the terminal is theirs again.
-pub fn run_console(config: Option<PathBuf>, data_dir: &Path, read_only: bool) -> Result<String> {
+pub fn run_console(
+    config: Option<PathBuf>,
+    data_dir: &Path,
+    read_only: bool,
+    theme: Option<String>,
+) -> Result<String> {
+    // The person's theme and keys first: a broken one is said before anything starts.
+    crate::console::prefs::load(config.as_deref(), theme.as_deref())
+        .and_then(|prefs| crate::console::prefs::theme_parts(prefs.theme.as_ref()))?;
     let (client, mut started) = match Client::connect(data_dir, read_only)? {
         Some(client) => (client, None),
         None => {
-            let config = config.ok_or_else(|| {
+            let config = config.clone().ok_or_else(|| {
                 anyhow::anyhow!("no home directory for the default config; pass --config FILE")
             })?;
             anyhow::ensure!(
@@ -282,8 +290,8 @@ pub fn run_console(config: Option<PathBuf>, data_dir: &Path, read_only: bool) ->
         attached.link,
         ConsoleOptions {
             read_only,
-            theme: None,
-            theme_name: None,
+            config,
+            theme,
         },
     )?;
     let pid = attached.engine_pid.load(Ordering::SeqCst);

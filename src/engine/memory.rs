@@ -120,6 +120,7 @@ impl Engine {
             incident.receipt = receipt::build(&records, &incident.id)
                 .ok()
                 .map(|r| r.to_markdown());
+            incident.timeline = crate::incident::timeline::build(&records, &incident.id);
         }
         self.drafted_at = head;
         Ok(())

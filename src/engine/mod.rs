@@ -86,6 +86,9 @@ struct Incident {
     run: Option<RunState>,
     checks: Vec<Check>,
     receipt: Option<String>,
+    /// Its chain records as who did what, drafted with the receipt.
+    #[serde(default)]
+    timeline: Vec<crate::engine::api::TimelineEntry>,
     /// Verification passed (or the owner closed it); it resolves once its holds are
     /// resumed.
     #[serde(default)]
@@ -1094,6 +1097,7 @@ impl Incident {
             }),
             symptoms: i.symptoms.iter().map(symptoms::Symptom::view).collect(),
             latest: None,
+            timeline: i.timeline.clone(),
         }
     }
 
@@ -1120,6 +1124,7 @@ impl Incident {
             run: None,
             checks: Vec::new(),
             receipt: None,
+            timeline: Vec::new(),
             verified: false,
             closed_by_hand: None,
             column: o.detail.column.clone(),

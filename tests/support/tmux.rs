@@ -20,9 +20,14 @@ pub fn screen(session: &str) -> String {
 /// Waits until the screen of `session` shows `text`; the deadline only bounds a hung
 /// test.
 pub fn wait_for(session: &str, text: &str) -> String {
+    wait_until(session, text, || screen(session))
+}
+
+/// Waits until what `shown` reads holds `text`.
+fn wait_until(session: &str, text: &str, shown: impl Fn() -> String) -> String {
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
-        let shown = screen(session);
+        let shown = shown();
         if shown.contains(text) {
             return shown;
         }
@@ -73,5 +78,38 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         tmux(&["kill-session", "-t", &self.0]);
+    }
+}
+
+/// A tmux server of the test's own (its socket named after the test), so a server
+/// option set here never touches anyone's sessions; killed on drop.
+pub struct PrivateTmux(pub String);
+
+impl PrivateTmux {
+    pub fn new(name: &str) -> PrivateTmux {
+        PrivateTmux(format!("dataward-{name}-{}", std::process::id()))
+    }
+
+    pub fn run(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .arg("-L")
+            .arg(&self.0)
+            .args(args)
+            .output()
+            .expect("tmux runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits until its session `console` shows `text`.
+    pub fn wait_for(&self, text: &str) -> String {
+        wait_until(&self.0, text, || {
+            self.run(&["capture-pane", "-p", "-t", "console"])
+        })
+    }
+}
+
+impl Drop for PrivateTmux {
+    fn drop(&mut self) {
+        self.run(&["kill-server"]);
     }
 }

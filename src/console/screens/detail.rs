@@ -35,9 +35,18 @@ pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
     };
     let [header, body] = Layout::vertical([Constraint::Length(2), Constraint::Fill(1)]).areas(area);
     render_detail_header(frame, header, incident, theme);
+    if detail.timeline_open {
+        app.drawn.receipt.set(crate::console::drawn::inner(body));
+        crate::console::timeline::render(frame, body, app, incident, detail);
+        return;
+    }
     if detail.receipt_open {
         app.drawn.receipt.set(crate::console::drawn::inner(body));
         receipt::render(frame, body, incident, detail, theme);
+        return;
+    }
+    if detail.zoomed {
+        render_zoomed(frame, body, app, incident, detail);
         return;
     }
     // The proposals come first: `a`, `r`, `u` act on the selected one, so it is on
@@ -73,6 +82,52 @@ pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
         render_checks(frame, checks, incident, theme);
     }
     proposal::render(frame, proposal_body, app, detail);
+}
+
+/// `z`: the focused pane takes the whole detail, and the other panes are not drawn (a
+/// click or a page goes by what is drawn). Zooming the cause or the tree keeps a line
+/// under it with the selected proposal, which `a`, `r` and `u` act on, so what a key
+/// acts on stays on screen however small the terminal.
+fn render_zoomed(
+    frame: &mut Frame,
+    body: Rect,
+    app: &App,
+    incident: &IncidentView,
+    detail: &Detail,
+) {
+    let theme = &app.theme;
+    app.drawn.panes.set(Default::default());
+    let selected = incident.proposals.get(detail.proposal);
+    let (area, strip) = match (detail.focus, selected) {
+        (Pane::Cause | Pane::Tree, Some(proposal)) if body.height > 3 => {
+            let [area, strip] =
+                Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(body);
+            (area, Some((strip, proposal)))
+        }
+        _ => (body, None),
+    };
+    app.drawn.set_pane(detail.focus, area);
+    match detail.focus {
+        Pane::Cause => render_cause(frame, area, incident, detail, theme),
+        Pane::Tree => render_tree(frame, area, incident, detail, theme),
+        Pane::Proposals => render_proposals(frame, area, app, incident, detail),
+        Pane::Body => proposal::render(frame, area, app, detail),
+    }
+    if let Some((strip, proposal)) = strip {
+        let spans = vec![
+            Span::styled(format!("{SELECTED} "), theme.accent),
+            Span::raw(format!(
+                "{} {} ",
+                presence::short_proposal(&proposal.id),
+                kind_word(proposal.kind)
+            )),
+            proposal_state(proposal.state, theme),
+            Span::raw("  "),
+            Span::raw(proposal.title.clone()),
+            Span::styled("  (z: all panes)", theme.muted),
+        ];
+        frame.render_widget(Line::from(cut_spans(spans, strip.width as usize)), strip);
+    }
 }
 
 fn render_detail_header(frame: &mut Frame, area: Rect, incident: &IncidentView, theme: &Theme) {

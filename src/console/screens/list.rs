@@ -49,6 +49,9 @@ pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
     render_incident_list(frame, incidents, app);
     if monitors_height > 0 {
         monitors::render(frame, monitors, app);
+    } else {
+        // Not drawn: nothing there to page through or click.
+        app.drawn.monitor_rows.set(Rect::default());
     }
 }
 
@@ -64,6 +67,9 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
     }
     title.push_str(&app.list.describe());
     let block = pane_block(&title, app.list_pane == ListPane::Incidents, theme);
+    // Until rows are drawn below, there are none to page through or click.
+    app.drawn.list_rows.set(Rect::default());
+    app.drawn.list_header.set(Rect::default());
     if !app.connected {
         let waiting = Paragraph::new(Span::styled(
             "Waiting for the engine's first snapshot…",
@@ -98,6 +104,10 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
         ..rows
     });
     app.drawn.list_start.set(start);
+    app.drawn.list_header.set(Rect {
+        height: rows.height.min(1),
+        ..rows
+    });
     // `sym`: how many breaches downstream joined the incident rather than opening their own.
     let mut header = vec![String::new()];
     header.extend(SortColumn::ALL.map(|column| app.list.header(column)));
@@ -117,6 +127,9 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
         ],
         area.width.saturating_sub(2),
     );
+    if let Ok(columns) = widths.as_slice().try_into() {
+        app.drawn.list_columns.set(columns);
+    }
     let rows = incidents
         .iter()
         .enumerate()

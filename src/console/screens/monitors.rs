@@ -64,6 +64,7 @@ pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
         height: rows.height.saturating_sub(1),
         ..rows
     });
+    app.drawn.monitor_start.set(start);
     let in_view: Vec<&MonitorView> = app
         .monitor_order
         .iter()
