@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 
+use crate::console::listing::Orders;
 use crate::console::screens::list;
 use crate::console::state::status_word;
 use crate::engine::api::{IncidentView, Snapshot};
@@ -31,6 +32,8 @@ pub struct Prepared {
     /// The widest text of each of the list's columns over every incident, so the list's
     /// columns size to the snapshot without a frame measuring every row.
     pub(crate) list_widths: [usize; 6],
+    /// Every column's order, for a sorted list.
+    pub(crate) orders: Orders,
 }
 
 impl Prepared {
@@ -73,11 +76,13 @@ pub fn prepare(mut raw: Snapshot, previous: Option<Prepared>) -> Prepared {
             *widest = (*widest).max(width);
         }
     }
+    let orders = Orders::new(&raw.incidents, &search);
     Prepared {
         snapshot: raw,
         search,
         by_id,
         list_widths,
+        orders,
     }
 }
 

@@ -58,9 +58,9 @@ impl SortColumn {
     }
 }
 
-/// What a column sorts by, made once per incident and sort: a sort of 10,000 incidents
-/// compares some 130,000 pairs, and lowercasing or splitting text in each comparison
-/// cost 60 ms on the input path. A column always makes the same variant.
+/// What a column sorts by, made once per incident: a sort of 10,000 incidents compares
+/// some 130,000 pairs, and lowercasing or splitting text in each comparison cost 60 ms.
+/// A column always makes the same variant.
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum SortKey<'a> {
     /// `inc-9` before `inc-10`: the text before a trailing number, then the number.
@@ -85,6 +85,75 @@ fn rank(status: IncidentStatus) -> u8 {
     }
 }
 
+/// Every column's order of a snapshot's incidents, made with the snapshot off the input
+/// path (`incoming::prepare`), so that sorting there is one pass over the incidents
+/// rather than a sort (2.3 ms, 5.5 at worst, at 10,000 incidents on each change).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Orders {
+    /// Per column, in `SortColumn::ALL`'s order.
+    columns: Vec<ColumnOrder>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+struct ColumnOrder {
+    /// Positions by the column's key, upwards; equal keys in the engine's order.
+    upwards: Vec<usize>,
+    /// Where each run of equal keys starts in `upwards`.
+    runs: Vec<usize>,
+}
+
+impl Orders {
+    /// `search` holds the incidents' search texts (`incoming::searchable`).
+    pub fn new(incidents: &[IncidentView], search: &[String]) -> Orders {
+        let columns = SortColumn::ALL
+            .iter()
+            .map(|&column| {
+                let mut keyed: Vec<(SortKey, usize)> = incidents
+                    .iter()
+                    .zip(search)
+                    .enumerate()
+                    .map(|(at, (incident, searched))| (column.key(incident, searched), at))
+                    .collect();
+                // Ties by position: unstable gives the stable order, without a buffer.
+                keyed.sort_unstable();
+                let runs = (0..keyed.len())
+                    .filter(|&i| i == 0 || keyed[i - 1].0 != keyed[i].0)
+                    .collect();
+                let upwards = keyed.into_iter().map(|(_, at)| at).collect();
+                ColumnOrder { upwards, runs }
+            })
+            .collect();
+        Orders { columns }
+    }
+
+    /// Every position in the order `sort` shows them; downwards, equal keys still keep
+    /// the engine's order. `count` incidents, in theirs, when unsorted.
+    pub fn positions(
+        &self,
+        sort: Option<(SortColumn, bool)>,
+        count: usize,
+    ) -> Box<dyn Iterator<Item = usize> + '_> {
+        let column = sort.and_then(|(column, descending)| {
+            let at = SortColumn::ALL.iter().position(|c| *c == column)?;
+            Some((self.columns.get(at)?, descending))
+        });
+        match column {
+            None => Box::new(0..count),
+            Some((order, false)) => Box::new(order.upwards.iter().copied()),
+            Some((order, true)) => Box::new(order.runs.iter().enumerate().rev().flat_map(
+                move |(run, &start)| {
+                    let end = order
+                        .runs
+                        .get(run + 1)
+                        .copied()
+                        .unwrap_or(order.upwards.len());
+                    order.upwards[start..end].iter().copied()
+                },
+            )),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ListView {
     /// The column sorted by and whether downwards; `None`: the engine's order.
@@ -96,27 +165,6 @@ pub struct ListView {
 impl ListView {
     pub fn shows(&self, incident: &IncidentView) -> bool {
         !self.open_only || incident.status != IncidentStatus::Resolved
-    }
-
-    /// Puts `positions` (into `incidents`, whose search texts are `search`) in the
-    /// order of the sorted column; ties, and an unsorted list, keep the engine's order.
-    /// The keys are made once, so comparing is plain; ties go by position, so an
-    /// unstable sort gives the stable order.
-    pub fn order(&self, positions: &mut [usize], incidents: &[IncidentView], search: &[String]) {
-        let Some((column, descending)) = self.sort else {
-            return;
-        };
-        let mut keyed: Vec<(SortKey, usize)> = positions
-            .iter()
-            .map(|&at| (column.key(&incidents[at], &search[at]), at))
-            .collect();
-        keyed.sort_unstable_by(|(a, at_a), (b, at_b)| {
-            let order = if descending { b.cmp(a) } else { a.cmp(b) };
-            order.then(at_a.cmp(at_b))
-        });
-        for (slot, (_, at)) in positions.iter_mut().zip(keyed) {
-            *slot = at;
-        }
     }
 
     /// `s`: the next column (after the last, the engine's order again).
@@ -173,6 +221,27 @@ mod tests {
         let mut ids = ["inc-10", "inc-9", "inc-100", "inc-11", "inc"];
         ids.sort_by_key(|id| numbered(id));
         assert_eq!(ids, ["inc", "inc-9", "inc-10", "inc-11", "inc-100"]);
+    }
+
+    #[test]
+    fn downwards_turns_the_runs_round_but_not_what_is_inside_them() {
+        let incidents: Vec<IncidentView> = ["b", "a", "b", "c", "a"]
+            .iter()
+            .enumerate()
+            .map(|(n, title)| {
+                let mut incident = crate::console::fixtures::sample_incident();
+                incident.id = format!("INC-{n}");
+                incident.title = title.to_string();
+                incident
+            })
+            .collect();
+        let search: Vec<String> = incidents.iter().map(incoming::searchable).collect();
+        let orders = Orders::new(&incidents, &search);
+        let by = |sort| orders.positions(sort, 5).collect::<Vec<_>>();
+        assert_eq!(by(None), [0, 1, 2, 3, 4]);
+        assert_eq!(by(Some((SortColumn::Title, false))), [1, 4, 0, 2, 3]);
+        assert_eq!(by(Some((SortColumn::Title, true))), [3, 0, 2, 1, 4]);
+        assert_eq!(by(Some((SortColumn::Id, true))), [4, 3, 2, 1, 0]);
     }
 
     #[test]

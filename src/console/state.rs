@@ -16,7 +16,7 @@ use crate::console::diff::DiffRows;
 use crate::console::incoming::{self, Needle, Prepared};
 use crate::console::keys::{self, Verb};
 use crate::console::line::LineOp;
-use crate::console::listing::{ListView, SortColumn};
+use crate::console::listing::{ListView, Orders, SortColumn};
 use crate::console::prompt::{self, Histories, Prompt};
 use crate::console::symptoms;
 use crate::console::theme::{self, Theme, ThemeFile};
@@ -311,6 +311,8 @@ pub struct App {
     by_id: HashMap<String, usize>,
     /// The widest text of each list column in `snapshot` (`incoming::Prepared`).
     list_widths: [usize; 6],
+    /// Every column's order of `snapshot`'s incidents (`incoming::Prepared`).
+    orders: Orders,
     /// The incidents the list shows, as positions in `snapshot.incidents` in the order
     /// shown, and the filter and list view they were found for: computed when the
     /// snapshot, the filter, the sort or the open/all toggle changes, never per frame.
@@ -370,6 +372,7 @@ impl App {
             search: Vec::new(),
             by_id: HashMap::new(),
             list_widths: [0; 6],
+            orders: Orders::default(),
             shown: Vec::new(),
             shown_for: None,
             retired: None,
@@ -445,8 +448,16 @@ impl App {
             None => {
                 let incidents = &self.snapshot.incidents;
                 let search: Vec<String> = incidents.iter().map(incoming::searchable).collect();
+                let orders = Orders::new(incidents, &search);
                 let mut shown = Vec::new();
-                find_shown(&mut shown, incidents, &search, &self.filter, self.list);
+                find_shown(
+                    &mut shown,
+                    incidents,
+                    &search,
+                    &orders,
+                    &self.filter,
+                    self.list,
+                );
                 shown.iter().map(|&at| &incidents[at]).collect()
             }
         }
@@ -610,6 +621,7 @@ fn install(app: &mut App, mut prepared: Box<Prepared>) {
     std::mem::swap(&mut app.search, &mut prepared.search);
     std::mem::swap(&mut app.by_id, &mut prepared.by_id);
     std::mem::swap(&mut app.list_widths, &mut prepared.list_widths);
+    std::mem::swap(&mut app.orders, &mut prepared.orders);
     app.retired = Some(prepared);
     app.snapshot_received = Some(std::time::Instant::now());
     app.connected = true;
@@ -624,31 +636,31 @@ fn refresh_shown(app: &mut App) {
         &mut app.shown,
         &app.snapshot.incidents,
         &app.search,
+        &app.orders,
         &app.filter,
         app.list,
     );
     app.shown_for = Some((app.filter.clone(), app.list));
 }
 
-/// The positions in `incidents` (whose search texts are `search`) that `filter` and
-/// `list` show, in the order shown, into `shown`.
+/// The positions in `incidents` (whose search texts are `search` and whose column
+/// orders are `orders`) that `filter` and `list` show, in the order shown, into `shown`:
+/// one pass, whatever the sort.
 fn find_shown(
     shown: &mut Vec<usize>,
     incidents: &[IncidentView],
     search: &[String],
+    orders: &Orders,
     filter: &str,
     list: ListView,
 ) {
     let needle = Needle::new(filter);
     shown.clear();
     shown.extend(
-        search
-            .iter()
-            .enumerate()
-            .filter(|(at, text)| needle.shows(text) && list.shows(&incidents[*at]))
-            .map(|(at, _)| at),
+        orders
+            .positions(list.sort, incidents.len())
+            .filter(|&at| needle.shows(&search[at]) && list.shows(&incidents[at])),
     );
-    list.order(shown, incidents, search);
 }
 
 /// Recompute what depends on the snapshot, the filter and the list view: the incidents
