@@ -31,9 +31,28 @@ pub struct Drawn {
     pub panes: Cell<[Rect; 4]>,
     /// The receipt or the timeline inside its borders, while one is open.
     pub receipt: Cell<Rect>,
+    /// Whether a frame has been drawn: before one, nothing below is known.
+    pub drew: Cell<bool>,
+    /// Whether the last frame showed the selected incident's row, and the selected
+    /// proposal: a key that acts on one of them refuses when it was not on screen.
+    pub incident_shown: Cell<bool>,
+    pub proposal_shown: Cell<bool>,
 }
 
 impl Drawn {
+    /// Starts a frame: nothing is shown until the view says it drew it.
+    pub fn begin_frame(&self) {
+        self.drew.set(true);
+        self.incident_shown.set(false);
+        self.proposal_shown.set(false);
+    }
+
+    /// Whether the last frame left out what a key would act on (`shown` says whether
+    /// it drew it). Before the first frame the key is let through.
+    pub fn left_out(&self, shown: &Cell<bool>) -> bool {
+        self.drew.get() && !shown.get()
+    }
+
     pub fn pane(&self, pane: Pane) -> Rect {
         self.panes.get()[pane.index()]
     }

@@ -773,6 +773,12 @@ fn open_detail(app: &mut App) {
     let Some(id) = app.selected_incident.clone() else {
         return;
     };
+    if app.drawn.left_out(&app.drawn.incident_shown) {
+        app.message = Some(format!(
+            "{id} is not on screen: make the terminal taller to open it"
+        ));
+        return;
+    }
     app.detail = Some(Detail {
         incident: id,
         focus: Pane::Proposals,
@@ -1005,6 +1011,9 @@ fn start_decision(app: &mut App, decision: Decision) {
         app.message = Some("open an incident and select a proposal first".into());
         return;
     };
+    if refuse_if_proposal_not_shown(app, &proposal.id) {
+        return;
+    }
     open_reason(
         app,
         decision,
@@ -1067,6 +1076,18 @@ fn open_reason(
     }));
 }
 
+/// A decision acts on the proposal the person sees selected: one the last frame left
+/// out (a terminal too small, the receipt or the timeline over the panes) is refused.
+fn refuse_if_proposal_not_shown(app: &mut App, id: &str) -> bool {
+    let left_out = app.drawn.left_out(&app.drawn.proposal_shown);
+    if left_out {
+        app.message = Some(format!(
+            "{id} is not on screen: close the receipt or timeline, or make the terminal larger"
+        ));
+    }
+    left_out
+}
+
 fn forward(app: &mut App) {
     if refuse_if_read_only(app) {
         return;
@@ -1074,6 +1095,9 @@ fn forward(app: &mut App) {
     match app.selected_proposal() {
         Some(proposal) if proposal.kind == ProposalKind::Note => {
             let id = proposal.id.clone();
+            if refuse_if_proposal_not_shown(app, &id) {
+                return;
+            }
             app.message = Some(format!("forward {id} sent; the engine will confirm"));
             app.outbox.push(Command::Forward { proposal: id });
         }

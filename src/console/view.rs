@@ -16,6 +16,7 @@ use crate::console::screens::{detail, list};
 use crate::console::state::{App, Overlay, Screen};
 
 pub fn render(frame: &mut Frame, app: &App) {
+    app.drawn.begin_frame();
     let [title, main, status, hints] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Fill(1),
@@ -499,6 +500,38 @@ mod tests {
         assert!(inside.contains(hash.as_str()), "{hash} in\n{modal}");
         assert!(modal.contains("│ok"), "the typed reason shows:\n{modal}");
         insta::assert_snapshot!("small_approve_40x10", modal);
+    }
+
+    /// Below the size where a row fits, or with the timeline over the panes, a key does
+    /// not act on what the person cannot see: it says why instead.
+    #[test]
+    fn a_key_refuses_to_act_on_what_the_last_frame_left_out() {
+        let mut app = sample_app();
+        draw(&app, 40, 6);
+        update(&mut app, Action::Open);
+        assert_eq!(app.screen, Screen::List);
+        let said = app.message.clone().unwrap_or_default();
+        assert!(said.contains("INC-7 is not on screen"), "{said}");
+        draw(&app, 40, 10);
+        update(&mut app, Action::Open);
+        assert_eq!(app.screen, Screen::Detail);
+
+        let mut app = detail_app();
+        draw(&app, 40, 10);
+        update(&mut app, Action::ToggleTimeline);
+        draw(&app, 40, 10);
+        update(&mut app, Action::Approve);
+        assert!(matches!(app.overlay, Overlay::None), "no reason box opened");
+        let said = app.message.clone().unwrap_or_default();
+        assert!(said.contains("is not on screen"), "{said}");
+        update(&mut app, Action::ToggleTimeline);
+        draw(&app, 40, 10);
+        update(&mut app, Action::Approve);
+        assert!(
+            matches!(app.overlay, Overlay::Reason(_)),
+            "{:?}",
+            app.message
+        );
     }
 
     #[test]

@@ -114,6 +114,7 @@ fn render_zoomed(
         Pane::Body => proposal::render(frame, area, app, detail),
     }
     if let Some((strip, proposal)) = strip {
+        app.drawn.proposal_shown.set(true);
         let spans = vec![
             Span::styled(format!("{SELECTED} "), theme.accent),
             Span::raw(format!(
@@ -295,6 +296,8 @@ fn render_proposals(
     }
     let height = area.height.saturating_sub(2) as usize;
     let start = window_start(detail.proposal, height);
+    // A header row comes first: below two rows of room, the selected one is not drawn.
+    app.drawn.proposal_shown.set(height >= 2);
     let proposals = &incident.proposals;
     let widest = |field: &dyn Fn(&ProposalView) -> String| {
         proposals

@@ -104,6 +104,7 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
         ..rows
     });
     app.drawn.list_start.set(start);
+    app.drawn.incident_shown.set(height > 0);
     app.drawn.list_header.set(Rect {
         height: rows.height.min(1),
         ..rows
