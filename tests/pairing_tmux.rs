@@ -104,13 +104,16 @@ fn console(name: &str, user: &str, data: &Path, extra: &str) -> Session {
         any_user::dataward().display(),
         data.display()
     );
+    // Wide enough for three people's presence on the status bar whatever length the
+    // test's account names and uids come out at (at 120 the last "on INC-0001" could
+    // end cut with an ellipsis).
     tmux(&[
         "new-session",
         "-d",
         "-s",
         name,
         "-x",
-        "120",
+        "180",
         "-y",
         "40",
         &command,
