@@ -495,8 +495,22 @@ pub fn hints(app: &App) -> Vec<(&str, &'static str)> {
     bindings.sort_by_key(|binding| binding.context != Context::Global);
     bindings
         .into_iter()
+        .filter(|binding| !acts_on_left_out(app, &binding.action))
         .filter_map(|binding| Some((binding.label.as_str(), binding.hint?)))
         .collect()
+}
+
+/// Whether `action` acts on what the frame being drawn left out: such a key would only
+/// refuse, so its hint is not offered. (The hints are drawn after the screen.)
+fn acts_on_left_out(app: &App, action: &Action) -> bool {
+    let drawn = &app.drawn;
+    match action {
+        Action::Open => drawn.left_out(&drawn.incident_shown),
+        Action::Approve | Action::Reject | Action::RollBack | Action::Forward => {
+            drawn.left_out(&drawn.proposal_shown)
+        }
+        _ => false,
+    }
 }
 
 /// The help overlay's contents: every available binding, grouped by context.

@@ -519,12 +519,18 @@ mod tests {
         let mut app = detail_app();
         draw(&app, 40, 10);
         update(&mut app, Action::ToggleTimeline);
+        let screen = draw(&app, 120, 40);
+        assert!(
+            !screen.contains("a approve"),
+            "no hint for what would refuse:\n{screen}"
+        );
         draw(&app, 40, 10);
         update(&mut app, Action::Approve);
         assert!(matches!(app.overlay, Overlay::None), "no reason box opened");
         let said = app.message.clone().unwrap_or_default();
         assert!(said.contains("is not on screen"), "{said}");
         update(&mut app, Action::ToggleTimeline);
+        assert!(draw(&app, 120, 40).contains("a approve"));
         draw(&app, 40, 10);
         update(&mut app, Action::Approve);
         assert!(
