@@ -2,10 +2,10 @@
 //! word for each state, cutting text to a width, centring a box, and the window of rows
 //! that keeps a selection in view.
 
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Block;
+use ratatui::widgets::{Block, Row, Table};
 
 use crate::console::state::status_word;
 use crate::console::theme::Theme;
@@ -179,6 +179,30 @@ pub(crate) fn shown<T>(cells: impl IntoIterator<Item = T>, widths: &[u16]) -> Ve
         .filter(|(_, width)| **width > 0)
         .map(|(cell, _)| cell)
         .collect()
+}
+
+/// A table of the columns [`column_widths`] kept, each as wide as it was given.
+pub(crate) fn sized_table<'a>(
+    rows: impl IntoIterator<Item = Row<'a>>,
+    widths: &[u16],
+) -> Table<'a> {
+    Table::new(
+        rows,
+        shown(widths.iter().map(|w| Constraint::Length(*w)), widths),
+    )
+}
+
+/// The header row of a [`sized_table`]: each column's name cut to its width.
+pub(crate) fn header_row<S: AsRef<str>>(
+    names: impl IntoIterator<Item = S>,
+    widths: &[u16],
+    theme: &Theme,
+) -> Row<'static> {
+    let cells = names
+        .into_iter()
+        .zip(widths)
+        .map(|(name, width)| cut(name.as_ref(), *width as usize));
+    Row::new(shown(cells, widths)).style(theme.muted)
 }
 
 /// Cut or pad `text` to exactly `width` terminal columns.

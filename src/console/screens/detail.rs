@@ -5,7 +5,7 @@
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Cell, Paragraph, Row, Table, Wrap};
+use ratatui::widgets::{Cell, Paragraph, Row, Wrap};
 use ratatui::Frame;
 use tui_tree_widget::{Tree, TreeState};
 
@@ -17,8 +17,8 @@ use crate::console::theme::Theme;
 use crate::console::tree;
 use crate::console::widgets::{
     column_widths, cut, cut_spans, from_line, incident_status, kind_word, pane_block,
-    proposal_state, short, shown, verdict_glyph, width_of, window_start, Column, SELECTED,
-    SHORT_HASH,
+    proposal_state, short, shown, sized_table, verdict_glyph, width_of, window_start, Column,
+    SELECTED, SHORT_HASH,
 };
 use crate::engine::api::{IncidentView, ProposalView, Reading, VerdictKind};
 
@@ -365,11 +365,7 @@ fn render_proposals(
                 row
             }
         });
-    let table = Table::new(
-        rows,
-        shown(widths.iter().map(|w| Constraint::Length(*w)), &widths),
-    )
-    .block(block);
+    let table = sized_table(rows, &widths).block(block);
     frame.render_widget(table, area);
 }
 

@@ -2,7 +2,7 @@
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Cell, Paragraph, Row, Table};
+use ratatui::widgets::{Cell, Paragraph, Row};
 use ratatui::Frame;
 
 use crate::console::bars;
@@ -12,8 +12,8 @@ use crate::console::state::{status_word, App, ListPane};
 use crate::console::symptoms;
 use crate::console::theme::Theme;
 use crate::console::widgets::{
-    column_widths, cut, cut_spans, incident_status, pane_block, shown, width_of, window_start,
-    Column, SELECTED,
+    column_widths, cut, cut_spans, header_row, incident_status, pane_block, shown, sized_table,
+    width_of, window_start, Column, SELECTED,
 };
 use crate::engine::api::{IncidentStatus, IncidentView};
 use crate::sanitize;
@@ -137,17 +137,9 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
         .skip(start)
         .take(height)
         .map(|(index, incident)| incident_row(incident, index == selected, &widths, theme));
-    let header = Row::new(shown(
-        header.iter().zip(&widths).map(|(h, w)| cut(h, *w as usize)),
-        &widths,
-    ))
-    .style(theme.muted);
-    let table = Table::new(
-        rows,
-        shown(widths.iter().map(|w| Constraint::Length(*w)), &widths),
-    )
-    .header(header)
-    .block(block);
+    let table = sized_table(rows, &widths)
+        .header(header_row(&header, &widths, theme))
+        .block(block);
     frame.render_widget(table, area);
 }
 

@@ -2,15 +2,15 @@
 //! health, breaches first. Tab focuses it; it scrolls like the list and says how many
 //! there are and which rows are in view, so a thousand monitors are all reachable.
 
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::Line;
-use ratatui::widgets::{Cell, Paragraph, Row, Table};
+use ratatui::widgets::{Cell, Paragraph, Row};
 use ratatui::Frame;
 
 use crate::console::state::{App, ListPane};
 use crate::console::widgets::{
-    column_widths, cut, cut_spans, health, pane_block, shown, verdict, width_of, window_start,
-    Column, SELECTED,
+    column_widths, cut, cut_spans, header_row, health, pane_block, shown, sized_table, verdict,
+    width_of, window_start, Column, SELECTED,
 };
 use crate::engine::api::{MonitorHealth, MonitorView, VerdictKind};
 
@@ -150,19 +150,7 @@ pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
         frame.render_widget(Paragraph::new("").block(block), area);
         return;
     }
-    let header = Row::new(shown(
-        [""].into_iter()
-            .chain(HEADER)
-            .enumerate()
-            .map(|(i, h)| cut(h, w(i))),
-        &widths,
-    ))
-    .style(theme.muted);
-    let table = Table::new(
-        rows,
-        shown(widths.iter().map(|w| Constraint::Length(*w)), &widths),
-    )
-    .header(header)
-    .block(block);
+    let header = header_row([""].into_iter().chain(HEADER), &widths, theme);
+    let table = sized_table(rows, &widths).header(header).block(block);
     frame.render_widget(table, area);
 }
