@@ -16,11 +16,9 @@ fn draw(app: &App, width: u16, height: u16) -> String {
     terminal.backend().to_string()
 }
 
-/// At 14:12 on the demo's day, the diff proposal selected. Only what differs between
-/// machines (the chain's hashes, which cover wall-clock times and a random log id) is
-/// pinned.
-#[test]
-fn the_engines_incident_screen() {
+/// The engine's snapshot of the ticketing demo `minutes` after 13:30 on its day, as
+/// the engine would send it to a console, and the folder it lives in.
+fn demo_snapshot_after(minutes: i64) -> (tempfile::TempDir, dataward::engine::api::Snapshot) {
     let dir = tempfile::tempdir().unwrap();
     let actor = dataward::approve::Actor {
         uid: 1000,
@@ -34,12 +32,21 @@ fn the_engines_incident_screen() {
         .unwrap()
         .and_hms_opt(13, 30, 0)
         .unwrap();
-    for minute in 0..=42 {
+    for minute in 0..=minutes {
         let now = start + chrono::TimeDelta::minutes(minute);
         scenario.step(now).unwrap();
         engine.tick(now).unwrap();
     }
-    let mut snapshot = engine.snapshot(false);
+    let snapshot = engine.snapshot(false);
+    (dir, snapshot)
+}
+
+/// At 14:12 on the demo's day, the diff proposal selected. Only what differs between
+/// machines (the chain's hashes, which cover wall-clock times and a random log id) is
+/// pinned.
+#[test]
+fn the_engines_incident_screen() {
+    let (_dir, mut snapshot) = demo_snapshot_after(42);
     if let Some(head) = &mut snapshot.chain_head {
         head.hash = "0".repeat(64);
     }
@@ -67,25 +74,7 @@ fn the_engines_incident_screen() {
 /// that opened the incident.
 #[test]
 fn the_header_says_when_the_table_is_back() {
-    let dir = tempfile::tempdir().unwrap();
-    let actor = dataward::approve::Actor {
-        uid: 1000,
-        loginuid: None,
-        user: Some("tester".into()),
-        claims: Default::default(),
-        stand_in: None,
-    };
-    let (mut scenario, mut engine) = dataward::demo::prepare(dir.path(), &actor).unwrap();
-    let start = chrono::NaiveDate::from_ymd_opt(2026, 11, 24)
-        .unwrap()
-        .and_hms_opt(13, 30, 0)
-        .unwrap();
-    for minute in 0..=90 {
-        let now = start + chrono::TimeDelta::minutes(minute);
-        scenario.step(now).unwrap();
-        engine.tick(now).unwrap();
-    }
-    let snapshot = engine.snapshot(false);
+    let (_dir, snapshot) = demo_snapshot_after(90);
     let incident = &snapshot.incidents[0];
     let latest = incident
         .latest
