@@ -347,18 +347,25 @@ impl Engine {
                 let path = self.project_file(file)?;
                 let current = std::fs::read_to_string(&path)
                     .with_context(|| format!("{}", path.display()))?;
-                if current == *to {
+                // Compared as dbt reads files; written in the file's own framing (its
+                // final newline, its line endings), so an undo gives it back whole.
+                use crate::propose::file_text;
+                if file_text::same_as_dbt_reads(&current, to) {
                     return Ok(Outcome {
                         already_done: true,
                         ..Outcome::default()
                     });
                 }
-                anyhow::ensure!(
-                    current == *from,
-                    "{} no longer matches the proposal; it was changed by someone else",
-                    path.display()
-                );
-                crate::store::files::write_atomic(&path, to.as_bytes())?;
+                if let Some(difference) =
+                    file_text::first_difference(&current, from, "the proposal")
+                {
+                    anyhow::bail!(
+                        "{} no longer matches the proposal: {difference}; it was changed since it was proposed",
+                        path.display()
+                    );
+                }
+                let text = file_text::framed_like(to, &current);
+                crate::store::files::write_atomic(&path, text.as_bytes())?;
                 Ok(Outcome::default())
             }
             Effect::QueueRun { job, key, by } => {

@@ -108,22 +108,40 @@ impl Engine {
                 .unwrap_or_default()
                 .into_iter()
                 .find(|c| c.name.eq_ignore_ascii_case(&change.column));
-            let passed = seen
-                .as_ref()
-                .is_some_and(|c| c.data_type.eq_ignore_ascii_case(&change.to));
+            // The type as it is now: the one the change made, or the old one back (the
+            // cause went away). What the models make of it is their own checks'.
+            let now_is = |t: &str| {
+                seen.as_ref()
+                    .is_some_and(|c| c.data_type.eq_ignore_ascii_case(t))
+            };
+            let (passed, detail) = match &seen {
+                Some(c) if now_is(&change.to) => (
+                    true,
+                    format!("warehouse column is {}, as the change made it", c.data_type),
+                ),
+                Some(c) if now_is(&change.from) => (
+                    true,
+                    format!(
+                        "warehouse column is {} again, as before the change",
+                        c.data_type
+                    ),
+                ),
+                Some(c) => (
+                    false,
+                    format!(
+                        "warehouse column is {}: neither {} before the change nor {} after it",
+                        c.data_type, change.from, change.to
+                    ),
+                ),
+                None => (false, "column not found in the warehouse".to_string()),
+            };
             checks.push(Check {
                 name: format!(
-                    "{}.{} type recorded as {}",
-                    incident.table, change.column, change.to
+                    "{}.{} is {}, or {} again",
+                    incident.table, change.column, change.to, change.from
                 ),
                 passed,
-                detail: match seen {
-                    Some(c) => format!(
-                        "warehouse column is {}, source is {}",
-                        c.data_type, change.to
-                    ),
-                    None => "column not found in the warehouse".to_string(),
-                },
+                detail,
             });
         }
         if let Some(run) = &incident.run {
@@ -200,8 +218,11 @@ impl Engine {
 
     /// Does the model's SQL that the chain says is in force run on today's data? What
     /// runs is the content whose hash the chain holds (the approved new version, or the
-    /// old one), never whatever the file holds now; a file that differs from it fails
-    /// the check instead of being run. The dry run itself cannot write.
+    /// old one), never whatever the file holds now; a file that differs from it as dbt
+    /// reads files fails the check, saying where, instead of being run. Its Jinja is
+    /// rendered from the manifest ([`crate::lineage::Lineage::render_model`]), or else the
+    /// manifest's compiled SQL is run with the change applied; Jinja that neither can
+    /// render is named, and nothing is sent. The dry run itself cannot write.
     pub(super) fn model_check(&self, proposal: &Proposal, file: &str) -> Check {
         let name = format!("{} runs on today's data", proposal.target);
         let result = (|| -> Result<u64> {
@@ -215,24 +236,23 @@ impl Engine {
                 "{} does not match the content hash on the chain; nothing was run",
                 proposal.id
             );
-            let in_force = if proposal.state == ProposalState::Approved {
-                new
+            let (in_force, which) = if proposal.state == ProposalState::Approved {
+                (new, "approved")
             } else {
-                old
+                (old, "original")
             };
             let path = self.project_file(file)?;
             let on_disk =
                 std::fs::read_to_string(&path).with_context(|| format!("{}", path.display()))?;
-            anyhow::ensure!(
-                on_disk == *in_force,
-                "{file} differs from the {} content on the chain (chain #{}); it was changed outside dataward and was not run",
-                if proposal.state == ProposalState::Approved { "approved" } else { "original" },
-                self.proposal_seq(&proposal.id).unwrap_or_default()
-            );
-            let lineage = self.lineage.as_ref().context("no lineage")?;
-            let sql = lineage
-                .render_inline(in_force)
-                .map_err(|e| anyhow!("{e}"))?;
+            if let Some(difference) =
+                propose::file_text::first_difference(&on_disk, in_force, "the chain's")
+            {
+                anyhow::bail!(
+                    "{file} differs from the {which} content on the chain (chain #{}): {difference}; it was changed outside dataward and was not run",
+                    self.proposal_seq(&proposal.id).unwrap_or_default()
+                );
+            }
+            let sql = self.renderable(&proposal.target, file, in_force)?;
             let warehouse = self.dbt_warehouse().context("no warehouse")?;
             Ok(warehouse.dry_run(&sql)?)
         })();
@@ -247,6 +267,44 @@ impl Engine {
                 passed: false,
                 detail: format!("{e:#}"),
             },
+        }
+    }
+
+    /// `in_force`, a version of the model `target`, as SQL the warehouse can run:
+    /// rendered from the manifest, else the manifest's compiled SQL with the lines that
+    /// differ from its raw copy changed. An error names the Jinja neither could render.
+    fn renderable(&self, target: &str, file: &str, in_force: &str) -> Result<String> {
+        let lineage = self.lineage.as_ref().context("no lineage")?;
+        let vars = self
+            .project_dir()
+            .ok()
+            .and_then(|dir| std::fs::read_to_string(dir.join("dbt_project.yml")).ok())
+            .map(|text| crate::lineage::project_vars(&text))
+            .unwrap_or_default();
+        let unrendered = match lineage.render_model(target, in_force, &vars) {
+            Ok(sql) => return Ok(sql),
+            Err(e) => e,
+        };
+        let node = lineage.node(lineage.resolve(target)?);
+        let compiled = node
+            .sql
+            .as_deref()
+            .filter(|sql| node.raw_sql.as_deref() != Some(*sql));
+        let changed = compiled
+            .zip(node.raw_sql.as_deref())
+            .and_then(|(compiled, raw)| {
+                crate::lineage::compiled_with_change(compiled, raw, in_force)
+            });
+        match changed {
+            Some(sql) => Ok(sql),
+            None => anyhow::bail!(
+                "not run: {file} {unrendered}; {}",
+                if compiled.is_some() {
+                    "the manifest's compiled SQL cannot take this change line for line either"
+                } else {
+                    "the manifest has no compiled SQL for it (run `dbt compile`)"
+                }
+            ),
         }
     }
 

@@ -36,6 +36,12 @@ pub enum LineageError {
         entry: String,
         problem: String,
     },
+    /// Jinja in a model that dataward cannot render without dbt, with its line.
+    Unrendered {
+        line: usize,
+        jinja: String,
+        why: String,
+    },
     /// No node has that unique_id, relation name or name.
     NotFound { name: String },
     /// Several nodes match the name; the person must pick one of the candidates.
@@ -69,6 +75,9 @@ impl fmt::Display for LineageError {
                 entry,
                 problem,
             } => write!(f, "{file}: {entry}: {problem}"),
+            LineageError::Unrendered { line, jinja, why } => {
+                write!(f, "line {line}: {jinja}: {why}")
+            }
             LineageError::NotFound { name } => write!(
                 f,
                 "no node is called {name:?} (tried unique_id, relation name and name)"

@@ -13,6 +13,7 @@ mod error;
 mod json_fields;
 mod manifest;
 mod notes;
+mod render;
 pub mod run_results;
 mod window;
 
@@ -30,6 +31,7 @@ pub use columns::{
 };
 pub use error::LineageError;
 pub use notes::{Notes, OptionEffect, OwnerRule, Reader, ReaderKind, Writer, WriterOption};
+pub use render::{compiled_with_change, project_vars, Vars};
 pub use window::{filter_numbers, Anchor, Period, Window, WindowSource, DEFAULT_LOOKBACK};
 
 /// What a graph node is. Readers from the context notes (dashboards, notebooks, syncs,
@@ -290,89 +292,6 @@ impl Lineage {
         Ok(self)
     }
 
-    /// Renders `{{ ref('x') }}` and `{{ source('s', 't') }}` in a model's raw SQL to the
-    /// relations they name (as `schema.table`), so a changed file can be run against the
-    /// warehouse without dbt. Any other Jinja is an error: we do not guess at macros.
-    pub fn render(&self, raw: &str) -> Result<String, LineageError> {
-        self.render_with(raw, false, 0)
-    }
-
-    /// Like [`render`](Self::render), but a ref to a model is replaced by that model's
-    /// own SQL, rendered the same way, as a subquery. The result reads only sources and
-    /// seeds: it answers "would this model build on the data that has landed now?",
-    /// which a query over yesterday's built tables cannot.
-    pub fn render_inline(&self, raw: &str) -> Result<String, LineageError> {
-        self.render_with(raw, true, 0)
-    }
-
-    fn render_with(&self, raw: &str, inline: bool, depth: usize) -> Result<String, LineageError> {
-        if depth > 32 {
-            return Err(LineageError::NotFound {
-                name: "a ref chain deeper than 32 models (a cycle?)".to_string(),
-            });
-        }
-        let mut out = String::with_capacity(raw.len());
-        let mut rest = raw;
-        while let Some(open) = rest.find("{{") {
-            out.push_str(&rest[..open]);
-            let after = &rest[open + 2..];
-            let close = after.find("}}").ok_or_else(|| LineageError::NotFound {
-                name: "an unclosed {{ in the SQL".to_string(),
-            })?;
-            let call = after[..close].trim();
-            // `config(...)` sets how dbt builds the model and renders to nothing.
-            if call.starts_with("config(") {
-                rest = &after[close + 2..];
-                continue;
-            }
-            let node = self.render_target(call)?;
-            match (&node.raw_sql, inline && node.kind == NodeKind::Model) {
-                (Some(sql), true) => {
-                    out.push_str(&format!("({})", self.render_with(sql, true, depth + 1)?));
-                    // A subquery in FROM needs a name where the model gave it none.
-                    if !aliased(&after[close + 2..]) {
-                        out.push_str(&format!(" as {}", quoted_name(&node.name)));
-                    }
-                }
-                _ => out.push_str(&relation_of(node, call)?),
-            }
-            rest = &after[close + 2..];
-        }
-        out.push_str(rest);
-        Ok(out)
-    }
-
-    /// The node a `ref(...)` or `source(...)` call names.
-    fn render_target(&self, call: &str) -> Result<&Node, LineageError> {
-        let unsupported = || LineageError::NotFound {
-            name: format!("{{{{ {call} }}}} (only ref() and source() are rendered)"),
-        };
-        let (function, args) = call.split_once('(').ok_or_else(unsupported)?;
-        let args: Vec<String> = args
-            .trim_end()
-            .strip_suffix(')')
-            .ok_or_else(unsupported)?
-            .split(',')
-            .map(|a| a.trim().trim_matches(|c| c == '\'' || c == '"').to_string())
-            .collect();
-        let node = match (function.trim(), args.as_slice()) {
-            ("ref", [.., name]) => self.graph.node_weights().find(|n| {
-                matches!(
-                    n.kind,
-                    NodeKind::Model | NodeKind::Seed | NodeKind::Snapshot
-                ) && n.name == *name
-            }),
-            ("source", [source, table]) => {
-                let suffix = format!(".{source}.{table}");
-                self.graph
-                    .node_weights()
-                    .find(|n| n.kind == NodeKind::Source && n.unique_id.ends_with(&suffix))
-            }
-            _ => None,
-        };
-        node.ok_or_else(unsupported)
-    }
-
     /// The systems recorded in the notes as loading this node's table.
     pub fn writers_of(&self, index: NodeIndex) -> Vec<&notes::Writer> {
         self.writers
@@ -523,12 +442,12 @@ pub(crate) fn relation_forms(relation: &str) -> Vec<String> {
 }
 
 /// `schema.table` of a node's relation: the form a query in that database accepts.
-fn relation_of(node: &Node, call: &str) -> Result<String, LineageError> {
+fn relation_of(node: &Node, jinja: &str) -> Result<String, LineageError> {
     let relation = node
         .relation_name
         .as_deref()
         .ok_or_else(|| LineageError::NotFound {
-            name: format!("a relation for {{{{ {call} }}}}"),
+            name: format!("a relation for {jinja}"),
         })?;
     let parts: Vec<&str> = relation.split('.').collect();
     Ok(parts[parts.len().saturating_sub(2)..].join("."))

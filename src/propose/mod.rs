@@ -2,6 +2,7 @@
 //! verification plan, bound to a hash of its exact content. Generated from the diagnosis
 //! and the blast radius by rules; nothing here runs anything.
 
+pub mod file_text;
 pub mod rewrite;
 
 use serde::{Deserialize, Serialize};
