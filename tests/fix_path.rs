@@ -1,8 +1,9 @@
 //! The fix path on a real dbt project, as a new user walks it: a project in the
 //! jaffle_shop shape (a source, a staging model reading it through `{{ source() }}`
-//! with a `{#- -#}` comment and a `config()`, a model reading that through `{{ ref() }}`
-//! and a `var()`), built by real dbt (dbt-core and dbt-postgres in the venv .ci/dbt.sh
-//! makes, `$DATAWARD_DBT_VENV` else /opt/dataward/dbt) into a throwaway PostgreSQL;
+//! with a `{#- -#}` comment, a `config()` and a `var()` from dbt_project.yml, a model
+//! reading that through `{{ ref() }}`), built by real dbt (dbt-core and dbt-postgres
+//! in the venv .ci/dbt.sh makes, `$DATAWARD_DBT_VENV` else /opt/dataward/dbt) into a
+//! throwaway PostgreSQL;
 //! `dataward serve` watching the source with the dbt_core orchestrator running the
 //! project's job; every decision made through the CLI. Model files end with a newline,
 //! as real files do. Skips (with a line on stderr) without dbt or PostgreSQL, unless
@@ -47,6 +48,7 @@ renamed as (
         amount / 100 as amount
 
     from source
+    where payment_method <> '{{ var(\"excluded_payment_method\") }}'
 
 )
 
@@ -144,7 +146,7 @@ impl Jaffle {
         write(
             &project.join("dbt_project.yml"),
             "name: jaffle_shop\nversion: \"1.0\"\nconfig-version: 2\nprofile: jaffle_shop\n\
-             model-paths: [\"models\"]\nvars:\n  start_date: '2024-01-01'\n\
+             model-paths: [\"models\"]\nvars:\n  start_date: '2024-01-01'\n  excluded_payment_method: gift_card\n\
              models:\n  jaffle_shop:\n    +materialized: table\n\
              flags:\n  send_anonymous_usage_stats: false\n",
         );

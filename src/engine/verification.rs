@@ -298,7 +298,7 @@ impl Engine {
         match changed {
             Some(sql) => Ok(sql),
             None => anyhow::bail!(
-                "not run: {file} {unrendered}; {}",
+                "not run: {file}: {unrendered}; {}",
                 if compiled.is_some() {
                     "the manifest's compiled SQL cannot take this change line for line either"
                 } else {

@@ -36,8 +36,10 @@ pub enum LineageError {
         entry: String,
         problem: String,
     },
-    /// Jinja in a model that dataward cannot render without dbt, with its line.
+    /// Jinja in a model that dataward cannot render without dbt, with its line; `within`
+    /// names the model it is in when that is a model read through `ref()`.
     Unrendered {
+        within: Option<String>,
         line: usize,
         jinja: String,
         why: String,
@@ -75,7 +77,15 @@ impl fmt::Display for LineageError {
                 entry,
                 problem,
             } => write!(f, "{file}: {entry}: {problem}"),
-            LineageError::Unrendered { line, jinja, why } => {
+            LineageError::Unrendered {
+                within,
+                line,
+                jinja,
+                why,
+            } => {
+                if let Some(model) = within {
+                    write!(f, "in {model}, read through ref(), ")?;
+                }
                 write!(f, "line {line}: {jinja}: {why}")
             }
             LineageError::NotFound { name } => write!(

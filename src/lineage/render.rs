@@ -121,6 +121,7 @@ impl Renderer<'_> {
                 .find(closer)
                 .map(|c| open + 2 + c)
                 .ok_or_else(|| LineageError::Unrendered {
+                    within: None,
                     line,
                     jinja: raw[open..].lines().next().unwrap_or("").to_string(),
                     why: format!("it is never closed with {closer}"),
@@ -164,6 +165,7 @@ impl Renderer<'_> {
         }
         if let Some(line) = blocks.last().map(|_| raw.matches('\n').count() + 1) {
             return Err(LineageError::Unrendered {
+                within: None,
                 line,
                 jinja: "{% if %}".to_string(),
                 why: "it has no {% endif %}".to_string(),
@@ -269,7 +271,11 @@ impl Renderer<'_> {
                     .ok_or_else(|| unrendered(tag, "the manifest has no such model"))?;
                 match (&node.raw_sql, self.inline && node.kind == NodeKind::Model) {
                     (Some(sql), true) => Ok(Rendered {
-                        text: format!("({})", self.render(sql, Some(node), depth + 1)?),
+                        text: format!(
+                            "({})",
+                            self.render(sql, Some(node), depth + 1)
+                                .map_err(|e| within(e, &node.name))?
+                        ),
                         inlined: Some(node.name.clone()),
                     }),
                     _ => plain(relation_of(node, tag.text)?),
@@ -289,10 +295,36 @@ struct Rendered {
 }
 
 fn unrendered(tag: &Tag, why: &str) -> LineageError {
+    // On one line and short, however the model spreads it out.
+    const LONGEST: usize = 80;
+    let mut jinja = tag.text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if let Some((at, _)) = jinja.char_indices().nth(LONGEST) {
+        jinja.truncate(at);
+        jinja.push('…');
+    }
     LineageError::Unrendered {
+        within: None,
         line: tag.line,
-        jinja: tag.text.to_string(),
+        jinja,
         why: why.to_string(),
+    }
+}
+
+/// An error in a model read through `ref()` says which model it is in (the innermost).
+fn within(e: LineageError, model: &str) -> LineageError {
+    match e {
+        LineageError::Unrendered {
+            within: None,
+            line,
+            jinja,
+            why,
+        } => LineageError::Unrendered {
+            within: Some(model.to_string()),
+            line,
+            jinja,
+            why,
+        },
+        other => other,
     }
 }
 
@@ -582,9 +614,16 @@ mod tests {
                 "the manifest has no such source",
             ),
             ("select {{ 1", 1, "{{ 1", "it is never closed with }}"),
+            (
+                "select\n  {{\n    union_connections(\n      connection_dictionary='hubspot_sources', single_source_name='hubspot', single_table_name='contact'\n    )\n  }}",
+                2,
+                "{{ union_connections( connection_dictionary='hubspot_sources', single_source_nam…",
+                "dataward renders only source(), ref(), var(), this and config() without dbt",
+            ),
         ] {
             match lineage.render_model("model.shop.orders", raw, &vars) {
                 Err(LineageError::Unrendered {
+                    within: None,
                     line: l,
                     jinja: j,
                     why: w,
@@ -598,6 +637,30 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "line 2: {{ f(x) }}: dataward renders only source(), ref(), var(), this and config() without dbt"
+        );
+        // In a model read through ref(), that model is named.
+        let err = lineage
+            .render_model(
+                "model.shop.orders",
+                "select * from {{ ref('stg_payments') }}",
+                &Vars::new(),
+            )
+            .map(|_| ());
+        assert_eq!(err, Ok(()));
+        let broken = Lineage::from_json(
+            r#"{"metadata": {"dbt_schema_version": "https://schemas.getdbt.com/dbt/manifest/v12.json"},
+                 "nodes": {"model.a.stg": {"resource_type": "model", "name": "stg",
+                   "relation_name": "\"a\".\"stg\"", "raw_code": "select\n{{ dollars('x') }}"}},
+                 "sources": {}}"#,
+            "m.json",
+        )
+        .unwrap();
+        assert_eq!(
+            broken
+                .render_inline("select * from {{ ref('stg') }}")
+                .unwrap_err()
+                .to_string(),
+            "in stg, read through ref(), line 2: {{ dollars('x') }}: dataward renders only source(), ref(), var(), this and config() without dbt"
         );
     }
 
