@@ -240,6 +240,11 @@ impl Renderer<'_> {
             // Sets how dbt builds the model.
             ("config", _) => plain(String::new()),
             ("var", [name, default @ ..]) => match (self.vars.get(*name), default.first()) {
+                // Rendered by dbt at run time; sent as it is, it would reach the warehouse.
+                (Some(value), _) if next_tag(value).is_some() => Err(unrendered(
+                    tag,
+                    &format!("vars.{name} in dbt_project.yml is Jinja itself: {value}"),
+                )),
                 (Some(value), _) => plain(value.clone()),
                 (None, Some(default)) => plain(default.to_string()),
                 (None, None) => Err(unrendered(
@@ -697,6 +702,19 @@ mod tests {
         assert_eq!(vars.get("start").map(String::as_str), Some("2025-01-01"));
         assert_eq!(vars.get("flag").map(String::as_str), Some("True"));
         assert_eq!(vars.get("depth").map(String::as_str), Some("2"));
+        // A value that is Jinja itself is named, never sent as it is.
+        let vars = project_vars("name: shop\nvars:\n  schema: \"{{ env_var('S') }}\"\n");
+        let err = lineage()
+            .render_model(
+                "model.shop.orders",
+                "select * from {{ var('schema', 'x') }}.t",
+                &vars,
+            )
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "line 1: {{ var('schema', 'x') }}: vars.schema in dbt_project.yml is Jinja itself: {{ env_var('S') }}"
+        );
         assert!(project_vars("not: [yaml").is_empty());
     }
 }
