@@ -284,6 +284,10 @@ impl Hub {
                             ),
                         ),
                     }
+                } else if let Err(reason) = asker.actor.person() {
+                    // Every command is recorded as someone's: without a known person,
+                    // none is (never the uid in the person's place).
+                    Outcome::Refused { reason }
                 } else {
                     let actor = asker.actor.clone();
                     self.engine.request(request.command, &actor)

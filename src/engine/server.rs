@@ -1,13 +1,15 @@
 //! `dataward serve`: one engine per team. It alone owns the state database, the config
 //! (the policy) and the credentials; consoles and commands attach over the Unix socket
 //! `DATA/dataward.sock`, and each request is attributed to the connection's peer as the
-//! kernel attests it (`SO_PEERCRED`), never to anything the client says.
+//! kernel attests it (`SO_PEERCRED`, and the login uid of the connecting process read
+//! at accept while it is provably alive), never to anything the client says.
 //!
 //! Each client has a reader and a writer thread of its own: a client that sends garbage
 //! or an oversized frame, or vanishes mid-request, is dropped without touching anyone
 //! else; a client that reads slowly only ever has the newest snapshot waiting.
 
 use std::io::{BufReader, BufWriter, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::io::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -22,7 +24,7 @@ use anyhow::{Context, Result};
 use super::api::{ClientMessage, Refusal, RefusalKind, ServerMessage, PROTOCOL_VERSION};
 use super::hub::{ClientId, Hub, HubMessage, Outbox};
 use super::wire::{self, FrameError, MAX_CLIENT_FRAME};
-use crate::approve::Actor;
+use crate::approve::{Actor, LoginUid};
 use crate::config::Config;
 
 /// The socket's name in the data directory.
@@ -119,6 +121,79 @@ pub fn peer_credentials(stream: &UnixStream) -> std::io::Result<(u32, i32)> {
     Ok((cred.uid, cred.pid))
 }
 
+/// Who is at the other end, read as the connection is accepted: the uid the kernel
+/// recorded at `connect` (`SO_PEERCRED`), and the login uid of the process that
+/// connected, read only while that process is provably the one that connected and
+/// alive. When it is not (it exited before the engine looked, as a client that forks
+/// and exits does), the login uid is unknown, and everything that needs the person
+/// refuses (`Actor::person`) rather than take the uid for them.
+pub fn peer_actor(stream: &UnixStream) -> std::io::Result<Actor> {
+    let (uid, pid) = peer_credentials(stream)?;
+    Ok(Actor::peer(uid, peer_login(stream, pid)))
+}
+
+fn peer_login(stream: &UnixStream, pid: i32) -> LoginUid {
+    let Some(pidfd) = peer_pidfd(stream, pid) else {
+        return LoginUid::Unknown;
+    };
+    let read = std::fs::read_to_string(format!("/proc/{pid}/loginuid"));
+    // Checked after the read: had the process gone meanwhile, `pid` could have been
+    // another process's when it was read.
+    if !still_running(&pidfd) {
+        return LoginUid::Unknown;
+    }
+    LoginUid::from_read(read)
+}
+
+/// `SO_PEERPIDFD` (Linux 6.5) in the generic socket option numbering.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+const SO_PEERPIDFD: libc::c_int = 77;
+
+/// A pidfd for the process that connected. The socket's own (`SO_PEERPIDFD`) cannot
+/// name any other process; older kernels get one opened from the pid (`pidfd_open`),
+/// which names another process only if the pid was reused between the connect and now.
+fn peer_pidfd(stream: &UnixStream, pid: i32) -> Option<OwnedFd> {
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    {
+        let mut fd: libc::c_int = -1;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: a valid socket fd, and an int buffer of the length passed.
+        let result = unsafe {
+            libc::getsockopt(
+                stream.as_raw_fd(),
+                libc::SOL_SOCKET,
+                SO_PEERPIDFD,
+                &mut fd as *mut libc::c_int as *mut libc::c_void,
+                &mut len,
+            )
+        };
+        if result == 0 && fd >= 0 {
+            // SAFETY: the kernel just gave us this descriptor; nothing else owns it.
+            return Some(unsafe { OwnedFd::from_raw_fd(fd) });
+        }
+        // The process is gone: no pidfd to be had.
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::ENOPROTOOPT) {
+            return None;
+        }
+    }
+    let _ = stream;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    // SAFETY: as above.
+    (pid > 0 && fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+}
+
+/// Has the process behind `pidfd` not exited? A pidfd polls readable once it has.
+fn still_running(pidfd: &OwnedFd) -> bool {
+    let mut poll = libc::pollfd {
+        fd: pidfd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no waiting.
+    unsafe { libc::poll(&mut poll, 1, 0) == 0 }
+}
+
 /// Who a peer is to the policy: a person `[people]` names decides (unless they asked
 /// to attach read-only); anyone else is an observer when `[serve] observers` allows it,
 /// and turned away otherwise.
@@ -186,13 +261,17 @@ pub fn accept(listener: UnixListener, config: Arc<Config>, hub: Sender<HubMessag
             );
             continue;
         }
+        // Who it is, now: the process that connected may not outlive the accept.
+        let Ok(actor) = peer_actor(&stream) else {
+            continue;
+        };
         let id = next_id.fetch_add(1, Ordering::SeqCst);
         let (config, hub, attached) = (Arc::clone(&config), hub.clone(), Arc::clone(&attached));
         attached.fetch_add(1, Ordering::SeqCst);
         std::thread::Builder::new()
             .name(format!("dataward-client-{id}"))
             .spawn(move || {
-                if let Err(e) = serve_client(id, stream, &config, &hub) {
+                if let Err(e) = serve_client(id, stream, actor, &config, &hub) {
                     tracing::warn!("client {id}: {e:#}");
                 }
                 let _ = hub.send(HubMessage::Detach { client: id });
@@ -211,11 +290,10 @@ fn refuse(stream: &UnixStream, reason: Refusal) -> std::io::Result<()> {
 fn serve_client(
     id: ClientId,
     stream: UnixStream,
+    actor: Actor,
     config: &Config,
     hub: &Sender<HubMessage>,
 ) -> Result<()> {
-    let (uid, pid) = peer_credentials(&stream)?;
-    let actor = Actor::peer(uid, pid);
     stream.set_read_timeout(Some(HELLO_TIMEOUT))?;
     let mut reader = BufReader::new(stream.try_clone()?);
     let hello: ClientMessage = match wire::receive(&mut reader, MAX_CLIENT_FRAME) {
@@ -422,7 +500,7 @@ mod tests {
     }
 
     fn actor(user: &str, uid: u32) -> Actor {
-        let mut actor = Actor::peer(uid, 0);
+        let mut actor = Actor::peer(uid, LoginUid::Unset);
         actor.user = Some(user.to_string());
         actor
     }
