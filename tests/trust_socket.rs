@@ -416,3 +416,69 @@ fn a_lift_from_a_process_gone_before_the_engine_read_it_is_refused() {
     assert!(matches!(outcome, Outcome::Accepted { .. }), "{outcome:?}");
     assert!(!stop_is_set(&served));
 }
+
+/// Bob's account opens 270 connections and trickles each one's hello a byte at a time,
+/// never slower than any one read may wait: alice is still answered at once, bob's
+/// connections past his share are turned away saying why, and the slow hellos he was
+/// allowed are ended when the hello's time is up, however the bytes keep coming.
+#[test]
+fn a_slow_hello_flood_from_one_account_leaves_the_others_served() {
+    let Some((alice, bob)) = team("a_slow_hello_flood_from_one_account_leaves_the_others_served")
+    else {
+        return;
+    };
+    let served = Served::start();
+    let socket = served.socket();
+    let mut flood = connect_as(&bob, bob.uid, &socket, 270);
+    let hello_frame = wire::encode(&ClientMessage::Hello {
+        protocol: PROTOCOL_VERSION,
+        read_only: false,
+    });
+    let trickling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let trickle = {
+        let mut streams: Vec<UnixStream> = flood
+            .streams
+            .iter()
+            .map(|s| s.try_clone().unwrap())
+            .collect();
+        let trickling = std::sync::Arc::clone(&trickling);
+        std::thread::spawn(move || {
+            for byte in hello_frame.iter().cycle() {
+                for stream in &mut streams {
+                    // A closed one was turned away: its reason is read below.
+                    let _ = stream.write_all(std::slice::from_ref(byte));
+                }
+                for _ in 0..20 {
+                    if !trickling.load(std::sync::atomic::Ordering::SeqCst) {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        })
+    };
+
+    let asked = Instant::now();
+    let mut alice_in = connect_as(&alice, alice.uid, &socket, 1);
+    let answer = refusal(&ask(&mut alice_in.streams[0], Ask::LiftStop));
+    println!(
+        "alice answered in {:?} beside 270 slow hellos of bob's",
+        asked.elapsed()
+    );
+    assert!(answer.contains("no org-wide stop"), "{answer}");
+
+    let goodbye = |stream: &mut UnixStream| match receive(stream) {
+        ServerMessage::Goodbye { reason } => reason.message,
+        other => panic!("expected a goodbye, got {other:?}"),
+    };
+    let past_share = goodbye(flood.streams.last_mut().unwrap());
+    assert!(
+        past_share.contains("dw-bob") && past_share.contains("connections"),
+        "{past_share}"
+    );
+    // One of those let in, still trickling: its hello's time runs out.
+    let too_slow = goodbye(&mut flood.streams[0]);
+    assert!(too_slow.contains("hello"), "{too_slow}");
+    trickling.store(false, std::sync::atomic::Ordering::SeqCst);
+    trickle.join().unwrap();
+}

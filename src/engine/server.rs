@@ -8,16 +8,17 @@
 //! or an oversized frame, or vanishes mid-request, is dropped without touching anyone
 //! else; a client that reads slowly only ever has the newest snapshot waiting.
 
-use std::io::{BufReader, BufWriter, Write};
+use std::collections::HashMap;
+use std::io::{BufReader, BufWriter, Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::io::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
@@ -29,10 +30,16 @@ use crate::config::Config;
 
 /// The socket's name in the data directory.
 pub const SOCKET: &str = "dataward.sock";
-/// More attached clients than this are turned away: each costs two threads.
+/// More connections than this are turned away: each costs two threads.
 const MAX_CLIENTS: usize = 256;
-/// A client must say hello this soon after connecting.
+/// Connections one account may hold at once: several consoles and a script's worth
+/// of commands, and few enough that no one account can take everyone's slots.
+const MAX_PER_ACCOUNT: usize = 32;
+/// A client's whole hello must have arrived this soon after it connected, however
+/// its bytes trickle in.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// A write to a client that makes no progress for this long ends the connection.
+const WRITE_STALL: Duration = Duration::from_secs(30);
 
 pub fn socket_path(data_dir: &Path) -> PathBuf {
     data_dir.join(SOCKET)
@@ -232,7 +239,7 @@ pub fn admit(
 /// force for attaching; the engine denies every decision meanwhile).
 pub fn accept(listener: UnixListener, config: Arc<Config>, hub: Sender<HubMessage>) {
     let next_id = Arc::new(AtomicU64::new(1));
-    let attached = Arc::new(AtomicUsize::new(0));
+    let slots = Arc::new(Slots::default());
     let stamp = |path: &Path| {
         std::fs::metadata(path)
             .ok()
@@ -254,30 +261,115 @@ pub fn accept(listener: UnixListener, config: Arc<Config>, hub: Sender<HubMessag
                 ),
             }
         }
-        if attached.load(Ordering::SeqCst) >= MAX_CLIENTS {
-            let _ = refuse(
-                &stream,
-                Refusal::new(RefusalKind::NotPermitted, "too many clients attached"),
-            );
+        // A client that never reads cannot hold a write (a goodbye here, anything later).
+        if stream.set_write_timeout(Some(WRITE_STALL)).is_err() {
             continue;
         }
         // Who it is, now: the process that connected may not outlive the accept.
         let Ok(actor) = peer_actor(&stream) else {
             continue;
         };
+        let slot = match Slots::take(&slots, &actor) {
+            Ok(slot) => slot,
+            Err(reason) => {
+                let _ = refuse(&stream, reason);
+                continue;
+            }
+        };
         let id = next_id.fetch_add(1, Ordering::SeqCst);
-        let (config, hub, attached) = (Arc::clone(&config), hub.clone(), Arc::clone(&attached));
-        attached.fetch_add(1, Ordering::SeqCst);
-        std::thread::Builder::new()
+        let (config, hub) = (Arc::clone(&config), hub.clone());
+        let spawned = std::thread::Builder::new()
             .name(format!("dataward-client-{id}"))
             .spawn(move || {
                 if let Err(e) = serve_client(id, stream, actor, &config, &hub) {
                     tracing::warn!("client {id}: {e:#}");
                 }
                 let _ = hub.send(HubMessage::Detach { client: id });
-                attached.fetch_sub(1, Ordering::SeqCst);
-            })
-            .expect("a thread for a client");
+                drop(slot);
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("client {id} not served: no thread for it: {e}");
+        }
+    }
+}
+
+/// Who holds the engine's connections: at most `MAX_CLIENTS` in all and
+/// `MAX_PER_ACCOUNT` for any one uid, so one account (a script gone wrong, or someone
+/// hostile) can lock nobody else out.
+#[derive(Default)]
+struct Slots(Mutex<Held>);
+
+#[derive(Default)]
+struct Held {
+    total: usize,
+    by_uid: HashMap<u32, usize>,
+}
+
+/// One connection's slot, given back when it is dropped.
+struct Slot {
+    slots: Arc<Slots>,
+    uid: u32,
+}
+
+impl Slots {
+    fn take(slots: &Arc<Slots>, actor: &Actor) -> Result<Slot, Refusal> {
+        let mut held = slots.0.lock().expect("slots lock");
+        let mine = held.by_uid.get(&actor.uid).copied().unwrap_or(0);
+        if mine >= MAX_PER_ACCOUNT {
+            return Err(Refusal::new(
+                RefusalKind::NotPermitted,
+                format!(
+                    "{} already holds {mine} connections to this engine, the most one account                      may: close some and try again",
+                    actor.display()
+                ),
+            ));
+        }
+        if held.total >= MAX_CLIENTS {
+            return Err(Refusal::new(
+                RefusalKind::NotPermitted,
+                format!("the engine already serves {MAX_CLIENTS} connections, its most: try again later"),
+            ));
+        }
+        held.total += 1;
+        *held.by_uid.entry(actor.uid).or_default() += 1;
+        Ok(Slot {
+            slots: Arc::clone(slots),
+            uid: actor.uid,
+        })
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut held = self.slots.0.lock().expect("slots lock");
+        held.total -= 1;
+        if let Some(mine) = held.by_uid.get_mut(&self.uid) {
+            *mine -= 1;
+            if *mine == 0 {
+                held.by_uid.remove(&self.uid);
+            }
+        }
+    }
+}
+
+/// The client's side of the socket as its reader sees it. Until `deadline`, each read
+/// waits only for what is left of the time: a hello sent a byte at a time ends when
+/// the time is up, not when the client stops sending.
+struct Incoming {
+    stream: UnixStream,
+    deadline: Option<Instant>,
+}
+
+impl Read for Incoming {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if let Some(deadline) = self.deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(std::io::ErrorKind::TimedOut.into());
+            }
+            self.stream.set_read_timeout(Some(left))?;
+        }
+        self.stream.read(buf)
     }
 }
 
@@ -294,15 +386,28 @@ fn serve_client(
     config: &Config,
     hub: &Sender<HubMessage>,
 ) -> Result<()> {
-    stream.set_read_timeout(Some(HELLO_TIMEOUT))?;
-    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut reader = BufReader::new(Incoming {
+        stream: stream.try_clone()?,
+        deadline: Some(Instant::now() + HELLO_TIMEOUT),
+    });
     let hello: ClientMessage = match wire::receive(&mut reader, MAX_CLIENT_FRAME) {
         Ok(message) => message,
         Err(e) => {
-            let _ = refuse(
-                &stream,
-                Refusal::new(RefusalKind::NotPermitted, format!("expected a hello: {e}")),
-            );
+            let why = match &e {
+                FrameError::Io(io)
+                    if matches!(
+                        io.kind(),
+                        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+                    ) =>
+                {
+                    format!(
+                        "no whole hello within {} s of connecting: turned away",
+                        HELLO_TIMEOUT.as_secs()
+                    )
+                }
+                e => format!("expected a hello: {e}"),
+            };
+            let _ = refuse(&stream, Refusal::new(RefusalKind::NotPermitted, why));
             return Err(e.into());
         }
     };
@@ -341,6 +446,7 @@ fn serve_client(
             return Ok(());
         }
     };
+    reader.get_mut().deadline = None;
     stream.set_read_timeout(None)?;
     let outbox = Outbox::new();
     hub.send(HubMessage::Attach {
@@ -503,6 +609,26 @@ mod tests {
         let mut actor = Actor::peer(uid, LoginUid::Unset);
         actor.user = Some(user.to_string());
         actor
+    }
+
+    #[test]
+    fn one_account_holds_at_most_its_share_of_connections_and_gives_them_back() {
+        let slots = Arc::new(Slots::default());
+        let (bob, alice) = (actor("bob", 1002), actor("alice", 1001));
+        let mut held: Vec<Slot> = (0..MAX_PER_ACCOUNT)
+            .map(|_| Slots::take(&slots, &bob).unwrap())
+            .collect();
+        let refused = Slots::take(&slots, &bob).err().unwrap();
+        assert!(refused.message.contains("bob (uid 1002) already holds 32"));
+        assert!(
+            Slots::take(&slots, &alice).is_ok(),
+            "another account is served"
+        );
+        held.pop();
+        assert!(
+            Slots::take(&slots, &bob).is_ok(),
+            "a slot given back is free"
+        );
     }
 
     #[test]
