@@ -187,6 +187,16 @@ impl Served {
         }
     }
 
+    /// The engine's resident memory, in kB, as the kernel counts it.
+    fn rss_kb(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap()
+    }
+
     /// `dataward stop` (showing it, read from the state database as root).
     fn stop_status(&self) -> std::process::Output {
         Command::new(env!("CARGO_BIN_EXE_dataward"))
@@ -481,4 +491,71 @@ fn a_slow_hello_flood_from_one_account_leaves_the_others_served() {
     assert!(too_slow.contains("hello"), "{too_slow}");
     trickling.store(false, std::sync::atomic::Ordering::SeqCst);
     trickle.join().unwrap();
+}
+
+/// Bob sends 5,000 requests naming an incident near the largest frame a client may
+/// send (the refusal says the name back), and never reads a reply. The engine does not keep them for him: he is dropped,
+/// told why when he reads at last, its memory stays within a few times what it was,
+/// and alice is answered meanwhile.
+#[test]
+fn a_client_that_never_reads_is_dropped_with_a_reason_and_the_engine_stays_small() {
+    let Some((alice, bob)) = team("a_client_that_never_reads_is_dropped_with_a_reason") else {
+        return;
+    };
+    let served = Served::start();
+    let socket = served.socket();
+    let mut alice_in = connect_as(&alice, alice.uid, &socket, 1);
+    hello(&mut alice_in.streams[0]);
+    request(&mut alice_in.streams[0], 1, Ask::LiftStop);
+    reply(&mut alice_in.streams[0], 1);
+    let before = served.rss_kb();
+
+    let mut bob_in = connect_as(&bob, bob.uid, &socket, 1);
+    let mut flood = bob_in.streams[0].try_clone().unwrap();
+    let flooding = std::thread::spawn(move || {
+        hello(&mut flood);
+        // Once the engine stops reading him, a write waits: that is his answer.
+        flood
+            .set_write_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let incident = format!("INC-{}", "9".repeat(60_000));
+        let mut sent = 0u64;
+        for id in 1..=5_000 {
+            let frame = wire::encode(&ClientMessage::Request(Request {
+                id,
+                command: Ask::Resolve {
+                    incident: incident.clone(),
+                    reason: "flood".into(),
+                },
+            }));
+            if flood.write_all(&frame).is_err() {
+                break;
+            }
+            sent += 1;
+        }
+        sent
+    });
+    let asked = Instant::now();
+    request(&mut alice_in.streams[0], 2, Ask::LiftStop);
+    reply(&mut alice_in.streams[0], 2);
+    let alice_waited = asked.elapsed();
+    let sent = flooding.join().unwrap();
+    let after = served.rss_kb();
+    println!(
+        "engine RSS {before} kB before, {after} kB after bob sent {sent} requests unread; \
+         alice answered in {alice_waited:?} during the flood"
+    );
+    // Generous: what a flood must never do is grow the engine with what it sends.
+    assert!(
+        after < before * 4,
+        "engine RSS {before} kB before, {after} kB after bob's {sent} requests"
+    );
+    // At last bob reads: what the engine still sent him, then why it stopped.
+    let why = loop {
+        match receive(&mut bob_in.streams[0]) {
+            ServerMessage::Goodbye { reason } => break reason.message,
+            _ => continue,
+        }
+    };
+    assert!(why.contains("unread"), "{why}");
 }

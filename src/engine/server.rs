@@ -6,7 +6,9 @@
 //!
 //! Each client has a reader and a writer thread of its own: a client that sends garbage
 //! or an oversized frame, or vanishes mid-request, is dropped without touching anyone
-//! else; a client that reads slowly only ever has the newest snapshot waiting.
+//! else; a client that reads slowly only ever has the newest snapshot waiting, and one
+//! that leaves its replies unread is dropped, saying why. No account holds more than
+//! its share of the connections, and a hello has a deadline as a whole.
 
 use std::collections::HashMap;
 use std::io::{BufReader, BufWriter, Read, Write};
@@ -456,13 +458,15 @@ fn serve_client(
         read_only,
         outbox: outbox.clone(),
     })?;
-    // The writer: whatever the hub queues for this client, in order.
+    // The writer: whatever the hub queues for this client, in order. A write that
+    // makes no progress for `WRITE_STALL` ends the connection.
     let writer_stream = stream.try_clone()?;
+    let queued = outbox.clone();
     let writer = std::thread::Builder::new()
         .name(format!("dataward-client-{id}-out"))
         .spawn(move || {
             let mut out = BufWriter::new(&writer_stream);
-            while let Some(item) = outbox.next() {
+            while let Some(item) = queued.next() {
                 if out
                     .write_all(item.frame())
                     .and_then(|()| out.flush())
@@ -473,9 +477,19 @@ fn serve_client(
             }
             let _ = writer_stream.shutdown(std::net::Shutdown::Both);
         })?;
-    // The reader: requests and presence, until the client goes or misbehaves.
+    // The reader: requests and presence, until the client goes or misbehaves, or is
+    // dropped for leaving its replies unread. Each message waits its turn at the hub
+    // (`Outbox::enter_hub`): one that cannot be passed on yet stays in the socket.
     let result = loop {
-        match wire::receive::<ClientMessage>(&mut reader, MAX_CLIENT_FRAME) {
+        let message = wire::receive::<ClientMessage>(&mut reader, MAX_CLIENT_FRAME);
+        if matches!(
+            message,
+            Ok(ClientMessage::Request(_) | ClientMessage::Presence { .. })
+        ) && !outbox.enter_hub()
+        {
+            break Ok(());
+        }
+        match message {
             Ok(ClientMessage::Request(request)) => {
                 hub.send(HubMessage::Request {
                     client: id,
@@ -494,7 +508,9 @@ fn serve_client(
             Err(e) => break Err(anyhow::Error::from(e)),
         }
     };
-    let _ = stream.shutdown(std::net::Shutdown::Both);
+    // Nothing more is read; what is queued (a goodbye saying why, say) is still sent,
+    // and the writer closes the connection when it is done.
+    let _ = stream.shutdown(std::net::Shutdown::Read);
     let _ = hub.send(HubMessage::Detach { client: id });
     let _ = writer.join();
     result
