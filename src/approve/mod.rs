@@ -152,7 +152,10 @@ impl Actor {
             LoginUid::Unknown => Err(Refusal::new(
                 RefusalKind::NotPermitted,
                 format!(
-                    "{}: the login uid of the process that connected could not be read while                      it was alive (it had exited), so who is behind the account is not known;                      nothing is recorded. Ask from a process that stays connected",
+                    "{}: the login uid of the process that connected could not be read while \
+                     it was alive (it had exited, or /proc hides it from the engine), so who \
+                     is behind the account is not known; nothing is recorded. Ask from a \
+                     process that stays connected",
                     self.display()
                 ),
             )),

@@ -321,7 +321,8 @@ impl Slots {
             return Err(Refusal::new(
                 RefusalKind::NotPermitted,
                 format!(
-                    "{} already holds {mine} connections to this engine, the most one account                      may: close some and try again",
+                    "{} already holds {mine} connections to this engine, the most one account \
+                     may: close some and try again",
                     actor.display()
                 ),
             ));
