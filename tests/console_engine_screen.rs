@@ -22,7 +22,7 @@ fn demo_snapshot_after(minutes: i64) -> (tempfile::TempDir, dataward::engine::ap
     let dir = tempfile::tempdir().unwrap();
     let actor = dataward::approve::Actor {
         uid: 1000,
-        loginuid: None,
+        loginuid: dataward::approve::LoginUid::Unset,
         user: Some("tester".into()),
         claims: Default::default(),
         stand_in: None,

@@ -47,7 +47,7 @@ fn configs() -> Vec<Config> {
 fn actor(user: &str) -> Actor {
     Actor {
         uid: 2000 + user.len() as u32,
-        loginuid: None,
+        loginuid: dataward::approve::LoginUid::Unset,
         user: Some(user.into()),
         claims: BTreeMap::new(),
         stand_in: None,

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command as Process;
 
 use chrono::TimeDelta;
-use dataward::approve::{stop, Actor};
+use dataward::approve::{stop, Actor, LoginUid};
 use dataward::engine::api::{Command, Event, EventKind, ProposalKind, ProposalState, Verdict};
 use serde_json::Value;
 
@@ -185,11 +185,11 @@ fn lifting_the_stop_takes_two_different_people() {
     let mut conn = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
     let mut alice = Actor::current();
     alice.uid = 1001;
-    alice.loginuid = Some(1001);
+    alice.loginuid = LoginUid::Set(1001);
     alice.user = Some("alice".into());
     let mut bob = alice.clone();
     bob.uid = 1002;
-    bob.loginuid = None;
+    bob.loginuid = LoginUid::Unset;
     bob.user = Some("bob".into());
     let set = |conn: &mut rusqlite::Connection, who: &Actor, at: &str| {
         dataward::chain::transact(conn, |tx| stop::set(tx, who, "incident", at))
@@ -209,7 +209,7 @@ fn lifting_the_stop_takes_two_different_people() {
     let mut alice_as_svc = alice.clone();
     alice_as_svc.uid = 1003;
     alice_as_svc.user = Some("svc".into());
-    alice_as_svc.loginuid = Some(1001);
+    alice_as_svc.loginuid = LoginUid::Set(1001);
     let err = lift(&mut conn, &alice_as_svc, "t5")
         .unwrap_err()
         .to_string();

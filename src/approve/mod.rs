@@ -10,14 +10,74 @@ use std::os::unix::fs::MetadataExt;
 use serde::Serialize;
 
 use crate::config::Config;
+use crate::engine::api::{Refusal, RefusalKind};
+
+/// The audit login uid of a process: who logged in, kept across `sudo` and `su`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoginUid {
+    Set(u32),
+    /// The kernel keeps none for this process: no login session set it, or the kernel
+    /// has no audit support. The uid is then the person.
+    Unset,
+    /// It could not be read while the process was provably alive (it had exited, or
+    /// its pid could have been another process's by then): nobody knows who is behind
+    /// the uid, and nothing that needs the person may go ahead.
+    Unknown,
+}
+
+impl LoginUid {
+    /// What `/proc/PID/loginuid` holds; the kernel writes (u32)-1 when no login
+    /// session set it.
+    pub fn parse(text: &str) -> LoginUid {
+        match text.trim().parse::<u32>() {
+            Ok(u32::MAX) => LoginUid::Unset,
+            Ok(id) => LoginUid::Set(id),
+            Err(_) => LoginUid::Unknown,
+        }
+    }
+
+    /// The login uid of a process as read from `/proc/PID/loginuid` (`Err` as the
+    /// read failed). Only a read of a process known to be alive throughout means
+    /// anything: the caller checks that.
+    pub fn from_read(read: std::io::Result<String>) -> LoginUid {
+        match read {
+            Ok(text) => LoginUid::parse(&text),
+            // No such file for any process: a kernel without audit support. Missing
+            // for another's process only (a /proc mounted hidepid) is not knowing.
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    && !std::path::Path::new("/proc/self/loginuid").exists() =>
+            {
+                LoginUid::Unset
+            }
+            Err(_) => LoginUid::Unknown,
+        }
+    }
+
+    fn is_unset(&self) -> bool {
+        *self == LoginUid::Unset
+    }
+}
+
+/// On the chain: the number, as before; unset is left out; unknown says so (never to
+/// be taken for a number).
+impl Serialize for LoginUid {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            LoginUid::Set(id) => s.serialize_u32(*id),
+            LoginUid::Unset => s.serialize_none(),
+            LoginUid::Unknown => s.serialize_str("unknown"),
+        }
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Actor {
     /// The kernel-attested uid of this process.
     pub uid: u32,
     /// The audit login uid (who logged in, across sudo), where the kernel keeps one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub loginuid: Option<u32>,
+    #[serde(skip_serializing_if = "LoginUid::is_unset")]
+    pub loginuid: LoginUid,
     /// The account name of `uid`, from the password database.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
@@ -34,11 +94,8 @@ impl Actor {
         let uid = std::fs::metadata("/proc/self")
             .map(|m| m.uid())
             .unwrap_or(u32::MAX);
-        let loginuid = std::fs::read_to_string("/proc/self/loginuid")
-            .ok()
-            .and_then(|s| s.trim().parse::<u32>().ok())
-            // The kernel writes (u32)-1 when no login session set it.
-            .filter(|id| *id != u32::MAX);
+        // This process is alive while it reads itself.
+        let loginuid = LoginUid::from_read(std::fs::read_to_string("/proc/self/loginuid"));
         let claims = ["USER", "SUDO_USER", "SSH_CONNECTION"]
             .iter()
             .filter_map(|key| std::env::var(key).ok().map(|v| (key.to_string(), v)))
@@ -52,14 +109,11 @@ impl Actor {
         }
     }
 
-    /// The peer of a socket, as the kernel attests it (`SO_PEERCRED`): its uid, and the
-    /// login uid of its process where the kernel keeps one. Nothing the peer says about
-    /// itself is taken, not even as a claim.
-    pub fn peer(uid: u32, pid: i32) -> Actor {
-        let loginuid = std::fs::read_to_string(format!("/proc/{pid}/loginuid"))
-            .ok()
-            .and_then(|s| s.trim().parse::<u32>().ok())
-            .filter(|id| *id != u32::MAX);
+    /// The peer of a socket, as the kernel attests it: its uid (`SO_PEERCRED`), and
+    /// the login uid of its process as read while it was alive
+    /// (`engine::server::PeerIdentity`). Nothing the peer says about itself is taken,
+    /// not even as a claim.
+    pub fn peer(uid: u32, loginuid: LoginUid) -> Actor {
         Actor {
             uid,
             loginuid,
@@ -76,12 +130,36 @@ impl Actor {
         if let Some(role) = &self.stand_in {
             text.push_str(&format!(" as demo stand-in for {role}"));
         }
+        if self.loginuid == LoginUid::Unknown {
+            text.push_str(", login uid unknown");
+        }
         if let Some(claimed) = self.claims.get("USER") {
             if Some(claimed) != self.user.as_ref() {
                 text.push_str(&format!(", claims USER={claimed} (unverified)"));
             }
         }
         text
+    }
+
+    /// The person behind this actor: the login uid where the kernel keeps one (so
+    /// `sudo -u other` from alice's session is still alice), else the uid. Refused
+    /// when the login uid could not be read: taking the uid then would let one person
+    /// pass for another.
+    pub fn person(&self) -> Result<u32, Refusal> {
+        match self.loginuid {
+            LoginUid::Set(id) => Ok(id),
+            LoginUid::Unset => Ok(self.uid),
+            LoginUid::Unknown => Err(Refusal::new(
+                RefusalKind::NotPermitted,
+                format!(
+                    "{}: the login uid of the process that connected could not be read while \
+                     it was alive (it had exited, or /proc hides it from the engine), so who \
+                     is behind the account is not known; nothing is recorded. Ask from a \
+                     process that stays connected",
+                    self.display()
+                ),
+            )),
+        }
     }
 
     pub fn to_json(&self) -> String {
@@ -209,7 +287,7 @@ autonomy = "L1"
     fn actor(user: &str) -> Actor {
         Actor {
             uid: 1000,
-            loginuid: None,
+            loginuid: LoginUid::Unset,
             user: Some(user.to_string()),
             claims: BTreeMap::new(),
             stand_in: None,
@@ -238,6 +316,27 @@ autonomy = "L1"
             .decide(&c, &actor("bob"), "h1", true)
             .unwrap_err();
         assert!(err.contains("holds none of the roles"), "{err}");
+    }
+
+    #[test]
+    fn the_person_is_the_login_uid_else_the_uid_and_never_a_guess() {
+        assert_eq!(LoginUid::parse("1001\n"), LoginUid::Set(1001));
+        assert_eq!(LoginUid::parse("4294967295"), LoginUid::Unset);
+        assert_eq!(LoginUid::parse(""), LoginUid::Unknown);
+        let read_failed = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        assert_eq!(LoginUid::from_read(Err(read_failed)), LoginUid::Unknown);
+        let mut sudo = actor("svc");
+        sudo.uid = 1003;
+        sudo.loginuid = LoginUid::Set(1001);
+        assert_eq!(sudo.person().unwrap(), 1001);
+        sudo.loginuid = LoginUid::Unset;
+        assert_eq!(sudo.person().unwrap(), 1003);
+        assert!(!sudo.to_json().contains("loginuid"), "{}", sudo.to_json());
+        sudo.loginuid = LoginUid::Unknown;
+        let refused = sudo.person().unwrap_err();
+        assert_eq!(refused.kind, RefusalKind::NotPermitted);
+        assert!(sudo.display().contains("login uid unknown"));
+        assert!(sudo.to_json().contains(r#""loginuid":"unknown""#));
     }
 
     #[test]

@@ -75,7 +75,8 @@ pub fn display(actor: &Value) -> String {
 }
 
 /// The person (loginuid where the kernel keeps one, else uid) and account name of
-/// whoever asked to lift the current stop, if anyone has.
+/// whoever asked to lift the current stop, if anyone has. An ask recorded without a
+/// known person (a login uid that is not a number) does not count as anyone's.
 fn lift_requester(conn: &Connection) -> Result<Option<(u64, Option<String>)>> {
     let last: Option<(String, String)> = conn
         .query_row(
@@ -88,13 +89,16 @@ fn lift_requester(conn: &Connection) -> Result<Option<(u64, Option<String>)>> {
         Some((actor, payload)) => {
             let payload: Value = serde_json::from_str(&payload)?;
             let actor: Value = serde_json::from_str(&actor)?;
-            (payload["action"] == "lift_request").then(|| {
-                let person = actor["loginuid"].as_u64().or(actor["uid"].as_u64());
-                (
-                    person.unwrap_or(u64::MAX),
-                    actor["user"].as_str().map(str::to_string),
-                )
-            })
+            let person = match actor.get("loginuid") {
+                Some(loginuid) => loginuid.as_u64(),
+                None => actor["uid"].as_u64(),
+            };
+            match person {
+                Some(person) if payload["action"] == "lift_request" => {
+                    Some((person, actor["user"].as_str().map(str::to_string)))
+                }
+                _ => None,
+            }
         }
         None => None,
     })
@@ -115,14 +119,16 @@ pub fn set(tx: &Connection, actor: &Actor, reason: &str, at: &str) -> Result<Sto
 
 /// The first call asks to lift the stop; a second call by a different person lifts it.
 /// The same person twice is refused: a person is the login uid where the kernel keeps
-/// one (so `sudo -u other` is still the same person), else the uid. Runs inside the
-/// caller's write transaction, so two lifts cannot both read "nobody asked yet".
+/// one (so `sudo -u other` is still the same person), else the uid (`Actor::person`);
+/// an actor whose login uid could not be read is refused, never taken for its uid.
+/// Runs inside the caller's write transaction, so two lifts cannot both read "nobody
+/// asked yet".
 pub fn lift(tx: &Connection, actor: &Actor, at: &str) -> Result<StopState> {
     let current = state(tx)?;
     if !current.active {
         bail!("there is no org-wide stop to lift");
     }
-    let person = u64::from(actor.loginuid.unwrap_or(actor.uid));
+    let person = u64::from(actor.person()?);
     let action = match lift_requester(tx)? {
         None => "lift_request",
         Some((requester, user))
@@ -161,4 +167,34 @@ pub fn ensure_not_stopped(conn: &Connection) -> Result<()> {
         .into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::approve::LoginUid;
+
+    fn person(user: &str, uid: u32, loginuid: LoginUid) -> Actor {
+        let mut actor = Actor::peer(uid, loginuid);
+        actor.user = Some(user.into());
+        actor
+    }
+
+    #[test]
+    fn a_lift_by_someone_whose_login_uid_is_unknown_is_refused_not_taken_for_the_uid() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = crate::store::open(&dir.path().join("dataward.db")).unwrap();
+        let alice = person("alice", 1001, LoginUid::Set(1001));
+        chain::transact(&mut conn, |tx| set(tx, &alice, "incident", "t1")).unwrap();
+        chain::transact(&mut conn, |tx| lift(tx, &alice, "t2")).unwrap();
+        // bob's account; who is behind it could not be read.
+        let unknown = person("bob", 1002, LoginUid::Unknown);
+        let err = chain::transact(&mut conn, |tx| lift(tx, &unknown, "t3")).unwrap_err();
+        assert!(format!("{err:#}").contains("login uid"), "{err:#}");
+        assert!(state(&conn).unwrap().active);
+        // bob with no login session set: the uid is the person, a second one.
+        let bob = person("bob", 1002, LoginUid::Unset);
+        let lifted = chain::transact(&mut conn, |tx| lift(tx, &bob, "t4")).unwrap();
+        assert!(!lifted.active);
+    }
 }

@@ -48,10 +48,11 @@ pub fn in_process(
     })
     .context("the engine stopped before the console attached")?;
     let (to_console, from_engine) = mpsc::channel();
+    let queued = outbox.clone();
     std::thread::Builder::new()
         .name("dataward-console-in".into())
         .spawn(move || {
-            while let Some(item) = outbox.next() {
+            while let Some(item) = queued.next() {
                 if to_console.send(item.message.clone()).is_err() {
                     return;
                 }
@@ -63,6 +64,10 @@ pub fn in_process(
         .name("dataward-console-out".into())
         .spawn(move || {
             for message in from_console {
+                // Its turn at the hub, as a socket client's (`Outbox::enter_hub`).
+                if !matches!(message, ClientMessage::Hello { .. }) && !outbox.enter_hub() {
+                    return;
+                }
                 let sent = match message {
                     ClientMessage::Request(request) => hub.send(HubMessage::Request {
                         client: IN_PROCESS,

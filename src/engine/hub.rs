@@ -90,16 +90,38 @@ impl Outgoing {
     }
 }
 
+/// Replies (anything but the snapshot) that may wait unsent for one client, in number
+/// and in bytes: a client that lets more pile up is dropped, not kept at the engine's
+/// expense. A console waits for the reply to what it asked; only a client that does
+/// not read comes near either.
+const MAX_WAITING: usize = 256;
+const MAX_WAITING_BYTES: usize = 4 * 1024 * 1024;
+/// One client's messages (requests, presence) that may wait at the hub at once: a
+/// client that sends faster than the engine answers waits in its own socket.
+const MAX_AT_HUB: usize = 8;
+
 #[derive(Default)]
 struct Queue {
     items: VecDeque<Arc<Outgoing>>,
     /// Where the unsent snapshot sits in `items`, if one does: a newer one replaces it.
     snapshot_at: Option<usize>,
+    /// The frame bytes of the replies in `items`.
+    waiting_bytes: usize,
+    /// This client's messages the reader passed to the hub, not yet handled.
+    at_hub: usize,
     closed: bool,
 }
 
+impl Queue {
+    fn waiting(&self) -> usize {
+        self.items.len() - usize::from(self.snapshot_at.is_some())
+    }
+}
+
 /// What waits to be sent to one client. Replies keep their order; snapshots collapse
-/// to the newest, so a client that reads slowly costs the engine nothing.
+/// to the newest, so a client that reads slowly costs the engine nothing. Both ways
+/// are bounded: a client that leaves too many replies unread is dropped with a
+/// goodbye saying why, and one that sends faster than the hub handles waits.
 #[derive(Clone, Default)]
 pub struct Outbox(Arc<(Mutex<Queue>, Condvar)>);
 
@@ -108,16 +130,47 @@ impl Outbox {
         Outbox::default()
     }
 
-    pub fn push(&self, item: Arc<Outgoing>) {
+    /// Queues a reply (or hello). False when that leaves this client too far behind:
+    /// what waited is let go, a goodbye saying why is all that is left to send, and the
+    /// outbox is closed.
+    pub fn push(&self, item: Arc<Outgoing>) -> bool {
         let (queue, ready) = &*self.0;
         let mut queue = queue.lock().expect("outbox lock");
+        if queue.closed {
+            return true;
+        }
+        let bytes = queue.waiting_bytes + item.frame().len();
+        if queue.waiting() >= MAX_WAITING || bytes > MAX_WAITING_BYTES {
+            let reason = Refusal::new(
+                RefusalKind::NotPermitted,
+                format!(
+                    "this client left {} replies ({} kB) unread, the most the engine keeps \
+                     for one client: dropped. What it asked was handled; the chain has the \
+                     outcome. Read the replies to what you ask",
+                    queue.waiting(),
+                    queue.waiting_bytes / 1024
+                ),
+            );
+            *queue = Queue {
+                items: VecDeque::from([Outgoing::new(ServerMessage::Goodbye { reason })]),
+                closed: true,
+                ..Queue::default()
+            };
+            ready.notify_all();
+            return false;
+        }
+        queue.waiting_bytes = bytes;
         queue.items.push_back(item);
-        ready.notify_one();
+        ready.notify_all();
+        true
     }
 
     pub fn offer_snapshot(&self, item: Arc<Outgoing>) {
         let (queue, ready) = &*self.0;
         let mut queue = queue.lock().expect("outbox lock");
+        if queue.closed {
+            return;
+        }
         match queue.snapshot_at {
             Some(at) => queue.items[at] = item,
             None => {
@@ -125,7 +178,7 @@ impl Outbox {
                 queue.items.push_back(item);
             }
         }
-        ready.notify_one();
+        ready.notify_all();
     }
 
     /// No more messages: `next` returns None once the queue is drained.
@@ -142,9 +195,13 @@ impl Outbox {
         loop {
             if let Some(item) = queue.items.pop_front() {
                 queue.snapshot_at = match queue.snapshot_at {
-                    Some(0) | None => None,
+                    Some(0) => None,
                     Some(at) => Some(at - 1),
+                    None => None,
                 };
+                if !matches!(item.message, ServerMessage::Snapshot(_)) {
+                    queue.waiting_bytes = queue.waiting_bytes.saturating_sub(item.frame().len());
+                }
                 return Some(item);
             }
             if queue.closed {
@@ -152,6 +209,29 @@ impl Outbox {
             }
             queue = ready.wait(queue).expect("outbox lock");
         }
+    }
+
+    /// Before a client's message goes to the hub: waits while `MAX_AT_HUB` of its
+    /// messages are there already. False once the client is dropped or detached.
+    pub fn enter_hub(&self) -> bool {
+        let (queue, ready) = &*self.0;
+        let mut queue = queue.lock().expect("outbox lock");
+        while !queue.closed && queue.at_hub >= MAX_AT_HUB {
+            queue = ready.wait(queue).expect("outbox lock");
+        }
+        if queue.closed {
+            return false;
+        }
+        queue.at_hub += 1;
+        true
+    }
+
+    /// The hub has handled one of this client's messages.
+    pub fn left_hub(&self) {
+        let (queue, ready) = &*self.0;
+        let mut queue = queue.lock().expect("outbox lock");
+        queue.at_hub = queue.at_hub.saturating_sub(1);
+        ready.notify_all();
     }
 }
 
@@ -247,7 +327,8 @@ impl Hub {
                 read_only,
                 outbox,
             } => {
-                outbox.push(Outgoing::new(ServerMessage::Hello {
+                // The first message to an empty outbox: never too many.
+                let _ = outbox.push(Outgoing::new(ServerMessage::Hello {
                     protocol: PROTOCOL_VERSION,
                     started_at: self.started_at.clone(),
                     you: actor.display(),
@@ -284,6 +365,10 @@ impl Hub {
                             ),
                         ),
                     }
+                } else if let Err(reason) = asker.actor.person() {
+                    // Every command is recorded as someone's: without a known person,
+                    // none is (never the uid in the person's place).
+                    Outcome::Refused { reason }
                 } else {
                     let actor = asker.actor.clone();
                     self.engine.request(request.command, &actor)
@@ -293,10 +378,17 @@ impl Hub {
                     self.emit_all(&events);
                 }
                 if let Some(asker) = self.clients.get(&client) {
-                    asker.outbox.push(Outgoing::new(ServerMessage::Reply(Reply {
+                    let reply = Outgoing::new(ServerMessage::Reply(Reply {
                         id: request.id,
                         outcome,
-                    })));
+                    }));
+                    if !asker.outbox.push(reply) {
+                        tracing::warn!(
+                            "client {client} ({}) left too many replies unread: dropped",
+                            asker.who
+                        );
+                    }
+                    asker.outbox.left_hub();
                 }
             }
             HubMessage::Presence {
@@ -307,6 +399,7 @@ impl Hub {
                 let Some(c) = self.clients.get_mut(&client) else {
                     return Ok(false);
                 };
+                c.outbox.left_hub();
                 if (c.viewing.as_ref(), c.deciding.as_ref())
                     == (viewing.as_ref(), deciding.as_ref())
                 {
@@ -397,5 +490,40 @@ mod tests {
             });
         }
         assert_eq!(seen, ["reply 1", "snapshot c", "reply 2"]);
+    }
+
+    #[test]
+    fn a_client_that_leaves_its_replies_unread_is_dropped_with_a_reason() {
+        let outbox = Outbox::new();
+        outbox.offer_snapshot(snapshot("a"));
+        for id in 0..MAX_WAITING as u64 {
+            assert!(outbox.push(reply(id)), "reply {id} may wait");
+        }
+        assert!(!outbox.push(reply(9999)), "one too many: dropped");
+        let Some(item) = outbox.next() else {
+            panic!("a goodbye is left to send")
+        };
+        match &item.message {
+            ServerMessage::Goodbye { reason } => {
+                assert!(reason.message.contains("256 replies"), "{reason}")
+            }
+            _ => panic!("expected the goodbye"),
+        }
+        assert!(outbox.next().is_none(), "nothing else, and closed");
+        assert!(!outbox.enter_hub(), "its reader stops");
+    }
+
+    #[test]
+    fn a_client_waits_for_its_turn_at_the_hub() {
+        let outbox = Outbox::new();
+        for _ in 0..MAX_AT_HUB {
+            assert!(outbox.enter_hub());
+        }
+        let waiting = {
+            let outbox = outbox.clone();
+            std::thread::spawn(move || outbox.enter_hub())
+        };
+        outbox.left_hub();
+        assert!(waiting.join().unwrap(), "let in once one was handled");
     }
 }

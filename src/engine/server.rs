@@ -1,36 +1,47 @@
 //! `dataward serve`: one engine per team. It alone owns the state database, the config
 //! (the policy) and the credentials; consoles and commands attach over the Unix socket
 //! `DATA/dataward.sock`, and each request is attributed to the connection's peer as the
-//! kernel attests it (`SO_PEERCRED`), never to anything the client says.
+//! kernel attests it (`SO_PEERCRED`, and the login uid of the connecting process read
+//! at accept while it is provably alive), never to anything the client says.
 //!
 //! Each client has a reader and a writer thread of its own: a client that sends garbage
 //! or an oversized frame, or vanishes mid-request, is dropped without touching anyone
-//! else; a client that reads slowly only ever has the newest snapshot waiting.
+//! else; a client that reads slowly only ever has the newest snapshot waiting, and one
+//! that leaves its replies unread is dropped, saying why. No account holds more than
+//! its share of the connections, and a hello has a deadline as a whole.
 
-use std::io::{BufReader, BufWriter, Write};
+use std::collections::HashMap;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::io::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
 use super::api::{ClientMessage, Refusal, RefusalKind, ServerMessage, PROTOCOL_VERSION};
 use super::hub::{ClientId, Hub, HubMessage, Outbox};
 use super::wire::{self, FrameError, MAX_CLIENT_FRAME};
-use crate::approve::Actor;
+use crate::approve::{Actor, LoginUid};
 use crate::config::Config;
 
 /// The socket's name in the data directory.
 pub const SOCKET: &str = "dataward.sock";
-/// More attached clients than this are turned away: each costs two threads.
+/// More connections than this are turned away: each costs two threads.
 const MAX_CLIENTS: usize = 256;
-/// A client must say hello this soon after connecting.
+/// Connections one account may hold at once: several consoles and a script's worth
+/// of commands, and few enough that no one account can take everyone's slots.
+const MAX_PER_ACCOUNT: usize = 32;
+/// A client's whole hello must have arrived this soon after it connected, however
+/// its bytes trickle in.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// A write to a client that makes no progress for this long ends the connection.
+const WRITE_STALL: Duration = Duration::from_secs(30);
 
 pub fn socket_path(data_dir: &Path) -> PathBuf {
     data_dir.join(SOCKET)
@@ -119,6 +130,79 @@ pub fn peer_credentials(stream: &UnixStream) -> std::io::Result<(u32, i32)> {
     Ok((cred.uid, cred.pid))
 }
 
+/// Who is at the other end, read as the connection is accepted: the uid the kernel
+/// recorded at `connect` (`SO_PEERCRED`), and the login uid of the process that
+/// connected, read only while that process is provably the one that connected and
+/// alive. When it is not (it exited before the engine looked, as a client that forks
+/// and exits does), the login uid is unknown, and everything that needs the person
+/// refuses (`Actor::person`) rather than take the uid for them.
+pub fn peer_actor(stream: &UnixStream) -> std::io::Result<Actor> {
+    let (uid, pid) = peer_credentials(stream)?;
+    Ok(Actor::peer(uid, peer_login(stream, pid)))
+}
+
+fn peer_login(stream: &UnixStream, pid: i32) -> LoginUid {
+    let Some(pidfd) = peer_pidfd(stream, pid) else {
+        return LoginUid::Unknown;
+    };
+    let read = std::fs::read_to_string(format!("/proc/{pid}/loginuid"));
+    // Checked after the read: had the process gone meanwhile, `pid` could have been
+    // another process's when it was read.
+    if !still_running(&pidfd) {
+        return LoginUid::Unknown;
+    }
+    LoginUid::from_read(read)
+}
+
+/// `SO_PEERPIDFD` (Linux 6.5) in the generic socket option numbering.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+const SO_PEERPIDFD: libc::c_int = 77;
+
+/// A pidfd for the process that connected. The socket's own (`SO_PEERPIDFD`) cannot
+/// name any other process; older kernels get one opened from the pid (`pidfd_open`),
+/// which names another process only if the pid was reused between the connect and now.
+fn peer_pidfd(stream: &UnixStream, pid: i32) -> Option<OwnedFd> {
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    {
+        let mut fd: libc::c_int = -1;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: a valid socket fd, and an int buffer of the length passed.
+        let result = unsafe {
+            libc::getsockopt(
+                stream.as_raw_fd(),
+                libc::SOL_SOCKET,
+                SO_PEERPIDFD,
+                &mut fd as *mut libc::c_int as *mut libc::c_void,
+                &mut len,
+            )
+        };
+        if result == 0 && fd >= 0 {
+            // SAFETY: the kernel just gave us this descriptor; nothing else owns it.
+            return Some(unsafe { OwnedFd::from_raw_fd(fd) });
+        }
+        // The process is gone: no pidfd to be had.
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::ENOPROTOOPT) {
+            return None;
+        }
+    }
+    let _ = stream;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    // SAFETY: as above.
+    (pid > 0 && fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+}
+
+/// Has the process behind `pidfd` not exited? A pidfd polls readable once it has.
+fn still_running(pidfd: &OwnedFd) -> bool {
+    let mut poll = libc::pollfd {
+        fd: pidfd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no waiting.
+    unsafe { libc::poll(&mut poll, 1, 0) == 0 }
+}
+
 /// Who a peer is to the policy: a person `[people]` names decides (unless they asked
 /// to attach read-only); anyone else is an observer when `[serve] observers` allows it,
 /// and turned away otherwise.
@@ -157,7 +241,7 @@ pub fn admit(
 /// force for attaching; the engine denies every decision meanwhile).
 pub fn accept(listener: UnixListener, config: Arc<Config>, hub: Sender<HubMessage>) {
     let next_id = Arc::new(AtomicU64::new(1));
-    let attached = Arc::new(AtomicUsize::new(0));
+    let slots = Arc::new(Slots::default());
     let stamp = |path: &Path| {
         std::fs::metadata(path)
             .ok()
@@ -179,26 +263,116 @@ pub fn accept(listener: UnixListener, config: Arc<Config>, hub: Sender<HubMessag
                 ),
             }
         }
-        if attached.load(Ordering::SeqCst) >= MAX_CLIENTS {
-            let _ = refuse(
-                &stream,
-                Refusal::new(RefusalKind::NotPermitted, "too many clients attached"),
-            );
+        // A client that never reads cannot hold a write (a goodbye here, anything later).
+        if stream.set_write_timeout(Some(WRITE_STALL)).is_err() {
             continue;
         }
+        // Who it is, now: the process that connected may not outlive the accept.
+        let Ok(actor) = peer_actor(&stream) else {
+            continue;
+        };
+        let slot = match Slots::take(&slots, &actor) {
+            Ok(slot) => slot,
+            Err(reason) => {
+                let _ = refuse(&stream, reason);
+                continue;
+            }
+        };
         let id = next_id.fetch_add(1, Ordering::SeqCst);
-        let (config, hub, attached) = (Arc::clone(&config), hub.clone(), Arc::clone(&attached));
-        attached.fetch_add(1, Ordering::SeqCst);
-        std::thread::Builder::new()
+        let (config, hub) = (Arc::clone(&config), hub.clone());
+        let spawned = std::thread::Builder::new()
             .name(format!("dataward-client-{id}"))
             .spawn(move || {
-                if let Err(e) = serve_client(id, stream, &config, &hub) {
+                if let Err(e) = serve_client(id, stream, actor, &config, &hub) {
                     tracing::warn!("client {id}: {e:#}");
                 }
                 let _ = hub.send(HubMessage::Detach { client: id });
-                attached.fetch_sub(1, Ordering::SeqCst);
-            })
-            .expect("a thread for a client");
+                drop(slot);
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("client {id} not served: no thread for it: {e}");
+        }
+    }
+}
+
+/// Who holds the engine's connections: at most `MAX_CLIENTS` in all and
+/// `MAX_PER_ACCOUNT` for any one uid, so one account (a script gone wrong, or someone
+/// hostile) can lock nobody else out.
+#[derive(Default)]
+struct Slots(Mutex<Held>);
+
+#[derive(Default)]
+struct Held {
+    total: usize,
+    by_uid: HashMap<u32, usize>,
+}
+
+/// One connection's slot, given back when it is dropped.
+struct Slot {
+    slots: Arc<Slots>,
+    uid: u32,
+}
+
+impl Slots {
+    fn take(slots: &Arc<Slots>, actor: &Actor) -> Result<Slot, Refusal> {
+        let mut held = slots.0.lock().expect("slots lock");
+        let mine = held.by_uid.get(&actor.uid).copied().unwrap_or(0);
+        if mine >= MAX_PER_ACCOUNT {
+            return Err(Refusal::new(
+                RefusalKind::NotPermitted,
+                format!(
+                    "{} already holds {mine} connections to this engine, the most one account \
+                     may: close some and try again",
+                    actor.display()
+                ),
+            ));
+        }
+        if held.total >= MAX_CLIENTS {
+            return Err(Refusal::new(
+                RefusalKind::NotPermitted,
+                format!("the engine already serves {MAX_CLIENTS} connections, its most: try again later"),
+            ));
+        }
+        held.total += 1;
+        *held.by_uid.entry(actor.uid).or_default() += 1;
+        Ok(Slot {
+            slots: Arc::clone(slots),
+            uid: actor.uid,
+        })
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut held = self.slots.0.lock().expect("slots lock");
+        held.total -= 1;
+        if let Some(mine) = held.by_uid.get_mut(&self.uid) {
+            *mine -= 1;
+            if *mine == 0 {
+                held.by_uid.remove(&self.uid);
+            }
+        }
+    }
+}
+
+/// The client's side of the socket as its reader sees it. Until `deadline`, each read
+/// waits only for what is left of the time: a hello sent a byte at a time ends when
+/// the time is up, not when the client stops sending.
+struct Incoming {
+    stream: UnixStream,
+    deadline: Option<Instant>,
+}
+
+impl Read for Incoming {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if let Some(deadline) = self.deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(std::io::ErrorKind::TimedOut.into());
+            }
+            self.stream.set_read_timeout(Some(left))?;
+        }
+        self.stream.read(buf)
     }
 }
 
@@ -211,20 +385,32 @@ fn refuse(stream: &UnixStream, reason: Refusal) -> std::io::Result<()> {
 fn serve_client(
     id: ClientId,
     stream: UnixStream,
+    actor: Actor,
     config: &Config,
     hub: &Sender<HubMessage>,
 ) -> Result<()> {
-    let (uid, pid) = peer_credentials(&stream)?;
-    let actor = Actor::peer(uid, pid);
-    stream.set_read_timeout(Some(HELLO_TIMEOUT))?;
-    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut reader = BufReader::new(Incoming {
+        stream: stream.try_clone()?,
+        deadline: Some(Instant::now() + HELLO_TIMEOUT),
+    });
     let hello: ClientMessage = match wire::receive(&mut reader, MAX_CLIENT_FRAME) {
         Ok(message) => message,
         Err(e) => {
-            let _ = refuse(
-                &stream,
-                Refusal::new(RefusalKind::NotPermitted, format!("expected a hello: {e}")),
-            );
+            let why = match &e {
+                FrameError::Io(io)
+                    if matches!(
+                        io.kind(),
+                        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+                    ) =>
+                {
+                    format!(
+                        "no whole hello within {} s of connecting: turned away",
+                        HELLO_TIMEOUT.as_secs()
+                    )
+                }
+                e => format!("expected a hello: {e}"),
+            };
+            let _ = refuse(&stream, Refusal::new(RefusalKind::NotPermitted, why));
             return Err(e.into());
         }
     };
@@ -263,6 +449,7 @@ fn serve_client(
             return Ok(());
         }
     };
+    reader.get_mut().deadline = None;
     stream.set_read_timeout(None)?;
     let outbox = Outbox::new();
     hub.send(HubMessage::Attach {
@@ -272,13 +459,15 @@ fn serve_client(
         read_only,
         outbox: outbox.clone(),
     })?;
-    // The writer: whatever the hub queues for this client, in order.
+    // The writer: whatever the hub queues for this client, in order. A write that
+    // makes no progress for `WRITE_STALL` ends the connection.
     let writer_stream = stream.try_clone()?;
+    let queued = outbox.clone();
     let writer = std::thread::Builder::new()
         .name(format!("dataward-client-{id}-out"))
         .spawn(move || {
             let mut out = BufWriter::new(&writer_stream);
-            while let Some(item) = outbox.next() {
+            while let Some(item) = queued.next() {
                 if out
                     .write_all(item.frame())
                     .and_then(|()| out.flush())
@@ -289,9 +478,19 @@ fn serve_client(
             }
             let _ = writer_stream.shutdown(std::net::Shutdown::Both);
         })?;
-    // The reader: requests and presence, until the client goes or misbehaves.
+    // The reader: requests and presence, until the client goes or misbehaves, or is
+    // dropped for leaving its replies unread. Each message waits its turn at the hub
+    // (`Outbox::enter_hub`): one that cannot be passed on yet stays in the socket.
     let result = loop {
-        match wire::receive::<ClientMessage>(&mut reader, MAX_CLIENT_FRAME) {
+        let message = wire::receive::<ClientMessage>(&mut reader, MAX_CLIENT_FRAME);
+        if matches!(
+            message,
+            Ok(ClientMessage::Request(_) | ClientMessage::Presence { .. })
+        ) && !outbox.enter_hub()
+        {
+            break Ok(());
+        }
+        match message {
             Ok(ClientMessage::Request(request)) => {
                 hub.send(HubMessage::Request {
                     client: id,
@@ -310,7 +509,9 @@ fn serve_client(
             Err(e) => break Err(anyhow::Error::from(e)),
         }
     };
-    let _ = stream.shutdown(std::net::Shutdown::Both);
+    // Nothing more is read; what is queued (a goodbye saying why, say) is still sent,
+    // and the writer closes the connection when it is done.
+    let _ = stream.shutdown(std::net::Shutdown::Read);
     let _ = hub.send(HubMessage::Detach { client: id });
     let _ = writer.join();
     result
@@ -422,9 +623,29 @@ mod tests {
     }
 
     fn actor(user: &str, uid: u32) -> Actor {
-        let mut actor = Actor::peer(uid, 0);
+        let mut actor = Actor::peer(uid, LoginUid::Unset);
         actor.user = Some(user.to_string());
         actor
+    }
+
+    #[test]
+    fn one_account_holds_at_most_its_share_of_connections_and_gives_them_back() {
+        let slots = Arc::new(Slots::default());
+        let (bob, alice) = (actor("bob", 1002), actor("alice", 1001));
+        let mut held: Vec<Slot> = (0..MAX_PER_ACCOUNT)
+            .map(|_| Slots::take(&slots, &bob).unwrap())
+            .collect();
+        let refused = Slots::take(&slots, &bob).err().unwrap();
+        assert!(refused.message.contains("bob (uid 1002) already holds 32"));
+        assert!(
+            Slots::take(&slots, &alice).is_ok(),
+            "another account is served"
+        );
+        held.pop();
+        assert!(
+            Slots::take(&slots, &bob).is_ok(),
+            "a slot given back is free"
+        );
     }
 
     #[test]
