@@ -153,12 +153,8 @@ impl ApprovalRequest {
         seen_hash: &str,
         approve: bool,
     ) -> Result<(), String> {
-        if seen_hash != self.content_hash {
-            return Err(format!(
-                "the proposal changed since it was shown (hash {} now, {} seen); the decision is void",
-                short(&self.content_hash),
-                short(seen_hash)
-            ));
+        if let Some(mismatch) = HashMismatch::of(&self.content_hash, seen_hash) {
+            return Err(mismatch.to_string());
         }
         match self.state {
             RequestState::Pending => {}
@@ -208,6 +204,51 @@ impl ApprovalRequest {
     pub fn is_approved(&self) -> bool {
         self.state == RequestState::Approved
             && self.approved_hash.as_deref() == Some(self.content_hash.as_str())
+    }
+}
+
+/// Why the hash a person sent does not bind their decision to the content as it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HashMismatch {
+    /// The first characters of the current hash: a prefix binds the decision to any
+    /// content that shares them, so the whole hash is needed.
+    Shortened { needed: usize, given: usize },
+    /// The content changed since the person read it.
+    Changed { now: String, seen: String },
+}
+
+impl HashMismatch {
+    /// None when `seen` is the current hash exactly.
+    pub fn of(current: &str, seen: &str) -> Option<HashMismatch> {
+        if seen == current {
+            None
+        } else if !seen.is_empty() && seen.len() < current.len() && current.starts_with(seen) {
+            Some(HashMismatch::Shortened {
+                needed: current.len(),
+                given: seen.len(),
+            })
+        } else {
+            Some(HashMismatch::Changed {
+                now: short(current).to_string(),
+                seen: short(seen).to_string(),
+            })
+        }
+    }
+}
+
+impl std::fmt::Display for HashMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HashMismatch::Shortened { needed, given } => write!(
+                f,
+                "a decision needs the full content hash ({needed} characters, as `dataward show` \
+                 prints it); {given} were given"
+            ),
+            HashMismatch::Changed { now, seen } => write!(
+                f,
+                "changed since it was shown (hash {now} now, {seen} seen); the decision is void"
+            ),
+        }
     }
 }
 

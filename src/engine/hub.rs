@@ -286,7 +286,7 @@ impl Hub {
                     }
                 } else {
                     let actor = asker.actor.clone();
-                    self.engine.request(request.command, &actor)
+                    self.engine.answer(request.clone(), &actor)
                 };
                 if let Outcome::Accepted { events, .. } = &outcome {
                     let events = events.clone();
