@@ -5,6 +5,7 @@
 //! stopped, so nothing but the test's own requests happens while it looks.
 
 mod any_user;
+mod story;
 
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -549,4 +550,111 @@ fn the_team_sets_and_lifts_the_stop_through_the_engine_in_group_mode() {
         "{}",
         text(&direct)
     );
+}
+
+/// The demo's scheduler, as one whose answer to a pause is lost: the pause lands, and
+/// the call times out (an Airflow that took the PATCH and never answered).
+struct PauseLandsThenTimesOut(dataward::demo::control::ControlPlane);
+
+impl dataward::engine::orchestrator::Orchestrator for PauseLandsThenTimesOut {
+    fn pipelines(&self) -> anyhow::Result<Vec<dataward::engine::api::PipelineView>> {
+        self.0.pipelines()
+    }
+    fn schedule(&self, job: &str) -> anyhow::Result<dataward::engine::orchestrator::Schedule> {
+        self.0.schedule(job)
+    }
+    fn pause(&self, job: &str) -> anyhow::Result<Option<String>> {
+        self.0.pause(job)?;
+        anyhow::bail!("PATCH /api/v2/dags/{job}: operation timed out")
+    }
+    fn restore(
+        &self,
+        job: &str,
+        before: &dataward::engine::orchestrator::Schedule,
+    ) -> anyhow::Result<()> {
+        self.0.restore(job, before)
+    }
+    fn queue_run(
+        &self,
+        job: &str,
+        at: &str,
+        by: &str,
+        key: &str,
+    ) -> anyhow::Result<(String, bool)> {
+        self.0.queue_run(job, at, by, key)
+    }
+    fn run(
+        &self,
+        job: &str,
+        id: &str,
+    ) -> anyhow::Result<Option<dataward::engine::orchestrator::RunRecord>> {
+        self.0.run(job, id)
+    }
+}
+
+/// Item 3, the orchestrator that timed out: the approval is refused, and what the
+/// pause did anyway is put back; no later request or turn carries it out.
+#[test]
+fn an_approval_refused_for_an_orchestrator_timeout_leaves_nothing_behind() {
+    use dataward::demo::control::ControlPlane;
+    use dataward::engine::api::{Command, Outcome, ProposalKind};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let owner = story::owner();
+    let (mut scenario, mut engine) = dataward::demo::prepare(d, &owner).unwrap();
+    story::play_minutes(
+        &mut scenario,
+        &mut engine,
+        story::start(),
+        story::start() + chrono::TimeDelta::minutes(50),
+        |_, _| Vec::new(),
+    );
+    drop(engine);
+    let estate = d.join("estate");
+    let config = dataward::config::Config::load(&estate.join("dataward.toml")).unwrap();
+    let state = dataward::store::open(&d.join("dataward.db")).unwrap();
+    let scheduler = Box::new(PauseLandsThenTimesOut(ControlPlane::new(
+        estate.join("control.db"),
+    )));
+    let mut engine = dataward::engine::Engine::new(config, state, Some(scheduler), &owner).unwrap();
+    let proposals = engine.snapshot(false).incidents[0].proposals.clone();
+    let hold = proposals
+        .iter()
+        .find(|p| p.kind == ProposalKind::Hold)
+        .unwrap();
+    let note = proposals
+        .iter()
+        .find(|p| p.kind == ProposalKind::Note)
+        .unwrap();
+    let dataward::engine::api::ProposalBody::Hold { job, .. } = &hold.body else {
+        unreachable!()
+    };
+    let control = ControlPlane::new(estate.join("control.db"));
+
+    let answer = engine.request(
+        Command::Approve {
+            proposal: hold.id.clone(),
+            content_hash: hold.content_hash.clone(),
+            reason: "hold it".into(),
+        },
+        &owner,
+    );
+    let Outcome::Refused { reason } = answer else {
+        panic!("accepted: {answer:?}")
+    };
+    assert!(reason.message.contains("timed out"), "{}", reason.message);
+    assert!(!control.is_paused(job).unwrap(), "{}", reason.message);
+
+    engine.request(
+        Command::Forward {
+            proposal: note.id.clone(),
+        },
+        &owner,
+    );
+    engine
+        .tick(story::start() + chrono::TimeDelta::minutes(51))
+        .unwrap();
+    assert!(!control.is_paused(job).unwrap());
+    assert_eq!(decisions(d, &hold.id), Vec::<String>::new());
+    assert_eq!(pending_intents(d), 0);
 }
