@@ -95,6 +95,14 @@ fn wait_for_socket(dir: &Path) {
 /// stopped: played at speed 600 until the proposals are there, stopped (SIGTERM), and
 /// resumed at a speed whose next turn is hours away.
 fn engine_with_pending_proposals(dir: &Path) -> (Engine, Value) {
+    engine_with_pending_proposals_then(dir, |_| {})
+}
+
+/// [`engine_with_pending_proposals`], calling `meanwhile` while no engine runs.
+fn engine_with_pending_proposals_then(
+    dir: &Path,
+    meanwhile: impl FnOnce(&Path),
+) -> (Engine, Value) {
     let mut playing = demo(dir, "600");
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
@@ -114,6 +122,7 @@ fn engine_with_pending_proposals(dir: &Path) -> (Engine, Value) {
     // SAFETY: signalling our own child.
     unsafe { libc::kill(playing.0.id() as i32, libc::SIGTERM) };
     assert!(playing.0.wait().unwrap().success());
+    meanwhile(dir);
     (resume(dir), show(dir))
 }
 
@@ -292,53 +301,74 @@ fn job_paused(dir: &Path, job: &str) -> bool {
 
 /// Item 3: an approval refused because the disk filled while it was carried out is
 /// withdrawn with its refusal; nobody's later request carries it out, and the job it
-/// paused is put back.
+/// paused is put back. Twice: with the scheduler's files on the full disk too (the
+/// pause fails), and elsewhere (the pause is done, and cannot be recorded).
 #[test]
 fn an_approval_refused_on_a_full_disk_is_never_carried_out_later() {
     if !needs_root("an_approval_refused_on_a_full_disk") {
         return;
     }
-    let disk = SmallDisk::mount("48m");
-    let d = disk.path.join("demo");
-    let (engine, incident) = engine_with_pending_proposals(&d);
-    let (hold, hold_hash, job) = proposal(&incident, "hold");
-    let (note, _, _) = proposal(&incident, "note");
-    let job = job.expect("a hold names its job");
-    assert!(!job_paused(&d, &job));
+    for scheduler_on_the_full_disk in [true, false] {
+        let elsewhere = tempfile::tempdir().unwrap();
+        let disk = SmallDisk::mount("48m");
+        let d = disk.path.join("demo");
+        let (engine, incident) = engine_with_pending_proposals_then(&d, |d| {
+            if !scheduler_on_the_full_disk {
+                // The estate (the demo scheduler's database among it) moves off the
+                // small disk; the engine finds it where it was.
+                let moved = elsewhere.path().join("estate");
+                let out = Command::new("mv")
+                    .arg(d.join("estate"))
+                    .arg(&moved)
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{}", text(&out));
+                std::os::unix::fs::symlink(&moved, d.join("estate")).unwrap();
+            }
+        });
+        let (hold, hold_hash, job) = proposal(&incident, "hold");
+        let (note, _, _) = proposal(&incident, "note");
+        let job = job.expect("a hold names its job");
+        assert!(!job_paused(&d, &job));
 
-    // The approval gets in flight (its intent committed), then the disk fills before
-    // the pause it asked for is done and recorded.
-    let lock = lock_scheduler(&d);
-    let approve = spawn_dataward(
-        &[
-            "approve", &hold, "--hash", &hold_hash, "--reason", "hold it",
-        ],
-        &d,
-    );
-    wait_for_pending_intent(&d);
-    disk.fill();
-    drop(lock);
-    let approved = approve.wait_with_output().unwrap();
-    assert_eq!(approved.status.code(), Some(1), "{}", text(&approved));
-    assert!(text(&approved).contains("refused"), "{}", text(&approved));
+        // The approval gets in flight (its intent committed), then the disk fills
+        // before the pause it asked for is done and recorded.
+        let lock = lock_scheduler(&d);
+        let approve = spawn_dataward(
+            &[
+                "approve", &hold, "--hash", &hold_hash, "--reason", "hold it",
+            ],
+            &d,
+        );
+        wait_for_pending_intent(&d);
+        disk.fill();
+        drop(lock);
+        let approved = approve.wait_with_output().unwrap();
+        eprintln!(
+            "scheduler on the full disk: {scheduler_on_the_full_disk}: {}",
+            text(&approved)
+        );
+        assert_eq!(approved.status.code(), Some(1), "{}", text(&approved));
+        assert!(text(&approved).contains("refused"), "{}", text(&approved));
 
-    // Room again: the next request, anyone's, is its own and nothing else.
-    disk.free();
-    let forwarded = dataward(&["forward", &note], &d);
-    assert_eq!(forwarded.status.code(), Some(0), "{}", text(&forwarded));
-    assert!(
-        !text(&forwarded).contains(&format!("{hold} approved")),
-        "{}",
-        text(&forwarded)
-    );
-    assert_eq!(decisions(&d, &hold), Vec::<String>::new());
-    assert_eq!(pending_intents(&d), 0);
-    assert!(!job_paused(&d, &job), "the refused hold left {job} paused");
-    // And the hold is still there to decide, on a disk with room.
-    let again = dataward(&["approve", &hold, "--hash", &hold_hash], &d);
-    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
-    assert_eq!(decisions(&d, &hold), ["approved"]);
-    drop(engine);
+        // Room again: the next request, anyone's, is its own and nothing else.
+        disk.free();
+        let forwarded = dataward(&["forward", &note], &d);
+        assert_eq!(forwarded.status.code(), Some(0), "{}", text(&forwarded));
+        assert!(
+            !text(&forwarded).contains(&format!("{hold} approved")),
+            "{}",
+            text(&forwarded)
+        );
+        assert_eq!(decisions(&d, &hold), Vec::<String>::new());
+        assert_eq!(pending_intents(&d), 0);
+        assert!(!job_paused(&d, &job), "the refused hold left {job} paused");
+        // And the hold is still there to decide, on a disk with room.
+        let again = dataward(&["approve", &hold, "--hash", &hold_hash], &d);
+        assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+        assert_eq!(decisions(&d, &hold), ["approved"]);
+        drop(engine);
+    }
 }
 
 /// Item 7: an engine killed while a CLI decision is in flight. The CLI reconnects to

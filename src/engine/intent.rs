@@ -432,10 +432,11 @@ impl Engine {
                     }
                 }
                 Err(e) => {
-                    let reason = format!("{e:#}");
                     if intent.by_person {
+                        let reason = format!("{} failed: {e:#}", describe(&intent.effect));
                         failures.push(self.withdraw(&intent, reason, None));
                     } else {
+                        let reason = format!("{e:#}");
                         self.notices.push(format!(
                             "{}: {reason}; dataward tries again",
                             describe(&intent.effect)
