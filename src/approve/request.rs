@@ -255,3 +255,31 @@ impl std::fmt::Display for HashMismatch {
 fn short(hash: &str) -> &str {
     hash.get(..12).unwrap_or(hash)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::HashMismatch;
+
+    #[test]
+    fn only_the_whole_current_hash_binds_a_decision() {
+        let current = "8c161704b028d63df1722ad73113c76dacec9ec5049bffafb7a2e624bbdb51d1";
+        assert_eq!(HashMismatch::of(current, current), None);
+        assert_eq!(
+            HashMismatch::of(current, &current[..12]),
+            Some(HashMismatch::Shortened {
+                needed: 64,
+                given: 12
+            })
+        );
+        // A short hash of other content, an empty one, or a longer one: it changed.
+        for seen in ["0123abcd", "", &format!("{current}00")] {
+            assert!(
+                matches!(
+                    HashMismatch::of(current, seen),
+                    Some(HashMismatch::Changed { .. })
+                ),
+                "{seen}"
+            );
+        }
+    }
+}
