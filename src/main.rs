@@ -362,7 +362,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             md: _,
             json,
         } => chain::cli::receipt(&data_dir()?, &incident, json),
-        Cmd::Stop { reason, lift } => chain::cli::stop(&data_dir()?, reason.as_deref(), lift),
+        Cmd::Stop { reason, lift } => {
+            dataward::engine::cli::stop(&data_dir()?, reason.as_deref(), lift)
+        }
         Cmd::Serve { config, log_stderr } => {
             if let Some(log) = dataward::logging::init(log_stderr)? {
                 eprintln!("dataward serve: logging to {}", log.display());

@@ -153,12 +153,8 @@ impl ApprovalRequest {
         seen_hash: &str,
         approve: bool,
     ) -> Result<(), String> {
-        if seen_hash != self.content_hash {
-            return Err(format!(
-                "the proposal changed since it was shown (hash {} now, {} seen); the decision is void",
-                short(&self.content_hash),
-                short(seen_hash)
-            ));
+        if let Some(mismatch) = HashMismatch::of(&self.content_hash, seen_hash) {
+            return Err(mismatch.to_string());
         }
         match self.state {
             RequestState::Pending => {}
@@ -211,6 +207,79 @@ impl ApprovalRequest {
     }
 }
 
+/// Why the hash a person sent does not bind their decision to the content as it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HashMismatch {
+    /// The first characters of the current hash: a prefix binds the decision to any
+    /// content that shares them, so the whole hash is needed.
+    Shortened { needed: usize, given: usize },
+    /// The content changed since the person read it.
+    Changed { now: String, seen: String },
+}
+
+impl HashMismatch {
+    /// None when `seen` is the current hash exactly.
+    pub fn of(current: &str, seen: &str) -> Option<HashMismatch> {
+        if seen == current {
+            None
+        } else if !seen.is_empty() && seen.len() < current.len() && current.starts_with(seen) {
+            Some(HashMismatch::Shortened {
+                needed: current.len(),
+                given: seen.len(),
+            })
+        } else {
+            Some(HashMismatch::Changed {
+                now: short(current).to_string(),
+                seen: short(seen).to_string(),
+            })
+        }
+    }
+}
+
+impl std::fmt::Display for HashMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HashMismatch::Shortened { needed, given } => write!(
+                f,
+                "a decision needs the full content hash ({needed} characters, as `dataward show` \
+                 prints it); {given} were given"
+            ),
+            HashMismatch::Changed { now, seen } => write!(
+                f,
+                "changed since it was shown (hash {now} now, {seen} seen); the decision is void"
+            ),
+        }
+    }
+}
+
 fn short(hash: &str) -> &str {
     hash.get(..12).unwrap_or(hash)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::HashMismatch;
+
+    #[test]
+    fn only_the_whole_current_hash_binds_a_decision() {
+        let current = "8c161704b028d63df1722ad73113c76dacec9ec5049bffafb7a2e624bbdb51d1";
+        assert_eq!(HashMismatch::of(current, current), None);
+        assert_eq!(
+            HashMismatch::of(current, &current[..12]),
+            Some(HashMismatch::Shortened {
+                needed: 64,
+                given: 12
+            })
+        );
+        // A short hash of other content, an empty one, or a longer one: it changed.
+        for seen in ["0123abcd", "", &format!("{current}00")] {
+            assert!(
+                matches!(
+                    HashMismatch::of(current, seen),
+                    Some(HashMismatch::Changed { .. })
+                ),
+                "{seen}"
+            );
+        }
+    }
 }

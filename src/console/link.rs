@@ -55,7 +55,11 @@ pub fn outgoing(app: &mut App) -> Vec<ClientMessage> {
         app.link.next_id += 1;
         let id = app.link.next_id;
         app.link.pending.insert(id, describe(&command));
-        out.push(ClientMessage::Request(Request { id, command }));
+        out.push(ClientMessage::Request(Request {
+            id,
+            command,
+            client_request: None,
+        }));
     }
     let now = presence(app);
     if app.link.presence_sent.as_ref() != Some(&now) {
@@ -80,6 +84,9 @@ fn describe(command: &Command) -> String {
         Command::Accept { incident, .. } => format!("accept the new level of {incident}"),
         Command::OrgStop { .. } => "org-wide stop".into(),
         Command::LiftStop => "lift the stop".into(),
+        Command::WhatHappened { client_request } => {
+            format!("ask what came of request {client_request}")
+        }
     }
 }
 

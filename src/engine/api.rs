@@ -37,6 +37,10 @@ pub enum Command {
     OrgStop { reason: String },
     /// Ask to lift the org-wide stop; a second, different person's ask lifts it.
     LiftStop,
+    /// What came of the request this client sent with `client_request` (its connection
+    /// was lost before the answer came): the answer it got, or that nothing of it was
+    /// decided. Decides nothing.
+    WhatHappened { client_request: String },
 }
 
 /// One line of the engine's timeline. The headless demo prints these as JSON lines.
@@ -555,6 +559,11 @@ pub enum ClientMessage {
 pub struct Request {
     pub id: u64,
     pub command: Command,
+    /// A client's own id for this request, unique across connections (the CLI's
+    /// random one): the engine keeps the answer by it, so a client whose connection
+    /// was lost can ask what came of it (`Command::WhatHappened`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_request: Option<String>,
 }
 
 /// What the server sends.

@@ -5,10 +5,14 @@
 
 use std::path::Path;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use rusqlite::OptionalExtension;
 
-use super::api::{Command, Event, EventKind, IncidentStatus, IncidentView, Outcome};
+use super::api::{
+    Command, Event, EventKind, IncidentStatus, IncidentView, Outcome, Refusal, RefusalKind,
+};
 use super::client::Client;
 use crate::sanitize::{for_terminal, for_terminal_multiline};
 
@@ -139,18 +143,101 @@ pub fn show(data_dir: &Path, id: &str, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// How long a decision whose connection was lost waits for an engine to serve again
+/// (a restart) to ask it what came of the request, before reading the state database.
+const RECONNECT_WAIT: Duration = Duration::from_secs(30);
+
 /// Sends one decision to the engine serving `data_dir` and reports what came of it.
 pub fn decide(data_dir: &Path, command: Command) -> Result<ExitCode> {
-    let mut client = Client::connect(data_dir, false)?.with_context(|| {
+    let client = connect_to_decide(data_dir)?.with_context(|| {
         format!(
             "no engine is running on {}; start one with `dataward serve --config FILE --data-dir {}` (or open `dataward`)",
             super::server::socket_path(data_dir).display(),
             data_dir.display()
         )
     })?;
-    match client.request(command)? {
+    report(&send_decision(client, data_dir, command)?)
+}
+
+/// Attaches to decide; a connection that fails before the request is sent says that
+/// nothing was decided.
+fn connect_to_decide(data_dir: &Path) -> Result<Option<Client>> {
+    Client::connect(data_dir, false).context("nothing was sent, so nothing was decided")
+}
+
+/// Sends `command` under a request id of its own and returns the engine's answer. If
+/// the connection is lost before the answer (the engine died mid-request), asks the
+/// engine that serves next what came of that id; with none serving, reads the answer
+/// the engine kept in the state database. Either way the answer is what the chain holds.
+fn send_decision(mut client: Client, data_dir: &Path, command: Command) -> Result<Outcome> {
+    let request = super::client::new_request_id()?;
+    match client.request_as(command, Some(request.clone())) {
+        Ok(outcome) => Ok(outcome),
+        Err(lost) => {
+            eprintln!(
+                "dataward: the connection to the engine was lost before its answer ({lost:#}); \
+                 asking what came of request {request}"
+            );
+            what_happened(data_dir, &request)
+        }
+    }
+}
+
+fn what_happened(data_dir: &Path, request: &str) -> Result<Outcome> {
+    let deadline = Instant::now() + RECONNECT_WAIT;
+    let ask = Command::WhatHappened {
+        client_request: request.to_string(),
+    };
+    while Instant::now() < deadline {
+        if let Ok(Some(mut client)) = Client::connect(data_dir, false) {
+            if let Ok(outcome) = client.request(ask.clone()) {
+                return Ok(outcome);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // No engine serves: the answer is in the state database if the decision was made.
+    let path = data_dir.join("dataward.db");
+    let conn = crate::store::open_read_only(&path)?;
+    let uid = crate::approve::Actor::current().uid;
+    let kept: Option<String> = conn
+        .query_row(
+            "SELECT outcome FROM request_outcome WHERE client_request = ?1 AND asker_uid = ?2",
+            rusqlite::params![request, uid],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if let Some(kept) = kept {
+        return Ok(serde_json::from_str(&kept)?);
+    }
+    let in_flight: bool = conn.query_row(
+        "SELECT count(*) > 0 FROM intent WHERE client_request = ?1 AND status = 'pending'",
+        [request],
+        |r| r.get(0),
+    )?;
+    anyhow::ensure!(
+        !in_flight,
+        "the engine stopped while carrying out request {request} and no engine has served {} \
+         since: its next start finishes it; `dataward show` then says what was decided",
+        data_dir.display()
+    );
+    Ok(Outcome::Refused {
+        reason: Refusal::new(
+            RefusalKind::NotFound,
+            format!(
+                "no engine serves {} and nothing of request {request} was recorded: it was not \
+                 decided; send it again once an engine runs",
+                data_dir.display()
+            ),
+        ),
+    })
+}
+
+/// Prints an engine's answer: accepted exits 0, refused 1.
+fn report(outcome: &Outcome) -> Result<ExitCode> {
+    match outcome {
         Outcome::Accepted { seq, events } => {
-            let lines = confirmations(&events);
+            let lines = confirmations(events);
             if lines.is_empty() {
                 println!(
                     "accepted{}",
@@ -171,6 +258,38 @@ pub fn decide(data_dir: &Path, command: Command) -> Result<ExitCode> {
             );
             Ok(ExitCode::from(1))
         }
+    }
+}
+
+/// `dataward stop --reason WHY` and `dataward stop --lift`: sent to the engine as the
+/// attested caller like every decision, then the stop as it stands is shown (exit 1
+/// while it is set). With no engine serving, written directly to the state database
+/// as this account, as before there was an engine, and said so.
+pub fn stop(data_dir: &Path, reason: Option<&str>, lift: bool) -> Result<ExitCode> {
+    let command = match (reason, lift) {
+        (Some(_), true) => anyhow::bail!("--reason sets a stop and --lift lifts one: pick one"),
+        (Some(reason), false) => {
+            anyhow::ensure!(!reason.trim().is_empty(), "--reason must say why");
+            Command::OrgStop {
+                reason: reason.to_string(),
+            }
+        }
+        (None, true) => Command::LiftStop,
+        (None, false) => return crate::chain::cli::stop(data_dir, None, false),
+    };
+    let Some(client) = connect_to_decide(data_dir)? else {
+        println!(
+            "no engine is serving {}: recording this directly in its state database as {}",
+            data_dir.display(),
+            crate::approve::Actor::current().display()
+        );
+        return crate::chain::cli::stop(data_dir, reason, lift);
+    };
+    let outcome = send_decision(client, data_dir, command)?;
+    let reported = report(&outcome)?;
+    match outcome {
+        Outcome::Refused { .. } => Ok(reported),
+        Outcome::Accepted { .. } => crate::chain::cli::stop(data_dir, None, false),
     }
 }
 

@@ -95,9 +95,24 @@ impl Client {
 
     /// Sends one command and waits for its answer (snapshots meanwhile are skipped).
     pub fn request(&mut self, command: Command) -> Result<Outcome> {
+        self.request_as(command, None)
+    }
+
+    /// [`Client::request`] with the client's own request id (see
+    /// [`new_request_id`]): the engine keeps its answer by that id, so it can be asked
+    /// for again if this connection is lost before the answer comes.
+    pub fn request_as(
+        &mut self,
+        command: Command,
+        client_request: Option<String>,
+    ) -> Result<Outcome> {
         let id = self.next_id;
         self.next_id += 1;
-        self.send(&ClientMessage::Request(Request { id, command }))?;
+        self.send(&ClientMessage::Request(Request {
+            id,
+            command,
+            client_request,
+        }))?;
         loop {
             match self.receive()? {
                 ServerMessage::Reply(reply) if reply.id == id => return Ok(reply.outcome),
@@ -115,4 +130,14 @@ impl Client {
             }
         }
     }
+}
+
+/// A request id no other client will send: 128 random bits from the kernel, in hex.
+pub fn new_request_id() -> Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .context("reading /dev/urandom for a request id")?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }

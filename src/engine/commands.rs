@@ -3,6 +3,7 @@
 
 use super::intent::{Completion, Decided, Effect};
 use super::*;
+use crate::approve::request::HashMismatch;
 
 impl Engine {
     /// Applies one person's request and answers it: accepted with the chain head and what
@@ -10,26 +11,91 @@ impl Engine {
     /// transaction, then any effect it needs carried out. A refused request changes
     /// nothing. The answer goes to whoever asked, never to the shared notices.
     pub fn request(&mut self, command: Command, actor: &Actor) -> Outcome {
-        match self.apply_and_carry_out(command, actor) {
+        self.answer(
+            Request {
+                id: 0,
+                command,
+                client_request: None,
+            },
+            actor,
+        )
+    }
+
+    /// [`Engine::request`] for a request from a client. One that carries a client
+    /// request id has its answer kept by that id, in the transaction that records its
+    /// decision: the same id sent again gets that answer and decides nothing twice, and
+    /// `WhatHappened` asks for it (a client whose connection was lost mid-request).
+    pub fn answer(&mut self, request: Request, actor: &Actor) -> Outcome {
+        let Request {
+            command,
+            client_request,
+            ..
+        } = request;
+        if let Some(id) = &client_request {
+            if !intent::valid_client_request(id) {
+                return Outcome::Refused {
+                    reason: Refusal::new(
+                        RefusalKind::Invalid,
+                        "a client request id is 8 to 64 letters, digits or dashes",
+                    ),
+                };
+            }
+        }
+        if let Command::WhatHappened { client_request } = &command {
+            if !intent::valid_client_request(client_request) {
+                return Outcome::Refused {
+                    reason: Refusal::new(RefusalKind::Invalid, "no such client request id"),
+                };
+            }
+            return self.what_happened(client_request, actor.uid);
+        }
+        if let Some(id) = &client_request {
+            if let Ok(Some(answer)) = self.kept_answer(id, actor.uid) {
+                return answer;
+            }
+        }
+        let asking = client_request.map(|id| (id, actor.uid));
+        self.begin_request(asking.clone());
+        let result = self.apply_and_carry_out(command, actor);
+        self.end_request();
+        match result {
             Ok(events) => Outcome::Accepted {
                 seq: chain::head(&self.state).ok().flatten().map(|h| h.seq),
                 events,
             },
-            Err(e) => Outcome::Refused {
-                reason: refusal_of(&e),
-            },
+            Err(e) => {
+                let reason = refusal_of(&e);
+                let answer = Outcome::Refused { reason };
+                if let Some((id, uid)) = &asking {
+                    // Nothing was decided: kept only so the asker can read why. A
+                    // refusal that withdrew an intent was kept with it already.
+                    let _ = self.remember_answer(id, *uid, &answer);
+                }
+                answer
+            }
         }
     }
 
     fn apply_and_carry_out(&mut self, command: Command, actor: &Actor) -> Result<Vec<Event>> {
-        // Anything left in flight from before is finished first, and is not this
-        // request's business if it fails.
+        // The engine's own intents left in flight are finished first, and are not this
+        // request's business if they fail. Nobody else's decision is carried out here.
         let (mut events, failures) = self.run_intents()?;
         for failure in failures {
             self.notices
                 .push(format!("an earlier change failed: {failure}"));
         }
-        events.extend(self.transact(|e| e.apply(command, actor))?);
+        events.extend(self.transact(|e| {
+            let events = e.apply(command, actor)?;
+            if let (Some((id, uid)), false) = (e.in_flight_asking(), e.request_made_intent()) {
+                // Nothing left to carry out: the answer is kept with the decision.
+                let answer = Outcome::Accepted {
+                    seq: chain::head(&e.state)?.map(|h| h.seq),
+                    events: events.clone(),
+                };
+                e.remember_answer(&id, uid, &answer)?;
+            }
+            Ok(events)
+        })?);
         let (more, failures) = self.run_intents()?;
         events.extend(more);
         if let Some(failure) = failures.into_iter().next() {
@@ -128,6 +194,9 @@ impl Engine {
                 stop::set(&self.state, actor, &reason, &at)?;
                 self.org_stop_event("set", actor)
             }
+            Command::WhatHappened { .. } => {
+                anyhow::bail!("asking what came of a request decides nothing")
+            }
             Command::LiftStop => {
                 self.ensure_chain_trusted()?;
                 let at = self.now.clone();
@@ -167,16 +236,12 @@ impl Engine {
     ) -> Result<Vec<Event>> {
         let (i, p) = self.find_proposal(id)?;
         let proposal = self.incidents[i].proposals[p].clone();
-        if proposal.content_hash != content_hash {
-            return Err(Refusal::new(
-                RefusalKind::StaleHash,
-                format!(
-                    "{id} changed since it was shown (hash {} now, {} seen); the decision is void",
-                    &proposal.content_hash[..12],
-                    content_hash.get(..12).unwrap_or(content_hash)
-                ),
-            )
-            .into());
+        if let Some(mismatch) = HashMismatch::of(&proposal.content_hash, content_hash) {
+            let kind = match mismatch {
+                HashMismatch::Shortened { .. } => RefusalKind::Invalid,
+                HashMismatch::Changed { .. } => RefusalKind::StaleHash,
+            };
+            return Err(Refusal::new(kind, format!("{id}: {mismatch}")).into());
         }
         // The first decision recorded wins; whoever comes second is told by whom.
         if matches!(verdict, Verdict::Approved | Verdict::Rejected)

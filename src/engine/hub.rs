@@ -371,7 +371,7 @@ impl Hub {
                     Outcome::Refused { reason }
                 } else {
                     let actor = asker.actor.clone();
-                    self.engine.request(request.command, &actor)
+                    self.engine.answer(request.clone(), &actor)
                 };
                 if let Outcome::Accepted { events, .. } = &outcome {
                     let events = events.clone();

@@ -1,9 +1,17 @@
 //! Effects outside the database (pausing a job, writing a dbt file, queuing a run) go
 //! intent → effect → outcome. The intent commits first, with whatever decided it; the
 //! effect is carried out after the commit; the outcome commits with the chain records
-//! that say what happened. An intent found without an outcome (the engine was killed in
-//! between) is carried out again at the next turn: every effect first looks whether it
-//! already happened, so nothing is done twice.
+//! that say what happened. Every effect first looks whether it already happened, so
+//! nothing is done twice.
+//!
+//! A person's intent belongs to the request that made it: that request carries it out,
+//! and if the request is refused (the effect failed, or what it did could not be
+//! recorded) the intent is withdrawn, its effect put back where it can be, in the same
+//! transaction that records the refusal. Nobody's later request and no turn of the
+//! clock carries out someone else's decision. Only an intent found pending when the
+//! engine starts (the engine died mid-request) is carried out, once, by the engine: the
+//! client that asked learns what came of it by its request id (`request_outcome`).
+//! The engine's own intents are tried again every turn until they succeed.
 
 use rusqlite::{params, OptionalExtension};
 use serde::{Deserialize, Serialize};
@@ -92,12 +100,38 @@ struct Outcome {
     versions: Vec<crate::warehouse::TableVersion>,
 }
 
+#[derive(Clone)]
 struct Pending {
     id: i64,
     subject: String,
     effect: Effect,
     completion: Completion,
     by_person: bool,
+    /// The client request that made it, and whose (a person's intent only).
+    client_request: Option<String>,
+    asker_uid: Option<u32>,
+}
+
+/// Which intents are whose, in memory: the database says what is pending, this says
+/// who may carry it out.
+#[derive(Default)]
+pub(super) struct InFlight {
+    /// Whether the intents pending at start have been collected.
+    started: bool,
+    /// People's intents found pending at start: their requests died with the engine.
+    orphans: BTreeSet<i64>,
+    /// The people's intents the request being answered made.
+    mine: BTreeSet<i64>,
+    /// The request being answered: its client id and the asker's uid.
+    asking: Option<(String, u32)>,
+    /// Refused intents whose withdrawal could not be written yet (a full disk): never
+    /// carried out, written as withdrawn at the next chance.
+    unwritten: BTreeMap<i64, (Pending, String)>,
+}
+
+/// A client request id: what a client may send, and what is kept by it.
+pub(super) fn valid_client_request(id: &str) -> bool {
+    (8..=64).contains(&id.len()) && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
 }
 
 impl Engine {
@@ -114,18 +148,128 @@ impl Engine {
             !self.intent_pending(subject)?,
             "{subject} already has a change in flight; wait for it to finish"
         );
+        let asking = self.in_flight.asking.clone().filter(|_| by_person);
         self.state.execute(
-            "INSERT INTO intent (created_at, subject, effect, completion, by_person)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT INTO intent (created_at, subject, effect, completion, by_person,
+                                 client_request, asker_uid)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![
                 self.now_or_wall(),
                 subject,
                 serde_json::to_string(&effect)?,
                 serde_json::to_string(&completion)?,
-                by_person
+                by_person,
+                asking.as_ref().map(|(id, _)| id),
+                asking.as_ref().map(|(_, uid)| uid),
+            ],
+        )?;
+        if by_person {
+            self.in_flight.mine.insert(self.state.last_insert_rowid());
+        }
+        Ok(())
+    }
+
+    /// Starts answering one request (`asking`: its client id and the asker's uid): the
+    /// intents it makes are its own.
+    pub(super) fn begin_request(&mut self, asking: Option<(String, u32)>) {
+        self.in_flight.asking = asking;
+        self.in_flight.mine.clear();
+    }
+
+    /// The request being answered: its client id and the asker's uid.
+    pub(super) fn in_flight_asking(&self) -> Option<(String, u32)> {
+        self.in_flight.asking.clone()
+    }
+
+    /// Whether the request being answered made an intent of its own (its answer is
+    /// then written when the intent is carried out or withdrawn).
+    pub(super) fn request_made_intent(&self) -> bool {
+        !self.in_flight.mine.is_empty()
+    }
+
+    pub(super) fn end_request(&mut self) {
+        self.in_flight.asking = None;
+        self.in_flight.mine.clear();
+    }
+
+    /// Keeps the answer to a client's request by its id, inside the current
+    /// transaction (the one that records the decision or its refusal).
+    pub(super) fn remember_answer(
+        &self,
+        client_request: &str,
+        asker_uid: u32,
+        answer: &api::Outcome,
+    ) -> Result<()> {
+        self.state.execute(
+            "INSERT OR IGNORE INTO request_outcome (client_request, asker_uid, at, outcome)
+             VALUES (?1, ?2, ?3, ?4)",
+            params![
+                client_request,
+                asker_uid,
+                self.now_or_wall(),
+                serde_json::to_string(answer)?
             ],
         )?;
         Ok(())
+    }
+
+    /// The answer kept for `client_request`, if `asker_uid` asked it.
+    pub(super) fn kept_answer(
+        &self,
+        client_request: &str,
+        asker_uid: u32,
+    ) -> Result<Option<api::Outcome>> {
+        let kept: Option<String> = self
+            .state
+            .query_row(
+                "SELECT outcome FROM request_outcome WHERE client_request = ?1 AND asker_uid = ?2",
+                params![client_request, asker_uid],
+                |r| r.get(0),
+            )
+            .optional()?;
+        kept.map(|k| serde_json::from_str(&k).context("a kept answer"))
+            .transpose()
+    }
+
+    /// What came of `client_request`, asked by `asker_uid` (a client whose connection
+    /// was lost mid-request). An intent of it still pending from before a restart is
+    /// carried out first; a refusal not yet written is told as it was decided.
+    pub(super) fn what_happened(&mut self, client_request: &str, asker_uid: u32) -> api::Outcome {
+        if let Err(e) = self.run_intents() {
+            self.notices.push(format!(
+                "carrying out what was left in flight failed: {e:#}"
+            ));
+        }
+        match self.kept_answer(client_request, asker_uid) {
+            Ok(Some(answer)) => return answer,
+            Ok(None) => {}
+            Err(e) => {
+                return api::Outcome::Refused {
+                    reason: Refusal::new(
+                        RefusalKind::Failed,
+                        format!("the answer to request {client_request} cannot be read: {e:#}"),
+                    ),
+                }
+            }
+        }
+        let unwritten = self.in_flight.unwritten.values().find(|(intent, _)| {
+            intent.client_request.as_deref() == Some(client_request)
+                && intent.asker_uid == Some(asker_uid)
+        });
+        if let Some((_, message)) = unwritten {
+            return api::Outcome::Refused {
+                reason: Refusal::new(RefusalKind::Failed, message.clone()),
+            };
+        }
+        api::Outcome::Refused {
+            reason: Refusal::new(
+                RefusalKind::NotFound,
+                format!(
+                    "the engine has no record of request {client_request}: it was not decided, \
+                     and nothing of it is on the chain; send it again if it is still wanted"
+                ),
+            ),
+        }
     }
 
     /// How a hold's job schedule stood before the hold paused it, once it was read.
@@ -185,7 +329,8 @@ impl Engine {
 
     fn pending_intents(&self) -> Result<Vec<Pending>> {
         let mut stmt = self.state.prepare(
-            "SELECT id, subject, effect, completion, by_person FROM intent WHERE status = 'pending' ORDER BY id",
+            "SELECT id, subject, effect, completion, by_person, client_request, asker_uid
+             FROM intent WHERE status = 'pending' ORDER BY id",
         )?;
         let rows = stmt.query_map([], |r| {
             Ok((
@@ -194,11 +339,13 @@ impl Engine {
                 r.get::<_, String>(2)?,
                 r.get::<_, String>(3)?,
                 r.get::<_, bool>(4)?,
+                r.get::<_, Option<String>>(5)?,
+                r.get::<_, Option<u32>>(6)?,
             ))
         })?;
         let mut out = Vec::new();
         for row in rows {
-            let (id, subject, effect, completion, by_person) = row?;
+            let (id, subject, effect, completion, by_person, client_request, asker_uid) = row?;
             out.push(Pending {
                 id,
                 subject,
@@ -207,56 +354,89 @@ impl Engine {
                 completion: serde_json::from_str(&completion)
                     .with_context(|| format!("intent #{id}: completion"))?,
                 by_person,
+                client_request,
+                asker_uid,
             });
         }
         Ok(out)
     }
 
-    /// Carries out every intent without an outcome. A person's intent that fails is
-    /// closed as failed and its reason returned (their command is refused); the
-    /// engine's own stays pending and is tried again next turn.
+    /// The pending intents this engine may carry out now: its own, the people's it
+    /// found at start, and those of the request being answered. A person's intent
+    /// whose request was refused is never among them.
+    fn ours_to_carry_out(&mut self) -> Result<Vec<Pending>> {
+        let pending = self.pending_intents()?;
+        if !self.in_flight.started {
+            self.in_flight.started = true;
+            self.in_flight.orphans = pending
+                .iter()
+                .filter(|i| i.by_person && !self.in_flight.mine.contains(&i.id))
+                .map(|i| i.id)
+                .collect();
+        }
+        let flight = &self.in_flight;
+        Ok(pending
+            .into_iter()
+            .filter(|i| !flight.unwritten.contains_key(&i.id))
+            .filter(|i| {
+                !i.by_person || flight.orphans.contains(&i.id) || flight.mine.contains(&i.id)
+            })
+            .collect())
+    }
+
+    /// Carries out the intents that are ours to carry out (see `ours_to_carry_out`). A
+    /// person's intent that fails, or whose outcome cannot be recorded, is withdrawn
+    /// and its refusal returned (their command is refused); the engine's own stays
+    /// pending and is tried again next turn.
     pub(super) fn run_intents(&mut self) -> Result<(Vec<Event>, Vec<String>)> {
+        self.write_withdrawals();
         let mut events = Vec::new();
         let mut failures = Vec::new();
-        let pending = self.pending_intents()?;
+        let pending = self.ours_to_carry_out()?;
         let touches_scheduler = pending
             .iter()
             .any(|i| !matches!(i.effect, Effect::WriteFile { .. }));
         for intent in pending {
+            self.in_flight.orphans.remove(&intent.id);
             match self.perform(&intent.subject, &intent.effect) {
                 Ok(outcome) => {
-                    events.extend(self.transact(|engine| {
+                    let recorded = self.transact(|engine| {
                         let events = engine.complete(&intent.completion, &outcome)?;
                         engine.close_intent(
                             intent.id,
                             "done",
                             &serde_json::to_string(&outcome)?,
                         )?;
+                        if let (Some(request), Some(uid)) =
+                            (&intent.client_request, intent.asker_uid)
+                        {
+                            let seq = chain::head(&engine.state)?.map(|h| h.seq);
+                            let answer = api::Outcome::Accepted {
+                                seq,
+                                events: events.clone(),
+                            };
+                            engine.remember_answer(request, uid, &answer)?;
+                        }
                         Ok(events)
-                    })?);
+                    });
+                    match recorded {
+                        Ok(done) => events.extend(done),
+                        Err(e) if intent.by_person => {
+                            let reason = format!(
+                                "{} was done but could not be recorded: {e:#}",
+                                describe(&intent.effect)
+                            );
+                            failures.push(self.withdraw(&intent, reason, Some(&outcome)));
+                        }
+                        Err(e) => return Err(e),
+                    }
                 }
                 Err(e) => {
-                    let reason = format!("{e:#}");
                     if intent.by_person {
-                        self.transact(|engine| {
-                            engine.close_intent(intent.id, "failed", &reason)?;
-                            if let Effect::SetPaused { paused: true, .. } = intent.effect {
-                                // Refused: the schedule read for it is not the one a
-                                // later approval must put back.
-                                engine.state.execute(
-                                    "DELETE FROM held_schedule WHERE proposal = ?1",
-                                    [&intent.subject],
-                                )?;
-                            }
-                            engine.record(
-                                "intent_failed",
-                                ENGINE_ACTOR,
-                                json!({"intent": intent.id, "effect": intent.effect, "error": reason}),
-                            )?;
-                            Ok(())
-                        })?;
-                        failures.push(reason);
+                        let reason = format!("{} failed: {e:#}", describe(&intent.effect));
+                        failures.push(self.withdraw(&intent, reason, None));
                     } else {
+                        let reason = format!("{e:#}");
                         self.notices.push(format!(
                             "{}: {reason}; dataward tries again",
                             describe(&intent.effect)
@@ -271,6 +451,138 @@ impl Engine {
             self.refresh_scheduler();
         }
         Ok((events, failures))
+    }
+
+    /// Withdraws a person's refused intent: its effect is put back as far as it may
+    /// have gone (`done`: what it did, when it was done but not recorded), then the
+    /// intent is closed with the refusal, on the chain and as its request's answer, in
+    /// one transaction. When that cannot be written (a full disk) the intent is kept
+    /// aside, never carried out, and written at the next chance. Returns the refusal.
+    fn withdraw(&mut self, intent: &Pending, reason: String, done: Option<&Outcome>) -> String {
+        let message = match self.put_back(intent, done) {
+            Ok(None) => reason,
+            Ok(Some(put_back)) => format!("{reason}; {put_back}"),
+            Err(e) => format!(
+                "{reason}; putting it back failed too ({e:#}): see to {} by hand",
+                describe(&intent.effect)
+            ),
+        };
+        match self.write_withdrawal(intent, &message) {
+            Ok(()) => message,
+            Err(e) => {
+                tracing::warn!(intent = intent.id, error = %format!("{e:#}"), "a withdrawal is not recorded yet");
+                self.in_flight
+                    .unwritten
+                    .insert(intent.id, (intent.clone(), message.clone()));
+                format!(
+                    "{message}; the refusal itself could not be recorded yet ({e:#}): dataward \
+                     records it as soon as it can, and never carries this change out"
+                )
+            }
+        }
+    }
+
+    fn write_withdrawal(&mut self, intent: &Pending, message: &str) -> Result<()> {
+        self.transact(|engine| {
+            engine.close_intent(intent.id, "withdrawn", message)?;
+            if let Effect::SetPaused { paused: true, .. } = intent.effect {
+                // Refused: the schedule read for it is not the one a later approval
+                // must put back.
+                engine.state.execute(
+                    "DELETE FROM held_schedule WHERE proposal = ?1",
+                    [&intent.subject],
+                )?;
+            }
+            if engine.chain_alarm.is_none() {
+                engine.record(
+                    "intent_failed",
+                    ENGINE_ACTOR,
+                    json!({"intent": intent.id, "effect": intent.effect, "error": message,
+                           "request": intent.client_request}),
+                )?;
+            }
+            if let (Some(request), Some(uid)) = (&intent.client_request, intent.asker_uid) {
+                let answer = api::Outcome::Refused {
+                    reason: Refusal::new(RefusalKind::Failed, message),
+                };
+                engine.remember_answer(request, uid, &answer)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Writes the withdrawals a full disk held back; those that still cannot be
+    /// written wait for the next chance.
+    fn write_withdrawals(&mut self) {
+        let unwritten: Vec<(Pending, String)> =
+            self.in_flight.unwritten.values().cloned().collect();
+        for (intent, message) in unwritten {
+            if self.write_withdrawal(&intent, &message).is_ok() {
+                self.in_flight.unwritten.remove(&intent.id);
+            }
+        }
+    }
+
+    /// Undoes a refused intent's effect as far as it may have gone, in words; None
+    /// when nothing of it can have happened. A queued run cannot be taken back: the
+    /// refusal says where it is.
+    fn put_back(&self, intent: &Pending, done: Option<&Outcome>) -> Result<Option<String>> {
+        match &intent.effect {
+            Effect::SetPaused { job, paused: true } => {
+                // The schedule is read and kept before the pause is asked: without it,
+                // nothing was asked.
+                let Some(before) = self.held_schedule(&intent.subject)? else {
+                    return Ok(None);
+                };
+                let orchestrator = self.orchestrator.as_ref().context("no orchestrator")?;
+                orchestrator.restore(job, &before)?;
+                Ok(Some(format!("the {job} schedule was put back as it was")))
+            }
+            Effect::SetPaused { job, paused: false } => {
+                let orchestrator = self.orchestrator.as_ref().context("no orchestrator")?;
+                orchestrator.pause(job)?;
+                Ok(Some(format!(
+                    "the {job} schedule is paused again, as the hold has it"
+                )))
+            }
+            Effect::WriteFile { file, from, to } => {
+                let path = self.project_file(file)?;
+                let current = std::fs::read_to_string(&path)
+                    .with_context(|| format!("{}", path.display()))?;
+                if current != *to {
+                    return Ok(None);
+                }
+                crate::store::files::write_atomic(&path, from.as_bytes())?;
+                Ok(Some(format!("{file} was put back as it was")))
+            }
+            Effect::QueueRun { job, key, .. } => {
+                Ok(Some(match done.and_then(|o| o.run.as_ref()) {
+                    Some(run) => format!(
+                        "run {run} of {job} was queued at the orchestrator and dataward does not \
+                     follow it: cancel it there if it must not run"
+                    ),
+                    None => format!(
+                        "the orchestrator may have queued a run of {job} anyway (request key \
+                     {key}): look there"
+                    ),
+                }))
+            }
+            Effect::Backfill { job, tag, .. } => {
+                Ok(Some(match done.and_then(|o| o.run.as_ref()) {
+                    Some(run) => format!(
+                        "backfill run {run} of {job} was queued at the orchestrator and dataward \
+                     does not follow it: cancel it there if it must not run"
+                    ),
+                    None => format!(
+                        "the orchestrator may have queued the backfill anyway (request key \
+                     {tag}): look there"
+                    ),
+                }))
+            }
+            Effect::Restore { .. } => Ok(Some(
+                "some tables may have been restored from their copies already: check them".into(),
+            )),
+        }
     }
 
     fn close_intent(&self, id: i64, status: &str, outcome: &str) -> Result<()> {

@@ -179,6 +179,8 @@ pub struct Engine {
     run_results_stamp: Option<(u64, Option<std::time::SystemTime>)>,
     /// Alerts queued in a transaction wake the relay once it commits (`alerts.rs`).
     alerts: alerts::AlertHook,
+    /// Whose intents are whose: a person's is carried out by their own request only.
+    in_flight: intent::InFlight,
 }
 
 impl Engine {
@@ -246,6 +248,7 @@ impl Engine {
             drafted_at: 0,
             run_results_stamp: None,
             alerts: Default::default(),
+            in_flight: Default::default(),
         };
         // The chain is held against its checkpoint before anything is appended: a
         // cut-off tail or a rewrite must stop the engine from writing past it.

@@ -89,6 +89,7 @@ mod tests {
         let message = ClientMessage::Request(Request {
             id: 7,
             command: Command::LiftStop,
+            client_request: Some("0123456789abcdef".into()),
         });
         let frame = encode(&message);
         let back: ClientMessage = receive(&mut frame.as_slice(), MAX_CLIENT_FRAME).unwrap();

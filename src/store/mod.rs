@@ -142,6 +142,18 @@ const MIGRATIONS: &[&str] = &[
         command TEXT NOT NULL,
         held_at TEXT NOT NULL
      );",
+    // 11: a person's request is answered once, and remembered: each intent names the
+    // client request that made it (and whose it is), and each decision's answer is kept
+    // by that request's id, written in the transaction that records the decision (or
+    // its refusal), so a client whose engine died mid-request can ask what came of it.
+    "ALTER TABLE intent ADD COLUMN client_request TEXT;
+     ALTER TABLE intent ADD COLUMN asker_uid INTEGER;
+     CREATE TABLE request_outcome (
+        client_request TEXT PRIMARY KEY,
+        asker_uid      INTEGER NOT NULL,
+        at             TEXT NOT NULL,
+        outcome        TEXT NOT NULL
+     );",
 ];
 
 /// How long a writer waits for another writer before giving up. Long enough that two
