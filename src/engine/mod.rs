@@ -7,6 +7,7 @@ mod alerts;
 pub mod api;
 pub mod attach;
 mod autonomy;
+mod backfill;
 mod commands;
 pub mod hub;
 mod intent;
@@ -512,6 +513,7 @@ impl Engine {
         events.extend(self.rediagnose_what_remains()?);
         events.extend(self.drop_expired_versions(now)?);
         events.extend(self.follow_runs()?);
+        events.extend(self.print_finished_backfills()?);
         events.extend(self.dispatch_autonomous_runs()?);
         if !polled.is_empty() {
             events.extend(self.verify_incidents(now)?);
