@@ -91,6 +91,32 @@ fn push_escape(out: &mut String, c: char) {
     }
 }
 
+/// A word for a POSIX shell, inert whatever it holds: single-quoted, each `'` written
+/// `'\''`. For a line a person pastes (`export NAME='...'`). Control characters are
+/// escaped first, so the line stays one line and shows what it holds.
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", for_terminal(s).replace('\'', r"'\''"))
+}
+
+/// A word for a shell as it is when nothing in it is special to one (a plain path), and
+/// [`shell_quote`]d when anything is.
+pub fn shell_word(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_./:@%+=,-".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        shell_quote(s)
+    }
+}
+
+/// Whether `s` can be a shell variable's name: `[A-Za-z_][A-Za-z0-9_]*`.
+pub fn is_shell_name(s: &str) -> bool {
+    s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// Replace a string in place when it needed escaping; no allocation otherwise.
 pub fn clean_in_place(s: &mut String) {
     if let Cow::Owned(clean) = for_terminal(s) {
