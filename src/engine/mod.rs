@@ -203,6 +203,7 @@ impl Engine {
         console_actor: &Actor,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<Engine> {
+        crate::sanitize::remember_config_secrets(&config);
         let poller = Poller::from_config(&config)?;
         crate::monitor::minutes::forget_others(&state, &config.monitor_names())?;
         let lineage = match &config.lineage {
@@ -305,7 +306,9 @@ impl Engine {
     /// bar until it answers again.
     pub fn set_reading(&mut self, reading: orchestrator::Reading) {
         self.pipelines = reading.pipelines.unwrap_or_default();
-        for run in reading.runs {
+        for mut run in reading.runs {
+            // Stored with the incident, shown by `show --json` and the receipt.
+            run.detail = crate::sanitize::mask_secrets(&run.detail).into_owned();
             self.run_reports
                 .insert((run.job.clone(), run.id.clone()), run);
         }
@@ -441,6 +444,10 @@ impl Engine {
         if let Some(alarm) = &self.chain_alarm {
             return Err(Refusal::new(RefusalKind::ChainBroken, alarm.clone()).into());
         }
+        // Every record, whatever put a secret in it (a run's output, an error quoting
+        // a URL): the chain is never rewritten, so a secret on it would stay for good.
+        let mut payload = payload;
+        crate::sanitize::mask_json(&mut payload);
         Ok(chain::append_in(&self.state, at, kind, actor, &payload)?.seq)
     }
 
