@@ -434,7 +434,8 @@ pub const MASK: &str = "[secret]";
 const MIN_SECRET: usize = 4;
 
 /// Adds the secrets `config` names: each warehouse's URL (and the password in it), each
-/// alert destination's key, the orchestrator's token. Missing ones are skipped.
+/// alert destination's key, the orchestrator's token or password. Missing ones are
+/// skipped.
 pub fn remember_config_secrets(config: &crate::config::Config) {
     let mut values = Vec::new();
     for warehouse in config.warehouse.values() {
@@ -448,13 +449,10 @@ pub fn remember_config_secrets(config: &crate::config::Config) {
             values.push(secret);
         }
     }
-    if let Some(token) = config
-        .orchestrator
-        .as_ref()
-        .and_then(|o| o.token_env.as_deref())
-        .and_then(env_value)
-    {
-        values.push(token);
+    if let Some(o) = &config.orchestrator {
+        for var in [&o.token_env, &o.password_env].into_iter().flatten() {
+            values.extend(env_value(var));
+        }
     }
     remember_secrets(values);
 }

@@ -169,7 +169,7 @@ fn init_writes_a_config_whose_every_check_runs_and_a_rerun_keeps_hand_edits() {
     // The password stays where dbt reads it; init says which variable to export.
     assert!(
         stdout.contains(
-            "export DATAWARD_SHOP_URL=\"postgresql://postgres:${SHOP_PG_PASSWORD}@127.0.0.1:"
+            "export DATAWARD_SHOP_URL='postgresql://postgres:'\"${SHOP_PG_PASSWORD}\"'@127.0.0.1:"
         ),
         "{stdout}"
     );

@@ -305,7 +305,7 @@ fn warehouse_block(
     match &target.connection {
         Connection::Postgres(pg) => {
             let var = format!("DATAWARD_{}_URL", warehouse.to_ascii_uppercase());
-            let (_, hint, note) = url_hint(pg, target, &var);
+            let (hint, note) = url_hint(pg, target, &var);
             let _ = writeln!(
                 out,
                 "# The warehouse dbt builds in: {} on {}:{}, database {:?}, schema {:?}.\n\
@@ -377,13 +377,13 @@ fn adapter_plan(adapter: &str) -> &'static str {
     }
 }
 
-/// The URL with the password left as a reference (as the config's comment shows it),
-/// the shell line that exports it, and what to say about the password.
+/// The shell line that exports the warehouse's URL, password left as a reference, and
+/// what to say about the password.
 ///
 /// The line is pasted into a shell: everything from the project in it is single-quoted,
 /// and the password's variable is referenced only when its name is a plain shell name
 /// (otherwise the URL says PASSWORD and the note names the variable).
-fn url_hint(pg: &Postgres, target: &Target, var: &str) -> (String, String, Option<String>) {
+fn url_hint(pg: &Postgres, target: &Target, var: &str) -> (String, Option<String>) {
     let user = percent_encode(&pg.user);
     let (reference, note) = match &pg.password {
         Password::None => (None, None),
@@ -413,27 +413,22 @@ fn url_hint(pg: &Postgres, target: &Target, var: &str) -> (String, String, Optio
         let _ = write!(rest, "?sslmode={}", percent_encode(mode));
     }
     let quote = crate::sanitize::shell_quote;
-    let (url, line) = match reference.as_deref() {
-        None => {
-            let url = format!("postgresql://{user}{rest}");
-            let line = format!("export {var}={}", quote(&url));
-            (url, line)
-        }
-        Some("") => {
-            let url = format!("postgresql://{user}:PASSWORD{rest}");
-            let line = format!("export {var}={}", quote(&url));
-            (url, line)
-        }
-        Some(name) => (
-            format!("postgresql://{user}:${{{name}}}{rest}"),
-            format!(
-                "export {var}={}\"${{{name}}}\"{}",
-                quote(&format!("postgresql://{user}:")),
-                quote(&rest)
-            ),
+    let line = match reference.as_deref() {
+        None => format!(
+            "export {var}={}",
+            quote(&format!("postgresql://{user}{rest}"))
+        ),
+        Some("") => format!(
+            "export {var}={}",
+            quote(&format!("postgresql://{user}:PASSWORD{rest}"))
+        ),
+        Some(name) => format!(
+            "export {var}={}\"${{{name}}}\"{}",
+            quote(&format!("postgresql://{user}:")),
+            quote(&rest)
         ),
     };
-    (url, line, note)
+    (line, note)
 }
 
 fn percent_encode(text: &str) -> String {
