@@ -62,7 +62,10 @@ impl Engine {
         for i in 0..self.incidents.len() {
             let incident = &self.incidents[i];
             let finished = incident.run.as_ref().is_some_and(|r| r.finished.is_some());
-            if !finished || incident.versions.iter().all(|v| v.after.is_some()) {
+            // A copy taken before scopes were kept has no print to take now: the table
+            // may have changed long since its backfill, and its undo refuses, saying so.
+            let unprinted = |v: &TableVersion| v.scope.is_some() && v.after.is_none();
+            if !finished || !incident.versions.iter().any(unprinted) {
                 continue;
             }
             let Some(warehouse) = self.dbt_warehouse() else {
@@ -70,7 +73,7 @@ impl Engine {
             };
             let mut versions = incident.versions.clone();
             let mut failed = None;
-            for version in versions.iter_mut().filter(|v| v.after.is_none()) {
+            for version in versions.iter_mut().filter(|v| unprinted(v)) {
                 let column = version.scope.as_ref().and_then(|s| s.column.as_deref());
                 match Relation::parse(&version.table)
                     .and_then(|relation| warehouse.day_prints(&relation, column))

@@ -340,7 +340,7 @@ impl Row {
             let output = self
                 .log
                 .as_deref()
-                .map(|log| tail_of(Path::new(log)))
+                .map(|log| masked_tail(Path::new(log)))
                 .unwrap_or_default();
             format!(
                 "dataward stopped while `{}` ran (its process {pid} is gone); the output so far:\n{}",
@@ -627,7 +627,7 @@ fn claim(conn: &mut Connection, settings: &Settings) -> Result<Claim> {
                     settled.detail,
                     run.log
                         .as_deref()
-                        .map(|l| tail_of(Path::new(l)))
+                        .map(|l| masked_tail(Path::new(l)))
                         .unwrap_or_default()
                 ],
             )?;
@@ -759,8 +759,7 @@ fn env_var_names(settings: &Settings) -> Vec<String> {
 /// Records how the run ended, trying until the store takes it: a run left `running`
 /// by a live process would hold the project for good.
 fn finish(conn: &Connection, id: i64, command: &str, log: &Path, outcome: Result<ExitStatus>) {
-    mask_log(log);
-    let output = crate::sanitize::mask_secrets(&tail_of(log)).into_owned();
+    let output = masked_tail(log);
     let (status, code, summary) = match &outcome {
         Ok(exit) if exit.success() => (
             "success",
@@ -808,6 +807,13 @@ fn finish(conn: &Connection, id: i64, command: &str, log: &Path, outcome: Result
             }
         }
     }
+}
+
+/// The end of a run's log as it is recorded, once every known secret in the log itself
+/// is masked.
+fn masked_tail(log: &Path) -> String {
+    mask_log(log);
+    crate::sanitize::mask_secrets(&tail_of(log)).into_owned()
 }
 
 /// The run's log with every known secret masked, rewritten only when one was there:
