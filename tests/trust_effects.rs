@@ -86,7 +86,8 @@ fn load(conn: &rusqlite::Connection, day: &str, rows: usize, tag: &str) {
 }
 
 #[test]
-fn rolling_back_a_backfill_refuses_when_the_tables_changed_since_naming_the_rows_and_days() {
+fn rolling_back_a_backfill_refuses_when_its_tables_changed_since_and_else_keeps_the_rows_loaded_since(
+) {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path();
     // The payouts story: Saturday 2026-11-28 backfilled (INC-0001-P3) at 01:20; the
@@ -165,6 +166,70 @@ fn rolling_back_a_backfill_refuses_when_the_tables_changed_since_naming_the_rows
     // The chain says no undo happened.
     let show = dataward(&["show", "INC-0001", "--json"], data);
     assert!(!text(&show).contains("restored"), "{}", text(&show));
+
+    // Put both tables back as the backfill left them but for the rows loaded since:
+    // the late rows gone, and the payouts as the model builds them from the days the
+    // backfill's run saw (up to Saturday; Sunday and Monday came with the nightly).
+    conn.execute(
+        "DELETE FROM fct_deliveries WHERE delivery_id LIKE 'LATE-%'",
+        [],
+    )
+    .unwrap();
+    conn.execute_batch(
+        "DELETE FROM fct_courier_payouts;
+         INSERT INTO fct_courier_payouts
+           SELECT courier_id, date(delivered_on, 'weekday 1', '-7 days') AS week_start,
+                  count(*) AS deliveries, sum(fee_cents) / 100.0 AS payout
+           FROM fct_deliveries WHERE delivered_on <= '2026-11-28' GROUP BY 1, 2;",
+    )
+    .unwrap();
+    let rolled = dataward(
+        &["rollback", "INC-0001-P3", "--reason", "figures were final"],
+        data,
+    );
+    let said = text(&rolled);
+    assert!(rolled.status.success(), "{said}");
+    // Saturday as it was before the backfill, and the rows loaded since all there.
+    assert_eq!(
+        rows(saturday),
+        rows(&format!(
+            "SELECT count(*) FROM {COPY} WHERE delivered_on = '2026-11-28'"
+        ))
+    );
+    assert_eq!(
+        rows(&loaded_since),
+        since,
+        "the rows loaded since survive: {said}"
+    );
+    let other_days = "SELECT count(*) FROM {} WHERE delivered_on < '2026-11-28'";
+    assert_eq!(
+        rows(&other_days.replace("{}", "fct_deliveries")),
+        rows(&other_days.replace("{}", COPY))
+    );
+    // It says exactly what it restored, and what it kept.
+    assert!(
+        said.contains(
+            "restored analytics.fct_deliveries's rows with delivered_at from 2026-11-28 up to \
+             2026-11-29 as before the backfill"
+        ),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!(
+            "kept {since} rows changed since the backfill outside it, on 2026-11-29, 2026-11-30"
+        )),
+        "{said}"
+    );
+    assert!(
+        said.contains("restored analytics.fct_courier_payouts whole as before the backfill"),
+        "{said}"
+    );
+    let receipt = dataward(&["receipt", "INC-0001", "--md"], data);
+    assert!(
+        text(&receipt).contains(&format!("kept {since} rows changed since the backfill")),
+        "{}",
+        text(&receipt)
+    );
 }
 
 /// The rows loaded since a backfill survive its undo, on SQLite through the warehouse's
