@@ -29,7 +29,7 @@ pub fn init(to_stderr: bool) -> Result<Option<PathBuf>> {
     let filter = filter()?;
     let layer = tracing_subscriber::fmt::layer().with_target(true);
     let (result, path) = if to_stderr {
-        let layer = layer.with_writer(std::io::stderr);
+        let layer = layer.with_writer(|| crate::sanitize::MaskingWriter(std::io::stderr()));
         (
             tracing_subscriber::registry()
                 .with(filter)
@@ -40,7 +40,9 @@ pub fn init(to_stderr: bool) -> Result<Option<PathBuf>> {
     } else {
         let path = log_path()?;
         let file = open_log(&path)?;
-        let layer = layer.with_writer(Mutex::new(file));
+        let file = std::sync::Arc::new(Mutex::new(file));
+        let layer =
+            layer.with_writer(move || crate::sanitize::MaskingWriter(SharedFile(file.clone())));
         (
             tracing_subscriber::registry()
                 .with(filter)
@@ -79,6 +81,21 @@ pub fn open_log(path: &Path) -> Result<std::fs::File> {
         crate::store::files::ensure_private_dir(dir)?;
     }
     crate::store::files::open_append(path)
+}
+
+/// The log file, shared by every writer the logger makes: one line at a time.
+struct SharedFile(std::sync::Arc<Mutex<std::fs::File>>);
+
+impl std::io::Write for SharedFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut file = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        file.write_all(buf)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).flush()
+    }
 }
 
 #[cfg(test)]

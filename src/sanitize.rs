@@ -91,6 +91,32 @@ fn push_escape(out: &mut String, c: char) {
     }
 }
 
+/// A word for a POSIX shell, inert whatever it holds: single-quoted, each `'` written
+/// `'\''`. For a line a person pastes (`export NAME='...'`). Control characters are
+/// escaped first, so the line stays one line and shows what it holds.
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", for_terminal(s).replace('\'', r"'\''"))
+}
+
+/// A word for a shell as it is when nothing in it is special to one (a plain path), and
+/// [`shell_quote`]d when anything is.
+pub fn shell_word(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_./:@%+=,-".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        shell_quote(s)
+    }
+}
+
+/// Whether `s` can be a shell variable's name: `[A-Za-z_][A-Za-z0-9_]*`.
+pub fn is_shell_name(s: &str) -> bool {
+    s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// Replace a string in place when it needed escaping; no allocation otherwise.
 pub fn clean_in_place(s: &mut String) {
     if let Cow::Owned(clean) = for_terminal(s) {
@@ -395,9 +421,195 @@ fn clean_proposal(proposal: &mut ProposalView) {
     }
 }
 
+/// The secrets this process knows (the values of every environment variable or file the
+/// config names as one), so every recorder masks them: the chain, stored runs, the
+/// receipts and `show --json` drawn from those, and the log.
+static SECRETS: std::sync::RwLock<Vec<String>> = std::sync::RwLock::new(Vec::new());
+
+/// What a secret is replaced with wherever it would be recorded.
+pub const MASK: &str = "[secret]";
+
+/// Shorter values are not masked: masking a two-letter password would garble every
+/// word that holds those letters, and tell the password away besides.
+const MIN_SECRET: usize = 4;
+
+/// Adds the secrets `config` names: each warehouse's URL (and the password in it), each
+/// alert destination's key, the orchestrator's token or password. Missing ones are
+/// skipped.
+pub fn remember_config_secrets(config: &crate::config::Config) {
+    let mut values = Vec::new();
+    for warehouse in config.warehouse.values() {
+        if let Some(url) = warehouse.url_env.as_deref().and_then(env_value) {
+            values.extend(url_password(&url));
+            values.push(url);
+        }
+    }
+    for (_, alert) in config.alert_destinations() {
+        if let Ok(secret) = crate::notify::read_secret(config, alert) {
+            values.push(secret);
+        }
+    }
+    if let Some(o) = &config.orchestrator {
+        for var in [&o.token_env, &o.password_env].into_iter().flatten() {
+            values.extend(env_value(var));
+        }
+    }
+    remember_secrets(values);
+}
+
+fn env_value(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// The password of `scheme://user:password@host`, as written and percent-decoded.
+fn url_password(url: &str) -> Vec<String> {
+    let Some((_, rest)) = url.split_once("://") else {
+        return Vec::new();
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let Some((credentials, _)) = authority.rsplit_once('@') else {
+        return Vec::new();
+    };
+    let Some((_, password)) = credentials.split_once(':') else {
+        return Vec::new();
+    };
+    let mut decoded = Vec::new();
+    let bytes = password.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match (bytes[i], password.get(i + 1..i + 3)) {
+            (b'%', Some(hex)) if u8::from_str_radix(hex, 16).is_ok() => {
+                decoded.push(u8::from_str_radix(hex, 16).expect("checked"));
+                i += 3;
+            }
+            (b, _) => {
+                decoded.push(b);
+                i += 1;
+            }
+        }
+    }
+    let mut out = vec![password.to_string()];
+    out.extend(String::from_utf8(decoded).ok().filter(|d| d != password));
+    out
+}
+
+/// Adds secret values to mask from now on.
+pub fn remember_secrets(values: impl IntoIterator<Item = String>) {
+    let mut known = SECRETS.write().unwrap_or_else(|e| e.into_inner());
+    known.extend(
+        values
+            .into_iter()
+            .filter(|v| v.chars().count() >= MIN_SECRET),
+    );
+    // Longest first: a secret that holds another is masked whole.
+    known.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    known.dedup();
+}
+
+/// `text` with every known secret replaced by [`MASK`]. Borrows when none occurs.
+pub fn mask_secrets(text: &str) -> Cow<'_, str> {
+    let known = SECRETS.read().unwrap_or_else(|e| e.into_inner());
+    if !known.iter().any(|s| text.contains(s.as_str())) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = text.to_string();
+    for secret in known.iter() {
+        if out.contains(secret.as_str()) {
+            out = out.replace(secret.as_str(), MASK);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Masks every string (and key) of a JSON value in place, as [`mask_secrets`].
+pub fn mask_json(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::String(s) => {
+            if let Cow::Owned(masked) = mask_secrets(s) {
+                *s = masked;
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(mask_json),
+        serde_json::Value::Object(map) => {
+            let masked: serde_json::Map<String, serde_json::Value> = std::mem::take(map)
+                .into_iter()
+                .map(|(k, mut v)| {
+                    mask_json(&mut v);
+                    (mask_secrets(&k).into_owned(), v)
+                })
+                .collect();
+            *map = masked;
+        }
+        _ => {}
+    }
+}
+
+/// A log writer that masks known secrets in each line it is given.
+pub struct MaskingWriter<W>(pub W);
+
+impl<W: std::io::Write> std::io::Write for MaskingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match std::str::from_utf8(buf) {
+            Ok(text) => self.0.write_all(mask_secrets(text).as_bytes())?,
+            Err(_) => self.0.write_all(buf)?,
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_known_secret_is_masked_in_text_and_in_every_string_of_a_record() {
+        remember_secrets([
+            "unit-secret-short".to_string(),
+            "unit-secret-short-and-longer".to_string(),
+            "abc".to_string(),
+        ]);
+        assert_eq!(
+            mask_secrets("key unit-secret-short-and-longer then unit-secret-short"),
+            "key [secret] then [secret]"
+        );
+        // Three letters are too short to mask: every word holding them would be garbled.
+        assert_eq!(mask_secrets("abcdef"), "abcdef");
+        let mut record = serde_json::json!({
+            "detail": "dbt said unit-secret-short",
+            "lines": ["ok", {"unit-secret-short": "x unit-secret-short"}],
+            "n": 3
+        });
+        mask_json(&mut record);
+        assert_eq!(
+            record,
+            serde_json::json!({
+                "detail": "dbt said [secret]",
+                "lines": ["ok", {"[secret]": "x [secret]"}],
+                "n": 3
+            })
+        );
+    }
+
+    #[test]
+    fn a_urls_password_is_a_secret_as_written_and_decoded() {
+        assert_eq!(
+            url_password("postgresql://u:p%40ss-word@h:5432/db"),
+            ["p%40ss-word", "p@ss-word"]
+        );
+        assert!(url_password("postgresql://u@h/db").is_empty());
+    }
+
+    #[test]
+    fn a_shell_word_is_inert_whatever_it_holds() {
+        assert_eq!(shell_word("/tmp/a-b/c.toml"), "/tmp/a-b/c.toml");
+        assert_eq!(shell_word("a b"), "'a b'");
+        assert_eq!(shell_quote("x'$(id)`id`\"\n"), "'x'\\''$(id)`id`\"\\x0a'");
+        assert!(is_shell_name("DBT_PASSWORD") && !is_shell_name("X}$(id)"));
+    }
     use proptest::prelude::*;
 
     #[test]

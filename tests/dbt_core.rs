@@ -821,3 +821,117 @@ fn an_engine_follows_the_run_of_an_approved_hold_to_success_through_its_turns() 
         run.payload
     );
 }
+
+const SECRETS_CHILD: &str = "DATAWARD_DBT_CORE_SECRETS_CHILD";
+const ALERT_KEY: &str = "ogk-4b1d-secret-alert-key";
+const PG_PASSWORD: &str = "pg-pass-7Qx9-secret";
+
+/// Not a test: the engine process of the test below, started with secrets in its
+/// environment. Runs the `leak` job and prints what was recorded of it.
+#[test]
+#[ignore = "entry point of the child process started by dbt_gets_only_what_it_needs"]
+fn child_runs_the_leak_job_with_secrets_in_its_environment() {
+    let spec = std::env::var(SECRETS_CHILD).expect("started by a test");
+    let (config, data) = spec.split_once('|').unwrap();
+    let config = Config::load(Path::new(config)).unwrap();
+    let orchestrator = orchestrator::from_config(&config, Path::new(data))
+        .unwrap()
+        .unwrap();
+    let (id, _) = orchestrator
+        .queue_run("job.leak", AT, "child", "leak")
+        .unwrap();
+    let record = finished(orchestrator.as_ref(), "job.leak", &id);
+    let log =
+        std::fs::read_to_string(Path::new(data).join(format!("dbt_core/run-{id}.log"))).unwrap();
+    let stored: String = dataward::store::open(&Path::new(data).join("dataward.db"))
+        .unwrap()
+        .query_row(
+            "SELECT output FROM dbt_core_run WHERE id = ?1",
+            [id.parse::<i64>().unwrap()],
+            |r| r.get(0),
+        )
+        .unwrap();
+    println!("status: {}", record.status);
+    println!(
+        "=== detail\n{}\n=== stored\n{stored}\n=== log\n{log}",
+        record.detail
+    );
+}
+
+#[test]
+fn dbt_gets_only_what_it_needs_and_every_secret_is_masked_in_what_is_recorded() {
+    let Some((pg, project)) = setup("dbt_gets_only_what_it_needs") else {
+        return;
+    };
+    // A model that says what dbt can read of the engine's environment.
+    write(
+        &project.project.join("models/leak.sql"),
+        "{{ config(materialized='table', tags=['leak']) }}\n\
+         {{ log('alert key seen by dbt: ' ~ env_var('DW_T6_ALERT_KEY', 'not passed'), info=True) }}\n\
+         {{ log('unrelated seen by dbt: ' ~ env_var('DW_T6_UNRELATED', 'not passed'), info=True) }}\n\
+         {{ log('password seen by dbt: ' ~ env_var('DW_T6_PG_PASSWORD', 'not passed'), info=True) }}\n\
+         select 1 as x\n",
+    );
+    // The profile reads its password from the environment, as teams do.
+    let profiles = project.root.join("profiles/profiles.yml");
+    let text = std::fs::read_to_string(&profiles).unwrap().replace(
+        "password: \"\"",
+        "password: \"{{ env_var('DW_T6_PG_PASSWORD') }}\"",
+    );
+    std::fs::write(&profiles, text).unwrap();
+    // The config names an alert key and a warehouse URL holding the password.
+    let mut config = std::fs::read_to_string(&project.config).unwrap();
+    config = config.replace(
+        "[orchestrator.jobs]\n",
+        "[orchestrator.jobs]\n\"job.leak\" = \"dbt build --select tag:leak\"\n",
+    );
+    config.push_str(
+        "\n[warehouse.pg]\nkind = \"postgres\"\nurl_env = \"DW_T6_URL\"\n\n\
+         [[alert]]\nkind = \"opsgenie\"\napi_key_env = \"DW_T6_ALERT_KEY\"\n",
+    );
+    std::fs::write(&project.config, config).unwrap();
+    let child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "child_runs_the_leak_job_with_secrets_in_its_environment",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(
+            SECRETS_CHILD,
+            format!("{}|{}", project.config.display(), project.data.display()),
+        )
+        .env("DW_T6_ALERT_KEY", ALERT_KEY)
+        .env("DW_T6_UNRELATED", "nothing-dbt-should-see")
+        .env("DW_T6_PG_PASSWORD", PG_PASSWORD)
+        .env(
+            "DW_T6_URL",
+            format!(
+                "postgresql://postgres:{PG_PASSWORD}@127.0.0.1:{}/postgres",
+                pg.port
+            ),
+        )
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&child.stdout);
+    assert!(
+        child.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&child.stderr)
+    );
+    assert!(said.contains("status: success"), "{said}");
+    // dbt got what its profile names, and nothing else of the engine's.
+    assert!(said.contains("alert key seen by dbt: not passed"), "{said}");
+    assert!(said.contains("unrelated seen by dbt: not passed"), "{said}");
+    // The password reached dbt (the profile names it) but is masked wherever the run
+    // is recorded: its detail, the stored output and the log.
+    assert!(said.contains("password seen by dbt: [secret]"), "{said}");
+    for section in ["=== detail", "=== stored", "=== log"] {
+        let part = said.split(section).nth(1).unwrap();
+        let part = part.split("===").next().unwrap();
+        assert!(part.contains("[secret]"), "{section}: {part}");
+    }
+    assert!(!said.contains(PG_PASSWORD), "{said}");
+    assert!(!said.contains(ALERT_KEY), "{said}");
+}

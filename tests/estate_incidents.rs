@@ -983,10 +983,12 @@ fn rolling_a_backfill_back_restores_the_tables_as_they_were_before_it() {
     assert_eq!(run.estate.count("analytics.fct_payments"), total_before);
     let incident = run.incident();
     assert_ne!(incident.status, IncidentStatus::Resolved);
-    assert!(incident
-        .receipt
-        .unwrap()
-        .contains("restored analytics.fct_payments as they were before the backfill"));
+    let receipt = incident.receipt.unwrap();
+    assert!(
+        receipt.contains("restored analytics.fct_payments")
+            && receipt.contains("as before the backfill"),
+        "{receipt}"
+    );
 }
 
 #[test]

@@ -169,7 +169,7 @@ fn init_writes_a_config_whose_every_check_runs_and_a_rerun_keeps_hand_edits() {
     // The password stays where dbt reads it; init says which variable to export.
     assert!(
         stdout.contains(
-            "export DATAWARD_SHOP_URL=\"postgresql://postgres:${SHOP_PG_PASSWORD}@127.0.0.1:"
+            "export DATAWARD_SHOP_URL='postgresql://postgres:'\"${SHOP_PG_PASSWORD}\"'@127.0.0.1:"
         ),
         "{stdout}"
     );
@@ -444,4 +444,130 @@ fn an_unsupported_adapter_is_written_commented_out_and_exits_2() {
     assert!(config.warehouse.is_empty());
     assert!(config.monitor.is_empty());
     assert!(config.lineage.is_some());
+}
+
+/// A bare project with a manifest of its own (the microbatch fixture, project "shop").
+fn project_with_manifest(profiles: &str, edit: impl Fn(String) -> String) -> tempfile::TempDir {
+    let dir = bare_project("shop", profiles);
+    let manifest = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/lineage/microbatch_manifest.json"),
+    )
+    .unwrap();
+    let manifest = manifest.replacen(
+        "\"adapter_type\": \"postgres\"",
+        "\"adapter_type\": \"postgres\", \"project_name\": \"shop\"",
+        1,
+    );
+    write(
+        &dir.path().join("project/target/manifest.json"),
+        &edit(manifest),
+    );
+    dir
+}
+
+#[test]
+fn the_export_line_init_prints_runs_nothing_when_pasted_into_a_shell() {
+    // A hostile project's host and password variable, each trying to run a command.
+    let profiles = PG_PROFILE
+        .replace(
+            "host: db.internal",
+            "host: \"db$(touch HOST_RAN)`touch TICK_RAN`\\\"'\"",
+        )
+        .replace("DBT_PG_PASSWORD", "X}$(touch VAR_RAN)");
+    let dir = project_with_manifest(&profiles, |m| m);
+    let output = init_in(dir.path(), &[]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let export = stdout
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("export DATAWARD_"))
+        .unwrap_or_else(|| panic!("no export line: {stdout}"));
+    let shell = Command::new("sh")
+        .arg("-c")
+        .arg(format!("{export}\nprintf %s \"$DATAWARD_SHOP_URL\""))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        shell.status.success(),
+        "{export}: {}",
+        String::from_utf8_lossy(&shell.stderr)
+    );
+    for ran in ["HOST_RAN", "TICK_RAN", "VAR_RAN"] {
+        assert!(
+            !dir.path().join(ran).exists(),
+            "pasting {export} ran a command"
+        );
+    }
+    // The URL holds the host as written; the password is left for the person.
+    let url = String::from_utf8_lossy(&shell.stdout);
+    assert!(
+        url.contains("@db$(touch HOST_RAN)`touch TICK_RAN`\"'"),
+        "{url}"
+    );
+    assert!(url.contains(":PASSWORD@"), "{url}");
+    // The same line in the config's comment, and the config still loads.
+    let config = std::fs::read_to_string(dir.path().join("out/config.toml")).unwrap();
+    assert!(config.contains(&format!("#   {export}")), "{config}");
+}
+
+#[test]
+fn a_profiles_file_that_leads_outside_its_folder_is_not_read_or_echoed() {
+    let dir = project_with_manifest(PG_PROFILE, |m| m);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let secret = elsewhere.path().join("shadow");
+    std::fs::write(&secret, "root:TOPSECRETHASH:19000:0:99999:7:::\n").unwrap();
+    let profiles = dir.path().join("project/profiles.yml");
+    std::fs::remove_file(&profiles).unwrap();
+    std::os::unix::fs::symlink(&secret, &profiles).unwrap();
+    let output = init_in(dir.path(), &[]);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(
+        !stdout.contains("TOPSECRET") && !stderr.contains("TOPSECRET"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(stderr.contains("profiles.yml: leads to"), "{stderr}");
+    assert!(stderr.contains("not read"), "{stderr}");
+    // The same for the manifest.
+    let dir = project_with_manifest(PG_PROFILE, |m| m);
+    let manifest = dir.path().join("project/target/manifest.json");
+    std::fs::remove_file(&manifest).unwrap();
+    std::os::unix::fs::symlink(&secret, &manifest).unwrap();
+    let output = init_in(dir.path(), &[]);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(!stderr.contains("TOPSECRET"), "{stderr}");
+    assert!(stderr.contains("manifest.json: leads to"), "{stderr}");
+}
+
+#[test]
+fn a_newline_in_a_model_name_cannot_forge_a_line_of_inits_output() {
+    let dir = project_with_manifest(PG_PROFILE, |m| {
+        m.replace(
+            "\"name\": \"fct_weekly\"",
+            "\"name\": \"fct_weekly\\nwrote /etc/cron.d/evil (0600): all good\"",
+        )
+    });
+    let output = init_in(dir.path(), &[]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("fct_weekly\\x0awrote /etc/cron.d/evil"),
+        "{stdout}"
+    );
+    for line in stdout.lines().chain(stderr.lines()) {
+        assert!(
+            !line.trim_start().starts_with("wrote /etc/cron.d"),
+            "forged: {stdout}"
+        );
+    }
+    let config = std::fs::read_to_string(dir.path().join("out/config.toml")).unwrap();
+    assert!(
+        !config.lines().any(|l| l.starts_with("wrote /etc/cron.d")),
+        "{config}"
+    );
+    Config::load(&dir.path().join("out/config.toml")).unwrap();
 }

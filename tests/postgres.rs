@@ -18,7 +18,9 @@ use dataward::engine::Engine;
 use dataward::monitor::poller::Poller;
 use dataward::monitor::{Health, Observation};
 use dataward::warehouse::postgres::PostgresWarehouse;
-use dataward::warehouse::{CastTarget, DayCount, KeyGap, Relation, Warehouse, WarehouseError};
+use dataward::warehouse::{
+    CastTarget, DayCount, KeyGap, Relation, TableVersion, Warehouse, WarehouseError,
+};
 use support::pg::{start_or_skip, PgServer};
 
 /// Sunday 02:30 UTC: Saturday is the last complete day.
@@ -1019,7 +1021,7 @@ fn a_table_version_puts_the_table_back_exactly() {
          INSERT INTO analytics.fct_shipments (day) VALUES (date '2024-05-13');",
     );
     assert_ne!(shipments(&mut client), before);
-    assert_eq!(warehouse.restore_table(&rel, &version).unwrap(), 30);
+    assert_eq!(restore_as_left(&warehouse, &rel, &version).unwrap(), 30);
     assert_eq!(shipments(&mut client), before);
     // The same table, not a new one: its oid and grants, its identity going on.
     assert_eq!(oid(&mut client), table_oid);
@@ -1052,7 +1054,7 @@ fn a_table_version_puts_the_table_back_exactly() {
         let message = refusal(warehouse.snapshot_table(&rel, tag));
         assert!(message.contains(&version.copy), "{message}");
     }
-    assert_eq!(warehouse.restore_table(&rel, &version).unwrap(), 30);
+    assert_eq!(restore_as_left(&warehouse, &rel, &version).unwrap(), 30);
     assert_eq!(shipments(&mut client), before);
 
     // A hostile tag is only ever part of a name.
@@ -1079,7 +1081,7 @@ fn a_table_version_puts_the_table_back_exactly() {
         ..version.clone()
     };
     refusal(warehouse.drop_version(&forged));
-    refusal(warehouse.restore_table(&rel, &forged));
+    refusal(restore_as_left(&warehouse, &rel, &forged));
     assert_eq!(shipments(&mut client), before);
 }
 
@@ -1097,15 +1099,17 @@ fn a_restore_is_refused_when_the_copy_no_longer_fits_the_table() {
         copy: "dataward_versions.analytics__fct_shipments__never".into(),
         rows: 0,
         taken_at: "2024-05-12T02:30:00Z".into(),
+        scope: None,
+        after: None,
     };
     warehouse.drop_version(&never).unwrap();
-    refusal(warehouse.restore_table(&rel, &never));
+    refusal(restore_as_left(&warehouse, &rel, &never));
 
     let version = warehouse.snapshot_table(&rel, "INC-0003-P1").unwrap();
     pg.execute("ALTER TABLE analytics.fct_shipments ALTER COLUMN carrier TYPE text");
     let altered = shipments(&mut client);
     assert_eq!(
-        refusal(warehouse.restore_table(&rel, &version)),
+        refusal(restore_as_left(&warehouse, &rel, &version)),
         format!(
             "cannot restore analytics.fct_shipments from {}: column carrier is text in the \
              table but character varying(12) in the copy",
@@ -1122,15 +1126,15 @@ fn a_restore_is_refused_when_the_copy_no_longer_fits_the_table() {
         Relation::parse(&later.copy).unwrap().quoted()
     ));
     let changed = shipments(&mut client);
-    let message = refusal(warehouse.restore_table(&rel, &later));
+    let message = refusal(restore_as_left(&warehouse, &rel, &later));
     assert!(message.contains("31 rows"), "{message}");
     assert_eq!(shipments(&mut client), changed);
     // A version of another table, a copy gone, a view, no table at all.
     let orders = Relation::parse("analytics.orders").unwrap();
     pg.execute("CREATE TABLE analytics.orders (id int)");
-    refusal(warehouse.restore_table(&orders, &later));
+    refusal(restore_as_left(&warehouse, &orders, &later));
     warehouse.drop_version(&later).unwrap();
-    assert!(refusal(warehouse.restore_table(&rel, &later)).contains("missing"));
+    assert!(refusal(restore_as_left(&warehouse, &rel, &later)).contains("missing"));
     pg.execute("CREATE VIEW analytics.v AS SELECT 1 AS a");
     refusal(warehouse.snapshot_table(&Relation::parse("analytics.v").unwrap(), "t1"));
     refusal(warehouse.snapshot_table(&Relation::parse("analytics.nope").unwrap(), "t1"));
@@ -1143,7 +1147,7 @@ fn a_restore_is_refused_when_the_copy_no_longer_fits_the_table() {
              delivery_id int REFERENCES analytics.fct_shipments ON DELETE CASCADE);
          INSERT INTO analytics.payouts VALUES (10), (11);",
     );
-    let message = refusal(warehouse.restore_table(&rel, &version));
+    let message = refusal(restore_as_left(&warehouse, &rel, &version));
     assert!(message.contains("analytics.payouts"), "{message}");
     let payouts: i64 = client
         .query_one("SELECT count(*) FROM analytics.payouts", &[])
@@ -1152,7 +1156,7 @@ fn a_restore_is_refused_when_the_copy_no_longer_fits_the_table() {
     assert_eq!(payouts, 2);
     assert_eq!(shipments(&mut client), changed);
     pg.execute("DROP TABLE analytics.payouts");
-    assert_eq!(warehouse.restore_table(&rel, &version).unwrap(), 26);
+    assert_eq!(restore_as_left(&warehouse, &rel, &version).unwrap(), 26);
 
     // A name PostgreSQL keeps in mixed case gets a copy of its own, found again.
     pg.execute(
@@ -1177,7 +1181,7 @@ fn a_restore_is_refused_when_the_copy_no_longer_fits_the_table() {
         0
     );
     pg.execute("DELETE FROM analytics.\"Orders\"");
-    assert_eq!(warehouse.restore_table(&mixed, &version).unwrap(), 2);
+    assert_eq!(restore_as_left(&warehouse, &mixed, &version).unwrap(), 2);
 }
 
 /// The restore deletes every row and inserts the copy's in one transaction: until it
@@ -1204,7 +1208,7 @@ fn a_reader_never_sees_the_table_empty_while_it_is_restored() {
     holder
         .execute("SELECT pg_advisory_lock(4242)", &[])
         .unwrap();
-    let restore = std::thread::spawn(move || warehouse.restore_table(&rel, &version));
+    let restore = std::thread::spawn(move || restore_as_left(&warehouse, &rel, &version));
     let mut reader = pg.client();
     // Wait (not timed: polled) until the restore has deleted and waits on the lock.
     let mut waiting = false;
@@ -1238,4 +1242,16 @@ fn a_reader_never_sees_the_table_empty_while_it_is_restored() {
         .unwrap()
         .get(0);
     assert_eq!(after, 30);
+}
+
+/// Restores as the engine does once a backfill's run has finished: the table as it
+/// stands now printed as the table the backfill left, so nothing changed since.
+fn restore_as_left(
+    wh: &(impl Warehouse + ?Sized),
+    rel: &Relation,
+    version: &TableVersion,
+) -> Result<u64, WarehouseError> {
+    let mut version = version.clone();
+    version.after = Some(wh.day_prints(rel, None).unwrap_or_default());
+    wh.restore_table(rel, &version).map(|r| r.rows)
 }

@@ -716,12 +716,13 @@ impl Engine {
                 let mut versions = Vec::new();
                 for table in tables {
                     let relation = crate::warehouse::Relation::parse(table)?;
-                    let version = match warehouse.find_version(&relation, tag)? {
+                    let mut version = match warehouse.find_version(&relation, tag)? {
                         Some(earlier) => earlier,
                         None => warehouse
                             .snapshot_table(&relation, tag)
                             .with_context(|| format!("copying {table} before the backfill"))?,
                     };
+                    version.scope = Some(self.backfill_scope(table, command));
                     versions.push(version);
                 }
                 let action = self.unpause_for_run(subject, job)?;
@@ -735,20 +736,10 @@ impl Engine {
                     action,
                 })
             }
-            Effect::Restore { versions } => {
-                let warehouse = self
-                    .dbt_warehouse()
-                    .context("no warehouse holds the tables to restore")?;
-                for version in versions {
-                    let relation = crate::warehouse::Relation::parse(&version.table)?;
-                    warehouse
-                        .restore_table(&relation, version)
-                        .with_context(|| {
-                            format!("restoring {} from {}", version.table, version.copy)
-                        })?;
-                }
-                Ok(Outcome::default())
-            }
+            Effect::Restore { versions } => Ok(Outcome {
+                action: Some(self.restore_backfill(versions)?),
+                ..Outcome::default()
+            }),
         }
     }
 

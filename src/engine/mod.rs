@@ -7,6 +7,7 @@ mod alerts;
 pub mod api;
 pub mod attach;
 mod autonomy;
+mod backfill;
 mod commands;
 pub mod hub;
 mod intent;
@@ -204,6 +205,7 @@ impl Engine {
         console_actor: &Actor,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<Engine> {
+        crate::sanitize::remember_config_secrets(&config);
         let poller = Poller::from_config(&config)?;
         crate::monitor::minutes::forget_others(&state, &config.monitor_names())?;
         let lineage = match &config.lineage {
@@ -307,7 +309,9 @@ impl Engine {
     /// bar until it answers again.
     pub fn set_reading(&mut self, reading: orchestrator::Reading) {
         self.pipelines = reading.pipelines.unwrap_or_default();
-        for run in reading.runs {
+        for mut run in reading.runs {
+            // Stored with the incident, shown by `show --json` and the receipt.
+            run.detail = crate::sanitize::mask_secrets(&run.detail).into_owned();
             self.run_reports
                 .insert((run.job.clone(), run.id.clone()), run);
         }
@@ -443,6 +447,10 @@ impl Engine {
         if let Some(alarm) = &self.chain_alarm {
             return Err(Refusal::new(RefusalKind::ChainBroken, alarm.clone()).into());
         }
+        // Every record, whatever put a secret in it (a run's output, an error quoting
+        // a URL): the chain is never rewritten, so a secret on it would stay for good.
+        let mut payload = payload;
+        crate::sanitize::mask_json(&mut payload);
         Ok(chain::append_in(&self.state, at, kind, actor, &payload)?.seq)
     }
 
@@ -515,6 +523,7 @@ impl Engine {
         events.extend(self.rediagnose_what_remains()?);
         events.extend(self.drop_expired_versions(now)?);
         events.extend(self.follow_runs()?);
+        events.extend(self.print_finished_backfills()?);
         events.extend(self.dispatch_autonomous_runs()?);
         if !polled.is_empty() {
             events.extend(self.verify_incidents(now)?);

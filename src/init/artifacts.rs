@@ -179,6 +179,7 @@ impl Artifacts {
         let manifest = project.target_path.join("manifest.json");
         let shown = manifest.display().to_string();
         let started = Instant::now();
+        super::project::check_within(&manifest, &project.dir)?;
         let text = match std::fs::read_to_string(&manifest) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
@@ -204,6 +205,9 @@ impl Artifacts {
         check_project(&raw, project, &shown)?;
 
         let catalog = Some(project.target_path.join("catalog.json")).filter(|p| p.is_file());
+        if let Some(catalog) = &catalog {
+            super::project::check_within(catalog, &project.dir)?;
+        }
         let lineage = match &catalog {
             Some(path) => lineage.with_catalog(path).map_err(|e| anyhow!("{e}"))?,
             None => lineage,

@@ -305,24 +305,23 @@ fn warehouse_block(
     match &target.connection {
         Connection::Postgres(pg) => {
             let var = format!("DATAWARD_{}_URL", warehouse.to_ascii_uppercase());
-            let (url, note) = url_hint(pg, target);
+            let (hint, note) = url_hint(pg, target, &var);
             let _ = writeln!(
                 out,
                 "# The warehouse dbt builds in: {} on {}:{}, database {:?}, schema {:?}.\n\
                  # Its URL (and password) comes from the environment, never from this file:\n\
-                 #   export {var}=\"{}\"\n\
+                 #   {}\n\
                  [warehouse.{warehouse}]\n\
                  kind = \"postgres\"\n\
                  url_env = {}\n",
                 c(&target.adapter),
                 c(&pg.host),
                 pg.port,
-                pg.dbname,
-                pg.schema,
-                c(&url),
+                c(&pg.dbname),
+                c(&pg.schema),
+                c(&hint),
                 quote(&var),
             );
-            let hint = format!("export {var}=\"{url}\"");
             (out, Some(var), Some(hint), note, None)
         }
         Connection::Unsupported { settings } => {
@@ -378,35 +377,58 @@ fn adapter_plan(adapter: &str) -> &'static str {
     }
 }
 
-/// A URL with the password left as a reference, and what to say about the password.
-fn url_hint(pg: &Postgres, target: &Target) -> (String, Option<String>) {
+/// The shell line that exports the warehouse's URL, password left as a reference, and
+/// what to say about the password.
+///
+/// The line is pasted into a shell: everything from the project in it is single-quoted,
+/// and the password's variable is referenced only when its name is a plain shell name
+/// (otherwise the URL says PASSWORD and the note names the variable).
+fn url_hint(pg: &Postgres, target: &Target, var: &str) -> (String, Option<String>) {
     let user = percent_encode(&pg.user);
-    let (secret, note) = match &pg.password {
-        Password::None => (String::new(), None),
-        Password::Env(var) => (
-            format!(":${{{var}}}"),
+    let (reference, note) = match &pg.password {
+        Password::None => (None, None),
+        Password::Env(name) if crate::sanitize::is_shell_name(name) => (
+            Some(name.clone()),
             Some(format!(
-                "the password stays in ${var}, as dbt reads it (percent-encode it in the URL if it holds @, : or /)"
+                "the password stays in ${name}, as dbt reads it (percent-encode it in the URL if it holds @, : or /)"
+            )),
+        ),
+        Password::Env(name) => (
+            Some(String::new()),
+            Some(format!(
+                "the password is in the environment variable {}, whose name a shell cannot reference: put its value where the URL says PASSWORD",
+                crate::sanitize::for_terminal(&format!("{name:?}"))
             )),
         ),
         Password::InFile(line) => (
-            ":PASSWORD".to_string(),
+            Some(String::new()),
             Some(format!(
                 "{} holds the password in place (line {line}); it was not copied: put it where the URL says PASSWORD",
                 target.file.display()
             )),
         ),
     };
-    let mut url = format!(
-        "postgresql://{user}{secret}@{}:{}/{}",
-        pg.host,
-        pg.port,
-        percent_encode(&pg.dbname)
-    );
+    let mut rest = format!("@{}:{}/{}", pg.host, pg.port, percent_encode(&pg.dbname));
     if let Some(mode) = &pg.sslmode {
-        let _ = write!(url, "?sslmode={}", percent_encode(mode));
+        let _ = write!(rest, "?sslmode={}", percent_encode(mode));
     }
-    (url, note)
+    let quote = crate::sanitize::shell_quote;
+    let line = match reference.as_deref() {
+        None => format!(
+            "export {var}={}",
+            quote(&format!("postgresql://{user}{rest}"))
+        ),
+        Some("") => format!(
+            "export {var}={}",
+            quote(&format!("postgresql://{user}:PASSWORD{rest}"))
+        ),
+        Some(name) => format!(
+            "export {var}={}\"${{{name}}}\"{}",
+            quote(&format!("postgresql://{user}:")),
+            quote(&rest)
+        ),
+    };
+    (line, note)
 }
 
 fn percent_encode(text: &str) -> String {

@@ -50,7 +50,9 @@ pub struct Outcome {
 /// Runs `init` and prints its report; exit 2 (after writing) when the warehouse's
 /// adapter is not one dataward can watch.
 pub fn run(options: &InitOptions) -> Result<ExitCode> {
-    let outcome = init(options, &mut |line| eprintln!("dataward init: {line}"))?;
+    let outcome = init(options, &mut |line| {
+        eprintln!("dataward init: {}", sanitize::for_terminal(line))
+    })?;
     print!("{}", sanitize::for_terminal_multiline(&outcome.report));
     if let Some(why) = &outcome.generated.unsupported {
         eprintln!("dataward: {}", sanitize::for_terminal(why));
@@ -157,20 +159,20 @@ fn report(
         out,
         "dbt project {:?} ({}), profile {:?}, target {:?} ({}, from {})",
         project.name,
-        project.dir.display(),
+        one(project.dir.display()),
         target.profile,
         target.name,
-        target.adapter,
-        target.file.display()
+        one(&target.adapter),
+        one(target.file.display())
     );
     let _ = writeln!(
         out,
         "read {} ({:.1} MB, {} ms){}",
-        artifacts.manifest.display(),
+        one(artifacts.manifest.display()),
         artifacts.manifest_bytes as f64 / 1e6,
         artifacts.read_time.as_millis(),
         match &artifacts.catalog {
-            Some(catalog) => format!(" and {}", catalog.display()),
+            Some(catalog) => format!(" and {}", one(catalog.display())),
             None => "; no catalog.json (`dbt docs generate` makes it: column types, so \
                      timestamp columns are checked before they are used)"
                 .to_string(),
@@ -191,28 +193,32 @@ fn report(
         if generated.exposures == 1 { "" } else { "s" }
     );
     describe_written(&mut out, notes, &notes_summary);
-    let _ = writeln!(out, "data directory {} (0700)", options.data_dir.display());
+    let _ = writeln!(
+        out,
+        "data directory {} (0700)",
+        one(options.data_dir.display())
+    );
     if !generated.skipped.is_empty() {
         let _ = writeln!(out, "left out, or watched in part:");
         for line in grouped(&generated.skipped) {
-            let _ = writeln!(out, "  - {line}");
+            let _ = writeln!(out, "  - {}", one(&line));
         }
     }
     if generated.unsupported.is_some() {
         return out;
     }
-    let config_path = config.path().display().to_string();
+    let config_path = shell(config.path());
     let data = if options.data_dir_named {
-        format!(" --data-dir {}", options.data_dir.display())
+        format!(" --data-dir {}", shell(&options.data_dir))
     } else {
         String::new()
     };
     let _ = writeln!(out, "next:");
     if let Some(note) = &generated.password_note {
-        let _ = writeln!(out, "  # {note}");
+        let _ = writeln!(out, "  # {}", one(note));
     }
     if let Some(hint) = &generated.export_hint {
-        let _ = writeln!(out, "  {hint}");
+        let _ = writeln!(out, "  {}", one(hint));
     }
     let _ = writeln!(out, "  dataward doctor --config {config_path}{data}");
     let _ = writeln!(out, "  dataward check --config {config_path} --once{data}");
@@ -249,13 +255,13 @@ fn grouped(lines: &[String]) -> Vec<String> {
 fn describe_written(out: &mut String, written: &Written, summary: &str) {
     match written {
         Written::New(path) => {
-            let _ = writeln!(out, "wrote {} (0600): {summary}", path.display());
+            let _ = writeln!(out, "wrote {} (0600): {summary}", one(path.display()));
         }
         Written::Unchanged(path) => {
             let _ = writeln!(
                 out,
                 "{} already holds this ({summary}): nothing written",
-                path.display()
+                one(path.display())
             );
         }
         Written::Beside { old, new, diff } => {
@@ -263,18 +269,29 @@ fn describe_written(out: &mut String, written: &Written, summary: &str) {
                 out,
                 "{} holds something else (the project changed, or it was edited): \
                  left as it is; wrote {} (0600) beside it: {summary}. The difference:",
-                old.display(),
-                new.display()
+                one(old.display()),
+                one(new.display())
             );
             for line in diff.lines() {
-                let _ = writeln!(out, "    {line}");
+                let _ = writeln!(out, "    {}", one(line));
             }
             let _ = writeln!(
                 out,
                 "  keep your edits and merge by hand, or take the new one: mv {} {}",
-                new.display(),
-                old.display()
+                shell(new),
+                shell(old)
             );
         }
     }
+}
+
+/// One line of the report from anything the project named (a path, a model's name): a
+/// newline in it must not start a line of its own.
+fn one(text: impl std::fmt::Display) -> String {
+    sanitize::for_terminal(&text.to_string()).into_owned()
+}
+
+/// A path in a command a person pastes into a shell.
+fn shell(path: &Path) -> String {
+    sanitize::shell_word(&path.display().to_string())
 }

@@ -29,6 +29,7 @@ impl DbtProject {
         let dir = std::fs::canonicalize(dir)
             .with_context(|| format!("cannot open the dbt project folder {}", dir.display()))?;
         let file = dir.join("dbt_project.yml");
+        check_within(&file, &dir)?;
         let text = std::fs::read_to_string(&file).map_err(|e| {
             anyhow!(
                 "{}: cannot read it ({e}); --dbt-project names the folder holding dbt_project.yml",
@@ -120,8 +121,47 @@ pub enum Password {
 /// Where dbt would find profiles.yml: $DBT_PROFILES_DIR, the project folder, ~/.dbt.
 pub fn profiles_file(project: &DbtProject) -> Result<PathBuf> {
     let found = find_profiles(project)?;
+    check_within(&found, found.parent().unwrap_or(Path::new("/")))?;
     // Absolute, so the config can name its folder whatever folder it is read from.
     std::fs::canonicalize(&found).with_context(|| format!("cannot open {}", found.display()))
+}
+
+/// Refuses a file of the project that resolves outside `folder` (where it was found),
+/// through a symlink or a path that leads out, and a file reached through a symlink
+/// that another account owns. A hostile project could otherwise have `init` read, and
+/// quote in its messages, any file this account can read (`/etc/shadow` as root).
+/// A file that is not there is left to the reader, which says so.
+pub fn check_within(file: &Path, folder: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(link) = std::fs::symlink_metadata(file) else {
+        return Ok(());
+    };
+    let Ok(resolved) = std::fs::canonicalize(file) else {
+        return Ok(());
+    };
+    let folder = std::fs::canonicalize(folder).unwrap_or_else(|_| folder.to_path_buf());
+    if !resolved.starts_with(&folder) {
+        bail!(
+            "{}: leads to {}, outside {}: not read (a project's files are read only from \
+             inside the folder they are found in; copy the file there if it is yours)",
+            file.display(),
+            resolved.display(),
+            folder.display()
+        );
+    }
+    if link.file_type().is_symlink() {
+        let owner = std::fs::metadata(&resolved)?.uid();
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        if owner != me {
+            bail!(
+                "{}: a symlink to {}, which another account (uid {owner}) owns: not read",
+                file.display(),
+                resolved.display()
+            );
+        }
+    }
+    Ok(())
 }
 
 fn find_profiles(project: &DbtProject) -> Result<PathBuf> {

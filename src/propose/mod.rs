@@ -328,7 +328,7 @@ fn backfill(ctx: &Context) -> Option<Draft> {
 }
 
 /// `"dw"."analytics"."fct"` -> `analytics.fct`: how monitors and the warehouse name it.
-fn schema_and_table(relation: &str) -> String {
+pub(crate) fn schema_and_table(relation: &str) -> String {
     let parts: Vec<String> = relation
         .split('.')
         .map(|p| p.trim_matches(|c| c == '"' || c == '`').to_string())

@@ -178,16 +178,27 @@ pub trait Warehouse: Send {
         relation: &Relation,
         tag: &str,
     ) -> Result<TableVersion, WarehouseError>;
-    /// Puts `relation` back exactly as the copy holds it: every row deleted and the
-    /// copy's inserted, in one transaction, so a reader sees the table before or after,
+    /// Puts `relation` back as the copy holds it: its rows deleted and the copy's
+    /// inserted, in one transaction, so a reader sees the table before or after,
     /// never empty. The table itself (its identity, grants, constraints) stays. Refused
     /// when the version is of another table, its copy is missing, or the columns differ
     /// (name or type) between the copy and the table. Returns the rows restored.
+    ///
+    /// Only what `version.scope` says the backfill rebuilt is put back (rows outside
+    /// its days stay as they are), and only when none of that changed since the
+    /// backfill's run (see [`check_unchanged_since`]), checked inside the transaction.
     fn restore_table(
         &self,
         relation: &Relation,
         version: &TableVersion,
-    ) -> Result<u64, WarehouseError>;
+    ) -> Result<Restored, WarehouseError>;
+    /// The table day by day of the UTC days of `column` (None: as one whole), as
+    /// [`DayPrint`]s: compared after a backfill and at its undo.
+    fn day_prints(
+        &self,
+        relation: &Relation,
+        column: Option<&str>,
+    ) -> Result<Vec<DayPrint>, WarehouseError>;
     /// Drops a version's copy (its retention ended). A copy already gone is fine.
     fn drop_version(&self, version: &TableVersion) -> Result<(), WarehouseError>;
     /// The copy of `relation` tagged `tag`, if one was taken: a retry after a crash or
@@ -337,6 +348,181 @@ pub struct TableVersion {
     pub rows: u64,
     /// When the copy was taken, by the warehouse's clock: `YYYY-MM-DDTHH:MM:SSZ`.
     pub taken_at: String,
+    /// What the backfill rebuilt in the table: all its undo puts back. None (a version
+    /// from before scopes were kept): the whole table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<BackfillScope>,
+    /// The table day by day just after the backfill's run finished: what its undo
+    /// compares the table with, so rows loaded since are never undone with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<Vec<DayPrint>>,
+}
+
+/// What a backfill rebuilt in one table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct BackfillScope {
+    /// The table's event-time column, whose UTC days tell one load from another. None:
+    /// the table has none, and is compared whole.
+    pub column: Option<String>,
+    /// The days rebuilt, `[first, end)` as `YYYY-MM-DD` on `column`. None: the whole
+    /// table was rebuilt (a full refresh, a model materialized as a table).
+    pub days: Option<(String, String)>,
+}
+
+impl BackfillScope {
+    /// `[start, end)` in Unix seconds, with the column, when only some days were rebuilt.
+    pub fn range(&self) -> Option<(&str, i64, i64)> {
+        let column = self.column.as_deref()?;
+        let (first, end) = self.days.as_ref()?;
+        let seconds = |day: &str| {
+            NaiveDate::parse_from_str(day, "%Y-%m-%d").ok().map(|d| {
+                d.and_hms_opt(0, 0, 0)
+                    .expect("midnight")
+                    .and_utc()
+                    .timestamp()
+            })
+        };
+        Some((column, seconds(first)?, seconds(end)?))
+    }
+
+    fn contains(&self, day: Option<&str>) -> bool {
+        match (&self.days, day) {
+            (None, _) => true,
+            // A row with no event time is outside every range of days.
+            (Some(_), None) => false,
+            (Some((first, end)), Some(day)) => day >= first.as_str() && day < end.as_str(),
+        }
+    }
+
+    /// The days as people read them.
+    pub fn describe(&self) -> String {
+        match &self.days {
+            Some((first, end)) => format!(
+                "rows with {} from {first} up to {end}",
+                self.column.as_deref().unwrap_or("?")
+            ),
+            None => "the whole table".to_string(),
+        }
+    }
+}
+
+/// One UTC day of a table (None: rows with no event time, or the whole table when it
+/// has no event-time column): its rows and the sum of a hash of each row, so a row
+/// added, removed or changed on that day changes the print.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct DayPrint {
+    pub day: Option<String>,
+    pub rows: u64,
+    pub sum: i64,
+}
+
+/// A day whose rows differ between two prints of a table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DayChange {
+    pub day: Option<String>,
+    pub now: u64,
+    pub after: u64,
+}
+
+impl DayChange {
+    /// The rows that came or went; on a day whose count held, the rows now there (some
+    /// of them changed).
+    pub fn rows(&self) -> u64 {
+        if self.now == self.after {
+            self.now
+        } else {
+            self.now.abs_diff(self.after)
+        }
+    }
+
+    fn describe(&self, by_day: bool) -> String {
+        let on = match (&self.day, by_day) {
+            (Some(day), _) => format!(" on {day}"),
+            (None, true) => " with no event time".to_string(),
+            (None, false) => String::new(),
+        };
+        format!(
+            "{} rows{on} ({} now, {} after the backfill)",
+            self.rows(),
+            self.now,
+            self.after
+        )
+    }
+}
+
+/// What a restore did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Restored {
+    /// Rows put back from the copy (within the scope).
+    pub rows: u64,
+    /// Days outside the scope that changed since the backfill: left as they are.
+    pub kept: Vec<DayChange>,
+}
+
+/// The days that differ between `after` and `now`, in day order.
+pub fn day_changes(after: &[DayPrint], now: &[DayPrint]) -> Vec<DayChange> {
+    let mut days: Vec<Option<&str>> = after.iter().chain(now).map(|p| p.day.as_deref()).collect();
+    days.sort();
+    days.dedup();
+    let find = |prints: &[DayPrint], day: Option<&str>| {
+        prints
+            .iter()
+            .find(|p| p.day.as_deref() == day)
+            .map(|p| (p.rows, p.sum))
+            .unwrap_or((0, 0))
+    };
+    days.into_iter()
+        .filter(|&day| find(after, day) != find(now, day))
+        .map(|day| DayChange {
+            day: day.map(str::to_string),
+            now: find(now, day).0,
+            after: find(after, day).0,
+        })
+        .collect()
+}
+
+/// Refuses the undo of a backfill in `relation` when what it would put back has changed
+/// since the backfill's run: rows loaded since would be lost with it. Returns the days
+/// outside what the backfill rebuilt that changed since: the undo leaves them.
+pub fn check_unchanged_since(
+    relation: &Relation,
+    version: &TableVersion,
+    now: &[DayPrint],
+) -> Result<Vec<DayChange>, WarehouseError> {
+    let Some(after) = &version.after else {
+        return Err(WarehouseError::Refused(format!(
+            "cannot roll back {relation}: its backfill's run was not seen to finish, so \
+             there is no record of the table after it to tell rows loaded since from its \
+             own"
+        )));
+    };
+    let scope = version.scope.clone().unwrap_or(BackfillScope {
+        column: None,
+        days: None,
+    });
+    let (inside, outside): (Vec<DayChange>, Vec<DayChange>) = day_changes(after, now)
+        .into_iter()
+        .partition(|c| scope.contains(c.day.as_deref()));
+    if inside.is_empty() {
+        return Ok(outside);
+    }
+    let rows: u64 = inside.iter().map(DayChange::rows).sum();
+    let days: Vec<String> = inside
+        .iter()
+        .map(|c| c.describe(scope.column.is_some()))
+        .collect();
+    let why = if scope.column.is_none() {
+        " (it has no event-time column, so the backfill's rows and later ones cannot \
+         be told apart)"
+    } else {
+        ""
+    };
+    Err(WarehouseError::Refused(format!(
+        "cannot roll back {relation}: {rows} rows in {} changed since the backfill ran{why}: \
+         {}; restoring the copy would undo them too",
+        scope.describe(),
+        days.join(", ")
+    )))
 }
 
 /// Where PostgreSQL keeps copies (a schema), and how SQLite names them (a prefix).

@@ -15,10 +15,10 @@ use chrono::{NaiveDate, NaiveTime};
 use postgres::{Client, NoTls};
 
 use super::{
-    changed_copy, check_restorable, column_list, is_version_name, null_counts_sql, quote_ident,
-    version_name, CastTarget, Column, DayCount, KeyGap, NullCounts, Relation, TableCounts,
-    TableScan, TableVersion, Uncastable, Warehouse, WarehouseError, BOOLEAN_WORDS, DATE_WORDS,
-    EARLIER, UNCASTABLE_EXAMPLES, VERSIONS,
+    changed_copy, check_restorable, check_unchanged_since, column_list, is_version_name,
+    null_counts_sql, quote_ident, version_name, CastTarget, Column, DayCount, DayPrint, KeyGap,
+    NullCounts, Relation, Restored, TableCounts, TableScan, TableVersion, Uncastable, Warehouse,
+    WarehouseError, BOOLEAN_WORDS, DATE_WORDS, EARLIER, UNCASTABLE_EXAMPLES, VERSIONS,
 };
 
 pub struct PostgresWarehouse {
@@ -568,6 +568,8 @@ impl Warehouse for PostgresWarehouse {
                 copy: copy.to_string(),
                 rows,
                 taken_at,
+                scope: None,
+                after: None,
             }))
         })?
     }
@@ -582,7 +584,7 @@ impl Warehouse for PostgresWarehouse {
         &self,
         relation: &Relation,
         version: &TableVersion,
-    ) -> Result<u64, WarehouseError> {
+    ) -> Result<Restored, WarehouseError> {
         let copy = own_copy(relation, version)?;
         self.with_client(|c| {
             let mut tx = c.transaction()?;
@@ -634,23 +636,56 @@ impl Warehouse for PostgresWarehouse {
                     referencing.join(", ")
                 ))));
             }
+            let copied: i64 = tx
+                .query_one(&format!("SELECT count(*) FROM {}", copy.quoted()), &[])?
+                .get(0);
+            if copied as u64 != version.rows {
+                return Ok(Err(changed_copy(relation, version, copied as u64)));
+            }
+            // Under the EXCLUSIVE lock: no load can land between this check and the
+            // commit.
+            let scope = version.scope.as_ref();
+            let now = prints(&mut tx, &source, scope.and_then(|s| s.column.as_deref()))?;
+            let kept = match check_unchanged_since(relation, version, &now) {
+                Ok(kept) => kept,
+                Err(refused) => return Ok(Err(refused)),
+            };
+            // Only the days the backfill rebuilt, when it rebuilt only some.
+            let within = match scope.and_then(|s| s.range()) {
+                Some((column, start, end)) => format!(
+                    " WHERE {epoch} >= {start} AND {epoch} < {end}",
+                    epoch = epoch_sql(column)
+                ),
+                None => String::new(),
+            };
             let list = column_list(&table_columns);
-            tx.execute(&format!("DELETE FROM {}", source.quoted()), &[])?;
+            tx.execute(&format!("DELETE FROM {}{within}", source.quoted()), &[])?;
             // The copy's identity values, not new ones: the rows as they were.
             let rows = tx.execute(
                 &format!(
-                    "INSERT INTO {} ({list}) OVERRIDING SYSTEM VALUE SELECT {list} FROM {}",
+                    "INSERT INTO {} ({list}) OVERRIDING SYSTEM VALUE SELECT {list} FROM {}{within}",
                     source.quoted(),
                     copy.quoted()
                 ),
                 &[],
             )?;
-            // Returning without commit rolls the delete back.
-            if rows != version.rows {
-                return Ok(Err(changed_copy(relation, version, rows)));
-            }
             tx.commit()?;
-            Ok(Ok(rows))
+            Ok(Ok(Restored { rows, kept }))
+        })?
+    }
+
+    fn day_prints(
+        &self,
+        relation: &Relation,
+        column: Option<&str>,
+    ) -> Result<Vec<DayPrint>, WarehouseError> {
+        self.with_client(|c| {
+            let mut tx = c.transaction()?;
+            let source = match find_table(&mut tx, relation)? {
+                Ok(source) => source,
+                Err(refused) => return Ok(Err(refused)),
+            };
+            Ok(Ok(prints(&mut tx, &source, column)?))
         })?
     }
 
@@ -687,6 +722,8 @@ impl Warehouse for PostgresWarehouse {
                 copy: copy.to_string(),
                 rows: rows as u64,
                 taken_at: EARLIER.to_string(),
+                scope: None,
+                after: None,
             })))
         })?
     }
@@ -738,6 +775,35 @@ fn exists(
 /// the server spells it (`character varying(12)`, `numeric(10,2)`, `text[]`): not
 /// information_schema's, which says only ARRAY for every array. Dropped and generated
 /// columns are left out.
+/// [`Warehouse::day_prints`] of `source` (as found): each row hashed as the text of its
+/// columns in table order, 32 bits of its MD5 summed per UTC day.
+fn prints(
+    tx: &mut postgres::Transaction<'_>,
+    source: &Relation,
+    column: Option<&str>,
+) -> Result<Vec<DayPrint>, postgres::Error> {
+    let columns = writable_columns(tx, source)?;
+    let day = match column {
+        Some(column) => format!("to_char(to_timestamp({}), 'YYYY-MM-DD')", epoch_sql(column)),
+        None => "NULL::text".to_string(),
+    };
+    let sql = format!(
+        "SELECT {day}, count(*), coalesce(sum(('x' || substr(md5(ROW({list})::text), 1, 8))::bit(32)::bigint), 0)::bigint \
+         FROM {table} GROUP BY 1",
+        list = column_list(&columns),
+        table = source.quoted()
+    );
+    Ok(tx
+        .query(&sql, &[])?
+        .iter()
+        .map(|r| DayPrint {
+            day: r.get(0),
+            rows: r.get::<_, i64>(1) as u64,
+            sum: r.get(2),
+        })
+        .collect())
+}
+
 fn writable_columns(
     tx: &mut postgres::Transaction<'_>,
     relation: &Relation,

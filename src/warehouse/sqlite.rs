@@ -16,10 +16,10 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use chrono::{NaiveTime, Timelike};
 
 use super::{
-    changed_copy, check_restorable, column_list, is_version_name, null_counts_sql, parse_day,
-    quote_ident, version_name, CastTarget, Column, DayCount, KeyGap, NullCounts, Relation,
-    TableCounts, TableScan, TableVersion, Uncastable, Warehouse, WarehouseError, EARLIER,
-    UNCASTABLE_EXAMPLES, VERSIONS,
+    changed_copy, check_restorable, check_unchanged_since, column_list, is_version_name,
+    null_counts_sql, parse_day, quote_ident, version_name, CastTarget, Column, DayCount, DayPrint,
+    KeyGap, NullCounts, Relation, Restored, TableCounts, TableScan, TableVersion, Uncastable,
+    Warehouse, WarehouseError, EARLIER, UNCASTABLE_EXAMPLES, VERSIONS,
 };
 
 pub struct SqliteWarehouse {
@@ -76,6 +76,7 @@ pub fn connect(
         .map_err(|e| unreachable(file, e))?;
     }
     register_strict_cast(&conn).map_err(|e| unreachable(path, e))?;
+    register_row_hash(&conn).map_err(|e| unreachable(path, e))?;
     Ok(conn)
 }
 
@@ -451,6 +452,8 @@ impl Warehouse for SqliteWarehouse {
             copy: copy.to_string(),
             rows: rows as u64,
             taken_at,
+            scope: None,
+            after: None,
         })
     }
 
@@ -461,7 +464,7 @@ impl Warehouse for SqliteWarehouse {
         &self,
         relation: &Relation,
         version: &TableVersion,
-    ) -> Result<u64, WarehouseError> {
+    ) -> Result<Restored, WarehouseError> {
         let copy = own_copy(relation, version)?;
         let mut conn = self.connect()?;
         let tx = conn
@@ -491,25 +494,54 @@ impl Warehouse for SqliteWarehouse {
             &version.copy,
             &copy_columns,
         )?;
+        let copied: i64 = tx
+            .query_row(
+                &format!("SELECT count(*) FROM {}", copy.quoted()),
+                [],
+                |r| r.get(0),
+            )
+            .map_err(query_error)?;
+        if copied as u64 != version.rows {
+            return Err(changed_copy(relation, version, copied as u64));
+        }
+        let scope = version.scope.as_ref();
+        let now = prints(&tx, &source, scope.and_then(|s| s.column.as_deref()))?;
+        let kept = check_unchanged_since(relation, version, &now)?;
+        // Only the days the backfill rebuilt, when it rebuilt only some.
+        let within = match scope.and_then(|s| s.range()) {
+            Some((column, start, end)) => {
+                format!(
+                    " WHERE {epoch} >= {start} AND {epoch} < {end}",
+                    epoch = epoch_sql(column)
+                )
+            }
+            None => String::new(),
+        };
         let list = column_list(&table_columns);
-        tx.execute(&format!("DELETE FROM {}", source.quoted()), [])
+        tx.execute(&format!("DELETE FROM {}{within}", source.quoted()), [])
             .map_err(query_error)?;
         let rows = tx
             .execute(
                 &format!(
-                    "INSERT INTO {} ({list}) SELECT {list} FROM {}",
+                    "INSERT INTO {} ({list}) SELECT {list} FROM {}{within}",
                     source.quoted(),
                     copy.quoted()
                 ),
                 [],
             )
             .map_err(query_error)? as u64;
-        // Dropping the transaction rolls the delete back.
-        if rows != version.rows {
-            return Err(changed_copy(relation, version, rows));
-        }
         tx.commit().map_err(query_error)?;
-        Ok(rows)
+        Ok(Restored { rows, kept })
+    }
+
+    fn day_prints(
+        &self,
+        relation: &Relation,
+        column: Option<&str>,
+    ) -> Result<Vec<DayPrint>, WarehouseError> {
+        let conn = self.connect()?;
+        let source = find_table(&conn, relation)?;
+        prints(&conn, &source, column)
     }
 
     fn drop_version(&self, version: &TableVersion) -> Result<(), WarehouseError> {
@@ -543,8 +575,78 @@ impl Warehouse for SqliteWarehouse {
             copy: copy.to_string(),
             rows: rows as u64,
             taken_at: EARLIER.to_string(),
+            scope: None,
+            after: None,
         }))
     }
+}
+
+/// [`Warehouse::day_prints`] of `source` (as found), on `conn` or inside a transaction.
+fn prints(
+    conn: &Connection,
+    source: &Relation,
+    column: Option<&str>,
+) -> Result<Vec<DayPrint>, WarehouseError> {
+    let columns = declared_columns(conn, source)?;
+    let day = match column {
+        Some(column) => format!("date({}, 'unixepoch')", epoch_sql(column)),
+        None => "NULL".to_string(),
+    };
+    let sql = format!(
+        "SELECT {day}, count(*), sum({ROW_HASH}({list})) FROM {table} GROUP BY 1",
+        list = column_list(&columns),
+        table = source.quoted()
+    );
+    let mut stmt = conn.prepare(&sql).map_err(query_error)?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok(DayPrint {
+                day: r.get(0)?,
+                rows: r.get::<_, i64>(1)? as u64,
+                sum: r.get::<_, Option<i64>>(2)?.unwrap_or(0),
+            })
+        })
+        .map_err(query_error)?;
+    rows.collect::<Result<_, _>>().map_err(query_error)
+}
+
+const ROW_HASH: &str = "dataward_row_hash";
+
+/// `dataward_row_hash(a, b, ...)`: 32 bits of a SHA-256 of the values with their types,
+/// so a day's sum of them changes when any row of it does, and a sum over any table
+/// fits in 64 bits.
+fn register_row_hash(conn: &Connection) -> rusqlite::Result<()> {
+    use sha2::{Digest, Sha256};
+    conn.create_scalar_function(
+        ROW_HASH,
+        -1,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        |ctx| {
+            let mut hash = Sha256::new();
+            for i in 0..ctx.len() {
+                match ctx.get_raw(i) {
+                    ValueRef::Null => hash.update([0]),
+                    ValueRef::Integer(n) => {
+                        hash.update([1]);
+                        hash.update(n.to_le_bytes());
+                    }
+                    ValueRef::Real(x) => {
+                        hash.update([2]);
+                        hash.update(x.to_le_bytes());
+                    }
+                    ValueRef::Text(bytes) | ValueRef::Blob(bytes) => {
+                        hash.update([3]);
+                        hash.update((bytes.len() as u64).to_le_bytes());
+                        hash.update(bytes);
+                    }
+                }
+            }
+            let digest = hash.finalize();
+            Ok(i64::from(u32::from_le_bytes([
+                digest[0], digest[1], digest[2], digest[3],
+            ])))
+        },
+    )
 }
 
 /// `relation` as SQLite spells it (schema included: `main` when the name has none),
@@ -1122,6 +1224,18 @@ mod tests {
             .unwrap()
     }
 
+    /// Restores as the engine does once a backfill's run has finished: the table as it
+    /// stands now printed as the table the backfill left, so nothing changed since.
+    fn restore_as_left(
+        wh: &(impl Warehouse + ?Sized),
+        rel: &Relation,
+        version: &TableVersion,
+    ) -> Result<u64, WarehouseError> {
+        let mut version = version.clone();
+        version.after = Some(wh.day_prints(rel, None).unwrap_or_default());
+        wh.restore_table(rel, &version).map(|r| r.rows)
+    }
+
     fn refusal<T: std::fmt::Debug>(result: Result<T, WarehouseError>) -> String {
         match result {
             Err(WarehouseError::Refused(message)) => message,
@@ -1163,12 +1277,12 @@ mod tests {
             )
             .unwrap();
         assert_ne!(contents(&wh, &rel), before);
-        assert_eq!(wh.restore_table(&rel, &version).unwrap(), 4);
+        assert_eq!(restore_as_left(&wh, &rel, &version).unwrap(), 4);
         assert_eq!(contents(&wh, &rel), before);
         // The same table, not a new one: its definition and index are as they were.
         assert_eq!(definition(&wh), defined);
         // The copy stays until its retention ends, and restores again.
-        assert_eq!(wh.restore_table(&rel, &version).unwrap(), 4);
+        assert_eq!(restore_as_left(&wh, &rel, &version).unwrap(), 4);
         assert_eq!(contents(&wh, &rel), before);
 
         // A table in the main database gets its copy there.
@@ -1179,7 +1293,7 @@ mod tests {
         let version = wh.snapshot_table(&t, "INC-0003-P1").unwrap();
         assert_eq!(version.copy, "main.dataward_versions__main__t__inc_0003_p1");
         conn.execute("DELETE FROM t", []).unwrap();
-        assert_eq!(wh.restore_table(&t, &version).unwrap(), 2);
+        assert_eq!(restore_as_left(&wh, &t, &version).unwrap(), 2);
         assert_eq!(wh.row_count(&t).unwrap(), 2);
     }
 
@@ -1198,7 +1312,7 @@ mod tests {
             assert!(message.contains(&version.copy), "{message}");
         }
         // The first copy still holds the table as it was.
-        assert_eq!(wh.restore_table(&rel, &version).unwrap(), 4);
+        assert_eq!(restore_as_left(&wh, &rel, &version).unwrap(), 4);
         assert_eq!(contents(&wh, &rel), before);
         // Another tag is another version.
         assert_eq!(wh.snapshot_table(&rel, "INC-0003-P2").unwrap().rows, 4);
@@ -1240,7 +1354,7 @@ mod tests {
             )
             .unwrap();
         let changed = contents(&wh, &rel);
-        let message = refusal(wh.restore_table(&rel, &version));
+        let message = refusal(restore_as_left(&wh, &rel, &version));
         assert_eq!(
             message,
             format!(
@@ -1265,7 +1379,7 @@ mod tests {
         conn.execute_batch("CREATE TABLE other (id INTEGER);")
             .unwrap();
         let other = Relation::parse("other").unwrap();
-        let message = refusal(wh.restore_table(&other, &version));
+        let message = refusal(restore_as_left(&wh, &other, &version));
         assert!(message.contains("ANALYTICS.fct_shipments"), "{message}");
         // A "version" whose copy is not one of ours: nothing is read or dropped.
         for copy in [
@@ -1277,7 +1391,7 @@ mod tests {
                 copy: copy.to_string(),
                 ..version.clone()
             };
-            refusal(wh.restore_table(&rel, &forged));
+            refusal(restore_as_left(&wh, &rel, &forged));
             refusal(wh.drop_version(&forged));
         }
         // A copy that changed since it was taken is not the table as it was.
@@ -1289,7 +1403,7 @@ mod tests {
             [],
         )
         .unwrap();
-        let message = refusal(wh.restore_table(&rel, &version));
+        let message = refusal(restore_as_left(&wh, &rel, &version));
         assert!(
             message.contains("5 rows") && message.contains('4'),
             "{message}"
@@ -1297,7 +1411,7 @@ mod tests {
         assert_eq!(contents(&wh, &rel), changed);
         // A copy that is gone.
         wh.drop_version(&version).unwrap();
-        let message = refusal(wh.restore_table(&rel, &version));
+        let message = refusal(restore_as_left(&wh, &rel, &version));
         assert!(
             message.contains("missing") && message.contains(&version.copy),
             "{message}"
@@ -1336,7 +1450,7 @@ mod tests {
             "ANALYTICS.dataward_versions__analytics__fct_shipments__x_drop_table_t"
         );
         assert_eq!(wh.row_count(&Relation::parse("t").unwrap()).unwrap(), 1);
-        assert_eq!(wh.restore_table(&rel, &version).unwrap(), 4);
+        assert_eq!(restore_as_left(&wh, &rel, &version).unwrap(), 4);
         // A declared type the copy could only repeat by pasting it is refused.
         conn.execute_batch("CREATE TABLE odd (a \"int\"\"); drop table t; --\")")
             .unwrap();

@@ -120,6 +120,8 @@ impl Settings {
                 })?
             }
         };
+        // The runs' output is recorded: every secret the config names is masked in it.
+        crate::sanitize::remember_config_secrets(config);
         let jobs = o.job_commands();
         for (job, command) in &jobs {
             words(command).with_context(|| format!("{origin}: orchestrator.jobs: {job:?}"))?;
@@ -338,7 +340,7 @@ impl Row {
             let output = self
                 .log
                 .as_deref()
-                .map(|log| tail_of(Path::new(log)))
+                .map(|log| masked_tail(Path::new(log)))
                 .unwrap_or_default();
             format!(
                 "dataward stopped while `{}` ran (its process {pid} is gone); the output so far:\n{}",
@@ -625,7 +627,7 @@ fn claim(conn: &mut Connection, settings: &Settings) -> Result<Claim> {
                     settled.detail,
                     run.log
                         .as_deref()
-                        .map(|l| tail_of(Path::new(l)))
+                        .map(|l| masked_tail(Path::new(l)))
                         .unwrap_or_default()
                 ],
             )?;
@@ -666,6 +668,8 @@ fn execute(settings: &Settings, command: &str, log: &Path) -> Result<ExitStatus>
     out.set_len(0)?;
     let err = out.try_clone()?;
     let mut child = Command::new(&settings.dbt);
+    // Only what dbt and the profile need: the engine's own keys and tokens stay out.
+    child.env_clear().envs(allowed_env(settings));
     child
         .args(&args)
         .current_dir(&settings.project_dir)
@@ -702,10 +706,60 @@ fn execute(settings: &Settings, command: &str, log: &Path) -> Result<ExitStatus>
     Ok(child.wait()?)
 }
 
+/// The environment a dbt run gets: `PATH`, `HOME`, `TMPDIR`, `LANG`, `LC_*`, `TZ`,
+/// `DBT_*`, and every variable an `env_var(...)` in the profiles or the project names.
+fn allowed_env(settings: &Settings) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    let named = env_var_names(settings);
+    std::env::vars_os()
+        .filter(|(name, _)| {
+            let Some(name) = name.to_str() else {
+                return false;
+            };
+            matches!(name, "PATH" | "HOME" | "TMPDIR" | "LANG" | "TZ")
+                || name.starts_with("LC_")
+                || name.starts_with("DBT_")
+                || named.iter().any(|n| n == name)
+        })
+        .collect()
+}
+
+/// The names `env_var('NAME')` calls read in profiles.yml (where dbt would find it) and
+/// dbt_project.yml.
+fn env_var_names(settings: &Settings) -> Vec<String> {
+    let profiles_dir = settings
+        .profiles_dir
+        .clone()
+        .or_else(|| std::env::var_os("DBT_PROFILES_DIR").map(PathBuf::from))
+        .filter(|d| d.join("profiles.yml").is_file())
+        .or_else(|| Some(settings.project_dir.clone()).filter(|d| d.join("profiles.yml").is_file()))
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".dbt")));
+    let files = [
+        profiles_dir.map(|d| d.join("profiles.yml")),
+        Some(settings.project_dir.join("dbt_project.yml")),
+    ];
+    let mut names = Vec::new();
+    for file in files.into_iter().flatten() {
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("env_var(") {
+            rest = rest[at + "env_var(".len()..].trim_start();
+            let Some(quote) = rest.chars().next().filter(|c| *c == '\'' || *c == '"') else {
+                continue;
+            };
+            if let Some(end) = rest[1..].find(quote) {
+                names.push(rest[1..1 + end].to_string());
+            }
+        }
+    }
+    names
+}
+
 /// Records how the run ended, trying until the store takes it: a run left `running`
 /// by a live process would hold the project for good.
 fn finish(conn: &Connection, id: i64, command: &str, log: &Path, outcome: Result<ExitStatus>) {
-    let output = tail_of(log);
+    let output = masked_tail(log);
     let (status, code, summary) = match &outcome {
         Ok(exit) if exit.success() => (
             "success",
@@ -736,6 +790,7 @@ fn finish(conn: &Connection, id: i64, command: &str, log: &Path, outcome: Result
     } else {
         format!("{summary}; the last lines of its output:\n{lines}")
     };
+    let detail = crate::sanitize::mask_secrets(&detail).into_owned();
     let mut wait = Duration::from_millis(100);
     loop {
         let written = conn.execute(
@@ -750,6 +805,27 @@ fn finish(conn: &Connection, id: i64, command: &str, log: &Path, outcome: Result
                 std::thread::sleep(wait);
                 wait = (wait * 2).min(Duration::from_secs(10));
             }
+        }
+    }
+}
+
+/// The end of a run's log as it is recorded, once every known secret in the log itself
+/// is masked.
+fn masked_tail(log: &Path) -> String {
+    mask_log(log);
+    crate::sanitize::mask_secrets(&tail_of(log)).into_owned()
+}
+
+/// The run's log with every known secret masked, rewritten only when one was there:
+/// the log is kept for people to read, as the record is.
+fn mask_log(log: &Path) {
+    let Ok(text) = std::fs::read(log) else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&text);
+    if let std::borrow::Cow::Owned(masked) = crate::sanitize::mask_secrets(&text) {
+        if let Err(e) = files::write_atomic(log, masked.as_bytes()) {
+            tracing::warn!(log = %log.display(), error = %e, "cannot mask the secrets in a dbt run's log");
         }
     }
 }
