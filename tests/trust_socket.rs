@@ -332,7 +332,11 @@ fn hello(stream: &mut UnixStream) {
 }
 
 fn request(stream: &mut UnixStream, id: u64, command: Ask) {
-    send(stream, &ClientMessage::Request(Request { id, command }));
+    send(stream, &ClientMessage::Request(Request {
+        id,
+        command,
+        client_request: None,
+    }));
 }
 
 fn receive(stream: &mut UnixStream) -> ServerMessage {
@@ -527,6 +531,7 @@ fn a_client_that_never_reads_is_dropped_with_a_reason_and_the_engine_stays_small
                     incident: incident.clone(),
                     reason: "flood".into(),
                 },
+                client_request: None,
             }));
             if flood.write_all(&frame).is_err() {
                 break;
