@@ -332,11 +332,14 @@ fn hello(stream: &mut UnixStream) {
 }
 
 fn request(stream: &mut UnixStream, id: u64, command: Ask) {
-    send(stream, &ClientMessage::Request(Request {
-        id,
-        command,
-        client_request: None,
-    }));
+    send(
+        stream,
+        &ClientMessage::Request(Request {
+            id,
+            command,
+            client_request: None,
+        }),
+    );
 }
 
 fn receive(stream: &mut UnixStream) -> ServerMessage {
