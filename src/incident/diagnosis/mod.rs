@@ -148,6 +148,10 @@ pub struct WriterFact {
     pub owner: Option<String>,
     /// The writer's setting for changes the warehouse cannot apply in place, and its value.
     pub setting: Option<(String, String)>,
+    /// The other tables the notes say it writes, each with its latest freshness figure
+    /// (None: no freshness check watches it), so a stall of one table is not called a
+    /// stall of the whole writer while the others keep loading.
+    pub also_writes: Vec<(String, Option<Figure>)>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]

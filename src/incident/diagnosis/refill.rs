@@ -156,6 +156,7 @@ mod tests {
             name: "payments loader".into(),
             owner: Some("platform-owner".into()),
             setting: Some(("on_change".into(), "recreate".into())),
+            also_writes: Vec::new(),
         }];
         let d = diagnose(&f).unwrap();
         assert!(

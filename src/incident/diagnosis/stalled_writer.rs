@@ -20,11 +20,14 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
         .map(|at| format!(" since {}", figure::when(at)))
         .unwrap_or_default();
     let mut cause = format!("{table} has not loaded{since}");
-    match writers_text(facts) {
-        Some(writers) => cause.push_str(&format!(": its writer {writers} has stalled")),
-        None => cause.push_str(
-            ": its writer has stalled (no writer is named in the notes; add a [[writer]] entry)",
-        ),
+    if facts.writers.is_empty() {
+        cause.push_str(
+            ": no writer is named for it in the notes (add a [[writer]] entry), so whether its writer stalled or only this table stopped is not known",
+        );
+    }
+    for (n, writer) in facts.writers.iter().enumerate() {
+        cause.push_str(if n == 0 { ": " } else { "; " });
+        cause.push_str(&what_the_writer_did(table, writer));
     }
     // What should have landed since is missing: every short day, not just the one the
     // volume check's headline names.
@@ -61,6 +64,66 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
     Some(Diagnosis::of(CauseKind::StalledWriter, cause, evidence))
 }
 
+/// Whether the writer stalled as a whole, which only its other tables can tell: it
+/// stalled when every table it writes stopped; when some keep loading, only this table
+/// stopped.
+fn what_the_writer_did(table: &str, writer: &WriterFact) -> String {
+    let who = match &writer.owner {
+        Some(owner) => format!("{} (owner {owner})", writer.name),
+        None => writer.name.clone(),
+    };
+    let with = |wanted: &dyn Fn(Option<VerdictKind>) -> bool| -> Vec<&str> {
+        writer
+            .also_writes
+            .iter()
+            .filter(|(_, freshness)| wanted(freshness.as_ref().map(|f| f.verdict)))
+            .map(|(name, _)| name.as_str())
+            .collect()
+    };
+    let loading = with(&|v| matches!(v, Some(VerdictKind::Ok | VerdictKind::Warn)));
+    let stopped = with(&|v| v == Some(VerdictKind::Late));
+    let unknown = with(&|v| {
+        !matches!(
+            v,
+            Some(VerdictKind::Ok | VerdictKind::Warn | VerdictKind::Late)
+        )
+    });
+    let also_stopped = if stopped.is_empty() {
+        String::new()
+    } else {
+        format!("; {} stopped too", listed(&stopped))
+    };
+    if !loading.is_empty() {
+        return format!(
+            "its writer {who} stopped writing {table} while {} kept loading{also_stopped}",
+            listed(&loading)
+        );
+    }
+    if !unknown.is_empty() {
+        return format!(
+            "its writer {who} stopped writing {table}{also_stopped}; whether it stalled as a whole is not known: no freshness check tells whether {} still loads",
+            listed(&unknown)
+        );
+    }
+    if stopped.is_empty() {
+        format!("its writer {who} has stalled")
+    } else {
+        format!(
+            "its writer {who} has stalled: every table it writes stopped ({table} and {})",
+            listed(&stopped)
+        )
+    }
+}
+
+/// "a", "a and b", "a, b and c".
+fn listed(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::test_facts::*;
@@ -84,6 +147,7 @@ mod tests {
             name: "payments loader".into(),
             owner: Some("platform-owner".into()),
             setting: None,
+            also_writes: Vec::new(),
         }];
         let d = diagnose(&f).unwrap();
         assert_eq!(d.kind, CauseKind::StalledWriter);
@@ -123,6 +187,91 @@ mod tests {
             grounds,
             ["freshness", "volume 2026-11-23", "volume 2026-11-24 so far"]
         );
+    }
+
+    fn loader(also_writes: Vec<(&str, Option<VerdictKind>)>) -> WriterFact {
+        WriterFact {
+            name: "payments loader".into(),
+            owner: None,
+            setting: None,
+            also_writes: also_writes
+                .into_iter()
+                .map(|(table, verdict)| {
+                    let freshness = verdict.map(|v| {
+                        let mut f = figure(CheckKind::Freshness, 120.0, v, 300.0);
+                        f.table = table.into();
+                        f
+                    });
+                    (table.to_string(), freshness)
+                })
+                .collect(),
+        }
+    }
+
+    fn late_payments() -> Facts {
+        facts(figure(
+            CheckKind::Freshness,
+            7_200.0,
+            VerdictKind::Late,
+            300.0,
+        ))
+    }
+
+    #[test]
+    fn one_table_stopped_while_the_writers_others_kept_loading_is_not_a_stalled_writer() {
+        let mut f = late_payments();
+        f.writers = vec![loader(vec![
+            ("raw.orders", Some(VerdictKind::Ok)),
+            ("raw.customers", Some(VerdictKind::Ok)),
+        ])];
+        let d = diagnose(&f).unwrap();
+        assert!(!d.cause.contains("stalled"), "{}", d.cause);
+        assert!(
+            d.cause.ends_with(
+                ": its writer payments loader stopped writing raw.payments while raw.orders and raw.customers kept loading"
+            ),
+            "{}",
+            d.cause
+        );
+    }
+
+    #[test]
+    fn a_writer_stalled_when_every_table_it_writes_stopped() {
+        let mut f = late_payments();
+        f.writers = vec![loader(vec![("raw.orders", Some(VerdictKind::Late))])];
+        let d = diagnose(&f).unwrap();
+        assert!(
+            d.cause.ends_with(
+                ": its writer payments loader has stalled: every table it writes stopped (raw.payments and raw.orders)"
+            ),
+            "{}",
+            d.cause
+        );
+        f.writers = vec![loader(vec![])];
+        assert!(diagnose(&f)
+            .unwrap()
+            .cause
+            .ends_with(": its writer payments loader has stalled"));
+    }
+
+    #[test]
+    fn a_writer_whose_other_tables_are_not_watched_is_not_called_stalled() {
+        let mut f = late_payments();
+        f.writers = vec![loader(vec![
+            ("raw.orders", Some(VerdictKind::Late)),
+            ("raw.refunds", None),
+        ])];
+        let d = diagnose(&f).unwrap();
+        assert!(!d.cause.contains("has stalled"), "{}", d.cause);
+        assert!(
+            d.cause.contains("stopped writing raw.payments; raw.orders stopped too; whether it stalled as a whole is not known: no freshness check tells whether raw.refunds still loads"),
+            "{}",
+            d.cause
+        );
+        f.writers.clear();
+        let d = diagnose(&f).unwrap();
+        assert!(!d.cause.contains("has stalled"), "{}", d.cause);
+        assert!(d.cause.contains("add a [[writer]] entry"), "{}", d.cause);
     }
 
     #[test]
