@@ -49,6 +49,17 @@ pub fn when(at: &str) -> String {
     }
 }
 
+/// A value of a check in its unit: "1,214 rows", "1d02h" (of time), "50.0%". The one
+/// place a figure gets its unit, for causes, evidence and receipts alike.
+pub fn amount(check: CheckKind, value: f64) -> String {
+    match check {
+        CheckKind::RowCount | CheckKind::Volume => format!("{} rows", thousands(value)),
+        CheckKind::Freshness => human_seconds(value),
+        CheckKind::NullRate => format!("{:.1}%", value * 100.0),
+        CheckKind::Schema => format!("{} columns", thousands(value)),
+    }
+}
+
 impl Figure {
     /// What was measured, in words: "rows loaded into raw.payments on 2026-11-23".
     pub fn subject(&self) -> String {
@@ -80,12 +91,7 @@ impl Figure {
 
     /// A value in this figure's unit: "1,214 rows", "1d02h", "50.0%".
     pub fn amount(&self, value: f64) -> String {
-        match self.check {
-            CheckKind::RowCount | CheckKind::Volume => format!("{} rows", thousands(value)),
-            CheckKind::Freshness => human_seconds(value),
-            CheckKind::NullRate => format!("{:.1}%", value * 100.0),
-            CheckKind::Schema => format!("{} columns", thousands(value)),
-        }
+        amount(self.check, value)
     }
 
     /// The share of the baseline, where one means anything: "39%".
@@ -96,7 +102,7 @@ impl Figure {
 
     /// The figure as one sentence with its direction, baseline and time:
     /// "rows loaded into raw.payments on 2026-11-23 fell to 1,214 rows, 39% of the
-    /// usual 3,105 rows (expected 2,484 rows..3,726 rows); measured 2026-11-24 14:10".
+    /// usual 3,105 rows (expected 2,484..3,726 rows); measured 2026-11-24 14:10".
     pub fn sentence(&self) -> String {
         let direction = match self.verdict {
             VerdictKind::Low => "fell to",
@@ -116,12 +122,15 @@ impl Figure {
                 self.amount(r.low),
                 self.amount(r.high)
             ),
+            // A usual of none is no base for a share.
             (Some(r), _) => format!(
-                ", {}% of the usual {} (expected {}..{})",
-                self.share().unwrap_or(0.0),
-                self.amount(r.baseline),
+                ", {} (expected {}..{})",
+                match self.share() {
+                    Some(share) => format!("{share}% of the usual {}", self.amount(r.baseline)),
+                    None => "none usually".to_string(),
+                },
                 thousands(r.low),
-                thousands(r.high)
+                self.amount(r.high)
             ),
             (None, _) => String::new(),
         };
@@ -149,6 +158,20 @@ mod tests {
             "{s}"
         );
         assert!(s.ends_with("measured 2026-11-24 14:10"), "{s}");
+    }
+
+    #[test]
+    fn a_usual_of_none_is_no_base_for_a_share() {
+        let mut f = figure(CheckKind::Volume, 40.0, VerdictKind::High, 0.0);
+        f.day = Some("2026-11-23".into());
+        let s = f.sentence();
+        assert!(
+            s.starts_with(
+                "rows loaded into raw.payments on 2026-11-23 rose to 40 rows, none usually (expected 0..0 rows)"
+            ),
+            "{s}"
+        );
+        assert!(!s.contains('%'), "{s}");
     }
 
     #[test]

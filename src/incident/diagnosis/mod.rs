@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::detect::SchemaChange;
 use crate::monitor::thousands;
-pub use figure::{when, Figure};
+pub use figure::{amount, when, Figure};
 pub use lookback_gap::{gap_days, reach_needed};
 
 /// What the engine found around a breach.
