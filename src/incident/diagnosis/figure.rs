@@ -2,7 +2,7 @@
 //! cause never shows seconds as rows or a day's volume as the table's size.
 
 use crate::config::CheckKind;
-use crate::detect::{Range, VerdictKind};
+use crate::detect::{Range, SchemaChange, VerdictKind};
 use crate::monitor::{human_seconds, thousands};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -49,6 +49,30 @@ pub fn when(at: &str) -> String {
     }
 }
 
+/// A breach as one short sentence, for a title; a schema breach says what changed:
+/// "raw.orders.zip_code changed type from INTEGER to VARCHAR".
+pub fn breach_headline(breach: &Figure, changes: &[SchemaChange]) -> String {
+    if breach.check != CheckKind::Schema || changes.is_empty() {
+        return breach.headline();
+    }
+    let table = &breach.table;
+    let said: Vec<String> = changes
+        .iter()
+        .map(|change| match change {
+            SchemaChange::Added { column, data_type } => {
+                format!("{table}.{column} was added ({data_type})")
+            }
+            SchemaChange::Removed { column, data_type } => {
+                format!("{table}.{column} was removed (it was {data_type})")
+            }
+            SchemaChange::TypeChanged { column, from, to } => {
+                format!("{table}.{column} changed type from {from} to {to}")
+            }
+        })
+        .collect();
+    said.join("; ")
+}
+
 /// A value of a check in its unit: "1,214 rows", "1d02h" (of time), "50.0%". The one
 /// place a figure gets its unit, for causes, evidence and receipts alike.
 pub fn amount(check: CheckKind, value: f64) -> String {
@@ -86,6 +110,44 @@ impl Figure {
                 }
             }
             CheckKind::Schema => format!("columns of {table}"),
+        }
+    }
+
+    /// The breach as one short sentence, for a title: "rows loaded into raw.payments
+    /// on 2026-11-23 fell to 1,214 rows", "raw.payments has not loaded for 1d00h".
+    pub fn headline(&self) -> String {
+        let amount = self.amount(self.value);
+        match (self.check, self.verdict) {
+            (CheckKind::Freshness, _) => format!("{} has not loaded for {amount}", self.table),
+            (CheckKind::Schema, _) => format!("the columns of {} changed", self.table),
+            (CheckKind::NullRate, _) => format!("the {} rose to {amount}", self.subject()),
+            (_, VerdictKind::Low) => format!("{} fell to {amount}", self.subject()),
+            (_, VerdictKind::High) => format!("{} rose to {amount}", self.subject()),
+            _ => format!("{} came to {amount}", self.subject()),
+        }
+    }
+
+    /// That the figure is back, as a whole clause in its own grammar: "rows loaded into
+    /// raw.payments on 2026-11-23 are back within their usual range".
+    pub fn back_within_range(&self) -> String {
+        let table = &self.table;
+        match self.check {
+            CheckKind::RowCount => format!("rows in {table} are back within their usual range"),
+            // The whole day, not the part of it measured when the breach was seen.
+            CheckKind::Volume => match &self.day {
+                Some(day) => {
+                    format!("rows loaded into {table} on {day} are back within their usual range")
+                }
+                None => {
+                    format!("rows loaded into {table} per day are back within their usual range")
+                }
+            },
+            CheckKind::Freshness => format!("{table} loads again within its usual cadence"),
+            CheckKind::NullRate => format!(
+                "the null rate of {table}.{} is back within its usual range",
+                self.column.as_deref().unwrap_or("a column")
+            ),
+            CheckKind::Schema => format!("the columns of {table} are back as they were"),
         }
     }
 
@@ -172,6 +234,35 @@ mod tests {
             "{s}"
         );
         assert!(!s.contains('%'), "{s}");
+    }
+
+    #[test]
+    fn back_within_range_is_a_whole_clause_for_every_check() {
+        let mut volume = figure(CheckKind::Volume, 10.0, VerdictKind::Low, 20.0);
+        volume.day = Some("2026-11-23".into());
+        volume.partial = true;
+        let mut nulls = figure(CheckKind::NullRate, 0.5, VerdictKind::High, 0.0);
+        nulls.column = Some("amount".into());
+        let said: Vec<String> = [
+            figure(CheckKind::RowCount, 10.0, VerdictKind::Low, 20.0),
+            volume,
+            figure(CheckKind::Freshness, 9_000.0, VerdictKind::Late, 300.0),
+            nulls,
+            figure(CheckKind::Schema, 4.0, VerdictKind::Changed, 4.0),
+        ]
+        .iter()
+        .map(Figure::back_within_range)
+        .collect();
+        assert_eq!(
+            said,
+            [
+                "rows in raw.payments are back within their usual range",
+                "rows loaded into raw.payments on 2026-11-23 are back within their usual range",
+                "raw.payments loads again within its usual cadence",
+                "the null rate of raw.payments.amount is back within its usual range",
+                "the columns of raw.payments are back as they were",
+            ]
+        );
     }
 
     #[test]

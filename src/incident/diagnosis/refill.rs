@@ -90,6 +90,7 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
     evidence.extend(other_breaches(facts));
     Some(Diagnosis {
         kind: CauseKind::RefillAfterTypeChange,
+        headline: String::new(),
         cause,
         evidence,
         column_change: Some(ColumnChange {
