@@ -378,6 +378,35 @@ fn a_stalled_loader_names_its_writer_and_resolves_by_itself_once_it_loads_again(
 }
 
 #[test]
+fn one_table_stopped_while_its_writer_keeps_loading_the_other_is_not_a_stalled_writer() {
+    let Some(mut run) = healthy("one_table_stopped") else {
+        return;
+    };
+    run.estate.stop_table("raw.payments");
+    run.play(150, true);
+    // (analytics.orders, which joins the payments that stopped, may have opened one of
+    // its own first: this is about the table that stopped.)
+    let incident = run
+        .snapshot()
+        .incidents
+        .into_iter()
+        .find(|i| i.table == "raw.payments")
+        .expect("an incident on raw.payments");
+    let cause = cause(&incident);
+    assert!(
+        cause.starts_with("raw.payments has not loaded since 2024-05-15 10:"),
+        "{cause}"
+    );
+    assert!(
+        cause.contains(
+            "its writer payments loader (owner platform-owner) stopped writing raw.payments while raw.orders kept loading"
+        ),
+        "{cause}"
+    );
+    assert!(!cause.contains("stalled"), "{cause}");
+}
+
+#[test]
 fn nulls_in_new_rows_name_the_column_and_the_model_below_joins_as_a_symptom() {
     let Some(mut run) = healthy("null_spike") else {
         return;
