@@ -878,6 +878,17 @@ fn lookback_gap(test: &str) -> Option<(Run, chrono::NaiveDate)> {
     );
     assert!(cause.contains("lookback = 1"), "{cause}");
     assert!(cause.contains("2 days back, is never rebuilt"), "{cause}");
+    // The title is the cause's headline, and what remains is said in whole sentences.
+    assert_eq!(
+        incident.title,
+        format!("fct_payments is short on {wednesday}, further back than its runs reach")
+    );
+    assert!(
+        incident.evidence[0].starts_with("raw.payments has been back since ")
+            && incident.evidence[0].ends_with("; analytics.fct_payments is not back yet"),
+        "{:#?}",
+        incident.evidence
+    );
     let diff = incident
         .proposals
         .iter()

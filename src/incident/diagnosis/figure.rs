@@ -166,10 +166,20 @@ impl Figure {
     /// "rows loaded into raw.payments on 2026-11-23 fell to 1,214 rows, 39% of the
     /// usual 3,105 rows (expected 2,484..3,726 rows); measured 2026-11-24 14:10".
     pub fn sentence(&self) -> String {
-        let direction = match self.verdict {
-            VerdictKind::Low => "fell to",
-            VerdictKind::High => "rose to",
-            VerdictKind::Late | VerdictKind::Warn => "reached",
+        if self.check == CheckKind::Schema {
+            return format!(
+                "the columns of {} changed ({} now); measured {}",
+                self.table,
+                self.amount(self.value),
+                when(&self.at)
+            );
+        }
+        let direction = match (self.verdict, self.check) {
+            (VerdictKind::Low, _) => "fell to",
+            (VerdictKind::High, _) => "rose to",
+            (VerdictKind::Late | VerdictKind::Warn, _) => "reached",
+            // "rows in t came to 20,113 rows", never "rows … is".
+            (_, CheckKind::RowCount | CheckKind::Volume) => "came to",
             _ => "is",
         };
         let against = match (self.expected, self.check) {
@@ -262,6 +272,22 @@ mod tests {
                 "the null rate of raw.payments.amount is back within its usual range",
                 "the columns of raw.payments are back as they were",
             ]
+        );
+    }
+
+    #[test]
+    fn every_kind_reads_as_a_whole_sentence() {
+        let schema = figure(CheckKind::Schema, 4.0, VerdictKind::Changed, 4.0);
+        assert_eq!(
+            schema.sentence(),
+            "the columns of raw.payments changed (4 columns now); measured 2026-11-24 14:10"
+        );
+        let rows = figure(CheckKind::RowCount, 20_000.0, VerdictKind::Ok, 20_000.0);
+        assert!(
+            rows.sentence()
+                .starts_with("rows in raw.payments came to 20,000 rows, 100% of the usual"),
+            "{}",
+            rows.sentence()
         );
     }
 
