@@ -3,6 +3,7 @@
 
 use crate::config::CheckKind;
 use crate::detect::{Range, SchemaChange, VerdictKind};
+pub use crate::monitor::amount;
 use crate::monitor::{human_seconds, thousands};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -71,17 +72,6 @@ pub fn breach_headline(breach: &Figure, changes: &[SchemaChange]) -> String {
         })
         .collect();
     said.join("; ")
-}
-
-/// A value of a check in its unit: "1,214 rows", "1d02h" (of time), "50.0%". The one
-/// place a figure gets its unit, for causes, evidence and receipts alike.
-pub fn amount(check: CheckKind, value: f64) -> String {
-    match check {
-        CheckKind::RowCount | CheckKind::Volume => format!("{} rows", thousands(value)),
-        CheckKind::Freshness => human_seconds(value),
-        CheckKind::NullRate => format!("{:.1}%", value * 100.0),
-        CheckKind::Schema => format!("{} columns", thousands(value)),
-    }
 }
 
 impl Figure {
