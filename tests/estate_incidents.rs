@@ -378,6 +378,38 @@ fn a_stalled_loader_names_its_writer_and_resolves_by_itself_once_it_loads_again(
 }
 
 #[test]
+fn short_batches_landing_on_schedule_are_the_loader_appending_not_a_reload() {
+    let Some(mut run) = healthy("short_batches") else {
+        return;
+    };
+    run.estate.short_loads("raw.payments", 0.4);
+    let mut opened = None;
+    for _ in 0..(14 * 12) {
+        run.play(5, false);
+        opened = run
+            .snapshot()
+            .incidents
+            .into_iter()
+            .find(|i| i.table == "raw.payments");
+        if opened.is_some() {
+            break;
+        }
+    }
+    let incident = opened.expect("an incident on raw.payments within fourteen hours");
+    let cause = cause(&incident);
+    assert!(
+        cause.starts_with("rows loaded into raw.payments on 2024-05-15 up to "),
+        "{cause}"
+    );
+    // Each short batch still adds rows: the count rises, and that is no reload.
+    assert!(!cause.contains("reload is under way"), "{cause}");
+    assert!(
+        cause.contains("new batches keep landing on schedule"),
+        "{cause}"
+    );
+}
+
+#[test]
 fn one_table_stopped_while_its_writer_keeps_loading_the_other_is_not_a_stalled_writer() {
     let Some(mut run) = healthy("one_table_stopped") else {
         return;

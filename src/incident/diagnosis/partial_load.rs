@@ -56,33 +56,40 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
 /// (rows taken out) and then rose is a reload.
 fn what_the_counts_show(facts: &Facts) -> String {
     let counts = &facts.recent_counts;
-    let [.., (before_at, before), (last_at, last)] = counts.as_slice() else {
+    let (Some((first_at, first)), Some((last_at, last))) = (counts.first(), counts.last()) else {
         return "; a partial load or a delete".to_string();
     };
-    if last < before {
-        return format!(
-            "; rows were deleted: the count fell from {} at {} to {} at {}",
-            thousands(*before),
-            figure::when(before_at),
-            thousands(*last),
-            figure::when(last_at)
-        );
+    // The latest fall in the window: rows taken out.
+    if let Some(w) = counts.windows(2).rev().find(|w| w[1].1 < w[0].1) {
+        let (fell_at, bottom) = (&w[1].0, w[1].1);
+        return if *last > bottom {
+            format!(
+                "; the count fell to {} at {} and is rising again ({} at {}): a reload is under way",
+                thousands(bottom),
+                figure::when(fell_at),
+                thousands(*last),
+                figure::when(last_at)
+            )
+        } else {
+            format!(
+                "; rows were deleted: the count fell from {} at {} to {} at {}",
+                thousands(w[0].1),
+                figure::when(&w[0].0),
+                thousands(bottom),
+                figure::when(fell_at)
+            )
+        };
     }
-    if last == before {
+    if last <= first {
         return "; a partial load or a delete".to_string();
     }
-    let fell_first = counts[..counts.len() - 1]
-        .windows(2)
-        .find(|w| w[1].1 < w[0].1);
-    if let Some(w) = fell_first {
-        return format!(
-            "; the count fell to {} at {} and is rising again ({} at {}): a reload is under way",
-            thousands(w[1].1),
-            figure::when(&w[1].0),
-            thousands(*last),
-            figure::when(last_at)
-        );
-    }
+    let rise = format!(
+        "{} at {}, {} at {}",
+        thousands(*first),
+        figure::when(first_at),
+        thousands(*last),
+        figure::when(last_at)
+    );
     let on_schedule = std::iter::once(&facts.breach)
         .chain(&facts.others)
         .find(|f| {
@@ -91,19 +98,11 @@ fn what_the_counts_show(facts: &Facts) -> String {
         });
     match on_schedule {
         Some(fresh) => format!(
-            "; new batches keep landing on schedule (the last {} ago), so the count rising ({} at {}, {} at {}) is the loader appending; nothing shows the missing rows being reloaded",
+            "; new batches keep landing on schedule (the last {} ago), so the count rising ({rise}) is the loader appending; nothing shows the missing rows being reloaded",
             fresh.amount(fresh.value),
-            thousands(*before),
-            figure::when(before_at),
-            thousands(*last),
-            figure::when(last_at)
         ),
         None => format!(
-            "; the count is rising ({} at {}, {} at {}), and nothing shows whether that is new batches or the missing rows being reloaded",
-            thousands(*before),
-            figure::when(before_at),
-            thousands(*last),
-            figure::when(last_at)
+            "; the count is rising ({rise}), and nothing shows whether that is new batches or the missing rows being reloaded"
         ),
     }
 }
@@ -151,6 +150,14 @@ mod tests {
                  (6,000 at 2026-11-24 14:05, 6,040 at 2026-11-24 14:10) is the loader appending; \
                  nothing shows the missing rows being reloaded"
             ),
+            "{cause}"
+        );
+        // A batch a poll before, nothing since: still the loader appending.
+        f.recent_counts
+            .push(("2026-11-24T14:15:00Z".into(), 6_040.0));
+        let cause = diagnose(&f).unwrap().cause;
+        assert!(
+            cause.contains("so the count rising (6,000 at 2026-11-24 14:05, 6,040 at 2026-11-24 14:15) is the loader appending"),
             "{cause}"
         );
         // Without a freshness figure nothing tells new batches from a reload.
