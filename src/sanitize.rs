@@ -81,6 +81,47 @@ pub fn for_terminal_multiline(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Text shown as a block as it was written (run output, a typed reason): keeps `\n` and
+/// `\t`, turns `\r\n` into `\n`, and escapes every other character [`for_terminal`]
+/// does, a lone `\r` among them (it would let a line overwrite the one before).
+pub fn for_terminal_block(s: &str) -> Cow<'_, str> {
+    let kept = |c: char| c == '\n' || c == '\t';
+    if !s.chars().any(|c| !kept(c) && is_unsafe(c)) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for (index, line) in s.split('\n').enumerate() {
+        if index > 0 {
+            out.push('\n');
+        }
+        for c in line.strip_suffix('\r').unwrap_or(line).chars() {
+            if !kept(c) && is_unsafe(c) {
+                push_escape(&mut out, c);
+            } else {
+                out.push(c);
+            }
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// A Markdown fenced block holding `s` as [`for_terminal_block`] cleans it, each line
+/// after `indent` (to sit inside a list item). The fence is a run of backticks longer
+/// than any in the text, so nothing in it can close the block early.
+pub fn fenced_block(s: &str, indent: &str) -> String {
+    let text = for_terminal_block(s);
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    let mut out = format!("{indent}{fence}\n");
+    for line in text.trim_end_matches('\n').split('\n') {
+        out.push_str(indent);
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push_str(&format!("{indent}{fence}\n"));
+    out
+}
+
 fn push_escape(out: &mut String, c: char) {
     let code = u32::from(c);
     // Writing to a String cannot fail.
@@ -650,6 +691,24 @@ mod tests {
     }
 
     #[test]
+    fn a_block_keeps_newlines_and_tabs_and_escapes_everything_else() {
+        assert_eq!(
+            for_terminal_block("a\r\n\tb\x1b[2J\rc\u{202e}\nd"),
+            "a\n\tb\\x1b[2J\\x0dc\\u{202e}\nd"
+        );
+        assert!(matches!(for_terminal_block("a\n\tb"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn a_fence_is_longer_than_any_run_of_backticks_in_the_text() {
+        assert_eq!(fenced_block("ok\n", "  "), "  ```\n  ok\n  ```\n");
+        assert_eq!(
+            fenced_block("a\n```\nb ````` c", ""),
+            "``````\na\n```\nb ````` c\n``````\n"
+        );
+    }
+
+    #[test]
     fn snapshot_walk_cleans_every_field_it_reaches() {
         use crate::engine::api::{IncidentStatus, ProposalKind, ProposalState};
         let mut snap = Snapshot {
@@ -769,6 +828,24 @@ mod tests {
         fn multiline_output_only_keeps_newlines(s in any::<String>()) {
             let out = for_terminal_multiline(&s);
             prop_assert!(!out.chars().any(|c| c != '\n' && is_unsafe(c)));
+        }
+
+        #[test]
+        fn a_block_only_keeps_newlines_and_tabs(s in any::<String>()) {
+            let out = for_terminal_block(&s);
+            prop_assert!(!out.chars().any(|c| c != '\n' && c != '\t' && is_unsafe(c)));
+        }
+
+        #[test]
+        fn nothing_in_a_fenced_block_closes_it(s in "[`a\n]{0,40}") {
+            let block = fenced_block(&s, "");
+            let lines: Vec<&str> = block.lines().collect();
+            let fence = lines[0];
+            prop_assert_eq!(lines[lines.len() - 1], fence);
+            // A line closes a block when it is a run of backticks at least as long.
+            prop_assert!(lines[1..lines.len() - 1]
+                .iter()
+                .all(|l| !(l.trim().starts_with(fence) && l.trim().chars().all(|c| c == '`'))));
         }
 
         #[test]

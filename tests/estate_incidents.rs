@@ -298,7 +298,13 @@ fn most_of_todays_payments_deleted_is_a_partial_load_in_rows_loaded_today() {
         "{cause}"
     );
     assert!(!cause.contains("row count"), "{cause}");
-    assert!(incident.title.contains("volume"), "{}", incident.title);
+    assert!(
+        incident.title.starts_with(&format!(
+            "rows loaded into raw.payments on {today} up to 10:45 fell to"
+        )),
+        "{}",
+        incident.title
+    );
     // The job that reads the table is held until it recovers; nothing else is guessed.
     let kinds: Vec<ProposalKind> = incident.proposals.iter().map(|p| p.kind).collect();
     assert_eq!(kinds, vec![ProposalKind::Hold], "{:#?}", incident.proposals);
@@ -372,6 +378,67 @@ fn a_stalled_loader_names_its_writer_and_resolves_by_itself_once_it_loads_again(
 }
 
 #[test]
+fn short_batches_landing_on_schedule_are_the_loader_appending_not_a_reload() {
+    let Some(mut run) = healthy("short_batches") else {
+        return;
+    };
+    run.estate.short_loads("raw.payments", 0.4);
+    let mut opened = None;
+    for _ in 0..(14 * 12) {
+        run.play(5, false);
+        opened = run
+            .snapshot()
+            .incidents
+            .into_iter()
+            .find(|i| i.table == "raw.payments");
+        if opened.is_some() {
+            break;
+        }
+    }
+    let incident = opened.expect("an incident on raw.payments within fourteen hours");
+    let cause = cause(&incident);
+    assert!(
+        cause.starts_with("rows loaded into raw.payments on 2024-05-15 up to "),
+        "{cause}"
+    );
+    // Each short batch still adds rows: the count rises, and that is no reload.
+    assert!(!cause.contains("reload is under way"), "{cause}");
+    assert!(
+        cause.contains("new batches keep landing on schedule"),
+        "{cause}"
+    );
+}
+
+#[test]
+fn one_table_stopped_while_its_writer_keeps_loading_the_other_is_not_a_stalled_writer() {
+    let Some(mut run) = healthy("one_table_stopped") else {
+        return;
+    };
+    run.estate.stop_table("raw.payments");
+    run.play(150, true);
+    // (analytics.orders, which joins the payments that stopped, may have opened one of
+    // its own first: this is about the table that stopped.)
+    let incident = run
+        .snapshot()
+        .incidents
+        .into_iter()
+        .find(|i| i.table == "raw.payments")
+        .expect("an incident on raw.payments");
+    let cause = cause(&incident);
+    assert!(
+        cause.starts_with("raw.payments has not loaded since 2024-05-15 10:"),
+        "{cause}"
+    );
+    assert!(
+        cause.contains(
+            "its writer payments loader (owner platform-owner) stopped writing raw.payments while raw.orders kept loading"
+        ),
+        "{cause}"
+    );
+    assert!(!cause.contains("stalled"), "{cause}");
+}
+
+#[test]
 fn nulls_in_new_rows_name_the_column_and_the_model_below_joins_as_a_symptom() {
     let Some(mut run) = healthy("null_spike") else {
         return;
@@ -386,7 +453,9 @@ fn nulls_in_new_rows_name_the_column_and_the_model_below_joins_as_a_symptom() {
     );
     assert!(cause.contains("no schema change explains it"), "{cause}");
     assert!(
-        incident.title.contains("null rate(amount)"),
+        incident
+            .title
+            .starts_with("the null rate of raw.payments.amount in rows loaded since"),
         "{}",
         incident.title
     );
@@ -841,6 +910,17 @@ fn lookback_gap(test: &str) -> Option<(Run, chrono::NaiveDate)> {
     );
     assert!(cause.contains("lookback = 1"), "{cause}");
     assert!(cause.contains("2 days back, is never rebuilt"), "{cause}");
+    // The title is the cause's headline, and what remains is said in whole sentences.
+    assert_eq!(
+        incident.title,
+        format!("fct_payments is short on {wednesday}, further back than its runs reach")
+    );
+    assert!(
+        incident.evidence[0].starts_with("raw.payments has been back since ")
+            && incident.evidence[0].ends_with("; analytics.fct_payments is not back yet"),
+        "{:#?}",
+        incident.evidence
+    );
     let diff = incident
         .proposals
         .iter()

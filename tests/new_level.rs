@@ -206,5 +206,12 @@ fn a_level_shift_is_one_incident_until_its_owner_accepts_the_new_level() {
     let incidents = engine.snapshot(false).incidents;
     assert_eq!(incidents.len(), 2, "{incidents:#?}");
     assert_eq!(incidents[1].status, IncidentStatus::Open);
-    assert!(incidents[1].title.contains("volume"), "{:?}", incidents[1]);
+    assert!(
+        incidents[1]
+            .title
+            .starts_with("rows loaded into orders on ")
+            && incidents[1].title.contains(" fell to "),
+        "{:?}",
+        incidents[1]
+    );
 }

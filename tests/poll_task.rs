@@ -157,7 +157,7 @@ fn a_stop_is_recorded_while_a_check_is_blocked_on_a_locked_table() {
         .iter()
         .find(|m| m.name == "t" && m.check == "row_count")
         .unwrap_or_else(|| panic!("{:#?}", snapshot.monitors));
-    assert_eq!(row_count.observed, "7");
+    assert_eq!(row_count.observed, "7 rows");
     assert_eq!(row_count.health, MonitorHealth::Ok);
     assert!(snapshot.org_stop.is_some());
 
@@ -380,7 +380,7 @@ fn the_engine_acts_on_what_the_poll_task_stored_and_polls_nothing_itself() {
         .iter()
         .find(|m| m.name == "orders")
         .unwrap_or_else(|| panic!("{:#?}", snapshot.monitors));
-    assert_eq!(orders.observed, "5");
+    assert_eq!(orders.observed, "5 rows");
     task.stop();
     // An idle task is joined: its thread, and so its sender, are gone.
     assert_eq!(news.try_recv(), Err(mpsc::TryRecvError::Disconnected));

@@ -89,6 +89,40 @@ mod tests {
         }
     }
 
+    /// One incident over many monitors: the list takes the rows it needs and the
+    /// monitors pane the rest, at every size (not thirty empty rows over four lines of
+    /// monitors at 160x45).
+    #[test]
+    fn the_list_takes_the_rows_it_needs_and_the_monitors_the_rest() {
+        let mut snapshot = sample_snapshot();
+        snapshot.incidents.truncate(1);
+        let template = snapshot.monitors[1].clone();
+        snapshot.monitors = (0..40)
+            .map(|n| {
+                let mut monitor = template.clone();
+                monitor.name = format!("m{n:02}_freshness");
+                monitor
+            })
+            .collect();
+        let mut app = App::new(false, Theme::fallback(), None, false);
+        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
+        for (width, height) in [(80, 24), (120, 40), (160, 45)] {
+            let screen = draw(&app, width, height);
+            let lines: Vec<&str> = screen.lines().collect();
+            // Title bar, the list's border, header and one row, then its bottom border.
+            assert!(lines[4].contains('┗'), "{screen}");
+            // The monitors fill the rest: a row on the line above its bottom border.
+            assert!(
+                lines[height as usize - 4].contains("_freshness"),
+                "{screen}"
+            );
+            insta::assert_snapshot!(
+                format!("one_incident_many_monitors_{width}x{height}"),
+                screen
+            );
+        }
+    }
+
     /// `s` sorts by the id, `S` turns it round, `t` hides resolved incidents; the title
     /// and the header say how the list is shown.
     #[test]

@@ -63,10 +63,11 @@ impl Engine {
             None => (None, Vec::new(), None),
         };
         let counts = monitor::history(&self.state, &observation.monitor, CheckKind::RowCount)?;
+        // Three: a reload shows as a count that fell and then rose.
         let recent_counts = counts
             .iter()
             .rev()
-            .take(2)
+            .take(3)
             .rev()
             .filter_map(|o| o.value.map(|v| (o.at.clone(), v)))
             .collect();
@@ -279,8 +280,26 @@ impl Engine {
                 name: w.name.clone().unwrap_or_else(|| w.id.clone()),
                 owner: w.owner.clone(),
                 setting: w.setting.clone().zip(w.value.clone()),
+                also_writes: w
+                    .writes
+                    .iter()
+                    .filter(|t| lineage.resolve(t).ok() != Some(index))
+                    .map(|t| (t.clone(), self.latest_freshness(t)))
+                    .collect(),
             })
             .collect()
+    }
+
+    /// The latest freshness figure of a table, found by lineage (its name in the notes
+    /// may be spelled differently from the monitor's).
+    fn latest_freshness(&self, table: &str) -> Option<crate::incident::diagnosis::Figure> {
+        let lineage = self.lineage.as_ref()?;
+        let wanted = lineage.resolve(table).ok()?;
+        self.latest
+            .values()
+            .filter(|o| o.check == CheckKind::Freshness)
+            .find(|o| lineage.resolve(&o.table).ok() == Some(wanted))
+            .map(figure)
     }
 
     /// The first open incident on a table this one reads from, directly or through

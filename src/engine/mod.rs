@@ -604,6 +604,7 @@ impl Engine {
             // Evidence accumulates: what was shown before (with the notes its
             // assessment added) stays, and the new figures follow it.
             incident.diagnosis.cause = diagnosis.cause;
+            incident.diagnosis.headline = diagnosis.headline;
             for line in diagnosis.evidence {
                 if !incident.diagnosis.evidence.contains(&line) {
                     incident.diagnosis.evidence.push(line);
@@ -650,10 +651,15 @@ impl Engine {
 
         // L0: monitors only. The breach is recorded and shown; nothing is inferred.
         let Some(facts) = facts else {
-            let diagnosis = Diagnosis::of(
+            let mut diagnosis = Diagnosis::of(
                 diagnosis::CauseKind::Unexplained,
                 "L0: monitors only; no diagnosis".to_string(),
                 Vec::new(),
+            );
+            // Nothing inferred: the title is the breach itself.
+            diagnosis.headline = diagnosis::breach_headline(
+                &facts::figure(observation),
+                &observation.detail.changes,
             );
             let incident = Incident::opened(&id, observation, &expected, &self.now, diagnosis);
             self.incidents.push(incident);
@@ -1067,16 +1073,19 @@ impl Incident {
         let i = self;
         IncidentView {
             id: i.id.clone(),
-            title: if i.headline.is_empty() {
+            // The cause in a sentence; an incident stored before causes had one keeps
+            // the words of its first breach.
+            title: if !i.diagnosis.headline.is_empty() {
+                i.diagnosis.headline.clone()
+            } else if i.headline.is_empty() {
                 format!(
-                    "{} {} {} ({})",
+                    "{} {} {}",
                     i.table,
                     i.check.as_str().replace('_', " "),
-                    monitor::thousands(i.observed),
-                    i.expected
+                    monitor::thousands(i.observed)
                 )
             } else {
-                format!("{} {} ({})", i.table, i.headline, i.expected)
+                format!("{} {}", i.table, i.headline)
             },
             table: i.table.clone(),
             monitor: i.monitor.clone(),

@@ -157,7 +157,7 @@ impl Engine {
                         format!(
                             "{}..{}",
                             monitor::thousands(r.low),
-                            monitor::thousands(r.high)
+                            monitor::amount(CheckKind::Volume, r.high)
                         )
                     })
                     .unwrap_or_else(|| "learning".to_string());
@@ -165,8 +165,8 @@ impl Engine {
                     name,
                     passed: judged.verdict == crate::detect::VerdictKind::Ok,
                     detail: format!(
-                        "{} rows{} at {}, expected {expected}",
-                        monitor::thousands(judged.rows),
+                        "{}{} at {}, expected {expected}",
+                        monitor::amount(CheckKind::Volume, judged.rows),
                         if judged.partial { " so far" } else { "" },
                         short_time(&o.at)
                     ),
@@ -215,7 +215,7 @@ impl Engine {
             return Some(Reading {
                 observed: format!(
                     "{}{}",
-                    monitor::thousands(judged.rows),
+                    monitor::amount(CheckKind::Volume, judged.rows),
                     if judged.partial { " so far" } else { "" }
                 ),
                 verdict: judged.verdict,
@@ -397,7 +397,7 @@ impl Engine {
     }
 }
 
-/// A check's band as people read it: "18,243..30,405", "0.00%..0.20%", or for
+/// A check's band as people read it: "18,243..30,405 rows", "0.00%..0.20%", or for
 /// freshness the longest gap allowed, "15m".
 fn band(check: CheckKind, r: crate::detect::Range) -> String {
     match check {
@@ -406,7 +406,7 @@ fn band(check: CheckKind, r: crate::detect::Range) -> String {
         _ => format!(
             "{}..{}",
             monitor::thousands(r.low),
-            monitor::thousands(r.high)
+            monitor::amount(check, r.high)
         ),
     }
 }

@@ -199,7 +199,7 @@ impl Engine {
                 found.evidence.insert(
                     0,
                     format!(
-                        "{} is back since {}; {} is not",
+                        "{} has been back since {}; {} is not back yet",
                         self.incidents[i].table,
                         crate::incident::diagnosis::when(
                             self.incidents[i]

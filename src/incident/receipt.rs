@@ -6,7 +6,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::chain::Record;
-use crate::sanitize::{Sanitize, Sanitized};
+use crate::config::CheckKind;
+use crate::incident::diagnosis::amount;
+use crate::sanitize::{fenced_block, for_terminal_block, Sanitize, Sanitized};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Receipt {
@@ -17,6 +19,11 @@ pub struct Receipt {
     pub resolved_at: Option<String>,
     pub observed: Value,
     pub expected: Value,
+    /// The check that opened it, for the unit of `observed` and `expected`. Not in the
+    /// JSON: it is read from the same chain record, and receipts saved before it still
+    /// match.
+    #[serde(skip)]
+    pub check: Option<CheckKind>,
     pub cause: String,
     pub evidence: Vec<String>,
     pub blast_radius: BlastSummary,
@@ -118,6 +125,7 @@ pub fn build(records: &[Record], incident: &str) -> Result<Receipt> {
         resolved_at: None,
         observed: open_payload["observed"].clone(),
         expected: open_payload["expected"].clone(),
+        check: serde_json::from_value(open_payload["check"].clone()).ok(),
         cause: String::new(),
         evidence: Vec::new(),
         blast_radius: BlastSummary {
@@ -296,6 +304,7 @@ impl Sanitize for Receipt {
             resolved_at,
             observed,
             expected,
+            check: _,
             cause,
             evidence,
             blast_radius:
@@ -322,7 +331,7 @@ impl Sanitize for Receipt {
         } = self;
         if let Some(ClosedByHand { by, reason }) = closed_by_hand {
             by.sanitize();
-            reason.sanitize();
+            keep_lines(reason);
         }
         for text in [incident, table, monitor, opened_at, cause, head_hash] {
             text.sanitize();
@@ -330,7 +339,19 @@ impl Sanitize for Receipt {
         for value in [observed, expected] {
             value.sanitize();
         }
-        for list in [runs, verification, undo, symptoms, backfills] {
+        // Run output keeps its lines (shown in a fenced block); every other field is one line.
+        for run in runs {
+            sanitize_keeping_lines(run, &["detail"]);
+        }
+        for v in verification {
+            let mut checks = v["checks"].take();
+            v.sanitize();
+            for check in checks.as_array_mut().into_iter().flatten() {
+                sanitize_keeping_lines(check, &["detail"]);
+            }
+            v["checks"] = checks;
+        }
+        for list in [undo, symptoms, backfills] {
             list.sanitize();
         }
         resolved_at.sanitize();
@@ -359,12 +380,74 @@ impl Sanitize for Receipt {
                 seq: _,
             } in decisions
             {
-                for text in [verdict, at, reason] {
+                for text in [verdict, at] {
                     text.sanitize();
                 }
+                keep_lines(reason);
                 actor.sanitize();
             }
         }
+    }
+}
+
+/// Text a person wrote or a run printed, cleaned for a fenced block: its lines kept.
+fn keep_lines(text: &mut String) {
+    if let std::borrow::Cow::Owned(clean) = for_terminal_block(text) {
+        *text = clean;
+    }
+}
+
+/// A record's payload cleaned as single lines, but for the text fields named, which keep
+/// their lines.
+fn sanitize_keeping_lines(payload: &mut Value, multiline: &[&str]) {
+    let kept: Vec<(&str, String)> = multiline
+        .iter()
+        .filter_map(|key| Some((*key, payload.get(*key)?.as_str()?.to_string())))
+        .collect();
+    payload.sanitize();
+    for (key, mut text) in kept {
+        keep_lines(&mut text);
+        payload[key] = Value::String(text);
+    }
+}
+
+/// Text after a label: inline when it is one line, else a fenced block below the line
+/// (indented to sit in the list item), so run output reads as it was printed.
+fn after_label(text: &str, indent: &str) -> String {
+    if text.contains('\n') {
+        format!("\n{}", fenced_block(text, indent).trim_end_matches('\n'))
+    } else if text.is_empty() {
+        String::new()
+    } else {
+        format!(" {text}")
+    }
+}
+
+/// "86,863" from the chain as people read it, in its check's unit: "1d00h since the
+/// last load", "1,214 rows".
+fn observed_text(r: &Receipt) -> String {
+    match (r.observed.as_f64(), r.check) {
+        (Some(v), Some(CheckKind::Freshness)) => {
+            format!("{} since the last load", amount(CheckKind::Freshness, v))
+        }
+        (Some(v), Some(check)) => amount(check, v),
+        (Some(v), None) => crate::monitor::thousands(v),
+        (None, _) => r.observed.to_string(),
+    }
+}
+
+/// The expected band as the chain recorded it ("2,484..3,726"), with its unit where the
+/// words left it out: only counts of rows are written bare.
+fn expected_text(r: &Receipt) -> String {
+    let text = r.expected.as_str().unwrap_or_default();
+    let bare_range = text.split_once("..").is_some_and(|(low, high)| {
+        [low, high]
+            .iter()
+            .all(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit() || c == ','))
+    });
+    match r.check {
+        Some(CheckKind::RowCount | CheckKind::Volume) if bare_range => format!("{text} rows"),
+        _ => text.to_string(),
     }
 }
 
@@ -391,18 +474,15 @@ fn markdown(receipt: &Sanitized<Receipt>) -> String {
         r.monitor,
         r.opened_at,
         r.resolved_at.as_deref().unwrap_or("not yet"),
-        r.observed
-            .as_f64()
-            .map(crate::monitor::thousands)
-            .unwrap_or_else(|| r.observed.to_string()),
-        r.expected.as_str().unwrap_or_default()
+        observed_text(r),
+        expected_text(r)
     ));
     if let Some(closed) = &r.closed_by_hand {
         md.push_str(&format!(
-            "Closed by hand by {} (uid {}): {}\n\n",
+            "Closed by hand by {} (uid {}):{}\n\n",
             closed.by["user"].as_str().unwrap_or("unknown"),
             closed.by["uid"],
-            closed.reason
+            after_label(&closed.reason, "")
         ));
     }
     if let Some(root) = &r.merged_into {
@@ -455,10 +535,10 @@ fn markdown(receipt: &Sanitized<Receipt>) -> String {
                 d.at,
                 actor_text(&d.actor),
                 d.seq,
-                if d.reason.is_empty() {
-                    String::new()
-                } else {
-                    format!(": \"{}\"", d.reason)
+                match d.reason.as_str() {
+                    "" => String::new(),
+                    reason if reason.contains('\n') => format!(":{}", after_label(reason, "    ")),
+                    reason => format!(": \"{reason}\""),
                 }
             ));
         }
@@ -494,13 +574,17 @@ fn markdown(receipt: &Sanitized<Receipt>) -> String {
             link if link.is_empty() => String::new(),
             link => format!(" <{link}>"),
         };
+        let detail = text(r, "detail");
+        let (inline, block) = match detail.contains('\n') {
+            true => (String::new(), after_label(&detail, "  ")),
+            false => (after_label(&detail, ""), String::new()),
+        };
         md.push_str(&format!(
-            "- {} run {} of {}: {} {}{link} (chain #{})\n",
+            "- {} run {} of {}: {}{inline}{link} (chain #{}){block}\n",
             text(r, "at"),
             text(r, "run"),
             text(r, "job"),
             text(r, "status"),
-            text(r, "detail"),
             r["seq"]
         ));
     }
@@ -518,14 +602,14 @@ fn markdown(receipt: &Sanitized<Receipt>) -> String {
         ));
         for c in v["checks"].as_array().into_iter().flatten() {
             md.push_str(&format!(
-                "  - [{}] {}: {}\n",
+                "  - [{}] {}:{}\n",
                 if c["passed"].as_bool() == Some(true) {
                     "x"
                 } else {
                     " "
                 },
                 text(c, "name"),
-                text(c, "detail")
+                after_label(&text(c, "detail"), "    ")
             ));
         }
     }
@@ -619,5 +703,95 @@ mod tests {
             markdown.contains("run 7 of hourly_orders: failed exit 1 (chain"),
             "{markdown}"
         );
+    }
+    /// What a dbt run prints, with the kind of text a model or a hostile name can put in it.
+    const RUN_OUTPUT: &str = "Running with dbt=1.8.7\n\
+        1 of 2 START sql table model main.customers\t[RUN]\n\
+        ```\n\
+        2 of 2 ERROR creating sql table model main.orders\x1b[31m\u{202e}\r\n\
+        Done. PASS=1 ERROR=1";
+
+    #[test]
+    fn run_output_keeps_its_lines_in_a_fence_nothing_in_it_can_close() {
+        let records = chain(&[
+            (
+                "incident_opened",
+                json!({"incident": "INC-0001", "table": "raw.orders", "monitor": "orders",
+                       "check": "freshness", "observed": 86_863.0,
+                       "expected": "within 1h30m"}),
+            ),
+            (
+                "proposal",
+                json!({"incident": "INC-0001", "proposal": "P-1", "kind": "hold",
+                       "title": "pause the dbt job", "owner": "analytics",
+                       "content_hash": "abc", "undo": "resume it"}),
+            ),
+            (
+                "decision",
+                json!({"incident": "INC-0001", "proposal": "P-1", "verdict": "approved",
+                       "reason": "orders stopped at 02:10;\nthe loader's disk is full"}),
+            ),
+            (
+                "run",
+                json!({"incident": "INC-0001", "run": "r-1", "job": "jaffle_shop",
+                       "status": "error", "detail": RUN_OUTPUT}),
+            ),
+            (
+                "verification",
+                json!({"incident": "INC-0001", "passed": false, "checks": [
+                    {"name": "run r-1 of jaffle_shop after raw.orders recovered",
+                     "passed": false, "detail": format!("error: {RUN_OUTPUT}")},
+                    {"name": "raw.orders freshness", "passed": true,
+                     "detail": "4m since the last load"}]}),
+            ),
+        ]);
+        let receipt = build(&records, "INC-0001").unwrap();
+        // Each chain has its own log id, so its hashes differ from run to run.
+        let markdown = receipt
+            .to_markdown()
+            .replace(&receipt.chain.head_hash, "(head hash)");
+        assert!(!markdown
+            .chars()
+            .any(|c| c != '\n' && c != '\t' && crate::sanitize::is_unsafe(c)));
+        assert!(!markdown.contains("\\x0a"), "{markdown}");
+        insta::assert_snapshot!(markdown);
+    }
+
+    #[test]
+    fn every_figure_in_a_receipt_carries_its_unit() {
+        for (check, observed, expected, line) in [
+            (
+                "freshness",
+                86_863.0,
+                "within 1h30m",
+                "- Observed: 1d00h since the last load (expected within 1h30m)",
+            ),
+            (
+                "row_count",
+                1_214.0,
+                "2,484..3,726",
+                "- Observed: 1,214 rows (expected 2,484..3,726 rows)",
+            ),
+            (
+                "volume",
+                0.0,
+                "learning",
+                "- Observed: 0 rows (expected learning)",
+            ),
+            (
+                "null_rate",
+                0.5,
+                "0.00%..2.00%",
+                "- Observed: 50.0% (expected 0.00%..2.00%)",
+            ),
+        ] {
+            let records = chain(&[(
+                "incident_opened",
+                json!({"incident": "INC-0001", "table": "raw.orders", "monitor": "orders",
+                       "check": check, "observed": observed, "expected": expected}),
+            )]);
+            let markdown = build(&records, "INC-0001").unwrap().to_markdown();
+            assert!(markdown.contains(line), "{line} in {markdown}");
+        }
     }
 }

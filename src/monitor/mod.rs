@@ -118,7 +118,8 @@ impl Observation {
                 format!("{:.2}%..{:.2}%", r.low * 100.0, r.high * 100.0)
             }
             (Some(r), CheckKind::Freshness) => format!("within {}", human_seconds(r.high)),
-            (Some(r), _) => format!("{}..{}", thousands(r.low), thousands(r.high)),
+            // "2,484..3,726 rows": the unit once, after the band.
+            (Some(r), check) => format!("{}..{}", thousands(r.low), amount(check, r.high)),
             (None, CheckKind::Schema) => "no change".to_string(),
             (None, _) if self.verdict == VerdictKind::Unknown => "-".to_string(),
             (None, _) => "learning".to_string(),
@@ -151,16 +152,17 @@ impl Observation {
     fn measured_text(&self) -> String {
         match self.check {
             CheckKind::Volume if self.detail.partial => match (self.value, &self.detail.day) {
-                // Today so far: "4,120 by 14:05 on 2024-05-14".
+                // Today so far: "4,120 rows by 14:05 on 2024-05-14".
                 (Some(v), Some(day)) => {
                     let time = self.at.get(11..16).unwrap_or(&self.at);
-                    format!("{} by {time} on {day}", thousands(v))
+                    format!("{} by {time} on {day}", amount(self.check, v))
                 }
                 _ => String::new(),
             },
-            CheckKind::RowCount | CheckKind::Volume => {
-                self.value.map(thousands).unwrap_or_default()
-            }
+            CheckKind::RowCount | CheckKind::Volume => self
+                .value
+                .map(|v| amount(self.check, v))
+                .unwrap_or_default(),
             CheckKind::NullRate => match (self.value, &self.detail.since) {
                 (Some(v), Some(since)) => {
                     format!("{:.2}% null in rows loaded since {since}", v * 100.0)
@@ -192,6 +194,17 @@ fn utc_text(seconds: i64) -> String {
     chrono::DateTime::from_timestamp(seconds, 0)
         .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
         .unwrap_or_else(|| seconds.to_string())
+}
+
+/// A value of a check in its unit: "1,214 rows", "1d02h" (of time), "50.0%". The one
+/// place a figure gets its unit: what monitors show, causes, evidence and receipts.
+pub fn amount(check: CheckKind, value: f64) -> String {
+    match check {
+        CheckKind::RowCount | CheckKind::Volume => format!("{} rows", thousands(value)),
+        CheckKind::Freshness => human_seconds(value),
+        CheckKind::NullRate => format!("{:.1}%", value * 100.0),
+        CheckKind::Schema => format!("{} columns", thousands(value)),
+    }
 }
 
 /// 5400.0 -> "1h30m".

@@ -147,7 +147,7 @@ fn recovery(ctx: &Context) -> String {
             None => format!("the models that read {} run on it", ctx.table),
         },
         CauseKind::StalledWriter => format!("{} loads again within its cadence", ctx.table),
-        _ => format!("the {} is back within its usual range", breach.subject()),
+        _ => breach.back_within_range(),
     }
 }
 

@@ -441,6 +441,10 @@ struct Loader {
     loaded_through: NaiveDateTime,
     /// Hours from this one on are skipped until `resume`.
     stalled_from: Option<NaiveDateTime>,
+    /// Tables the loader stopped writing while it keeps loading the others.
+    stopped_tables: BTreeSet<String>,
+    /// table -> share of each new hour's rows that lands (a short batch, on schedule).
+    short_loads: BTreeMap<String, f64>,
     /// (table, column) -> share of each new hour's rows loaded with that column null.
     nulling: BTreeMap<(String, String), f64>,
     refill: Option<Refill>,
@@ -1005,6 +1009,8 @@ impl Estate {
             loader: Mutex::new(Loader {
                 loaded_through: last,
                 stalled_from: None,
+                stopped_tables: Default::default(),
+                short_loads: Default::default(),
                 nulling: BTreeMap::new(),
                 refill: None,
             }),
@@ -1132,12 +1138,25 @@ impl Estate {
         let (orders_sql, payments_sql) = load_sql(hour, hour);
         let mut client = self.client();
         let mut tx = client.transaction().unwrap();
-        let orders = tx
-            .execute(&orders_sql, &[])
-            .unwrap_or_else(|e| panic!("loading raw.orders: {e:?}"));
-        let payments = tx
-            .execute(&payments_sql, &[])
-            .unwrap_or_else(|e| panic!("loading raw.payments: {e:?}"));
+        let load = |tx: &mut postgres::Transaction, table: &str, sql: &str| {
+            if loader.stopped_tables.contains(table) {
+                return 0;
+            }
+            tx.execute(sql, &[])
+                .unwrap_or_else(|e| panic!("loading {table}: {e:?}"))
+        };
+        let orders = load(&mut tx, "raw.orders", &orders_sql);
+        let payments = load(&mut tx, "raw.payments", &payments_sql);
+        for (table, landed) in &loader.short_loads {
+            let sql = format!(
+                "DELETE FROM {} WHERE loaded_at = {} AND {}",
+                quote_relation(table),
+                sql_timestamp(hour),
+                share_of_rows(1.0 - landed, 13)
+            );
+            tx.execute(&sql, &[])
+                .unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+        }
         for ((table, column), share) in &loader.nulling {
             let sql = format!(
                 "UPDATE {} SET {} = NULL WHERE loaded_at = {} AND {}",
@@ -1975,6 +1994,25 @@ impl Estate {
     /// the hours it skipped stay missing.
     pub fn stall(&self, from: NaiveDateTime) {
         self.loader.lock().unwrap().stalled_from = Some(hour_of(from));
+    }
+
+    /// From the next load on, only `share` of each hour's rows of `table` lands: short
+    /// batches, still on schedule.
+    pub fn short_loads(&self, table: &str, share: f64) {
+        self.loader
+            .lock()
+            .unwrap()
+            .short_loads
+            .insert(table.to_string(), share);
+    }
+
+    /// The loader stops writing `table` alone; the other raw table keeps loading.
+    pub fn stop_table(&self, table: &str) {
+        self.loader
+            .lock()
+            .unwrap()
+            .stopped_tables
+            .insert(table.to_string());
     }
 
     pub fn resume(&self) {

@@ -38,6 +38,16 @@ pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
     if !monitors_focused {
         monitors_height = monitors_height.min(area.height.saturating_sub(TABLE_CHROME + 1));
     }
+    // The list takes the rows it needs and the monitors get the rest, as many as they
+    // hold: one incident is not thirty empty rows over a few lines of monitors. Only a
+    // list longer than the screen holds the monitors to their share; monitors that all
+    // fit leave what is over to the list.
+    let list_rows = match app.connected {
+        true => app.visible_incidents().len().max(1) as u16,
+        false => 1,
+    };
+    let rest = area.height.saturating_sub(list_rows + TABLE_CHROME);
+    monitors_height = monitors_height.max(rest.min(monitor_rows + TABLE_CHROME));
     if monitor_rows == 0 || monitors_height < TABLE_CHROME + 1 {
         monitors_height = 0;
     }

@@ -2,7 +2,8 @@
 //! cause never shows seconds as rows or a day's volume as the table's size.
 
 use crate::config::CheckKind;
-use crate::detect::{Range, VerdictKind};
+use crate::detect::{Range, SchemaChange, VerdictKind};
+pub use crate::monitor::amount;
 use crate::monitor::{human_seconds, thousands};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -49,6 +50,30 @@ pub fn when(at: &str) -> String {
     }
 }
 
+/// A breach as one short sentence, for a title; a schema breach says what changed:
+/// "raw.orders.zip_code changed type from INTEGER to VARCHAR".
+pub fn breach_headline(breach: &Figure, changes: &[SchemaChange]) -> String {
+    if breach.check != CheckKind::Schema || changes.is_empty() {
+        return breach.headline();
+    }
+    let table = &breach.table;
+    let said: Vec<String> = changes
+        .iter()
+        .map(|change| match change {
+            SchemaChange::Added { column, data_type } => {
+                format!("{table}.{column} was added ({data_type})")
+            }
+            SchemaChange::Removed { column, data_type } => {
+                format!("{table}.{column} was removed (it was {data_type})")
+            }
+            SchemaChange::TypeChanged { column, from, to } => {
+                format!("{table}.{column} changed type from {from} to {to}")
+            }
+        })
+        .collect();
+    said.join("; ")
+}
+
 impl Figure {
     /// What was measured, in words: "rows loaded into raw.payments on 2026-11-23".
     pub fn subject(&self) -> String {
@@ -78,14 +103,47 @@ impl Figure {
         }
     }
 
+    /// The breach as one short sentence, for a title: "rows loaded into raw.payments
+    /// on 2026-11-23 fell to 1,214 rows", "raw.payments has not loaded for 1d00h".
+    pub fn headline(&self) -> String {
+        let amount = self.amount(self.value);
+        match (self.check, self.verdict) {
+            (CheckKind::Freshness, _) => format!("{} has not loaded for {amount}", self.table),
+            (CheckKind::Schema, _) => format!("the columns of {} changed", self.table),
+            (CheckKind::NullRate, _) => format!("the {} rose to {amount}", self.subject()),
+            (_, VerdictKind::Low) => format!("{} fell to {amount}", self.subject()),
+            (_, VerdictKind::High) => format!("{} rose to {amount}", self.subject()),
+            _ => format!("{} came to {amount}", self.subject()),
+        }
+    }
+
+    /// That the figure is back, as a whole clause in its own grammar: "rows loaded into
+    /// raw.payments on 2026-11-23 are back within their usual range".
+    pub fn back_within_range(&self) -> String {
+        let table = &self.table;
+        match self.check {
+            CheckKind::RowCount => format!("rows in {table} are back within their usual range"),
+            // The whole day, not the part of it measured when the breach was seen.
+            CheckKind::Volume => match &self.day {
+                Some(day) => {
+                    format!("rows loaded into {table} on {day} are back within their usual range")
+                }
+                None => {
+                    format!("rows loaded into {table} per day are back within their usual range")
+                }
+            },
+            CheckKind::Freshness => format!("{table} loads again within its usual cadence"),
+            CheckKind::NullRate => format!(
+                "the null rate of {table}.{} is back within its usual range",
+                self.column.as_deref().unwrap_or("a column")
+            ),
+            CheckKind::Schema => format!("the columns of {table} are back as they were"),
+        }
+    }
+
     /// A value in this figure's unit: "1,214 rows", "1d02h", "50.0%".
     pub fn amount(&self, value: f64) -> String {
-        match self.check {
-            CheckKind::RowCount | CheckKind::Volume => format!("{} rows", thousands(value)),
-            CheckKind::Freshness => human_seconds(value),
-            CheckKind::NullRate => format!("{:.1}%", value * 100.0),
-            CheckKind::Schema => format!("{} columns", thousands(value)),
-        }
+        amount(self.check, value)
     }
 
     /// The share of the baseline, where one means anything: "39%".
@@ -96,12 +154,22 @@ impl Figure {
 
     /// The figure as one sentence with its direction, baseline and time:
     /// "rows loaded into raw.payments on 2026-11-23 fell to 1,214 rows, 39% of the
-    /// usual 3,105 rows (expected 2,484 rows..3,726 rows); measured 2026-11-24 14:10".
+    /// usual 3,105 rows (expected 2,484..3,726 rows); measured 2026-11-24 14:10".
     pub fn sentence(&self) -> String {
-        let direction = match self.verdict {
-            VerdictKind::Low => "fell to",
-            VerdictKind::High => "rose to",
-            VerdictKind::Late | VerdictKind::Warn => "reached",
+        if self.check == CheckKind::Schema {
+            return format!(
+                "the columns of {} changed ({} now); measured {}",
+                self.table,
+                self.amount(self.value),
+                when(&self.at)
+            );
+        }
+        let direction = match (self.verdict, self.check) {
+            (VerdictKind::Low, _) => "fell to",
+            (VerdictKind::High, _) => "rose to",
+            (VerdictKind::Late | VerdictKind::Warn, _) => "reached",
+            // "rows in t came to 20,113 rows", never "rows … is".
+            (_, CheckKind::RowCount | CheckKind::Volume) => "came to",
             _ => "is",
         };
         let against = match (self.expected, self.check) {
@@ -116,12 +184,15 @@ impl Figure {
                 self.amount(r.low),
                 self.amount(r.high)
             ),
+            // A usual of none is no base for a share.
             (Some(r), _) => format!(
-                ", {}% of the usual {} (expected {}..{})",
-                self.share().unwrap_or(0.0),
-                self.amount(r.baseline),
+                ", {} (expected {}..{})",
+                match self.share() {
+                    Some(share) => format!("{share}% of the usual {}", self.amount(r.baseline)),
+                    None => "none usually".to_string(),
+                },
                 thousands(r.low),
-                thousands(r.high)
+                self.amount(r.high)
             ),
             (None, _) => String::new(),
         };
@@ -149,6 +220,65 @@ mod tests {
             "{s}"
         );
         assert!(s.ends_with("measured 2026-11-24 14:10"), "{s}");
+    }
+
+    #[test]
+    fn a_usual_of_none_is_no_base_for_a_share() {
+        let mut f = figure(CheckKind::Volume, 40.0, VerdictKind::High, 0.0);
+        f.day = Some("2026-11-23".into());
+        let s = f.sentence();
+        assert!(
+            s.starts_with(
+                "rows loaded into raw.payments on 2026-11-23 rose to 40 rows, none usually (expected 0..0 rows)"
+            ),
+            "{s}"
+        );
+        assert!(!s.contains('%'), "{s}");
+    }
+
+    #[test]
+    fn back_within_range_is_a_whole_clause_for_every_check() {
+        let mut volume = figure(CheckKind::Volume, 10.0, VerdictKind::Low, 20.0);
+        volume.day = Some("2026-11-23".into());
+        volume.partial = true;
+        let mut nulls = figure(CheckKind::NullRate, 0.5, VerdictKind::High, 0.0);
+        nulls.column = Some("amount".into());
+        let said: Vec<String> = [
+            figure(CheckKind::RowCount, 10.0, VerdictKind::Low, 20.0),
+            volume,
+            figure(CheckKind::Freshness, 9_000.0, VerdictKind::Late, 300.0),
+            nulls,
+            figure(CheckKind::Schema, 4.0, VerdictKind::Changed, 4.0),
+        ]
+        .iter()
+        .map(Figure::back_within_range)
+        .collect();
+        assert_eq!(
+            said,
+            [
+                "rows in raw.payments are back within their usual range",
+                "rows loaded into raw.payments on 2026-11-23 are back within their usual range",
+                "raw.payments loads again within its usual cadence",
+                "the null rate of raw.payments.amount is back within its usual range",
+                "the columns of raw.payments are back as they were",
+            ]
+        );
+    }
+
+    #[test]
+    fn every_kind_reads_as_a_whole_sentence() {
+        let schema = figure(CheckKind::Schema, 4.0, VerdictKind::Changed, 4.0);
+        assert_eq!(
+            schema.sentence(),
+            "the columns of raw.payments changed (4 columns now); measured 2026-11-24 14:10"
+        );
+        let rows = figure(CheckKind::RowCount, 20_000.0, VerdictKind::Ok, 20_000.0);
+        assert!(
+            rows.sentence()
+                .starts_with("rows in raw.payments came to 20,000 rows, 100% of the usual"),
+            "{}",
+            rows.sentence()
+        );
     }
 
     #[test]

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::detect::SchemaChange;
 use crate::monitor::thousands;
-pub use figure::{when, Figure};
+pub use figure::{amount, breach_headline, when, Figure};
 pub use lookback_gap::{gap_days, reach_needed};
 
 /// What the engine found around a breach.
@@ -148,6 +148,10 @@ pub struct WriterFact {
     pub owner: Option<String>,
     /// The writer's setting for changes the warehouse cannot apply in place, and its value.
     pub setting: Option<(String, String)>,
+    /// The other tables the notes say it writes, each with its latest freshness figure
+    /// (None: no freshness check watches it), so a stall of one table is not called a
+    /// stall of the whole writer while the others keep loading.
+    pub also_writes: Vec<(String, Option<Figure>)>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -201,6 +205,9 @@ pub enum CauseKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Diagnosis {
     pub kind: CauseKind,
+    /// The cause in one short sentence, for titles: what the incident list shows.
+    #[serde(default)]
+    pub headline: String,
     pub cause: String,
     pub evidence: Vec<String>,
     pub column_change: Option<ColumnChange>,
@@ -214,6 +221,7 @@ impl Diagnosis {
     pub fn of(kind: CauseKind, cause: String, evidence: Vec<String>) -> Diagnosis {
         Diagnosis {
             kind,
+            headline: String::new(),
             cause,
             evidence,
             column_change: None,
@@ -259,10 +267,64 @@ const RULES: &[Rule] = &[
 ];
 
 pub fn diagnose(facts: &Facts) -> Diagnosis {
-    RULES
+    let mut diagnosis = RULES
         .iter()
         .find_map(|rule| rule(facts))
-        .unwrap_or_else(|| fallback::diagnose(facts))
+        .unwrap_or_else(|| fallback::diagnose(facts));
+    diagnosis.headline = headline(facts, &diagnosis);
+    diagnosis
+}
+
+/// The cause in one short sentence, the same for every rule of a kind: the title an
+/// incident is listed under.
+fn headline(facts: &Facts, diagnosis: &Diagnosis) -> String {
+    let table = &facts.table;
+    let breach = &facts.breach;
+    let change = diagnosis.column_change.as_ref();
+    match (diagnosis.kind, change) {
+        (CauseKind::Upstream, _) => match &facts.upstream_incident {
+            Some(root) => format!(
+                "{table} is affected by {} on {} upstream",
+                root.id, root.table
+            ),
+            None => breach.headline(),
+        },
+        (CauseKind::LookbackGap, _) => match (&facts.incremental, &breach.day) {
+            (Some(model), Some(day)) => format!(
+                "{} is short on {day}, further back than its runs reach",
+                model.model
+            ),
+            _ => breach.headline(),
+        },
+        (CauseKind::RefillAfterTypeChange, Some(c)) => format!(
+            "{table} is refilling after {} changed type from {} to {}",
+            c.column, c.from, c.to
+        ),
+        (CauseKind::SchemaBreak, Some(c)) => format!(
+            "{table}.{} changed type from {} to {}, which breaks models that read it",
+            c.column, c.from, c.to
+        ),
+        (CauseKind::SchemaBreak, None) => match &diagnosis.removed_column {
+            Some(column) => format!("{table}.{column} was removed while models still read it"),
+            None => breach.headline(),
+        },
+        (CauseKind::StalledWriter, _) => std::iter::once(breach)
+            .chain(&facts.others)
+            .find(|f| f.check == crate::config::CheckKind::Freshness)
+            .unwrap_or(breach)
+            .headline(),
+        (CauseKind::DuplicateLoad, _) => format!("{}: a load landed twice", breach.headline()),
+        _ => {
+            // The changes this breach saw: the ones recorded when it was measured.
+            let changes: Vec<SchemaChange> = facts
+                .table_changes
+                .iter()
+                .filter(|(at, _)| *at == breach.at)
+                .map(|(_, change)| change.clone())
+                .collect();
+            breach_headline(breach, &changes)
+        }
+    }
 }
 
 /// The latest type change of a column in a list of schema changes: (when, column, from, to).
@@ -334,5 +396,56 @@ pub(crate) mod test_facts {
             breach,
             ..Facts::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_facts::*;
+    use super::*;
+    use crate::config::CheckKind;
+    use crate::detect::VerdictKind;
+
+    #[test]
+    fn every_cause_has_a_headline_in_a_sentence_with_no_expected_value() {
+        let mut schema = facts(figure(CheckKind::Schema, 4.0, VerdictKind::Changed, 4.0));
+        schema.breach.expected = None;
+        schema.table_changes = vec![(
+            "2026-11-24T14:05:00Z".into(),
+            SchemaChange::TypeChanged {
+                column: "zip_code".into(),
+                from: "INTEGER".into(),
+                to: "VARCHAR".into(),
+            },
+        )];
+        schema.broken_uses = vec![BrokenUse {
+            model: "stg_payments".into(),
+            expression: "zip_code + 0".into(),
+            reason: "no + for text".into(),
+        }];
+        let mut short = figure(CheckKind::Volume, 1_214.0, VerdictKind::Low, 3_105.0);
+        short.day = Some("2026-11-23".into());
+        let late = figure(CheckKind::Freshness, 86_400.0, VerdictKind::Late, 300.0);
+        let mut added = facts(figure(CheckKind::Schema, 5.0, VerdictKind::Changed, 4.0));
+        added.table_changes = vec![(
+            added.breach.at.clone(),
+            SchemaChange::Added {
+                column: "note".into(),
+                data_type: "TEXT".into(),
+            },
+        )];
+        let headlines: Vec<String> = [schema, facts(short), facts(late), added]
+            .iter()
+            .map(|f| diagnose(f).headline)
+            .collect();
+        assert_eq!(
+            headlines,
+            [
+                "raw.payments.zip_code changed type from INTEGER to VARCHAR, which breaks models that read it",
+                "rows loaded into raw.payments on 2026-11-23 fell to 1,214 rows",
+                "raw.payments has not loaded for 1d00h",
+                "raw.payments.note was added (TEXT)",
+            ]
+        );
     }
 }

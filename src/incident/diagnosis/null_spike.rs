@@ -55,6 +55,7 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
     evidence.extend(other_breaches(facts));
     Some(Diagnosis {
         kind: CauseKind::NullSpike,
+        headline: String::new(),
         cause,
         evidence,
         column_change,

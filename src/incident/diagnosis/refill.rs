@@ -90,6 +90,7 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
     evidence.extend(other_breaches(facts));
     Some(Diagnosis {
         kind: CauseKind::RefillAfterTypeChange,
+        headline: String::new(),
         cause,
         evidence,
         column_change: Some(ColumnChange {
@@ -156,6 +157,7 @@ mod tests {
             name: "payments loader".into(),
             owner: Some("platform-owner".into()),
             setting: Some(("on_change".into(), "recreate".into())),
+            also_writes: Vec::new(),
         }];
         let d = diagnose(&f).unwrap();
         assert!(

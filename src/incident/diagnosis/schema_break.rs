@@ -61,6 +61,7 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
     evidence.extend(other_breaches(facts));
     Some(Diagnosis {
         kind: CauseKind::SchemaBreak,
+        headline: String::new(),
         cause,
         evidence,
         column_change,

@@ -10,21 +10,18 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
         .chain(&facts.others)
         .find(|f| f.check == CheckKind::Freshness && f.verdict == VerdictKind::Late)?;
     let table = &facts.table;
-    let last_load = chrono::NaiveDateTime::parse_from_str(&late.at, "%Y-%m-%dT%H:%M:%SZ")
-        .ok()
-        .map(|at| {
-            crate::engine::timestamp(at - chrono::TimeDelta::seconds(late.value.round() as i64))
-        });
-    let since = last_load
-        .as_deref()
-        .map(|at| format!(" since {}", figure::when(at)))
+    let since = last_load(late)
+        .map(|at| format!(" since {}", figure::when(&crate::engine::timestamp(at))))
         .unwrap_or_default();
     let mut cause = format!("{table} has not loaded{since}");
-    match writers_text(facts) {
-        Some(writers) => cause.push_str(&format!(": its writer {writers} has stalled")),
-        None => cause.push_str(
-            ": its writer has stalled (no writer is named in the notes; add a [[writer]] entry)",
-        ),
+    if facts.writers.is_empty() {
+        cause.push_str(
+            ": no writer is named for it in the notes (add a [[writer]] entry), so whether its writer stalled or only this table stopped is not known",
+        );
+    }
+    for (n, writer) in facts.writers.iter().enumerate() {
+        cause.push_str(if n == 0 { ": " } else { "; " });
+        cause.push_str(&what_the_writer_did(table, last_load(late), writer));
     }
     // What should have landed since is missing: every short day, not just the one the
     // volume check's headline names.
@@ -61,6 +58,79 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
     Some(Diagnosis::of(CauseKind::StalledWriter, cause, evidence))
 }
 
+/// When a freshness figure says its table last loaded: measured at, less the time since.
+fn last_load(freshness: &Figure) -> Option<chrono::NaiveDateTime> {
+    let at = chrono::NaiveDateTime::parse_from_str(&freshness.at, "%Y-%m-%dT%H:%M:%SZ").ok()?;
+    Some(at - chrono::TimeDelta::seconds(freshness.value.round() as i64))
+}
+
+/// What one of the writer's other tables did since this one last loaded: loaded after
+/// it (Some(true)), has not (Some(false): stopped too, late yet or not), or not known.
+fn loaded_since(
+    stopped_at: Option<chrono::NaiveDateTime>,
+    freshness: Option<&Figure>,
+) -> Option<bool> {
+    let freshness = freshness.filter(|f| f.verdict != VerdictKind::Unknown)?;
+    Some(last_load(freshness)? > stopped_at?)
+}
+
+/// Whether the writer stalled as a whole, which only its other tables can tell: it
+/// stalled when every table it writes stopped; when others loaded after this one
+/// stopped, only this table stopped.
+fn what_the_writer_did(
+    table: &str,
+    stopped_at: Option<chrono::NaiveDateTime>,
+    writer: &WriterFact,
+) -> String {
+    let who = match &writer.owner {
+        Some(owner) => format!("{} (owner {owner})", writer.name),
+        None => writer.name.clone(),
+    };
+    let with = |wanted: Option<bool>| -> Vec<&str> {
+        writer
+            .also_writes
+            .iter()
+            .filter(|(_, freshness)| loaded_since(stopped_at, freshness.as_ref()) == wanted)
+            .map(|(name, _)| name.as_str())
+            .collect()
+    };
+    let (loading, stopped, unknown) = (with(Some(true)), with(Some(false)), with(None));
+    let also_stopped = if stopped.is_empty() {
+        String::new()
+    } else {
+        format!("; {} stopped too", listed(&stopped))
+    };
+    if !loading.is_empty() {
+        return format!(
+            "its writer {who} stopped writing {table} while {} kept loading{also_stopped}",
+            listed(&loading)
+        );
+    }
+    if !unknown.is_empty() {
+        return format!(
+            "its writer {who} stopped writing {table}{also_stopped}; whether it stalled as a whole is not known: no freshness check tells whether {} still loads",
+            listed(&unknown)
+        );
+    }
+    if stopped.is_empty() {
+        format!("its writer {who} has stalled")
+    } else {
+        format!(
+            "its writer {who} has stalled: every table it writes stopped ({table} and {})",
+            listed(&stopped)
+        )
+    }
+}
+
+/// "a", "a and b", "a, b and c".
+fn listed(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::test_facts::*;
@@ -84,6 +154,7 @@ mod tests {
             name: "payments loader".into(),
             owner: Some("platform-owner".into()),
             setting: None,
+            also_writes: Vec::new(),
         }];
         let d = diagnose(&f).unwrap();
         assert_eq!(d.kind, CauseKind::StalledWriter);
@@ -123,6 +194,102 @@ mod tests {
             grounds,
             ["freshness", "volume 2026-11-23", "volume 2026-11-24 so far"]
         );
+    }
+
+    /// The payments loader, with its other tables and how long since each last loaded
+    /// (None: no freshness check watches it), measured with raw.payments.
+    fn loader(also_writes: Vec<(&str, Option<f64>)>) -> WriterFact {
+        WriterFact {
+            name: "payments loader".into(),
+            owner: None,
+            setting: None,
+            also_writes: also_writes
+                .into_iter()
+                .map(|(table, since)| {
+                    let freshness = since.map(|seconds| {
+                        let verdict = if seconds > 900.0 {
+                            VerdictKind::Late
+                        } else {
+                            VerdictKind::Ok
+                        };
+                        let mut f = figure(CheckKind::Freshness, seconds, verdict, 300.0);
+                        f.table = table.into();
+                        f
+                    });
+                    (table.to_string(), freshness)
+                })
+                .collect(),
+        }
+    }
+
+    fn late_payments() -> Facts {
+        facts(figure(
+            CheckKind::Freshness,
+            7_200.0,
+            VerdictKind::Late,
+            300.0,
+        ))
+    }
+
+    #[test]
+    fn one_table_stopped_while_the_writers_others_kept_loading_is_not_a_stalled_writer() {
+        let mut f = late_payments();
+        f.writers = vec![loader(vec![
+            ("raw.orders", Some(120.0)),
+            ("raw.customers", Some(300.0)),
+        ])];
+        let d = diagnose(&f).unwrap();
+        assert!(!d.cause.contains("stalled"), "{}", d.cause);
+        assert!(
+            d.cause.ends_with(
+                ": its writer payments loader stopped writing raw.payments while raw.orders and raw.customers kept loading"
+            ),
+            "{}",
+            d.cause
+        );
+    }
+
+    #[test]
+    fn a_writer_stalled_when_every_table_it_writes_stopped() {
+        let mut f = late_payments();
+        // raw.orders last loaded when raw.payments did: stopped too, though its own
+        // allowance has not run out yet.
+        for since in [7_200.0, 9_000.0] {
+            f.writers = vec![loader(vec![("raw.orders", Some(since))])];
+            let d = diagnose(&f).unwrap();
+            assert!(
+                d.cause.ends_with(
+                    ": its writer payments loader has stalled: every table it writes stopped (raw.payments and raw.orders)"
+                ),
+                "{}",
+                d.cause
+            );
+        }
+        f.writers = vec![loader(vec![])];
+        assert!(diagnose(&f)
+            .unwrap()
+            .cause
+            .ends_with(": its writer payments loader has stalled"));
+    }
+
+    #[test]
+    fn a_writer_whose_other_tables_are_not_watched_is_not_called_stalled() {
+        let mut f = late_payments();
+        f.writers = vec![loader(vec![
+            ("raw.orders", Some(8_000.0)),
+            ("raw.refunds", None),
+        ])];
+        let d = diagnose(&f).unwrap();
+        assert!(!d.cause.contains("has stalled"), "{}", d.cause);
+        assert!(
+            d.cause.contains("stopped writing raw.payments; raw.orders stopped too; whether it stalled as a whole is not known: no freshness check tells whether raw.refunds still loads"),
+            "{}",
+            d.cause
+        );
+        f.writers.clear();
+        let d = diagnose(&f).unwrap();
+        assert!(!d.cause.contains("has stalled"), "{}", d.cause);
+        assert!(d.cause.contains("add a [[writer]] entry"), "{}", d.cause);
     }
 
     #[test]
