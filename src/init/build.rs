@@ -10,9 +10,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::artifacts::{Artifacts, Freshness, TableKind, TableNode};
+use super::artifacts::{Artifacts, ColumnTest, Freshness, TableKind, TableNode};
 use super::project::{Connection, DbtProject, Password, Postgres, Target};
-use crate::lineage::CatalogColumn;
+use crate::lineage::{passed_through, CatalogColumn, Dialect};
 
 /// What `init` writes and what it says about it.
 pub struct Generated {
@@ -28,6 +28,8 @@ pub struct Generated {
     pub unsupported: Option<String>,
     pub monitors: usize,
     pub checks: usize,
+    /// Columns whose null rate is watched because a dbt test names them.
+    pub null_columns: usize,
     pub domains: usize,
     pub exposures: usize,
     /// One line per table (or kind of node) left out or watched in part, with why.
@@ -54,6 +56,8 @@ struct Monitor {
     timestamp_column: Option<(String, &'static str)>,
     warn_after: Option<String>,
     error_after: Option<String>,
+    /// null_rate: each column watched, with the dbt tests that named it.
+    null_columns: BTreeMap<String, Vec<String>>,
     notes: Vec<String>,
 }
 
@@ -121,6 +125,7 @@ pub fn generate(inputs: &Inputs) -> Generated {
         }
         monitors.push(monitor(table, schema, artifacts, &mut skipped));
     }
+    watch_tested_columns(&mut monitors, artifacts);
     name_monitors(&mut monitors);
     if seeds > 0 {
         skipped.push(format!(
@@ -151,6 +156,7 @@ pub fn generate(inputs: &Inputs) -> Generated {
 
     let domains = domains(inputs, &monitors);
     let checks = monitors.iter().map(|m| m.checks.len()).sum();
+    let null_columns = monitors.iter().map(|m| m.null_columns.len()).sum();
     let mut config = String::new();
     header(&mut config, inputs);
     config.push_str(&warehouse_block);
@@ -169,6 +175,7 @@ pub fn generate(inputs: &Inputs) -> Generated {
         unsupported,
         monitors: monitors.len(),
         checks,
+        null_columns,
         domains: domains.len(),
         exposures: artifacts.exposures.len(),
         skipped,
@@ -479,6 +486,7 @@ fn monitor(
         timestamp_column: None,
         warn_after: None,
         error_after: None,
+        null_columns: BTreeMap::new(),
         notes: Vec::new(),
     };
     match table.kind {
@@ -550,6 +558,92 @@ fn monitor(
     monitor
 }
 
+/// Watches the null rate of every column a dbt `not_null` or `relationships` test
+/// names: on the tested table when it is watched, and on the source column a model
+/// (through other models) passes on to it unchanged, so a null spike in a load is
+/// seen where it lands, before the test fails on a table built from it.
+fn watch_tested_columns(monitors: &mut [Monitor], artifacts: &Artifacts) {
+    let dialect = Dialect::from_adapter_type(artifacts.adapter_type.as_deref());
+    let table = |unique_id: &str| artifacts.tables.iter().find(|t| t.unique_id == unique_id);
+    for ColumnTest { test, node, column } in &artifacts.column_tests {
+        let Some(tested) = table(node) else { continue };
+        if !is_column_name(column) {
+            continue;
+        }
+        let column = column.trim().trim_matches('"').to_string();
+        let named_by = format!("dbt's {test} test on {}.{column}", tested.name);
+        if let Some(m) = monitors
+            .iter_mut()
+            .find(|m| m.unique_id == tested.unique_id)
+        {
+            watch_nulls(m, &column, named_by.clone());
+        }
+        // Back through the models that pass the column on as it is, to a source.
+        let (mut at, mut name) = (tested, column);
+        let mut path = Vec::new();
+        while at.kind == TableKind::Model && path.len() < 32 {
+            let Some(passed) = at
+                .raw_sql
+                .as_deref()
+                .and_then(|sql| passed_through(sql, &name, dialect))
+            else {
+                break;
+            };
+            let Some(from) = relation_named(&artifacts.tables, &passed.relation) else {
+                break;
+            };
+            path.push(if passed.column == name {
+                format!("{} reads {name}", at.name)
+            } else {
+                format!("{}: {} as {name}", at.name, passed.column)
+            });
+            (at, name) = (from, passed.column);
+        }
+        if at.kind == TableKind::Source && !path.is_empty() {
+            if let Some(m) = monitors.iter_mut().find(|m| m.unique_id == at.unique_id) {
+                let why = format!("{named_by} reads it straight through ({})", path.join("; "));
+                watch_nulls(m, &name, why);
+            }
+        }
+    }
+}
+
+fn watch_nulls(monitor: &mut Monitor, column: &str, why: String) {
+    if !monitor.checks.contains(&"null_rate") {
+        monitor.checks.push("null_rate");
+    }
+    let reasons = monitor.null_columns.entry(column.to_string()).or_default();
+    if !reasons.contains(&why) {
+        reasons.push(why);
+    }
+}
+
+/// The table a `ref('x')` or `source('s', 't')` call (as written in `{{ }}`) names.
+fn relation_named<'a>(tables: &'a [TableNode], call: &str) -> Option<&'a TableNode> {
+    let (function, args) = call.split_once('(')?;
+    let args: Vec<&str> = args
+        .trim_end()
+        .strip_suffix(')')?
+        .split(',')
+        .map(|a| a.trim().trim_matches(|c| c == '\'' || c == '"'))
+        .collect();
+    let mut found = tables
+        .iter()
+        .filter(|t| match (function.trim(), args.as_slice()) {
+            ("ref", [.., name]) => t.kind != TableKind::Source && t.name == *name,
+            ("source", [source, name]) => {
+                t.kind == TableKind::Source
+                    && t.source_name.as_deref() == Some(*source)
+                    && t.name == *name
+            }
+            _ => false,
+        });
+    match (found.next(), found.next()) {
+        (Some(one), None) => Some(one),
+        _ => None,
+    }
+}
+
 /// Names as people say them (`raw.orders`, `fct_orders`); where two would meet, both
 /// take their unique_id instead.
 fn name_monitors(monitors: &mut [Monitor]) {
@@ -573,7 +667,9 @@ fn write_monitors(out: &mut String, monitors: &[Monitor], warehouse: &str, comme
         out,
         "# Monitors: {} dbt source{} (row count, schema; freshness and volume on the\n\
          # loaded_at_field, with dbt's warn_after and error_after), and {} table{} dbt\n\
-         # builds (row count, schema; volume on a microbatch model's event_time).{}\n",
+         # builds (row count, schema; volume on a microbatch model's event_time). Null\n\
+         # rates on the columns dbt's not_null and relationships tests name, and on the\n\
+         # source columns models pass on to them unchanged.{}\n",
         sources,
         plural(sources),
         monitors.len() - sources,
@@ -609,6 +705,22 @@ fn write_monitors(out: &mut String, monitors: &[Monitor], warehouse: &str, comme
                 "error_after = {:<25} # dbt's freshness error_after",
                 quote(error)
             );
+        }
+        if !m.null_columns.is_empty() {
+            let columns: Vec<String> = m.null_columns.keys().cloned().collect();
+            let _ = writeln!(block, "null_columns = {}", list(&columns));
+            for (column, reasons) in &m.null_columns {
+                for why in reasons {
+                    let _ = writeln!(block, "# null_rate({}): {}", c(column), c(why));
+                }
+            }
+            if m.timestamp_column.is_none() {
+                let _ = writeln!(
+                    block,
+                    "# null_rate reads the whole table (no timestamp_column): a bad load shows\n\
+                     # diluted by every older row; set timestamp_column to measure recent rows"
+                );
+            }
         }
         for note in &m.notes {
             let _ = writeln!(block, "# {}", c(note));

@@ -185,6 +185,16 @@ fn report(
         if generated.domains == 1 { "" } else { "s" },
     );
     describe_written(&mut out, config, &summary);
+    if generated.null_columns > 0 {
+        let _ = writeln!(
+            out,
+            "null rates watched on {} column{} that dbt's not_null and relationships tests \
+             name (or that models pass on to them unchanged): the config says which test, \
+             beside each",
+            generated.null_columns,
+            if generated.null_columns == 1 { "" } else { "s" }
+        );
+    }
     let notes_summary = format!(
         "{} exposure{} listed, commented examples for dashboards, jobs and loaders",
         generated.exposures,
