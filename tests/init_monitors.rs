@@ -218,9 +218,42 @@ fn a_null_spike_in_a_source_column_a_test_names_opens_an_incident_on_the_config_
     let config = Config::load(&out).unwrap();
     assert_eq!(null_columns(&config, "app.raw_orders"), ["user_id"]);
 
+    // The read-only role init asked for, made with exactly the SQL it printed; the
+    // engine connects as that role with the URL it printed.
+    let grants: Vec<&str> = stdout
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            l.starts_with("CREATE ROLE ")
+                || l.starts_with("GRANT ")
+                || l.starts_with("ALTER DEFAULT ")
+        })
+        .collect();
+    assert_eq!(grants.len(), 5, "{stdout}");
+    pg.execute(&grants.join("\n"));
+    pg.execute("ALTER ROLE dataward_reader PASSWORD 'reader-secret'");
+    let url = stdout
+        .split_whitespace()
+        .find_map(|word| word.split_once("postgresql://").map(|(_, rest)| rest))
+        .map(|rest| format!("postgresql://{}", rest.trim_end_matches(['"', '\''])))
+        .unwrap_or_else(|| panic!("no URL in {stdout}"));
+    assert!(
+        url.starts_with("postgresql://dataward_reader:PASSWORD@127.0.0.1:"),
+        "{url}"
+    );
+    let url = url.replace("PASSWORD", "reader-secret");
+    let mut reader = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let refused = format!(
+        "{:?}",
+        reader
+            .batch_execute("DELETE FROM app.raw_orders")
+            .unwrap_err()
+    );
+    assert!(refused.contains("permission denied"), "{refused}");
+
     // The engine, on exactly that config, polls the table as loads arrive.
     let url_env = config.warehouse["nulls"].url_env.clone().unwrap();
-    std::env::set_var(&url_env, &pg.url);
+    std::env::set_var(&url_env, &url);
     let state = dataward::store::open(&dir.path().join("state.db")).unwrap();
     let mut engine = Engine::new(config, state, None, &Actor::current()).unwrap();
     let start: NaiveDateTime = Utc::now().naive_utc();
@@ -260,5 +293,64 @@ fn a_null_spike_in_a_source_column_a_test_names_opens_an_incident_on_the_config_
             .any(|e| e.starts_with("null rate of app.raw_orders.user_id in rows loaded since")),
         "{:?}",
         snapshot.incidents[0].evidence
+    );
+}
+
+#[test]
+fn init_names_a_read_only_role_prints_its_grants_and_every_file_it_wrote() {
+    let test = "init_names_a_read_only_role_prints_its_grants_and_every_file_it_wrote";
+    let Some(dir) = jaffle_on_postgres(test) else {
+        return;
+    };
+    let out = dir.path().join("out/dataward.toml");
+    let output = init(dir.path(), &dir.path().join("project"), &out, &[]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let written = std::fs::read_to_string(&out).unwrap();
+    // Never dbt's user, which writes: a read-only role, its password a placeholder.
+    let url = "postgresql://dataward_reader:PASSWORD@db.internal:5432/jaffle_shop";
+    assert!(stdout.contains(url), "{stdout}");
+    assert!(written.contains(url), "{written}");
+    for seen in [&stdout, &written] {
+        assert!(!seen.contains("postgresql://dbt_writer"), "{seen}");
+    }
+    // The SQL that makes it, for the schemas watched (raw and main), quoted.
+    let grants = [
+        "CREATE ROLE \"dataward_reader\" LOGIN;",
+        "\\password \"dataward_reader\"",
+        "GRANT CONNECT ON DATABASE \"jaffle_shop\" TO \"dataward_reader\";",
+        "GRANT USAGE ON SCHEMA \"main\" TO \"dataward_reader\";",
+        "GRANT SELECT ON ALL TABLES IN SCHEMA \"main\" TO \"dataward_reader\";",
+        "ALTER DEFAULT PRIVILEGES FOR ROLE \"dbt_writer\" IN SCHEMA \"main\" GRANT SELECT ON TABLES TO \"dataward_reader\";",
+        "GRANT USAGE ON SCHEMA \"raw\" TO \"dataward_reader\";",
+        "GRANT SELECT ON ALL TABLES IN SCHEMA \"raw\" TO \"dataward_reader\";",
+    ];
+    for line in grants {
+        assert!(
+            stdout.contains(&format!("\n  {line}\n")),
+            "{line} not in\n{stdout}"
+        );
+        assert!(
+            written.contains(&format!("\n#   {line}\n")),
+            "{line} not in\n{written}"
+        );
+    }
+    assert!(
+        written.contains("# dataward only reads: the URL names a read-only role, not dbt's user."),
+        "{written}"
+    );
+    // Both files written are named, the notes with why they have that name.
+    let notes = dir.path().join("out/dataward.notes.toml");
+    assert!(notes.is_file());
+    assert!(
+        stdout.contains(&format!("wrote {} (0600): 1 warehouse", out.display())),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "wrote {} (0600): the context notes, named after the config and named by its [lineage] notes",
+            notes.display()
+        )),
+        "{stdout}"
     );
 }

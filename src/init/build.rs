@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::artifacts::{Artifacts, ColumnTest, Freshness, TableKind, TableNode};
-use super::project::{Connection, DbtProject, Password, Postgres, Target};
+use super::project::{Connection, DbtProject, Postgres, Target};
 use crate::lineage::{passed_through, CatalogColumn, Dialect};
 
 /// What `init` writes and what it says about it.
@@ -22,8 +22,10 @@ pub struct Generated {
     pub url_env: Option<String>,
     /// The line to export the warehouse's URL, password left as a reference.
     pub export_hint: Option<String>,
-    /// Said about the password (where it is, that it was not copied).
+    /// Said about the URL's role and its password.
     pub password_note: Option<String>,
+    /// The SQL that makes the URL's read-only role, for the schemas watched.
+    pub grants: Vec<String>,
     /// Why the adapter cannot be watched yet, when it cannot.
     pub unsupported: Option<String>,
     pub monitors: usize,
@@ -160,6 +162,32 @@ pub fn generate(inputs: &Inputs) -> Generated {
     let mut config = String::new();
     header(&mut config, inputs);
     config.push_str(&warehouse_block);
+    let grants = match &target.connection {
+        Connection::Postgres(pg) => {
+            let schemas: BTreeSet<String> = monitors
+                .iter()
+                .filter_map(|m| {
+                    m.table
+                        .split_once('.')
+                        .map(|(schema, _)| schema.to_string())
+                })
+                .collect();
+            read_only_grants(pg, &schemas)
+        }
+        Connection::Unsupported { .. } => Vec::new(),
+    };
+    if !grants.is_empty() {
+        let _ = writeln!(
+            config,
+            "# dataward only reads: the URL names a read-only role, not dbt's user. `dataward\n\
+             # init` printed the SQL that makes it (run it in psql as a superuser or the\n\
+             # schemas' owner, then put the password you gave it where the URL says PASSWORD):"
+        );
+        for line in &grants {
+            let _ = writeln!(config, "#   {}", c(line));
+        }
+        config.push('\n');
+    }
     write_monitors(&mut config, &monitors, &warehouse, unsupported.is_some());
     lineage_block(&mut config, inputs);
     orchestrator_block(&mut config, inputs);
@@ -172,6 +200,7 @@ pub fn generate(inputs: &Inputs) -> Generated {
         url_env,
         export_hint,
         password_note,
+        grants,
         unsupported,
         monitors: monitors.len(),
         checks,
@@ -385,27 +414,23 @@ fn adapter_plan(adapter: &str) -> &'static str {
     }
 }
 
-/// A URL with the password left as a reference, and what to say about the password.
-fn url_hint(pg: &Postgres, target: &Target) -> (String, Option<String>) {
-    let user = percent_encode(&pg.user);
-    let (secret, note) = match &pg.password {
-        Password::None => (String::new(), None),
-        Password::Env(var) => (
-            format!(":${{{var}}}"),
-            Some(format!(
-                "the password stays in ${var}, as dbt reads it (percent-encode it in the URL if it holds @, : or /)"
-            )),
-        ),
-        Password::InFile(line) => (
-            ":PASSWORD".to_string(),
-            Some(format!(
-                "{} holds the password in place (line {line}); it was not copied: put it where the URL says PASSWORD",
-                target.file.display()
-            )),
-        ),
-    };
+/// The role the URL names: dataward only reads, so it connects as a role that can do
+/// nothing else, never as dbt's user, which writes. A placeholder: the grants made
+/// for it ([`read_only_grants`]) and the URL must agree, so a rename is done in both.
+pub const READ_ONLY_ROLE: &str = "dataward_reader";
+
+/// A URL naming the read-only role, its password left as a placeholder (dbt's user's
+/// password is never the one to use), and what to say about it.
+fn url_hint(pg: &Postgres, _target: &Target) -> (String, Option<String>) {
+    let note = format!(
+        "the URL names a read-only role, {READ_ONLY_ROLE}, not dbt's user {:?}: make it with \
+         the lines below (in psql, as a superuser or the schemas' owner), then put the \
+         password you give it where the URL says PASSWORD",
+        pg.user
+    );
     let mut url = format!(
-        "postgresql://{user}{secret}@{}:{}/{}",
+        "postgresql://{}:PASSWORD@{}:{}/{}",
+        percent_encode(READ_ONLY_ROLE),
         pg.host,
         pg.port,
         percent_encode(&pg.dbname)
@@ -413,7 +438,39 @@ fn url_hint(pg: &Postgres, target: &Target) -> (String, Option<String>) {
     if let Some(mode) = &pg.sslmode {
         let _ = write!(url, "?sslmode={}", percent_encode(mode));
     }
-    (url, note)
+    (url, Some(note))
+}
+
+/// A PostgreSQL identifier, quoted: any name as it is, its case kept.
+fn sql_identifier(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// The statements that make [`READ_ONLY_ROLE`] able to read the watched `schemas`
+/// and nothing more: today's tables, and (dbt drops and recreates a table on every
+/// run, which drops its grants) the tables dbt's user makes there later.
+pub fn read_only_grants(pg: &Postgres, schemas: &BTreeSet<String>) -> Vec<String> {
+    let role = sql_identifier(READ_ONLY_ROLE);
+    let mut lines = vec![
+        format!("CREATE ROLE {role} LOGIN;"),
+        format!("\\password {role}"),
+        format!(
+            "GRANT CONNECT ON DATABASE {} TO {role};",
+            sql_identifier(&pg.dbname)
+        ),
+    ];
+    for schema in schemas {
+        let schema = sql_identifier(schema);
+        lines.push(format!("GRANT USAGE ON SCHEMA {schema} TO {role};"));
+        lines.push(format!(
+            "GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {role};"
+        ));
+        lines.push(format!(
+            "ALTER DEFAULT PRIVILEGES FOR ROLE {} IN SCHEMA {schema} GRANT SELECT ON TABLES TO {role};",
+            sql_identifier(&pg.user)
+        ));
+    }
+    lines
 }
 
 fn percent_encode(text: &str) -> String {
@@ -1078,6 +1135,13 @@ mod tests {
         assert_eq!(role_of("growth@example.com"), "growth");
         assert_eq!(role_of("Data Platform"), "data-platform");
         assert_eq!(role_of("<>"), "owner");
+    }
+
+    #[test]
+    fn sql_identifiers_are_quoted_whatever_they_hold() {
+        assert_eq!(sql_identifier("raw"), "\"raw\"");
+        assert_eq!(sql_identifier("Raw Data"), "\"Raw Data\"");
+        assert_eq!(sql_identifier("we\"ird"), "\"we\"\"ird\"");
     }
 
     #[test]

@@ -196,7 +196,8 @@ fn report(
         );
     }
     let notes_summary = format!(
-        "{} exposure{} listed, commented examples for dashboards, jobs and loaders",
+        "the context notes, named after the config and named by its [lineage] notes: {} \
+         exposure{} listed, commented examples for dashboards, jobs and loaders",
         generated.exposures,
         if generated.exposures == 1 { "" } else { "s" }
     );
@@ -220,6 +221,9 @@ fn report(
     let _ = writeln!(out, "next:");
     if let Some(note) = &generated.password_note {
         let _ = writeln!(out, "  # {note}");
+    }
+    for line in &generated.grants {
+        let _ = writeln!(out, "  {line}");
     }
     if let Some(hint) = &generated.export_hint {
         let _ = writeln!(out, "  {hint}");
