@@ -364,7 +364,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => chain::cli::receipt(&data_dir()?, &incident, json),
         Cmd::Stop { reason, lift } => chain::cli::stop(&data_dir()?, reason.as_deref(), lift),
         Cmd::Serve { config, log_stderr } => {
-            if let Some(log) = dataward::logging::init(log_stderr)? {
+            if let Some(log) = dataward::logging::init(log_stderr, &data_dir()?)? {
                 eprintln!("dataward serve: logging to {}", log.display());
             }
             let config = config
