@@ -1,12 +1,17 @@
 //! Logs go through `tracing` to `dataward.log` in the XDG state directory, or to stderr
 //! when asked; never to stdout, where the console draws. `DATAWARD_LOG` filters them
 //! (`info` by default; `warn,dataward::engine=debug` and the like).
+//!
+//! Every engine an account runs shares that file, one per data directory, so every
+//! line starts with the data directory of the process that wrote it:
+//! `[/srv/dataward/prod] 2026-12-02T10:00:00Z  INFO ...`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use anyhow::{anyhow, Context, Result};
 use tracing_subscriber::filter::Targets;
+use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
@@ -18,18 +23,25 @@ pub const FILTER_ENV: &str = "DATAWARD_LOG";
 static INSTALLED: Mutex<Option<Option<PathBuf>>> = Mutex::new(None);
 
 /// Installs the process's logger: to `dataward.log` in the state directory (returned),
-/// or to stderr with `to_stderr` (returns `None`). The first successful call decides;
-/// calling again changes nothing and returns what the first installed, so a library
-/// caller and `main` may both call it.
-pub fn init(to_stderr: bool) -> Result<Option<PathBuf>> {
+/// or to stderr with `to_stderr` (returns `None`), each line naming `data_dir`. The
+/// first successful call decides; calling again changes nothing and returns what the
+/// first installed, so a library caller and `main` may both call it.
+pub fn init(to_stderr: bool, data_dir: &Path) -> Result<Option<PathBuf>> {
     let mut installed = INSTALLED.lock().map_err(|_| anyhow!("logging lock"))?;
     if let Some(first) = installed.as_ref() {
         return Ok(first.clone());
     }
     let filter = filter()?;
     let layer = tracing_subscriber::fmt::layer().with_target(true);
+    let tag = format!(
+        "[{}] ",
+        crate::sanitize::for_terminal(&data_dir.display().to_string())
+    );
     let (result, path) = if to_stderr {
-        let layer = layer.with_writer(|| crate::sanitize::MaskingWriter(std::io::stderr()));
+        let layer = layer.with_writer(Tagged {
+            tag,
+            inner: || crate::sanitize::MaskingWriter(std::io::stderr()),
+        });
         (
             tracing_subscriber::registry()
                 .with(filter)
@@ -41,8 +53,10 @@ pub fn init(to_stderr: bool) -> Result<Option<PathBuf>> {
         let path = log_path()?;
         let file = open_log(&path)?;
         let file = std::sync::Arc::new(Mutex::new(file));
-        let layer =
-            layer.with_writer(move || crate::sanitize::MaskingWriter(SharedFile(file.clone())));
+        let layer = layer.with_writer(Tagged {
+            tag,
+            inner: move || crate::sanitize::MaskingWriter(SharedFile(file.clone())),
+        });
         (
             tracing_subscriber::registry()
                 .with(filter)
@@ -54,6 +68,56 @@ pub fn init(to_stderr: bool) -> Result<Option<PathBuf>> {
     result.map_err(|e| anyhow!("cannot install the logger: {e}"))?;
     *installed = Some(path.clone());
     Ok(path)
+}
+
+/// A writer whose every line starts with `tag`.
+struct Tagged<W> {
+    tag: String,
+    inner: W,
+}
+
+impl<'a, W: MakeWriter<'a>> MakeWriter<'a> for Tagged<W> {
+    type Writer = TaggedEvent<'a, W::Writer>;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        TaggedEvent {
+            tag: &self.tag,
+            inner: self.inner.make_writer(),
+            text: Vec::new(),
+        }
+    }
+}
+
+/// One event's text, gathered and written in one piece when the event is done, so a
+/// line of one engine is never split by another's.
+struct TaggedEvent<'a, W: std::io::Write> {
+    tag: &'a str,
+    inner: W,
+    text: Vec<u8>,
+}
+
+impl<W: std::io::Write> std::io::Write for TaggedEvent<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.text.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<W: std::io::Write> Drop for TaggedEvent<'_, W> {
+    fn drop(&mut self) {
+        let mut out = Vec::with_capacity(self.text.len() + self.tag.len());
+        for line in self.text.split_inclusive(|b| *b == b'\n') {
+            out.extend_from_slice(self.tag.as_bytes());
+            out.extend_from_slice(line);
+        }
+        // A log line that cannot be written has nowhere else to go.
+        let _ = self.inner.write_all(&out);
+        let _ = self.inner.flush();
+    }
 }
 
 fn filter() -> Result<Targets> {
@@ -136,13 +200,14 @@ mod tests {
     fn init_twice_keeps_the_first_logger() {
         // The only test in this crate that installs the global logger: stderr, so it
         // leaves nothing in the user's state directory.
-        assert_eq!(init(true).unwrap(), None);
+        let data = Path::new("/data");
+        assert_eq!(init(true, data).unwrap(), None);
         tracing::info!("logged to stderr");
         assert_eq!(
-            init(false).unwrap(),
+            init(false, data).unwrap(),
             None,
             "the second call changes nothing"
         );
-        assert_eq!(init(true).unwrap(), None);
+        assert_eq!(init(true, data).unwrap(), None);
     }
 }

@@ -366,7 +366,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             dataward::engine::cli::stop(&data_dir()?, reason.as_deref(), lift)
         }
         Cmd::Serve { config, log_stderr } => {
-            if let Some(log) = dataward::logging::init(log_stderr)? {
+            if let Some(log) = dataward::logging::init(log_stderr, &data_dir()?)? {
                 eprintln!("dataward serve: logging to {}", log.display());
             }
             let config = config

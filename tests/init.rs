@@ -166,13 +166,14 @@ fn init_writes_a_config_whose_every_check_runs_and_a_rerun_keeps_hand_edits() {
         "{person:?}"
     );
 
-    // The password stays where dbt reads it; init says which variable to export.
+    // init says which variable to export: a URL naming a read-only role, never dbt's
+    // user (which writes) nor its password.
     assert!(
-        stdout.contains(
-            "export DATAWARD_SHOP_URL='postgresql://postgres:'\"${SHOP_PG_PASSWORD}\"'@127.0.0.1:"
-        ),
+        stdout
+            .contains("export DATAWARD_SHOP_URL='postgresql://dataward_reader:PASSWORD@127.0.0.1:"),
         "{stdout}"
     );
+    assert!(!stdout.contains("SHOP_PG_PASSWORD"), "{stdout}");
 
     // `check --once` runs every generated check against the database dbt built.
     let output = shop.dataward(
@@ -281,11 +282,11 @@ fn init_writes_a_config_whose_every_check_runs_and_a_rerun_keeps_hand_edits() {
         assert!(!seen.contains(LITERAL_PASSWORD), "{seen}");
     }
     assert!(
-        stdout.contains("postgresql://postgres:PASSWORD@127.0.0.1:"),
+        stdout.contains("postgresql://dataward_reader:PASSWORD@127.0.0.1:"),
         "{stdout}"
     );
     assert!(
-        stdout.contains("holds the password in place (line "),
+        stdout.contains("a read-only role, dataward_reader, not dbt's user \"postgres\""),
         "{stdout}"
     );
 }

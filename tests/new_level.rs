@@ -1,8 +1,9 @@
 //! A persistent level shift on a real SQLite warehouse: one incident whose figures
 //! update, not weeks of alarms; the owner accepts the new level (a decision on the
-//! chain, refused to anyone else, refused before the shift is a level), and from then
-//! on the new level is normal and a return to the old one is a drop. The acceptance
-//! survives a restart of the engine.
+//! chain, refused to anyone else, taken from any breach, one day's included), and from
+//! then on the new level is normal and a return to the old one is a drop. The
+//! acceptance survives a restart of the engine. A table whose history starts with an
+//! old backfill and empty days is judged from its first steady loads.
 
 use chrono::{NaiveDate, NaiveDateTime, TimeDelta};
 use dataward::approve::Actor;
@@ -128,15 +129,6 @@ fn a_level_shift_is_one_incident_until_its_owner_accepts_the_new_level() {
         let incidents = engine.snapshot(false).incidents;
         assert_eq!(incidents.len(), 1, "day {days_in}: {incidents:#?}");
         assert_eq!(incidents[0].status, IncidentStatus::Open);
-        if days_in == 1 {
-            // Two days are not yet a level.
-            let refused = refusal(accept(&mut engine, &owner(), "new pricing page"));
-            assert_eq!(refused.kind, RefusalKind::Policy, "{refused:?}");
-            assert!(
-                refused.message.contains("no new level to accept"),
-                "{refused:?}"
-            );
-        }
     }
     let open = engine.snapshot(false).incidents[0].clone();
     let current = &open.observed;
@@ -214,4 +206,98 @@ fn a_level_shift_is_one_incident_until_its_owner_accepts_the_new_level() {
         "{:?}",
         incidents[1]
     );
+}
+
+fn engine_for(root: &std::path::Path) -> (Connection, Config, Engine) {
+    std::fs::write(root.join("dataward.toml"), CONFIG).unwrap();
+    let shop = Connection::open(root.join("shop.db")).unwrap();
+    shop.execute_batch("CREATE TABLE orders (id INTEGER PRIMARY KEY, placed_at TEXT NOT NULL)")
+        .unwrap();
+    let config = Config::load(&root.join("dataward.toml")).unwrap();
+    let state = dataward::store::open(&root.join("data/dataward.db")).unwrap();
+    let engine = Engine::new(config.clone(), state, None, &Actor::current()).unwrap();
+    (shop, config, engine)
+}
+
+#[test]
+fn an_old_backfill_then_empty_days_then_steady_loads_opens_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (shop, _, mut engine) = engine_for(dir.path());
+    // 98 days back (the default lookback) a backfill landed in one go; nothing came
+    // for six weeks; then the loader started and has run for eight weeks.
+    let backfill = first_day();
+    let midnight = backfill.and_hms_opt(3, 0, 0).unwrap();
+    shop.execute(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+         INSERT INTO orders (placed_at) SELECT ?1 FROM n",
+        [midnight.format("%Y-%m-%d %H:%M:%S").to_string()],
+    )
+    .unwrap();
+    let loads_begin = backfill + TimeDelta::days(42);
+    let mut day = loads_begin;
+    while day < loads_begin + TimeDelta::days(56) {
+        load_day(&shop, day, 1.0);
+        day = day.succ_opt().unwrap();
+    }
+    // Each morning of the last week (today's rows land the day before).
+    for back in (1..=7).rev() {
+        let today = day - TimeDelta::days(back);
+        engine.tick(morning(today)).unwrap();
+        let incidents = engine.snapshot(false).incidents;
+        assert!(incidents.is_empty(), "{today}: {incidents:#?}");
+    }
+}
+
+#[test]
+fn a_breach_of_one_day_is_accepted_and_its_figures_are_the_new_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let (shop, _, mut engine) = engine_for(root);
+    let mut day = first_day();
+    while day <= shift_day() + TimeDelta::days(1) {
+        load_day(&shop, day, if day >= shift_day() { 1.6 } else { 1.0 });
+        day = day.succ_opt().unwrap();
+    }
+    // The morning after the first day at 1.6: one incident, one day out of range.
+    engine
+        .tick(morning(shift_day() + TimeDelta::days(1)))
+        .unwrap();
+    let incidents = engine.snapshot(false).incidents;
+    assert_eq!(incidents.len(), 1, "{incidents:#?}");
+
+    let outcome = accept(&mut engine, &owner(), "the new pricing page is live");
+    let Outcome::Accepted { events, seq } = outcome else {
+        panic!("the owner could not accept a one-day breach: {outcome:?}");
+    };
+    let (since, ratio) = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::LevelAccepted { since, ratio, .. } => Some((since.clone(), *ratio)),
+            _ => None,
+        })
+        .expect("a level_accepted event");
+    assert_eq!(since, shift_day().to_string());
+    assert!((1.5..1.7).contains(&ratio), "{ratio}");
+    let state = Connection::open(root.join("data/dataward.db")).unwrap();
+    let payload: String = state
+        .query_row(
+            "SELECT payload FROM chain WHERE seq <= ?1 AND kind = 'level_accepted'",
+            [seq.unwrap() as i64],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(
+        payload.contains("the new pricing page is live"),
+        "{payload}"
+    );
+
+    // A week more at the new level opens nothing.
+    for _ in 0..7 {
+        load_day(&shop, day, 1.6);
+        engine.tick(morning(day)).unwrap();
+        day = day.succ_opt().unwrap();
+    }
+    let incidents = engine.snapshot(false).incidents;
+    assert_eq!(incidents.len(), 1, "{incidents:#?}");
+    assert_ne!(incidents[0].status, IncidentStatus::Open);
 }

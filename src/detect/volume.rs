@@ -411,7 +411,9 @@ impl Calendar<'_> {
 
 /// A level a person accepted as the new normal: from `since` on, the days before it
 /// are seen at the new level (times `ratio`), so the baseline restarts from the shift
-/// without forgetting the weekly pattern it learned.
+/// without forgetting the weekly pattern it learned. A ratio of 0 accepts a level where
+/// nothing was expected (a baseline of zero, which no ratio scales): the days before
+/// `since` are forgotten, and the baseline learns the new level from its first day.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Restart {
     pub since: NaiveDate,
@@ -419,14 +421,67 @@ pub struct Restart {
 }
 
 impl Restart {
+    /// How many days of a series from `first` come before the new level.
+    fn days_before(&self, first: NaiveDate, len: usize) -> usize {
+        (self.since - first).num_days().clamp(0, len as i64) as usize
+    }
+
+    fn forgets(&self) -> bool {
+        self.ratio.is_nan() || self.ratio <= 0.0
+    }
+
     fn rescale(&self, values: &mut [f64], first: NaiveDate) {
-        let before = (self.since - first)
-            .num_days()
-            .clamp(0, values.len() as i64) as usize;
+        if self.forgets() {
+            return;
+        }
+        let before = self.days_before(first, values.len());
         for value in &mut values[..before] {
             *value *= self.ratio;
         }
     }
+}
+
+/// Days a table may hold rows on before its loads begin without them being its
+/// pattern: a backfill of its history, landed in a day or two.
+pub const MAX_BACKFILL_DAYS: usize = 2;
+/// Empty days after such a backfill that set it apart from the loads that follow.
+pub const MIN_QUIET_DAYS: usize = 7;
+/// Days with rows, in the week from a day on, that make that day the start of steady
+/// loads (fewer when the series ends sooner: every day there must hold rows).
+pub const STEADY_DAYS: usize = 3;
+
+/// The first day of the table's own history: its first day with rows, or, when that
+/// was a backfill (rows on at most [`MAX_BACKFILL_DAYS`] days) followed by
+/// [`MIN_QUIET_DAYS`] or more empty days, the first day of the steady loads after it.
+/// The leading empty days and the lone backfill are not a baseline: against them every
+/// day of ordinary loads would be a breach. Only the start is read this way; a table
+/// that has loaded steadily and then goes quiet is an outage, judged as one.
+fn history_start(values: &[f64]) -> usize {
+    let loaded = |i: usize| values[i] > 0.0;
+    let Some(first) = (0..values.len()).find(|&i| loaded(i)) else {
+        return 0;
+    };
+    let steady_from = |i: usize| {
+        let week = i..(i + 7).min(values.len());
+        let needed = STEADY_DAYS.min(week.len());
+        week.filter(|&d| loaded(d)).count() >= needed
+    };
+    let (mut start, mut loaded_days, mut quiet) = (first, 0, 0);
+    for i in first..values.len() {
+        if !loaded(i) {
+            quiet += 1;
+            continue;
+        }
+        if quiet >= MIN_QUIET_DAYS && steady_from(i) {
+            (start, loaded_days) = (i, 0);
+        }
+        quiet = 0;
+        loaded_days += 1;
+        if loaded_days > MAX_BACKFILL_DAYS {
+            break;
+        }
+    }
+    start
 }
 
 /// The run of breaches in one direction the newest complete days are in: since when,
@@ -511,10 +566,24 @@ fn judge_series(days: &[f64], first: NaiveDate, calendar: &Calendar) -> Series {
         strayed: Vec::with_capacity(days.len()),
         verdicts: Vec::with_capacity(days.len()),
     };
+    let start = history_start(days);
     for index in 0..days.len() {
         let date = date_at(first, index);
         while let Some(restart) = restarts.next_if(|r| r.since <= date) {
             restart.rescale(&mut values, first);
+            if restart.forgets() {
+                for before in 0..restart.days_before(first, index) {
+                    series.clean[before] = false;
+                    series.strayed[before] = None;
+                }
+            }
+        }
+        if index < start {
+            // Before the table's loads began: nothing to judge, nothing to learn from.
+            series.clean.push(false);
+            series.strayed.push(None);
+            series.verdicts.push(Verdict::learning(values[index]));
+            continue;
         }
         let verdict = judge_dated(&series.seen(&values, index, calendar), first, index);
         let clean = !verdict.kind.is_breach() && !calendar.leaves_out(date);
@@ -625,6 +694,45 @@ fn current_shift(verdicts: &[Verdict], first: NaiveDate) -> Option<Shift> {
         days,
         ratio: super::median(&mut ratios),
     })
+}
+
+/// The level a person accepts from the breach the newest days end in (`days` oldest
+/// first, today so far included): from the first day of that run of breaches in one
+/// direction, at the median ratio of its rows to their baselines, or 0 (see
+/// [`Restart`]) when every baseline in it was zero. Days when nothing was expected and
+/// nothing came neither break nor extend the run. None when the newest days do not
+/// breach.
+pub fn level_to_accept(days: &[(NaiveDate, Verdict)]) -> Option<(Restart, usize)> {
+    let mut kind = None;
+    let mut since = None;
+    let mut breaches = 0;
+    let mut ratios = Vec::new();
+    for (date, verdict) in days.iter().rev() {
+        if nothing_expected(verdict) {
+            continue;
+        }
+        if !verdict.kind.is_breach() || kind.is_some_and(|k| k != verdict.kind) {
+            break;
+        }
+        kind = Some(verdict.kind);
+        since = Some(*date);
+        breaches += 1;
+        if let Some(range) = verdict.expected.filter(|r| r.baseline > 0.0) {
+            ratios.push(verdict.observed / range.baseline);
+        }
+    }
+    let ratio = if ratios.is_empty() {
+        0.0
+    } else {
+        super::median(&mut ratios)
+    };
+    Some((
+        Restart {
+            since: since?,
+            ratio,
+        },
+        breaches,
+    ))
 }
 
 impl Recent {
@@ -814,6 +922,121 @@ mod tests {
         let recent = recent(&days, None, monday(), &calendar);
         assert_eq!(recent.shift.map(|s| s.days), Some(1));
         assert!(!recent.shift.unwrap().is_level());
+    }
+
+    /// An old backfill, `quiet` empty days, then `steady` days of ordinary loads.
+    fn backfill_then_loads(quiet: usize, steady: usize) -> Vec<f64> {
+        let mut days = vec![250_000.0];
+        days.extend(std::iter::repeat_n(0.0, quiet));
+        days.extend(weekly_series(&SeriesShape {
+            days: steady,
+            ..shape()
+        }));
+        days
+    }
+
+    #[test]
+    fn leading_empty_days_and_a_lone_backfill_are_not_a_baseline() {
+        // As a new user's table looked: a backfill 98 days back, weeks of nothing,
+        // then five-minute loads for eight weeks. Every day of the loads is ordinary.
+        for (quiet, steady) in [(41, 56), (41, 1), (41, 3), (20, 30)] {
+            let days = backfill_then_loads(quiet, steady);
+            let verdicts = all(&days);
+            let flagged: Vec<usize> = (0..days.len())
+                .filter(|&i| verdicts[i].kind.is_breach())
+                .collect();
+            assert!(
+                flagged.is_empty(),
+                "quiet {quiet}, steady {steady}: {flagged:?}"
+            );
+            let mut with_today = days.clone();
+            with_today.push(days[days.len() - 7]);
+            let recent = recent(
+                &with_today,
+                Some(&with_today),
+                monday(),
+                &Calendar::default(),
+            );
+            assert!(recent.shift.is_none(), "{recent:?}");
+        }
+        // Nothing before the first load either.
+        let mut days = vec![0.0; 30];
+        days.extend(weekly_series(&shape()));
+        assert!(all(&days).iter().all(|v| !v.kind.is_breach()));
+    }
+
+    #[test]
+    fn a_table_that_loaded_steadily_and_went_quiet_is_still_an_outage() {
+        let mut days = weekly_series(&shape());
+        for day in &mut days[60..72] {
+            *day = 0.0;
+        }
+        days.extend(weekly_series(&SeriesShape {
+            days: 14,
+            ..shape()
+        }));
+        let verdicts = all(&days);
+        assert!(
+            verdicts[60..72].iter().all(|v| v.kind == VerdictKind::Low),
+            "{:?}",
+            &verdicts[60..72]
+        );
+    }
+
+    #[test]
+    fn any_breach_can_be_accepted_even_against_a_baseline_of_zero() {
+        // A table that never loaded on Saturdays starts to: one Saturday is a breach
+        // against nothing, and accepting it makes Saturdays normal from then on.
+        let mut days = weekly_series(&SeriesShape {
+            days: 70,
+            ..shape()
+        });
+        for (i, day) in days.iter_mut().enumerate() {
+            if i % 7 == 5 {
+                *day = 0.0;
+            }
+        }
+        days.extend(weekly_series(&SeriesShape { days: 7, ..shape() }));
+        let verdicts = all(&days);
+        assert_eq!(verdicts[75].kind, VerdictKind::High);
+        let judged: Vec<(NaiveDate, Verdict)> = (68..76)
+            .map(|i| (date_at(monday(), i), verdicts[i]))
+            .collect();
+        let (restart, breaches) = level_to_accept(&judged).expect("a breach to accept");
+        assert_eq!(
+            (restart.since, restart.ratio, breaches),
+            (date_at(monday(), 75), 0.0, 1)
+        );
+        let accepted = [restart];
+        let calendar = Calendar {
+            restarts: &accepted,
+            ..Calendar::default()
+        };
+        for week in 0..4 {
+            days.extend(weekly_series(&SeriesShape { days: 7, ..shape() }));
+            let verdicts = judge_all(&days, monday(), &calendar);
+            assert!(
+                verdicts[76..].iter().all(|v| !v.kind.is_breach()),
+                "week {week}: {:?}",
+                &verdicts[76..]
+            );
+        }
+        // A one-day breach against a real baseline: that day's ratio is the level.
+        let mut days = weekly_series(&shape());
+        let last = days.len() - 1;
+        days[last] *= 1.5;
+        let verdicts = all(&days);
+        let judged: Vec<(NaiveDate, Verdict)> = (last - 7..=last)
+            .map(|i| (date_at(monday(), i), verdicts[i]))
+            .collect();
+        let (restart, breaches) = level_to_accept(&judged).unwrap();
+        assert_eq!((restart.since, breaches), (date_at(monday(), last), 1));
+        assert!((1.3..1.7).contains(&restart.ratio), "{restart:?}");
+        assert_eq!(
+            level_to_accept(&judged[..7]),
+            None,
+            "no breach, nothing to accept"
+        );
     }
 
     #[test]

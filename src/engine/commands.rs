@@ -530,7 +530,7 @@ impl Engine {
     /// on the chain with the shift it accepts, the monitor's baseline restarts from the
     /// shift's first day (stored in the same transaction), and the incident closes as
     /// closed by hand. Only the table's owners may, with a reason, and only while the
-    /// monitor's volume shows a run of breaches long enough to be a level.
+    /// monitor's volume breaches: any run of breaches, one day or today so far included.
     fn accept_level(&mut self, id: &str, reason: &str, actor: &Actor) -> Result<Vec<Event>> {
         let i = self.open_for_owner(id, reason, actor, "accepting a new level")?;
         let (incident_id, monitor) = (
@@ -538,15 +538,29 @@ impl Engine {
             self.incidents[i].monitor.clone(),
         );
         let volume = self.latest.get(&(monitor.clone(), CheckKind::Volume, None));
-        let Some(shift) = volume.and_then(|o| o.detail.shift).filter(|s| s.is_level()) else {
-            let seen = match volume.and_then(|o| o.detail.shift) {
-                Some(shift) => format!(
-                    "its volume has been out of range for {} day(s) since {}; a level shows over {} at least",
-                    shift.days,
-                    shift.since,
-                    crate::detect::volume::MIN_SHIFT_DAYS
-                ),
-                None => format!("the latest volume check of {monitor} shows no run of breaches"),
+        // The breach the newest judged days end in, however short: its figures are the
+        // new level (the on-call knows when a change is the new normal).
+        let judged: Vec<(chrono::NaiveDate, crate::detect::Verdict)> = volume
+            .map(|o| o.detail.days.as_slice())
+            .unwrap_or_default()
+            .iter()
+            // Today so far, while in range, says nothing yet (as in the headline).
+            .filter(|d| !d.partial || d.verdict.is_breach())
+            .filter_map(|d| {
+                let date = chrono::NaiveDate::parse_from_str(&d.day, "%Y-%m-%d").ok()?;
+                let verdict = crate::detect::Verdict {
+                    kind: d.verdict,
+                    observed: d.rows,
+                    expected: d.expected,
+                    score: None,
+                };
+                Some((date, verdict))
+            })
+            .collect();
+        let Some((restart, days)) = crate::detect::volume::level_to_accept(&judged) else {
+            let seen = match volume {
+                Some(_) => format!("the latest volume check of {monitor} is in range"),
+                None => format!("{monitor} has no volume check to take a level from"),
             };
             return Err(Refusal::new(
                 RefusalKind::Policy,
@@ -557,26 +571,30 @@ impl Engine {
         let seq = self.record(
             "level_accepted",
             &actor.to_json(),
-            json!({"incident": incident_id, "monitor": monitor, "since": shift.since.to_string(),
-                   "days": shift.days, "ratio": shift.ratio, "reason": reason}),
+            json!({"incident": incident_id, "monitor": monitor, "since": restart.since.to_string(),
+                   "days": days, "ratio": restart.ratio, "reason": reason}),
         )?;
-        let restart = crate::detect::volume::Restart {
-            since: shift.since,
-            ratio: shift.ratio,
-        };
         crate::monitor::baseline::accept(&self.state, &monitor, &incident_id, restart, seq)?;
         self.incidents[i].closed_by_hand = Some((
             actor.to_json(),
-            format!(
-                "new level accepted: {:.2}x the old baseline since {} (chain #{seq}): {reason}",
-                shift.ratio, shift.since
-            ),
+            if restart.ratio > 0.0 {
+                format!(
+                    "new level accepted: {:.2}x the old baseline since {} (chain #{seq}): {reason}",
+                    restart.ratio, restart.since
+                )
+            } else {
+                format!(
+                    "new level accepted: rows where none were expected, the normal since {} \
+                     (chain #{seq}): {reason}",
+                    restart.since
+                )
+            },
         ));
         let mut events = vec![self.event(EventKind::LevelAccepted {
             incident: incident_id,
             monitor,
-            since: shift.since.to_string(),
-            ratio: shift.ratio,
+            since: restart.since.to_string(),
+            ratio: restart.ratio,
             seq,
         })];
         events.extend(self.resolve(i)?);

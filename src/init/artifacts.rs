@@ -28,6 +28,8 @@ pub struct Artifacts {
     pub adapter_type: Option<String>,
     pub tables: Vec<TableNode>,
     pub exposures: Vec<Exposure>,
+    /// dbt's `not_null` and `relationships` tests, each on the column it names.
+    pub column_tests: Vec<ColumnTest>,
     /// Group name -> its owner, as people read it.
     pub groups: BTreeMap<String, Option<String>>,
     /// Column types by unique_id, from the catalog.
@@ -66,6 +68,19 @@ pub struct TableNode {
     pub freshness: Freshness,
     pub owner: Option<String>,
     pub group: Option<String>,
+    /// A model's SQL as written (Jinja unrendered).
+    pub raw_sql: Option<String>,
+}
+
+/// A dbt test that fails on a null in a column (`not_null`), or names one a null would
+/// break (`relationships`).
+#[derive(Debug, Clone)]
+pub struct ColumnTest {
+    /// `not_null` or `relationships`.
+    pub test: String,
+    /// The node tested (a source or model's unique_id).
+    pub node: String,
+    pub column: String,
 }
 
 /// A source's `freshness:` block, as dbt resolved it for the table.
@@ -131,6 +146,19 @@ struct RawNode {
     source_meta: Option<Value>,
     group: Option<String>,
     config: Option<RawConfig>,
+    raw_code: Option<String>,
+    /// Before dbt 1.3 the SQL as written was `raw_sql`.
+    raw_sql: Option<String>,
+    test_metadata: Option<RawTestMetadata>,
+    attached_node: Option<String>,
+    depends_on: Option<RawDependsOn>,
+}
+
+#[derive(Deserialize)]
+struct RawTestMetadata {
+    name: Option<String>,
+    #[serde(default)]
+    kwargs: BTreeMap<String, Value>,
 }
 
 #[derive(Deserialize)]
@@ -222,7 +250,12 @@ impl Artifacts {
             .filter_map(|g| Some((g.name?, g.owner.as_ref().and_then(owner_text))))
             .collect();
         let mut tables = Vec::new();
+        let mut column_tests = Vec::new();
         for (unique_id, node) in raw.nodes.into_iter().chain(raw.sources) {
+            if let Some(test) = column_test(&node) {
+                column_tests.push(test);
+                continue;
+            }
             if let Some(table) = table_node(unique_id, node) {
                 tables.push(table);
             }
@@ -257,6 +290,7 @@ impl Artifacts {
             adapter_type: raw.metadata.adapter_type,
             tables,
             exposures,
+            column_tests,
             groups,
             columns,
             manifest_bytes,
@@ -363,7 +397,43 @@ fn table_node(unique_id: String, node: RawNode) -> Option<TableNode> {
         freshness,
         owner,
         group: node.group.or_else(|| config.and_then(|c| c.group.clone())),
+        raw_sql: node.raw_code.or(node.raw_sql),
         unique_id,
+    })
+}
+
+/// A `not_null` or `relationships` test of one column, and the node it tests: its
+/// `attached_node`, else (a source's test, or an older manifest) the one node it
+/// depends on other than a relationships test's `to`.
+fn column_test(node: &RawNode) -> Option<ColumnTest> {
+    if node.resource_type.as_deref() != Some("test") {
+        return None;
+    }
+    let metadata = node.test_metadata.as_ref()?;
+    let test = metadata.name.as_deref()?;
+    if !matches!(test, "not_null" | "relationships") {
+        return None;
+    }
+    let column = metadata.kwargs.get("column_name")?.as_str()?.to_string();
+    let tested = node.attached_node.clone().or_else(|| {
+        let model = metadata.kwargs.get("model").and_then(Value::as_str)?;
+        let depends: Vec<&String> = node.depends_on.as_ref()?.nodes.as_ref()?.iter().collect();
+        // `{{ get_where_subquery(source('raw', 'orders')) }}`: the node whose name ends
+        // the call's last argument.
+        let called = model.rsplit(['(', ',']).next().unwrap_or(model);
+        let name = called.trim_matches(|c: char| !c.is_alphanumeric() && c != '_');
+        let mut matching = depends
+            .into_iter()
+            .filter(|id| id.rsplit('.').next() == Some(name));
+        match (matching.next(), matching.next()) {
+            (Some(one), None) => Some(one.clone()),
+            _ => None,
+        }
+    })?;
+    Some(ColumnTest {
+        test: test.to_string(),
+        node: tested,
+        column,
     })
 }
 

@@ -10,9 +10,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::artifacts::{Artifacts, Freshness, TableKind, TableNode};
-use super::project::{Connection, DbtProject, Password, Postgres, Target};
-use crate::lineage::CatalogColumn;
+use super::artifacts::{Artifacts, ColumnTest, Freshness, TableKind, TableNode};
+use super::project::{Connection, DbtProject, Postgres, Target};
+use crate::lineage::{passed_through, CatalogColumn, Dialect};
 
 /// What `init` writes and what it says about it.
 pub struct Generated {
@@ -22,12 +22,16 @@ pub struct Generated {
     pub url_env: Option<String>,
     /// The line to export the warehouse's URL, password left as a reference.
     pub export_hint: Option<String>,
-    /// Said about the password (where it is, that it was not copied).
+    /// Said about the URL's role and its password.
     pub password_note: Option<String>,
+    /// The SQL that makes the URL's read-only role, for the schemas watched.
+    pub grants: Vec<String>,
     /// Why the adapter cannot be watched yet, when it cannot.
     pub unsupported: Option<String>,
     pub monitors: usize,
     pub checks: usize,
+    /// Columns whose null rate is watched because a dbt test names them.
+    pub null_columns: usize,
     pub domains: usize,
     pub exposures: usize,
     /// One line per table (or kind of node) left out or watched in part, with why.
@@ -54,6 +58,8 @@ struct Monitor {
     timestamp_column: Option<(String, &'static str)>,
     warn_after: Option<String>,
     error_after: Option<String>,
+    /// null_rate: each column watched, with the dbt tests that named it.
+    null_columns: BTreeMap<String, Vec<String>>,
     notes: Vec<String>,
 }
 
@@ -121,6 +127,7 @@ pub fn generate(inputs: &Inputs) -> Generated {
         }
         monitors.push(monitor(table, schema, artifacts, &mut skipped));
     }
+    watch_tested_columns(&mut monitors, artifacts);
     name_monitors(&mut monitors);
     if seeds > 0 {
         skipped.push(format!(
@@ -151,9 +158,36 @@ pub fn generate(inputs: &Inputs) -> Generated {
 
     let domains = domains(inputs, &monitors);
     let checks = monitors.iter().map(|m| m.checks.len()).sum();
+    let null_columns = monitors.iter().map(|m| m.null_columns.len()).sum();
     let mut config = String::new();
     header(&mut config, inputs);
     config.push_str(&warehouse_block);
+    let grants = match &target.connection {
+        Connection::Postgres(pg) => {
+            let schemas: BTreeSet<String> = monitors
+                .iter()
+                .filter_map(|m| {
+                    m.table
+                        .split_once('.')
+                        .map(|(schema, _)| schema.to_string())
+                })
+                .collect();
+            read_only_grants(pg, &schemas)
+        }
+        Connection::Unsupported { .. } => Vec::new(),
+    };
+    if !grants.is_empty() {
+        let _ = writeln!(
+            config,
+            "# dataward only reads: the URL names a read-only role, not dbt's user. `dataward\n\
+             # init` printed the SQL that makes it (run it in psql as a superuser or the\n\
+             # schemas' owner, then put the password you gave it where the URL says PASSWORD):"
+        );
+        for line in &grants {
+            let _ = writeln!(config, "#   {}", c(line));
+        }
+        config.push('\n');
+    }
     write_monitors(&mut config, &monitors, &warehouse, unsupported.is_some());
     lineage_block(&mut config, inputs);
     orchestrator_block(&mut config, inputs);
@@ -166,9 +200,11 @@ pub fn generate(inputs: &Inputs) -> Generated {
         url_env,
         export_hint,
         password_note,
+        grants,
         unsupported,
         monitors: monitors.len(),
         checks,
+        null_columns,
         domains: domains.len(),
         exposures: artifacts.exposures.len(),
         skipped,
@@ -377,58 +413,68 @@ fn adapter_plan(adapter: &str) -> &'static str {
     }
 }
 
-/// The shell line that exports the warehouse's URL, password left as a reference, and
-/// what to say about the password.
-///
-/// The line is pasted into a shell: everything from the project in it is single-quoted,
-/// and the password's variable is referenced only when its name is a plain shell name
-/// (otherwise the URL says PASSWORD and the note names the variable).
-fn url_hint(pg: &Postgres, target: &Target, var: &str) -> (String, Option<String>) {
-    let user = percent_encode(&pg.user);
-    let (reference, note) = match &pg.password {
-        Password::None => (None, None),
-        Password::Env(name) if crate::sanitize::is_shell_name(name) => (
-            Some(name.clone()),
-            Some(format!(
-                "the password stays in ${name}, as dbt reads it (percent-encode it in the URL if it holds @, : or /)"
-            )),
-        ),
-        Password::Env(name) => (
-            Some(String::new()),
-            Some(format!(
-                "the password is in the environment variable {}, whose name a shell cannot reference: put its value where the URL says PASSWORD",
-                crate::sanitize::for_terminal(&format!("{name:?}"))
-            )),
-        ),
-        Password::InFile(line) => (
-            Some(String::new()),
-            Some(format!(
-                "{} holds the password in place (line {line}); it was not copied: put it where the URL says PASSWORD",
-                target.file.display()
-            )),
-        ),
-    };
-    let mut rest = format!("@{}:{}/{}", pg.host, pg.port, percent_encode(&pg.dbname));
+/// The role the URL names: dataward only reads, so it connects as a role that can do
+/// nothing else, never as dbt's user, which writes. A placeholder: the grants made
+/// for it ([`read_only_grants`]) and the URL must agree, so a rename is done in both.
+pub const READ_ONLY_ROLE: &str = "dataward_reader";
+
+/// The shell line that exports a URL naming the read-only role, its password left as a
+/// placeholder (dbt's user's password is never the one to use), and what to say about
+/// it. The line is pasted into a shell, so the URL (host and database come from the
+/// project) is single-quoted.
+fn url_hint(pg: &Postgres, _target: &Target, var: &str) -> (String, Option<String>) {
+    let note = format!(
+        "the URL names a read-only role, {READ_ONLY_ROLE}, not dbt's user {:?}: make it with \
+         the lines below (in psql, as a superuser or the schemas' owner), then put the \
+         password you give it where the URL says PASSWORD",
+        pg.user
+    );
+    let mut url = format!(
+        "postgresql://{}:PASSWORD@{}:{}/{}",
+        percent_encode(READ_ONLY_ROLE),
+        pg.host,
+        pg.port,
+        percent_encode(&pg.dbname)
+    );
     if let Some(mode) = &pg.sslmode {
-        let _ = write!(rest, "?sslmode={}", percent_encode(mode));
+        let _ = write!(url, "?sslmode={}", percent_encode(mode));
     }
-    let quote = crate::sanitize::shell_quote;
-    let line = match reference.as_deref() {
-        None => format!(
-            "export {var}={}",
-            quote(&format!("postgresql://{user}{rest}"))
+    (
+        format!("export {var}={}", crate::sanitize::shell_quote(&url)),
+        Some(note),
+    )
+}
+
+/// A PostgreSQL identifier, quoted: any name as it is, its case kept.
+fn sql_identifier(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// The statements that make [`READ_ONLY_ROLE`] able to read the watched `schemas`
+/// and nothing more: today's tables, and (dbt drops and recreates a table on every
+/// run, which drops its grants) the tables dbt's user makes there later.
+pub fn read_only_grants(pg: &Postgres, schemas: &BTreeSet<String>) -> Vec<String> {
+    let role = sql_identifier(READ_ONLY_ROLE);
+    let mut lines = vec![
+        format!("CREATE ROLE {role} LOGIN;"),
+        format!("\\password {role}"),
+        format!(
+            "GRANT CONNECT ON DATABASE {} TO {role};",
+            sql_identifier(&pg.dbname)
         ),
-        Some("") => format!(
-            "export {var}={}",
-            quote(&format!("postgresql://{user}:PASSWORD{rest}"))
-        ),
-        Some(name) => format!(
-            "export {var}={}\"${{{name}}}\"{}",
-            quote(&format!("postgresql://{user}:")),
-            quote(&rest)
-        ),
-    };
-    (line, note)
+    ];
+    for schema in schemas {
+        let schema = sql_identifier(schema);
+        lines.push(format!("GRANT USAGE ON SCHEMA {schema} TO {role};"));
+        lines.push(format!(
+            "GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {role};"
+        ));
+        lines.push(format!(
+            "ALTER DEFAULT PRIVILEGES FOR ROLE {} IN SCHEMA {schema} GRANT SELECT ON TABLES TO {role};",
+            sql_identifier(&pg.user)
+        ));
+    }
+    lines
 }
 
 fn percent_encode(text: &str) -> String {
@@ -501,6 +547,7 @@ fn monitor(
         timestamp_column: None,
         warn_after: None,
         error_after: None,
+        null_columns: BTreeMap::new(),
         notes: Vec::new(),
     };
     match table.kind {
@@ -572,6 +619,92 @@ fn monitor(
     monitor
 }
 
+/// Watches the null rate of every column a dbt `not_null` or `relationships` test
+/// names: on the tested table when it is watched, and on the source column a model
+/// (through other models) passes on to it unchanged, so a null spike in a load is
+/// seen where it lands, before the test fails on a table built from it.
+fn watch_tested_columns(monitors: &mut [Monitor], artifacts: &Artifacts) {
+    let dialect = Dialect::from_adapter_type(artifacts.adapter_type.as_deref());
+    let table = |unique_id: &str| artifacts.tables.iter().find(|t| t.unique_id == unique_id);
+    for ColumnTest { test, node, column } in &artifacts.column_tests {
+        let Some(tested) = table(node) else { continue };
+        if !is_column_name(column) {
+            continue;
+        }
+        let column = column.trim().trim_matches('"').to_string();
+        let named_by = format!("dbt's {test} test on {}.{column}", tested.name);
+        if let Some(m) = monitors
+            .iter_mut()
+            .find(|m| m.unique_id == tested.unique_id)
+        {
+            watch_nulls(m, &column, named_by.clone());
+        }
+        // Back through the models that pass the column on as it is, to a source.
+        let (mut at, mut name) = (tested, column);
+        let mut path = Vec::new();
+        while at.kind == TableKind::Model && path.len() < 32 {
+            let Some(passed) = at
+                .raw_sql
+                .as_deref()
+                .and_then(|sql| passed_through(sql, &name, dialect))
+            else {
+                break;
+            };
+            let Some(from) = relation_named(&artifacts.tables, &passed.relation) else {
+                break;
+            };
+            path.push(if passed.column == name {
+                format!("{} reads {name}", at.name)
+            } else {
+                format!("{}: {} as {name}", at.name, passed.column)
+            });
+            (at, name) = (from, passed.column);
+        }
+        if at.kind == TableKind::Source && !path.is_empty() {
+            if let Some(m) = monitors.iter_mut().find(|m| m.unique_id == at.unique_id) {
+                let why = format!("{named_by} reads it straight through ({})", path.join("; "));
+                watch_nulls(m, &name, why);
+            }
+        }
+    }
+}
+
+fn watch_nulls(monitor: &mut Monitor, column: &str, why: String) {
+    if !monitor.checks.contains(&"null_rate") {
+        monitor.checks.push("null_rate");
+    }
+    let reasons = monitor.null_columns.entry(column.to_string()).or_default();
+    if !reasons.contains(&why) {
+        reasons.push(why);
+    }
+}
+
+/// The table a `ref('x')` or `source('s', 't')` call (as written in `{{ }}`) names.
+fn relation_named<'a>(tables: &'a [TableNode], call: &str) -> Option<&'a TableNode> {
+    let (function, args) = call.split_once('(')?;
+    let args: Vec<&str> = args
+        .trim_end()
+        .strip_suffix(')')?
+        .split(',')
+        .map(|a| a.trim().trim_matches(|c| c == '\'' || c == '"'))
+        .collect();
+    let mut found = tables
+        .iter()
+        .filter(|t| match (function.trim(), args.as_slice()) {
+            ("ref", [.., name]) => t.kind != TableKind::Source && t.name == *name,
+            ("source", [source, name]) => {
+                t.kind == TableKind::Source
+                    && t.source_name.as_deref() == Some(*source)
+                    && t.name == *name
+            }
+            _ => false,
+        });
+    match (found.next(), found.next()) {
+        (Some(one), None) => Some(one),
+        _ => None,
+    }
+}
+
 /// Names as people say them (`raw.orders`, `fct_orders`); where two would meet, both
 /// take their unique_id instead.
 fn name_monitors(monitors: &mut [Monitor]) {
@@ -595,7 +728,9 @@ fn write_monitors(out: &mut String, monitors: &[Monitor], warehouse: &str, comme
         out,
         "# Monitors: {} dbt source{} (row count, schema; freshness and volume on the\n\
          # loaded_at_field, with dbt's warn_after and error_after), and {} table{} dbt\n\
-         # builds (row count, schema; volume on a microbatch model's event_time).{}\n",
+         # builds (row count, schema; volume on a microbatch model's event_time). Null\n\
+         # rates on the columns dbt's not_null and relationships tests name, and on the\n\
+         # source columns models pass on to them unchanged.{}\n",
         sources,
         plural(sources),
         monitors.len() - sources,
@@ -631,6 +766,22 @@ fn write_monitors(out: &mut String, monitors: &[Monitor], warehouse: &str, comme
                 "error_after = {:<25} # dbt's freshness error_after",
                 quote(error)
             );
+        }
+        if !m.null_columns.is_empty() {
+            let columns: Vec<String> = m.null_columns.keys().cloned().collect();
+            let _ = writeln!(block, "null_columns = {}", list(&columns));
+            for (column, reasons) in &m.null_columns {
+                for why in reasons {
+                    let _ = writeln!(block, "# null_rate({}): {}", c(column), c(why));
+                }
+            }
+            if m.timestamp_column.is_none() {
+                let _ = writeln!(
+                    block,
+                    "# null_rate reads the whole table (no timestamp_column): a bad load shows\n\
+                     # diluted by every older row; set timestamp_column to measure recent rows"
+                );
+            }
         }
         for note in &m.notes {
             let _ = writeln!(block, "# {}", c(note));
@@ -988,6 +1139,13 @@ mod tests {
         assert_eq!(role_of("growth@example.com"), "growth");
         assert_eq!(role_of("Data Platform"), "data-platform");
         assert_eq!(role_of("<>"), "owner");
+    }
+
+    #[test]
+    fn sql_identifiers_are_quoted_whatever_they_hold() {
+        assert_eq!(sql_identifier("raw"), "\"raw\"");
+        assert_eq!(sql_identifier("Raw Data"), "\"Raw Data\"");
+        assert_eq!(sql_identifier("we\"ird"), "\"we\"\"ird\"");
     }
 
     #[test]

@@ -187,8 +187,19 @@ fn report(
         if generated.domains == 1 { "" } else { "s" },
     );
     describe_written(&mut out, config, &summary);
+    if generated.null_columns > 0 {
+        let _ = writeln!(
+            out,
+            "null rates watched on {} column{} that dbt's not_null and relationships tests \
+             name (or that models pass on to them unchanged): the config says which test, \
+             beside each",
+            generated.null_columns,
+            if generated.null_columns == 1 { "" } else { "s" }
+        );
+    }
     let notes_summary = format!(
-        "{} exposure{} listed, commented examples for dashboards, jobs and loaders",
+        "the context notes, named after the config and named by its [lineage] notes: {} \
+         exposure{} listed, commented examples for dashboards, jobs and loaders",
         generated.exposures,
         if generated.exposures == 1 { "" } else { "s" }
     );
@@ -216,6 +227,9 @@ fn report(
     let _ = writeln!(out, "next:");
     if let Some(note) = &generated.password_note {
         let _ = writeln!(out, "  # {}", one(note));
+    }
+    for line in &generated.grants {
+        let _ = writeln!(out, "  {line}");
     }
     if let Some(hint) = &generated.export_hint {
         let _ = writeln!(out, "  {}", one(hint));

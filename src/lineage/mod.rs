@@ -25,6 +25,7 @@ use serde::Serialize;
 
 pub use blast::{BlastRadius, Impact, Summary, TreeRow};
 pub use catalog::CatalogColumn;
+pub use columns::origin::{passed_through, PassedThrough};
 pub use columns::{
     find_column_use, use_sites, ColumnChange, ColumnFinding, Dialect, Risk, UseFinding, UseKind,
     UseSite, Wants, PARSER, TOKENS,

@@ -12,6 +12,7 @@
 //! is judged in `judge`, the same way for both methods, per dialect.
 
 mod judge;
+pub(super) mod origin;
 mod parsed;
 pub(super) mod tokens;
 

@@ -240,7 +240,7 @@ fn literal(expr: &Expr) -> Option<Literal> {
     }
 }
 
-fn sql_dialect(dialect: Dialect) -> Box<dyn SqlDialect> {
+pub(super) fn sql_dialect(dialect: Dialect) -> Box<dyn SqlDialect> {
     match dialect {
         Dialect::Snowflake => Box::new(SnowflakeDialect),
         Dialect::BigQuery => Box::new(BigQueryDialect),
