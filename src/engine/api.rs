@@ -238,6 +238,11 @@ pub struct Snapshot {
     /// The chain does not verify: which record is bad. Nothing is recorded meanwhile.
     #[serde(default)]
     pub chain_alarm: Option<String>,
+    /// The engine refused something its trust rests on: a policy file someone else
+    /// could have written (the running policy stays), or its state database gone from
+    /// under it (nothing is accepted). Shown on the top line like the chain alarm.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust_alarm: Option<String>,
     /// Everyone attached to this engine, and what they look at and decide.
     #[serde(default)]
     pub attached: Vec<PresenceView>,
