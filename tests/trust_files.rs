@@ -501,3 +501,53 @@ fn a_state_database_deleted_under_the_engine_stops_it_accepting_decisions() {
     let alarm = top["trust_alarm"].as_str().unwrap_or_default();
     assert!(alarm.contains("dataward.db"), "{top}");
 }
+
+#[test]
+fn verify_names_the_first_record_whose_time_steps_back() {
+    use dataward::chain;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let out = dataward(&["stop", "--reason", "maintenance window"], &data);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    {
+        let conn = dataward::store::open(&data.join("dataward.db")).unwrap();
+        let head = chain::head(&conn).unwrap().unwrap();
+        let log_id: String = conn
+            .query_row("SELECT value FROM meta WHERE key = 'log_id'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        let mut prev = head.hash;
+        // #2 recorded at noon in 2099, #3 an hour before it: the clock was set back
+        // (and the record appended by something that does not hold time forward).
+        for (seq, at) in [
+            (2, "2099-12-02T12:00:00.000000Z"),
+            (3, "2099-12-02T11:00:00.000000Z"),
+        ] {
+            let mut record = chain::Record {
+                seq,
+                prev_hash: prev.clone(),
+                log_id: log_id.clone(),
+                schema_version: chain::SCHEMA_VERSION,
+                at: at.to_string(),
+                kind: "note".to_string(),
+                actor: "{}".to_string(),
+                payload: "{}".to_string(),
+                recorded_at: at.to_string(),
+                clock: at.to_string(),
+                hash: String::new(),
+            };
+            record.hash = chain::hash_record(&record);
+            chain::insert(&conn, &record).unwrap();
+            prev = record.hash;
+        }
+        chain::save_checkpoint(&conn).unwrap();
+    }
+    let verify = dataward(&["verify"], &data);
+    assert_eq!(verify.status.code(), Some(1), "{}", text(&verify));
+    assert!(
+        text(&verify).contains("BROKEN at record #3") && text(&verify).contains("steps back"),
+        "{}",
+        text(&verify)
+    );
+}

@@ -142,6 +142,11 @@ const MIGRATIONS: &[&str] = &[
         command TEXT NOT NULL,
         held_at TEXT NOT NULL
      );",
+    // 11: chain records carry time that never steps back (chain schema version 2):
+    // `recorded_at`, the host's clock at append held to at least the record before's,
+    // and `clock`, the host's clock as read. Empty on version-1 records.
+    "ALTER TABLE chain ADD COLUMN recorded_at TEXT NOT NULL DEFAULT '';
+     ALTER TABLE chain ADD COLUMN clock TEXT NOT NULL DEFAULT '';",
 ];
 
 /// How long a writer waits for another writer before giving up. Long enough that two
