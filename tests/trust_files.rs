@@ -551,3 +551,52 @@ fn verify_names_the_first_record_whose_time_steps_back() {
         text(&verify)
     );
 }
+
+#[test]
+fn in_group_mode_the_state_files_are_the_engines_alone_and_the_group_reads_through_the_socket() {
+    if !team("in_group_mode_the_state_files_are_the_engines_alone") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let estate = team_estate(dir.path());
+    let data = dir.path().join("data");
+    let log = dir.path().join("serve.log");
+    let _server = serve(&estate, &data, &log);
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    // The group reaches the socket through the data directory, and nothing else in it.
+    assert_eq!(mode(&data), 0o750);
+    assert_eq!(mode(&data.join("dataward.sock")), 0o660);
+    for name in [
+        "dataward.db",
+        "dataward.db-wal",
+        "dataward.db-shm",
+        "dataward.db.checkpoint",
+    ] {
+        let path = data.join(name);
+        assert!(path.exists(), "{name}");
+        assert_eq!(mode(&path), 0o600, "{name} is {:o}", mode(&path));
+    }
+    // A group member reads what the engine serves.
+    let listed = as_user("dw-obs", &["incidents"], &data);
+    assert!(listed.status.success(), "{}", text(&listed));
+    let shown = as_user("dw-obs", &["show", "INC-0001"], &data);
+    assert!(
+        text(&shown).contains("no incident INC-0001"),
+        "{}",
+        text(&shown)
+    );
+    let verified = as_user("dw-obs", &["verify"], &data);
+    assert_eq!(verified.status.code(), Some(0), "{}", text(&verified));
+    assert!(
+        String::from_utf8_lossy(&verified.stdout).starts_with("chain ok: "),
+        "{}",
+        text(&verified)
+    );
+    let receipt = as_user("dw-obs", &["receipt", "INC-0001"], &data);
+    assert_eq!(receipt.status.code(), Some(2), "{}", text(&receipt));
+    assert!(
+        text(&receipt).contains("no incident INC-0001"),
+        "{}",
+        text(&receipt)
+    );
+}

@@ -507,13 +507,13 @@ pub fn records_about(conn: &Connection, incident: &str) -> Result<Vec<Record>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct BadRecord {
     pub seq: u64,
     pub reason: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct VerifyReport {
     pub ok: bool,
     pub records: u64,
@@ -832,7 +832,7 @@ fn write_checkpoint(path: &Path, seq: u64, hash: &str) -> Result<()> {
         .with_context(|| format!("cannot lock {}", lock_path.display()))?;
     let current = read_checkpoint(path).map(|(s, _)| s);
     if current.is_none_or(|current| current < seq) {
-        crate::store::files::write_atomic(path, format!("{seq} {hash}\n").as_bytes())
+        crate::store::files::write_private(path, format!("{seq} {hash}\n").as_bytes())
             .context("cannot write the chain checkpoint")?;
     }
     Ok(())

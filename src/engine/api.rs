@@ -548,11 +548,31 @@ pub enum ClientMessage {
         read_only: bool,
     },
     Request(Request),
+    /// A read only the engine can answer (it alone opens the state files); observers
+    /// may ask. Answered by one `Answer` with the same id, to this client only.
+    Ask {
+        id: u64,
+        question: Question,
+    },
     /// What this client shows and does, for the others' presence line.
     Presence {
         viewing: Option<String>,
         deciding: Option<String>,
     },
+}
+
+/// What `dataward verify` and `dataward receipt` ask a running engine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "question", rename_all = "snake_case")]
+pub enum Question {
+    /// The chain held against its checkpoint, and a saved receipt's JSON checked
+    /// against it when one is given.
+    Verify {
+        #[serde(default)]
+        saved_receipt: Option<String>,
+    },
+    /// An incident's receipt as the chain holds it.
+    Receipt { incident: String },
 }
 
 /// One command, answered by exactly one `Reply` with the same id, to this client only.
@@ -575,6 +595,11 @@ pub enum ServerMessage {
         read_only: bool,
     },
     Reply(Reply),
+    /// The answer to an `Ask`: the engine's report as JSON, or why it has none.
+    Answer {
+        id: u64,
+        answer: Result<serde_json::Value, String>,
+    },
     Snapshot(Box<Snapshot>),
     /// The server will not serve this client (a protocol it does not speak, a person the
     /// policy does not name) and closes the connection.

@@ -13,6 +13,7 @@ mod intent;
 pub mod live;
 mod memory;
 mod policy;
+mod reads;
 mod state_file;
 pub use memory::stored_incidents;
 pub mod cli;

@@ -298,6 +298,16 @@ fn serve_client(
                     request,
                 })?;
             }
+            Ok(ClientMessage::Ask {
+                id: question_id,
+                question,
+            }) => {
+                hub.send(HubMessage::Ask {
+                    client: id,
+                    id: question_id,
+                    question,
+                })?;
+            }
             Ok(ClientMessage::Presence { viewing, deciding }) => {
                 hub.send(HubMessage::Presence {
                     client: id,
