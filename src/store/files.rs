@@ -219,17 +219,6 @@ pub fn check_private(path: &Path, usage: Use) -> Result<()> {
     check(path, usage, None, "rewrite the decision log")
 }
 
-/// Refuses a config (the policy: who may approve what) that another account owns or
-/// that group or others can write.
-pub fn check_private_config(path: &Path) -> Result<()> {
-    check(
-        path,
-        Use::Write,
-        Some("config"),
-        "give itself the owner role",
-    )
-}
-
 /// Refuses a file the policy comes from (the config, the notes it names) unless the
 /// engine's account owns it, nobody else can write it, and nobody else can write the
 /// folder it is in either: whoever can write the folder can put another file in its
