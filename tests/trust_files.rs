@@ -592,6 +592,9 @@ fn in_group_mode_the_state_files_are_the_engines_alone_and_the_group_reads_throu
         "{}",
         text(&verified)
     );
+    let stop = as_user("dw-obs", &["stop"], &data);
+    assert_eq!(stop.status.code(), Some(0), "{}", text(&stop));
+    assert!(text(&stop).contains("no org-wide stop"), "{}", text(&stop));
     let receipt = as_user("dw-obs", &["receipt", "INC-0001"], &data);
     assert_eq!(receipt.status.code(), Some(2), "{}", text(&receipt));
     assert!(

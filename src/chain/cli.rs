@@ -192,8 +192,12 @@ pub fn stop(data_dir: &Path, reason: Option<&str>, lift: bool) -> Result<ExitCod
     let at = crate::engine::timestamp(chrono::Utc::now().naive_utc());
     let state = match (reason, lift) {
         (None, false) => {
-            // Showing the stop is a reading command: anyone who can read the log may ask.
-            stop::state(&open_existing(data_dir)?)?
+            // Showing the stop is a reading command: anyone the engine serving it lets
+            // attach may ask (its state files are its own), or anyone who can read them.
+            match serving_engine(data_dir)? {
+                Some(mut engine) => serde_json::from_value(ask(&mut engine, Question::Stop)?)?,
+                None => stop::state(&open_existing(data_dir)?)?,
+            }
         }
         (Some(_), true) => anyhow::bail!("--reason sets a stop and --lift lifts one: pick one"),
         (reason, _) => {

@@ -573,6 +573,8 @@ pub enum Question {
     },
     /// An incident's receipt as the chain holds it.
     Receipt { incident: String },
+    /// The org-wide stop as it stands.
+    Stop,
 }
 
 /// One command, answered by exactly one `Reply` with the same id, to this client only.

@@ -27,6 +27,9 @@ impl Engine {
                     };
                     Ok(json!({"report": report, "receipt_problem": problem}))
                 }
+                Question::Stop => Ok(serde_json::to_value(crate::approve::stop::state(
+                    &self.state,
+                )?)?),
                 Question::Receipt { incident } => {
                     let built = receipt::build(&chain::records(&self.state)?, incident)?;
                     Ok(json!({"receipt": built, "markdown": built.to_markdown()}))
