@@ -58,6 +58,8 @@ fn build_large(db: &std::path::Path, n: u64) -> Vec<Record> {
             payload: format!(
                 r#"{{"content_hash":"08a0923be33690a985b2ffcee95a8f6fbdbc9d91fd41f80f25d6733b98c20494","incident":"INC-{seq:04}","proposal":"INC-{seq:04}-P1","reason":"refill in progress","verdict":"approved"}}"#
             ),
+            recorded_at: "2026-11-24T14:10:00.000000Z".into(),
+            clock: "2026-11-24T14:10:00.000000Z".into(),
             hash: String::new(),
         };
         r.hash = hash_record(&r);

@@ -305,11 +305,12 @@ pub fn snapshot(snapshot: &mut Snapshot) {
         finished: _,
         org_stop,
         chain_alarm,
+        trust_alarm,
         attached,
         outbox,
     } = snapshot;
     outbox.sanitize();
-    for text in [org_stop, chain_alarm, orchestrator_down]
+    for text in [org_stop, chain_alarm, trust_alarm, orchestrator_down]
         .into_iter()
         .flatten()
     {

@@ -17,6 +17,8 @@ fn chain(n: u64) -> Vec<Record> {
                 kind: if seq % 2 == 0 { "decision" } else { "proposal" }.into(),
                 actor: format!(r#"{{"uid":{}}}"#, 1000 + seq),
                 payload: format!(r#"{{"i":{seq}}}"#),
+                recorded_at: format!("2026-11-24T15:{:02}:{:02}.000000Z", seq / 60 % 60, seq % 60),
+                clock: format!("2026-11-24T15:{:02}:{:02}.000000Z", seq / 60 % 60, seq % 60),
                 hash: String::new(),
             };
             r.hash = hash_record(&r);
@@ -125,12 +127,18 @@ proptest! {
     #[test]
     fn encode_decode_encode_is_identical(
         seq in any::<u64>(), version in any::<u32>(),
-        texts in proptest::collection::vec(".{0,40}", 6),
+        texts in proptest::collection::vec(".{0,40}", 8),
     ) {
+        // Version 2 on, the encoding carries the recorded time and the clock.
+        let (recorded_at, clock) = if version >= 2 {
+            (texts[6].clone(), texts[7].clone())
+        } else {
+            (String::new(), String::new())
+        };
         let r = Record {
             seq, prev_hash: texts[0].clone(), log_id: texts[1].clone(), schema_version: version,
             at: texts[2].clone(), kind: texts[3].clone(), actor: texts[4].clone(), payload: texts[5].clone(),
-            hash: String::new(),
+            recorded_at, clock, hash: String::new(),
         };
         let bytes = encode(&r);
         let back = decode(&bytes).unwrap();

@@ -102,7 +102,7 @@ fn reordered_records_are_named() {
         dir.path(),
         "CREATE TEMP TABLE a AS SELECT * FROM chain WHERE seq IN (2, 3);
          DELETE FROM chain WHERE seq IN (2, 3);
-         INSERT INTO chain SELECT CASE seq WHEN 2 THEN 3 ELSE 2 END, prev_hash, log_id, schema_version, at, kind, actor, payload, hash FROM a;",
+         INSERT INTO chain SELECT CASE seq WHEN 2 THEN 3 ELSE 2 END, prev_hash, log_id, schema_version, at, kind, actor, payload, hash, recorded_at, clock FROM a;",
     );
     let (code, report) = verify(dir.path());
     assert_eq!(code, 1);

@@ -150,6 +150,8 @@ fn verify_messages_are_escaped_in_text_and_json() {
         kind: "test".into(),
         actor: "{}".into(),
         payload: "{}".into(),
+        recorded_at: first.recorded_at.clone(),
+        clock: first.clock.clone(),
         hash: String::new(),
     };
     forged.hash = dataward::chain::hash_record(&forged);

@@ -12,7 +12,7 @@ use super::Actor;
 use crate::chain;
 use crate::engine::api::{Refusal, RefusalKind};
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct StopState {
     pub active: bool,
     /// When and by whom the stop was set (display form), and why.

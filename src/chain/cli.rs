@@ -10,6 +10,8 @@ use rusqlite::Connection;
 
 use super::{BadRecord, VerifyReport};
 use crate::approve::{stop, Actor};
+use crate::engine::api::Question;
+use crate::engine::client::Client;
 use crate::incident::receipt;
 use crate::sanitize::{for_terminal, Sanitize, Sanitized};
 
@@ -27,19 +29,65 @@ fn exit(ok: bool) -> ExitCode {
     }
 }
 
+/// The engine serving `data_dir`, attached read-only, when one does: the state files
+/// are its account's alone, so the reading commands ask it. One that will not attach
+/// us (a policy without observers) leaves the files to whoever may open them (its own
+/// account); anyone else is told why the engine refused.
+fn serving_engine(data_dir: &Path) -> Result<Option<Client>> {
+    match Client::connect(data_dir, true) {
+        Ok(client) => Ok(client),
+        Err(refused) => match open_existing(data_dir) {
+            Ok(_) => Ok(None),
+            Err(_) => Err(refused),
+        },
+    }
+}
+
+/// Asks the engine; its report, or its reason for having none as an error.
+fn ask(client: &mut Client, question: Question) -> Result<serde_json::Value> {
+    client
+        .ask(question)?
+        .map_err(|reason| anyhow::anyhow!("{reason}"))
+}
+
 pub fn verify(data_dir: &Path, json: bool, saved_receipt: Option<&Path>) -> Result<ExitCode> {
-    let conn = open_existing(data_dir)?;
-    let report = super::verify(&conn)?;
-    let receipt_problem = match saved_receipt {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read receipt {}", path.display()))?;
-            let saved: serde_json::Value = serde_json::from_str(&text)
-                .with_context(|| format!("{}: not a JSON receipt", path.display()))?;
-            receipt::check_saved(&super::records(&conn)?, &saved)
-                .with_context(|| format!("{}", path.display()))?
-        }
+    let saved_text = match saved_receipt {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read receipt {}", path.display()))?,
+        ),
         None => None,
+    };
+    let (report, receipt_problem) = match serving_engine(data_dir)? {
+        Some(mut engine) => {
+            let mut answer = ask(
+                &mut engine,
+                Question::Verify {
+                    saved_receipt: saved_text.clone(),
+                },
+            )
+            .with_context(|| match saved_receipt {
+                Some(path) => format!("{}", path.display()),
+                None => "verify".to_string(),
+            })?;
+            let report: VerifyReport = serde_json::from_value(answer["report"].take())?;
+            let problem: Option<String> = serde_json::from_value(answer["receipt_problem"].take())?;
+            (report, problem)
+        }
+        None => {
+            let conn = open_existing(data_dir)?;
+            let report = super::verify(&conn)?;
+            let problem = match (saved_receipt, &saved_text) {
+                (Some(path), Some(text)) => {
+                    let saved: serde_json::Value = serde_json::from_str(text)
+                        .with_context(|| format!("{}: not a JSON receipt", path.display()))?;
+                    receipt::check_saved(&super::records(&conn)?, &saved)
+                        .with_context(|| format!("{}", path.display()))?
+                }
+                _ => None,
+            };
+            (report, problem)
+        }
     };
     let ok = report.ok && receipt_problem.is_none();
     if json {
@@ -112,6 +160,21 @@ impl Sanitize for stop::StopState {
 }
 
 pub fn receipt(data_dir: &Path, incident: &str, json: bool) -> Result<ExitCode> {
+    if let Some(mut engine) = serving_engine(data_dir)? {
+        let answer = ask(
+            &mut engine,
+            Question::Receipt {
+                incident: incident.to_string(),
+            },
+        )?;
+        if json {
+            println!("{}", crate::sanitize::json(&answer["receipt"], true)?);
+        } else {
+            let markdown = answer["markdown"].as_str().unwrap_or_default();
+            print!("{}", crate::sanitize::for_terminal_multiline(markdown));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let conn = open_existing(data_dir)?;
     let receipt = receipt::build(&super::records(&conn)?, incident)?;
     if json {
@@ -129,8 +192,12 @@ pub fn stop(data_dir: &Path, reason: Option<&str>, lift: bool) -> Result<ExitCod
     let at = crate::engine::timestamp(chrono::Utc::now().naive_utc());
     let state = match (reason, lift) {
         (None, false) => {
-            // Showing the stop is a reading command: anyone who can read the log may ask.
-            stop::state(&open_existing(data_dir)?)?
+            // Showing the stop is a reading command: anyone the engine serving it lets
+            // attach may ask (its state files are its own), or anyone who can read them.
+            match serving_engine(data_dir)? {
+                Some(mut engine) => serde_json::from_value(ask(&mut engine, Question::Stop)?)?,
+                None => stop::state(&open_existing(data_dir)?)?,
+            }
         }
         (Some(_), true) => anyhow::bail!("--reason sets a stop and --lift lifts one: pick one"),
         (reason, _) => {

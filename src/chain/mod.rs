@@ -16,8 +16,20 @@ use sha2::{Digest, Sha256};
 use crate::engine::api::ChainHead;
 
 /// Bumped whenever the encoding changes; old records keep verifying under their own.
-pub const SCHEMA_VERSION: u32 = 1;
-const DOMAIN_TAG: &[u8] = b"dataward.chain.record.v1\0";
+/// Version 2 adds `recorded_at` and `clock`: time on the chain that never steps back.
+pub const SCHEMA_VERSION: u32 = 2;
+const DOMAIN_TAG_V1: &[u8] = b"dataward.chain.record.v1\0";
+const DOMAIN_TAG_V2: &[u8] = b"dataward.chain.record.v2\0";
+/// How `recorded_at` and `clock` are written: fixed width, so they also sort as text.
+const RECORDED_FORMAT: &str = "%Y-%m-%dT%H:%M:%S%.6fZ";
+
+fn domain_tag(schema_version: u32) -> &'static [u8] {
+    if schema_version >= 2 {
+        DOMAIN_TAG_V2
+    } else {
+        DOMAIN_TAG_V1
+    }
+}
 /// The previous hash of the first record.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
@@ -33,6 +45,13 @@ pub struct Record {
     pub actor: String,
     /// Canonical JSON (sorted keys, no spaces).
     pub payload: String,
+    /// When it was appended by the host's clock, never before the record ahead of it
+    /// (version 2 on; empty before). `at` is the event's time by the engine's clock,
+    /// which may be a story's.
+    pub recorded_at: String,
+    /// The host's clock as read at append: earlier than `recorded_at` only when the
+    /// clock had been set back (version 2 on; empty before).
+    pub clock: String,
     pub hash: String,
 }
 
@@ -91,23 +110,40 @@ pub fn append_in(
     actor: &str,
     payload: &serde_json::Value,
 ) -> Result<Record> {
+    let clock = chrono::Utc::now()
+        .naive_utc()
+        .format(RECORDED_FORMAT)
+        .to_string();
+    append_at_clock(conn, at, kind, actor, payload, &clock)
+}
+
+/// [`append_in`] with the host's clock reading `clock`.
+fn append_at_clock(
+    conn: &Connection,
+    at: &str,
+    kind: &str,
+    actor: &str,
+    payload: &serde_json::Value,
+    clock: &str,
+) -> Result<Record> {
     anyhow::ensure!(
         !conn.is_autocommit(),
         "a chain record is appended inside a write transaction"
     );
     check_checkpoint(conn)?;
     let log_id = log_id(conn)?;
-    let head: Option<(u64, String)> = conn
+    let head: Option<(u64, String, String)> = conn
         .query_row(
-            "SELECT seq, hash FROM chain ORDER BY seq DESC LIMIT 1",
+            "SELECT seq, hash, recorded_at FROM chain ORDER BY seq DESC LIMIT 1",
             [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )
         .optional()?;
-    let (seq, prev_hash) = match head {
-        Some((seq, hash)) => (seq + 1, hash),
-        None => (1, GENESIS.to_string()),
+    let (seq, prev_hash, prev_recorded) = match head {
+        Some((seq, hash, recorded)) => (seq + 1, hash, recorded),
+        None => (1, GENESIS.to_string(), String::new()),
     };
+    let recorded_at = monotonic(&prev_recorded, clock);
     let mut record = Record {
         seq,
         prev_hash,
@@ -118,11 +154,28 @@ pub fn append_in(
         actor: actor.to_string(),
         // serde_json's default map is sorted, which makes this canonical.
         payload: serde_json::to_string(payload)?,
+        recorded_at,
+        clock: clock.to_string(),
         hash: String::new(),
     };
     record.hash = hash_record(&record);
     insert(conn, &record)?;
     Ok(record)
+}
+
+/// The time to record after `previous` when the host's clock reads `clock`: the clock,
+/// unless it was set back behind `previous`, which is then kept (the clock as read is
+/// recorded beside it). Both in [`RECORDED_FORMAT`], which sorts as text.
+pub fn monotonic(previous: &str, clock: &str) -> String {
+    if recorded_time(previous).is_some_and(|p| recorded_time(clock).is_none_or(|c| c < p)) {
+        previous.to_string()
+    } else {
+        clock.to_string()
+    }
+}
+
+fn recorded_time(text: &str) -> Option<chrono::NaiveDateTime> {
+    chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S%.fZ").ok()
 }
 
 /// Moves the checkpoint to the committed head (never backwards). Called after every
@@ -180,8 +233,9 @@ pub fn check_checkpoint(conn: &Connection) -> Result<()> {
 /// hashes with [`hash_record`] call this.
 pub fn insert(conn: &Connection, record: &Record) -> Result<()> {
     conn.execute(
-        "INSERT INTO chain (seq, prev_hash, log_id, schema_version, at, kind, actor, payload, hash)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "INSERT INTO chain (seq, prev_hash, log_id, schema_version, at, kind, actor, payload, hash,
+                            recorded_at, clock)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
         params![
             record.seq,
             record.prev_hash,
@@ -191,7 +245,9 @@ pub fn insert(conn: &Connection, record: &Record) -> Result<()> {
             record.kind,
             record.actor,
             record.payload,
-            record.hash
+            record.hash,
+            record.recorded_at,
+            record.clock
         ],
     )?;
     Ok(())
@@ -220,11 +276,12 @@ fn log_id(conn: &Connection) -> Result<String> {
     Ok(id)
 }
 
-/// The canonical encoding: the domain tag, then every field as an 8-byte big-endian
-/// length and its bytes (integers as 8-byte big-endian values), in a fixed order.
+/// The canonical encoding: the domain tag of the record's schema version, then every
+/// field as an 8-byte big-endian length and its bytes (integers as 8-byte big-endian
+/// values), in a fixed order; version 2 adds `recorded_at` and `clock` at the end.
 pub fn encode(record: &Record) -> Vec<u8> {
     let mut out = Vec::with_capacity(256 + record.payload.len());
-    out.extend_from_slice(DOMAIN_TAG);
+    out.extend_from_slice(domain_tag(record.schema_version));
     let mut field = |bytes: &[u8]| {
         out.extend_from_slice(&(bytes.len() as u64).to_be_bytes());
         out.extend_from_slice(bytes);
@@ -237,14 +294,23 @@ pub fn encode(record: &Record) -> Vec<u8> {
     field(record.kind.as_bytes());
     field(record.actor.as_bytes());
     field(record.payload.as_bytes());
+    if record.schema_version >= 2 {
+        field(record.recorded_at.as_bytes());
+        field(record.clock.as_bytes());
+    }
     out
 }
 
 /// The inverse of [`encode`] (the hash is not part of the encoding and comes back empty).
 pub fn decode(bytes: &[u8]) -> Result<Record> {
-    let mut rest = bytes
-        .strip_prefix(DOMAIN_TAG)
-        .context("not a chain record: the domain tag is missing")?;
+    let (mut rest, v2) = match (
+        bytes.strip_prefix(DOMAIN_TAG_V2),
+        bytes.strip_prefix(DOMAIN_TAG_V1),
+    ) {
+        (Some(rest), _) => (rest, true),
+        (None, Some(rest)) => (rest, false),
+        (None, None) => anyhow::bail!("not a chain record: the domain tag is missing"),
+    };
     let mut field = || -> Result<&[u8]> {
         anyhow::ensure!(rest.len() >= 8, "truncated field length");
         let (len, tail) = rest.split_at(8);
@@ -268,6 +334,15 @@ pub fn decode(bytes: &[u8]) -> Result<Record> {
     let kind = text(field()?)?;
     let actor = text(field()?)?;
     let payload = text(field()?)?;
+    let (recorded_at, clock) = if v2 {
+        (text(field()?)?, text(field()?)?)
+    } else {
+        (String::new(), String::new())
+    };
+    anyhow::ensure!(
+        v2 == (schema_version >= 2),
+        "schema version {schema_version} under the other version's domain tag"
+    );
     anyhow::ensure!(rest.is_empty(), "trailing bytes after the last field");
     Ok(Record {
         seq,
@@ -278,6 +353,8 @@ pub fn decode(bytes: &[u8]) -> Result<Record> {
         kind,
         actor,
         payload,
+        recorded_at,
+        clock,
         hash: String::new(),
     })
 }
@@ -294,6 +371,8 @@ pub struct Fields<'a> {
     pub kind: &'a str,
     pub actor: &'a str,
     pub payload: &'a str,
+    pub recorded_at: &'a str,
+    pub clock: &'a str,
     pub hash: &'a str,
 }
 
@@ -308,6 +387,8 @@ impl Record {
             kind: &self.kind,
             actor: &self.actor,
             payload: &self.payload,
+            recorded_at: &self.recorded_at,
+            clock: &self.clock,
             hash: &self.hash,
         }
     }
@@ -317,7 +398,7 @@ impl Record {
 /// them first.
 fn digest(f: &Fields) -> [u8; 32] {
     let mut hasher = Sha256::new();
-    hasher.update(DOMAIN_TAG);
+    hasher.update(domain_tag(f.schema_version));
     let mut field = |bytes: &[u8]| {
         hasher.update((bytes.len() as u64).to_be_bytes());
         hasher.update(bytes);
@@ -330,6 +411,10 @@ fn digest(f: &Fields) -> [u8; 32] {
     field(f.kind.as_bytes());
     field(f.actor.as_bytes());
     field(f.payload.as_bytes());
+    if f.schema_version >= 2 {
+        field(f.recorded_at.as_bytes());
+        field(f.clock.as_bytes());
+    }
     hasher.finalize().into()
 }
 
@@ -384,15 +469,29 @@ fn row_to_record(r: &rusqlite::Row) -> rusqlite::Result<Record> {
         actor: r.get(6)?,
         payload: r.get(7)?,
         hash: r.get(8)?,
+        recorded_at: r.get(9)?,
+        clock: r.get(10)?,
     })
 }
 
-const SELECT_RECORDS: &str =
-    "SELECT seq, prev_hash, log_id, schema_version, at, kind, actor, payload, hash FROM chain";
+/// The query for whole records. A database read-only commands open is not migrated:
+/// one written before chain schema version 2 has no time columns, and reads as empty.
+fn select_records(conn: &Connection) -> Result<&'static str> {
+    let has_time: bool = conn.query_row(
+        "SELECT count(*) > 0 FROM pragma_table_info('chain') WHERE name = 'recorded_at'",
+        [],
+        |r| r.get(0),
+    )?;
+    Ok(if has_time {
+        "SELECT seq, prev_hash, log_id, schema_version, at, kind, actor, payload, hash, recorded_at, clock FROM chain"
+    } else {
+        "SELECT seq, prev_hash, log_id, schema_version, at, kind, actor, payload, hash, '', '' FROM chain"
+    })
+}
 
 /// Every record, in storage order.
 pub fn records(conn: &Connection) -> Result<Vec<Record>> {
-    let mut stmt = conn.prepare(&format!("{SELECT_RECORDS} ORDER BY rowid"))?;
+    let mut stmt = conn.prepare(&format!("{} ORDER BY rowid", select_records(conn)?))?;
     let rows = stmt.query_map([], row_to_record)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
@@ -401,19 +500,20 @@ pub fn records(conn: &Connection) -> Result<Vec<Record>> {
 /// built from.
 pub fn records_about(conn: &Connection, incident: &str) -> Result<Vec<Record>> {
     let mut stmt = conn.prepare_cached(&format!(
-        "{SELECT_RECORDS} WHERE json_extract(payload, '$.incident') = ?1 ORDER BY rowid"
+        "{} WHERE json_extract(payload, '$.incident') = ?1 ORDER BY rowid",
+        select_records(conn)?
     ))?;
     let rows = stmt.query_map([incident], row_to_record)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct BadRecord {
     pub seq: u64,
     pub reason: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct VerifyReport {
     pub ok: bool,
     pub records: u64,
@@ -431,6 +531,8 @@ pub struct Verifier {
     checkpoint: Option<(u64, String)>,
     hash_at_checkpoint: Option<String>,
     first_bad: Option<BadRecord>,
+    /// The latest version-2 record's sequence number and `recorded_at`.
+    last_recorded: Option<(u64, chrono::NaiveDateTime)>,
 }
 
 impl Verifier {
@@ -443,6 +545,7 @@ impl Verifier {
             checkpoint,
             hash_at_checkpoint: None,
             first_bad: None,
+            last_recorded: None,
         }
     }
 
@@ -456,7 +559,9 @@ impl Verifier {
             return false;
         }
         self.count += 1;
-        if let Some(reason) = check_record(record, self.count, &self.prev_hash, &mut self.log_id) {
+        let bad = check_record(record, self.count, &self.prev_hash, &mut self.log_id)
+            .or_else(|| self.check_time(record));
+        if let Some(reason) = bad {
             self.first_bad = Some(BadRecord {
                 seq: record.seq,
                 reason,
@@ -473,6 +578,36 @@ impl Verifier {
         self.prev_hash.clear();
         self.prev_hash.push_str(record.hash);
         true
+    }
+
+    /// Time on the chain never steps back: each version-2 record's `recorded_at` is no
+    /// earlier than the one before it, and no version-1 record follows a version 2.
+    fn check_time(&mut self, record: &Fields) -> Option<String> {
+        if record.schema_version < 2 {
+            return self.last_recorded.map(|(seq, _)| {
+                format!(
+                    "a version-{} record after version-2 record #{seq}",
+                    record.schema_version
+                )
+            });
+        }
+        let Some(at) = recorded_time(record.recorded_at) else {
+            return Some(format!(
+                "recorded_at {:?} is not a time",
+                record.recorded_at
+            ));
+        };
+        if let Some((seq, before)) = self.last_recorded {
+            if at < before {
+                return Some(format!(
+                    "its time steps back: recorded at {}, before record #{seq}'s {}",
+                    record.recorded_at,
+                    before.format(RECORDED_FORMAT)
+                ));
+            }
+        }
+        self.last_recorded = Some((record.seq, at));
+        None
     }
 
     pub fn finish(mut self) -> VerifyReport {
@@ -563,7 +698,7 @@ pub fn verify(conn: &Connection) -> Result<VerifyReport> {
         verifier
     });
     let read = (|| -> Result<()> {
-        let mut stmt = conn.prepare(&format!("{SELECT_RECORDS} ORDER BY rowid"))?;
+        let mut stmt = conn.prepare(&format!("{} ORDER BY rowid", select_records(conn)?))?;
         let mut rows = stmt.query([])?;
         let mut batch = Batch::default();
         while let Some(row) = rows.next()? {
@@ -598,16 +733,16 @@ struct Batch {
 struct BatchRow {
     seq: u64,
     schema_version: u32,
-    /// prev_hash, log_id, at, kind, actor, payload, hash.
-    text: [(usize, usize); 7],
+    /// prev_hash, log_id, at, kind, actor, payload, hash, recorded_at, clock.
+    text: [(usize, usize); 9],
 }
 
 impl Batch {
     const SIZE: usize = 4096;
 
     fn push(&mut self, row: &rusqlite::Row) -> Result<()> {
-        let mut text = [(0, 0); 7];
-        for (slot, column) in text.iter_mut().zip([1, 2, 4, 5, 6, 7, 8]) {
+        let mut text = [(0, 0); 9];
+        for (slot, column) in text.iter_mut().zip([1, 2, 4, 5, 6, 7, 8, 9, 10]) {
             let start = self.arena.len();
             self.arena.push_str(row.get_ref(column)?.as_str()?);
             *slot = (start, self.arena.len());
@@ -637,6 +772,8 @@ impl Batch {
             actor: t(4),
             payload: t(5),
             hash: t(6),
+            recorded_at: t(7),
+            clock: t(8),
         }
     }
 }
@@ -653,7 +790,7 @@ fn check_record(
             record.seq, position
         ));
     }
-    if record.schema_version != SCHEMA_VERSION {
+    if !(1..=SCHEMA_VERSION).contains(&record.schema_version) {
         return Some(format!("unknown schema version {}", record.schema_version));
     }
     if record.prev_hash != prev_hash {
@@ -695,7 +832,7 @@ fn write_checkpoint(path: &Path, seq: u64, hash: &str) -> Result<()> {
         .with_context(|| format!("cannot lock {}", lock_path.display()))?;
     let current = read_checkpoint(path).map(|(s, _)| s);
     if current.is_none_or(|current| current < seq) {
-        crate::store::files::write_atomic(path, format!("{seq} {hash}\n").as_bytes())
+        crate::store::files::write_private(path, format!("{seq} {hash}\n").as_bytes())
             .context("cannot write the chain checkpoint")?;
     }
     Ok(())
@@ -716,29 +853,86 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn sample() -> Record {
+    /// A version-1 record, as chains written before version 2 hold them.
+    fn sample_v1() -> Record {
         let mut r = Record {
             seq: 1,
             prev_hash: GENESIS.to_string(),
             log_id: "0123456789abcdef0123456789abcdef".to_string(),
-            schema_version: SCHEMA_VERSION,
+            schema_version: 1,
             at: "2026-11-24T14:00:00Z".to_string(),
             kind: "decision".to_string(),
             actor: r#"{"uid":1000}"#.to_string(),
             payload: r#"{"proposal":"P-1","verdict":"approved"}"#.to_string(),
+            recorded_at: String::new(),
+            clock: String::new(),
             hash: String::new(),
         };
         r.hash = hash_record(&r);
         r
     }
 
-    /// A golden vector: if this changes, every stored chain stops verifying.
+    fn sample() -> Record {
+        let mut r = Record {
+            schema_version: SCHEMA_VERSION,
+            recorded_at: "2026-11-24T14:00:01.000000Z".to_string(),
+            clock: "2026-11-24T14:00:01.000000Z".to_string(),
+            ..sample_v1()
+        };
+        r.hash = hash_record(&r);
+        r
+    }
+
+    /// Golden vectors: if one changes, every stored chain of its version stops verifying.
     #[test]
     fn encoding_is_stable() {
         assert_eq!(
-            sample().hash,
+            sample_v1().hash,
             "db5ce266500414d38a6e641f661ba190ade6c06cf980f1ca5a60022508df62e9"
         );
+        assert_eq!(
+            sample().hash,
+            "1ba9d17d9f03e551dbc168463e7bf14fc3fe4a449586597b9c1628faa2b0a12e"
+        );
+    }
+
+    /// A chain begun before version 2 goes on verifying, and goes on in version 2.
+    #[test]
+    fn version_1_records_verify_and_version_2_follows_them() {
+        let mut verifier = Verifier::new(None);
+        let first = sample_v1();
+        assert!(verifier.push(&first));
+        let mut next = Record {
+            seq: 2,
+            prev_hash: first.hash.clone(),
+            ..sample()
+        };
+        next.hash = hash_record(&next);
+        assert!(verifier.push(&next));
+        let mut older = Record {
+            seq: 3,
+            prev_hash: next.hash.clone(),
+            schema_version: 1,
+            ..sample_v1()
+        };
+        older.hash = hash_record(&older);
+        assert!(!verifier.push(&older), "a version 1 after a version 2");
+    }
+
+    /// The clock set back: the engine records the time before it again, and the clock
+    /// as read beside it; the chain verifies.
+    #[test]
+    fn a_clock_set_back_never_makes_time_step_back_on_the_chain() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = crate::store::open(&dir.path().join("s.db")).unwrap();
+        let ahead = "2099-01-01T00:00:00.000000Z";
+        let tx = conn.transaction().unwrap();
+        append_at_clock(&tx, "t", "test", "{}", &json!({}), ahead).unwrap();
+        let next = append_in(&tx, "t", "test", "{}", &json!({})).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(next.recorded_at, ahead);
+        assert!(next.clock.as_str() < ahead, "{}", next.clock);
+        assert!(verify(&conn).unwrap().ok);
     }
 
     #[test]
@@ -757,7 +951,9 @@ mod tests {
             Box::new(|r| r.seq = 2),
             Box::new(|r| r.prev_hash = "1".repeat(64)),
             Box::new(|r| r.log_id.push('x')),
-            Box::new(|r| r.schema_version = 2),
+            Box::new(|r| r.schema_version = 3),
+            Box::new(|r| r.recorded_at.push('0')),
+            Box::new(|r| r.clock.push('0')),
             Box::new(|r| r.at.push('x')),
             Box::new(|r| r.kind.push('x')),
             Box::new(|r| r.actor.push('x')),

@@ -245,7 +245,54 @@ impl Default for VerifyConfig {
     }
 }
 
+/// Why a policy was not taken.
+#[derive(Debug)]
+pub enum PolicyError {
+    /// A file it comes from could have been written by someone other than the engine's
+    /// account: it is not read at all.
+    Untrusted(anyhow::Error),
+    /// The files are trusted but the config does not load.
+    Invalid(anyhow::Error),
+}
+
+impl std::fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PolicyError::Untrusted(e) | PolicyError::Invalid(e) => write!(f, "{e:#}"),
+        }
+    }
+}
+
+impl std::error::Error for PolicyError {}
+
 impl Config {
+    /// Loads the policy the way the engine takes it, at start and at every reload
+    /// alike: each file it comes from (the config, the notes it names) must be the
+    /// engine's account's, writable by nobody else, in a folder nobody else can write
+    /// (see [`crate::store::files::check_policy_file`]). The notes are checked, not
+    /// read: the lineage reads them.
+    pub fn load_policy(path: &Path) -> Result<Config, PolicyError> {
+        crate::store::files::check_policy_file(path, "config").map_err(PolicyError::Untrusted)?;
+        let config = Config::load(path).map_err(PolicyError::Invalid)?;
+        for (what, file) in config.policy_files().into_iter().skip(1) {
+            if file.exists() {
+                crate::store::files::check_policy_file(&file, what)
+                    .map_err(PolicyError::Untrusted)?;
+            }
+        }
+        Ok(config)
+    }
+
+    /// Every file the policy comes from, the config first: who decides what is in the
+    /// config, and the notes give tables their owner roles.
+    pub fn policy_files(&self) -> Vec<(&'static str, PathBuf)> {
+        let mut files = vec![("config", self.origin.clone())];
+        if let Some(notes) = self.lineage.as_ref().and_then(|l| l.notes.as_ref()) {
+            files.push(("notes file", self.resolve(notes)));
+        }
+        files
+    }
+
     pub fn load(path: &Path) -> Result<Config> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read config {}", path.display()))?;

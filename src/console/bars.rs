@@ -21,7 +21,13 @@ pub(crate) fn render_title(frame: &mut Frame, area: Rect, app: &App) {
     ];
     // A chain that does not verify takes the top line: nothing is recorded meanwhile,
     // and nobody should decide anything without knowing it.
-    if let Some(alarm) = &app.snapshot.chain_alarm {
+    // So does a refused policy change or a state database gone from under the engine.
+    if let Some(alarm) = app
+        .snapshot
+        .chain_alarm
+        .as_ref()
+        .or(app.snapshot.trust_alarm.as_ref())
+    {
         spans.push(Span::styled(
             format!("■ {alarm}"),
             theme.crit.add_modifier(Modifier::BOLD),

@@ -356,6 +356,7 @@ pub fn sample_snapshot() -> Snapshot {
         finished: false,
         org_stop: None,
         chain_alarm: None,
+        trust_alarm: None,
         attached: Vec::new(),
         outbox: Vec::new(),
     }

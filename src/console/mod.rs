@@ -297,6 +297,8 @@ fn apply(app: &mut App, message: Message, retire: &Sender<Box<Prepared>>) -> Res
         Message::Engine(ServerMessage::Goodbye { reason }) => {
             Action::ConnectionLost(reason.message)
         }
+        // A console asks nothing: the reads are the command line's.
+        Message::Engine(ServerMessage::Answer { .. }) => return Ok(false),
         Message::EngineStopped => Action::EngineStopped,
         Message::QuitSignal => Action::Quit,
         Message::InputFailed(error) => return Err(error).context("reading the terminal"),

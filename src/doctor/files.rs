@@ -9,13 +9,13 @@ use std::path::Path;
 
 use super::Line;
 use crate::config::{Config, SecretRef};
-use crate::store::files::{check_private, check_private_config, Use};
+use crate::store::files::{check_policy_file, check_private, Use};
 
 pub fn check(config: &Config, data_dir: &Path) -> Vec<Line> {
     let mut lines = Vec::new();
     let origin = &config.origin;
     lines.push(
-        match check_private_config(origin).and_then(|()| unread(origin, 0o077)) {
+        match check_policy_file(origin, "config").and_then(|()| unread(origin, 0o077)) {
             Ok(()) => Line::ok(
                 "permissions",
                 format!("{} {}", origin.display(), mode(origin)),
@@ -33,7 +33,7 @@ pub fn check(config: &Config, data_dir: &Path) -> Vec<Line> {
     if let Some(notes) = config.lineage.as_ref().and_then(|l| l.notes.as_ref()) {
         let notes = config.resolve(notes);
         if notes.exists() {
-            lines.push(match check_private_config(&notes) {
+            lines.push(match check_policy_file(&notes, "notes file") {
                 Ok(()) => Line::ok(
                     "permissions",
                     format!("{} {}", notes.display(), mode(&notes)),

@@ -242,6 +242,11 @@ pub struct Snapshot {
     /// The chain does not verify: which record is bad. Nothing is recorded meanwhile.
     #[serde(default)]
     pub chain_alarm: Option<String>,
+    /// The engine refused something its trust rests on: a policy file someone else
+    /// could have written (the running policy stays), or its state database gone from
+    /// under it (nothing is accepted). Shown on the top line like the chain alarm.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust_alarm: Option<String>,
     /// Everyone attached to this engine, and what they look at and decide.
     #[serde(default)]
     pub attached: Vec<PresenceView>,
@@ -547,11 +552,33 @@ pub enum ClientMessage {
         read_only: bool,
     },
     Request(Request),
+    /// A read only the engine can answer (it alone opens the state files); observers
+    /// may ask. Answered by one `Answer` with the same id, to this client only.
+    Ask {
+        id: u64,
+        question: Question,
+    },
     /// What this client shows and does, for the others' presence line.
     Presence {
         viewing: Option<String>,
         deciding: Option<String>,
     },
+}
+
+/// What `dataward verify` and `dataward receipt` ask a running engine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "question", rename_all = "snake_case")]
+pub enum Question {
+    /// The chain held against its checkpoint, and a saved receipt's JSON checked
+    /// against it when one is given.
+    Verify {
+        #[serde(default)]
+        saved_receipt: Option<String>,
+    },
+    /// An incident's receipt as the chain holds it.
+    Receipt { incident: String },
+    /// The org-wide stop as it stands.
+    Stop,
 }
 
 /// One command, answered by exactly one `Reply` with the same id, to this client only.
@@ -579,6 +606,11 @@ pub enum ServerMessage {
         read_only: bool,
     },
     Reply(Reply),
+    /// The answer to an `Ask`: the engine's report as JSON, or why it has none.
+    Answer {
+        id: u64,
+        answer: Result<serde_json::Value, String>,
+    },
     Snapshot(Box<Snapshot>),
     /// The server will not serve this client (a protocol it does not speak, a person the
     /// policy does not name) and closes the connection.

@@ -80,6 +80,14 @@ pub fn in_process(
                             deciding,
                         })
                     }
+                    ClientMessage::Ask {
+                        id: question_id,
+                        question,
+                    } => hub.send(HubMessage::Ask {
+                        client: IN_PROCESS,
+                        id: question_id,
+                        question,
+                    }),
                     ClientMessage::Hello { .. } => Ok(()),
                 };
                 if sent.is_err() {

@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::api::{
-    ClientMessage, Command, Outcome, Request, ServerMessage, Snapshot, PROTOCOL_VERSION,
+    ClientMessage, Command, Outcome, Question, Request, ServerMessage, Snapshot, PROTOCOL_VERSION,
 };
 use super::server::socket_path;
 use super::wire::{self, MAX_SERVER_FRAME};
@@ -116,6 +116,23 @@ impl Client {
         loop {
             match self.receive()? {
                 ServerMessage::Reply(reply) if reply.id == id => return Ok(reply.outcome),
+                ServerMessage::Goodbye { reason } => anyhow::bail!("the engine closed: {reason}"),
+                _ => continue,
+            }
+        }
+    }
+
+    /// Asks the engine a read only it can answer; its report, or why it has none.
+    pub fn ask(&mut self, question: Question) -> Result<Result<serde_json::Value, String>> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&ClientMessage::Ask { id, question })?;
+        loop {
+            match self.receive()? {
+                ServerMessage::Answer {
+                    id: answered,
+                    answer,
+                } if answered == id => return Ok(answer),
                 ServerMessage::Goodbye { reason } => anyhow::bail!("the engine closed: {reason}"),
                 _ => continue,
             }

@@ -42,6 +42,12 @@ pub enum HubMessage {
         viewing: Option<String>,
         deciding: Option<String>,
     },
+    /// A read only the engine can answer (`Engine::answer`).
+    Ask {
+        client: ClientId,
+        id: u64,
+        question: super::api::Question,
+    },
     /// The poller stored new observations.
     Observed,
     /// What the orchestrator said, read in the background.
@@ -389,6 +395,18 @@ impl Hub {
                         );
                     }
                     asker.outbox.left_hub();
+                }
+            }
+            HubMessage::Ask {
+                client,
+                id,
+                question,
+            } => {
+                let answer = self.engine.answer(&question);
+                if let Some(asker) = self.clients.get(&client) {
+                    asker
+                        .outbox
+                        .push(Outgoing::new(ServerMessage::Answer { id, answer }));
                 }
             }
             HubMessage::Presence {

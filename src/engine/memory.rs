@@ -32,6 +32,7 @@ impl Engine {
     /// and request it changed before committing. On any error nothing is kept: the
     /// transaction rolls back and the engine reloads itself from the database.
     pub(super) fn transact<T>(&mut self, work: impl FnOnce(&mut Engine) -> Result<T>) -> Result<T> {
+        self.ensure_database()?;
         self.state.execute_batch("BEGIN IMMEDIATE")?;
         let alert_mark = self.alert_mark();
         let result = work(self).and_then(|value| {
@@ -42,6 +43,8 @@ impl Engine {
         });
         match result {
             Ok(value) => {
+                // Committed into a file deleted meanwhile is not kept: never say it was.
+                self.ensure_database()?;
                 chain::save_checkpoint(&self.state)?;
                 self.wake_relay();
                 Ok(value)

@@ -13,6 +13,9 @@ pub mod hub;
 mod intent;
 pub mod live;
 mod memory;
+mod policy;
+mod reads;
+mod state_file;
 pub use memory::stored_incidents;
 pub mod cli;
 pub mod client;
@@ -151,10 +154,15 @@ pub struct Engine {
     now_time: NaiveDateTime,
     /// The approval request behind each hold and diff proposal, by proposal id.
     requests: BTreeMap<String, ApprovalRequest>,
-    /// The config file's hash as last recorded on the chain.
+    /// The policy files' hashes (the config's, the notes') as last recorded on the chain.
     policy_hash: String,
-    /// The config file's size and modification time when it was last hashed.
-    policy_stamp: Option<(u64, Option<std::time::SystemTime>)>,
+    /// The policy files as they were when last read (see [`policy::FileStamp`]).
+    policy_stamp: Vec<policy::FileStamp>,
+    /// Why the last change to the policy files was refused (the running policy stays).
+    policy_refused: Option<String>,
+    /// The state database file as opened, and why nothing is accepted once it is gone.
+    database_file: state_file::OpenedFile,
+    database_alarm: Option<String>,
     /// Why the policy cannot be evaluated, if it cannot: then every decision is denied.
     policy_error: Option<String>,
     /// Why the chain cannot be trusted, if it cannot: then nothing is appended to it.
@@ -208,21 +216,8 @@ impl Engine {
         crate::sanitize::remember_config_secrets(&config);
         let poller = Poller::from_config(&config)?;
         crate::monitor::minutes::forget_others(&state, &config.monitor_names())?;
-        let lineage = match &config.lineage {
-            Some(l) => {
-                let notes: Option<PathBuf> = l.notes.as_ref().map(|n| config.resolve(n));
-                let mut lineage =
-                    Lineage::load_telling(&config.resolve(&l.manifest), notes.as_deref(), progress)
-                        .map_err(|e| anyhow!("{e}"))?;
-                if let Some(catalog) = &l.catalog {
-                    lineage = lineage
-                        .with_catalog(&config.resolve(catalog))
-                        .map_err(|e| anyhow!("{e}"))?;
-                }
-                Some(lineage)
-            }
-            None => None,
-        };
+        let lineage = policy::load_lineage(&config, progress)?;
+        let database_file = state_file::opened_file(&state);
         let mut engine = Engine {
             config,
             state,
@@ -238,7 +233,10 @@ impl Engine {
             now_time: chrono::Utc::now().naive_utc(),
             requests: BTreeMap::new(),
             policy_hash: String::new(),
-            policy_stamp: None,
+            policy_stamp: Vec::new(),
+            policy_refused: None,
+            database_file,
+            database_alarm: None,
             policy_error: None,
             chain_alarm: None,
             settled: BTreeSet::new(),
@@ -357,62 +355,6 @@ impl Engine {
         self.chain_alarm.as_deref()
     }
 
-    /// The chain holds the hash of the policy in force whenever it changes. A config
-    /// that no longer parses leaves the old monitors running but denies every decision,
-    /// with the reason, until it is fixed.
-    fn record_policy(&mut self) -> Result<()> {
-        use sha2::{Digest, Sha256};
-        // Read the file only when its size or modification time moved: this runs on
-        // every tick.
-        let stamp = std::fs::metadata(&self.config.origin)
-            .ok()
-            .map(|m| (m.len(), m.modified().ok()));
-        if !self.policy_hash.is_empty() && stamp == self.policy_stamp {
-            return Ok(());
-        }
-        self.policy_stamp = stamp;
-        let text = std::fs::read(&self.config.origin).unwrap_or_default();
-        let hash: String = Sha256::digest(&text)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        if hash == self.policy_hash {
-            return Ok(());
-        }
-        let error = if self.policy_hash.is_empty() {
-            None
-        } else {
-            match Config::load(&self.config.origin) {
-                Ok(config) => {
-                    self.config = config;
-                    None
-                }
-                Err(e) => Some(format!("{e:#}")),
-            }
-        };
-        let last: Option<String> = self
-            .state
-            .query_row(
-                "SELECT json_extract(payload, '$.config_hash') FROM chain WHERE kind = 'policy' ORDER BY seq DESC LIMIT 1",
-                [],
-                |r| r.get(0),
-            )
-            .ok();
-        if last.as_deref() != Some(hash.as_str()) {
-            let payload = json!({"config": self.config.origin.display().to_string(), "config_hash": hash, "error": error});
-            let at = self.now_or_wall();
-            self.record_at(&at, "policy", ENGINE_ACTOR, payload)?;
-        }
-        if let Some(e) = &error {
-            self.notices.push(format!(
-                "policy cannot be evaluated, every decision is denied: {e}"
-            ));
-        }
-        self.policy_error = error;
-        self.policy_hash = hash;
-        Ok(())
-    }
-
     fn now_or_wall(&self) -> String {
         if self.now.is_empty() {
             timestamp(chrono::Utc::now().naive_utc())
@@ -467,6 +409,11 @@ impl Engine {
     pub fn tick(&mut self, now: NaiveDateTime) -> Result<Vec<Event>> {
         self.now = timestamp(now);
         self.now_time = now;
+        // A state database gone from under the engine: nothing more is done (the alarm
+        // is on the top line), rather than done into a file nobody reads.
+        if self.ensure_database().is_err() {
+            return Ok(Vec::new());
+        }
         let (mut events, _) = self.run_intents()?;
         if self.chain_alarm.is_none() {
             self.transact(|e| e.record_policy())?;
@@ -958,6 +905,7 @@ impl Engine {
             notices: self.notices.iter().rev().take(5).rev().cloned().collect(),
             finished,
             chain_alarm: self.chain_alarm.clone(),
+            trust_alarm: self.trust_alarm(),
             attached: Vec::new(),
             outbox: self.outbox_view(),
             org_stop: stop::state(&self.state).ok().filter(|s| s.active).map(|s| {

@@ -256,11 +256,11 @@ pub fn accept(listener: UnixListener, config: Arc<Config>, hub: Sender<HubMessag
         let now = stamp(&config.origin);
         if now != seen {
             seen = now;
-            match Config::load(&config.origin) {
+            match Config::load_policy(&config.origin) {
                 Ok(reloaded) => config = Arc::new(reloaded),
-                Err(e) => tracing::warn!(
-                    "the policy no longer loads; attaching by the last good one: {e:#}"
-                ),
+                Err(e) => {
+                    tracing::warn!("the policy is not taken; attaching by the last good one: {e:#}")
+                }
             }
         }
         // A client that never reads cannot hold a write (a goodbye here, anything later).
@@ -497,6 +497,16 @@ fn serve_client(
                     request,
                 })?;
             }
+            Ok(ClientMessage::Ask {
+                id: question_id,
+                question,
+            }) => {
+                hub.send(HubMessage::Ask {
+                    client: id,
+                    id: question_id,
+                    question,
+                })?;
+            }
             Ok(ClientMessage::Presence { viewing, deciding }) => {
                 hub.send(HubMessage::Presence {
                     client: id,
@@ -537,10 +547,10 @@ pub struct ServeOptions {
 /// Runs the engine as a service in the foreground until SIGTERM (or HUP, INT, QUIT):
 /// the turn in hand is finished, every client is closed, the socket removed, exit 0.
 pub fn serve(options: &ServeOptions) -> Result<()> {
-    // The policy and the state are the team's: nobody else may be able to change them.
-    crate::store::files::check_private_config(&options.config)?;
+    // The policy and the state are the team's: nobody else may be able to change them
+    // (a reload is held to the same check: `Config::load_policy`).
+    let config = Config::load_policy(&options.config)?;
     crate::store::files::ensure_private_dir(&options.data_dir)?;
-    let config = Config::load(&options.config)?;
     let _lock = crate::store::EngineLock::acquire(&options.data_dir)?;
     let orchestrator = super::orchestrator::from_config(&config, &options.data_dir)?;
     let db = options.data_dir.join("dataward.db");

@@ -173,15 +173,30 @@ pub fn build(records: &[Record], incident: &str) -> Result<Receipt> {
                     names: nodes.iter().map(|n| text(n, "name")).collect(),
                 };
             }
-            "proposal" => receipt.proposals.push(ProposalEntry {
-                proposal: text(payload, "proposal"),
-                kind: text(payload, "kind"),
-                title: text(payload, "title"),
-                owner: text(payload, "owner"),
-                content_hash: text(payload, "content_hash"),
-                undo: text(payload, "undo"),
-                decisions: Vec::new(),
-            }),
+            "proposal" => {
+                let entry = ProposalEntry {
+                    proposal: text(payload, "proposal"),
+                    kind: text(payload, "kind"),
+                    title: text(payload, "title"),
+                    owner: text(payload, "owner"),
+                    content_hash: text(payload, "content_hash"),
+                    undo: text(payload, "undo"),
+                    decisions: Vec::new(),
+                };
+                // Proposed again (a changed policy gave it another owner): the latest
+                // content is what was decided, after the decisions made before.
+                match receipt
+                    .proposals
+                    .iter_mut()
+                    .find(|p| p.proposal == entry.proposal)
+                {
+                    Some(p) => {
+                        let decisions = std::mem::take(&mut p.decisions);
+                        *p = ProposalEntry { decisions, ..entry };
+                    }
+                    None => receipt.proposals.push(entry),
+                }
+            }
             // A withdrawal is the engine's last word on a request nobody answered.
             "decision" | "withdrawn" => {
                 let id = text(payload, "proposal");

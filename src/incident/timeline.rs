@@ -165,6 +165,8 @@ mod tests {
             kind: kind.into(),
             actor: actor.into(),
             payload: payload.to_string(),
+            recorded_at: String::new(),
+            clock: String::new(),
             hash: String::new(),
         }
     }

@@ -115,7 +115,8 @@ pub fn propose(ctx: &Context) -> Vec<Proposal> {
         .collect()
 }
 
-fn owner_of(owner: &Option<String>) -> String {
+/// The role named on a proposal for a node with this owner.
+pub(crate) fn owner_of(owner: &Option<String>) -> String {
     owner.clone().unwrap_or_else(|| "unknown-owner".to_string())
 }
 

@@ -219,15 +219,62 @@ pub fn check_private(path: &Path, usage: Use) -> Result<()> {
     check(path, usage, None, "rewrite the decision log")
 }
 
-/// Refuses a config (the policy: who may approve what) that another account owns or
-/// that group or others can write.
-pub fn check_private_config(path: &Path) -> Result<()> {
-    check(
-        path,
-        Use::Write,
-        Some("config"),
-        "give itself the owner role",
-    )
+/// Refuses a file the policy comes from (the config, the notes it names) unless the
+/// engine's account owns it, nobody else can write it, and nobody else can write the
+/// folder it is in either: whoever can write the folder can put another file in its
+/// place. Both the folder named and, for a symlink, the target's folder are held to
+/// this. `dataward serve` checks this at start and at every reload alike.
+pub fn check_policy_file(path: &Path, what: &str) -> Result<()> {
+    check(path, Use::Write, Some(what), "give itself the owner role")?;
+    let mut folders = vec![folder_of(path)];
+    if let Ok(real) = std::fs::canonicalize(path) {
+        folders.push(folder_of(&real));
+    }
+    for folder in folders {
+        check_policy_folder(&folder, path, what)?;
+    }
+    Ok(())
+}
+
+fn folder_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// The folder holding a policy file: ours or root's, and writable by nobody else (a
+/// sticky folder such as /tmp lets nobody else replace a file that is ours).
+fn check_policy_folder(dir: &Path, file: &Path, what: &str) -> Result<()> {
+    let meta = std::fs::metadata(dir).with_context(|| format!("cannot stat {}", dir.display()))?;
+    let me = effective_uid();
+    if meta.uid() != me && meta.uid() != 0 {
+        bail!(
+            "the folder {} holding the {what} {} is owned by uid {}, not by you (uid {me}) \
+             or root; its owner can put another {what} in its place",
+            dir.display(),
+            file.display(),
+            meta.uid()
+        );
+    }
+    let mode = meta.mode();
+    if mode & 0o022 != 0 && mode & 0o1000 == 0 {
+        let who = match (mode & 0o020 != 0, mode & 0o002 != 0) {
+            (true, true) => "group and others",
+            (true, false) => "its group",
+            _ => "others",
+        };
+        bail!(
+            "the folder {} holding the {what} {} is writable by {who} (mode {:o}); anyone \
+             who can write it can put another {what} in its place and give itself the owner \
+             role. Run `chmod go-w {}`",
+            dir.display(),
+            file.display(),
+            mode & 0o7777,
+            dir.display()
+        );
+    }
+    Ok(())
 }
 
 fn check(path: &Path, usage: Use, what: Option<&str>, risk: &str) -> Result<()> {
@@ -240,9 +287,14 @@ fn check(path: &Path, usage: Use, what: Option<&str>, risk: &str) -> Result<()> 
     };
     let me = effective_uid();
     if usage == Use::Write && meta.uid() != me {
+        let remedy = if meta.is_dir() || what == "state file" {
+            "dataward refuses state another user controls: run it as that user, or use a \
+             --data-dir of your own"
+        } else {
+            "dataward refuses a policy another user controls: own it (chown) or run as its owner"
+        };
         bail!(
-            "the {what} {} is owned by uid {}, not by you (uid {me}); dataward refuses state \
-             another user controls: run it as that user, or use a --data-dir of your own",
+            "the {what} {} is owned by uid {}, not by you (uid {me}); {remedy}",
             path.display(),
             meta.uid()
         );

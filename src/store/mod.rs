@@ -154,6 +154,11 @@ const MIGRATIONS: &[&str] = &[
         at             TEXT NOT NULL,
         outcome        TEXT NOT NULL
      );",
+    // 12: chain records carry time that never steps back (chain schema version 2):
+    // `recorded_at`, the host's clock at append held to at least the record before's,
+    // and `clock`, the host's clock as read. Empty on version-1 records.
+    "ALTER TABLE chain ADD COLUMN recorded_at TEXT NOT NULL DEFAULT '';
+     ALTER TABLE chain ADD COLUMN clock TEXT NOT NULL DEFAULT '';",
 ];
 
 /// How long a writer waits for another writer before giving up. Long enough that two
@@ -170,11 +175,35 @@ pub fn open(path: &Path) -> Result<Connection> {
     if path.exists() {
         files::check_private(path, files::Use::Write)?;
     }
+    // Created 0600 before SQLite opens it (SQLite gives the -wal and -shm files the
+    // database's mode): nobody but the engine's account opens the state files, even
+    // where the group reaches the socket; readers go through it. A read lock another
+    // account held on the -shm would stall every write.
+    drop(files::open_or_create(path)?);
     let mut conn = Connection::open(path)
         .with_context(|| format!("cannot open the state database {}", path.display()))?;
     configure(&conn).with_context(|| format!("state database {}", path.display()))?;
+    make_private(path)?;
     migrate(&mut conn).with_context(|| format!("state database {}", path.display()))?;
     Ok(conn)
+}
+
+/// The state database and its -wal and -shm files, 0600: ones left readable by an
+/// older dataward are closed to others.
+fn make_private(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    for suffix in ["", "-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        let file = Path::new(&name);
+        if let Ok(meta) = std::fs::symlink_metadata(file) {
+            if meta.is_file() && meta.permissions().mode() & 0o077 != 0 {
+                std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600))
+                    .with_context(|| format!("cannot make {} private", file.display()))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Opens an existing state database for reading only: never creates or migrates it,
