@@ -572,6 +572,11 @@ pub fn update(app: &mut App, action: Action) {
         Action::Bottom => move_by(app, isize::MAX / 2),
         Action::Open => open_detail(app),
         Action::NextPane | Action::PreviousPane => match (app.screen, &mut app.detail) {
+            (Screen::Detail, Some(detail)) if detail.receipt_open || detail.timeline_open => {
+                app.message = Some(
+                    "Tab moves between the panes: close the receipt or timeline first (Esc)".into(),
+                );
+            }
             (Screen::Detail, Some(detail)) => {
                 detail.focus = detail.focus.step(action == Action::NextPane);
             }
@@ -588,11 +593,15 @@ pub fn update(app: &mut App, action: Action) {
         Action::ToggleReceipt => toggle_receipt(app),
         Action::Copy => copy(app, crate::console::clipboard::what_shows(app)),
         Action::ToggleTimeline => toggle_timeline(app),
-        Action::Zoom => {
-            if let Some(detail) = &mut app.detail {
-                detail.zoomed = !detail.zoomed;
+        Action::Zoom => match &mut app.detail {
+            // Zooming under the receipt or timeline would change nothing on screen.
+            Some(detail) if detail.receipt_open || detail.timeline_open => {
+                app.message =
+                    Some("z zooms a pane: close the receipt or timeline first (Esc)".into());
             }
-        }
+            Some(detail) => detail.zoomed = !detail.zoomed,
+            None => {}
+        },
         Action::SortNext => change_list(app, ListView::next_column),
         Action::SortReverse => change_list(app, ListView::reverse),
         Action::ToggleOpenOnly => change_list(app, |list| list.open_only = !list.open_only),
