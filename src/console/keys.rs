@@ -929,4 +929,40 @@ mod tests {
             silent.join("\n")
         );
     }
+
+    /// One proposal on screen at 160x45 (and at every size a row fits): `a` opens the
+    /// reason box for it. The view noted it as left out (a pane with room for one row
+    /// was taken for a header and a row), so `a` said "is not on screen".
+    #[test]
+    fn the_one_proposal_on_screen_is_decided_at_any_size_it_shows() {
+        for size in [(160, 45), (120, 40), (80, 24), (200, 60)] {
+            let mut snapshot = sample_snapshot();
+            let incident = &mut snapshot.incidents[0];
+            incident.proposals.retain(|p| p.id == "P-2");
+            let mut app = app_with(snapshot);
+            key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+            let screen = draw(&app, size);
+            assert!(screen.contains("P-2"), "{size:?}\n{screen}");
+            key(&mut app, KeyCode::Char('a'), KeyModifiers::NONE);
+            assert!(
+                matches!(app.overlay, Overlay::Reason(_)),
+                "{size:?}: {:?}\n{screen}",
+                app.message
+            );
+            // Each pane zoomed shows it too (the body names it in its title).
+            for focus in [Pane::Cause, Pane::Tree, Pane::Proposals, Pane::Body] {
+                app.overlay = Overlay::None;
+                let detail = app.detail.as_mut().unwrap();
+                detail.zoomed = true;
+                detail.focus = focus;
+                draw(&app, size);
+                key(&mut app, KeyCode::Char('a'), KeyModifiers::NONE);
+                assert!(
+                    matches!(app.overlay, Overlay::Reason(_)),
+                    "{size:?} {focus:?} zoomed: {:?}",
+                    app.message
+                );
+            }
+        }
+    }
 }

@@ -296,8 +296,11 @@ fn render_proposals(
     }
     let height = area.height.saturating_sub(2) as usize;
     let start = window_start(detail.proposal, height);
-    // A header row comes first: below two rows of room, the selected one is not drawn.
-    app.drawn.proposal_shown.set(height >= 2);
+    // The table has no header: the selected row is drawn when it is among the rows
+    // that fit (it said "not on screen" for the one proposal of a pane one row high).
+    app.drawn
+        .proposal_shown
+        .set((start..start + height).contains(&detail.proposal));
     let proposals = &incident.proposals;
     let widest = |field: &dyn Fn(&ProposalView) -> String| {
         proposals
