@@ -369,6 +369,9 @@ fn clean_proposal(proposal: &mut ProposalView) {
     for role in &mut proposal.deciders {
         clean_in_place(role);
     }
+    for account in proposal.decider_accounts.iter_mut().flatten() {
+        clean_in_place(account);
+    }
     match &mut proposal.body {
         ProposalBody::Hold { job, plan } => {
             clean_in_place(job);
@@ -465,6 +468,7 @@ mod tests {
                     undo: "u".into(),
                     verify: "v".into(),
                     deciders: vec![],
+                    decider_accounts: None,
                     body: ProposalBody::Diff {
                         file: "f.sql".into(),
                         old: "a\n\x1b[31mb".into(),

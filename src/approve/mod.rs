@@ -177,6 +177,23 @@ pub fn deciders(config: &Config, target: &str, named: &str) -> Result<Vec<String
     Ok(domain.owners.clone())
 }
 
+/// The accounts `[people]` gives any of `roles`, in the config's order.
+pub fn accounts_holding(config: &Config, roles: &[String]) -> Vec<String> {
+    config
+        .people
+        .iter()
+        .filter(|(_, person)| person.roles.iter().any(|role| roles.contains(role)))
+        .map(|(account, _)| account.clone())
+        .collect()
+}
+
+/// The account name at the head of an [`Actor::display`] line ("alice (uid 1001)..."):
+/// how a console knows which account the engine attested it to be.
+pub fn account_in_display(display: &str) -> Option<&str> {
+    let (account, _) = display.split_once(" (uid ")?;
+    (!account.is_empty() && account != "unknown").then_some(account)
+}
+
 /// The autonomy level of the domain covering `target` (L0 to L4); a target no domain
 /// covers gets L1: diagnose and show, never propose or act.
 pub fn autonomy(config: &Config, target: &str) -> u8 {

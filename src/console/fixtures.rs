@@ -149,6 +149,7 @@ pub fn sample_incident() -> IncidentView {
                 undo: "resume the hourly dbt job schedule".into(),
                 verify: "no run of the hourly dbt job until CHARGES is back at baseline".into(),
                 deciders: vec!["analytics-eng".into()],
+                decider_accounts: None,
                 body: ProposalBody::Hold {
                     job: "hourly dbt job".into(),
                     plan: "pause the schedule now\nqueue one run once CHARGES is back at baseline"
@@ -166,6 +167,7 @@ pub fn sample_incident() -> IncidentView {
                 undo: "revert models/staging/stg_payments.sql".into(),
                 verify: "int_payment_regions builds with zip codes like A-3".into(),
                 deciders: vec!["analytics-eng".into()],
+                decider_accounts: None,
                 body: ProposalBody::Diff {
                     file: "models/staging/stg_payments.sql".into(),
                     old: OLD_STG_PAYMENTS.into(),
@@ -183,6 +185,7 @@ pub fn sample_incident() -> IncidentView {
                 undo: "nothing runs; withdraw the note".into(),
                 verify: "the mover's owner acknowledges".into(),
                 deciders: vec!["analytics-eng".into()],
+                decider_accounts: None,
                 body: ProposalBody::Note {
                     to: "platform (mover owner)".into(),
                     text: "Today the mover met an incompatible type change and used its \

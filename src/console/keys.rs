@@ -6,7 +6,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use crate::console::keymap::{Bound, Keymap};
 use crate::console::line::LineOp;
-use crate::console::state::{update, Action, App, ListPane, Overlay, Pane, Screen};
+use crate::console::state::{update, Action, App, Decision, ListPane, Overlay, Pane, Screen};
 
 /// Where a binding applies. Text contexts (reason, prompt) take every other key as
 /// typing, so only `Always` bindings reach past them.
@@ -677,15 +677,33 @@ pub fn hints(app: &App) -> Vec<(&str, &'static str)> {
         .collect()
 }
 
-/// Whether `action` acts on what the frame being drawn left out: such a key would only
-/// refuse, so its hint is not offered. (The hints are drawn after the screen.)
+/// Whether `action` acts on what the frame being drawn left out, or would be refused
+/// before it asks anything (`state::refused_up_front`): such a key would only refuse,
+/// so its hint is not offered. (The hints are drawn after the screen.)
 fn acts_on_left_out(app: &App, action: &Action) -> bool {
     let drawn = &app.drawn;
+    let refused = |decision| {
+        app.selected_proposal()
+            .is_some_and(|p| crate::console::state::refused_up_front(app, p, decision).is_some())
+    };
     match action {
         Action::Open => drawn.left_out(&drawn.incident_shown),
-        Action::Approve | Action::Reject | Action::RollBack | Action::Forward => {
+        Action::Forward => {
             drawn.left_out(&drawn.proposal_shown)
+                || !app.selected_proposal().is_some_and(|p| {
+                    p.kind == crate::engine::api::ProposalKind::Note
+                        && p.state == crate::engine::api::ProposalState::Pending
+                })
         }
+        Action::Resolve | Action::AcceptLevel | Action::Reopen => {
+            let resolved = app
+                .open_incident()
+                .is_some_and(|i| i.status == crate::engine::api::IncidentStatus::Resolved);
+            resolved != (*action == Action::Reopen)
+        }
+        Action::Approve => drawn.left_out(&drawn.proposal_shown) || refused(Decision::Approve),
+        Action::Reject => drawn.left_out(&drawn.proposal_shown) || refused(Decision::Reject),
+        Action::RollBack => drawn.left_out(&drawn.proposal_shown) || refused(Decision::RollBack),
         _ => false,
     }
 }
@@ -964,5 +982,78 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Someone the policy does not let decide a proposal is refused when they press the
+    /// key, before typing a reason (they got the box and were refused only after), and
+    /// told who decides; a decided proposal says so. The engine still checks.
+    #[test]
+    fn a_decision_this_person_may_not_take_is_refused_before_the_reason_box() {
+        let mut snapshot = sample_snapshot();
+        for proposal in &mut snapshot.incidents[0].proposals {
+            proposal.decider_accounts = Some(vec!["alice".into()]);
+        }
+        let console = |you: &str, snapshot: &crate::engine::api::Snapshot| {
+            let mut app = app_with(snapshot.clone());
+            update(
+                &mut app,
+                Action::Hello {
+                    started_at: "2026-11-24T14:00:00Z".into(),
+                    you: you.into(),
+                    read_only: false,
+                },
+            );
+            key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+            // P-2, the pending diff.
+            key(&mut app, KeyCode::Char('j'), KeyModifiers::NONE);
+            draw(&app, (120, 40));
+            app
+        };
+        let mut bob = console("bob (uid 1002)", &snapshot);
+        for refused in ['a', 'r'] {
+            key(&mut bob, KeyCode::Char(refused), KeyModifiers::NONE);
+            assert!(matches!(bob.overlay, Overlay::None), "{refused}");
+            let said = bob.message.clone().unwrap_or_default();
+            assert!(
+                said.contains("bob may not decide P-2")
+                    && said.contains("analytics-eng")
+                    && said.contains("alice"),
+                "{said}"
+            );
+        }
+        // Nothing approved to roll back; the approved hold has nothing left to decide.
+        key(&mut bob, KeyCode::Char('u'), KeyModifiers::NONE);
+        assert!(
+            bob.message
+                .clone()
+                .unwrap_or_default()
+                .contains("P-2 is pending"),
+            "{:?}",
+            bob.message
+        );
+        key(&mut bob, KeyCode::Char('k'), KeyModifiers::NONE);
+        key(&mut bob, KeyCode::Char('a'), KeyModifiers::NONE);
+        let said = bob.message.clone().unwrap_or_default();
+        assert!(
+            said.contains("P-1 is approved") && matches!(bob.overlay, Overlay::None),
+            "{said}"
+        );
+        // The one who may decide gets the reason box.
+        let mut alice = console("alice (uid 1001)", &snapshot);
+        key(&mut alice, KeyCode::Char('a'), KeyModifiers::NONE);
+        assert!(
+            matches!(alice.overlay, Overlay::Reason(_)),
+            "{:?}",
+            alice.message
+        );
+        // Without the policy at hand (an older engine), the engine decides alone.
+        snapshot.incidents[0].proposals[1].decider_accounts = None;
+        let mut unknown = console("bob (uid 1002)", &snapshot);
+        key(&mut unknown, KeyCode::Char('a'), KeyModifiers::NONE);
+        assert!(
+            matches!(unknown.overlay, Overlay::Reason(_)),
+            "{:?}",
+            unknown.message
+        );
     }
 }

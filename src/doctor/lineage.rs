@@ -170,10 +170,7 @@ fn owners(config: &Config, lineage: &Lineage) -> Line {
 
 /// Whether anyone in `[people]` holds `role`.
 fn held(config: &Config, role: &str) -> bool {
-    config
-        .people
-        .values()
-        .any(|person| person.roles.iter().any(|r| r == role))
+    !approve::accounts_holding(config, &[role.to_string()]).is_empty()
 }
 
 fn s(n: usize) -> &'static str {

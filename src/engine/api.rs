@@ -497,6 +497,12 @@ pub struct ProposalView {
     /// The roles that may decide it now: the owner, plus any escalation target reached.
     #[serde(default)]
     pub deciders: Vec<String>,
+    /// The accounts `[people]` gives one of those roles, as the policy stands: a
+    /// console refuses a decision key up front to anyone else (the engine checks again
+    /// when it decides). `None` where the policy is not at hand (a state database read
+    /// without an engine, an older engine); empty when nobody may decide it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decider_accounts: Option<Vec<String>>,
     pub body: ProposalBody,
 }
 

@@ -1043,6 +1043,15 @@ impl Engine {
                 .get(proposal)
                 .and_then(|r| r.eligible_roles(&self.config).ok())
         });
+        // Who may decide each, by account, so a console refuses anyone else up front.
+        for proposal in &mut view.proposals {
+            if let Some(request) = self.requests.get(&proposal.id) {
+                proposal.decider_accounts = Some(match request.eligible_roles(&self.config) {
+                    Ok(roles) => crate::approve::accounts_holding(&self.config, &roles),
+                    Err(_) => Vec::new(),
+                });
+            }
+        }
         view.latest = self.latest_reading(i);
         view
     }
