@@ -281,12 +281,14 @@ pub fn sample_snapshot() -> Snapshot {
                 state: PipelineState::Running,
                 last_status: RunStatus::Success,
                 last_run_at: Some("14:19".into()),
+                ran_after_hold: None,
             },
             PipelineView {
                 name: "hourly dbt job".into(),
                 state: PipelineState::Paused,
                 last_status: RunStatus::Success,
                 last_run_at: Some("14:15".into()),
+                ran_after_hold: None,
             },
         ],
         // As the engine words them (`Observation::observed_text`, `expected_text`).

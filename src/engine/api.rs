@@ -260,6 +260,10 @@ pub struct PipelineView {
     /// The last run's outcome; pipelines report green while data is wrong.
     pub last_status: RunStatus,
     pub last_run_at: Option<String>,
+    /// `hold_asked` only: when the job ran after the hold was asked (RFC 3339), by its
+    /// own record: the schedule dataward cannot pause still runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ran_after_hold: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -359,6 +363,9 @@ wire_words! {
         Paused = "paused",
         /// Its schedule is on and nothing runs now.
         Scheduled = "scheduled",
+        /// Held by dataward, but on a scheduler dataward cannot pause (a cron running
+        /// dbt Core): people were asked to stop it, and its runs say whether they did.
+        HoldAsked = "hold_asked",
     }
 }
 
@@ -688,6 +695,7 @@ mod tests {
             state: PipelineState::Scheduled,
             last_status: RunStatus::NeverRun,
             last_run_at: None,
+            ran_after_hold: None,
         };
         assert_eq!(
             serde_json::to_value(&pipeline).unwrap(),
