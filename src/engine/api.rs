@@ -83,6 +83,15 @@ pub enum EventKind {
         actor: String,
         seq: u64,
     },
+    /// Where a forwarded note went: the `[[alert]]` destinations it was queued for
+    /// (`name (kind)`), or, when none, why it went nowhere and what to configure.
+    NoteSent {
+        proposal: String,
+        to: String,
+        destinations: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        nowhere: Option<String>,
+    },
     /// A command the policy refused; nothing changed.
     Refused {
         command: String,
