@@ -641,7 +641,7 @@ fn not_here(app: &App, key: KeyEvent) -> String {
             );
         }
     }
-    with_key.retain(|b| !applies_here(b) && !(app.read_only && b.dangerous));
+    with_key.retain(|b| !(applies_here(b) || app.read_only && b.dangerous));
     match with_key.first() {
         Some(elsewhere) => format!(
             "{label} is for the {}: {}",
