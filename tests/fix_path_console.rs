@@ -6,6 +6,8 @@
 #[path = "support/http.rs"]
 mod http;
 mod story;
+#[path = "support/tmux.rs"]
+mod terminal;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -18,6 +20,7 @@ use dataward::notify::relay::{Backoff, Carrier, Jitter, Next};
 use http::{Api, FakeApi};
 use serde_json::Value;
 use story::{owner, play_minutes, start};
+use terminal::{tmux, tmux_available, wait_for, Session};
 
 fn dataward(args: &[&str], dir: &Path) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_dataward"))
@@ -183,4 +186,37 @@ fn a_forwarded_note_says_where_it_went_and_arrives_there() {
         .find(|m| m.contains(&format!("a note for {}", sent.2)))
         .unwrap_or_else(|| panic!("no note among {messages:#?}"));
     assert!(note.contains("forwarded by"), "{note}");
+}
+
+/// The real console, read-only, attached to a running engine at 160x45: every key it
+/// does not act on says why on the status line. `C` said nothing in a read-only
+/// console.
+#[test]
+fn a_read_only_console_says_why_each_deciding_key_does_nothing() {
+    if !tmux_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let _engine = start_demo(d);
+    note_of_the_first_incident(d);
+    let session = Session::open(
+        &format!("dataward-fixpath-{}", std::process::id()),
+        (160, 45),
+        &format!(
+            "{} --read-only --data-dir {}",
+            env!("CARGO_BIN_EXE_dataward"),
+            d.display()
+        ),
+    );
+    let s = session.0.as_str();
+    wait_for(s, "INC-0001");
+    tmux(&["send-keys", "-t", s, "Enter"]);
+    wait_for(s, "Blast radius");
+    tmux(&["send-keys", "-t", s, "C"]);
+    wait_for(s, "read-only console: C (close the incident by hand");
+    tmux(&["send-keys", "-t", s, "a"]);
+    wait_for(s, "read-only console: a (approve the selected proposal");
+    tmux(&["send-keys", "-t", s, "x"]);
+    wait_for(s, "x does nothing here (? lists every key)");
 }
