@@ -589,7 +589,7 @@ fn why_nothing(app: &App, action: &Action) -> String {
                 (_, Screen::Detail, _) => "the proposal",
             };
             let end = if towards_top { "top" } else { "bottom" };
-            format!("already at the {end} of {what}: it all shows")
+            format!("already at the {end} of {what}")
         }
         Action::Collapse | Action::Expand if over_panes => {
             "close the receipt or timeline first (Esc): h and l open and close the blast radius"
