@@ -343,6 +343,9 @@ pub fn clean_incident(incident: &mut IncidentView) {
             clean_in_place(field);
         }
     }
+    for account in incident.owner_accounts.iter_mut().flatten() {
+        clean_in_place(account);
+    }
     for entry in &mut incident.timeline {
         for field in [
             &mut entry.at,
@@ -494,6 +497,7 @@ mod tests {
                     who: "eve\x1b[8m".into(),
                     what: "approved\u{202e}".into(),
                 }],
+                owner_accounts: None,
             }],
             ..Snapshot::default()
         };

@@ -243,6 +243,7 @@ pub fn sample_incident() -> IncidentView {
             entry(41, "14:18:00", "joined", "dataward", "fct_daily_revenue row_count: 2,410 rows at 14:15"),
             entry(42, "14:19:00", "decided", "alice (uid 1000)", "approved P-1: refill in progress"),
         ],
+        owner_accounts: None,
     }
 }
 
@@ -355,6 +356,7 @@ pub fn sample_snapshot() -> Snapshot {
                     at: "2026-11-24T10:06:00Z".into(),
                 }),
                 timeline: Vec::new(),
+                owner_accounts: None,
             },
         ],
         notices: vec!["approved P-1 (hold) by alice, chain #42".into()],

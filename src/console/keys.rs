@@ -1046,6 +1046,25 @@ mod tests {
             "{:?}",
             alice.message
         );
+        // Closing the incident by hand is its table's owners' too.
+        let mut owned = snapshot.clone();
+        owned.incidents[0].owner_accounts = Some(vec!["alice".into()]);
+        let mut bob = console("bob (uid 1002)", &owned);
+        key(&mut bob, KeyCode::Char('C'), KeyModifiers::NONE);
+        let said = bob.message.clone().unwrap_or_default();
+        assert!(
+            matches!(bob.overlay, Overlay::None)
+                && said.contains("bob may not close")
+                && said.contains("alice"),
+            "{said}"
+        );
+        let mut alice = console("alice (uid 1001)", &owned);
+        key(&mut alice, KeyCode::Char('C'), KeyModifiers::NONE);
+        assert!(
+            matches!(alice.overlay, Overlay::Reason(_)),
+            "{:?}",
+            alice.message
+        );
         // Without the policy at hand (an older engine), the engine decides alone.
         snapshot.incidents[0].proposals[1].decider_accounts = None;
         let mut unknown = console("bob (uid 1002)", &snapshot);

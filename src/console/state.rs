@@ -1095,6 +1095,27 @@ fn start_incident_decision(app: &mut App, decision: Decision) {
     };
     let resolved = incident.status == IncidentStatus::Resolved;
     let (id, title) = (incident.id.clone(), incident.title.clone());
+    let me = app
+        .link
+        .you
+        .as_deref()
+        .and_then(crate::approve::account_in_display);
+    if let (Some(accounts), Some(me)) = (&incident.owner_accounts, me) {
+        if !accounts.iter().any(|account| account == me) {
+            app.message = Some(if accounts.is_empty() {
+                format!(
+                    "nobody may close or reopen {id} by hand: no domain in the policy covers {}",
+                    incident.table
+                )
+            } else {
+                format!(
+                    "{me} may not close, reopen or accept a level of {id}: its table's owners do ({}); the engine would refuse",
+                    accounts.join(", ")
+                )
+            });
+            return;
+        }
+    }
     match decision {
         Decision::Resolve if resolved => {
             app.message = Some(format!("{id} is already resolved (O reopens it)"));

@@ -435,6 +435,12 @@ pub struct IncidentView {
     /// receipt (`incident/timeline.rs`).
     #[serde(default)]
     pub timeline: Vec<TimelineEntry>,
+    /// The accounts `[people]` gives an owner or escalation role of the domain covering
+    /// the table: who may close, reopen or accept a new level of it. A console refuses
+    /// `C`, `O` and `N` up front to anyone else (the engine checks again). `None` where
+    /// the policy is not at hand; empty when no domain covers the table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_accounts: Option<Vec<String>>,
 }
 
 /// One check's latest figure as people read it, with its verdict and when it was taken.
