@@ -411,6 +411,9 @@ pub fn clean_incident(incident: &mut IncidentView) {
             clean_in_place(field);
         }
     }
+    for account in incident.owner_accounts.iter_mut().flatten() {
+        clean_in_place(account);
+    }
     for entry in &mut incident.timeline {
         for field in [
             &mut entry.at,
@@ -436,6 +439,9 @@ fn clean_proposal(proposal: &mut ProposalView) {
     }
     for role in &mut proposal.deciders {
         clean_in_place(role);
+    }
+    for account in proposal.decider_accounts.iter_mut().flatten() {
+        clean_in_place(account);
     }
     match &mut proposal.body {
         ProposalBody::Hold { job, plan } => {
@@ -737,6 +743,7 @@ mod tests {
                     undo: "u".into(),
                     verify: "v".into(),
                     deciders: vec![],
+                    decider_accounts: None,
                     body: ProposalBody::Diff {
                         file: "f.sql".into(),
                         old: "a\n\x1b[31mb".into(),
@@ -762,6 +769,7 @@ mod tests {
                     who: "eve\x1b[8m".into(),
                     what: "approved\u{202e}".into(),
                 }],
+                owner_accounts: None,
             }],
             ..Snapshot::default()
         };

@@ -338,11 +338,38 @@ fn a_hold_says_what_people_must_stop_and_refuses_runs_until_it_is_lifted() {
         "alice",
         "k2",
     ));
+    // dataward cannot pause the cron: the bar says the hold was asked, never paused
+    // (it said paused while the cron kept running), and no run of the job since.
+    let bar = engine.pipelines().unwrap();
+    let hourly = bar.iter().find(|p| p.name == "job.hourly").unwrap();
+    assert_eq!(hourly.state, PipelineState::HoldAsked);
+    assert_eq!(hourly.ran_after_hold, None);
+    // The cron runs the job anyway, as people have not stopped it yet: the job's own
+    // record of its run says so on the bar. (A run of another command is not the job's.)
+    let cron = |select: &str| {
+        let status = Command::new(dbt_or_skip("a_hold_refuses_runs").unwrap())
+            .args(["build", "--select", select, "--target", "ci"])
+            .env("DBT_PROFILES_DIR", project.root.join("profiles"))
+            .current_dir(&project.project)
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "the cron's dbt build {select}");
+    };
+    cron("tag:gate_free_never_matches");
     let bar = engine.pipelines().unwrap();
     assert_eq!(
-        bar.iter().find(|p| p.name == "job.hourly").unwrap().state,
-        PipelineState::Paused
+        bar.iter()
+            .find(|p| p.name == "job.hourly")
+            .unwrap()
+            .ran_after_hold,
+        None
     );
+    cron("tag:hourly");
+    let bar = engine.pipelines().unwrap();
+    let hourly = bar.iter().find(|p| p.name == "job.hourly").unwrap();
+    assert_eq!(hourly.state, PipelineState::HoldAsked);
+    assert!(hourly.ran_after_hold.is_some(), "{hourly:?}");
     assert_eq!(
         bar.iter().find(|p| p.name == "job.gate").unwrap().state,
         PipelineState::Scheduled

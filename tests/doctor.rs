@@ -369,6 +369,7 @@ fn a_sqlite_estate_with_nothing_wrong_is_all_ticks_and_exit_0() {
         "monitor events",
         "manifest",
         "notes",
+        "owners",
         "engine",
     ] {
         assert!(mark(&report, what).0, "{what}: {report}");
@@ -747,6 +748,48 @@ fn loose_permissions_are_crosses_with_the_chmod_to_run() {
     }
     let (_, report) = tiny.doctor(&[], &[]);
     assert!(permissions(&report).is_empty(), "{report}");
+}
+
+/// A job in the notes that no domain covers, and a domain whose owner role nobody in
+/// `[people]` holds: every proposal on them would wait for ever, and doctor names each
+/// (it said "all good"). A job with no owner of its own under a domain that covers it
+/// is decided by the domain's owners, and is no cross.
+#[test]
+fn models_and_jobs_nobody_may_decide_are_named_with_what_to_add() {
+    let tiny = Tiny::new("");
+    let (code, report) = tiny.doctor(&[], &[]);
+    assert_eq!(code, Some(0), "{report}");
+    let (ok, found, _) = mark(&report, "owners");
+    assert!(ok && found.contains("their domain's owners"), "{report}");
+
+    let config = std::fs::read_to_string(&tiny.config).unwrap();
+    let narrowed = config.replace("covers = [\"*\"]", "covers = [\"model.*\"]");
+    assert_ne!(config, narrowed);
+    tiny.write(
+        "config.toml",
+        &format!(
+            "{narrowed}\n[[domain]]\nname = \"jobs\"\ncovers = [\"job.nightly\"]\nowners = [\"nobody-holds-this\"]\n"
+        ),
+    );
+    tiny.write(
+        "notes.toml",
+        "[[reader]]\nid = \"job.hourly\"\nkind = \"job\"\nreads = [\"model.tiny.fct_events\"]\n\n\
+         [[reader]]\nid = \"job.nightly\"\nkind = \"job\"\nreads = [\"model.tiny.fct_events\"]\n",
+    );
+    let (code, report) = tiny.doctor(&[], &[]);
+    assert_eq!(code, Some(1), "{report}");
+    let (ok, found, fix) = mark(&report, "owners");
+    assert!(!ok, "{report}");
+    assert!(
+        found.contains("job.hourly (no [[domain]] covers it)")
+            && found.contains("job.nightly (nobody-holds-this: held by nobody in [people])"),
+        "{found}"
+    );
+    assert!(
+        !found.contains("model.tiny"),
+        "the models are covered: {found}"
+    );
+    assert!(fix.unwrap().contains("[[domain]]"), "{report}");
 }
 
 #[test]

@@ -256,6 +256,7 @@ fn load_orders() -> PipelineView {
         state: PipelineState::Scheduled,
         last_status: RunStatus::Success,
         last_run_at: Some("2024-05-12T02:00:00Z".into()),
+        ran_after_hold: None,
     }
 }
 

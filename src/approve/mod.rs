@@ -234,6 +234,44 @@ pub fn domain_for<'c>(config: &'c Config, target: &str) -> Option<&'c crate::con
         .find(|d| d.covers.iter().any(|g| glob_match(g, target)))
 }
 
+/// Who decides a proposal on `target`, as the policy stands now: the owner the lineage
+/// names for it (`named`: dbt `meta.owner`, the notes' `owner` or `[[owner]]`) when that
+/// role owns the domain covering the target, else the owners of that domain. A name
+/// that is no owner role of the domain (a person's e-mail in `meta.owner`, a team dbt
+/// knows but the policy does not, or none at all) never decides and never leaves a
+/// proposal without a decider: the domain's owners do. The error says why nobody may
+/// decide: no domain covers the target, or its domain names no owner.
+///
+/// The one place deciders are resolved: approval requests ask it at every decision (so
+/// a reloaded config takes effect at once), snapshots show what it says, and `doctor`
+/// lists the models and jobs it finds nobody for.
+pub fn deciders(config: &Config, target: &str, named: &str) -> Result<Vec<String>, String> {
+    let domain = domain_for(config, target)
+        .ok_or_else(|| format!("no domain in the policy covers {target}; nobody may approve it"))?;
+    if domain.owners.iter().any(|owner| owner == named) {
+        return Ok(vec![named.to_string()]);
+    }
+    // (The config refuses a domain without owners, so this is never empty.)
+    Ok(domain.owners.clone())
+}
+
+/// The accounts `[people]` gives any of `roles`, in the config's order.
+pub fn accounts_holding(config: &Config, roles: &[String]) -> Vec<String> {
+    config
+        .people
+        .iter()
+        .filter(|(_, person)| person.roles.iter().any(|role| roles.contains(role)))
+        .map(|(account, _)| account.clone())
+        .collect()
+}
+
+/// The account name at the head of an [`Actor::display`] line ("alice (uid 1001)..."):
+/// how a console knows which account the engine attested it to be.
+pub fn account_in_display(display: &str) -> Option<&str> {
+    let (account, _) = display.split_once(" (uid ")?;
+    (!account.is_empty() && account != "unknown").then_some(account)
+}
+
 /// The autonomy level of the domain covering `target` (L0 to L4); a target no domain
 /// covers gets L1: diagnose and show, never propose or act.
 pub fn autonomy(config: &Config, target: &str) -> u8 {
@@ -421,6 +459,69 @@ autonomy = "L1"
         assert_eq!(r.state, RequestState::Expired);
         assert!(!r.is_approved());
         assert!(r.decide(&c, &actor("alice"), "h1", true).is_err());
+    }
+
+    /// jaffle_shop as `init` writes it: one domain covering everything, with an owner;
+    /// dbt names no owner for its models and the notes' job has none.
+    fn covering_everything() -> Config {
+        Config::parse(
+            r#"
+[people.alice]
+name = "Alice"
+roles = ["jaffle-owner"]
+[people.bob]
+name = "Bob"
+roles = ["marketing"]
+[[domain]]
+name = "jaffle_shop"
+covers = ["*"]
+owners = ["jaffle-owner"]
+"#,
+            Path::new("policy.toml"),
+        )
+        .unwrap()
+    }
+
+    /// A proposal whose target nobody names an owner for (the placeholder the proposal
+    /// carries), or names someone who owns nothing in the policy, goes to the owners of
+    /// the domain covering it; it was undecidable ("unknown-owner is not an owner of
+    /// domain jaffle_shop").
+    #[test]
+    fn a_proposal_without_a_named_owner_goes_to_its_domains_owners() {
+        let c = covering_everything();
+        for named in ["unknown-owner", "", "someone@example.com", "marketing"] {
+            assert_eq!(
+                deciders(&c, "job.jaffle_shop.every_ten_minutes", named),
+                Ok(vec!["jaffle-owner".to_string()]),
+                "{named}"
+            );
+            let mut hold = ApprovalRequest::new(
+                "job.jaffle_shop.every_ten_minutes",
+                named,
+                "dataward",
+                "h1",
+                at(0),
+            );
+            assert!(
+                hold.decide(&c, &actor("alice"), "h1", true).is_ok(),
+                "{named}"
+            );
+            let mut hold =
+                ApprovalRequest::new("model.jaffle_shop.orders", named, "dataward", "h1", at(0));
+            let err = hold.decide(&c, &actor("bob"), "h1", true).unwrap_err();
+            assert!(err.contains("(jaffle-owner)"), "{err}");
+        }
+        // A named owner that owns the domain decides alone.
+        assert_eq!(
+            deciders(&config(), "PAYMENTS.CHARGES", "analytics-owner"),
+            Ok(vec!["analytics-owner".to_string()])
+        );
+    }
+
+    #[test]
+    fn nobody_decides_outside_every_domain() {
+        let err = deciders(&config(), "OTHER.T", "analytics-owner").unwrap_err();
+        assert!(err.contains("no domain"), "{err}");
     }
 
     #[test]

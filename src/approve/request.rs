@@ -68,22 +68,17 @@ impl ApprovalRequest {
         }
     }
 
-    /// The roles that may answer now: the owner, plus each escalation target reached.
+    /// The roles that may answer now: the deciders (`super::deciders`: the named owner,
+    /// or the domain's owners when it names none of theirs), plus each escalation target
+    /// reached.
     pub fn eligible_roles(&self, config: &Config) -> Result<Vec<String>, String> {
-        let domain = domain_for(config, &self.target).ok_or_else(|| {
-            format!(
-                "no domain in the policy covers {}; nobody may approve it",
-                self.target
-            )
-        })?;
-        if !domain.owners.contains(&self.owner) {
-            return Err(format!(
-                "{} is not an owner of domain {}",
-                self.owner, domain.name
-            ));
+        let mut roles = super::deciders(config, &self.target, &self.owner)?;
+        let domain = domain_for(config, &self.target).expect("deciders found it");
+        for role in domain.escalation.iter().take(self.level) {
+            if !roles.contains(role) {
+                roles.push(role.clone());
+            }
         }
-        let mut roles = vec![self.owner.clone()];
-        roles.extend(domain.escalation.iter().take(self.level).cloned());
         Ok(roles)
     }
 

@@ -11,7 +11,7 @@ use crate::console::keys;
 use crate::console::presence;
 use crate::console::state::{App, Overlay};
 use crate::console::widgets::{cut_spans, pipeline_state, run_status, short};
-use crate::engine::api::FirstPoll;
+use crate::engine::api::{FirstPoll, PipelineState};
 
 pub(crate) fn render_title(frame: &mut Frame, area: Rect, app: &App) {
     let theme = &app.theme;
@@ -39,6 +39,17 @@ pub(crate) fn render_title(frame: &mut Frame, area: Rect, app: &App) {
     for pipeline in &app.snapshot.pipelines {
         spans.push(Span::styled("  │ ", theme.border));
         spans.push(Span::raw(format!("{} ", pipeline.name)));
+        // A hold asked of people, and the job's own runs say it was not carried out.
+        if let (PipelineState::HoldAsked, Some(ran)) = (pipeline.state, &pipeline.ran_after_hold) {
+            spans.push(Span::styled(
+                format!(
+                    "■ hold asked, yet it ran at {}: stop the cron yourself",
+                    ran.get(11..16).unwrap_or(ran)
+                ),
+                theme.crit.add_modifier(Modifier::BOLD),
+            ));
+            continue;
+        }
         spans.push(pipeline_state(pipeline.state, theme));
         spans.push(Span::raw(" "));
         spans.push(run_status(pipeline.last_status, theme));

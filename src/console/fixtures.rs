@@ -149,6 +149,7 @@ pub fn sample_incident() -> IncidentView {
                 undo: "resume the hourly dbt job schedule".into(),
                 verify: "no run of the hourly dbt job until CHARGES is back at baseline".into(),
                 deciders: vec!["analytics-eng".into()],
+                decider_accounts: None,
                 body: ProposalBody::Hold {
                     job: "hourly dbt job".into(),
                     plan: "pause the schedule now\nqueue one run once CHARGES is back at baseline"
@@ -166,6 +167,7 @@ pub fn sample_incident() -> IncidentView {
                 undo: "revert models/staging/stg_payments.sql".into(),
                 verify: "int_payment_regions builds with zip codes like A-3".into(),
                 deciders: vec!["analytics-eng".into()],
+                decider_accounts: None,
                 body: ProposalBody::Diff {
                     file: "models/staging/stg_payments.sql".into(),
                     old: OLD_STG_PAYMENTS.into(),
@@ -183,6 +185,7 @@ pub fn sample_incident() -> IncidentView {
                 undo: "nothing runs; withdraw the note".into(),
                 verify: "the mover's owner acknowledges".into(),
                 deciders: vec!["analytics-eng".into()],
+                decider_accounts: None,
                 body: ProposalBody::Note {
                     to: "platform (mover owner)".into(),
                     text: "Today the mover met an incompatible type change and used its \
@@ -240,6 +243,7 @@ pub fn sample_incident() -> IncidentView {
             entry(41, "14:18:00", "joined", "dataward", "fct_daily_revenue row_count: 2,410 rows at 14:15"),
             entry(42, "14:19:00", "decided", "alice (uid 1000)", "approved P-1: refill in progress"),
         ],
+        owner_accounts: None,
     }
 }
 
@@ -278,12 +282,14 @@ pub fn sample_snapshot() -> Snapshot {
                 state: PipelineState::Running,
                 last_status: RunStatus::Success,
                 last_run_at: Some("14:19".into()),
+                ran_after_hold: None,
             },
             PipelineView {
                 name: "hourly dbt job".into(),
                 state: PipelineState::Paused,
                 last_status: RunStatus::Success,
                 last_run_at: Some("14:15".into()),
+                ran_after_hold: None,
             },
         ],
         // As the engine words them (`Observation::observed_text`, `expected_text`).
@@ -350,6 +356,7 @@ pub fn sample_snapshot() -> Snapshot {
                     at: "2026-11-24T10:06:00Z".into(),
                 }),
                 timeline: Vec::new(),
+                owner_accounts: None,
             },
         ],
         notices: vec!["approved P-1 (hold) by alice, chain #42".into()],

@@ -6,7 +6,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use crate::console::keymap::{Bound, Keymap};
 use crate::console::line::LineOp;
-use crate::console::state::{update, Action, App, Overlay, Screen};
+use crate::console::state::{update, Action, App, Decision, ListPane, Overlay, Pane, Screen};
 
 /// Where a binding applies. Text contexts (reason, prompt) take every other key as
 /// typing, so only `Always` bindings reach past them.
@@ -451,15 +451,25 @@ pub fn action_for(app: &App, key: KeyEvent) -> Option<Action> {
     }
 }
 
-/// Applies a key press to the console; true when it did something.
+/// Applies a key press to the console; true when it did something (said why not
+/// included).
 ///
 /// A terminal sends Alt-x as Esc then x, and so does a person who presses Esc and then
 /// x quickly: inside tmux, any key within its escape time arrives glued to the Esc and
 /// is read as Alt-x. No binding but Alt-Enter uses Alt, so an Alt-key nothing binds is
 /// taken for what it almost always is: Esc, then the key, each where it lands.
+///
+/// No key does nothing in silence: one bound here that changed nothing a person sees
+/// says why ([`why_nothing`]), and one not bound here says what it does elsewhere, or
+/// that an observer's console has no such key ([`not_here`]).
 pub fn press(app: &mut App, key: KeyEvent) -> bool {
     if let Some(action) = bound(app, key) {
-        update(app, action);
+        let typing = context(app).takes_text();
+        let before = Footprint::of(app);
+        update(app, action.clone());
+        if !typing && app.message.is_none() && Footprint::of(app) == before {
+            app.message = Some(why_nothing(app, &action));
+        }
         return true;
     }
     if key.modifiers.contains(KeyModifiers::ALT) {
@@ -474,7 +484,174 @@ pub fn press(app: &mut App, key: KeyEvent) -> bool {
             update(app, action);
             true
         }
-        None => false,
+        None => {
+            app.message = Some(not_here(app, key));
+            true
+        }
+    }
+}
+
+/// What a key can change that a person sees, or that leaves the console: the same
+/// before and after a key means the key did nothing.
+#[derive(Debug, PartialEq)]
+struct Footprint {
+    screen: Screen,
+    overlay: Option<(&'static str, usize)>,
+    selected_incident: Option<String>,
+    list_pane: crate::console::state::ListPane,
+    monitor_selected: usize,
+    detail: Option<String>,
+    filter: String,
+    list: crate::console::listing::ListView,
+    help_search: (String, Option<usize>),
+    outbox: usize,
+    clipboard: bool,
+    flags: [bool; 4],
+    theme: String,
+}
+
+impl Footprint {
+    fn of(app: &App) -> Footprint {
+        Footprint {
+            screen: app.screen,
+            overlay: match &app.overlay {
+                Overlay::None => None,
+                Overlay::Help { scroll } => Some(("help", *scroll)),
+                Overlay::AlertOutbox { scroll } => Some(("outbox", *scroll)),
+                Overlay::Reason(_) => Some(("reason", 0)),
+                Overlay::Prompt(_) => Some(("prompt", 0)),
+            },
+            selected_incident: app.selected_incident.clone(),
+            list_pane: app.list_pane,
+            monitor_selected: app.monitor_selected,
+            // Its scroll offsets, focus, selection, tree and what is open over it.
+            detail: app.detail.as_ref().map(|d| {
+                format!(
+                    "{} {:?} {} {} {} {} {} {:?} {} {} {} {}",
+                    d.incident,
+                    d.focus,
+                    d.cause_scroll,
+                    d.proposal,
+                    d.body_scroll,
+                    d.receipt_open,
+                    d.receipt_scroll,
+                    d.tree.selected,
+                    d.tree.opened.len(),
+                    d.zoomed,
+                    d.timeline_open,
+                    d.timeline_scroll
+                )
+            }),
+            filter: app.filter.clone(),
+            list: app.list,
+            help_search: (app.help_search.query.clone(), app.help_search.at),
+            outbox: app.outbox.len(),
+            clipboard: app.clipboard.is_some(),
+            flags: [app.quit, app.suspend, app.full_redraw, app.mouse],
+            theme: app.theme.name.clone(),
+        }
+    }
+}
+
+/// Why `action` changed nothing here: at the end of what it moves through, or not the
+/// place for it.
+fn why_nothing(app: &App, action: &Action) -> String {
+    let towards_top = matches!(
+        action,
+        Action::Up | Action::PageUp | Action::HalfPageUp | Action::Top
+    );
+    let over_panes = app
+        .detail
+        .as_ref()
+        .is_some_and(|d| d.receipt_open || d.timeline_open);
+    let focus = app.detail.as_ref().map(|d| d.focus);
+    match action {
+        Action::Up
+        | Action::Down
+        | Action::PageUp
+        | Action::PageDown
+        | Action::HalfPageUp
+        | Action::HalfPageDown
+        | Action::Top
+        | Action::Bottom => {
+            let what = match (&app.overlay, app.screen, focus) {
+                (Overlay::Help { .. }, ..) => "the help",
+                (Overlay::AlertOutbox { .. }, ..) => "the outbox",
+                (_, Screen::List, _) if app.list_pane == ListPane::Monitors => "the monitors",
+                (_, Screen::List, _) if app.visible_incidents().is_empty() => {
+                    return "no incidents to move through".into()
+                }
+                (_, Screen::List, _) => "the incidents",
+                (_, Screen::Detail, _) if over_panes => "what is open",
+                (_, Screen::Detail, Some(Pane::Cause)) => "the cause",
+                (_, Screen::Detail, Some(Pane::Tree)) => "the blast radius",
+                (_, Screen::Detail, Some(Pane::Proposals)) => "the proposals",
+                (_, Screen::Detail, _) => "the proposal",
+            };
+            let end = if towards_top { "top" } else { "bottom" };
+            format!("already at the {end} of {what}")
+        }
+        Action::Collapse | Action::Expand if over_panes => {
+            "close the receipt or timeline first (Esc): h and l open and close the blast radius"
+                .into()
+        }
+        Action::Collapse | Action::Expand if focus != Some(Pane::Tree) => {
+            "h and l open and close the blast-radius tree: Tab to it first".into()
+        }
+        Action::Collapse | Action::Expand => {
+            "nothing to open or close at this node of the blast radius".into()
+        }
+        Action::Open if app.list_pane == ListPane::Monitors => {
+            "Enter opens an incident: Tab back to the incidents".into()
+        }
+        Action::Open => "no incident to open".into(),
+        Action::NextPane | Action::PreviousPane => "no monitors to move to: only incidents".into(),
+        Action::Back => "nothing to go back from here (q quits)".into(),
+        Action::SearchNext | Action::SearchPrevious => {
+            "no search to go through: / searches the help".into()
+        }
+        _ => format!(
+            "{} does nothing here",
+            crate::console::keymap::action_name(action).unwrap_or("this key")
+        ),
+    }
+}
+
+/// Why a key nothing binds here did nothing: an observer's console has no deciding
+/// key, a key of another place says where it works, any other key says so.
+fn not_here(app: &App, key: KeyEvent) -> String {
+    let here = context(app);
+    let pressed = normalise(key);
+    let label = crate::console::keymap::key_label(pressed);
+    let applies_here = |b: &&Bound| {
+        b.context == here
+            || b.context == Context::Always
+            || (b.context == Context::Global && !here.takes_text())
+    };
+    let mut with_key = app
+        .keymap
+        .all()
+        .filter(|b| b.keys.contains(&pressed))
+        .collect::<Vec<_>>();
+    if let Some(dangerous) = with_key.iter().find(|b| applies_here(b) && b.dangerous) {
+        if app.read_only {
+            return format!(
+                "read-only console: {label} ({}) is for those who decide; an observer only looks",
+                dangerous.description
+            );
+        }
+    }
+    with_key.retain(|b| !(applies_here(b) || app.read_only && b.dangerous));
+    match with_key.first() {
+        Some(elsewhere) => format!(
+            "{label} is for the {}: {}",
+            elsewhere.context.title().to_lowercase(),
+            elsewhere.description
+        ),
+        None if app.read_only && app.keymap.all().any(|b| b.keys.contains(&pressed)) => {
+            format!("read-only console: {label} decides, and an observer only looks")
+        }
+        None => format!("{label} does nothing here (? lists every key)"),
     }
 }
 
@@ -500,15 +677,33 @@ pub fn hints(app: &App) -> Vec<(&str, &'static str)> {
         .collect()
 }
 
-/// Whether `action` acts on what the frame being drawn left out: such a key would only
-/// refuse, so its hint is not offered. (The hints are drawn after the screen.)
+/// Whether `action` acts on what the frame being drawn left out, or would be refused
+/// before it asks anything (`state::refused_up_front`): such a key would only refuse,
+/// so its hint is not offered. (The hints are drawn after the screen.)
 fn acts_on_left_out(app: &App, action: &Action) -> bool {
     let drawn = &app.drawn;
+    let refused = |decision| {
+        app.selected_proposal()
+            .is_some_and(|p| crate::console::state::refused_up_front(app, p, decision).is_some())
+    };
     match action {
         Action::Open => drawn.left_out(&drawn.incident_shown),
-        Action::Approve | Action::Reject | Action::RollBack | Action::Forward => {
+        Action::Forward => {
             drawn.left_out(&drawn.proposal_shown)
+                || !app.selected_proposal().is_some_and(|p| {
+                    p.kind == crate::engine::api::ProposalKind::Note
+                        && p.state == crate::engine::api::ProposalState::Pending
+                })
         }
+        Action::Resolve | Action::AcceptLevel | Action::Reopen => {
+            let resolved = app
+                .open_incident()
+                .is_some_and(|i| i.status == crate::engine::api::IncidentStatus::Resolved);
+            resolved != (*action == Action::Reopen)
+        }
+        Action::Approve => drawn.left_out(&drawn.proposal_shown) || refused(Decision::Approve),
+        Action::Reject => drawn.left_out(&drawn.proposal_shown) || refused(Decision::Reject),
+        Action::RollBack => drawn.left_out(&drawn.proposal_shown) || refused(Decision::RollBack),
         _ => false,
     }
 }
@@ -531,7 +726,7 @@ pub fn help_sections(keymap: &Keymap, read_only: bool) -> Vec<(Context, Vec<&Bou
 mod tests {
     use super::*;
     use crate::console::fixtures::{many_incidents, sample_snapshot};
-    use crate::console::state::Pane;
+    use crate::console::state::{Detail, Pane};
     use crate::console::theme::Theme;
     use crate::console::view;
     use ratatui::backend::TestBackend;
@@ -644,6 +839,240 @@ mod tests {
             vec![crate::engine::api::Command::QueueRun {
                 incident: "INC-7".into()
             }]
+        );
+    }
+
+    /// The console in each place a person can be, drawn once, with nothing said yet.
+    fn places() -> Vec<(&'static str, App)> {
+        let detail = |read_only: bool, focus: Pane, change: &dyn Fn(&mut Detail)| {
+            let mut app = App::new(read_only, Theme::fallback(), None, false);
+            update(
+                &mut app,
+                Action::SnapshotArrived(Box::new(sample_snapshot())),
+            );
+            key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+            let detail = app.detail.as_mut().unwrap();
+            detail.focus = focus;
+            change(detail);
+            app
+        };
+        let none = |_: &mut Detail| {};
+        let mut empty = App::new(false, Theme::fallback(), None, false);
+        update(&mut empty, Action::SnapshotArrived(Box::default()));
+        let mut monitors = app_with(sample_snapshot());
+        key(&mut monitors, KeyCode::Tab, KeyModifiers::NONE);
+        let mut help = app_with(sample_snapshot());
+        key(&mut help, KeyCode::Char('?'), KeyModifiers::NONE);
+        let mut outbox = app_with(sample_snapshot());
+        key(&mut outbox, KeyCode::Char('o'), KeyModifiers::NONE);
+        let mut read_only_list = App::new(true, Theme::fallback(), None, false);
+        update(
+            &mut read_only_list,
+            Action::SnapshotArrived(Box::new(sample_snapshot())),
+        );
+        vec![
+            ("list, no incidents", empty),
+            ("list", app_with(sample_snapshot())),
+            ("list, read-only", read_only_list),
+            ("monitors pane", monitors),
+            ("detail, cause", detail(false, Pane::Cause, &none)),
+            ("detail, tree", detail(false, Pane::Tree, &none)),
+            ("detail, proposals", detail(false, Pane::Proposals, &none)),
+            ("detail, body", detail(false, Pane::Body, &none)),
+            ("detail, read-only", detail(true, Pane::Proposals, &none)),
+            (
+                "detail, zoomed",
+                detail(false, Pane::Proposals, &|d| d.zoomed = true),
+            ),
+            (
+                "detail, timeline",
+                detail(false, Pane::Proposals, &|d| d.timeline_open = true),
+            ),
+            (
+                "detail, receipt",
+                detail(false, Pane::Proposals, &|d| d.receipt_open = true),
+            ),
+            ("help", help),
+            ("outbox", outbox),
+        ]
+    }
+
+    /// Every key of the registry, pressed wherever a person can be (where it is bound
+    /// and where it is not), either changes what the console shows or does, or says on
+    /// the status line why it does nothing. Keys that did nothing and said nothing: `C`
+    /// in a read-only console, `a` on the list, `l` outside the tree.
+    #[test]
+    fn every_key_that_does_nothing_says_why() {
+        let mut silent = Vec::new();
+        let mut pressed: Vec<Key> = BINDINGS
+            .iter()
+            .flat_map(|b| b.keys.iter().copied())
+            .collect();
+        // And keys nothing binds anywhere.
+        pressed.extend([ch('x'), ch('Q'), plain(KeyCode::F(5))]);
+        for (place, _) in places() {
+            for key_pressed in &pressed {
+                let mut app = places().into_iter().find(|(p, _)| *p == place).unwrap().1;
+                let before = draw(&app, (120, 40));
+                app.message = None;
+                app.full_redraw = false;
+                let before_again = draw(&app, (120, 40));
+                assert_eq!(
+                    before, before_again,
+                    "{place}: drawing twice draws the same"
+                );
+                press(
+                    &mut app,
+                    KeyEvent::new(key_pressed.code, key_pressed.modifiers),
+                );
+                let after = draw(&app, (120, 40));
+                let acted = after != before
+                    || app.quit
+                    || app.suspend
+                    || app.full_redraw
+                    || app.clipboard.is_some()
+                    || !app.outbox.is_empty();
+                if !acted {
+                    silent.push(format!(
+                        "{place}: {:?} {:?}",
+                        key_pressed.modifiers, key_pressed.code
+                    ));
+                }
+            }
+        }
+        assert!(
+            silent.is_empty(),
+            "{} keys did nothing and said nothing:\n{}",
+            silent.len(),
+            silent.join("\n")
+        );
+    }
+
+    /// One proposal on screen at 160x45 (and at every size a row fits): `a` opens the
+    /// reason box for it. The view noted it as left out (a pane with room for one row
+    /// was taken for a header and a row), so `a` said "is not on screen".
+    #[test]
+    fn the_one_proposal_on_screen_is_decided_at_any_size_it_shows() {
+        for size in [(160, 45), (120, 40), (80, 24), (200, 60)] {
+            let mut snapshot = sample_snapshot();
+            let incident = &mut snapshot.incidents[0];
+            incident.proposals.retain(|p| p.id == "P-2");
+            let mut app = app_with(snapshot);
+            key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+            let screen = draw(&app, size);
+            assert!(screen.contains("P-2"), "{size:?}\n{screen}");
+            key(&mut app, KeyCode::Char('a'), KeyModifiers::NONE);
+            assert!(
+                matches!(app.overlay, Overlay::Reason(_)),
+                "{size:?}: {:?}\n{screen}",
+                app.message
+            );
+            // Each pane zoomed shows it too (the body names it in its title).
+            for focus in [Pane::Cause, Pane::Tree, Pane::Proposals, Pane::Body] {
+                app.overlay = Overlay::None;
+                let detail = app.detail.as_mut().unwrap();
+                detail.zoomed = true;
+                detail.focus = focus;
+                draw(&app, size);
+                key(&mut app, KeyCode::Char('a'), KeyModifiers::NONE);
+                assert!(
+                    matches!(app.overlay, Overlay::Reason(_)),
+                    "{size:?} {focus:?} zoomed: {:?}",
+                    app.message
+                );
+            }
+        }
+    }
+
+    /// Someone the policy does not let decide a proposal is refused when they press the
+    /// key, before typing a reason (they got the box and were refused only after), and
+    /// told who decides; a decided proposal says so. The engine still checks.
+    #[test]
+    fn a_decision_this_person_may_not_take_is_refused_before_the_reason_box() {
+        let mut snapshot = sample_snapshot();
+        for proposal in &mut snapshot.incidents[0].proposals {
+            proposal.decider_accounts = Some(vec!["alice".into()]);
+        }
+        let console = |you: &str, snapshot: &crate::engine::api::Snapshot| {
+            let mut app = app_with(snapshot.clone());
+            update(
+                &mut app,
+                Action::Hello {
+                    started_at: "2026-11-24T14:00:00Z".into(),
+                    you: you.into(),
+                    read_only: false,
+                },
+            );
+            key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+            // P-2, the pending diff.
+            key(&mut app, KeyCode::Char('j'), KeyModifiers::NONE);
+            draw(&app, (120, 40));
+            app
+        };
+        let mut bob = console("bob (uid 1002)", &snapshot);
+        for refused in ['a', 'r'] {
+            key(&mut bob, KeyCode::Char(refused), KeyModifiers::NONE);
+            assert!(matches!(bob.overlay, Overlay::None), "{refused}");
+            let said = bob.message.clone().unwrap_or_default();
+            assert!(
+                said.contains("bob may not decide P-2")
+                    && said.contains("analytics-eng")
+                    && said.contains("alice"),
+                "{said}"
+            );
+        }
+        // Nothing approved to roll back; the approved hold has nothing left to decide.
+        key(&mut bob, KeyCode::Char('u'), KeyModifiers::NONE);
+        assert!(
+            bob.message
+                .clone()
+                .unwrap_or_default()
+                .contains("P-2 is pending"),
+            "{:?}",
+            bob.message
+        );
+        key(&mut bob, KeyCode::Char('k'), KeyModifiers::NONE);
+        key(&mut bob, KeyCode::Char('a'), KeyModifiers::NONE);
+        let said = bob.message.clone().unwrap_or_default();
+        assert!(
+            said.contains("P-1 is approved") && matches!(bob.overlay, Overlay::None),
+            "{said}"
+        );
+        // The one who may decide gets the reason box.
+        let mut alice = console("alice (uid 1001)", &snapshot);
+        key(&mut alice, KeyCode::Char('a'), KeyModifiers::NONE);
+        assert!(
+            matches!(alice.overlay, Overlay::Reason(_)),
+            "{:?}",
+            alice.message
+        );
+        // Closing the incident by hand is its table's owners' too.
+        let mut owned = snapshot.clone();
+        owned.incidents[0].owner_accounts = Some(vec!["alice".into()]);
+        let mut bob = console("bob (uid 1002)", &owned);
+        key(&mut bob, KeyCode::Char('C'), KeyModifiers::NONE);
+        let said = bob.message.clone().unwrap_or_default();
+        assert!(
+            matches!(bob.overlay, Overlay::None)
+                && said.contains("bob may not close")
+                && said.contains("alice"),
+            "{said}"
+        );
+        let mut alice = console("alice (uid 1001)", &owned);
+        key(&mut alice, KeyCode::Char('C'), KeyModifiers::NONE);
+        assert!(
+            matches!(alice.overlay, Overlay::Reason(_)),
+            "{:?}",
+            alice.message
+        );
+        // Without the policy at hand (an older engine), the engine decides alone.
+        snapshot.incidents[0].proposals[1].decider_accounts = None;
+        let mut unknown = console("bob (uid 1002)", &snapshot);
+        key(&mut unknown, KeyCode::Char('a'), KeyModifiers::NONE);
+        assert!(
+            matches!(unknown.overlay, Overlay::Reason(_)),
+            "{:?}",
+            unknown.message
         );
     }
 }

@@ -22,8 +22,8 @@ use crate::console::symptoms;
 use crate::console::theme::{self, Theme, ThemeFile};
 use crate::console::tree::{self, TreeRow};
 use crate::engine::api::{
-    BlastNode, Command, IncidentStatus, IncidentView, ProposalBody, ProposalKind, ProposalView,
-    Reply, Snapshot,
+    BlastNode, Command, IncidentStatus, IncidentView, ProposalBody, ProposalKind, ProposalState,
+    ProposalView, Reply, Snapshot,
 };
 use crate::sanitize;
 
@@ -572,6 +572,11 @@ pub fn update(app: &mut App, action: Action) {
         Action::Bottom => move_by(app, isize::MAX / 2),
         Action::Open => open_detail(app),
         Action::NextPane | Action::PreviousPane => match (app.screen, &mut app.detail) {
+            (Screen::Detail, Some(detail)) if detail.receipt_open || detail.timeline_open => {
+                app.message = Some(
+                    "Tab moves between the panes: close the receipt or timeline first (Esc)".into(),
+                );
+            }
             (Screen::Detail, Some(detail)) => {
                 detail.focus = detail.focus.step(action == Action::NextPane);
             }
@@ -588,11 +593,15 @@ pub fn update(app: &mut App, action: Action) {
         Action::ToggleReceipt => toggle_receipt(app),
         Action::Copy => copy(app, crate::console::clipboard::what_shows(app)),
         Action::ToggleTimeline => toggle_timeline(app),
-        Action::Zoom => {
-            if let Some(detail) = &mut app.detail {
-                detail.zoomed = !detail.zoomed;
+        Action::Zoom => match &mut app.detail {
+            // Zooming under the receipt or timeline would change nothing on screen.
+            Some(detail) if detail.receipt_open || detail.timeline_open => {
+                app.message =
+                    Some("z zooms a pane: close the receipt or timeline first (Esc)".into());
             }
-        }
+            Some(detail) => detail.zoomed = !detail.zoomed,
+            None => {}
+        },
         Action::SortNext => change_list(app, ListView::next_column),
         Action::SortReverse => change_list(app, ListView::reverse),
         Action::ToggleOpenOnly => change_list(app, |list| list.open_only = !list.open_only),
@@ -1014,6 +1023,10 @@ fn start_decision(app: &mut App, decision: Decision) {
     if refuse_if_proposal_not_shown(app, &proposal.id) {
         return;
     }
+    if let Some(why) = refused_up_front(app, &proposal, decision) {
+        app.message = Some(why);
+        return;
+    }
     open_reason(
         app,
         decision,
@@ -1021,6 +1034,53 @@ fn start_decision(app: &mut App, decision: Decision) {
         proposal.title,
         Some(proposal.content_hash),
     );
+}
+
+/// What the engine would refuse, known before anyone types a reason: a proposal
+/// already decided (or not approved, for a roll back), a note (it is forwarded, not
+/// decided), and a person the snapshot's deciders do not include. The engine checks
+/// all of it again; without the policy at hand (`decider_accounts` absent) it alone
+/// decides.
+pub(crate) fn refused_up_front(
+    app: &App,
+    proposal: &ProposalView,
+    decision: Decision,
+) -> Option<String> {
+    let id = &proposal.id;
+    let state = crate::console::widgets::proposal_state(proposal.state, &app.theme).content;
+    let state = state.split_once(' ').map_or(&*state, |(_, word)| word);
+    if proposal.kind == ProposalKind::Note && decision != Decision::RollBack {
+        return Some(format!(
+            "{id} is a note: nobody approves or rejects it; f forwards it to its owner"
+        ));
+    }
+    match (decision, proposal.state) {
+        (Decision::Approve | Decision::Reject, ProposalState::Pending) => {}
+        (Decision::Approve | Decision::Reject, _) => {
+            return Some(format!("{id} is {state}: there is nothing left to decide"))
+        }
+        (Decision::RollBack, ProposalState::Approved) => {}
+        (Decision::RollBack, _) => {
+            return Some(format!(
+                "{id} is {state}: only an approved proposal is rolled back"
+            ))
+        }
+        _ => {}
+    }
+    let accounts = proposal.decider_accounts.as_ref()?;
+    let me = crate::approve::account_in_display(app.link.you.as_deref()?)?;
+    if accounts.iter().any(|account| account == me) {
+        return None;
+    }
+    let roles = proposal.deciders.join(", ");
+    Some(if accounts.is_empty() {
+        format!("nobody may decide {id}: no one in the policy holds {roles}")
+    } else {
+        format!(
+            "{me} may not decide {id}: {roles} decides it ({}); the engine would refuse",
+            accounts.join(", ")
+        )
+    })
 }
 
 /// `C`, `O` and `N`: the same reason box, for the open incident. The engine decides whether
@@ -1035,6 +1095,27 @@ fn start_incident_decision(app: &mut App, decision: Decision) {
     };
     let resolved = incident.status == IncidentStatus::Resolved;
     let (id, title) = (incident.id.clone(), incident.title.clone());
+    let me = app
+        .link
+        .you
+        .as_deref()
+        .and_then(crate::approve::account_in_display);
+    if let (Some(accounts), Some(me)) = (&incident.owner_accounts, me) {
+        if !accounts.iter().any(|account| account == me) {
+            app.message = Some(if accounts.is_empty() {
+                format!(
+                    "nobody may close or reopen {id} by hand: no domain in the policy covers {}",
+                    incident.table
+                )
+            } else {
+                format!(
+                    "{me} may not close, reopen or accept a level of {id}: its table's owners do ({}); the engine would refuse",
+                    accounts.join(", ")
+                )
+            });
+            return;
+        }
+    }
     match decision {
         Decision::Resolve if resolved => {
             app.message = Some(format!("{id} is already resolved (O reopens it)"));
@@ -1808,7 +1889,9 @@ mod tests {
             }]
         );
 
+        // Only an approved proposal is rolled back: the hold, P-1.
         app.outbox.clear();
+        press(&mut app, KeyCode::Char('k'));
         press(&mut app, KeyCode::Char('u'));
         press(&mut app, KeyCode::Enter);
         assert!(app.outbox.is_empty());
@@ -1817,7 +1900,7 @@ mod tests {
         assert_eq!(
             app.outbox,
             vec![Command::RollBack {
-                proposal: "P-2".into(),
+                proposal: "P-1".into(),
                 reason: "wrong model".into(),
             }]
         );

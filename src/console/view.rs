@@ -420,12 +420,61 @@ mod tests {
         assert_eq!(app.screen, Screen::Detail);
     }
 
+    /// A hold on a job a cron runs (dbt Core) is asked of people, not carried out: the
+    /// bar never says paused (it did while the cron kept running), and when the job's
+    /// own runs show it ran after the hold, the bar says so.
+    #[test]
+    fn a_hold_on_a_cron_says_it_was_asked_and_whether_the_job_ran_since() {
+        let mut snapshot = sample_snapshot();
+        snapshot.pipelines[1].state = crate::engine::api::PipelineState::HoldAsked;
+        let mut app = App::new(false, Theme::fallback(), None, false);
+        update(
+            &mut app,
+            Action::SnapshotArrived(Box::new(snapshot.clone())),
+        );
+        let screen = draw(&app, 160, 45);
+        let bar = screen.lines().next().unwrap();
+        assert!(
+            bar.contains("hourly dbt job ✋ hold asked: stop the cron yourself"),
+            "{bar}"
+        );
+        assert!(!bar.contains("paused"), "{bar}");
+        snapshot.pipelines[1].ran_after_hold = Some("2026-11-24T14:30:02Z".into());
+        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
+        let screen = draw(&app, 160, 45);
+        let bar = screen.lines().next().unwrap();
+        assert!(
+            bar.contains(
+                "hourly dbt job ■ hold asked, yet it ran at 14:30: stop the cron yourself"
+            ),
+            "{bar}"
+        );
+    }
+
+    /// A proposal on a job nobody names an owner for waits for its domain's owners: the
+    /// proposals table says who that is, never the placeholder "unknown-owner".
+    #[test]
+    fn the_proposals_table_names_who_decides_not_the_placeholder_owner() {
+        let mut snapshot = sample_snapshot();
+        let hold = &mut snapshot.incidents[0].proposals[0];
+        hold.owner = "unknown-owner".into();
+        hold.deciders = vec!["jaffle-owner".into()];
+        let mut app = App::new(false, Theme::fallback(), None, false);
+        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
+        update(&mut app, Action::Open);
+        let screen = draw(&app, 160, 45);
+        assert!(!screen.contains("unknown-owner"), "{screen}");
+        let row = screen.lines().find(|l| l.contains(" hold ")).unwrap();
+        assert!(row.contains("jaffle-owner"), "{row}");
+    }
+
     /// Cut text ends with `…`, and columns are as wide as their content when the
     /// terminal allows: an owner's whole name at 200 columns, not 13 characters of it.
     #[test]
     fn cut_text_ends_in_an_ellipsis_and_columns_fit_the_width() {
         let mut snapshot = sample_snapshot();
         snapshot.incidents[0].proposals[0].owner = "analytics-engineering-oncall".into();
+        snapshot.incidents[0].proposals[0].deciders = vec!["analytics-engineering-oncall".into()];
         let mut app = App::new(false, Theme::fallback(), None, false);
         update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
         update(&mut app, Action::Open);

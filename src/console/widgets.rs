@@ -316,6 +316,11 @@ pub(crate) fn pipeline_state(state: PipelineState, theme: &Theme) -> Span<'stati
         PipelineState::Running => ("●", theme.ok),
         PipelineState::Paused => ("⏸", theme.warn),
         PipelineState::Scheduled => ("○", theme.muted),
+        // Not paused: a hold dataward asked people to carry out, on a cron it cannot
+        // pause. Never the paused glyph, which would say the schedule stopped.
+        PipelineState::HoldAsked => {
+            return Span::styled("✋ hold asked: stop the cron yourself", theme.warn)
+        }
         PipelineState::Unknown => ("?", theme.muted),
     };
     Span::styled(format!("{glyph} {}", state.as_str()), style)

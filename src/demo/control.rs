@@ -189,6 +189,7 @@ impl Orchestrator for ControlPlane {
                 state: PipelineState::parse(&r.get::<_, String>(1)?),
                 last_status: RunStatus::parse(&r.get::<_, String>(2)?),
                 last_run_at: r.get(3)?,
+                ran_after_hold: None,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)

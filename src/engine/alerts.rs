@@ -22,6 +22,7 @@
 use rusqlite::OptionalExtension;
 
 use super::*;
+use crate::engine::api::ProposalBody;
 use crate::notify::outbox::{self, DestinationView};
 use crate::notify::{Action, Alert, Blast, Occasion, ReceiptDigest, Waiting};
 
@@ -156,6 +157,42 @@ impl Engine {
                 ));
                 self.queue_where_opened(&key, &alert)?;
             }
+            "decision" if text("verdict") == "forwarded" => {
+                let (proposal, to) = (text("proposal"), text("to"));
+                let Some(note) = self.incidents[i]
+                    .proposals
+                    .iter()
+                    .find(|p| p.id == proposal)
+                    .map(|p| p.body.clone())
+                else {
+                    return Ok(());
+                };
+                let ProposalBody::Note { text: note, .. } = note else {
+                    return Ok(());
+                };
+                let mut alert = self.render(
+                    i,
+                    record,
+                    &key,
+                    Action::Update,
+                    Occasion::Forwarded {
+                        proposal: proposal.clone(),
+                        to: to.clone(),
+                    },
+                )?;
+                // An update is one line: the note's lines follow each other.
+                let note = note
+                    .lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .collect::<Vec<_>>();
+                alert.update = Some(format!(
+                    "{proposal}: a note for {to}, forwarded by {} (chain #{}): {}",
+                    actor_name(&record.actor),
+                    record.seq,
+                    note.join(" ")
+                ));
+                self.queue_where_opened(&key, &alert)?;
+            }
             "escalation" => {
                 let (proposal, to) = (text("proposal"), text("to"));
                 let mut alert = self.render(
@@ -253,6 +290,33 @@ impl Engine {
             self.queue(&name, &kind, alert)?;
         }
         Ok(())
+    }
+
+    /// Where a note forwarded now on `incident` goes: the destinations its alert was
+    /// opened on (`name (kind)`, as announcing the forward queues it), or, when there
+    /// are none, why nothing carries it and what to configure.
+    pub(super) fn note_routes(&self, incident: &str) -> Result<Result<Vec<String>, String>> {
+        if self.config.alert.is_empty() {
+            return Ok(Err(
+                "no [[alert]] destination is configured, so nothing carries notes: tell its \
+                 owner yourself, or add an [[alert]] (slack, pagerduty, opsgenie or jsm; \
+                 config.example.toml shows each) and forward the next one"
+                    .into(),
+            ));
+        }
+        let key = self.dedup_key(incident)?;
+        let opened = outbox::opened_on(&self.state, &key)?;
+        if opened.is_empty() {
+            return Ok(Err(format!(
+                "no [[alert]] destination took {incident} (their domains and severities leave \
+                 it out), so nothing carries its notes: tell the owner yourself, or widen an \
+                 [[alert]]'s domains or severities"
+            )));
+        }
+        Ok(Ok(opened
+            .into_iter()
+            .map(|(name, kind)| format!("{name} ({kind})"))
+            .collect()))
     }
 
     /// The configured destinations that take this incident: its domain and severity.

@@ -87,6 +87,15 @@ pub enum EventKind {
         actor: String,
         seq: u64,
     },
+    /// Where a forwarded note went: the `[[alert]]` destinations it was queued for
+    /// (`name (kind)`), or, when none, why it went nowhere and what to configure.
+    NoteSent {
+        proposal: String,
+        to: String,
+        destinations: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        nowhere: Option<String>,
+    },
     /// A command the policy refused; nothing changed.
     Refused {
         command: String,
@@ -269,6 +278,10 @@ pub struct PipelineView {
     /// The last run's outcome; pipelines report green while data is wrong.
     pub last_status: RunStatus,
     pub last_run_at: Option<String>,
+    /// `hold_asked` only: when the job ran after the hold was asked (RFC 3339), by its
+    /// own record: the schedule dataward cannot pause still runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ran_after_hold: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -368,6 +381,9 @@ wire_words! {
         Paused = "paused",
         /// Its schedule is on and nothing runs now.
         Scheduled = "scheduled",
+        /// Held by dataward, but on a scheduler dataward cannot pause (a cron running
+        /// dbt Core): people were asked to stop it, and its runs say whether they did.
+        HoldAsked = "hold_asked",
     }
 }
 
@@ -428,6 +444,12 @@ pub struct IncidentView {
     /// receipt (`incident/timeline.rs`).
     #[serde(default)]
     pub timeline: Vec<TimelineEntry>,
+    /// The accounts `[people]` gives an owner or escalation role of the domain covering
+    /// the table: who may close, reopen or accept a new level of it. A console refuses
+    /// `C`, `O` and `N` up front to anyone else (the engine checks again). `None` where
+    /// the policy is not at hand; empty when no domain covers the table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_accounts: Option<Vec<String>>,
 }
 
 /// One check's latest figure as people read it, with its verdict and when it was taken.
@@ -506,6 +528,12 @@ pub struct ProposalView {
     /// The roles that may decide it now: the owner, plus any escalation target reached.
     #[serde(default)]
     pub deciders: Vec<String>,
+    /// The accounts `[people]` gives one of those roles, as the policy stands: a
+    /// console refuses a decision key up front to anyone else (the engine checks again
+    /// when it decides). `None` where the policy is not at hand (a state database read
+    /// without an engine, an older engine); empty when nobody may decide it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decider_accounts: Option<Vec<String>>,
     pub body: ProposalBody,
 }
 
@@ -723,6 +751,7 @@ mod tests {
             state: PipelineState::Scheduled,
             last_status: RunStatus::NeverRun,
             last_run_at: None,
+            ran_after_hold: None,
         };
         assert_eq!(
             serde_json::to_value(&pipeline).unwrap(),

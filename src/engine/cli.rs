@@ -313,6 +313,15 @@ pub fn confirmations(events: &[Event]) -> Vec<String> {
                 job, status, seq, ..
             } => Some(format!("run of {job} {status} (chain #{seq})")),
             EventKind::Undo { action, seq, .. } => Some(format!("{action} (chain #{seq})")),
+            EventKind::NoteSent {
+                proposal,
+                to,
+                destinations,
+                nowhere,
+            } => Some(match nowhere {
+                Some(why) => format!("{proposal} went nowhere: {why}"),
+                None => format!("{proposal} sent to {to} through {}", destinations.join(", ")),
+            }),
             EventKind::OrgStop {
                 action, actor, seq, ..
             } => Some(format!("org-wide stop {action} by {actor} (chain #{seq})")),

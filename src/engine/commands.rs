@@ -170,16 +170,27 @@ impl Engine {
                     !self.intent_pending(&proposal)?,
                     "{proposal} already has a change in flight"
                 );
+                let to = prop.owner.clone();
+                let routes = self.note_routes(&self.incidents[i].id.clone())?;
+                let sent_to = routes.clone().unwrap_or_default();
                 let payload = json!({"incident": self.incidents[i].id, "proposal": proposal, "verdict": "forwarded",
-                    "content_hash": prop.content_hash, "to": prop.owner, "reason": ""});
+                    "content_hash": prop.content_hash, "to": to, "reason": "", "sent_to": sent_to});
                 let seq = self.record("decision", &actor.to_json(), payload)?;
                 self.incidents[i].proposals[p].state = ProposalState::Forwarded;
-                Ok(vec![self.event(EventKind::Decision {
-                    proposal,
-                    verdict: Verdict::Forwarded,
-                    actor: actor.display(),
-                    seq,
-                })])
+                Ok(vec![
+                    self.event(EventKind::Decision {
+                        proposal: proposal.clone(),
+                        verdict: Verdict::Forwarded,
+                        actor: actor.display(),
+                        seq,
+                    }),
+                    self.event(EventKind::NoteSent {
+                        proposal,
+                        to,
+                        destinations: sent_to,
+                        nowhere: routes.err(),
+                    }),
+                ])
             }
             Command::QueueRun { incident } => self.queue_run(&incident, Some(actor)),
             Command::Resolve { incident, reason } => {

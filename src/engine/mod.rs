@@ -1009,6 +1009,28 @@ impl Engine {
                 .get(proposal)
                 .and_then(|r| r.eligible_roles(&self.config).ok())
         });
+        // Who may close it by hand, and who may decide each proposal, by account, so a
+        // console refuses anyone else up front.
+        view.owner_accounts = Some(match crate::approve::domain_for(&self.config, &i.table) {
+            Some(domain) => {
+                let roles: Vec<String> = domain
+                    .owners
+                    .iter()
+                    .chain(&domain.escalation)
+                    .cloned()
+                    .collect();
+                crate::approve::accounts_holding(&self.config, &roles)
+            }
+            None => Vec::new(),
+        });
+        for proposal in &mut view.proposals {
+            if let Some(request) = self.requests.get(&proposal.id) {
+                proposal.decider_accounts = Some(match request.eligible_roles(&self.config) {
+                    Ok(roles) => crate::approve::accounts_holding(&self.config, &roles),
+                    Err(_) => Vec::new(),
+                });
+            }
+        }
         view.latest = self.latest_reading(i);
         view
     }
@@ -1067,6 +1089,7 @@ impl Incident {
             symptoms: i.symptoms.iter().map(symptoms::Symptom::view).collect(),
             latest: None,
             timeline: i.timeline.clone(),
+            owner_accounts: None,
         }
     }
 

@@ -76,6 +76,12 @@ pub enum Occasion {
     Expired {
         proposal: String,
     },
+    /// A person forwarded a note to the owner of another system (`to`): the note is
+    /// the update's text.
+    Forwarded {
+        proposal: String,
+        to: String,
+    },
     Resolved,
 }
 
@@ -88,6 +94,7 @@ impl Occasion {
             Occasion::Escalated { .. } => "escalated",
             Occasion::Paged { .. } => "paged",
             Occasion::Expired { .. } => "expired",
+            Occasion::Forwarded { .. } => "forwarded",
             Occasion::Resolved => "resolved",
         }
     }
@@ -199,6 +206,10 @@ impl Sanitize for Alert {
                 clean_in_place(to);
             }
             Occasion::Expired { proposal } => clean_in_place(proposal),
+            Occasion::Forwarded { proposal, to } => {
+                clean_in_place(proposal);
+                clean_in_place(to);
+            }
         }
         domain.sanitize();
         evidence.sanitize();
@@ -278,6 +289,9 @@ impl Alert {
             }
             Occasion::Expired { proposal } => {
                 format!("{proposal} expired unanswered: {}", self.title)
+            }
+            Occasion::Forwarded { proposal, to } => {
+                format!("{to}: a note for you, {proposal}: {}", self.title)
             }
             Occasion::Resolved => format!(
                 "resolved ({}): {}",

@@ -63,6 +63,7 @@ pub fn message(alert: &Alert) -> Value {
         Occasion::Escalated { to, .. } => format!("{}: escalated to {to}", alert.incident),
         Occasion::Paged { to, .. } => format!("{}: {to}, you are paged", alert.incident),
         Occasion::Expired { .. } => format!("{}: a request expired", alert.incident),
+        Occasion::Forwarded { to, .. } => format!("{}: a note for {to}", alert.incident),
         Occasion::Resolved => format!("{} resolved", alert.incident),
     };
     let mut blocks = vec![json!({

@@ -44,6 +44,7 @@ impl Proposal {
             undo: self.undo.clone(),
             verify: self.verify.clone(),
             deciders: vec![self.owner.clone()],
+            decider_accounts: None,
             body: self.body.clone(),
         }
     }

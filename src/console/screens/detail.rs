@@ -20,7 +20,7 @@ use crate::console::widgets::{
     proposal_state, short, shown, sized_table, verdict_glyph, width_of, window_start, Column,
     SELECTED, SHORT_HASH,
 };
-use crate::engine::api::{IncidentView, ProposalView, Reading, VerdictKind};
+use crate::engine::api::{IncidentView, ProposalKind, ProposalView, Reading, VerdictKind};
 
 pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
     let theme = &app.theme;
@@ -296,8 +296,11 @@ fn render_proposals(
     }
     let height = area.height.saturating_sub(2) as usize;
     let start = window_start(detail.proposal, height);
-    // A header row comes first: below two rows of room, the selected one is not drawn.
-    app.drawn.proposal_shown.set(height >= 2);
+    // The table has no header: the selected row is drawn when it is among the rows
+    // that fit (it said "not on screen" for the one proposal of a pane one row high).
+    app.drawn
+        .proposal_shown
+        .set((start..start + height).contains(&detail.proposal));
     let proposals = &incident.proposals;
     let widest = |field: &dyn Fn(&ProposalView) -> String| {
         proposals
@@ -319,7 +322,7 @@ fn render_proposals(
                 widest(&|p| proposal_state(p.state, theme).content.into_owned()),
             ),
             Column::growing(8, widest(&|p| p.title.clone())),
-            Column::new(6, widest(&|p| p.owner.clone())).dropped(5),
+            Column::new(6, widest(&who_decides)).dropped(5),
             Column::new(6, SHORT_HASH).dropped(6),
         ],
         area.width.saturating_sub(2),
@@ -351,7 +354,7 @@ fn render_proposals(
                         w(3),
                     ))),
                     Cell::from(Line::from(cut_spans(title, w(4)))),
-                    Cell::from(Span::styled(cut(&proposal.owner, w(5)), theme.muted)),
+                    Cell::from(Span::styled(cut(&who_decides(proposal), w(5)), theme.muted)),
                     Cell::from(Span::styled(
                         cut(short(&proposal.content_hash), w(6)),
                         theme.muted,
@@ -367,6 +370,17 @@ fn render_proposals(
         });
     let table = sized_table(rows, &widths).block(block);
     frame.render_widget(table, area);
+}
+
+/// Who the proposal waits for: the roles that may decide it now (the named owner, or
+/// the domain's owners when the lineage names none of theirs), or for a note, the
+/// owner it goes to.
+fn who_decides(proposal: &ProposalView) -> String {
+    if proposal.kind == ProposalKind::Note || proposal.deciders.is_empty() {
+        proposal.owner.clone()
+    } else {
+        proposal.deciders.join(", ")
+    }
 }
 
 fn render_checks(frame: &mut Frame, area: Rect, incident: &IncidentView, theme: &Theme) {

@@ -29,6 +29,10 @@ pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App, detail: &Detail) 
         ProposalBody::Backfill { job, .. } => format!("run by {job}"),
     };
     let title = format!("{} {} · {}", proposal.id, kind_word(proposal.kind), subject);
+    // Its id is on the pane's top border: on screen whenever the pane has a line.
+    if area.height > 0 && area.width > 0 {
+        app.drawn.proposal_shown.set(true);
+    }
     let block = pane_block(&title, focused, theme);
     let inner = block.inner(area);
     frame.render_widget(block, area);

@@ -564,6 +564,7 @@ impl Orchestrator for Airflow {
                         .or_else(|| text(&r["start_date"]))
                         .or_else(|| text(&r["queued_at"]))
                 }),
+                ran_after_hold: None,
             });
         }
         Ok(views)

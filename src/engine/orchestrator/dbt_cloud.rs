@@ -311,6 +311,7 @@ impl Orchestrator for DbtCloud {
                 last_run_at: last
                     .as_ref()
                     .and_then(|r| text(&r["finished_at"]).or_else(|| text(&r["created_at"]))),
+                ran_after_hold: None,
             });
         }
         Ok(views)

@@ -451,6 +451,40 @@ impl DbtCore {
         )?)
     }
 
+    /// When the hold on `job` was asked, if it stands.
+    fn held_at(&self, job: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT held_at FROM dbt_core_hold WHERE job = ?1",
+                [job],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    /// When dbt last ran `command` in the project after `held_at`, by its own record,
+    /// unless dataward ran it (the hold's own approved run): the schedule people were
+    /// asked to stop still runs.
+    fn ran_since(&self, command: &str, held_at: &str) -> Result<Option<String>> {
+        let Some(last) = super::cron_runs::last_invocation(&self.settings.project_dir) else {
+            return Ok(None);
+        };
+        let held_at = chrono::DateTime::parse_from_rfc3339(held_at)?;
+        if last.at <= held_at || !last.ran(command) {
+            return Ok(None);
+        }
+        let at = crate::engine::timestamp(last.at.naive_utc());
+        // dbt writes its record before dataward records the run's end.
+        let ours: bool = self.conn.query_row(
+            "SELECT count(*) > 0 FROM dbt_core_run WHERE started_at <= ?1
+               AND (finished_at IS NULL OR finished_at >= ?1)",
+            [&at],
+            |r| r.get(0),
+        )?;
+        Ok((!ours).then_some(at))
+    }
+
     fn project(&self) -> String {
         self.settings.project_dir.display().to_string()
     }
@@ -831,14 +865,18 @@ fn mask_log(log: &Path) {
 }
 
 impl Orchestrator for DbtCore {
-    /// One per mapped job: paused while dataward holds it, running while a run is in
-    /// flight, else scheduled (by whatever runs it: dataward cannot see a cron).
+    /// One per mapped job: `hold_asked` while dataward holds it (it cannot pause the
+    /// cron that runs it), with the time the job ran after the hold, by dbt's own
+    /// record of its last invocation in the project, when it did; running while a run
+    /// is in flight, else scheduled (by whatever runs it: dataward cannot see a cron).
     fn pipelines(&self) -> Result<Vec<PipelineView>> {
         let mut views = Vec::new();
-        for job in self.settings.jobs.keys() {
+        for (job, command) in &self.settings.jobs {
             let latest = self.latest(job, 20)?;
-            let state = if self.held(job)? {
-                PipelineState::Paused
+            let mut ran_after_hold = None;
+            let state = if let Some(held_at) = self.held_at(job)? {
+                ran_after_hold = self.ran_since(command, &held_at)?;
+                PipelineState::HoldAsked
             } else if latest.iter().any(Row::in_flight) {
                 PipelineState::Running
             } else {
@@ -850,6 +888,7 @@ impl Orchestrator for DbtCore {
                 state,
                 last_status: RunStatus::parse(last.map_or("none", |r| r.status.as_str())),
                 last_run_at: last.and_then(|r| r.finished_at.clone().or(r.started_at.clone())),
+                ran_after_hold,
             });
         }
         Ok(views)

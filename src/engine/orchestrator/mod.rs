@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::api::PipelineView;
 
 pub mod airflow;
+pub mod cron_runs;
 pub mod dbt_cloud;
 pub mod dbt_core;
 mod http;
