@@ -402,7 +402,7 @@ impl Hub {
                 id,
                 question,
             } => {
-                let answer = self.engine.answer(&question);
+                let answer = self.engine.answer_question(&question);
                 if let Some(asker) = self.clients.get(&client) {
                     asker
                         .outbox

@@ -12,7 +12,7 @@ impl Engine {
     /// The engine's report for `question`, as the command would print it from the
     /// database itself; or why it has none (no such incident, a receipt that is not
     /// JSON), in words for the person who asked.
-    pub fn answer(&self, question: &Question) -> Result<Value, String> {
+    pub fn answer_question(&self, question: &Question) -> Result<Value, String> {
         let answered = (|| -> anyhow::Result<Value> {
             match question {
                 Question::Verify { saved_receipt } => {
