@@ -491,6 +491,7 @@ fn accept_learned_breach(
     to_new: &str,
     to_old: &str,
     accepted_value: f64,
+    confirmation: &str,
 ) {
     use served::text;
     let engine = team.serve();
@@ -504,6 +505,11 @@ fn accept_learned_breach(
     assert!(
         accepted.status.success(),
         "accept of a {check} breach: {}",
+        text(&accepted)
+    );
+    assert!(
+        text(&accepted).contains(confirmation),
+        "{}",
         text(&accepted)
     );
     let payload = team.accepted_payload();
@@ -562,6 +568,7 @@ fn a_row_count_breach_is_accepted_and_stays_accepted_across_a_restart() {
          INSERT INTO customers (email) SELECT 'n' || i || '@example.com' FROM n;",
         "DELETE FROM customers WHERE id > 1000;",
         3000.0,
+        "customers: new level accepted, 3.00x the old baseline since ",
     );
 }
 
@@ -580,6 +587,7 @@ fn a_null_rate_breach_is_accepted_and_stays_accepted_across_a_restart() {
         "UPDATE customers SET email = NULL WHERE id % 2 = 0;",
         "UPDATE customers SET email = 'back' || id WHERE email IS NULL;",
         0.5,
+        "customers: new level accepted where the old baseline was zero, since ",
     );
 }
 
