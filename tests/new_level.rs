@@ -301,3 +301,357 @@ fn a_breach_of_one_day_is_accepted_and_its_figures_are_the_new_level() {
     assert_eq!(incidents.len(), 1, "{incidents:#?}");
     assert_ne!(incidents[0].status, IncidentStatus::Open);
 }
+
+// ---------------------------------------------------------------------------------
+// Every kind of breach whose band is learned from dataward's own observations (row
+// count, null rate) is accepted the same way, through `dataward accept` against a
+// running `dataward serve`; a freshness breach, judged against the table's cadence and
+// the configured thresholds, is refused with what to change instead.
+
+mod served {
+    use std::path::PathBuf;
+    use std::process::{Child, Command, Output, Stdio};
+    use std::time::{Duration, Instant};
+
+    use dataward::approve::Actor;
+    use rusqlite::{Connection, OpenFlags};
+
+    /// Only bounds a wait for something that must happen; nothing is asserted about time.
+    const PATIENCE: Duration = Duration::from_secs(120);
+
+    pub fn until(what: &str, mut done: impl FnMut() -> bool) {
+        let give_up = Instant::now() + PATIENCE;
+        while !done() {
+            assert!(Instant::now() < give_up, "never happened: {what}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// A running `dataward serve`, killed when dropped.
+    pub struct Served(Child);
+
+    impl Drop for Served {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    pub struct Team {
+        pub dir: tempfile::TempDir,
+        pub config: PathBuf,
+        pub data: PathBuf,
+    }
+
+    impl Team {
+        /// `monitor` is one `[[monitor]]` table's keys on warehouse `wh` (`wh.db`); the
+        /// account running the test owns every table.
+        pub fn new(warehouse_sql: &str, monitor: &str) -> Team {
+            let dir = tempfile::tempdir().unwrap();
+            Connection::open(dir.path().join("wh.db"))
+                .unwrap()
+                .execute_batch(warehouse_sql)
+                .unwrap();
+            let me = Actor::current().user.expect("this account has a name");
+            let config = dir.path().join("team.toml");
+            std::fs::write(
+                &config,
+                format!(
+                    "[warehouse.wh]\nkind = \"sqlite\"\npath = \"wh.db\"\n\n\
+                     [[monitor]]\nwarehouse = \"wh\"\nevery = \"1s\"\n{monitor}\n\n\
+                     [people.{me:?}]\nname = \"on call\"\nroles = [\"owner\"]\n\n\
+                     [[domain]]\nname = \"core\"\ncovers = [\"*\"]\nowners = [\"owner\"]\n"
+                ),
+            )
+            .unwrap();
+            let data = dir.path().join("data");
+            Team { dir, config, data }
+        }
+
+        pub fn serve(&self) -> Served {
+            Served(
+                Command::new(env!("CARGO_BIN_EXE_dataward"))
+                    .args(["serve", "--log-stderr", "--config"])
+                    .arg(&self.config)
+                    .arg("--data-dir")
+                    .arg(&self.data)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap(),
+            )
+        }
+
+        pub fn dataward(&self, args: &[&str]) -> Output {
+            Command::new(env!("CARGO_BIN_EXE_dataward"))
+                .args(args)
+                .arg("--data-dir")
+                .arg(&self.data)
+                .output()
+                .unwrap()
+        }
+
+        pub fn warehouse(&self) -> Connection {
+            Connection::open(self.dir.path().join("wh.db")).unwrap()
+        }
+
+        fn state(&self) -> Option<Connection> {
+            let path = self.data.join("dataward.db");
+            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).ok()
+        }
+
+        fn query<T: rusqlite::types::FromSql>(&self, sql: &str) -> Option<T> {
+            self.state()?.query_row(sql, [], |r| r.get(0)).ok()
+        }
+
+        /// The newest observation's id, once the engine has acted on it.
+        pub fn acted_on(&self) -> Option<i64> {
+            let newest: i64 = self.query("SELECT max(id) FROM observation")?;
+            let done: String =
+                self.query("SELECT value FROM meta WHERE key = 'engine.observations_done'")?;
+            (done.parse::<i64>().ok()? >= newest).then_some(newest)
+        }
+
+        /// Waits for `polls` more observations of `check` after `after`, all acted on by
+        /// the engine; returns the newest's id.
+        pub fn polls_after(&self, check: &str, after: i64, polls: i64) -> i64 {
+            let mut newest = after;
+            until(&format!("{polls} more {check} polls, acted on"), || {
+                let seen: Option<i64> = self.query(&format!(
+                    "SELECT count(*) FROM observation WHERE check_kind = '{check}' AND id > {after}"
+                ));
+                match (seen, self.acted_on()) {
+                    (Some(seen), Some(acted)) if seen >= polls => {
+                        newest = acted;
+                        true
+                    }
+                    _ => false,
+                }
+            });
+            newest
+        }
+
+        /// Every incident as (id, status), oldest first.
+        pub fn incidents(&self) -> Vec<(String, String)> {
+            let Some(state) = self.state() else {
+                return Vec::new();
+            };
+            let mut stmt = state
+                .prepare("SELECT id, status FROM incident ORDER BY id")
+                .unwrap();
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap()
+        }
+
+        /// The payload of the newest `level_accepted` chain record.
+        pub fn accepted_payload(&self) -> serde_json::Value {
+            let text: String = self
+                .query("SELECT payload FROM chain WHERE kind = 'level_accepted' ORDER BY seq DESC")
+                .expect("a level_accepted record");
+            serde_json::from_str(&text).unwrap()
+        }
+
+        /// Waits for an open incident; its id.
+        pub fn open_incident(&self) -> String {
+            let mut id = String::new();
+            until("an incident opens", || {
+                match self.incidents().into_iter().find(|(_, s)| s == "open") {
+                    Some((open, _)) => {
+                        id = open;
+                        true
+                    }
+                    None => false,
+                }
+            });
+            id
+        }
+
+        pub fn accept(&self, incident: &str, reason: &str) -> Output {
+            self.dataward(&["accept", incident, "--reason", reason])
+        }
+    }
+
+    pub fn text(output: &Output) -> String {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    }
+}
+
+/// Accepts `check`'s open breach through the CLI, then: the next polls at the new level
+/// open nothing, nor do they after a restart of the engine; and the old level, back,
+/// is a breach of the new baseline. `to_new`/`to_old` move the warehouse between levels.
+fn accept_learned_breach(
+    team: served::Team,
+    check: &str,
+    to_new: &str,
+    to_old: &str,
+    accepted_value: f64,
+    confirmation: &str,
+) {
+    use served::text;
+    let engine = team.serve();
+    // A learned baseline at the old level: a few clean polls.
+    team.polls_after(check, 0, 5);
+    assert!(team.incidents().is_empty(), "{:?}", team.incidents());
+
+    team.warehouse().execute_batch(to_new).unwrap();
+    let incident = team.open_incident();
+    let accepted = team.accept(&incident, "the loader now keeps every row; expected");
+    assert!(
+        accepted.status.success(),
+        "accept of a {check} breach: {}",
+        text(&accepted)
+    );
+    assert!(
+        text(&accepted).contains(confirmation),
+        "{}",
+        text(&accepted)
+    );
+    let payload = team.accepted_payload();
+    assert_eq!(payload["check"], check, "{payload}");
+    assert_eq!(payload["incident"], incident.as_str(), "{payload}");
+    assert_eq!(
+        payload["reason"], "the loader now keeps every row; expected",
+        "{payload}"
+    );
+    assert!(
+        (payload["value"].as_f64().unwrap() - accepted_value).abs() < 1e-9,
+        "{payload}"
+    );
+    let closed = |team: &served::Team| {
+        assert_eq!(
+            team.incidents(),
+            vec![(incident.clone(), "resolved".to_string())]
+        )
+    };
+    closed(&team);
+
+    // The new level is normal at the next polls...
+    let mark = team.acted_on().unwrap();
+    let mark = team.polls_after(check, mark, 5);
+    closed(&team);
+    // ...and after a restart of the engine.
+    drop(engine);
+    let engine = team.serve();
+    team.polls_after(check, mark, 5);
+    closed(&team);
+
+    // The old level is forgotten: back at it is a breach of the new baseline.
+    team.warehouse().execute_batch(to_old).unwrap();
+    until_second_incident(&team);
+    drop(engine);
+}
+
+fn until_second_incident(team: &served::Team) {
+    served::until("the old level opens a new incident", || {
+        team.incidents().len() == 2
+    });
+}
+
+#[test]
+fn a_row_count_breach_is_accepted_and_stays_accepted_across_a_restart() {
+    let team = served::Team::new(
+        "CREATE TABLE customers (id INTEGER PRIMARY KEY, email TEXT);
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000)
+         INSERT INTO customers (email) SELECT 'c' || i || '@example.com' FROM n;",
+        "name = \"customers\"\ntable = \"customers\"\nchecks = [\"row_count\"]",
+    );
+    accept_learned_breach(
+        team,
+        "row_count",
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
+         INSERT INTO customers (email) SELECT 'n' || i || '@example.com' FROM n;",
+        "DELETE FROM customers WHERE id > 1000;",
+        3000.0,
+        "customers: new level accepted, 3.00x the old baseline since ",
+    );
+}
+
+#[test]
+fn a_null_rate_breach_is_accepted_and_stays_accepted_across_a_restart() {
+    let team = served::Team::new(
+        "CREATE TABLE customers (id INTEGER PRIMARY KEY, email TEXT);
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000)
+         INSERT INTO customers (email) SELECT 'c' || i || '@example.com' FROM n;",
+        "name = \"customers\"\ntable = \"customers\"\nchecks = [\"null_rate\"]\n\
+         null_columns = [\"email\"]",
+    );
+    accept_learned_breach(
+        team,
+        "null_rate",
+        "UPDATE customers SET email = NULL WHERE id % 2 = 0;",
+        "UPDATE customers SET email = 'back' || id WHERE email IS NULL;",
+        0.5,
+        "customers: new level accepted where the old baseline was zero, since ",
+    );
+}
+
+#[test]
+fn a_freshness_breach_is_not_accepted_and_the_refusal_names_the_threshold() {
+    // Hourly loads for two days, the newest three days ago: late.
+    let newest = chrono::Utc::now() - TimeDelta::days(3);
+    let loads: Vec<String> = (0..48)
+        .map(|h| {
+            let at = newest - TimeDelta::hours(h);
+            format!("('{}')", at.format("%Y-%m-%d %H:%M:%S"))
+        })
+        .collect();
+    let team = served::Team::new(
+        &format!(
+            "CREATE TABLE customers (id INTEGER PRIMARY KEY, loaded_at TEXT NOT NULL);
+             INSERT INTO customers (loaded_at) VALUES {};",
+            loads.join(", ")
+        ),
+        "name = \"customers\"\ntable = \"customers\"\nchecks = [\"freshness\"]\n\
+         timestamp_column = \"loaded_at\"\nerror_after = \"6h\"",
+    );
+    let _engine = team.serve();
+    let incident = team.open_incident();
+    let refused = team.accept(&incident, "it is fine");
+    let said = served::text(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{said}");
+    assert!(said.contains("refused (policy)"), "{said}");
+    assert!(
+        said.contains("error_after") && said.contains("customers"),
+        "the refusal names what to change: {said}"
+    );
+    assert_eq!(
+        team.incidents(),
+        vec![(incident.clone(), "open".to_string())]
+    );
+}
+
+#[test]
+fn a_row_count_judged_against_recorded_expected_rows_is_not_accepted_and_says_where() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let config = CONFIG.replace(
+        "checks = [\"volume\"]",
+        "checks = [\"row_count\"]\nexpected_rows = 1000",
+    );
+    std::fs::write(root.join("dataward.toml"), config).unwrap();
+    let shop = Connection::open(root.join("shop.db")).unwrap();
+    shop.execute_batch("CREATE TABLE orders (id INTEGER PRIMARY KEY, placed_at TEXT NOT NULL)")
+        .unwrap();
+    load_day(&shop, first_day(), 1.0);
+    let config = Config::load(&root.join("dataward.toml")).unwrap();
+    let state = dataward::store::open(&root.join("data/dataward.db")).unwrap();
+    let mut engine = Engine::new(config, state, None, &Actor::current()).unwrap();
+    engine.tick(morning(first_day())).unwrap();
+    assert_eq!(engine.snapshot(false).incidents.len(), 1);
+    let refused = refusal(accept(&mut engine, &owner(), "fewer orders now"));
+    assert_eq!(refused.kind, RefusalKind::Policy, "{refused:?}");
+    assert!(
+        refused.message.contains("expected_rows") && refused.message.contains("orders"),
+        "{refused:?}"
+    );
+    assert_eq!(
+        engine.snapshot(false).incidents[0].status,
+        IncidentStatus::Open
+    );
+}

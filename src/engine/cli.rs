@@ -335,9 +335,16 @@ pub fn confirmations(events: &[Event]) -> Vec<String> {
                 ratio,
                 seq,
                 ..
-            } => Some(format!(
-                "{monitor}: new level accepted, {ratio:.2}x the old baseline since {since} (chain #{seq})"
-            )),
+            } => Some(if *ratio > 0.0 {
+                format!(
+                    "{monitor}: new level accepted, {ratio:.2}x the old baseline since {since} (chain #{seq})"
+                )
+            } else {
+                // A ratio of 0 stands for an old baseline of zero (rows, nulls).
+                format!(
+                    "{monitor}: new level accepted where the old baseline was zero, since {since} (chain #{seq})"
+                )
+            }),
             _ => None,
         })
         .collect()

@@ -537,13 +537,131 @@ impl Engine {
         })])
     }
 
-    /// Accepts an open incident's new volume level as the normal: the acceptance goes
-    /// on the chain with the shift it accepts, the monitor's baseline restarts from the
-    /// shift's first day (stored in the same transaction), and the incident closes as
-    /// closed by hand. Only the table's owners may, with a reason, and only while the
-    /// monitor's volume breaches: any run of breaches, one day or today so far included.
+    /// Accepts the new level of the check whose breach opened an open incident as the
+    /// normal: the acceptance goes on the chain with the check, the level and the
+    /// reason, the check's baseline restarts at the breach (stored in the same
+    /// transaction), and the incident closes as closed by hand. Only the table's owners
+    /// may, with a reason, and only while the check breaches: any run of breaches, one
+    /// included. A check with no learned baseline (freshness, schema, a recorded
+    /// `expected_rows`) is refused with what to change instead.
     fn accept_level(&mut self, id: &str, reason: &str, actor: &Actor) -> Result<Vec<Event>> {
         let i = self.open_for_owner(id, reason, actor, "accepting a new level")?;
+        let incident = &self.incidents[i];
+        let refuse = |why: String| -> Result<Vec<Event>> {
+            Err(Refusal::new(
+                RefusalKind::Policy,
+                format!("{} has no learned level to accept: {why}", incident.id),
+            )
+            .into())
+        };
+        let monitor = &incident.monitor;
+        let recorded_rows = self
+            .config
+            .monitor
+            .iter()
+            .find(|m| crate::config::Config::monitor_name(m) == *monitor)
+            .and_then(|m| m.expected_rows);
+        match incident.check {
+            CheckKind::Volume => self.accept_volume_level(i, reason, actor),
+            CheckKind::RowCount if recorded_rows.is_some() => refuse(format!(
+                "the row count of {monitor} is judged against the expected_rows = {} recorded \
+                 for it in the config; set expected_rows to the new count there",
+                recorded_rows.unwrap_or_default()
+            )),
+            CheckKind::RowCount | CheckKind::NullRate => {
+                self.accept_learned_level(i, reason, actor)
+            }
+            CheckKind::Freshness => refuse(format!(
+                "freshness is judged against the table's own load cadence and the \
+                 monitor's thresholds; if longer pauses are normal, set error_after (and \
+                 warn_after) for {monitor} in the config; once the table loads again, the \
+                 incident recovers by itself"
+            )),
+            CheckKind::Schema => refuse(format!(
+                "the new columns of {monitor} are already recorded as its schema, and the \
+                 next poll compares against them; resolve the incident with a reason instead"
+            )),
+        }
+    }
+
+    /// [`Engine::accept_level`] for a learned row_count or null_rate baseline: the run
+    /// of breaches the check's latest observations end in becomes the start of its
+    /// new baseline (the accepted figures included), the observations before it
+    /// forgotten.
+    fn accept_learned_level(
+        &mut self,
+        i: usize,
+        reason: &str,
+        actor: &Actor,
+    ) -> Result<Vec<Event>> {
+        let incident = &self.incidents[i];
+        let (incident_id, monitor, check) = (
+            incident.id.clone(),
+            incident.monitor.clone(),
+            incident.check,
+        );
+        let column = incident.column.clone();
+        let subject = column.clone().unwrap_or_default();
+        let label = match &column {
+            Some(column) => format!("{}({column})", check.as_str()),
+            None => check.as_str().to_string(),
+        };
+        let Some(run) =
+            crate::monitor::baseline::breach_run(&self.state, &monitor, check, &subject)?
+        else {
+            return Err(Refusal::new(
+                RefusalKind::Policy,
+                format!("{incident_id} has no new level to accept: the latest {label} check of {monitor} is in range"),
+            )
+            .into());
+        };
+        // As volume's: how the new level compares with the old (0 where the old was 0).
+        let ratio = match run.baseline {
+            Some(baseline) if baseline > 0.0 => run.value / baseline,
+            _ => 0.0,
+        };
+        let seq = self.record(
+            "level_accepted",
+            &actor.to_json(),
+            json!({"incident": incident_id, "monitor": monitor, "check": check.as_str(),
+                   "column": column, "value": run.value, "baseline": run.baseline,
+                   "since": run.since_at, "ratio": ratio, "reason": reason}),
+        )?;
+        crate::monitor::baseline::accept_learned(
+            &self.state,
+            &monitor,
+            check,
+            &subject,
+            &run,
+            &incident_id,
+            seq,
+        )?;
+        let was = run
+            .baseline
+            .map(|b| format!(", the old baseline {}", crate::monitor::amount(check, b)))
+            .unwrap_or_default();
+        self.incidents[i].closed_by_hand = Some((
+            actor.to_json(),
+            format!(
+                "new level accepted: {label} {}{was}, the normal since {} (chain #{seq}): {reason}",
+                crate::monitor::amount(check, run.value),
+                run.since_at
+            ),
+        ));
+        let mut events = vec![self.event(EventKind::LevelAccepted {
+            incident: incident_id,
+            monitor,
+            since: run.since_at,
+            ratio,
+            seq,
+        })];
+        events.extend(self.resolve(i)?);
+        Ok(events)
+    }
+
+    /// [`Engine::accept_level`] for volume: the monitor's baseline restarts from the
+    /// shift's first day.
+    fn accept_volume_level(&mut self, i: usize, reason: &str, actor: &Actor) -> Result<Vec<Event>> {
         let (incident_id, monitor) = (
             self.incidents[i].id.clone(),
             self.incidents[i].monitor.clone(),
@@ -582,8 +700,9 @@ impl Engine {
         let seq = self.record(
             "level_accepted",
             &actor.to_json(),
-            json!({"incident": incident_id, "monitor": monitor, "since": restart.since.to_string(),
-                   "days": days, "ratio": restart.ratio, "reason": reason}),
+            json!({"incident": incident_id, "monitor": monitor, "check": "volume",
+                   "since": restart.since.to_string(), "days": days, "ratio": restart.ratio,
+                   "reason": reason}),
         )?;
         crate::monitor::baseline::accept(&self.state, &monitor, &incident_id, restart, seq)?;
         self.incidents[i].closed_by_hand = Some((

@@ -1,14 +1,17 @@
 //! What a volume baseline must not learn from, and where it restarts: the days of the
 //! incidents on a monitor, and the new levels people accepted. Read from the state
-//! database at each poll, so a restart forgets neither.
+//! database at each poll, so a restart forgets neither. Likewise where the baselines
+//! learned from dataward's own observations (row_count, null_rate) restart.
 
 use std::ops::RangeInclusive;
 
 use anyhow::{Context, Result};
 use chrono::{Days, NaiveDate};
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 
+use crate::config::CheckKind;
 use crate::detect::volume::Restart;
+use crate::detect::VerdictKind;
 
 /// What the state database says of a monitor's days.
 #[derive(Debug, Default, PartialEq)]
@@ -120,6 +123,117 @@ fn accepted(state: &Connection, monitor: &str) -> Result<Vec<(String, Restart)>>
     Ok(out)
 }
 
+/// A run of breaches of a check whose band is learned from dataward's own observations
+/// (row_count, a null_rate column): the latest judged observations, all out of range.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BreachRun {
+    /// The run's first observation: the new baseline is learned from here on.
+    pub since_id: i64,
+    /// When it was taken, as stored ("2026-10-14T06:00:00Z").
+    pub since_at: String,
+    /// The run's last observation, the latest judged: the run's breaches up to here are
+    /// the new normal, not outliers.
+    pub through_id: i64,
+    /// The latest figure: the level accepted.
+    pub value: f64,
+    /// The baseline it breached.
+    pub baseline: Option<f64>,
+}
+
+/// The run of breaches the latest judged observations of `monitor`'s `check` (of the
+/// column `subject`, or "") end in; None when the latest judged one is in range.
+/// Observations the check could not take (a warehouse error, unknown) are skipped: they
+/// neither break a run nor belong to it.
+pub fn breach_run(
+    state: &Connection,
+    monitor: &str,
+    check: CheckKind,
+    subject: &str,
+) -> Result<Option<BreachRun>> {
+    let mut stmt = state.prepare(
+        "SELECT id, at, value, verdict, json_extract(detail, '$.expected.baseline')
+         FROM observation
+         WHERE monitor = ?1 AND check_kind = ?2 AND subject = ?3 AND health = 'ok'
+           AND verdict != 'unknown' AND value IS NOT NULL
+         ORDER BY id DESC",
+    )?;
+    let mut rows = stmt.query(params![monitor, check.as_str(), subject])?;
+    let mut run: Option<BreachRun> = None;
+    while let Some(row) = rows.next()? {
+        let verdict = VerdictKind::parse(&row.get::<_, String>(3)?);
+        if !verdict.is_breach() {
+            break;
+        }
+        let (id, at): (i64, String) = (row.get(0)?, row.get(1)?);
+        match &mut run {
+            Some(run) => {
+                run.since_id = id;
+                run.since_at = at;
+            }
+            None => {
+                run = Some(BreachRun {
+                    since_id: id,
+                    since_at: at,
+                    through_id: id,
+                    value: row.get(2)?,
+                    baseline: row.get(4)?,
+                })
+            }
+        }
+    }
+    Ok(run)
+}
+
+/// Records that `incident`'s breach run of `monitor`'s `check` (column `subject`) is
+/// the new normal: its baseline is learned from the run on. Called inside the
+/// transaction that puts the acceptance on the chain.
+pub fn accept_learned(
+    state: &Connection,
+    monitor: &str,
+    check: CheckKind,
+    subject: &str,
+    run: &BreachRun,
+    incident: &str,
+    seq: u64,
+) -> Result<()> {
+    state.execute(
+        "INSERT INTO baseline_restart
+           (monitor, check_kind, subject, since_id, through_id, value, incident, seq)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![
+            monitor,
+            check.as_str(),
+            subject,
+            run.since_id,
+            run.through_id,
+            run.value,
+            incident,
+            seq as i64
+        ],
+    )?;
+    Ok(())
+}
+
+/// Where the learned baseline of `monitor`'s `check` (column `subject`) restarts: the
+/// latest accepted run's (first, last) observation ids; (0, 0) when none was accepted.
+pub fn learned_restart(
+    state: &Connection,
+    monitor: &str,
+    check: CheckKind,
+    subject: &str,
+) -> Result<(i64, i64)> {
+    Ok(state
+        .query_row(
+            "SELECT since_id, through_id FROM baseline_restart
+             WHERE monitor = ?1 AND check_kind = ?2 AND subject = ?3
+             ORDER BY since_id DESC, seq DESC LIMIT 1",
+            params![monitor, check.as_str(), subject],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?
+        .unwrap_or((0, 0)))
+}
+
 /// The date of "2024-05-11" or "2024-05-11T02:30:00Z".
 fn date_of(text: &str) -> Result<NaiveDate> {
     let day = text.get(..10).unwrap_or(text);
@@ -188,5 +302,61 @@ mod tests {
             .unwrap()
             .restarts
             .is_empty());
+    }
+
+    fn observe(state: &Connection, subject: &str, value: Option<f64>, verdict: &str, health: &str) {
+        state
+            .execute(
+                "INSERT INTO observation
+                   (monitor, tbl, check_kind, at, value, detail, verdict, health, subject)
+                 VALUES ('customers', 'customers', 'null_rate', '2026-10-05T06:00:00Z',
+                         ?1, '{\"expected\":{\"low\":0.0,\"high\":0.02,\"baseline\":0.0}}',
+                         ?2, ?3, ?4)",
+                params![value, verdict, health, subject],
+            )
+            .unwrap();
+    }
+
+    #[test]
+    fn a_breach_run_is_the_latest_breaches_and_a_failed_check_does_not_break_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = crate::store::open(&dir.path().join("state.db")).unwrap();
+        let run = |subject| breach_run(&state, "customers", CheckKind::NullRate, subject).unwrap();
+        observe(&state, "email", Some(0.0), "ok", "ok"); // 1
+        observe(&state, "email", Some(0.4), "high", "ok"); // 2
+        observe(&state, "email", Some(0.0), "ok", "ok"); // 3: the run before ended
+        observe(&state, "email", Some(0.5), "high", "ok"); // 4
+        observe(&state, "email", None, "unknown", "unreachable"); // 5
+        observe(&state, "phone", Some(0.0), "ok", "ok"); // 6: another column
+        observe(&state, "email", Some(0.6), "high", "ok"); // 7
+        let email = run("email").expect("a run");
+        assert_eq!((email.since_id, email.through_id), (4, 7));
+        assert_eq!(email.value, 0.6);
+        assert_eq!(email.baseline, Some(0.0));
+        assert_eq!(run("phone"), None);
+
+        // Accepted: the baseline restarts at the run; other columns keep theirs.
+        assert_eq!(
+            learned_restart(&state, "customers", CheckKind::NullRate, "email").unwrap(),
+            (0, 0)
+        );
+        accept_learned(
+            &state,
+            "customers",
+            CheckKind::NullRate,
+            "email",
+            &email,
+            "INC-0001",
+            9,
+        )
+        .unwrap();
+        assert_eq!(
+            learned_restart(&state, "customers", CheckKind::NullRate, "email").unwrap(),
+            (4, 7)
+        );
+        assert_eq!(
+            learned_restart(&state, "customers", CheckKind::NullRate, "phone").unwrap(),
+            (0, 0)
+        );
     }
 }

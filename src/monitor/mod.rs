@@ -377,6 +377,8 @@ fn store(state: &Connection, o: &Observation) -> Result<()> {
 /// Values of healthy, non-breaching observations, oldest first: the baseline's input.
 /// `subject` is the column for per-column checks, empty otherwise; `windowed` picks the
 /// observations measured over a window of recent rows (`since`), or those that were not.
+/// Once someone accepted a run of breaches as the new level, only the observations from
+/// that run on count, the accepted breaches among them: the old level is forgotten.
 fn clean_history(
     state: &Connection,
     monitor: &str,
@@ -384,16 +386,27 @@ fn clean_history(
     subject: &str,
     windowed: bool,
 ) -> Result<Vec<f64>> {
+    let (since_id, through_id) = baseline::learned_restart(state, monitor, check, subject)?;
     let mut stmt = state.prepare(
         "SELECT value FROM observation
          WHERE monitor = ?1 AND check_kind = ?2 AND subject = ?3 AND health = 'ok'
-           AND verdict IN ('ok', 'learning') AND value IS NOT NULL
+           AND value IS NOT NULL
            AND (json_extract(detail, '$.since') IS NOT NULL) = ?4
+           AND id >= ?5
+           AND (verdict IN ('ok', 'learning') OR (id <= ?6 AND verdict != 'unknown'))
          ORDER BY id",
     )?;
-    let rows = stmt.query_map(params![monitor, check.as_str(), subject, windowed], |r| {
-        r.get(0)
-    })?;
+    let rows = stmt.query_map(
+        params![
+            monitor,
+            check.as_str(),
+            subject,
+            windowed,
+            since_id,
+            through_id
+        ],
+        |r| r.get(0),
+    )?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 

@@ -159,6 +159,22 @@ const MIGRATIONS: &[&str] = &[
     // and `clock`, the host's clock as read. Empty on version-1 records.
     "ALTER TABLE chain ADD COLUMN recorded_at TEXT NOT NULL DEFAULT '';
      ALTER TABLE chain ADD COLUMN clock TEXT NOT NULL DEFAULT '';",
+    // 13: new levels people accepted for checks whose band is learned from dataward's
+    // own observations (row_count, null_rate per column): the baseline is learned from
+    // observation `since_id` on, the accepted breaches up to `through_id` counted as the
+    // new normal (see monitor::baseline::Accepted). Written with the chain record of
+    // the acceptance. (Volume's restarts stay in volume_restart: a day, not a row.)
+    "CREATE TABLE baseline_restart (
+        monitor    TEXT NOT NULL,
+        check_kind TEXT NOT NULL,
+        subject    TEXT NOT NULL,
+        since_id   INTEGER NOT NULL,
+        through_id INTEGER NOT NULL,
+        value      REAL NOT NULL,
+        incident   TEXT NOT NULL,
+        seq        INTEGER NOT NULL,
+        PRIMARY KEY (monitor, check_kind, subject, seq)
+     );",
 ];
 
 /// How long a writer waits for another writer before giving up. Long enough that two
