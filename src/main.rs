@@ -184,8 +184,9 @@ enum Cmd {
         #[arg(long)]
         reason: String,
     },
-    /// Accept an incident's new volume level as the normal (its owner): the baseline
-    /// restarts from the shift, and the incident closes.
+    /// Accept the new level of an incident's breach as the normal (its owner): volume,
+    /// row count or null rate; that check's baseline restarts there, and the incident
+    /// closes.
     Accept {
         incident: String,
         #[arg(long)]

@@ -224,7 +224,7 @@ pub static BINDINGS: &[Binding] = &[
     dangerous(&[ctrl('r')], "Ctrl-R", Action::QueueRun, "queue the approved run for this incident", "run", Detail),
     dangerous(&[ch('C')], "C", Action::Resolve, "close the incident by hand (reason required)", "close", Detail),
     dangerous(&[ch('O')], "O", Action::Reopen, "reopen the resolved incident (reason required)", "reopen", Detail),
-    dangerous(&[ch('N')], "N", Action::AcceptLevel, "accept the new volume level as normal: the baseline restarts from the shift (reason required)", "new level", Detail),
+    dangerous(&[ch('N')], "N", Action::AcceptLevel, "accept the breach's new level as normal (volume, row count, null rate): its baseline restarts there (reason required)", "new level", Detail),
     bind(&[ch('j'), plain(Down)], "j ↓", Action::Down, "scroll down", Help),
     bind(&[ch('k'), plain(Up)], "k ↑", Action::Up, "scroll up", Help),
     bind(&[ctrl('d')], "Ctrl-D", Action::HalfPageDown, "half a screen down", Help),
@@ -346,7 +346,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     command("lift", &[], "", Completes::Nothing, Verb::Lift, "ask to lift the stop; a second person's :lift lifts it", true),
     command("resolve", &[], "REASON", Completes::Nothing, Verb::Resolve, "close the open incident by hand", true),
     command("reopen", &[], "REASON", Completes::Nothing, Verb::Reopen, "reopen the open resolved incident", true),
-    command("accept", &[], "REASON", Completes::Nothing, Verb::Accept, "accept the open incident's new volume level", true),
+    command("accept", &[], "REASON", Completes::Nothing, Verb::Accept, "accept the open incident's new level (volume, row count, null rate)", true),
     command("run", &[], "", Completes::Nothing, Verb::Run, "queue the approved run for the open incident", true),
 ];
 

@@ -80,7 +80,7 @@ pub enum Action {
     Resolve,
     /// Open a resolved incident again, with a reason (`O`).
     Reopen,
-    /// Accept the open incident's new volume level as the normal, with a reason (`N`).
+    /// Accept the open incident's new level as the normal, with a reason (`N`).
     AcceptLevel,
     ToggleReceipt,
     /// `z`: the focused pane alone, or back among the others.
@@ -172,7 +172,7 @@ pub enum Decision {
     Resolve,
     /// Open a resolved incident again.
     Reopen,
-    /// Accept the incident's new volume level as the normal.
+    /// Accept the incident's new level as the normal.
     AcceptLevel,
 }
 
