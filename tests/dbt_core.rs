@@ -963,3 +963,296 @@ fn dbt_gets_only_what_it_needs_and_every_secret_is_masked_in_what_is_recorded() 
     assert!(!said.contains(PG_PASSWORD), "{said}");
     assert!(!said.contains(ALERT_KEY), "{said}");
 }
+
+const E2E_ALERT_KEY: &str = "ogk-e2e-9Zq3-alert-key";
+const E2E_PG_PASSWORD: &str = "pg-e2e-Vw81-password";
+
+/// `dataward ARGS` on `data` as a user runs it, with what serve's environment holds.
+fn dataward_cli(data: &Path, env: &[(&str, String)], args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_dataward"))
+        .arg("--data-dir")
+        .arg(data)
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .expect("run dataward")
+}
+
+fn said(output: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Waits (bounded) for `done` to give a value; `state` says where things stood if not.
+fn wait_for<T>(what: &str, state: impl Fn() -> String, mut done: impl FnMut() -> Option<T>) -> T {
+    let give_up = Instant::now() + Duration::from_secs(240);
+    loop {
+        if let Some(value) = done() {
+            return value;
+        }
+        assert!(
+            Instant::now() < give_up,
+            "never happened: {what}\n{}",
+            state()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// As a user runs it: `dataward serve` with the dbt_core orchestrator, an alert key and
+/// the warehouse's URL (holding its password) in its environment; the profile reads the
+/// same password from its own variable. A column's type changes upstream, the hold is
+/// approved, the column comes back and the hold's run is queued through the CLI. The
+/// job's model reads another database through dblink with that password, so dbt's
+/// error quotes the password (Postgres's `LINE n:` excerpt); the model also logs
+/// whether dbt can read the alert key. The password is `[secret]` wherever the run is
+/// recorded (the run's log, the chain, `show --json`, the receipt) and nowhere in the
+/// clear, serve's log included; dbt never saw the alert key.
+#[test]
+fn through_serve_a_dbt_error_quoting_the_password_is_masked_and_dbt_never_sees_the_alert_key() {
+    let Some((pg, project)) = setup("through_serve_a_dbt_error_quoting_the_password") else {
+        return;
+    };
+    pg.execute(
+        "CREATE SCHEMA raw;
+         CREATE TABLE raw.payments (id int PRIMARY KEY, amount int);
+         INSERT INTO raw.payments SELECT n, n * 100 FROM generate_series(1, 50) AS n;",
+    );
+    write(
+        &project.project.join("models/sources.yml"),
+        "version: 2\nsources:\n  - name: raw\n    schema: raw\n    tables:\n      - name: payments\n",
+    );
+    // Dividing the amount is what a type change upstream breaks: an incident.
+    write(
+        &project.project.join("models/stg_payments.sql"),
+        "{{ config(materialized='table') }}\n\
+         select id, amount / 100 as amount from {{ source('raw', 'payments') }}\n",
+    );
+    write(
+        &project.project.join("models/payments_checked.sql"),
+        "{{ config(materialized='table') }}\n\
+         {{ log('alert key seen by dbt: ' ~ env_var('DW_E2E_ALERT_KEY', 'absent'), info=True) }}\n\
+         select p.id, p.amount, remote.n\n\
+         from {{ ref('stg_payments') }} p\n\
+         cross join dblink('password={{ env_var('DW_E2E_PG_PASSWORD') }} dbname=ledger', 'select 1') as remote(n int)\n",
+    );
+    // The profile reads its password from the environment, as teams do.
+    let profiles = project.root.join("profiles/profiles.yml");
+    let text = std::fs::read_to_string(&profiles).unwrap().replace(
+        "password: \"\"",
+        "password: \"{{ env_var('DW_E2E_PG_PASSWORD') }}\"",
+    );
+    std::fs::write(&profiles, text).unwrap();
+    let dbt = dbt_or_skip("dbt").expect("setup found it");
+    let parsed = Command::new(&dbt)
+        .args(["parse", "--target", "ci"])
+        .current_dir(&project.project)
+        .env("DBT_PROFILES_DIR", project.root.join("profiles"))
+        .env("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
+        .env("DW_E2E_PG_PASSWORD", E2E_PG_PASSWORD)
+        .output()
+        .unwrap();
+    assert!(parsed.status.success(), "{}", said(&parsed));
+    write(
+        &project.root.join("notes.toml"),
+        "[[reader]]\nid = \"job.payments\"\nkind = \"job\"\nname = \"payments job\"\n\
+         reads = [\"model.dataward_test.stg_payments\", \"model.dataward_test.payments_checked\"]\nowner = \"analytics-owner\"\n\
+         schedule = \"*/10 * * * *\"\n\n[[owner]]\nrole = \"analytics-owner\"\n\
+         covers = [\"model.dataward_test.*\", \"raw.*\", \"source.dataward_test.*\"]\n",
+    );
+    let me = String::from_utf8(Command::new("id").arg("-un").output().unwrap().stdout)
+        .unwrap()
+        .trim()
+        .to_string();
+    write(
+        &project.config,
+        &format!(
+            "[warehouse.dw]\nkind = \"postgres\"\nurl_env = \"DW_E2E_PG_URL\"\n\n\
+             [[monitor]]\nname = \"raw_payments\"\nwarehouse = \"dw\"\ntable = \"raw.payments\"\n\
+             checks = [\"schema\"]\nevery = \"1s\"\n\n\
+             [lineage]\nmanifest = \"project/target/manifest.json\"\nnotes = \"notes.toml\"\n\
+             project_dir = \"project\"\n\n[verify]\nsettle = \"1s\"\n\n\
+             [people.{me}]\nname = \"On call\"\nroles = [\"analytics-owner\"]\n\n\
+             [[domain]]\nname = \"analytics\"\n\
+             covers = [\"raw.*\", \"model.dataward_test.*\", \"source.dataward_test.*\", \"job.payments\"]\n\
+             owners = [\"analytics-owner\"]\n\n\
+             [[alert]]\nkind = \"opsgenie\"\napi_key_env = \"DW_E2E_ALERT_KEY\"\n\
+             base_url = \"http://127.0.0.1:1\"\n\n\
+             [orchestrator]\nkind = \"dbt_core\"\nproject_dir = \"project\"\ndbt = \"{}\"\n\
+             profiles_dir = \"profiles\"\ntarget = \"ci\"\n\n[orchestrator.jobs]\n\
+             \"job.payments\" = \"dbt build --select stg_payments payments_checked\"\n",
+            dbt.display()
+        ),
+    );
+    let env = [
+        ("DW_E2E_ALERT_KEY", E2E_ALERT_KEY.to_string()),
+        ("DW_E2E_PG_PASSWORD", E2E_PG_PASSWORD.to_string()),
+        (
+            "DW_E2E_PG_URL",
+            format!(
+                "postgresql://postgres:{E2E_PG_PASSWORD}@127.0.0.1:{}/postgres",
+                pg.port
+            ),
+        ),
+    ];
+    let cli = |args: &[&str]| dataward_cli(&project.data, &env, args);
+    let serve_log = project.root.join("serve.log");
+    let read_serve_log = || std::fs::read_to_string(&serve_log).unwrap_or_default();
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_dataward"))
+        .arg("--data-dir")
+        .arg(&project.data)
+        .args(["serve", "--log-stderr", "--config"])
+        .arg(&project.config)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .current_dir(&project.root)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&serve_log).unwrap())
+        .spawn()
+        .unwrap();
+    struct Kill<'a>(&'a mut std::process::Child);
+    impl Drop for Kill<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _serve = Kill(&mut serve);
+    let show = || {
+        let out = cli(&["show", "INC-0001", "--json"]);
+        out.status
+            .success()
+            .then(|| serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap())
+    };
+    let schema_observed = || {
+        let Ok(db) = rusqlite::Connection::open_with_flags(
+            project.data.join("dataward.db"),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        ) else {
+            return false;
+        };
+        db.query_row(
+            "SELECT count(*) FROM observation WHERE monitor = 'raw_payments' AND check_kind = 'schema'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .is_ok_and(|n| n > 0)
+    };
+    wait_for("the engine observes raw.payments", read_serve_log, || {
+        schema_observed().then_some(())
+    });
+    pg.execute("ALTER TABLE raw.payments ALTER COLUMN amount TYPE text USING amount::text");
+    let incident = wait_for(
+        "an incident with a hold",
+        || format!("{:#?}\n{}", show(), read_serve_log()),
+        || {
+            show().filter(|i| {
+                i["proposals"]
+                    .as_array()
+                    .is_some_and(|p| p.iter().any(|p| p["kind"] == "hold"))
+            })
+        },
+    );
+    let hold = incident["proposals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["kind"] == "hold")
+        .unwrap();
+    let approved = cli(&[
+        "approve",
+        hold["id"].as_str().unwrap(),
+        "--hash",
+        hold["content_hash"].as_str().unwrap(),
+        "--reason",
+        "on call",
+    ]);
+    assert!(approved.status.success(), "{}", said(&approved));
+    pg.execute("ALTER TABLE raw.payments ALTER COLUMN amount TYPE integer USING amount::integer");
+    let last = std::cell::RefCell::new(String::new());
+    wait_for(
+        "the run gate lets the hold's run through",
+        || format!("{}\n{:#?}", last.borrow(), show()),
+        || {
+            let run = cli(&["run", "INC-0001"]);
+            *last.borrow_mut() = said(&run);
+            run.status.success().then_some(())
+        },
+    );
+    let shown = wait_for(
+        "the run's end is recorded with the incident",
+        || format!("{:#?}\n{}", show(), read_serve_log()),
+        || {
+            let incident = show()?;
+            let status = incident["run_status"].as_str()?;
+            (!["queued", "running"].contains(&status)).then_some(incident)
+        },
+    );
+    // dbt failed on dblink, and said why quoting the line that holds the password.
+    assert_eq!(shown["run_status"], "failed", "{shown:#}");
+
+    // Read as any reader of the file would: no migration, no write.
+    let db = rusqlite::Connection::open_with_flags(
+        project.data.join("dataward.db"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    let chain: Vec<(String, String)> = db
+        .prepare("SELECT kind, payload FROM chain ORDER BY seq")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let (_, run_record) = chain
+        .iter()
+        .rfind(|(kind, _)| kind == "run")
+        .expect("a run record on the chain");
+    let run_id: i64 = db
+        .query_row("SELECT max(id) FROM dbt_core_run", [], |r| r.get(0))
+        .unwrap();
+    let stored_run: String = db
+        .query_row(
+            "SELECT output || detail FROM dbt_core_run WHERE id = ?1",
+            [run_id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let run_log =
+        std::fs::read_to_string(project.data.join(format!("dbt_core/run-{run_id}.log"))).unwrap();
+    let receipt = said(&cli(&["receipt", "INC-0001"]));
+    let shown = cli(&["show", "INC-0001", "--json"]);
+    assert!(shown.status.success(), "{}", said(&shown));
+    let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
+
+    // dbt ran without the engine's alert key: the model read only its default.
+    assert!(
+        run_log.contains("alert key seen by dbt: absent"),
+        "{run_log}"
+    );
+    let whole_chain = format!("{chain:#?}");
+    for (what, text) in [
+        ("the run's log", &run_log),
+        ("the stored run", &stored_run),
+        ("the chain's run record", run_record),
+        ("show --json", &shown),
+        ("the receipt", &receipt),
+    ] {
+        assert!(text.contains("dblink"), "{what} lacks dbt's error:\n{text}");
+        assert!(text.contains("[secret]"), "{what} masks nothing:\n{text}");
+    }
+    for (what, text) in [
+        ("the run's log", &run_log),
+        ("the stored run", &stored_run),
+        ("the chain", &whole_chain),
+        ("show --json", &shown),
+        ("the receipt", &receipt),
+        ("serve's log", &read_serve_log()),
+    ] {
+        for secret in [E2E_PG_PASSWORD, E2E_ALERT_KEY] {
+            assert!(!text.contains(secret), "{what} holds {secret}:\n{text}");
+        }
+    }
+}
