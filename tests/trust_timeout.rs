@@ -283,8 +283,30 @@ fn dag_reads(airflow: &FakeApi) -> usize {
 /// decide. (Needs root: the later requests are a second person's, a second unix user.)
 #[test]
 fn an_approval_refused_for_an_airflow_timeout_is_withdrawn_and_never_carried_out_later() {
+    approval_refused_for_a_timeout("an_approval_refused_for_an_airflow_timeout", Late::Pause);
+}
+
+/// The same, with Airflow as slow to answer the un-pause that puts the DAG back: the
+/// refusal says the putting back failed too and what to see to by hand (here the
+/// un-pause landed, unanswered), and still nothing carries the approval out later.
+#[test]
+fn an_approval_whose_putting_back_also_timed_out_says_so_and_is_never_carried_out() {
+    approval_refused_for_a_timeout(
+        "an_approval_whose_putting_back_also_timed_out",
+        Late::PauseAndUnpause,
+    );
+}
+
+/// Which of dataward's calls Airflow answers too late.
+#[derive(Clone, Copy, PartialEq)]
+enum Late {
+    Pause,
+    PauseAndUnpause,
+}
+
+fn approval_refused_for_a_timeout(test: &str, late: Late) {
     use std::os::unix::fs::PermissionsExt;
-    if !needs_root("an_approval_refused_for_an_airflow_timeout") {
+    if !needs_root(test) {
         return;
     }
     team();
@@ -310,8 +332,15 @@ fn an_approval_refused_for_an_airflow_timeout_is_withdrawn_and_never_carried_out
     let config = airflow_config(&d.join("estate"), &airflow.base_url(), &job);
     let engine = serve(&config, d);
 
-    // Airflow takes every pause at once and answers it after the 1s timeout.
-    airflow.answer_late(is_pause, Duration::from_secs(3));
+    // Airflow takes every pause (and un-pause) at once and answers it after the 1s
+    // timeout.
+    match late {
+        Late::Pause => airflow.answer_late(is_pause, Duration::from_secs(3)),
+        Late::PauseAndUnpause => airflow.answer_late(
+            |r| r.method == "PATCH" && r.path.starts_with(&format!("/api/v2/dags/{DAG}?")),
+            Duration::from_secs(3),
+        ),
+    }
     let approved = dataward(
         &[
             "approve", &hold, "--hash", &hold_hash, "--reason", "hold it",
@@ -322,6 +351,13 @@ fn an_approval_refused_for_an_airflow_timeout_is_withdrawn_and_never_carried_out
     assert_eq!(approved.status.code(), Some(1), "{}", text(&approved));
     assert!(text(&approved).contains("refused"), "{}", text(&approved));
     assert!(text(&approved).contains("timed out"), "{}", text(&approved));
+    let says = match late {
+        Late::Pause => {
+            "the job.hourly_dbt schedule was put back as it was".replace("job.hourly_dbt", &job)
+        }
+        Late::PauseAndUnpause => "putting it back failed too".to_string(),
+    };
+    assert!(text(&approved).contains(&says), "{}", text(&approved));
     assert!(pauses(&airflow) > 0, "the pause never reached Airflow");
     // From here on Airflow answers on time: nothing but a new decision may pause it.
     airflow.answer_on_time();
