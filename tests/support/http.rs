@@ -95,7 +95,13 @@ struct State {
     airflow_runs: Vec<Value>,
     airflow_tokens: Vec<String>,
     airflow_expired: Vec<String>,
+    /// Requests the API acts on at once but answers only after a delay (see
+    /// [`FakeApi::answer_late`]).
+    late: Option<(LateRule, Duration)>,
 }
+
+/// Which requests are answered late.
+type LateRule = Box<dyn Fn(&Recorded) -> bool + Send>;
 
 pub struct FakeApi {
     pub api: Api,
@@ -322,6 +328,18 @@ impl FakeApi {
     }
 
     /// Lets every held answer go.
+    /// From now on, requests that `which` picks are acted on at once (the API's state
+    /// changes) and answered only after `delay`: an API whose answer comes too late for
+    /// the client, after the change it asked for has landed.
+    pub fn answer_late(&self, which: impl Fn(&Recorded) -> bool + Send + 'static, delay: Duration) {
+        self.state.0.lock().unwrap().late = Some((Box::new(which), delay));
+    }
+
+    /// Every request answered on time again.
+    pub fn answer_on_time(&self) {
+        self.state.0.lock().unwrap().late = None;
+    }
+
     pub fn release(&self) {
         self.state.0.lock().unwrap().released = true;
         self.state.1.notify_all();
@@ -342,10 +360,15 @@ fn handle(mut stream: TcpStream, api: Api, secret: &str, state: &(Mutex<State>, 
     let Some(request) = read_request(&mut stream) else {
         return;
     };
-    let behaviour = {
+    let (behaviour, late) = {
         let mut s = state.0.lock().unwrap();
         s.requests.push(request.clone());
-        s.plan.pop_front()
+        let late = s
+            .late
+            .as_ref()
+            .filter(|(which, _)| which(&request))
+            .map(|(_, delay)| *delay);
+        (s.plan.pop_front(), late)
     };
     let (status, retry_after, body) = match behaviour {
         Some(Behaviour::Status(status, retry_after, body)) => (status, retry_after, body),
@@ -364,6 +387,9 @@ fn handle(mut stream: TcpStream, api: Api, secret: &str, state: &(Mutex<State>, 
         }
         None => contract(api, secret, &request, state),
     };
+    if let Some(delay) = late {
+        std::thread::sleep(delay);
+    }
     let mut head = format!(
         "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nConnection: close\r\n",
         body.len()
