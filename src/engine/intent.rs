@@ -463,7 +463,8 @@ impl Engine {
             Ok(None) => reason,
             Ok(Some(put_back)) => format!("{reason}; {put_back}"),
             Err(e) => format!(
-                "{reason}; putting it back failed too ({e:#}): see to {} by hand",
+                "{reason}; putting it back failed too ({e:#}): {} may have taken effect, \
+                 so check it where it runs and undo it by hand if it did",
                 describe(&intent.effect)
             ),
         };
