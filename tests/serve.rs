@@ -345,57 +345,7 @@ fn serve_finishes_on_sigterm_and_a_killed_engine_loses_nothing() {
     assert!(verify.status.success(), "{}", text(&verify));
 }
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// Makes a system group and its users (as root); false with a line when not root.
-fn team(test: &str) -> bool {
-    if !is_root() {
-        let message = format!("{test}: skipped: needs root to create unix users");
-        if std::env::var("DATAWARD_REQUIRE_ALL").is_ok_and(|v| v == "1") {
-            panic!("{message}, and DATAWARD_REQUIRE_ALL=1");
-        }
-        eprintln!("{message}");
-        return false;
-    }
-    let run = |program: &str, args: &[&str]| {
-        let out = Command::new(program).args(args).output().unwrap();
-        // 9: already exists (another test made it first).
-        assert!(
-            out.status.success() || out.status.code() == Some(9),
-            "{program} {args:?}: {}",
-            text(&out)
-        );
-    };
-    run("groupadd", &["--system", "dw-team"]);
-    for (user, groups) in [
-        ("dw-alice", "dw-team"),
-        ("dw-obs", "dw-team"),
-        ("dw-out", ""),
-    ] {
-        let mut args = vec!["--system", "--no-create-home", "--shell", "/bin/sh"];
-        if !groups.is_empty() {
-            args.extend(["--groups", groups]);
-        }
-        args.push(user);
-        run("useradd", &args);
-    }
-    true
-}
-
-fn as_user(user: &str, args: &[&str], dir: &Path) -> std::process::Output {
-    Command::new("runuser")
-        .args(["-u", user, "--"])
-        .arg(any_user::dataward())
-        .args(args)
-        .arg("--data-dir")
-        .arg(dir)
-        .current_dir("/")
-        .output()
-        .unwrap()
-}
+use any_user::{as_user, with_team as team};
 
 #[test]
 fn the_team_reaches_the_engine_through_its_group_and_the_policy_decides_who_decides() {

@@ -197,21 +197,8 @@ fn pending_intents(dir: &Path) -> i64 {
         .unwrap()
 }
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 fn needs_root(test: &str) -> bool {
-    if is_root() {
-        return true;
-    }
-    let message = format!("{test}: skipped: needs root (mount, unix users)");
-    if std::env::var("DATAWARD_REQUIRE_ALL").is_ok_and(|v| v == "1") {
-        panic!("{message}, and DATAWARD_REQUIRE_ALL=1");
-    }
-    eprintln!("{message}");
-    false
+    any_user::needs_root(test, "mount, unix users")
 }
 
 /// A small tmpfs of its own: a disk that really fills. Unmounted when dropped.
@@ -461,45 +448,7 @@ fn a_shortened_hash_is_refused_asking_for_the_whole_hash() {
     drop(engine);
 }
 
-/// Makes a system group and its users (as root).
-fn team() {
-    let run = |program: &str, args: &[&str]| {
-        let out = Command::new(program).args(args).output().unwrap();
-        // 9: already exists (another test made it first).
-        assert!(
-            out.status.success() || out.status.code() == Some(9),
-            "{program} {args:?}: {}",
-            text(&out)
-        );
-    };
-    run("groupadd", &["--system", "dw-team"]);
-    for user in ["dw-alice", "dw-obs"] {
-        run(
-            "useradd",
-            &[
-                "--system",
-                "--no-create-home",
-                "--shell",
-                "/bin/sh",
-                "--groups",
-                "dw-team",
-                user,
-            ],
-        );
-    }
-}
-
-fn as_user(user: &str, args: &[&str], dir: &Path) -> Output {
-    Command::new("runuser")
-        .args(["-u", user, "--"])
-        .arg(any_user::dataward())
-        .args(args)
-        .arg("--data-dir")
-        .arg(dir)
-        .current_dir("/")
-        .output()
-        .unwrap()
-}
+use any_user::{as_user, team};
 
 /// Item 10: in group mode the stop is set and lifted by the team's members through
 /// the engine, as every decision is; the chain says who did each.

@@ -41,58 +41,7 @@ impl Drop for Engine {
     }
 }
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// Makes the team's group and its users (as tests/serve.rs does); false with a line when
-/// not root.
-fn team(test: &str) -> bool {
-    if !is_root() {
-        let message = format!("{test}: skipped: needs root to create unix users");
-        if std::env::var("DATAWARD_REQUIRE_ALL").is_ok_and(|v| v == "1") {
-            panic!("{message}, and DATAWARD_REQUIRE_ALL=1");
-        }
-        eprintln!("{message}");
-        return false;
-    }
-    let run = |program: &str, args: &[&str]| {
-        let out = Command::new(program).args(args).output().unwrap();
-        // 9: already exists (another test made it first).
-        assert!(
-            out.status.success() || out.status.code() == Some(9),
-            "{program} {args:?}: {}",
-            text(&out)
-        );
-    };
-    run("groupadd", &["--system", "dw-team"]);
-    for (user, groups) in [
-        ("dw-alice", "dw-team"),
-        ("dw-obs", "dw-team"),
-        ("dw-out", ""),
-    ] {
-        let mut args = vec!["--system", "--no-create-home", "--shell", "/bin/sh"];
-        if !groups.is_empty() {
-            args.extend(["--groups", groups]);
-        }
-        args.push(user);
-        run("useradd", &args);
-    }
-    true
-}
-
-fn as_user(user: &str, args: &[&str], dir: &Path) -> std::process::Output {
-    Command::new("runuser")
-        .args(["-u", user, "--"])
-        .arg(any_user::dataward())
-        .args(args)
-        .arg("--data-dir")
-        .arg(dir)
-        .current_dir("/")
-        .output()
-        .unwrap()
-}
+use any_user::{as_user, with_team as team};
 
 /// A shell command run as `user`.
 fn sh_as(user: &str, script: &str) -> std::process::Output {

@@ -49,59 +49,10 @@ impl Drop for Engine {
     }
 }
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+use any_user::{as_user, team};
 
 fn needs_root(test: &str) -> bool {
-    if is_root() {
-        return true;
-    }
-    let message = format!("{test}: skipped: needs root (a second unix user)");
-    if std::env::var("DATAWARD_REQUIRE_ALL").is_ok_and(|v| v == "1") {
-        panic!("{message}, and DATAWARD_REQUIRE_ALL=1");
-    }
-    eprintln!("{message}");
-    false
-}
-
-/// Makes the system group dw-team and its user dw-alice (as root).
-fn team() {
-    let run = |program: &str, args: &[&str]| {
-        let out = Command::new(program).args(args).output().unwrap();
-        // 9: already exists (another test made it first).
-        assert!(
-            out.status.success() || out.status.code() == Some(9),
-            "{program} {args:?}: {}",
-            text(&out)
-        );
-    };
-    run("groupadd", &["--system", "dw-team"]);
-    run(
-        "useradd",
-        &[
-            "--system",
-            "--no-create-home",
-            "--shell",
-            "/bin/sh",
-            "--groups",
-            "dw-team",
-            "dw-alice",
-        ],
-    );
-}
-
-fn as_user(user: &str, args: &[&str], dir: &Path) -> Output {
-    Command::new("runuser")
-        .args(["-u", user, "--"])
-        .arg(any_user::dataward())
-        .args(args)
-        .arg("--data-dir")
-        .arg(dir)
-        .current_dir("/")
-        .output()
-        .unwrap()
+    any_user::needs_root(test, "a second unix user")
 }
 
 /// Plays the headless ticketing demo on `dir` until INC-0001 has its three proposals,

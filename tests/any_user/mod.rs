@@ -63,3 +63,75 @@ fn sweep_dead_runs() {
         }
     }
 }
+
+/// The team the group-mode tests share: the system group `dw-team` with `dw-alice` and
+/// `dw-obs` in it, and `dw-out` outside it. Made once per machine (useradd's 9 is
+/// "already exists": another test made it first). Needs root.
+pub fn team() {
+    let run = |program: &str, args: &[&str]| {
+        let out = std::process::Command::new(program)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success() || out.status.code() == Some(9),
+            "{program} {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run("groupadd", &["--system", "dw-team"]);
+    for (user, groups) in [
+        ("dw-alice", "dw-team"),
+        ("dw-obs", "dw-team"),
+        ("dw-out", ""),
+    ] {
+        let mut args = vec!["--system", "--no-create-home", "--shell", "/bin/sh"];
+        if !groups.is_empty() {
+            args.extend(["--groups", groups]);
+        }
+        args.push(user);
+        run("useradd", &args);
+    }
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// True as root; otherwise a line saying `test` was skipped and why, or a panic when
+/// `DATAWARD_REQUIRE_ALL=1` (CI runs everything).
+pub fn needs_root(test: &str, why: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    let message = format!("{test}: skipped: needs root ({why})");
+    if std::env::var("DATAWARD_REQUIRE_ALL").is_ok_and(|v| v == "1") {
+        panic!("{message}, and DATAWARD_REQUIRE_ALL=1");
+    }
+    eprintln!("{message}");
+    false
+}
+
+/// The team made, or false (with the skip line) when not root.
+pub fn with_team(test: &str) -> bool {
+    if !needs_root(test, "to create unix users") {
+        return false;
+    }
+    team();
+    true
+}
+
+/// `dataward ARGS --data-dir DIR` run as `user` (from `/`, which every account may enter).
+pub fn as_user(user: &str, args: &[&str], dir: &Path) -> std::process::Output {
+    std::process::Command::new("runuser")
+        .args(["-u", user, "--"])
+        .arg(dataward())
+        .args(args)
+        .arg("--data-dir")
+        .arg(dir)
+        .current_dir("/")
+        .output()
+        .unwrap()
+}
