@@ -3,14 +3,18 @@
 //! and what to configure. The engine is the headless demo, which serves its socket like
 //! `dataward serve` and, with no `[[alert]]` in its config, has nowhere to send a note.
 
+#[path = "support/binary.rs"]
+mod binary;
 #[path = "support/http.rs"]
 mod http;
 mod story;
 #[path = "support/tmux.rs"]
 mod terminal;
 
+use binary::{dataward, text, Engine};
+
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,33 +25,6 @@ use http::{Api, FakeApi};
 use serde_json::Value;
 use story::{owner, play_minutes, start};
 use terminal::{tmux, tmux_available, wait_for, Session};
-
-fn dataward(args: &[&str], dir: &Path) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_dataward"))
-        .args(args)
-        .arg("--data-dir")
-        .arg(dir)
-        .output()
-        .expect("the binary runs")
-}
-
-fn text(out: &std::process::Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// The demo playing with nobody deciding; killed when dropped.
-struct Engine(Child);
-
-impl Drop for Engine {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn start_demo(dir: &Path) -> Engine {
     let child = Command::new(env!("CARGO_BIN_EXE_dataward"))

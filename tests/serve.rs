@@ -3,40 +3,17 @@
 //! which serves its socket like `dataward serve` and leaves the decisions to people.
 
 mod any_user;
+#[path = "support/binary.rs"]
+mod binary;
+
+use binary::{dataward, text, Engine};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
-
-fn dataward(args: &[&str], dir: &Path) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_dataward"))
-        .args(args)
-        .arg("--data-dir")
-        .arg(dir)
-        .output()
-        .expect("the binary runs")
-}
-
-fn text(out: &std::process::Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// The demo playing at `speed` with nobody deciding; killed when dropped.
-struct Engine(Child);
-
-impl Drop for Engine {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn start_demo(dir: &Path, speed: &str) -> Engine {
     let child = Command::new(env!("CARGO_BIN_EXE_dataward"))

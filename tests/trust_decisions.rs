@@ -5,24 +5,19 @@
 //! stopped, so nothing but the test's own requests happens while it looks.
 
 mod any_user;
+#[path = "support/binary.rs"]
+mod binary;
 mod story;
+
+use binary::{dataward, text, Engine};
 
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
-
-fn dataward(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dataward"))
-        .args(args)
-        .arg("--data-dir")
-        .arg(dir)
-        .output()
-        .expect("the binary runs")
-}
 
 fn spawn_dataward(args: &[&str], dir: &Path) -> Child {
     Command::new(env!("CARGO_BIN_EXE_dataward"))
@@ -33,31 +28,6 @@ fn spawn_dataward(args: &[&str], dir: &Path) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("the binary runs")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// An engine process; killed when dropped.
-struct Engine(Child);
-
-impl Drop for Engine {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Engine {
-    fn kill(&mut self) {
-        self.0.kill().unwrap();
-        self.0.wait().unwrap();
-    }
 }
 
 /// The headless ticketing demo on `dir` at `speed`.

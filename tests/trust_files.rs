@@ -4,42 +4,19 @@
 //! and time on the chain that never steps back.
 
 mod any_user;
+#[path = "support/binary.rs"]
+mod binary;
+
+use binary::{dataward, text, Engine};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use dataward::engine::api::{ClientMessage, PROTOCOL_VERSION};
 use dataward::engine::wire;
 use serde_json::Value;
-
-fn dataward(args: &[&str], dir: &Path) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_dataward"))
-        .args(args)
-        .arg("--data-dir")
-        .arg(dir)
-        .output()
-        .expect("the binary runs")
-}
-
-fn text(out: &std::process::Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// A spawned engine (`serve` or the headless demo); killed when dropped.
-struct Engine(Child);
-
-impl Drop for Engine {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 use any_user::{as_user, with_team as team};
 
@@ -360,12 +337,12 @@ fn changed_notes_give_a_pending_proposal_its_new_owner_without_a_restart() {
     // The team hands the hourly job (the hold's target, a job the notes describe) to an
     // owner of its own.
     let notes = d.join("estate/notes.toml");
-    let text = std::fs::read_to_string(&notes).unwrap();
-    let handed = text.replace(
+    let written = std::fs::read_to_string(&notes).unwrap();
+    let handed = written.replace(
         "owner = \"analytics-owner\"\nschedule",
         "owner = \"jobs-owner\"\nschedule",
     );
-    assert_ne!(handed, text);
+    assert_ne!(handed, written);
     std::fs::write(&notes, handed).unwrap();
     let mut now = hold.clone();
     for _ in 0..400 {
@@ -394,13 +371,13 @@ fn changed_notes_give_a_pending_proposal_its_new_owner_without_a_restart() {
         d,
     );
     assert!(
-        text_of(&stale).contains("refused (stale_hash)"),
+        text(&stale).contains("refused (stale_hash)"),
         "{}",
-        text_of(&stale)
+        text(&stale)
     );
     // The chain says so, and the receipt names the new owner once.
     let receipt = dataward(&["receipt", "INC-0001", "--json"], d);
-    assert!(receipt.status.success(), "{}", text_of(&receipt));
+    assert!(receipt.status.success(), "{}", text(&receipt));
     let receipt: Value = serde_json::from_slice(&receipt.stdout).unwrap();
     let entries: Vec<&Value> = receipt["proposals"]
         .as_array()
@@ -411,11 +388,7 @@ fn changed_notes_give_a_pending_proposal_its_new_owner_without_a_restart() {
     assert_eq!(entries.len(), 1, "{receipt}");
     assert_eq!(entries[0]["owner"], "jobs-owner");
     let verify = dataward(&["verify"], d);
-    assert!(verify.status.success(), "{}", text_of(&verify));
-}
-
-fn text_of(out: &std::process::Output) -> String {
-    text(out)
+    assert!(verify.status.success(), "{}", text(&verify));
 }
 
 #[test]

@@ -6,12 +6,16 @@
 //! later than dataward's `timeout`: what a slow Airflow does.
 
 mod any_user;
+#[path = "support/binary.rs"]
+mod binary;
 #[path = "support/http.rs"]
 mod http;
 
+use binary::{dataward, text, Engine};
+
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use http::{Api, FakeApi, Recorded, AIRFLOW_USER};
@@ -21,33 +25,6 @@ use serde_json::Value;
 const PASSWORD: &str = "af-timeout-Qm81xZ";
 const PASSWORD_ENV: &str = "DW_TEST_AIRFLOW_TIMEOUT_PASSWORD";
 const DAG: &str = "dw_hourly_dbt";
-
-fn dataward(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dataward"))
-        .args(args)
-        .arg("--data-dir")
-        .arg(dir)
-        .output()
-        .expect("the binary runs")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// An engine process; killed when dropped.
-struct Engine(Child);
-
-impl Drop for Engine {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 use any_user::{as_user, team};
 
