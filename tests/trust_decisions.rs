@@ -7,16 +7,19 @@
 mod any_user;
 #[path = "support/binary.rs"]
 mod binary;
+#[path = "support/state.rs"]
+mod state_db;
 mod story;
 
 use binary::{dataward, text, Engine};
+use state_db::{decisions, pending_intents, proposal, state};
 
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::Connection;
 use serde_json::Value;
 
 fn spawn_dataward(args: &[&str], dir: &Path) -> Child {
@@ -112,55 +115,10 @@ fn show(dir: &Path) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// (id, content hash, the body's job if any) of the incident's proposal of `kind`.
-fn proposal(incident: &Value, kind: &str) -> (String, String, Option<String>) {
-    let p = incident["proposals"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["kind"] == kind)
-        .unwrap();
-    (
-        p["id"].as_str().unwrap().to_string(),
-        p["content_hash"].as_str().unwrap().to_string(),
-        p["body"]["job"].as_str().map(str::to_string),
-    )
-}
-
-/// A read-only look at the state database while the engine runs.
-fn state(dir: &Path) -> Connection {
-    Connection::open_with_flags(dir.join("dataward.db"), OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap()
-}
-
-/// Chain records about `proposal` of `kind` (a decision: with its verdict).
-fn decisions(dir: &Path, proposal: &str) -> Vec<String> {
-    let conn = state(dir);
-    let mut stmt = conn
-        .prepare(
-            "SELECT json_extract(payload, '$.verdict') FROM chain
-             WHERE kind = 'decision' AND json_extract(payload, '$.proposal') = ?1",
-        )
-        .unwrap();
-    stmt.query_map([proposal], |r| r.get(0))
-        .unwrap()
-        .collect::<rusqlite::Result<_>>()
-        .unwrap()
-}
-
 fn incident_status(dir: &Path) -> String {
     state(dir)
         .query_row(
             "SELECT status FROM incident WHERE id = 'INC-0001'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap()
-}
-
-fn pending_intents(dir: &Path) -> i64 {
-    state(dir)
-        .query_row(
-            "SELECT count(*) FROM intent WHERE status = 'pending'",
             [],
             |r| r.get(0),
         )

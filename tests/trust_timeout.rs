@@ -10,8 +10,11 @@ mod any_user;
 mod binary;
 #[path = "support/http.rs"]
 mod http;
+#[path = "support/state.rs"]
+mod state_db;
 
 use binary::{dataward, text, Engine};
+use state_db::{decisions, pending_intents, proposal, state};
 
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -19,7 +22,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use http::{Api, FakeApi, Recorded, AIRFLOW_USER};
-use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
 
 const PASSWORD: &str = "af-timeout-Qm81xZ";
@@ -72,21 +74,6 @@ fn demo_with_pending_proposals(dir: &Path) -> Value {
     incident
 }
 
-/// (id, content hash, the body's job if any) of the incident's proposal of `kind`.
-fn proposal(incident: &Value, kind: &str) -> (String, String, Option<String>) {
-    let p = incident["proposals"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["kind"] == kind)
-        .unwrap();
-    (
-        p["id"].as_str().unwrap().to_string(),
-        p["content_hash"].as_str().unwrap().to_string(),
-        p["body"]["job"].as_str().map(str::to_string),
-    )
-}
-
 /// The demo estate's config with its orchestrator swapped for Airflow at `base_url`,
 /// `job` mapped to [`DAG`], a one-second limit on each call, requests that do not
 /// expire, and a second owner, dw-alice, reaching the engine through group dw-team.
@@ -137,25 +124,6 @@ fn serve(config: &Path, dir: &Path) -> Engine {
     engine
 }
 
-fn state(dir: &Path) -> Connection {
-    Connection::open_with_flags(dir.join("dataward.db"), OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap()
-}
-
-/// The verdicts on the chain about `proposal`.
-fn decisions(dir: &Path, proposal: &str) -> Vec<String> {
-    let conn = state(dir);
-    let mut stmt = conn
-        .prepare(
-            "SELECT json_extract(payload, '$.verdict') FROM chain
-             WHERE kind = 'decision' AND json_extract(payload, '$.proposal') = ?1",
-        )
-        .unwrap();
-    stmt.query_map([proposal], |r| r.get(0))
-        .unwrap()
-        .collect::<rusqlite::Result<_>>()
-        .unwrap()
-}
-
 /// The errors of the chain's `intent_failed` records that pause `job`.
 fn failed_pauses(dir: &Path, job: &str) -> Vec<String> {
     let conn = state(dir);
@@ -171,16 +139,6 @@ fn failed_pauses(dir: &Path, job: &str) -> Vec<String> {
     stmt.query_map([job], |r| r.get(0))
         .unwrap()
         .collect::<rusqlite::Result<_>>()
-        .unwrap()
-}
-
-fn pending_intents(dir: &Path) -> i64 {
-    state(dir)
-        .query_row(
-            "SELECT count(*) FROM intent WHERE status = 'pending'",
-            [],
-            |r| r.get(0),
-        )
         .unwrap()
 }
 
