@@ -13,6 +13,7 @@ use std::path::Path;
 use super::artifacts::{Artifacts, ColumnTest, Freshness, TableKind, TableNode};
 use super::project::{Connection, DbtProject, Postgres, Target};
 use crate::lineage::{passed_through, CatalogColumn, Dialect};
+use crate::warehouse::quote_ident;
 
 /// What `init` writes and what it says about it.
 pub struct Generated {
@@ -445,33 +446,28 @@ fn url_hint(pg: &Postgres, _target: &Target, var: &str) -> (String, Option<Strin
     )
 }
 
-/// A PostgreSQL identifier, quoted: any name as it is, its case kept.
-fn sql_identifier(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
-
 /// The statements that make [`READ_ONLY_ROLE`] able to read the watched `schemas`
 /// and nothing more: today's tables, and (dbt drops and recreates a table on every
 /// run, which drops its grants) the tables dbt's user makes there later.
 pub fn read_only_grants(pg: &Postgres, schemas: &BTreeSet<String>) -> Vec<String> {
-    let role = sql_identifier(READ_ONLY_ROLE);
+    let role = quote_ident(READ_ONLY_ROLE);
     let mut lines = vec![
         format!("CREATE ROLE {role} LOGIN;"),
         format!("\\password {role}"),
         format!(
             "GRANT CONNECT ON DATABASE {} TO {role};",
-            sql_identifier(&pg.dbname)
+            quote_ident(&pg.dbname)
         ),
     ];
     for schema in schemas {
-        let schema = sql_identifier(schema);
+        let schema = quote_ident(schema);
         lines.push(format!("GRANT USAGE ON SCHEMA {schema} TO {role};"));
         lines.push(format!(
             "GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {role};"
         ));
         lines.push(format!(
             "ALTER DEFAULT PRIVILEGES FOR ROLE {} IN SCHEMA {schema} GRANT SELECT ON TABLES TO {role};",
-            sql_identifier(&pg.user)
+            quote_ident(&pg.user)
         ));
     }
     lines
@@ -1143,9 +1139,9 @@ mod tests {
 
     #[test]
     fn sql_identifiers_are_quoted_whatever_they_hold() {
-        assert_eq!(sql_identifier("raw"), "\"raw\"");
-        assert_eq!(sql_identifier("Raw Data"), "\"Raw Data\"");
-        assert_eq!(sql_identifier("we\"ird"), "\"we\"\"ird\"");
+        assert_eq!(quote_ident("raw"), "\"raw\"");
+        assert_eq!(quote_ident("Raw Data"), "\"Raw Data\"");
+        assert_eq!(quote_ident("we\"ird"), "\"we\"\"ird\"");
     }
 
     #[test]
