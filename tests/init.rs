@@ -572,3 +572,48 @@ fn a_newline_in_a_model_name_cannot_forge_a_line_of_inits_output() {
     );
     Config::load(&dir.path().join("out/config.toml")).unwrap();
 }
+
+/// dbt v2's own project and artifacts (tests/fixtures/dbt_v2: the manifest and
+/// run_results.json dbt Core v2 wrote when it built that project into DuckDB): init
+/// reads the manifest and names the run results for the engine to read.
+#[test]
+fn init_on_a_dbt_v2_project_reads_its_manifest_and_names_its_run_results() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dbt_v2");
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    for file in ["dbt_project.yml", "profiles.yml"] {
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::copy(fixtures.join("project").join(file), project.join(file)).unwrap();
+    }
+    std::fs::create_dir_all(project.join("target")).unwrap();
+    for file in ["manifest.json", "run_results.json"] {
+        std::fs::copy(fixtures.join(file), project.join("target").join(file)).unwrap();
+    }
+    let output = init_in(dir.path(), &[]);
+    let (stdout, stderr) = text(&output);
+    // DuckDB's monitors are another matter (exit 2 while it cannot be watched); the
+    // artifacts are read either way.
+    assert!(
+        matches!(output.status.code(), Some(0 | 2)),
+        "{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("target/manifest.json"), "{stdout}");
+    let out = dir.path().join("out/config.toml");
+    let config = Config::load(&out).unwrap();
+    let lineage = config.lineage.as_ref().expect("a [lineage] section");
+    assert_eq!(
+        lineage.run_results.as_deref(),
+        Some(project.join("target/run_results.json").as_path())
+    );
+    let loaded =
+        dataward::lineage::Lineage::load(&config.resolve(&lineage.manifest), None).unwrap();
+    assert!(loaded.resolve("model.shop.stg_payments").is_ok());
+    let run = dataward::lineage::run_results::load(
+        &config.resolve(lineage.run_results.as_ref().unwrap()),
+    )
+    .unwrap();
+    assert_eq!(run.results.len(), 10);
+    // The source dbt v2 declared is watched (or written to be, once DuckDB is).
+    let written = std::fs::read_to_string(&out).unwrap();
+    assert!(written.contains("table = \"raw.payments\""), "{written}");
+}

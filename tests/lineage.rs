@@ -556,3 +556,145 @@ fn hubspot_catalog_attaches_column_types() {
         .count();
     assert!(with_types > 200, "only {with_types} nodes got types");
 }
+
+// ---------------------------------------------------------------------------------
+// dbt v2 (the Fusion engine, dbt Core v2): tests/fixtures/dbt_v2, whose README says
+// which file a real dbt wrote and which was written by hand from dbt's schema.
+
+fn dbt_v2(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/dbt_v2")
+        .join(name)
+}
+
+#[test]
+fn dbt_v2_manifest_and_run_results_load_and_every_result_names_a_node_in_lineage() {
+    use dataward::lineage::run_results::{self, NodeStatus};
+    let lineage = Lineage::load(&dbt_v2("manifest.json"), None).unwrap();
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(dbt_v2("manifest.json")).unwrap()).unwrap();
+    for from in ["source.shop.raw.payments", "seed.shop.raw_orders"] {
+        let expected = child_map_closure(&manifest, from);
+        let start = lineage.resolve(from).unwrap();
+        let found: BTreeSet<String> = lineage
+            .graph()
+            .node_indices()
+            .filter(|&n| n != start && lineage.is_downstream(start, n))
+            .map(|n| lineage.node(n).unique_id.clone())
+            .collect();
+        assert_eq!(
+            found,
+            expected.keys().cloned().collect::<BTreeSet<_>>(),
+            "{from}"
+        );
+    }
+
+    let run = run_results::load(&dbt_v2("run_results.json")).unwrap();
+    assert_eq!(
+        run.generated_at.as_deref(),
+        Some("2026-12-02T13:48:02.344234116Z")
+    );
+    let mut statuses = BTreeMap::new();
+    for result in &run.results {
+        assert!(
+            lineage.resolve(&result.unique_id).is_ok(),
+            "{}",
+            result.unique_id
+        );
+        *statuses
+            .entry(result.status.as_str().to_string())
+            .or_insert(0) += 1;
+    }
+    assert_eq!(
+        statuses,
+        BTreeMap::from([
+            ("error".to_string(), 1),
+            ("fail".to_string(), 1),
+            ("pass".to_string(), 2),
+            ("skipped".to_string(), 4),
+            ("success".to_string(), 2),
+        ])
+    );
+    let failed = run.get("model.shop.stg_payments").unwrap();
+    assert_eq!(failed.status, NodeStatus::Error);
+    assert!(failed.message.as_deref().unwrap().contains(
+        "No function matches the given name and argument types '/(VARCHAR, INTEGER_LITERAL)'"
+    ));
+    let skipped = run.get("model.shop.orders").unwrap();
+    assert_eq!(
+        skipped.message.as_deref(),
+        Some("Skipped due to upstream failure")
+    );
+}
+
+#[test]
+fn dbt_v2_run_statuses_are_read_in_any_case_and_reused_is_not_a_failure() {
+    use dataward::lineage::run_results::{self, NodeStatus};
+    let run = run_results::load(&dbt_v2("run_results_by_hand.json")).unwrap();
+    let read: Vec<(&str, &str, bool)> = run
+        .results
+        .iter()
+        .map(|r| {
+            (
+                r.unique_id.as_str(),
+                r.status.as_str(),
+                r.status.is_failure(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        read,
+        vec![
+            ("seed.shop.raw_orders", "reused", false),
+            ("model.shop.stg_orders", "reused", false),
+            ("model.shop.stg_payments", "error", true),
+            ("model.shop.orders", "skipped", false),
+            ("model.shop.customers", "success", false),
+            (
+                "test.shop.not_null_stg_orders_amount.2546645448",
+                "fail",
+                true
+            ),
+            (
+                "test.shop.unique_stg_orders_order_id.e3b841c71a",
+                "pass",
+                false
+            ),
+            (
+                "test.shop.not_null_stg_orders_order_id.81cfe2fe64",
+                "warn",
+                false
+            ),
+            (
+                "test.shop.unique_customers_customer_id.c5af1ff4b1",
+                "runtime error",
+                true
+            ),
+        ]
+    );
+    // Every status is one dbt documents: none is kept as an unknown word.
+    assert!(
+        run.results
+            .iter()
+            .all(|r| !matches!(r.status, NodeStatus::Other(_))),
+        "{:?}",
+        run.results
+    );
+    // Results without message, failures, compiled or timing.
+    let reused = run.get("model.shop.stg_orders").unwrap();
+    assert_eq!(
+        (reused.message.as_deref(), reused.completed_at.as_deref()),
+        (None, None)
+    );
+    let failed_test = run
+        .get("test.shop.not_null_stg_orders_amount.2546645448")
+        .unwrap();
+    assert_eq!(failed_test.message, None);
+    assert_eq!(
+        run.get("model.shop.stg_payments")
+            .unwrap()
+            .completed_at
+            .as_deref(),
+        Some("2026-12-02T14:04:59.950000000Z")
+    );
+}

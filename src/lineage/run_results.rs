@@ -41,7 +41,9 @@ pub struct NodeResult {
 
 /// A result's `status`. Models and seeds end `success`, `error` or `skipped`; tests
 /// `pass`, `fail`, `warn`, `error` or `skipped`; source freshness may end in
-/// `runtime error`. Anything else dbt invents later is kept as written.
+/// `runtime error`; dbt v2 (Fusion) writes `reused` for a node it did not run because
+/// nothing it reads changed. Read in any case, since dbt v2 names them in its own
+/// words' case (`Error`, `Pass`); anything else dbt invents later is kept as written.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum NodeStatus {
     Success,
@@ -51,12 +53,14 @@ pub enum NodeStatus {
     Warn,
     Pass,
     RuntimeError,
+    /// Not run: the relation from an earlier run stands. Neither a failure nor a build.
+    Reused,
     Other(String),
 }
 
 impl NodeStatus {
     pub fn parse(text: &str) -> NodeStatus {
-        match text {
+        match text.trim().to_ascii_lowercase().as_str() {
             "success" => NodeStatus::Success,
             "error" => NodeStatus::Error,
             "fail" => NodeStatus::Fail,
@@ -64,11 +68,12 @@ impl NodeStatus {
             "warn" => NodeStatus::Warn,
             "pass" => NodeStatus::Pass,
             "runtime error" => NodeStatus::RuntimeError,
-            other => NodeStatus::Other(other.to_string()),
+            "reused" => NodeStatus::Reused,
+            _ => NodeStatus::Other(text.to_string()),
         }
     }
 
-    /// As dbt writes it.
+    /// As dbt Core writes it (lowercase).
     pub fn as_str(&self) -> &str {
         match self {
             NodeStatus::Success => "success",
@@ -78,6 +83,7 @@ impl NodeStatus {
             NodeStatus::Warn => "warn",
             NodeStatus::Pass => "pass",
             NodeStatus::RuntimeError => "runtime error",
+            NodeStatus::Reused => "reused",
             NodeStatus::Other(text) => text,
         }
     }
