@@ -32,8 +32,8 @@ pub fn render(frame: &mut Frame, app: &App) {
     bars::render_status(frame, status, app);
     bars::render_hints(frame, hints, app);
     match &app.overlay {
-        Overlay::Help { scroll } => crate::console::help::render(frame, app, *scroll),
-        Overlay::AlertOutbox { scroll } => alerts::render(frame, app, *scroll),
+        Overlay::Help(help) => crate::console::help::render(frame, app, help),
+        Overlay::AlertOutbox(outbox) => alerts::render(frame, app, outbox.scroll),
         Overlay::Reason(modal) => reason::render(frame, app, modal),
         Overlay::Prompt(_) | Overlay::None => {}
     }
@@ -44,8 +44,9 @@ mod tests {
     use super::*;
     use crate::console::fixtures::sample_snapshot;
     use crate::console::keys;
+    use crate::console::screens::detail::Pane;
+    use crate::console::state::Screen;
     use crate::console::state::{update, Action};
-    use crate::console::state::{Pane, Screen};
     use crate::console::theme::Theme;
     use crate::console::widgets::pane_block;
     use crate::engine::api::IncidentStatus;
@@ -404,7 +405,7 @@ mod tests {
         let rows_drawn = app.drawn.monitor_rows.get().height as usize;
         assert!(rows_drawn > 2, "{rows_drawn}");
         update(&mut app, Action::PageDown);
-        assert_eq!(app.monitor_selected, rows_drawn);
+        assert_eq!(app.list.monitors.selected, rows_drawn);
         update(&mut app, Action::Bottom);
         for (width, height) in SIZES {
             let screen = draw(&app, width, height);
