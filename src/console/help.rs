@@ -382,9 +382,12 @@ mod tests {
     use crate::console::fixtures::sample_snapshot;
     use crate::console::keys::press;
     use crate::console::state::{update, Action};
+    use crate::console::test_support::sample_app;
     use crate::console::theme::Theme;
+    use crate::console::widgets::pane_block;
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
     use ratatui::backend::TestBackend;
+    use ratatui::layout::Rect;
     use ratatui::Terminal;
 
     fn draw(app: &App, width: u16, height: u16) -> String {
@@ -468,6 +471,88 @@ mod tests {
         assert_eq!(wrap("", 4), [""]);
         for piece in wrap(&"word ".repeat(30), 17) {
             assert!(piece.chars().count() <= 17, "{piece:?}");
+        }
+    }
+
+    #[test]
+    fn help_lists_close_and_reopen_except_read_only() {
+        let mut app = sample_app(false);
+        update(&mut app, Action::Help);
+        let help = draw(&app, 120, 80);
+        for line in [
+            "C                 ⚠ close the incident by hand (reason required)",
+            "O                 ⚠ reopen the resolved incident (reason required)",
+        ] {
+            assert!(help.contains(line), "{line:?} in\n{help}");
+        }
+        app.read_only = true;
+        let help = draw(&app, 120, 80);
+        assert!(help.contains("read-only console"), "{help}");
+        assert!(!help.contains("close the incident by hand"), "{help}");
+        assert!(!help.contains("reopen the resolved incident"), "{help}");
+    }
+
+    /// The help as one text: borders gone, wrapped lines joined, spaces collapsed.
+    fn help_text(app: &App, width: u16) -> String {
+        let height = 500;
+        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+        terminal
+            .draw(|frame| crate::console::view::render(frame, app))
+            .unwrap();
+        let inner = pane_block("", true, &app.theme)
+            .inner(crate::console::help::area(Rect::new(0, 0, width, height)));
+        let buffer = terminal.backend().buffer();
+        let mut text = String::new();
+        for y in inner.top()..inner.bottom() {
+            for x in inner.left()..inner.right() {
+                text.push_str(buffer[(x, y)].symbol());
+            }
+            text.push(' ');
+        }
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    /// A read-only console's help lists no key and no command that decides: `:stop`,
+    /// `:lift` and the rest are gone with the keys.
+    #[test]
+    fn read_only_help_lists_no_dangerous_command() {
+        let mut app = sample_app(false);
+        update(&mut app, Action::Help);
+        let help = help_text(&app, 120);
+        for command in [":stop", ":lift", ":resolve", ":reopen", ":accept"] {
+            assert!(help.contains(command), "{command} in\n{help}");
+        }
+        app.read_only = true;
+        let help = help_text(&app, 120);
+        for command in [":stop", ":lift", ":resolve", ":reopen", ":accept"] {
+            assert!(!help.contains(command), "{command} in\n{help}");
+        }
+        assert!(!help.contains('⚠'), "{help}");
+        assert!(help.contains(":theme"), "{help}");
+    }
+
+    /// Every line of help fits: a description too long for the overlay wraps under
+    /// itself instead of being cut, at any width.
+    #[test]
+    fn every_line_of_help_fits() {
+        let mut app = sample_app(false);
+        update(&mut app, Action::Help);
+        for width in [120, 80, 60, 40] {
+            let help = help_text(&app, width);
+            for binding in keys::available(&app.keymap, false) {
+                assert!(
+                    help.contains(binding.description),
+                    "{width} columns: {:?} is cut in\n{help}",
+                    binding.description
+                );
+            }
+            for command in keys::commands(false) {
+                assert!(
+                    help.contains(&command.described()),
+                    "{width} columns: {:?} is cut in\n{help}",
+                    command.described()
+                );
+            }
         }
     }
 }

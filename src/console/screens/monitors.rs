@@ -180,3 +180,30 @@ pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
     let table = sized_table(rows, &widths).header(header).block(block);
     frame.render_widget(table, area);
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::console::test_support::{draw, drawn_in, sample_app, style_of};
+
+    /// Low, high, late and changed are breaches: the crit style and a ✗, as the engine
+    /// words them, where they used to get the neutral grey dot.
+    #[test]
+    fn a_breached_monitor_is_drawn_as_a_breach() {
+        use crate::engine::api::VerdictKind;
+        let mut app = sample_app(false);
+        let theme = app.theme.clone();
+        let screen = draw(&app, 120, 40);
+        assert!(screen.contains("✗ low"), "{screen}");
+        assert!(screen.contains("✗ changed"), "{screen}");
+        assert!(drawn_in(style_of(&app, 120, 40, "✗ low"), theme.crit));
+        assert!(drawn_in(style_of(&app, 120, 40, "✗ changed"), theme.crit));
+        assert!(drawn_in(style_of(&app, 120, 40, "✓ ok "), theme.ok));
+        for (kind, word) in [(VerdictKind::High, "✗ high"), (VerdictKind::Late, "✗ late")] {
+            app.snapshot.monitors[0].verdict = kind;
+            assert!(
+                drawn_in(style_of(&app, 120, 40, word), theme.crit),
+                "{word}"
+            );
+        }
+    }
+}

@@ -1,7 +1,11 @@
 use super::*;
 use crate::console::fixtures::{sample_snapshot, DRAFT_RECEIPT};
 use crate::console::state::update;
-use crate::console::test_support::{detail_on_diff, press, press_with, sample_app};
+use crate::console::state::{Action, App, Overlay, Screen};
+use crate::console::test_support::{
+    detail_app, detail_on_diff, draw, press, press_with, sample_app,
+};
+use crate::console::theme::Theme;
 use crate::engine::api::IncidentStatus;
 use crossterm::event::{KeyCode, KeyModifiers};
 
@@ -103,4 +107,59 @@ fn receipt_opens_only_when_there_is_one() {
     press(&mut app, KeyCode::Esc);
     assert!(!app.detail.as_ref().unwrap().receipt_open);
     assert_eq!(app.screen, Screen::Detail);
+}
+
+/// A proposal on a job nobody names an owner for waits for its domain's owners: the
+/// proposals table says who that is, never the placeholder "unknown-owner".
+#[test]
+fn the_proposals_table_names_who_decides_not_the_placeholder_owner() {
+    let mut snapshot = sample_snapshot();
+    let hold = &mut snapshot.incidents[0].proposals[0];
+    hold.owner = "unknown-owner".into();
+    hold.deciders = vec!["jaffle-owner".into()];
+    let mut app = App::new(false, Theme::fallback(), None, false);
+    update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
+    update(&mut app, Action::Open);
+    let screen = draw(&app, 160, 45);
+    assert!(!screen.contains("unknown-owner"), "{screen}");
+    let row = screen.lines().find(|l| l.contains(" hold ")).unwrap();
+    assert!(row.contains("jaffle-owner"), "{row}");
+}
+
+/// Below the size where a row fits, or with the timeline over the panes, a key does
+/// not act on what the person cannot see: it says why instead.
+#[test]
+fn a_key_refuses_to_act_on_what_the_last_frame_left_out() {
+    let mut app = sample_app(false);
+    draw(&app, 40, 6);
+    update(&mut app, Action::Open);
+    assert_eq!(app.screen, Screen::List);
+    let said = app.message.clone().unwrap_or_default();
+    assert!(said.contains("INC-7 is not on screen"), "{said}");
+    draw(&app, 40, 10);
+    update(&mut app, Action::Open);
+    assert_eq!(app.screen, Screen::Detail);
+
+    let mut app = detail_app();
+    draw(&app, 40, 10);
+    update(&mut app, Action::ToggleTimeline);
+    let screen = draw(&app, 120, 40);
+    assert!(
+        !screen.contains("a approve"),
+        "no hint for what would refuse:\n{screen}"
+    );
+    draw(&app, 40, 10);
+    update(&mut app, Action::Approve);
+    assert!(matches!(app.overlay, Overlay::None), "no reason box opened");
+    let said = app.message.clone().unwrap_or_default();
+    assert!(said.contains("is not on screen"), "{said}");
+    update(&mut app, Action::ToggleTimeline);
+    assert!(draw(&app, 120, 40).contains("a approve"));
+    draw(&app, 40, 10);
+    update(&mut app, Action::Approve);
+    assert!(
+        matches!(app.overlay, Overlay::Reason(_)),
+        "{:?}",
+        app.message
+    );
 }
