@@ -147,7 +147,7 @@ pub(crate) fn render_status(frame: &mut Frame, area: Rect, app: &App) {
 pub(crate) fn render_hints(frame: &mut Frame, area: Rect, app: &App) {
     let theme = &app.theme;
     if let Overlay::Prompt(prompt) = &app.overlay {
-        crate::console::prompt::render(frame, area, app, prompt);
+        crate::console::overlays::prompt::render(frame, area, app, prompt);
         return;
     }
     // Whole hints or none: a hint cut in half reads as a different key.

@@ -12,7 +12,7 @@ use ratatui::Frame;
 
 use crate::console::action::{self, step, Action};
 use crate::console::keys;
-use crate::console::prompt::{self, Prompt, PromptKind};
+use crate::console::overlays::prompt::{self, Prompt, PromptKind};
 use crate::console::state::{App, Overlay};
 use crate::console::widgets::{centered, cut, cut_spans, pane_block, width_of};
 

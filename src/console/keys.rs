@@ -1,6 +1,7 @@
 //! The one key registry. Every binding is listed once, here, with its description and
 //! context; the `?` help, the footer hints and read-only mode all read this table, so
-//! they cannot drift from what the keys actually do.
+//! they cannot drift from what the keys actually do. A key press is read in it by
+//! `keys/press.rs`; the screens and overlays get the action, never the key.
 
 use crossterm::event::{KeyCode, KeyModifiers};
 
@@ -271,7 +272,7 @@ pub static BINDINGS: &[Binding] = &[
     bind(&[ctrl('w'), ctrl_key(Backspace)], "Ctrl-W", Action::Line(LineOp::CutWord), "delete the word before the cursor", Prompt),
 ];
 
-/// What a `:` command does; `state::run_command_line` carries it out.
+/// What a `:` command does; `commands::run` carries it out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verb {
     Quit,

@@ -22,7 +22,6 @@ pub mod mouse;
 pub mod overlays;
 pub mod prefs;
 pub mod presence;
-pub mod prompt;
 pub mod screens;
 pub mod state;
 pub mod symptoms;

@@ -2,15 +2,15 @@
 //! resizes all become an [`Action`]; [`update`] applies it: what concerns the whole
 //! console (the snapshot, the link, quitting) here, the rest to the overlay that is open
 //! and then the screen on top, each of which owns its state and handles its own keys
-//! (`screens/`, `overlays/`, `help.rs`, `prompt.rs`). Commands for the engine are
+//! (`screens/`, `overlays/`, `help.rs`). Commands for the engine are
 //! queued in `outbox` rather than sent from here, so this does no I/O and tests can
 //! drive it directly.
 
 use crate::console::help::Help;
 use crate::console::incoming::{self, Prepared};
 use crate::console::overlays::alerts::{self, Alerts};
+use crate::console::overlays::prompt::{self, Histories, Prompt, PromptKind};
 use crate::console::overlays::reason::{self, ReasonModal};
-use crate::console::prompt::{self, Histories, Prompt, PromptKind};
 use crate::console::screens::detail::{self, Detail};
 use crate::console::screens::list::{self, ListScreen};
 use crate::console::theme::{Theme, ThemeFile};
@@ -34,7 +34,7 @@ pub enum Overlay {
     AlertOutbox(Alerts),
     /// The box a decision's reason is typed in (`overlays/reason.rs`).
     Reason(Box<ReasonModal>),
-    /// The `:` command line or the `/` filter (`prompt.rs`).
+    /// The `:` command line or the `/` filter (`overlays/prompt.rs`).
     Prompt(Prompt),
 }
 

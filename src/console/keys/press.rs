@@ -267,7 +267,7 @@ pub fn hints(app: &App) -> Vec<(&str, &'static str)> {
 }
 
 /// Whether `action` acts on what the frame being drawn left out, or would be refused
-/// before it asks anything (`state::refused_up_front`): such a key would only refuse,
+/// before it asks anything (`screens::detail::refused_up_front`): such a key would only refuse,
 /// so its hint is not offered. (The hints are drawn after the screen.)
 fn acts_on_left_out(app: &App, action: &Action) -> bool {
     let drawn = &app.drawn;
