@@ -292,7 +292,7 @@ fn main() {
         }
     }
     update(&mut app, Action::Submit);
-    assert_eq!(app.filter, FILTER, "the filter was typed whole");
+    assert_eq!(app.list.filter, FILTER, "the filter was typed whole");
     let shown = app.visible_incidents().len();
     let filtered = frames(&mut app, &mut terminal);
     report(
@@ -342,7 +342,7 @@ fn main() {
     );
     // Sorted by a column, each change sorts the list again on the input path.
     let mut app = app_with(snapshot.clone());
-    while !app.list.describe().contains("title") {
+    while !app.list.view.describe().contains("title") {
         update(&mut app, Action::SortNext);
     }
     let (applying, _) = changes(&mut app, snapshot);

@@ -147,7 +147,7 @@ pub(crate) fn render_status(frame: &mut Frame, area: Rect, app: &App) {
 pub(crate) fn render_hints(frame: &mut Frame, area: Rect, app: &App) {
     let theme = &app.theme;
     if let Overlay::Prompt(prompt) = &app.overlay {
-        crate::console::prompt::render(frame, area, app, prompt);
+        crate::console::overlays::prompt::render(frame, area, app, prompt);
         return;
     }
     // Whole hints or none: a hint cut in half reads as a different key.
@@ -173,4 +173,56 @@ pub(crate) fn render_hints(frame: &mut Frame, area: Rect, app: &App) {
 /// "first poll: 37 of 120 tables": the engine's first poll while it is slow.
 pub(crate) fn first_poll(poll: &FirstPoll) -> String {
     format!("first poll: {} of {} tables", poll.done, poll.total)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::console::fixtures::sample_snapshot;
+    use crate::console::state::{update, Action, App};
+    use crate::console::test_support::draw;
+    use crate::console::theme::Theme;
+
+    /// A hold on a job a cron runs (dbt Core) is asked of people, not carried out: the
+    /// bar never says paused (it did while the cron kept running), and when the job's
+    /// own runs show it ran after the hold, the bar says so.
+    #[test]
+    fn a_hold_on_a_cron_says_it_was_asked_and_whether_the_job_ran_since() {
+        let mut snapshot = sample_snapshot();
+        snapshot.pipelines[1].state = crate::engine::api::PipelineState::HoldAsked;
+        let mut app = App::new(false, Theme::fallback(), None, false);
+        update(
+            &mut app,
+            Action::SnapshotArrived(Box::new(snapshot.clone())),
+        );
+        let screen = draw(&app, 160, 45);
+        let bar = screen.lines().next().unwrap();
+        assert!(
+            bar.contains("hourly dbt job ✋ hold asked: stop the cron yourself"),
+            "{bar}"
+        );
+        assert!(!bar.contains("paused"), "{bar}");
+        snapshot.pipelines[1].ran_after_hold = Some("2026-11-24T14:30:02Z".into());
+        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
+        let screen = draw(&app, 160, 45);
+        let bar = screen.lines().next().unwrap();
+        assert!(
+            bar.contains(
+                "hourly dbt job ■ hold asked, yet it ran at 14:30: stop the cron yourself"
+            ),
+            "{bar}"
+        );
+    }
+
+    #[test]
+    fn read_only_and_stopped_engine_show_in_the_status_bar() {
+        let mut app = App::new(true, Theme::fallback(), None, false);
+        update(
+            &mut app,
+            Action::SnapshotArrived(Box::new(sample_snapshot())),
+        );
+        update(&mut app, Action::EngineStopped);
+        let screen = draw(&app, 120, 40);
+        assert!(screen.contains("read-only"));
+        assert!(screen.contains("engine stopped"));
+    }
 }

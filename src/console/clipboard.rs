@@ -6,7 +6,9 @@
 
 use std::io::{self, Write};
 
-use crate::console::state::{App, ListPane, Pane, Screen};
+use crate::console::screens::detail::Pane;
+use crate::console::screens::list::ListPane;
+use crate::console::state::{App, Screen};
 use crate::engine::api::ProposalBody;
 
 /// What `:copy` takes.
@@ -39,9 +41,11 @@ impl Target {
 /// Markdown. `Err` says why there is nothing.
 pub fn what_shows(app: &App) -> Result<(String, &'static str), String> {
     match app.screen {
-        Screen::List if app.list_pane == ListPane::Monitors => app
-            .monitor_order
-            .get(app.monitor_selected)
+        Screen::List if app.list.pane == ListPane::Monitors => app
+            .list
+            .monitors
+            .order
+            .get(app.list.monitors.selected)
             .and_then(|at| app.snapshot.monitors.get(*at))
             .map(|monitor| (monitor.name.clone(), "monitor's name"))
             .ok_or_else(|| "no monitor selected".to_string()),

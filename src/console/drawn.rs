@@ -8,7 +8,7 @@ use std::cell::Cell;
 
 use ratatui::layout::Rect;
 
-use crate::console::state::Pane;
+use crate::console::screens::detail::Pane;
 
 #[derive(Debug, Default)]
 pub struct Drawn {

@@ -10,9 +10,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 use ratatui::Frame;
 
+use crate::console::action::{self, step, Action};
 use crate::console::keys;
-use crate::console::prompt::{self, Prompt};
-use crate::console::state::{App, Overlay, PromptKind};
+use crate::console::overlays::prompt::{self, Prompt, PromptKind};
+use crate::console::state::{App, Overlay};
 use crate::console::widgets::{centered, cut, cut_spans, pane_block, width_of};
 
 /// The help's search: the line while it is typed, what was last searched for (for `n`
@@ -26,18 +27,61 @@ pub struct Search {
     pub at: Option<usize>,
 }
 
-/// `/` in the help.
-pub fn start_search(app: &mut App) {
-    prompt::open(app, PromptKind::HelpSearch);
+/// The help overlay: how far it is scrolled, and its search.
+#[derive(Debug, Clone, Default)]
+pub struct Help {
+    pub scroll: usize,
+    pub search: Search,
+}
+
+/// The open help, if it is open.
+fn open(app: &App) -> Option<&Help> {
+    match &app.overlay {
+        Overlay::Help(help) => Some(help),
+        _ => None,
+    }
+}
+
+fn open_mut(app: &mut App) -> Option<&mut Help> {
+    match &mut app.overlay {
+        Overlay::Help(help) => Some(help),
+        _ => None,
+    }
+}
+
+/// What the help does with `action`: it scrolls and searches; Enter keeps the search
+/// being typed, Esc drops it. False for any other action, and when the help is shut.
+pub fn handle(app: &mut App, action: &Action) -> bool {
+    let Some(help) = open(app) else {
+        return false;
+    };
+    let typing = help.search.typing.is_some();
+    if let Some(delta) = action.distance(action::page(app.drawn.help.get())) {
+        let furthest = max_scroll(app);
+        if let Some(help) = open_mut(app) {
+            help.scroll = step(help.scroll, delta, furthest + 1);
+        }
+        return true;
+    }
+    match action {
+        // `/` in the help: typed on a line over it, which stays open beneath.
+        Action::Search => prompt::open(app, PromptKind::HelpSearch),
+        Action::SearchNext => next_match(app, true),
+        Action::SearchPrevious => next_match(app, false),
+        Action::Submit if typing => finish_search(app),
+        Action::Back if typing => cancel_search(app),
+        _ => return false,
+    }
+    true
 }
 
 /// Each key typed into the search: the first match from the top of the view on.
 pub fn search_typed(app: &mut App, text: &str) {
-    app.help_search.query = text.to_string();
-    let from = match app.overlay {
-        Overlay::Help { scroll } => scroll,
-        _ => 0,
+    let Some(help) = open_mut(app) else {
+        return;
     };
+    help.search.query = text.to_string();
+    let from = help.scroll;
     let found = matches(app);
     let at = found
         .iter()
@@ -47,31 +91,33 @@ pub fn search_typed(app: &mut App, text: &str) {
 }
 
 /// Enter: keep the search for `n` and `N`.
-pub fn finish_search(app: &mut App) {
-    if let Some(line) = app.help_search.typing.take() {
+fn finish_search(app: &mut App) {
+    if let Some(line) = open_mut(app).and_then(|help| help.search.typing.take()) {
         prompt::remember(app, &line);
     }
 }
 
 /// Esc while typing: no search, nothing marked.
-pub fn cancel_search(app: &mut App) {
-    app.help_search = Search::default();
+fn cancel_search(app: &mut App) {
+    if let Some(help) = open_mut(app) {
+        help.search = Search::default();
+    }
 }
 
 /// `n` (forward) and `N`: the match after the one in view (before it), round the end;
 /// with none in view, the first from the top of the view on (before it).
-pub fn next_match(app: &mut App, forward: bool) {
-    if app.help_search.query.is_empty() {
+fn next_match(app: &mut App, forward: bool) {
+    let Some(help) = open(app) else {
+        return;
+    };
+    if help.search.query.is_empty() {
         app.message = Some("nothing searched yet: / searches the help".into());
         return;
     }
+    let (from, at) = (help.scroll, help.search.at);
     let found = matches(app);
     let len = found.len();
-    let from = match app.overlay {
-        Overlay::Help { scroll } => scroll,
-        _ => 0,
-    };
-    let at = match app.help_search.at {
+    let at = match at {
         _ if len == 0 => None,
         Some(at) if forward => Some((at + 1) % len),
         Some(at) => Some((at + len - 1) % len),
@@ -86,7 +132,10 @@ pub fn next_match(app: &mut App, forward: bool) {
 
 /// The lines holding what is searched for, in order.
 fn matches(app: &App) -> Vec<usize> {
-    let query = app.help_search.query.to_lowercase();
+    let Some(help) = open(app) else {
+        return Vec::new();
+    };
+    let query = help.search.query.to_lowercase();
     if query.is_empty() {
         return Vec::new();
     }
@@ -100,14 +149,14 @@ fn matches(app: &App) -> Vec<usize> {
 
 /// Makes match `at` (of those `found`) the one in view: the help scrolls to show it.
 fn go_to_match(app: &mut App, found: &[usize], at: Option<usize>) {
-    app.help_search.at = at;
-    let Some(line) = at.and_then(|at| found.get(at)) else {
+    let furthest = max_scroll(app);
+    let Some(help) = open_mut(app) else {
         return;
     };
+    help.search.at = at;
     // The match near the top, a line of context above it, as far as the help scrolls.
-    let furthest = max_scroll(app);
-    if let Overlay::Help { scroll } = &mut app.overlay {
-        *scroll = line.saturating_sub(1).min(furthest);
+    if let Some(line) = at.and_then(|at| found.get(at)) {
+        help.scroll = line.saturating_sub(1).min(furthest);
     }
 }
 
@@ -267,7 +316,8 @@ pub fn max_scroll(app: &App) -> usize {
         .saturating_sub(height.max(1))
 }
 
-pub fn render(frame: &mut Frame, app: &App, scroll: usize) {
+pub fn render(frame: &mut Frame, app: &App, help: &Help) {
+    let (scroll, search) = (help.scroll, &help.search);
     let theme = &app.theme;
     let area = area(frame.area());
     let mut block = pane_block("Keys (Esc closes)", true, theme);
@@ -278,7 +328,7 @@ pub fn render(frame: &mut Frame, app: &App, scroll: usize) {
     let scroll = scroll.min(lines.len().saturating_sub(height));
     // Matches underlined, the one in view in the selection's style and marked.
     let found = matches(app);
-    let current = app.help_search.at.and_then(|at| found.get(at)).copied();
+    let current = search.at.and_then(|at| found.get(at)).copied();
     for at in &found {
         let line = &mut lines[*at];
         if Some(*at) == current {
@@ -298,11 +348,11 @@ pub fn render(frame: &mut Frame, app: &App, scroll: usize) {
     // The search on the bottom border comes first, cut with … to the border; the hint
     // that there is more goes beside it only when it fits whole.
     let room = inner.width as usize;
-    let search = if let Some(typing) = &app.help_search.typing {
+    let search = if let Some(typing) = &search.typing {
         Some(Line::from(cut_spans(prompt::line(app, typing).spans, room)))
-    } else if !app.help_search.query.is_empty() {
-        let query = crate::sanitize::for_terminal(&app.help_search.query).into_owned();
-        let told = match app.help_search.at.filter(|at| *at < found.len()) {
+    } else if !search.query.is_empty() {
+        let query = crate::sanitize::for_terminal(&search.query).into_owned();
+        let told = match search.at.filter(|at| *at < found.len()) {
             Some(n) => format!(" /{query}: {} of {} (n N) ", n + 1, found.len()),
             None => format!(" /{query}: no match "),
         };
@@ -332,9 +382,12 @@ mod tests {
     use crate::console::fixtures::sample_snapshot;
     use crate::console::keys::press;
     use crate::console::state::{update, Action};
+    use crate::console::test_support::sample_app;
     use crate::console::theme::Theme;
+    use crate::console::widgets::pane_block;
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
     use ratatui::backend::TestBackend;
+    use ratatui::layout::Rect;
     use ratatui::Terminal;
 
     fn draw(app: &App, width: u16, height: u16) -> String {
@@ -392,19 +445,20 @@ mod tests {
         let narrow = draw(&app, 40, 12);
         assert!(narrow.contains(" /tree: 1 of 3 (n N) "), "{narrow}");
         assert!(!narrow.contains("↓ more"), "{narrow}");
-        app.help_search.query = "a much longer search than fits".into();
+        let query = |app: &mut App, text: &str| match &mut app.overlay {
+            Overlay::Help(help) => help.search.query = text.into(),
+            _ => panic!("the help is open"),
+        };
+        query(&mut app, "a much longer search than fits");
         let narrow = draw(&app, 30, 12);
         assert!(narrow.contains(" /a much longer search than…┛"), "{narrow}");
-        app.help_search.query = "tree".into();
+        query(&mut app, "tree");
         // Nothing found says so; Esc while typing drops the search.
         keys(&mut app, "/zzz");
-        assert!(matches!(app.overlay, Overlay::Help { .. }));
+        assert!(matches!(app.overlay, Overlay::Help(_)));
         press(&mut app, KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
-        assert!(
-            matches!(app.overlay, Overlay::Help { .. }),
-            "the help stays"
-        );
-        assert!(app.help_search.query.is_empty());
+        assert!(matches!(app.overlay, Overlay::Help(_)), "the help stays");
+        assert!(matches!(&app.overlay, Overlay::Help(help) if help.search.query.is_empty()));
         keys(&mut app, "q");
         assert!(matches!(app.overlay, Overlay::None));
         assert!(!app.quit);
@@ -417,6 +471,88 @@ mod tests {
         assert_eq!(wrap("", 4), [""]);
         for piece in wrap(&"word ".repeat(30), 17) {
             assert!(piece.chars().count() <= 17, "{piece:?}");
+        }
+    }
+
+    #[test]
+    fn help_lists_close_and_reopen_except_read_only() {
+        let mut app = sample_app(false);
+        update(&mut app, Action::Help);
+        let help = draw(&app, 120, 80);
+        for line in [
+            "C                 ⚠ close the incident by hand (reason required)",
+            "O                 ⚠ reopen the resolved incident (reason required)",
+        ] {
+            assert!(help.contains(line), "{line:?} in\n{help}");
+        }
+        app.read_only = true;
+        let help = draw(&app, 120, 80);
+        assert!(help.contains("read-only console"), "{help}");
+        assert!(!help.contains("close the incident by hand"), "{help}");
+        assert!(!help.contains("reopen the resolved incident"), "{help}");
+    }
+
+    /// The help as one text: borders gone, wrapped lines joined, spaces collapsed.
+    fn help_text(app: &App, width: u16) -> String {
+        let height = 500;
+        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+        terminal
+            .draw(|frame| crate::console::view::render(frame, app))
+            .unwrap();
+        let inner = pane_block("", true, &app.theme)
+            .inner(crate::console::help::area(Rect::new(0, 0, width, height)));
+        let buffer = terminal.backend().buffer();
+        let mut text = String::new();
+        for y in inner.top()..inner.bottom() {
+            for x in inner.left()..inner.right() {
+                text.push_str(buffer[(x, y)].symbol());
+            }
+            text.push(' ');
+        }
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    /// A read-only console's help lists no key and no command that decides: `:stop`,
+    /// `:lift` and the rest are gone with the keys.
+    #[test]
+    fn read_only_help_lists_no_dangerous_command() {
+        let mut app = sample_app(false);
+        update(&mut app, Action::Help);
+        let help = help_text(&app, 120);
+        for command in [":stop", ":lift", ":resolve", ":reopen", ":accept"] {
+            assert!(help.contains(command), "{command} in\n{help}");
+        }
+        app.read_only = true;
+        let help = help_text(&app, 120);
+        for command in [":stop", ":lift", ":resolve", ":reopen", ":accept"] {
+            assert!(!help.contains(command), "{command} in\n{help}");
+        }
+        assert!(!help.contains('⚠'), "{help}");
+        assert!(help.contains(":theme"), "{help}");
+    }
+
+    /// Every line of help fits: a description too long for the overlay wraps under
+    /// itself instead of being cut, at any width.
+    #[test]
+    fn every_line_of_help_fits() {
+        let mut app = sample_app(false);
+        update(&mut app, Action::Help);
+        for width in [120, 80, 60, 40] {
+            let help = help_text(&app, width);
+            for binding in keys::available(&app.keymap, false) {
+                assert!(
+                    help.contains(binding.description),
+                    "{width} columns: {:?} is cut in\n{help}",
+                    binding.description
+                );
+            }
+            for command in keys::commands(false) {
+                assert!(
+                    help.contains(&command.described()),
+                    "{width} columns: {:?} is cut in\n{help}",
+                    command.described()
+                );
+            }
         }
     }
 }

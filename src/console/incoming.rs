@@ -269,10 +269,10 @@ mod tests {
     #[test]
     fn a_filter_set_without_update_still_applies() {
         let mut app = filtered_app("");
-        app.filter = "!customers".into();
+        app.list.filter = "!customers".into();
         assert_eq!(shown(&app), ["INC-7"]);
         app.snapshot.incidents.pop();
-        app.filter.clear();
+        app.list.filter.clear();
         assert_eq!(shown(&app), ["INC-7"]);
     }
 

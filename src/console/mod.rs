@@ -4,8 +4,10 @@
 //! once per frame interval. Nothing redraws on a timer but a countdown on screen, once a
 //! second: over SSH every frame costs.
 
+pub mod action;
 pub mod bars;
 pub mod clipboard;
+pub mod commands;
 pub mod diff;
 pub mod drawn;
 pub mod fixtures;
@@ -20,11 +22,12 @@ pub mod mouse;
 pub mod overlays;
 pub mod prefs;
 pub mod presence;
-pub mod prompt;
 pub mod screens;
 pub mod state;
 pub mod symptoms;
 pub mod terminal;
+#[cfg(test)]
+pub(crate) mod test_support;
 pub mod theme;
 pub mod timeline;
 pub mod tree;

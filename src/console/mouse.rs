@@ -11,7 +11,9 @@ use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::{Position, Rect};
 
 use crate::console::listing::SortColumn;
-use crate::console::state::{self, Action, App, ListPane, Overlay, Pane, Screen};
+use crate::console::screens::detail::Pane;
+use crate::console::screens::list::{self, ListPane};
+use crate::console::state::{self, Action, App, Overlay, Screen};
 use crate::console::widgets::window_start;
 
 /// Rows a turn of the wheel moves.
@@ -90,15 +92,15 @@ fn list_pane_at(app: &mut App, at: Position) -> Option<ListPane> {
     } else {
         return None;
     };
-    app.list_pane = pane;
+    app.list.pane = pane;
     Some(pane)
 }
 
 fn click_list(app: &mut App, at: Position) {
     if app.drawn.list_header.get().contains(at) {
         if let Some(column) = header_column(app, at.x) {
-            app.list_pane = ListPane::Incidents;
-            state::sort_by(app, column);
+            app.list.pane = ListPane::Incidents;
+            list::sort_by(app, column);
         }
         return;
     }
@@ -112,8 +114,8 @@ fn click_list(app: &mut App, at: Position) {
                 return;
             }
             let index = app.drawn.monitor_start.get() + usize::from(at.y - rows.y);
-            if index < app.monitor_order.len() {
-                app.monitor_selected = index;
+            if index < app.list.monitors.order.len() {
+                app.list.monitors.selected = index;
             }
         }
         ListPane::Incidents => {
@@ -291,25 +293,25 @@ mod tests {
         let monitors = app.drawn.monitor_rows.get();
         assert!(monitors.height >= 2, "{monitors:?}");
         update(&mut app, click(monitors.x + 3, monitors.y + 1));
-        assert_eq!(app.list_pane, ListPane::Monitors);
-        assert_eq!(app.monitor_selected, 1);
+        assert_eq!(app.list.pane, ListPane::Monitors);
+        assert_eq!(app.list.monitors.selected, 1);
         assert_eq!(app.selected_incident.as_deref(), Some("INC-7"));
         draw(&app);
         update(
             &mut app,
             at(MouseEventKind::ScrollUp, monitors.x + 3, monitors.y),
         );
-        assert_eq!(app.monitor_selected, 0);
+        assert_eq!(app.list.monitors.selected, 0);
         // The wheel over the incidents moves there, and Enter then opens from there.
         let rows = app.drawn.list_rows.get();
         update(&mut app, at(MouseEventKind::ScrollDown, rows.x + 3, rows.y));
-        assert_eq!(app.list_pane, ListPane::Incidents);
+        assert_eq!(app.list.pane, ListPane::Incidents);
         assert_eq!(app.selected_incident.as_deref(), Some("INC-6"));
-        assert_eq!(app.monitor_selected, 0);
+        assert_eq!(app.list.monitors.selected, 0);
         update(&mut app, click(monitors.x + 3, monitors.y));
-        assert_eq!(app.list_pane, ListPane::Monitors);
+        assert_eq!(app.list.pane, ListPane::Monitors);
         update(&mut app, click(rows.x + 3, rows.y));
-        assert_eq!(app.list_pane, ListPane::Incidents);
+        assert_eq!(app.list.pane, ListPane::Incidents);
         assert_eq!(app.selected_incident.as_deref(), Some("INC-7"));
         assert_eq!(app.screen, Screen::List);
 
@@ -317,11 +319,11 @@ mod tests {
         let header = app.drawn.list_header.get();
         assert_eq!(header.y + 1, rows.y);
         update(&mut app, click(header.x + 2, header.y));
-        assert_eq!(app.list.sort, Some((SortColumn::Id, false)));
+        assert_eq!(app.list.view.sort, Some((SortColumn::Id, false)));
         assert_eq!(app.selected_incident.as_deref(), Some("INC-7"), "kept");
         draw(&app);
         update(&mut app, click(header.x + 2, header.y));
-        assert_eq!(app.list.sort, Some((SortColumn::Id, true)));
+        assert_eq!(app.list.view.sort, Some((SortColumn::Id, true)));
         let title = header.x
             + 2
             + app.drawn.list_columns.get()[1..5]
@@ -329,10 +331,10 @@ mod tests {
                 .map(|w| w + 1)
                 .sum::<u16>();
         update(&mut app, click(title, header.y));
-        assert_eq!(app.list.sort, Some((SortColumn::Title, false)));
+        assert_eq!(app.list.view.sort, Some((SortColumn::Title, false)));
         // The marker's column sorts nothing.
         update(&mut app, click(header.x, header.y));
-        assert_eq!(app.list.sort, Some((SortColumn::Title, false)));
+        assert_eq!(app.list.view.sort, Some((SortColumn::Title, false)));
         assert_eq!(app.screen, Screen::List);
     }
 }

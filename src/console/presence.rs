@@ -68,3 +68,26 @@ pub fn deciding(app: &App, proposal: &str) -> Option<String> {
         short_proposal(proposal)
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::console::state::{update, Action};
+    use crate::console::test_support::{draw, paired_app};
+
+    #[test]
+    fn observers_come_after_the_people_who_decide() {
+        let mut app = paired_app();
+        let mut snapshot = app.snapshot.clone();
+        snapshot.attached.rotate_right(1); // the observer attached first
+        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
+        let screen = draw(&app, 120, 40);
+        let status = screen.lines().nth(38).unwrap();
+        let at = |text: &str| {
+            status
+                .find(text)
+                .unwrap_or_else(|| panic!("{text}: {status}"))
+        };
+        assert!(at("Bob (bob)") < at("uid 1003"), "{status}");
+        assert!(at("Alice (alice)") < at("uid 1003"), "{status}");
+    }
+}

@@ -10,7 +10,8 @@ use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
 use crate::console::help::wrap;
-use crate::console::state::{App, Detail};
+use crate::console::screens::detail::Detail;
+use crate::console::state::App;
 use crate::console::widgets::{cut, cut_spans, fit, pane_block, width_of};
 use crate::engine::api::{IncidentView, TimelineEntry};
 

@@ -32,8 +32,8 @@ pub fn render(frame: &mut Frame, app: &App) {
     bars::render_status(frame, status, app);
     bars::render_hints(frame, hints, app);
     match &app.overlay {
-        Overlay::Help { scroll } => crate::console::help::render(frame, app, *scroll),
-        Overlay::AlertOutbox { scroll } => alerts::render(frame, app, *scroll),
+        Overlay::Help(help) => crate::console::help::render(frame, app, help),
+        Overlay::AlertOutbox(outbox) => alerts::render(frame, app, outbox.scroll),
         Overlay::Reason(modal) => reason::render(frame, app, modal),
         Overlay::Prompt(_) | Overlay::None => {}
     }
@@ -43,44 +43,21 @@ pub fn render(frame: &mut Frame, app: &App) {
 mod tests {
     use super::*;
     use crate::console::fixtures::sample_snapshot;
-    use crate::console::keys;
+    use crate::console::screens::detail::Pane;
+    use crate::console::state::Screen;
     use crate::console::state::{update, Action};
-    use crate::console::state::{Pane, Screen};
+    use crate::console::test_support::{
+        detail_app, draw, drawn_in, paired_app, sample_app, style_of, type_into,
+    };
     use crate::console::theme::Theme;
-    use crate::console::widgets::pane_block;
     use crate::engine::api::IncidentStatus;
-    use ratatui::backend::TestBackend;
     use ratatui::layout::Rect;
-    use ratatui::Terminal;
-
-    fn sample_app() -> App {
-        let mut app = App::new(false, Theme::fallback(), None, false);
-        update(
-            &mut app,
-            Action::SnapshotArrived(Box::new(sample_snapshot())),
-        );
-        app
-    }
-
-    fn draw(app: &App, width: u16, height: u16) -> String {
-        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
-        terminal.draw(|frame| render(frame, app)).unwrap();
-        terminal.backend().to_string()
-    }
-
-    /// INC-7 open, the diff proposal selected.
-    fn detail_app() -> App {
-        let mut app = sample_app();
-        update(&mut app, Action::Open);
-        update(&mut app, Action::Down);
-        app
-    }
 
     const SIZES: [(u16, u16); 2] = [(120, 40), (80, 24)];
 
     #[test]
     fn incident_list() {
-        let app = sample_app();
+        let app = sample_app(false);
         for (width, height) in SIZES {
             insta::assert_snapshot!(
                 format!("incident_list_{width}x{height}"),
@@ -132,7 +109,7 @@ mod tests {
         let key = |app: &mut App, c: char| {
             press(app, KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
         };
-        let mut app = sample_app();
+        let mut app = sample_app(false);
         let order = |app: &App| -> Vec<String> {
             app.visible_incidents()
                 .iter()
@@ -269,7 +246,7 @@ mod tests {
     /// The cause pane focused and scrolled down to the symptoms listed under the cause.
     #[test]
     fn symptoms_under_the_cause() {
-        let mut app = sample_app();
+        let mut app = sample_app(false);
         update(&mut app, Action::Open);
         update(&mut app, Action::PreviousPane);
         update(&mut app, Action::PreviousPane);
@@ -286,50 +263,6 @@ mod tests {
         }
         let screen = draw(&app, 120, 40);
         assert!(screen.contains("✗ fct_daily_revenue"), "{screen}");
-    }
-
-    /// The style of the cell where `text` starts on the screen.
-    fn style_of(app: &App, width: u16, height: u16, text: &str) -> ratatui::style::Style {
-        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
-        terminal.draw(|frame| render(frame, app)).unwrap();
-        let buffer = terminal.backend().buffer();
-        let first = text.chars().next().unwrap().to_string();
-        for y in 0..height {
-            let row: String = (0..width).map(|x| buffer[(x, y)].symbol()).collect();
-            if let Some(at) = row.find(text) {
-                let x = row[..at].chars().count() as u16;
-                assert_eq!(buffer[(x, y)].symbol(), first);
-                return buffer[(x, y)].style();
-            }
-        }
-        panic!("{text:?} is not on the screen");
-    }
-
-    /// Drawn in `role`: its colour and its emphasis.
-    fn drawn_in(style: ratatui::style::Style, role: ratatui::style::Style) -> bool {
-        style.fg == role.fg && style.add_modifier.contains(role.add_modifier)
-    }
-
-    /// Low, high, late and changed are breaches: the crit style and a ✗, as the engine
-    /// words them, where they used to get the neutral grey dot.
-    #[test]
-    fn a_breached_monitor_is_drawn_as_a_breach() {
-        use crate::engine::api::VerdictKind;
-        let mut app = sample_app();
-        let theme = app.theme.clone();
-        let screen = draw(&app, 120, 40);
-        assert!(screen.contains("✗ low"), "{screen}");
-        assert!(screen.contains("✗ changed"), "{screen}");
-        assert!(drawn_in(style_of(&app, 120, 40, "✗ low"), theme.crit));
-        assert!(drawn_in(style_of(&app, 120, 40, "✗ changed"), theme.crit));
-        assert!(drawn_in(style_of(&app, 120, 40, "✓ ok "), theme.ok));
-        for (kind, word) in [(VerdictKind::High, "✗ high"), (VerdictKind::Late, "✗ late")] {
-            app.snapshot.monitors[0].verdict = kind;
-            assert!(
-                drawn_in(style_of(&app, 120, 40, word), theme.crit),
-                "{word}"
-            );
-        }
     }
 
     /// The header says where the incident's own figure is now, whether it is back within
@@ -404,7 +337,7 @@ mod tests {
         let rows_drawn = app.drawn.monitor_rows.get().height as usize;
         assert!(rows_drawn > 2, "{rows_drawn}");
         update(&mut app, Action::PageDown);
-        assert_eq!(app.monitor_selected, rows_drawn);
+        assert_eq!(app.list.monitors.selected, rows_drawn);
         update(&mut app, Action::Bottom);
         for (width, height) in SIZES {
             let screen = draw(&app, width, height);
@@ -418,54 +351,6 @@ mod tests {
         update(&mut app, Action::Back);
         update(&mut app, Action::Open);
         assert_eq!(app.screen, Screen::Detail);
-    }
-
-    /// A hold on a job a cron runs (dbt Core) is asked of people, not carried out: the
-    /// bar never says paused (it did while the cron kept running), and when the job's
-    /// own runs show it ran after the hold, the bar says so.
-    #[test]
-    fn a_hold_on_a_cron_says_it_was_asked_and_whether_the_job_ran_since() {
-        let mut snapshot = sample_snapshot();
-        snapshot.pipelines[1].state = crate::engine::api::PipelineState::HoldAsked;
-        let mut app = App::new(false, Theme::fallback(), None, false);
-        update(
-            &mut app,
-            Action::SnapshotArrived(Box::new(snapshot.clone())),
-        );
-        let screen = draw(&app, 160, 45);
-        let bar = screen.lines().next().unwrap();
-        assert!(
-            bar.contains("hourly dbt job ✋ hold asked: stop the cron yourself"),
-            "{bar}"
-        );
-        assert!(!bar.contains("paused"), "{bar}");
-        snapshot.pipelines[1].ran_after_hold = Some("2026-11-24T14:30:02Z".into());
-        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
-        let screen = draw(&app, 160, 45);
-        let bar = screen.lines().next().unwrap();
-        assert!(
-            bar.contains(
-                "hourly dbt job ■ hold asked, yet it ran at 14:30: stop the cron yourself"
-            ),
-            "{bar}"
-        );
-    }
-
-    /// A proposal on a job nobody names an owner for waits for its domain's owners: the
-    /// proposals table says who that is, never the placeholder "unknown-owner".
-    #[test]
-    fn the_proposals_table_names_who_decides_not_the_placeholder_owner() {
-        let mut snapshot = sample_snapshot();
-        let hold = &mut snapshot.incidents[0].proposals[0];
-        hold.owner = "unknown-owner".into();
-        hold.deciders = vec!["jaffle-owner".into()];
-        let mut app = App::new(false, Theme::fallback(), None, false);
-        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
-        update(&mut app, Action::Open);
-        let screen = draw(&app, 160, 45);
-        assert!(!screen.contains("unknown-owner"), "{screen}");
-        let row = screen.lines().find(|l| l.contains(" hold ")).unwrap();
-        assert!(row.contains("jaffle-owner"), "{row}");
     }
 
     /// Cut text ends with `…`, and columns are as wide as their content when the
@@ -555,7 +440,7 @@ mod tests {
     /// (wrapped) and a line to type the reason on.
     #[test]
     fn a_small_terminal_shows_what_the_keys_act_on() {
-        let mut app = sample_app();
+        let mut app = sample_app(false);
         let list = draw(&app, 40, 10);
         assert!(list.contains("▶ INC-7"), "{list}");
         update(&mut app, Action::Down);
@@ -585,47 +470,9 @@ mod tests {
         insta::assert_snapshot!("small_approve_40x10", modal);
     }
 
-    /// Below the size where a row fits, or with the timeline over the panes, a key does
-    /// not act on what the person cannot see: it says why instead.
-    #[test]
-    fn a_key_refuses_to_act_on_what_the_last_frame_left_out() {
-        let mut app = sample_app();
-        draw(&app, 40, 6);
-        update(&mut app, Action::Open);
-        assert_eq!(app.screen, Screen::List);
-        let said = app.message.clone().unwrap_or_default();
-        assert!(said.contains("INC-7 is not on screen"), "{said}");
-        draw(&app, 40, 10);
-        update(&mut app, Action::Open);
-        assert_eq!(app.screen, Screen::Detail);
-
-        let mut app = detail_app();
-        draw(&app, 40, 10);
-        update(&mut app, Action::ToggleTimeline);
-        let screen = draw(&app, 120, 40);
-        assert!(
-            !screen.contains("a approve"),
-            "no hint for what would refuse:\n{screen}"
-        );
-        draw(&app, 40, 10);
-        update(&mut app, Action::Approve);
-        assert!(matches!(app.overlay, Overlay::None), "no reason box opened");
-        let said = app.message.clone().unwrap_or_default();
-        assert!(said.contains("is not on screen"), "{said}");
-        update(&mut app, Action::ToggleTimeline);
-        assert!(draw(&app, 120, 40).contains("a approve"));
-        draw(&app, 40, 10);
-        update(&mut app, Action::Approve);
-        assert!(
-            matches!(app.overlay, Overlay::Reason(_)),
-            "{:?}",
-            app.message
-        );
-    }
-
     #[test]
     fn help_overlay() {
-        let mut app = sample_app();
+        let mut app = sample_app(false);
         update(&mut app, Action::Help);
         for (width, height) in SIZES {
             insta::assert_snapshot!(format!("help_{width}x{height}"), draw(&app, width, height));
@@ -645,19 +492,9 @@ mod tests {
         }
     }
 
-    fn type_into(app: &mut App, text: &str) {
-        for c in text.chars() {
-            let key = crossterm::event::KeyEvent::new(
-                crossterm::event::KeyCode::Char(c),
-                crossterm::event::KeyModifiers::NONE,
-            );
-            update(app, Action::Edit(key));
-        }
-    }
-
     #[test]
     fn resolve_by_hand_modal() {
-        let mut app = sample_app();
+        let mut app = sample_app(false);
         update(&mut app, Action::Open);
         update(&mut app, Action::Resolve);
         type_into(&mut app, "the vendor confirmed a quiet refill");
@@ -679,88 +516,8 @@ mod tests {
     }
 
     #[test]
-    fn help_lists_close_and_reopen_except_read_only() {
-        let mut app = sample_app();
-        update(&mut app, Action::Help);
-        let help = draw(&app, 120, 80);
-        for line in [
-            "C                 ⚠ close the incident by hand (reason required)",
-            "O                 ⚠ reopen the resolved incident (reason required)",
-        ] {
-            assert!(help.contains(line), "{line:?} in\n{help}");
-        }
-        app.read_only = true;
-        let help = draw(&app, 120, 80);
-        assert!(help.contains("read-only console"), "{help}");
-        assert!(!help.contains("close the incident by hand"), "{help}");
-        assert!(!help.contains("reopen the resolved incident"), "{help}");
-    }
-
-    /// The help as one text: borders gone, wrapped lines joined, spaces collapsed.
-    fn help_text(app: &App, width: u16) -> String {
-        let height = 500;
-        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
-        terminal.draw(|frame| render(frame, app)).unwrap();
-        let inner = pane_block("", true, &app.theme)
-            .inner(crate::console::help::area(Rect::new(0, 0, width, height)));
-        let buffer = terminal.backend().buffer();
-        let mut text = String::new();
-        for y in inner.top()..inner.bottom() {
-            for x in inner.left()..inner.right() {
-                text.push_str(buffer[(x, y)].symbol());
-            }
-            text.push(' ');
-        }
-        text.split_whitespace().collect::<Vec<_>>().join(" ")
-    }
-
-    /// A read-only console's help lists no key and no command that decides: `:stop`,
-    /// `:lift` and the rest are gone with the keys.
-    #[test]
-    fn read_only_help_lists_no_dangerous_command() {
-        let mut app = sample_app();
-        update(&mut app, Action::Help);
-        let help = help_text(&app, 120);
-        for command in [":stop", ":lift", ":resolve", ":reopen", ":accept"] {
-            assert!(help.contains(command), "{command} in\n{help}");
-        }
-        app.read_only = true;
-        let help = help_text(&app, 120);
-        for command in [":stop", ":lift", ":resolve", ":reopen", ":accept"] {
-            assert!(!help.contains(command), "{command} in\n{help}");
-        }
-        assert!(!help.contains('⚠'), "{help}");
-        assert!(help.contains(":theme"), "{help}");
-    }
-
-    /// Every line of help fits: a description too long for the overlay wraps under
-    /// itself instead of being cut, at any width.
-    #[test]
-    fn every_line_of_help_fits() {
-        let mut app = sample_app();
-        update(&mut app, Action::Help);
-        for width in [120, 80, 60, 40] {
-            let help = help_text(&app, width);
-            for binding in keys::available(&app.keymap, false) {
-                assert!(
-                    help.contains(binding.description),
-                    "{width} columns: {:?} is cut in\n{help}",
-                    binding.description
-                );
-            }
-            for command in keys::commands(false) {
-                assert!(
-                    help.contains(&command.described()),
-                    "{width} columns: {:?} is cut in\n{help}",
-                    command.described()
-                );
-            }
-        }
-    }
-
-    #[test]
     fn a_broken_chain_takes_the_top_line() {
-        let mut app = sample_app();
+        let mut app = sample_app(false);
         app.snapshot.chain_alarm = Some(
             "CHAIN BROKEN at record #16: the chain holds 15 records but its checkpoint recorded 18: the tail was cut off; dataward records nothing until it is repaired".into(),
         );
@@ -777,14 +534,14 @@ mod tests {
 
     #[test]
     fn receipt_and_note_views() {
-        let mut app = sample_app();
+        let mut app = sample_app(false);
         update(&mut app, Action::Down);
         update(&mut app, Action::Open);
         update(&mut app, Action::ToggleReceipt);
         insta::assert_snapshot!("receipt_80x24", draw(&app, 80, 24));
 
         // An open incident's receipt: the draft the chain holds so far.
-        let mut app = sample_app();
+        let mut app = sample_app(false);
         let mut snapshot = sample_snapshot();
         snapshot.incidents[0].receipt = Some(crate::console::fixtures::DRAFT_RECEIPT.into());
         update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
@@ -800,59 +557,6 @@ mod tests {
     }
 
     #[test]
-    fn read_only_and_stopped_engine_show_in_the_status_bar() {
-        let mut app = App::new(true, Theme::fallback(), None, false);
-        update(
-            &mut app,
-            Action::SnapshotArrived(Box::new(sample_snapshot())),
-        );
-        update(&mut app, Action::EngineStopped);
-        let screen = draw(&app, 120, 40);
-        assert!(screen.contains("read-only"));
-        assert!(screen.contains("engine stopped"));
-    }
-
-    /// Alice's console, attached to a hub (snapshots carry no actor) with Bob deciding
-    /// P-2 and an observer looking at INC-6.
-    fn paired_app() -> App {
-        use crate::engine::api::PresenceView;
-        let mut app = App::new(false, Theme::fallback(), None, false);
-        update(
-            &mut app,
-            Action::Hello {
-                started_at: "2026-11-24T13:58:00Z".into(),
-                you: "alice (uid 1001)".into(),
-                read_only: false,
-            },
-        );
-        let mut snapshot = sample_snapshot();
-        snapshot.actor = String::new();
-        snapshot.notices.clear();
-        snapshot.attached = vec![
-            PresenceView {
-                who: "Alice (alice)".into(),
-                read_only: false,
-                viewing: Some("INC-7".into()),
-                deciding: None,
-            },
-            PresenceView {
-                who: "Bob (bob)".into(),
-                read_only: false,
-                viewing: Some("INC-7".into()),
-                deciding: Some("P-2".into()),
-            },
-            PresenceView {
-                who: "uid 1003".into(),
-                read_only: true,
-                viewing: Some("INC-6".into()),
-                deciding: None,
-            },
-        ];
-        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
-        app
-    }
-
-    #[test]
     fn the_status_bar_lists_who_is_attached() {
         let app = paired_app();
         for (width, height) in SIZES {
@@ -862,23 +566,6 @@ mod tests {
             assert!(status.contains("3 attached"), "{status}");
             insta::assert_snapshot!(format!("presence_{width}x{height}"), screen);
         }
-    }
-
-    #[test]
-    fn observers_come_after_the_people_who_decide() {
-        let mut app = paired_app();
-        let mut snapshot = app.snapshot.clone();
-        snapshot.attached.rotate_right(1); // the observer attached first
-        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
-        let screen = draw(&app, 120, 40);
-        let status = screen.lines().nth(38).unwrap();
-        let at = |text: &str| {
-            status
-                .find(text)
-                .unwrap_or_else(|| panic!("{text}: {status}"))
-        };
-        assert!(at("Bob (bob)") < at("uid 1003"), "{status}");
-        assert!(at("Alice (alice)") < at("uid 1003"), "{status}");
     }
 
     #[test]

@@ -10,7 +10,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
-use crate::console::state::App;
+use crate::console::action::{self, step, Action};
+use crate::console::state::{App, Overlay};
 use crate::console::widgets::{centered, pane_block};
 use crate::notify::outbox::DestinationView;
 
@@ -87,6 +88,27 @@ pub fn lines<'a>(app: &App) -> Vec<Line<'a>> {
 }
 
 /// How many lines the overlay has, for scrolling.
+/// The outbox overlay: how far it is scrolled.
+#[derive(Debug, Clone, Default)]
+pub struct Alerts {
+    pub scroll: usize,
+}
+
+/// The outbox's keys scroll it; false for any other action.
+pub fn handle(app: &mut App, action: &Action) -> bool {
+    if !matches!(app.overlay, Overlay::AlertOutbox(_)) {
+        return false;
+    }
+    let Some(delta) = action.distance(action::page(app.drawn.outbox.get())) else {
+        return false;
+    };
+    let lines = line_count(app);
+    if let Overlay::AlertOutbox(alerts) = &mut app.overlay {
+        alerts.scroll = step(alerts.scroll, delta, lines);
+    }
+    true
+}
+
 pub fn line_count(app: &App) -> usize {
     lines(app).len()
 }

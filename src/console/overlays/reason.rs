@@ -4,13 +4,186 @@
 //! what it shows changed underneath since the key was pressed.
 
 use ratatui::layout::{Constraint, Layout};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Clear, Paragraph, Wrap};
+use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
 use ratatui::Frame;
+use ratatui_textarea::TextArea;
 
-use crate::console::state::{App, Decision, ReasonModal};
+use crate::console::action::Action;
+use crate::console::state::{App, Overlay};
 use crate::console::widgets::{centered, cut, cut_spans, incident_status, pane_block, width_of};
-use crate::engine::api::IncidentStatus;
+use crate::engine::api::{Command, IncidentStatus};
+use crate::sanitize;
+
+#[cfg(test)]
+mod tests;
+
+/// The decisions that need a reason typed first: three on the selected proposal, three
+/// on the incident as a whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    Approve,
+    Reject,
+    RollBack,
+    /// Close the incident by hand.
+    Resolve,
+    /// Open a resolved incident again.
+    Reopen,
+    /// Accept the incident's new level as the normal.
+    AcceptLevel,
+}
+
+impl Decision {
+    pub fn verb(self) -> &'static str {
+        match self {
+            Decision::Approve => "Approve",
+            Decision::Reject => "Reject",
+            Decision::RollBack => "Roll back",
+            Decision::Resolve => "Resolve",
+            Decision::Reopen => "Reopen",
+            Decision::AcceptLevel => "Accept the new level of",
+        }
+    }
+
+    /// A rejection is final, a roll back undoes work, and closing, reopening or
+    /// accepting a new level goes in the receipt: all of them must say why.
+    pub fn reason_required(self) -> bool {
+        !matches!(self, Decision::Approve)
+    }
+}
+
+/// The reason modal. For a proposal it keeps the content hash the person was looking at
+/// when they pressed the key, so a proposal that changes underneath is never approved
+/// unseen.
+#[derive(Debug, Clone)]
+pub struct ReasonModal {
+    pub decision: Decision,
+    /// The proposal decided, or the incident for resolve and reopen.
+    pub target: String,
+    pub target_title: String,
+    /// The content hash shown, for a proposal; `None` for an incident.
+    pub content_hash: Option<String>,
+    pub text: TextArea<'static>,
+    pub error: Option<String>,
+}
+
+/// Opens the box for `decision` on `target` (a proposal, with the content hash shown,
+/// or the incident).
+pub fn open(
+    app: &mut App,
+    decision: Decision,
+    target: String,
+    target_title: String,
+    content_hash: Option<String>,
+) {
+    let mut text = TextArea::default();
+    text.set_block(Block::bordered().border_style(app.theme.border));
+    text.set_cursor_line_style(Style::default());
+    let requirement = if decision.reason_required() {
+        "required"
+    } else {
+        "optional"
+    };
+    text.set_placeholder_text(format!("reason ({requirement})"));
+    text.set_placeholder_style(app.theme.muted);
+    app.overlay = Overlay::Reason(Box::new(ReasonModal {
+        decision,
+        target,
+        target_title,
+        content_hash,
+        text,
+        error: None,
+    }));
+}
+
+/// What the open box does with `action`: typing, a new line, Enter sends. Every other
+/// key is text here, so nothing moves under the box.
+pub fn handle(app: &mut App, action: &Action) -> bool {
+    let Overlay::Reason(modal) = &mut app.overlay else {
+        return false;
+    };
+    match action {
+        Action::Edit(key) => {
+            modal.error = None;
+            modal.text.input(*key);
+        }
+        Action::NewLine => modal.text.insert_newline(),
+        // Pasted text is as untrusted as anything else that reaches the screen.
+        Action::Paste(text) => {
+            modal
+                .text
+                .insert_str(sanitize::for_terminal_multiline(text));
+        }
+        Action::Submit => submit(app),
+        _ if action.distance(0).is_some() => {}
+        _ => return false,
+    }
+    true
+}
+
+/// Enter: the decision goes to the outbox with its reason, or the box says what is
+/// missing and stays open.
+fn submit(app: &mut App) {
+    let mut modal = match std::mem::replace(&mut app.overlay, Overlay::None) {
+        Overlay::Reason(modal) => modal,
+        other => {
+            app.overlay = other;
+            return;
+        }
+    };
+    let reason = modal.text.lines().join("\n").trim().to_string();
+    if reason.is_empty() && modal.decision.reason_required() {
+        modal.error = Some(format!(
+            "{} needs a reason: say why, for the receipt",
+            modal.decision.verb()
+        ));
+        app.overlay = Overlay::Reason(modal);
+        return;
+    }
+    let ReasonModal {
+        decision,
+        target,
+        content_hash,
+        ..
+    } = *modal;
+    let sent = format!(
+        "{} {target} sent; the engine will confirm",
+        decision.verb().to_lowercase()
+    );
+    let command = match (decision, content_hash) {
+        (Decision::Approve, Some(content_hash)) => Command::Approve {
+            proposal: target,
+            content_hash,
+            reason,
+        },
+        (Decision::Reject, Some(content_hash)) => Command::Reject {
+            proposal: target,
+            content_hash,
+            reason,
+        },
+        (Decision::RollBack, _) => Command::RollBack {
+            proposal: target,
+            reason,
+        },
+        (Decision::Resolve, _) => Command::Resolve {
+            incident: target,
+            reason,
+        },
+        (Decision::Reopen, _) => Command::Reopen {
+            incident: target,
+            reason,
+        },
+        (Decision::AcceptLevel, _) => Command::Accept {
+            incident: target,
+            reason,
+        },
+        // Approve and reject are only opened on a proposal, with its hash.
+        (Decision::Approve | Decision::Reject, None) => return,
+    };
+    app.message = Some(sent);
+    app.outbox.push(command);
+}
 
 /// Rows the reason box's text field takes: its border and one line to type on.
 const TEXT_MIN: u16 = 3;

@@ -1,29 +1,316 @@
 //! The incident list screen: the incidents (after the filter) over the monitors pane.
+//! What it shows is found when the snapshot, the filter or the list's order changes,
+//! never per frame; its keys move the selection, open the incident, sort and filter.
+
+use std::collections::HashMap;
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row};
 use ratatui::Frame;
 
+use crate::console::action::{self, step, Action};
 use crate::console::bars;
-use crate::console::listing::SortColumn;
-use crate::console::screens::monitors;
-use crate::console::state::{status_word, App, ListPane};
+use crate::console::drawn::Drawn;
+use crate::console::incoming::{self, Needle, Prepared};
+use crate::console::listing::{ListView, Orders, SortColumn};
+use crate::console::screens::detail::Detail;
+use crate::console::screens::monitors::{self, MonitorsPane};
+use crate::console::state::{refresh_derived, status_word, App, Screen};
 use crate::console::symptoms;
 use crate::console::theme::Theme;
 use crate::console::widgets::{
     column_widths, cut, cut_spans, header_row, incident_status, pane_block, shown, sized_table,
     width_of, window_start, Column, SELECTED,
 };
-use crate::engine::api::{IncidentStatus, IncidentView};
+use crate::engine::api::{IncidentStatus, IncidentView, Snapshot};
 use crate::sanitize;
+
+#[cfg(test)]
+mod tests;
+
+/// The list screen's two panes; Tab goes from one to the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListPane {
+    Incidents,
+    Monitors,
+}
+
+/// What `incoming::prepare` measured of the snapshot for the list, moved in with it.
+#[derive(Debug, Clone, Default)]
+struct Index {
+    /// Per incident of the snapshot, in its order: what the filter searches, lowercased.
+    search: Vec<String>,
+    /// Where each incident of the snapshot is, by id.
+    by_id: HashMap<String, usize>,
+    /// The widest text of each list column.
+    widths: [usize; 6],
+    /// Every column's order of the snapshot's incidents.
+    orders: Orders,
+}
+
+#[derive(Debug, Clone)]
+pub struct ListScreen {
+    /// The filter: a substring, or `!substring` to hide matches.
+    pub filter: String,
+    /// The list's order and whether it shows resolved incidents.
+    pub view: ListView,
+    /// The pane in focus.
+    pub pane: ListPane,
+    pub monitors: MonitorsPane,
+    index: Index,
+    /// The incidents the list shows, as positions in the snapshot's incidents in the
+    /// order shown, and the filter and list view they were found for: computed when
+    /// the snapshot, the filter, the sort or the open/all toggle changes.
+    shown: Vec<usize>,
+    shown_for: Option<(String, ListView)>,
+}
+
+impl Default for ListScreen {
+    fn default() -> ListScreen {
+        ListScreen {
+            filter: String::new(),
+            view: ListView::default(),
+            pane: ListPane::Incidents,
+            monitors: MonitorsPane::default(),
+            index: Index::default(),
+            shown: Vec::new(),
+            shown_for: None,
+        }
+    }
+}
+
+impl ListScreen {
+    /// Takes the index a prepared snapshot brought (and gives it the old one to free).
+    pub fn take_index(&mut self, prepared: &mut Prepared) {
+        std::mem::swap(&mut self.index.search, &mut prepared.search);
+        std::mem::swap(&mut self.index.by_id, &mut prepared.by_id);
+        std::mem::swap(&mut self.index.widths, &mut prepared.list_widths);
+        std::mem::swap(&mut self.index.orders, &mut prepared.orders);
+        self.shown_for = None;
+    }
+
+    /// Where each incident of the snapshot is, by id.
+    pub fn by_id(&self) -> &HashMap<String, usize> {
+        &self.index.by_id
+    }
+
+    /// The widest text of each of the list's columns but the mark, over the snapshot.
+    pub fn widths(&self) -> [usize; 6] {
+        self.index.widths
+    }
+
+    /// Whether `shown` was found for this filter, this list view and this snapshot.
+    pub fn is_current(&self, snapshot: &Snapshot) -> bool {
+        self.shown_for
+            .as_ref()
+            .is_some_and(|(filter, view)| filter == &self.filter && view == &self.view)
+            && self.index.search.len() == snapshot.incidents.len()
+    }
+
+    /// The positions shown, when they are current; `None` sends the callers the slow
+    /// way (the snapshot, the filter or the list view was changed without `update`, as
+    /// a test may).
+    fn shown(&self, snapshot: &Snapshot) -> Option<&[usize]> {
+        self.is_current(snapshot).then_some(self.shown.as_slice())
+    }
+
+    /// Follows a new snapshot, filter or list view: the monitors' order and the
+    /// incidents shown.
+    pub fn refresh(&mut self, snapshot: &Snapshot) {
+        self.monitors.follow(&snapshot.monitors);
+        if !self.is_current(snapshot) {
+            find_shown(
+                &mut self.shown,
+                &snapshot.incidents,
+                &self.index.search,
+                &self.index.orders,
+                &self.filter,
+                self.view,
+            );
+            self.shown_for = Some((self.filter.clone(), self.view));
+        }
+    }
+
+    /// The incidents the list shows, after the filter.
+    pub fn visible<'a>(&self, snapshot: &'a Snapshot) -> Vec<&'a IncidentView> {
+        let incidents = &snapshot.incidents;
+        match self.shown(snapshot) {
+            Some(shown) => shown.iter().map(|&at| &incidents[at]).collect(),
+            None => {
+                let search: Vec<String> = incidents.iter().map(incoming::searchable).collect();
+                let orders = Orders::new(incidents, &search);
+                let mut shown = Vec::new();
+                find_shown(
+                    &mut shown,
+                    incidents,
+                    &search,
+                    &orders,
+                    &self.filter,
+                    self.view,
+                );
+                shown.iter().map(|&at| &incidents[at]).collect()
+            }
+        }
+    }
+
+    fn count(&self, snapshot: &Snapshot) -> usize {
+        match self.shown(snapshot) {
+            Some(shown) => shown.len(),
+            None => self.visible(snapshot).len(),
+        }
+    }
+
+    /// The `position`th incident the list shows.
+    pub fn at<'a>(&self, snapshot: &'a Snapshot, position: usize) -> Option<&'a IncidentView> {
+        match self.shown(snapshot) {
+            Some(shown) => shown
+                .get(position)
+                .and_then(|&at| snapshot.incidents.get(at)),
+            None => self.visible(snapshot).get(position).copied(),
+        }
+    }
+
+    /// Where incident `id` is among those shown.
+    pub fn position(&self, snapshot: &Snapshot, id: &str) -> Option<usize> {
+        if let Some(shown) = self.shown(snapshot) {
+            match self.index.by_id.get(id) {
+                None => return None,
+                Some(&at) if snapshot.incidents.get(at).is_some_and(|i| i.id == id) => {
+                    // Sorted, the positions are in no order: a scan of plain numbers.
+                    return match self.view.sort {
+                        None => shown.binary_search(&at).ok(),
+                        Some(_) => shown.iter().position(|&p| p == at),
+                    };
+                }
+                // The index is not this snapshot's: look the slow way.
+                Some(_) => {}
+            }
+        }
+        self.visible(snapshot)
+            .iter()
+            .position(|incident| incident.id == id)
+    }
+
+    /// A page: the rows the focused pane drew.
+    fn page(&self, drawn: &Drawn) -> usize {
+        action::page(match self.pane {
+            ListPane::Monitors => drawn.monitor_rows.get(),
+            ListPane::Incidents => drawn.list_rows.get(),
+        })
+    }
+}
+
+/// The positions in `incidents` (whose search texts are `search` and whose column
+/// orders are `orders`) that `filter` and `list` show, in the order shown, into `shown`:
+/// one pass, whatever the sort.
+fn find_shown(
+    shown: &mut Vec<usize>,
+    incidents: &[IncidentView],
+    search: &[String],
+    orders: &Orders,
+    filter: &str,
+    list: ListView,
+) {
+    let needle = Needle::new(filter);
+    shown.clear();
+    shown.extend(
+        orders
+            .positions(list.sort, incidents.len())
+            .filter(|&at| needle.shows(&search[at]) && list.shows(&incidents[at])),
+    );
+}
+
+/// What the list screen does with `action`; false when it is not one of its own.
+pub fn handle(app: &mut App, action: &Action) -> bool {
+    if let Some(delta) = action.distance(app.list.page(&app.drawn)) {
+        match app.list.pane {
+            ListPane::Monitors => app.list.monitors.move_by(delta),
+            ListPane::Incidents => {
+                let list = &app.list;
+                let at = app.selected_index().unwrap_or(0);
+                let to = step(at, delta, list.count(&app.snapshot));
+                app.selected_incident = list.at(&app.snapshot, to).map(|i| i.id.clone());
+            }
+        }
+        return true;
+    }
+    match action {
+        Action::Open => open_selected(app),
+        Action::NextPane | Action::PreviousPane => {
+            app.list.pane = match app.list.pane {
+                ListPane::Incidents if !app.list.monitors.order.is_empty() => ListPane::Monitors,
+                _ => ListPane::Incidents,
+            };
+        }
+        Action::Back if app.list.pane == ListPane::Monitors => app.list.pane = ListPane::Incidents,
+        Action::Back => {
+            if !app.list.filter.is_empty() {
+                app.list.filter.clear();
+                refresh_derived(app);
+            }
+        }
+        Action::SortNext => change_list(app, ListView::next_column),
+        Action::SortReverse => change_list(app, ListView::reverse),
+        Action::ToggleOpenOnly => change_list(app, |list| list.open_only = !list.open_only),
+        _ => return false,
+    }
+    true
+}
+
+/// What the movement keys go through here, as "already at the top of …" says it;
+/// `None` when the list shows no incident to move through.
+pub fn moves_through(app: &App) -> Option<&'static str> {
+    match app.list.pane {
+        ListPane::Monitors => Some("the monitors"),
+        ListPane::Incidents if app.visible_incidents().is_empty() => None,
+        ListPane::Incidents => Some("the incidents"),
+    }
+}
+
+/// Enter: the selected incident's detail, when its row was on screen.
+pub fn open_selected(app: &mut App) {
+    if app.screen != Screen::List || app.list.pane != ListPane::Incidents {
+        return;
+    }
+    let Some(id) = app.selected_incident.clone() else {
+        return;
+    };
+    if app.drawn.left_out(&app.drawn.incident_shown) {
+        app.message = Some(format!(
+            "{id} is not on screen: make the terminal taller to open it"
+        ));
+        return;
+    }
+    app.detail = Some(Detail::new(id));
+    app.screen = Screen::Detail;
+    refresh_derived(app);
+}
+
+/// Sorts the list by `column`; the same column again turns it round (`:sort COLUMN`,
+/// a click on the column's header).
+pub(crate) fn sort_by(app: &mut App, column: SortColumn) {
+    change_list(app, |list| {
+        list.sort = match list.sort {
+            Some((sorted, descending)) if sorted == column => Some((column, !descending)),
+            _ => Some((column, false)),
+        }
+    });
+}
+
+/// Changes how the list is shown; the selection stays on its incident when it still
+/// shows.
+pub(crate) fn change_list(app: &mut App, change: impl FnOnce(&mut ListView)) {
+    change(&mut app.list.view);
+    refresh_derived(app);
+}
 
 /// A table pane's borders and header: a pane shorter than this plus one shows no row.
 const TABLE_CHROME: u16 = 3;
 
 pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
     let monitor_rows = app.snapshot.monitors.len() as u16;
-    let monitors_focused = app.list_pane == ListPane::Monitors;
+    let monitors_focused = app.list.pane == ListPane::Monitors;
     // The pane in focus gets the larger share; the incidents keep at least one row in
     // view whatever the size (Enter opens the selected one: it must be on screen), and a
     // monitors pane with no room for a row is not drawn.
@@ -69,14 +356,14 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
     let theme = &app.theme;
     let incidents = app.visible_incidents();
     let mut title = format!("Incidents ({})", incidents.len());
-    if !app.filter.is_empty() {
+    if !app.list.filter.is_empty() {
         title.push_str(&format!(
             " · filter {}",
-            sanitize::for_terminal(&app.filter)
+            sanitize::for_terminal(&app.list.filter)
         ));
     }
-    title.push_str(&app.list.describe());
-    let block = pane_block(&title, app.list_pane == ListPane::Incidents, theme);
+    title.push_str(&app.list.view.describe());
+    let block = pane_block(&title, app.list.pane == ListPane::Incidents, theme);
     // Until rows are drawn below, there are none to page through or click.
     app.drawn.list_rows.set(Rect::default());
     app.drawn.list_header.set(Rect::default());
@@ -121,10 +408,10 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
     });
     // `sym`: how many breaches downstream joined the incident rather than opening their own.
     let mut header = vec![String::new()];
-    header.extend(SortColumn::ALL.map(|column| app.list.header(column)));
+    header.extend(SortColumn::ALL.map(|column| app.list.view.header(column)));
     // What the widest incident of the snapshot needs, measured when it arrived (a frame
     // never measures 10,000 rows), or the header's name if that is wider.
-    let widest = |column: usize| app.list_widths()[column].max(width_of(&header[column + 1]));
+    let widest = |column: usize| app.list.widths()[column].max(width_of(&header[column + 1]));
     let widths = column_widths(
         &[
             Column::new(1, 1),

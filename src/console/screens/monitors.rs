@@ -7,12 +7,36 @@ use ratatui::text::Line;
 use ratatui::widgets::{Cell, Paragraph, Row};
 use ratatui::Frame;
 
-use crate::console::state::{App, ListPane};
+use crate::console::action::step;
+use crate::console::screens::list::ListPane;
+use crate::console::state::App;
 use crate::console::widgets::{
     column_widths, cut, cut_spans, header_row, health, pane_block, shown, sized_table, verdict,
     width_of, window_start, Column, SELECTED,
 };
 use crate::engine::api::{MonitorHealth, MonitorView, VerdictKind};
+
+/// The pane's state: its order of the snapshot's monitors and the one selected.
+#[derive(Debug, Clone, Default)]
+pub struct MonitorsPane {
+    /// The monitors in the order the pane shows them (indices into the snapshot's),
+    /// breaches first; found when a snapshot arrives.
+    pub order: Vec<usize>,
+    /// The selected monitor, as a position in `order`.
+    pub selected: usize,
+}
+
+impl MonitorsPane {
+    /// Follows a new snapshot: the order anew, the selection kept in range.
+    pub fn follow(&mut self, monitors: &[MonitorView]) {
+        self.order = order(monitors);
+        self.selected = self.selected.min(self.order.len().saturating_sub(1));
+    }
+
+    pub fn move_by(&mut self, delta: isize) {
+        self.selected = step(self.selected, delta, self.order.len());
+    }
+}
 
 /// The order the pane shows the monitors in, as indices into `monitors`: breaches
 /// first, then checks that could not run, then warnings, then the rest; the engine's
@@ -49,9 +73,9 @@ const HEADER: [&str; 6] = [
 pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
     let theme = &app.theme;
     let monitors = &app.snapshot.monitors;
-    let focused = app.list_pane == ListPane::Monitors;
+    let focused = app.list.pane == ListPane::Monitors;
     let height = area.height.saturating_sub(3) as usize;
-    let selected = app.monitor_selected;
+    let selected = app.list.monitors.selected;
     let start = if focused {
         window_start(selected, height)
     } else {
@@ -66,7 +90,9 @@ pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
     });
     app.drawn.monitor_start.set(start);
     let in_view: Vec<&MonitorView> = app
-        .monitor_order
+        .list
+        .monitors
+        .order
         .iter()
         .skip(start)
         .take(height)
@@ -153,4 +179,31 @@ pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
     let header = header_row([""].into_iter().chain(HEADER), &widths, theme);
     let table = sized_table(rows, &widths).header(header).block(block);
     frame.render_widget(table, area);
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::console::test_support::{draw, drawn_in, sample_app, style_of};
+
+    /// Low, high, late and changed are breaches: the crit style and a ✗, as the engine
+    /// words them, where they used to get the neutral grey dot.
+    #[test]
+    fn a_breached_monitor_is_drawn_as_a_breach() {
+        use crate::engine::api::VerdictKind;
+        let mut app = sample_app(false);
+        let theme = app.theme.clone();
+        let screen = draw(&app, 120, 40);
+        assert!(screen.contains("✗ low"), "{screen}");
+        assert!(screen.contains("✗ changed"), "{screen}");
+        assert!(drawn_in(style_of(&app, 120, 40, "✗ low"), theme.crit));
+        assert!(drawn_in(style_of(&app, 120, 40, "✗ changed"), theme.crit));
+        assert!(drawn_in(style_of(&app, 120, 40, "✓ ok "), theme.ok));
+        for (kind, word) in [(VerdictKind::High, "✗ high"), (VerdictKind::Late, "✗ late")] {
+            app.snapshot.monitors[0].verdict = kind;
+            assert!(
+                drawn_in(style_of(&app, 120, 40, word), theme.crit),
+                "{word}"
+            );
+        }
+    }
 }

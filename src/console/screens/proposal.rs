@@ -9,7 +9,8 @@ use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
 use crate::console::diff::{Change, DiffRows, Sign, SIDE_BY_SIDE_MIN_WIDTH};
-use crate::console::state::{App, Detail, Pane};
+use crate::console::screens::detail::{Detail, Pane};
+use crate::console::state::App;
 use crate::console::theme::Theme;
 use crate::console::widgets::{fit, from_line, kind_word, pane_block};
 use crate::engine::api::{ProposalBody, ProposalView};
@@ -37,7 +38,7 @@ pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App, detail: &Detail) 
     let inner = block.inner(area);
     frame.render_widget(block, area);
     match &proposal.body {
-        ProposalBody::Diff { .. } => match app.diffs.get(&proposal.content_hash) {
+        ProposalBody::Diff { .. } => match detail.diffs.get(&proposal.content_hash) {
             Some(rows) => render_diff(
                 frame,
                 inner,

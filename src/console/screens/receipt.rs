@@ -6,7 +6,8 @@ use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
-use crate::console::state::{status_word, Detail};
+use crate::console::screens::detail::Detail;
+use crate::console::state::status_word;
 use crate::console::theme::Theme;
 use crate::console::widgets::{from_line, pane_block};
 use crate::engine::api::{IncidentStatus, IncidentView};

@@ -8,12 +8,23 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::Frame;
 
+use crossterm::event::{KeyCode, KeyModifiers};
+
+use crate::console::action::Action;
 use crate::console::keys::{self, Completes};
 use crate::console::line::{History, LineEditor, LineOp};
 use crate::console::listing::SortColumn;
-use crate::console::state::{refresh_derived, App, Overlay, PromptKind};
+use crate::console::state::{refresh_derived, App, Overlay};
 use crate::console::theme;
 use crate::sanitize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptKind {
+    Command,
+    Filter,
+    /// `/` in the help.
+    HelpSearch,
+}
 
 #[derive(Debug, Clone)]
 pub struct Prompt {
@@ -62,9 +73,13 @@ impl Histories {
 pub fn open(app: &mut App, kind: PromptKind) {
     match kind {
         PromptKind::Command => app.overlay = Overlay::Prompt(Prompt::new(kind, "")),
-        PromptKind::Filter => app.overlay = Overlay::Prompt(Prompt::new(kind, &app.filter)),
+        PromptKind::Filter => app.overlay = Overlay::Prompt(Prompt::new(kind, &app.list.filter)),
         // Over the help, which stays open beneath it.
-        PromptKind::HelpSearch => app.help_search.typing = Some(Prompt::new(kind, "")),
+        PromptKind::HelpSearch => {
+            if let Overlay::Help(help) = &mut app.overlay {
+                help.search.typing = Some(Prompt::new(kind, ""));
+            }
+        }
     }
 }
 
@@ -72,8 +87,67 @@ pub fn open(app: &mut App, kind: PromptKind) {
 pub fn open_prompt(app: &App) -> Option<&Prompt> {
     match &app.overlay {
         Overlay::Prompt(prompt) => Some(prompt),
-        Overlay::Help { .. } => app.help_search.typing.as_ref(),
+        Overlay::Help(help) => help.search.typing.as_ref(),
         _ => None,
+    }
+}
+
+/// What a line being typed does with `action`: edits, typing, a paste; Enter runs the
+/// command line or keeps the filter, Esc cancels (and clears the filter). Nothing moves
+/// under the command line or the filter. False for any other action, and when no line
+/// is open (the help's search is typed here too; the help keeps its own Enter and Esc).
+pub fn handle(app: &mut App, action: &Action) -> bool {
+    let over_help = match &app.overlay {
+        Overlay::Prompt(_) => false,
+        Overlay::Help(_) => true,
+        _ => return false,
+    };
+    match action {
+        Action::Line(op) => apply(app, *op),
+        Action::Edit(key) => {
+            // Keys with Ctrl are the registry's or nothing: never typed as text.
+            if let KeyCode::Char(c) = key.code {
+                if !c.is_control() && !key.modifiers.contains(KeyModifiers::CONTROL) {
+                    insert(app, c.encode_utf8(&mut [0; 4]));
+                }
+            }
+        }
+        // Pasted text is as untrusted as anything else that reaches the screen.
+        Action::Paste(text) => insert(app, &sanitize::for_terminal(text)),
+        _ if over_help => return false,
+        Action::Submit => submit(app),
+        Action::Back => {
+            if let Overlay::Prompt(Prompt {
+                kind: PromptKind::Filter,
+                ..
+            }) = app.overlay
+            {
+                app.list.filter.clear();
+                refresh_derived(app);
+            }
+            app.overlay = Overlay::None;
+        }
+        _ if action.distance(0).is_some() => {}
+        _ => return false,
+    }
+    true
+}
+
+/// Enter: the line goes into its history, and a command line runs.
+fn submit(app: &mut App) {
+    let line = match std::mem::replace(&mut app.overlay, Overlay::None) {
+        Overlay::Prompt(line) => line,
+        other => {
+            app.overlay = other;
+            return;
+        }
+    };
+    remember(app, &line);
+    match line.kind {
+        PromptKind::Command => crate::console::commands::run(app, line.text()),
+        // The filter already applies as it is typed, and Enter just keeps it. (The
+        // help's search is never this overlay.)
+        PromptKind::Filter | PromptKind::HelpSearch => {}
     }
 }
 
@@ -85,7 +159,7 @@ pub fn remember(app: &mut App, prompt: &Prompt) {
 fn with_prompt(app: &mut App, change: impl FnOnce(&mut Prompt, &mut Histories)) {
     let prompt = match &mut app.overlay {
         Overlay::Prompt(prompt) => prompt,
-        Overlay::Help { .. } => match &mut app.help_search.typing {
+        Overlay::Help(help) => match &mut help.search.typing {
             Some(prompt) => prompt,
             None => return,
         },
@@ -100,7 +174,7 @@ fn with_prompt(app: &mut App, change: impl FnOnce(&mut Prompt, &mut Histories)) 
     let (kind, text) = (prompt.kind, prompt.text().to_string());
     match kind {
         PromptKind::Filter => {
-            app.filter = text;
+            app.list.filter = text;
             refresh_derived(app);
         }
         PromptKind::HelpSearch => crate::console::help::search_typed(app, &text),
@@ -281,6 +355,8 @@ pub fn line(app: &App, prompt: &Prompt) -> Line<'static> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::console::test_support::{ctrl, press, prompt_text, sample_app, type_text};
+    use crossterm::event::KeyCode;
 
     #[test]
     fn common_prefix_ignores_case() {
@@ -288,5 +364,158 @@ mod tests {
         assert_eq!(common_prefix(&words(&["INC-0041", "inc-0042"])), "INC-004");
         assert_eq!(common_prefix(&words(&["reopen", "resolve"])), "re");
         assert_eq!(common_prefix(&words(&["dark"])), "dark");
+    }
+
+    #[test]
+    fn command_line_quits_switches_theme_and_opens_help() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "theme light");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.theme.name, "light");
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "theme neon");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.theme.name, "light");
+        assert!(app.message.as_deref().unwrap().contains("unknown theme"));
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "help");
+        press(&mut app, KeyCode::Enter);
+        assert!(matches!(app.overlay, Overlay::Help(_)));
+        press(&mut app, KeyCode::Esc);
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "q");
+        press(&mut app, KeyCode::Enter);
+        assert!(app.quit);
+    }
+
+    /// The command line edits like a shell's: Ctrl-A, Ctrl-E, arrows, Ctrl-W, Ctrl-U.
+    #[test]
+    fn the_command_line_edits_like_a_shell() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "thme dark");
+        ctrl(&mut app, 'a');
+        press(&mut app, KeyCode::Right);
+        press(&mut app, KeyCode::Right);
+        type_text(&mut app, "e");
+        assert_eq!(prompt_text(&app), "theme dark");
+        ctrl(&mut app, 'e');
+        ctrl(&mut app, 'w');
+        assert_eq!(prompt_text(&app), "theme ");
+        type_text(&mut app, "ligtx");
+        press(&mut app, KeyCode::Backspace);
+        press(&mut app, KeyCode::Left);
+        type_text(&mut app, "h");
+        assert_eq!(prompt_text(&app), "theme light");
+        press(&mut app, KeyCode::End);
+        press(&mut app, KeyCode::Home);
+        ctrl(&mut app, 'u');
+        assert_eq!(
+            prompt_text(&app),
+            "theme light",
+            "nothing before the cursor"
+        );
+        press(&mut app, KeyCode::Delete);
+        assert_eq!(prompt_text(&app), "heme light");
+        ctrl(&mut app, 'e');
+        ctrl(&mut app, 'u');
+        assert_eq!(prompt_text(&app), "");
+        type_text(&mut app, "theme light");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.theme.name, "light");
+        // Ctrl-W is an edit here, never typed as a 'w'.
+        press(&mut app, KeyCode::Char('/'));
+        type_text(&mut app, "CUSTOMERS x");
+        ctrl(&mut app, 'w');
+        assert_eq!(app.list.filter, "CUSTOMERS ");
+    }
+
+    #[test]
+    fn up_and_down_walk_the_lines_typed_before() {
+        let mut app = sample_app(false);
+        for line in ["theme light", "theme dark"] {
+            press(&mut app, KeyCode::Char(':'));
+            type_text(&mut app, line);
+            press(&mut app, KeyCode::Enter);
+        }
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "he");
+        press(&mut app, KeyCode::Up);
+        assert_eq!(prompt_text(&app), "theme dark");
+        press(&mut app, KeyCode::Up);
+        assert_eq!(prompt_text(&app), "theme light");
+        press(&mut app, KeyCode::Up);
+        assert_eq!(prompt_text(&app), "theme light", "the oldest stays");
+        press(&mut app, KeyCode::Down);
+        press(&mut app, KeyCode::Down);
+        assert_eq!(prompt_text(&app), "he", "back to what was being typed");
+        press(&mut app, KeyCode::Up);
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.theme.name, "dark");
+        // The filter keeps its own.
+        press(&mut app, KeyCode::Char('/'));
+        type_text(&mut app, "CUSTOMERS");
+        press(&mut app, KeyCode::Enter);
+        press(&mut app, KeyCode::Esc);
+        assert!(app.list.filter.is_empty());
+        press(&mut app, KeyCode::Char('/'));
+        press(&mut app, KeyCode::Up);
+        assert_eq!(prompt_text(&app), "CUSTOMERS");
+        assert_eq!(
+            app.visible_incidents().len(),
+            1,
+            "a recalled filter applies"
+        );
+    }
+
+    #[test]
+    fn tab_completes_commands_and_their_arguments() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "th");
+        press(&mut app, KeyCode::Tab);
+        assert_eq!(prompt_text(&app), "theme ");
+        press(&mut app, KeyCode::Tab);
+        assert_eq!(
+            app.message.as_deref(),
+            Some("Tab: dark  light  ansi16  colorblind")
+        );
+        type_text(&mut app, "co");
+        press(&mut app, KeyCode::Tab);
+        assert_eq!(prompt_text(&app), "theme colorblind");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.theme.name, "colorblind");
+
+        // Incident ids, in any case, complete as far as they agree.
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "inc");
+        press(&mut app, KeyCode::Tab);
+        assert_eq!(prompt_text(&app), "INC-");
+        assert_eq!(app.message.as_deref(), Some("Tab: INC-7  INC-6"));
+        type_text(&mut app, "6");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.open_incident().unwrap().id, "INC-6");
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "open i");
+        press(&mut app, KeyCode::Tab);
+        assert_eq!(prompt_text(&app), "open INC-");
+
+        // Two commands share "re"; a read-only console has neither.
+        press(&mut app, KeyCode::Esc);
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "re");
+        press(&mut app, KeyCode::Tab);
+        assert_eq!(app.message.as_deref(), Some("Tab: resolve  reopen"));
+        let mut watcher = sample_app(true);
+        press(&mut watcher, KeyCode::Char(':'));
+        type_text(&mut watcher, "re");
+        press(&mut watcher, KeyCode::Tab);
+        assert_eq!(prompt_text(&watcher), "re");
+        assert!(watcher
+            .message
+            .as_deref()
+            .unwrap()
+            .starts_with("nothing to complete"));
     }
 }

@@ -9,9 +9,10 @@ use ratatui::widgets::{Cell, Paragraph, Row, Wrap};
 use ratatui::Frame;
 use tui_tree_widget::{Tree, TreeState};
 
+use super::{Detail, Pane};
 use crate::console::presence;
 use crate::console::screens::{proposal, receipt};
-use crate::console::state::{App, Detail, Pane};
+use crate::console::state::App;
 use crate::console::symptoms;
 use crate::console::theme::Theme;
 use crate::console::tree;
