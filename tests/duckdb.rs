@@ -7,7 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use dataward::warehouse::adbc;
+use dataward::warehouse::duckdb::DuckdbWarehouse;
+use dataward::warehouse::{adbc, BackfillScope, CastTarget, Relation, Warehouse, WarehouseError};
 use serde_json::Value;
 
 /// The folder holding libduckdb.so and its manifest duckdb.toml, when installed.
@@ -298,4 +299,314 @@ fn a_missing_driver_says_where_it_looked_and_what_to_install() {
         said.contains(&expected.display().to_string()) && said.contains("dbc install duckdb"),
         "{said}"
     );
+}
+
+/// The warehouse as dataward opens it, on the installed library.
+fn warehouse(folder: &Path, file: &Path) -> DuckdbWarehouse {
+    DuckdbWarehouse::new(
+        file.to_str().unwrap(),
+        Some(folder.join("libduckdb.so").display().to_string()),
+    )
+}
+
+fn refusal<T: std::fmt::Debug>(result: Result<T, WarehouseError>) -> String {
+    match result {
+        Err(WarehouseError::Refused(message)) => message,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_backfills_copy_puts_the_days_it_rebuilt_back_exactly() {
+    let Some(folder) = driver_folder() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = estate(&folder, dir.path(), &["events"]);
+    let wh = warehouse(&folder, &file);
+    let events = Relation::parse("analytics.events").unwrap();
+    let before = wh.day_prints(&events, Some("at")).unwrap();
+
+    let mut version = wh.snapshot_table(&events, "INC-0001-P1").unwrap();
+    assert_eq!(version.rows, 840);
+    assert_eq!(
+        version.copy,
+        "dataward_versions.analytics__events__inc_0001_p1"
+    );
+    let again = refusal(wh.snapshot_table(&events, "inc-0001-p1"));
+    assert!(again.contains("never overwritten"), "{again}");
+
+    // The backfill rebuilds yesterday (UTC) wrongly.
+    let today = chrono::Utc::now().date_naive();
+    let yesterday = today.pred_opt().unwrap();
+    let rebuilt = format!("CAST(\"at\" AS DATE) = DATE '{yesterday}'");
+    sql(
+        &folder,
+        &file,
+        &[&format!(
+            "UPDATE analytics.events SET kind = 'wrong', amount = NULL WHERE {rebuilt}"
+        )],
+    );
+    version.scope = Some(BackfillScope {
+        column: Some("at".into()),
+        days: Some((yesterday.to_string(), today.to_string())),
+    });
+    version.after = Some(wh.day_prints(&events, Some("at")).unwrap());
+    assert_ne!(wh.day_prints(&events, Some("at")).unwrap(), before);
+
+    // A row loaded on a rebuilt day since the backfill: the undo would lose it.
+    sql(
+        &folder,
+        &file,
+        &[&format!(
+            "INSERT INTO analytics.events VALUES (5000, 'late', '1', TIMESTAMP '{yesterday} 12:30:00')"
+        )],
+    );
+    let refused = refusal(wh.restore_table(&events, &version));
+    assert!(refused.contains("changed since the backfill"), "{refused}");
+    sql(
+        &folder,
+        &file,
+        &["DELETE FROM analytics.events WHERE id = 5000"],
+    );
+
+    // A row loaded today, outside what the backfill rebuilt, is kept.
+    sql(
+        &folder,
+        &file,
+        &[&format!(
+            "INSERT INTO analytics.events VALUES (6000, 'new', '2', TIMESTAMP '{today} 00:00:01')"
+        )],
+    );
+    let restored = wh.restore_table(&events, &version).unwrap();
+    assert_eq!(restored.rows, 24, "yesterday's rows put back");
+    assert_eq!(restored.kept.len(), 1, "{:?}", restored.kept);
+    sql(
+        &folder,
+        &file,
+        &["DELETE FROM analytics.events WHERE id = 6000"],
+    );
+    assert_eq!(wh.day_prints(&events, Some("at")).unwrap(), before);
+
+    // Found again by a retry, then dropped with its retention.
+    let found = wh.find_version(&events, "INC-0001-P1").unwrap().unwrap();
+    assert_eq!(
+        (found.copy.as_str(), found.rows),
+        (version.copy.as_str(), 840)
+    );
+    wh.drop_version(&version).unwrap();
+    assert_eq!(wh.find_version(&events, "INC-0001-P1").unwrap(), None);
+    wh.drop_version(&version).unwrap();
+
+    // A stored version edited to name a real table is refused before anything runs.
+    let mut forged = version.clone();
+    forged.copy = "analytics.events".into();
+    refusal(wh.restore_table(&events, &forged));
+    refusal(wh.drop_version(&forged));
+    assert_eq!(wh.row_count(&events).unwrap(), 840);
+}
+
+#[test]
+fn a_dry_run_computes_every_column_and_cannot_write() {
+    let Some(folder) = driver_folder() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = estate(&folder, dir.path(), &["events"]);
+    let wh = warehouse(&folder, &file);
+    let events = Relation::parse("analytics.events").unwrap();
+    assert_eq!(
+        wh.dry_run("SELECT id, CAST(amount AS INTEGER) AS amount FROM analytics.events")
+            .unwrap(),
+        840
+    );
+    // A cast that fails in a column nobody counts still fails the dry run.
+    let failed = wh
+        .dry_run("SELECT id, CAST(kind AS INTEGER) AS kind FROM analytics.events")
+        .unwrap_err();
+    assert!(matches!(failed, WarehouseError::Query(_)), "{failed:?}");
+    // A select that writes (a sequence's nextval): the database is opened read-only,
+    // so it fails and the sequence is untouched.
+    sql(&folder, &file, &["CREATE SEQUENCE analytics.ids"]);
+    let wrote = wh.dry_run("SELECT nextval('analytics.ids') AS id FROM analytics.events");
+    assert!(wrote.is_err(), "{wrote:?}");
+    // SQL that tries to write, smuggled into the select, runs nowhere either.
+    let _ = wh.dry_run("SELECT 1) AS x; DELETE FROM analytics.events; SELECT * FROM (SELECT 1");
+    assert_eq!(wh.row_count(&events).unwrap(), 840);
+    assert_eq!(
+        first_value(&folder, &file, "SELECT nextval('analytics.ids')"),
+        1,
+        "the dry run advanced the sequence"
+    );
+}
+
+/// The first column of the first row of a query, as a whole number.
+fn first_value(folder: &Path, file: &Path, query: &str) -> i64 {
+    let driver = adbc::load(
+        folder.join("libduckdb.so").to_str().unwrap(),
+        &dataward::warehouse::duckdb::DRIVER,
+    )
+    .unwrap();
+    let database = driver.open(&[("path", file.to_str().unwrap())]).unwrap();
+    let mut session = database.connect().unwrap();
+    session.query_one(query).unwrap()[0].int().unwrap().unwrap()
+}
+
+#[test]
+fn uncastable_counts_follow_the_same_shapes_as_every_engine() {
+    let Some(folder) = driver_folder() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("wh.duckdb");
+    let values = [
+        "12",
+        " -7 ",
+        "+3",
+        "99999999999",
+        "1.5",
+        "1e3",
+        "abc",
+        "NaN",
+        "inf",
+        "-Infinity",
+        "2024-02-29",
+        "2023-02-29",
+        "2024-13-01",
+        "0000-01-01",
+        "today",
+        "20240105",
+        "yes",
+        "of",
+        "t",
+        "maybe",
+        "",
+        "1",
+        "0",
+        "32768",
+        "-2147483649",
+    ];
+    let rows: Vec<String> = values
+        .iter()
+        .map(|v| format!("('{}')", v.replace('\'', "''")))
+        .collect();
+    sql(
+        &folder,
+        &file,
+        &[
+            "CREATE TABLE raw (v VARCHAR)",
+            &format!("INSERT INTO raw VALUES {}, (NULL)", rows.join(", ")),
+        ],
+    );
+    let wh = warehouse(&folder, &file);
+    let raw = Relation::parse("raw").unwrap();
+    for target in [
+        "smallint",
+        "integer",
+        "bigint",
+        "numeric(10,2)",
+        "date",
+        "boolean",
+        "text",
+    ] {
+        let shape = CastTarget::parse(target).unwrap();
+        let mut expected: Vec<&str> = values
+            .iter()
+            .copied()
+            .filter(|v| !shape.accepts(v))
+            .collect();
+        let found = wh.count_uncastable(&raw, "v", target).unwrap().unwrap();
+        assert_eq!(
+            found.rows,
+            expected.len() as u64,
+            "{target}: {found:?} vs {expected:?}"
+        );
+        expected.sort();
+        expected.dedup();
+        expected.truncate(3);
+        assert_eq!(found.examples, expected, "{target}");
+    }
+    assert_eq!(wh.count_uncastable(&raw, "v", "timestamp").unwrap(), None);
+}
+
+#[test]
+fn days_and_load_times_read_alike_from_timestamp_timestamptz_and_date_columns() {
+    let Some(folder) = driver_folder() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("wh.duckdb");
+    sql(
+        &folder,
+        &file,
+        &[&format!(
+            "CREATE TABLE loads AS SELECT n,
+                CAST({now} - n * INTERVAL 7 HOUR AS TIMESTAMP) AS at_ts,
+                CAST(CAST({now} - n * INTERVAL 7 HOUR AS VARCHAR) || '+00' AS TIMESTAMPTZ) AS at_tz,
+                CAST({now} - n * INTERVAL 7 HOUR AS DATE) AS at_d
+             FROM range(1, 200) AS t(n)",
+            now = hours_ago(0)
+        )],
+    );
+    // Whatever the machine's zone, days are UTC days.
+    let wh = warehouse(&folder, &file);
+    let loads = Relation::parse("loads").unwrap();
+    let since = (chrono::Utc::now() - chrono::TimeDelta::days(30)).timestamp();
+    let cutoff = chrono::NaiveTime::from_hms_opt(12, 0, 0).unwrap();
+    let ts = wh.daily_counts(&loads, "at_ts", since, cutoff).unwrap();
+    let tz = wh.daily_counts(&loads, "at_tz", since, cutoff).unwrap();
+    assert_eq!(ts, tz);
+    let total: u64 = ts.iter().map(|d| d.rows).sum();
+    assert!(total >= 100, "{ts:?}");
+    let dates = wh.daily_counts(&loads, "at_d", since, cutoff).unwrap();
+    assert!(dates
+        .iter()
+        .all(|d| d.at_midnight == d.rows && d.before_cutoff == d.rows));
+    assert_eq!(
+        wh.load_times(&loads, "at_ts", since, 10).unwrap(),
+        wh.load_times(&loads, "at_tz", since, 10).unwrap()
+    );
+
+    // The binary on a machine whose zone is not UTC reads the same days: d + 1 rows
+    // at 02:00 UTC d days ago, so a day read in New York's zone counts differently.
+    let midnight = chrono::Utc::now()
+        .date_naive()
+        .and_hms_opt(2, 0, 0)
+        .unwrap();
+    sql(
+        &folder,
+        &file,
+        &[
+            "DROP TABLE loads",
+            &format!(
+                "CREATE TABLE loads AS SELECT d,
+                    TIMESTAMP '{midnight}' - d * INTERVAL 1 DAY AS at_ts,
+                    CAST(CAST(TIMESTAMP '{midnight}' - d * INTERVAL 1 DAY AS VARCHAR) || '+00' AS TIMESTAMPTZ) AS at_tz
+                 FROM range(1, 36) AS t(d), range(0, 36) AS u(k) WHERE k <= d"
+            ),
+        ],
+    );
+    let config = dir.path().join("dataward.toml");
+    let volume = |column: &str| {
+        format!(
+            "[[monitor]]\nname = \"{column}\"\nwarehouse = \"duck\"\ntable = \"loads\"\n\
+             checks = [\"volume\"]\ntimestamp_column = \"{column}\"\n"
+        )
+    };
+    std::fs::write(
+        &config,
+        format!(
+            "[warehouse.duck]\nkind = \"duckdb\"\npath = \"wh.duckdb\"\ndriver = \"{}\"\n\n{}\n{}",
+            folder.join("libduckdb.so").display(),
+            volume("at_ts"),
+            volume("at_tz")
+        ),
+    )
+    .unwrap();
+    let out = check_once(dir.path(), &config, &[("TZ", "America/New_York")]);
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    for field in ["day", "observed", "verdict"] {
+        assert_eq!(lines[0][field], lines[1][field], "{lines:#?}");
+    }
 }

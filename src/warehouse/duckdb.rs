@@ -87,6 +87,20 @@ impl DuckdbWarehouse {
         write: bool,
         f: impl FnOnce(&mut Session) -> Result<T, WarehouseError>,
     ) -> Result<T, WarehouseError> {
+        self.in_session(write, |s| {
+            // Days are UTC days whatever the machine's zone: a TIMESTAMP WITH TIME
+            // ZONE is read in the session's zone (DuckDB's ICU sets it from the
+            // machine's). A DuckDB built without ICU has no zones, and reads UTC.
+            let _ = s.execute("SET TimeZone = 'UTC'");
+            f(s)
+        })
+    }
+
+    fn in_session<T>(
+        &self,
+        write: bool,
+        f: impl FnOnce(&mut Session) -> Result<T, WarehouseError>,
+    ) -> Result<T, WarehouseError> {
         let mut state = self.state.lock().expect("duckdb lock");
         self.queries.fetch_add(1, Ordering::Relaxed);
         if self.path == MEMORY {
@@ -364,7 +378,7 @@ fn prints(
     };
     let sql = format!(
         "SELECT {day}, count(*), CAST(coalesce(sum(CAST(md5_number(CAST(ROW({list}) AS VARCHAR)) % 4294967296 AS BIGINT)), 0) AS BIGINT)
-         FROM {table} GROUP BY 1",
+         FROM {table} GROUP BY 1 ORDER BY 1 NULLS FIRST",
         list = column_list(&columns),
         table = source.quoted()
     );
