@@ -610,3 +610,27 @@ fn days_and_load_times_read_alike_from_timestamp_timestamptz_and_date_columns() 
         assert_eq!(lines[0][field], lines[1][field], "{lines:#?}");
     }
 }
+
+#[test]
+fn an_in_memory_database_is_no_file_to_look_for() {
+    let Some(folder) = driver_folder() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("dataward.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[warehouse.duck]\nkind = \"duckdb\"\npath = \":memory:\"\ndriver = \"{}\"\n\n\
+             [[monitor]]\nwarehouse = \"duck\"\ntable = \"information_schema.schemata\"\n\
+             checks = [\"row_count\"]\nexpected_rows = 1\n",
+            folder.join("libduckdb.so").display()
+        ),
+    )
+    .unwrap();
+    let out = check_once(dir.path(), &config, &[]);
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 1, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(lines[0]["health"], "ok", "{lines:#?}");
+    assert!(lines[0]["observed"].as_f64().unwrap() >= 1.0, "{lines:#?}");
+}

@@ -516,7 +516,10 @@ impl Config {
         let mut named: Vec<(Vec<Step>, String, &Path)> = Vec::new();
         for (name, wh) in &self.warehouse {
             let section = || vec![Step::Key("warehouse"), Step::Key(name)];
-            if let Some(path) = &wh.path {
+            // DuckDB's in-memory database is no file.
+            let memory = wh.kind == "duckdb"
+                && wh.path.as_deref() == Some(Path::new(crate::warehouse::duckdb::MEMORY));
+            if let Some(path) = wh.path.as_ref().filter(|_| !memory) {
                 let mut at = section();
                 at.push(Step::Key("path"));
                 named.push((at, format!("warehouse.{name}.path"), path));
