@@ -634,3 +634,76 @@ fn an_in_memory_database_is_no_file_to_look_for() {
     assert_eq!(lines[0]["health"], "ok", "{lines:#?}");
     assert!(lines[0]["observed"].as_f64().unwrap() >= 1.0, "{lines:#?}");
 }
+
+/// Whether the process has loaded DuckDB's library: its first warehouse call began.
+fn driver_loaded(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .is_ok_and(|maps| maps.contains("libduckdb.so"))
+}
+
+#[test]
+fn each_quit_signal_during_a_driver_query_leaves_serve_cleanly() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let Some(folder) = driver_folder() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("wh.duckdb");
+    // A view whose every read takes seconds (144 million rows computed): the query is
+    // still running when the signal comes.
+    sql(
+        &folder,
+        &file,
+        &["CREATE VIEW slow AS SELECT a.range * b.range AS x FROM range(12000) AS a, range(12000) AS b"],
+    );
+    let config = dir.path().join("dataward.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[warehouse.duck]\nkind = \"duckdb\"\npath = \"wh.duckdb\"\ndriver = \"{}\"\n\n\
+             [[monitor]]\nwarehouse = \"duck\"\ntable = \"slow\"\nchecks = [\"row_count\", \"null_rate\"]\n",
+            folder.join("libduckdb.so").display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).unwrap();
+    for signal in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT, libc::SIGQUIT] {
+        let data = dir.path().join(format!("data-{signal}"));
+        let mut serve = Command::new(env!("CARGO_BIN_EXE_dataward"))
+            .args(["serve", "--log-stderr", "--config"])
+            .arg(&config)
+            .arg("--data-dir")
+            .arg(&data)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !driver_loaded(serve.id()) {
+            assert!(Instant::now() < deadline, "the driver was never loaded");
+            assert!(serve.try_wait().unwrap().is_none(), "serve ended early");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(serve.id() as i32, signal) };
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let status = loop {
+            if let Some(status) = serve.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "serve never left after signal {signal}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut serve.stderr.take().unwrap(), &mut stderr).unwrap();
+        assert!(status.success(), "signal {signal}: {status}\n{stderr}");
+        assert!(!stderr.contains("panicked"), "signal {signal}: {stderr}");
+        assert!(!data.join("dataward.sock").exists(), "signal {signal}");
+    }
+}
