@@ -707,3 +707,78 @@ fn each_quit_signal_during_a_driver_query_leaves_serve_cleanly() {
         assert!(!data.join("dataward.sock").exists(), "signal {signal}");
     }
 }
+
+#[test]
+fn doctor_says_which_driver_was_found_where_and_its_version_or_what_to_install() {
+    let Some(folder) = driver_folder() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    estate(&folder, dir.path(), &["events"]);
+    let config = write_config(
+        dir.path(),
+        "",
+        "table = \"analytics.events\"\nchecks = [\"row_count\"]",
+    );
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let data = dir.path().join("data");
+    let doctor = |env: &[(&str, &str)]| {
+        let out = dataward(
+            &[
+                "--data-dir",
+                data.to_str().unwrap(),
+                "doctor",
+                "--config",
+                config.to_str().unwrap(),
+            ],
+            env,
+        );
+        (
+            out.status.code(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    };
+    let (code, said) = doctor(&[("ADBC_DRIVER_PATH", folder.to_str().unwrap())]);
+    let driver = said
+        .lines()
+        .find(|l| l.contains("driver duck"))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(driver.starts_with("✓"), "{said}");
+    for needed in [
+        "DuckDB v1.5.6".to_string(),
+        folder.join("libduckdb.so").display().to_string(),
+        folder.join("duckdb.toml").display().to_string(),
+    ] {
+        assert!(driver.contains(&needed), "{needed:?} not in {driver}");
+    }
+    assert!(
+        said.lines()
+            .any(|l| l.starts_with("✓") && l.contains("warehouse duck")),
+        "{said}"
+    );
+    assert_eq!(code, Some(0), "{said}");
+
+    let empty = dir.path().join("none");
+    std::fs::create_dir(&empty).unwrap();
+    let home = dir.path().join("home");
+    let (code, said) = doctor(&[
+        ("ADBC_DRIVER_PATH", empty.to_str().unwrap()),
+        ("HOME", home.to_str().unwrap()),
+    ]);
+    let at = said
+        .lines()
+        .position(|l| l.contains("driver duck"))
+        .unwrap_or_else(|| panic!("{said}"));
+    let lines: Vec<&str> = said.lines().collect();
+    assert!(lines[at].starts_with("✗"), "{said}");
+    assert!(lines[at].contains(&empty.display().to_string()), "{said}");
+    assert!(lines[at + 1].contains("dbc install duckdb"), "{said}");
+    assert_eq!(code, Some(1), "{said}");
+}

@@ -74,6 +74,15 @@ impl DuckdbWarehouse {
         Ok(self.loaded(&mut state)?.found.clone())
     }
 
+    /// The DuckDB library's own version (`v1.5.6`), from the library: `doctor` shows it.
+    pub fn library_version(&self) -> Result<String, WarehouseError> {
+        let mut state = self.state.lock().expect("duckdb lock");
+        let driver = self.loaded(&mut state)?;
+        let mut session = driver.open(&[("path", MEMORY)])?.connect()?;
+        let row = session.query_one("SELECT library_version FROM pragma_version()")?;
+        Ok(row[0].text().unwrap_or_default())
+    }
+
     fn loaded<'a>(&self, state: &'a mut State) -> Result<&'a adbc::Driver, WarehouseError> {
         if state.driver.is_none() {
             state.driver = Some(adbc::load(&self.driver, &DRIVER)?);
