@@ -782,3 +782,37 @@ fn doctor_says_which_driver_was_found_where_and_its_version_or_what_to_install()
     assert!(lines[at + 1].contains("dbc install duckdb"), "{said}");
     assert_eq!(code, Some(1), "{said}");
 }
+
+#[test]
+fn a_file_named_like_its_schema_is_read_all_the_same() {
+    let Some(folder) = driver_folder() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    estate(&folder, dir.path(), &["events"]);
+    // DuckDB names a database after its file: analytics.duckdb holds catalog
+    // `analytics`, and `analytics.events` could be either.
+    std::fs::rename(
+        dir.path().join("wh.duckdb"),
+        dir.path().join("analytics.duckdb"),
+    )
+    .unwrap();
+    let config = dir.path().join("dataward.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[warehouse.duck]\nkind = \"duckdb\"\npath = \"analytics.duckdb\"\ndriver = \"{}\"\n\n\
+             [[monitor]]\nwarehouse = \"duck\"\ntable = \"analytics.events\"\n\
+             checks = [\"row_count\", \"null_rate\", \"freshness\", \"volume\", \"schema\"]\n\
+             timestamp_column = \"at\"\n",
+            folder.join("libduckdb.so").display()
+        ),
+    )
+    .unwrap();
+    let out = check_once(dir.path(), &config, &[]);
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 8, "{lines:#?}");
+    for line in &lines {
+        assert_eq!(line["health"], "ok", "{line}");
+    }
+}

@@ -3,7 +3,7 @@
 //!
 //! A DuckDB file is opened by one process at a time when it is written, so the file is
 //! opened for each call and closed after it: between polls dbt (or anything else)
-//! can write to it. The checks open it read-only (`access_mode = READ_ONLY`), so
+//! can write to it. The checks attach it read-only (`ATTACH ... (READ_ONLY)`), so
 //! nothing a check or a dry run sends can write; only the three table-version calls
 //! open it for writing. All calls of one warehouse run one after another: two DuckDB
 //! instances on one file in one process would not see each other's writes.
@@ -31,6 +31,9 @@ pub const DRIVER: DriverKind = DriverKind {
               the warehouse's section to the path of DuckDB's shared library \
               (libduckdb.so, from DuckDB's releases or npm's @duckdb/node-bindings-linux-x64)",
 };
+
+/// The name a database file is attached under.
+const CATALOG: &str = "dataward_warehouse";
 
 /// The in-memory database's name in the config.
 pub const MEMORY: &str = ":memory:";
@@ -126,17 +129,19 @@ impl DuckdbWarehouse {
                 self.path
             )));
         }
-        let mode = if write { "READ_WRITE" } else { "READ_ONLY" };
-        let database = self
-            .loaded(&mut state)?
-            .open(&[("path", &self.path), ("access_mode", mode)])
-            .map_err(|e| match e {
-                WarehouseError::Unreachable(m) => {
-                    WarehouseError::Unreachable(format!("{}: {m}", self.path))
-                }
-                other => other,
-            })?;
+        // Attached under a name of our own, not opened by path: DuckDB names a file's
+        // database after the file, so in analytics.duckdb `analytics.events` could be
+        // the catalog's table or the schema's, and DuckDB refuses to guess.
+        let database = self.loaded(&mut state)?.open(&[("path", MEMORY)])?;
         let mut session = database.connect()?;
+        let mode = if write { "" } else { " (READ_ONLY)" };
+        session
+            .execute(&format!(
+                "ATTACH {} AS {CATALOG}{mode}",
+                literal(&self.path)
+            ))
+            .map_err(|e| WarehouseError::Unreachable(format!("{}: {}", self.path, e.message())))?;
+        session.execute(&format!("USE {CATALOG}"))?;
         f(&mut session)
     }
 

@@ -88,6 +88,17 @@ impl fmt::Display for WarehouseError {
     }
 }
 
+impl WarehouseError {
+    /// The message, without the kind's prefix.
+    pub fn message(&self) -> &str {
+        match self {
+            WarehouseError::Unreachable(m)
+            | WarehouseError::Query(m)
+            | WarehouseError::Refused(m) => m,
+        }
+    }
+}
+
 impl std::error::Error for WarehouseError {}
 
 pub trait Warehouse: Send {
