@@ -50,7 +50,7 @@ pub struct DuckdbWarehouse {
 #[derive(Default)]
 struct State {
     driver: Option<adbc::Driver>,
-    /// `:memory:`'s one database.
+    /// The in-memory instance every call runs in; a file is attached to it per call.
     memory: Option<OpenDatabase>,
 }
 
@@ -115,12 +115,14 @@ impl DuckdbWarehouse {
     ) -> Result<T, WarehouseError> {
         let mut state = self.state.lock().expect("duckdb lock");
         self.queries.fetch_add(1, Ordering::Relaxed);
+        // One in-memory instance for the warehouse's life: starting DuckDB costs more
+        // than a count on a small table.
+        if state.memory.is_none() {
+            let database = self.loaded(&mut state)?.open(&[("path", MEMORY)])?;
+            state.memory = Some(database);
+        }
+        let mut session = state.memory.as_ref().expect("opened").connect()?;
         if self.path == MEMORY {
-            if state.memory.is_none() {
-                let database = self.loaded(&mut state)?.open(&[("path", MEMORY)])?;
-                state.memory = Some(database);
-            }
-            let mut session = state.memory.as_ref().expect("opened").connect()?;
             return f(&mut session);
         }
         if !Path::new(&self.path).is_file() {
@@ -129,11 +131,10 @@ impl DuckdbWarehouse {
                 self.path
             )));
         }
-        // Attached under a name of our own, not opened by path: DuckDB names a file's
-        // database after the file, so in analytics.duckdb `analytics.events` could be
-        // the catalog's table or the schema's, and DuckDB refuses to guess.
-        let database = self.loaded(&mut state)?.open(&[("path", MEMORY)])?;
-        let mut session = database.connect()?;
+        // The file is attached for this call and detached after it, under a name of our
+        // own rather than opened by path: DuckDB names a file's database after the file,
+        // so in analytics.duckdb `analytics.events` could be the catalog's table or the
+        // schema's, and DuckDB refuses to guess.
         let mode = if write { "" } else { " (READ_ONLY)" };
         session
             .execute(&format!(
@@ -141,8 +142,22 @@ impl DuckdbWarehouse {
                 literal(&self.path)
             ))
             .map_err(|e| WarehouseError::Unreachable(format!("{}: {}", self.path, e.message())))?;
-        session.execute(&format!("USE {CATALOG}"))?;
-        f(&mut session)
+        let result = session
+            .execute(&format!("USE {CATALOG}"))
+            .and_then(|_| f(&mut session));
+        // Detached from the instance's own catalog: a database in use cannot be.
+        let detached = session
+            .execute("USE memory")
+            .and_then(|_| session.execute(&format!("DETACH {CATALOG}")));
+        match (result, detached) {
+            (Ok(value), Ok(_)) => Ok(value),
+            (Err(e), _) => Err(e),
+            (Ok(_), Err(e)) => Err(WarehouseError::Unreachable(format!(
+                "{}: could not be closed: {}",
+                self.path,
+                e.message()
+            ))),
+        }
     }
 
     /// `f` in one transaction on a database opened for writing: committed when it
