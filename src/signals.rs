@@ -28,12 +28,15 @@ fn set_handler(handler: libc::sighandler_t) -> io::Result<()> {
     for signal in QUIT_SIGNALS {
         // SAFETY: a zeroed sigaction is a valid value to fill in; the handler only
         // stores to an atomic; SA_RESTART keeps other threads' system calls from
-        // failing with EINTR.
+        // failing with EINTR. SA_ONSTACK: a Go runtime in the process (an ADBC driver
+        // written in Go, such as Snowflake's) requires it of every handler, as a
+        // signal may land on a goroutine's small stack; without an alternate stack set
+        // on the thread it changes nothing.
         let result = unsafe {
             let mut action: libc::sigaction = std::mem::zeroed();
             action.sa_sigaction = handler;
             libc::sigemptyset(&mut action.sa_mask);
-            action.sa_flags = libc::SA_RESTART;
+            action.sa_flags = libc::SA_RESTART | libc::SA_ONSTACK;
             libc::sigaction(signal, &action, std::ptr::null_mut())
         };
         if result != 0 {

@@ -56,9 +56,14 @@ pub struct Config {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WarehouseConfig {
-    /// "sqlite" or "postgres".
+    /// "sqlite", "postgres" or "duckdb".
     pub kind: String,
+    /// SQLite and DuckDB: the database file (DuckDB: or `:memory:`).
     pub path: Option<PathBuf>,
+    /// DuckDB: its ADBC driver, by manifest name (looked up in ADBC_DRIVER_PATH,
+    /// ~/.config/adbc/drivers, /etc/adbc/drivers) or by the path of the library or
+    /// manifest. Default: the manifest name `duckdb`.
+    pub driver: Option<String>,
     /// PostgreSQL: the name of the environment variable holding the connection URL. The
     /// URL (and its password) never sits in a shared file.
     pub url_env: Option<String>,
@@ -372,12 +377,39 @@ impl Config {
 
     fn validate_warehouse(&self, name: &str, wh: &WarehouseConfig) -> Result<(), Bad> {
         let at = format!("warehouse.{name}");
+        if wh.driver.is_some() && wh.kind != "duckdb" {
+            return Err(Bad::key(
+                "driver",
+                format!(
+                    "{at}.driver: an ADBC driver is for a duckdb warehouse, not {:?}",
+                    wh.kind
+                ),
+            ));
+        }
         match wh.kind.as_str() {
             "sqlite" => {
                 if wh.path.is_none() {
                     return Err(Bad::section(format!(
                         "{at}: a sqlite warehouse needs `path`"
                     )));
+                }
+            }
+            "duckdb" => {
+                if wh.path.is_none() {
+                    return Err(Bad::section(format!(
+                        "{at}: a duckdb warehouse needs `path`: its database file, or \":memory:\""
+                    )));
+                }
+                for (key, given) in [
+                    ("url_env", wh.url_env.is_some()),
+                    ("attach", !wh.attach.is_empty()),
+                ] {
+                    if given {
+                        return Err(Bad::key(key, format!("{at}.{key}: not a duckdb key; a duckdb warehouse takes `path` and `driver`")));
+                    }
+                }
+                if wh.driver.as_deref().is_some_and(|d| d.trim().is_empty()) {
+                    return Err(Bad::key("driver", format!("{at}.driver: empty; name an ADBC driver manifest (\"duckdb\") or the path of DuckDB's library")));
                 }
             }
             "postgres" => {
@@ -396,7 +428,7 @@ impl Config {
                 return Err(Bad::key(
                     "kind",
                     format!(
-                        "{at}.kind: unknown kind {other:?} (expected \"sqlite\" or \"postgres\")"
+                        "{at}.kind: unknown kind {other:?} (expected \"sqlite\", \"postgres\" or \"duckdb\")"
                     ),
                 ))
             }
@@ -484,7 +516,10 @@ impl Config {
         let mut named: Vec<(Vec<Step>, String, &Path)> = Vec::new();
         for (name, wh) in &self.warehouse {
             let section = || vec![Step::Key("warehouse"), Step::Key(name)];
-            if let Some(path) = &wh.path {
+            // DuckDB's in-memory database is no file.
+            let memory = wh.kind == "duckdb"
+                && wh.path.as_deref() == Some(Path::new(crate::warehouse::duckdb::MEMORY));
+            if let Some(path) = wh.path.as_ref().filter(|_| !memory) {
                 let mut at = section();
                 at.push(Step::Key("path"));
                 named.push((at, format!("warehouse.{name}.path"), path));

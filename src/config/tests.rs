@@ -213,3 +213,30 @@ fn null_window_is_a_duration_and_a_bad_one_names_the_monitor() {
         assert!(err.contains("null_window"), "{bad}: {err}");
     }
 }
+
+#[test]
+fn a_duckdb_warehouse_takes_a_path_and_a_driver_and_names_the_line_of_a_wrong_key() {
+    let origin = Path::new("/etc/dataward.toml");
+    let err = |text: &str| Config::parse(text, origin).unwrap_err().to_string();
+    let ok = Config::parse(
+        "[warehouse.d]\nkind = \"duckdb\"\npath = \":memory:\"\ndriver = \"duckdb\"\n",
+        origin,
+    );
+    assert!(ok.is_ok(), "{:?}", ok.err());
+    let e = err("[warehouse.d]\nkind = \"duckdb\"\n");
+    assert!(e.contains("needs `path`") && e.contains(":memory:"), "{e}");
+    let e = err("[warehouse.d]\nkind = \"duckdb\"\npath = \":memory:\"\nurl_env = \"X\"\n");
+    assert!(
+        e.contains("line 4") && e.contains("not a duckdb key"),
+        "{e}"
+    );
+    let e = err("[warehouse.d]\nkind = \"duckdb\"\npath = \":memory:\"\ndriver = \" \"\n");
+    assert!(e.contains("line 4") && e.contains("driver"), "{e}");
+    let e = err("[warehouse.s]\nkind = \"sqlite\"\npath = \"a.db\"\ndriver = \"duckdb\"\n");
+    assert!(
+        e.contains("line 4") && e.contains("duckdb warehouse"),
+        "{e}"
+    );
+    let e = err("[warehouse.x]\nkind = \"snowflake\"\n");
+    assert!(e.contains("\"duckdb\""), "{e}");
+}

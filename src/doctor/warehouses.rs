@@ -33,6 +33,10 @@ pub fn check(config: &Config, lines: &mut Vec<Line>) -> BTreeMap<String, Reached
                     }
                 }
             }
+            "duckdb" => match duckdb_driver(config, name, wh, &what, lines) {
+                Some(who) => who,
+                None => continue,
+            },
             _ => {
                 let path = config.resolve(wh.path.as_deref().unwrap_or(std::path::Path::new("")));
                 if !path.exists() {
@@ -63,7 +67,7 @@ pub fn check(config: &Config, lines: &mut Vec<Line>) -> BTreeMap<String, Reached
         // One catalog query: it needs a connection, a login and a working session.
         match opened.columns_of(None, &["dataward_doctor_probe".to_string()]) {
             Ok(_) => {
-                let verb = if wh.kind == "sqlite" {
+                let verb = if wh.kind != "postgres" {
                     "opens"
                 } else {
                     "reachable"
@@ -86,6 +90,64 @@ pub fn check(config: &Config, lines: &mut Vec<Line>) -> BTreeMap<String, Reached
         }
     }
     reached
+}
+
+/// DuckDB's ADBC driver, found and loaded, on a line of its own: where it was found
+/// (the library, the manifest that named it) and its version, or every folder looked
+/// in and what to install. Then the database: who the warehouse line shows.
+fn duckdb_driver(
+    config: &Config,
+    name: &str,
+    wh: &crate::config::WarehouseConfig,
+    what: &str,
+    lines: &mut Vec<Line>,
+) -> Option<Who> {
+    use crate::warehouse::duckdb;
+    let path = duckdb::database_path(
+        config,
+        wh.path.as_deref().unwrap_or(std::path::Path::new("")),
+    );
+    let opened =
+        duckdb::DuckdbWarehouse::new(&path, duckdb::driver_wanted(config, wh.driver.as_deref()));
+    let driver_line = format!("driver {name}");
+    match opened.driver_found() {
+        Ok(found) => {
+            let version = opened
+                .library_version()
+                .map(|v| format!("DuckDB {v}"))
+                .or_else(|_| found.version.clone().ok_or(()))
+                .unwrap_or_else(|_| "version unknown".to_string());
+            let manifest = match &found.manifest {
+                Some(manifest) => format!(", named by {}", manifest.display()),
+                None => String::new(),
+            };
+            lines.push(Line::ok(
+                driver_line,
+                format!("{version}: {}{manifest}", found.library.display()),
+            ));
+        }
+        Err(e) => {
+            lines.push(Line::bad(
+                driver_line,
+                message(&e),
+                "dbc install duckdb (the ADBC driver manifest), or set `driver` in the \
+                 warehouse's section to the path of DuckDB's libduckdb.so",
+            ));
+            return None;
+        }
+    }
+    if path != duckdb::MEMORY && !std::path::Path::new(&path).is_file() {
+        lines.push(Line::bad(
+            what,
+            format!("{path} does not exist"),
+            "correct `path` (relative paths are read from the config's folder)",
+        ));
+        return None;
+    }
+    Some(Who {
+        shown: format!("duckdb {path}"),
+        user: None,
+    })
 }
 
 /// A warehouse that answered.

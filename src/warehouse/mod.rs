@@ -3,6 +3,8 @@
 //! narrow writing calls for table versions (a copy to undo a backfill to): no call runs
 //! arbitrary SQL.
 
+pub mod adbc;
+pub mod duckdb;
 pub mod postgres;
 pub mod sqlite;
 
@@ -82,6 +84,17 @@ impl fmt::Display for WarehouseError {
             WarehouseError::Unreachable(m) => write!(f, "unreachable: {m}"),
             WarehouseError::Query(m) => write!(f, "query failed: {m}"),
             WarehouseError::Refused(m) => write!(f, "refused: {m}"),
+        }
+    }
+}
+
+impl WarehouseError {
+    /// The message, without the kind's prefix.
+    pub fn message(&self) -> &str {
+        match self {
+            WarehouseError::Unreachable(m)
+            | WarehouseError::Query(m)
+            | WarehouseError::Refused(m) => m,
         }
     }
 }
@@ -587,6 +600,31 @@ pub fn version_name(schema: &str, table: &str, tag: &str) -> Result<String, Ware
     Ok(format!("{stem}_{hash}__{clean_tag}"))
 }
 
+/// Where the copy of `source` (as found, in its schema) tagged `tag` lives, in a
+/// warehouse with schemas: schema `dataward_versions`, named by [`version_name`].
+pub fn versions_copy(source: &Relation, tag: &str) -> Result<Relation, WarehouseError> {
+    let schema = source.schema.as_deref().expect("found in a schema");
+    Ok(Relation {
+        schema: Some(VERSIONS.to_string()),
+        table: version_name(schema, &source.table, tag)?,
+    })
+}
+
+/// `dataward_versions.<name>` and nothing else: a stored version edited to name a real
+/// table is never read into one or dropped.
+pub fn own_versions_copy(copy: &str) -> Result<Relation, WarehouseError> {
+    match Relation::parse(copy) {
+        Ok(relation)
+            if relation.schema.as_deref() == Some(VERSIONS) && is_version_name(&relation.table) =>
+        {
+            Ok(relation)
+        }
+        _ => Err(WarehouseError::Refused(format!(
+            "{copy:?} is not a table version's copy ({VERSIONS}.<name>)"
+        ))),
+    }
+}
+
 /// Whether `name` could be a copy's table name: nothing but `[a-z0-9_]`. Restore and
 /// drop check this (and the engine's own place for copies) before they touch anything,
 /// so a stored version edited to name a real table is refused.
@@ -837,6 +875,11 @@ pub fn open(
                         anyhow::anyhow!("{}: warehouse.{name}: {e}", config.origin.display())
                     })?;
             Ok(Box::new(pg))
+        }
+        "duckdb" => {
+            let path = duckdb::database_path(config, wh.path.as_ref().expect("validated"));
+            let driver = duckdb::driver_wanted(config, wh.driver.as_deref());
+            Ok(Box::new(duckdb::DuckdbWarehouse::new(&path, driver)))
         }
         _ => {
             let path = config.resolve(wh.path.as_ref().expect("validated"));

@@ -15,10 +15,10 @@ use chrono::{NaiveDate, NaiveTime};
 use postgres::{Client, NoTls};
 
 use super::{
-    changed_copy, check_restorable, check_unchanged_since, column_list, is_version_name,
-    null_counts_sql, quote_ident, version_name, CastTarget, Column, DayCount, DayPrint, KeyGap,
-    NullCounts, Relation, Restored, TableCounts, TableScan, TableVersion, Uncastable, Warehouse,
-    WarehouseError, BOOLEAN_WORDS, DATE_WORDS, EARLIER, UNCASTABLE_EXAMPLES, VERSIONS,
+    changed_copy, check_restorable, check_unchanged_since, column_list, null_counts_sql,
+    quote_ident, CastTarget, Column, DayCount, DayPrint, KeyGap, NullCounts, Relation, Restored,
+    TableCounts, TableScan, TableVersion, Uncastable, Warehouse, WarehouseError, BOOLEAN_WORDS,
+    DATE_WORDS, EARLIER, UNCASTABLE_EXAMPLES, VERSIONS,
 };
 
 pub struct PostgresWarehouse {
@@ -825,14 +825,9 @@ fn writable_columns(
         .collect())
 }
 
-/// Where the copy of `source` tagged `tag` lives: schema `dataward_versions`, named by
-/// [`version_name`].
+/// Where the copy of `source` tagged `tag` lives.
 fn copy_relation(source: &Relation, tag: &str) -> Result<Relation, WarehouseError> {
-    let schema = source.schema.as_deref().expect("found in a schema");
-    Ok(Relation {
-        schema: Some(VERSIONS.to_string()),
-        table: version_name(schema, &source.table, tag)?,
-    })
+    super::versions_copy(source, tag)
 }
 
 /// The copy a version names, when it is one of ours for this table.
@@ -840,17 +835,6 @@ fn own_copy(relation: &Relation, version: &TableVersion) -> Result<Relation, War
     super::own_copy(relation, version, own_copy_name)
 }
 
-/// `dataward_versions.<name>` and nothing else: a stored version edited to name a real
-/// table is never read into one or dropped.
 fn own_copy_name(copy: &str) -> Result<Relation, WarehouseError> {
-    match Relation::parse(copy) {
-        Ok(relation)
-            if relation.schema.as_deref() == Some(VERSIONS) && is_version_name(&relation.table) =>
-        {
-            Ok(relation)
-        }
-        _ => Err(WarehouseError::Refused(format!(
-            "{copy:?} is not a table version's copy ({VERSIONS}.<name>)"
-        ))),
-    }
+    super::own_versions_copy(copy)
 }
