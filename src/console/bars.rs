@@ -50,6 +50,16 @@ pub(crate) fn render_title(frame: &mut Frame, area: Rect, app: &App) {
             ));
             continue;
         }
+        // A hold asked of people, and the job's own records cannot say whether it ran:
+        // neither the calm "asked" nor the alarm, and why.
+        if let (PipelineState::HoldAsked, Some(why)) = (pipeline.state, &pipeline.hold_unconfirmed)
+        {
+            spans.push(Span::styled(
+                format!("? hold asked, unconfirmed: {why}"),
+                theme.warn.add_modifier(Modifier::BOLD),
+            ));
+            continue;
+        }
         spans.push(pipeline_state(pipeline.state, theme));
         spans.push(Span::raw(" "));
         spans.push(run_status(pipeline.last_status, theme));
