@@ -11,8 +11,13 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use dataward::approve::Actor;
+use dataward::config::Config;
+use dataward::engine::api::PipelineState;
+use dataward::engine::orchestrator;
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
+
+mod support;
 
 /// Only bounds a wait for something that must happen; nothing is asserted about time.
 const PATIENCE: Duration = Duration::from_secs(120);
@@ -244,4 +249,76 @@ fn dbt_v2_statuses_in_any_case_join_the_incident_and_reused_nodes_are_neither_fa
         !symptoms.iter().any(|(n, _, _)| n == "stg_payments"),
         "stg_payments is below raw.payments: {symptoms:#?}"
     );
+}
+
+/// A cron runs a dbt Core job that dataward holds; the cron's dbt is dbt v2, whose
+/// run_results.json records `args` as `{"command": "build", "which": "build"}` only:
+/// no command line, no selection, even for `build --select tag:hourly`. Which job ran
+/// cannot be told from it, so the hold is neither confirmed (the held job may well
+/// have run) nor broken (a plain `dbt build` job is not every build): it is shown as
+/// unconfirmed, naming the file and why.
+#[test]
+fn a_hold_on_a_cron_whose_dbt_v2_did_not_record_its_command_is_unconfirmed() {
+    let Some(dbt) = support::dbt::dbt_or_skip("a_hold_whose_dbt_v2_run_is_unconfirmed") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(project.join("target")).unwrap();
+    std::fs::copy(
+        fixture("project/dbt_project.yml"),
+        project.join("dbt_project.yml"),
+    )
+    .unwrap();
+    // Byte for byte what dbt v2 wrote at the end of its `build`.
+    let run_results = project.join("target/run_results.json");
+    std::fs::copy(fixture("run_results.json"), &run_results).unwrap();
+    let config = dir.path().join("dataward.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[orchestrator]\nkind = \"dbt_core\"\nproject_dir = \"project\"\ndbt = {dbt:?}\n\n\
+             [orchestrator.jobs]\n\"job.hourly\" = \"dbt build --select tag:hourly\"\n\
+             \"job.everything\" = \"dbt build\"\n",
+            dbt = dbt.display().to_string()
+        ),
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let engine = orchestrator::from_config(&Config::load(&config).unwrap(), &data)
+        .unwrap()
+        .unwrap();
+    for job in ["job.hourly", "job.everything"] {
+        engine.pause(job).unwrap().expect("an instruction");
+    }
+    // The holds were asked before dbt v2's run (its generated_at is
+    // 2026-12-02T13:48:02.344234116Z): as if the cron ran after them.
+    Connection::open(data.join("dataward.db"))
+        .unwrap()
+        .execute(
+            "UPDATE dbt_core_hold SET held_at = '2026-12-02T13:00:00Z'",
+            [],
+        )
+        .unwrap();
+
+    for pipeline in engine.pipelines().unwrap() {
+        assert_eq!(pipeline.state, PipelineState::HoldAsked, "{pipeline:?}");
+        // Neither "it ran" (a plain `dbt build` job matched every dbt v2 build) nor
+        // nothing said (a held `--select` job that kept running went unnoticed).
+        assert_eq!(pipeline.ran_after_hold, None, "{pipeline:?}");
+        // What travels to the consoles.
+        let sent = serde_json::to_value(&pipeline).unwrap();
+        let unconfirmed = sent["hold_unconfirmed"]
+            .as_str()
+            .unwrap_or_else(|| panic!("the hold is not shown as unconfirmed: {sent}"));
+        assert!(
+            unconfirmed.contains(&run_results.display().to_string()),
+            "{unconfirmed}"
+        );
+        assert!(
+            unconfirmed
+                .contains("dbt did not record the command it ran (dbt v2 writes only `build`)"),
+            "{unconfirmed}"
+        );
+    }
 }

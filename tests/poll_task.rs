@@ -257,6 +257,7 @@ fn load_orders() -> PipelineView {
         last_status: RunStatus::Success,
         last_run_at: Some("2024-05-12T02:00:00Z".into()),
         ran_after_hold: None,
+        hold_unconfirmed: None,
     }
 }
 

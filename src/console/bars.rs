@@ -50,6 +50,16 @@ pub(crate) fn render_title(frame: &mut Frame, area: Rect, app: &App) {
             ));
             continue;
         }
+        // A hold asked of people, and the job's own records cannot say whether it ran:
+        // neither the calm "asked" nor the alarm, and why.
+        if let (PipelineState::HoldAsked, Some(why)) = (pipeline.state, &pipeline.hold_unconfirmed)
+        {
+            spans.push(Span::styled(
+                format!("? hold asked, unconfirmed: {why}"),
+                theme.warn.add_modifier(Modifier::BOLD),
+            ));
+            continue;
+        }
         spans.push(pipeline_state(pipeline.state, theme));
         spans.push(Span::raw(" "));
         spans.push(run_status(pipeline.last_status, theme));
@@ -177,10 +187,13 @@ pub(crate) fn first_poll(poll: &FirstPoll) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
     use crate::console::fixtures::sample_snapshot;
     use crate::console::state::{update, Action, App};
     use crate::console::test_support::draw;
     use crate::console::theme::Theme;
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
 
     /// A hold on a job a cron runs (dbt Core) is asked of people, not carried out: the
     /// bar never says paused (it did while the cron kept running), and when the job's
@@ -224,5 +237,41 @@ mod tests {
         let screen = draw(&app, 120, 40);
         assert!(screen.contains("read-only"));
         assert!(screen.contains("engine stopped"));
+    }
+
+    fn title(snapshot: crate::engine::api::Snapshot, width: u16) -> String {
+        let mut app = App::new(false, Theme::fallback(), None, false);
+        update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
+        let mut terminal = Terminal::new(TestBackend::new(width, 1)).unwrap();
+        terminal
+            .draw(|frame| render_title(frame, frame.area(), &app))
+            .unwrap();
+        terminal.backend().to_string()
+    }
+
+    /// A hold on a cron whose dbt did not record which job it ran (dbt v2): the bar
+    /// says neither the calm "asked" nor that the job ran, and why it cannot tell.
+    #[test]
+    fn a_hold_whose_job_records_cannot_say_whether_it_ran_is_unconfirmed_on_the_bar() {
+        let mut snapshot = sample_snapshot();
+        snapshot.pipelines[1].state = PipelineState::HoldAsked;
+        snapshot.pipelines[1].hold_unconfirmed = Some(
+            "cannot tell which job dbt ran at 2026-12-02T13:48:02Z: \
+             /srv/shop/target/run_results.json: dbt did not record the command it ran \
+             (dbt v2 writes only `build`)"
+                .into(),
+        );
+        let name = snapshot.pipelines[1].name.clone();
+        let bar = title(snapshot, 400);
+        assert!(
+            bar.contains(&format!(
+                "{name} ? hold asked, unconfirmed: cannot tell which job dbt ran at \
+                 2026-12-02T13:48:02Z: /srv/shop/target/run_results.json: dbt did not \
+                 record the command it ran (dbt v2 writes only `build`)"
+            )),
+            "{bar}"
+        );
+        assert!(!bar.contains("yet it ran"), "{bar}");
+        assert!(!bar.contains("paused"), "{bar}");
     }
 }

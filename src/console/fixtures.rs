@@ -283,6 +283,7 @@ pub fn sample_snapshot() -> Snapshot {
                 last_status: RunStatus::Success,
                 last_run_at: Some("14:19".into()),
                 ran_after_hold: None,
+                hold_unconfirmed: None,
             },
             PipelineView {
                 name: "hourly dbt job".into(),
@@ -290,6 +291,7 @@ pub fn sample_snapshot() -> Snapshot {
                 last_status: RunStatus::Success,
                 last_run_at: Some("14:15".into()),
                 ran_after_hold: None,
+                hold_unconfirmed: None,
             },
         ],
         // As the engine words them (`Observation::observed_text`, `expected_text`).

@@ -190,6 +190,7 @@ impl Orchestrator for ControlPlane {
                 last_status: RunStatus::parse(&r.get::<_, String>(2)?),
                 last_run_at: r.get(3)?,
                 ran_after_hold: None,
+                hold_unconfirmed: None,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)

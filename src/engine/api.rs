@@ -282,6 +282,11 @@ pub struct PipelineView {
     /// own record: the schedule dataward cannot pause still runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ran_after_hold: Option<String>,
+    /// `hold_asked` only: dataward cannot tell whether the job ran after the hold (its
+    /// orchestrator's record does not say which job ran), and why: neither confirmed
+    /// nor broken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_unconfirmed: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -752,6 +757,7 @@ mod tests {
             last_status: RunStatus::NeverRun,
             last_run_at: None,
             ran_after_hold: None,
+            hold_unconfirmed: None,
         };
         assert_eq!(
             serde_json::to_value(&pipeline).unwrap(),

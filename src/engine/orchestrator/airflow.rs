@@ -565,6 +565,7 @@ impl Orchestrator for Airflow {
                         .or_else(|| text(&r["queued_at"]))
                 }),
                 ran_after_hold: None,
+                hold_unconfirmed: None,
             });
         }
         Ok(views)

@@ -312,6 +312,7 @@ impl Orchestrator for DbtCloud {
                     .as_ref()
                     .and_then(|r| text(&r["finished_at"]).or_else(|| text(&r["created_at"]))),
                 ran_after_hold: None,
+                hold_unconfirmed: None,
             });
         }
         Ok(views)

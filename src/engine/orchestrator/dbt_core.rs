@@ -35,6 +35,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
+use super::cron_runs::SinceHold;
 use super::{Orchestrator, RunRecord, Schedule};
 use crate::engine::api::{PipelineState, PipelineView, RunStatus};
 use crate::store::files;
@@ -463,16 +464,19 @@ impl DbtCore {
             .optional()?)
     }
 
-    /// When dbt last ran `command` in the project after `held_at`, by its own record,
+    /// Whether dbt ran `command` in the project after `held_at`, by its own record,
     /// unless dataward ran it (the hold's own approved run): the schedule people were
-    /// asked to stop still runs.
-    fn ran_since(&self, command: &str, held_at: &str) -> Result<Option<String>> {
-        let Some(last) = super::cron_runs::last_invocation(&self.settings.project_dir) else {
-            return Ok(None);
+    /// asked to stop still runs. A record that cannot say which job ran says so.
+    fn ran_since(&self, command: &str, held_at: &str) -> Result<SinceHold> {
+        let last = match super::cron_runs::last_invocation(&self.settings.project_dir) {
+            Ok(Some(last)) => last,
+            Ok(None) => return Ok(SinceHold::NotRun),
+            Err(why) => return Ok(SinceHold::CannotTell(why)),
         };
         let held_at = chrono::DateTime::parse_from_rfc3339(held_at)?;
-        if last.at <= held_at || !last.ran(command) {
-            return Ok(None);
+        let ran = last.ran(command);
+        if last.at <= held_at || ran == Ok(false) {
+            return Ok(SinceHold::NotRun);
         }
         let at = crate::engine::timestamp(last.at.naive_utc());
         // dbt writes its record before dataward records the run's end.
@@ -482,7 +486,11 @@ impl DbtCore {
             [&at],
             |r| r.get(0),
         )?;
-        Ok((!ours).then_some(at))
+        Ok(match ran {
+            _ if ours => SinceHold::NotRun,
+            Ok(_) => SinceHold::Ran(at),
+            Err(why) => SinceHold::CannotTell(why),
+        })
     }
 
     fn project(&self) -> String {
@@ -867,15 +875,20 @@ fn mask_log(log: &Path) {
 impl Orchestrator for DbtCore {
     /// One per mapped job: `hold_asked` while dataward holds it (it cannot pause the
     /// cron that runs it), with the time the job ran after the hold, by dbt's own
-    /// record of its last invocation in the project, when it did; running while a run
+    /// record of its last invocation in the project, when it did (or why that record
+    /// cannot say, as dbt v2's does not: the hold is then unconfirmed); running while a run
     /// is in flight, else scheduled (by whatever runs it: dataward cannot see a cron).
     fn pipelines(&self) -> Result<Vec<PipelineView>> {
         let mut views = Vec::new();
         for (job, command) in &self.settings.jobs {
             let latest = self.latest(job, 20)?;
-            let mut ran_after_hold = None;
+            let (mut ran_after_hold, mut hold_unconfirmed) = (None, None);
             let state = if let Some(held_at) = self.held_at(job)? {
-                ran_after_hold = self.ran_since(command, &held_at)?;
+                match self.ran_since(command, &held_at)? {
+                    SinceHold::NotRun => {}
+                    SinceHold::Ran(at) => ran_after_hold = Some(at),
+                    SinceHold::CannotTell(why) => hold_unconfirmed = Some(why),
+                }
                 PipelineState::HoldAsked
             } else if latest.iter().any(Row::in_flight) {
                 PipelineState::Running
@@ -889,6 +902,7 @@ impl Orchestrator for DbtCore {
                 last_status: RunStatus::parse(last.map_or("none", |r| r.status.as_str())),
                 last_run_at: last.and_then(|r| r.finished_at.clone().or(r.started_at.clone())),
                 ran_after_hold,
+                hold_unconfirmed,
             });
         }
         Ok(views)
