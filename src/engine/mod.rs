@@ -51,9 +51,7 @@ use crate::warehouse::Warehouse;
 use api::*;
 use orchestrator::{Orchestrator, RunRecord};
 
-pub fn timestamp(at: NaiveDateTime) -> String {
-    at.format("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
+pub use crate::clock::timestamp;
 
 fn short_time(at: &str) -> &str {
     at.get(11..16).unwrap_or(at)
