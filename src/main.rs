@@ -440,7 +440,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Accept { incident, reason } => {
             dataward::engine::cli::decide(&data_dir()?, Command::Accept { incident, reason })
         }
-        Cmd::Outbox { json } => dataward::notify::cli::run(&data_dir()?, json),
+        Cmd::Outbox { json } => dataward::cli::outbox::run(&data_dir()?, json),
         Cmd::Completions { shell } => {
             let mut command = Cli::command();
             clap_complete::generate(shell, &mut command, "dataward", &mut std::io::stdout());

@@ -2,3 +2,4 @@
 //! (over its socket) before reading the state database themselves.
 
 pub mod chain;
+pub mod outbox;

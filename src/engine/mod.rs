@@ -9,6 +9,7 @@ pub mod attach;
 mod autonomy;
 mod backfill;
 mod commands;
+mod edge;
 pub mod hub;
 mod intent;
 pub mod live;
@@ -992,7 +993,7 @@ impl Engine {
                     name: o.monitor.clone(),
                     table: o.table.clone(),
                     check,
-                    verdict: o.verdict,
+                    verdict: o.verdict.into(),
                     observed: o.observed_text(),
                     expected: o.expected_text(),
                     health: o.health.into(),

@@ -12,7 +12,7 @@ use ratatui::Frame;
 
 use crate::console::state::App;
 use crate::console::widgets::{centered, pane_block};
-use crate::notify::outbox::DestinationView;
+use crate::engine::api::DestinationView;
 
 /// The overlay's lines, one destination after another.
 pub fn lines<'a>(app: &App) -> Vec<Line<'a>> {
@@ -116,7 +116,7 @@ mod tests {
     use crate::console::fixtures::sample_snapshot;
     use crate::console::state::{update, Action};
     use crate::console::theme::Theme;
-    use crate::notify::outbox::RowView;
+    use crate::engine::api::RowView;
     use ratatui::backend::TestBackend;
     use ratatui::Terminal;
 
