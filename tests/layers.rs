@@ -50,7 +50,6 @@ const PENDING: &[(&str, &str)] = &[
     ("src/incident/timeline.rs", "engine::api"),
     ("src/notify/outbox.rs", "engine::api"),
     ("src/propose/mod.rs", "engine::api"),
-    ("src/sanitize.rs", "engine::api"),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

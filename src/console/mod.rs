@@ -5,6 +5,7 @@
 //! second: over SSH every frame costs.
 
 pub mod bars;
+pub mod clean;
 pub mod clipboard;
 pub mod diff;
 pub mod drawn;
