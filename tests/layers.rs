@@ -47,7 +47,6 @@ const PENDING: &[(&str, &str)] = &[
     ("src/engine/orchestrator/dbt_cloud.rs", "engine::api"),
     ("src/engine/orchestrator/dbt_core.rs", "engine::api"),
     ("src/engine/orchestrator/mod.rs", "engine::api"),
-    ("src/incident/timeline.rs", "engine::api"),
     ("src/notify/outbox.rs", "engine::api"),
     ("src/propose/mod.rs", "engine::api"),
 ];

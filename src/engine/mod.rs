@@ -26,6 +26,7 @@ pub mod poll_task;
 mod recovery;
 pub mod server;
 mod symptoms;
+mod timeline;
 mod verification;
 pub mod wire;
 
