@@ -3,6 +3,8 @@
 
 pub mod approve;
 pub mod chain;
+pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod console;
 pub mod demo;

@@ -7,7 +7,7 @@ use clap::builder::PossibleValuesParser;
 use clap::{ArgGroup, CommandFactory, Parser, Subcommand};
 
 use dataward::engine::api::Command;
-use dataward::{chain, config, demo};
+use dataward::{config, demo};
 
 #[derive(Parser)]
 #[command(
@@ -241,6 +241,8 @@ enum Cmd {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The kinds of orchestrator the binary brings beside the engine's own.
+    dataward::demo::control::register();
     // A listing piped into `head` ends quietly, as other commands do. The engine, the
     // console and the demo keep Rust's default (a closed client socket is an error to
     // handle, never a signal that kills the service).
@@ -357,12 +359,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 })?;
             dataward::monitor::inject::run(&config, &monitor, json)
         }
-        Cmd::Verify { json, receipt } => chain::cli::verify(&data_dir()?, json, receipt.as_deref()),
+        Cmd::Verify { json, receipt } => {
+            dataward::cli::chain::verify(&data_dir()?, json, receipt.as_deref())
+        }
         Cmd::Receipt {
             incident,
             md: _,
             json,
-        } => chain::cli::receipt(&data_dir()?, &incident, json),
+        } => dataward::cli::chain::receipt(&data_dir()?, &incident, json),
         Cmd::Stop { reason, lift } => {
             dataward::engine::cli::stop(&data_dir()?, reason.as_deref(), lift)
         }
@@ -436,7 +440,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Accept { incident, reason } => {
             dataward::engine::cli::decide(&data_dir()?, Command::Accept { incident, reason })
         }
-        Cmd::Outbox { json } => dataward::notify::cli::run(&data_dir()?, json),
+        Cmd::Outbox { json } => dataward::cli::outbox::run(&data_dir()?, json),
         Cmd::Completions { shell } => {
             let mut command = Cli::command();
             clap_complete::generate(shell, &mut command, "dataward", &mut std::io::stdout());

@@ -224,6 +224,7 @@ impl Orchestrator for Counting {
 /// A local estate: a SQLite warehouse with table `orders` (`rows` rows) and the demo
 /// scheduler's database with one pipeline. Returns the config.
 fn local_estate(dir: &Path, rows: i64) -> Config {
+    dataward::demo::control::register();
     let wh = rusqlite::Connection::open(dir.join("wh.db")).unwrap();
     wh.execute_batch("CREATE TABLE orders (id INTEGER);")
         .unwrap();

@@ -121,7 +121,7 @@ impl ApprovalRequest {
         let ttl = TimeDelta::from_std(ttl).unwrap_or(TimeDelta::MAX);
         while self.state == RequestState::Pending && now >= self.since + ttl {
             self.since += ttl;
-            let at = crate::engine::timestamp(self.since);
+            let at = crate::clock::timestamp(self.since);
             match domain.escalation.get(self.level) {
                 Some(next) => {
                     self.level += 1;

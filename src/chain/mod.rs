@@ -4,8 +4,6 @@
 //! A checkpoint file beside the database catches what a chain cannot see by itself: its
 //! own tail cut off.
 
-pub mod cli;
-
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};

@@ -12,7 +12,9 @@ use serde::Deserialize;
 mod alert;
 mod orchestrator;
 pub use alert::{check_base_url, AlertConfig, SecretRef, ALERT_KINDS, SEVERITIES};
-pub use orchestrator::{JobRef, OrchestratorConfig, DBT_CLOUD_URL, ORCHESTRATOR_KINDS};
+pub use orchestrator::{
+    is_dbt_command, JobRef, OrchestratorConfig, DBT_CLOUD_URL, ORCHESTRATOR_KINDS,
+};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

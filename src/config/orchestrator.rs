@@ -203,6 +203,12 @@ pub(super) fn validate(config: &Config, text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Is `command` one line starting with `dbt `?
+pub fn is_dbt_command(command: &str) -> bool {
+    let command = command.trim();
+    command.starts_with("dbt ") && !command.contains(['\n', '\r', '\0'])
+}
+
 /// One `[orchestrator.jobs]` entry: a job id of the notes, and what the kind takes.
 fn check_job(kind: &str, job: &str, id: &JobRef) -> Result<(), String> {
     if job.trim().is_empty() {
@@ -211,7 +217,7 @@ fn check_job(kind: &str, job: &str, id: &JobRef) -> Result<(), String> {
     match (kind, id) {
         ("airflow", JobRef::Name(dag)) => check_dag_id(dag),
         ("dbt_core", JobRef::Name(command)) => {
-            if crate::engine::orchestrator::is_dbt_command(command) {
+            if is_dbt_command(command) {
                 Ok(())
             } else {
                 Err("dbt Core takes its dbt command on one line, like \"dbt build --select tag:hourly\"".into())

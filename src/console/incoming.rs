@@ -9,11 +9,11 @@
 
 use std::collections::HashMap;
 
+use crate::console::clean;
 use crate::console::listing::Orders;
 use crate::console::screens::list;
 use crate::console::state::status_word;
 use crate::engine::api::{IncidentView, Snapshot};
-use crate::sanitize;
 
 /// Between the fields of an incident's search text: sanitized text holds no control
 /// character, and neither does a filter (typed ones are refused, pasted ones escaped).
@@ -49,7 +49,7 @@ impl Prepared {
 pub fn prepare(mut raw: Snapshot, previous: Option<Prepared>) -> Prepared {
     let incidents = std::mem::take(&mut raw.incidents);
     // Everything but the incidents is small: clean it whole.
-    sanitize::snapshot(&mut raw);
+    clean::snapshot(&mut raw);
     let (old, mut old_search, old_by_id) = match previous {
         Some(previous) => (previous.snapshot.incidents, previous.search, previous.by_id),
         None => Default::default(),
@@ -64,7 +64,7 @@ pub fn prepare(mut raw: Snapshot, previous: Option<Prepared>) -> Prepared {
         match unchanged {
             Some(&was) => search.push(std::mem::take(&mut old_search[was])),
             None => {
-                sanitize::clean_incident(incident);
+                clean::clean_incident(incident);
                 search.push(searchable(incident));
             }
         }
@@ -180,7 +180,7 @@ mod tests {
         raw.incidents[0].title = "rows\u{1b}[2J\u{202e}gone".into();
         raw.notices.push("bell\u{7}".into());
         let mut expected = raw.clone();
-        sanitize::snapshot(&mut expected);
+        clean::snapshot(&mut expected);
         assert_eq!(prepare(raw, None).snapshot, expected);
     }
 
@@ -194,7 +194,7 @@ mod tests {
         raw.incidents[0].title = "changed \u{202e}title".into();
         let second = prepare(raw.clone(), Some(first));
         let mut expected = raw;
-        sanitize::snapshot(&mut expected);
+        clean::snapshot(&mut expected);
         assert_eq!(second.snapshot, expected);
         assert_eq!(second.search.len(), 2);
         assert!(second.search[0].contains("changed \\u{202e}title"));

@@ -6,6 +6,7 @@
 
 pub mod action;
 pub mod bars;
+pub mod clean;
 pub mod clipboard;
 pub mod commands;
 pub mod diff;

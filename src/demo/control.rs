@@ -23,6 +23,20 @@ pub struct ControlPlane {
     path: PathBuf,
 }
 
+/// Makes `[orchestrator] kind = "demo"` (its `path` the scheduler's database) one the
+/// engine can build, for `dataward serve` and `check` on a demo estate. The binary calls
+/// this at start; the engine knows no demo.
+pub fn register() {
+    crate::engine::orchestrator::register("demo", |config, o| {
+        let path = o
+            .path
+            .as_ref()
+            .map(|p| config.resolve(p))
+            .context("[orchestrator] kind = \"demo\" needs a path")?;
+        Ok(Box::new(ControlPlane::new(path)))
+    });
+}
+
 impl ControlPlane {
     pub fn new(path: PathBuf) -> ControlPlane {
         ControlPlane { path }

@@ -283,7 +283,7 @@ impl Story {
             .step(now)?
             .into_iter()
             .map(|step| Event {
-                at: crate::engine::timestamp(now),
+                at: crate::clock::timestamp(now),
                 kind: EventKind::Scenario { step },
             })
             .collect();
@@ -293,7 +293,7 @@ impl Story {
                 events.extend(engine.handle(command, &stand_in.actor));
             }
         }
-        engine.remember(DEMO_CLOCK, &crate::engine::timestamp(now))?;
+        engine.remember(DEMO_CLOCK, &crate::clock::timestamp(now))?;
         // Before the story starts, the monitors only learn: play it ten times faster.
         let speed = if now < self.plot.start {
             self.speed * 10.0
@@ -304,7 +304,7 @@ impl Story {
         self.next = Instant::now() + Duration::from_secs_f64(turn_seconds / speed.max(0.001));
         self.now += self.plot.turn;
         if self.now > self.plot.end {
-            engine.remember(DEMO_FINISHED, &crate::engine::timestamp(self.plot.end))?;
+            engine.remember(DEMO_FINISHED, &crate::clock::timestamp(self.plot.end))?;
             self.finished = true;
         }
         Ok(events)
@@ -455,7 +455,7 @@ pub fn run_headless(options: DemoOptions, json: bool) -> Result<()> {
     if let Some(signal) = crate::signals::quit_signal() {
         eprintln!(
             "dataward: stopped by signal {signal} after {} (virtual); run the same command to resume",
-            crate::engine::timestamp(story.clock())
+            crate::clock::timestamp(story.clock())
         );
     }
     Ok(())
@@ -484,7 +484,7 @@ fn relay_beside(
     options: &DemoOptions,
     hub_tx: &mpsc::Sender<HubMessage>,
 ) -> Result<Option<crate::notify::relay::Relay>> {
-    crate::notify::relay::start_beside(
+    server::start_relay(
         engine,
         config,
         &options.data_dir.join("dataward.db"),

@@ -21,9 +21,10 @@
 
 use rusqlite::OptionalExtension;
 
+use super::api::DestinationView;
 use super::*;
 use crate::engine::api::ProposalBody;
-use crate::notify::outbox::{self, DestinationView};
+use crate::notify::outbox;
 use crate::notify::{Action, Alert, Blast, Occasion, ReceiptDigest, Waiting};
 
 /// The chain records that may make an alert.

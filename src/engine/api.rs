@@ -262,7 +262,44 @@ pub struct Snapshot {
     /// The alert outbox per `[[alert]]` destination: what waits, its next retry, its
     /// last error and dedup key.
     #[serde(default)]
-    pub outbox: Vec<crate::notify::outbox::DestinationView>,
+    pub outbox: Vec<DestinationView>,
+}
+
+/// One destination's outbox, as `dataward outbox` and the console show it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DestinationView {
+    pub destination: String,
+    pub kind: String,
+    pub pending: usize,
+    pub failed: usize,
+    pub delivered: usize,
+    /// When its next pending row is tried (UTC), and how far that is from `as_of`.
+    pub next_attempt_at: Option<String>,
+    pub next_attempt_in_secs: Option<i64>,
+    /// The latest error of a pending or failed row.
+    pub last_error: Option<String>,
+    /// The dedup key of the next row to go.
+    pub dedup_key: Option<String>,
+    /// Its pending and failed rows, oldest first (at most 50), and the latest delivered
+    /// few.
+    pub rows: Vec<RowView>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RowView {
+    pub id: i64,
+    pub incident: String,
+    pub action: String,
+    pub occasion: String,
+    pub dedup_key: String,
+    pub status: String,
+    pub attempts: u32,
+    pub queued_at: String,
+    pub next_attempt_at: Option<String>,
+    pub delivered_at: Option<String>,
+    pub last_error: Option<String>,
+    /// An accepted request still being read back (Opsgenie, JSM).
+    pub request_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -300,8 +337,6 @@ pub struct MonitorView {
     pub expected: String,
     pub health: MonitorHealth,
 }
-
-pub use crate::detect::VerdictKind;
 
 /// Words that travel as enums: on the wire each is the same lower-case word it was when
 /// these fields were strings, so the protocol did not change; a word a later engine adds
@@ -367,13 +402,28 @@ wire_words! {
     }
 }
 
-impl From<crate::monitor::Health> for MonitorHealth {
-    fn from(health: crate::monitor::Health) -> MonitorHealth {
-        match health {
-            crate::monitor::Health::Ok => MonitorHealth::Ok,
-            crate::monitor::Health::Unreachable => MonitorHealth::Unreachable,
-            crate::monitor::Health::Error => MonitorHealth::Error,
-        }
+wire_words! {
+    /// A detector's verdict, as clients see it.
+    pub enum VerdictKind {
+        Ok = "ok",
+        Learning = "learning",
+        Low = "low",
+        High = "high",
+        /// Freshness: the table has not loaded for longer than its cadence or its error SLA.
+        Late = "late",
+        /// Freshness: past the team's `warn_after` SLA, still inside the learned cadence.
+        Warn = "warn",
+        Changed = "changed",
+    }
+}
+
+impl VerdictKind {
+    /// Neither ok, nor learning, nor unknown (a check that could not run).
+    pub fn is_breach(self) -> bool {
+        !matches!(
+            self,
+            VerdictKind::Ok | VerdictKind::Learning | VerdictKind::Unknown
+        )
     }
 }
 

@@ -275,7 +275,7 @@ pub fn stop(data_dir: &Path, reason: Option<&str>, lift: bool) -> Result<ExitCod
             }
         }
         (None, true) => Command::LiftStop,
-        (None, false) => return crate::chain::cli::stop(data_dir, None, false),
+        (None, false) => return crate::cli::chain::stop(data_dir, None, false),
     };
     let Some(client) = connect_to_decide(data_dir)? else {
         println!(
@@ -283,13 +283,13 @@ pub fn stop(data_dir: &Path, reason: Option<&str>, lift: bool) -> Result<ExitCod
             data_dir.display(),
             crate::approve::Actor::current().display()
         );
-        return crate::chain::cli::stop(data_dir, reason, lift);
+        return crate::cli::chain::stop(data_dir, reason, lift);
     };
     let outcome = send_decision(client, data_dir, command)?;
     let reported = report(&outcome)?;
     match outcome {
         Outcome::Refused { .. } => Ok(reported),
-        Outcome::Accepted { .. } => crate::chain::cli::stop(data_dir, None, false),
+        Outcome::Accepted { .. } => crate::cli::chain::stop(data_dir, None, false),
     }
 }
 

@@ -123,7 +123,7 @@ impl Engine {
             incident.receipt = receipt::build(&records, &incident.id)
                 .ok()
                 .map(|r| r.to_markdown());
-            incident.timeline = crate::incident::timeline::build(&records, &incident.id);
+            incident.timeline = super::timeline::build(&records, &incident.id);
         }
         self.drafted_at = head;
         Ok(())

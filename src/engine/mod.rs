@@ -9,6 +9,7 @@ pub mod attach;
 mod autonomy;
 mod backfill;
 mod commands;
+mod edge;
 pub mod hub;
 mod intent;
 pub mod live;
@@ -25,6 +26,7 @@ pub mod poll_task;
 mod recovery;
 pub mod server;
 mod symptoms;
+mod timeline;
 mod verification;
 pub mod wire;
 
@@ -51,9 +53,7 @@ use crate::warehouse::Warehouse;
 use api::*;
 use orchestrator::{Orchestrator, RunRecord};
 
-pub fn timestamp(at: NaiveDateTime) -> String {
-    at.format("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
+pub use crate::clock::timestamp;
 
 fn short_time(at: &str) -> &str {
     at.get(11..16).unwrap_or(at)
@@ -994,7 +994,7 @@ impl Engine {
                     name: o.monitor.clone(),
                     table: o.table.clone(),
                     check,
-                    verdict: o.verdict,
+                    verdict: o.verdict.into(),
                     observed: o.observed_text(),
                     expected: o.expected_text(),
                     health: o.health.into(),

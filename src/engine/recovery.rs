@@ -205,7 +205,7 @@ impl Engine {
                     .message
                     .clone()
                     .unwrap_or_else(|| "not measured".to_string()),
-                verdict: crate::detect::VerdictKind::Unknown,
+                verdict: VerdictKind::Unknown,
                 band: None,
                 at: o.at.clone(),
             });
@@ -218,14 +218,14 @@ impl Engine {
                     monitor::amount(CheckKind::Volume, judged.rows),
                     if judged.partial { " so far" } else { "" }
                 ),
-                verdict: judged.verdict,
+                verdict: judged.verdict.into(),
                 band: judged.expected.map(|r| band(CheckKind::Volume, r)),
                 at: o.at.clone(),
             });
         }
         Some(Reading {
             observed: o.observed_text(),
-            verdict: o.verdict,
+            verdict: o.verdict.into(),
             band: o.expected.map(|r| band(o.check, r)),
             at: o.at.clone(),
         })

@@ -29,6 +29,7 @@ use super::hub::{ClientId, Hub, HubMessage, Outbox};
 use super::wire::{self, FrameError, MAX_CLIENT_FRAME};
 use crate::approve::{Actor, LoginUid};
 use crate::config::Config;
+use crate::notify::relay::{self, Relay};
 
 /// The socket's name in the data directory.
 pub const SOCKET: &str = "dataward.sock";
@@ -539,6 +540,32 @@ pub fn stop_on_signal(hub: Sender<HubMessage>) {
     });
 }
 
+/// Starts the alert relay beside an engine that serves (`dataward serve`, the demo): a
+/// secret file others can read is refused first; the engine wakes the relay after each
+/// transaction that queued alerts, and the relay tells the hub when it marked a row, so
+/// consoles see the outbox again. None without `[[alert]]`: nothing is ever sent.
+pub fn start_relay(
+    engine: &mut super::Engine,
+    config: &Config,
+    state_db: &Path,
+    hub: Sender<HubMessage>,
+) -> Result<Option<Relay>> {
+    crate::notify::check_secrets(config)?;
+    let relay = Relay::start(
+        config,
+        state_db,
+        relay::Options::default(),
+        Arc::new(move || {
+            let _ = hub.send(HubMessage::OutboxChanged);
+        }),
+    )?;
+    if let Some(relay) = &relay {
+        let waker = relay.waker();
+        engine.set_alert_waker(move || waker.wake());
+    }
+    Ok(relay)
+}
+
 pub struct ServeOptions {
     pub config: PathBuf,
     pub data_dir: PathBuf,
@@ -569,7 +596,7 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     let news = hub_tx.clone();
     // Alerts go out on threads of their own, beside the poller: a slow API delays
     // only its own destination.
-    let relay = crate::notify::relay::start_beside(&mut engine, &config, &db, hub_tx.clone())?;
+    let relay = start_relay(&mut engine, &config, &db, hub_tx.clone())?;
     let poll_task = super::poll_task::PollTask::start(
         config.clone(),
         db,

@@ -492,7 +492,7 @@ impl Engine {
         self.incidents[i].receipt = Some(receipt.to_markdown());
         // The timeline ends with the receipt's own record.
         let records = chain::records_about(&self.state, &id)?;
-        self.incidents[i].timeline = crate::incident::timeline::build(&records, &id);
+        self.incidents[i].timeline = super::timeline::build(&records, &id);
         self.incidents[i].status = IncidentStatus::Resolved;
         self.incidents[i].resolved_at = Some(self.now.clone());
         let how = if let Some(root) = &self.incidents[i].merged_into {

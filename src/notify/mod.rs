@@ -11,7 +11,6 @@
 //! dedup key (PagerDuty's `dedup_key`, Opsgenie's and JSM's `alias`) makes that resend
 //! land on the alert the first one opened. Slack has none (see README).
 
-pub mod cli;
 pub mod jsm;
 pub mod opsgenie;
 pub mod outbox;

@@ -8,9 +8,9 @@
 //! network, never the demo's virtual clock.
 
 use rusqlite::{params, Connection, OptionalExtension};
-use serde::{Deserialize, Serialize};
 
 use super::Alert;
+use crate::engine::api::{DestinationView, RowView};
 
 /// The table, as migration 8 creates it (`store::MIGRATIONS`).
 pub const MIGRATION: &str = "CREATE TABLE outbox (
@@ -205,43 +205,6 @@ pub fn give_up(conn: &Connection, id: i64, now: i64, error: &str) -> rusqlite::R
 }
 
 // ---- what people see ---------------------------------------------------------------
-
-/// One destination's outbox, as `dataward outbox` and the console show it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct DestinationView {
-    pub destination: String,
-    pub kind: String,
-    pub pending: usize,
-    pub failed: usize,
-    pub delivered: usize,
-    /// When its next pending row is tried (UTC), and how far that is from `as_of`.
-    pub next_attempt_at: Option<String>,
-    pub next_attempt_in_secs: Option<i64>,
-    /// The latest error of a pending or failed row.
-    pub last_error: Option<String>,
-    /// The dedup key of the next row to go.
-    pub dedup_key: Option<String>,
-    /// Its pending and failed rows, oldest first (at most 50), and the latest delivered
-    /// few.
-    pub rows: Vec<RowView>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RowView {
-    pub id: i64,
-    pub incident: String,
-    pub action: String,
-    pub occasion: String,
-    pub dedup_key: String,
-    pub status: String,
-    pub attempts: u32,
-    pub queued_at: String,
-    pub next_attempt_at: Option<String>,
-    pub delivered_at: Option<String>,
-    pub last_error: Option<String>,
-    /// An accepted request still being read back (Opsgenie, JSM).
-    pub request_id: Option<String>,
-}
 
 /// Destination names, errors from APIs and incident ids are outside text.
 impl crate::sanitize::Sanitize for DestinationView {

@@ -391,32 +391,6 @@ impl Relay {
     }
 }
 
-/// Starts the relay beside an engine that serves (`dataward serve`, the demo): a secret
-/// file others can read is refused first; the engine wakes the relay after each
-/// transaction that queued alerts, and the relay tells the hub when it marked a row, so
-/// consoles see the outbox again. None without `[[alert]]`: nothing is ever sent.
-pub fn start_beside(
-    engine: &mut crate::engine::Engine,
-    config: &Config,
-    state_db: &Path,
-    hub: std::sync::mpsc::Sender<crate::engine::hub::HubMessage>,
-) -> Result<Option<Relay>> {
-    super::check_secrets(config)?;
-    let relay = Relay::start(
-        config,
-        state_db,
-        Options::default(),
-        Arc::new(move || {
-            let _ = hub.send(crate::engine::hub::HubMessage::OutboxChanged);
-        }),
-    )?;
-    if let Some(relay) = &relay {
-        let waker = relay.waker();
-        engine.set_alert_waker(move || waker.wake());
-    }
-    Ok(relay)
-}
-
 fn run(mut carrier: Carrier, shared: &Shared, clock: &dyn Fn() -> i64, changed: &dyn Fn()) {
     let mut seen = 0;
     loop {

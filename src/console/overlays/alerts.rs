@@ -13,7 +13,7 @@ use ratatui::Frame;
 use crate::console::action::{self, step, Action};
 use crate::console::state::{App, Overlay};
 use crate::console::widgets::{centered, pane_block};
-use crate::notify::outbox::DestinationView;
+use crate::engine::api::DestinationView;
 
 /// The overlay's lines, one destination after another.
 pub fn lines<'a>(app: &App) -> Vec<Line<'a>> {
@@ -138,7 +138,7 @@ mod tests {
     use crate::console::fixtures::sample_snapshot;
     use crate::console::state::{update, Action};
     use crate::console::theme::Theme;
-    use crate::notify::outbox::RowView;
+    use crate::engine::api::RowView;
     use ratatui::backend::TestBackend;
     use ratatui::Terminal;
 

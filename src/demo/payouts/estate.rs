@@ -11,8 +11,8 @@ use chrono::{Datelike, NaiveDate, NaiveDateTime, TimeDelta, Weekday};
 use rusqlite::{params, Connection};
 use serde_json::{json, Value};
 
+use crate::clock::timestamp as ts;
 use crate::demo::control::ControlPlane;
-use crate::engine::timestamp as ts;
 
 /// The nightly dbt job, as the scheduler and the notes name it.
 pub const NIGHTLY_JOB: &str = "job.nightly_dbt";

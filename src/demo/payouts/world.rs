@@ -10,9 +10,9 @@ use chrono::{NaiveDateTime, Timelike};
 
 use super::estate::{land_events, Estate, NIGHTLY_JOB, STREAM};
 use super::{dbt, key_fixed, key_rotated};
+use crate::clock::timestamp as ts;
 use crate::demo::control::{status_of, ControlPlane};
 use crate::demo::scenario::World;
-use crate::engine::timestamp as ts;
 
 pub struct Couriers {
     estate: Estate,

@@ -8,9 +8,9 @@ use chrono::{NaiveDateTime, Timelike};
 use rusqlite::{params, Connection};
 
 use super::estate::{run_models, Estate, Lcg, HOURLY_JOB, INITIAL_ORDERS, MOVER};
+use crate::clock::timestamp as ts;
 use crate::demo::control::{status_of, ControlPlane};
 use crate::demo::scenario::World;
-use crate::engine::timestamp as ts;
 /// The migration lands at 14:05 and the new arena's on-sale opens at 15:00.
 const MIGRATION_AT: (u32, u32) = (14, 5);
 const ONSALE_AT: (u32, u32) = (15, 0);

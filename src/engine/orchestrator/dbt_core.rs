@@ -290,7 +290,7 @@ fn alive(owner: &str) -> bool {
 }
 
 fn now() -> String {
-    crate::engine::timestamp(chrono::Utc::now().naive_utc())
+    crate::clock::timestamp(chrono::Utc::now().naive_utc())
 }
 
 /// A run as the store holds it.
@@ -478,7 +478,7 @@ impl DbtCore {
         if last.at <= held_at || ran == Ok(false) {
             return Ok(SinceHold::NotRun);
         }
-        let at = crate::engine::timestamp(last.at.naive_utc());
+        let at = crate::clock::timestamp(last.at.naive_utc());
         // dbt writes its record before dataward records the run's end.
         let ours: bool = self.conn.query_row(
             "SELECT count(*) > 0 FROM dbt_core_run WHERE started_at <= ?1

@@ -1,10 +1,12 @@
 //! Where runs are dispatched and job schedules paused: dbt Cloud, dbt Core, Airflow, or
-//! the demo's scheduler. The engine only ever speaks this trait.
+//! a kind the binary registers (the demo's scheduler). The engine only ever speaks this
+//! trait.
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::api::PipelineView;
+use crate::config::is_dbt_command;
 
 pub mod airflow;
 pub mod cron_runs;
@@ -104,12 +106,6 @@ pub fn dbt_command<'a>(command: &'a str, who: &str) -> Result<&'a str> {
     Ok(command)
 }
 
-/// Is `command` one line starting with `dbt `?
-pub fn is_dbt_command(command: &str) -> bool {
-    let command = command.trim();
-    command.starts_with("dbt ") && !command.contains(['\n', '\r', '\0'])
-}
-
 /// What the orchestrator said in one reading: the pipelines bar and the runs dataward
 /// follows. Read in the background (the poll task) or at the start of an engine's turn
 /// (inline), and applied the same way.
@@ -168,16 +164,6 @@ pub fn from_config(
     use anyhow::Context;
     let origin = config.origin.display();
     match &config.orchestrator {
-        Some(o) if o.kind == "demo" => {
-            let path = o
-                .path
-                .as_ref()
-                .map(|p| config.resolve(p))
-                .context("[orchestrator] kind = \"demo\" needs a path")?;
-            Ok(Some(Box::new(crate::demo::control::ControlPlane::new(
-                path,
-            ))))
-        }
         Some(o) if o.kind == "dbt_cloud" => {
             let settings = dbt_cloud::Settings {
                 base_url: o.base_url(),
@@ -200,12 +186,44 @@ pub fn from_config(
             let settings = dbt_core::Settings::from_config(config, data_dir)?;
             Ok(Some(Box::new(dbt_core::DbtCore::new(settings)?)))
         }
-        Some(o) => anyhow::bail!(
-            "{origin}: [orchestrator] kind {:?} is not one dataward can use",
-            o.kind
-        ),
+        Some(o) => match registered(&o.kind) {
+            Some(make) => make(config, o).map(Some),
+            None => anyhow::bail!(
+                "{origin}: [orchestrator] kind {:?} is not one dataward can use",
+                o.kind
+            ),
+        },
         None => Ok(None),
     }
+}
+
+/// Builds an orchestrator of a kind this module does not know from its `[orchestrator]`
+/// table (`config` resolves its paths).
+pub type Maker =
+    fn(&crate::config::Config, &crate::config::OrchestratorConfig) -> Result<Box<dyn Orchestrator>>;
+
+/// The kinds registered by the binary at start: the engine names none of them.
+static REGISTERED: std::sync::RwLock<Vec<(&'static str, Maker)>> =
+    std::sync::RwLock::new(Vec::new());
+
+/// Lets `from_config` build `[orchestrator] kind = <kind>` with `make` in this process
+/// (the demo registers its scheduler so). A kind registered again is replaced.
+pub fn register(kind: &'static str, make: Maker) {
+    let mut registered = REGISTERED
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    registered.retain(|(known, _)| *known != kind);
+    registered.push((kind, make));
+}
+
+fn registered(kind: &str) -> Option<Maker> {
+    let registered = REGISTERED
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    registered
+        .iter()
+        .find(|(known, _)| *known == kind)
+        .map(|(_, make)| *make)
 }
 
 #[cfg(test)]

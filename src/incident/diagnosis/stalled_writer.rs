@@ -11,7 +11,7 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
         .find(|f| f.check == CheckKind::Freshness && f.verdict == VerdictKind::Late)?;
     let table = &facts.table;
     let since = last_load(late)
-        .map(|at| format!(" since {}", figure::when(&crate::engine::timestamp(at))))
+        .map(|at| format!(" since {}", figure::when(&crate::clock::timestamp(at))))
         .unwrap_or_default();
     let mut cause = format!("{table} has not loaded{since}");
     if facts.writers.is_empty() {

@@ -8,7 +8,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::outbox::{self, DestinationView, FAILED, PENDING};
+use crate::engine::api::DestinationView;
+use crate::notify::outbox::{self, FAILED, PENDING};
 use crate::sanitize::{for_terminal, Sanitized};
 
 pub fn run(data_dir: &Path, json: bool) -> Result<ExitCode> {

@@ -5,8 +5,8 @@
 
 use serde_json::Value;
 
+use super::api::TimelineEntry;
 use crate::chain::Record;
-use crate::engine::api::TimelineEntry;
 
 /// A field as people read it.
 fn text(v: &Value, key: &str) -> String {

@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use rusqlite::Connection;
 
-use super::{BadRecord, VerifyReport};
 use crate::approve::{stop, Actor};
+use crate::chain::{self, BadRecord, VerifyReport};
 use crate::engine::api::Question;
 use crate::engine::client::Client;
 use crate::incident::receipt;
@@ -76,12 +76,12 @@ pub fn verify(data_dir: &Path, json: bool, saved_receipt: Option<&Path>) -> Resu
         }
         None => {
             let conn = open_existing(data_dir)?;
-            let report = super::verify(&conn)?;
+            let report = chain::verify(&conn)?;
             let problem = match (saved_receipt, &saved_text) {
                 (Some(path), Some(text)) => {
                     let saved: serde_json::Value = serde_json::from_str(text)
                         .with_context(|| format!("{}: not a JSON receipt", path.display()))?;
-                    receipt::check_saved(&super::records(&conn)?, &saved)
+                    receipt::check_saved(&chain::records(&conn)?, &saved)
                         .with_context(|| format!("{}", path.display()))?
                 }
                 _ => None,
@@ -176,7 +176,7 @@ pub fn receipt(data_dir: &Path, incident: &str, json: bool) -> Result<ExitCode> 
         return Ok(ExitCode::SUCCESS);
     }
     let conn = open_existing(data_dir)?;
-    let receipt = receipt::build(&super::records(&conn)?, incident)?;
+    let receipt = receipt::build(&chain::records(&conn)?, incident)?;
     if json {
         println!("{}", crate::sanitize::json(&receipt, true)?);
     } else {
@@ -189,7 +189,7 @@ pub fn receipt(data_dir: &Path, incident: &str, json: bool) -> Result<ExitCode> 
 /// scripts can ask "may we dispatch?".
 pub fn stop(data_dir: &Path, reason: Option<&str>, lift: bool) -> Result<ExitCode> {
     let actor = Actor::current();
-    let at = crate::engine::timestamp(chrono::Utc::now().naive_utc());
+    let at = crate::clock::timestamp(chrono::Utc::now().naive_utc());
     let state = match (reason, lift) {
         (None, false) => {
             // Showing the stop is a reading command: anyone the engine serving it lets
@@ -204,7 +204,7 @@ pub fn stop(data_dir: &Path, reason: Option<&str>, lift: bool) -> Result<ExitCod
             let mut conn = crate::store::open(&data_dir.join("dataward.db"))?;
             // Never append to a chain that does not verify: the append would move the
             // checkpoint past the damage.
-            let report = super::verify(&conn)?;
+            let report = chain::verify(&conn)?;
             if let Some(bad) = &report.first_bad {
                 println!(
                     "chain BROKEN at record #{}: {}; nothing was recorded",
@@ -216,9 +216,9 @@ pub fn stop(data_dir: &Path, reason: Option<&str>, lift: bool) -> Result<ExitCod
             match reason {
                 Some(reason) => {
                     anyhow::ensure!(!reason.trim().is_empty(), "--reason must say why");
-                    super::transact(&mut conn, |tx| stop::set(tx, &actor, reason, &at))?
+                    chain::transact(&mut conn, |tx| stop::set(tx, &actor, reason, &at))?
                 }
-                None => super::transact(&mut conn, |tx| stop::lift(tx, &actor, &at))?,
+                None => chain::transact(&mut conn, |tx| stop::lift(tx, &actor, &at))?,
             }
         }
     };

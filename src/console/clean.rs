@@ -1,0 +1,266 @@
+//! Cleaning what the engine sends, once, as it arrives: every string of a snapshot
+//! becomes text a terminal shows as it is, with the rules of `crate::sanitize`.
+
+use crate::engine::api::{IncidentView, PresenceView, ProposalBody, ProposalView, Snapshot};
+use crate::sanitize::{clean_in_place, clean_multiline_in_place, Sanitize};
+
+/// Clean every string of a snapshot, once, as it arrives: the render path then never
+/// sees raw text. Fields whose line breaks carry meaning (SQL, plans, notes, receipts)
+/// keep them; every other field becomes one visible line.
+pub fn snapshot(snapshot: &mut Snapshot) {
+    let Snapshot {
+        now,
+        actor,
+        chain_head,
+        pipelines,
+        orchestrator_down,
+        first_poll: _,
+        monitors,
+        incidents,
+        notices,
+        finished: _,
+        org_stop,
+        chain_alarm,
+        trust_alarm,
+        attached,
+        outbox,
+    } = snapshot;
+    outbox.sanitize();
+    for text in [org_stop, chain_alarm, trust_alarm, orchestrator_down]
+        .into_iter()
+        .flatten()
+    {
+        clean_in_place(text);
+    }
+    for presence in attached {
+        let PresenceView {
+            who,
+            read_only: _,
+            viewing,
+            deciding,
+        } = presence;
+        clean_in_place(who);
+        for text in [viewing, deciding].into_iter().flatten() {
+            clean_in_place(text);
+        }
+    }
+    clean_in_place(now);
+    clean_in_place(actor);
+    if let Some(head) = chain_head {
+        clean_in_place(&mut head.hash);
+    }
+    for pipeline in pipelines {
+        clean_in_place(&mut pipeline.name);
+        if let Some(at) = &mut pipeline.last_run_at {
+            clean_in_place(at);
+        }
+    }
+    for monitor in monitors {
+        for field in [
+            &mut monitor.name,
+            &mut monitor.table,
+            &mut monitor.check,
+            &mut monitor.observed,
+            &mut monitor.expected,
+        ] {
+            clean_in_place(field);
+        }
+    }
+    for incident in incidents {
+        clean_incident(incident);
+    }
+    notices.iter_mut().for_each(clean_in_place);
+}
+
+/// One incident, as [`snapshot`] cleans each: the console cleans only the incidents that
+/// changed since the last snapshot.
+pub fn clean_incident(incident: &mut IncidentView) {
+    for field in [
+        &mut incident.id,
+        &mut incident.title,
+        &mut incident.table,
+        &mut incident.monitor,
+        &mut incident.opened_at,
+        &mut incident.observed,
+        &mut incident.expected,
+    ] {
+        clean_in_place(field);
+    }
+    if let Some(cause) = &mut incident.cause {
+        clean_in_place(cause);
+    }
+    incident.evidence.iter_mut().for_each(clean_in_place);
+    for node in &mut incident.blast {
+        clean_in_place(&mut node.id);
+        clean_in_place(&mut node.name);
+        clean_in_place(&mut node.kind);
+        node.parents.iter_mut().for_each(clean_in_place);
+        if let Some(finding) = &mut node.finding {
+            clean_in_place(finding);
+        }
+    }
+    for proposal in &mut incident.proposals {
+        clean_proposal(proposal);
+    }
+    for check in &mut incident.checks {
+        clean_in_place(&mut check.name);
+        clean_in_place(&mut check.detail);
+    }
+    if let Some(receipt) = &mut incident.receipt {
+        clean_multiline_in_place(receipt);
+    }
+    if let Some(reading) = &mut incident.latest {
+        clean_in_place(&mut reading.observed);
+        clean_in_place(&mut reading.at);
+        if let Some(band) = &mut reading.band {
+            clean_in_place(band);
+        }
+    }
+    for symptom in &mut incident.symptoms {
+        for field in [
+            &mut symptom.table,
+            &mut symptom.check,
+            &mut symptom.observed,
+            &mut symptom.explanation,
+            &mut symptom.at,
+        ] {
+            clean_in_place(field);
+        }
+    }
+    for account in incident.owner_accounts.iter_mut().flatten() {
+        clean_in_place(account);
+    }
+    for entry in &mut incident.timeline {
+        for field in [
+            &mut entry.at,
+            &mut entry.step,
+            &mut entry.who,
+            &mut entry.what,
+        ] {
+            clean_in_place(field);
+        }
+    }
+}
+
+fn clean_proposal(proposal: &mut ProposalView) {
+    for field in [
+        &mut proposal.id,
+        &mut proposal.title,
+        &mut proposal.owner,
+        &mut proposal.content_hash,
+        &mut proposal.undo,
+        &mut proposal.verify,
+    ] {
+        clean_in_place(field);
+    }
+    for role in &mut proposal.deciders {
+        clean_in_place(role);
+    }
+    for account in proposal.decider_accounts.iter_mut().flatten() {
+        clean_in_place(account);
+    }
+    match &mut proposal.body {
+        ProposalBody::Hold { job, plan } => {
+            clean_in_place(job);
+            clean_multiline_in_place(plan);
+        }
+        ProposalBody::Diff { file, old, new } => {
+            clean_in_place(file);
+            clean_multiline_in_place(old);
+            clean_multiline_in_place(new);
+        }
+        ProposalBody::Note { to, text } => {
+            clean_in_place(to);
+            clean_multiline_in_place(text);
+        }
+        ProposalBody::Backfill {
+            job,
+            command,
+            tables,
+        } => {
+            clean_in_place(job);
+            clean_in_place(command);
+            tables.iter_mut().for_each(clean_in_place);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshot_walk_cleans_every_field_it_reaches() {
+        use crate::engine::api::{IncidentStatus, ProposalKind, ProposalState};
+        let mut snap = Snapshot {
+            now: "14:20\x1b[2J".into(),
+            notices: vec!["refused\u{202e}".into()],
+            incidents: vec![IncidentView {
+                id: "INC-1".into(),
+                title: "rows\x1b]0;pwned\x07".into(),
+                table: "T".into(),
+                monitor: "m".into(),
+                status: IncidentStatus::Open,
+                opened_at: "14:17".into(),
+                observed: "1".into(),
+                expected: "2".into(),
+                cause: None,
+                evidence: vec![],
+                blast: vec![],
+                proposals: vec![ProposalView {
+                    id: "P-1".into(),
+                    kind: ProposalKind::Diff,
+                    title: "t".into(),
+                    owner: "o".into(),
+                    content_hash: "abc".into(),
+                    state: ProposalState::Pending,
+                    undo: "u".into(),
+                    verify: "v".into(),
+                    deciders: vec![],
+                    decider_accounts: None,
+                    body: ProposalBody::Diff {
+                        file: "f.sql".into(),
+                        old: "a\n\x1b[31mb".into(),
+                        new: "a\nb".into(),
+                    },
+                }],
+                checks: vec![],
+                receipt: None,
+                run_status: None,
+                latest: None,
+                symptoms: vec![crate::engine::api::SymptomView {
+                    table: "fct_daily_revenue\u{202e}".into(),
+                    check: "row_count".into(),
+                    observed: "12 rows\x1b[2J".into(),
+                    explanation: "rebuilt from T\x07".into(),
+                    at: "14:15".into(),
+                    recovered: false,
+                }],
+                timeline: vec![crate::engine::api::TimelineEntry {
+                    seq: 1,
+                    at: "14:17".into(),
+                    step: "decided".into(),
+                    who: "eve\x1b[8m".into(),
+                    what: "approved\u{202e}".into(),
+                }],
+                owner_accounts: None,
+            }],
+            ..Snapshot::default()
+        };
+        snapshot(&mut snap);
+        assert_eq!(snap.now, "14:20\\x1b[2J");
+        assert_eq!(snap.notices[0], "refused\\u{202e}");
+        assert_eq!(snap.incidents[0].title, "rows\\x1b]0;pwned\\x07");
+        let ProposalBody::Diff { old, .. } = &snap.incidents[0].proposals[0].body else {
+            panic!("diff body expected");
+        };
+        assert_eq!(old, "a\n\\x1b[31mb");
+        let symptom = &snap.incidents[0].symptoms[0];
+        assert_eq!(symptom.table, "fct_daily_revenue\\u{202e}");
+        assert_eq!(symptom.observed, "12 rows\\x1b[2J");
+        assert_eq!(symptom.explanation, "rebuilt from T\\x07");
+        let entry = &snap.incidents[0].timeline[0];
+        assert_eq!(entry.who, "eve\\x1b[8m");
+        assert_eq!(entry.what, "approved\\u{202e}");
+    }
+}
