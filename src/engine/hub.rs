@@ -543,6 +543,9 @@ impl Hub {
                     }
                     asker.outbox.left_hub();
                 }
+                // A read (`Engine::answer_question` takes the engine as it is): nothing
+                // to publish.
+                return Ok(false);
             }
             HubMessage::Presence { client } => {
                 self.presence(client);
