@@ -13,6 +13,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use dataward::engine::api::PROTOCOL_VERSION;
 use serde_json::Value;
 
 fn start_demo(dir: &Path, speed: &str) -> Engine {
@@ -192,17 +193,14 @@ fn clients_that_misbehave_affect_nobody_else() {
     huge.write_all(&u32::MAX.to_be_bytes()).unwrap();
     assert!(closed_by_server(huge));
     // A good hello, then an oversized request.
+    let hello = format!(r#"{{"type":"hello","protocol":{PROTOCOL_VERSION}}}"#);
     let mut oversized = raw_client(d);
-    oversized
-        .write_all(&frame(br#"{"type":"hello","protocol":1}"#))
-        .unwrap();
+    oversized.write_all(&frame(hello.as_bytes())).unwrap();
     oversized.write_all(&(1u32 << 30).to_be_bytes()).unwrap();
     assert!(closed_by_server(oversized));
     // A request cut off mid-frame, and the client gone.
     let mut vanishing = raw_client(d);
-    vanishing
-        .write_all(&frame(br#"{"type":"hello","protocol":1}"#))
-        .unwrap();
+    vanishing.write_all(&frame(hello.as_bytes())).unwrap();
     let request = frame(br#"{"type":"request","id":1,"command":{"command":"lift_stop"}}"#);
     vanishing.write_all(&request[..request.len() / 2]).unwrap();
     drop(vanishing);
@@ -213,7 +211,9 @@ fn clients_that_misbehave_affect_nobody_else() {
         .unwrap();
     let mut answer = Vec::new();
     other.read_to_end(&mut answer).unwrap();
-    assert!(String::from_utf8_lossy(&answer).contains("speaks protocol 1"));
+    assert!(String::from_utf8_lossy(&answer).contains(&format!(
+        "speaks protocol {PROTOCOL_VERSION}, the client protocol 99"
+    )));
 
     // Everyone else is served as before.
     let forwarded = dataward(&["forward", note], d);

@@ -151,7 +151,7 @@ fn snapshot(data: &Path) -> Value {
     loop {
         let message: Value = wire::receive(&mut reader, 64 << 20).unwrap();
         if message["type"] == "snapshot" {
-            return message;
+            return message["snapshot"].clone();
         }
     }
 }

@@ -146,11 +146,11 @@ fn forward_engine(
                 },
             };
             let message = match message {
-                ServerMessage::Snapshot(snapshot) => {
+                ServerMessage::Snapshot { snapshot, .. } => {
                     waiting.extend(from_engine.try_iter());
                     if waiting
                         .iter()
-                        .any(|m| matches!(m, ServerMessage::Snapshot(_)))
+                        .any(|m| matches!(m, ServerMessage::Snapshot { .. }))
                     {
                         continue;
                     }
@@ -286,7 +286,9 @@ fn main_loop(screen: &mut terminal::Screen, app: &mut App, channels: &Channels) 
 fn apply(app: &mut App, message: Message, retire: &Sender<Box<Prepared>>) -> Result<bool> {
     let action = match message {
         Message::Snapshot(prepared) => Action::SnapshotReady(prepared),
-        Message::Engine(ServerMessage::Snapshot(snapshot)) => Action::SnapshotArrived(snapshot),
+        Message::Engine(ServerMessage::Snapshot { snapshot, .. }) => {
+            Action::SnapshotArrived(snapshot)
+        }
         Message::Engine(ServerMessage::Reply(reply)) => Action::ReplyArrived(reply),
         Message::Engine(ServerMessage::Hello {
             started_at,
@@ -301,8 +303,14 @@ fn apply(app: &mut App, message: Message, retire: &Sender<Box<Prepared>>) -> Res
         Message::Engine(ServerMessage::Goodbye { reason }) => {
             Action::ConnectionLost(reason.message)
         }
-        // A console asks nothing: the reads are the command line's.
-        Message::Engine(ServerMessage::Answer { .. }) => return Ok(false),
+        // A console asks nothing: the reads are the command line's. The link hands on
+        // the engine's state whole (`engine::attach`): changes never reach here.
+        Message::Engine(
+            ServerMessage::Answer { .. }
+            | ServerMessage::Change(_)
+            | ServerMessage::Presence { .. }
+            | ServerMessage::Detail(_),
+        ) => return Ok(false),
         Message::EngineStopped => Action::EngineStopped,
         Message::QuitSignal => Action::Quit,
         Message::InputFailed(error) => return Err(error).context("reading the terminal"),

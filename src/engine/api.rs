@@ -620,8 +620,19 @@ pub enum ProposalBody {
 
 // ---- the wire protocol: consoles and commands attached to one engine ----------------
 
-/// Bumped on any change a client of the previous version could not read.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// Bumped on any change a client of the previous version could not read. 2: a whole
+/// snapshot on attaching, then versioned changes; timelines and receipts on their own.
+pub const PROTOCOL_VERSION: u32 = 2;
+
+/// What a client or engine of another protocol version is told: both versions, and what
+/// to do about it.
+pub fn version_mismatch(engine: u32, client: u32) -> String {
+    format!(
+        "this engine speaks protocol {engine}, the client protocol {client}: use the same \
+         dataward version for the engine and its consoles (restart `dataward serve` with \
+         the new binary, or run the console of the engine's version)"
+    )
+}
 
 /// What a client sends. The first message is a `Hello`; nothing in it says who the
 /// client is: the server takes that from the kernel (`SO_PEERCRED`).
@@ -641,11 +652,15 @@ pub enum ClientMessage {
         id: u64,
         question: Question,
     },
-    /// What this client shows and does, for the others' presence line.
+    /// What this client shows and does, for the others' presence line. The engine
+    /// sends the incident it views its timeline and receipt (`Detail`), and again when
+    /// they change. Only the latest of a client's presence messages counts.
     Presence {
         viewing: Option<String>,
         deciding: Option<String>,
     },
+    /// A whole snapshot, please: this client missed a version of the changes.
+    Resync,
 }
 
 /// What `dataward verify` and `dataward receipt` ask a running engine.
@@ -694,12 +709,119 @@ pub enum ServerMessage {
         id: u64,
         answer: Result<serde_json::Value, String>,
     },
-    Snapshot(Box<Snapshot>),
+    /// The engine's whole state at `version`: first after the hello, after a `Resync`,
+    /// and in place of changes a client fell too far behind on. Incidents come without
+    /// their timeline and receipt (see `Detail`); who is attached is in it.
+    Snapshot {
+        version: u64,
+        snapshot: Box<Snapshot>,
+    },
+    /// What changed since `version - 1`: a client holding another version asks for a
+    /// snapshot (`Resync`) rather than apply it.
+    Change(Box<Change>),
+    /// Everyone attached, whole, after anyone attached, left, or moved. Not versioned:
+    /// the newest replaces the last.
+    Presence {
+        attached: Vec<PresenceView>,
+    },
+    /// The timeline and receipt of the incident this client views (its presence).
+    Detail(Box<Detail>),
     /// The server will not serve this client (a protocol it does not speak, a person the
     /// policy does not name) and closes the connection.
     Goodbye {
         reason: Refusal,
     },
+}
+
+/// One version's change to the engine's state: the incidents that changed or are new
+/// (whole, without timeline and receipt), the ones gone, the incidents' order when it
+/// is not the old one with the new ones last, and the engine-wide fields that changed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    pub version: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub incidents: Vec<IncidentView>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<Field>,
+}
+
+/// An incident's timeline and receipt, read from the chain.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Detail {
+    pub incident: String,
+    pub timeline: Vec<TimelineEntry>,
+    pub receipt: Option<String>,
+}
+
+impl Detail {
+    /// Takes them out of `incident`, which then travels without them.
+    pub fn take(incident: &mut IncidentView) -> Detail {
+        Detail {
+            incident: incident.id.clone(),
+            timeline: std::mem::take(&mut incident.timeline),
+            receipt: incident.receipt.take(),
+        }
+    }
+
+    /// Puts them back into `incident`.
+    pub fn merge_into(&self, incident: &mut IncidentView) {
+        incident.timeline = self.timeline.clone();
+        incident.receipt = self.receipt.clone();
+    }
+}
+
+/// The engine-wide fields of a snapshot (all but the incidents, who is attached and
+/// the console's own actor), each a variant, so a change carries only those that
+/// changed.
+macro_rules! engine_fields {
+    ($($field:ident: $variant:ident($type:ty),)*) => {
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "field", content = "value", rename_all = "snake_case")]
+        pub enum Field {
+            $($variant($type),)*
+        }
+
+        impl Field {
+            /// The fields of `new` that differ from `old`.
+            pub fn changed(old: &Snapshot, new: &Snapshot) -> Vec<Field> {
+                let mut changed = Vec::new();
+                $(if old.$field != new.$field {
+                    changed.push(Field::$variant(new.$field.clone()));
+                })*
+                changed
+            }
+
+            pub fn apply(self, snapshot: &mut Snapshot) {
+                match self {
+                    $(Field::$variant(value) => snapshot.$field = value,)*
+                }
+            }
+
+            /// The snapshot's fields this covers, by their names on the wire.
+            pub fn names() -> &'static [&'static str] {
+                &[$(stringify!($field),)*]
+            }
+        }
+    };
+}
+
+engine_fields! {
+    now: Now(String),
+    chain_head: ChainHead(Option<ChainHead>),
+    pipelines: Pipelines(Vec<PipelineView>),
+    orchestrator_down: OrchestratorDown(Option<String>),
+    first_poll: FirstPoll(Option<FirstPoll>),
+    monitors: Monitors(Vec<MonitorView>),
+    notices: Notices(Vec<String>),
+    finished: Finished(bool),
+    org_stop: OrgStop(Option<String>),
+    chain_alarm: ChainAlarm(Option<String>),
+    trust_alarm: TrustAlarm(Option<String>),
+    outbox: Outbox(Vec<crate::notify::outbox::DestinationView>),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -855,6 +977,29 @@ mod tests {
             let read: RunStatus = serde_json::from_value(json!(word)).unwrap();
             assert_eq!(serde_json::to_value(read).unwrap(), json!(word));
         }
+    }
+
+    /// Every field of a snapshot travels: in a change (engine-wide), as an incident, as
+    /// presence, or not at all (the actor: each console has its own from its hello).
+    #[test]
+    fn every_snapshot_field_travels_in_a_change() {
+        let whole = serde_json::to_value(Snapshot {
+            first_poll: Some(FirstPoll { done: 0, total: 1 }),
+            trust_alarm: Some(String::new()),
+            ..Snapshot::default()
+        })
+        .unwrap();
+        let mut names: Vec<&str> = whole
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
+        names.retain(|name| !["incidents", "attached", "actor"].contains(name));
+        names.sort();
+        let mut covered = Field::names().to_vec();
+        covered.sort();
+        assert_eq!(names, covered);
     }
 
     /// A word a later engine adds does not make the snapshot unreadable.

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use super::api::{ClientMessage, Refusal, RefusalKind, ServerMessage, PROTOCOL_VERSION};
-use super::client::Client;
+use super::client::{Applied, Client, Replica};
 use super::hub::{ClientId, HubMessage, Outbox};
 use super::server::{peer_credentials, socket_path};
 use super::wire;
@@ -49,11 +49,31 @@ pub fn in_process(
     .context("the engine stopped before the console attached")?;
     let (to_console, from_engine) = mpsc::channel();
     let queued = outbox.clone();
+    let resync = hub.clone();
     std::thread::Builder::new()
         .name("dataward-console-in".into())
         .spawn(move || {
+            let mut replica = Replica::default();
             while let Some(item) = queued.next() {
-                if to_console.send(item.message.clone()).is_err() {
+                let message = match replica.apply(item.message.clone()) {
+                    Applied::State => match whole(&replica) {
+                        Some(snapshot) => snapshot,
+                        None => continue,
+                    },
+                    Applied::Gap => {
+                        if !queued.enter_hub()
+                            || resync
+                                .send(HubMessage::Resync { client: IN_PROCESS })
+                                .is_err()
+                        {
+                            return;
+                        }
+                        continue;
+                    }
+                    Applied::Ignored => continue,
+                    Applied::Other(message) => message,
+                };
+                if to_console.send(message).is_err() {
                     return;
                 }
             }
@@ -65,7 +85,11 @@ pub fn in_process(
         .spawn(move || {
             for message in from_console {
                 // Its turn at the hub, as a socket client's (`Outbox::enter_hub`).
-                if !matches!(message, ClientMessage::Hello { .. }) && !outbox.enter_hub() {
+                if matches!(
+                    message,
+                    ClientMessage::Request(_) | ClientMessage::Ask { .. } | ClientMessage::Resync
+                ) && !outbox.enter_hub()
+                {
                     return;
                 }
                 let sent = match message {
@@ -74,12 +98,13 @@ pub fn in_process(
                         request,
                     }),
                     ClientMessage::Presence { viewing, deciding } => {
-                        hub.send(HubMessage::Presence {
-                            client: IN_PROCESS,
-                            viewing,
-                            deciding,
-                        })
+                        if outbox.tell_presence(viewing, deciding) {
+                            hub.send(HubMessage::Presence { client: IN_PROCESS })
+                        } else {
+                            Ok(())
+                        }
                     }
+                    ClientMessage::Resync => hub.send(HubMessage::Resync { client: IN_PROCESS }),
                     ClientMessage::Ask {
                         id: question_id,
                         question,
@@ -115,6 +140,15 @@ fn engine_pid(client: &Client) -> i32 {
         .and_then(|s| peer_credentials(&s))
         .map(|(_, pid)| pid)
         .unwrap_or(0)
+}
+
+/// What a console is handed of the engine's state: always the whole of it, as the
+/// replica holds it after the messages applied so far.
+fn whole(replica: &Replica) -> Option<ServerMessage> {
+    Some(ServerMessage::Snapshot {
+        version: replica.version()?,
+        snapshot: Box::new(replica.whole()?),
+    })
 }
 
 fn hello_of(client: &Client) -> ServerMessage {
@@ -164,11 +198,32 @@ pub fn over_socket(data_dir: &Path, read_only: bool, client: Client) -> Result<A
         .name("dataward-console-in".into())
         .spawn(move || {
             let mut client = Some(client);
+            // The engine's state, from the snapshot on attaching and each change after:
+            // the console is handed it whole, once what has already arrived is applied.
+            let mut replica = Replica::default();
             let mut delay = RETRY_FIRST;
             while !closed.load(Ordering::SeqCst) {
                 if let Some(attached) = client.as_mut() {
                     match attached.receive() {
                         Ok(message) => {
+                            let message = match replica.apply(message) {
+                                Applied::State if attached.more_waiting() => continue,
+                                Applied::State => match whole(&replica) {
+                                    Some(snapshot) => snapshot,
+                                    None => continue,
+                                },
+                                Applied::Gap => {
+                                    // Through the console's writer, so frames never mix.
+                                    if let Some(stream) =
+                                        writer.lock().expect("writer lock").as_mut()
+                                    {
+                                        let _ = wire::send(stream, &ClientMessage::Resync);
+                                    }
+                                    continue;
+                                }
+                                Applied::Ignored => continue,
+                                Applied::Other(message) => message,
+                            };
                             if to_console.send(message).is_err() {
                                 return;
                             }
@@ -197,6 +252,7 @@ pub fn over_socket(data_dir: &Path, read_only: bool, client: Client) -> Result<A
                     };
                     *writer.lock().expect("writer lock") = Some(stream);
                     engine_pid_now.store(engine_pid(&again), Ordering::SeqCst);
+                    replica = Replica::default();
                     if to_console.send(hello_of(&again)).is_err() {
                         return;
                     }

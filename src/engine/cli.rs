@@ -64,12 +64,32 @@ fn status_word(status: IncidentStatus) -> &'static str {
     }
 }
 
+/// One incident whole: from the running engine, which sends its timeline and receipt
+/// when asked (they are not in its snapshot), or read from the state database.
+fn one_incident(data_dir: &Path, id: &str) -> Result<(Option<IncidentView>, bool)> {
+    if let Some(mut client) = Client::connect(data_dir, true)? {
+        let snapshot = client.snapshot()?;
+        let Some(found) = snapshot
+            .incidents
+            .iter()
+            .find(|i| i.id.eq_ignore_ascii_case(id))
+        else {
+            return Ok((None, true));
+        };
+        return Ok((client.incident(&found.id)?, true));
+    }
+    let (incidents, live) = incidents(data_dir)?;
+    let found = incidents
+        .into_iter()
+        .find(|i| i.id.eq_ignore_ascii_case(id));
+    Ok((found, live))
+}
+
 /// `dataward show INCIDENT [--json]`: one incident whole.
 pub fn show(data_dir: &Path, id: &str, json: bool) -> Result<ExitCode> {
-    let (incidents, live) = incidents(data_dir)?;
-    let incident = incidents
-        .iter()
-        .find(|i| i.id.eq_ignore_ascii_case(id))
+    let (incident, live) = one_incident(data_dir, id)?;
+    let incident = incident
+        .as_ref()
         .with_context(|| format!("no incident {id} in {}", data_dir.display()))?;
     if json {
         println!("{}", crate::sanitize::json(incident, true)?);

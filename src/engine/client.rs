@@ -2,6 +2,7 @@
 //! use. It says hello, then sends requests and reads the answers; who it is, the server
 //! learns from the kernel.
 
+use std::collections::HashMap;
 use std::io::BufReader;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -9,7 +10,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::api::{
-    ClientMessage, Command, Outcome, Question, Request, ServerMessage, Snapshot, PROTOCOL_VERSION,
+    version_mismatch, Change, ClientMessage, Command, Detail, IncidentView, Outcome, Question,
+    Request, ServerMessage, Snapshot, PROTOCOL_VERSION,
 };
 use super::server::socket_path;
 use super::wire::{self, MAX_SERVER_FRAME};
@@ -22,6 +24,8 @@ pub struct Client {
     pub started_at: String,
     pub you: String,
     pub read_only: bool,
+    /// The engine's state as the messages read so far tell it.
+    replica: Replica,
 }
 
 impl Client {
@@ -56,10 +60,10 @@ impl Client {
             .with_context(|| format!("the engine on {}", path.display()))?
         {
             ServerMessage::Hello {
+                protocol: PROTOCOL_VERSION,
                 started_at,
                 you,
                 read_only,
-                ..
             } => Ok(Some(Client {
                 reader,
                 writer,
@@ -67,7 +71,13 @@ impl Client {
                 started_at,
                 you,
                 read_only,
+                replica: Replica::default(),
             })),
+            ServerMessage::Hello { protocol, .. } => anyhow::bail!(
+                "the engine on {} refused to attach: {}",
+                path.display(),
+                version_mismatch(protocol, PROTOCOL_VERSION)
+            ),
             ServerMessage::Goodbye { reason } => {
                 anyhow::bail!(
                     "the engine on {} refused to attach: {reason}",
@@ -88,9 +98,30 @@ impl Client {
         wire::send(&mut self.writer, message).context("the engine closed the connection")
     }
 
-    /// The next message from the engine.
+    /// The next message from the engine, as it came.
     pub fn receive(&mut self) -> Result<ServerMessage> {
         wire::receive(&mut self.reader, MAX_SERVER_FRAME).map_err(anyhow::Error::from)
+    }
+
+    /// Whether more of what the engine sent is already read and waiting here: a
+    /// console's link applies it before handing on a whole snapshot.
+    pub fn more_waiting(&self) -> bool {
+        !self.reader.buffer().is_empty()
+    }
+
+    /// The next message that is not about the engine's state; state messages on the way
+    /// are applied to the replica (a gap in the versions asks for a snapshot). None
+    /// when the one read was a state message.
+    fn next_other(&mut self) -> Result<Option<ServerMessage>> {
+        let message = self.receive()?;
+        match self.replica.apply(message) {
+            Applied::Other(message) => Ok(Some(message)),
+            Applied::Gap => {
+                self.send(&ClientMessage::Resync)?;
+                Ok(None)
+            }
+            Applied::State | Applied::Ignored => Ok(None),
+        }
     }
 
     /// Sends one command and waits for its answer (snapshots meanwhile are skipped).
@@ -114,38 +145,203 @@ impl Client {
             client_request,
         }))?;
         loop {
-            match self.receive()? {
-                ServerMessage::Reply(reply) if reply.id == id => return Ok(reply.outcome),
-                ServerMessage::Goodbye { reason } => anyhow::bail!("the engine closed: {reason}"),
+            match self.next_other()? {
+                Some(ServerMessage::Reply(reply)) if reply.id == id => return Ok(reply.outcome),
+                Some(ServerMessage::Goodbye { reason }) => {
+                    anyhow::bail!("the engine closed: {reason}")
+                }
                 _ => continue,
             }
         }
     }
-
     /// Asks the engine a read only it can answer; its report, or why it has none.
     pub fn ask(&mut self, question: Question) -> Result<Result<serde_json::Value, String>> {
         let id = self.next_id;
         self.next_id += 1;
         self.send(&ClientMessage::Ask { id, question })?;
         loop {
-            match self.receive()? {
-                ServerMessage::Answer {
+            match self.next_other()? {
+                Some(ServerMessage::Answer {
                     id: answered,
                     answer,
-                } if answered == id => return Ok(answer),
-                ServerMessage::Goodbye { reason } => anyhow::bail!("the engine closed: {reason}"),
+                }) if answered == id => return Ok(answer),
+                Some(ServerMessage::Goodbye { reason }) => {
+                    anyhow::bail!("the engine closed: {reason}")
+                }
                 _ => continue,
             }
         }
     }
 
-    /// The engine's current state (it sends one snapshot right after the hello).
+    /// The engine's state once the next message about it has come: right after the
+    /// hello, the snapshot it sends on attaching; after that, the next change.
     pub fn snapshot(&mut self) -> Result<Snapshot> {
         loop {
-            if let ServerMessage::Snapshot(snapshot) = self.receive()? {
-                return Ok(*snapshot);
+            if let Some(ServerMessage::Goodbye { reason }) = self.next_other()? {
+                anyhow::bail!("the engine closed: {reason}");
+            }
+            if let Some(whole) = self.replica.whole() {
+                return Ok(whole);
             }
         }
+    }
+
+    /// One incident whole, its timeline and receipt included: this client says it views
+    /// it, and the engine sends them. None when the engine has no such incident.
+    pub fn incident(&mut self, id: &str) -> Result<Option<IncidentView>> {
+        self.send(&ClientMessage::Presence {
+            viewing: Some(id.to_string()),
+            deciding: None,
+        })?;
+        loop {
+            if let Some(ServerMessage::Goodbye { reason }) = self.next_other()? {
+                anyhow::bail!("the engine closed: {reason}");
+            }
+            if self.replica.detail_for() == Some(id) {
+                if let Some(whole) = self.replica.whole() {
+                    return Ok(whole.incidents.into_iter().find(|i| i.id == id));
+                }
+            }
+        }
+    }
+}
+
+/// The engine's state as one client holds it: the snapshot it got on attaching with
+/// every change since applied, and the timeline and receipt of the incident it views
+/// put back in. The CLI and a console's link both read the engine through one.
+#[derive(Debug, Default)]
+pub struct Replica {
+    /// The version and the state; None before the first snapshot.
+    state: Option<(u64, Snapshot)>,
+    /// Where each incident is in the snapshot.
+    index: HashMap<String, usize>,
+    detail: Option<Detail>,
+    /// A version was missed: changes wait for the snapshot asked for.
+    resyncing: bool,
+}
+
+/// What one message did to a [`Replica`].
+#[derive(Debug)]
+pub enum Applied {
+    /// The state changed.
+    State,
+    /// A version was missed: ask for a snapshot (`ClientMessage::Resync`), once.
+    Gap,
+    /// A change with no state to apply it to (before the first snapshot, or while the
+    /// one asked for is on its way).
+    Ignored,
+    /// Not about the state: a reply, an answer, a hello, a goodbye.
+    Other(ServerMessage),
+}
+
+impl Replica {
+    pub fn apply(&mut self, message: ServerMessage) -> Applied {
+        match message {
+            ServerMessage::Snapshot { version, snapshot } => {
+                self.state = Some((version, *snapshot));
+                self.resyncing = false;
+                self.reindex();
+                Applied::State
+            }
+            ServerMessage::Change(change) => self.change(*change),
+            ServerMessage::Presence { attached } => match &mut self.state {
+                Some((_, snapshot)) => {
+                    snapshot.attached = attached;
+                    Applied::State
+                }
+                None => Applied::Ignored,
+            },
+            ServerMessage::Detail(detail) => {
+                self.detail = Some(*detail);
+                if self.state.is_some() {
+                    Applied::State
+                } else {
+                    Applied::Ignored
+                }
+            }
+            other => Applied::Other(other),
+        }
+    }
+
+    fn change(&mut self, change: Change) -> Applied {
+        if self.resyncing {
+            return Applied::Ignored;
+        }
+        let Some((version, snapshot)) = self.state.as_mut() else {
+            return Applied::Ignored;
+        };
+        if change.version != *version + 1 {
+            self.resyncing = true;
+            return Applied::Gap;
+        }
+        *version = change.version;
+        let mut moved = !change.removed.is_empty() || change.order.is_some();
+        if !change.removed.is_empty() {
+            snapshot
+                .incidents
+                .retain(|i| !change.removed.contains(&i.id));
+        }
+        for incident in change.incidents {
+            match self.index.get(&incident.id) {
+                Some(&at) if !moved => snapshot.incidents[at] = incident,
+                _ => {
+                    match snapshot.incidents.iter().position(|i| i.id == incident.id) {
+                        Some(at) => snapshot.incidents[at] = incident,
+                        None => snapshot.incidents.push(incident),
+                    }
+                    moved = true;
+                }
+            }
+        }
+        if let Some(order) = change.order {
+            let mut by_id: HashMap<String, IncidentView> = std::mem::take(&mut snapshot.incidents)
+                .into_iter()
+                .map(|i| (i.id.clone(), i))
+                .collect();
+            snapshot.incidents = order.iter().filter_map(|id| by_id.remove(id)).collect();
+        }
+        for field in change.fields {
+            field.apply(snapshot);
+        }
+        if moved {
+            self.reindex();
+        }
+        Applied::State
+    }
+
+    fn reindex(&mut self) {
+        self.index = match &self.state {
+            Some((_, snapshot)) => snapshot
+                .incidents
+                .iter()
+                .enumerate()
+                .map(|(at, i)| (i.id.clone(), at))
+                .collect(),
+            None => HashMap::new(),
+        };
+    }
+
+    /// The version held; None before the first snapshot.
+    pub fn version(&self) -> Option<u64> {
+        self.state.as_ref().map(|(version, _)| *version)
+    }
+
+    /// The incident whose timeline and receipt are held.
+    pub fn detail_for(&self) -> Option<&str> {
+        self.detail.as_ref().map(|d| d.incident.as_str())
+    }
+
+    /// The whole snapshot, as a console draws it: the viewed incident with its
+    /// timeline and receipt. None before the first snapshot.
+    pub fn whole(&self) -> Option<Snapshot> {
+        let (_, snapshot) = self.state.as_ref()?;
+        let mut whole = snapshot.clone();
+        if let Some(detail) = &self.detail {
+            if let Some(&at) = self.index.get(&detail.incident) {
+                detail.merge_into(&mut whole.incidents[at]);
+            }
+        }
+        Some(whole)
     }
 }
 
@@ -157,4 +353,112 @@ pub fn new_request_id() -> Result<String> {
         .and_then(|mut f| f.read_exact(&mut bytes))
         .context("reading /dev/urandom for a request id")?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::console::fixtures::sample_snapshot;
+    use crate::engine::api::{Field, IncidentStatus};
+
+    fn snapshot_message(version: u64, snapshot: Snapshot) -> ServerMessage {
+        ServerMessage::Snapshot {
+            version,
+            snapshot: Box::new(snapshot),
+        }
+    }
+
+    /// The engine's side: what travels for `new` after `old`, as the hub finds it.
+    fn change(version: u64, old: &Snapshot, new: &Snapshot) -> ServerMessage {
+        let incidents = new
+            .incidents
+            .iter()
+            .filter(|i| !old.incidents.contains(i))
+            .cloned()
+            .collect();
+        let removed = old
+            .incidents
+            .iter()
+            .filter(|o| !new.incidents.iter().any(|i| i.id == o.id))
+            .map(|o| o.id.clone())
+            .collect();
+        ServerMessage::Change(Box::new(Change {
+            version,
+            incidents,
+            removed,
+            order: Some(new.incidents.iter().map(|i| i.id.clone()).collect()),
+            fields: Field::changed(old, new),
+        }))
+    }
+
+    fn without_details(mut snapshot: Snapshot) -> Snapshot {
+        for incident in &mut snapshot.incidents {
+            Detail::take(incident);
+        }
+        snapshot
+    }
+
+    #[test]
+    fn changes_applied_in_order_give_the_engines_state() {
+        let first = without_details(sample_snapshot());
+        let mut second = first.clone();
+        second.incidents[0].status = IncidentStatus::Resolved;
+        second.now = "Tue 14:21".into();
+        let mut third = second.clone();
+        third.incidents.remove(1);
+        third.notices.push("resolved by hand".into());
+        let mut replica = Replica::default();
+        assert!(matches!(
+            replica.apply(snapshot_message(1, first.clone())),
+            Applied::State
+        ));
+        assert!(matches!(
+            replica.apply(change(2, &first, &second)),
+            Applied::State
+        ));
+        assert!(matches!(
+            replica.apply(change(3, &second, &third)),
+            Applied::State
+        ));
+        assert_eq!(replica.whole(), Some(third));
+        assert_eq!(replica.version(), Some(3));
+    }
+
+    #[test]
+    fn a_missed_version_asks_once_and_the_snapshot_asked_for_is_the_state() {
+        let first = without_details(sample_snapshot());
+        let mut second = first.clone();
+        second.now = "Tue 14:21".into();
+        let mut third = second.clone();
+        third.incidents[1].title = "nulls, still".into();
+        let mut replica = Replica::default();
+        replica.apply(snapshot_message(1, first.clone()));
+        assert!(matches!(
+            replica.apply(change(3, &second, &third)),
+            Applied::Gap
+        ));
+        assert!(
+            matches!(replica.apply(change(4, &third, &third)), Applied::Ignored),
+            "nothing more is asked or applied until the snapshot comes"
+        );
+        assert!(matches!(
+            replica.apply(snapshot_message(4, third.clone())),
+            Applied::State
+        ));
+        let mut fresh = Replica::default();
+        fresh.apply(snapshot_message(4, third.clone()));
+        assert_eq!(replica.whole(), fresh.whole());
+    }
+
+    #[test]
+    fn the_viewed_incident_gets_its_timeline_and_receipt_back() {
+        let whole = sample_snapshot();
+        let mut replica = Replica::default();
+        replica.apply(snapshot_message(1, without_details(whole.clone())));
+        let mut viewed = whole.incidents[0].clone();
+        replica.apply(ServerMessage::Detail(Box::new(Detail::take(&mut viewed))));
+        let shown = replica.whole().unwrap();
+        assert_eq!(shown.incidents[0], whole.incidents[0]);
+        assert!(shown.incidents[1].receipt.is_none() && shown.incidents[1].timeline.is_empty());
+    }
 }

@@ -1,10 +1,13 @@
 //! The engine's one thread. Every input arrives here as a message: a client attaching,
 //! leaving, asking or showing what it looks at; news from the poller; the clock. Each is
-//! handled in turn; after any change one snapshot is made, serialized once, and offered
-//! to every attached client, a slow one getting only the latest. Consoles in this
-//! process and on the socket speak the same messages.
+//! handled in turn. A client gets the engine's whole state when it attaches, then only
+//! what changed: after any change the hub compares the engine's state with what it last
+//! published and sends every client one versioned change (the incidents that changed,
+//! the engine-wide fields that changed), serialized once. Who is attached travels on its
+//! own and costs one line per client, never the incidents. Consoles in this process and
+//! on the socket speak the same messages.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -12,8 +15,8 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use super::api::{
-    Event, Outcome, PresenceView, Refusal, RefusalKind, Reply, Request, ServerMessage,
-    PROTOCOL_VERSION,
+    Change, Detail, Event, Field, Outcome, PresenceView, Refusal, RefusalKind, Reply, Request,
+    ServerMessage, Snapshot, PROTOCOL_VERSION,
 };
 use super::Engine;
 use crate::approve::Actor;
@@ -37,10 +40,14 @@ pub enum HubMessage {
         client: ClientId,
         request: Request,
     },
+    /// The client told what it views and decides: the latest waits in its outbox
+    /// (`Outbox::tell_presence`), so a flood of them is one message here.
     Presence {
         client: ClientId,
-        viewing: Option<String>,
-        deciding: Option<String>,
+    },
+    /// The client missed a version: it gets the whole state again.
+    Resync {
+        client: ClientId,
     },
     /// A read only the engine can answer (`Engine::answer`).
     Ask {
@@ -96,38 +103,88 @@ impl Outgoing {
     }
 }
 
-/// Replies (anything but the snapshot) that may wait unsent for one client, in number
+/// Replies (hellos, replies, answers) that may wait unsent for one client, in number
 /// and in bytes: a client that lets more pile up is dropped, not kept at the engine's
 /// expense. A console waits for the reply to what it asked; only a client that does
 /// not read comes near either.
 const MAX_WAITING: usize = 256;
 const MAX_WAITING_BYTES: usize = 4 * 1024 * 1024;
-/// One client's messages (requests, presence) that may wait at the hub at once: a
-/// client that sends faster than the engine answers waits in its own socket.
+/// Changes that may wait unsent for one client, in number and in bytes: past either,
+/// they are let go and one whole snapshot is sent in their place, so a slow client's
+/// queue never grows with the engine's activity.
+const MAX_CHANGES: usize = 64;
+const MAX_CHANGE_BYTES: usize = 1024 * 1024;
+/// One client's messages (requests, questions, asks for a snapshot) that may wait at
+/// the hub at once: a client that sends faster than the engine answers waits in its
+/// own socket. Presence does not count: only a client's latest is kept.
 const MAX_AT_HUB: usize = 8;
+
+/// How a message waits in an outbox.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Kept in order, and counted against the client.
+    Reply,
+    /// The whole state: replaces every snapshot, change and presence before it.
+    Snapshot,
+    /// Applies to the state before it: kept in order, bounded, collapsed into a
+    /// snapshot past the bound.
+    Change,
+    /// Whole in itself: the newest replaces the last of its kind.
+    Presence,
+    Detail,
+}
+
+impl Kind {
+    fn of(message: &ServerMessage) -> Kind {
+        match message {
+            ServerMessage::Snapshot { .. } => Kind::Snapshot,
+            ServerMessage::Change(_) => Kind::Change,
+            ServerMessage::Presence { .. } => Kind::Presence,
+            ServerMessage::Detail(_) => Kind::Detail,
+            ServerMessage::Hello { .. }
+            | ServerMessage::Reply(_)
+            | ServerMessage::Answer { .. }
+            | ServerMessage::Goodbye { .. } => Kind::Reply,
+        }
+    }
+}
+
+type Presence = (Option<String>, Option<String>);
 
 #[derive(Default)]
 struct Queue {
     items: VecDeque<Arc<Outgoing>>,
-    /// Where the unsent snapshot sits in `items`, if one does: a newer one replaces it.
-    snapshot_at: Option<usize>,
-    /// The frame bytes of the replies in `items`.
-    waiting_bytes: usize,
+    /// The replies in `items`, and their frame bytes.
+    replies: usize,
+    reply_bytes: usize,
+    /// The changes in `items`, and their frame bytes.
+    changes: usize,
+    change_bytes: usize,
     /// This client's messages the reader passed to the hub, not yet handled.
     at_hub: usize,
+    /// What the client last said it views and decides, not yet taken by the hub.
+    presence: Option<Presence>,
     closed: bool,
 }
 
 impl Queue {
-    fn waiting(&self) -> usize {
-        self.items.len() - usize::from(self.snapshot_at.is_some())
+    /// Lets go of every waiting message of these kinds.
+    fn drop_kinds(&mut self, kinds: &[Kind]) {
+        self.items
+            .retain(|item| !kinds.contains(&Kind::of(&item.message)));
+        if kinds.contains(&Kind::Change) {
+            self.changes = 0;
+            self.change_bytes = 0;
+        }
     }
 }
 
-/// What waits to be sent to one client. Replies keep their order; snapshots collapse
-/// to the newest, so a client that reads slowly costs the engine nothing. Both ways
-/// are bounded: a client that leaves too many replies unread is dropped with a
-/// goodbye saying why, and one that sends faster than the hub handles waits.
+/// What waits to be sent to one client. Replies keep their order; the state comes as
+/// a snapshot then changes, and a client too slow to take its changes gets one fresh
+/// snapshot in their place; presence and the viewed incident's detail wait only as
+/// their newest. Every part is bounded: a client that leaves too many replies unread is
+/// dropped with a goodbye saying why, one that sends faster than the hub handles waits,
+/// and its presence messages collapse into the latest.
 #[derive(Clone, Default)]
 pub struct Outbox(Arc<(Mutex<Queue>, Condvar)>);
 
@@ -136,25 +193,25 @@ impl Outbox {
         Outbox::default()
     }
 
-    /// Queues a reply (or hello). False when that leaves this client too far behind:
-    /// what waited is let go, a goodbye saying why is all that is left to send, and the
-    /// outbox is closed.
+    /// Queues a reply (or hello, answer). False when that leaves this client too far
+    /// behind: what waited is let go, a goodbye saying why is all that is left to
+    /// send, and the outbox is closed.
     pub fn push(&self, item: Arc<Outgoing>) -> bool {
         let (queue, ready) = &*self.0;
         let mut queue = queue.lock().expect("outbox lock");
         if queue.closed {
             return true;
         }
-        let bytes = queue.waiting_bytes + item.frame().len();
-        if queue.waiting() >= MAX_WAITING || bytes > MAX_WAITING_BYTES {
+        let bytes = queue.reply_bytes + item.frame().len();
+        if queue.replies >= MAX_WAITING || bytes > MAX_WAITING_BYTES {
             let reason = Refusal::new(
                 RefusalKind::NotPermitted,
                 format!(
                     "this client left {} replies ({} kB) unread, the most the engine keeps \
                      for one client: dropped. What it asked was handled; the chain has the \
                      outcome. Read the replies to what you ask",
-                    queue.waiting(),
-                    queue.waiting_bytes / 1024
+                    queue.replies,
+                    queue.reply_bytes / 1024
                 ),
             );
             *queue = Queue {
@@ -165,26 +222,53 @@ impl Outbox {
             ready.notify_all();
             return false;
         }
-        queue.waiting_bytes = bytes;
+        queue.reply_bytes = bytes;
+        queue.replies += 1;
         queue.items.push_back(item);
         ready.notify_all();
         true
     }
 
+    /// Queues the whole state: nothing of the state that waited before it is needed.
     pub fn offer_snapshot(&self, item: Arc<Outgoing>) {
+        self.offer(item, &[Kind::Snapshot, Kind::Change, Kind::Presence]);
+    }
+
+    /// Queues a presence list or a detail: the newest of its kind replaces the last.
+    pub fn offer_latest(&self, item: Arc<Outgoing>) {
+        let kind = Kind::of(&item.message);
+        self.offer(item, &[kind]);
+    }
+
+    fn offer(&self, item: Arc<Outgoing>, replaces: &[Kind]) {
         let (queue, ready) = &*self.0;
         let mut queue = queue.lock().expect("outbox lock");
         if queue.closed {
             return;
         }
-        match queue.snapshot_at {
-            Some(at) => queue.items[at] = item,
-            None => {
-                queue.snapshot_at = Some(queue.items.len());
-                queue.items.push_back(item);
-            }
-        }
+        queue.drop_kinds(replaces);
+        queue.items.push_back(item);
         ready.notify_all();
+    }
+
+    /// Queues a change. False when this client has too many waiting: they are let go
+    /// with the snapshot they applied to, and the caller offers a fresh snapshot.
+    pub fn offer_change(&self, item: Arc<Outgoing>) -> bool {
+        let (queue, ready) = &*self.0;
+        let mut queue = queue.lock().expect("outbox lock");
+        if queue.closed {
+            return true;
+        }
+        let bytes = queue.change_bytes + item.frame().len();
+        if queue.changes >= MAX_CHANGES || bytes > MAX_CHANGE_BYTES {
+            queue.drop_kinds(&[Kind::Snapshot, Kind::Change]);
+            return false;
+        }
+        queue.changes += 1;
+        queue.change_bytes = bytes;
+        queue.items.push_back(item);
+        ready.notify_all();
+        true
     }
 
     /// No more messages: `next` returns None once the queue is drained.
@@ -200,13 +284,16 @@ impl Outbox {
         let mut queue = queue.lock().expect("outbox lock");
         loop {
             if let Some(item) = queue.items.pop_front() {
-                queue.snapshot_at = match queue.snapshot_at {
-                    Some(0) => None,
-                    Some(at) => Some(at - 1),
-                    None => None,
-                };
-                if !matches!(item.message, ServerMessage::Snapshot(_)) {
-                    queue.waiting_bytes = queue.waiting_bytes.saturating_sub(item.frame().len());
+                match Kind::of(&item.message) {
+                    Kind::Reply => {
+                        queue.replies = queue.replies.saturating_sub(1);
+                        queue.reply_bytes = queue.reply_bytes.saturating_sub(item.frame().len());
+                    }
+                    Kind::Change => {
+                        queue.changes = queue.changes.saturating_sub(1);
+                        queue.change_bytes = queue.change_bytes.saturating_sub(item.frame().len());
+                    }
+                    Kind::Snapshot | Kind::Presence | Kind::Detail => {}
                 }
                 return Some(item);
             }
@@ -239,6 +326,21 @@ impl Outbox {
         queue.at_hub = queue.at_hub.saturating_sub(1);
         ready.notify_all();
     }
+
+    /// Keeps what the client says it views and decides, replacing what it said before
+    /// that the hub has not taken yet. True when the hub must be told (nothing was
+    /// waiting for it), so one client has at most one presence message at the hub.
+    pub fn tell_presence(&self, viewing: Option<String>, deciding: Option<String>) -> bool {
+        let (queue, _) = &*self.0;
+        let mut queue = queue.lock().expect("outbox lock");
+        !queue.closed && queue.presence.replace((viewing, deciding)).is_none()
+    }
+
+    /// The client's latest presence, taken by the hub.
+    fn take_presence(&self) -> Option<Presence> {
+        let (queue, _) = &*self.0;
+        queue.lock().expect("outbox lock").presence.take()
+    }
 }
 
 struct Client {
@@ -260,6 +362,23 @@ pub struct Hub {
     emit: Box<dyn FnMut(&Event) + Send>,
     /// Return once the driver's story is over (the headless demo), rather than serving on.
     stop_when_finished: bool,
+    /// What clients were last sent of the engine's state.
+    published: Published,
+}
+
+/// The engine's state as clients were last sent it: a change is what differs from it,
+/// and a client attaching or asking again gets it whole.
+#[derive(Default)]
+struct Published {
+    version: u64,
+    /// Incidents without their timeline and receipt, and nobody attached (that is made
+    /// from `Hub::clients` when needed).
+    snapshot: Snapshot,
+    /// Each incident's timeline and receipt, by id.
+    details: HashMap<String, Detail>,
+    /// The whole state as one message at `version` with who is attached now, made the
+    /// first time a client needs it after a change.
+    whole: Option<Arc<Outgoing>>,
 }
 
 impl Hub {
@@ -275,6 +394,7 @@ impl Hub {
             started_at: super::timestamp(chrono::Utc::now().naive_utc()),
             emit,
             stop_when_finished: false,
+            published: Published::default(),
         }
     }
 
@@ -351,11 +471,19 @@ impl Hub {
                         deciding: None,
                     },
                 );
+                self.publish_presence();
+                let whole = self.whole();
+                if let Some(new) = self.clients.get(&client) {
+                    new.outbox.offer_snapshot(whole);
+                }
+                return Ok(false);
             }
             HubMessage::Detach { client } => {
                 if let Some(gone) = self.clients.remove(&client) {
                     gone.outbox.close();
+                    self.publish_presence();
                 }
+                return Ok(false);
             }
             HubMessage::Request { client, request } => {
                 let Some(asker) = self.clients.get(&client) else {
@@ -404,27 +532,35 @@ impl Hub {
             } => {
                 let answer = self.engine.answer_question(&question);
                 if let Some(asker) = self.clients.get(&client) {
-                    asker
+                    if !asker
                         .outbox
-                        .push(Outgoing::new(ServerMessage::Answer { id, answer }));
+                        .push(Outgoing::new(ServerMessage::Answer { id, answer }))
+                    {
+                        tracing::warn!(
+                            "client {client} ({}) left too many answers unread: dropped",
+                            asker.who
+                        );
+                    }
+                    asker.outbox.left_hub();
                 }
+                // A read (`Engine::answer_question` takes the engine as it is): nothing
+                // to publish.
+                return Ok(false);
             }
-            HubMessage::Presence {
-                client,
-                viewing,
-                deciding,
-            } => {
-                let Some(c) = self.clients.get_mut(&client) else {
-                    return Ok(false);
-                };
-                c.outbox.left_hub();
-                if (c.viewing.as_ref(), c.deciding.as_ref())
-                    == (viewing.as_ref(), deciding.as_ref())
-                {
-                    return Ok(false);
+            HubMessage::Presence { client } => {
+                self.presence(client);
+                return Ok(false);
+            }
+            HubMessage::Resync { client } => {
+                let whole = self.whole();
+                if let Some(c) = self.clients.get(&client) {
+                    c.outbox.offer_snapshot(whole);
+                    if let Some(viewing) = &c.viewing {
+                        c.outbox.offer_latest(self.detail(viewing));
+                    }
+                    c.outbox.left_hub();
                 }
-                c.viewing = viewing;
-                c.deciding = deciding;
+                return Ok(false);
             }
             HubMessage::Observed => {
                 let events = driver.react(&mut self.engine)?;
@@ -445,13 +581,135 @@ impl Hub {
         Ok(true)
     }
 
-    /// One snapshot for everyone: the engine's state and who is attached.
+    /// Sends every client what changed in the engine's state since the last time, as one
+    /// versioned change serialized once; a client too far behind gets a whole snapshot
+    /// instead. Incidents are compared as values, never serialized to be compared. The
+    /// clients viewing an incident whose timeline or receipt changed get them again.
     fn publish(&mut self, finished: bool) {
-        let mut snapshot = self.engine.snapshot(finished);
-        // Each console knows who it is from its hello; the snapshot is the same for all.
-        snapshot.actor = String::new();
-        snapshot.attached = self
-            .clients
+        let mut fresh = self.engine.snapshot(finished);
+        // Each console knows who it is from its hello; the state is the same for all.
+        fresh.actor = String::new();
+        let mut details = HashMap::with_capacity(fresh.incidents.len());
+        for incident in &mut fresh.incidents {
+            let detail = Detail::take(incident);
+            details.insert(detail.incident.clone(), detail);
+        }
+        let old = &self.published.snapshot;
+        let was_at: HashMap<&str, usize> = old
+            .incidents
+            .iter()
+            .enumerate()
+            .map(|(at, i)| (i.id.as_str(), at))
+            .collect();
+        let incidents: Vec<_> = fresh
+            .incidents
+            .iter()
+            .filter(|i| was_at.get(i.id.as_str()).map(|&at| &old.incidents[at]) != Some(*i))
+            .cloned()
+            .collect();
+        let now: HashSet<&str> = fresh.incidents.iter().map(|i| i.id.as_str()).collect();
+        let removed: Vec<String> = old
+            .incidents
+            .iter()
+            .filter(|i| !now.contains(i.id.as_str()))
+            .map(|i| i.id.clone())
+            .collect();
+        // A client puts new incidents last: the order goes along only when the engine's
+        // is another.
+        let as_applied = old
+            .incidents
+            .iter()
+            .map(|i| i.id.as_str())
+            .filter(|id| now.contains(id))
+            .chain(
+                fresh
+                    .incidents
+                    .iter()
+                    .map(|i| i.id.as_str())
+                    .filter(|id| !was_at.contains_key(id)),
+            );
+        let order = (!as_applied.eq(fresh.incidents.iter().map(|i| i.id.as_str())))
+            .then(|| fresh.incidents.iter().map(|i| i.id.clone()).collect());
+        let fields = Field::changed(old, &fresh);
+        let details_changed: HashSet<String> = details
+            .iter()
+            .filter(|(id, detail)| self.published.details.get(*id) != Some(*detail))
+            .map(|(id, _)| id.clone())
+            .collect();
+        self.published.details = details;
+        let change = Change {
+            version: self.published.version + 1,
+            incidents,
+            removed,
+            order,
+            fields,
+        };
+        if change
+            != (Change {
+                version: change.version,
+                ..Change::default()
+            })
+        {
+            self.published.version = change.version;
+            self.published.snapshot = fresh;
+            self.published.whole = None;
+            let item = Outgoing::new(ServerMessage::Change(Box::new(change)));
+            let behind: Vec<ClientId> = self
+                .clients
+                .iter()
+                .filter(|(_, c)| !c.outbox.offer_change(Arc::clone(&item)))
+                .map(|(&id, _)| id)
+                .collect();
+            if !behind.is_empty() {
+                let whole = self.whole();
+                for id in behind {
+                    self.clients[&id].outbox.offer_snapshot(Arc::clone(&whole));
+                }
+            }
+        }
+        for client in self.clients.values() {
+            if let Some(viewing) = client
+                .viewing
+                .as_ref()
+                .filter(|v| details_changed.contains(*v))
+            {
+                client.outbox.offer_latest(self.detail(viewing));
+            }
+        }
+    }
+
+    /// The whole state at the published version, with who is attached now.
+    fn whole(&mut self) -> Arc<Outgoing> {
+        if let Some(whole) = &self.published.whole {
+            return Arc::clone(whole);
+        }
+        let mut snapshot = self.published.snapshot.clone();
+        snapshot.attached = self.attached();
+        let whole = Outgoing::new(ServerMessage::Snapshot {
+            version: self.published.version,
+            snapshot: Box::new(snapshot),
+        });
+        self.published.whole = Some(Arc::clone(&whole));
+        whole
+    }
+
+    /// An incident's timeline and receipt as a message (empty for one the engine does
+    /// not have, so a client asking always gets an answer).
+    fn detail(&self, incident: &str) -> Arc<Outgoing> {
+        let detail = self
+            .published
+            .details
+            .get(incident)
+            .cloned()
+            .unwrap_or_else(|| Detail {
+                incident: incident.to_string(),
+                ..Detail::default()
+            });
+        Outgoing::new(ServerMessage::Detail(Box::new(detail)))
+    }
+
+    fn attached(&self) -> Vec<PresenceView> {
+        self.clients
             .values()
             .map(|c| PresenceView {
                 who: c.who.clone(),
@@ -459,11 +717,40 @@ impl Hub {
                 viewing: c.viewing.clone(),
                 deciding: c.deciding.clone(),
             })
-            .collect();
-        let item = Outgoing::new(ServerMessage::Snapshot(Box::new(snapshot)));
+            .collect()
+    }
+
+    /// Who is attached, to everyone: one line per client, whatever the incidents.
+    fn publish_presence(&mut self) {
+        self.published.whole = None;
+        let item = Outgoing::new(ServerMessage::Presence {
+            attached: self.attached(),
+        });
         for client in self.clients.values() {
-            client.outbox.offer_snapshot(Arc::clone(&item));
+            client.outbox.offer_latest(Arc::clone(&item));
         }
+    }
+
+    /// A client's latest presence: a new incident viewed gets its timeline and receipt
+    /// sent, and any change goes to everyone.
+    fn presence(&mut self, client: ClientId) {
+        let Some(c) = self.clients.get_mut(&client) else {
+            return;
+        };
+        let Some((viewing, deciding)) = c.outbox.take_presence() else {
+            return;
+        };
+        if (&c.viewing, &c.deciding) == (&viewing, &deciding) {
+            return;
+        }
+        let newly_viewed = viewing.clone().filter(|v| c.viewing.as_ref() != Some(v));
+        c.viewing = viewing;
+        c.deciding = deciding;
+        if let Some(incident) = newly_viewed {
+            let detail = self.detail(&incident);
+            self.clients[&client].outbox.offer_latest(detail);
+        }
+        self.publish_presence();
     }
 }
 
@@ -481,39 +768,96 @@ mod tests {
         }))
     }
 
-    fn snapshot(now: &str) -> Arc<Outgoing> {
-        Outgoing::new(ServerMessage::Snapshot(Box::new(
-            super::super::api::Snapshot {
-                now: now.into(),
-                ..Default::default()
-            },
-        )))
+    fn snapshot(version: u64) -> Arc<Outgoing> {
+        Outgoing::new(ServerMessage::Snapshot {
+            version,
+            snapshot: Box::default(),
+        })
     }
 
-    #[test]
-    fn a_slow_client_gets_replies_in_order_and_only_the_newest_snapshot() {
-        let outbox = Outbox::new();
-        outbox.push(reply(1));
-        outbox.offer_snapshot(snapshot("a"));
-        outbox.push(reply(2));
-        outbox.offer_snapshot(snapshot("b"));
-        outbox.offer_snapshot(snapshot("c"));
+    fn change(version: u64) -> Arc<Outgoing> {
+        Outgoing::new(ServerMessage::Change(Box::new(Change {
+            version,
+            ..Change::default()
+        })))
+    }
+
+    fn presence(who: &str) -> Arc<Outgoing> {
+        Outgoing::new(ServerMessage::Presence {
+            attached: vec![PresenceView {
+                who: who.into(),
+                read_only: true,
+                viewing: None,
+                deciding: None,
+            }],
+        })
+    }
+
+    fn drain(outbox: &Outbox) -> Vec<String> {
         outbox.close();
         let mut seen = Vec::new();
         while let Some(item) = outbox.next() {
             seen.push(match &item.message {
                 ServerMessage::Reply(r) => format!("reply {}", r.id),
-                ServerMessage::Snapshot(s) => format!("snapshot {}", s.now),
+                ServerMessage::Snapshot { version, .. } => format!("snapshot {version}"),
+                ServerMessage::Change(c) => format!("change {}", c.version),
+                ServerMessage::Presence { attached } => format!("presence {}", attached[0].who),
                 _ => "other".into(),
             });
         }
-        assert_eq!(seen, ["reply 1", "snapshot c", "reply 2"]);
+        seen
+    }
+
+    #[test]
+    fn replies_keep_their_order_and_the_state_comes_as_a_snapshot_then_changes() {
+        let outbox = Outbox::new();
+        outbox.push(reply(1));
+        outbox.offer_snapshot(snapshot(3));
+        outbox.offer_latest(presence("a"));
+        outbox.push(reply(2));
+        assert!(outbox.offer_change(change(4)));
+        outbox.offer_latest(presence("b"));
+        assert!(outbox.offer_change(change(5)));
+        assert_eq!(
+            drain(&outbox),
+            [
+                "reply 1",
+                "snapshot 3",
+                "reply 2",
+                "change 4",
+                "presence b",
+                "change 5"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_client_too_slow_for_its_changes_gets_one_snapshot_in_their_place() {
+        let outbox = Outbox::new();
+        outbox.offer_snapshot(snapshot(1));
+        outbox.push(reply(7));
+        for version in 2..2 + MAX_CHANGES as u64 {
+            assert!(
+                outbox.offer_change(change(version)),
+                "change {version} may wait"
+            );
+        }
+        assert!(
+            !outbox.offer_change(change(99)),
+            "one too many: the caller sends a snapshot"
+        );
+        outbox.offer_snapshot(snapshot(99));
+        assert!(
+            outbox.offer_change(change(100)),
+            "changes wait again after it"
+        );
+        assert_eq!(drain(&outbox), ["reply 7", "snapshot 99", "change 100"]);
     }
 
     #[test]
     fn a_client_that_leaves_its_replies_unread_is_dropped_with_a_reason() {
         let outbox = Outbox::new();
-        outbox.offer_snapshot(snapshot("a"));
+        outbox.offer_snapshot(snapshot(1));
         for id in 0..MAX_WAITING as u64 {
             assert!(outbox.push(reply(id)), "reply {id} may wait");
         }
@@ -543,5 +887,21 @@ mod tests {
         };
         outbox.left_hub();
         assert!(waiting.join().unwrap(), "let in once one was handled");
+    }
+
+    #[test]
+    fn a_flood_of_presence_is_one_message_at_the_hub_and_the_latest_counts() {
+        let outbox = Outbox::new();
+        let mut told = 0;
+        for n in 0..1000 {
+            told += usize::from(outbox.tell_presence(Some(format!("INC-{n}")), None));
+        }
+        assert_eq!(told, 1, "the hub is told once");
+        assert_eq!(outbox.take_presence(), Some((Some("INC-999".into()), None)));
+        assert_eq!(outbox.take_presence(), None);
+        assert!(
+            outbox.tell_presence(None, None),
+            "taken: the next one tells the hub"
+        );
     }
 }

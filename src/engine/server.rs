@@ -24,7 +24,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use super::api::{ClientMessage, Refusal, RefusalKind, ServerMessage, PROTOCOL_VERSION};
+use super::api::{
+    version_mismatch, ClientMessage, Refusal, RefusalKind, ServerMessage, PROTOCOL_VERSION,
+};
 use super::hub::{ClientId, Hub, HubMessage, Outbox};
 use super::wire::{self, FrameError, MAX_CLIENT_FRAME};
 use crate::approve::{Actor, LoginUid};
@@ -425,9 +427,7 @@ fn serve_client(
                 &stream,
                 Refusal::new(
                     RefusalKind::NotPermitted,
-                    format!(
-                        "this engine speaks protocol {PROTOCOL_VERSION}, the client {protocol}: use the same dataward version"
-                    ),
+                    version_mismatch(PROTOCOL_VERSION, protocol),
                 ),
             )?;
             return Ok(());
@@ -479,14 +479,16 @@ fn serve_client(
             }
             let _ = writer_stream.shutdown(std::net::Shutdown::Both);
         })?;
-    // The reader: requests and presence, until the client goes or misbehaves, or is
-    // dropped for leaving its replies unread. Each message waits its turn at the hub
-    // (`Outbox::enter_hub`): one that cannot be passed on yet stays in the socket.
+    // The reader: requests, questions and presence, until the client goes or
+    // misbehaves, or is dropped for leaving its replies unread. Each request, question
+    // and ask for a snapshot waits its turn at the hub (`Outbox::enter_hub`): one that
+    // cannot be passed on yet stays in the socket. Presence replaces the last one the
+    // hub has not taken, so a flood of it is one message at the hub.
     let result = loop {
         let message = wire::receive::<ClientMessage>(&mut reader, MAX_CLIENT_FRAME);
         if matches!(
             message,
-            Ok(ClientMessage::Request(_) | ClientMessage::Presence { .. })
+            Ok(ClientMessage::Request(_) | ClientMessage::Ask { .. } | ClientMessage::Resync)
         ) && !outbox.enter_hub()
         {
             break Ok(());
@@ -509,12 +511,14 @@ fn serve_client(
                 })?;
             }
             Ok(ClientMessage::Presence { viewing, deciding }) => {
-                hub.send(HubMessage::Presence {
-                    client: id,
-                    viewing: viewing.map(|v| v.chars().take(64).collect()),
-                    deciding: deciding.map(|d| d.chars().take(64).collect()),
-                })?;
+                if outbox.tell_presence(
+                    viewing.map(|v| v.chars().take(64).collect()),
+                    deciding.map(|d| d.chars().take(64).collect()),
+                ) {
+                    hub.send(HubMessage::Presence { client: id })?;
+                }
             }
+            Ok(ClientMessage::Resync) => hub.send(HubMessage::Resync { client: id })?,
             Ok(ClientMessage::Hello { .. }) => {}
             Err(FrameError::Closed) => break Ok(()),
             Err(e) => break Err(anyhow::Error::from(e)),
