@@ -821,7 +821,7 @@ engine_fields! {
     org_stop: OrgStop(Option<String>),
     chain_alarm: ChainAlarm(Option<String>),
     trust_alarm: TrustAlarm(Option<String>),
-    outbox: Outbox(Vec<crate::notify::outbox::DestinationView>),
+    outbox: Outbox(Vec<DestinationView>),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
