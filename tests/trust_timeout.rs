@@ -318,3 +318,83 @@ fn approval_refused_for_a_timeout(test: &str, late: Late) {
     assert!(verify.status.success(), "{}", text(&verify));
     drop(engine);
 }
+
+/// Issue 27: while Airflow takes the hold's pause and never answers it, the engine
+/// answers everyone else. An approval of the hold is sent, then the org stop: the stop
+/// is answered while the approval is still unanswered, and the approval is refused
+/// once its call times out, with the DAG put back as it was. Nothing is left
+/// half-written: no intent pending, no decision recorded, the chain verifies. (Order,
+/// not wall-clock.)
+#[test]
+fn the_org_stop_is_answered_while_an_airflow_call_hangs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = &dir.path().join("demo");
+    let incident = demo_with_pending_proposals(d);
+    let (hold, hold_hash, job) = proposal(&incident, "hold");
+    let job = job.expect("a hold names its job");
+
+    let airflow = FakeApi::start(Api::Airflow, PASSWORD);
+    airflow.airflow_add_dag(DAG, false);
+    let config = airflow_config(&d.join("estate"), &airflow.base_url(), &job);
+    let engine = serve(&config, d);
+    // Airflow takes the pause (the DAG is paused at once) and never answers it within
+    // the test; everything else is answered on time.
+    airflow.answer_late(is_pause, Duration::from_secs(3600));
+
+    let mut approve = Command::new(env!("CARGO_BIN_EXE_dataward"))
+        .args([
+            "approve", &hold, "--hash", &hold_hash, "--reason", "hold it",
+        ])
+        .arg("--data-dir")
+        .arg(d)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while pauses(&airflow) == 0 {
+        assert!(Instant::now() < deadline, "the pause never reached Airflow");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    let stopped = dataward(&["stop", "--reason", "drill"], d);
+    let approval_unanswered = approve.try_wait().unwrap().is_none();
+    assert!(
+        approval_unanswered,
+        "the stop was answered only after the approval, which waited on Airflow"
+    );
+    // Exit 1: the stop is set, as it says.
+    assert_eq!(stopped.status.code(), Some(1), "{}", text(&stopped));
+    assert!(
+        text(&stopped).contains("org-wide stop set by"),
+        "{}",
+        text(&stopped)
+    );
+
+    // The approval: refused once its call timed out, the DAG put back.
+    let approved = approve.wait_with_output().unwrap();
+    let said = text(&approved);
+    assert_eq!(approved.status.code(), Some(1), "{said}");
+    assert!(said.contains("timed out"), "{said}");
+    assert!(
+        said.contains(&format!("the {job} schedule was put back as it was")),
+        "{said}"
+    );
+    airflow.answer_on_time();
+    assert_eq!(airflow.airflow_dag(DAG)["is_paused"], false);
+    assert_eq!(pending_intents(d), 0);
+    assert_eq!(decisions(d, &hold), Vec::<String>::new());
+    assert_eq!(failed_pauses(d, &job).len(), 1);
+    let stop_set: i64 = state(d)
+        .query_row(
+            "SELECT count(*) FROM chain WHERE kind = 'org_stop'
+               AND json_extract(payload, '$.action') = 'set'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(stop_set, 1);
+    let verify = dataward(&["verify"], d);
+    assert!(verify.status.success(), "{}", text(&verify));
+    drop(engine);
+}
