@@ -12,6 +12,9 @@ use std::time::{Duration, Instant};
 use dataward::engine::api::{Command as EngineCommand, Outcome, ServerMessage};
 use dataward::engine::client::Client;
 
+#[path = "support/stop_while_hanging.rs"]
+mod stop_while_hanging;
+
 const INCIDENTS: usize = 1_000;
 const CONSOLES: usize = 20;
 const ROUNDS: usize = 5;
@@ -149,4 +152,5 @@ fn main() {
         "bytes per change: {bytes} per console (a whole snapshot), {} for all {CONSOLES}; serialized once by the engine",
         bytes * CONSOLES
     );
+    stop_while_hanging::run();
 }
