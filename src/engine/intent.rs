@@ -469,11 +469,6 @@ impl Engine {
         settled
     }
 
-    /// Whether the intent is handed to a worker and not yet reported.
-    pub fn effect_in_flight(&self, intent: i64) -> bool {
-        self.in_flight.sent.contains(&intent)
-    }
-
     /// The intent in flight of `client_request` (asked by `asker_uid`), if any.
     pub(super) fn in_flight_for(&self, client_request: &str, asker_uid: u32) -> Option<i64> {
         let pending = self.pending_intents().ok()?;
