@@ -18,6 +18,9 @@ use dataward::engine::api::{ClientMessage, Command as EngineCommand, Outcome, Qu
 use dataward::engine::client::{Applied, Client, Replica};
 use dataward::engine::wire;
 
+#[path = "support/stop_while_hanging.rs"]
+mod stop_while_hanging;
+
 const INCIDENTS: usize = 1_000;
 const CONSOLES: usize = 20;
 const ROUNDS: usize = 9;
@@ -275,4 +278,5 @@ fn main() {
 
     let _ = server.kill();
     let _ = server.wait();
+    stop_while_hanging::run();
 }

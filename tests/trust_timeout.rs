@@ -318,3 +318,137 @@ fn approval_refused_for_a_timeout(test: &str, late: Late) {
     assert!(verify.status.success(), "{}", text(&verify));
     drop(engine);
 }
+
+/// Issue 27: while Airflow takes the hold's pause and never answers it, the engine
+/// answers everyone else. An approval of the hold is sent; then dataward's own dispatch
+/// of a run is pending (as the engine writes it at L3/L4; the demo's estate is L2, so
+/// the test writes the row) and is handed over behind the pause; then the org stop. The
+/// stop is answered while the approval is still unanswered; the run, queued before the
+/// stop, never starts (nothing asked of Airflow) and is withdrawn naming the stop; the
+/// approval is refused once its call times out, with the DAG put back as it was.
+/// Nothing is left half-written: no intent pending, no decision recorded, the chain
+/// verifies. (Order, not wall-clock.)
+#[test]
+fn the_org_stop_is_answered_while_an_airflow_call_hangs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = &dir.path().join("demo");
+    let incident = demo_with_pending_proposals(d);
+    let (hold, hold_hash, job) = proposal(&incident, "hold");
+    let job = job.expect("a hold names its job");
+
+    let airflow = FakeApi::start(Api::Airflow, PASSWORD);
+    airflow.airflow_add_dag(DAG, false);
+    let config = airflow_config(&d.join("estate"), &airflow.base_url(), &job);
+    let engine = serve(&config, d);
+    // Airflow takes the pause (the DAG is paused at once) and never answers it within
+    // the test; everything else is answered on time.
+    airflow.answer_late(is_pause, Duration::from_secs(3600));
+
+    let mut approve = Command::new(env!("CARGO_BIN_EXE_dataward"))
+        .args([
+            "approve", &hold, "--hash", &hold_hash, "--reason", "hold it",
+        ])
+        .arg("--data-dir")
+        .arg(d)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while pauses(&airflow) == 0 {
+        assert!(Instant::now() < deadline, "the pause never reached Airflow");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let dispatch = pending_dispatch(d, incident["id"].as_str().unwrap(), &job);
+
+    // The stop's own request hands the pending run over first, then sets the stop.
+    let stopped = dataward(&["stop", "--reason", "drill"], d);
+    let approval_unanswered = approve.try_wait().unwrap().is_none();
+    assert!(
+        approval_unanswered,
+        "the stop was answered only after the approval, which waited on Airflow"
+    );
+    // Exit 1: the stop is set, as it says.
+    assert_eq!(stopped.status.code(), Some(1), "{}", text(&stopped));
+    assert!(
+        text(&stopped).contains("org-wide stop set by"),
+        "{}",
+        text(&stopped)
+    );
+
+    // The approval: refused once its call timed out, the DAG put back.
+    let approved = approve.wait_with_output().unwrap();
+    let said = text(&approved);
+    assert_eq!(approved.status.code(), Some(1), "{said}");
+    assert!(said.contains("timed out"), "{said}");
+    assert!(
+        said.contains(&format!("the {job} schedule was put back as it was")),
+        "{said}"
+    );
+    airflow.answer_on_time();
+    assert_eq!(airflow.airflow_dag(DAG)["is_paused"], false);
+    // The run: withdrawn, never asked of Airflow.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let withdrawn = loop {
+        let (status, outcome): (String, Option<String>) = state(d)
+            .query_row(
+                "SELECT status, outcome FROM intent WHERE id = ?1",
+                [dispatch],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        if status != "pending" {
+            assert_eq!(status, "withdrawn", "{outcome:?}");
+            break outcome.unwrap_or_default();
+        }
+        assert!(Instant::now() < deadline, "the run is still pending");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(withdrawn.contains("org-wide stop"), "{withdrawn}");
+    assert!(
+        withdrawn.contains("nothing was asked of the orchestrator"),
+        "{withdrawn}"
+    );
+    assert_eq!(airflow.airflow_runs(), Vec::<Value>::new());
+    assert!(
+        !airflow
+            .requests()
+            .iter()
+            .any(|r| r.method == "POST" && r.path.contains("dagRuns")),
+        "a run was asked of Airflow after the stop"
+    );
+    assert_eq!(pending_intents(d), 0);
+    assert_eq!(decisions(d, &hold), Vec::<String>::new());
+    assert_eq!(failed_pauses(d, &job).len(), 1);
+    let stop_set: i64 = state(d)
+        .query_row(
+            "SELECT count(*) FROM chain WHERE kind = 'org_stop'
+               AND json_extract(payload, '$.action') = 'set'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(stop_set, 1);
+    let verify = dataward(&["verify"], d);
+    assert!(verify.status.success(), "{}", text(&verify));
+    drop(engine);
+}
+
+/// Writes dataward's own dispatch of a run of `job` for `incident`, pending, as the
+/// engine's `queue_run` does at L3/L4 (no person's request). Returns the intent's id.
+fn pending_dispatch(dir: &Path, incident: &str, job: &str) -> i64 {
+    let conn = rusqlite::Connection::open(dir.join("dataward.db")).unwrap();
+    conn.busy_timeout(Duration::from_secs(10)).unwrap();
+    let effect = serde_json::json!({"effect": "queue_run", "job": job,
+        "key": format!("dataward-{incident}-test"), "by": "dataward"});
+    let completion = serde_json::json!({"then": "run_queued", "incident": incident,
+        "job": job, "dispatch": 0, "after_recovery": true,
+        "actor": r#"{"engine":"dataward"}"#});
+    conn.execute(
+        "INSERT INTO intent (created_at, subject, effect, completion, by_person)
+         VALUES ('2026-11-24T14:30:00Z', ?1, ?2, ?3, 0)",
+        rusqlite::params![incident, effect.to_string(), completion.to_string()],
+    )
+    .unwrap();
+    conn.last_insert_rowid()
+}

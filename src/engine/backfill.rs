@@ -3,7 +3,7 @@
 //! table is printed day by day once the backfill's run finishes, and the undo refuses
 //! when a day it would put back no longer matches that print.
 
-use crate::warehouse::{BackfillScope, Relation, TableVersion};
+use crate::warehouse::{BackfillScope, Relation, TableVersion, Warehouse};
 
 use super::*;
 
@@ -104,58 +104,57 @@ impl Engine {
         }
         Ok(Vec::new())
     }
+}
 
-    /// Puts back what a backfill rebuilt, every table or none: each is checked first,
-    /// and each restore checks again inside its own transaction. Returns what was done,
-    /// in words, for the chain and the receipt.
-    pub(super) fn restore_backfill(&self, versions: &[TableVersion]) -> Result<String> {
-        let warehouse = self
-            .dbt_warehouse()
-            .context("no warehouse holds the tables to restore")?;
-        // Every table's reason at once: a person fixes them all before trying again.
-        let mut refusals = Vec::new();
-        for version in versions {
-            let relation = Relation::parse(&version.table)?;
-            let column = version.scope.as_ref().and_then(|s| s.column.as_deref());
-            let now = warehouse.day_prints(&relation, column)?;
-            if let Err(refused) = crate::warehouse::check_unchanged_since(&relation, version, &now)
-            {
-                refusals.push(refused.to_string());
-            }
+/// Puts back what a backfill rebuilt, every table or none: each is checked first, and
+/// each restore checks again inside its own transaction. Returns what was done, in
+/// words, for the chain and the receipt. (On an effect worker: see `effects`.)
+pub(super) fn restore_backfill(
+    warehouse: &dyn Warehouse,
+    versions: &[TableVersion],
+) -> Result<String> {
+    // Every table's reason at once: a person fixes them all before trying again.
+    let mut refusals = Vec::new();
+    for version in versions {
+        let relation = Relation::parse(&version.table)?;
+        let column = version.scope.as_ref().and_then(|s| s.column.as_deref());
+        let now = warehouse.day_prints(&relation, column)?;
+        if let Err(refused) = crate::warehouse::check_unchanged_since(&relation, version, &now) {
+            refusals.push(refused.to_string());
         }
-        anyhow::ensure!(
-            refusals.is_empty(),
-            "{}; nothing was restored",
-            refusals.join("; ")
-        );
-        let mut done = Vec::new();
-        for version in versions {
-            let relation = Relation::parse(&version.table)?;
-            let restored = warehouse
-                .restore_table(&relation, version)
-                .with_context(|| format!("restoring {} from {}", version.table, version.copy))?;
-            let what = match version.scope.as_ref().filter(|s| s.days.is_some()) {
-                Some(scope) => format!("{}'s {}", version.table, scope.describe()),
-                None => format!("{} whole", version.table),
-            };
-            let mut line = format!(
-                "restored {what} as before the backfill ({} rows from {})",
-                restored.rows, version.copy
-            );
-            if !restored.kept.is_empty() {
-                let kept: u64 = restored.kept.iter().map(|c| c.rows()).sum();
-                let days: Vec<&str> = restored
-                    .kept
-                    .iter()
-                    .map(|c| c.day.as_deref().unwrap_or("no event time"))
-                    .collect();
-                line.push_str(&format!(
-                    "; kept {kept} rows changed since the backfill outside it, on {}",
-                    days.join(", ")
-                ));
-            }
-            done.push(line);
-        }
-        Ok(done.join("; "))
     }
+    anyhow::ensure!(
+        refusals.is_empty(),
+        "{}; nothing was restored",
+        refusals.join("; ")
+    );
+    let mut done = Vec::new();
+    for version in versions {
+        let relation = Relation::parse(&version.table)?;
+        let restored = warehouse
+            .restore_table(&relation, version)
+            .with_context(|| format!("restoring {} from {}", version.table, version.copy))?;
+        let what = match version.scope.as_ref().filter(|s| s.days.is_some()) {
+            Some(scope) => format!("{}'s {}", version.table, scope.describe()),
+            None => format!("{} whole", version.table),
+        };
+        let mut line = format!(
+            "restored {what} as before the backfill ({} rows from {})",
+            restored.rows, version.copy
+        );
+        if !restored.kept.is_empty() {
+            let kept: u64 = restored.kept.iter().map(|c| c.rows()).sum();
+            let days: Vec<&str> = restored
+                .kept
+                .iter()
+                .map(|c| c.day.as_deref().unwrap_or("no event time"))
+                .collect();
+            line.push_str(&format!(
+                "; kept {kept} rows changed since the backfill outside it, on {}",
+                days.join(", ")
+            ));
+        }
+        done.push(line);
+    }
+    Ok(done.join("; "))
 }

@@ -26,6 +26,27 @@ impl Engine {
     /// decision: the same id sent again gets that answer and decides nothing twice, and
     /// `WhatHappened` asks for it (a client whose connection was lost mid-request).
     pub fn answer(&mut self, request: Request, actor: &Actor) -> Outcome {
+        match self.answer_or_hold(request, actor) {
+            intent::Answer::Now(outcome) => outcome,
+            // Only an engine with workers holds answers, and its hub asks with
+            // `answer_or_hold`.
+            intent::Answer::Held(intent) => Outcome::Refused {
+                reason: Refusal::new(
+                    RefusalKind::Failed,
+                    format!(
+                        "its change (intent #{intent}) is being carried out: ask what came of \
+                         it by its client request id"
+                    ),
+                ),
+            },
+        }
+    }
+
+    /// [`Engine::answer`], or, when the request's change is being carried out on a
+    /// worker (its own, or the one of the same client request still in flight), the
+    /// intent whose outcome answers it: `effect_finished` gives that answer.
+    pub fn answer_or_hold(&mut self, request: Request, actor: &Actor) -> intent::Answer {
+        use intent::Answer;
         let Request {
             command,
             client_request,
@@ -33,36 +54,43 @@ impl Engine {
         } = request;
         if let Some(id) = &client_request {
             if !intent::valid_client_request(id) {
-                return Outcome::Refused {
+                return Answer::Now(Outcome::Refused {
                     reason: Refusal::new(
                         RefusalKind::Invalid,
                         "a client request id is 8 to 64 letters, digits or dashes",
                     ),
-                };
+                });
             }
         }
         if let Command::WhatHappened { client_request } = &command {
             if !intent::valid_client_request(client_request) {
-                return Outcome::Refused {
+                return Answer::Now(Outcome::Refused {
                     reason: Refusal::new(RefusalKind::Invalid, "no such client request id"),
-                };
+                });
             }
             return self.what_happened(client_request, actor.uid);
         }
         if let Some(id) = &client_request {
             if let Ok(Some(answer)) = self.kept_answer(id, actor.uid) {
-                return answer;
+                return Answer::Now(answer);
+            }
+            // Sent again while its change is on a worker: the same answer, once it
+            // comes, and nothing decided twice.
+            if let Some(intent) = self.in_flight_for(id, actor.uid) {
+                return Answer::Held(intent);
             }
         }
         let asking = client_request.map(|id| (id, actor.uid));
         self.begin_request(asking.clone());
         let result = self.apply_and_carry_out(command, actor);
+        let in_flight = self.request_in_flight();
         self.end_request();
         match result {
-            Ok(events) => Outcome::Accepted {
+            Ok(_) if in_flight.is_some() => Answer::Held(in_flight.unwrap_or_default()),
+            Ok(events) => Answer::Now(Outcome::Accepted {
                 seq: chain::head(&self.state).ok().flatten().map(|h| h.seq),
                 events,
-            },
+            }),
             Err(e) => {
                 let reason = refusal_of(&e);
                 let answer = Outcome::Refused { reason };
@@ -71,7 +99,7 @@ impl Engine {
                     // refusal that withdrew an intent was kept with it already.
                     let _ = self.remember_answer(id, *uid, &answer);
                 }
-                answer
+                Answer::Now(answer)
             }
         }
     }

@@ -18,7 +18,7 @@ use super::api::{
     Change, Detail, Event, Field, Outcome, PresenceView, Refusal, RefusalKind, Reply, Request,
     ServerMessage, Snapshot, PROTOCOL_VERSION,
 };
-use super::Engine;
+use super::{Answer, Engine};
 use crate::approve::Actor;
 
 pub type ClientId = u64;
@@ -63,6 +63,9 @@ pub enum HubMessage {
     FirstPoll(super::api::FirstPoll),
     /// The alert relay marked an outbox row: clients see the outbox again.
     OutboxChanged,
+    /// An effect worker's report (`Engine::carry_out_effects_on_workers`): recorded,
+    /// and the replies held for it sent.
+    Effect(Box<super::effects::Finished>),
     /// Finish the work in hand and return (SIGTERM).
     Stop,
 }
@@ -362,6 +365,9 @@ pub struct Hub {
     emit: Box<dyn FnMut(&Event) + Send>,
     /// Return once the driver's story is over (the headless demo), rather than serving on.
     stop_when_finished: bool,
+    /// Replies to requests whose change is on an effect worker, by its intent: sent
+    /// when the worker's report is recorded. The hub answers everyone else meanwhile.
+    held: BTreeMap<i64, Vec<(ClientId, u64)>>,
     /// What clients were last sent of the engine's state.
     published: Published,
 }
@@ -395,6 +401,7 @@ impl Hub {
             emit,
             stop_when_finished: false,
             published: Published::default(),
+            held: BTreeMap::new(),
         }
     }
 
@@ -489,8 +496,8 @@ impl Hub {
                 let Some(asker) = self.clients.get(&client) else {
                     return Ok(false);
                 };
-                let outcome = if asker.read_only {
-                    Outcome::Refused {
+                let answer = if asker.read_only {
+                    Answer::Now(Outcome::Refused {
                         reason: Refusal::new(
                             RefusalKind::ReadOnly,
                             format!(
@@ -498,30 +505,30 @@ impl Hub {
                                 asker.who
                             ),
                         ),
-                    }
+                    })
                 } else if let Err(reason) = asker.actor.person() {
                     // Every command is recorded as someone's: without a known person,
                     // none is (never the uid in the person's place).
-                    Outcome::Refused { reason }
+                    Answer::Now(Outcome::Refused { reason })
                 } else {
                     let actor = asker.actor.clone();
-                    self.engine.answer(request.clone(), &actor)
+                    self.engine.answer_or_hold(request.clone(), &actor)
                 };
-                if let Outcome::Accepted { events, .. } = &outcome {
-                    let events = events.clone();
-                    self.emit_all(&events);
+                match answer {
+                    Answer::Now(outcome) => {
+                        if let Outcome::Accepted { events, .. } = &outcome {
+                            let events = events.clone();
+                            self.emit_all(&events);
+                        }
+                        self.reply(client, request.id, outcome)
+                    }
+                    Answer::Held(intent) => self
+                        .held
+                        .entry(intent)
+                        .or_default()
+                        .push((client, request.id)),
                 }
                 if let Some(asker) = self.clients.get(&client) {
-                    let reply = Outgoing::new(ServerMessage::Reply(Reply {
-                        id: request.id,
-                        outcome,
-                    }));
-                    if !asker.outbox.push(reply) {
-                        tracing::warn!(
-                            "client {client} ({}) left too many replies unread: dropped",
-                            asker.who
-                        );
-                    }
                     asker.outbox.left_hub();
                 }
             }
@@ -576,9 +583,31 @@ impl Hub {
                 }
             }
             HubMessage::FirstPoll(progress) => self.engine.set_first_poll(progress),
+            HubMessage::Effect(finished) => {
+                if let Some(settled) = self.engine.effect_finished(*finished) {
+                    for (client, id) in self.held.remove(&settled.intent).unwrap_or_default() {
+                        self.reply(client, id, settled.answer.clone());
+                    }
+                    let events = settled.events;
+                    self.emit_all(&events);
+                }
+            }
             HubMessage::OutboxChanged | HubMessage::Stop => {}
         }
         Ok(true)
+    }
+
+    /// Sends a request's reply to the client that asked, if it is still attached.
+    fn reply(&self, client: ClientId, id: u64, outcome: Outcome) {
+        if let Some(asker) = self.clients.get(&client) {
+            let reply = Outgoing::new(ServerMessage::Reply(Reply { id, outcome }));
+            if !asker.outbox.push(reply) {
+                tracing::warn!(
+                    "client {client} ({}) left too many replies unread: dropped",
+                    asker.who
+                );
+            }
+        }
     }
 
     /// Sends every client what changed in the engine's state since the last time, as one

@@ -12,6 +12,11 @@
 //! engine starts (the engine died mid-request) is carried out, once, by the engine: the
 //! client that asked learns what came of it by its request id (`request_outcome`).
 //! The engine's own intents are tried again every turn until they succeed.
+//!
+//! The effect itself is carried out by [`super::effects`]: on worker threads once the
+//! engine serves (`carry_out_effects_on_workers`), its outcome coming back as an input
+//! ([`Engine::effect_finished`]); inline otherwise (the demo, tests driving an
+//! `Engine`). Either way the same steps record the same outcome.
 
 use rusqlite::{params, OptionalExtension};
 use serde::{Deserialize, Serialize};
@@ -83,33 +88,17 @@ pub struct Decided {
     pub reason: String,
 }
 
-/// What carrying out an effect found.
-#[derive(Debug, Clone, Default, Serialize)]
-struct Outcome {
-    /// The effect was already in place (a retry after a crash).
-    already_done: bool,
-    /// The orchestrator's run id, for a queued run.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    run: Option<String>,
-    /// What the effect did, in words, where that is more than the proposal says (a
-    /// schedule left paused because it was paused before; a cron people must stop).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    action: Option<String>,
-    /// The copies a backfill took before it was queued.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    versions: Vec<crate::warehouse::TableVersion>,
-}
-
+/// An intent as the state database holds it.
 #[derive(Clone)]
-struct Pending {
-    id: i64,
-    subject: String,
-    effect: Effect,
-    completion: Completion,
-    by_person: bool,
+pub(super) struct Pending {
+    pub(super) id: i64,
+    pub(super) subject: String,
+    pub(super) effect: Effect,
+    pub(super) completion: Completion,
+    pub(super) by_person: bool,
     /// The client request that made it, and whose (a person's intent only).
-    client_request: Option<String>,
-    asker_uid: Option<u32>,
+    pub(super) client_request: Option<String>,
+    pub(super) asker_uid: Option<u32>,
 }
 
 /// Which intents are whose, in memory: the database says what is pending, this says
@@ -127,6 +116,24 @@ pub(super) struct InFlight {
     /// Refused intents whose withdrawal could not be written yet (a full disk): never
     /// carried out, written as withdrawn at the next chance.
     unwritten: BTreeMap<i64, (Pending, String)>,
+    /// Intents handed to a worker whose report has not come back.
+    sent: BTreeSet<i64>,
+    /// The workers, once the engine serves; None carries effects out inline.
+    runner: Option<effects::Runner>,
+}
+
+/// What came of a person's request: answered now, or once the effect of the intent it
+/// made (or found in flight) is reported. Only an engine with workers holds answers.
+pub enum Answer {
+    Now(api::Outcome),
+    Held(i64),
+}
+
+/// An intent's last step is recorded: its events, and the answer its request gets.
+pub struct Settled {
+    pub intent: i64,
+    pub events: Vec<Event>,
+    pub answer: api::Outcome,
 }
 
 /// A client request id: what a client may send, and what is kept by it.
@@ -234,34 +241,38 @@ impl Engine {
     /// What came of `client_request`, asked by `asker_uid` (a client whose connection
     /// was lost mid-request). An intent of it still pending from before a restart is
     /// carried out first; a refusal not yet written is told as it was decided.
-    pub(super) fn what_happened(&mut self, client_request: &str, asker_uid: u32) -> api::Outcome {
+    pub(super) fn what_happened(&mut self, client_request: &str, asker_uid: u32) -> Answer {
         if let Err(e) = self.run_intents() {
             self.notices.push(format!(
                 "carrying out what was left in flight failed: {e:#}"
             ));
         }
         match self.kept_answer(client_request, asker_uid) {
-            Ok(Some(answer)) => return answer,
+            Ok(Some(answer)) => return Answer::Now(answer),
             Ok(None) => {}
             Err(e) => {
-                return api::Outcome::Refused {
+                return Answer::Now(api::Outcome::Refused {
                     reason: Refusal::new(
                         RefusalKind::Failed,
                         format!("the answer to request {client_request} cannot be read: {e:#}"),
                     ),
-                }
+                })
             }
+        }
+        // Still being carried out on a worker: answered once it is.
+        if let Some(intent) = self.in_flight_for(client_request, asker_uid) {
+            return Answer::Held(intent);
         }
         let unwritten = self.in_flight.unwritten.values().find(|(intent, _)| {
             intent.client_request.as_deref() == Some(client_request)
                 && intent.asker_uid == Some(asker_uid)
         });
         if let Some((_, message)) = unwritten {
-            return api::Outcome::Refused {
+            return Answer::Now(api::Outcome::Refused {
                 reason: Refusal::new(RefusalKind::Failed, message.clone()),
-            };
+            });
         }
-        api::Outcome::Refused {
+        Answer::Now(api::Outcome::Refused {
             reason: Refusal::new(
                 RefusalKind::NotFound,
                 format!(
@@ -269,7 +280,7 @@ impl Engine {
                      and nothing of it is on the chain; send it again if it is still wanted"
                 ),
             ),
-        }
+        })
     }
 
     /// How a hold's job schedule stood before the hold paused it, once it was read.
@@ -287,36 +298,29 @@ impl Engine {
             .transpose()
     }
 
-    /// Resumes `job` before a run of it is queued, where the orchestrator starts no run
-    /// of a paused job (Airflow) and the job is paused by a hold of the run's own
-    /// incident (`subject`: the incident, or a proposal of it). The hold's undo puts the
-    /// schedule back as it was before the hold, as ever. A job paused by anyone else
-    /// is not dataward's to resume: the run is refused, saying so.
-    fn unpause_for_run(&self, subject: &str, job: &str) -> Result<Option<String>> {
-        let Some(orchestrator) = &self.orchestrator else {
-            return Ok(None);
-        };
-        if orchestrator.starts_runs_while_paused() || !orchestrator.schedule(job)?.paused {
-            return Ok(None);
-        }
+    /// The warehouse a backfill copies its tables in and restores them from.
+    fn effects_warehouse(&self) -> Option<crate::monitor::poller::SharedWarehouse> {
+        let monitored = self.config.monitor.iter().find(|m| m.source.is_some());
+        let name = monitored
+            .map(|m| m.warehouse.clone())
+            .or_else(|| self.config.warehouse.keys().next().cloned())?;
+        self.poller.warehouse(&name).cloned()
+    }
+
+    /// Whether `job` is held by an approved hold of the incident `subject` names (the
+    /// incident, or a proposal of it): then a paused `job` is dataward's to resume for
+    /// a run of that incident.
+    fn held_by_own_hold(&self, subject: &str, job: &str) -> bool {
         let incident = match self.find_proposal(subject) {
-            Ok((i, _)) => i,
-            Err(_) => self.incident_index(subject)?,
+            Ok((i, _)) => Some(i),
+            Err(_) => self.incident_index(subject).ok(),
         };
-        let held_here = self.incidents[incident].proposals.iter().any(|p| {
-            p.state == ProposalState::Approved
-                && matches!(&p.body, ProposalBody::Hold { job: held, .. } if held == job)
-        });
-        anyhow::ensure!(
-            held_here,
-            "{job} is paused at the orchestrator, which starts no run of a paused job; \
-             it was not paused by this incident's hold: resume it there first"
-        );
-        orchestrator.restore(job, &Schedule::running())?;
-        Ok(Some(format!(
-            "resumed the {job} schedule for the run: the orchestrator starts no run of a \
-             paused job (the hold's undo puts it back as it was before the hold)"
-        )))
+        incident.is_some_and(|i| {
+            self.incidents[i].proposals.iter().any(|p| {
+                p.state == ProposalState::Approved
+                    && matches!(&p.body, ProposalBody::Hold { job: held, .. } if held == job)
+            })
+        })
     }
 
     pub(super) fn intent_pending(&self, subject: &str) -> Result<bool> {
@@ -384,68 +388,64 @@ impl Engine {
             .collect())
     }
 
-    /// Carries out the intents that are ours to carry out (see `ours_to_carry_out`). A
+    /// Hands effects to worker threads from now on: each worker's report comes back
+    /// through `report` (to the hub, as an input) and is given to `effect_finished`.
+    pub fn carry_out_effects_on_workers(
+        &mut self,
+        report: impl Fn(effects::Finished) + Send + Sync + 'static,
+    ) {
+        self.in_flight.runner = Some(effects::Runner::new(
+            Arc::clone(&self.effects),
+            Arc::new(report),
+        ));
+    }
+
+    /// Carries out the intents that are ours to carry out (see `ours_to_carry_out`),
+    /// those not handed to a worker already. With workers, each is handed over and
+    /// this returns at once: its outcome is recorded by `effect_finished`. Inline, a
     /// person's intent that fails, or whose outcome cannot be recorded, is withdrawn
     /// and its refusal returned (their command is refused); the engine's own stays
     /// pending and is tried again next turn.
     pub(super) fn run_intents(&mut self) -> Result<(Vec<Event>, Vec<String>)> {
         self.write_withdrawals();
+        // What a worker reads just before it dispatches a run: the stop as committed.
+        if let Ok(stop) = stop::state(&self.state) {
+            self.effects.set_org_stopped(stop.active);
+        }
         let mut events = Vec::new();
         let mut failures = Vec::new();
-        let pending = self.ours_to_carry_out()?;
+        let pending: Vec<Pending> = self
+            .ours_to_carry_out()?
+            .into_iter()
+            .filter(|i| !self.in_flight.sent.contains(&i.id))
+            .collect();
         let touches_scheduler = pending
             .iter()
             .any(|i| !matches!(i.effect, Effect::WriteFile { .. }));
         for intent in pending {
             self.in_flight.orphans.remove(&intent.id);
-            match self.perform(&intent.subject, &intent.effect) {
-                Ok(outcome) => {
-                    let recorded = self.transact(|engine| {
-                        let events = engine.complete(&intent.completion, &outcome)?;
-                        engine.close_intent(
-                            intent.id,
-                            "done",
-                            &serde_json::to_string(&outcome)?,
-                        )?;
-                        if let (Some(request), Some(uid)) =
-                            (&intent.client_request, intent.asker_uid)
-                        {
-                            let seq = chain::head(&engine.state)?.map(|h| h.seq);
-                            let answer = api::Outcome::Accepted {
-                                seq,
-                                events: events.clone(),
-                            };
-                            engine.remember_answer(request, uid, &answer)?;
-                        }
-                        Ok(events)
-                    });
-                    match recorded {
-                        Ok(done) => events.extend(done),
-                        Err(e) if intent.by_person => {
-                            let reason = format!(
-                                "{} was done but could not be recorded: {e:#}",
-                                describe(&intent.effect)
-                            );
-                            failures.push(self.withdraw(&intent, reason, Some(&outcome)));
-                        }
-                        Err(e) => return Err(e),
+            let mut job = self.job_for(intent);
+            if let Some(runner) = &mut self.in_flight.runner {
+                self.in_flight.sent.insert(job.intent.id);
+                runner.submit(job);
+                continue;
+            }
+            loop {
+                let done = effects::carry_out(&self.effects, &job);
+                let (settled, next) = self.settle(job, done);
+                if let Some(settled) = settled {
+                    events.extend(settled.events);
+                    if let api::Outcome::Refused { reason } = settled.answer {
+                        failures.push(reason.message);
                     }
                 }
-                Err(e) => {
-                    if intent.by_person {
-                        let reason = format!("{} failed: {e:#}", describe(&intent.effect));
-                        failures.push(self.withdraw(&intent, reason, None));
-                    } else {
-                        let reason = format!("{e:#}");
-                        self.notices.push(format!(
-                            "{}: {reason}; dataward tries again",
-                            describe(&intent.effect)
-                        ));
-                    }
+                match next {
+                    Some(next) => job = next,
+                    None => break,
                 }
             }
         }
-        if touches_scheduler {
+        if touches_scheduler && self.in_flight.runner.is_none() {
             // A paused job or a queued run shows on the bar in the next snapshot. (A
             // `PollTask`'s next turn does this when polling is not inline.)
             self.refresh_scheduler();
@@ -453,21 +453,213 @@ impl Engine {
         Ok((events, failures))
     }
 
-    /// Withdraws a person's refused intent: its effect is put back as far as it may
-    /// have gone (`done`: what it did, when it was done but not recorded), then the
-    /// intent is closed with the refusal, on the chain and as its request's answer, in
-    /// one transaction. When that cannot be written (a full disk) the intent is kept
-    /// aside, never carried out, and written at the next chance. Returns the refusal.
-    fn withdraw(&mut self, intent: &Pending, reason: String, done: Option<&Outcome>) -> String {
-        let message = match self.put_back(intent, done) {
-            Ok(None) => reason,
-            Ok(Some(put_back)) => format!("{reason}; {put_back}"),
-            Err(e) => format!(
-                "{reason}; putting it back failed too ({e:#}): {} may have taken effect, \
-                 so check it where it runs and undo it by hand if it did",
-                describe(&intent.effect)
-            ),
+    /// A worker's report: its outcome recorded (or its next step handed over). Returns
+    /// what was recorded once the intent's last step is, with the answer its request
+    /// gets.
+    pub fn effect_finished(&mut self, finished: effects::Finished) -> Option<Settled> {
+        let effects::Finished { job, done } = finished;
+        let effect = job.intent.effect.clone();
+        let (settled, next) = self.settle(job, done);
+        if let Some(runner) = &mut self.in_flight.runner {
+            runner.reported(&effect, next);
+        }
+        if settled.is_some() {
+            self.refresh_scheduler();
+        }
+        settled
+    }
+
+    /// The intent in flight of `client_request` (asked by `asker_uid`), if any.
+    pub(super) fn in_flight_for(&self, client_request: &str, asker_uid: u32) -> Option<i64> {
+        let pending = self.pending_intents().ok()?;
+        pending
+            .into_iter()
+            .find(|i| {
+                i.client_request.as_deref() == Some(client_request)
+                    && i.asker_uid == Some(asker_uid)
+                    && self.in_flight.sent.contains(&i.id)
+            })
+            .map(|i| i.id)
+    }
+
+    /// The intents this request made that are in flight on a worker.
+    pub(super) fn request_in_flight(&self) -> Option<i64> {
+        self.in_flight
+            .mine
+            .iter()
+            .copied()
+            .find(|id| self.in_flight.sent.contains(id))
+    }
+
+    /// The first step of an intent, with what the engine knows that it needs.
+    fn job_for(&self, intent: Pending) -> effects::Job {
+        let (mut held, mut held_here, mut scopes) = (None, false, BTreeMap::new());
+        match &intent.effect {
+            Effect::SetPaused { .. } => {
+                held = self.held_schedule(&intent.subject).ok().flatten();
+            }
+            Effect::QueueRun { job, .. } => held_here = self.held_by_own_hold(&intent.subject, job),
+            Effect::Backfill {
+                job,
+                command,
+                tables,
+                ..
+            } => {
+                held_here = self.held_by_own_hold(&intent.subject, job);
+                for table in tables {
+                    scopes.insert(table.clone(), self.backfill_scope(table, command));
+                }
+            }
+            Effect::WriteFile { .. } | Effect::Restore { .. } => {}
+        }
+        let warehouse = match &intent.effect {
+            Effect::Backfill { .. } | Effect::Restore { .. } => self.effects_warehouse(),
+            _ => None,
         };
+        effects::Job {
+            intent,
+            step: effects::Step::Perform,
+            now: self.now_or_wall(),
+            held,
+            held_here,
+            scopes,
+            project_dir: self.project_dir().ok(),
+            warehouse,
+        }
+    }
+
+    /// Records what a step found. Returns what was recorded when it was the intent's
+    /// last step, and the next step when there is one.
+    fn settle(
+        &mut self,
+        job: effects::Job,
+        done: effects::Done,
+    ) -> (Option<Settled>, Option<effects::Job>) {
+        use effects::Done;
+        let intent = job.intent.clone();
+        let finished = |events: Vec<Event>, answer| {
+            Some(Settled {
+                intent: intent.id,
+                events,
+                answer,
+            })
+        };
+        let refused = |message: String| api::Outcome::Refused {
+            reason: Refusal::new(RefusalKind::Failed, message),
+        };
+        let settled = match done {
+            Done::ScheduleRead(before) => {
+                let now = self.now_or_wall();
+                let kept = self.transact(|engine| {
+                    engine.state.execute(
+                        "INSERT INTO held_schedule (proposal, job, before, taken_at)
+                         VALUES (?1, ?2, ?3, ?4)",
+                        params![
+                            intent.subject,
+                            match &intent.effect {
+                                Effect::SetPaused { job, .. } => job.as_str(),
+                                _ => "",
+                            },
+                            serde_json::to_string(&before)?,
+                            now
+                        ],
+                    )?;
+                    Ok(())
+                });
+                match kept {
+                    Ok(()) => {
+                        let next = effects::Job {
+                            held: Some(before),
+                            ..job
+                        };
+                        return (None, Some(next));
+                    }
+                    Err(e) => self.failed(&intent, format!("{e:#}"), Ok(None)),
+                }
+            }
+            Done::Performed(outcome) => {
+                let recorded = self.transact(|engine| {
+                    let events = engine.complete(&intent.completion, &outcome)?;
+                    engine.close_intent(intent.id, "done", &serde_json::to_string(&outcome)?)?;
+                    let answer = api::Outcome::Accepted {
+                        seq: chain::head(&engine.state)?.map(|h| h.seq),
+                        events: events.clone(),
+                    };
+                    if let (Some(request), Some(uid)) = (&intent.client_request, intent.asker_uid) {
+                        engine.remember_answer(request, uid, &answer)?;
+                    }
+                    Ok((events, answer))
+                });
+                match recorded {
+                    Ok((events, answer)) => finished(events, answer),
+                    Err(e) if intent.by_person => {
+                        let reason = format!(
+                            "{} was done but could not be recorded: {e:#}",
+                            effects::describe(&intent.effect)
+                        );
+                        let next = effects::Job {
+                            step: effects::Step::PutBack {
+                                reason,
+                                done: outcome,
+                            },
+                            ..job
+                        };
+                        return (None, Some(next));
+                    }
+                    Err(e) => self.failed(&intent, format!("{e:#}"), Ok(None)),
+                }
+            }
+            Done::Failed { error, put_back } => self.failed(&intent, error, put_back),
+            Done::Stopped(reason) => {
+                // Whoever's it is: a run the stop caught before it started is never
+                // started later, the stop lifted or not.
+                let message = self.withdraw(&intent, reason);
+                finished(Vec::new(), refused(message))
+            }
+            Done::PutBack(put_back) => {
+                let effects::Step::PutBack { reason, .. } = &job.step else {
+                    unreachable!("a put back answers its own step")
+                };
+                let message =
+                    self.withdraw(&intent, with_put_back(&intent.effect, reason, put_back));
+                finished(Vec::new(), refused(message))
+            }
+        };
+        self.in_flight.sent.remove(&intent.id);
+        (settled, None)
+    }
+
+    /// A step failed: a person's intent is withdrawn (what put it back said with it),
+    /// refusing their request; the engine's own stays pending and is tried again.
+    fn failed(
+        &mut self,
+        intent: &Pending,
+        error: String,
+        put_back: Result<Option<String>, String>,
+    ) -> Option<Settled> {
+        let reason = format!("{} failed: {error}", effects::describe(&intent.effect));
+        if intent.by_person {
+            let message = self.withdraw(intent, with_put_back(&intent.effect, &reason, put_back));
+            return Some(Settled {
+                intent: intent.id,
+                events: Vec::new(),
+                answer: api::Outcome::Refused {
+                    reason: Refusal::new(RefusalKind::Failed, message),
+                },
+            });
+        }
+        self.notices.push(format!(
+            "{}: {error}; dataward tries again",
+            effects::describe(&intent.effect)
+        ));
+        None
+    }
+
+    /// Closes a person's refused intent (its effect already put back as far as it may
+    /// have gone) with the refusal, on the chain and as its request's answer, in one
+    /// transaction. When that cannot be written (a full disk) the intent is kept
+    /// aside, never carried out, and written at the next chance. Returns the refusal.
+    fn withdraw(&mut self, intent: &Pending, message: String) -> String {
         match self.write_withdrawal(intent, &message) {
             Ok(()) => message,
             Err(e) => {
@@ -524,224 +716,12 @@ impl Engine {
         }
     }
 
-    /// Undoes a refused intent's effect as far as it may have gone, in words; None
-    /// when nothing of it can have happened. A queued run cannot be taken back: the
-    /// refusal says where it is.
-    fn put_back(&self, intent: &Pending, done: Option<&Outcome>) -> Result<Option<String>> {
-        match &intent.effect {
-            Effect::SetPaused { job, paused: true } => {
-                // The schedule is read and kept before the pause is asked: without it,
-                // nothing was asked.
-                let Some(before) = self.held_schedule(&intent.subject)? else {
-                    return Ok(None);
-                };
-                let orchestrator = self.orchestrator.as_ref().context("no orchestrator")?;
-                orchestrator.restore(job, &before)?;
-                Ok(Some(format!("the {job} schedule was put back as it was")))
-            }
-            Effect::SetPaused { job, paused: false } => {
-                let orchestrator = self.orchestrator.as_ref().context("no orchestrator")?;
-                orchestrator.pause(job)?;
-                Ok(Some(format!(
-                    "the {job} schedule is paused again, as the hold has it"
-                )))
-            }
-            Effect::WriteFile { file, from, to } => {
-                let path = self.project_file(file)?;
-                let current = std::fs::read_to_string(&path)
-                    .with_context(|| format!("{}", path.display()))?;
-                if current != *to {
-                    return Ok(None);
-                }
-                crate::store::files::write_atomic(&path, from.as_bytes())?;
-                Ok(Some(format!("{file} was put back as it was")))
-            }
-            Effect::QueueRun { job, key, .. } => {
-                Ok(Some(match done.and_then(|o| o.run.as_ref()) {
-                    Some(run) => format!(
-                        "run {run} of {job} was queued at the orchestrator and dataward does not \
-                     follow it: cancel it there if it must not run"
-                    ),
-                    None => format!(
-                        "the orchestrator may have queued a run of {job} anyway (request key \
-                     {key}): look there"
-                    ),
-                }))
-            }
-            Effect::Backfill { job, tag, .. } => {
-                Ok(Some(match done.and_then(|o| o.run.as_ref()) {
-                    Some(run) => format!(
-                        "backfill run {run} of {job} was queued at the orchestrator and dataward \
-                     does not follow it: cancel it there if it must not run"
-                    ),
-                    None => format!(
-                        "the orchestrator may have queued the backfill anyway (request key \
-                     {tag}): look there"
-                    ),
-                }))
-            }
-            Effect::Restore { .. } => Ok(Some(
-                "some tables may have been restored from their copies already: check them".into(),
-            )),
-        }
-    }
-
     fn close_intent(&self, id: i64, status: &str, outcome: &str) -> Result<()> {
         self.state.execute(
             "UPDATE intent SET status = ?2, outcome = ?3 WHERE id = ?1",
             params![id, status, outcome],
         )?;
         Ok(())
-    }
-
-    /// Does the effect unless it is already in place. `subject` is the intent's (the
-    /// proposal, for a hold).
-    fn perform(&self, subject: &str, effect: &Effect) -> Result<Outcome> {
-        match effect {
-            Effect::SetPaused { job, paused: true } => {
-                let orchestrator = self
-                    .orchestrator
-                    .as_ref()
-                    .context("no orchestrator configured to pause jobs")?;
-                // How the schedule stood is kept before it is touched: a retry after a
-                // crash finds it, never the paused state the first try left.
-                let before = match self.held_schedule(subject)? {
-                    Some(before) => before,
-                    None => {
-                        let before = orchestrator.schedule(job)?;
-                        self.state.execute(
-                            "INSERT INTO held_schedule (proposal, job, before, taken_at)
-                             VALUES (?1, ?2, ?3, ?4)",
-                            params![
-                                subject,
-                                job,
-                                serde_json::to_string(&before)?,
-                                self.now_or_wall()
-                            ],
-                        )?;
-                        before
-                    }
-                };
-                if before.paused {
-                    return Ok(Outcome {
-                        already_done: true,
-                        action: Some(format!(
-                            "left the {job} schedule as it was: someone had paused it already"
-                        )),
-                        ..Outcome::default()
-                    });
-                }
-                let instruction = orchestrator.pause(job)?;
-                Ok(Outcome {
-                    action: instruction,
-                    ..Outcome::default()
-                })
-            }
-            Effect::SetPaused { job, paused: false } => {
-                let orchestrator = self
-                    .orchestrator
-                    .as_ref()
-                    .context("no orchestrator configured to resume jobs")?;
-                // A hold from before schedules were kept paused a running job.
-                let before = self
-                    .held_schedule(subject)?
-                    .unwrap_or_else(Schedule::running);
-                orchestrator.restore(job, &before)?;
-                Ok(Outcome {
-                    action: Some(if before.paused {
-                        format!("left the {job} schedule paused: it was paused before the hold")
-                    } else {
-                        format!("resumed the {job} schedule")
-                    }),
-                    ..Outcome::default()
-                })
-            }
-            Effect::WriteFile { file, from, to } => {
-                let path = self.project_file(file)?;
-                let current = std::fs::read_to_string(&path)
-                    .with_context(|| format!("{}", path.display()))?;
-                // Compared as dbt reads files; written in the file's own framing (its
-                // final newline, its line endings), so an undo gives it back whole.
-                use crate::propose::file_text;
-                if file_text::same_as_dbt_reads(&current, to) {
-                    return Ok(Outcome {
-                        already_done: true,
-                        ..Outcome::default()
-                    });
-                }
-                if let Some(difference) =
-                    file_text::first_difference(&current, from, "the proposal")
-                {
-                    anyhow::bail!(
-                        "{} no longer matches the proposal: {difference}; it was changed since it was proposed",
-                        path.display()
-                    );
-                }
-                let text = file_text::framed_like(to, &current);
-                crate::store::files::write_atomic(&path, text.as_bytes())?;
-                Ok(Outcome::default())
-            }
-            Effect::QueueRun { job, key, by } => {
-                let orchestrator = self
-                    .orchestrator
-                    .as_ref()
-                    .context("no orchestrator configured")?;
-                let action = self.unpause_for_run(subject, job)?;
-                let (run, already_done) = orchestrator
-                    .queue_run(job, &self.now_or_wall(), by, key)
-                    .context("the scheduler refused the run")?;
-                Ok(Outcome {
-                    already_done,
-                    run: Some(run),
-                    action,
-                    ..Outcome::default()
-                })
-            }
-            Effect::Backfill {
-                job,
-                command,
-                tables,
-                tag,
-                by,
-            } => {
-                let orchestrator = self
-                    .orchestrator
-                    .as_ref()
-                    .context("no orchestrator configured to run a backfill")?;
-                let warehouse = self
-                    .dbt_warehouse()
-                    .context("no warehouse holds the tables to copy")?;
-                // The copies first: a backfill is never run without its undo. A copy
-                // this proposal took on an earlier attempt (a crash, a refused run) is
-                // that undo still: found again, never taken twice.
-                let mut versions = Vec::new();
-                for table in tables {
-                    let relation = crate::warehouse::Relation::parse(table)?;
-                    let mut version = match warehouse.find_version(&relation, tag)? {
-                        Some(earlier) => earlier,
-                        None => warehouse
-                            .snapshot_table(&relation, tag)
-                            .with_context(|| format!("copying {table} before the backfill"))?,
-                    };
-                    version.scope = Some(self.backfill_scope(table, command));
-                    versions.push(version);
-                }
-                let action = self.unpause_for_run(subject, job)?;
-                let (run, already_done) = orchestrator
-                    .queue_command(job, command, &self.now_or_wall(), by, tag)
-                    .context("the scheduler refused the backfill")?;
-                Ok(Outcome {
-                    already_done,
-                    run: Some(run),
-                    versions,
-                    action,
-                })
-            }
-            Effect::Restore { versions } => Ok(Outcome {
-                action: Some(self.restore_backfill(versions)?),
-                ..Outcome::default()
-            }),
-        }
     }
 
     /// An approved backfill is queued with its copies taken: the incident follows its
@@ -785,7 +765,11 @@ impl Engine {
     }
 
     /// Records what a finished effect means, inside the outcome's transaction.
-    fn complete(&mut self, completion: &Completion, outcome: &Outcome) -> Result<Vec<Event>> {
+    fn complete(
+        &mut self,
+        completion: &Completion,
+        outcome: &effects::Outcome,
+    ) -> Result<Vec<Event>> {
         match completion {
             Completion::Decision(decided) => {
                 let proposal = &decided.proposal;
@@ -854,13 +838,19 @@ impl Engine {
     }
 }
 
-fn describe(effect: &Effect) -> String {
-    match effect {
-        Effect::SetPaused { job, paused: true } => format!("pausing {job}"),
-        Effect::SetPaused { job, paused: false } => format!("resuming {job}"),
-        Effect::WriteFile { file, .. } => format!("writing {file}"),
-        Effect::QueueRun { job, .. } => format!("queuing a run of {job}"),
-        Effect::Backfill { command, .. } => format!("copying the tables and queuing `{command}`"),
-        Effect::Restore { versions } => format!("restoring {} tables", versions.len()),
+/// A refusal's reason with what putting the effect back did.
+fn with_put_back(
+    effect: &Effect,
+    reason: &str,
+    put_back: Result<Option<String>, String>,
+) -> String {
+    match put_back {
+        Ok(None) => reason.to_string(),
+        Ok(Some(put_back)) => format!("{reason}; {put_back}"),
+        Err(e) => format!(
+            "{reason}; putting it back failed too ({e}): {} may have taken effect, \
+             so check it where it runs and undo it by hand if it did",
+            effects::describe(effect)
+        ),
     }
 }

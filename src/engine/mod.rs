@@ -10,6 +10,7 @@ mod autonomy;
 mod backfill;
 mod commands;
 mod edge;
+pub mod effects;
 pub mod hub;
 mod intent;
 pub mod live;
@@ -32,6 +33,7 @@ pub mod wire;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
 use chrono::{NaiveDateTime, TimeDelta};
@@ -54,6 +56,7 @@ use api::*;
 use orchestrator::{Orchestrator, RunRecord};
 
 pub use crate::clock::timestamp;
+pub use intent::{Answer, Settled};
 
 fn short_time(at: &str) -> &str {
     at.get(11..16).unwrap_or(at)
@@ -143,7 +146,10 @@ pub struct Engine {
     /// for a warehouse that is down.
     poller: Poller,
     lineage: Option<Lineage>,
-    orchestrator: Option<Box<dyn Orchestrator>>,
+    /// Shared with the effect workers (`effects::Shared`), which call it.
+    orchestrator: Option<Arc<dyn Orchestrator>>,
+    /// What the effect workers share: the orchestrator, and the org stop as committed.
+    effects: Arc<effects::Shared>,
     next_due: BTreeMap<String, NaiveDateTime>,
     /// The latest observation per (monitor, check, column): null_rate has one per column.
     latest: BTreeMap<(String, CheckKind, Option<String>), Observation>,
@@ -218,12 +224,15 @@ impl Engine {
         crate::monitor::minutes::forget_others(&state, &config.monitor_names())?;
         let lineage = policy::load_lineage(&config, progress)?;
         let database_file = state_file::opened_file(&state);
+        let orchestrator: Option<Arc<dyn Orchestrator>> = orchestrator.map(Arc::from);
+        let effects = Arc::new(effects::Shared::new(orchestrator.clone()));
         let mut engine = Engine {
             config,
             state,
             poller,
             lineage,
             orchestrator,
+            effects,
             next_due: BTreeMap::new(),
             latest: BTreeMap::new(),
             incidents: Vec::new(),
@@ -865,21 +874,7 @@ impl Engine {
     /// A file of the dbt project, by its path relative to `project_dir`, refused unless
     /// it resolves inside the project after following every symlink.
     fn project_file(&self, file: &str) -> Result<PathBuf> {
-        let project = self.project_dir()?;
-        let root = project
-            .canonicalize()
-            .with_context(|| format!("dbt project {}", project.display()))?;
-        let path = root.join(file);
-        let resolved = path
-            .canonicalize()
-            .with_context(|| format!("{}", path.display()))?;
-        anyhow::ensure!(
-            resolved.starts_with(&root),
-            "{file} resolves to {}, outside the dbt project {}; dataward changes nothing there",
-            resolved.display(),
-            root.display()
-        );
-        Ok(resolved)
+        effects::project_file(Some(&self.project_dir()?), file)
     }
 
     /// What clients show. Reads only the engine's own state and database: no call to a

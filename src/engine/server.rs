@@ -629,6 +629,12 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
         options.config.display(),
         std::process::id()
     );
+    // Effects (orchestrator calls, file writes, backfill copies) run on workers: one
+    // that hangs never keeps the hub from answering, the org stop first of all.
+    let reports = hub_tx.clone();
+    engine.carry_out_effects_on_workers(move |finished| {
+        let _ = reports.send(HubMessage::Effect(Box::new(finished)));
+    });
     let hub = Hub::new(
         engine,
         hub_rx,

@@ -414,7 +414,8 @@ fn last_lines(output: &str) -> String {
 pub struct DbtCore {
     settings: Arc<Settings>,
     db: PathBuf,
-    conn: Connection,
+    /// Behind a lock: the engine and its effect workers share one orchestrator.
+    conn: Mutex<Connection>,
     /// A runner thread of this instance is carrying out its queued runs.
     runner: Arc<Mutex<bool>>,
 }
@@ -426,9 +427,16 @@ impl DbtCore {
         Ok(DbtCore {
             settings: Arc::new(settings),
             db,
-            conn,
+            conn: Mutex::new(conn),
             runner: Arc::new(Mutex::new(false)),
         })
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        // A panic while holding it leaves no half-done SQLite work behind it.
+        self.conn
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn command_of(&self, job: &str) -> Result<&str> {
@@ -445,7 +453,7 @@ impl DbtCore {
     }
 
     fn held(&self, job: &str) -> Result<bool> {
-        Ok(self.conn.query_row(
+        Ok(self.conn().query_row(
             "SELECT count(*) > 0 FROM dbt_core_hold WHERE job = ?1",
             [job],
             |r| r.get(0),
@@ -455,7 +463,7 @@ impl DbtCore {
     /// When the hold on `job` was asked, if it stands.
     fn held_at(&self, job: &str) -> Result<Option<String>> {
         Ok(self
-            .conn
+            .conn()
             .query_row(
                 "SELECT held_at FROM dbt_core_hold WHERE job = ?1",
                 [job],
@@ -480,7 +488,7 @@ impl DbtCore {
         }
         let at = crate::clock::timestamp(last.at.naive_utc());
         // dbt writes its record before dataward records the run's end.
-        let ours: bool = self.conn.query_row(
+        let ours: bool = self.conn().query_row(
             "SELECT count(*) > 0 FROM dbt_core_run WHERE started_at <= ?1
                AND (finished_at IS NULL OR finished_at >= ?1)",
             [&at],
@@ -500,7 +508,7 @@ impl DbtCore {
     /// The hold's own planned run: the engine committed an intent to queue exactly
     /// this run of this job (see the module's notes).
     fn dispatched_by_hold(&self, job: &str, key: &str) -> Result<bool> {
-        Ok(self.conn.query_row(
+        Ok(self.conn().query_row(
             "SELECT count(*) > 0 FROM intent WHERE status = 'pending'
                AND json_extract(effect, '$.effect') = 'queue_run'
                AND json_extract(effect, '$.job') = ?1 AND json_extract(effect, '$.key') = ?2",
@@ -511,7 +519,7 @@ impl DbtCore {
 
     fn find_key(&self, key: &str) -> Result<Option<Row>> {
         Ok(self
-            .conn
+            .conn()
             .query_row(
                 &format!("SELECT {ROW} FROM dbt_core_run WHERE request_key = ?1"),
                 [key],
@@ -534,7 +542,7 @@ impl DbtCore {
             if found.status == "queued" && !alive(&found.owner) {
                 // Queued by a dataward that stopped before it started: the engine asks
                 // again (an intent re-issued at start), so this process runs it.
-                self.conn.execute(
+                self.conn().execute(
                     "UPDATE dbt_core_run SET owner = ?2 WHERE id = ?1 AND status = 'queued'",
                     params![found.id, me()],
                 )?;
@@ -550,14 +558,14 @@ impl DbtCore {
             );
         }
         self.settings.arguments(command)?;
-        self.conn.execute(
+        self.conn().execute(
             "INSERT INTO dbt_core_run
                (project, job, request_key, command, requested_by, requested_at, status, owner)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'queued', ?7)
              ON CONFLICT (request_key) DO NOTHING",
             params![self.project(), job, key, command.trim(), by, at, me()],
         )?;
-        let id: i64 = self.conn.query_row(
+        let id: i64 = self.conn().query_row(
             "SELECT id FROM dbt_core_run WHERE request_key = ?1",
             [key],
             |r| r.get(0),
@@ -586,7 +594,8 @@ impl DbtCore {
 
     /// The job's latest runs, newest first, as they stand.
     fn latest(&self, job: &str, limit: usize) -> Result<Vec<Row>> {
-        let mut stmt = self.conn.prepare(&format!(
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&format!(
             "SELECT {ROW} FROM dbt_core_run WHERE job = ?1 ORDER BY id DESC LIMIT ?2"
         ))?;
         let rows = stmt.query_map(params![job, limit as i64], row)?;
@@ -920,7 +929,7 @@ impl Orchestrator for DbtCore {
     /// people.
     fn pause(&self, job: &str) -> Result<Option<String>> {
         let command = self.command_of(job)?;
-        self.conn.execute(
+        self.conn().execute(
             "INSERT INTO dbt_core_hold (job, command, held_at) VALUES (?1, ?2, ?3)
              ON CONFLICT (job) DO NOTHING",
             params![job, command, now()],
@@ -936,7 +945,7 @@ impl Orchestrator for DbtCore {
     fn restore(&self, job: &str, before: &Schedule) -> Result<()> {
         self.command_of(job)?;
         if !before.paused {
-            self.conn
+            self.conn()
                 .execute("DELETE FROM dbt_core_hold WHERE job = ?1", [job])?;
         }
         Ok(())
@@ -964,7 +973,7 @@ impl Orchestrator for DbtCore {
             return Ok(None);
         };
         let found = self
-            .conn
+            .conn()
             .query_row(
                 &format!("SELECT {ROW} FROM dbt_core_run WHERE id = ?1"),
                 [id],

@@ -51,7 +51,7 @@ impl Schedule {
     }
 }
 
-pub trait Orchestrator: Send {
+pub trait Orchestrator: Send + Sync {
     /// Every pipeline the scheduler knows, with its state and last result.
     fn pipelines(&self) -> Result<Vec<PipelineView>>;
     /// The job's schedule as it stands now.
