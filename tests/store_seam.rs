@@ -134,7 +134,10 @@ fn only_the_store_reaches_the_state_database() {
     let mut pending_clean = Vec::new();
     for path in &paths {
         let name = path.strip_prefix(root).unwrap().display().to_string();
-        if OUTSIDE.iter().any(|dir| name.starts_with(&format!("{dir}/"))) {
+        if OUTSIDE
+            .iter()
+            .any(|dir| name.starts_with(&format!("{dir}/")))
+        {
             continue;
         }
         // A module's tests in a file of their own are tests.

@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use crate::store::Connection;
 use anyhow::{Context, Result};
-use rusqlite::Connection;
 
 use super::{BadRecord, VerifyReport};
 use crate::approve::{stop, Actor};

@@ -20,12 +20,13 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use rusqlite::Connection;
 
 use super::outbox::{self, Row};
 use super::{read_secret, sender_for, AlertConfig, Sender, Verdict};
 use crate::config::Config;
 use crate::sanitize::Sanitized;
+use crate::store::prelude::*;
+use crate::store::{is_busy, Connection};
 
 /// How long to wait before retrying: `base`·2^(n−1) before the n-th retry, at most
 /// `cap`, half of it fixed and half drawn at random ("equal jitter"), so relays that
@@ -160,7 +161,7 @@ impl Carrier {
     /// One look at the destination at `now` (ms): sends (or reads back) its head row if
     /// it is due, and marks what came of it.
     pub fn step(&mut self, now: i64) -> Result<(Done, Next)> {
-        let Some(row) = outbox::head(&self.conn, &self.name)? else {
+        let Some(row) = self.conn.outbox_head(&self.name)? else {
             return Ok((Done::Nothing, Next::Idle));
         };
         let pace = self.sender.pace();
@@ -177,7 +178,7 @@ impl Carrier {
             Err(e) => {
                 let error = format!("{e:#}");
                 let at = now + SECRET_RETRY.as_millis() as i64;
-                outbox::schedule_retry(&self.conn, row.id, at, &error)?;
+                self.conn.schedule_retry(row.id, at, &error)?;
                 return Ok((
                     Done::Retrying {
                         id: row.id,
@@ -243,17 +244,17 @@ impl Carrier {
         let id = row.id;
         Ok(match verdict {
             Verdict::Delivered => {
-                outbox::mark_delivered(&self.conn, id, now, None)?;
+                self.conn.mark_delivered(id, now, None)?;
                 (Done::Delivered { id }, Next::Now)
             }
             Verdict::Accepted { request_id } => {
                 let at = now + CONFIRM_AFTER.as_millis() as i64;
-                outbox::mark_accepted(&self.conn, id, &request_id, at)?;
+                self.conn.mark_accepted(id, &request_id, at)?;
                 (Done::Accepted { id, request_id }, Next::At(at))
             }
             Verdict::Retry { error, .. } if confirming && row.attempts >= MAX_CONFIRMS => {
                 let note = format!("accepted, but its outcome could not be read back: {error}");
-                outbox::mark_delivered(&self.conn, id, now, Some(&note))?;
+                self.conn.mark_delivered(id, now, Some(&note))?;
                 (Done::Delivered { id }, Next::Now)
             }
             Verdict::Retry { after, error } => {
@@ -263,24 +264,16 @@ impl Carrier {
                     None => self.backoff.delay(row.attempts + 1, self.jitter.draw()),
                 };
                 let at = now + wait.as_millis() as i64;
-                outbox::schedule_retry(&self.conn, id, at, &error)?;
+                self.conn.schedule_retry(id, at, &error)?;
                 (Done::Retrying { id, at, error }, Next::At(at))
             }
             Verdict::Permanent(error) => {
                 tracing::warn!(destination = %self.name, row = id, %error, "alert given up");
-                outbox::give_up(&self.conn, id, now, &error)?;
+                self.conn.give_up(id, now, &error)?;
                 (Done::GaveUp { id, error }, Next::Now)
             }
         })
     }
-}
-
-fn is_busy(e: &anyhow::Error) -> bool {
-    matches!(
-        e.downcast_ref::<rusqlite::Error>(),
-        Some(rusqlite::Error::SqliteFailure(f, _))
-            if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-    )
 }
 
 // ---- the threads -------------------------------------------------------------------
