@@ -34,6 +34,11 @@ pub trait ChainStore {
     fn records_of_kind(&self, kind: &str) -> Result<Vec<Record>>;
     /// The last record of one kind.
     fn last_record_of_kind(&self, kind: &str) -> Result<Option<Record>>;
+    /// How many records of one kind there are.
+    fn count_of_kind(&self, kind: &str) -> Result<u64>;
+    /// The last record of one kind whose payload's `key` is `value` (a proposal's
+    /// latest decision, say).
+    fn last_record_naming(&self, kind: &str, key: &str, value: &str) -> Result<Option<Record>>;
     /// How many approving decisions on `incident` came before record `seq`.
     fn approvals_before(&self, seq: u64, incident: &str) -> Result<u64>;
 }
@@ -194,6 +199,22 @@ impl ChainStore for Connection {
 
     fn last_record_of_kind(&self, kind: &str) -> Result<Option<Record>> {
         Ok(collect_records(self, "WHERE kind = ?1 ORDER BY seq DESC LIMIT 1", [kind])?.pop())
+    }
+
+    fn count_of_kind(&self, kind: &str) -> Result<u64> {
+        Ok(self
+            .prepare_cached("SELECT count(*) FROM chain WHERE kind = ?1")?
+            .query_row([kind], |r| r.get(0))?)
+    }
+
+    fn last_record_naming(&self, kind: &str, key: &str, value: &str) -> Result<Option<Record>> {
+        let path = format!("$.{key}");
+        Ok(collect_records(
+            self,
+            "WHERE kind = ?1 AND json_extract(payload, ?2) = ?3 ORDER BY seq DESC LIMIT 1",
+            params![kind, path, value],
+        )?
+        .pop())
     }
 
     fn approvals_before(&self, seq: u64, incident: &str) -> Result<u64> {
