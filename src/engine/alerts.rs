@@ -527,6 +527,14 @@ impl Engine {
         })
     }
 
+    /// Writes what came of an outbox row, as the relay reported it, in a write of its
+    /// own: the relay does not write the state database itself. Refused once the state
+    /// database is gone (the mark would be lost; the row is then sent again at start).
+    pub fn mark_outbox(&mut self, mark: &outbox::Mark) -> Result<()> {
+        self.ensure_database()?;
+        crate::store::write_on(&self.state, |tx| mark.write(tx))
+    }
+
     /// The outbox as the console shows it: every configured destination, with what
     /// waits, when it is next tried, its last error and its dedup key.
     pub(super) fn outbox_view(&self) -> Vec<DestinationView> {

@@ -56,6 +56,12 @@ pub enum HubMessage {
     FirstPoll(super::api::FirstPoll),
     /// The alert relay marked an outbox row: clients see the outbox again.
     OutboxChanged,
+    /// What came of an outbox row, for the engine to write (it is the state database's
+    /// one writer); answered once written.
+    OutboxMark(
+        crate::notify::outbox::Mark,
+        std::sync::mpsc::Sender<Result<()>>,
+    ),
     /// Finish the work in hand and return (SIGTERM).
     Stop,
 }
@@ -440,6 +446,9 @@ impl Hub {
                 }
             }
             HubMessage::FirstPoll(progress) => self.engine.set_first_poll(progress),
+            HubMessage::OutboxMark(mark, answer) => {
+                let _ = answer.send(self.engine.mark_outbox(&mark));
+            }
             HubMessage::OutboxChanged | HubMessage::Stop => {}
         }
         Ok(true)

@@ -58,6 +58,50 @@ pub fn enqueue(
     conn.enqueue_alert(destination, kind, alert, now)
 }
 
+/// What came of one attempt at a row, as the relay reports it. Under `dataward serve`
+/// the engine writes it ([`crate::engine::Engine::mark_outbox`]), so the engine is the
+/// state database's one writer; a relay on its own writes it on its own connection.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mark {
+    /// Delivered (with a note when its outcome could not be read back).
+    Delivered {
+        id: i64,
+        at: i64,
+        note: Option<String>,
+    },
+    /// Sent and taken for processing: the outcome is read back by `request_id` at
+    /// `next_at`.
+    Accepted {
+        id: i64,
+        request_id: String,
+        next_at: i64,
+    },
+    /// Not this time: tried again at `next_at`, with what went wrong shown meanwhile.
+    Retry {
+        id: i64,
+        next_at: i64,
+        error: String,
+    },
+    /// Refused for good: kept, shown, never sent again.
+    GiveUp { id: i64, at: i64, error: String },
+}
+
+impl Mark {
+    /// Writes the mark: one statement, durable once it returns.
+    pub fn write(&self, conn: &Connection) -> Result<()> {
+        match self {
+            Mark::Delivered { id, at, note } => conn.mark_delivered(*id, *at, note.as_deref()),
+            Mark::Accepted {
+                id,
+                request_id,
+                next_at,
+            } => conn.mark_accepted(*id, request_id, *next_at),
+            Mark::Retry { id, next_at, error } => conn.schedule_retry(*id, *next_at, error),
+            Mark::GiveUp { id, at, error } => conn.give_up(*id, *at, error),
+        }
+    }
+}
+
 // ---- what people see ---------------------------------------------------------------
 
 /// One destination's outbox, as `dataward outbox` and the console show it.

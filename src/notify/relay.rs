@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::outbox::{self, Row};
+use super::outbox::{self, Mark, Row};
 use super::{read_secret, sender_for, AlertConfig, Sender, Verdict};
 use crate::config::Config;
 use crate::sanitize::Sanitized;
@@ -112,6 +112,17 @@ pub enum Done {
     GaveUp { id: i64, error: String },
 }
 
+/// Where a carrier's marks are written.
+#[derive(Clone)]
+pub enum Marks {
+    /// On the carrier's own connection: a relay with no engine beside it.
+    Here,
+    /// Handed to the engine, which writes each one and returns once it is committed:
+    /// the engine stays the state database's one writer, and a mark is as durable as
+    /// when the relay wrote it, before the carrier takes its next row.
+    Engine(Arc<dyn Fn(Mark) -> Result<()> + Send + Sync>),
+}
+
 /// One destination: its sender, its secret, its connection and its pace.
 pub struct Carrier {
     name: String,
@@ -119,6 +130,7 @@ pub struct Carrier {
     config: Arc<Config>,
     sender: Box<dyn Sender>,
     conn: Connection,
+    marks: Marks,
     client: reqwest::blocking::Client,
     backoff: Backoff,
     jitter: Jitter,
@@ -147,11 +159,18 @@ impl Carrier {
             alert,
             config,
             conn: crate::store::open(state_db)?,
+            marks: Marks::Here,
             client,
             backoff,
             jitter,
             last_sent: None,
         })
+    }
+
+    /// Hands this carrier's marks to `marks` instead of writing them itself.
+    pub fn with_marks(mut self, marks: Marks) -> Carrier {
+        self.marks = marks;
+        self
     }
 
     pub fn name(&self) -> &str {
@@ -178,7 +197,11 @@ impl Carrier {
             Err(e) => {
                 let error = format!("{e:#}");
                 let at = now + SECRET_RETRY.as_millis() as i64;
-                self.conn.schedule_retry(row.id, at, &error)?;
+                self.write(Mark::Retry {
+                    id: row.id,
+                    next_at: at,
+                    error: error.clone(),
+                })?;
                 return Ok((
                     Done::Retrying {
                         id: row.id,
@@ -203,6 +226,14 @@ impl Carrier {
             }
         };
         self.mark(&row, verdict, confirming, now)
+    }
+
+    /// Writes a mark where this carrier's marks go.
+    fn write(&self, mark: Mark) -> Result<()> {
+        match &self.marks {
+            Marks::Here => mark.write(&self.conn),
+            Marks::Engine(engine) => engine(mark),
+        }
     }
 
     fn exchange(&self, request: &super::Request, send: bool) -> Verdict {
@@ -244,17 +275,29 @@ impl Carrier {
         let id = row.id;
         Ok(match verdict {
             Verdict::Delivered => {
-                self.conn.mark_delivered(id, now, None)?;
+                self.write(Mark::Delivered {
+                    id,
+                    at: now,
+                    note: None,
+                })?;
                 (Done::Delivered { id }, Next::Now)
             }
             Verdict::Accepted { request_id } => {
                 let at = now + CONFIRM_AFTER.as_millis() as i64;
-                self.conn.mark_accepted(id, &request_id, at)?;
+                self.write(Mark::Accepted {
+                    id,
+                    request_id: request_id.clone(),
+                    next_at: at,
+                })?;
                 (Done::Accepted { id, request_id }, Next::At(at))
             }
             Verdict::Retry { error, .. } if confirming && row.attempts >= MAX_CONFIRMS => {
                 let note = format!("accepted, but its outcome could not be read back: {error}");
-                self.conn.mark_delivered(id, now, Some(&note))?;
+                self.write(Mark::Delivered {
+                    id,
+                    at: now,
+                    note: Some(note),
+                })?;
                 (Done::Delivered { id }, Next::Now)
             }
             Verdict::Retry { after, error } => {
@@ -264,12 +307,20 @@ impl Carrier {
                     None => self.backoff.delay(row.attempts + 1, self.jitter.draw()),
                 };
                 let at = now + wait.as_millis() as i64;
-                self.conn.schedule_retry(id, at, &error)?;
+                self.write(Mark::Retry {
+                    id,
+                    next_at: at,
+                    error: error.clone(),
+                })?;
                 (Done::Retrying { id, at, error }, Next::At(at))
             }
             Verdict::Permanent(error) => {
                 tracing::warn!(destination = %self.name, row = id, %error, "alert given up");
-                self.conn.give_up(id, now, &error)?;
+                self.write(Mark::GiveUp {
+                    id,
+                    at: now,
+                    error: error.clone(),
+                })?;
                 (Done::GaveUp { id, error }, Next::Now)
             }
         })
@@ -278,12 +329,14 @@ impl Carrier {
 
 // ---- the threads -------------------------------------------------------------------
 
-/// How the relay is run: its backoff, the per-request timeout, and its clock (ms).
+/// How the relay is run: its backoff, the per-request timeout, its clock (ms), and
+/// where its marks are written.
 #[derive(Clone)]
 pub struct Options {
     pub backoff: Backoff,
     pub timeout: Duration,
     pub clock: Arc<dyn Fn() -> i64 + Send + Sync>,
+    pub marks: Marks,
 }
 
 impl Default for Options {
@@ -292,6 +345,7 @@ impl Default for Options {
             backoff: Backoff::default(),
             timeout: Duration::from_secs(10),
             clock: Arc::new(outbox::now_ms),
+            marks: Marks::Here,
         }
     }
 }
@@ -352,7 +406,8 @@ impl Relay {
                 client.clone(),
                 options.backoff,
                 Jitter::new(seed ^ ((i as u64 + 1) << 32)),
-            )?;
+            )?
+            .with_marks(options.marks.clone());
             let (shared, clock, changed) = (shared.clone(), options.clock.clone(), changed.clone());
             threads.push(
                 std::thread::Builder::new()
@@ -386,8 +441,10 @@ impl Relay {
 
 /// Starts the relay beside an engine that serves (`dataward serve`, the demo): a secret
 /// file others can read is refused first; the engine wakes the relay after each
-/// transaction that queued alerts, and the relay tells the hub when it marked a row, so
-/// consoles see the outbox again. None without `[[alert]]`: nothing is ever sent.
+/// transaction that queued alerts, and the relay hands what came of each row to the
+/// engine through the hub (`HubMessage::OutboxMark`), which writes it, so the engine is
+/// the state database's one writer and consoles see the outbox again. None without
+/// `[[alert]]`: nothing is ever sent.
 pub fn start_beside(
     engine: &mut crate::engine::Engine,
     config: &Config,
@@ -395,14 +452,21 @@ pub fn start_beside(
     hub: std::sync::mpsc::Sender<crate::engine::hub::HubMessage>,
 ) -> Result<Option<Relay>> {
     super::check_secrets(config)?;
-    let relay = Relay::start(
-        config,
-        state_db,
-        Options::default(),
-        Arc::new(move || {
-            let _ = hub.send(crate::engine::hub::HubMessage::OutboxChanged);
-        }),
-    )?;
+    use crate::engine::hub::HubMessage;
+    let marks = Marks::Engine(Arc::new(move |mark| {
+        let (answer, answered) = std::sync::mpsc::channel();
+        hub.send(HubMessage::OutboxMark(mark, answer))
+            .map_err(|_| anyhow::anyhow!("the engine stopped before the mark was written"))?;
+        answered
+            .recv()
+            .map_err(|_| anyhow::anyhow!("the engine stopped before the mark was written"))?
+    }));
+    let options = Options {
+        marks,
+        ..Options::default()
+    };
+    // The hub shows the outbox again once the engine wrote a mark: nothing more to say.
+    let relay = Relay::start(config, state_db, options, Arc::new(|| {}))?;
     if let Some(relay) = &relay {
         let waker = relay.waker();
         engine.set_alert_waker(move || waker.wake());
