@@ -47,6 +47,7 @@ const PENDING: &[(&str, &str)] = &[
     // chain::head returns the chain's own head (seq, hash), converted in engine/edge.rs,
     // once head()'s SQL is behind the store seam.
     ("src/chain/mod.rs", "engine::api"),
+    ("src/store/chain.rs", "engine::api"),
     // The Orchestrator trait reports its own pipeline (state, last run) and run status;
     // engine/edge.rs builds PipelineView. The orchestrators then move to effects/.
     ("src/engine/orchestrator/airflow.rs", "engine::api"),
@@ -56,6 +57,7 @@ const PENDING: &[(&str, &str)] = &[
     // outbox::view returns the outbox's own counts and rows through the store seam;
     // engine/alerts.rs (the edge) builds DestinationView and RowView from them.
     ("src/notify/outbox.rs", "engine::api"),
+    ("src/store/outbox.rs", "engine::api"),
     // Proposal keeps its own kind, state and body; Proposal::view (the ProposalView a
     // console is sent) moves to the engine's edge.
     ("src/propose/mod.rs", "engine::api"),

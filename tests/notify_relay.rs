@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use dataward::config::Config;
 use dataward::notify::outbox;
-use dataward::notify::relay::{Backoff, Carrier, Done, Jitter, Next};
+use dataward::notify::relay::{Backoff, Carrier, Done, Jitter, Marks, Next};
 use dataward::notify::{Action, Alert, Blast, Occasion, ReceiptDigest, Waiting};
 use http::{Api, Behaviour, FakeApi};
 
@@ -510,4 +510,51 @@ fn a_refused_connection_never_shows_the_webhook_url() {
         !error.contains("HIDDENSECRET") && !error.contains("127.0.0.1"),
         "{error}"
     );
+}
+
+/// Beside an engine, the relay writes nothing: each mark is handed over, the engine
+/// writes it (it is the state database's one writer), and the row stays where it was
+/// until then. A mark the engine could not write is an error, and the row is still
+/// pending: sent again, never lost.
+#[test]
+fn marks_handed_to_the_engine_are_written_by_it_not_by_the_relay() {
+    let server = FakeApi::start(Api::PagerDuty, "R0UTINGKEY0123456789abcdef012345");
+    let s = setup(
+        &server,
+        "pagerduty",
+        "DATAWARD_TEST_RELAY_PD_MARKS",
+        Duration::from_secs(5),
+    );
+    enqueue(&s.db, "pagerduty", &lifecycle("INC-0001")[..1]);
+    let handed = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let refuse = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let (kept, refusing) = (handed.clone(), refuse.clone());
+    let mut carrier = s.carrier.with_marks(Marks::Engine(Arc::new(move |mark| {
+        anyhow::ensure!(
+            !refusing.load(std::sync::atomic::Ordering::SeqCst),
+            "the engine refused the mark"
+        );
+        kept.lock().unwrap().push(mark);
+        Ok(())
+    })));
+    let err = carrier.step(T0).unwrap_err();
+    assert!(format!("{err:#}").contains("refused the mark"), "{err:#}");
+    assert_eq!(statuses(&s.db), [("pending".to_string(), 0, None)]);
+    refuse.store(false, std::sync::atomic::Ordering::SeqCst);
+    let (done, _) = carrier.step(T0 + 1).unwrap();
+    assert!(matches!(done, Done::Delivered { .. }), "{done:?}");
+    assert_eq!(
+        statuses(&s.db),
+        [("pending".to_string(), 0, None)],
+        "the relay wrote the row itself"
+    );
+    let marks = std::mem::take(&mut *handed.lock().unwrap());
+    assert!(
+        matches!(&marks[..], [outbox::Mark::Delivered { at, note: None, .. }] if *at == T0 + 1),
+        "{marks:?}"
+    );
+    let conn = dataward::store::open(&s.db).unwrap();
+    marks[0].write(&conn).unwrap();
+    assert_eq!(statuses(&s.db), [("delivered".to_string(), 1, None)]);
+    assert_eq!(carrier.step(T0 + 2).unwrap(), (Done::Nothing, Next::Idle));
 }

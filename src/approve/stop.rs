@@ -4,13 +4,17 @@
 //! run wins. Lifting it takes two different people.
 
 use anyhow::{bail, Result};
-use rusqlite::Connection;
 use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::Actor;
 use crate::chain;
 use crate::engine::api::{Refusal, RefusalKind};
+use crate::store::prelude::*;
+use crate::store::Connection;
+
+/// The kind of the chain records that set, ask to lift and lift the stop.
+const ORG_STOP: &str = "org_stop";
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct StopState {
@@ -25,26 +29,16 @@ pub struct StopState {
 
 /// Reads the stop from the chain. Works on a plain connection or inside a transaction.
 pub fn state(conn: &Connection) -> Result<StopState> {
-    let mut stmt =
-        conn.prepare("SELECT at, actor, payload FROM chain WHERE kind = 'org_stop' ORDER BY seq")?;
-    let rows = stmt.query_map([], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, String>(2)?,
-        ))
-    })?;
     let mut state = StopState::default();
-    for row in rows {
-        let (at, actor, payload) = row?;
-        let payload: Value = serde_json::from_str(&payload)?;
-        let actor: Value = serde_json::from_str(&actor)?;
+    for record in conn.records_of_kind(ORG_STOP)? {
+        let payload: Value = serde_json::from_str(&record.payload)?;
+        let actor: Value = serde_json::from_str(&record.actor)?;
         let who = display(&actor);
         match payload["action"].as_str() {
             Some("set") => {
                 state = StopState {
                     active: true,
-                    since: Some(at),
+                    since: Some(record.at),
                     by: Some(who),
                     reason: payload["reason"].as_str().map(str::to_string),
                     lift_requested_by: None,
@@ -78,13 +72,9 @@ pub fn display(actor: &Value) -> String {
 /// whoever asked to lift the current stop, if anyone has. An ask recorded without a
 /// known person (a login uid that is not a number) does not count as anyone's.
 fn lift_requester(conn: &Connection) -> Result<Option<(u64, Option<String>)>> {
-    let last: Option<(String, String)> = conn
-        .query_row(
-            "SELECT actor, payload FROM chain WHERE kind = 'org_stop' ORDER BY seq DESC LIMIT 1",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .ok();
+    let last = conn
+        .last_record_of_kind(ORG_STOP)?
+        .map(|record| (record.actor, record.payload));
     Ok(match last {
         Some((actor, payload)) => {
             let payload: Value = serde_json::from_str(&payload)?;
@@ -110,7 +100,7 @@ pub fn set(tx: &Connection, actor: &Actor, reason: &str, at: &str) -> Result<Sto
     chain::append_in(
         tx,
         at,
-        "org_stop",
+        ORG_STOP,
         &actor.to_json(),
         &json!({"action": "set", "reason": reason}),
     )?;
@@ -144,7 +134,7 @@ pub fn lift(tx: &Connection, actor: &Actor, at: &str) -> Result<StopState> {
     chain::append_in(
         tx,
         at,
-        "org_stop",
+        ORG_STOP,
         &actor.to_json(),
         &json!({"action": action}),
     )?;

@@ -7,11 +7,12 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::engine::api::ChainHead;
+use crate::store::prelude::*;
+use crate::store::{Connection, Transaction};
 
 /// Bumped whenever the encoding changes; old records keep verifying under their own.
 /// Version 2 adds `recorded_at` and `clock`: time on the chain that never steps back.
@@ -75,7 +76,7 @@ pub fn append_checked(
     kind: &str,
     actor: &str,
     payload: &serde_json::Value,
-    precondition: impl FnOnce(&rusqlite::Transaction) -> Result<()>,
+    precondition: impl FnOnce(&Transaction) -> Result<()>,
 ) -> Result<Record> {
     transact(conn, |tx| {
         precondition(tx)?;
@@ -88,11 +89,9 @@ pub fn append_checked(
 /// whatever else it wrote, or not at all.
 pub fn transact<T>(
     conn: &mut Connection,
-    work: impl FnOnce(&rusqlite::Transaction) -> Result<T>,
+    work: impl FnOnce(&Transaction) -> Result<T>,
 ) -> Result<T> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let value = work(&tx)?;
-    tx.commit()?;
+    let value = crate::store::write(conn, work)?;
     save_checkpoint(conn)?;
     Ok(value)
 }
@@ -125,19 +124,12 @@ fn append_at_clock(
     clock: &str,
 ) -> Result<Record> {
     anyhow::ensure!(
-        !conn.is_autocommit(),
+        conn.in_write(),
         "a chain record is appended inside a write transaction"
     );
     check_checkpoint(conn)?;
     let log_id = log_id(conn)?;
-    let head: Option<(u64, String, String)> = conn
-        .query_row(
-            "SELECT seq, hash, recorded_at FROM chain ORDER BY seq DESC LIMIT 1",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )
-        .optional()?;
-    let (seq, prev_hash, prev_recorded) = match head {
+    let (seq, prev_hash, prev_recorded) = match conn.chain_tail()? {
         Some((seq, hash, recorded)) => (seq + 1, hash, recorded),
         None => (1, GENESIS.to_string(), String::new()),
     };
@@ -157,7 +149,7 @@ fn append_at_clock(
         hash: String::new(),
     };
     record.hash = hash_record(&record);
-    insert(conn, &record)?;
+    conn.insert_record(&record)?;
     Ok(record)
 }
 
@@ -216,9 +208,7 @@ pub fn check_checkpoint(conn: &Connection) -> Result<()> {
         head.seq
     );
     if seq > 0 {
-        let stored: Option<String> = conn
-            .query_row("SELECT hash FROM chain WHERE seq = ?1", [seq], |r| r.get(0))
-            .optional()?;
+        let stored = conn.chain_hash_at(seq)?;
         anyhow::ensure!(
             stored.as_deref() == Some(hash.as_str()),
             "record #{seq} differs from the checkpoint: the chain diverged"
@@ -230,47 +220,24 @@ pub fn check_checkpoint(conn: &Connection) -> Result<()> {
 /// Inserts a finished record as it is. Only `append` and bulk loaders that computed the
 /// hashes with [`hash_record`] call this.
 pub fn insert(conn: &Connection, record: &Record) -> Result<()> {
-    conn.execute(
-        "INSERT INTO chain (seq, prev_hash, log_id, schema_version, at, kind, actor, payload, hash,
-                            recorded_at, clock)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-        params![
-            record.seq,
-            record.prev_hash,
-            record.log_id,
-            record.schema_version,
-            record.at,
-            record.kind,
-            record.actor,
-            record.payload,
-            record.hash,
-            record.recorded_at,
-            record.clock
-        ],
-    )?;
-    Ok(())
+    conn.insert_record(record)
 }
+
+/// Where the log id is kept (`meta`).
+pub const LOG_ID: &str = "log_id";
 
 /// The log id names this chain; it is created once with the database.
 fn log_id(conn: &Connection) -> Result<String> {
-    if let Some(id) = conn
-        .query_row("SELECT value FROM meta WHERE key = 'log_id'", [], |r| {
-            r.get::<_, String>(0)
-        })
-        .optional()?
-    {
+    if let Some(id) = conn.meta(LOG_ID)? {
         return Ok(id);
     }
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or_default();
-    let seed = format!("{nanos}:{}:{:?}", std::process::id(), conn.path());
+    let seed = format!("{nanos}:{}:{:?}", std::process::id(), conn.database_path());
     let id = hex(&Sha256::digest(seed.as_bytes()))[..32].to_string();
-    conn.execute(
-        "INSERT INTO meta (key, value) VALUES ('log_id', ?1)",
-        params![id],
-    )?;
+    conn.create_meta(LOG_ID, &id)?;
     Ok(id)
 }
 
@@ -442,67 +409,18 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 pub fn head(conn: &Connection) -> Result<Option<ChainHead>> {
-    Ok(conn
-        .query_row(
-            "SELECT seq, hash FROM chain ORDER BY seq DESC LIMIT 1",
-            [],
-            |r| {
-                Ok(ChainHead {
-                    seq: r.get(0)?,
-                    hash: r.get(1)?,
-                })
-            },
-        )
-        .optional()?)
-}
-
-fn row_to_record(r: &rusqlite::Row) -> rusqlite::Result<Record> {
-    Ok(Record {
-        seq: r.get(0)?,
-        prev_hash: r.get(1)?,
-        log_id: r.get(2)?,
-        schema_version: r.get(3)?,
-        at: r.get(4)?,
-        kind: r.get(5)?,
-        actor: r.get(6)?,
-        payload: r.get(7)?,
-        hash: r.get(8)?,
-        recorded_at: r.get(9)?,
-        clock: r.get(10)?,
-    })
-}
-
-/// The query for whole records. A database read-only commands open is not migrated:
-/// one written before chain schema version 2 has no time columns, and reads as empty.
-fn select_records(conn: &Connection) -> Result<&'static str> {
-    let has_time: bool = conn.query_row(
-        "SELECT count(*) > 0 FROM pragma_table_info('chain') WHERE name = 'recorded_at'",
-        [],
-        |r| r.get(0),
-    )?;
-    Ok(if has_time {
-        "SELECT seq, prev_hash, log_id, schema_version, at, kind, actor, payload, hash, recorded_at, clock FROM chain"
-    } else {
-        "SELECT seq, prev_hash, log_id, schema_version, at, kind, actor, payload, hash, '', '' FROM chain"
-    })
+    conn.chain_head()
 }
 
 /// Every record, in storage order.
 pub fn records(conn: &Connection) -> Result<Vec<Record>> {
-    let mut stmt = conn.prepare(&format!("{} ORDER BY rowid", select_records(conn)?))?;
-    let rows = stmt.query_map([], row_to_record)?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    conn.records()
 }
 
 /// The records whose payload names `incident`, in storage order: what its receipt is
 /// built from.
 pub fn records_about(conn: &Connection, incident: &str) -> Result<Vec<Record>> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "{} WHERE json_extract(payload, '$.incident') = ?1 ORDER BY rowid",
-        select_records(conn)?
-    ))?;
-    let rows = stmt.query_map([incident], row_to_record)?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    conn.records_about(incident)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -658,7 +576,7 @@ pub fn verify(conn: &Connection) -> Result<VerifyReport> {
             }
         },
         Some(path) => {
-            let count: u64 = conn.query_row("SELECT count(*) FROM chain", [], |r| r.get(0))?;
+            let count = conn.chain_len()?;
             if count > 0 {
                 return Ok(VerifyReport {
                     ok: false,
@@ -677,7 +595,7 @@ pub fn verify(conn: &Connection) -> Result<VerifyReport> {
         }
         None => None,
     };
-    // Two stages on two threads: this one steps SQLite and copies each row's text into
+    // Two stages on two threads: this one steps the store and copies each row's text into
     // a batch; the other hashes and checks. Reading and hashing cost about the same, so
     // overlapping them roughly halves a long verify.
     let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Batch>(2);
@@ -696,19 +614,18 @@ pub fn verify(conn: &Connection) -> Result<VerifyReport> {
         verifier
     });
     let read = (|| -> Result<()> {
-        let mut stmt = conn.prepare(&format!("{} ORDER BY rowid", select_records(conn)?))?;
-        let mut rows = stmt.query([])?;
         let mut batch = Batch::default();
-        while let Some(row) = rows.next()? {
-            batch.push(row)?;
+        conn.scan_records(&mut |fields| {
+            batch.push(fields);
             if batch.rows.len() == Batch::SIZE {
                 let next = empty_rx.try_recv().unwrap_or_default();
                 if full_tx.send(std::mem::replace(&mut batch, next)).is_err() {
-                    return Ok(()); // the checker stopped at a bad record
+                    return Ok(false); // the checker stopped at a bad record
                 }
                 batch.clear();
             }
-        }
+            Ok(true)
+        })?;
         let _ = full_tx.send(batch);
         Ok(())
     })();
@@ -720,7 +637,7 @@ pub fn verify(conn: &Connection) -> Result<VerifyReport> {
     Ok(verifier.finish())
 }
 
-/// Rows copied out of SQLite for the checking thread: one text arena and, per row, the
+/// Rows copied out of the store for the checking thread: one text arena and, per row, the
 /// byte ranges of its text fields.
 #[derive(Default)]
 struct Batch {
@@ -738,19 +655,29 @@ struct BatchRow {
 impl Batch {
     const SIZE: usize = 4096;
 
-    fn push(&mut self, row: &rusqlite::Row) -> Result<()> {
+    fn push(&mut self, row: &Fields) {
         let mut text = [(0, 0); 9];
-        for (slot, column) in text.iter_mut().zip([1, 2, 4, 5, 6, 7, 8, 9, 10]) {
+        let fields = [
+            row.prev_hash,
+            row.log_id,
+            row.at,
+            row.kind,
+            row.actor,
+            row.payload,
+            row.hash,
+            row.recorded_at,
+            row.clock,
+        ];
+        for (slot, field) in text.iter_mut().zip(fields) {
             let start = self.arena.len();
-            self.arena.push_str(row.get_ref(column)?.as_str()?);
+            self.arena.push_str(field);
             *slot = (start, self.arena.len());
         }
         self.rows.push(BatchRow {
-            seq: row.get(0)?,
-            schema_version: row.get(3)?,
+            seq: row.seq,
+            schema_version: row.schema_version,
             text,
         });
-        Ok(())
     }
 
     fn clear(&mut self) {
@@ -814,8 +741,9 @@ fn check_record(
 }
 
 fn checkpoint_path(conn: &Connection) -> Option<PathBuf> {
-    let db = conn.path().filter(|p| !p.is_empty())?;
-    Some(PathBuf::from(format!("{db}.checkpoint")))
+    let mut path = conn.database_path()?.into_os_string();
+    path.push(".checkpoint");
+    Some(PathBuf::from(path))
 }
 
 /// Written with [`crate::store::files::write_atomic`], so a crash leaves either the old

@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use crate::store::Connection;
 use anyhow::{Context, Result};
-use rusqlite::Connection;
 
 use crate::approve::{stop, Actor};
 use crate::chain::{self, BadRecord, VerifyReport};

@@ -19,17 +19,22 @@
 //! or an exposure (people read it), `error` when it reaches anything else, `warning`
 //! when nothing downstream is reached.
 
-use rusqlite::OptionalExtension;
-
 use super::api::DestinationView;
 use super::*;
 use crate::engine::api::ProposalBody;
 use crate::notify::outbox;
 use crate::notify::{Action, Alert, Blast, Occasion, ReceiptDigest, Waiting};
+use crate::store::prelude::*;
 
 /// The chain records that may make an alert.
-const ANNOUNCED: &str =
-    "'incident_opened', 'incident_reopened', 'decision', 'escalation', 'expiry', 'receipt'";
+const ANNOUNCED: &[&str] = &[
+    "incident_opened",
+    "incident_reopened",
+    "decision",
+    "escalation",
+    "expiry",
+    "receipt",
+];
 
 /// How the engine wakes the relay when it queued alerts.
 #[derive(Default)]
@@ -78,24 +83,19 @@ impl Engine {
             return Ok(());
         };
         self.alerts.queued = false;
-        let records: Vec<Announced> = {
-            let mut stmt = self.state.prepare_cached(&format!(
-                "SELECT seq, kind, payload, hash, at, actor FROM chain
-                 WHERE seq > ?1 AND kind IN ({ANNOUNCED}) ORDER BY seq"
-            ))?;
-            let rows = stmt.query_map([mark], |r| {
-                Ok(Announced {
-                    seq: r.get(0)?,
-                    kind: r.get(1)?,
-                    payload: serde_json::from_str(&r.get::<_, String>(2)?)
-                        .unwrap_or(serde_json::Value::Null),
-                    hash: r.get(3)?,
-                    at: r.get(4)?,
-                    actor: r.get(5)?,
-                })
-            })?;
-            rows.collect::<rusqlite::Result<_>>()?
-        };
+        let records: Vec<Announced> = self
+            .state
+            .records_after(mark, ANNOUNCED)?
+            .into_iter()
+            .map(|r| Announced {
+                seq: r.seq,
+                kind: r.kind,
+                payload: serde_json::from_str(&r.payload).unwrap_or(serde_json::Value::Null),
+                hash: r.hash,
+                at: r.at,
+                actor: r.actor,
+            })
+            .collect();
         for record in records {
             self.announce(&record)?;
         }
@@ -129,13 +129,7 @@ impl Engine {
                 }
             }
             "decision" if text("verdict") == "approved" => {
-                let earlier: i64 = self.state.query_row(
-                    "SELECT count(*) FROM chain WHERE kind = 'decision' AND seq < ?1
-                       AND json_extract(payload, '$.incident') = ?2
-                       AND json_extract(payload, '$.verdict') = 'approved'",
-                    rusqlite::params![record.seq, incident],
-                    |r| r.get(0),
-                )?;
+                let earlier = self.state.approvals_before(record.seq, &incident)?;
                 if earlier > 0 {
                     return Ok(());
                 }
@@ -267,7 +261,7 @@ impl Engine {
                     });
                 alert.receipt = Some(digest);
                 self.queue_where_opened(&key, &alert)?;
-                for (name, kind, page) in outbox::pages_of(&self.state, &incident)? {
+                for (name, kind, page) in self.state.pages_of(&incident)? {
                     let mut closed = alert.clone();
                     closed.dedup_key = page;
                     self.queue(&name, &kind, &closed)?;
@@ -287,7 +281,7 @@ impl Engine {
 
     /// Updates and the resolve go where the alert was opened.
     fn queue_where_opened(&mut self, key: &str, alert: &Alert) -> Result<()> {
-        for (name, kind) in outbox::opened_on(&self.state, key)? {
+        for (name, kind) in self.state.alert_opened_on(key)? {
             self.queue(&name, &kind, alert)?;
         }
         Ok(())
@@ -306,7 +300,7 @@ impl Engine {
             ));
         }
         let key = self.dedup_key(incident)?;
-        let opened = outbox::opened_on(&self.state, &key)?;
+        let opened = self.state.alert_opened_on(&key)?;
         if opened.is_empty() {
             return Ok(Err(format!(
                 "no [[alert]] destination took {incident} (their domains and severities leave \
@@ -338,12 +332,7 @@ impl Engine {
     /// another data directory (or of this one started afresh) never lands on this
     /// one's open alert.
     fn dedup_key(&self, incident: &str) -> Result<String> {
-        let log_id: Option<String> = self
-            .state
-            .query_row("SELECT value FROM meta WHERE key = 'log_id'", [], |r| {
-                r.get(0)
-            })
-            .optional()?;
+        let log_id = self.state.meta(chain::LOG_ID)?;
         let log = log_id.unwrap_or_default();
         Ok(format!(
             "dataward-{}-{incident}",
@@ -537,6 +526,14 @@ impl Engine {
             undo,
             receipt_hash: receipt_hash.to_string(),
         })
+    }
+
+    /// Writes what came of an outbox row, as the relay reported it, in a write of its
+    /// own: the relay does not write the state database itself. Refused once the state
+    /// database is gone (the mark would be lost; the row is then sent again at start).
+    pub fn mark_outbox(&mut self, mark: &outbox::Mark) -> Result<()> {
+        self.ensure_database()?;
+        crate::store::write_on(&self.state, |tx| mark.write(tx))
     }
 
     /// The outbox as the console shows it: every configured destination, with what

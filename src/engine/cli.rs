@@ -7,8 +7,8 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use crate::store::prelude::*;
 use anyhow::{Context, Result};
-use rusqlite::OptionalExtension;
 
 use super::api::{
     Command, Event, EventKind, IncidentStatus, IncidentView, Outcome, Refusal, RefusalKind,
@@ -220,21 +220,11 @@ fn what_happened(data_dir: &Path, request: &str) -> Result<Outcome> {
     let path = data_dir.join("dataward.db");
     let conn = crate::store::open_read_only(&path)?;
     let uid = crate::approve::Actor::current().uid;
-    let kept: Option<String> = conn
-        .query_row(
-            "SELECT outcome FROM request_outcome WHERE client_request = ?1 AND asker_uid = ?2",
-            rusqlite::params![request, uid],
-            |r| r.get(0),
-        )
-        .optional()?;
+    let kept = conn.request_outcome(request, uid)?;
     if let Some(kept) = kept {
         return Ok(serde_json::from_str(&kept)?);
     }
-    let in_flight: bool = conn.query_row(
-        "SELECT count(*) > 0 FROM intent WHERE client_request = ?1 AND status = 'pending'",
-        [request],
-        |r| r.get(0),
-    )?;
+    let in_flight = conn.request_in_flight(request)?;
     anyhow::ensure!(
         !in_flight,
         "the engine stopped while carrying out request {request} and no engine has served {} \

@@ -771,13 +771,10 @@ impl Engine {
     fn already_decided(&self, proposal: &str, state: ProposalState) -> Refusal {
         let last: Option<(u64, String)> = self
             .state
-            .query_row(
-                "SELECT seq, actor FROM chain WHERE kind = 'decision'
-                   AND json_extract(payload, '$.proposal') = ?1 ORDER BY seq DESC LIMIT 1",
-                [proposal],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .ok();
+            .last_record_naming("decision", "proposal", proposal)
+            .ok()
+            .flatten()
+            .map(|record| (record.seq, record.actor));
         let state = serde_json::to_value(state)
             .ok()
             .and_then(|v| v.as_str().map(|s| s.replace('_', " ")))

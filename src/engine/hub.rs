@@ -61,11 +61,15 @@ pub enum HubMessage {
     Scheduler(super::orchestrator::Reading),
     /// How far a slow first poll has got.
     FirstPoll(super::api::FirstPoll),
-    /// The alert relay marked an outbox row: clients see the outbox again.
-    OutboxChanged,
     /// An effect worker's report (`Engine::carry_out_effects_on_workers`): recorded,
     /// and the replies held for it sent.
     Effect(Box<super::effects::Finished>),
+    /// What came of an outbox row, for the engine to write (it is the state database's
+    /// one writer); answered once written.
+    OutboxMark(
+        crate::notify::outbox::Mark,
+        std::sync::mpsc::Sender<Result<()>>,
+    ),
     /// Finish the work in hand and return (SIGTERM).
     Stop,
 }
@@ -592,7 +596,10 @@ impl Hub {
                     self.emit_all(&events);
                 }
             }
-            HubMessage::OutboxChanged | HubMessage::Stop => {}
+            HubMessage::OutboxMark(mark, answer) => {
+                let _ = answer.send(self.engine.mark_outbox(&mark));
+            }
+            HubMessage::Stop => {}
         }
         Ok(true)
     }

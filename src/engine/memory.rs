@@ -4,9 +4,8 @@
 //! the engine reads itself back from the database, so a restart or a SIGKILL at any
 //! instruction loses nothing and repeats nothing.
 
-use rusqlite::{params, OptionalExtension};
-
 use super::*;
+use crate::store::prelude::*;
 
 /// How far the engine has acted on stored observations: the poller stores them, the
 /// engine moves this mark in the same transaction that opens incidents from them.
@@ -16,15 +15,7 @@ const OBSERVATION_MARK: &str = "engine.observations_done";
 /// them (job, run id): what the poll task reads back from the orchestrator. The same
 /// set as `Engine::followed_runs`, read from the stored incidents.
 pub fn followed_runs(state: &Connection) -> Result<Vec<(String, String)>> {
-    let mut stmt = state.prepare_cached(
-        "SELECT json_extract(doc, '$.run.job'), CAST(json_extract(doc, '$.run.id') AS TEXT)
-         FROM incident
-         WHERE json_type(doc, '$.run') = 'object'
-           AND coalesce(json_type(doc, '$.run.finished'), 'null') = 'null'
-         ORDER BY id",
-    )?;
-    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    state.followed_runs()
 }
 
 impl Engine {
@@ -33,12 +24,12 @@ impl Engine {
     /// transaction rolls back and the engine reloads itself from the database.
     pub(super) fn transact<T>(&mut self, work: impl FnOnce(&mut Engine) -> Result<T>) -> Result<T> {
         self.ensure_database()?;
-        self.state.execute_batch("BEGIN IMMEDIATE")?;
+        self.state.begin_write()?;
         let alert_mark = self.alert_mark();
         let result = work(self).and_then(|value| {
             self.enqueue_alerts(alert_mark?)?;
             self.persist()?;
-            self.state.execute_batch("COMMIT")?;
+            self.state.commit_write()?;
             Ok(value)
         });
         match result {
@@ -50,8 +41,8 @@ impl Engine {
                 Ok(value)
             }
             Err(e) => {
-                if !self.state.is_autocommit() {
-                    let _ = self.state.execute_batch("ROLLBACK");
+                if self.state.in_write() {
+                    let _ = self.state.rollback_write();
                 }
                 self.load()
                     .context("reloading the engine's state after a failed transaction")?;
@@ -64,33 +55,26 @@ impl Engine {
     /// finished requests do not change again, so each is written once more at most.
     fn persist(&mut self) -> Result<()> {
         self.draft_receipts()?;
-        let mut upsert_incident = self.state.prepare_cached(
-            "INSERT INTO incident (id, status, doc) VALUES (?1, ?2, ?3)
-             ON CONFLICT (id) DO UPDATE SET status = excluded.status, doc = excluded.doc",
-        )?;
         for incident in &self.incidents {
             if self.settled.contains(&incident.id) {
                 continue;
             }
             let status = serde_json::to_value(incident.status)?;
-            upsert_incident.execute(params![
-                incident.id,
+            self.state.put_incident(
+                &incident.id,
                 status.as_str().unwrap_or_default(),
-                serde_json::to_string(incident)?
-            ])?;
+                &serde_json::to_string(incident)?,
+            )?;
             if incident.status == IncidentStatus::Resolved {
                 self.settled.insert(incident.id.clone());
             }
         }
-        let mut upsert_request = self.state.prepare_cached(
-            "INSERT INTO request (proposal, doc) VALUES (?1, ?2)
-             ON CONFLICT (proposal) DO UPDATE SET doc = excluded.doc",
-        )?;
         for (proposal, request) in &self.requests {
             if self.settled.contains(proposal) {
                 continue;
             }
-            upsert_request.execute(params![proposal, serde_json::to_string(request)?])?;
+            self.state
+                .put_request(proposal, &serde_json::to_string(request)?)?;
             if request.state != RequestState::Pending {
                 self.settled.insert(proposal.clone());
             }
@@ -107,14 +91,11 @@ impl Engine {
         if head == self.drafted_at {
             return Ok(());
         }
-        let changed: BTreeSet<String> = {
-            let mut stmt = self.state.prepare_cached(
-                "SELECT DISTINCT json_extract(payload, '$.incident') FROM chain
-                 WHERE seq > ?1 AND json_extract(payload, '$.incident') IS NOT NULL",
-            )?;
-            let rows = stmt.query_map([self.drafted_at], |r| r.get::<_, String>(0))?;
-            rows.collect::<rusqlite::Result<_>>()?
-        };
+        let changed: BTreeSet<String> = self
+            .state
+            .incidents_recorded_after(self.drafted_at)?
+            .into_iter()
+            .collect();
         for incident in &mut self.incidents {
             if incident.status == IncidentStatus::Resolved || !changed.contains(&incident.id) {
                 continue;
@@ -132,21 +113,14 @@ impl Engine {
     /// Reads the engine back from the database: incidents, requests, the latest
     /// observation of every check, and when each monitor is next due.
     pub(super) fn load(&mut self) -> Result<()> {
-        let incidents: Vec<Incident> = stored_docs(
-            &self.state,
-            "SELECT id, doc FROM incident ORDER BY rowid",
-            "incident",
-        )?
-        .into_iter()
-        .map(|(_, incident)| incident)
-        .collect();
-        let requests: BTreeMap<String, ApprovalRequest> = stored_docs(
-            &self.state,
-            "SELECT proposal, doc FROM request",
-            "approval request",
-        )?
-        .into_iter()
-        .collect();
+        let incidents: Vec<Incident> = parse_docs(self.state.incident_docs()?, "incident")?
+            .into_iter()
+            .map(|(_, incident)| incident)
+            .collect();
+        let requests: BTreeMap<String, ApprovalRequest> =
+            parse_docs(self.state.request_docs()?, "approval request")?
+                .into_iter()
+                .collect();
         self.settled.clear();
         // Open incidents were written with their drafts, in the transaction that
         // appended their records: drafted up to the chain's head.
@@ -185,24 +159,12 @@ impl Engine {
     /// A database the engine never ran on starts its mark at the newest observation:
     /// what was stored before is a baseline, not news.
     pub(super) fn init_observation_mark(&self) -> Result<()> {
-        self.state.execute(
-            "INSERT OR IGNORE INTO meta (key, value)
-             SELECT ?1, coalesce(max(id), 0) FROM observation",
-            [OBSERVATION_MARK],
-        )?;
-        Ok(())
+        self.state.start_observation_mark(OBSERVATION_MARK)
     }
 
     /// Observations the poller stored that the engine has not acted on yet.
     pub(super) fn unseen_observations(&self) -> Result<Vec<(i64, Observation)>> {
-        let mark: Option<String> = self
-            .state
-            .query_row(
-                "SELECT value FROM meta WHERE key = ?1",
-                [OBSERVATION_MARK],
-                |r| r.get(0),
-            )
-            .optional()?;
+        let mark = self.state.meta(OBSERVATION_MARK)?;
         let mark = mark.and_then(|m| m.parse::<i64>().ok()).unwrap_or(0);
         monitor::stored_after(&self.state, mark)
     }
@@ -216,30 +178,22 @@ impl Engine {
 /// The incidents a state database holds, read without an engine (and without writing:
 /// `conn` may be read-only). Who may decide is the proposal's owner here; the running
 /// engine adds the escalation targets a request has reached.
-pub fn stored_incidents(conn: &rusqlite::Connection) -> Result<Vec<IncidentView>> {
-    let incidents: Vec<(String, Incident)> = stored_docs(
-        conn,
-        "SELECT id, doc FROM incident ORDER BY rowid",
-        "incident",
-    )?;
+pub fn stored_incidents(conn: &crate::store::Connection) -> Result<Vec<IncidentView>> {
+    let incidents: Vec<(String, Incident)> = parse_docs(conn.incident_docs()?, "incident")?;
     Ok(incidents
         .into_iter()
         .map(|(_, incident)| incident.view(&|_| None))
         .collect())
 }
 
-/// Rows of (key, JSON document) read back into their type; `what` names a row that
-/// does not parse.
-fn stored_docs<T: serde::de::DeserializeOwned>(
-    conn: &rusqlite::Connection,
-    sql: &str,
+/// Stored (key, JSON document) pairs read back into their type; `what` names a
+/// document that does not parse.
+fn parse_docs<T: serde::de::DeserializeOwned>(
+    docs: Vec<(String, String)>,
     what: &str,
 ) -> Result<Vec<(String, T)>> {
-    let mut stmt = conn.prepare(sql)?;
-    let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
     let mut out = Vec::new();
-    for row in rows {
-        let (key, doc) = row?;
+    for (key, doc) in docs {
         let value = serde_json::from_str(&doc)
             .with_context(|| format!("{what} {key} in the state database"))?;
         out.push((key, value));

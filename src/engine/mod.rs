@@ -35,9 +35,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::store::prelude::*;
+use crate::store::Connection;
 use anyhow::{anyhow, Context, Result};
 use chrono::{NaiveDateTime, TimeDelta};
-use rusqlite::Connection;
 use serde_json::json;
 
 use crate::approve::request::{ApprovalRequest, Lapse, RequestState};
@@ -284,12 +285,7 @@ impl Engine {
     /// Keeps a small fact in the state database's `meta` (the demo's clock, the
     /// engine's observation mark).
     pub fn remember(&self, key: &str, value: &str) -> Result<()> {
-        self.state.execute(
-            "INSERT INTO meta (key, value) VALUES (?1, ?2)
-             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            rusqlite::params![key, value],
-        )?;
-        Ok(())
+        self.state.set_meta(key, value)
     }
 
     /// With `false`, `tick` neither polls nor asks the orchestrator anything: a
@@ -583,11 +579,7 @@ impl Engine {
         observation: &Observation,
         facts: Option<Facts>,
     ) -> Result<Vec<Event>> {
-        let count: u64 = self.state.query_row(
-            "SELECT count(*) FROM chain WHERE kind = 'incident_opened'",
-            [],
-            |r| r.get(0),
-        )?;
+        let count = self.state.count_of_kind("incident_opened")?;
         let id = format!("INC-{:04}", count + 1);
         let expected = observation.expected_text();
         let seq_payload = json!({

@@ -18,6 +18,7 @@ use crate::config::{Config, PolicyError};
 use crate::engine::api::{ProposalKind, ProposalState};
 use crate::lineage::Lineage;
 use crate::propose;
+use crate::store::prelude::*;
 
 /// What identifies a file's content and who may change it, without reading it: a
 /// replaced file, a rewrite, a chmod or a chown each move it.
@@ -108,13 +109,15 @@ impl Engine {
         }
         let last: Option<(Option<String>, Option<String>)> = self
             .state
-            .query_row(
-                "SELECT json_extract(payload, '$.config_hash'), json_extract(payload, '$.notes_hash')
-                 FROM chain WHERE kind = 'policy' ORDER BY seq DESC LIMIT 1",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .ok();
+            .last_record_of_kind("policy")
+            .ok()
+            .flatten()
+            .map(|record| {
+                let payload: serde_json::Value =
+                    serde_json::from_str(&record.payload).unwrap_or_default();
+                let text = |key: &str| payload[key].as_str().map(str::to_string);
+                (text("config_hash"), text("notes_hash"))
+            });
         if last != Some((Some(config_hash.clone()), notes_hash.clone())) || error.is_some() {
             let mut payload = json!({
                 "config": self.config.origin.display().to_string(),

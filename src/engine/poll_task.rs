@@ -13,9 +13,9 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::store::Connection;
 use anyhow::{Context, Result};
 use chrono::{NaiveDateTime, TimeDelta};
-use rusqlite::Connection;
 
 use super::api::FirstPoll;
 use super::orchestrator::{self, Orchestrator};

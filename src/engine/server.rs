@@ -555,14 +555,22 @@ pub fn start_relay(
     hub: Sender<HubMessage>,
 ) -> Result<Option<Relay>> {
     crate::notify::check_secrets(config)?;
-    let relay = Relay::start(
-        config,
-        state_db,
-        relay::Options::default(),
-        Arc::new(move || {
-            let _ = hub.send(HubMessage::OutboxChanged);
-        }),
-    )?;
+    // What came of each row goes to the engine, which writes it (the state database's
+    // one writer) and answers before the relay takes the next row.
+    let marks = relay::Marks::Engine(Arc::new(move |mark| {
+        let (answer, answered) = std::sync::mpsc::channel();
+        hub.send(HubMessage::OutboxMark(mark, answer))
+            .map_err(|_| anyhow::anyhow!("the engine stopped before the mark was written"))?;
+        answered
+            .recv()
+            .map_err(|_| anyhow::anyhow!("the engine stopped before the mark was written"))?
+    }));
+    let options = relay::Options {
+        marks,
+        ..relay::Options::default()
+    };
+    // The hub shows the outbox again once the engine wrote a mark: nothing more to say.
+    let relay = Relay::start(config, state_db, options, Arc::new(|| {}))?;
     if let Some(relay) = &relay {
         let waker = relay.waker();
         engine.set_alert_waker(move || waker.wake());

@@ -7,8 +7,8 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
+use crate::store::{Connection, Writes};
 use anyhow::Result;
-use rusqlite::Connection;
 
 use super::api::{Refusal, RefusalKind};
 use super::Engine;
@@ -17,7 +17,7 @@ use super::Engine;
 pub(super) type OpenedFile = Option<(PathBuf, u64, u64)>;
 
 pub(super) fn opened_file(state: &Connection) -> OpenedFile {
-    let path = PathBuf::from(state.path().filter(|p| !p.is_empty())?);
+    let path = state.database_path()?;
     let meta = std::fs::metadata(&path).ok()?;
     Some((path, meta.dev(), meta.ino()))
 }

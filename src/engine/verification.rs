@@ -3,7 +3,7 @@
 //! the receipt.
 
 use super::intent::{Completion, Effect};
-use rusqlite::OptionalExtension;
+use crate::store::prelude::*;
 
 use super::*;
 
@@ -310,27 +310,22 @@ impl Engine {
 
     /// The content hash the chain recorded when the proposal was made.
     fn recorded_hash(&self, proposal: &str) -> Result<Option<String>> {
-        Ok(self
+        let Some(record) = self
             .state
-            .query_row(
-                "SELECT json_extract(payload, '$.content_hash') FROM chain
-                 WHERE kind = 'proposal' AND json_extract(payload, '$.proposal') = ?1
-                 ORDER BY seq DESC LIMIT 1",
-                [proposal],
-                |r| r.get(0),
-            )
-            .optional()?)
+            .last_record_naming("proposal", "proposal", proposal)?
+        else {
+            return Ok(None);
+        };
+        let payload: serde_json::Value = serde_json::from_str(&record.payload)?;
+        Ok(payload["content_hash"].as_str().map(str::to_string))
     }
 
     fn proposal_seq(&self, proposal: &str) -> Option<u64> {
         self.state
-            .query_row(
-                "SELECT seq FROM chain WHERE kind = 'proposal' AND json_extract(payload, '$.proposal') = ?1
-                 ORDER BY seq DESC LIMIT 1",
-                [proposal],
-                |r| r.get(0),
-            )
+            .last_record_naming("proposal", "proposal", proposal)
             .ok()
+            .flatten()
+            .map(|record| record.seq)
     }
 
     /// The warehouse holding dbt's relations: the first one a monitor watches a dbt

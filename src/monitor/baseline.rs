@@ -7,11 +7,12 @@ use std::ops::RangeInclusive;
 
 use anyhow::{Context, Result};
 use chrono::{Days, NaiveDate};
-use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::config::CheckKind;
 use crate::detect::volume::Restart;
-use crate::detect::VerdictKind;
+use crate::store::baselines::{IncidentSpan, LearnedRestart};
+use crate::store::prelude::*;
+use crate::store::Connection;
 
 /// What the state database says of a monitor's days.
 #[derive(Debug, Default, PartialEq)]
@@ -42,22 +43,14 @@ fn incident_days(
     today: NaiveDate,
     accepted: &[(String, Restart)],
 ) -> Result<Vec<RangeInclusive<NaiveDate>>> {
-    let mut stmt = state.prepare(
-        "SELECT id, json_extract(doc, '$.opened_at'), json_extract(doc, '$.day'),
-                json_extract(doc, '$.resolved_at')
-         FROM incident WHERE json_extract(doc, '$.monitor') = ?1",
-    )?;
-    let rows = stmt.query_map([monitor], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, Option<String>>(2)?,
-            r.get::<_, Option<String>>(3)?,
-        ))
-    })?;
     let mut spans = Vec::new();
-    for row in rows {
-        let (id, opened_at, day, resolved_at) = row?;
+    for span in state.incident_spans(monitor)? {
+        let IncidentSpan {
+            id,
+            opened_at,
+            day,
+            resolved_at,
+        } = span;
         let opened = date_of(&opened_at).with_context(|| format!("incident {id}"))?;
         let first = match day.as_deref().map(date_of).transpose() {
             Ok(Some(day)) => day.min(opened),
@@ -88,35 +81,19 @@ pub fn accept(
     restart: Restart,
     seq: u64,
 ) -> Result<()> {
-    state.execute(
-        "INSERT INTO volume_restart (monitor, since, ratio, incident, seq)
-         VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![
-            monitor,
-            restart.since.to_string(),
-            restart.ratio,
-            incident,
-            seq as i64
-        ],
+    state.add_volume_restart(
+        monitor,
+        &restart.since.to_string(),
+        restart.ratio,
+        incident,
+        seq,
     )?;
     Ok(())
 }
 
 fn accepted(state: &Connection, monitor: &str) -> Result<Vec<(String, Restart)>> {
-    let mut stmt = state.prepare(
-        "SELECT incident, since, ratio FROM volume_restart WHERE monitor = ?1
-         ORDER BY since, seq",
-    )?;
-    let rows = stmt.query_map([monitor], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, f64>(2)?,
-        ))
-    })?;
     let mut out = Vec::new();
-    for row in rows {
-        let (incident, since, ratio) = row?;
+    for (incident, since, ratio) in state.volume_restarts(monitor)? {
         let since = date_of(&since).with_context(|| format!("the level {incident} accepted"))?;
         out.push((incident, Restart { since, ratio }));
     }
@@ -150,37 +127,28 @@ pub fn breach_run(
     check: CheckKind,
     subject: &str,
 ) -> Result<Option<BreachRun>> {
-    let mut stmt = state.prepare(
-        "SELECT id, at, value, verdict, json_extract(detail, '$.expected.baseline')
-         FROM observation
-         WHERE monitor = ?1 AND check_kind = ?2 AND subject = ?3 AND health = 'ok'
-           AND verdict != 'unknown' AND value IS NOT NULL
-         ORDER BY id DESC",
-    )?;
-    let mut rows = stmt.query(params![monitor, check.as_str(), subject])?;
     let mut run: Option<BreachRun> = None;
-    while let Some(row) = rows.next()? {
-        let verdict = VerdictKind::parse(&row.get::<_, String>(3)?);
-        if !verdict.is_breach() {
-            break;
+    state.judged_newest_first(monitor, check, subject, &mut |judged| {
+        if !judged.verdict.is_breach() {
+            return false;
         }
-        let (id, at): (i64, String) = (row.get(0)?, row.get(1)?);
         match &mut run {
             Some(run) => {
-                run.since_id = id;
-                run.since_at = at;
+                run.since_id = judged.id;
+                run.since_at = judged.at;
             }
             None => {
                 run = Some(BreachRun {
-                    since_id: id,
-                    since_at: at,
-                    through_id: id,
-                    value: row.get(2)?,
-                    baseline: row.get(4)?,
+                    since_id: judged.id,
+                    since_at: judged.at,
+                    through_id: judged.id,
+                    value: judged.value,
+                    baseline: judged.baseline,
                 })
             }
         }
-    }
+        true
+    })?;
     Ok(run)
 }
 
@@ -196,21 +164,16 @@ pub fn accept_learned(
     incident: &str,
     seq: u64,
 ) -> Result<()> {
-    state.execute(
-        "INSERT INTO baseline_restart
-           (monitor, check_kind, subject, since_id, through_id, value, incident, seq)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        params![
-            monitor,
-            check.as_str(),
-            subject,
-            run.since_id,
-            run.through_id,
-            run.value,
-            incident,
-            seq as i64
-        ],
-    )?;
+    state.add_learned_restart(&LearnedRestart {
+        monitor,
+        check,
+        subject,
+        since_id: run.since_id,
+        through_id: run.through_id,
+        value: run.value,
+        incident,
+        seq,
+    })?;
     Ok(())
 }
 
@@ -223,14 +186,7 @@ pub fn learned_restart(
     subject: &str,
 ) -> Result<(i64, i64)> {
     Ok(state
-        .query_row(
-            "SELECT since_id, through_id FROM baseline_restart
-             WHERE monitor = ?1 AND check_kind = ?2 AND subject = ?3
-             ORDER BY since_id DESC, seq DESC LIMIT 1",
-            params![monitor, check.as_str(), subject],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .optional()?
+        .learned_restart(monitor, check, subject)?
         .unwrap_or((0, 0)))
 }
 
@@ -254,7 +210,7 @@ mod tests {
         state
             .execute(
                 "INSERT INTO incident (id, status, doc) VALUES (?1, 'open', ?2)",
-                params![id, doc.to_string()],
+                rusqlite::params![id, doc.to_string()],
             )
             .unwrap();
     }
@@ -312,7 +268,7 @@ mod tests {
                  VALUES ('customers', 'customers', 'null_rate', '2026-10-05T06:00:00Z',
                          ?1, '{\"expected\":{\"low\":0.0,\"high\":0.02,\"baseline\":0.0}}',
                          ?2, ?3, ?4)",
-                params![value, verdict, health, subject],
+                rusqlite::params![value, verdict, health, subject],
             )
             .unwrap();
     }

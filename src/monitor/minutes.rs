@@ -9,9 +9,10 @@
 //! lookback is read again in the same poll. So what a check reports never depends on
 //! what was stored.
 
+use crate::store::prelude::*;
+use crate::store::Connection;
 use anyhow::{Context, Result};
 use chrono::{DateTime, NaiveDate, NaiveTime, Timelike, Utc};
-use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::warehouse::{DayCount, MinuteCount, MinuteWindow};
 
@@ -77,13 +78,7 @@ pub fn plan(
     let start = lookback_start.div_euclid(DAY) * DAY;
     let today = now.timestamp().div_euclid(DAY) * DAY;
     let reread_from = (today - i64::from(reread_days) * DAY).max(start);
-    let stored: Option<(String, i64)> = state
-        .query_row(
-            "SELECT source, complete_from FROM minute_source WHERE monitor = ?1",
-            [monitor],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .optional()?;
+    let stored = state.minute_source(monitor)?;
     let plan = Plan {
         source,
         column: column.to_string(),
@@ -93,15 +88,10 @@ pub fn plan(
     };
     match stored {
         Some((stored, complete_from)) if stored == plan.source && complete_from <= start => {
-            let stored_older: i64 = state.query_row(
-                "SELECT coalesce(sum(rows), 0) FROM minute_day
-                 WHERE monitor = ?1 AND day >= ?2 AND day < ?3",
-                params![monitor, start / DAY, reread_from / DAY],
-                |r| r.get(0),
-            )?;
+            let stored_older = state.stored_rows(monitor, start / DAY, reread_from / DAY)?;
             Ok(Plan {
                 from: reread_from,
-                stored_older: stored_older as u64,
+                stored_older,
                 ..plan
             })
         }
@@ -119,13 +109,7 @@ pub fn store(
     minutes: &[MinuteCount],
 ) -> Result<Vec<MinuteCount>> {
     let from_day = plan.from / DAY;
-    state.execute(
-        "DELETE FROM minute_day WHERE monitor = ?1 AND (day < ?2 OR day >= ?3)",
-        params![monitor, plan.start / DAY, from_day],
-    )?;
-    let mut insert = state.prepare_cached(
-        "INSERT INTO minute_day (monitor, day, rows, minutes) VALUES (?1, ?2, ?3, ?4)",
-    )?;
+    state.forget_days_outside(monitor, plan.start / DAY, from_day)?;
     let read: Vec<MinuteCount> = minutes
         .iter()
         .filter(|m| m.minute >= plan.from)
@@ -133,24 +117,11 @@ pub fn store(
         .collect();
     for day in read.chunk_by(|a, b| a.minute.div_euclid(DAY) == b.minute.div_euclid(DAY)) {
         let rows: u64 = day.iter().map(|m| m.rows).sum();
-        insert.execute(params![
-            monitor,
-            day[0].minute.div_euclid(DAY),
-            rows as i64,
-            encode(day)
-        ])?;
+        state.insert_day(monitor, day[0].minute.div_euclid(DAY), rows, &encode(day))?;
     }
-    state.execute(
-        "INSERT INTO minute_source (monitor, source, complete_from) VALUES (?1, ?2, ?3)
-         ON CONFLICT (monitor) DO UPDATE SET source = ?2, complete_from = ?3",
-        params![monitor, plan.source, plan.start],
-    )?;
-    let mut select = state
-        .prepare_cached("SELECT day, minutes FROM minute_day WHERE monitor = ?1 ORDER BY day")?;
-    let days = select.query_map([monitor], |r| Ok((r.get(0)?, r.get::<_, Vec<u8>>(1)?)))?;
+    state.set_minute_source(monitor, &plan.source, plan.start)?;
     let mut all = Vec::new();
-    for day in days {
-        let (day, blob): (i64, Vec<u8>) = day?;
+    for (day, blob) in state.days(monitor)? {
         decode(day * DAY, &blob, &mut all)
             .with_context(|| format!("stored minutes of {monitor} on day {day} are damaged"))?;
     }
@@ -160,13 +131,9 @@ pub fn store(
 /// Forgets the minutes of monitors the config no longer has (removed or renamed):
 /// nothing would read them again.
 pub fn forget_others(state: &Connection, configured: &[String]) -> Result<()> {
-    let stored: Vec<String> = state
-        .prepare("SELECT monitor FROM minute_source")?
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
+    let stored = state.monitors_with_minutes()?;
     for monitor in stored.iter().filter(|m| !configured.contains(m)) {
-        state.execute("DELETE FROM minute_day WHERE monitor = ?1", [monitor])?;
-        state.execute("DELETE FROM minute_source WHERE monitor = ?1", [monitor])?;
+        state.forget_minutes(monitor)?;
     }
     Ok(())
 }

@@ -9,8 +9,9 @@ pub mod inject;
 pub mod minutes;
 pub mod poller;
 
+use crate::store::prelude::*;
+use crate::store::Connection;
 use anyhow::Result;
-use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{CheckKind, MonitorConfig};
@@ -36,7 +37,7 @@ impl Health {
         }
     }
 
-    fn parse(text: &str) -> Health {
+    pub(crate) fn parse(text: &str) -> Health {
         match text {
             "ok" => Health::Ok,
             "unreachable" => Health::Unreachable,
@@ -349,29 +350,9 @@ pub fn judge(
     }
     for observation in &mut out {
         observation.detail.expected = observation.expected;
-        store(state, observation)?;
+        state.insert_observation(observation)?;
     }
     Ok(out)
-}
-
-fn store(state: &Connection, o: &Observation) -> Result<()> {
-    state.execute(
-        "INSERT INTO observation
-           (monitor, tbl, check_kind, at, value, detail, verdict, health, subject)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        params![
-            o.monitor,
-            o.table,
-            o.check.as_str(),
-            o.at,
-            o.value,
-            serde_json::to_string(&o.detail)?,
-            o.verdict.as_str(),
-            o.health.as_str(),
-            o.detail.column.as_deref().unwrap_or("")
-        ],
-    )?;
-    Ok(())
 }
 
 /// Values of healthy, non-breaching observations, oldest first: the baseline's input.
@@ -387,108 +368,30 @@ fn clean_history(
     windowed: bool,
 ) -> Result<Vec<f64>> {
     let (since_id, through_id) = baseline::learned_restart(state, monitor, check, subject)?;
-    let mut stmt = state.prepare(
-        "SELECT value FROM observation
-         WHERE monitor = ?1 AND check_kind = ?2 AND subject = ?3 AND health = 'ok'
-           AND value IS NOT NULL
-           AND (json_extract(detail, '$.since') IS NOT NULL) = ?4
-           AND id >= ?5
-           AND (verdict IN ('ok', 'learning') OR (id <= ?6 AND verdict != 'unknown'))
-         ORDER BY id",
-    )?;
-    let rows = stmt.query_map(
-        params![
-            monitor,
-            check.as_str(),
-            subject,
-            windowed,
-            since_id,
-            through_id
-        ],
-        |r| r.get(0),
-    )?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    state.baseline_values(monitor, check, subject, windowed, since_id, through_id)
 }
 
 fn latest_columns(state: &Connection, monitor: &str) -> Result<Option<Vec<Column>>> {
-    let detail: Option<String> = state
-        .query_row(
-            "SELECT detail FROM observation
-             WHERE monitor = ?1 AND check_kind = 'schema' AND health = 'ok'
-             ORDER BY id DESC LIMIT 1",
-            [monitor],
-            |r| r.get(0),
-        )
-        .optional()?;
-    Ok(match detail {
-        Some(text) => serde_json::from_str::<Detail>(&text)?.columns,
-        None => None,
-    })
+    Ok(state
+        .latest_schema(monitor)?
+        .and_then(|detail| detail.columns))
 }
 
 /// Every stored observation of one monitor and check, oldest first.
 pub fn history(state: &Connection, monitor: &str, check: CheckKind) -> Result<Vec<Observation>> {
-    Ok(stored(
-        state,
-        "WHERE monitor = ?1 AND check_kind = ?2 ORDER BY id",
-        params![monitor, check.as_str()],
-    )?
-    .into_iter()
-    .map(|(_, o)| o)
-    .collect())
+    state.observation_history(monitor, check)
 }
 
 /// The latest observation of every (monitor, check, column): what the engine shows and
 /// verifies against, rebuilt from the database at start.
 pub fn latest_all(state: &Connection) -> Result<Vec<Observation>> {
-    Ok(stored(
-        state,
-        "WHERE id IN (SELECT max(id) FROM observation GROUP BY monitor, check_kind, subject) ORDER BY id",
-        [],
-    )?
-    .into_iter()
-    .map(|(_, o)| o)
-    .collect())
+    state.latest_observations()
 }
 
 /// Observations stored after `id`, with their ids, oldest first: the engine's input,
 /// consumed exactly once by moving its mark in the transaction that acts on them.
 pub fn stored_after(state: &Connection, id: i64) -> Result<Vec<(i64, Observation)>> {
-    stored(state, "WHERE id > ?1 ORDER BY id", [id])
-}
-
-fn stored(
-    state: &Connection,
-    filter: &str,
-    params: impl rusqlite::Params,
-) -> Result<Vec<(i64, Observation)>> {
-    let mut stmt = state.prepare(&format!(
-        "SELECT id, monitor, check_kind, tbl, at, value, detail, verdict, health FROM observation {filter}"
-    ))?;
-    let mut rows = stmt.query(params)?;
-    let mut out = Vec::new();
-    while let Some(r) = rows.next()? {
-        let check_text: String = r.get(2)?;
-        let Ok(check) = serde_json::from_value::<CheckKind>(check_text.into()) else {
-            continue; // a check this version does not know
-        };
-        let detail: Detail = serde_json::from_str(&r.get::<_, String>(6)?)?;
-        out.push((
-            r.get(0)?,
-            Observation {
-                monitor: r.get(1)?,
-                table: r.get(3)?,
-                check,
-                at: r.get(4)?,
-                value: r.get(5)?,
-                verdict: VerdictKind::parse(&r.get::<_, String>(7)?),
-                expected: detail.expected,
-                health: Health::parse(&r.get::<_, String>(8)?),
-                detail,
-            },
-        ));
-    }
-    Ok(out)
+    state.observations_after(id)
 }
 
 #[cfg(test)]

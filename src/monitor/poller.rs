@@ -17,9 +17,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::store::Connection;
 use anyhow::{Context, Result};
 use chrono::{DateTime, Utc};
-use rusqlite::Connection;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
@@ -203,16 +203,15 @@ impl Poller {
         // because judging reads history before it writes: on a connection of its own
         // (a `PollTask`) a deferred transaction whose snapshot the engine moved on
         // meanwhile could not upgrade to a write and the whole poll would be lost.
-        let tx =
-            rusqlite::Transaction::new_unchecked(state, rusqlite::TransactionBehavior::Immediate)?;
-        let mut observations = Vec::new();
-        for (monitor, read) in monitors.iter().zip(reads) {
-            for (check, measured) in read.measurements(&tx, monitor, now)? {
-                observations.extend(judge(&tx, monitor, check, &at, measured)?);
+        crate::store::write_on(state, |tx| {
+            let mut observations = Vec::new();
+            for (monitor, read) in monitors.iter().zip(reads) {
+                for (check, measured) in read.measurements(tx, monitor, now)? {
+                    observations.extend(judge(tx, monitor, check, &at, measured)?);
+                }
             }
-        }
-        tx.commit()?;
-        Ok(observations)
+            Ok(observations)
+        })
     }
 
     async fn read_all(

@@ -7,33 +7,12 @@
 //! Times here are the wall clock in milliseconds since the epoch: retries are about the
 //! network, never the demo's virtual clock.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use anyhow::Result;
 
 use super::Alert;
+use crate::store::prelude::*;
+use crate::store::Connection;
 use crate::engine::api::{DestinationView, RowView};
-
-/// The table, as migration 8 creates it (`store::MIGRATIONS`).
-pub const MIGRATION: &str = "CREATE TABLE outbox (
-        id           INTEGER PRIMARY KEY,
-        destination  TEXT NOT NULL,
-        kind         TEXT NOT NULL,
-        incident     TEXT NOT NULL,
-        chain_seq    INTEGER NOT NULL,
-        action       TEXT NOT NULL,
-        occasion     TEXT NOT NULL,
-        dedup_key    TEXT NOT NULL,
-        alert        TEXT NOT NULL,
-        created_at   INTEGER NOT NULL,
-        status       TEXT NOT NULL DEFAULT 'pending',
-        attempts     INTEGER NOT NULL DEFAULT 0,
-        next_at      INTEGER NOT NULL DEFAULT 0,
-        last_error   TEXT,
-        request_id   TEXT,
-        delivered_at INTEGER,
-        UNIQUE (destination, chain_seq, dedup_key)
-     );
-     CREATE INDEX outbox_pending ON outbox (destination, status, id);
-     CREATE INDEX outbox_by_key ON outbox (dedup_key, action);";
 
 pub const PENDING: &str = "pending";
 pub const DELIVERED: &str = "delivered";
@@ -75,133 +54,52 @@ pub fn enqueue(
     kind: &str,
     alert: &Alert,
     now: i64,
-) -> rusqlite::Result<bool> {
-    let mut stmt = conn.prepare_cached(
-        "INSERT OR IGNORE INTO outbox
-           (destination, kind, incident, chain_seq, action, occasion, dedup_key, alert, created_at, next_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 0)",
-    )?;
-    let added = stmt.execute(params![
-        destination,
-        kind,
-        alert.incident,
-        alert.chain_seq as i64,
-        alert.action.as_str(),
-        alert.occasion.as_str(),
-        alert.dedup_key,
-        serde_json::to_string(alert).expect("an alert serializes"),
-        now,
-    ])?;
-    Ok(added == 1)
+) -> Result<bool> {
+    conn.enqueue_alert(destination, kind, alert, now)
 }
 
-/// The destinations an alert with this dedup key was opened on (a trigger queued for
-/// it): updates and the resolve go where the alert is.
-pub fn opened_on(conn: &Connection, dedup_key: &str) -> rusqlite::Result<Vec<(String, String)>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT destination, kind FROM outbox WHERE dedup_key = ?1 AND action = 'trigger'
-         GROUP BY destination ORDER BY min(id)",
-    )?;
-    let rows = stmt.query_map([dedup_key], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    rows.collect()
+/// What came of one attempt at a row, as the relay reports it. Under `dataward serve`
+/// the engine writes it ([`crate::engine::Engine::mark_outbox`]), so the engine is the
+/// state database's one writer; a relay on its own writes it on its own connection.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mark {
+    /// Delivered (with a note when its outcome could not be read back).
+    Delivered {
+        id: i64,
+        at: i64,
+        note: Option<String>,
+    },
+    /// Sent and taken for processing: the outcome is read back by `request_id` at
+    /// `next_at`.
+    Accepted {
+        id: i64,
+        request_id: String,
+        next_at: i64,
+    },
+    /// Not this time: tried again at `next_at`, with what went wrong shown meanwhile.
+    Retry {
+        id: i64,
+        next_at: i64,
+        error: String,
+    },
+    /// Refused for good: kept, shown, never sent again.
+    GiveUp { id: i64, at: i64, error: String },
 }
 
-/// Every dedup key of the escalation pages opened for an incident, with where.
-pub fn pages_of(
-    conn: &Connection,
-    incident: &str,
-) -> rusqlite::Result<Vec<(String, String, String)>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT destination, kind, dedup_key FROM outbox
-         WHERE incident = ?1 AND occasion = 'paged' AND action = 'trigger'
-         GROUP BY destination, dedup_key ORDER BY min(id)",
-    )?;
-    let rows = stmt.query_map([incident], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-    rows.collect()
-}
-
-const ROW: &str = "SELECT id, destination, kind, alert, status, attempts, next_at, last_error, request_id FROM outbox";
-
-fn row(r: &rusqlite::Row) -> rusqlite::Result<Row> {
-    let alert: String = r.get(3)?;
-    let alert = serde_json::from_str(&alert).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(3, rusqlite::types::Type::Text, Box::new(e))
-    })?;
-    Ok(Row {
-        id: r.get(0)?,
-        destination: r.get(1)?,
-        kind: r.get(2)?,
-        alert,
-        status: r.get(4)?,
-        attempts: r.get(5)?,
-        next_at: r.get(6)?,
-        last_error: r.get(7)?,
-        request_id: r.get(8)?,
-    })
-}
-
-/// The destination's oldest pending row: the only one the relay may send, so each
-/// destination gets its alerts in the order they were queued.
-pub fn head(conn: &Connection, destination: &str) -> rusqlite::Result<Option<Row>> {
-    conn.prepare_cached(&format!(
-        "{ROW} WHERE destination = ?1 AND status = 'pending' ORDER BY id LIMIT 1"
-    ))?
-    .query_row([destination], row)
-    .optional()
-}
-
-/// Delivered (with a note when its outcome could not be read back).
-pub fn mark_delivered(
-    conn: &Connection,
-    id: i64,
-    now: i64,
-    note: Option<&str>,
-) -> rusqlite::Result<()> {
-    conn.execute(
-        "UPDATE outbox SET status = 'delivered', delivered_at = ?2, last_error = ?3,
-                attempts = attempts + 1 WHERE id = ?1",
-        params![id, now, note],
-    )?;
-    Ok(())
-}
-
-/// Sent and taken for processing: the outcome is read back by `request_id` at `next_at`.
-pub fn mark_accepted(
-    conn: &Connection,
-    id: i64,
-    request_id: &str,
-    next_at: i64,
-) -> rusqlite::Result<()> {
-    conn.execute(
-        "UPDATE outbox SET request_id = ?2, next_at = ?3, last_error = NULL,
-                attempts = attempts + 1 WHERE id = ?1",
-        params![id, request_id, next_at],
-    )?;
-    Ok(())
-}
-
-/// Not this time: tried again at `next_at`, with what went wrong shown meanwhile.
-pub fn schedule_retry(
-    conn: &Connection,
-    id: i64,
-    next_at: i64,
-    error: &str,
-) -> rusqlite::Result<()> {
-    conn.execute(
-        "UPDATE outbox SET next_at = ?2, last_error = ?3, attempts = attempts + 1 WHERE id = ?1",
-        params![id, next_at, error],
-    )?;
-    Ok(())
-}
-
-/// Refused for good: kept, shown, never sent again.
-pub fn give_up(conn: &Connection, id: i64, now: i64, error: &str) -> rusqlite::Result<()> {
-    conn.execute(
-        "UPDATE outbox SET status = 'failed', last_error = ?3, delivered_at = ?2,
-                attempts = attempts + 1 WHERE id = ?1",
-        params![id, now, error],
-    )?;
-    Ok(())
+impl Mark {
+    /// Writes the mark: one statement, durable once it returns.
+    pub fn write(&self, conn: &Connection) -> Result<()> {
+        match self {
+            Mark::Delivered { id, at, note } => conn.mark_delivered(*id, *at, note.as_deref()),
+            Mark::Accepted {
+                id,
+                request_id,
+                next_at,
+            } => conn.mark_accepted(*id, request_id, *next_at),
+            Mark::Retry { id, next_at, error } => conn.schedule_retry(*id, *next_at, error),
+            Mark::GiveUp { id, at, error } => conn.give_up(*id, *at, error),
+        }
+    }
 }
 
 // ---- what people see ---------------------------------------------------------------
@@ -263,25 +161,8 @@ pub fn view(
     conn: &Connection,
     now: i64,
     configured: &[(String, String)],
-) -> rusqlite::Result<Vec<DestinationView>> {
-    let mut out: Vec<DestinationView> = Vec::new();
-    let mut counts = conn.prepare_cached(
-        "SELECT destination, max(kind), sum(status = 'pending'), sum(status = 'failed'),
-                sum(status = 'delivered') FROM outbox GROUP BY destination ORDER BY destination",
-    )?;
-    let found = counts.query_map([], |r| {
-        Ok(DestinationView {
-            destination: r.get(0)?,
-            kind: r.get(1)?,
-            pending: r.get::<_, i64>(2)? as usize,
-            failed: r.get::<_, i64>(3)? as usize,
-            delivered: r.get::<_, i64>(4)? as usize,
-            ..Default::default()
-        })
-    })?;
-    for d in found {
-        out.push(d?);
-    }
+) -> Result<Vec<DestinationView>> {
+    let mut out = conn.outbox_destinations()?;
     for (name, kind) in configured {
         if !out.iter().any(|d| &d.destination == name) {
             out.push(DestinationView {
@@ -292,46 +173,10 @@ pub fn view(
         }
     }
     out.sort_by(|a, b| a.destination.cmp(&b.destination));
-    let mut rows = conn.prepare_cached(
-        "SELECT id, incident, action, occasion, dedup_key, status, attempts, created_at,
-                next_at, delivered_at, last_error, request_id
-         FROM outbox WHERE destination = ?1 AND (id IN
-           (SELECT id FROM outbox WHERE destination = ?1 AND status != 'delivered'
-            ORDER BY id LIMIT ?3) OR id IN
-           (SELECT id FROM outbox WHERE destination = ?1 AND status = 'delivered'
-            ORDER BY id DESC LIMIT ?2))
-         ORDER BY id",
-    )?;
     for d in &mut out {
-        let listed = rows.query_map(
-            params![d.destination, RECENT_DELIVERED, LISTED_WAITING],
-            |r| {
-                let status: String = r.get(5)?;
-                let next_at: i64 = r.get(8)?;
-                Ok(RowView {
-                    id: r.get(0)?,
-                    incident: r.get(1)?,
-                    action: r.get(2)?,
-                    occasion: r.get(3)?,
-                    dedup_key: r.get(4)?,
-                    attempts: r.get(6)?,
-                    queued_at: stamp(r.get(7)?),
-                    next_attempt_at: (status == PENDING).then(|| stamp(next_at.max(0))),
-                    delivered_at: r.get::<_, Option<i64>>(9)?.map(stamp),
-                    last_error: r.get(10)?,
-                    request_id: r.get(11)?,
-                    status,
-                })
-            },
-        )?;
-        for row in listed {
-            d.rows.push(row?);
-        }
+        d.rows = conn.outbox_rows(&d.destination, RECENT_DELIVERED, LISTED_WAITING)?;
         if let Some(next) = d.rows.iter().find(|r| r.status == PENDING) {
-            let next_at: i64 =
-                conn.query_row("SELECT next_at FROM outbox WHERE id = ?1", [next.id], |r| {
-                    r.get(0)
-                })?;
+            let next_at = conn.outbox_next_at(next.id)?;
             d.next_attempt_at = Some(stamp(next_at.max(now)));
             d.next_attempt_in_secs = Some(((next_at - now).max(0) + 999) / 1000);
             d.dedup_key = Some(next.dedup_key.clone());
@@ -372,19 +217,20 @@ mod tests {
         alert.action = Action::Resolve;
         alert.occasion = crate::notify::Occasion::Resolved;
         enqueue(&conn, "pd", "pagerduty", &alert, 2_000).unwrap();
-        let first = head(&conn, "pd").unwrap().unwrap();
+        let first = conn.outbox_head("pd").unwrap().unwrap();
         assert_eq!(first.alert.chain_seq, 42);
-        schedule_retry(&conn, first.id, 9_000, "PagerDuty answered 500").unwrap();
+        conn.schedule_retry(first.id, 9_000, "PagerDuty answered 500")
+            .unwrap();
         // Still the head while it waits: nothing overtakes it.
-        let again = head(&conn, "pd").unwrap().unwrap();
+        let again = conn.outbox_head("pd").unwrap().unwrap();
         assert_eq!(
             (again.id, again.attempts, again.next_at),
             (first.id, 1, 9_000)
         );
-        mark_delivered(&conn, first.id, 9_500, None).unwrap();
-        assert_eq!(head(&conn, "pd").unwrap().unwrap().alert.chain_seq, 43);
+        conn.mark_delivered(first.id, 9_500, None).unwrap();
+        assert_eq!(conn.outbox_head("pd").unwrap().unwrap().alert.chain_seq, 43);
         assert_eq!(
-            opened_on(&conn, &sample().dedup_key).unwrap(),
+            conn.alert_opened_on(&sample().dedup_key).unwrap(),
             [
                 ("pd".to_string(), "pagerduty".to_string()),
                 ("slack".into(), "slack".into())
@@ -397,8 +243,9 @@ mod tests {
         let (_dir, conn) = db();
         let alert = sample();
         enqueue(&conn, "pd", "pagerduty", &alert, 1_000).unwrap();
-        let id = head(&conn, "pd").unwrap().unwrap().id;
-        schedule_retry(&conn, id, 61_000, "could not connect: Connection refused").unwrap();
+        let id = conn.outbox_head("pd").unwrap().unwrap().id;
+        conn.schedule_retry(id, 61_000, "could not connect: Connection refused")
+            .unwrap();
         let view = view(&conn, 31_000, &[("og".into(), "opsgenie".into())]).unwrap();
         assert_eq!(view.len(), 2);
         let pd = &view[1];
@@ -423,7 +270,7 @@ mod tests {
             LISTED_WAITING as usize,
             "the list is capped"
         );
-        give_up(&conn, id, 62_000, "PagerDuty answered 400").unwrap();
+        conn.give_up(id, 62_000, "PagerDuty answered 400").unwrap();
         let after = super::view(&conn, 70_000, &[]).unwrap();
         assert_eq!((after[0].pending, after[0].failed), (60, 1));
         assert_eq!(

@@ -20,12 +20,13 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use rusqlite::Connection;
 
-use super::outbox::{self, Row};
+use super::outbox::{self, Mark, Row};
 use super::{read_secret, sender_for, AlertConfig, Sender, Verdict};
 use crate::config::Config;
 use crate::sanitize::Sanitized;
+use crate::store::prelude::*;
+use crate::store::{is_busy, Connection};
 
 /// How long to wait before retrying: `base`·2^(n−1) before the n-th retry, at most
 /// `cap`, half of it fixed and half drawn at random ("equal jitter"), so relays that
@@ -111,6 +112,17 @@ pub enum Done {
     GaveUp { id: i64, error: String },
 }
 
+/// Where a carrier's marks are written.
+#[derive(Clone)]
+pub enum Marks {
+    /// On the carrier's own connection: a relay with no engine beside it.
+    Here,
+    /// Handed to the engine, which writes each one and returns once it is committed:
+    /// the engine stays the state database's one writer, and a mark is as durable as
+    /// when the relay wrote it, before the carrier takes its next row.
+    Engine(Arc<dyn Fn(Mark) -> Result<()> + Send + Sync>),
+}
+
 /// One destination: its sender, its secret, its connection and its pace.
 pub struct Carrier {
     name: String,
@@ -118,6 +130,7 @@ pub struct Carrier {
     config: Arc<Config>,
     sender: Box<dyn Sender>,
     conn: Connection,
+    marks: Marks,
     client: reqwest::blocking::Client,
     backoff: Backoff,
     jitter: Jitter,
@@ -146,11 +159,18 @@ impl Carrier {
             alert,
             config,
             conn: crate::store::open(state_db)?,
+            marks: Marks::Here,
             client,
             backoff,
             jitter,
             last_sent: None,
         })
+    }
+
+    /// Hands this carrier's marks to `marks` instead of writing them itself.
+    pub fn with_marks(mut self, marks: Marks) -> Carrier {
+        self.marks = marks;
+        self
     }
 
     pub fn name(&self) -> &str {
@@ -160,7 +180,7 @@ impl Carrier {
     /// One look at the destination at `now` (ms): sends (or reads back) its head row if
     /// it is due, and marks what came of it.
     pub fn step(&mut self, now: i64) -> Result<(Done, Next)> {
-        let Some(row) = outbox::head(&self.conn, &self.name)? else {
+        let Some(row) = self.conn.outbox_head(&self.name)? else {
             return Ok((Done::Nothing, Next::Idle));
         };
         let pace = self.sender.pace();
@@ -177,7 +197,11 @@ impl Carrier {
             Err(e) => {
                 let error = format!("{e:#}");
                 let at = now + SECRET_RETRY.as_millis() as i64;
-                outbox::schedule_retry(&self.conn, row.id, at, &error)?;
+                self.write(Mark::Retry {
+                    id: row.id,
+                    next_at: at,
+                    error: error.clone(),
+                })?;
                 return Ok((
                     Done::Retrying {
                         id: row.id,
@@ -202,6 +226,14 @@ impl Carrier {
             }
         };
         self.mark(&row, verdict, confirming, now)
+    }
+
+    /// Writes a mark where this carrier's marks go.
+    fn write(&self, mark: Mark) -> Result<()> {
+        match &self.marks {
+            Marks::Here => mark.write(&self.conn),
+            Marks::Engine(engine) => engine(mark),
+        }
     }
 
     fn exchange(&self, request: &super::Request, send: bool) -> Verdict {
@@ -243,17 +275,29 @@ impl Carrier {
         let id = row.id;
         Ok(match verdict {
             Verdict::Delivered => {
-                outbox::mark_delivered(&self.conn, id, now, None)?;
+                self.write(Mark::Delivered {
+                    id,
+                    at: now,
+                    note: None,
+                })?;
                 (Done::Delivered { id }, Next::Now)
             }
             Verdict::Accepted { request_id } => {
                 let at = now + CONFIRM_AFTER.as_millis() as i64;
-                outbox::mark_accepted(&self.conn, id, &request_id, at)?;
+                self.write(Mark::Accepted {
+                    id,
+                    request_id: request_id.clone(),
+                    next_at: at,
+                })?;
                 (Done::Accepted { id, request_id }, Next::At(at))
             }
             Verdict::Retry { error, .. } if confirming && row.attempts >= MAX_CONFIRMS => {
                 let note = format!("accepted, but its outcome could not be read back: {error}");
-                outbox::mark_delivered(&self.conn, id, now, Some(&note))?;
+                self.write(Mark::Delivered {
+                    id,
+                    at: now,
+                    note: Some(note),
+                })?;
                 (Done::Delivered { id }, Next::Now)
             }
             Verdict::Retry { after, error } => {
@@ -263,34 +307,36 @@ impl Carrier {
                     None => self.backoff.delay(row.attempts + 1, self.jitter.draw()),
                 };
                 let at = now + wait.as_millis() as i64;
-                outbox::schedule_retry(&self.conn, id, at, &error)?;
+                self.write(Mark::Retry {
+                    id,
+                    next_at: at,
+                    error: error.clone(),
+                })?;
                 (Done::Retrying { id, at, error }, Next::At(at))
             }
             Verdict::Permanent(error) => {
                 tracing::warn!(destination = %self.name, row = id, %error, "alert given up");
-                outbox::give_up(&self.conn, id, now, &error)?;
+                self.write(Mark::GiveUp {
+                    id,
+                    at: now,
+                    error: error.clone(),
+                })?;
                 (Done::GaveUp { id, error }, Next::Now)
             }
         })
     }
 }
 
-fn is_busy(e: &anyhow::Error) -> bool {
-    matches!(
-        e.downcast_ref::<rusqlite::Error>(),
-        Some(rusqlite::Error::SqliteFailure(f, _))
-            if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-    )
-}
-
 // ---- the threads -------------------------------------------------------------------
 
-/// How the relay is run: its backoff, the per-request timeout, and its clock (ms).
+/// How the relay is run: its backoff, the per-request timeout, its clock (ms), and
+/// where its marks are written.
 #[derive(Clone)]
 pub struct Options {
     pub backoff: Backoff,
     pub timeout: Duration,
     pub clock: Arc<dyn Fn() -> i64 + Send + Sync>,
+    pub marks: Marks,
 }
 
 impl Default for Options {
@@ -299,6 +345,7 @@ impl Default for Options {
             backoff: Backoff::default(),
             timeout: Duration::from_secs(10),
             clock: Arc::new(outbox::now_ms),
+            marks: Marks::Here,
         }
     }
 }
@@ -359,7 +406,8 @@ impl Relay {
                 client.clone(),
                 options.backoff,
                 Jitter::new(seed ^ ((i as u64 + 1) << 32)),
-            )?;
+            )?
+            .with_marks(options.marks.clone());
             let (shared, clock, changed) = (shared.clone(), options.clock.clone(), changed.clone());
             threads.push(
                 std::thread::Builder::new()

@@ -1,14 +1,130 @@
 //! The state database: one SQLite file, WAL, `synchronous=FULL`, migrations by
 //! `PRAGMA user_version`. Every connection is opened here so the pragmas are never
 //! forgotten.
+//!
+//! This is the one way to the state database: the rest of dataward asks the store for
+//! what it needs in its own terms ([`Store`], one trait per area in the files beside
+//! this one) and never writes SQL or names the SQLite library (tests/store_seam.rs
+//! holds that). SQLite is the only implementation: the traits are implemented on its
+//! connection, and a transaction is a connection too, so the same calls work inside one.
 
+pub mod baselines;
+pub mod chain;
 pub mod files;
+pub mod incidents;
+pub mod meta;
+pub mod minutes;
+pub mod observations;
+pub mod outbox;
+pub mod requests;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::TransactionBehavior;
+
+/// The SQLite implementation's handles: a connection to the state database, and a
+/// write transaction on one (which is a connection to the same calls).
+pub use rusqlite::{Connection, Transaction};
+
+/// Every area of the state database, for `use crate::store::prelude::*`.
+pub mod prelude {
+    pub use super::baselines::BaselineStore;
+    pub use super::chain::ChainStore;
+    pub use super::incidents::IncidentStore;
+    pub use super::meta::MetaStore;
+    pub use super::minutes::MinuteStore;
+    pub use super::observations::ObservationStore;
+    pub use super::outbox::OutboxStore;
+    pub use super::requests::RequestStore;
+    pub use super::{Store, Writes};
+}
+
+/// The state database as the rest of dataward sees it: every area, and write
+/// transactions. Implemented by SQLite's connection (and so by its transactions).
+pub trait Store:
+    Writes
+    + chain::ChainStore
+    + meta::MetaStore
+    + incidents::IncidentStore
+    + observations::ObservationStore
+    + minutes::MinuteStore
+    + baselines::BaselineStore
+    + outbox::OutboxStore
+    + requests::RequestStore
+{
+}
+
+impl Store for Connection {}
+
+/// Write transactions held open across calls (the engine's one per input), and where
+/// the database lives (the chain's checkpoint and the engine's inode check sit beside
+/// it).
+pub trait Writes {
+    /// `BEGIN IMMEDIATE`: the write lock is taken now, so whatever is read inside
+    /// cannot change before the commit, and writers line up instead of failing late.
+    fn begin_write(&self) -> Result<()>;
+    fn commit_write(&self) -> Result<()>;
+    fn rollback_write(&self) -> Result<()>;
+    /// Is a write transaction open?
+    fn in_write(&self) -> bool;
+    /// The database file, if it is one (not in memory).
+    fn database_path(&self) -> Option<PathBuf>;
+}
+
+impl Writes for Connection {
+    fn begin_write(&self) -> Result<()> {
+        self.execute_batch("BEGIN IMMEDIATE")?;
+        Ok(())
+    }
+
+    fn commit_write(&self) -> Result<()> {
+        self.execute_batch("COMMIT")?;
+        Ok(())
+    }
+
+    fn rollback_write(&self) -> Result<()> {
+        self.execute_batch("ROLLBACK")?;
+        Ok(())
+    }
+
+    fn in_write(&self) -> bool {
+        !self.is_autocommit()
+    }
+
+    fn database_path(&self) -> Option<PathBuf> {
+        self.path().filter(|p| !p.is_empty()).map(PathBuf::from)
+    }
+}
+
+/// Runs `work` in one `BEGIN IMMEDIATE` transaction and commits it; on an error nothing
+/// of it is kept.
+pub fn write<T>(conn: &mut Connection, work: impl FnOnce(&Transaction) -> Result<T>) -> Result<T> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let value = work(&tx)?;
+    tx.commit()?;
+    Ok(value)
+}
+
+/// [`write`] on a connection held by reference (the poller's, shared with its
+/// caller): the transaction rolls back if `work` fails.
+pub fn write_on<T>(conn: &Connection, work: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
+    let value = work(&tx)?;
+    tx.commit()?;
+    Ok(value)
+}
+
+/// Did this fail because another writer held the database longer than the busy
+/// timeout? Worth trying again, unlike any other error.
+pub fn is_busy(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<rusqlite::Error>(),
+        Some(rusqlite::Error::SqliteFailure(f, _))
+            if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
 
 /// Each entry moves the schema one version forward; never edit a shipped entry.
 const MIGRATIONS: &[&str] = &[
@@ -103,7 +219,7 @@ const MIGRATIONS: &[&str] = &[
      );",
     // 8: the outbox (notify::outbox): an alert per destination, queued in the
     // transaction that appends the chain record it announces, marked by the relay.
-    crate::notify::outbox::MIGRATION,
+    outbox::MIGRATION,
     // 9: how each job's schedule stood before a hold paused it (orchestrator::Schedule,
     // JSON), written before the orchestrator is asked, so that the undo, even after a
     // crash in between, puts back exactly that and never the paused state it left.

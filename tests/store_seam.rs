@@ -1,0 +1,166 @@
+//! The state database is reached only through the store (`src/store/`): no other module
+//! issues SQL to it or names the SQLite library, so the store can gain a second
+//! implementation (PostgreSQL for team state) without a caller changing. Warehouses
+//! (`src/warehouse/`) are other databases, and the demo builds its own; both are left
+//! out. A module's in-file tests (after `#[cfg(test)]`) may set up state directly.
+
+use std::path::{Path, PathBuf};
+
+/// Files that still reach the state database themselves, each to be moved behind the
+/// store. Shrink this list; never grow it. A file listed here that no longer reaches
+/// the database fails the test until it is taken off.
+const PENDING: &[&str] = &[
+    "src/engine/intent.rs",
+    "src/engine/orchestrator/dbt_core.rs",
+];
+
+/// Where the state database may be reached, and what is not the state database.
+const OUTSIDE: &[&str] = &["src/store", "src/warehouse", "src/demo"];
+
+/// The state database's tables (see `store::MIGRATIONS`).
+const TABLES: &[&str] = &[
+    "chain",
+    "meta",
+    "observation",
+    "incident",
+    "request",
+    "intent",
+    "minute_source",
+    "minute_day",
+    "volume_restart",
+    "outbox",
+    "held_schedule",
+    "dbt_core_run",
+    "dbt_core_hold",
+    "request_outcome",
+    "baseline_restart",
+];
+
+/// SQL words that come right before a table's name.
+const BEFORE_TABLE: &[&str] = &["FROM", "INTO", "UPDATE", "JOIN", "TABLE"];
+
+/// SQL that is about a connection, whatever the table.
+const STATEMENTS: &[&str] = &["\"BEGIN", "\"COMMIT", "\"ROLLBACK", "PRAGMA "];
+
+fn files(dir: &Path, found: &mut Vec<PathBuf>) {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .map(|entry| entry.expect("a directory entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            files(&path, found);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            found.push(path);
+        }
+    }
+}
+
+/// `file:line: what` for every line of `text` (up to its in-file tests) that names the
+/// SQLite library or holds SQL about a state table.
+fn findings(name: &str, text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let code = line.trim_start();
+        if code.starts_with("#[cfg(test)]") {
+            break;
+        }
+        if code.starts_with("//") {
+            continue;
+        }
+        let mut what = Vec::new();
+        if code.contains("rusqlite") {
+            what.push("rusqlite".to_string());
+        }
+        for statement in STATEMENTS {
+            if code.contains(statement) {
+                what.push(statement.trim_matches(['"', ' ']).to_string());
+            }
+        }
+        for word in BEFORE_TABLE {
+            for (at, _) in code.match_indices(&format!("{word} ")) {
+                let rest = &code[at + word.len() + 1..];
+                let table: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                let starts_word = at == 0 || !code.as_bytes()[at - 1].is_ascii_alphanumeric();
+                if starts_word && TABLES.contains(&table.as_str()) {
+                    what.push(format!("{word} {table}"));
+                }
+            }
+        }
+        for what in what {
+            out.push(format!("{name}:{}: {what}", number + 1));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_finder_names_sql_about_state_tables_and_the_library() {
+    let text = "use rusqlite::Connection;\n\
+                // a comment: SELECT x FROM chain\n\
+                let n = conn.query_row(\"SELECT count(*) FROM chain WHERE kind = ?1\", [k]);\n\
+                conn.execute(\"INSERT INTO meta (key) VALUES (?1)\", [k]);\n\
+                warehouse.query(\"SELECT count(*) FROM payments\");\n\
+                state.execute_batch(\"BEGIN IMMEDIATE\")?;\n\
+                let from_chain = \"records FROM chains\";\n\
+                #[cfg(test)]\n\
+                conn.execute(\"DELETE FROM outbox\", []);\n";
+    assert_eq!(
+        findings("src/x.rs", text),
+        [
+            "src/x.rs:1: rusqlite",
+            "src/x.rs:3: FROM chain",
+            "src/x.rs:4: INTO meta",
+            "src/x.rs:6: BEGIN",
+        ]
+    );
+}
+
+#[test]
+fn only_the_store_reaches_the_state_database() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut paths = Vec::new();
+    files(&root.join("src"), &mut paths);
+    assert!(!paths.is_empty());
+    let mut found = Vec::new();
+    let mut pending_clean = Vec::new();
+    for path in &paths {
+        let name = path.strip_prefix(root).unwrap().display().to_string();
+        if OUTSIDE
+            .iter()
+            .any(|dir| name.starts_with(&format!("{dir}/")))
+        {
+            continue;
+        }
+        // A module's tests in a file of their own are tests.
+        if path.file_name().is_some_and(|f| f == "tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(path).unwrap();
+        let here = findings(&name, &text);
+        if PENDING.contains(&name.as_str()) {
+            if here.is_empty() {
+                pending_clean.push(name);
+            }
+        } else {
+            found.extend(here);
+        }
+    }
+    for pending in PENDING {
+        assert!(root.join(pending).exists(), "{pending} is listed but gone");
+    }
+    assert!(
+        found.is_empty(),
+        "the state database reached outside src/store/ ({} lines); ask the store instead:\n{}",
+        found.len(),
+        found.join("\n")
+    );
+    assert!(
+        pending_clean.is_empty(),
+        "no longer reach the state database; take them off PENDING: {pending_clean:?}"
+    );
+}
