@@ -69,7 +69,7 @@ impl Lookup {
 /// Who waits for an answer: the diagnosis of an observation, or verification.
 #[derive(Debug, Clone)]
 pub(super) enum Waiter {
-    Diagnosis(Observation),
+    Diagnosis(Box<Observation>),
     Verification,
 }
 

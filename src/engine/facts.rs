@@ -306,7 +306,7 @@ impl Engine {
         let lookup = self.probe(
             &below.warehouse,
             format!("{}: {what}", below.warehouse),
-            Some(Waiter::Diagnosis(observation.clone())),
+            Some(Waiter::Diagnosis(Box::new(observation.clone()))),
             Box::new(job),
         )?;
         match asked.note(&what, lookup)? {
@@ -484,7 +484,7 @@ impl Engine {
                                 table,
                                 &change.column,
                                 target_type,
-                                Some(Waiter::Diagnosis(observation.clone())),
+                                Some(Waiter::Diagnosis(Box::new(observation.clone()))),
                             );
                             if let Some((what, lookup)) = &counted {
                                 asked.note(what, lookup.clone());

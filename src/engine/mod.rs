@@ -340,7 +340,7 @@ impl Engine {
                     verify = true;
                     continue;
                 }
-                evidence::Waiter::Diagnosis(observation) => observation,
+                evidence::Waiter::Diagnosis(observation) => *observation,
             };
             let own = self.incidents.iter().position(|i| {
                 i.monitor == observation.monitor
