@@ -153,7 +153,10 @@ pub(super) struct Evidence {
 
 #[derive(Default)]
 struct Answers {
-    known: BTreeMap<String, Lookup>,
+    /// Each answer with the poll it came in (see `forget_answers`).
+    known: BTreeMap<String, (Lookup, u64)>,
+    /// How many polls the engine has acted on.
+    polls: u64,
     /// Asked on a worker and not answered yet.
     asked: BTreeSet<String>,
     waiting: BTreeMap<String, Vec<Waiter>>,
@@ -178,7 +181,7 @@ impl Evidence {
         job: Job,
     ) -> Lookup {
         let mut state = self.state.borrow_mut();
-        if let Some(known) = state.known.get(&key) {
+        if let Some((known, _)) = state.known.get(&key) {
             return known.clone();
         }
         let (name, shared, timeout) = warehouse;
@@ -191,7 +194,8 @@ impl Evidence {
         };
         let Some(post) = &self.worker else {
             let lookup = lookup_of(probe.run());
-            state.known.insert(key, lookup.clone());
+            let polls = state.polls;
+            state.known.insert(key, (lookup.clone(), polls));
             return lookup;
         };
         state.pending_seen += 1;
@@ -220,13 +224,24 @@ impl Evidence {
         let mut state = self.state.borrow_mut();
         state.asked.remove(&found.key);
         let key = found.key.clone();
-        state.known.insert(key.clone(), lookup_of(found));
+        let polls = state.polls;
+        state.known.insert(key.clone(), (lookup_of(found), polls));
         state.waiting.remove(&key).unwrap_or_default()
     }
 
-    /// A new poll: what the warehouses said before is asked again when wanted.
+    /// A new poll: what the warehouses said before is asked again when wanted. Inline
+    /// every answer is forgotten, as each was had within the turn. On a worker an
+    /// answer that came since the last poll is kept through this one: it came back for
+    /// a request (the run gate's dry run, say) that is asked again after the answer,
+    /// and a warehouse slower than the polls would otherwise never be heard.
     pub(super) fn forget_answers(&self) {
-        self.state.borrow_mut().known.clear();
+        let worker = self.worker.is_some();
+        let mut state = self.state.borrow_mut();
+        state.polls += 1;
+        let polls = state.polls;
+        state
+            .known
+            .retain(|_, (_, came)| worker && *came + 1 >= polls);
     }
 
     pub(super) fn pending_seen(&self) -> u64 {
@@ -316,8 +331,13 @@ mod tests {
         assert!(matches!(ask(&evidence), Lookup::Known(Answer::DryRun(7))));
         evidence.forget_answers();
         assert!(
+            matches!(ask(&evidence), Lookup::Known(Answer::DryRun(7))),
+            "kept through the poll after it came"
+        );
+        evidence.forget_answers();
+        assert!(
             matches!(ask(&evidence), Lookup::Pending),
-            "a new poll asks again"
+            "asked again after that"
         );
     }
 }

@@ -16,7 +16,7 @@ use crate::warehouse::WarehouseError;
 #[derive(Default)]
 pub(super) struct Asked {
     pending: Vec<String>,
-    unavailable: Vec<String>,
+    unavailable: Vec<(String, String)>,
 }
 
 impl Asked {
@@ -25,9 +25,9 @@ impl Asked {
         match lookup {
             Lookup::Known(answer) => return Some(answer),
             Lookup::Pending => self.pending.push(what.to_string()),
-            ref unavailable @ Lookup::Unavailable { .. } => self.unavailable.push(format!(
-                "{} ({what})",
-                unavailable.unavailable().unwrap_or_default()
+            ref unavailable @ Lookup::Unavailable { .. } => self.unavailable.push((
+                what.to_string(),
+                unavailable.unavailable().unwrap_or_default(),
             )),
         }
         None

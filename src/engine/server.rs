@@ -571,12 +571,9 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     // only its own destination.
     let relay = crate::notify::relay::start_beside(&mut engine, &config, &db, hub_tx.clone())?;
     // Warehouse probes (evidence, dry runs) too: their answers come back as messages.
-    let answers = std::sync::Mutex::new(hub_tx.clone());
+    let answers = hub_tx.clone();
     engine.set_evidence_worker(Arc::new(move |found| {
-        let _ = answers
-            .lock()
-            .expect("evidence sender")
-            .send(HubMessage::Evidence(found));
+        let _ = answers.send(HubMessage::Evidence(found));
     }));
     let poll_task = super::poll_task::PollTask::start(
         config.clone(),

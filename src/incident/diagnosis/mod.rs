@@ -56,8 +56,8 @@ pub struct Facts {
     /// Warehouse evidence asked for and not answered yet, by what it is: the cause is
     /// re-stated once it comes.
     pub pending: Vec<String>,
-    /// Warehouse evidence that could not be had: "pg: timed out: ... (what it was)".
-    pub unavailable: Vec<String>,
+    /// Warehouse evidence that could not be had: (what it was, "pg: why not").
+    pub unavailable: Vec<(String, String)>,
 }
 
 impl Facts {
@@ -87,7 +87,12 @@ impl Facts {
             .collect();
         // Evidence that came, or failed to, is new ground for the cause.
         grounds.extend(self.pending.iter().map(|p| format!("pending {p}")));
-        grounds.extend(self.unavailable.iter().map(|u| format!("unavailable {u}")));
+        // Why not is left out: a timeout and the server's own cancel are one ground.
+        grounds.extend(
+            self.unavailable
+                .iter()
+                .map(|(what, _)| format!("unavailable {what}")),
+        );
         grounds.sort();
         grounds.dedup();
         grounds
@@ -280,10 +285,10 @@ pub fn diagnose(facts: &Facts) -> Diagnosis {
         .find_map(|rule| rule(facts))
         .unwrap_or_else(|| fallback::diagnose(facts));
     diagnosis.headline = headline(facts, &diagnosis);
-    for unavailable in &facts.unavailable {
+    for (what, why) in &facts.unavailable {
         diagnosis
             .evidence
-            .push(format!("evidence unavailable: {unavailable}"));
+            .push(format!("evidence unavailable: {why} ({what})"));
     }
     diagnosis
 }
