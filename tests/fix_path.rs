@@ -547,3 +547,50 @@ fn approval_compares_the_file_as_dbt_reads_it_and_names_what_differs() {
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(std::fs::read_to_string(&path).unwrap(), crlf);
 }
+
+/// The run gate dry-runs the approved model before it lets the hold's run through.
+/// Through `dataward serve`, that dry run is blocked on a locked source table: `run` is
+/// still answered (not yet: the dry run is out) while the dry run waits, and once the
+/// lock is let go the run goes through and the incident verifies and resolves.
+#[test]
+fn a_dry_run_blocked_on_a_locked_table_delays_no_request() {
+    let Some((pg, jaffle)) = setup("a_dry_run_blocked_on_a_locked_table_delays_no_request") else {
+        return;
+    };
+    let (_serve, incident) = type_change_incident(&jaffle, &pg);
+    approve(&jaffle, &proposal(&incident, "hold"));
+    approve(&jaffle, &proposal(&incident, "diff"));
+    let mut holder = pg.client();
+    let mut lock = holder.transaction().unwrap();
+    lock.batch_execute("LOCK TABLE raw.payments IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    let mut watcher = pg.client();
+    let dry_runs_waiting = |watcher: &mut postgres::Client| -> i64 {
+        watcher
+            .query_one(
+                "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+                 WHERE c.relname = 'payments' AND NOT l.granted",
+                &[],
+            )
+            .unwrap()
+            .get(0)
+    };
+    // The first `run` asks for the dry run; each answered while it waits for the lock.
+    let run = jaffle.dataward(&["run", "INC-0001"]);
+    until(
+        "the dry run waits for the lock",
+        || jaffle.serve_log(),
+        || (dry_runs_waiting(&mut watcher) > 0).then_some(()),
+    );
+    let again = jaffle.dataward(&["run", "INC-0001"]);
+    assert!(
+        dry_runs_waiting(&mut watcher) > 0,
+        "`run` was answered only once the dry run returned:\n{}\n{}",
+        text(&run),
+        text(&again)
+    );
+    assert!(!again.status.success(), "not through yet: {}", text(&again));
+    lock.rollback().unwrap();
+    let resolved = run_and_resolve(&jaffle);
+    assert_eq!(resolved["run_status"], "success", "{resolved:#}");
+}

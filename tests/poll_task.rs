@@ -1,6 +1,6 @@
 //! Polling on its own task: a check blocked on a locked PostgreSQL table delays no
-//! command, the engine acts on what the task stored, and no snapshot calls the
-//! orchestrator. The PostgreSQL test starts its own server and skips (with a message)
+//! command, the engine stores and acts on what the task read (the task never writes the
+//! state database), and no snapshot calls the orchestrator. The PostgreSQL test starts its own server and skips (with a message)
 //! when the server binaries are missing, unless DATAWARD_REQUIRE_ALL=1.
 
 mod support;
@@ -146,9 +146,13 @@ fn a_stop_is_recorded_while_a_check_is_blocked_on_a_locked_table() {
         "no news while the check is blocked"
     );
 
-    // Released: the check answers, the observation is stored, the engine is told.
+    // Released: the check answers, the engine is told what it read and stores it.
     lock.rollback().unwrap();
-    assert_eq!(news.recv_timeout(PATIENCE).unwrap(), PollNews::Observed);
+    let PollNews::Observed(read) = news.recv_timeout(PATIENCE).unwrap() else {
+        panic!("expected what the poll read");
+    };
+    assert_eq!(observation_count(&state_db), 0, "the task stored nothing");
+    engine.store_polled(read).unwrap();
     assert_eq!(observation_count(&state_db), 1);
     engine.tick(t0()).unwrap();
     let snapshot = engine.snapshot(false);
@@ -162,7 +166,7 @@ fn a_stop_is_recorded_while_a_check_is_blocked_on_a_locked_table() {
     assert!(snapshot.org_stop.is_some());
 
     // Blocked again, then stopped: `stop` returns while the check is still blocked,
-    // and once that check ends the task stores what it measured but tells nobody.
+    // and once that check ends what it measured is let go: nobody is told.
     let mut lock = holder.transaction().unwrap();
     lock.batch_execute("LOCK TABLE t IN ACCESS EXCLUSIVE MODE")
         .unwrap();
@@ -177,14 +181,18 @@ fn a_stop_is_recorded_while_a_check_is_blocked_on_a_locked_table() {
         "stop did not wait for the check"
     );
     lock.rollback().unwrap();
-    until("the detached poll stores its observation", || {
-        observation_count(&state_db) == 2
+    until("the detached poll's check ends", || {
+        waiting_on_t(&mut watcher) == 0
     });
     // The task's thread ends (its sender is dropped) without a word after stop.
-    assert_eq!(
-        news.recv_timeout(PATIENCE),
-        Err(RecvTimeoutError::Disconnected)
+    assert!(
+        matches!(
+            news.recv_timeout(PATIENCE),
+            Err(RecvTimeoutError::Disconnected)
+        ),
+        "nothing told after stop"
     );
+    assert_eq!(observation_count(&state_db), 1, "nothing stored after stop");
 }
 
 /// The demo's scheduler (a real SQLite file), counting how often it is asked for its
@@ -356,24 +364,22 @@ fn the_engine_acts_on_what_the_poll_task_stored_and_polls_nothing_itself() {
     let (_minutes, clock) = test_clock();
     let (notify, news) = news_channel();
     let task = PollTask::start(config, state_db.clone(), clock, notify).unwrap();
-    let mut heard = Vec::new();
-    while heard.len() < 2 {
-        heard.push(news.recv_timeout(PATIENCE).unwrap());
-    }
-    // Both come from the first turn, observations first.
-    assert_eq!(
-        heard,
-        vec![
-            PollNews::Observed,
-            PollNews::Scheduler(Reading {
-                pipelines: Some(vec![load_orders()]),
-                ..Reading::default()
-            })
-        ]
-    );
-    let PollNews::Scheduler(reading) = heard.pop().unwrap() else {
-        unreachable!()
+    // Both come from the first turn, what it read first.
+    let PollNews::Observed(read) = news.recv_timeout(PATIENCE).unwrap() else {
+        panic!("expected what the poll read first");
     };
+    let PollNews::Scheduler(reading) = news.recv_timeout(PATIENCE).unwrap() else {
+        panic!("expected the pipelines");
+    };
+    assert_eq!(
+        reading,
+        Reading {
+            pipelines: Some(vec![load_orders()]),
+            ..Reading::default()
+        }
+    );
+    assert_eq!(observation_count(&state_db), 0, "the task stored nothing");
+    engine.store_polled(read).unwrap();
     engine.set_reading(reading);
     engine.tick(t0()).unwrap();
     let snapshot = engine.snapshot(false);
@@ -386,7 +392,10 @@ fn the_engine_acts_on_what_the_poll_task_stored_and_polls_nothing_itself() {
     assert_eq!(orders.observed, "5 rows");
     task.stop();
     // An idle task is joined: its thread, and so its sender, are gone.
-    assert_eq!(news.try_recv(), Err(mpsc::TryRecvError::Disconnected));
+    assert!(matches!(
+        news.try_recv(),
+        Err(mpsc::TryRecvError::Disconnected)
+    ));
 }
 
 /// The same through `dataward serve` and its socket, as a console sends `:stop`.
@@ -535,12 +544,15 @@ fn a_slow_first_poll_tells_the_engine_how_far_it_got() {
         "a console draws it"
     );
 
-    // The last is let go: the end is told, then the observations.
+    // The last is let go: the end is told, then what the poll read.
     lock2.rollback().unwrap();
     let mut heard = Vec::new();
-    while !heard.contains(&PollNews::Observed) {
-        heard.push(news.recv_timeout(PATIENCE).unwrap());
-    }
+    let read = loop {
+        match news.recv_timeout(PATIENCE).unwrap() {
+            PollNews::Observed(read) => break read,
+            other => heard.push(other),
+        }
+    };
     let end = heard
         .iter()
         .find_map(|n| match n {
@@ -551,6 +563,54 @@ fn a_slow_first_poll_tells_the_engine_how_far_it_got() {
     engine.set_first_poll(end);
     assert_eq!(engine.first_poll(), None, "over: nothing to draw");
     assert_eq!(engine.snapshot(false).first_poll, None);
+    engine.store_polled(read).unwrap();
     assert_eq!(observation_count(&state_db), 3);
     task.stop();
+}
+
+/// The poll task never writes the state database: it polls, and tells what it measured,
+/// while another connection holds the database's write lock from before it starts
+/// until after it has told.
+#[test]
+fn the_poll_task_polls_while_another_connection_holds_the_state_database_write_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = local_estate(dir.path(), 4);
+    let state_db = dir.path().join("dataward.db");
+    let mut engine = Engine::new(
+        config.clone(),
+        dataward::store::open(&state_db).unwrap(),
+        None,
+        &Actor::current(),
+    )
+    .unwrap();
+    engine.set_inline_polling(false);
+    engine.tick(t0()).unwrap();
+
+    let writer = dataward::store::open(&state_db).unwrap();
+    writer.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let (_minutes, clock) = test_clock();
+    let (notify, news) = news_channel();
+    let task = PollTask::start(config, state_db.clone(), clock, notify)
+        .expect("the task starts without writing");
+    let read = loop {
+        if let PollNews::Observed(read) = news
+            .recv_timeout(PATIENCE)
+            .expect("the task tells its poll")
+        {
+            break read;
+        }
+    };
+    writer.execute_batch("ROLLBACK").unwrap();
+    task.stop();
+    // The engine writes what the task read, in its own transaction.
+    assert_eq!(observation_count(&state_db), 0);
+    engine.store_polled(read).unwrap();
+    engine.tick(t0()).unwrap();
+    let snapshot = engine.snapshot(false);
+    let orders = snapshot
+        .monitors
+        .iter()
+        .find(|m| m.name == "orders")
+        .unwrap_or_else(|| panic!("{:#?}", snapshot.monitors));
+    assert_eq!(orders.observed, "4 rows");
 }

@@ -1,11 +1,38 @@
 //! Gathering what a diagnosis needs: the breach as a figure with its unit, the table's
 //! other current figures, schema changes here and upstream, the writers the notes name,
-//! an open incident upstream, and the model uses a changed column breaks. Reads only
-//! what the engine holds and its state database.
+//! an open incident upstream, and the model uses a changed column breaks. Reads what
+//! the engine holds and its state database; what only a warehouse can say (values that
+//! would not convert, rows a model is missing) is asked of a probe
+//! ([`super::evidence`]), never waited for: until it answers, the facts say it is
+//! pending, and the diagnosis is re-stated when it does.
 
+use super::evidence::{Answer, Lookup, Waiter};
 use super::*;
 use crate::incident::diagnosis::{BrokenUse, Figure, UpstreamIncident, WriterFact};
 use crate::lineage::Risk;
+use crate::warehouse::WarehouseError;
+
+/// What the probes asked for one set of facts said: pending, or unavailable and why.
+#[derive(Default)]
+pub(super) struct Asked {
+    pending: Vec<String>,
+    unavailable: Vec<(String, String)>,
+}
+
+impl Asked {
+    /// The answer, when there is one; else it is noted as pending or unavailable.
+    fn note(&mut self, what: &str, lookup: Lookup) -> Option<Answer> {
+        match lookup {
+            Lookup::Known(answer) => return Some(answer),
+            Lookup::Pending => self.pending.push(what.to_string()),
+            ref unavailable @ Lookup::Unavailable { .. } => self.unavailable.push((
+                what.to_string(),
+                unavailable.unavailable().unwrap_or_default(),
+            )),
+        }
+        None
+    }
+}
 
 /// An observation as a figure: its subject and unit come from its check.
 pub(super) fn figure(o: &Observation) -> Figure {
@@ -99,6 +126,7 @@ impl Engine {
             })
             .collect();
         let table_changes = changes(&observation.monitor)?;
+        let mut asked = Asked::default();
         let warehouse = config.map(|m| m.warehouse.clone()).unwrap_or_default();
         // What this poll's schema changes break in the models that read the table.
         let broken_uses = match observation.check {
@@ -109,11 +137,12 @@ impl Engine {
                 .flat_map(|change| match change {
                     SchemaChange::TypeChanged { column, to, .. } => self.broken_uses(
                         &warehouse,
-                        &observation.table,
+                        observation,
                         &ColumnChange {
                             column: column.clone(),
                             new_type: to.clone(),
                         },
+                        &mut asked,
                     ),
                     SchemaChange::Removed { column, .. } => {
                         self.removed_readers(&observation.table, column)
@@ -123,6 +152,10 @@ impl Engine {
                 .collect(),
             _ => Vec::new(),
         };
+        let incremental = self.incremental(&observation.table).map(|mut model| {
+            model.missing = self.missing_rows(observation, &model, &mut asked);
+            model
+        });
         Ok(Facts {
             table: observation.table.clone(),
             breach: figure(observation),
@@ -136,10 +169,9 @@ impl Engine {
             writers: self.writers(&observation.table),
             upstream_incident: self.upstream_incident(&observation.table),
             broken_uses,
-            incremental: self.incremental(&observation.table).map(|mut model| {
-                model.missing = self.missing_rows(&figure(observation), &model);
-                model
-            }),
+            incremental,
+            pending: asked.pending,
+            unavailable: asked.unavailable,
         })
     }
 
@@ -202,13 +234,16 @@ impl Engine {
     /// For a model short on a whole day its upstream holds in full: the rows the
     /// upstream table holds that day which the model has on no day, by the model's key,
     /// and across how many values of the id columns both share. None without a key, a
-    /// timestamp column upstream, or both tables in one warehouse.
+    /// timestamp column upstream, or both tables in one warehouse, and while the probe
+    /// that counts them has not answered.
     fn missing_rows(
         &self,
-        breach: &crate::incident::diagnosis::Figure,
+        observation: &Observation,
         model: &crate::incident::diagnosis::IncrementalFacts,
+        asked: &mut Asked,
     ) -> Option<crate::incident::diagnosis::MissingRows> {
         use crate::detect::VerdictKind;
+        let breach = figure(observation);
         if breach.check != CheckKind::Volume || breach.verdict != VerdictKind::Low || breach.partial
         {
             return None;
@@ -222,47 +257,107 @@ impl Engine {
         if upstream.warehouse != below.warehouse {
             return None;
         }
-        let warehouse = self.poller.warehouse(&below.warehouse)?;
+        let from_time = upstream.timestamp_column.clone()?;
         let (from, into) = (
             crate::warehouse::Relation::parse(&parent.table).ok()?,
             crate::warehouse::Relation::parse(&breach.table).ok()?,
         );
-        let ids = |relation| -> Option<Vec<String>> {
-            Some(
-                warehouse
-                    .columns(relation)
-                    .ok()?
+        let date = chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d").ok()?;
+        let (from_table, day) = (parent.table.clone(), day.to_string());
+        let what = format!(
+            "the rows {from_table} holds on {day} that {} has on no day",
+            breach.table
+        );
+        let job = move |warehouse: &(dyn Warehouse + Sync)| -> Result<Answer, WarehouseError> {
+            let ids = |relation| -> Result<Vec<String>, WarehouseError> {
+                Ok(warehouse
+                    .columns(relation)?
                     .into_iter()
                     .map(|c| c.name)
                     .filter(|name| name.to_lowercase().ends_with("_id"))
-                    .collect(),
-            )
-        };
-        let upstream_ids = ids(&from)?;
-        if !upstream_ids.iter().any(|c| c.eq_ignore_ascii_case(&key)) {
-            return None;
-        }
-        let also: Vec<String> = ids(&into)?
-            .into_iter()
-            .filter(|c| !c.eq_ignore_ascii_case(&key) && upstream_ids.contains(c))
-            .take(3)
-            .collect();
-        let counts = warehouse
-            .missing_keys(&crate::warehouse::KeyGap {
+                    .collect())
+            };
+            let upstream_ids = ids(&from)?;
+            if !upstream_ids.iter().any(|c| c.eq_ignore_ascii_case(&key)) {
+                return Ok(Answer::MissingRows(None));
+            }
+            let also: Vec<String> = ids(&into)?
+                .into_iter()
+                .filter(|c| !c.eq_ignore_ascii_case(&key) && upstream_ids.contains(c))
+                .take(3)
+                .collect();
+            let counts = warehouse.missing_keys(&crate::warehouse::KeyGap {
                 from: &from,
-                from_time: upstream.timestamp_column.as_deref()?,
+                from_time: &from_time,
                 into: &into,
-                day: chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d").ok()?,
+                day: date,
                 key: &key,
                 also: &also,
-            })
-            .ok()?;
-        Some(crate::incident::diagnosis::MissingRows {
-            from: parent.table.clone(),
-            day: day.to_string(),
-            key: (key, counts[0]),
-            across: also.into_iter().zip(counts[1..].iter().copied()).collect(),
-        })
+            })?;
+            Ok(Answer::MissingRows(Some(
+                crate::incident::diagnosis::MissingRows {
+                    from: from_table,
+                    day,
+                    key: (key, counts[0]),
+                    across: also.into_iter().zip(counts[1..].iter().copied()).collect(),
+                },
+            )))
+        };
+        let lookup = self.probe(
+            &below.warehouse,
+            format!("{}: {what}", below.warehouse),
+            Some(Waiter::Diagnosis(Box::new(observation.clone()))),
+            Box::new(job),
+        )?;
+        match asked.note(&what, lookup)? {
+            Answer::MissingRows(missing) => missing,
+            _ => None,
+        }
+    }
+
+    /// Asks `job` of a configured warehouse under `key` (see [`super::evidence`]):
+    /// None when the warehouse is not configured.
+    pub(super) fn probe(
+        &self,
+        warehouse: &str,
+        key: String,
+        waiter: Option<Waiter>,
+        job: super::evidence::Job,
+    ) -> Option<Lookup> {
+        let shared = self.poller.warehouse(warehouse)?;
+        let timeout = super::evidence::timeout_of(&self.config, warehouse);
+        Some(
+            self.evidence
+                .ask(key, (warehouse, shared, timeout), waiter, job),
+        )
+    }
+
+    /// The values of `table.column` that would not convert to `target`, as the probe
+    /// under one key for every asker (a diagnosis, the blast radius) counts them.
+    pub(super) fn uncastable(
+        &self,
+        warehouse: &str,
+        table: &str,
+        column: &str,
+        target: &str,
+        waiter: Option<Waiter>,
+    ) -> Option<(String, Lookup)> {
+        let relation = crate::warehouse::Relation::parse(table).ok()?;
+        let what = format!("the values of {table}.{column} that do not convert to {target}");
+        let (asked_column, asked_target) = (column.to_string(), target.to_string());
+        let lookup = self.probe(
+            warehouse,
+            format!("{warehouse}: {what}"),
+            waiter,
+            Box::new(move |warehouse| {
+                Ok(Answer::Uncastable(warehouse.count_uncastable(
+                    &relation,
+                    &asked_column,
+                    &asked_target,
+                )?))
+            }),
+        )?;
+        Some((what, lookup))
     }
 
     /// The writers the notes name for a table.
@@ -354,9 +449,11 @@ impl Engine {
     pub(super) fn broken_uses(
         &self,
         warehouse: &str,
-        table: &str,
+        observation: &Observation,
         change: &ColumnChange,
+        asked: &mut Asked,
     ) -> Vec<BrokenUse> {
+        let table = &observation.table;
         let Some(lineage) = &self.lineage else {
             return Vec::new();
         };
@@ -364,7 +461,7 @@ impl Engine {
             return Vec::new();
         };
         let blast = lineage.blast_radius(from, Some(change));
-        let mut counted: BTreeMap<String, Option<crate::warehouse::Uncastable>> = BTreeMap::new();
+        let mut counted: BTreeMap<String, Option<(String, Lookup)>> = BTreeMap::new();
         let mut broken = Vec::new();
         // Further down, a column of the same name may be a model's own output computed
         // from it: only readers that see the column itself are judged.
@@ -382,15 +479,26 @@ impl Engine {
                     Risk::Breaks => used.reason.clone(),
                     Risk::DependsOnData { target_type } => {
                         let count = counted.entry(target_type.clone()).or_insert_with(|| {
-                            let relation = crate::warehouse::Relation::parse(table).ok()?;
-                            let warehouse = self.poller.warehouse(warehouse)?;
-                            warehouse
-                                .count_uncastable(&relation, &change.column, target_type)
-                                .ok()
-                                .flatten()
+                            let counted = self.uncastable(
+                                warehouse,
+                                table,
+                                &change.column,
+                                target_type,
+                                Some(Waiter::Diagnosis(Box::new(observation.clone()))),
+                            );
+                            if let Some((what, lookup)) = &counted {
+                                asked.note(what, lookup.clone());
+                            }
+                            counted
                         });
-                        match count {
-                            Some(u) if u.rows > 0 => format!(
+                        match count.as_ref().map(|(_, lookup)| lookup) {
+                            // Not knowing is said, not taken for "it converts".
+                            Some(unavailable @ Lookup::Unavailable { .. }) => format!(
+                                "whether the values of {table}.{} convert to {target_type} is not known: evidence unavailable: {}",
+                                change.column,
+                                unavailable.unavailable().unwrap_or_default()
+                            ),
+                            Some(Lookup::Known(Answer::Uncastable(Some(u)))) if u.rows > 0 => format!(
                                 "{} values of {table}.{} do not convert to {target_type} (e.g. {})",
                                 monitor::thousands(u.rows as f64),
                                 change.column,

@@ -55,8 +55,6 @@ pub enum HubMessage {
         id: u64,
         question: super::api::Question,
     },
-    /// The poller stored new observations.
-    Observed,
     /// What the orchestrator said, read in the background.
     Scheduler(super::orchestrator::Reading),
     /// How far a slow first poll has got.
@@ -72,6 +70,10 @@ pub enum HubMessage {
     ),
     /// Finish the work in hand and return (SIGTERM).
     Stop,
+    /// What the poll task read: the engine stores it (the one writer) and acts on it.
+    Polled(crate::monitor::poller::PollRead),
+    /// A warehouse probe's answer (evidence for a diagnosis, a verification dry run).
+    Evidence(super::evidence::Found),
 }
 
 /// What moves the engine between messages: the wall clock, or the demo's story.
@@ -573,10 +575,20 @@ impl Hub {
                 }
                 return Ok(false);
             }
-            HubMessage::Observed => {
+            HubMessage::Polled(read) => {
+                if let Err(e) = self.engine.store_polled(read) {
+                    // Measured again at the next poll.
+                    tracing::warn!(error = %format!("{e:#}"), "poll not stored");
+                }
                 let events = driver.react(&mut self.engine)?;
                 self.emit_all(&events);
             }
+            HubMessage::Evidence(found) => match self.engine.take_evidence(found) {
+                Ok(events) => self.emit_all(&events),
+                Err(e) => self
+                    .engine
+                    .notice(format!("evidence from a warehouse was not recorded: {e:#}")),
+            },
             HubMessage::Scheduler(reading) => {
                 // A run it reports finished is acted on now, not at the next turn.
                 let runs = reading.runs.iter().any(|r| r.status != "queued");

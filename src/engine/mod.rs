@@ -11,6 +11,7 @@ mod backfill;
 mod commands;
 mod edge;
 pub mod effects;
+pub mod evidence;
 pub mod hub;
 mod intent;
 pub mod live;
@@ -197,6 +198,11 @@ pub struct Engine {
     alerts: alerts::AlertHook,
     /// Whose intents are whose: a person's is carried out by their own request only.
     in_flight: intent::InFlight,
+    /// Warehouse probes asked and answered (`evidence.rs`): the engine never waits
+    /// for one.
+    evidence: evidence::Evidence,
+    /// The health of each check the poll task read, so an outage is logged once.
+    poll_health: poll_task::HealthLog,
 }
 
 impl Engine {
@@ -259,6 +265,8 @@ impl Engine {
             run_results_stamp: None,
             alerts: Default::default(),
             in_flight: Default::default(),
+            evidence: Default::default(),
+            poll_health: Default::default(),
         };
         // The chain is held against its checkpoint before anything is appended: a
         // cut-off tail or a rewrite must stop the engine from writing past it.
@@ -294,6 +302,73 @@ impl Engine {
     /// default.
     pub fn set_inline_polling(&mut self, on: bool) {
         self.inline_polling = on;
+    }
+
+    /// Judges and stores what the poll task read, in a transaction of the engine's own:
+    /// the engine is the one writer to the state database. The next `tick` acts on it
+    /// (a crash in between loses nothing: it is acted on by its mark).
+    pub fn store_polled(&mut self, read: crate::monitor::poller::PollRead) -> Result<()> {
+        self.ensure_database()?;
+        let observations = read.store(&self.state)?;
+        self.poll_health.log(&observations);
+        Ok(())
+    }
+
+    /// From now on warehouse probes (evidence for diagnoses, verification dry runs) run
+    /// on threads of their own, and each answer goes to `post`, to come back through
+    /// [`Engine::take_evidence`]. Until then they run at once on the caller's thread.
+    pub fn set_evidence_worker(&mut self, post: evidence::Post) {
+        self.evidence.on_worker(post);
+    }
+
+    /// A probe's answer: the diagnoses that waited for it are re-stated with it (an
+    /// incident a schema change opens only on what the data says opens now), and
+    /// incidents whose verification waited for a dry run are verified, in one
+    /// transaction.
+    pub fn take_evidence(&mut self, found: evidence::Found) -> Result<Vec<Event>> {
+        let waiters = self.evidence.arrived(found);
+        if waiters.is_empty() || self.ensure_database().is_err() {
+            return Ok(Vec::new());
+        }
+        let mut events = self.transact(|e| e.evidence_arrived(waiters))?;
+        let (more, _) = self.run_intents()?;
+        events.extend(more);
+        Ok(events)
+    }
+
+    fn evidence_arrived(&mut self, waiters: Vec<evidence::Waiter>) -> Result<Vec<Event>> {
+        let mut events = Vec::new();
+        let mut verify = false;
+        for waiter in waiters {
+            let observation = match waiter {
+                evidence::Waiter::Verification => {
+                    verify = true;
+                    continue;
+                }
+                evidence::Waiter::Diagnosis(observation) => *observation,
+            };
+            let own = self.incidents.iter().position(|i| {
+                i.monitor == observation.monitor
+                    && i.table == observation.table
+                    && i.status != IncidentStatus::Resolved
+            });
+            match own {
+                Some(i) => {
+                    let facts = self.facts(&observation)?;
+                    events.extend(self.rediagnose(i, Some(facts), true)?);
+                }
+                None if observation.check == CheckKind::Schema => {
+                    events.extend(self.breach(&observation)?)
+                }
+                None => {}
+            }
+        }
+        if verify {
+            let now = self.now_time;
+            events.extend(self.verify_incidents(now)?);
+            events.extend(self.settle_recovered(now)?);
+        }
+        Ok(events)
     }
 
     /// How far the first poll has got, as the poll task tells it; its end clears it.
@@ -459,6 +534,10 @@ impl Engine {
     fn turn(&mut self, now: NaiveDateTime) -> Result<Vec<Event>> {
         let mut events = self.lapse_requests()?;
         let polled = self.unseen_observations()?;
+        if !polled.is_empty() {
+            // What the warehouses said is asked again for what the new poll raises.
+            self.evidence.forget_answers();
+        }
         for (_, observation) in &polled {
             self.note_latest(observation.clone());
         }
@@ -508,7 +587,7 @@ impl Engine {
         });
         if let Some(i) = own {
             self.incidents[i].update(observation);
-            return self.rediagnose(i, facts);
+            return self.rediagnose(i, facts, false);
         }
         if let Some(i) = self
             .root_incident(&observation.table)
@@ -522,7 +601,9 @@ impl Engine {
     /// A further breach may explain the incident better than the one that opened it
     /// (a short table whose schema changed is a refill): a more specific cause replaces
     /// the diagnosis, on the chain, and new evidence can bring new proposals.
-    fn rediagnose(&mut self, i: usize, facts: Option<Facts>) -> Result<Vec<Event>> {
+    /// `arrived`: a probe's answer came (see `evidence.rs`): what it adds to the
+    /// evidence re-states the cause even when the cause's words stay the same.
+    fn rediagnose(&mut self, i: usize, facts: Option<Facts>, arrived: bool) -> Result<Vec<Event>> {
         let Some(facts) = facts.filter(|_| self.incidents[i].status == IncidentStatus::Open) else {
             return Ok(Vec::new());
         };
@@ -533,9 +614,15 @@ impl Engine {
             .more_specific_than(self.incidents[i].diagnosis.kind);
         // The same cause on new grounds (a check joined the breach, a short day ended)
         // is re-stated with its figures; its proposals stand.
-        let restated = diagnosis.kind == self.incidents[i].diagnosis.kind
+        let before = &self.incidents[i].diagnosis;
+        let adds_evidence = arrived
+            && diagnosis
+                .evidence
+                .iter()
+                .any(|line| !before.evidence.contains(line));
+        let restated = diagnosis.kind == before.kind
             && grounds != self.incidents[i].grounds
-            && diagnosis.cause != self.incidents[i].diagnosis.cause;
+            && (diagnosis.cause != before.cause || adds_evidence);
         if !sharper && !restated {
             return Ok(Vec::new());
         }
@@ -800,23 +887,21 @@ impl Engine {
 
     /// A use that depends on the data is judged against it: the warehouse counts the
     /// values of the changed column that would not convert, and the blast radius says
-    /// how many (a use that breaks on today's data is a break risk now).
+    /// how many (a use that breaks on today's data is a break risk now). A count not
+    /// answered yet, or not to be had, adds nothing here: the diagnosis says so.
     fn judge_against_data(
         &self,
         incident: &mut Incident,
         blast: &crate::lineage::BlastRadius,
         column: &ColumnChange,
     ) {
-        let warehouse = self
+        let Some(warehouse) = self
             .config
             .monitor
             .iter()
             .find(|m| Config::monitor_name(m) == incident.monitor)
-            .and_then(|m| self.poller.warehouse(&m.warehouse));
-        let (Some(warehouse), Ok(relation)) = (
-            warehouse,
-            crate::warehouse::Relation::parse(&incident.table),
-        ) else {
+            .map(|m| m.warehouse.clone())
+        else {
             return;
         };
         for node in &mut incident.blast {
@@ -837,7 +922,8 @@ impl Engine {
             else {
                 continue;
             };
-            let Ok(Some(found)) = warehouse.count_uncastable(&relation, &column.column, &target)
+            let Some((_, evidence::Lookup::Known(evidence::Answer::Uncastable(Some(found))))) =
+                self.uncastable(&warehouse, &incident.table, &column.column, &target, None)
             else {
                 continue;
             };

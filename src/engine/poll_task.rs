@@ -1,11 +1,13 @@
-//! Polling on its own thread: the monitors run on their schedules with a poller and a
-//! state-database connection of their own, and the engine is only told that new
-//! observations are stored. The engine acts on them by its mark (`unseen_observations`)
-//! at its next `tick`, so a check blocked on a locked table delays no command, and the
+//! Polling on its own thread: the monitors run on their schedules with a poller of
+//! their own and a read-only state-database connection (for the minutes already stored
+//! and the runs to follow), and what a poll read goes to the engine as it is
+//! ([`PollNews::Observed`]). The engine judges and stores it in its own transaction
+//! (`Engine::store_polled`), the one writer to the state database, and acts on it at its
+//! next `tick`; so a check blocked on a locked table delays no command, and the
 //! pipelines bar is read here too, so no snapshot calls the orchestrator.
 //!
-//! Start the `Engine` (with `set_inline_polling(false)`) before the task: an engine that
-//! never ran on a database takes what is already stored as its baseline.
+//! Start the `Engine` (with `set_inline_polling(false)`) before the task: the task opens
+//! the state database the engine made, and only reads it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,7 +22,7 @@ use chrono::{NaiveDateTime, TimeDelta};
 use super::api::FirstPoll;
 use super::orchestrator::{self, Orchestrator};
 use crate::config::{parse_duration, CheckKind, Config, MonitorConfig};
-use crate::monitor::poller::Poller;
+use crate::monitor::poller::{PollRead, Poller};
 use crate::monitor::{self, Health, Observation};
 use crate::progress::Throttle;
 
@@ -30,10 +32,10 @@ use crate::progress::Throttle;
 pub const TURN: Duration = Duration::from_secs(5);
 
 /// What the task tells the engine's owner.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub enum PollNews {
-    /// A poll stored observations: the engine's next `tick` acts on them.
-    Observed,
+    /// What a poll read, for `Engine::store_polled`: the engine's next `tick` acts on it.
+    Observed(PollRead),
     /// What the orchestrator said just now, for `Engine::set_reading`.
     Scheduler(orchestrator::Reading),
     /// How far the first poll has got, for `Engine::set_first_poll`: only once it has
@@ -60,8 +62,8 @@ struct Flags {
 }
 
 impl PollTask {
-    /// Starts polling the monitors of `config` on its own thread, storing observations
-    /// in `state_db`, on the clock `now`. The first turn runs at once. `notify` is
+    /// Starts polling the monitors of `config` on its own thread, on the clock `now`,
+    /// reading (never writing) the state database `state_db`. The first turn runs at once. `notify` is
     /// called on the task's thread; it must not block for long or call `stop`, and it
     /// is never called once `stop` has returned.
     pub fn start(
@@ -72,8 +74,7 @@ impl PollTask {
     ) -> Result<PollTask> {
         // Everything that can fail is built here, so the caller hears of it.
         let poller = Poller::from_config(&config)?;
-        let conn = crate::store::open(&state_db)?;
-        crate::monitor::minutes::forget_others(&conn, &config.monitor_names())?;
+        let conn = crate::store::open_read_only(&state_db)?;
         let data_dir = state_db.parent().map(Path::to_path_buf).unwrap_or_default();
         let orchestrator = orchestrator::from_config(&config, &data_dir)?;
         let next_due = next_due_from_store(&config, &conn)?;
@@ -94,7 +95,6 @@ impl PollTask {
             conn,
             orchestrator,
             next_due,
-            health: BTreeMap::new(),
             now,
         };
         let task_shared = shared.clone();
@@ -114,8 +114,8 @@ impl PollTask {
 
     /// Stops the task: no poll starts and nothing is notified after this returns. An
     /// idle task is joined. One in the middle of a turn is left to finish on its own
-    /// (its checks end at their timeout; what it measured is still stored and the
-    /// engine reads it by its mark): waiting would hold the caller behind a blocked
+    /// (its checks end at their timeout; what it measured is let go, and measured
+    /// again by the next engine): waiting would hold the caller behind a blocked
     /// check.
     pub fn stop(self) {
         let busy = {
@@ -139,12 +139,10 @@ struct Worker {
     config: Config,
     /// Taken at the end, to let go of its runtime without waiting for blocked checks.
     poller: Option<Poller>,
+    /// Read only: the engine writes the state database.
     conn: Connection,
     orchestrator: Option<Box<dyn Orchestrator>>,
     next_due: BTreeMap<String, NaiveDateTime>,
-    /// The last health of each check, so an outage is logged when it starts and ends
-    /// rather than at every poll.
-    health: BTreeMap<(String, CheckKind, Option<String>), Health>,
     now: Arc<dyn Fn() -> NaiveDateTime + Send + Sync>,
 }
 
@@ -171,8 +169,8 @@ impl Worker {
             if flags.stopped {
                 break;
             }
-            if observed {
-                notify(PollNews::Observed);
+            if let Some(read) = observed {
+                notify(PollNews::Observed(read));
             }
             if let Some(reading) = reading {
                 notify(PollNews::Scheduler(reading));
@@ -191,8 +189,8 @@ impl Worker {
         }
     }
 
-    /// Polls the monitors that are due. True when it stored observations.
-    fn poll_due(&mut self) -> bool {
+    /// Reads the monitors that are due: what they read, if any were.
+    fn poll_due(&mut self) -> Option<PollRead> {
         let now = (self.now)();
         let due: Vec<MonitorConfig> = self
             .config
@@ -211,18 +209,15 @@ impl Worker {
             .cloned()
             .collect();
         if due.is_empty() {
-            return false;
+            return None;
         }
         let poller = self.poller.as_ref().expect("present until the end");
-        match poller.poll(&self.conn, &due, now.and_utc()) {
-            Ok(observations) => {
-                self.log_health(&observations);
-                !observations.is_empty()
-            }
+        match poller.read(&self.conn, &due, now.and_utc()) {
+            Ok(read) => Some(read),
             Err(e) => {
-                // The state database refused the write; the next turn polls again.
-                tracing::warn!(error = %format!("{e:#}"), "poll not stored");
-                false
+                // The stored minutes could not be read; the next turn polls again.
+                tracing::warn!(error = %format!("{e:#}"), "poll not read");
+                None
             }
         }
     }
@@ -236,11 +231,18 @@ impl Worker {
         });
         Some(orchestrator::read(orchestrator.as_ref(), &follow))
     }
+}
 
-    fn log_health(&mut self, observations: &[Observation]) {
+/// The last health of each check, so an outage is logged when it starts and ends
+/// rather than at every poll (the engine logs what the poll task read as it stores it).
+#[derive(Default)]
+pub(super) struct HealthLog(BTreeMap<(String, CheckKind, Option<String>), Health>);
+
+impl HealthLog {
+    pub(super) fn log(&mut self, observations: &[Observation]) {
         for o in observations {
             let key = (o.monitor.clone(), o.check, o.detail.column.clone());
-            let before = self.health.insert(key, o.health);
+            let before = self.0.insert(key, o.health);
             if before == Some(o.health) {
                 continue;
             }
@@ -313,7 +315,7 @@ mod tests {
     use std::sync::atomic::{AtomicU64, Ordering};
 
     /// The news a first poll of `total` tables tells when table n is read at `at(n)` ms.
-    fn told(total: usize, at: impl Fn(usize) -> u64, stop_after: Option<usize>) -> Vec<PollNews> {
+    fn told(total: usize, at: impl Fn(usize) -> u64, stop_after: Option<usize>) -> Vec<FirstPoll> {
         let t0 = Instant::now();
         let ms = Arc::new(AtomicU64::new(0));
         let clock = {
@@ -338,12 +340,20 @@ mod tests {
                 shared.flags.lock().unwrap().stopped = true;
             }
         }
-        let heard = heard.lock().unwrap().clone();
+        let heard: Vec<FirstPoll> = heard
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|news| match news {
+                PollNews::FirstPoll(progress) => *progress,
+                other => panic!("only progress is told here: {other:?}"),
+            })
+            .collect();
         heard
     }
 
-    fn first(done: usize, total: usize) -> PollNews {
-        PollNews::FirstPoll(FirstPoll { done, total })
+    fn first(done: usize, total: usize) -> FirstPoll {
+        FirstPoll { done, total }
     }
 
     #[test]

@@ -342,7 +342,12 @@ impl Engine {
             if self.incidents[i].status != IncidentStatus::Open || self.incidents[i].verified {
                 continue;
             }
+            let asked = self.evidence.pending_seen();
             let checks = self.recovery_checks(i);
+            if self.evidence.pending_seen() != asked {
+                // A dry run is out on a worker: judged again when it answers.
+                continue;
+            }
             let incident = &mut self.incidents[i];
             let symptom_checks = &checks[checks.len() - incident.symptoms.len()..];
             for (symptom, check) in incident.symptoms.iter_mut().zip(symptom_checks) {

@@ -602,20 +602,25 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
         &mut crate::progress::bytes_on_stderr("dataward serve: loading manifest"),
     )?;
     // Polling runs on its own thread: a check blocked on a locked table never delays a
-    // decision or the stop. The engine acts on what it stored when told.
+    // decision or the stop. The engine stores what it read, and acts on it, when told.
     engine.set_inline_polling(false);
     let (hub_tx, hub_rx) = std::sync::mpsc::channel();
     let news = hub_tx.clone();
     // Alerts go out on threads of their own, beside the poller: a slow API delays
     // only its own destination.
     let relay = start_relay(&mut engine, &config, &db, hub_tx.clone())?;
+    // Warehouse probes (evidence, dry runs) too: their answers come back as messages.
+    let answers = hub_tx.clone();
+    engine.set_evidence_worker(Arc::new(move |found| {
+        let _ = answers.send(HubMessage::Evidence(found));
+    }));
     let poll_task = super::poll_task::PollTask::start(
         config.clone(),
         db,
         Arc::new(|| chrono::Utc::now().naive_utc()),
         move |item| {
             let _ = news.send(match item {
-                super::poll_task::PollNews::Observed => HubMessage::Observed,
+                super::poll_task::PollNews::Observed(read) => HubMessage::Polled(read),
                 super::poll_task::PollNews::Scheduler(r) => HubMessage::Scheduler(r),
                 super::poll_task::PollNews::FirstPoll(p) => HubMessage::FirstPoll(p),
             });

@@ -70,7 +70,12 @@ impl Engine {
             if now < finished_at + TimeDelta::from_std(settle).expect("small") {
                 continue;
             }
+            let asked = self.evidence.pending_seen();
             let checks = self.checks(i);
+            if self.evidence.pending_seen() != asked {
+                // A dry run is out on a worker: verified when it answers.
+                continue;
+            }
             let passed = checks.iter().all(|c| c.passed);
             let id = self.incidents[i].id.clone();
             self.record(
@@ -222,7 +227,8 @@ impl Engine {
     /// reads files fails the check, saying where, instead of being run. Its Jinja is
     /// rendered from the manifest ([`crate::lineage::Lineage::render_model`]), or else the
     /// manifest's compiled SQL is run with the change applied; Jinja that neither can
-    /// render is named, and nothing is sent. The dry run itself cannot write.
+    /// render is named, and nothing is sent. The dry run itself cannot write, and runs
+    /// as a probe ([`super::evidence`]): until it answers the check waits, and says so.
     pub(super) fn model_check(&self, proposal: &Proposal, file: &str) -> Check {
         let name = format!("{} runs on today's data", proposal.target);
         let result = (|| -> Result<u64> {
@@ -253,8 +259,24 @@ impl Engine {
                 );
             }
             let sql = self.renderable(&proposal.target, file, in_force)?;
-            let warehouse = self.dbt_warehouse().context("no warehouse")?;
-            Ok(warehouse.dry_run(&sql)?)
+            let warehouse = self.dbt_warehouse_name().context("no warehouse")?;
+            let key = format!("{warehouse}: a dry run of {}: {}", proposal.target, sql);
+            let run = Box::new(move |w: &(dyn Warehouse + Sync)| {
+                Ok(super::evidence::Answer::DryRun(w.dry_run(&sql)?))
+            });
+            match self
+                .probe(
+                    &warehouse,
+                    key,
+                    Some(super::evidence::Waiter::Verification),
+                    run,
+                )
+                .context("no warehouse")?
+            {
+                super::evidence::Lookup::Known(super::evidence::Answer::DryRun(rows)) => Ok(rows),
+                super::evidence::Lookup::Unavailable { why, .. } => anyhow::bail!(why),
+                _ => anyhow::bail!("waiting for the dry run on {warehouse}"),
+            }
         })();
         match result {
             Ok(rows) => Check {
@@ -331,11 +353,15 @@ impl Engine {
     /// The warehouse holding dbt's relations: the first one a monitor watches a dbt
     /// source in. With one warehouse, that one.
     pub(super) fn dbt_warehouse(&self) -> Option<&(dyn Warehouse + Sync)> {
-        let monitored = self.config.monitor.iter().find(|m| m.source.is_some());
-        let name = monitored
-            .map(|m| m.warehouse.clone())
-            .or_else(|| self.config.warehouse.keys().next().cloned())?;
+        let name = self.dbt_warehouse_name()?;
         self.poller.warehouse(&name).map(|w| w.as_ref())
+    }
+
+    fn dbt_warehouse_name(&self) -> Option<String> {
+        let monitored = self.config.monitor.iter().find(|m| m.source.is_some());
+        monitored
+            .map(|m| m.warehouse.clone())
+            .or_else(|| self.config.warehouse.keys().next().cloned())
     }
 
     /// Verification passed: resume every approved hold's schedule (intent first), and

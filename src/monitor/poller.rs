@@ -10,8 +10,8 @@
 //! one per check, and the step doubles once per failed attempt, however many checks
 //! saw it. A check that times out or fails its query says nothing about the warehouse.
 //!
-//! Measurements run concurrently; judging and storing them happens afterwards on the
-//! caller's thread, which owns the state database.
+//! Measurements run concurrently ([`Poller::read`]); judging and storing them happens
+//! afterwards ([`PollRead::store`]) on the thread that owns the state database.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -192,25 +192,27 @@ impl Poller {
         monitors: &[MonitorConfig],
         now: DateTime<Utc>,
     ) -> Result<Vec<Observation>> {
-        let at = now.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+        self.read(state, monitors, now)?.store(state)
+    }
+
+    /// The reading half of [`Poller::poll`]: `state` is only read (for the minutes
+    /// already stored), so a connection that cannot write will do. What was read is
+    /// judged and stored by [`PollRead::store`], on whichever connection writes.
+    pub fn read(
+        &self,
+        state: &Connection,
+        monitors: &[MonitorConfig],
+        now: DateTime<Utc>,
+    ) -> Result<PollRead> {
         let plans = monitors
             .iter()
             .map(|m| minutes_plan(state, m, now))
             .collect::<Result<Vec<_>>>()?;
         let reads = self.runtime.block_on(self.read_all(monitors, plans, now));
-        // One transaction for the whole poll: with synchronous=FULL, a commit per
-        // observation would cost thousands of fsyncs on a large estate. IMMEDIATE
-        // because judging reads history before it writes: on a connection of its own
-        // (a `PollTask`) a deferred transaction whose snapshot the engine moved on
-        // meanwhile could not upgrade to a write and the whole poll would be lost.
-        crate::store::write_on(state, |tx| {
-            let mut observations = Vec::new();
-            for (monitor, read) in monitors.iter().zip(reads) {
-                for (check, measured) in read.measurements(tx, monitor, now)? {
-                    observations.extend(judge(tx, monitor, check, &at, measured)?);
-                }
-            }
-            Ok(observations)
+        Ok(PollRead {
+            monitors: monitors.to_vec(),
+            reads,
+            now,
         })
     }
 
@@ -330,6 +332,44 @@ impl Poller {
             }
         }
         catalog
+    }
+}
+
+/// What one poll read from the warehouses, not yet judged or stored. The poll task
+/// reads; the engine, the one writer to the state database, stores.
+pub struct PollRead {
+    monitors: Vec<MonitorConfig>,
+    reads: Vec<MonitorRead>,
+    now: DateTime<Utc>,
+}
+
+impl std::fmt::Debug for PollRead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PollRead")
+            .field("monitors", &self.monitors.len())
+            .field("now", &self.now)
+            .finish()
+    }
+}
+
+impl PollRead {
+    /// Judges each check's result against what is stored and stores it, with the
+    /// minutes read, in one transaction on `state`. Observations in config order.
+    pub fn store(self, state: &Connection) -> Result<Vec<Observation>> {
+        let at = self.now.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+        // One transaction for the whole poll: with synchronous=FULL, a commit per
+        // observation would cost thousands of fsyncs on a large estate. IMMEDIATE
+        // because judging reads history before it writes.
+        let observations = crate::store::write_on(state, |tx| {
+            let mut observations = Vec::new();
+            for (monitor, read) in self.monitors.iter().zip(self.reads) {
+                for (check, measured) in read.measurements(tx, monitor, self.now)? {
+                    observations.extend(judge(tx, monitor, check, &at, measured)?);
+                }
+            }
+            Ok(observations)
+        })?;
+        Ok(observations)
     }
 }
 

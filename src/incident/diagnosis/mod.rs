@@ -53,6 +53,11 @@ pub struct Facts {
     /// The breached table is an incremental dbt model whose runs reach back a known
     /// window: the window, and what its parents loaded on the same days.
     pub incremental: Option<IncrementalFacts>,
+    /// Warehouse evidence asked for and not answered yet, by what it is: the cause is
+    /// re-stated once it comes.
+    pub pending: Vec<String>,
+    /// Warehouse evidence that could not be had: (what it was, "pg: why not").
+    pub unavailable: Vec<(String, String)>,
 }
 
 impl Facts {
@@ -80,6 +85,14 @@ impl Facts {
                 )
             })
             .collect();
+        // Evidence that came, or failed to, is new ground for the cause.
+        grounds.extend(self.pending.iter().map(|p| format!("pending {p}")));
+        // Why not is left out: a timeout and the server's own cancel are one ground.
+        grounds.extend(
+            self.unavailable
+                .iter()
+                .map(|(what, _)| format!("unavailable {what}")),
+        );
         grounds.sort();
         grounds.dedup();
         grounds
@@ -272,6 +285,11 @@ pub fn diagnose(facts: &Facts) -> Diagnosis {
         .find_map(|rule| rule(facts))
         .unwrap_or_else(|| fallback::diagnose(facts));
     diagnosis.headline = headline(facts, &diagnosis);
+    for (what, why) in &facts.unavailable {
+        diagnosis
+            .evidence
+            .push(format!("evidence unavailable: {why} ({what})"));
+    }
     diagnosis
 }
 
