@@ -54,6 +54,7 @@ fn the_example_config_is_valid() {
     let text = include_str!("../../config.example.toml");
     let config = Config::parse(text, Path::new("config.example.toml")).unwrap();
     assert!(config.warehouse.values().any(|w| w.kind == "postgres"));
+    assert!(config.warehouse.values().any(|w| w.kind == "duckdb"));
 }
 
 /// A minimal valid config with one extra line in the monitor.
