@@ -177,6 +177,24 @@ fn init_on_a_dbt_duckdb_project_writes_monitors_that_doctor_check_and_serve_run(
         "nothing is left commented out: {written}"
     );
 
+    // A rerun on the unchanged project writes the same bytes: nothing.
+    let output = dataward(
+        root.path(),
+        &[
+            "--data-dir",
+            data.to_str().unwrap(),
+            "init",
+            "--dbt-project",
+            project.to_str().unwrap(),
+            "--out",
+            config_path.to_str().unwrap(),
+        ],
+        &[("DBT_PROFILES_DIR", project.to_str().unwrap())],
+    );
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("already holds this"), "{stdout}");
+
     // A profile that reads the path from the environment: init reads it as dbt does,
     // writes the file it names, and names the variable beside it.
     let profiles = root.path().join("profiles");
