@@ -369,10 +369,10 @@ fn warehouse_block(
                 out,
                 "# The warehouse dbt builds in: the DuckDB file (catalog {1:?})\n\
                  #   {0}\n\
-                 # DuckDB has no login, so there is no secret; dataward opens the file read-only for\n\
-                 # each poll (only a backfill's snapshot writes), through DuckDB's ADBC driver\n\
-                 # (`driver`, default the manifest name \"duckdb\": `dataward doctor` says\n\
-                 # where it was found, or what to install).",
+                 # DuckDB has no login, so there is no secret to keep. dataward opens the\n\
+                 # file read-only for each poll (only a backfill's snapshot writes), through\n\
+                 # DuckDB's ADBC driver (`driver`, default the manifest name \"duckdb\":\n\
+                 # `dataward doctor` says where it was found, or what to install).",
                 c(&path),
                 c(&duck.database),
             );
