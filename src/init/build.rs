@@ -74,6 +74,7 @@ pub fn generate(inputs: &Inputs) -> Generated {
         warehouse_block(&warehouse, target);
     let database = match &target.connection {
         Connection::Postgres(pg) => Some(pg.dbname.as_str()),
+        Connection::Duckdb(duck) => Some(duck.database.as_str()),
         Connection::Unsupported { .. } => None,
     };
 
@@ -120,8 +121,8 @@ pub fn generate(inputs: &Inputs) -> Generated {
         if let (Some(theirs), Some(ours)) = (table.database.as_deref(), database) {
             if !theirs.eq_ignore_ascii_case(ours) {
                 skipped.push(format!(
-                    "{what}: in database {theirs:?}, and the warehouse connects to {ours:?} \
-                     (PostgreSQL reads one database per connection): not watched"
+                    "{what}: in database {theirs:?}, and the warehouse is {ours:?} \
+                     (one database per warehouse): not watched"
                 ));
                 continue;
             }
@@ -175,7 +176,8 @@ pub fn generate(inputs: &Inputs) -> Generated {
                 .collect();
             read_only_grants(pg, &schemas)
         }
-        Connection::Unsupported { .. } => Vec::new(),
+        // A DuckDB file has no roles: dataward attaches it read-only.
+        Connection::Duckdb(_) | Connection::Unsupported { .. } => Vec::new(),
     };
     if !grants.is_empty() {
         let _ = writeln!(
@@ -361,10 +363,38 @@ fn warehouse_block(
             );
             (out, Some(var), Some(hint), note, None)
         }
+        Connection::Duckdb(duck) => {
+            let path = duck.path.display().to_string();
+            let _ = writeln!(
+                out,
+                "# The warehouse dbt builds in: the DuckDB file (catalog {1:?})\n\
+                 #   {0}\n\
+                 # DuckDB has no login, so there is no secret to keep. dataward opens the\n\
+                 # file read-only for each poll (only a backfill's snapshot writes), through\n\
+                 # DuckDB's ADBC driver (`driver`, default the manifest name \"duckdb\":\n\
+                 # `dataward doctor` says where it was found, or what to install).",
+                c(&path),
+                c(&duck.database),
+            );
+            if let Some(var) = &duck.path_env {
+                let _ = writeln!(
+                    out,
+                    "# profiles.yml reads this path from ${}: this is where it pointed when\n\
+                     # `dataward init` ran. If it changes, change `path` here or run init again.",
+                    c(var)
+                );
+            }
+            let _ = writeln!(
+                out,
+                "[warehouse.{warehouse}]\nkind = \"duckdb\"\npath = {}\n",
+                quote(&path)
+            );
+            (out, None, None, None, None)
+        }
         Connection::Unsupported { settings } => {
             let why = format!(
                 "{}: line {}: target {:?} of profile {:?} is a {} warehouse; dataward watches \
-                 PostgreSQL (and SQLite) tables now, and {} is not supported yet: the warehouse \
+                 PostgreSQL, DuckDB and SQLite tables now, and {} is not supported yet: the warehouse \
                  and its monitors are written commented out, while lineage, owners and domains \
                  work as they are",
                 target.file.display(),
@@ -377,7 +407,7 @@ fn warehouse_block(
             let _ = writeln!(
                 out,
                 "# The warehouse dbt builds in is {}, which dataward cannot watch yet (it\n\
-                 # reads PostgreSQL and SQLite; {} is planned). Its settings, from\n\
+                 # reads PostgreSQL, DuckDB and SQLite; {} is planned). Its settings, from\n\
                  # {} (secrets are never copied):\n\
                  # [warehouse.{warehouse}]\n\
                  # kind = {}",

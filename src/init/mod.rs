@@ -74,7 +74,10 @@ pub fn init(options: &InitOptions, progress: &mut dyn FnMut(&str)) -> Result<Out
     let artifacts = artifacts::Artifacts::read(&project, progress)?;
     // Only a warehouse dataward can watch needs the manifest's tables to be its own; an
     // unsupported one is written commented out, whatever the manifest says.
-    let supported = matches!(target.connection, project::Connection::Postgres(_));
+    let supported = matches!(
+        target.connection,
+        project::Connection::Postgres(_) | project::Connection::Duckdb(_)
+    );
     if let (Some(adapter), true) = (&artifacts.adapter_type, supported) {
         if *adapter != target.adapter {
             bail!(

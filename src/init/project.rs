@@ -90,6 +90,7 @@ pub struct Target {
 #[derive(Debug, Clone)]
 pub enum Connection {
     Postgres(Postgres),
+    Duckdb(Duckdb),
     /// Any other adapter: its settings, secrets left out, for a commented block.
     Unsupported {
         settings: Vec<(String, String)>,
@@ -105,6 +106,21 @@ pub struct Postgres {
     pub schema: String,
     pub sslmode: Option<String>,
     pub password: Password,
+}
+
+/// A dbt-duckdb target: the one database file dbt builds in. DuckDB has no login, so
+/// there is no secret to leave out.
+#[derive(Debug, Clone)]
+pub struct Duckdb {
+    /// The file, absolute: a relative `path` is resolved against the project folder,
+    /// as dbt does (it runs from there, and DuckDB opens the path as given).
+    pub path: PathBuf,
+    /// The variable the profile reads the path from (`{{ env_var('NAME') }}`), read
+    /// from this environment when `init` runs.
+    pub path_env: Option<String>,
+    /// The catalog dbt-duckdb names after the file (`jaffle_shop` for
+    /// `jaffle_shop.duckdb`): the manifest's tables there are in this file.
+    pub database: String,
 }
 
 /// Where the target's password is: never copied, only pointed at.
@@ -263,6 +279,7 @@ impl Target {
         let adapter = text_value(adapter_value, "type", &shown)?;
         let connection = match adapter.as_str() {
             "postgres" => Connection::Postgres(postgres(output, &shown)?),
+            "duckdb" => Connection::Duckdb(duckdb(output, &shown, &project.dir)?),
             _ => Connection::Unsupported {
                 settings: unsupported_settings(output),
             },
@@ -351,6 +368,70 @@ fn postgres(output: &Yaml, file: &str) -> Result<Postgres> {
         schema: required("schema")?,
         sslmode: optional("sslmode")?,
         password,
+    })
+}
+
+/// A dbt-duckdb target's database file. Only a local file can be watched: `:memory:`
+/// (dbt-duckdb's default when `path` is missing) is gone when dbt exits, and a
+/// MotherDuck or other URL is not a file DuckDB's library opens here.
+fn duckdb(output: &Yaml, file: &str, project_dir: &Path) -> Result<Duckdb> {
+    let Some(value) = output.get("path") else {
+        bail!(
+            "{file}: line {}: this duckdb target has no `path`, so dbt builds in an in-memory \
+             database that is gone when dbt exits: nothing to watch. Set `path` to a database \
+             file and run dbt again",
+            output.line
+        );
+    };
+    let path = text_value(value, "path", file)?;
+    let path_env = value.text().and_then(env_var_name);
+    let line = value.line;
+    if path.trim() == crate::warehouse::duckdb::MEMORY {
+        bail!(
+            "{file}: line {line}: path is \":memory:\": dbt builds in an in-memory database that \
+             is gone when dbt exits, so there is nothing to watch. Set `path` to a database file \
+             and run dbt again"
+        );
+    }
+    if path.trim().is_empty() {
+        bail!("{file}: line {line}: path is empty; name the database file dbt builds in");
+    }
+    if path.contains("://") || path.to_ascii_lowercase().starts_with("md:") {
+        bail!(
+            "{file}: line {line}: path {path:?} is not a local file (MotherDuck, DuckLake or a \
+             URL): dataward opens DuckDB database files on this machine only"
+        );
+    }
+    let name = Path::new(&path)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    // DuckDB names the catalog after the first non-empty dot-separated part of the
+    // file's name, and dbt-duckdb's manifest uses that name.
+    let database = name
+        .trim_start_matches('.')
+        .split('.')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let resolved = project_dir.join(&path);
+    if !resolved.is_file() {
+        bail!(
+            "{file}: line {line}: the database file {} (path {path:?}{}) is not there: run \
+             `dbt build` in {} first, so there are tables to watch",
+            resolved.display(),
+            if Path::new(&path).is_relative() {
+                ", from the project folder, as dbt opens it"
+            } else {
+                ""
+            },
+            project_dir.display()
+        );
+    }
+    Ok(Duckdb {
+        path: resolved,
+        path_env,
+        database,
     })
 }
 
