@@ -878,3 +878,30 @@ pub fn from_config(
     let driver = super::duckdb::driver_wanted(config, wh.driver.as_deref());
     SnowflakeWarehouse::new(settings, driver)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_names_fold_to_upper_case_and_every_name_is_quoted() {
+        assert_eq!(quote("events"), "\"EVENTS\"");
+        assert_eq!(quote("loaded_at$1"), "\"LOADED_AT$1\"");
+        // Only a quoted name could hold these: taken as written.
+        assert_eq!(quote("Mixed Case"), "\"Mixed Case\"");
+        assert_eq!(quote("1st"), "\"1st\"");
+        assert_eq!(quote("a\"b"), "\"a\"\"b\"");
+        assert_eq!(literal("it's \\"), "'it''s \\\\'");
+    }
+
+    #[test]
+    fn types_keep_the_size_that_changes_what_fits() {
+        assert_eq!(type_name("NUMBER", None, Some(38), Some(0)), "NUMBER(38,0)");
+        assert_eq!(type_name("TEXT", Some(16_777_216), None, None), "TEXT");
+        assert_eq!(type_name("TEXT", Some(20), None, None), "TEXT(20)");
+        assert_eq!(
+            type_name("TIMESTAMP_NTZ", None, None, None),
+            "TIMESTAMP_NTZ"
+        );
+    }
+}
