@@ -58,7 +58,7 @@ pub struct Config {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WarehouseConfig {
-    /// "sqlite", "postgres" or "duckdb".
+    /// "sqlite", "postgres", "duckdb" or "snowflake".
     pub kind: String,
     /// SQLite and DuckDB: the database file (DuckDB: or `:memory:`).
     pub path: Option<PathBuf>,
@@ -76,6 +76,61 @@ pub struct WarehouseConfig {
     /// Extra SQLite files attached under a schema name, e.g. BILLING = "billing.db".
     #[serde(default)]
     pub attach: BTreeMap<String, PathBuf>,
+    // Snowflake: where and as whom. The secret is never here: a password or an OAuth
+    // token is read from the environment variable named, a private key from a file
+    // only its owner can read.
+    /// The account identifier, e.g. `myorg-myaccount`.
+    pub account: Option<String>,
+    /// Where the account answers, when not `<account>.snowflakecomputing.com` (a proxy,
+    /// a private link, a local test server), with its port and protocol.
+    pub host: Option<String>,
+    pub port: Option<u16>,
+    pub protocol: Option<String>,
+    /// The database every monitored table is in, and the schema of a table named
+    /// without one.
+    pub database: Option<String>,
+    pub schema: Option<String>,
+    /// The virtual warehouse the checks run on, and the role they run as.
+    pub warehouse: Option<String>,
+    pub role: Option<String>,
+    pub user: Option<String>,
+    /// Password login: the environment variable holding the password.
+    pub password_env: Option<String>,
+    /// Key-pair login: the private key file (PEM, PKCS#8), readable by its owner only.
+    pub private_key_file: Option<PathBuf>,
+    /// OAuth login: the environment variable holding the token.
+    pub token_env: Option<String>,
+    /// Never accepted: present only so a secret written into the config is refused by
+    /// name (see `validate_snowflake`).
+    pub password: Option<toml::Value>,
+    pub token: Option<toml::Value>,
+    pub private_key: Option<toml::Value>,
+}
+
+impl WarehouseConfig {
+    /// The keys given, by name: a warehouse of another kind refuses them.
+    fn snowflake_keys(&self) -> Vec<&'static str> {
+        [
+            ("account", self.account.is_some()),
+            ("host", self.host.is_some()),
+            ("port", self.port.is_some()),
+            ("protocol", self.protocol.is_some()),
+            ("database", self.database.is_some()),
+            ("schema", self.schema.is_some()),
+            ("warehouse", self.warehouse.is_some()),
+            ("role", self.role.is_some()),
+            ("user", self.user.is_some()),
+            ("password_env", self.password_env.is_some()),
+            ("private_key_file", self.private_key_file.is_some()),
+            ("token_env", self.token_env.is_some()),
+            ("password", self.password.is_some()),
+            ("token", self.token.is_some()),
+            ("private_key", self.private_key.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(key, given)| given.then_some(key))
+        .collect()
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -379,14 +434,25 @@ impl Config {
 
     fn validate_warehouse(&self, name: &str, wh: &WarehouseConfig) -> Result<(), Bad> {
         let at = format!("warehouse.{name}");
-        if wh.driver.is_some() && wh.kind != "duckdb" {
+        if wh.driver.is_some() && wh.kind != "duckdb" && wh.kind != "snowflake" {
             return Err(Bad::key(
                 "driver",
                 format!(
-                    "{at}.driver: an ADBC driver is for a duckdb warehouse, not {:?}",
+                    "{at}.driver: an ADBC driver is for a duckdb warehouse or a snowflake warehouse, not {:?}",
                     wh.kind
                 ),
             ));
+        }
+        if wh.kind != "snowflake" {
+            if let Some(key) = wh.snowflake_keys().first().copied() {
+                return Err(Bad::key(
+                    key,
+                    format!(
+                        "{at}.{key}: a snowflake key, not one of a {:?} warehouse",
+                        wh.kind
+                    ),
+                ));
+            }
         }
         match wh.kind.as_str() {
             "sqlite" => {
@@ -414,6 +480,7 @@ impl Config {
                     return Err(Bad::key("driver", format!("{at}.driver: empty; name an ADBC driver manifest (\"duckdb\") or the path of DuckDB's library")));
                 }
             }
+            "snowflake" => validate_snowflake(&at, wh)?,
             "postgres" => {
                 if wh.path.is_some() || !wh.attach.is_empty() {
                     let key = if wh.path.is_some() { "path" } else { "attach" };
@@ -430,7 +497,7 @@ impl Config {
                 return Err(Bad::key(
                     "kind",
                     format!(
-                        "{at}.kind: unknown kind {other:?} (expected \"sqlite\", \"postgres\" or \"duckdb\")"
+                        "{at}.kind: unknown kind {other:?} (expected \"sqlite\", \"postgres\", \"duckdb\" or \"snowflake\")"
                     ),
                 ))
             }
@@ -525,6 +592,11 @@ impl Config {
                 let mut at = section();
                 at.push(Step::Key("path"));
                 named.push((at, format!("warehouse.{name}.path"), path));
+            }
+            if let Some(path) = &wh.private_key_file {
+                let mut at = section();
+                at.push(Step::Key("private_key_file"));
+                named.push((at, format!("warehouse.{name}.private_key_file"), path));
             }
             for (schema, path) in &wh.attach {
                 let mut at = section();
@@ -729,6 +801,89 @@ fn at_line(line: Option<usize>, error: anyhow::Error) -> anyhow::Error {
 }
 
 /// An environment variable name, not a value: a URL or password pasted here is refused.
+/// A snowflake warehouse: where, as whom, and exactly one way to log in, its secret
+/// outside the config.
+fn validate_snowflake(at: &str, wh: &WarehouseConfig) -> Result<(), Bad> {
+    let sf = wh;
+    for (key, given) in [
+        ("password", sf.password.is_some()),
+        ("token", sf.token.is_some()),
+        ("private_key", sf.private_key.is_some()),
+    ] {
+        if given {
+            return Err(Bad::key(
+                key,
+                format!(
+                    "{at}.{key}: a secret is never written in the config; name the \
+                     environment variable holding it (`password_env`, `token_env`) or the \
+                     key file (`private_key_file`, mode 0600) instead, and remove this line"
+                ),
+            ));
+        }
+    }
+    for (key, given) in [
+        ("path", wh.path.is_some()),
+        ("url_env", wh.url_env.is_some()),
+        ("attach", !wh.attach.is_empty()),
+    ] {
+        if given {
+            return Err(Bad::key(key, format!("{at}.{key}: not a snowflake key; a snowflake warehouse takes `account`, `database`, `user` and one of `password_env`, `private_key_file`, `token_env`")));
+        }
+    }
+    for (key, value) in [
+        ("account", &sf.account),
+        ("database", &sf.database),
+        ("user", &sf.user),
+    ] {
+        match value {
+            None => {
+                return Err(Bad::section(format!(
+                    "{at}: a snowflake warehouse needs `{key}`"
+                )))
+            }
+            Some(v) if v.trim().is_empty() => {
+                return Err(Bad::key(key, format!("{at}.{key}: empty")))
+            }
+            Some(_) => {}
+        }
+    }
+    let logins: Vec<&str> = [
+        ("password_env", sf.password_env.is_some()),
+        ("private_key_file", sf.private_key_file.is_some()),
+        ("token_env", sf.token_env.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(key, given)| given.then_some(key))
+    .collect();
+    match logins.as_slice() {
+        [] => return Err(Bad::section(format!("{at}: a snowflake warehouse needs one way to log in: `password_env` or `token_env` (an environment variable's name), or `private_key_file`"))),
+        [_] => {}
+        [_, second, ..] => return Err(Bad::key(second, format!("{at}: one way to log in, not {}", logins.join(" and ")))),
+    }
+    for (key, var) in [
+        ("password_env", &sf.password_env),
+        ("token_env", &sf.token_env),
+    ] {
+        if let Some(var) = var {
+            if !is_env_var_name(var) {
+                return Err(Bad::key(key, format!("{at}.{key}: {} is not an environment variable name; put the secret in the environment, never in this file", redact(var))));
+            }
+        }
+    }
+    if let Some(protocol) = &sf.protocol {
+        if protocol != "https" && protocol != "http" {
+            return Err(Bad::key(
+                "protocol",
+                format!("{at}.protocol: {protocol:?} (expected \"https\" or \"http\")"),
+            ));
+        }
+    }
+    if wh.driver.as_deref().is_some_and(|d| d.trim().is_empty()) {
+        return Err(Bad::key("driver", format!("{at}.driver: empty; name an ADBC driver manifest (\"snowflake\") or the path of the driver's library")));
+    }
+    Ok(())
+}
+
 fn is_env_var_name(text: &str) -> bool {
     !text.is_empty()
         && !text.starts_with(|c: char| c.is_ascii_digit())

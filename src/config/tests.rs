@@ -238,6 +238,12 @@ fn a_duckdb_warehouse_takes_a_path_and_a_driver_and_names_the_line_of_a_wrong_ke
         e.contains("line 4") && e.contains("duckdb warehouse"),
         "{e}"
     );
-    let e = err("[warehouse.x]\nkind = \"snowflake\"\n");
-    assert!(e.contains("\"duckdb\""), "{e}");
+    let e = err("[warehouse.x]\nkind = \"bigquery\"\n");
+    assert!(
+        e.contains("\"duckdb\"") && e.contains("\"snowflake\""),
+        "{e}"
+    );
+    // A Snowflake key on another kind names its line.
+    let e = err("[warehouse.d]\nkind = \"duckdb\"\npath = \":memory:\"\naccount = \"a\"\n");
+    assert!(e.contains("line 4") && e.contains("a snowflake key"), "{e}");
 }

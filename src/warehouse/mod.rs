@@ -6,6 +6,7 @@
 pub mod adbc;
 pub mod duckdb;
 pub mod postgres;
+pub mod snowflake;
 pub mod sqlite;
 
 use std::fmt;
@@ -881,6 +882,7 @@ pub fn open(
             let driver = duckdb::driver_wanted(config, wh.driver.as_deref());
             Ok(Box::new(duckdb::DuckdbWarehouse::new(&path, driver)))
         }
+        "snowflake" => Ok(Box::new(snowflake::from_config(config, wh))),
         _ => {
             let path = config.resolve(wh.path.as_ref().expect("validated"));
             let attach = wh

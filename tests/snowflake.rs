@@ -1,0 +1,590 @@
+//! Snowflake through the ADBC Snowflake driver (the Go driver's shared library, from
+//! PyPI's adbc-driver-snowflake), against fakesnow's server (`fakesnow -s`: Snowflake's
+//! HTTP protocol on loopback, DuckDB underneath), as a user runs it: tables with
+//! history built through the driver, then `dataward check` (the binary) on them.
+//! Needs the venv `.ci/snowflake.sh` installs (/opt/dataward/snowflake, or the folder in
+//! SNOWFLAKE_VENV): without it each test says so and passes, unless
+//! DATAWARD_REQUIRE_ALL=1, where it fails.
+//!
+//! fakesnow answers `EXPLAIN` with an error the driver retries for half a minute, so
+//! nothing here plans a query (`doctor`'s plan step is not exercised).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+use dataward::warehouse::snowflake::{Login, Settings, SnowflakeWarehouse};
+use dataward::warehouse::{adbc, BackfillScope, Relation, Warehouse, WarehouseError};
+use serde_json::Value;
+
+/// The venv holding fakesnow and the driver's library, when installed.
+fn venv() -> Option<(PathBuf, PathBuf)> {
+    let venv = PathBuf::from(
+        std::env::var("SNOWFLAKE_VENV").unwrap_or_else(|_| "/opt/dataward/snowflake".into()),
+    );
+    let library = std::fs::read_dir(venv.join("lib"))
+        .ok()
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|python| {
+            python
+                .path()
+                .join("site-packages/adbc_driver_snowflake/libadbc_driver_snowflake.so")
+        })
+        .find(|path| path.is_file());
+    let fakesnow = venv.join("bin/fakesnow");
+    if let (Some(library), true) = (library, fakesnow.is_file()) {
+        return Some((fakesnow, library));
+    }
+    let missing = format!(
+        "fakesnow and the ADBC Snowflake driver are not in {} (run .ci/snowflake.sh)",
+        venv.display()
+    );
+    if std::env::var("DATAWARD_REQUIRE_ALL").as_deref() == Ok("1") {
+        panic!("{missing}, and DATAWARD_REQUIRE_ALL=1");
+    }
+    eprintln!("skipped: {missing}");
+    None
+}
+
+/// A fakesnow server of this test's own, killed when dropped.
+struct Fakesnow {
+    child: Child,
+    port: u16,
+    library: PathBuf,
+}
+
+impl Drop for Fakesnow {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `fakesnow -s` on a port it picks, read from the line Uvicorn prints.
+fn fakesnow() -> Option<Fakesnow> {
+    let (fakesnow, library) = venv()?;
+    let mut child = Command::new(fakesnow)
+        .args(["-s", "--host", "127.0.0.1"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start fakesnow");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    // Read on (and drained after the port) so the server never blocks on its pipe.
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(rest) = line.split("http://127.0.0.1:").nth(1) {
+                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                let _ = tx.send(digits.parse::<u16>().ok());
+            }
+        }
+    });
+    let mut server = Fakesnow {
+        child,
+        port: 0,
+        library,
+    };
+    let port = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .ok()
+        .flatten()
+        .expect("fakesnow printed no port within a minute");
+    server.port = port;
+    Some(server)
+}
+
+const PASSWORD_ENV: &str = "DATAWARD_TEST_SNOWFLAKE_PASSWORD";
+
+impl Fakesnow {
+    fn settings(&self) -> Settings {
+        Settings {
+            account: "fakesnow".into(),
+            host: Some("127.0.0.1".into()),
+            port: Some(self.port),
+            protocol: Some("http".into()),
+            database: "DW".into(),
+            schema: None,
+            warehouse: None,
+            role: None,
+            user: "fake".into(),
+            login: Some(Login::Password {
+                env: PASSWORD_ENV.into(),
+            }),
+        }
+    }
+
+    /// Runs SQL statements through the driver, as the loads would.
+    fn sql(&self, statements: &[&str]) {
+        let driver = adbc::load(
+            self.library.to_str().unwrap(),
+            &dataward::warehouse::snowflake::DRIVER,
+        )
+        .unwrap();
+        let port = self.port.to_string();
+        let database = driver
+            .open(&[
+                ("adbc.snowflake.sql.account", "fakesnow"),
+                ("adbc.snowflake.sql.uri.host", "127.0.0.1"),
+                ("adbc.snowflake.sql.uri.port", &port),
+                ("adbc.snowflake.sql.uri.protocol", "http"),
+                ("adbc.snowflake.sql.db", "DW"),
+                ("username", "fake"),
+                ("password", "snow"),
+                ("adbc.snowflake.sql.client_option.disable_telemetry", "true"),
+                ("adbc.snowflake.sql.client_option.login_timeout", "5s"),
+            ])
+            .unwrap();
+        let mut session = database.connect().unwrap();
+        for statement in statements {
+            session
+                .execute(statement)
+                .unwrap_or_else(|e| panic!("{statement}: {e}"));
+        }
+    }
+
+    fn warehouse(&self) -> SnowflakeWarehouse {
+        std::env::set_var(PASSWORD_ENV, "snow");
+        SnowflakeWarehouse::new(self.settings(), Some(self.library.display().to_string()))
+    }
+
+    fn config(&self, dir: &Path, monitors: &[String]) -> PathBuf {
+        let config = dir.join("dataward.toml");
+        let mut text = format!(
+            "[warehouse.snow]\nkind = \"snowflake\"\ndriver = \"{}\"\naccount = \"fakesnow\"\n\
+             host = \"127.0.0.1\"\nport = {}\nprotocol = \"http\"\ndatabase = \"DW\"\n\
+             user = \"fake\"\npassword_env = \"{PASSWORD_ENV}\"\n",
+            self.library.display(),
+            self.port
+        );
+        for monitor in monitors {
+            text.push_str(&format!("\n[[monitor]]\nwarehouse = \"snow\"\n{monitor}"));
+        }
+        std::fs::write(&config, text).unwrap();
+        config
+    }
+}
+
+/// A timestamp literal for now less `hours`.
+fn hours_ago(hours: i64) -> String {
+    let at = chrono::Utc::now() - chrono::TimeDelta::hours(hours);
+    format!("'{}'::TIMESTAMP_NTZ", at.format("%Y-%m-%d %H:%M:%S"))
+}
+
+/// Tables in schema ANALYTICS, each loaded hourly for the last five weeks (840 rows),
+/// every tenth row's kind null.
+fn estate(server: &Fakesnow, tables: &[&str]) {
+    let mut statements = vec![
+        "CREATE DATABASE IF NOT EXISTS DW".to_string(),
+        "CREATE SCHEMA IF NOT EXISTS DW.ANALYTICS".to_string(),
+    ];
+    for table in tables {
+        statements.push(format!(
+            "CREATE TABLE DW.ANALYTICS.{table} (ID NUMBER(38,0), KIND VARCHAR, AMOUNT VARCHAR, LOADED_AT TIMESTAMP_NTZ)"
+        ));
+        let rows: Vec<String> = (1..=840)
+            .map(|n| {
+                let kind = if n % 10 == 0 { "NULL" } else { "'click'" };
+                format!("({n}, {kind}, '{}', {})", n * 3, hours_ago(n))
+            })
+            .collect();
+        statements.push(format!(
+            "INSERT INTO DW.ANALYTICS.{table} VALUES {}",
+            rows.join(", ")
+        ));
+    }
+    let statements: Vec<&str> = statements.iter().map(String::as_str).collect();
+    server.sql(&statements);
+}
+
+fn monitor(table: &str, checks: &str) -> String {
+    format!(
+        "table = \"analytics.{table}\"\nchecks = [{checks}]\n\
+         timestamp_column = \"loaded_at\"\nnull_window = \"10d\"\n"
+    )
+}
+
+fn check_once(dir: &Path, config: &Path) -> Output {
+    let data = dir.join("data");
+    Command::new(env!("CARGO_BIN_EXE_dataward"))
+        .args([
+            "check",
+            "--config",
+            config.to_str().unwrap(),
+            "--once",
+            "--json",
+        ])
+        .args(["--data-dir", data.to_str().unwrap()])
+        .env(PASSWORD_ENV, "snow")
+        .output()
+        .expect("run dataward")
+}
+
+fn json_lines(output: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
+
+#[test]
+fn every_check_runs_on_snowflake() {
+    let Some(server) = fakesnow() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    estate(&server, &["events"]);
+    let config = server.config(
+        dir.path(),
+        &[monitor(
+            "events",
+            "\"row_count\", \"null_rate\", \"freshness\", \"volume\", \"schema\"",
+        )],
+    );
+    let out = check_once(dir.path(), &config);
+    let lines = json_lines(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(lines.len(), 8, "{lines:#?}\n{stderr}");
+    for line in &lines {
+        assert_eq!(line["health"], "ok", "{line}\n{stderr}");
+    }
+    let kind = lines.iter().find(|l| l["column"] == "KIND").unwrap();
+    assert!(
+        (kind["observed"].as_f64().unwrap() - 0.1).abs() < 0.01,
+        "{kind}"
+    );
+    let rows = lines.iter().find(|l| l["check"] == "row_count").unwrap();
+    assert_eq!(rows["observed"], 840.0, "{rows}");
+    let schema = lines.iter().find(|l| l["check"] == "schema").unwrap();
+    assert_eq!(schema["observed"], 4.0, "{schema}");
+    assert_eq!(out.status.code(), Some(0), "{lines:#?}");
+}
+
+#[test]
+fn a_breach_of_each_kind_and_a_schema_change_on_snowflake() {
+    let Some(server) = fakesnow() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    estate(
+        &server,
+        &["shrunk", "nulled", "stopped", "thinned", "altered"],
+    );
+    let config = server.config(
+        dir.path(),
+        &[
+            monitor("shrunk", "\"row_count\""),
+            monitor("nulled", "\"null_rate\""),
+            monitor("stopped", "\"freshness\""),
+            monitor("thinned", "\"volume\""),
+            monitor("altered", "\"schema\""),
+        ],
+    );
+    // Three clean polls: the baselines that learn from polls have their history.
+    for poll in 0..3 {
+        let out = check_once(dir.path(), &config);
+        let lines = json_lines(&out);
+        assert!(
+            lines.len() == 8
+                && lines.iter().all(|l| l["health"] == "ok"
+                    && ["ok", "learning"].contains(&l["verdict"].as_str().unwrap())),
+            "poll {poll}: {lines:#?}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(0), "poll {poll}: {lines:#?}");
+    }
+    let yesterday = (chrono::Utc::now() - chrono::TimeDelta::days(1)).date_naive();
+    let nulls: Vec<String> = (0..200)
+        .map(|n| format!("({}, NULL, '1', {})", 1000 + n, hours_ago(0)))
+        .collect();
+    server.sql(&[
+        // Half the rows gone.
+        "DELETE FROM DW.ANALYTICS.SHRUNK WHERE MOD(ID, 2) = 0",
+        // A load of 200 rows, the kind of each null.
+        &format!("INSERT INTO DW.ANALYTICS.NULLED VALUES {}", nulls.join(", ")),
+        // Nothing loaded for the last two days of an hourly table.
+        &format!(
+            "DELETE FROM DW.ANALYTICS.STOPPED WHERE LOADED_AT > {}",
+            hours_ago(48)
+        ),
+        // Yesterday (UTC) lost most of its rows.
+        &format!(
+            "DELETE FROM DW.ANALYTICS.THINNED WHERE LOADED_AT::DATE = '{yesterday}'::DATE AND MOD(ID, 5) <> 0"
+        ),
+        "ALTER TABLE DW.ANALYTICS.ALTERED ADD COLUMN NOTE VARCHAR",
+    ]);
+    let out = check_once(dir.path(), &config);
+    let lines = json_lines(&out);
+    let verdict = |table: &str, check: &str, column: Option<&str>| {
+        lines
+            .iter()
+            .find(|l| {
+                l["table"] == format!("analytics.{table}")
+                    && l["check"] == check
+                    && column.is_none_or(|c| l["column"] == c)
+            })
+            .unwrap_or_else(|| panic!("no {check} of {table}: {lines:#?}"))["verdict"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(verdict("shrunk", "row_count", None), "low", "{lines:#?}");
+    assert_eq!(
+        verdict("nulled", "null_rate", Some("KIND")),
+        "high",
+        "{lines:#?}"
+    );
+    assert_eq!(
+        verdict("nulled", "null_rate", Some("ID")),
+        "ok",
+        "{lines:#?}"
+    );
+    assert_eq!(verdict("stopped", "freshness", None), "late", "{lines:#?}");
+    assert_eq!(verdict("thinned", "volume", None), "low", "{lines:#?}");
+    assert_eq!(verdict("altered", "schema", None), "changed", "{lines:#?}");
+    let schema = lines.iter().find(|l| l["check"] == "schema").unwrap();
+    assert_eq!(schema["observed"], 5.0, "{schema}");
+    assert_eq!(out.status.code(), Some(1), "{lines:#?}");
+}
+
+fn refusal<T: std::fmt::Debug>(result: Result<T, WarehouseError>) -> String {
+    match result {
+        Err(WarehouseError::Refused(message)) => message,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_backfills_clone_puts_the_days_it_rebuilt_back_exactly() {
+    let Some(server) = fakesnow() else {
+        return;
+    };
+    estate(&server, &["events"]);
+    let wh = server.warehouse();
+    let events = Relation::parse("analytics.events").unwrap();
+    let before = wh.day_prints(&events, Some("loaded_at")).unwrap();
+    assert!(before.len() >= 35, "{before:?}");
+
+    let mut version = wh.snapshot_table(&events, "INC-0001-P1").unwrap();
+    assert_eq!(version.rows, 840);
+    assert_eq!(
+        version.copy,
+        "dataward_versions.analytics__events__inc_0001_p1"
+    );
+    let again = refusal(wh.snapshot_table(&events, "inc-0001-p1"));
+    assert!(again.contains("never overwritten"), "{again}");
+
+    // The backfill rebuilds yesterday (UTC) wrongly.
+    let today = chrono::Utc::now().date_naive();
+    let yesterday = today.pred_opt().unwrap();
+    server.sql(&[&format!(
+        "UPDATE DW.ANALYTICS.EVENTS SET KIND = 'wrong', AMOUNT = NULL \
+         WHERE LOADED_AT::DATE = '{yesterday}'::DATE"
+    )]);
+    version.scope = Some(BackfillScope {
+        column: Some("loaded_at".into()),
+        days: Some((yesterday.to_string(), today.to_string())),
+    });
+    version.after = Some(wh.day_prints(&events, Some("loaded_at")).unwrap());
+    assert_ne!(version.after.as_ref().unwrap(), &before);
+
+    // A row loaded on a rebuilt day since the backfill: the undo would lose it.
+    server.sql(&[&format!(
+        "INSERT INTO DW.ANALYTICS.EVENTS VALUES (5000, 'late', '1', '{yesterday} 12:30:00'::TIMESTAMP_NTZ)"
+    )]);
+    let refused = refusal(wh.restore_table(&events, &version));
+    assert!(refused.contains("changed since the backfill"), "{refused}");
+    server.sql(&["DELETE FROM DW.ANALYTICS.EVENTS WHERE ID = 5000"]);
+
+    // A row loaded today, outside what the backfill rebuilt, is kept.
+    server.sql(&[&format!(
+        "INSERT INTO DW.ANALYTICS.EVENTS VALUES (6000, 'new', '2', '{today} 00:00:01'::TIMESTAMP_NTZ)"
+    )]);
+    let restored = wh.restore_table(&events, &version).unwrap();
+    assert_eq!(restored.rows, 24, "yesterday's rows put back");
+    assert_eq!(restored.kept.len(), 1, "{:?}", restored.kept);
+    server.sql(&["DELETE FROM DW.ANALYTICS.EVENTS WHERE ID = 6000"]);
+    assert_eq!(wh.day_prints(&events, Some("loaded_at")).unwrap(), before);
+
+    // Found again by a retry, then dropped with its retention.
+    let found = wh.find_version(&events, "INC-0001-P1").unwrap().unwrap();
+    assert_eq!(
+        (found.copy.as_str(), found.rows),
+        (version.copy.as_str(), 840)
+    );
+    wh.drop_version(&version).unwrap();
+    assert_eq!(wh.find_version(&events, "INC-0001-P1").unwrap(), None);
+    wh.drop_version(&version).unwrap();
+
+    // A stored version edited to name a real table is refused before anything runs.
+    let mut forged = version.clone();
+    forged.copy = "analytics.events".into();
+    refusal(wh.restore_table(&events, &forged));
+    refusal(wh.drop_version(&forged));
+    assert_eq!(wh.row_count(&events).unwrap(), 840);
+}
+
+#[test]
+fn a_dry_run_and_uncastable_counts_on_snowflake() {
+    let Some(server) = fakesnow() else {
+        return;
+    };
+    estate(&server, &["events"]);
+    server.sql(&[
+        "CREATE TABLE DW.ANALYTICS.RAW (V VARCHAR)",
+        "INSERT INTO DW.ANALYTICS.RAW VALUES ('12'), (' 7 '), ('x1'), ('2024-02-30'), \
+         ('2024-02-29'), ('3.5'), ('yes'), ('99999999999'), (NULL)",
+    ]);
+    let wh = server.warehouse();
+    assert_eq!(
+        wh.dry_run("SELECT ID, TRY_CAST(AMOUNT AS INTEGER) AS AMOUNT FROM DW.ANALYTICS.EVENTS")
+            .unwrap(),
+        840
+    );
+    let failed = wh
+        .dry_run("SELECT ID, CAST(KIND AS INTEGER) AS KIND FROM DW.ANALYTICS.EVENTS")
+        .unwrap_err();
+    assert!(matches!(failed, WarehouseError::Query(_)), "{failed:?}");
+    // SQL that tries to write, smuggled into the select, runs nowhere.
+    let _ = wh.dry_run("SELECT 1) AS x; DELETE FROM DW.ANALYTICS.EVENTS; SELECT * FROM (SELECT 1");
+    let events = Relation::parse("analytics.events").unwrap();
+    assert_eq!(wh.row_count(&events).unwrap(), 840);
+
+    let raw = Relation::parse("analytics.raw").unwrap();
+    let values = [
+        "12",
+        " 7 ",
+        "x1",
+        "2024-02-30",
+        "2024-02-29",
+        "3.5",
+        "yes",
+        "99999999999",
+    ];
+    for target in [
+        "integer",
+        "bigint",
+        "numeric(10,2)",
+        "date",
+        "boolean",
+        "varchar",
+    ] {
+        let cast = dataward::warehouse::CastTarget::parse(target).unwrap();
+        let mut expected: Vec<String> = values
+            .iter()
+            .filter(|v| !cast.accepts(v))
+            .map(|v| v.to_string())
+            .collect();
+        expected.sort();
+        let found = wh.count_uncastable(&raw, "v", target).unwrap().unwrap();
+        assert_eq!(found.rows, expected.len() as u64, "{target}: {found:?}");
+        expected.truncate(3);
+        assert_eq!(found.examples, expected, "{target}");
+    }
+    assert_eq!(wh.count_uncastable(&raw, "v", "timestamp").unwrap(), None);
+}
+
+/// A config for a Snowflake warehouse with `login` as its way in, and one monitor.
+fn login_config(dir: &Path, login: &str) -> PathBuf {
+    let config = dir.join("dataward.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[warehouse.snow]\nkind = \"snowflake\"\naccount = \"fakesnow\"\n\
+             host = \"127.0.0.1\"\nport = 9\nprotocol = \"http\"\ndatabase = \"DW\"\n\
+             user = \"fake\"\n{login}\n\n[[monitor]]\nwarehouse = \"snow\"\n\
+             table = \"analytics.events\"\nchecks = [\"row_count\"]\n"
+        ),
+    )
+    .unwrap();
+    config
+}
+
+#[test]
+fn a_secret_written_in_the_config_is_refused_by_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for (line, key) in [
+        ("password = \"hunter2-secret\"", "password"),
+        ("token = \"hunter2-secret\"", "token"),
+        ("private_key = \"hunter2-secret\"", "private_key"),
+    ] {
+        let config = login_config(dir.path(), line);
+        let out = check_once(dir.path(), &config);
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{key}: {said}");
+        assert!(said.contains("line 9"), "{key}: {said}");
+        assert!(
+            said.contains(&format!("warehouse.snow.{key}"))
+                && said.contains("never written in the config"),
+            "{key}: {said}"
+        );
+        assert!(
+            !said.contains("hunter2"),
+            "{key}: the secret was echoed: {said}"
+        );
+    }
+    // No way to log in, or two: each named.
+    let out = check_once(dir.path(), &login_config(dir.path(), ""));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("one way to log in"), "{said}");
+    let both = "password_env = \"A\"\ntoken_env = \"B\"";
+    let out = check_once(dir.path(), &login_config(dir.path(), both));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("password_env and token_env"), "{said}");
+}
+
+#[test]
+fn a_private_key_others_can_read_is_not_used() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("snowflake.p8");
+    std::fs::write(&key, "-----BEGIN PRIVATE KEY-----\n").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let config = login_config(dir.path(), "private_key_file = \"snowflake.p8\"");
+    let out = check_once(dir.path(), &config);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("readable by others") && said.contains("chmod 600"),
+        "{said}"
+    );
+    assert_ne!(out.status.code(), Some(0), "{said}");
+}
+
+#[test]
+fn a_missing_driver_says_what_to_install() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = login_config(dir.path(), &format!("password_env = \"{PASSWORD_ENV}\""));
+    let out = Command::new(env!("CARGO_BIN_EXE_dataward"))
+        .args([
+            "check",
+            "--config",
+            config.to_str().unwrap(),
+            "--once",
+            "--json",
+        ])
+        .args(["--data-dir", dir.path().join("data").to_str().unwrap()])
+        .env(PASSWORD_ENV, "snow")
+        .env("ADBC_DRIVER_PATH", dir.path())
+        .env("XDG_CONFIG_HOME", dir.path())
+        .output()
+        .unwrap();
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 1, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(lines[0]["health"], "unreachable", "{lines:#?}");
+    let said = lines[0]["message"].as_str().unwrap();
+    for needed in [
+        "no ADBC driver \"snowflake\" found",
+        &dir.path().display().to_string(),
+        "dbc install snowflake",
+    ] {
+        assert!(said.contains(needed), "{needed:?} not in: {said}");
+    }
+    assert_ne!(out.status.code(), Some(0), "{said}");
+}
