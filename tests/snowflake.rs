@@ -588,3 +588,35 @@ fn a_missing_driver_says_what_to_install() {
     }
     assert_ne!(out.status.code(), Some(0), "{said}");
 }
+
+/// `doctor` on a Snowflake warehouse: the driver on a line of its own (where it was
+/// found), and the warehouse reached as the account, database and user the config
+/// names; never taken for a SQLite file.
+#[test]
+fn doctor_names_the_snowflake_driver_and_the_login() {
+    let Some(server) = fakesnow() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let config = server.config(dir.path(), &[]);
+    std::env::set_var(PASSWORD_ENV, "snow");
+    let output = Command::new(env!("CARGO_BIN_EXE_dataward"))
+        .args(["doctor", "--config"])
+        .arg(&config)
+        .env(PASSWORD_ENV, "snow")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).to_string()
+        + &String::from_utf8_lossy(&output.stderr);
+    let library = server.library.display().to_string();
+    assert!(
+        text.lines()
+            .any(|l| l.contains("✓") && l.contains("driver snow") && l.contains(&library)),
+        "{text}"
+    );
+    assert!(
+        text.lines().any(|l| l.contains("✓")
+            && l.contains("warehouse snow")
+            && l.contains("snowflake fakesnow/DW as fake")),
+        "{text}"
+    );
+    assert!(!text.contains("sqlite"), "{text}");
+}

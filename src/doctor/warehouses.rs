@@ -37,6 +37,10 @@ pub fn check(config: &Config, lines: &mut Vec<Line>) -> BTreeMap<String, Reached
                 Some(who) => who,
                 None => continue,
             },
+            "snowflake" => match snowflake_driver(config, name, wh, lines) {
+                Some(who) => who,
+                None => continue,
+            },
             _ => {
                 let path = config.resolve(wh.path.as_deref().unwrap_or(std::path::Path::new("")));
                 if !path.exists() {
@@ -67,7 +71,7 @@ pub fn check(config: &Config, lines: &mut Vec<Line>) -> BTreeMap<String, Reached
         // One catalog query: it needs a connection, a login and a working session.
         match opened.columns_of(None, &["dataward_doctor_probe".to_string()]) {
             Ok(_) => {
-                let verb = if wh.kind != "postgres" {
+                let verb = if !matches!(wh.kind.as_str(), "postgres" | "snowflake") {
                     "opens"
                 } else {
                     "reachable"
@@ -92,9 +96,41 @@ pub fn check(config: &Config, lines: &mut Vec<Line>) -> BTreeMap<String, Reached
     reached
 }
 
-/// DuckDB's ADBC driver, found and loaded, on a line of its own: where it was found
-/// (the library, the manifest that named it) and its version, or every folder looked
-/// in and what to install. Then the database: who the warehouse line shows.
+/// An ADBC driver, found and loaded, on a line of its own: where it was found (the
+/// library, the manifest that named it) and its version, or every folder looked in and
+/// what to install. False when it was not found.
+fn driver_line(
+    name: &str,
+    found: Result<crate::warehouse::adbc::Found, WarehouseError>,
+    version: Option<String>,
+    install: &str,
+    lines: &mut Vec<Line>,
+) -> bool {
+    let what = format!("driver {name}");
+    match found {
+        Ok(found) => {
+            let version = version
+                .or_else(|| found.version.clone())
+                .unwrap_or_else(|| "version unknown".to_string());
+            let manifest = match &found.manifest {
+                Some(manifest) => format!(", named by {}", manifest.display()),
+                None => String::new(),
+            };
+            lines.push(Line::ok(
+                what,
+                format!("{version}: {}{manifest}", found.library.display()),
+            ));
+            true
+        }
+        Err(e) => {
+            lines.push(Line::bad(what, message(&e), install));
+            false
+        }
+    }
+}
+
+/// DuckDB's driver (its own library), then the database file: who the warehouse line
+/// shows.
 fn duckdb_driver(
     config: &Config,
     name: &str,
@@ -109,32 +145,15 @@ fn duckdb_driver(
     );
     let opened =
         duckdb::DuckdbWarehouse::new(&path, duckdb::driver_wanted(config, wh.driver.as_deref()));
-    let driver_line = format!("driver {name}");
-    match opened.driver_found() {
-        Ok(found) => {
-            let version = opened
-                .library_version()
-                .map(|v| format!("DuckDB {v}"))
-                .or_else(|_| found.version.clone().ok_or(()))
-                .unwrap_or_else(|_| "version unknown".to_string());
-            let manifest = match &found.manifest {
-                Some(manifest) => format!(", named by {}", manifest.display()),
-                None => String::new(),
-            };
-            lines.push(Line::ok(
-                driver_line,
-                format!("{version}: {}{manifest}", found.library.display()),
-            ));
-        }
-        Err(e) => {
-            lines.push(Line::bad(
-                driver_line,
-                message(&e),
-                "dbc install duckdb (the ADBC driver manifest), or set `driver` in the \
-                 warehouse's section to the path of DuckDB's libduckdb.so",
-            ));
-            return None;
-        }
+    let found = opened.driver_found();
+    let version = opened
+        .library_version()
+        .ok()
+        .map(|v| format!("DuckDB {v}"));
+    let install = "dbc install duckdb (the ADBC driver manifest), or set `driver` in the \
+                   warehouse's section to the path of DuckDB's libduckdb.so";
+    if !driver_line(name, found, version, install, lines) {
+        return None;
     }
     if path != duckdb::MEMORY && !std::path::Path::new(&path).is_file() {
         lines.push(Line::bad(
@@ -147,6 +166,32 @@ fn duckdb_driver(
     Some(Who {
         shown: format!("duckdb {path}"),
         user: None,
+    })
+}
+
+/// The ADBC Snowflake driver, then the account, database and user the warehouse line
+/// shows (the login itself is tried by the catalog query after).
+fn snowflake_driver(
+    config: &Config,
+    name: &str,
+    wh: &crate::config::WarehouseConfig,
+    lines: &mut Vec<Line>,
+) -> Option<Who> {
+    let opened = crate::warehouse::snowflake::from_config(config, wh);
+    let install = "dbc install snowflake (the ADBC driver manifest), or set `driver` in the \
+                   warehouse's section to the path of libadbc_driver_snowflake.so (PyPI's \
+                   adbc-driver-snowflake wheel holds it)";
+    if !driver_line(name, opened.driver_found(), None, install, lines) {
+        return None;
+    }
+    let user = wh.user.clone().unwrap_or_default();
+    Some(Who {
+        shown: format!(
+            "snowflake {}/{} as {user}",
+            wh.account.as_deref().unwrap_or_default(),
+            wh.database.as_deref().unwrap_or_default()
+        ),
+        user: Some(user),
     })
 }
 
