@@ -55,6 +55,7 @@ fn the_example_config_is_valid() {
     let config = Config::parse(text, Path::new("config.example.toml")).unwrap();
     assert!(config.warehouse.values().any(|w| w.kind == "postgres"));
     assert!(config.warehouse.values().any(|w| w.kind == "duckdb"));
+    assert!(config.warehouse.values().any(|w| w.kind == "snowflake"));
 }
 
 /// A minimal valid config with one extra line in the monitor.
