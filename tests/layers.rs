@@ -44,10 +44,6 @@ const PENDING: &[(&str, &str)] = &[
     // The policy refuses with its own Refusal (same kinds); engine/edge.rs converts it.
     ("src/approve/mod.rs", "engine::api"),
     ("src/approve/stop.rs", "engine::api"),
-    // chain::head returns the chain's own head (seq, hash), converted in engine/edge.rs,
-    // once head()'s SQL is behind the store seam.
-    ("src/chain/mod.rs", "engine::api"),
-    ("src/store/chain.rs", "engine::api"),
     // The Orchestrator trait reports its own pipeline (state, last run) and run status;
     // engine/edge.rs builds PipelineView. The orchestrators then move to effects/.
     ("src/engine/orchestrator/airflow.rs", "engine::api"),

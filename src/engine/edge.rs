@@ -1,8 +1,17 @@
 //! The edge where the domain's types become the protocol's: the protocol (`api.rs`)
 //! names nothing else of dataward, so what the engine sends is converted here.
 
-use super::api::{MonitorHealth, VerdictKind};
-use crate::{detect, monitor};
+use super::api::{ChainHead, MonitorHealth, VerdictKind};
+use crate::{chain, detect, monitor};
+
+impl From<chain::Head> for ChainHead {
+    fn from(head: chain::Head) -> ChainHead {
+        ChainHead {
+            seq: head.seq,
+            hash: head.hash,
+        }
+    }
+}
 
 impl From<monitor::Health> for MonitorHealth {
     fn from(health: monitor::Health) -> MonitorHealth {
