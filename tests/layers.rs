@@ -41,13 +41,6 @@ const EFFECTS_IN_ENGINE: &[&str] = &["engine::orchestrator"];
 /// its edge is cut. All are the domain naming the protocol, which the compiler allows
 /// (the protocol crate is a leaf the domain may depend on) and ENGINEERING.md does not.
 const PENDING: &[(&str, &str)] = &[
-    // The policy refuses with its own Refusal (same kinds); engine/edge.rs converts it.
-    ("src/approve/mod.rs", "engine::api"),
-    ("src/approve/stop.rs", "engine::api"),
-    // chain::head returns the chain's own head (seq, hash), converted in engine/edge.rs,
-    // once head()'s SQL is behind the store seam.
-    ("src/chain/mod.rs", "engine::api"),
-    ("src/store/chain.rs", "engine::api"),
     // The Orchestrator trait reports its own pipeline (state, last run) and run status;
     // engine/edge.rs builds PipelineView. The orchestrators then move to effects/.
     ("src/engine/orchestrator/airflow.rs", "engine::api"),

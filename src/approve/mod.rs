@@ -10,7 +10,40 @@ use std::os::unix::fs::MetadataExt;
 use serde::Serialize;
 
 use crate::config::Config;
-use crate::engine::api::{Refusal, RefusalKind};
+
+/// Why the policy refuses: a kind a caller can act on, and the words a person reads.
+/// The policy's own type; the engine's edge converts it to the protocol's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub kind: RefusalKind,
+    pub message: String,
+}
+
+/// The kinds the policy refuses with, each the protocol's kind of the same name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefusalKind {
+    /// The person behind the request is not known, so nothing may be recorded as theirs.
+    NotPermitted,
+    /// The org-wide stop is set.
+    OrgStop,
+}
+
+impl Refusal {
+    pub fn new(kind: RefusalKind, message: impl Into<String>) -> Refusal {
+        Refusal {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Refusal {}
 
 /// The audit login uid of a process: who logged in, kept across `sudo` and `su`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,9 +7,8 @@ use anyhow::{bail, Result};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::Actor;
+use super::{Actor, Refusal, RefusalKind};
 use crate::chain;
-use crate::engine::api::{Refusal, RefusalKind};
 use crate::store::prelude::*;
 use crate::store::Connection;
 

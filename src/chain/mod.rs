@@ -10,7 +10,6 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::engine::api::ChainHead;
 use crate::store::prelude::*;
 use crate::store::{Connection, Transaction};
 
@@ -408,7 +407,14 @@ fn hex(bytes: &[u8]) -> String {
     s
 }
 
-pub fn head(conn: &Connection) -> Result<Option<ChainHead>> {
+/// The chain's last record: where the next one links, and what a console shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Head {
+    pub seq: u64,
+    pub hash: String,
+}
+
+pub fn head(conn: &Connection) -> Result<Option<Head>> {
     conn.chain_head()
 }
 

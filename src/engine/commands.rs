@@ -914,8 +914,38 @@ fn effect_of(body: &ProposalBody, forward: bool) -> Option<Effect> {
 fn refusal_of(e: &anyhow::Error) -> Refusal {
     let kind = e
         .chain()
-        .find_map(|cause| cause.downcast_ref::<Refusal>())
-        .map(|r| r.kind)
+        .find_map(|cause| {
+            cause.downcast_ref::<Refusal>().map(|r| r.kind).or_else(|| {
+                cause
+                    .downcast_ref::<approve::Refusal>()
+                    .map(|r| r.kind.into())
+            })
+        })
         .unwrap_or(RefusalKind::Invalid);
     Refusal::new(kind, format!("{e:#}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A refusal the policy raises deep in a command keeps its kind on the way out.
+    #[test]
+    fn a_policy_refusal_keeps_its_kind_through_the_error_chain() {
+        let stopped = anyhow::Error::from(approve::Refusal::new(
+            approve::RefusalKind::OrgStop,
+            "the org-wide stop is set",
+        ))
+        .context("dispatching INC-0001-P1");
+        let refusal = refusal_of(&stopped);
+        assert_eq!(refusal.kind, RefusalKind::OrgStop);
+        assert_eq!(
+            refusal.message,
+            "dispatching INC-0001-P1: the org-wide stop is set"
+        );
+        assert_eq!(
+            refusal_of(&anyhow::anyhow!("no reason given")).kind,
+            RefusalKind::Invalid
+        );
+    }
 }

@@ -1,8 +1,32 @@
 //! The edge where the domain's types become the protocol's: the protocol (`api.rs`)
 //! names nothing else of dataward, so what the engine sends is converted here.
 
-use super::api::{MonitorHealth, VerdictKind};
-use crate::{detect, monitor};
+use super::api::{ChainHead, MonitorHealth, Refusal, RefusalKind, VerdictKind};
+use crate::{approve, chain, detect, monitor};
+
+impl From<approve::RefusalKind> for RefusalKind {
+    fn from(kind: approve::RefusalKind) -> RefusalKind {
+        match kind {
+            approve::RefusalKind::NotPermitted => RefusalKind::NotPermitted,
+            approve::RefusalKind::OrgStop => RefusalKind::OrgStop,
+        }
+    }
+}
+
+impl From<approve::Refusal> for Refusal {
+    fn from(refusal: approve::Refusal) -> Refusal {
+        Refusal::new(refusal.kind.into(), refusal.message)
+    }
+}
+
+impl From<chain::Head> for ChainHead {
+    fn from(head: chain::Head) -> ChainHead {
+        ChainHead {
+            seq: head.seq,
+            hash: head.hash,
+        }
+    }
+}
 
 impl From<monitor::Health> for MonitorHealth {
     fn from(health: monitor::Health) -> MonitorHealth {
@@ -32,6 +56,19 @@ impl From<detect::VerdictKind> for VerdictKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The policy's refusals reach a console with the protocol's kind of the same name.
+    #[test]
+    fn every_policy_refusal_keeps_its_kind() {
+        for (kind, word) in [
+            (approve::RefusalKind::NotPermitted, "\"not_permitted\""),
+            (approve::RefusalKind::OrgStop, "\"org_stop\""),
+        ] {
+            let sent = Refusal::from(approve::Refusal::new(kind, "why"));
+            assert_eq!(serde_json::to_string(&sent.kind).unwrap(), word);
+            assert_eq!(sent.message, "why");
+        }
+    }
 
     /// The same word on the wire as in the stored documents, for every verdict.
     #[test]

@@ -515,7 +515,9 @@ impl Hub {
                 } else if let Err(reason) = asker.actor.person() {
                     // Every command is recorded as someone's: without a known person,
                     // none is (never the uid in the person's place).
-                    Answer::Now(Outcome::Refused { reason })
+                    Answer::Now(Outcome::Refused {
+                        reason: reason.into(),
+                    })
                 } else {
                     let actor = asker.actor.clone();
                     self.engine.answer_or_hold(request.clone(), &actor)

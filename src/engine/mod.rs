@@ -962,7 +962,7 @@ impl Engine {
         Snapshot {
             now: self.now.clone(),
             actor: self.console_actor.clone(),
-            chain_head: chain::head(&self.state).ok().flatten(),
+            chain_head: chain::head(&self.state).ok().flatten().map(Into::into),
             pipelines,
             orchestrator_down: self
                 .orchestrator_down

@@ -10,9 +10,9 @@
 use anyhow::Result;
 
 use super::Alert;
+use crate::engine::api::{DestinationView, RowView};
 use crate::store::prelude::*;
 use crate::store::Connection;
-use crate::engine::api::{DestinationView, RowView};
 
 pub const PENDING: &str = "pending";
 pub const DELIVERED: &str = "delivered";

@@ -4,13 +4,12 @@
 use anyhow::Result;
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::chain::{Fields, Record};
-use crate::engine::api::ChainHead;
+use crate::chain::{Fields, Head, Record};
 
 /// The chain as stored.
 pub trait ChainStore {
     /// The last record's sequence number and hash.
-    fn chain_head(&self) -> Result<Option<ChainHead>>;
+    fn chain_head(&self) -> Result<Option<Head>>;
     /// The last record's sequence number, hash and `recorded_at`: what the next append
     /// links to.
     fn chain_tail(&self) -> Result<Option<(u64, String, String)>>;
@@ -85,11 +84,11 @@ fn collect_records(
 }
 
 impl ChainStore for Connection {
-    fn chain_head(&self) -> Result<Option<ChainHead>> {
+    fn chain_head(&self) -> Result<Option<Head>> {
         Ok(self
             .prepare_cached("SELECT seq, hash FROM chain ORDER BY seq DESC LIMIT 1")?
             .query_row([], |r| {
-                Ok(ChainHead {
+                Ok(Head {
                     seq: r.get(0)?,
                     hash: r.get(1)?,
                 })
