@@ -18,7 +18,6 @@
 //! ([`Engine::effect_finished`]); inline otherwise (the demo, tests driving an
 //! `Engine`). Either way the same steps record the same outcome.
 
-use rusqlite::{params, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use super::orchestrator::Schedule;
@@ -156,22 +155,17 @@ impl Engine {
             "{subject} already has a change in flight; wait for it to finish"
         );
         let asking = self.in_flight.asking.clone().filter(|_| by_person);
-        self.state.execute(
-            "INSERT INTO intent (created_at, subject, effect, completion, by_person,
-                                 client_request, asker_uid)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![
-                self.now_or_wall(),
-                subject,
-                serde_json::to_string(&effect)?,
-                serde_json::to_string(&completion)?,
-                by_person,
-                asking.as_ref().map(|(id, _)| id),
-                asking.as_ref().map(|(_, uid)| uid),
-            ],
-        )?;
+        let id = self.state.add_intent(&crate::store::intents::NewIntent {
+            created_at: &self.now_or_wall(),
+            subject,
+            effect: &serde_json::to_string(&effect)?,
+            completion: &serde_json::to_string(&completion)?,
+            by_person,
+            client_request: asking.as_ref().map(|(id, _)| id.as_str()),
+            asker_uid: asking.as_ref().map(|(_, uid)| *uid),
+        })?;
         if by_person {
-            self.in_flight.mine.insert(self.state.last_insert_rowid());
+            self.in_flight.mine.insert(id);
         }
         Ok(())
     }
@@ -207,17 +201,12 @@ impl Engine {
         asker_uid: u32,
         answer: &api::Outcome,
     ) -> Result<()> {
-        self.state.execute(
-            "INSERT OR IGNORE INTO request_outcome (client_request, asker_uid, at, outcome)
-             VALUES (?1, ?2, ?3, ?4)",
-            params![
-                client_request,
-                asker_uid,
-                self.now_or_wall(),
-                serde_json::to_string(answer)?
-            ],
-        )?;
-        Ok(())
+        self.state.keep_request_outcome(
+            client_request,
+            asker_uid,
+            &self.now_or_wall(),
+            &serde_json::to_string(answer)?,
+        )
     }
 
     /// The answer kept for `client_request`, if `asker_uid` asked it.
@@ -226,14 +215,7 @@ impl Engine {
         client_request: &str,
         asker_uid: u32,
     ) -> Result<Option<api::Outcome>> {
-        let kept: Option<String> = self
-            .state
-            .query_row(
-                "SELECT outcome FROM request_outcome WHERE client_request = ?1 AND asker_uid = ?2",
-                params![client_request, asker_uid],
-                |r| r.get(0),
-            )
-            .optional()?;
+        let kept = self.state.request_outcome(client_request, asker_uid)?;
         kept.map(|k| serde_json::from_str(&k).context("a kept answer"))
             .transpose()
     }
@@ -285,14 +267,7 @@ impl Engine {
 
     /// How a hold's job schedule stood before the hold paused it, once it was read.
     pub(super) fn held_schedule(&self, proposal: &str) -> Result<Option<Schedule>> {
-        let before: Option<String> = self
-            .state
-            .query_row(
-                "SELECT before FROM held_schedule WHERE proposal = ?1",
-                [proposal],
-                |r| r.get(0),
-            )
-            .optional()?;
+        let before = self.state.held_schedule(proposal)?;
         before
             .map(|b| serde_json::from_str(&b).with_context(|| format!("{proposal}: held schedule")))
             .transpose()
@@ -324,42 +299,23 @@ impl Engine {
     }
 
     pub(super) fn intent_pending(&self, subject: &str) -> Result<bool> {
-        Ok(self.state.query_row(
-            "SELECT count(*) FROM intent WHERE subject = ?1 AND status = 'pending'",
-            [subject],
-            |r| r.get::<_, i64>(0),
-        )? > 0)
+        self.state.intent_pending_for(subject)
     }
 
     fn pending_intents(&self) -> Result<Vec<Pending>> {
-        let mut stmt = self.state.prepare(
-            "SELECT id, subject, effect, completion, by_person, client_request, asker_uid
-             FROM intent WHERE status = 'pending' ORDER BY id",
-        )?;
-        let rows = stmt.query_map([], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, bool>(4)?,
-                r.get::<_, Option<String>>(5)?,
-                r.get::<_, Option<u32>>(6)?,
-            ))
-        })?;
         let mut out = Vec::new();
-        for row in rows {
-            let (id, subject, effect, completion, by_person, client_request, asker_uid) = row?;
+        for stored in self.state.pending_intents()? {
+            let id = stored.id;
             out.push(Pending {
                 id,
-                subject,
-                effect: serde_json::from_str(&effect)
+                subject: stored.subject,
+                effect: serde_json::from_str(&stored.effect)
                     .with_context(|| format!("intent #{id}: effect"))?,
-                completion: serde_json::from_str(&completion)
+                completion: serde_json::from_str(&stored.completion)
                     .with_context(|| format!("intent #{id}: completion"))?,
-                by_person,
-                client_request,
-                asker_uid,
+                by_person: stored.by_person,
+                client_request: stored.client_request,
+                asker_uid: stored.asker_uid,
             });
         }
         Ok(out)
@@ -551,20 +507,15 @@ impl Engine {
             Done::ScheduleRead(before) => {
                 let now = self.now_or_wall();
                 let kept = self.transact(|engine| {
-                    engine.state.execute(
-                        "INSERT INTO held_schedule (proposal, job, before, taken_at)
-                         VALUES (?1, ?2, ?3, ?4)",
-                        params![
-                            intent.subject,
-                            match &intent.effect {
-                                Effect::SetPaused { job, .. } => job.as_str(),
-                                _ => "",
-                            },
-                            serde_json::to_string(&before)?,
-                            now
-                        ],
-                    )?;
-                    Ok(())
+                    engine.state.keep_held_schedule(
+                        &intent.subject,
+                        match &intent.effect {
+                            Effect::SetPaused { job, .. } => job.as_str(),
+                            _ => "",
+                        },
+                        &serde_json::to_string(&before)?,
+                        &now,
+                    )
                 });
                 match kept {
                     Ok(()) => {
@@ -681,10 +632,7 @@ impl Engine {
             if let Effect::SetPaused { paused: true, .. } = intent.effect {
                 // Refused: the schedule read for it is not the one a later approval
                 // must put back.
-                engine.state.execute(
-                    "DELETE FROM held_schedule WHERE proposal = ?1",
-                    [&intent.subject],
-                )?;
+                engine.state.forget_held_schedule(&intent.subject)?;
             }
             if engine.chain_alarm.is_none() {
                 engine.record(
@@ -717,11 +665,7 @@ impl Engine {
     }
 
     fn close_intent(&self, id: i64, status: &str, outcome: &str) -> Result<()> {
-        self.state.execute(
-            "UPDATE intent SET status = ?2, outcome = ?3 WHERE id = ?1",
-            params![id, status, outcome],
-        )?;
-        Ok(())
+        self.state.close_intent(id, status, outcome)
     }
 
     /// An approved backfill is queued with its copies taken: the incident follows its

@@ -10,8 +10,10 @@
 
 pub mod baselines;
 pub mod chain;
+pub mod dbt_core;
 pub mod files;
 pub mod incidents;
+pub mod intents;
 pub mod meta;
 pub mod minutes;
 pub mod observations;
@@ -32,7 +34,9 @@ pub use rusqlite::{Connection, Transaction};
 pub mod prelude {
     pub use super::baselines::BaselineStore;
     pub use super::chain::ChainStore;
+    pub use super::dbt_core::DbtCoreStore;
     pub use super::incidents::IncidentStore;
+    pub use super::intents::IntentStore;
     pub use super::meta::MetaStore;
     pub use super::minutes::MinuteStore;
     pub use super::observations::ObservationStore;
@@ -48,6 +52,8 @@ pub trait Store:
     + chain::ChainStore
     + meta::MetaStore
     + incidents::IncidentStore
+    + intents::IntentStore
+    + dbt_core::DbtCoreStore
     + observations::ObservationStore
     + minutes::MinuteStore
     + baselines::BaselineStore

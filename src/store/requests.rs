@@ -7,6 +7,15 @@ use rusqlite::{params, Connection, OptionalExtension};
 pub trait RequestStore {
     /// The outcome kept for `client_request` made by `asker_uid` (JSON), if decided.
     fn request_outcome(&self, client_request: &str, asker_uid: u32) -> Result<Option<String>>;
+    /// Keeps the outcome (JSON) of `client_request` made by `asker_uid`; the first one
+    /// kept stands.
+    fn keep_request_outcome(
+        &self,
+        client_request: &str,
+        asker_uid: u32,
+        at: &str,
+        outcome: &str,
+    ) -> Result<()>;
     /// Is an effect of `client_request` still pending?
     fn request_in_flight(&self, client_request: &str) -> Result<bool>;
 }
@@ -19,6 +28,21 @@ impl RequestStore for Connection {
             )?
             .query_row(params![client_request, asker_uid], |r| r.get(0))
             .optional()?)
+    }
+
+    fn keep_request_outcome(
+        &self,
+        client_request: &str,
+        asker_uid: u32,
+        at: &str,
+        outcome: &str,
+    ) -> Result<()> {
+        self.prepare_cached(
+            "INSERT OR IGNORE INTO request_outcome (client_request, asker_uid, at, outcome)
+             VALUES (?1, ?2, ?3, ?4)",
+        )?
+        .execute(params![client_request, asker_uid, at, outcome])?;
+        Ok(())
     }
 
     fn request_in_flight(&self, client_request: &str) -> Result<bool> {

@@ -33,12 +33,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use super::cron_runs::SinceHold;
 use super::{Orchestrator, RunRecord, Schedule};
 use crate::engine::api::{PipelineState, PipelineView, RunStatus};
+use crate::store::dbt_core::{DbtCoreEnd, DbtCoreRun as Row, NewDbtCoreRun};
 use crate::store::files;
+use crate::store::prelude::*;
+use crate::store::Connection;
 
 /// How much of a run's output its record keeps: the end, where dbt says what failed.
 pub const OUTPUT_TAIL: u64 = 64 * 1024;
@@ -293,86 +295,48 @@ fn now() -> String {
     crate::clock::timestamp(chrono::Utc::now().naive_utc())
 }
 
-/// A run as the store holds it.
-#[derive(Debug, Clone)]
-struct Row {
-    id: i64,
-    job: String,
-    command: String,
-    requested_at: String,
-    status: String,
-    owner: String,
-    started_at: Option<String>,
-    finished_at: Option<String>,
-    log: Option<String>,
-    detail: String,
-}
-
-const ROW: &str =
-    "id, job, command, requested_at, status, owner, started_at, finished_at, log, detail";
-
-fn row(r: &rusqlite::Row) -> rusqlite::Result<Row> {
-    Ok(Row {
-        id: r.get(0)?,
-        job: r.get(1)?,
-        command: r.get(2)?,
-        requested_at: r.get(3)?,
-        status: r.get(4)?,
-        owner: r.get(5)?,
-        started_at: r.get(6)?,
-        finished_at: r.get(7)?,
-        log: r.get(8)?,
-        detail: r.get(9)?,
-    })
-}
-
-impl Row {
-    fn in_flight(&self) -> bool {
-        matches!(self.status.as_str(), "queued" | "running")
+/// A run as it stands: one whose process is gone is failed, with what it wrote.
+fn settled(mut run: Row) -> Row {
+    if !run.in_flight() || alive(&run.owner) {
+        return run;
     }
+    let pid = run.owner.split(' ').nth(1).unwrap_or("?").to_string();
+    run.detail = if run.status == "running" {
+        let output = run
+            .log
+            .as_deref()
+            .map(|log| masked_tail(Path::new(log)))
+            .unwrap_or_default();
+        format!(
+            "dataward stopped while `{}` ran (its process {pid} is gone); the output so far:\n{}",
+            run.command,
+            last_lines(&output)
+        )
+    } else {
+        format!(
+            "dataward stopped before `{}` started (its process {pid} is gone); it never ran",
+            run.command
+        )
+    };
+    run.status = "failed".to_string();
+    run
+}
 
-    /// As it stands: a run whose process is gone is failed, with what it wrote.
-    fn settled(mut self) -> Row {
-        if !self.in_flight() || alive(&self.owner) {
-            return self;
-        }
-        let pid = self.owner.split(' ').nth(1).unwrap_or("?").to_string();
-        self.detail = if self.status == "running" {
-            let output = self
-                .log
-                .as_deref()
-                .map(|log| masked_tail(Path::new(log)))
-                .unwrap_or_default();
-            format!(
-                "dataward stopped while `{}` ran (its process {pid} is gone); the output so far:\n{}",
-                self.command,
-                last_lines(&output)
-            )
+/// A run as the orchestrator reports it.
+fn record(run: &Row) -> RunRecord {
+    RunRecord {
+        id: run.id.to_string(),
+        job: run.job.clone(),
+        status: if run.in_flight() {
+            "queued".to_string()
         } else {
-            format!(
-                "dataward stopped before `{}` started (its process {pid} is gone); it never ran",
-                self.command
-            )
-        };
-        self.status = "failed".to_string();
-        self
-    }
-
-    fn record(&self) -> RunRecord {
-        RunRecord {
-            id: self.id.to_string(),
-            job: self.job.clone(),
-            status: if self.in_flight() {
-                "queued".to_string()
-            } else {
-                self.status.clone()
-            },
-            link: None,
-            requested_at: self.requested_at.clone(),
-            started_at: self.started_at.clone(),
-            finished_at: self.finished_at.clone(),
-            detail: crate::sanitize::for_terminal_multiline(&self.detail).into_owned(),
-        }
+            run.status.clone()
+        },
+        link: None,
+        requested_at: run.requested_at.clone(),
+        started_at: run.started_at.clone(),
+        finished_at: run.finished_at.clone(),
+        detail: crate::sanitize::for_terminal_multiline(&run.detail).into_owned(),
     }
 }
 
@@ -453,23 +417,12 @@ impl DbtCore {
     }
 
     fn held(&self, job: &str) -> Result<bool> {
-        Ok(self.conn().query_row(
-            "SELECT count(*) > 0 FROM dbt_core_hold WHERE job = ?1",
-            [job],
-            |r| r.get(0),
-        )?)
+        Ok(self.held_at(job)?.is_some())
     }
 
     /// When the hold on `job` was asked, if it stands.
     fn held_at(&self, job: &str) -> Result<Option<String>> {
-        Ok(self
-            .conn()
-            .query_row(
-                "SELECT held_at FROM dbt_core_hold WHERE job = ?1",
-                [job],
-                |r| r.get(0),
-            )
-            .optional()?)
+        self.conn().dbt_core_held_at(job)
     }
 
     /// Whether dbt ran `command` in the project after `held_at`, by its own record,
@@ -488,12 +441,7 @@ impl DbtCore {
         }
         let at = crate::clock::timestamp(last.at.naive_utc());
         // dbt writes its record before dataward records the run's end.
-        let ours: bool = self.conn().query_row(
-            "SELECT count(*) > 0 FROM dbt_core_run WHERE started_at <= ?1
-               AND (finished_at IS NULL OR finished_at >= ?1)",
-            [&at],
-            |r| r.get(0),
-        )?;
+        let ours = self.conn().dbt_core_ran_at(&at)?;
         Ok(match ran {
             _ if ours => SinceHold::NotRun,
             Ok(_) => SinceHold::Ran(at),
@@ -508,24 +456,11 @@ impl DbtCore {
     /// The hold's own planned run: the engine committed an intent to queue exactly
     /// this run of this job (see the module's notes).
     fn dispatched_by_hold(&self, job: &str, key: &str) -> Result<bool> {
-        Ok(self.conn().query_row(
-            "SELECT count(*) > 0 FROM intent WHERE status = 'pending'
-               AND json_extract(effect, '$.effect') = 'queue_run'
-               AND json_extract(effect, '$.job') = ?1 AND json_extract(effect, '$.key') = ?2",
-            params![job, key],
-            |r| r.get(0),
-        )?)
+        self.conn().run_pending(job, key)
     }
 
     fn find_key(&self, key: &str) -> Result<Option<Row>> {
-        Ok(self
-            .conn()
-            .query_row(
-                &format!("SELECT {ROW} FROM dbt_core_run WHERE request_key = ?1"),
-                [key],
-                row,
-            )
-            .optional()?)
+        self.conn().dbt_core_run_by_key(key)
     }
 
     /// Queues one run once per `key`, then makes sure a runner carries it out.
@@ -542,10 +477,7 @@ impl DbtCore {
             if found.status == "queued" && !alive(&found.owner) {
                 // Queued by a dataward that stopped before it started: the engine asks
                 // again (an intent re-issued at start), so this process runs it.
-                self.conn().execute(
-                    "UPDATE dbt_core_run SET owner = ?2 WHERE id = ?1 AND status = 'queued'",
-                    params![found.id, me()],
-                )?;
+                self.conn().dbt_core_adopt(found.id, me())?;
                 self.ensure_runner();
             }
             return Ok((found.id.to_string(), true));
@@ -558,18 +490,15 @@ impl DbtCore {
             );
         }
         self.settings.arguments(command)?;
-        self.conn().execute(
-            "INSERT INTO dbt_core_run
-               (project, job, request_key, command, requested_by, requested_at, status, owner)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'queued', ?7)
-             ON CONFLICT (request_key) DO NOTHING",
-            params![self.project(), job, key, command.trim(), by, at, me()],
-        )?;
-        let id: i64 = self.conn().query_row(
-            "SELECT id FROM dbt_core_run WHERE request_key = ?1",
-            [key],
-            |r| r.get(0),
-        )?;
+        let id = self.conn().dbt_core_queue(&NewDbtCoreRun {
+            project: &self.project(),
+            job,
+            key,
+            command: command.trim(),
+            by,
+            at,
+            owner: me(),
+        })?;
         self.ensure_runner();
         Ok((id.to_string(), false))
     }
@@ -594,14 +523,8 @@ impl DbtCore {
 
     /// The job's latest runs, newest first, as they stand.
     fn latest(&self, job: &str, limit: usize) -> Result<Vec<Row>> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare(&format!(
-            "SELECT {ROW} FROM dbt_core_run WHERE job = ?1 ORDER BY id DESC LIMIT ?2"
-        ))?;
-        let rows = stmt.query_map(params![job, limit as i64], row)?;
-        Ok(rows
-            .map(|r| r.map(Row::settled))
-            .collect::<rusqlite::Result<_>>()?)
+        let runs = self.conn().dbt_core_runs_of(job, limit)?;
+        Ok(runs.into_iter().map(settled).collect())
     }
 }
 
@@ -658,58 +581,33 @@ fn run_queue(settings: &Settings, db: &Path, runner: &Mutex<bool>) {
 /// this process's oldest queued run unless a run holds the project.
 fn claim(conn: &mut Connection, settings: &Settings) -> Result<Claim> {
     let project = settings.project_dir.display().to_string();
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let running: Vec<Row> = {
-        let mut stmt = tx.prepare(&format!(
-            "SELECT {ROW} FROM dbt_core_run WHERE project = ?1 AND status = 'running'"
-        ))?;
-        let rows = stmt.query_map([&project], row)?;
-        rows.collect::<rusqlite::Result<_>>()?
-    };
-    let mut busy = false;
-    for run in running {
-        let settled = run.clone().settled();
-        if settled.status == "failed" {
-            tx.execute(
-                "UPDATE dbt_core_run SET status = 'failed', detail = ?2,
-                   output = ?3 WHERE id = ?1 AND status = 'running'",
-                params![
-                    run.id,
-                    settled.detail,
-                    run.log
-                        .as_deref()
-                        .map(|l| masked_tail(Path::new(l)))
-                        .unwrap_or_default()
-                ],
-            )?;
-        } else {
-            busy = true;
+    crate::store::write(conn, |tx| {
+        let mut busy = false;
+        for run in tx.dbt_core_running(&project)? {
+            let now = settled(run.clone());
+            if now.status == "failed" {
+                let output = run
+                    .log
+                    .as_deref()
+                    .map(|l| masked_tail(Path::new(l)))
+                    .unwrap_or_default();
+                tx.dbt_core_abandoned(run.id, &now.detail, &output)?;
+            } else {
+                busy = true;
+            }
         }
-    }
-    if busy {
-        return Ok(Claim::Busy);
-    }
-    let next: Option<(i64, String)> = tx
-        .query_row(
-            "SELECT id, command FROM dbt_core_run
-             WHERE project = ?1 AND status = 'queued' AND owner = ?2 ORDER BY id LIMIT 1",
-            params![project, me()],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .optional()?;
-    let Some((id, command)) = next else {
-        tx.commit()?;
-        return Ok(Claim::Idle);
-    };
-    let dir = settings.data_dir.join("dbt_core");
-    files::ensure_private_dir(&dir)?;
-    let log = dir.join(format!("run-{id}.log"));
-    tx.execute(
-        "UPDATE dbt_core_run SET status = 'running', started_at = ?2, log = ?3 WHERE id = ?1",
-        params![id, now(), log.display().to_string()],
-    )?;
-    tx.commit()?;
-    Ok(Claim::Run { id, command, log })
+        if busy {
+            return Ok(Claim::Busy);
+        }
+        let Some((id, command)) = tx.dbt_core_next_queued(&project, me())? else {
+            return Ok(Claim::Idle);
+        };
+        let dir = settings.data_dir.join("dbt_core");
+        files::ensure_private_dir(&dir)?;
+        let log = dir.join(format!("run-{id}.log"));
+        tx.dbt_core_started(id, &now(), &log.display().to_string())?;
+        Ok(Claim::Run { id, command, log })
+    })
 }
 
 /// Runs dbt with its output going to `log`, and waits for it.
@@ -844,10 +742,15 @@ fn finish(conn: &Connection, id: i64, command: &str, log: &Path, outcome: Result
     let detail = crate::sanitize::mask_secrets(&detail).into_owned();
     let mut wait = Duration::from_millis(100);
     loop {
-        let written = conn.execute(
-            "UPDATE dbt_core_run SET status = ?2, finished_at = ?3, exit_code = ?4,
-               output = ?5, detail = ?6 WHERE id = ?1",
-            params![id, status, now(), code, output, detail],
+        let written = conn.dbt_core_finished(
+            id,
+            &DbtCoreEnd {
+                status,
+                at: &now(),
+                exit_code: code,
+                output: &output,
+                detail: &detail,
+            },
         );
         match written {
             Ok(_) => return,
@@ -929,11 +832,7 @@ impl Orchestrator for DbtCore {
     /// people.
     fn pause(&self, job: &str) -> Result<Option<String>> {
         let command = self.command_of(job)?;
-        self.conn().execute(
-            "INSERT INTO dbt_core_hold (job, command, held_at) VALUES (?1, ?2, ?3)
-             ON CONFLICT (job) DO NOTHING",
-            params![job, command, now()],
-        )?;
+        self.conn().dbt_core_hold(job, command, &now())?;
         Ok(Some(format!(
             "dataward cannot pause a cron: stop the schedule that runs {job} (`{command}` in {}) \
              yourself; dataward refuses runs of {job} until the hold is lifted",
@@ -945,8 +844,7 @@ impl Orchestrator for DbtCore {
     fn restore(&self, job: &str, before: &Schedule) -> Result<()> {
         self.command_of(job)?;
         if !before.paused {
-            self.conn()
-                .execute("DELETE FROM dbt_core_hold WHERE job = ?1", [job])?;
+            self.conn().dbt_core_lift(job)?;
         }
         Ok(())
     }
@@ -972,15 +870,8 @@ impl Orchestrator for DbtCore {
         let Ok(id) = id.parse::<i64>() else {
             return Ok(None);
         };
-        let found = self
-            .conn()
-            .query_row(
-                &format!("SELECT {ROW} FROM dbt_core_run WHERE id = ?1"),
-                [id],
-                row,
-            )
-            .optional()?;
-        Ok(found.map(|r| r.settled().record()))
+        let found = self.conn().dbt_core_run(id)?;
+        Ok(found.map(|r| record(&settled(r))))
     }
 }
 
