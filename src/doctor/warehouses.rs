@@ -146,10 +146,7 @@ fn duckdb_driver(
     let opened =
         duckdb::DuckdbWarehouse::new(&path, duckdb::driver_wanted(config, wh.driver.as_deref()));
     let found = opened.driver_found();
-    let version = opened
-        .library_version()
-        .ok()
-        .map(|v| format!("DuckDB {v}"));
+    let version = opened.library_version().ok().map(|v| format!("DuckDB {v}"));
     let install = "dbc install duckdb (the ADBC driver manifest), or set `driver` in the \
                    warehouse's section to the path of DuckDB's libduckdb.so";
     if !driver_line(name, found, version, install, lines) {
