@@ -63,6 +63,11 @@ impl Engine {
                 let request = self.requests.get_mut(&id).expect("listed");
                 request.tick(&self.config, self.now_time)
             };
+            if !lapses.is_empty() {
+                // Who may decide it changed: its incident shows that.
+                self.incidents
+                    .mark(|i| i.proposals.iter().any(|p| p.id == id));
+            }
             for lapse in lapses {
                 let (i, p) = self.find_proposal(&id)?;
                 let incident = self.incidents[i].id.clone();

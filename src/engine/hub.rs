@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use super::api::{
-    Change, Detail, Event, Field, Outcome, PresenceView, Refusal, RefusalKind, Reply, Request,
-    ServerMessage, Snapshot, PROTOCOL_VERSION,
+    Change, Detail, Event, Field, IncidentView, Outcome, PresenceView, Refusal, RefusalKind, Reply,
+    Request, ServerMessage, Snapshot, PROTOCOL_VERSION,
 };
 use super::{Answer, Engine};
 use crate::approve::Actor;
@@ -636,13 +636,48 @@ impl Hub {
     /// instead. Incidents are compared as values, never serialized to be compared. The
     /// clients viewing an incident whose timeline or receipt changed get them again.
     fn publish(&mut self, finished: bool) {
-        let mut fresh = self.engine.snapshot(finished);
+        // Only the incidents the engine marked changed get their views built again; the
+        // rest are as last published.
+        let (all, views) = self.engine.changed_views();
+        let mut fresh = self.engine.snapshot_without_incidents(finished);
         // Each console knows who it is from its hello; the state is the same for all.
         fresh.actor = String::new();
-        let mut details = HashMap::with_capacity(fresh.incidents.len());
-        for incident in &mut fresh.incidents {
-            let detail = Detail::take(incident);
+        let mut rebuilt = HashMap::with_capacity(views.len());
+        let mut details = HashMap::with_capacity(views.len());
+        for mut view in views {
+            let detail = Detail::take(&mut view);
             details.insert(detail.incident.clone(), detail);
+            rebuilt.insert(view.id.clone(), view);
+        }
+        let mut unchanged: HashMap<&str, &IncidentView> = HashMap::new();
+        if !all {
+            unchanged = (self.published.snapshot.incidents.iter())
+                .map(|i| (i.id.as_str(), i))
+                .collect();
+        }
+        fresh.incidents = (self.engine.incident_ids())
+            .map(|id| match rebuilt.remove(id) {
+                Some(view) => view,
+                None => (*unchanged
+                    .get(id)
+                    .expect("an incident not marked was published"))
+                .clone(),
+            })
+            .collect();
+        #[cfg(debug_assertions)]
+        {
+            // Not counted: tests count what publishing costs a release build.
+            let counted = self.engine.views_built();
+            let mut whole = self.engine.snapshot(finished);
+            (self.engine.views_built).store(counted, std::sync::atomic::Ordering::Relaxed);
+            whole
+                .incidents
+                .iter_mut()
+                .for_each(|i| drop(Detail::take(i)));
+            assert_eq!(
+                fresh.incidents, whole.incidents,
+                "an incident changed without being marked (engine/incidents.rs)"
+            );
         }
         let old = &self.published.snapshot;
         let was_at: HashMap<&str, usize> = old
@@ -686,7 +721,11 @@ impl Hub {
             .filter(|(id, detail)| self.published.details.get(*id) != Some(*detail))
             .map(|(id, _)| id.clone())
             .collect();
-        self.published.details = details;
+        if all {
+            self.published.details = details;
+        } else {
+            self.published.details.extend(details);
+        }
         let change = Change {
             version: self.published.version + 1,
             incidents,
@@ -952,6 +991,79 @@ mod tests {
         assert!(
             outbox.tell_presence(None, None),
             "taken: the next one tells the hub"
+        );
+    }
+}
+
+/// What a change to one incident costs the hub, on a real engine with real incidents.
+#[cfg(test)]
+mod cost {
+    use super::*;
+    use crate::config::Config;
+    use crate::engine::api::Command;
+    use std::sync::mpsc;
+
+    const INCIDENTS: usize = 12;
+
+    /// An engine whose every monitored table is far below its recorded row count, so
+    /// each opens an incident on the first tick.
+    fn engine_with_incidents(dir: &std::path::Path) -> (Engine, Actor) {
+        let me = Actor::current();
+        let wh = rusqlite::Connection::open(dir.join("wh.db")).unwrap();
+        let mut config = format!(
+            "[warehouse.local]\nkind = \"sqlite\"\npath = \"wh.db\"\n\n\
+             [people.{:?}]\nname = \"on call\"\nroles = [\"owner\"]\n\n\
+             [[domain]]\nname = \"all\"\ncovers = [\"*\"]\nowners = [\"owner\"]\n\n",
+            me.user.clone().unwrap_or_default()
+        );
+        for t in 0..INCIDENTS {
+            wh.execute_batch(&format!(
+                "CREATE TABLE t{t} (id INTEGER); INSERT INTO t{t} VALUES (1);"
+            ))
+            .unwrap();
+            config.push_str(&format!(
+                "[[monitor]]\nwarehouse = \"local\"\ntable = \"t{t}\"\nchecks = [\"row_count\"]\n\
+                 every = \"1h\"\nexpected_rows = 100000\n\n"
+            ));
+        }
+        let path = dir.join("dataward.toml");
+        std::fs::write(&path, &config).unwrap();
+        let config = Config::parse(&config, &path).unwrap();
+        let state = crate::store::open(&dir.join("dataward.db")).unwrap();
+        let mut engine = Engine::new(config, state, None, &me).unwrap();
+        engine.tick(chrono::Utc::now().naive_utc()).unwrap();
+        (engine, me)
+    }
+
+    #[test]
+    fn a_change_to_one_incident_builds_the_view_of_that_incident_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let (engine, me) = engine_with_incidents(dir.path());
+        let (_tx, inbox) = mpsc::channel();
+        let mut hub = Hub::new(engine, inbox, Box::new(|_| {}));
+        hub.publish(false);
+        let incidents = hub.published.snapshot.incidents.clone();
+        assert_eq!(incidents.len(), INCIDENTS, "every table opened one");
+
+        let before = hub.engine.views_built();
+        let events = hub.engine.handle(
+            Command::Resolve {
+                incident: incidents[3].id.clone(),
+                reason: "loaded by hand".into(),
+            },
+            &me,
+        );
+        assert!(!events.is_empty(), "the resolve did something");
+        hub.publish(false);
+        let resolved = &hub.published.snapshot.incidents[3];
+        assert_eq!(
+            resolved.status,
+            crate::engine::api::IncidentStatus::Resolved
+        );
+        assert_eq!(
+            hub.engine.views_built() - before,
+            1,
+            "one incident changed, so one view is built, not one per incident"
         );
     }
 }

@@ -96,11 +96,14 @@ impl Engine {
             .incidents_recorded_after(self.drafted_at)?
             .into_iter()
             .collect();
-        for incident in &mut self.incidents {
+        // By index, so only the incidents redrafted are marked changed.
+        for at in 0..self.incidents.len() {
+            let incident = &self.incidents[at];
             if incident.status == IncidentStatus::Resolved || !changed.contains(&incident.id) {
                 continue;
             }
             let records = chain::records_about(&self.state, &incident.id)?;
+            let incident = &mut self.incidents[at];
             incident.receipt = receipt::build(&records, &incident.id)
                 .ok()
                 .map(|r| r.to_markdown());
@@ -135,7 +138,7 @@ impl Engine {
                 self.settled.insert(proposal.clone());
             }
         }
-        self.incidents = incidents;
+        self.incidents.replace(incidents);
         self.requests = requests;
         self.latest.clear();
         self.next_due.clear();

@@ -23,6 +23,7 @@ pub use memory::stored_incidents;
 pub mod cli;
 pub mod client;
 mod facts;
+mod incidents;
 pub mod orchestrator;
 pub mod poll_task;
 mod recovery;
@@ -155,7 +156,8 @@ pub struct Engine {
     next_due: BTreeMap<String, NaiveDateTime>,
     /// The latest observation per (monitor, check, column): null_rate has one per column.
     latest: BTreeMap<(String, CheckKind, Option<String>), Observation>,
-    incidents: Vec<Incident>,
+    /// Marks which incidents changed, so a change costs the views of those only.
+    incidents: incidents::Incidents,
     notices: Vec<String>,
     console_actor: String,
     now: String,
@@ -203,6 +205,8 @@ pub struct Engine {
     evidence: evidence::Evidence,
     /// The health of each check the poll task read, so an outage is logged once.
     poll_health: poll_task::HealthLog,
+    /// How many incident views were built, so a test can see what a change costs.
+    views_built: std::sync::atomic::AtomicU64,
 }
 
 impl Engine {
@@ -242,7 +246,7 @@ impl Engine {
             effects,
             next_due: BTreeMap::new(),
             latest: BTreeMap::new(),
-            incidents: Vec::new(),
+            incidents: Default::default(),
             notices: Vec::new(),
             console_actor: console_actor.display(),
             now: String::new(),
@@ -267,6 +271,7 @@ impl Engine {
             in_flight: Default::default(),
             evidence: Default::default(),
             poll_health: Default::default(),
+            views_built: Default::default(),
         };
         // The chain is held against its checkpoint before anything is appended: a
         // cut-off tail or a rewrite must stop the engine from writing past it.
@@ -955,9 +960,44 @@ impl Engine {
         effects::project_file(Some(&self.project_dir()?), file)
     }
 
+    /// How many incident views were built so far (each costs a policy lookup per
+    /// proposal): a change to one incident should build one.
+    pub fn views_built(&self) -> u64 {
+        self.views_built.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// What clients show. Reads only the engine's own state and database: no call to a
     /// warehouse or the orchestrator, so nothing slow outside can delay it.
     pub fn snapshot(&self, finished: bool) -> Snapshot {
+        let mut snapshot = self.snapshot_without_incidents(finished);
+        snapshot.incidents = self
+            .incidents
+            .iter()
+            .map(|i| self.incident_view(i))
+            .collect();
+        snapshot
+    }
+
+    /// The views of the incidents changed since the last call (all of them after a
+    /// reload or at the first call: then `true`), so a publisher builds only those.
+    pub fn changed_views(&mut self) -> (bool, Vec<IncidentView>) {
+        let changed = self.incidents.take_changed();
+        let views = self
+            .incidents
+            .iter()
+            .filter(|i| changed.all || changed.ids.contains(&i.id))
+            .map(|i| self.incident_view(i))
+            .collect();
+        (changed.all, views)
+    }
+
+    /// The incidents' ids, in the order a snapshot lists them.
+    pub fn incident_ids(&self) -> impl Iterator<Item = &str> {
+        self.incidents.iter().map(|i| i.id.as_str())
+    }
+
+    /// [`Engine::snapshot`] with no incidents: what is engine-wide.
+    pub fn snapshot_without_incidents(&self, finished: bool) -> Snapshot {
         let pipelines = self.pipelines.clone();
         Snapshot {
             now: self.now.clone(),
@@ -970,11 +1010,7 @@ impl Engine {
                 .map(|(since, error)| format!("since {}: {error}", short_time(since))),
             first_poll: self.first_poll,
             monitors: self.monitor_views(),
-            incidents: self
-                .incidents
-                .iter()
-                .map(|i| self.incident_view(i))
-                .collect(),
+            incidents: Vec::new(),
             notices: self.notices.iter().rev().take(5).rev().cloned().collect(),
             finished,
             chain_alarm: self.chain_alarm.clone(),
@@ -998,6 +1034,8 @@ impl Engine {
     /// that could not run at all is stored without a column; once the columns are
     /// measured again, that row has said what it had to say.
     fn note_latest(&mut self, o: Observation) {
+        // The incidents on this monitor show its latest reading.
+        self.incidents.mark(|i| i.monitor == o.monitor);
         if o.detail.column.is_some() {
             self.latest.remove(&(o.monitor.clone(), o.check, None));
         }
@@ -1077,6 +1115,8 @@ impl Engine {
     }
 
     fn incident_view(&self, i: &Incident) -> IncidentView {
+        self.views_built
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut view = i.view(&|proposal| {
             self.requests
                 .get(proposal)

@@ -182,6 +182,8 @@ impl Engine {
             }
         }
         self.config = config;
+        // Who may decide or close each incident comes from the policy.
+        self.incidents.mark_all();
         self.reassign_pending()
     }
 
