@@ -1,25 +1,28 @@
 //! dataward: watch what lands, open incidents with their cause, show the blast radius,
 //! propose fixes, let a named owner decide, and keep every decision on a hash chain.
+//!
+//! This crate is the binary's layer: the command line, the engine's socket side (serve,
+//! attach, the hub that fans changes out to consoles), the console, the demo, `init` and
+//! `doctor`. The domain is `dataward_core`, the protocol `dataward_api`; both are
+//! re-exported here so every layer is named from one root.
 
-pub mod approve;
-pub mod chain;
+pub use dataward_core::*;
+
 pub mod cli;
-pub mod clock;
-pub mod config;
 pub mod console;
 pub mod demo;
-pub mod detect;
 pub mod doctor;
-pub mod engine;
-pub mod incident;
 pub mod init;
-pub mod lineage;
-pub mod logging;
-pub mod monitor;
-pub mod notify;
-pub mod progress;
-pub mod propose;
-pub mod sanitize;
-pub mod signals;
-pub mod store;
-pub mod warehouse;
+
+/// The engine as the domain builds it, with its socket side: the server, the hub, the
+/// client a console attaches with.
+pub mod engine {
+    pub use dataward_core::engine::*;
+
+    pub mod attach;
+    pub mod cli;
+    pub mod client;
+    pub mod hub;
+    pub mod live;
+    pub mod server;
+}

@@ -9,11 +9,11 @@ use crate::store::Connection;
 use anyhow::{Context, Result};
 
 use crate::approve::{stop, Actor};
-use crate::chain::{self, BadRecord, VerifyReport};
+use crate::chain::{self, VerifyReport};
 use crate::engine::api::Question;
 use crate::engine::client::Client;
 use crate::incident::receipt;
-use crate::sanitize::{for_terminal, Sanitize, Sanitized};
+use crate::sanitize::{for_terminal, Sanitized};
 
 /// Opens the state database read-only; it must exist: verifying an empty new one would
 /// say "ok" about nothing, and a reading command never creates one.
@@ -125,38 +125,6 @@ pub fn verify(data_dir: &Path, json: bool, saved_receipt: Option<&Path>) -> Resu
         }
     }
     Ok(exit(ok))
-}
-
-/// Every field, destructured without `..`: see [`Sanitize`].
-impl Sanitize for VerifyReport {
-    fn sanitize(&mut self) {
-        let VerifyReport {
-            ok: _,
-            records: _,
-            head,
-            first_bad,
-        } = self;
-        head.sanitize();
-        if let Some(BadRecord { seq: _, reason }) = first_bad {
-            reason.sanitize();
-        }
-    }
-}
-
-/// Every field, destructured without `..`: one user sets the reason, everyone reads it.
-impl Sanitize for stop::StopState {
-    fn sanitize(&mut self) {
-        let stop::StopState {
-            active: _,
-            since,
-            by,
-            reason,
-            lift_requested_by,
-        } = self;
-        for text in [since, by, reason, lift_requested_by] {
-            text.sanitize();
-        }
-    }
 }
 
 pub fn receipt(data_dir: &Path, incident: &str, json: bool) -> Result<ExitCode> {

@@ -780,6 +780,22 @@ fn read_checkpoint(path: &Path) -> Option<(u64, String)> {
     Some((parts.next()?.parse().ok()?, parts.next()?.to_string()))
 }
 
+/// Every field, destructured without `..`: see [`crate::sanitize::Sanitize`].
+impl crate::sanitize::Sanitize for VerifyReport {
+    fn sanitize(&mut self) {
+        let VerifyReport {
+            ok: _,
+            records: _,
+            head,
+            first_bad,
+        } = self;
+        head.sanitize();
+        if let Some(BadRecord { seq: _, reason }) = first_bad {
+            reason.sanitize();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -82,7 +82,7 @@ pub fn receive<T: DeserializeOwned>(reader: &mut impl Read, max: usize) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::api::{ClientMessage, Command, Request};
+    use crate::{ClientMessage, Command, Request};
 
     #[test]
     fn a_frame_round_trips() {

@@ -4,37 +4,32 @@
 //! chain. Commands in, events out; it never draws.
 
 mod alerts;
-pub mod api;
-pub mod attach;
+/// The protocol, converted at this edge (engine/edge.rs, views.rs).
+pub use dataward_api as api;
 mod autonomy;
 mod backfill;
 mod commands;
 mod edge;
 pub mod effects;
 pub mod evidence;
-pub mod hub;
 mod intent;
-pub mod live;
 mod memory;
 mod policy;
 mod reads;
 mod state_file;
 pub use memory::stored_incidents;
-pub mod cli;
-pub mod client;
 mod facts;
 mod incident;
 mod incidents;
 pub mod orchestrator;
 pub mod poll_task;
 mod recovery;
-pub mod server;
 mod symptoms;
 mod timeline;
 use incident::{blast_node, Incident, RunState};
 mod verification;
 mod views;
-pub mod wire;
+pub use dataward_api::wire;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;

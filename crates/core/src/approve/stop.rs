@@ -158,6 +158,22 @@ pub fn ensure_not_stopped(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
+/// Every field, destructured without `..`: one user sets the reason, everyone reads it.
+impl crate::sanitize::Sanitize for StopState {
+    fn sanitize(&mut self) {
+        let StopState {
+            active: _,
+            since,
+            by,
+            reason,
+            lift_requested_by,
+        } = self;
+        for text in [since, by, reason, lift_requested_by] {
+            text.sanitize();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

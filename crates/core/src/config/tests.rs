@@ -51,7 +51,7 @@ fn a_postgres_url_in_the_file_is_refused() {
 
 #[test]
 fn the_example_config_is_valid() {
-    let text = include_str!("../../config.example.toml");
+    let text = include_str!("../../../../config.example.toml");
     let config = Config::parse(text, Path::new("config.example.toml")).unwrap();
     assert!(config.warehouse.values().any(|w| w.kind == "postgres"));
     assert!(config.warehouse.values().any(|w| w.kind == "duckdb"));

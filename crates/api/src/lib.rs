@@ -620,6 +620,7 @@ pub enum ProposalBody {
 
 mod messages;
 pub use messages::*;
+pub mod wire;
 
 #[cfg(test)]
 mod tests {

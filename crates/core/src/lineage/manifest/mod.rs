@@ -452,7 +452,7 @@ mod tests {
 
     #[test]
     fn a_microbatch_models_batches_and_lookback_are_read() {
-        let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/lineage");
+        let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/lineage");
         let text = std::fs::read_to_string(format!("{fixtures}/microbatch_manifest.json")).unwrap();
         let contents = parse_by_walking(&text, "microbatch_manifest.json").unwrap();
         let node = |id: &str| contents.nodes.iter().find(|n| n.unique_id == id).unwrap();
@@ -537,7 +537,7 @@ mod tests {
 
     #[test]
     fn typed_and_walking_readers_agree() {
-        let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/lineage");
+        let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/lineage");
         // Every manifest among the fixtures, so a new one is covered without a list.
         let mut seen = 0;
         for entry in std::fs::read_dir(fixtures).unwrap() {
@@ -551,7 +551,7 @@ mod tests {
             seen += 1;
         }
         assert!(seen >= 3, "only {seen} manifests in {fixtures}");
-        let shared = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/dbt");
+        let shared = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures/dbt");
         if !std::path::Path::new(shared).is_dir() {
             if std::env::var("DATAWARD_REQUIRE_ALL").as_deref() == Ok("1") {
                 panic!("{shared} is missing and DATAWARD_REQUIRE_ALL=1");
