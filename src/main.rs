@@ -97,7 +97,7 @@ enum Cmd {
         json: bool,
     },
     /// The blast radius of a node in a dbt project: what reads it, how far down, who owns it.
-    Lineage(dataward::lineage::cli::LineageArgs),
+    Lineage(dataward::cli::lineage::LineageArgs),
     /// Recompute the whole chain; exit 1 naming the first bad record.
     Verify {
         #[arg(long)]
@@ -323,7 +323,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Lineage(args) => dataward::lineage::cli::run(args),
+        Cmd::Lineage(args) => dataward::cli::lineage::run(args),
         Cmd::Check { config, once, json } => {
             dataward::monitor::cli::check(&config, once, json, &data_dir()?)
         }

@@ -2,4 +2,5 @@
 //! (over its socket) before reading the state database themselves.
 
 pub mod chain;
+pub mod lineage;
 pub mod outbox;

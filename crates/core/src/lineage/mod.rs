@@ -7,7 +7,6 @@
 
 mod blast;
 mod catalog;
-pub mod cli;
 mod columns;
 mod error;
 mod json_fields;
@@ -365,7 +364,8 @@ impl Lineage {
         blast::blast_radius(self, from, column)
     }
 
-    fn index_of(&self, unique_id: &str) -> Option<NodeIndex> {
+    /// The node with this unique_id, if the manifest has it.
+    pub fn index_of(&self, unique_id: &str) -> Option<NodeIndex> {
         self.by_unique_id.get(unique_id).copied()
     }
 

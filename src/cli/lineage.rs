@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::sanitize::{Sanitize, Sanitized};
 
-use super::{
+use crate::lineage::{
     BlastRadius, ColumnChange, ColumnFinding, Impact, Lineage, Node, Risk, Summary, UseFinding,
 };
 
