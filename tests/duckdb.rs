@@ -7,6 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+#[path = "support/binary.rs"]
+mod binary;
+
 use dataward::warehouse::duckdb::DuckdbWarehouse;
 use dataward::warehouse::{adbc, BackfillScope, CastTarget, Relation, Warehouse, WarehouseError};
 use serde_json::Value;
@@ -817,33 +820,6 @@ fn a_file_named_like_its_schema_is_read_all_the_same() {
     }
 }
 
-/// Runs `dataward` with `args` to its end, or fails once it has run `bound` (a hang).
-fn dataward_bounded(args: &[&str], bound: std::time::Duration) -> Output {
-    use std::process::Stdio;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dataward"))
-        .args(args)
-        .env_remove("ADBC_DRIVER_PATH")
-        .env_remove("XDG_CONFIG_HOME")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run dataward");
-    let started = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > bound {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "dataward {args:?} still running after {bound:?}\n{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    child.wait_with_output().unwrap()
-}
-
 /// A query past the warehouse's check_timeout is cancelled through the driver: the
 /// check says it timed out, naming the warehouse and the timeout, and the checks queued
 /// behind it on the same DuckDB file run as usual instead of waiting for it forever.
@@ -879,7 +855,7 @@ fn a_query_past_check_timeout_is_cancelled_and_the_poll_goes_on() {
         &monitors,
     );
     let data = dir.path().join("data");
-    let out = dataward_bounded(
+    let out = binary::dataward_within(
         &[
             "check",
             "--config",

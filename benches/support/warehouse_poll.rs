@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use dataward::config::Config;
 use dataward::monitor::poller::{Poller, SharedWarehouse};
 use dataward::monitor::Health;
-use dataward::warehouse::adbc;
+use dataward::warehouse::Limit;
 
 pub const TABLES: usize = 200;
 pub const ROWS: usize = 2000;
@@ -18,8 +18,8 @@ pub const CONCURRENCY: usize = 4;
 /// `warehouse::open` gives it.
 pub const TIMEOUT: Duration = Duration::from_secs(30);
 
-pub fn limit(warehouse: &str) -> adbc::Limit {
-    adbc::Limit {
+pub fn limit(warehouse: &str) -> Limit {
+    Limit {
         warehouse: warehouse.to_string(),
         timeout: TIMEOUT,
     }

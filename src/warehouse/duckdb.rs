@@ -46,7 +46,7 @@ pub struct DuckdbWarehouse {
     state: Mutex<State>,
     queries: AtomicU64,
     /// When a statement is cancelled (None: never).
-    limit: Option<adbc::Limit>,
+    limit: Option<super::Limit>,
 }
 
 #[derive(Default)]
@@ -71,7 +71,7 @@ impl DuckdbWarehouse {
 
     /// Every statement sent from now on is cancelled through the driver once it runs
     /// past `limit` (the warehouse's check_timeout).
-    pub fn cancel_after(mut self, limit: adbc::Limit) -> Self {
+    pub fn cancel_after(mut self, limit: super::Limit) -> Self {
         self.limit = Some(limit);
         self
     }

@@ -102,6 +102,30 @@ impl WarehouseError {
 
 impl std::error::Error for WarehouseError {}
 
+/// How long one query may run before the warehouse itself stops it (through the ADBC
+/// driver's cancel, or SQLite's interrupt), and the warehouse the error then names. A
+/// query the warehouse never finishes would otherwise hold its connection, and every
+/// call queued behind it, for as long as it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limit {
+    /// The warehouse's name in the config.
+    pub warehouse: String,
+    /// Its `check_timeout`.
+    pub timeout: std::time::Duration,
+}
+
+impl Limit {
+    /// What a query stopped at the limit fails with.
+    pub fn timed_out(&self) -> WarehouseError {
+        WarehouseError::Query(format!(
+            "timed out: warehouse {:?} was still running the query after {}s (its \
+             check_timeout), so it was cancelled",
+            self.warehouse,
+            self.timeout.as_secs_f64()
+        ))
+    }
+}
+
 pub trait Warehouse: Send {
     /// How many calls the warehouse can run at once, when it runs them one after
     /// another itself (None: as many as it is sent). The poller sends no more than
@@ -876,7 +900,7 @@ pub fn open(
     // Past its check_timeout a query is cancelled by the warehouse itself (PostgreSQL's
     // statement_timeout, the ADBC driver's cancel), whoever sent it: the poller, a dry
     // run, doctor.
-    let limit = adbc::Limit {
+    let limit = Limit {
         warehouse: name.to_string(),
         timeout,
     };
@@ -907,7 +931,9 @@ pub fn open(
                 .iter()
                 .map(|(schema, file)| (schema.clone(), config.resolve(file)))
                 .collect();
-            Ok(Box::new(sqlite::SqliteWarehouse::new(&path, attach)))
+            Ok(Box::new(
+                sqlite::SqliteWarehouse::new(&path, attach).cancel_after(limit),
+            ))
         }
     }
 }

@@ -67,7 +67,7 @@ pub struct SnowflakeWarehouse {
     state: Mutex<State>,
     queries: AtomicU64,
     /// When a statement is cancelled (None: never).
-    limit: Option<adbc::Limit>,
+    limit: Option<super::Limit>,
 }
 
 #[derive(Default)]
@@ -90,7 +90,7 @@ impl SnowflakeWarehouse {
 
     /// Every statement sent from now on is cancelled through the driver once it runs
     /// past `limit` (the warehouse's check_timeout).
-    pub fn cancel_after(mut self, limit: adbc::Limit) -> Self {
+    pub fn cancel_after(mut self, limit: super::Limit) -> Self {
         self.limit = Some(limit);
         self
     }

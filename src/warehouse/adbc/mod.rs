@@ -10,7 +10,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::time::Duration;
 
 use adbc_core::options::{AdbcVersion, OptionDatabase, OptionValue};
 use adbc_core::{CancelHandle, Connection, Database, Driver as _, Statement, LOAD_FLAG_DEFAULT};
@@ -24,7 +23,7 @@ use arrow_array::types::{
 use arrow_array::{Array, RecordBatchReader};
 use arrow_schema::DataType;
 
-use super::WarehouseError;
+use super::{Limit, WarehouseError};
 
 /// What a warehouse kind needs to find its driver.
 pub struct DriverKind {
@@ -191,18 +190,6 @@ impl OpenDatabase {
     }
 }
 
-/// How long one statement may run before it is cancelled through the driver
-/// (`AdbcStatementCancel`), and the warehouse the error then names. A query the
-/// warehouse never finishes would otherwise hold its connection, and every call
-/// queued behind it, for as long as it runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Limit {
-    /// The warehouse's name in the config.
-    pub warehouse: String,
-    /// Its `check_timeout`.
-    pub timeout: Duration,
-}
-
 /// One connection: statements run one after another on it, so `BEGIN` ... `COMMIT`
 /// sent as SQL hold for the statements between them.
 pub struct Session {
@@ -315,12 +302,7 @@ impl Session {
             (result, watchdog.join().unwrap_or(false))
         });
         match result {
-            Err(_) if cancelled => Err(WarehouseError::Query(format!(
-                "timed out: warehouse {:?} was still running the query after {}s (its \
-                 check_timeout), so it was cancelled",
-                limit.warehouse,
-                limit.timeout.as_secs_f64()
-            ))),
+            Err(_) if cancelled => Err(limit.timed_out()),
             other => other,
         }
     }
