@@ -63,7 +63,10 @@ pub fn first_and_warm_poll(
         "concurrency {CONCURRENCY} asked; the poller sends one call at a time (the warehouse \
          runs its calls one after another)"
     );
-    for run in ["first poll (loads the driver, logs in)", "warm poll"] {
+    for run in [
+        "first poll (loads the driver, opens the warehouse)",
+        "warm poll",
+    ] {
         let before: Vec<u64> = counters.iter().map(|c| (c.count)()).collect();
         let started = Instant::now();
         let observations = poller

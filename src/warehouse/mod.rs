@@ -897,9 +897,9 @@ pub fn open(
         Some(text) => crate::config::parse_duration(text)?,
         None => crate::monitor::poller::DEFAULT_TIMEOUT,
     };
-    // Past its check_timeout a query is cancelled by the warehouse itself (PostgreSQL's
-    // statement_timeout, the ADBC driver's cancel), whoever sent it: the poller, a dry
-    // run, doctor.
+    // Past its check_timeout a query is stopped by the warehouse itself (PostgreSQL's
+    // statement_timeout, the ADBC driver's cancel, SQLite's interrupt), whoever sent
+    // it: the poller, a dry run, doctor.
     let limit = Limit {
         warehouse: name.to_string(),
         timeout,
