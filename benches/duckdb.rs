@@ -1,21 +1,19 @@
 //! One full poll of 200 DuckDB tables with row_count, freshness, null_rate, volume and
 //! schema each, through DuckDB's ADBC driver (the library .ci/duckdb.sh installs, or
 //! the folder in DATAWARD_DUCKDB_DIR). Prints wall time, queries issued and peak
-//! memory. Run with `cargo bench --bench duckdb`.
+//! memory, for a first poll and a warm one. Run with `cargo bench --bench duckdb`.
 
-use std::path::{Path, PathBuf};
+#[path = "support/warehouse_poll.rs"]
+mod warehouse_poll;
+
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use dataward::config::Config;
-use dataward::monitor::poller::{Poller, SharedWarehouse};
-use dataward::monitor::Health;
+use dataward::monitor::poller::SharedWarehouse;
 use dataward::warehouse::adbc;
 use dataward::warehouse::duckdb::{DuckdbWarehouse, DRIVER};
-
-const TABLES: usize = 200;
-const ROWS: usize = 2000;
-const CONCURRENCY: usize = 4;
+use warehouse_poll::{Counters, ROWS, TABLES};
 
 fn main() {
     let folder = PathBuf::from(
@@ -52,65 +50,29 @@ fn main() {
         setup.elapsed().as_secs_f64()
     );
 
-    let mut toml = String::new();
-    for i in 1..=TABLES {
-        toml.push_str(&format!(
-            "[[monitor]]\nwarehouse = \"duck\"\ntable = \"bench.t{i}\"\n\
-             checks = [\"row_count\", \"freshness\", \"null_rate\", \"volume\", \"schema\"]\n\
-             timestamp_column = \"loaded_at\"\nnull_columns = [\"email\"]\n"
-        ));
-    }
-    let config_path = dir.path().join("bench.toml");
-    let toml = format!(
-        "[warehouse.duck]\nkind = \"duckdb\"\npath = \"{}\"\ndriver = \"{}\"\n{toml}",
+    let config = format!(
+        "[warehouse.duck]\nkind = \"duckdb\"\npath = \"{}\"\ndriver = \"{}\"\n{}",
         file.display(),
-        library.display()
+        library.display(),
+        warehouse_poll::monitors_toml("duck", "bench")
     );
-    let config = Config::parse(&toml, Path::new(&config_path)).unwrap();
-    let warehouse = Arc::new(DuckdbWarehouse::new(
-        file.to_str().unwrap(),
-        Some(library.display().to_string()),
-    ));
-    let mut poller = Poller::new().unwrap();
-    poller.add_warehouse(
+    let warehouse = Arc::new(
+        DuckdbWarehouse::new(file.to_str().unwrap(), Some(library.display().to_string()))
+            .cancel_after(warehouse_poll::limit("duck")),
+    );
+    let calls = || warehouse.queries_issued();
+    warehouse_poll::first_and_warm_poll(
+        dir.path(),
+        &config,
         "duck",
         warehouse.clone() as SharedWarehouse,
-        CONCURRENCY,
-        Duration::from_secs(30),
+        &[Counters {
+            what: "warehouse calls (each attaches the file)",
+            count: &calls,
+        }],
     );
-    let state = dataward::store::open(&dir.path().join("state.db")).unwrap();
     println!(
-        "concurrency {CONCURRENCY} per warehouse (calls run one at a time on one DuckDB file)"
+        "peak memory (this process, VmHWM): {}",
+        warehouse_poll::peak_memory("self")
     );
-    for run in ["first poll (loads the driver)", "second poll"] {
-        let before = warehouse.queries_issued();
-        let started = Instant::now();
-        let observations = poller
-            .poll(&state, &config.monitor, chrono::Utc::now())
-            .unwrap();
-        let wall = started.elapsed();
-        let unhealthy = observations
-            .iter()
-            .filter(|o| o.health != Health::Ok)
-            .count();
-        println!(
-            "{run}: {:.2}s wall, {} checks, {} warehouse calls (each opens the file), {} unhealthy",
-            wall.as_secs_f64(),
-            observations.len(),
-            warehouse.queries_issued() - before,
-            unhealthy
-        );
-    }
-    println!("peak memory (this process, VmHWM): {}", peak_memory());
-}
-
-fn peak_memory() -> String {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM"))
-                .map(|l| l["VmHWM:".len()..].trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown".to_string())
 }

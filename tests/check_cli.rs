@@ -1,6 +1,8 @@
 //! `dataward check` and `dataward backtest` through the real binary: JSON lines, exit
 //! codes, and errors that name the file and line.
 
+#[path = "support/binary.rs"]
+mod binary;
 mod support;
 
 use std::path::Path;
@@ -844,4 +846,57 @@ fn backtest_usage_errors_exit_2() {
         assert!(err.contains(says), "{args:?}: {err}");
         assert!(out.stdout.is_empty(), "{args:?}");
     }
+}
+
+/// A query past the warehouse's check_timeout is stopped by the warehouse (SQLite's
+/// interrupt), not only given up on: with as many endless queries as the warehouse
+/// runs at once, the check queued behind them still runs, and the poll ends.
+#[test]
+fn sqlite_queries_past_check_timeout_are_interrupted_and_the_poll_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    sqlite_estate(dir.path());
+    let conn = rusqlite::Connection::open(dir.path().join("wh.db")).unwrap();
+    conn.execute_batch(
+        "CREATE VIEW endless AS
+         WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT x FROM n;",
+    )
+    .unwrap();
+    drop(conn);
+    let config = dir.path().join("dataward.toml");
+    // max_concurrent endless checks, so the last check runs only once one is stopped.
+    let mut text = "[warehouse.local]\nkind = \"sqlite\"\npath = \"wh.db\"\n\
+                    max_concurrent = 2\ncheck_timeout = \"1s\"\n"
+        .to_string();
+    for table in ["endless", "endless", "events"] {
+        text.push_str(&format!(
+            "\n[[monitor]]\nwarehouse = \"local\"\ntable = \"{table}\"\nchecks = [\"row_count\"]\n"
+        ));
+    }
+    std::fs::write(&config, text).unwrap();
+    let data = dir.path().join("data");
+    let out = binary::dataward_within(
+        &[
+            "check",
+            "--config",
+            config.to_str().unwrap(),
+            "--once",
+            "--json",
+            "--data-dir",
+            data.to_str().unwrap(),
+        ],
+        std::time::Duration::from_secs(120),
+    );
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 3, "{}", binary::text(&out));
+    for line in &lines[..2] {
+        assert_eq!(line["health"], "error", "{line}");
+        let message = line["message"].as_str().unwrap_or_default();
+        // The poller's word or the warehouse's, whichever came first: both say so.
+        for needed in ["timed out", "check_timeout"] {
+            assert!(message.contains(needed), "{needed:?} not in {message:?}");
+        }
+    }
+    assert_eq!(lines[2]["table"], "events", "{lines:#?}");
+    assert_eq!(lines[2]["health"], "ok", "{lines:#?}");
+    assert_eq!(out.status.code(), Some(3), "{lines:#?}");
 }

@@ -7,6 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+#[path = "support/binary.rs"]
+mod binary;
+
 use dataward::warehouse::duckdb::DuckdbWarehouse;
 use dataward::warehouse::{adbc, BackfillScope, CastTarget, Relation, Warehouse, WarehouseError};
 use serde_json::Value;
@@ -815,4 +818,67 @@ fn a_file_named_like_its_schema_is_read_all_the_same() {
     for line in &lines {
         assert_eq!(line["health"], "ok", "{line}");
     }
+}
+
+/// A query past the warehouse's check_timeout is cancelled through the driver: the
+/// check says it timed out, naming the warehouse and the timeout, and the checks queued
+/// behind it on the same DuckDB file run as usual instead of waiting for it forever.
+#[test]
+fn a_query_past_check_timeout_is_cancelled_and_the_poll_goes_on() {
+    let Some(folder) = driver_folder() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = estate(&folder, dir.path(), &["events", "orders", "users"]);
+    // A trillion rows: no count of it ends while anyone waits.
+    sql(
+        &folder,
+        &file,
+        &[
+            "CREATE VIEW analytics.endless AS SELECT a.range * b.range AS x \
+           FROM range(1000000) AS a, range(1000000) AS b",
+        ],
+    );
+    let mut monitors = "table = \"analytics.endless\"\nchecks = [\"row_count\"]".to_string();
+    for table in ["events", "orders", "users"] {
+        monitors.push_str(&format!(
+            "\n\n[[monitor]]\nwarehouse = \"duck\"\n{}",
+            monitor(table, "\"row_count\"")
+        ));
+    }
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "driver = \"{}\"\ncheck_timeout = \"2s\"",
+            folder.join("libduckdb.so").display()
+        ),
+        &monitors,
+    );
+    let data = dir.path().join("data");
+    let out = binary::dataward_within(
+        &[
+            "check",
+            "--config",
+            config.to_str().unwrap(),
+            "--once",
+            "--json",
+            "--data-dir",
+            data.to_str().unwrap(),
+        ],
+        std::time::Duration::from_secs(120),
+    );
+    let lines = json_lines(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(lines.len(), 4, "{lines:#?}\n{stderr}");
+    let endless = &lines[0];
+    assert_eq!(endless["table"], "analytics.endless", "{lines:#?}");
+    assert_eq!(endless["health"], "error", "{endless}");
+    let message = endless["message"].as_str().unwrap_or_default();
+    for needed in ["timed out", "\"duck\"", "2s", "check_timeout"] {
+        assert!(message.contains(needed), "{needed:?} not in {message:?}");
+    }
+    for line in &lines[1..] {
+        assert_eq!(line["health"], "ok", "{line}\n{stderr}");
+    }
+    assert_eq!(out.status.code(), Some(3), "{lines:#?}\n{stderr}");
 }

@@ -620,3 +620,47 @@ fn doctor_names_the_snowflake_driver_and_the_login() {
     );
     assert!(!text.contains("sqlite"), "{text}");
 }
+
+/// A query past the warehouse's check_timeout is cancelled through the driver and
+/// fails with a timeout naming the warehouse and the timeout, rather than waiting for
+/// fakesnow (DuckDB underneath) to count half a trillion rows. The warehouse is opened
+/// from the config as every command opens it.
+#[test]
+fn a_query_past_check_timeout_is_cancelled_through_the_driver() {
+    let Some(server) = fakesnow() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    estate(&server, &["events"]);
+    server.sql(&[
+        "CREATE VIEW DW.ANALYTICS.ENDLESS AS SELECT A.ID * B.ID * C.ID * D.ID AS X \
+         FROM DW.ANALYTICS.EVENTS A, DW.ANALYTICS.EVENTS B, DW.ANALYTICS.EVENTS C, \
+         DW.ANALYTICS.EVENTS D",
+    ]);
+    let path = server.config(dir.path(), &[monitor("events", "\"row_count\"")]);
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "[warehouse.snow]\n",
+        "[warehouse.snow]\ncheck_timeout = \"2s\"\n",
+    );
+    let config = dataward::config::Config::parse(&text, &path).unwrap();
+    std::env::set_var(PASSWORD_ENV, "snow");
+    let warehouse = dataward::warehouse::open(&config, "snow").unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let counted = warehouse.row_count(&Relation {
+            schema: Some("analytics".into()),
+            table: "endless".into(),
+        });
+        let _ = tx.send(counted);
+    });
+    let counted = rx
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the query was not cancelled: still running after 120s");
+    let message = match counted {
+        Err(WarehouseError::Query(message)) => message,
+        other => panic!("expected a timeout, got {other:?}"),
+    };
+    for needed in ["timed out", "\"snow\"", "2s", "check_timeout", "cancelled"] {
+        assert!(message.contains(needed), "{needed:?} not in {message:?}");
+    }
+}

@@ -43,3 +43,28 @@ impl Drop for Engine {
         let _ = self.0.wait();
     }
 }
+
+/// `dataward ARGS` run to its end, or a failed test once it has run longer than
+/// `bound` (a hang; never a measure of speed).
+pub fn dataward_within(args: &[&str], bound: std::time::Duration) -> Output {
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dataward"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > bound {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "dataward {args:?} still running after {bound:?}\n{}",
+                text(&out)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}

@@ -73,7 +73,9 @@ pub struct WarehouseConfig {
     pub url_env: Option<String>,
     /// PostgreSQL: how many checks may run against this warehouse at once.
     pub max_concurrent: Option<usize>,
-    /// PostgreSQL: how long one check may take before it is abandoned ("30s").
+    /// How long one check may take before it is abandoned ("30s"), and one query before
+    /// the warehouse stops it (PostgreSQL's statement_timeout, the ADBC driver's cancel,
+    /// SQLite's interrupt).
     pub check_timeout: Option<String>,
     /// Extra SQLite files attached under a schema name, e.g. BILLING = "billing.db".
     #[serde(default)]

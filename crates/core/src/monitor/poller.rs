@@ -37,6 +37,8 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
 pub type SharedWarehouse = Arc<dyn Warehouse + Sync>;
 
 struct Slot {
+    /// The warehouse's name in the config, for the errors.
+    name: String,
     warehouse: SharedWarehouse,
     permits: Arc<Semaphore>,
     timeout: Duration,
@@ -148,9 +150,14 @@ impl Poller {
             retry_at: None,
             last_error: String::new(),
         };
+        let concurrency = match warehouse.calls_at_once() {
+            Some(at_once) => concurrency.min(at_once),
+            None => concurrency,
+        };
         self.warehouses.insert(
             name.to_string(),
             Slot {
+                name: name.to_string(),
                 warehouse,
                 // Semaphore::new panics above MAX_PERMITS; the config allows far less.
                 permits: Arc::new(Semaphore::new(concurrency.clamp(1, Semaphore::MAX_PERMITS))),
@@ -386,6 +393,7 @@ impl Slot {
     ) -> impl std::future::Future<Output = Result<T, WarehouseError>> + Send + 'static {
         let (permits, timeout, backoff) =
             (self.permits.clone(), self.timeout, self.backoff.clone());
+        let name = self.name.clone();
         async move {
             if let Some(error) = backoff
                 .lock()
@@ -414,7 +422,8 @@ impl Slot {
                 // own: the warehouse answered its connection, so this is never
                 // "unreachable".
                 Err(_) => Err(WarehouseError::Query(format!(
-                    "timed out: no answer within {}s",
+                    "timed out: no answer from warehouse {name:?} within {}s (its \
+                     check_timeout)",
                     timeout.as_secs_f64()
                 ))),
             };

@@ -45,6 +45,8 @@ pub struct DuckdbWarehouse {
     path: String,
     state: Mutex<State>,
     queries: AtomicU64,
+    /// When a statement is cancelled (None: never).
+    limit: Option<super::Limit>,
 }
 
 #[derive(Default)]
@@ -63,7 +65,15 @@ impl DuckdbWarehouse {
             path: path.to_string(),
             state: Mutex::new(State::default()),
             queries: AtomicU64::new(0),
+            limit: None,
         }
+    }
+
+    /// Every statement sent from now on is cancelled through the driver once it runs
+    /// past `limit` (the warehouse's check_timeout).
+    pub fn cancel_after(mut self, limit: super::Limit) -> Self {
+        self.limit = Some(limit);
+        self
     }
 
     /// Queries sent so far.
@@ -122,6 +132,7 @@ impl DuckdbWarehouse {
             state.memory = Some(database);
         }
         let mut session = state.memory.as_ref().expect("opened").connect()?;
+        session.set_limit(self.limit.clone());
         if self.path == MEMORY {
             return f(&mut session);
         }
@@ -429,6 +440,11 @@ fn own_copy(relation: &Relation, version: &TableVersion) -> Result<Relation, War
 }
 
 impl Warehouse for DuckdbWarehouse {
+    fn calls_at_once(&self) -> Option<usize> {
+        // One DuckDB instance per warehouse, every call under its lock (see above).
+        Some(1)
+    }
+
     fn row_count(&self, relation: &Relation) -> Result<u64, WarehouseError> {
         self.with_session(false, |s| count_rows(s, relation))
     }

@@ -102,7 +102,37 @@ impl WarehouseError {
 
 impl std::error::Error for WarehouseError {}
 
+/// How long one query may run before the warehouse itself stops it (through the ADBC
+/// driver's cancel, or SQLite's interrupt), and the warehouse the error then names. A
+/// query the warehouse never finishes would otherwise hold its connection, and every
+/// call queued behind it, for as long as it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limit {
+    /// The warehouse's name in the config.
+    pub warehouse: String,
+    /// Its `check_timeout`.
+    pub timeout: std::time::Duration,
+}
+
+impl Limit {
+    /// What a query stopped at the limit fails with.
+    pub fn timed_out(&self) -> WarehouseError {
+        WarehouseError::Query(format!(
+            "timed out: warehouse {:?} was still running the query after {}s (its \
+             check_timeout), so it was cancelled",
+            self.warehouse,
+            self.timeout.as_secs_f64()
+        ))
+    }
+}
+
 pub trait Warehouse: Send {
+    /// How many calls the warehouse can run at once, when it runs them one after
+    /// another itself (None: as many as it is sent). The poller sends no more than
+    /// this, so no check's timeout runs out while it only waits for another's.
+    fn calls_at_once(&self) -> Option<usize> {
+        None
+    }
     fn row_count(&self, relation: &Relation) -> Result<u64, WarehouseError>;
     /// Columns in table order; empty when the table does not exist.
     fn columns(&self, relation: &Relation) -> Result<Vec<Column>, WarehouseError> {
@@ -863,13 +893,20 @@ pub fn open(
         .warehouse
         .get(name)
         .ok_or_else(|| anyhow::anyhow!("unknown warehouse {name:?}"))?;
+    let timeout = match &wh.check_timeout {
+        Some(text) => crate::config::parse_duration(text)?,
+        None => crate::monitor::poller::DEFAULT_TIMEOUT,
+    };
+    // Past its check_timeout a query is stopped by the warehouse itself (PostgreSQL's
+    // statement_timeout, the ADBC driver's cancel, SQLite's interrupt), whoever sent
+    // it: the poller, a dry run, doctor.
+    let limit = Limit {
+        warehouse: name.to_string(),
+        timeout,
+    };
     match wh.kind.as_str() {
         "postgres" => {
             let var = wh.url_env.as_deref().expect("validated");
-            let timeout = match &wh.check_timeout {
-                Some(text) => crate::config::parse_duration(text)?,
-                None => std::time::Duration::from_secs(30),
-            };
             let pg =
                 postgres::PostgresWarehouse::from_env(var, wh.max_concurrent.unwrap_or(4), timeout)
                     .map_err(|e| {
@@ -880,9 +917,13 @@ pub fn open(
         "duckdb" => {
             let path = duckdb::database_path(config, wh.path.as_ref().expect("validated"));
             let driver = duckdb::driver_wanted(config, wh.driver.as_deref());
-            Ok(Box::new(duckdb::DuckdbWarehouse::new(&path, driver)))
+            Ok(Box::new(
+                duckdb::DuckdbWarehouse::new(&path, driver).cancel_after(limit),
+            ))
         }
-        "snowflake" => Ok(Box::new(snowflake::from_config(config, wh))),
+        "snowflake" => Ok(Box::new(
+            snowflake::from_config(config, wh).cancel_after(limit),
+        )),
         _ => {
             let path = config.resolve(wh.path.as_ref().expect("validated"));
             let attach = wh
@@ -890,7 +931,9 @@ pub fn open(
                 .iter()
                 .map(|(schema, file)| (schema.clone(), config.resolve(file)))
                 .collect();
-            Ok(Box::new(sqlite::SqliteWarehouse::new(&path, attach)))
+            Ok(Box::new(
+                sqlite::SqliteWarehouse::new(&path, attach).cancel_after(limit),
+            ))
         }
     }
 }

@@ -66,6 +66,8 @@ pub struct SnowflakeWarehouse {
     settings: Settings,
     state: Mutex<State>,
     queries: AtomicU64,
+    /// When a statement is cancelled (None: never).
+    limit: Option<super::Limit>,
 }
 
 #[derive(Default)]
@@ -82,7 +84,15 @@ impl SnowflakeWarehouse {
             settings,
             state: Mutex::new(State::default()),
             queries: AtomicU64::new(0),
+            limit: None,
         }
+    }
+
+    /// Every statement sent from now on is cancelled through the driver once it runs
+    /// past `limit` (the warehouse's check_timeout).
+    pub fn cancel_after(mut self, limit: super::Limit) -> Self {
+        self.limit = Some(limit);
+        self
     }
 
     /// Queries sent so far.
@@ -192,6 +202,7 @@ impl SnowflakeWarehouse {
             state.database = Some(driver.open(&options)?);
         }
         let mut session = state.database.as_ref().expect("opened").connect()?;
+        session.set_limit(self.limit.clone());
         f(&mut session)
     }
 
@@ -535,6 +546,11 @@ fn private_key_readable_by_owner_only(file: &std::path::Path) -> Result<(), Ware
 }
 
 impl Warehouse for SnowflakeWarehouse {
+    fn calls_at_once(&self) -> Option<usize> {
+        // Every call runs under the warehouse's lock, on one login.
+        Some(1)
+    }
+
     fn row_count(&self, relation: &Relation) -> Result<u64, WarehouseError> {
         self.with_session(|s| count_rows(s, relation))
     }

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
 use rusqlite::functions::FunctionFlags;
@@ -18,13 +19,15 @@ use chrono::{NaiveTime, Timelike};
 use super::{
     changed_copy, check_restorable, check_unchanged_since, column_list, is_version_name,
     null_counts_sql, parse_day, quote_ident, version_name, CastTarget, Column, DayCount, DayPrint,
-    KeyGap, NullCounts, Relation, Restored, TableCounts, TableScan, TableVersion, Uncastable,
-    Warehouse, WarehouseError, EARLIER, UNCASTABLE_EXAMPLES, VERSIONS,
+    KeyGap, Limit, NullCounts, Relation, Restored, TableCounts, TableScan, TableVersion,
+    Uncastable, Warehouse, WarehouseError, EARLIER, UNCASTABLE_EXAMPLES, VERSIONS,
 };
 
 pub struct SqliteWarehouse {
     path: PathBuf,
     attach: BTreeMap<String, PathBuf>,
+    /// When a call's connection is interrupted (None: never).
+    limit: Option<Limit>,
 }
 
 impl SqliteWarehouse {
@@ -32,13 +35,56 @@ impl SqliteWarehouse {
         SqliteWarehouse {
             path: path.to_path_buf(),
             attach,
+            limit: None,
         }
+    }
+
+    /// Every call from now on is interrupted (sqlite3_interrupt) once it has run past
+    /// `limit` (the warehouse's check_timeout).
+    pub fn cancel_after(mut self, limit: Limit) -> Self {
+        self.limit = Some(limit);
+        self
     }
 
     /// A fresh connection per check: a file that went away shows up as unreachable on
     /// the next poll instead of hiding behind an old handle.
-    pub fn connect(&self) -> Result<Connection, WarehouseError> {
-        connect(&self.path, &self.attach)
+    pub fn connect(&self) -> Result<Watched, WarehouseError> {
+        let conn = connect(&self.path, &self.attach)?;
+        let Some(limit) = self.limit.clone() else {
+            return Ok(Watched { conn, _done: None });
+        };
+        let interrupt = conn.get_interrupt_handle();
+        let (done, watch) = mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            if let Err(RecvTimeoutError::Timeout) = watch.recv_timeout(limit.timeout) {
+                interrupt.interrupt();
+            }
+        });
+        Ok(Watched {
+            conn,
+            _done: Some(done),
+        })
+    }
+}
+
+/// A warehouse connection, interrupted if it is still in use when the warehouse's
+/// limit has passed: whatever query it then runs fails as SQLite's "interrupted".
+pub struct Watched {
+    conn: Connection,
+    /// Dropped with the connection, which ends its watchdog.
+    _done: Option<mpsc::Sender<()>>,
+}
+
+impl std::ops::Deref for Watched {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        &self.conn
+    }
+}
+
+impl std::ops::DerefMut for Watched {
+    fn deref_mut(&mut self) -> &mut Connection {
+        &mut self.conn
     }
 }
 
@@ -95,6 +141,14 @@ fn uri_rw(path: &Path) -> String {
 }
 
 fn query_error(e: rusqlite::Error) -> WarehouseError {
+    // Only a connection's watchdog interrupts it (see [`SqliteWarehouse::connect`]).
+    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted) {
+        return WarehouseError::Query(
+            "timed out: the query ran past the warehouse's check_timeout, so SQLite \
+             interrupted it"
+                .to_string(),
+        );
+    }
     WarehouseError::Query(e.to_string())
 }
 

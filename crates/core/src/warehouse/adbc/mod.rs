@@ -9,11 +9,12 @@
 //! the system's library path. `dbc install duckdb` puts a manifest where this finds it.
 
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, RecvTimeoutError};
 
 use adbc_core::options::{AdbcVersion, OptionDatabase, OptionValue};
-use adbc_core::{Connection, Database, Driver as _, Statement, LOAD_FLAG_DEFAULT};
+use adbc_core::{CancelHandle, Connection, Database, Driver as _, Statement, LOAD_FLAG_DEFAULT};
 use adbc_driver_manager::search::DriverLibrary;
-use adbc_driver_manager::{ManagedConnection, ManagedDatabase, ManagedDriver};
+use adbc_driver_manager::{ManagedConnection, ManagedDatabase, ManagedDriver, ManagedStatement};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
     Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type,
@@ -22,7 +23,7 @@ use arrow_array::types::{
 use arrow_array::{Array, RecordBatchReader};
 use arrow_schema::DataType;
 
-use super::WarehouseError;
+use super::{Limit, WarehouseError};
 
 /// What a warehouse kind needs to find its driver.
 pub struct DriverKind {
@@ -182,7 +183,10 @@ impl OpenDatabase {
             .database
             .new_connection()
             .map_err(|e| WarehouseError::Unreachable(e.message))?;
-        Ok(Session { connection })
+        Ok(Session {
+            connection,
+            limit: None,
+        })
     }
 }
 
@@ -190,6 +194,7 @@ impl OpenDatabase {
 /// sent as SQL hold for the statements between them.
 pub struct Session {
     connection: ManagedConnection,
+    limit: Option<Limit>,
 }
 
 /// A value of a result's cell, as the checks read it.
@@ -233,23 +238,73 @@ impl Value {
     }
 }
 
+fn failed(e: adbc_core::error::Error) -> WarehouseError {
+    WarehouseError::Query(e.message)
+}
+
 impl Session {
+    /// Every statement from now on is cancelled once it runs past `limit`.
+    pub fn set_limit(&mut self, limit: Option<Limit>) {
+        self.limit = limit;
+    }
+
     /// Runs a query and reads every row of its result.
     pub fn query(&mut self, sql: &str) -> Result<Vec<Vec<Value>>, WarehouseError> {
-        let failed = |e: adbc_core::error::Error| WarehouseError::Query(e.message);
-        let mut statement = self.connection.new_statement().map_err(failed)?;
-        statement.set_sql_query(sql).map_err(failed)?;
-        let reader = statement.execute().map_err(failed)?;
-        read_rows(reader)
+        let statement = self.statement(sql)?;
+        // The rows are read within the limit too: a driver may stream a result while
+        // it is still being computed.
+        self.within_limit(statement, |s| read_rows(s.execute().map_err(failed)?))
     }
 
     /// Runs a statement that returns no rows; the rows it changed when the driver says.
     pub fn execute(&mut self, sql: &str) -> Result<Option<u64>, WarehouseError> {
-        let failed = |e: adbc_core::error::Error| WarehouseError::Query(e.message);
+        let statement = self.statement(sql)?;
+        let changed = self.within_limit(statement, |s| s.execute_update().map_err(failed))?;
+        Ok(changed.and_then(|n| u64::try_from(n).ok()))
+    }
+
+    fn statement(&mut self, sql: &str) -> Result<ManagedStatement, WarehouseError> {
         let mut statement = self.connection.new_statement().map_err(failed)?;
         statement.set_sql_query(sql).map_err(failed)?;
-        let changed = statement.execute_update().map_err(failed)?;
-        Ok(changed.and_then(|n| u64::try_from(n).ok()))
+        Ok(statement)
+    }
+
+    /// `run` on the statement, cancelled through the driver if it is still running
+    /// when the limit has passed; a statement cancelled fails with a timeout naming
+    /// the warehouse and its limit, whatever the driver's own error says.
+    fn within_limit<T>(
+        &self,
+        mut statement: ManagedStatement,
+        run: impl FnOnce(&mut ManagedStatement) -> Result<T, WarehouseError>,
+    ) -> Result<T, WarehouseError> {
+        let Some(limit) = &self.limit else {
+            return run(&mut statement);
+        };
+        let cancel: Box<dyn CancelHandle> = statement.get_cancel_handle();
+        let (finished, watch) = mpsc::channel::<()>();
+        let (result, cancelled) = std::thread::scope(|scope| {
+            let watchdog = scope.spawn(move || match watch.recv_timeout(limit.timeout) {
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Err(e) = cancel.try_cancel() {
+                        tracing::warn!(
+                            "warehouse {:?}: the driver could not cancel a statement past \
+                             its check_timeout: {}",
+                            limit.warehouse,
+                            e.message
+                        );
+                    }
+                    true
+                }
+                _ => false,
+            });
+            let result = run(&mut statement);
+            drop(finished);
+            (result, watchdog.join().unwrap_or(false))
+        });
+        match result {
+            Err(_) if cancelled => Err(limit.timed_out()),
+            other => other,
+        }
     }
 
     /// The first row of a query that returns one.
