@@ -223,7 +223,16 @@ fn check_once(dir: &Path, config: &Path) -> Output {
         .expect("run dataward")
 }
 
+/// The lines of the checks (not the poll's cost, `{"poll": ...}`, nor the statements
+/// `--explain` lists).
 fn json_lines(output: &Output) -> Vec<Value> {
+    every_json_line(output)
+        .into_iter()
+        .filter(|l| l.get("poll").is_none() && l.get("statement").is_none())
+        .collect()
+}
+
+fn every_json_line(output: &Output) -> Vec<Value> {
     String::from_utf8_lossy(&output.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))

@@ -33,7 +33,8 @@ impl From<monitor::Health> for MonitorHealth {
         match health {
             monitor::Health::Ok => MonitorHealth::Ok,
             monitor::Health::Unreachable => MonitorHealth::Unreachable,
-            monitor::Health::Error => MonitorHealth::Error,
+            // The reason (the query guard) is in the observation's message.
+            monitor::Health::Error | monitor::Health::Skipped => MonitorHealth::Error,
         }
     }
 }

@@ -22,7 +22,7 @@ use arrow_array::types::{
 use arrow_array::{Array, RecordBatchReader};
 use arrow_schema::DataType;
 
-use super::WarehouseError;
+use super::{query_log, WarehouseError};
 
 /// What a warehouse kind needs to find its driver.
 pub struct DriverKind {
@@ -182,6 +182,7 @@ impl OpenDatabase {
             .database
             .new_connection()
             .map_err(|e| WarehouseError::Unreachable(e.message))?;
+        query_log::session_opened();
         Ok(Session { connection })
     }
 }
@@ -234,21 +235,30 @@ impl Value {
 }
 
 impl Session {
-    /// Runs a query and reads every row of its result.
+    /// Runs a query and reads every row of its result. Recorded in the query log
+    /// (see [`query_log`]), and not sent past the poll's query guard.
     pub fn query(&mut self, sql: &str) -> Result<Vec<Vec<Value>>, WarehouseError> {
+        query_log::may_send()?;
         let failed = |e: adbc_core::error::Error| WarehouseError::Query(e.message);
         let mut statement = self.connection.new_statement().map_err(failed)?;
         statement.set_sql_query(sql).map_err(failed)?;
-        let reader = statement.execute().map_err(failed)?;
-        read_rows(reader)
+        let reader = statement.execute();
+        // Logged once sent, failed or not: a failed query was still sent.
+        let rows = reader.map_err(failed).and_then(read_rows);
+        let returned = rows.as_ref().map_or(0, |rows| rows.len() as u64);
+        query_log::sent(sql, returned, None);
+        rows
     }
 
     /// Runs a statement that returns no rows; the rows it changed when the driver says.
     pub fn execute(&mut self, sql: &str) -> Result<Option<u64>, WarehouseError> {
+        query_log::may_send()?;
         let failed = |e: adbc_core::error::Error| WarehouseError::Query(e.message);
         let mut statement = self.connection.new_statement().map_err(failed)?;
         statement.set_sql_query(sql).map_err(failed)?;
-        let changed = statement.execute_update().map_err(failed)?;
+        let changed = statement.execute_update();
+        query_log::sent(sql, 0, None);
+        let changed = changed.map_err(failed)?;
         Ok(changed.and_then(|n| u64::try_from(n).ok()))
     }
 
