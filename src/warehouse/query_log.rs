@@ -153,6 +153,19 @@ pub fn may_send() -> Result<(), WarehouseError> {
     }
 }
 
+/// Runs `f` outside the poll's budget (still recorded): what ends a transaction or
+/// closes a session is always sent, or a refused statement would leave it open.
+pub fn unguarded<T>(f: impl FnOnce() -> T) -> T {
+    let budget = CAPTURE.with(|c| c.borrow_mut().last_mut().and_then(|c| c.budget.take()));
+    let result = f();
+    CAPTURE.with(|c| {
+        if let Some(current) = c.borrow_mut().last_mut() {
+            current.budget = budget;
+        }
+    });
+    result
+}
+
 /// Called by a backend once a statement was sent.
 pub fn sent(sql: &str, rows: u64, scanned_bytes: Option<u64>) {
     with_current(|c| {
@@ -225,7 +238,13 @@ mod tests {
         assert!(matches!(error, WarehouseError::Skipped(_)), "{error}");
         assert!(error.message().contains("max_queries_per_poll"), "{error}");
         assert!(budget.spent());
-        let (again, _) = capture(Some(budget), may_send);
-        assert!(again.is_err());
+        let again = capture(Some(budget), || {
+            // What closes a session is sent even so, and recorded.
+            assert!(unguarded(may_send).is_ok());
+            sent("ROLLBACK", 0, None);
+            may_send()
+        });
+        assert!(again.0.is_err());
+        assert_eq!(again.1.sent.len(), 1);
     }
 }

@@ -13,7 +13,7 @@
 //! (the driver refuses several), and a read-only role is the real guard.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use chrono::NaiveTime;
@@ -66,12 +66,17 @@ pub struct SnowflakeWarehouse {
     settings: Settings,
     state: Mutex<State>,
     queries: AtomicU64,
+    /// A poll is under way: its calls share one session (see [`Warehouse::begin_poll`]).
+    polling: AtomicBool,
 }
 
 #[derive(Default)]
 struct State {
     driver: Option<adbc::Driver>,
     database: Option<OpenDatabase>,
+    /// The poll's session, kept between its calls: its checks run back to back on
+    /// one connection, so a suspended warehouse resumes once per poll.
+    held: Option<Session>,
 }
 
 impl SnowflakeWarehouse {
@@ -82,6 +87,7 @@ impl SnowflakeWarehouse {
             settings,
             state: Mutex::new(State::default()),
             queries: AtomicU64::new(0),
+            polling: AtomicBool::new(false),
         }
     }
 
@@ -170,7 +176,7 @@ impl SnowflakeWarehouse {
     }
 
     /// Runs `f` on a connection: the database is opened (logged in) once for the
-    /// warehouse's life, a connection per call.
+    /// warehouse's life, a connection per call, or per poll while one is under way.
     fn with_session<T>(
         &self,
         f: impl FnOnce(&mut Session) -> Result<T, WarehouseError>,
@@ -191,8 +197,19 @@ impl SnowflakeWarehouse {
             let driver = state.driver.as_ref().expect("loaded");
             state.database = Some(driver.open(&options)?);
         }
-        let mut session = state.database.as_ref().expect("opened").connect()?;
-        f(&mut session)
+        let mut session = match state.held.take() {
+            Some(held) => held,
+            None => state.database.as_ref().expect("opened").connect()?,
+        };
+        let result = f(&mut session);
+        // Kept for the poll's next call unless the connection failed; a poll that
+        // ended meanwhile left it for this call to close (dropped).
+        if self.polling.load(Ordering::SeqCst)
+            && !matches!(result, Err(WarehouseError::Unreachable(_)))
+        {
+            state.held = Some(session);
+        }
+        result
     }
 
     /// `f` in one transaction: committed when it returns Ok, rolled back otherwise.
@@ -223,7 +240,7 @@ impl SnowflakeWarehouse {
         self.with_session(|s| {
             s.execute("BEGIN")?;
             let result = f(s);
-            let _ = s.execute("ROLLBACK");
+            let _ = super::query_log::unguarded(|| s.execute("ROLLBACK"));
             result
         })
     }
@@ -537,6 +554,18 @@ fn private_key_readable_by_owner_only(file: &std::path::Path) -> Result<(), Ware
 impl Warehouse for SnowflakeWarehouse {
     fn row_count(&self, relation: &Relation) -> Result<u64, WarehouseError> {
         self.with_session(|s| count_rows(s, relation))
+    }
+
+    fn begin_poll(&self) {
+        self.polling.store(true, Ordering::SeqCst);
+    }
+
+    fn end_poll(&self) {
+        self.polling.store(false, Ordering::SeqCst);
+        // A call still running closes the session as it ends.
+        if let Ok(mut state) = self.state.try_lock() {
+            state.held = None;
+        }
     }
 
     fn columns_of(
