@@ -20,7 +20,6 @@ use std::time::Duration;
 use crate::store::Connection;
 use anyhow::{Context, Result};
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
@@ -67,44 +66,7 @@ pub enum Sender {
     Monitor(usize),
 }
 
-/// What a poll cost one warehouse: `check --json` and the monitors pane show it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PollCost {
-    pub warehouse: String,
-    /// Statements sent, session setup included.
-    pub queries: u64,
-    /// Sessions (connections) opened.
-    pub sessions: u64,
-    /// Bytes scanned, as the warehouse reported them; None: not reported.
-    pub scanned_bytes: Option<u64>,
-    /// The warehouse's `max_queries_per_poll`, when it has one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_queries_per_poll: Option<u64>,
-    /// Whether the guard stopped a statement: some checks were skipped.
-    #[serde(default)]
-    pub guard_reached: bool,
-}
-
-impl PollCost {
-    /// "12 queries, 1 session, scanned not reported".
-    pub fn summary(&self) -> String {
-        let plural =
-            |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
-        let scanned = match self.scanned_bytes {
-            Some(bytes) => format!("{bytes} bytes scanned"),
-            None => "scanned not reported".to_string(),
-        };
-        let guard = match (self.guard_reached, self.max_queries_per_poll) {
-            (true, Some(max)) => format!(", stopped at max_queries_per_poll = {max}"),
-            _ => String::new(),
-        };
-        format!(
-            "{}, {}, {scanned}{guard}",
-            plural(self.queries, "query", "queries"),
-            plural(self.sessions, "session", "sessions")
-        )
-    }
-}
+pub use crate::engine::api::PollCost;
 
 /// The statements one sender sent, for `check --explain`.
 #[derive(Debug, Clone)]
