@@ -1,6 +1,7 @@
 //! One full poll of 200 DuckDB tables with row_count, freshness, null_rate, volume and
 //! schema each, through DuckDB's ADBC driver (the library .ci/duckdb.sh installs, or
-//! the folder in DATAWARD_DUCKDB_DIR). Prints wall time, queries issued and peak
+//! the folder in DATAWARD_DUCKDB_DIR). Prints wall time, the warehouse calls, the
+//! statements the poll sent and the sessions it opened (its query log), and peak
 //! memory. Run with `cargo bench --bench duckdb`.
 
 use std::path::{Path, PathBuf};
@@ -85,8 +86,8 @@ fn main() {
     for run in ["first poll (loads the driver)", "second poll"] {
         let before = warehouse.queries_issued();
         let started = Instant::now();
-        let observations = poller
-            .poll(&state, &config.monitor, chrono::Utc::now())
+        let (observations, costs, _) = poller
+            .poll_explained(&state, &config.monitor, chrono::Utc::now())
             .unwrap();
         let wall = started.elapsed();
         let unhealthy = observations
@@ -94,11 +95,16 @@ fn main() {
             .filter(|o| o.health != Health::Ok)
             .count();
         println!(
-            "{run}: {:.2}s wall, {} checks, {} warehouse calls (each opens the file), {} unhealthy",
+            "{run}: {:.2}s wall, {} checks, {} warehouse calls, {} unhealthy; sent: {}",
             wall.as_secs_f64(),
             observations.len(),
             warehouse.queries_issued() - before,
-            unhealthy
+            unhealthy,
+            costs
+                .iter()
+                .map(|c| c.summary())
+                .collect::<Vec<_>>()
+                .join("; ")
         );
     }
     println!("peak memory (this process, VmHWM): {}", peak_memory());
