@@ -1,6 +1,7 @@
 //! One full poll of 200 DuckDB tables with row_count, freshness, null_rate, volume and
 //! schema each, through DuckDB's ADBC driver (the library .ci/duckdb.sh installs, or
-//! the folder in DATAWARD_DUCKDB_DIR). Prints wall time, queries issued and peak
+//! the folder in DATAWARD_DUCKDB_DIR). Prints wall time, the warehouse calls, the
+//! statements the poll sent and the sessions it opened (its query log), and peak
 //! memory, for a first poll and a warm one. Run with `cargo bench --bench duckdb`.
 
 #[path = "support/warehouse_poll.rs"]

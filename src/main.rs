@@ -65,9 +65,15 @@ enum Cmd {
         /// Poll every check once and exit (otherwise keep polling on schedule).
         #[arg(long)]
         once: bool,
-        /// One JSON object per check and line.
+        /// One JSON object per check and line, then one per warehouse polled with what
+        /// the poll cost it (`{"poll": ...}`).
         #[arg(long)]
         json: bool,
+        /// After each poll, every SQL statement it sent, per warehouse and monitor, as
+        /// sent (identifiers quoted in the warehouse's dialect), with the rows each
+        /// returned and what the poll cost.
+        #[arg(long)]
+        explain: bool,
     },
     /// Run a detector over a `date,value` CSV history and print every verdict (--csv),
     /// or replay a monitored table's own history with injected faults of each kind and
@@ -324,9 +330,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Lineage(args) => dataward::cli::lineage::run(args),
-        Cmd::Check { config, once, json } => {
-            dataward::monitor::cli::check(&config, once, json, &data_dir()?)
-        }
+        Cmd::Check {
+            config,
+            once,
+            json,
+            explain,
+        } => dataward::monitor::cli::check(&config, once, json, explain, &data_dir()?),
         Cmd::Backtest {
             csv: Some(csv),
             monitor,

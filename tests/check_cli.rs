@@ -20,7 +20,16 @@ fn dataward(args: &[&str], env: &[(&str, &str)]) -> Output {
     command.output().expect("run dataward")
 }
 
+/// The lines of the checks (not the poll's cost, `{"poll": ...}`, nor the statements
+/// `--explain` lists).
 fn json_lines(output: &Output) -> Vec<Value> {
+    every_json_line(output)
+        .into_iter()
+        .filter(|l| l.get("poll").is_none() && l.get("statement").is_none())
+        .collect()
+}
+
+fn every_json_line(output: &Output) -> Vec<Value> {
     String::from_utf8_lossy(&output.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
@@ -899,4 +908,183 @@ fn sqlite_queries_past_check_timeout_are_interrupted_and_the_poll_goes_on() {
     assert_eq!(lines[2]["table"], "events", "{lines:#?}");
     assert_eq!(lines[2]["health"], "ok", "{lines:#?}");
     assert_eq!(out.status.code(), Some(3), "{lines:#?}");
+}
+
+/// Two tables (one whose name needs quoting) in a SQLite warehouse, with `extra` in
+/// the warehouse's section; returns the config's path.
+fn two_table_config(dir: &Path, extra: &str) -> std::path::PathBuf {
+    sqlite_estate(dir);
+    let conn = rusqlite::Connection::open(dir.join("wh.db")).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE \"order items\" (id INTEGER, at TEXT);
+         INSERT INTO \"order items\" VALUES (1, '2024-01-01T00:00:00Z'), (2, NULL);",
+    )
+    .unwrap();
+    let config = dir.join("dataward.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[warehouse.local]\nkind = \"sqlite\"\npath = \"wh.db\"\n{extra}\n\
+             [[monitor]]\nwarehouse = \"local\"\ntable = \"events\"\n\
+             checks = [\"row_count\", \"freshness\", \"schema\"]\ntimestamp_column = \"at\"\n\n\
+             [[monitor]]\nwarehouse = \"local\"\ntable = \"order items\"\n\
+             checks = [\"row_count\", \"null_rate\"]\nnull_columns = [\"at\"]\n"
+        ),
+    )
+    .unwrap();
+    config
+}
+
+fn check_once_with(config: &Path, data: &Path, more: &[&str]) -> Output {
+    let mut args = vec![
+        "check",
+        "--config",
+        config.to_str().unwrap(),
+        "--once",
+        "--data-dir",
+        data.to_str().unwrap(),
+    ];
+    args.extend_from_slice(more);
+    dataward(&args, &[])
+}
+
+#[test]
+fn check_json_says_what_each_poll_cost_each_warehouse() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = two_table_config(dir.path(), "");
+    let out = check_once_with(&config, &dir.path().join("data"), &["--json", "--explain"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let every = every_json_line(&out);
+    let polls: Vec<&Value> = every.iter().filter_map(|l| l.get("poll")).collect();
+    assert_eq!(polls.len(), 1, "{every:#?}");
+    let poll = polls[0];
+    assert_eq!(poll["warehouse"], "local", "{poll}");
+    // The figure is the statements the poll sent, each one listed by --explain.
+    let statements = every
+        .iter()
+        .filter(|l| l.get("statement").is_some())
+        .count();
+    assert!(statements >= 3, "{every:#?}");
+    assert_eq!(poll["queries"], statements as u64, "{poll}");
+    assert!(poll["sessions"].as_u64().unwrap() >= 1, "{poll}");
+    // SQLite does not say what a statement scanned: said so, not made up.
+    assert_eq!(poll["scanned_bytes"], Value::Null, "{poll}");
+    assert_eq!(poll["scanned"], "not reported", "{poll}");
+    // The check lines are as they were.
+    assert_eq!(json_lines(&out).len(), 5, "{every:#?}");
+}
+
+#[test]
+fn check_explain_prints_the_sql_each_monitor_sent_as_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = two_table_config(dir.path(), "");
+    let out = check_once_with(&config, &dir.path().join("data"), &["--explain"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    // Each monitor heads what it sent, with its table and checks.
+    assert!(
+        text.contains(
+            "-- local: monitor local.events (table events: row_count, freshness, schema)"
+        ),
+        "{text}"
+    );
+    let items = text
+        .find("-- local: monitor local.order items (table order items: row_count, null_rate)")
+        .unwrap_or_else(|| panic!("{text}"));
+    // The table read under its monitor, the name quoted as SQLite was sent it.
+    let after_items = &text[items..];
+    let next = after_items[3..]
+        .find("\n-- local:")
+        .map_or(after_items.len(), |i| i + 3);
+    let items_sql = &after_items[..next];
+    assert!(items_sql.contains("FROM \"order items\""), "{items_sql}");
+    assert!(items_sql.contains(" rows returned"), "{items_sql}");
+    // The catalog, asked once for the schema check.
+    assert!(
+        text.contains("-- local: columns of events in schema"),
+        "{text}"
+    );
+    assert!(
+        text.contains("pragma_table_info('events', 'main') ORDER BY cid;\n--   3 rows returned"),
+        "{text}"
+    );
+    assert!(
+        text.contains("-- poll cost, warehouse local: ") && text.contains("scanned not reported"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_poll_past_max_queries_per_poll_skips_the_rest_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = two_table_config(dir.path(), "max_queries_per_poll = 1\n");
+    let out = check_once_with(&config, &dir.path().join("data"), &["--json"]);
+    let every = every_json_line(&out);
+    let lines = json_lines(&out);
+    let skipped: Vec<&Value> = lines.iter().filter(|l| l["health"] == "skipped").collect();
+    assert!(!skipped.is_empty(), "{every:#?}");
+    for line in &skipped {
+        let message = line["message"].as_str().unwrap();
+        assert!(
+            message.contains("warehouse.local.max_queries_per_poll") && message.contains("1 "),
+            "{line}"
+        );
+        // Not a breach, and nothing measured.
+        assert_ne!(line["verdict"], "breach", "{line}");
+        assert_eq!(line["observed"], Value::Null, "{line}");
+    }
+    // Not everything was skipped: the budget let one statement through.
+    assert!(lines.iter().any(|l| l["health"] == "ok"), "{every:#?}");
+    let poll = every.iter().find_map(|l| l.get("poll")).unwrap();
+    assert_eq!(poll["max_queries_per_poll"], 1, "{poll}");
+    assert_eq!(poll["guard_reached"], true, "{poll}");
+    // A check not run is a health problem, never a breach: exit 3.
+    assert_eq!(out.status.code(), Some(3), "{every:#?}");
+}
+
+#[test]
+fn the_next_poll_starts_afresh_after_the_guard_stopped_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let config_path = two_table_config(dir.path(), "max_queries_per_poll = 1\n");
+    let config = dataward::config::Config::load(&config_path).unwrap();
+    let poller = dataward::monitor::poller::Poller::from_config(&config).unwrap();
+    let state = dataward::store::open(&dir.path().join("state.db")).unwrap();
+    for poll in 0..2 {
+        let observations = poller
+            .poll(&state, &config.monitor, chrono::Utc::now())
+            .unwrap();
+        let ok = observations
+            .iter()
+            .filter(|o| o.health.as_str() == "ok")
+            .count();
+        let skipped = observations
+            .iter()
+            .filter(|o| o.health.as_str() == "skipped")
+            .count();
+        assert!(ok > 0 && skipped > 0, "poll {poll}: {observations:#?}");
+    }
+}
+
+#[test]
+fn a_bad_max_queries_per_poll_is_refused_naming_the_file_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    for value in ["0", "-1", "\"ten\""] {
+        let config = two_table_config(dir.path(), &format!("max_queries_per_poll = {value}\n"));
+        let out = check_once_with(&config, &dir.path().join("data"), &[]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{value}: {stderr}");
+        assert!(
+            stderr.contains(config.to_str().unwrap()) && stderr.contains("max_queries_per_poll"),
+            "{value}: {stderr}"
+        );
+        if value == "0" {
+            assert!(stderr.contains("at least 1"), "{stderr}");
+        }
+        std::fs::remove_file(dir.path().join("wh.db")).unwrap();
+    }
 }

@@ -62,7 +62,16 @@ fn dataward(args: &[&str], env: &[(&str, &str)]) -> Output {
     command.output().expect("run dataward")
 }
 
+/// The lines of the checks (not the poll's cost, `{"poll": ...}`, nor the statements
+/// `--explain` lists).
 fn json_lines(output: &Output) -> Vec<Value> {
+    every_json_line(output)
+        .into_iter()
+        .filter(|l| l.get("poll").is_none() && l.get("statement").is_none())
+        .collect()
+}
+
+fn every_json_line(output: &Output) -> Vec<Value> {
     String::from_utf8_lossy(&output.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
@@ -881,4 +890,107 @@ fn a_query_past_check_timeout_is_cancelled_and_the_poll_goes_on() {
         assert_eq!(line["health"], "ok", "{line}\n{stderr}");
     }
     assert_eq!(out.status.code(), Some(3), "{lines:#?}\n{stderr}");
+}
+
+/// Three monitored tables in one DuckDB file, polled once with `--json --explain`.
+fn three_tables_polled(folder: &Path, dir: &Path) -> Output {
+    estate(folder, dir, &["alpha", "beta", "gamma"]);
+    let monitors = ["alpha", "beta", "gamma"]
+        .map(|t| monitor(t, "\"row_count\", \"freshness\", \"null_rate\", \"schema\""))
+        .join("\n[[monitor]]\nwarehouse = \"duck\"\n");
+    let driver = format!("driver = \"{}\"", folder.join("libduckdb.so").display());
+    let config = write_config(dir, &driver, &monitors);
+    let data = dir.join("data");
+    dataward(
+        &[
+            "check",
+            "--config",
+            config.to_str().unwrap(),
+            "--once",
+            "--json",
+            "--explain",
+            "--data-dir",
+            data.to_str().unwrap(),
+        ],
+        &[],
+    )
+}
+
+#[test]
+fn check_explain_lists_the_duckdb_sql_each_monitor_sent() {
+    let Some(folder) = driver_folder() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = three_tables_polled(&folder, dir.path());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let every = every_json_line(&out);
+    let statements: Vec<&Value> = every.iter().filter_map(|l| l.get("statement")).collect();
+    // Each table's read, under its monitor, in DuckDB's dialect, names quoted.
+    for table in ["alpha", "beta", "gamma"] {
+        let monitor = format!("monitor duck.analytics.{table} (table analytics.{table}: row_count, freshness, null_rate, schema)");
+        let sent: Vec<&str> = statements
+            .iter()
+            .filter(|s| s["for"] == monitor.as_str())
+            .map(|s| s["sql"].as_str().unwrap())
+            .collect();
+        assert!(
+            sent.iter().any(
+                |sql| sql.contains(&format!("FROM \"analytics\".\"{table}\""))
+                    && sql.contains("FILTER (WHERE")
+            ),
+            "{table}: {sent:#?}\n{statements:#?}"
+        );
+    }
+    // The catalog, once for the schema.
+    let catalog: Vec<&&Value> = statements
+        .iter()
+        .filter(|s| s["for"] == "columns of alpha, beta, gamma in schema analytics")
+        .filter(|s| {
+            s["sql"]
+                .as_str()
+                .unwrap()
+                .contains("information_schema.columns")
+        })
+        .collect();
+    assert_eq!(catalog.len(), 1, "{statements:#?}");
+    assert!(catalog[0]["sql"]
+        .as_str()
+        .unwrap()
+        .contains("information_schema.columns"));
+    assert_eq!(catalog[0]["rows"], 12, "{statements:#?}");
+    let poll = every.iter().find_map(|l| l.get("poll")).unwrap();
+    assert_eq!(poll["queries"], statements.len() as u64, "{poll}");
+    assert_eq!(poll["scanned"], "not reported", "{poll}");
+}
+
+#[test]
+fn a_poll_runs_a_duckdb_warehouse_checks_in_one_session() {
+    let Some(folder) = driver_folder() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = three_tables_polled(&folder, dir.path());
+    let every = every_json_line(&out);
+    let poll = every.iter().find_map(|l| l.get("poll")).unwrap();
+    // One catalog read and three table reads, back to back in one session: the file
+    // attached once, not once per call.
+    assert_eq!(poll["sessions"], 1, "{poll}");
+    let attaches = every
+        .iter()
+        .filter_map(|l| l.get("statement"))
+        .filter(|s| s["sql"].as_str().unwrap().starts_with("ATTACH"))
+        .count();
+    assert_eq!(attaches, 1, "{every:#?}");
+    // The session is closed after the poll: the file can be opened for writing again.
+    sql(
+        &folder,
+        &dir.path().join("wh.duckdb"),
+        &["CREATE TABLE analytics.after (id INTEGER)"],
+    );
 }

@@ -614,3 +614,48 @@ fn the_poll_task_polls_while_another_connection_holds_the_state_database_write_l
         .unwrap_or_else(|| panic!("{:#?}", snapshot.monitors));
     assert_eq!(orders.observed, "4 rows");
 }
+
+/// What a poll cost each warehouse comes from the engine's own poll, whichever thread
+/// polled: the poll task's read stored by the engine, or the engine polling inline.
+#[test]
+fn the_snapshot_says_what_the_engines_last_poll_cost_each_warehouse() {
+    for inline in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let config = local_estate(dir.path(), 5);
+        let state_db: PathBuf = dir.path().join("dataward.db");
+        let orchestrator =
+            dataward::engine::orchestrator::from_config(&config, dir.path()).unwrap();
+        let mut engine = Engine::new(
+            config.clone(),
+            dataward::store::open(&state_db).unwrap(),
+            orchestrator,
+            &Actor::current(),
+        )
+        .unwrap();
+        engine.set_inline_polling(inline);
+        if !inline {
+            let (_minutes, clock) = test_clock();
+            let (notify, news) = news_channel();
+            let task = PollTask::start(config, state_db.clone(), clock, notify).unwrap();
+            let read = loop {
+                if let PollNews::Observed(read) = news.recv_timeout(PATIENCE).unwrap() {
+                    break read;
+                }
+            };
+            engine.store_polled(read).unwrap();
+            task.stop();
+        }
+        engine.tick(t0()).unwrap();
+        let costs = engine.snapshot(false).poll_costs;
+        assert_eq!(costs.len(), 1, "inline {inline}: {costs:#?}");
+        let local = &costs[0];
+        assert_eq!(local.warehouse, "local");
+        // One monitor with one row-reading check: one statement, on one connection.
+        assert_eq!(
+            (local.queries, local.sessions),
+            (1, 1),
+            "inline {inline}: {local:#?}"
+        );
+        assert_eq!(local.scanned_bytes, None, "{local:#?}");
+    }
+}

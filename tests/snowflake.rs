@@ -223,7 +223,16 @@ fn check_once(dir: &Path, config: &Path) -> Output {
         .expect("run dataward")
 }
 
+/// The lines of the checks (not the poll's cost, `{"poll": ...}`, nor the statements
+/// `--explain` lists).
 fn json_lines(output: &Output) -> Vec<Value> {
+    every_json_line(output)
+        .into_iter()
+        .filter(|l| l.get("poll").is_none() && l.get("statement").is_none())
+        .collect()
+}
+
+fn every_json_line(output: &Output) -> Vec<Value> {
     String::from_utf8_lossy(&output.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
@@ -662,5 +671,55 @@ fn a_query_past_check_timeout_is_cancelled_through_the_driver() {
     };
     for needed in ["timed out", "\"snow\"", "2s", "check_timeout", "cancelled"] {
         assert!(message.contains(needed), "{needed:?} not in {message:?}");
+    }
+}
+
+#[test]
+fn a_poll_runs_a_snowflake_warehouse_checks_in_one_session_and_explains_them() {
+    let Some(server) = fakesnow() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    estate(&server, &["alpha", "beta", "gamma"]);
+    let monitors: Vec<String> = ["alpha", "beta", "gamma"]
+        .iter()
+        .map(|t| monitor(t, "\"row_count\", \"freshness\", \"schema\""))
+        .collect();
+    let config = server.config(dir.path(), &monitors);
+    let data = dir.path().join("data");
+    let out = Command::new(env!("CARGO_BIN_EXE_dataward"))
+        .args(["check", "--config", config.to_str().unwrap()])
+        .args(["--once", "--json", "--explain"])
+        .args(["--data-dir", data.to_str().unwrap()])
+        .env(PASSWORD_ENV, "snow")
+        .output()
+        .expect("run dataward");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let every = every_json_line(&out);
+    let poll = every.iter().find_map(|l| l.get("poll")).unwrap();
+    // One catalog read and three table reads, back to back on one connection: a
+    // suspended warehouse is resumed once for the poll, not once per table.
+    assert_eq!(poll["sessions"], 1, "{poll}");
+    // fakesnow keeps no query history: nothing to say what was scanned, so nothing
+    // is said.
+    assert_eq!(poll["scanned"], "not reported", "{poll}");
+    let statements: Vec<&Value> = every.iter().filter_map(|l| l.get("statement")).collect();
+    assert_eq!(poll["queries"], statements.len() as u64, "{poll}");
+    for table in ["ALPHA", "BETA", "GAMMA"] {
+        let lower = table.to_lowercase();
+        let monitor =
+            format!("monitor snow.analytics.{lower} (table analytics.{lower}: row_count, freshness, schema)");
+        let sent: Vec<&str> = statements
+            .iter()
+            .filter(|s| s["for"] == monitor.as_str())
+            .map(|s| s["sql"].as_str().unwrap())
+            .collect();
+        // Snowflake's dialect: plain names folded to upper case, every one quoted.
+        assert!(
+            sent.iter()
+                .any(|sql| sql.contains(&format!("\"ANALYTICS\".\"{table}\""))),
+            "{table}: {sent:#?}\n{statements:#?}"
+        );
     }
 }

@@ -69,8 +69,8 @@ pub fn first_and_warm_poll(
     ] {
         let before: Vec<u64> = counters.iter().map(|c| (c.count)()).collect();
         let started = Instant::now();
-        let observations = poller
-            .poll(&state, &config.monitor, chrono::Utc::now())
+        let (observations, costs, _) = poller
+            .poll_explained(&state, &config.monitor, chrono::Utc::now())
             .unwrap();
         let wall = started.elapsed();
         let unhealthy: Vec<_> = observations
@@ -82,12 +82,14 @@ pub fn first_and_warm_poll(
             .zip(before)
             .map(|(c, before)| format!("{} {}", (c.count)() - before, c.what))
             .collect();
+        let sent: Vec<String> = costs.iter().map(|c| c.summary()).collect();
         println!(
-            "{run}: {:.2}s wall, {} checks, {}, {} unhealthy",
+            "{run}: {:.2}s wall, {} checks, {}, {} unhealthy; its query log: {}",
             wall.as_secs_f64(),
             observations.len(),
             counted.join(", "),
-            unhealthy.len()
+            unhealthy.len(),
+            sent.join("; ")
         );
         if let Some(first) = unhealthy.first() {
             println!(

@@ -24,8 +24,13 @@ pub fn snapshot(snapshot: &mut Snapshot) {
         trust_alarm,
         attached,
         outbox,
+        poll_costs,
     } = snapshot;
     outbox.sanitize();
+    for cost in poll_costs.iter_mut() {
+        clean_in_place(&mut cost.warehouse);
+        clean_in_place(&mut cost.summary);
+    }
     for text in [org_stop, chain_alarm, trust_alarm, orchestrator_down]
         .into_iter()
         .flatten()

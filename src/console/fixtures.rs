@@ -368,6 +368,7 @@ pub fn sample_snapshot() -> Snapshot {
         trust_alarm: None,
         attached: Vec::new(),
         outbox: Vec::new(),
+        poll_costs: Vec::new(),
     }
 }
 

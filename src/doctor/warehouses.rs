@@ -238,9 +238,10 @@ fn who(url: &str, var: &str) -> Who {
 /// The server's message (code and text), without the error kind's prefix.
 pub fn message(e: &WarehouseError) -> String {
     match e {
-        WarehouseError::Unreachable(m) | WarehouseError::Query(m) | WarehouseError::Refused(m) => {
-            m.clone()
-        }
+        WarehouseError::Unreachable(m)
+        | WarehouseError::Query(m)
+        | WarehouseError::Refused(m)
+        | WarehouseError::Skipped(m) => m.clone(),
     }
 }
 

@@ -263,6 +263,9 @@ pub struct Snapshot {
     /// last error and dedup key.
     #[serde(default)]
     pub outbox: Vec<DestinationView>,
+    /// What the engine's latest poll of each warehouse cost it, by warehouse.
+    #[serde(default)]
+    pub poll_costs: Vec<PollCost>,
 }
 
 /// One destination's outbox, as `dataward outbox` and the console show it.
@@ -324,6 +327,28 @@ pub struct PipelineView {
     /// nor broken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hold_unconfirmed: Option<String>,
+}
+
+/// What the engine's last poll cost one warehouse, for the monitors pane.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PollCost {
+    pub warehouse: String,
+    /// Statements sent, session setup included.
+    pub queries: u64,
+    /// Sessions (connections) opened.
+    pub sessions: u64,
+    /// Bytes scanned, as the warehouse reported them; None: not reported.
+    pub scanned_bytes: Option<u64>,
+    /// The warehouse's `max_queries_per_poll`, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_queries_per_poll: Option<u64>,
+    /// Whether the guard stopped a statement: some checks were skipped.
+    #[serde(default)]
+    pub guard_reached: bool,
+    /// The figures as a person reads them ("12 queries, 1 session, scanned not
+    /// reported"), worded by the engine.
+    #[serde(default)]
+    pub summary: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -207,6 +207,7 @@ engine_fields! {
     chain_alarm: ChainAlarm(Option<String>),
     trust_alarm: TrustAlarm(Option<String>),
     outbox: Outbox(Vec<DestinationView>),
+    poll_costs: PollCosts(Vec<PollCost>),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -119,6 +119,19 @@ pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
         );
     }
 
+    // As the engine's poll counted it: nothing is worked out here.
+    if !app.snapshot.poll_costs.is_empty() {
+        let costs: Vec<String> = app
+            .snapshot
+            .poll_costs
+            .iter()
+            .map(|c| format!("{} {}", c.warehouse, c.summary))
+            .collect();
+        block = block.title_bottom(
+            Line::styled(format!(" last poll: {} ", costs.join("; ")), theme.muted).left_aligned(),
+        );
+    }
+
     // Sized to every monitor, not just the rows in view, so the columns stay put as
     // the pane scrolls.
     let widest = |field: fn(&MonitorView) -> &str, header: &str| {
@@ -184,6 +197,31 @@ pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
 #[cfg(test)]
 mod tests {
     use crate::console::test_support::{draw, drawn_in, sample_app, style_of};
+
+    /// What the engine's last poll cost each warehouse, as the engine says it.
+    #[test]
+    fn the_pane_says_what_the_last_poll_cost_each_warehouse() {
+        use crate::engine::api::PollCost;
+        let mut app = sample_app(false);
+        app.snapshot.poll_costs = vec![PollCost {
+            warehouse: "snow".into(),
+            queries: 14,
+            sessions: 1,
+            scanned_bytes: None,
+            max_queries_per_poll: Some(14),
+            guard_reached: true,
+            summary: "14 queries, 1 session, scanned not reported, stopped at \
+                      max_queries_per_poll = 14"
+                .into(),
+        }];
+        let screen = draw(&app, 120, 40);
+        assert!(
+            screen.contains(
+                "last poll: snow 14 queries, 1 session, scanned not reported, stopped at max_queries_per_poll = 14"
+            ),
+            "{screen}"
+        );
+    }
 
     /// Low, high, late and changed are breaches: the crit style and a ✗, as the engine
     /// words them, where they used to get the neutral grey dot.

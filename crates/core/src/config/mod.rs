@@ -77,6 +77,10 @@ pub struct WarehouseConfig {
     /// the warehouse stops it (PostgreSQL's statement_timeout, the ADBC driver's cancel,
     /// SQLite's interrupt).
     pub check_timeout: Option<String>,
+    /// At most this many statements sent to this warehouse per poll (session setup
+    /// included): past it the poll stops sending, and the checks not run are reported
+    /// as skipped by the guard. The next poll starts afresh.
+    pub max_queries_per_poll: Option<u64>,
     /// Extra SQLite files attached under a schema name, e.g. BILLING = "billing.db".
     #[serde(default)]
     pub attach: BTreeMap<String, PathBuf>,
@@ -513,6 +517,15 @@ impl Config {
                     format!("{at}.max_concurrent: {n} is not between 1 and {MAX_CONCURRENT}"),
                 ));
             }
+        }
+        if wh.max_queries_per_poll == Some(0) {
+            return Err(Bad::key(
+                "max_queries_per_poll",
+                format!(
+                    "{at}.max_queries_per_poll: 0 would send nothing; set at least 1, or \
+                     remove it for no limit"
+                ),
+            ));
         }
         if let Some(t) = &wh.check_timeout {
             duration_key(

@@ -1,7 +1,7 @@
 //! The edge where the domain's types become the protocol's: the protocol (`api.rs`)
 //! names nothing else of dataward, so what the engine sends is converted here.
 
-use super::api::{ChainHead, MonitorHealth, Refusal, RefusalKind, VerdictKind};
+use super::api::{ChainHead, MonitorHealth, PollCost, Refusal, RefusalKind, VerdictKind};
 use crate::{approve, chain, detect, monitor};
 
 impl From<approve::RefusalKind> for RefusalKind {
@@ -33,7 +33,8 @@ impl From<monitor::Health> for MonitorHealth {
         match health {
             monitor::Health::Ok => MonitorHealth::Ok,
             monitor::Health::Unreachable => MonitorHealth::Unreachable,
-            monitor::Health::Error => MonitorHealth::Error,
+            // The reason (the query guard) is in the observation's message.
+            monitor::Health::Error | monitor::Health::Skipped => MonitorHealth::Error,
         }
     }
 }
@@ -50,6 +51,20 @@ impl From<detect::VerdictKind> for VerdictKind {
             detect::VerdictKind::Changed => VerdictKind::Changed,
             detect::VerdictKind::Unknown => VerdictKind::Unknown,
         }
+    }
+}
+
+/// What a poll cost a warehouse, as the monitors pane is sent it: the figures and the
+/// engine's words for them.
+pub(super) fn poll_cost_view(cost: &crate::monitor::poller::PollCost) -> PollCost {
+    PollCost {
+        warehouse: cost.warehouse.clone(),
+        queries: cost.queries,
+        sessions: cost.sessions,
+        scanned_bytes: cost.scanned_bytes,
+        max_queries_per_poll: cost.max_queries_per_poll,
+        guard_reached: cost.guard_reached,
+        summary: cost.summary(),
     }
 }
 

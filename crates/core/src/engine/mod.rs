@@ -128,6 +128,8 @@ pub struct Engine {
     poll_health: poll_task::HealthLog,
     /// How many incident views were built, so a test can see what a change costs.
     views_built: std::sync::atomic::AtomicU64,
+    /// What the latest poll of each warehouse cost it, by warehouse name.
+    poll_costs: BTreeMap<String, crate::monitor::poller::PollCost>,
 }
 
 impl Engine {
@@ -193,6 +195,7 @@ impl Engine {
             evidence: Default::default(),
             poll_health: Default::default(),
             views_built: Default::default(),
+            poll_costs: BTreeMap::new(),
         };
         // The chain is held against its checkpoint before anything is appended: a
         // cut-off tail or a rewrite must stop the engine from writing past it.
@@ -235,9 +238,21 @@ impl Engine {
     /// (a crash in between loses nothing: it is acted on by its mark).
     pub fn store_polled(&mut self, read: crate::monitor::poller::PollRead) -> Result<()> {
         self.ensure_database()?;
+        let costs = read.cost();
         let observations = read.store(&self.state)?;
         self.poll_health.log(&observations);
+        self.note_costs(costs);
         Ok(())
+    }
+
+    /// Keeps what a poll cost each warehouse it sent anything to; a warehouse it did
+    /// not poll (none of its monitors due) keeps its last poll's figure.
+    fn note_costs(&mut self, costs: Vec<crate::monitor::poller::PollCost>) {
+        for cost in costs {
+            if cost.queries > 0 || cost.sessions > 0 || cost.guard_reached {
+                self.poll_costs.insert(cost.warehouse.clone(), cost);
+            }
+        }
     }
 
     /// From now on warehouse probes (evidence for diagnoses, verification dry runs) run
@@ -451,7 +466,10 @@ impl Engine {
         if !due.is_empty() {
             // The poll stores what it measured in a transaction of its own; the turn
             // acts on stored observations after it, so a crash in between loses nothing.
-            self.poller.poll(&self.state, &due, now.and_utc())?;
+            let read = self.poller.read(&self.state, &due, now.and_utc())?;
+            let costs = read.cost();
+            read.store(&self.state)?;
+            self.note_costs(costs);
         }
         Ok(())
     }

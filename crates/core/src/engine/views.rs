@@ -64,6 +64,7 @@ impl Engine {
                 .map(|(since, error)| format!("since {}: {error}", short_time(since))),
             first_poll: self.first_poll,
             monitors: self.monitor_views(),
+            poll_costs: self.poll_costs.values().map(edge::poll_cost_view).collect(),
             incidents: Vec::new(),
             notices: self.notices.iter().rev().take(5).rev().cloned().collect(),
             finished,

@@ -11,7 +11,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use chrono::{Datelike, NaiveDate, Utc};
 use serde::Serialize;
 
-use super::poller::Poller;
+use super::poller::{Explained, PollCost, Poller, Sender};
 use super::{thousands, Health, Observation};
 use crate::config::{parse_duration, Config};
 use crate::detect::labelled::WindowScore;
@@ -73,7 +73,13 @@ impl<'a> CheckLine<'a> {
 /// Runs the monitors in the config: once (`--once`), or on their schedules until
 /// stopped. Exit 1 when any check of the last poll is in breach, 3 when none is but
 /// some check could not run.
-pub fn check(config_path: &Path, once: bool, json: bool, data_dir: &Path) -> Result<ExitCode> {
+pub fn check(
+    config_path: &Path,
+    once: bool,
+    json: bool,
+    explain: bool,
+    data_dir: &Path,
+) -> Result<ExitCode> {
     let config = Config::load(config_path)?;
     if config.monitor.is_empty() {
         // Nothing to run would otherwise read as "all ok".
@@ -88,10 +94,10 @@ pub fn check(config_path: &Path, once: bool, json: bool, data_dir: &Path) -> Res
     // The first poll reads every table's whole lookback: on a large estate it takes a
     // while, so it says how far it got on stderr (stdout stays the verdicts).
     poller.set_progress(Some(first_poll_progress()));
-    let observations = poller.poll(&state, &config.monitor, Utc::now())?;
+    let polled = poller.poll_explained(&state, &config.monitor, Utc::now())?;
     poller.set_progress(None);
+    let observations = print_poll(&config.monitor, polled, json, explain)?;
     if once {
-        print_observations(&observations, json)?;
         return Ok(exit_code(&observations));
     }
     let every: Vec<Duration> = config
@@ -99,7 +105,6 @@ pub fn check(config_path: &Path, once: bool, json: bool, data_dir: &Path) -> Res
         .iter()
         .map(|m| parse_duration(&m.every))
         .collect::<Result<_>>()?;
-    print_observations(&observations, json)?;
     let mut next_due: Vec<Instant> = every.iter().map(|every| start + *every).collect();
     loop {
         let now = Instant::now();
@@ -111,8 +116,8 @@ pub fn check(config_path: &Path, once: bool, json: bool, data_dir: &Path) -> Res
             next_due[i] = now + every[i];
         }
         if !monitors.is_empty() {
-            let observations = poller.poll(&state, &monitors, Utc::now())?;
-            print_observations(&observations, json)?;
+            let polled = poller.poll_explained(&state, &monitors, Utc::now())?;
+            print_poll(&monitors, polled, json, explain)?;
         }
         let Some(next) = next_due.iter().min() else {
             return Ok(ExitCode::SUCCESS);
@@ -146,6 +151,105 @@ fn exit_code(observations: &[Observation]) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// A poll's verdicts, then (with `--json` or `--explain`) what it cost each warehouse,
+/// then (with `--explain`) every statement it sent.
+fn print_poll(
+    monitors: &[crate::config::MonitorConfig],
+    (observations, costs, explained): (Vec<Observation>, Vec<PollCost>, Vec<Explained>),
+    json: bool,
+    explain: bool,
+) -> Result<Vec<Observation>> {
+    print_observations(&observations, json)?;
+    if explain {
+        print_explained(monitors, &explained, &costs, json)?;
+    }
+    if json {
+        for cost in &costs {
+            let mut line = serde_json::to_value(cost)?;
+            if cost.scanned_bytes.is_none() {
+                line["scanned"] = "not reported".into();
+            }
+            println!(
+                "{}",
+                sanitize::json(&serde_json::json!({ "poll": line }), false)?
+            );
+        }
+    }
+    Ok(observations)
+}
+
+/// What sent each statement, as `--explain` heads it.
+fn sender_text(monitors: &[crate::config::MonitorConfig], sender: &Sender) -> String {
+    match sender {
+        Sender::Session => "session (opened for the poll, closed after it)".to_string(),
+        Sender::Catalog { schema, tables } => format!(
+            "columns of {} in schema {}",
+            tables.join(", "),
+            schema.as_deref().unwrap_or("(default)")
+        ),
+        Sender::Monitor(index) => match monitors.get(*index) {
+            Some(monitor) => format!(
+                "monitor {} (table {}: {})",
+                Config::monitor_name(monitor),
+                monitor.table,
+                monitor
+                    .checks
+                    .iter()
+                    .map(|c| c.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            None => format!("monitor #{index}"),
+        },
+    }
+}
+
+/// Every statement a poll sent, as SQL a person can read and run again: a comment
+/// naming the warehouse and what sent it, each statement ended by `;` and the rows it
+/// returned. With `json`, one `{"statement": ...}` object per statement instead.
+fn print_explained(
+    monitors: &[crate::config::MonitorConfig],
+    explained: &[Explained],
+    costs: &[PollCost],
+    json: bool,
+) -> Result<()> {
+    for e in explained {
+        let sender = sender_text(monitors, &e.sender);
+        if json {
+            for sent in &e.log.sent {
+                let line = serde_json::json!({ "statement": {
+                    "warehouse": e.warehouse,
+                    "for": sender,
+                    "sql": sent.sql,
+                    "rows": sent.rows,
+                    "scanned_bytes": sent.scanned_bytes,
+                }});
+                println!("{}", sanitize::json(&line, false)?);
+            }
+            continue;
+        }
+        println!(
+            "-- {}: {}",
+            sanitize::for_terminal(&e.warehouse),
+            sanitize::for_terminal(&sender)
+        );
+        for sent in &e.log.sent {
+            println!("{};", sanitize::for_terminal_multiline(sent.sql.trim()));
+            println!("--   {} rows returned", sent.rows);
+        }
+    }
+    if !json {
+        for cost in costs {
+            println!(
+                "-- poll cost, warehouse {}: {}",
+                sanitize::for_terminal(&cost.warehouse),
+                cost.summary()
+            );
+        }
+    }
+    Ok(())
 }
 
 fn print_observations(observations: &[Observation], json: bool) -> Result<()> {

@@ -26,6 +26,8 @@ pub enum Health {
     Ok,
     Unreachable,
     Error,
+    /// Not run: the poll's query guard (`max_queries_per_poll`) had been reached.
+    Skipped,
 }
 
 impl Health {
@@ -34,6 +36,7 @@ impl Health {
             Health::Ok => "ok",
             Health::Unreachable => "unreachable",
             Health::Error => "error",
+            Health::Skipped => "skipped",
         }
     }
 
@@ -41,6 +44,7 @@ impl Health {
         match text {
             "ok" => Health::Ok,
             "unreachable" => Health::Unreachable,
+            "skipped" => Health::Skipped,
             _ => Health::Error,
         }
     }
@@ -343,6 +347,7 @@ pub fn judge(
             observation.health = match error {
                 WarehouseError::Unreachable(_) => Health::Unreachable,
                 WarehouseError::Query(_) | WarehouseError::Refused(_) => Health::Error,
+                WarehouseError::Skipped(_) => Health::Skipped,
             };
             observation.detail.message = Some(error.to_string());
             out.push(observation);

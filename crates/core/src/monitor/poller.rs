@@ -27,6 +27,7 @@ use super::checks::{column_names, from_counts, measure, table_columns, Measureme
 use super::minutes::{self, Plan};
 use super::{judge, Observation};
 use crate::config::{parse_duration, CheckKind, Config, MonitorConfig};
+use crate::warehouse::query_log::{self, Budget, Log};
 use crate::warehouse::{self, Column, Relation, TableCounts, TableScan, Warehouse, WarehouseError};
 
 pub const DEFAULT_CONCURRENCY: usize = 4;
@@ -43,6 +44,38 @@ struct Slot {
     permits: Arc<Semaphore>,
     timeout: Duration,
     backoff: Arc<Mutex<Backoff>>,
+    /// `max_queries_per_poll`: statements past it in one poll are not sent.
+    max_queries: Option<u64>,
+}
+
+/// What one poll sent one warehouse, call by call, and its guard.
+struct Spending {
+    budget: Option<Arc<Budget>>,
+    logs: Mutex<Vec<(Sender, Log)>>,
+}
+
+/// Who in a poll sent a warehouse its statements.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Sender {
+    /// The session itself: opened for the poll's calls and closed after them.
+    Session,
+    /// The catalog, once per schema (None: the default one), for these tables.
+    Catalog {
+        schema: Option<String>,
+        tables: Vec<String>,
+    },
+    /// A monitor's table read, by the monitor's place in the poll.
+    Monitor(usize),
+}
+
+pub use crate::warehouse::query_log::PollCost;
+
+/// The statements one sender sent, for `check --explain`.
+#[derive(Debug, Clone)]
+pub struct Explained {
+    pub warehouse: String,
+    pub sender: Sender,
+    pub log: Log,
 }
 
 /// How long to leave a warehouse alone after it could not be reached.
@@ -82,6 +115,8 @@ impl Backoff {
                 self.retry_at = Some(now + step);
                 self.last_error = message.clone();
             }
+            // Not sent: says nothing of the warehouse either way.
+            Some(WarehouseError::Skipped(_)) => {}
             // A failing query says nothing about the warehouse being down.
             _ => {
                 self.failures = 0;
@@ -133,6 +168,7 @@ impl Poller {
                 wh.max_concurrent.unwrap_or(DEFAULT_CONCURRENCY),
                 timeout,
             );
+            poller.set_max_queries(name, wh.max_queries_per_poll);
         }
         Ok(poller)
     }
@@ -163,8 +199,16 @@ impl Poller {
                 permits: Arc::new(Semaphore::new(concurrency.clamp(1, Semaphore::MAX_PERMITS))),
                 timeout,
                 backoff: Arc::new(Mutex::new(backoff)),
+                max_queries: None,
             },
         );
+    }
+
+    /// Caps the statements one poll sends `name` (see [`Budget`]).
+    pub fn set_max_queries(&mut self, name: &str, max: Option<u64>) {
+        if let Some(slot) = self.warehouses.get_mut(name) {
+            slot.max_queries = max;
+        }
     }
 
     /// A configured warehouse, for the engine's own queries (verification dry runs).
@@ -202,6 +246,18 @@ impl Poller {
         self.read(state, monitors, now)?.store(state)
     }
 
+    /// [`Poller::poll`], with what it cost each warehouse and every statement it sent.
+    pub fn poll_explained(
+        &self,
+        state: &Connection,
+        monitors: &[MonitorConfig],
+        now: DateTime<Utc>,
+    ) -> Result<(Vec<Observation>, Vec<PollCost>, Vec<Explained>)> {
+        let read = self.read(state, monitors, now)?;
+        let (cost, explained) = (read.cost(), read.explained());
+        Ok((read.store(state)?, cost, explained))
+    }
+
     /// The reading half of [`Poller::poll`]: `state` is only read (for the minutes
     /// already stored), so a connection that cannot write will do. What was read is
     /// judged and stored by [`PollRead::store`], on whichever connection writes.
@@ -215,11 +271,48 @@ impl Poller {
             .iter()
             .map(|m| minutes_plan(state, m, now))
             .collect::<Result<Vec<_>>>()?;
-        let reads = self.runtime.block_on(self.read_all(monitors, plans, now));
+        // A fresh budget each poll: the guard stops one poll, never the next.
+        let spending: BTreeMap<String, Arc<Spending>> = self
+            .warehouses
+            .iter()
+            .map(|(name, slot)| {
+                let spending = Spending {
+                    budget: slot.max_queries.map(|max| {
+                        Budget::new(max, &format!("warehouse.{name}.max_queries_per_poll"))
+                    }),
+                    logs: Mutex::new(Vec::new()),
+                };
+                slot.warehouse.begin_poll();
+                (name.clone(), Arc::new(spending))
+            })
+            .collect();
+        let reads = self
+            .runtime
+            .block_on(self.read_all(monitors, plans, now, &spending));
+        // Closed however the reads ended; never held back by the guard (a session
+        // left open would keep a DuckDB file from its writers).
+        for (name, slot) in &self.warehouses {
+            let ((), log) = query_log::capture(None, || slot.warehouse.end_poll());
+            spending[name]
+                .logs
+                .lock()
+                .expect("spending lock")
+                .push((Sender::Session, log));
+        }
+        let spent = spending
+            .into_iter()
+            .map(|(name, spending)| {
+                let logs = std::mem::take(&mut *spending.logs.lock().expect("spending lock"));
+                let guard = self.warehouses[&name].max_queries;
+                let reached = spending.budget.as_ref().is_some_and(|b| b.spent());
+                (name, (logs, guard, reached))
+            })
+            .collect();
         Ok(PollRead {
             monitors: monitors.to_vec(),
             reads,
             now,
+            spent,
         })
     }
 
@@ -228,8 +321,9 @@ impl Poller {
         monitors: &[MonitorConfig],
         plans: Vec<Option<Plan>>,
         now: DateTime<Utc>,
+        spending: &BTreeMap<String, Arc<Spending>>,
     ) -> Vec<MonitorRead> {
-        let catalog = self.read_catalog(monitors).await;
+        let catalog = self.read_catalog(monitors, spending).await;
         let mut tasks = Vec::new();
         let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let total = monitors
@@ -237,7 +331,7 @@ impl Poller {
             .filter(|m| reads_rows(m) && Relation::parse(&m.table).is_ok())
             .filter(|m| self.warehouses.contains_key(&m.warehouse))
             .count();
-        for (monitor, plan) in monitors.iter().zip(plans) {
+        for (index, (monitor, plan)) in monitors.iter().zip(plans).enumerate() {
             let relation = Relation::parse(&monitor.table);
             let columns = relation.as_ref().ok().and_then(|relation| {
                 wants_columns(monitor).then(|| {
@@ -265,7 +359,8 @@ impl Poller {
                     };
                     let warehouse = slot.warehouse.clone();
                     let monitor = monitor.clone();
-                    let read = slot.run(move || {
+                    let spent = (spending[&monitor.warehouse].clone(), Sender::Monitor(index));
+                    let read = slot.run(spent, move || {
                         read_table(
                             warehouse.as_ref(),
                             &monitor,
@@ -302,7 +397,11 @@ impl Poller {
 
     /// The columns of every table a schema or null_rate check needs: one catalog query
     /// per warehouse and schema.
-    async fn read_catalog(&self, monitors: &[MonitorConfig]) -> Catalog {
+    async fn read_catalog(
+        &self,
+        monitors: &[MonitorConfig],
+        spending: &BTreeMap<String, Arc<Spending>>,
+    ) -> Catalog {
         let mut wanted: BTreeMap<(String, Option<String>), Vec<String>> = BTreeMap::new();
         for monitor in monitors.iter().filter(|m| wants_columns(m)) {
             if let Ok(relation) = Relation::parse(&monitor.table) {
@@ -321,9 +420,13 @@ impl Poller {
             };
             let warehouse = slot.warehouse.clone();
             let (asked_schema, asked) = (schema.clone(), tables.clone());
-            let task = tokio::spawn(
-                slot.run(move || warehouse.columns_of(asked_schema.as_deref(), &asked)),
-            );
+            let sender = Sender::Catalog {
+                schema: schema.clone(),
+                tables: tables.clone(),
+            };
+            let task = tokio::spawn(slot.run((spending[&name].clone(), sender), move || {
+                warehouse.columns_of(asked_schema.as_deref(), &asked)
+            }));
             tasks.push(((name, schema), tables, task));
         }
         let mut catalog = Catalog::new();
@@ -348,7 +451,13 @@ pub struct PollRead {
     monitors: Vec<MonitorConfig>,
     reads: Vec<MonitorRead>,
     now: DateTime<Utc>,
+    /// By warehouse: what each sender sent, the guard, and whether it stopped a statement.
+    spent: BTreeMap<String, Spent>,
 }
+
+/// What a poll sent one warehouse, sender by sender; its `max_queries_per_poll`; and
+/// whether that stopped a statement.
+type Spent = (Vec<(Sender, Log)>, Option<u64>, bool);
 
 impl std::fmt::Debug for PollRead {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -360,6 +469,58 @@ impl std::fmt::Debug for PollRead {
 }
 
 impl PollRead {
+    /// What the poll cost each warehouse it polled, by name.
+    pub fn cost(&self) -> Vec<PollCost> {
+        self.spent
+            .iter()
+            .map(|(name, (logs, guard, reached))| {
+                let mut all = Log::default();
+                for (_, log) in logs {
+                    all.extend(log.clone());
+                }
+                PollCost {
+                    warehouse: name.clone(),
+                    queries: all.sent.len() as u64,
+                    sessions: all.sessions,
+                    scanned_bytes: all.scanned_bytes(),
+                    max_queries_per_poll: *guard,
+                    guard_reached: *reached,
+                }
+            })
+            .collect()
+    }
+
+    /// Every statement the poll sent, by warehouse, then sender (the session, the
+    /// catalog, each monitor in the poll's order), each sender's in the order sent.
+    pub fn explained(&self) -> Vec<Explained> {
+        let mut out = Vec::new();
+        for (name, (logs, _, _)) in &self.spent {
+            let mut by_sender: BTreeMap<Sender, Log> = BTreeMap::new();
+            for (sender, log) in logs {
+                by_sender
+                    .entry(sender.clone())
+                    .or_default()
+                    .extend(log.clone());
+            }
+            out.extend(
+                by_sender
+                    .into_iter()
+                    .filter(|(_, log)| !log.sent.is_empty() || log.sessions > 0)
+                    .map(|(sender, log)| Explained {
+                        warehouse: name.clone(),
+                        sender,
+                        log,
+                    }),
+            );
+        }
+        out
+    }
+
+    /// The monitors polled, in the poll's order ([`Sender::Monitor`] indexes them).
+    pub fn monitors(&self) -> &[MonitorConfig] {
+        &self.monitors
+    }
+
     /// Judges each check's result against what is stored and stores it, with the
     /// minutes read, in one transaction on `state`. Observations in config order.
     pub fn store(self, state: &Connection) -> Result<Vec<Observation>> {
@@ -386,9 +547,10 @@ type Catalog =
 
 impl Slot {
     /// `work` on a blocking thread within the warehouse's concurrency, timeout and
-    /// backoff.
+    /// backoff, what it sends recorded for its sender and held to the poll's budget.
     fn run<T: Send + 'static>(
         &self,
+        (spending, sender): (Arc<Spending>, Sender),
         work: impl FnOnce() -> Result<T, WarehouseError> + Send + 'static,
     ) -> impl std::future::Future<Output = Result<T, WarehouseError>> + Send + 'static {
         let (permits, timeout, backoff) =
@@ -413,7 +575,13 @@ impl Slot {
             }
             let work = tokio::task::spawn_blocking(move || {
                 let _permit = permit;
-                work()
+                let (result, log) = query_log::capture(spending.budget.clone(), work);
+                spending
+                    .logs
+                    .lock()
+                    .expect("spending lock")
+                    .push((sender, log));
+                result
             });
             let result = match tokio::time::timeout(timeout, work).await {
                 Ok(Ok(result)) => result,

@@ -10,7 +10,7 @@
 //! `:memory:` is one database kept open for the warehouse's life.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use chrono::NaiveTime;
@@ -47,13 +47,17 @@ pub struct DuckdbWarehouse {
     queries: AtomicU64,
     /// When a statement is cancelled (None: never).
     limit: Option<super::Limit>,
+    /// A poll is under way: its reads share one session (see [`Warehouse::begin_poll`]).
+    polling: AtomicBool,
 }
 
 #[derive(Default)]
 struct State {
     driver: Option<adbc::Driver>,
-    /// The in-memory instance every call runs in; a file is attached to it per call.
+    /// The in-memory instance every call runs in; a file is attached to it per session.
     memory: Option<OpenDatabase>,
+    /// The poll's read-only session, the file attached, kept between its calls.
+    held: Option<Session>,
 }
 
 impl DuckdbWarehouse {
@@ -66,6 +70,7 @@ impl DuckdbWarehouse {
             state: Mutex::new(State::default()),
             queries: AtomicU64::new(0),
             limit: None,
+            polling: AtomicBool::new(false),
         }
     }
 
@@ -103,38 +108,63 @@ impl DuckdbWarehouse {
         Ok(state.driver.as_ref().expect("just loaded"))
     }
 
-    /// Runs `f` on a connection to the database, opened read-only unless `write`.
+    /// Runs `f` on a connection to the database, opened read-only unless `write`. In a
+    /// poll, reads share the poll's session; a write closes it and runs in its own.
     fn with_session<T>(
-        &self,
-        write: bool,
-        f: impl FnOnce(&mut Session) -> Result<T, WarehouseError>,
-    ) -> Result<T, WarehouseError> {
-        self.in_session(write, |s| {
-            // Days are UTC days whatever the machine's zone: a TIMESTAMP WITH TIME
-            // ZONE is read in the session's zone (DuckDB's ICU sets it from the
-            // machine's). A DuckDB built without ICU has no zones, and reads UTC.
-            let _ = s.execute("SET TimeZone = 'UTC'");
-            f(s)
-        })
-    }
-
-    fn in_session<T>(
         &self,
         write: bool,
         f: impl FnOnce(&mut Session) -> Result<T, WarehouseError>,
     ) -> Result<T, WarehouseError> {
         let mut state = self.state.lock().expect("duckdb lock");
         self.queries.fetch_add(1, Ordering::Relaxed);
+        let keep = !write && self.polling.load(Ordering::SeqCst);
+        let mut session = match state.held.take() {
+            Some(held) if keep => held,
+            Some(held) => {
+                self.close(held)?;
+                self.open(&mut state, write)?
+            }
+            None => self.open(&mut state, write)?,
+        };
+        let result = f(&mut session);
+        // A poll that ended meanwhile left its session for this call to close.
+        let keep = keep && self.polling.load(Ordering::SeqCst);
+        match result {
+            Err(WarehouseError::Unreachable(_)) => {
+                let _ = self.close(session);
+                result
+            }
+            _ if keep => {
+                state.held = Some(session);
+                result
+            }
+            Ok(value) => self.close(session).map(|()| value),
+            Err(e) => {
+                let _ = self.close(session);
+                Err(e)
+            }
+        }
+    }
+
+    /// A connection to the in-memory instance, the file attached (read-only unless
+    /// `write`) and in use.
+    fn open(&self, state: &mut State, write: bool) -> Result<Session, WarehouseError> {
         // One in-memory instance for the warehouse's life: starting DuckDB costs more
         // than a count on a small table.
         if state.memory.is_none() {
-            let database = self.loaded(&mut state)?.open(&[("path", MEMORY)])?;
+            let database = self.loaded(state)?.open(&[("path", MEMORY)])?;
             state.memory = Some(database);
         }
         let mut session = state.memory.as_ref().expect("opened").connect()?;
         session.set_limit(self.limit.clone());
+        // Days are UTC days whatever the machine's zone: a TIMESTAMP WITH TIME ZONE is
+        // read in the session's zone (DuckDB's ICU sets it from the machine's). A
+        // DuckDB built without ICU has no zones, and reads UTC.
+        if let Err(e @ WarehouseError::Skipped(_)) = session.execute("SET TimeZone = 'UTC'") {
+            return Err(e);
+        }
         if self.path == MEMORY {
-            return f(&mut session);
+            return Ok(session);
         }
         if !Path::new(&self.path).is_file() {
             return Err(WarehouseError::Unreachable(format!(
@@ -142,33 +172,46 @@ impl DuckdbWarehouse {
                 self.path
             )));
         }
-        // The file is attached for this call and detached after it, under a name of our
-        // own rather than opened by path: DuckDB names a file's database after the file,
-        // so in analytics.duckdb `analytics.events` could be the catalog's table or the
-        // schema's, and DuckDB refuses to guess.
+        // The file is attached for this session and detached after it, under a name of
+        // our own rather than opened by path: DuckDB names a file's database after the
+        // file, so in analytics.duckdb `analytics.events` could be the catalog's table
+        // or the schema's, and DuckDB refuses to guess.
         let mode = if write { "" } else { " (READ_ONLY)" };
         session
             .execute(&format!(
                 "ATTACH {} AS {CATALOG}{mode}",
                 literal(&self.path)
             ))
-            .map_err(|e| WarehouseError::Unreachable(format!("{}: {}", self.path, e.message())))?;
-        let result = session
-            .execute(&format!("USE {CATALOG}"))
-            .and_then(|_| f(&mut session));
-        // Detached from the instance's own catalog: a database in use cannot be.
-        let detached = session
-            .execute("USE memory")
-            .and_then(|_| session.execute(&format!("DETACH {CATALOG}")));
-        match (result, detached) {
-            (Ok(value), Ok(_)) => Ok(value),
-            (Err(e), _) => Err(e),
-            (Ok(_), Err(e)) => Err(WarehouseError::Unreachable(format!(
+            .map_err(|e| match e {
+                WarehouseError::Skipped(_) => e,
+                e => WarehouseError::Unreachable(format!("{}: {}", self.path, e.message())),
+            })?;
+        if let Err(e) = session.execute(&format!("USE {CATALOG}")) {
+            let _ = self.close(session);
+            return Err(e);
+        }
+        Ok(session)
+    }
+
+    /// Detaches the file (from the instance's own catalog: a database in use cannot
+    /// be), so between polls others can write it. Always sent, past any guard.
+    fn close(&self, mut session: Session) -> Result<(), WarehouseError> {
+        if self.path == MEMORY {
+            return Ok(());
+        }
+        super::query_log::unguarded(|| {
+            session
+                .execute("USE memory")
+                .and_then(|_| session.execute(&format!("DETACH {CATALOG}")))
+        })
+        .map(|_| ())
+        .map_err(|e| {
+            WarehouseError::Unreachable(format!(
                 "{}: could not be closed: {}",
                 self.path,
                 e.message()
-            ))),
-        }
+            ))
+        })
     }
 
     /// `f` in one transaction on a database opened for writing: committed when it
@@ -201,7 +244,7 @@ impl DuckdbWarehouse {
         self.with_session(false, |s| {
             s.execute("BEGIN TRANSACTION")?;
             let result = f(s);
-            let _ = s.execute("ROLLBACK");
+            let _ = super::query_log::unguarded(|| s.execute("ROLLBACK"));
             result
         })
     }
@@ -443,6 +486,20 @@ impl Warehouse for DuckdbWarehouse {
     fn calls_at_once(&self) -> Option<usize> {
         // One DuckDB instance per warehouse, every call under its lock (see above).
         Some(1)
+    }
+
+    fn begin_poll(&self) {
+        self.polling.store(true, Ordering::SeqCst);
+    }
+
+    fn end_poll(&self) {
+        self.polling.store(false, Ordering::SeqCst);
+        // A call still running closes the session as it ends.
+        if let Ok(mut state) = self.state.try_lock() {
+            if let Some(held) = state.held.take() {
+                let _ = self.close(held);
+            }
+        }
     }
 
     fn row_count(&self, relation: &Relation) -> Result<u64, WarehouseError> {

@@ -6,6 +6,7 @@
 pub mod adbc;
 pub mod duckdb;
 pub mod postgres;
+pub mod query_log;
 pub mod snowflake;
 pub mod sqlite;
 
@@ -77,6 +78,9 @@ pub enum WarehouseError {
     /// Not done, on purpose: a table version that would be overwritten, a copy that is
     /// missing or no longer fits its table. Nothing was changed.
     Refused(String),
+    /// Not sent: the poll had already sent as many queries as the warehouse's
+    /// `max_queries_per_poll` allows. Says nothing of the table or the warehouse.
+    Skipped(String),
 }
 
 impl fmt::Display for WarehouseError {
@@ -85,6 +89,7 @@ impl fmt::Display for WarehouseError {
             WarehouseError::Unreachable(m) => write!(f, "unreachable: {m}"),
             WarehouseError::Query(m) => write!(f, "query failed: {m}"),
             WarehouseError::Refused(m) => write!(f, "refused: {m}"),
+            WarehouseError::Skipped(m) => write!(f, "skipped by the query guard: {m}"),
         }
     }
 }
@@ -95,7 +100,8 @@ impl WarehouseError {
         match self {
             WarehouseError::Unreachable(m)
             | WarehouseError::Query(m)
-            | WarehouseError::Refused(m) => m,
+            | WarehouseError::Refused(m)
+            | WarehouseError::Skipped(m) => m,
         }
     }
 }
@@ -252,6 +258,15 @@ pub trait Warehouse: Send {
         relation: &Relation,
         tag: &str,
     ) -> Result<Option<TableVersion>, WarehouseError>;
+
+    /// A poll starts: the calls until [`Self::end_poll`] may share one session, so a
+    /// poll's checks run back to back in it (a suspended warehouse resumes once per
+    /// poll, a file is attached once). Nothing to do for a warehouse whose sessions
+    /// cost nothing.
+    fn begin_poll(&self) {}
+    /// The poll ended: its session is closed, at once when no call is running, else
+    /// as the last call still running ends. Never waits for a call.
+    fn end_poll(&self) {}
 }
 
 /// What one read of a table counts, for [`Warehouse::scan`].

@@ -15,7 +15,7 @@ use chrono::{NaiveDate, NaiveTime};
 use postgres::{Client, NoTls};
 
 use super::{
-    changed_copy, check_restorable, check_unchanged_since, column_list, null_counts_sql,
+    changed_copy, check_restorable, check_unchanged_since, column_list, null_counts_sql, query_log,
     quote_ident, CastTarget, Column, DayCount, DayPrint, KeyGap, NullCounts, Relation, Restored,
     TableCounts, TableScan, TableVersion, Uncastable, Warehouse, WarehouseError, BOOLEAN_WORDS,
     DATE_WORDS, EARLIER, UNCASTABLE_EXAMPLES, VERSIONS,
@@ -120,6 +120,7 @@ impl PostgresWarehouse {
         &self,
         f: impl Fn(&mut Pooled) -> Result<T, postgres::Error>,
     ) -> Result<T, WarehouseError> {
+        query_log::may_send()?;
         let pooled = self.idle.lock().expect("pool lock").pop();
         let (pooled, result) = match pooled.filter(|p| !p.client.is_closed()) {
             Some(mut pooled) => {
@@ -162,16 +163,43 @@ impl PostgresWarehouse {
             .config
             .connect(NoTls)
             .map_err(|e| WarehouseError::Unreachable(describe(&e)))?;
+        query_log::session_opened();
         // Days are UTC days whatever the server's zone; a runaway check is cut off by
         // the server as well as by the poller.
+        let setup = format!(
+            "SET TimeZone = 'UTC'; SET statement_timeout = {}",
+            self.statement_timeout.as_millis()
+        );
         client
-            .batch_execute(&format!(
-                "SET TimeZone = 'UTC'; SET statement_timeout = {}",
-                self.statement_timeout.as_millis()
-            ))
+            .batch_execute(&setup)
             .map_err(|e| WarehouseError::Unreachable(describe(&e)))?;
+        query_log::sent(&setup, 0, None);
         Ok(client)
     }
+}
+
+/// What a query returned, counted in rows for the query log.
+trait Returned {
+    fn rows(&self) -> u64;
+}
+
+impl Returned for Vec<postgres::Row> {
+    fn rows(&self) -> u64 {
+        self.len() as u64
+    }
+}
+
+impl Returned for postgres::Row {
+    fn rows(&self) -> u64 {
+        1
+    }
+}
+
+/// Records a check's query in the query log (see [`query_log`]) once sent, failed or
+/// not. The SQL as sent: its values go separately, as `$1`, `$2`.
+fn sent<T: Returned>(sql: &str, result: Result<T, postgres::Error>) -> Result<T, postgres::Error> {
+    query_log::sent(sql, result.as_ref().map_or(0, Returned::rows), None);
+    result
 }
 
 /// A broken connection or a server shutting down is `Unreachable`; an error the server
@@ -301,7 +329,7 @@ fn scan_sql(scan: &TableScan) -> String {
 impl Warehouse for PostgresWarehouse {
     fn row_count(&self, relation: &Relation) -> Result<u64, WarehouseError> {
         let sql = format!("SELECT count(*) FROM {}", relation.quoted());
-        self.with_client(|c| c.query_one(&sql, &[]))
+        self.with_client(|c| sent(&sql, c.query_one(&sql, &[])))
             .map(|row| row.get::<_, i64>(0) as u64)
     }
 
@@ -312,7 +340,10 @@ impl Warehouse for PostgresWarehouse {
     ) -> Result<Vec<Vec<Column>>, WarehouseError> {
         let rows = self.with_pooled(|pooled| {
             let statement = pooled.prepared(COLUMNS_SQL)?;
-            pooled.client.query(&statement, &[&schema, &tables])
+            sent(
+                COLUMNS_SQL,
+                pooled.client.query(&statement, &[&schema, &tables]),
+            )
         })?;
         let mut found: std::collections::HashMap<String, Vec<Column>> = Default::default();
         for r in &rows {
@@ -343,7 +374,7 @@ impl Warehouse for PostgresWarehouse {
 
     fn scan(&self, scan: &TableScan) -> Result<TableCounts, WarehouseError> {
         let sql = scan_sql(scan);
-        let rows = self.with_client(|c| c.query(&sql, &[]))?;
+        let rows = self.with_client(|c| sent(&sql, c.query(&sql, &[])))?;
         // Columns: the minute as seconds, the minute itself, then the counts.
         let width = 4 + scan.null_columns.len();
         let groups = rows
@@ -358,7 +389,7 @@ impl Warehouse for PostgresWarehouse {
 
     fn plan_scan(&self, scan: &TableScan) -> Result<String, WarehouseError> {
         let sql = format!("EXPLAIN {}", scan_sql(scan));
-        let rows = self.with_client(|c| c.query(&sql, &[]))?;
+        let rows = self.with_client(|c| sent(&sql, c.query(&sql, &[])))?;
         Ok(rows
             .first()
             .map(|r| r.get::<_, String>(0))
@@ -374,7 +405,7 @@ impl Warehouse for PostgresWarehouse {
         // cannot write either.
         self.with_client(|c| {
             let mut tx = c.build_transaction().read_only(true).start()?;
-            let row = tx.query_one(&sql, &[]);
+            let row = sent(&sql, tx.query_one(&sql, &[]));
             tx.rollback()?;
             row
         })
@@ -391,8 +422,10 @@ impl Warehouse for PostgresWarehouse {
             since.map(|(column, _)| format!("{} >= to_timestamp($1::float8)", quote_ident(column)));
         let sql = null_counts_sql(relation, columns, filter.as_deref());
         let row = match since {
-            Some((_, at)) => self.with_client(|c| c.query_one(&sql, &[&(at as f64)]))?,
-            None => self.with_client(|c| c.query_one(&sql, &[]))?,
+            Some((_, at)) => {
+                self.with_client(|c| sent(&sql, c.query_one(&sql, &[&(at as f64)])))?
+            }
+            None => self.with_client(|c| sent(&sql, c.query_one(&sql, &[])))?,
         };
         Ok(NullCounts {
             rows: row.get::<_, i64>(0) as u64,
@@ -419,7 +452,8 @@ impl Warehouse for PostgresWarehouse {
             table = relation.quoted(),
             col = quote_ident(column),
         );
-        let rows = self.with_client(|c| c.query(&sql, &[&(since as f64), &(limit as i64)]))?;
+        let rows =
+            self.with_client(|c| sent(&sql, c.query(&sql, &[&(since as f64), &(limit as i64)])))?;
         Ok(rows.iter().map(|r| r.get::<_, i64>(0)).collect())
     }
 
@@ -444,7 +478,7 @@ impl Warehouse for PostgresWarehouse {
             col = quote_ident(column),
         );
         let cutoff = cutoff.format("%H:%M:%S%.f").to_string();
-        let rows = self.with_client(|c| c.query(&sql, &[&(since as f64), &cutoff]))?;
+        let rows = self.with_client(|c| sent(&sql, c.query(&sql, &[&(since as f64), &cutoff])))?;
         let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).expect("a date");
         rows.iter()
             .map(|r| {
@@ -484,7 +518,7 @@ impl Warehouse for PostgresWarehouse {
         );
         let row = self.with_client(|c| {
             let mut tx = c.build_transaction().read_only(true).start()?;
-            let row = tx.query_one(&sql, &[]);
+            let row = sent(&sql, tx.query_one(&sql, &[]));
             tx.rollback()?;
             row
         })?;
@@ -503,7 +537,7 @@ impl Warehouse for PostgresWarehouse {
         let (start, end) = gap.bounds();
         let row = self.with_client(|c| {
             let mut tx = c.build_transaction().read_only(true).start()?;
-            let row = tx.query_one(&sql, &[&(start as f64), &(end as f64)]);
+            let row = sent(&sql, tx.query_one(&sql, &[&(start as f64), &(end as f64)]));
             tx.rollback()?;
             row
         })?;

@@ -13,7 +13,7 @@
 //! (the driver refuses several), and a read-only role is the real guard.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use chrono::NaiveTime;
@@ -68,12 +68,17 @@ pub struct SnowflakeWarehouse {
     queries: AtomicU64,
     /// When a statement is cancelled (None: never).
     limit: Option<super::Limit>,
+    /// A poll is under way: its calls share one session (see [`Warehouse::begin_poll`]).
+    polling: AtomicBool,
 }
 
 #[derive(Default)]
 struct State {
     driver: Option<adbc::Driver>,
     database: Option<OpenDatabase>,
+    /// The poll's session, kept between its calls: its checks run back to back on
+    /// one connection, so a suspended warehouse resumes once per poll.
+    held: Option<Session>,
 }
 
 impl SnowflakeWarehouse {
@@ -85,6 +90,7 @@ impl SnowflakeWarehouse {
             state: Mutex::new(State::default()),
             queries: AtomicU64::new(0),
             limit: None,
+            polling: AtomicBool::new(false),
         }
     }
 
@@ -180,7 +186,7 @@ impl SnowflakeWarehouse {
     }
 
     /// Runs `f` on a connection: the database is opened (logged in) once for the
-    /// warehouse's life, a connection per call.
+    /// warehouse's life, a connection per call, or per poll while one is under way.
     fn with_session<T>(
         &self,
         f: impl FnOnce(&mut Session) -> Result<T, WarehouseError>,
@@ -201,9 +207,20 @@ impl SnowflakeWarehouse {
             let driver = state.driver.as_ref().expect("loaded");
             state.database = Some(driver.open(&options)?);
         }
-        let mut session = state.database.as_ref().expect("opened").connect()?;
+        let mut session = match state.held.take() {
+            Some(held) => held,
+            None => state.database.as_ref().expect("opened").connect()?,
+        };
         session.set_limit(self.limit.clone());
-        f(&mut session)
+        let result = f(&mut session);
+        // Kept for the poll's next call unless the connection failed; a poll that
+        // ended meanwhile left it for this call to close (dropped).
+        if self.polling.load(Ordering::SeqCst)
+            && !matches!(result, Err(WarehouseError::Unreachable(_)))
+        {
+            state.held = Some(session);
+        }
+        result
     }
 
     /// `f` in one transaction: committed when it returns Ok, rolled back otherwise.
@@ -234,7 +251,7 @@ impl SnowflakeWarehouse {
         self.with_session(|s| {
             s.execute("BEGIN")?;
             let result = f(s);
-            let _ = s.execute("ROLLBACK");
+            let _ = super::query_log::unguarded(|| s.execute("ROLLBACK"));
             result
         })
     }
@@ -553,6 +570,18 @@ impl Warehouse for SnowflakeWarehouse {
 
     fn row_count(&self, relation: &Relation) -> Result<u64, WarehouseError> {
         self.with_session(|s| count_rows(s, relation))
+    }
+
+    fn begin_poll(&self) {
+        self.polling.store(true, Ordering::SeqCst);
+    }
+
+    fn end_poll(&self) {
+        self.polling.store(false, Ordering::SeqCst);
+        // A call still running closes the session as it ends.
+        if let Ok(mut state) = self.state.try_lock() {
+            state.held = None;
+        }
     }
 
     fn columns_of(

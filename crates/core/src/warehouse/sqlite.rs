@@ -48,7 +48,10 @@ impl SqliteWarehouse {
 
     /// A fresh connection per check: a file that went away shows up as unreachable on
     /// the next poll instead of hiding behind an old handle.
+    /// Each call connects, so the poll's query guard is asked here: a call sends its
+    /// statements or none.
     pub fn connect(&self) -> Result<Watched, WarehouseError> {
+        super::query_log::may_send()?;
         let conn = connect(&self.path, &self.attach)?;
         let Some(limit) = self.limit.clone() else {
             return Ok(Watched { conn, _done: None });
@@ -98,7 +101,9 @@ pub fn connect(
         WarehouseError::Unreachable(format!("{}: {e}", what.display()))
     };
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_URI;
-    let conn = Connection::open_with_flags(path, flags).map_err(|e| unreachable(path, e))?;
+    let mut conn = Connection::open_with_flags(path, flags).map_err(|e| unreachable(path, e))?;
+    super::query_log::session_opened();
+    log_statements(&mut conn).map_err(|e| unreachable(path, e))?;
     conn.busy_timeout(Duration::from_secs(5))
         .map_err(|e| unreachable(path, e))?;
     // A double-quoted name that matches no column is an error, as in every other
@@ -124,6 +129,31 @@ pub fn connect(
     register_strict_cast(&conn).map_err(|e| unreachable(path, e))?;
     register_row_hash(&conn).map_err(|e| unreachable(path, e))?;
     Ok(conn)
+}
+
+/// Every statement the connection runs, as SQLite runs it (parameters bound), and the
+/// rows it returns, into the query log (see [`super::query_log`]).
+fn log_statements(conn: &mut Connection) -> rusqlite::Result<()> {
+    use rusqlite::trace::{TraceEvent, TraceEventCodes};
+    // The statement rows are counted for: SQLite's own nested statements (a pragma
+    // table runs one) produce rows too, which are not the statement's.
+    let mut current = String::new();
+    conn.trace_v2(
+        TraceEventCodes::SQLITE_TRACE_STMT | TraceEventCodes::SQLITE_TRACE_ROW,
+        Some(move |event: TraceEvent<'_>| match event {
+            // A trigger's program is announced as `-- name`: part of its statement.
+            TraceEvent::Stmt(_, sql) if sql.starts_with("--") => {}
+            TraceEvent::Stmt(statement, sql) => {
+                current = statement.sql().into_owned();
+                let sql = statement.expanded_sql().unwrap_or_else(|| sql.to_string());
+                super::query_log::sent(&sql, 0, None);
+            }
+            TraceEvent::Row(statement) if statement.sql() == current.as_str() => {
+                super::query_log::add_rows(1)
+            }
+            _ => {}
+        }),
+    )
 }
 
 /// `file:PATH?mode=rw`: opens an existing file, never creates one.

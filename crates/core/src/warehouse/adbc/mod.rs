@@ -23,7 +23,7 @@ use arrow_array::types::{
 use arrow_array::{Array, RecordBatchReader};
 use arrow_schema::DataType;
 
-use super::{Limit, WarehouseError};
+use super::{query_log, Limit, WarehouseError};
 
 /// What a warehouse kind needs to find its driver.
 pub struct DriverKind {
@@ -183,6 +183,7 @@ impl OpenDatabase {
             .database
             .new_connection()
             .map_err(|e| WarehouseError::Unreachable(e.message))?;
+        query_log::session_opened();
         Ok(Session {
             connection,
             limit: None,
@@ -248,19 +249,27 @@ impl Session {
         self.limit = limit;
     }
 
-    /// Runs a query and reads every row of its result.
+    /// Runs a query and reads every row of its result. Recorded in the query log
+    /// (see [`query_log`]), and not sent past the poll's query guard.
     pub fn query(&mut self, sql: &str) -> Result<Vec<Vec<Value>>, WarehouseError> {
+        query_log::may_send()?;
         let statement = self.statement(sql)?;
         // The rows are read within the limit too: a driver may stream a result while
         // it is still being computed.
-        self.within_limit(statement, |s| read_rows(s.execute().map_err(failed)?))
+        let rows = self.within_limit(statement, |s| read_rows(s.execute().map_err(failed)?));
+        // Logged once sent, failed or not: a failed query was still sent.
+        let returned = rows.as_ref().map_or(0, |rows| rows.len() as u64);
+        query_log::sent(sql, returned, None);
+        rows
     }
 
     /// Runs a statement that returns no rows; the rows it changed when the driver says.
     pub fn execute(&mut self, sql: &str) -> Result<Option<u64>, WarehouseError> {
+        query_log::may_send()?;
         let statement = self.statement(sql)?;
-        let changed = self.within_limit(statement, |s| s.execute_update().map_err(failed))?;
-        Ok(changed.and_then(|n| u64::try_from(n).ok()))
+        let changed = self.within_limit(statement, |s| s.execute_update().map_err(failed));
+        query_log::sent(sql, 0, None);
+        Ok(changed?.and_then(|n| u64::try_from(n).ok()))
     }
 
     fn statement(&mut self, sql: &str) -> Result<ManagedStatement, WarehouseError> {
