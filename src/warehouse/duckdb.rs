@@ -18,9 +18,9 @@ use chrono::NaiveTime;
 use super::adbc::{self, DriverKind, Found, OpenDatabase, Session, Value};
 use super::{
     changed_copy, check_restorable, check_unchanged_since, column_list, null_counts_sql,
-    quote_ident, versions_copy, CastTarget, Column, DayCount, DayPrint, KeyGap, NullCounts,
-    Relation, Restored, TableCounts, TableScan, TableVersion, Uncastable, Warehouse,
-    WarehouseError, BOOLEAN_WORDS, DATE_WORDS, EARLIER, UNCASTABLE_EXAMPLES, VERSIONS,
+    quote_ident, versions_copy, CastTarget, CheckQuery, Column, DayCount, DayPrint, KeyGap,
+    NullCounts, Planned, Relation, Restored, TableCounts, TableScan, TableVersion, Uncastable,
+    Warehouse, WarehouseError, BOOLEAN_WORDS, DATE_WORDS, EARLIER, UNCASTABLE_EXAMPLES, VERSIONS,
 };
 
 /// How DuckDB's driver is found when the config names none.
@@ -64,6 +64,23 @@ impl DuckdbWarehouse {
             state: Mutex::new(State::default()),
             queries: AtomicU64::new(0),
         }
+    }
+
+    /// `EXPLAIN`: the plan's first operator; nothing is read.
+    fn explain(&self, sql: &str) -> Result<String, WarehouseError> {
+        let sql = format!("EXPLAIN {sql}");
+        let rows = self.with_session(false, |s| s.query(&sql))?;
+        // DuckDB's plan is one drawing of boxes: its first named operator stands for it.
+        let plan = rows
+            .first()
+            .and_then(|row| row.last().and_then(Value::text))
+            .unwrap_or_default();
+        Ok(plan
+            .lines()
+            .map(|line| line.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '_'))
+            .find(|line| !line.is_empty())
+            .unwrap_or("planned")
+            .to_string())
     }
 
     /// Queries sent so far.
@@ -308,6 +325,76 @@ fn uncastable_sql(target: CastTarget) -> String {
     }
 }
 
+/// The SQL a poll sends for `query`.
+pub fn query_sql(query: &CheckQuery) -> String {
+    match query {
+        CheckQuery::Scan(scan) => scan_sql(scan),
+        CheckQuery::RowCount(relation) => row_count_sql(relation),
+        CheckQuery::NullCounts {
+            relation,
+            columns,
+            since,
+        } => nulls_sql(relation, columns, *since),
+        CheckQuery::LoadTimes {
+            relation,
+            column,
+            since,
+            limit,
+        } => load_times_sql(relation, column, *since, *limit),
+        CheckQuery::DailyCounts {
+            relation,
+            column,
+            since,
+            cutoff,
+        } => daily_counts_sql(relation, column, *since, *cutoff),
+        CheckQuery::Columns { schema, tables } => columns_sql(*schema, tables),
+    }
+}
+
+/// The SQL of [`Warehouse::row_count`].
+pub fn row_count_sql(relation: &Relation) -> String {
+    format!("SELECT count(*) FROM {}", relation.quoted())
+}
+
+/// The SQL of [`Warehouse::null_counts`].
+pub fn nulls_sql(relation: &Relation, columns: &[String], since: Option<(&str, i64)>) -> String {
+    let filter = since.map(|(column, at_)| format!("{} >= {}", ts(column), at(at_)));
+    null_counts_sql(relation, columns, filter.as_deref())
+}
+
+/// The SQL of [`Warehouse::load_times`].
+pub fn load_times_sql(relation: &Relation, column: &str, since: i64, limit: usize) -> String {
+    format!(
+        "SELECT CAST(epoch(minute) AS BIGINT) FROM (
+           SELECT DISTINCT date_trunc('minute', {col}) AS minute FROM {table}
+           WHERE {col} >= {since} ORDER BY minute DESC LIMIT {limit}) AS recent
+         ORDER BY 1 DESC",
+        table = relation.quoted(),
+        col = ts(column),
+        since = at(since),
+    )
+}
+
+/// The SQL of [`Warehouse::daily_counts`].
+pub fn daily_counts_sql(
+    relation: &Relation,
+    column: &str,
+    since: i64,
+    cutoff: NaiveTime,
+) -> String {
+    format!(
+        "SELECT CAST(CAST({col} AS DATE) - DATE '1970-01-01' AS BIGINT) AS day, count(*),
+                count(*) FILTER (WHERE CAST({col} AS TIME) < TIME '{cutoff}'),
+                count(*) FILTER (WHERE CAST({col} AS TIME) = TIME '00:00:00')
+         FROM {table}
+         WHERE {col} >= {since} GROUP BY 1 ORDER BY 1",
+        table = relation.quoted(),
+        col = ts(column),
+        since = at(since),
+        cutoff = cutoff.format("%H:%M:%S%.f"),
+    )
+}
+
 /// The columns of tables of one schema, in table order, as `information_schema` names
 /// their types (`DECIMAL(10,2)`, `TIMESTAMP WITH TIME ZONE`, `VARCHAR`).
 fn columns_sql(schema: Option<&str>, tables: &[String]) -> String {
@@ -390,7 +477,7 @@ fn table_columns(s: &mut Session, relation: &Relation) -> Result<Vec<Column>, Wa
 }
 
 fn count_rows(s: &mut Session, relation: &Relation) -> Result<u64, WarehouseError> {
-    s.query_one(&format!("SELECT count(*) FROM {}", relation.quoted()))?[0].count()
+    s.query_one(&row_count_sql(relation))?[0].count()
 }
 
 /// [`Warehouse::day_prints`] of `source` (as found): each row's text hashed with MD5,
@@ -459,19 +546,11 @@ impl Warehouse for DuckdbWarehouse {
     }
 
     fn plan_scan(&self, scan: &TableScan) -> Result<String, WarehouseError> {
-        let sql = format!("EXPLAIN {}", scan_sql(scan));
-        let rows = self.with_session(false, |s| s.query(&sql))?;
-        // DuckDB's plan is one drawing of boxes: its first named operator stands for it.
-        let plan = rows
-            .first()
-            .and_then(|row| row.last().and_then(Value::text))
-            .unwrap_or_default();
-        Ok(plan
-            .lines()
-            .map(|line| line.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '_'))
-            .find(|line| !line.is_empty())
-            .unwrap_or("planned")
-            .to_string())
+        self.explain(&scan_sql(scan))
+    }
+
+    fn plan(&self, query: &CheckQuery) -> Result<Planned, WarehouseError> {
+        self.explain(&query_sql(query)).map(Planned::Plan)
     }
 
     fn dry_run(&self, select: &str) -> Result<u64, WarehouseError> {
@@ -487,8 +566,7 @@ impl Warehouse for DuckdbWarehouse {
         columns: &[String],
         since: Option<(&str, i64)>,
     ) -> Result<NullCounts, WarehouseError> {
-        let filter = since.map(|(column, at_)| format!("{} >= {}", ts(column), at(at_)));
-        let sql = null_counts_sql(relation, columns, filter.as_deref());
+        let sql = nulls_sql(relation, columns, since);
         let row = self.with_session(false, |s| s.query_one(&sql))?;
         Ok(NullCounts {
             rows: row[0].count()?,
@@ -506,15 +584,7 @@ impl Warehouse for DuckdbWarehouse {
         since: i64,
         limit: usize,
     ) -> Result<Vec<i64>, WarehouseError> {
-        let sql = format!(
-            "SELECT CAST(epoch(minute) AS BIGINT) FROM (
-               SELECT DISTINCT date_trunc('minute', {col}) AS minute FROM {table}
-               WHERE {col} >= {since} ORDER BY minute DESC LIMIT {limit}) AS recent
-             ORDER BY 1 DESC",
-            table = relation.quoted(),
-            col = ts(column),
-            since = at(since),
-        );
+        let sql = load_times_sql(relation, column, since, limit);
         let rows = self.with_session(false, |s| s.query(&sql))?;
         rows.iter()
             .map(|row| Ok(row[0].int()?.unwrap_or_default()))
@@ -528,17 +598,7 @@ impl Warehouse for DuckdbWarehouse {
         since: i64,
         cutoff: NaiveTime,
     ) -> Result<Vec<DayCount>, WarehouseError> {
-        let sql = format!(
-            "SELECT CAST(CAST({col} AS DATE) - DATE '1970-01-01' AS BIGINT) AS day, count(*),
-                    count(*) FILTER (WHERE CAST({col} AS TIME) < TIME '{cutoff}'),
-                    count(*) FILTER (WHERE CAST({col} AS TIME) = TIME '00:00:00')
-             FROM {table}
-             WHERE {col} >= {since} GROUP BY 1 ORDER BY 1",
-            table = relation.quoted(),
-            col = ts(column),
-            since = at(since),
-            cutoff = cutoff.format("%H:%M:%S%.f"),
-        );
+        let sql = daily_counts_sql(relation, column, since, cutoff);
         let rows = self.with_session(false, |s| s.query(&sql))?;
         let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1).expect("a date");
         rows.iter()

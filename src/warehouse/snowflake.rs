@@ -20,9 +20,10 @@ use chrono::NaiveTime;
 
 use super::adbc::{self, DriverKind, Found, OpenDatabase, Session, Value};
 use super::{
-    changed_copy, check_restorable, check_unchanged_since, CastTarget, Column, DayCount, DayPrint,
-    KeyGap, NullCounts, Relation, Restored, TableCounts, TableScan, TableVersion, Uncastable,
-    Warehouse, WarehouseError, BOOLEAN_WORDS, DATE_WORDS, EARLIER, UNCASTABLE_EXAMPLES, VERSIONS,
+    changed_copy, check_restorable, check_unchanged_since, CastTarget, CheckQuery, Column,
+    DayCount, DayPrint, KeyGap, NullCounts, Planned, Relation, Restored, TableCounts, TableScan,
+    TableVersion, Uncastable, Warehouse, WarehouseError, BOOLEAN_WORDS, DATE_WORDS, EARLIER,
+    UNCASTABLE_EXAMPLES, VERSIONS,
 };
 
 /// How the Snowflake driver is found when the config names none.
@@ -277,6 +278,85 @@ impl SnowflakeWarehouse {
         Ok(row[0].count()? > 0)
     }
 
+    /// The SQL a poll sends for `query`.
+    pub fn query_sql(&self, query: &CheckQuery) -> String {
+        match query {
+            CheckQuery::Scan(scan) => scan_sql(scan),
+            CheckQuery::RowCount(relation) => row_count_sql(relation),
+            CheckQuery::NullCounts {
+                relation,
+                columns,
+                since,
+            } => null_counts_sql(relation, columns, *since),
+            CheckQuery::LoadTimes {
+                relation,
+                column,
+                since,
+                limit,
+            } => load_times_sql(relation, column, *since, *limit),
+            CheckQuery::DailyCounts {
+                relation,
+                column,
+                since,
+                cutoff,
+            } => daily_counts_sql(relation, column, *since, *cutoff),
+            CheckQuery::Columns { schema, tables } => self.columns_sql(*schema, tables),
+        }
+    }
+
+    /// Where the account answers, as the driver is told.
+    fn endpoint(&self) -> String {
+        let s = &self.settings;
+        let host = s
+            .host
+            .clone()
+            .unwrap_or_else(|| format!("{}.snowflakecomputing.com", s.account));
+        let protocol = s.protocol.as_deref().unwrap_or("https");
+        match s.port {
+            Some(port) => format!("{protocol}://{host}:{port}"),
+            None => format!("{protocol}://{host}"),
+        }
+    }
+
+    /// `EXPLAIN USING TEXT`: Snowflake compiles the query and reads nothing. Where
+    /// EXPLAIN itself is refused (fakesnow, DuckDB underneath, cannot parse it), the
+    /// query is compiled alone under `WHERE FALSE`, so a missing table, column or
+    /// grant still fails here, and the answer says plainly that there is no plan and
+    /// why.
+    fn plan_sql(&self, sql: &str) -> Result<Planned, WarehouseError> {
+        let explained = self.with_session(|s| s.query(&format!("EXPLAIN USING TEXT {sql}")));
+        let refused = match explained {
+            Ok(rows) => {
+                let plan = rows
+                    .first()
+                    .and_then(|row| row.first().and_then(Value::text))
+                    .unwrap_or_default();
+                return Ok(Planned::Plan(
+                    plan.lines()
+                        .map(str::trim)
+                        .find(|line| !line.is_empty())
+                        .unwrap_or("planned")
+                        .to_string(),
+                ));
+            }
+            Err(WarehouseError::Query(refused)) => refused,
+            Err(other) => return Err(other),
+        };
+        // The query's own error, if it has one, is the one to report.
+        self.with_session(|s| {
+            s.query(&format!(
+                "SELECT COUNT(*) FROM ({sql}) AS compiled WHERE FALSE"
+            ))
+        })?;
+        let refused = refused.split_whitespace().collect::<Vec<_>>().join(" ");
+        Ok(Planned::Unplanned(format!(
+            "no plan: {} refused EXPLAIN USING TEXT ({}), so each query was compiled \
+             under WHERE FALSE instead (nothing read)",
+            self.endpoint(),
+            refused.chars().take(160).collect::<String>()
+        )))
+    }
+
     /// The SQL of [`Warehouse::columns_of`]: one catalog query for a schema's tables.
     pub fn columns_sql(&self, schema: Option<&str>, tables: &[String]) -> String {
         let names: Vec<String> = tables.iter().map(|t| literal(&fold(t))).collect();
@@ -505,7 +585,59 @@ fn versions_copy(source: &Relation, tag: &str) -> Result<Relation, WarehouseErro
 }
 
 fn count_rows(s: &mut Session, relation: &Relation) -> Result<u64, WarehouseError> {
-    s.query_one(&format!("SELECT COUNT(*) FROM {}", quoted(relation)))?[0].count()
+    s.query_one(&row_count_sql(relation))?[0].count()
+}
+
+/// The SQL of [`Warehouse::row_count`].
+pub fn row_count_sql(relation: &Relation) -> String {
+    format!("SELECT COUNT(*) FROM {}", quoted(relation))
+}
+
+/// The SQL of [`Warehouse::null_counts`].
+pub fn null_counts_sql(
+    relation: &Relation,
+    columns: &[String],
+    since: Option<(&str, i64)>,
+) -> String {
+    let mut sql = String::from("SELECT COUNT(*)");
+    for column in columns {
+        sql.push_str(&format!(", COUNT_IF({} IS NULL)", quote(column)));
+    }
+    sql.push_str(&format!(" FROM {}", quoted(relation)));
+    if let Some((column, at)) = since {
+        sql.push_str(&format!(" WHERE {} >= {at}", epoch_sql(column)));
+    }
+    sql
+}
+
+/// The SQL of [`Warehouse::load_times`].
+pub fn load_times_sql(relation: &Relation, column: &str, since: i64, limit: usize) -> String {
+    format!(
+        "SELECT DISTINCT FLOOR({epoch} / 60) * 60 AS minute FROM {table}
+         WHERE {epoch} >= {since} ORDER BY minute DESC LIMIT {limit}",
+        table = quoted(relation),
+        epoch = epoch_sql(column),
+    )
+}
+
+/// The SQL of [`Warehouse::daily_counts`].
+pub fn daily_counts_sql(
+    relation: &Relation,
+    column: &str,
+    since: i64,
+    cutoff: NaiveTime,
+) -> String {
+    use chrono::Timelike;
+    format!(
+        "SELECT FLOOR({epoch} / 86400) AS day, COUNT(*),
+                COUNT_IF(MOD({epoch}, 86400) < {cutoff}),
+                COUNT_IF(MOD({epoch}, 86400) = 0)
+         FROM {table}
+         WHERE {epoch} >= {since} GROUP BY 1 ORDER BY 1",
+        table = quoted(relation),
+        epoch = epoch_sql(column),
+        cutoff = cutoff.num_seconds_from_midnight(),
+    )
 }
 
 /// The warehouse's clock, as `YYYY-MM-DDTHH:MM:SSZ`.
@@ -565,18 +697,14 @@ impl Warehouse for SnowflakeWarehouse {
     }
 
     fn plan_scan(&self, scan: &TableScan) -> Result<String, WarehouseError> {
-        let sql = format!("EXPLAIN USING TEXT {}", scan_sql(scan));
-        let rows = self.with_session(|s| s.query(&sql))?;
-        let plan = rows
-            .first()
-            .and_then(|row| row.first().and_then(Value::text))
-            .unwrap_or_default();
-        Ok(plan
-            .lines()
-            .map(str::trim)
-            .find(|line| !line.is_empty())
-            .unwrap_or("planned")
-            .to_string())
+        match self.plan_sql(&scan_sql(scan))? {
+            Planned::Plan(plan) | Planned::Unplanned(plan) => Ok(plan),
+            Planned::NotPlanned => Ok("planned".to_string()),
+        }
+    }
+
+    fn plan(&self, query: &CheckQuery) -> Result<Planned, WarehouseError> {
+        self.plan_sql(&self.query_sql(query))
     }
 
     fn dry_run(&self, select: &str) -> Result<u64, WarehouseError> {
@@ -592,14 +720,7 @@ impl Warehouse for SnowflakeWarehouse {
         columns: &[String],
         since: Option<(&str, i64)>,
     ) -> Result<NullCounts, WarehouseError> {
-        let mut sql = String::from("SELECT COUNT(*)");
-        for column in columns {
-            sql.push_str(&format!(", COUNT_IF({} IS NULL)", quote(column)));
-        }
-        sql.push_str(&format!(" FROM {}", quoted(relation)));
-        if let Some((column, at)) = since {
-            sql.push_str(&format!(" WHERE {} >= {at}", epoch_sql(column)));
-        }
+        let sql = null_counts_sql(relation, columns, since);
         let row = self.with_session(|s| s.query_one(&sql))?;
         Ok(NullCounts {
             rows: row[0].count()?,
@@ -617,12 +738,7 @@ impl Warehouse for SnowflakeWarehouse {
         since: i64,
         limit: usize,
     ) -> Result<Vec<i64>, WarehouseError> {
-        let sql = format!(
-            "SELECT DISTINCT FLOOR({epoch} / 60) * 60 AS minute FROM {table}
-             WHERE {epoch} >= {since} ORDER BY minute DESC LIMIT {limit}",
-            table = quoted(relation),
-            epoch = epoch_sql(column),
-        );
+        let sql = load_times_sql(relation, column, since, limit);
         let rows = self.with_session(|s| s.query(&sql))?;
         rows.iter()
             .map(|row| Ok(row[0].int()?.unwrap_or_default()))
@@ -636,17 +752,7 @@ impl Warehouse for SnowflakeWarehouse {
         since: i64,
         cutoff: NaiveTime,
     ) -> Result<Vec<DayCount>, WarehouseError> {
-        use chrono::Timelike;
-        let sql = format!(
-            "SELECT FLOOR({epoch} / 86400) AS day, COUNT(*),
-                    COUNT_IF(MOD({epoch}, 86400) < {cutoff}),
-                    COUNT_IF(MOD({epoch}, 86400) = 0)
-             FROM {table}
-             WHERE {epoch} >= {since} GROUP BY 1 ORDER BY 1",
-            table = quoted(relation),
-            epoch = epoch_sql(column),
-            cutoff = cutoff.num_seconds_from_midnight(),
-        );
+        let sql = daily_counts_sql(relation, column, since, cutoff);
         let rows = self.with_session(|s| s.query(&sql))?;
         let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1).expect("a date");
         rows.iter()
