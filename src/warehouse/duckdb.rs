@@ -20,7 +20,8 @@ use super::{
     changed_copy, check_restorable, check_unchanged_since, column_list, null_counts_sql,
     quote_ident, versions_copy, CastTarget, CheckQuery, Column, DayCount, DayPrint, KeyGap,
     NullCounts, Planned, Relation, Restored, TableCounts, TableScan, TableVersion, Uncastable,
-    Warehouse, WarehouseError, BOOLEAN_WORDS, DATE_WORDS, EARLIER, UNCASTABLE_EXAMPLES, VERSIONS,
+    Warehouse, WarehouseError, BOOLEAN_WORDS, DATE_WORDS, EARLIER, PRUNING_SLACK,
+    UNCASTABLE_EXAMPLES, VERSIONS,
 };
 
 /// How DuckDB's driver is found when the config names none.
@@ -272,19 +273,59 @@ pub fn scan_sql(scan: &TableScan) -> String {
     let nulls: String = scan
         .null_columns
         .iter()
-        .map(|c| {
+        .enumerate()
+        .map(|(i, c)| {
             format!(
-                ",\n count(*) FILTER (WHERE {counted} AND {} IS NULL)",
+                ",\n count(*) FILTER (WHERE {counted} AND {} IS NULL) AS nulls_{i}",
                 quote_ident(c)
             )
         })
         .collect();
+    let table = scan.relation.quoted();
+    let Some((column, bound)) = scan.pruning_bound() else {
+        return format!(
+            "SELECT CAST(epoch(minute) AS BIGINT), * EXCLUDE (minute) FROM (
+               SELECT {minute} AS minute, count(*), {at_midnight}, {older},
+                      count(*) FILTER (WHERE {counted}){nulls}
+               FROM {table} GROUP BY 1) AS per_minute"
+        );
+    };
+    // Only the recent rows are read, by the raw column against a constant, which
+    // DuckDB skips row groups by (their zone maps). The rows before it (and those
+    // without a time) count only towards the total: the table's count less the rows
+    // read.
+    let before = format!(
+        "CAST((SELECT count(*) FROM {table}) - (SELECT coalesce(sum(total), 0) FROM recent) AS BIGINT)"
+    );
+    let counted_before = match scan.nulls_since {
+        Some(_) => "CAST(0 AS BIGINT)".to_string(),
+        None => before.clone(),
+    };
+    let no_nulls = ", CAST(0 AS BIGINT)".repeat(scan.null_columns.len());
     format!(
-        "SELECT CAST(epoch(minute) AS BIGINT), * EXCLUDE (minute) FROM (
-           SELECT {minute} AS minute, count(*), {at_midnight}, {older},
-                  count(*) FILTER (WHERE {counted}){nulls}
-           FROM {table} GROUP BY 1) AS per_minute",
-        table = scan.relation.quoted(),
+        "WITH recent AS (
+           SELECT {minute} AS minute, count(*) AS total, {at_midnight} AS at_midnight,
+                  {older} AS older, count(*) FILTER (WHERE {counted}) AS counted{nulls}
+           FROM {table} WHERE {raw} >= {constant} GROUP BY 1)
+         SELECT CAST(epoch(minute) AS BIGINT), * EXCLUDE (minute) FROM recent
+         UNION ALL
+         SELECT CAST(NULL AS BIGINT), {before}, CAST(0 AS BIGINT), CAST(0 AS BIGINT),
+                {counted_before}{no_nulls}",
+        raw = quote_ident(column),
+        constant = at(bound),
+    )
+}
+
+/// `column` at or after `since` (Unix seconds), exactly (as a UTC TIMESTAMP), and by
+/// the raw column against a constant [`PRUNING_SLACK`] earlier, which holds for every
+/// such row whatever the column's type and which DuckDB skips row groups by.
+fn at_or_after(column: &str, since: i64) -> String {
+    format!(
+        "{raw} >= {loose} AND {col} >= {exact}",
+        raw = quote_ident(column),
+        loose = at(since - PRUNING_SLACK),
+        col = ts(column),
+        exact = at(since),
     )
 }
 
@@ -358,7 +399,7 @@ pub fn row_count_sql(relation: &Relation) -> String {
 
 /// The SQL of [`Warehouse::null_counts`].
 pub fn nulls_sql(relation: &Relation, columns: &[String], since: Option<(&str, i64)>) -> String {
-    let filter = since.map(|(column, at_)| format!("{} >= {}", ts(column), at(at_)));
+    let filter = since.map(|(column, at_)| at_or_after(column, at_));
     null_counts_sql(relation, columns, filter.as_deref())
 }
 
@@ -367,11 +408,11 @@ pub fn load_times_sql(relation: &Relation, column: &str, since: i64, limit: usiz
     format!(
         "SELECT CAST(epoch(minute) AS BIGINT) FROM (
            SELECT DISTINCT date_trunc('minute', {col}) AS minute FROM {table}
-           WHERE {col} >= {since} ORDER BY minute DESC LIMIT {limit}) AS recent
+           WHERE {window} ORDER BY minute DESC LIMIT {limit}) AS recent
          ORDER BY 1 DESC",
         table = relation.quoted(),
         col = ts(column),
-        since = at(since),
+        window = at_or_after(column, since),
     )
 }
 
@@ -387,10 +428,10 @@ pub fn daily_counts_sql(
                 count(*) FILTER (WHERE CAST({col} AS TIME) < TIME '{cutoff}'),
                 count(*) FILTER (WHERE CAST({col} AS TIME) = TIME '00:00:00')
          FROM {table}
-         WHERE {col} >= {since} GROUP BY 1 ORDER BY 1",
+         WHERE {window} GROUP BY 1 ORDER BY 1",
         table = relation.quoted(),
         col = ts(column),
-        since = at(since),
+        window = at_or_after(column, since),
         cutoff = cutoff.format("%H:%M:%S%.f"),
     )
 }
@@ -737,7 +778,10 @@ impl Warehouse for DuckdbWarehouse {
             let kept = check_unchanged_since(relation, version, &now)?;
             let within = match scope.and_then(|sc| sc.range()) {
                 Some((column, start, end)) => format!(
-                    " WHERE {epoch} >= {start} AND {epoch} < {end}",
+                    " WHERE {} AND {raw} < {loose} AND {epoch} < {end}",
+                    at_or_after(column, start),
+                    raw = quote_ident(column),
+                    loose = at(end + PRUNING_SLACK),
                     epoch = epoch_sql(column)
                 ),
                 None => String::new(),
@@ -822,4 +866,51 @@ pub fn driver_wanted(config: &crate::config::Config, driver: Option<&str>) -> Op
             d.to_string()
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::warehouse::MinuteWindow;
+
+    #[test]
+    fn every_time_window_compares_the_raw_column_with_a_constant() {
+        let relation = Relation::parse("analytics.events").unwrap();
+        let null_columns = vec!["kind".to_string()];
+        // 2024-05-10T12:00:00Z; the windows a day, two days and 98 days back.
+        let now = 1_715_342_400;
+        let scan = TableScan {
+            relation: &relation,
+            null_columns: &null_columns,
+            nulls_since: Some(("loaded_at", now - 86_400)),
+            minutes: Some(MinuteWindow {
+                column: "loaded_at",
+                from: now - 2 * 86_400,
+                older_from: now - 98 * 86_400,
+            }),
+        };
+        let sql = scan_sql(&scan);
+        // A day before the earliest window (98 days back, 2024-02-02T12:00:00Z).
+        assert!(
+            sql.contains(
+                "FROM \"analytics\".\"events\" WHERE \"loaded_at\" >= TIMESTAMP '2024-02-01 12:00:00' GROUP BY 1"
+            ),
+            "{sql}"
+        );
+        let since = now - 86_400;
+        let cutoff = NaiveTime::from_hms_opt(12, 0, 0).unwrap();
+        for sql in [
+            nulls_sql(&relation, &null_columns, Some(("loaded_at", since))),
+            load_times_sql(&relation, "loaded_at", since, 10),
+            daily_counts_sql(&relation, "loaded_at", since, cutoff),
+        ] {
+            assert!(
+                sql.contains(
+                    "WHERE \"loaded_at\" >= TIMESTAMP '2024-05-08 12:00:00' AND \
+                     CAST(\"loaded_at\" AS TIMESTAMP) >= TIMESTAMP '2024-05-09 12:00:00'"
+                ),
+                "{sql}"
+            );
+        }
+    }
 }
