@@ -6,8 +6,9 @@
 //! SNOWFLAKE_VENV): without it each test says so and passes, unless
 //! DATAWARD_REQUIRE_ALL=1, where it fails.
 //!
-//! fakesnow answers `EXPLAIN` with an error the driver retries for half a minute, so
-//! nothing here plans a query (`doctor`'s plan step is not exercised).
+//! fakesnow cannot EXPLAIN: plain `EXPLAIN` ends in an HTTP 500 the driver retries for
+//! half a minute, and `EXPLAIN USING TEXT` (what dataward sends) is a syntax error to
+//! DuckDB underneath; doctor's answer to that is tested in tests/init_snowflake.rs.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -714,6 +714,50 @@ mod tests {
     }
 
     #[test]
+    fn a_snowflake_login_is_where_its_secret_is_never_the_secret() {
+        let login = |extra: &str| {
+            let doc = Yaml::parse(
+                &format!("type: snowflake\naccount: a\nuser: u\ndatabase: d\n{extra}"),
+                "p.yml",
+            )
+            .unwrap();
+            snowflake_login(&doc, "p.yml", Path::new("/project")).unwrap()
+        };
+        assert_eq!(
+            login("password: \"{{ env_var('SF_PASSWORD') }}\"\n"),
+            SnowflakeLogin::Password(Password::Env("SF_PASSWORD".into()))
+        );
+        assert_eq!(
+            login("password: hunter2\n"),
+            SnowflakeLogin::Password(Password::InFile(5))
+        );
+        assert_eq!(
+            login("authenticator: oauth\ntoken: \"{{ env_var('SF_TOKEN') }}\"\n"),
+            SnowflakeLogin::Token(Password::Env("SF_TOKEN".into()))
+        );
+        assert_eq!(
+            login("private_key_path: keys/dw.p8\npassword: hunter2\n"),
+            SnowflakeLogin::KeyFile {
+                path: PathBuf::from("/project/keys/dw.p8"),
+                path_env: None
+            }
+        );
+        for cannot in [
+            "private_key: \"-----BEGIN PRIVATE KEY-----\"\n",
+            "private_key_path: /k.p8\nprivate_key_passphrase: pass\n",
+            "authenticator: externalbrowser\n",
+            "authenticator: oauth\ntoken: t\noauth_client_id: c\noauth_client_secret: s\n",
+            "",
+        ] {
+            assert!(
+                matches!(login(cannot), SnowflakeLogin::Cannot(_)),
+                "{cannot}: {:?}",
+                login(cannot)
+            );
+        }
+    }
+
+    #[test]
     fn secrets_of_other_adapters_are_not_copied() {
         let doc = Yaml::parse(
             "type: snowflake\naccount: ab123\nuser: me\npassword: hunter2\nprivate_key_path: /k\nwarehouse: wh\n",

@@ -197,9 +197,11 @@ fn snowflake_block(
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "# The warehouse dbt builds in: Snowflake account {:?}, database {:?}, as user {:?}\n\
-         # (from {}). No secret is in this file: the login names the variable that\n\
-         # holds it, or the private key's file (which must be mode 0600). dataward reaches\n\
+        "# The warehouse dbt builds in: Snowflake account {:?}, database {:?}, as\n\
+         # user {:?}, from\n\
+         #   {}\n\
+         # No secret is in this file: the login names the variable that holds it, or\n\
+         # the private key's file (which must be mode 0600). dataward reaches\n\
          # Snowflake through the ADBC Snowflake driver (`dbc install snowflake`, or set\n\
          # `driver` to libadbc_driver_snowflake.so): `dataward doctor` says where it found it.\n\
          # dataward only reads (and keeps backfill copies in schema DATAWARD_VERSIONS), and\n\
