@@ -254,6 +254,17 @@ fn init_on_a_dbt_duckdb_project_writes_monitors_that_doctor_check_and_serve_run(
         stdout.contains(&format!("opens as duckdb {}", database.display())),
         "{stdout}"
     );
+    // Every query a poll can send for the monitor is planned, not only the scan.
+    let orders = stdout
+        .lines()
+        .find(|l| l.starts_with("✓ monitor raw.orders"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        orders.contains(
+            "the poll's scan and each check's own query plan (row_count, schema, freshness, volume, null_rate)"
+        ),
+        "{orders}"
+    );
 
     // check --once runs every generated check on what dbt built, each healthy. Its own
     // data directory, so serve below polls at once rather than on check's schedule.

@@ -9,7 +9,10 @@ use chrono::Utc;
 use super::warehouses::{message, Reached};
 use super::Line;
 use crate::config::{parse_duration, CheckKind, Config, MonitorConfig};
-use crate::warehouse::{Column, MinuteWindow, Relation, TableScan, WarehouseError};
+use crate::monitor::checks::{Windows, LOAD_TIMES};
+use crate::warehouse::{
+    CheckQuery, Column, MinuteWindow, Planned, Relation, TableScan, WarehouseError,
+};
 
 pub fn check(config: &Config, reached: &BTreeMap<String, Reached>) -> Vec<Line> {
     config
@@ -119,33 +122,121 @@ fn one(monitor: &MonitorConfig, wh: &Reached, what: String) -> Line {
                 older_from: now - lookback,
             }),
     };
-    match wh.warehouse.plan_scan(&scan) {
-        Ok(plan) => {
-            let plan = plan.split("  (").next().unwrap_or("").trim().to_string();
-            let mut detail = format!(
-                "{table}: {} column{}",
-                columns.len(),
-                if columns.len() == 1 { "" } else { "s" }
-            );
-            if let (Some(column), true) = (timestamp, wants_time) {
-                if let Some(found) = find(&columns, column) {
-                    detail.push_str(&format!(
-                        ", {} {}",
-                        found.name,
-                        found.data_type.to_lowercase()
-                    ));
-                }
-            }
-            let checks: Vec<&str> = monitor.checks.iter().map(|c| c.as_str()).collect();
-            detail.push_str(&format!("; {} plans ({plan})", checks.join(", ")));
-            Line::ok(what, detail)
+    let planned = match wh.warehouse.plan(&CheckQuery::Scan(scan)) {
+        Ok(planned) => planned,
+        Err(e) => {
+            return Line::bad(
+                what,
+                format!("{table}: {}", message(&e)),
+                fix(&e, &relation, wh),
+            )
         }
-        Err(e) => Line::bad(
-            what,
-            format!("{table}: {}", message(&e)),
-            fix(&e, &relation, wh),
-        ),
+    };
+    // Then each check's own query, which a poll falls back to when the scan fails.
+    let mut unplanned = None;
+    let mut each_planned = Vec::new();
+    for check in &monitor.checks {
+        match plan_check(wh, monitor, *check, &relation, &null_columns) {
+            Ok(Planned::Plan(_)) => each_planned.push(check.as_str()),
+            Ok(Planned::Unplanned(why)) => {
+                each_planned.push(check.as_str());
+                unplanned.get_or_insert(why);
+            }
+            Ok(Planned::NotPlanned) => {}
+            Err(e) => {
+                return Line::bad(
+                    what,
+                    format!("{table}: {}'s own query: {}", check.as_str(), message(&e)),
+                    fix(&e, &relation, wh),
+                )
+            }
+        }
     }
+    let mut detail = format!(
+        "{table}: {} column{}",
+        columns.len(),
+        if columns.len() == 1 { "" } else { "s" }
+    );
+    if let (Some(column), true) = (timestamp, wants_time) {
+        if let Some(found) = find(&columns, column) {
+            detail.push_str(&format!(
+                ", {} {}",
+                found.name,
+                found.data_type.to_lowercase()
+            ));
+        }
+    }
+    let checks: Vec<&str> = monitor.checks.iter().map(|c| c.as_str()).collect();
+    match planned {
+        Planned::Plan(plan) => {
+            let plan = plan.split("  (").next().unwrap_or("").trim();
+            detail.push_str(&format!("; {} plans ({plan})", checks.join(", ")));
+        }
+        Planned::Unplanned(why) => {
+            unplanned.get_or_insert(why);
+        }
+        Planned::NotPlanned => {}
+    }
+    if !each_planned.is_empty() {
+        let verb = if unplanned.is_some() {
+            "compile"
+        } else {
+            "plan"
+        };
+        detail.push_str(&format!(
+            "; the poll's scan and each check's own query {verb} ({})",
+            each_planned.join(", ")
+        ));
+    }
+    // The warehouse would not EXPLAIN: said once, plainly, with why.
+    if let Some(why) = unplanned {
+        detail.push_str(&format!("; {why}"));
+    }
+    Line::ok(what, detail)
+}
+
+/// Plans the query `check` runs on its own (see `monitor::checks::measure`).
+fn plan_check(
+    wh: &Reached,
+    monitor: &MonitorConfig,
+    check: CheckKind,
+    relation: &Relation,
+    null_columns: &[String],
+) -> Result<Planned, WarehouseError> {
+    let windows = Windows::of(monitor, Utc::now());
+    let timestamp = monitor.timestamp_column.as_deref();
+    let tables = std::slice::from_ref(&relation.table);
+    let query = match (check, timestamp) {
+        (CheckKind::RowCount, _) => CheckQuery::RowCount(relation),
+        (CheckKind::Schema, _) => CheckQuery::Columns {
+            schema: relation.schema.as_deref(),
+            tables,
+        },
+        (CheckKind::NullRate, _) if null_columns.is_empty() => return Ok(Planned::NotPlanned),
+        (CheckKind::NullRate, _) => CheckQuery::NullCounts {
+            relation,
+            columns: null_columns,
+            since: windows
+                .nulls_since
+                .as_ref()
+                .map(|(column, at)| (column.as_str(), *at)),
+        },
+        (CheckKind::Freshness, Some(column)) => CheckQuery::LoadTimes {
+            relation,
+            column,
+            since: windows.lookback_since,
+            limit: LOAD_TIMES,
+        },
+        (CheckKind::Volume, Some(column)) => CheckQuery::DailyCounts {
+            relation,
+            column,
+            since: windows.first_day,
+            cutoff: windows.cutoff,
+        },
+        // Without a timestamp column the config does not load: nothing to plan.
+        (CheckKind::Freshness | CheckKind::Volume, None) => return Ok(Planned::NotPlanned),
+    };
+    wh.warehouse.plan(&query)
 }
 
 fn find<'c>(columns: &'c [Column], name: &str) -> Option<&'c Column> {

@@ -11,7 +11,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::artifacts::{Artifacts, ColumnTest, Freshness, TableKind, TableNode};
-use super::project::{Connection, DbtProject, Postgres, Target};
+use super::project::{
+    Connection, DbtProject, Password, Postgres, Snowflake, SnowflakeLogin, Target,
+};
 use crate::lineage::{passed_through, CatalogColumn, Dialect};
 use crate::warehouse::quote_ident;
 
@@ -78,6 +80,7 @@ pub fn generate(inputs: &Inputs) -> Generated {
     let database = match &target.connection {
         Connection::Postgres(pg) => Some(pg.dbname.as_str()),
         Connection::Duckdb(duck) => Some(duck.database.as_str()),
+        Connection::Snowflake(sf) => Some(sf.database.as_str()),
         Connection::Unsupported { .. } => None,
     };
 
@@ -179,8 +182,11 @@ pub fn generate(inputs: &Inputs) -> Generated {
                 .collect();
             read_only_grants(pg, &schemas)
         }
-        // A DuckDB file has no roles: dataward attaches it read-only.
-        Connection::Duckdb(_) | Connection::Unsupported { .. } => Vec::new(),
+        // A DuckDB file has no roles: dataward attaches it read-only. Snowflake's
+        // read-only role is described in the warehouse's section.
+        Connection::Duckdb(_) | Connection::Snowflake(_) | Connection::Unsupported { .. } => {
+            Vec::new()
+        }
     };
     if !grants.is_empty() {
         let _ = writeln!(

@@ -76,7 +76,9 @@ pub fn init(options: &InitOptions, progress: &mut dyn FnMut(&str)) -> Result<Out
     // unsupported one is written commented out, whatever the manifest says.
     let supported = matches!(
         target.connection,
-        project::Connection::Postgres(_) | project::Connection::Duckdb(_)
+        project::Connection::Postgres(_)
+            | project::Connection::Duckdb(_)
+            | project::Connection::Snowflake(_)
     );
     if let (Some(adapter), true) = (&artifacts.adapter_type, supported) {
         if *adapter != target.adapter {

@@ -91,6 +91,7 @@ pub struct Target {
 pub enum Connection {
     Postgres(Postgres),
     Duckdb(Duckdb),
+    Snowflake(Snowflake),
     /// Any other adapter: its settings, secrets left out, for a commented block.
     Unsupported {
         settings: Vec<(String, String)>,
@@ -121,6 +122,40 @@ pub struct Duckdb {
     /// The catalog dbt-duckdb names after the file (`jaffle_shop` for
     /// `jaffle_shop.duckdb`): the manifest's tables there are in this file.
     pub database: String,
+}
+
+/// A dbt-snowflake target: the account, where it answers, and how dbt logs in. No
+/// secret is read: only where it is (the variable that holds it, or its line).
+#[derive(Debug, Clone)]
+pub struct Snowflake {
+    pub account: String,
+    pub user: String,
+    pub database: String,
+    pub schema: Option<String>,
+    pub role: Option<String>,
+    pub warehouse: Option<String>,
+    /// Where the account answers when not `<account>.snowflakecomputing.com`.
+    pub host: Option<String>,
+    pub port: Option<u16>,
+    pub protocol: Option<String>,
+    pub login: SnowflakeLogin,
+}
+
+/// How a dbt-snowflake target logs in, as far as dataward can follow it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SnowflakeLogin {
+    /// A password (or a programmatic access token, which Snowflake takes in its place).
+    Password(Password),
+    /// An OAuth access token.
+    Token(Password),
+    /// A key pair: the private key's file, absolute (a path is no secret), and the
+    /// variable the profile reads the path from.
+    KeyFile {
+        path: PathBuf,
+        path_env: Option<String>,
+    },
+    /// A login dataward cannot make unattended, and why.
+    Cannot(String),
 }
 
 /// Where the target's password is: never copied, only pointed at.
@@ -280,6 +315,7 @@ impl Target {
         let connection = match adapter.as_str() {
             "postgres" => Connection::Postgres(postgres(output, &shown)?),
             "duckdb" => Connection::Duckdb(duckdb(output, &shown, &project.dir)?),
+            "snowflake" => Connection::Snowflake(snowflake(output, &shown, &project.dir)?),
             _ => Connection::Unsupported {
                 settings: unsupported_settings(output),
             },
@@ -348,18 +384,7 @@ fn postgres(output: &Yaml, file: &str) -> Result<Postgres> {
         }
         None => 5432,
     };
-    let password_value = output.get("password").or_else(|| output.get("pass"));
-    let password = match password_value {
-        None => Password::None,
-        Some(value) => match value.text() {
-            Some("") => Password::None,
-            Some(text) => match env_var_name(text) {
-                Some(name) => Password::Env(name),
-                None => Password::InFile(value.line),
-            },
-            None => Password::InFile(value.line),
-        },
-    };
+    let password = secret_at(output.get("password").or_else(|| output.get("pass")));
     Ok(Postgres {
         host: required("host")?,
         port,
@@ -369,6 +394,120 @@ fn postgres(output: &Yaml, file: &str) -> Result<Postgres> {
         sslmode: optional("sslmode")?,
         password,
     })
+}
+
+/// Where a secret of the profile is, from its value as written: never rendered, so the
+/// secret itself is never read.
+fn secret_at(value: Option<&Yaml>) -> Password {
+    match value {
+        None => Password::None,
+        Some(value) => match value.text() {
+            Some("") => Password::None,
+            Some(text) => match env_var_name(text) {
+                Some(name) => Password::Env(name),
+                None => Password::InFile(value.line),
+            },
+            None => Password::InFile(value.line),
+        },
+    }
+}
+
+fn snowflake(output: &Yaml, file: &str, project_dir: &Path) -> Result<Snowflake> {
+    let required = |key: &str| -> Result<String> {
+        let value = output.get(key).ok_or_else(|| {
+            anyhow!(
+                "{file}: line {}: a snowflake target needs `{key}`",
+                output.line
+            )
+        })?;
+        text_value(value, key, file)
+    };
+    let optional = |key: &str| -> Result<Option<String>> {
+        output
+            .get(key)
+            .map(|v| text_value(v, key, file))
+            .transpose()
+    };
+    let port = match output.get("port") {
+        Some(value) => {
+            let text = text_value(value, "port", file)?;
+            Some(text.trim().parse::<u16>().map_err(|_| {
+                anyhow!(
+                    "{file}: line {}: port: {text:?} is not a port number",
+                    value.line
+                )
+            })?)
+        }
+        None => None,
+    };
+    Ok(Snowflake {
+        account: required("account")?,
+        user: required("user")?,
+        database: required("database")?,
+        schema: optional("schema")?,
+        role: optional("role")?,
+        warehouse: optional("warehouse")?,
+        host: optional("host")?,
+        port,
+        protocol: optional("protocol")?,
+        login: snowflake_login(output, file, project_dir)?,
+    })
+}
+
+/// How the target logs in, as dbt-snowflake chooses: a private key (file or inline)
+/// first, then the authenticator's way, a password by default.
+fn snowflake_login(output: &Yaml, file: &str, project_dir: &Path) -> Result<SnowflakeLogin> {
+    let authenticator = output
+        .get("authenticator")
+        .map(|v| text_value(v, "authenticator", file))
+        .transpose()?
+        .unwrap_or_else(|| "snowflake".to_string());
+    let line = |key: &str| output.get(key).map_or(output.line, |v| v.line);
+    let given = |key: &str| secret_at(output.get(key)) != Password::None;
+    if given("private_key_passphrase") {
+        return Ok(SnowflakeLogin::Cannot(format!(
+            "{file}: line {}: the private key is encrypted (private_key_passphrase), and              dataward reads only an unencrypted key file (mode 0600): give dataward a key              of its own and set private_key_file",
+            line("private_key_passphrase")
+        )));
+    }
+    if let Some(value) = output.get("private_key_path") {
+        let path = text_value(value, "private_key_path", file)?;
+        return Ok(SnowflakeLogin::KeyFile {
+            path: project_dir.join(path.trim()),
+            path_env: value.text().and_then(env_var_name),
+        });
+    }
+    if given("private_key") {
+        return Ok(SnowflakeLogin::Cannot(format!(
+            "{file}: line {}: the profile gives the private key itself (private_key), and              dataward reads a key from a file only: save it to a file only you can read              (chmod 600) and set private_key_file",
+            line("private_key")
+        )));
+    }
+    match authenticator.to_ascii_lowercase().as_str() {
+        "snowflake" | "username_password" => match secret_at(output.get("password")) {
+            Password::None => Ok(SnowflakeLogin::Cannot(format!(
+                "{file}: line {}: no password and no private_key_path: dataward needs one of                  them (or an OAuth token) to log in",
+                output.line
+            ))),
+            password => Ok(SnowflakeLogin::Password(password)),
+        },
+        "programmatic_access_token" => Ok(SnowflakeLogin::Password(secret_at(
+            output.get("token").or_else(|| output.get("password")),
+        ))),
+        "oauth" if output.get("oauth_client_id").is_some() => Ok(SnowflakeLogin::Cannot(format!(
+            "{file}: line {}: the token is an OAuth refresh token (with oauth_client_id),              which dbt trades for access tokens; dataward takes an access token              (token_env) or a key file (private_key_file)",
+            line("token")
+        ))),
+        "oauth" => Ok(SnowflakeLogin::Token(secret_at(output.get("token")))),
+        "snowflake_jwt" => Ok(SnowflakeLogin::Cannot(format!(
+            "{file}: line {}: authenticator snowflake_jwt with no private_key_path: set              private_key_file to the key's file",
+            line("authenticator")
+        ))),
+        other => Ok(SnowflakeLogin::Cannot(format!(
+            "{file}: line {}: authenticator {other:?} needs a person at a browser or a              second factor, and dataward polls unattended: give it a key pair              (private_key_file) or an OAuth access token (token_env)",
+            line("authenticator")
+        ))),
+    }
 }
 
 /// A dbt-duckdb target's database file. Only a local file can be watched: `:memory:`
@@ -572,6 +711,50 @@ mod tests {
             Some("DBT_ENV_SECRET_PG")
         );
         assert_eq!(env_var_name("hunter2"), None);
+    }
+
+    #[test]
+    fn a_snowflake_login_is_where_its_secret_is_never_the_secret() {
+        let login = |extra: &str| {
+            let doc = Yaml::parse(
+                &format!("type: snowflake\naccount: a\nuser: u\ndatabase: d\n{extra}"),
+                "p.yml",
+            )
+            .unwrap();
+            snowflake_login(&doc, "p.yml", Path::new("/project")).unwrap()
+        };
+        assert_eq!(
+            login("password: \"{{ env_var('SF_PASSWORD') }}\"\n"),
+            SnowflakeLogin::Password(Password::Env("SF_PASSWORD".into()))
+        );
+        assert_eq!(
+            login("password: hunter2\n"),
+            SnowflakeLogin::Password(Password::InFile(5))
+        );
+        assert_eq!(
+            login("authenticator: oauth\ntoken: \"{{ env_var('SF_TOKEN') }}\"\n"),
+            SnowflakeLogin::Token(Password::Env("SF_TOKEN".into()))
+        );
+        assert_eq!(
+            login("private_key_path: keys/dw.p8\npassword: hunter2\n"),
+            SnowflakeLogin::KeyFile {
+                path: PathBuf::from("/project/keys/dw.p8"),
+                path_env: None
+            }
+        );
+        for cannot in [
+            "private_key: \"-----BEGIN PRIVATE KEY-----\"\n",
+            "private_key_path: /k.p8\nprivate_key_passphrase: pass\n",
+            "authenticator: externalbrowser\n",
+            "authenticator: oauth\ntoken: t\noauth_client_id: c\noauth_client_secret: s\n",
+            "",
+        ] {
+            assert!(
+                matches!(login(cannot), SnowflakeLogin::Cannot(_)),
+                "{cannot}: {:?}",
+                login(cannot)
+            );
+        }
     }
 
     #[test]

@@ -66,10 +66,11 @@ pub(super) fn warehouse_block(
             );
             (out, None, None, None, None)
         }
+        Connection::Snowflake(sf) => snowflake_block(warehouse, target, sf),
         Connection::Unsupported { settings } => {
             let why = format!(
                 "{}: line {}: target {:?} of profile {:?} is a {} warehouse; dataward watches \
-                 PostgreSQL, DuckDB and SQLite tables now, and {} is not supported yet: the warehouse \
+                 PostgreSQL, Snowflake, DuckDB and SQLite tables now, and {} is not supported yet: the warehouse \
                  and its monitors are written commented out, while lineage, owners and domains \
                  work as they are",
                 target.file.display(),
@@ -82,7 +83,7 @@ pub(super) fn warehouse_block(
             let _ = writeln!(
                 out,
                 "# The warehouse dbt builds in is {}, which dataward cannot watch yet (it\n\
-                 # reads PostgreSQL, DuckDB and SQLite; {} is planned). Its settings, from\n\
+                 # reads PostgreSQL, Snowflake, DuckDB and SQLite; {} is planned). Its settings, from\n\
                  # {} (secrets are never copied):\n\
                  # [warehouse.{warehouse}]\n\
                  # kind = {}",
@@ -100,6 +101,161 @@ pub(super) fn warehouse_block(
     }
 }
 
+/// A Snowflake warehouse section: where and as whom as the profile says, and the
+/// login as a reference to its secret (a variable's name, or the key's file), never
+/// the secret. A login dataward cannot make unattended is written commented out, with
+/// why.
+#[allow(clippy::type_complexity)]
+fn snowflake_block(
+    warehouse: &str,
+    target: &Target,
+    sf: &Snowflake,
+) -> (
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+) {
+    let upper = warehouse.to_ascii_uppercase();
+    let mut notes: Vec<String> = Vec::new();
+    let mut note = None;
+    let mut hint = None;
+    let secret_in_file = |what: &str, line: usize, var: &str| {
+        format!(
+            "{}: line {line} holds the {what} itself, which is never copied: dataward \
+             reads it from ${var}; export it there (better: move it out of profiles.yml \
+             into that variable, and have the profile read it with env_var)",
+            target.file.display()
+        )
+    };
+    let login = match &sf.login {
+        SnowflakeLogin::Password(Password::Env(var)) => Ok(("password_env", var.clone())),
+        SnowflakeLogin::Password(Password::InFile(line)) => {
+            let var = format!("DATAWARD_{upper}_PASSWORD");
+            note = Some(secret_in_file("password", *line, &var));
+            hint = Some(format!("export {var}=..."));
+            Ok(("password_env", var))
+        }
+        SnowflakeLogin::Token(Password::Env(var)) => Ok(("token_env", var.clone())),
+        SnowflakeLogin::Token(Password::InFile(line)) => {
+            let var = format!("DATAWARD_{upper}_TOKEN");
+            note = Some(secret_in_file("OAuth token", *line, &var));
+            hint = Some(format!("export {var}=..."));
+            Ok(("token_env", var))
+        }
+        SnowflakeLogin::Password(Password::None) | SnowflakeLogin::Token(Password::None) => {
+            Err(format!(
+                "{}: line {}: target {:?} gives no password or token: dataward needs one \
+                 (its variable's name) or a key file to log in",
+                target.file.display(),
+                target.adapter_line,
+                target.name
+            ))
+        }
+        SnowflakeLogin::KeyFile { path, path_env } => {
+            if let Some(var) = path_env {
+                notes.push(format!(
+                    "profiles.yml reads the key's path from ${var}: this is where it pointed \
+                     when `dataward init` ran. If it changes, change private_key_file here or \
+                     run init again."
+                ));
+            }
+            if let Some(why) = key_file_unusable(path) {
+                note = Some(why);
+            }
+            Ok(("private_key_file", path.display().to_string()))
+        }
+        SnowflakeLogin::Cannot(why) => Err(why.clone()),
+    };
+    let mut settings: Vec<(&str, String)> = vec![("kind", quote("snowflake"))];
+    settings.push(("account", quote(&sf.account)));
+    if let Some(host) = &sf.host {
+        settings.push(("host", quote(host)));
+    }
+    if let Some(port) = sf.port {
+        settings.push(("port", port.to_string()));
+    }
+    if let Some(protocol) = &sf.protocol {
+        settings.push(("protocol", quote(protocol)));
+    }
+    settings.push(("database", quote(&sf.database)));
+    for (name, value) in [
+        ("schema", &sf.schema),
+        ("warehouse", &sf.warehouse),
+        ("role", &sf.role),
+    ] {
+        if let Some(value) = value {
+            settings.push((name, quote(value)));
+        }
+    }
+    settings.push(("user", quote(&sf.user)));
+    if let Ok((name, value)) = &login {
+        settings.push((name, quote(value)));
+    }
+
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# The warehouse dbt builds in: Snowflake account {:?}, database {:?}, as\n\
+         # user {:?}, from\n\
+         #   {}\n\
+         # No secret is in this file: the login names the variable that holds it, or\n\
+         # the private key's file (which must be mode 0600). dataward reaches\n\
+         # Snowflake through the ADBC Snowflake driver (`dbc install snowflake`, or set\n\
+         # `driver` to libadbc_driver_snowflake.so): `dataward doctor` says where it found it.\n\
+         # dataward only reads (and keeps backfill copies in schema DATAWARD_VERSIONS), and\n\
+         # Snowflake has no read-only session: better give it a role that can only read,\n\
+         # not dbt's role, which writes.",
+        c(&sf.account),
+        c(&sf.database),
+        c(&sf.user),
+        c(&target.file.display().to_string()),
+    );
+    for line in &notes {
+        let _ = writeln!(out, "# {}", c(line));
+    }
+    let (prefix, why) = match &login {
+        Ok(_) => ("", None),
+        Err(why) => {
+            let _ = writeln!(
+                out,
+                "# Commented out: dataward cannot log in as dbt does here.\n# {}",
+                c(why)
+            );
+            ("# ", Some(why.clone()))
+        }
+    };
+    let _ = writeln!(out, "{prefix}[warehouse.{warehouse}]");
+    for (name, value) in settings {
+        let _ = writeln!(out, "{prefix}{name} = {value}");
+    }
+    out.push('\n');
+    (out, None, hint, note, why)
+}
+
+/// Why the private key's file will not do as it is, if it will not: dataward refuses
+/// a key anyone but its owner can read. Said, not refused: the file is the person's
+/// to fix, and doctor says it again.
+fn key_file_unusable(path: &Path) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    match std::fs::metadata(path) {
+        Err(e) => Some(format!(
+            "the private key file {} cannot be read here ({e}): dataward reads it at each \
+             login",
+            path.display()
+        )),
+        Ok(meta) if meta.permissions().mode() & 0o077 != 0 => Some(format!(
+            "the private key file {} is readable by others (mode {:o}), and dataward \
+             refuses such a key: chmod 600 {}",
+            path.display(),
+            meta.permissions().mode() & 0o777,
+            crate::sanitize::shell_word(&path.display().to_string())
+        )),
+        Ok(_) => None,
+    }
+}
+
 pub(super) fn adapter_name(adapter: &str) -> &str {
     match adapter {
         "snowflake" => "Snowflake",
@@ -113,9 +269,9 @@ pub(super) fn adapter_name(adapter: &str) -> &str {
 
 pub(super) fn adapter_plan(adapter: &str) -> &'static str {
     match adapter {
-        "snowflake" => "Snowflake through its SQL API",
-        "bigquery" => "BigQuery through its REST API",
-        _ => "Snowflake and BigQuery",
+        "bigquery" => "BigQuery through ADBC",
+        "databricks" => "Databricks through ADBC",
+        _ => "BigQuery and Databricks through ADBC",
     }
 }
 

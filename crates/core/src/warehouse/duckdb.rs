@@ -18,9 +18,10 @@ use chrono::NaiveTime;
 use super::adbc::{self, DriverKind, Found, OpenDatabase, Session, Value};
 use super::{
     changed_copy, check_restorable, check_unchanged_since, column_list, null_counts_sql,
-    quote_ident, versions_copy, CastTarget, Column, DayCount, DayPrint, KeyGap, NullCounts,
-    Relation, Restored, TableCounts, TableScan, TableVersion, Uncastable, Warehouse,
-    WarehouseError, BOOLEAN_WORDS, DATE_WORDS, EARLIER, UNCASTABLE_EXAMPLES, VERSIONS,
+    quote_ident, versions_copy, CastTarget, CheckQuery, Column, DayCount, DayPrint, KeyGap,
+    NullCounts, Planned, Relation, Restored, TableCounts, TableScan, TableVersion, Uncastable,
+    Warehouse, WarehouseError, BOOLEAN_WORDS, DATE_WORDS, EARLIER, PRUNING_SLACK,
+    UNCASTABLE_EXAMPLES, VERSIONS,
 };
 
 /// How DuckDB's driver is found when the config names none.
@@ -79,6 +80,23 @@ impl DuckdbWarehouse {
     pub fn cancel_after(mut self, limit: super::Limit) -> Self {
         self.limit = Some(limit);
         self
+    }
+
+    /// `EXPLAIN`: the plan's first operator; nothing is read.
+    fn explain(&self, sql: &str) -> Result<String, WarehouseError> {
+        let sql = format!("EXPLAIN {sql}");
+        let rows = self.with_session(false, |s| s.query(&sql))?;
+        // DuckDB's plan is one drawing of boxes: its first named operator stands for it.
+        let plan = rows
+            .first()
+            .and_then(|row| row.last().and_then(Value::text))
+            .unwrap_or_default();
+        Ok(plan
+            .lines()
+            .map(|line| line.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '_'))
+            .find(|line| !line.is_empty())
+            .unwrap_or("planned")
+            .to_string())
     }
 
     /// Queries sent so far.
@@ -309,19 +327,59 @@ pub fn scan_sql(scan: &TableScan) -> String {
     let nulls: String = scan
         .null_columns
         .iter()
-        .map(|c| {
+        .enumerate()
+        .map(|(i, c)| {
             format!(
-                ",\n count(*) FILTER (WHERE {counted} AND {} IS NULL)",
+                ",\n count(*) FILTER (WHERE {counted} AND {} IS NULL) AS nulls_{i}",
                 quote_ident(c)
             )
         })
         .collect();
+    let table = scan.relation.quoted();
+    let Some((column, bound)) = scan.pruning_bound() else {
+        return format!(
+            "SELECT CAST(epoch(minute) AS BIGINT), * EXCLUDE (minute) FROM (
+               SELECT {minute} AS minute, count(*), {at_midnight}, {older},
+                      count(*) FILTER (WHERE {counted}){nulls}
+               FROM {table} GROUP BY 1) AS per_minute"
+        );
+    };
+    // Only the recent rows are read, by the raw column against a constant, which
+    // DuckDB skips row groups by (their zone maps). The rows before it (and those
+    // without a time) count only towards the total: the table's count less the rows
+    // read.
+    let before = format!(
+        "CAST((SELECT count(*) FROM {table}) - (SELECT coalesce(sum(total), 0) FROM recent) AS BIGINT)"
+    );
+    let counted_before = match scan.nulls_since {
+        Some(_) => "CAST(0 AS BIGINT)".to_string(),
+        None => before.clone(),
+    };
+    let no_nulls = ", CAST(0 AS BIGINT)".repeat(scan.null_columns.len());
     format!(
-        "SELECT CAST(epoch(minute) AS BIGINT), * EXCLUDE (minute) FROM (
-           SELECT {minute} AS minute, count(*), {at_midnight}, {older},
-                  count(*) FILTER (WHERE {counted}){nulls}
-           FROM {table} GROUP BY 1) AS per_minute",
-        table = scan.relation.quoted(),
+        "WITH recent AS (
+           SELECT {minute} AS minute, count(*) AS total, {at_midnight} AS at_midnight,
+                  {older} AS older, count(*) FILTER (WHERE {counted}) AS counted{nulls}
+           FROM {table} WHERE {raw} >= {constant} GROUP BY 1)
+         SELECT CAST(epoch(minute) AS BIGINT), * EXCLUDE (minute) FROM recent
+         UNION ALL
+         SELECT CAST(NULL AS BIGINT), {before}, CAST(0 AS BIGINT), CAST(0 AS BIGINT),
+                {counted_before}{no_nulls}",
+        raw = quote_ident(column),
+        constant = at(bound),
+    )
+}
+
+/// `column` at or after `since` (Unix seconds), exactly (as a UTC TIMESTAMP), and by
+/// the raw column against a constant [`PRUNING_SLACK`] earlier, which holds for every
+/// such row whatever the column's type and which DuckDB skips row groups by.
+fn at_or_after(column: &str, since: i64) -> String {
+    format!(
+        "{raw} >= {loose} AND {col} >= {exact}",
+        raw = quote_ident(column),
+        loose = at(since - PRUNING_SLACK),
+        col = ts(column),
+        exact = at(since),
     )
 }
 
@@ -360,6 +418,76 @@ fn uncastable_sql(target: CastTarget) -> String {
             matches(&format!(r"\s*({})\s*", BOOLEAN_WORDS.join("|")))
         ),
     }
+}
+
+/// The SQL a poll sends for `query`.
+pub fn query_sql(query: &CheckQuery) -> String {
+    match query {
+        CheckQuery::Scan(scan) => scan_sql(scan),
+        CheckQuery::RowCount(relation) => row_count_sql(relation),
+        CheckQuery::NullCounts {
+            relation,
+            columns,
+            since,
+        } => nulls_sql(relation, columns, *since),
+        CheckQuery::LoadTimes {
+            relation,
+            column,
+            since,
+            limit,
+        } => load_times_sql(relation, column, *since, *limit),
+        CheckQuery::DailyCounts {
+            relation,
+            column,
+            since,
+            cutoff,
+        } => daily_counts_sql(relation, column, *since, *cutoff),
+        CheckQuery::Columns { schema, tables } => columns_sql(*schema, tables),
+    }
+}
+
+/// The SQL of [`Warehouse::row_count`].
+pub fn row_count_sql(relation: &Relation) -> String {
+    format!("SELECT count(*) FROM {}", relation.quoted())
+}
+
+/// The SQL of [`Warehouse::null_counts`].
+pub fn nulls_sql(relation: &Relation, columns: &[String], since: Option<(&str, i64)>) -> String {
+    let filter = since.map(|(column, at_)| at_or_after(column, at_));
+    null_counts_sql(relation, columns, filter.as_deref())
+}
+
+/// The SQL of [`Warehouse::load_times`].
+pub fn load_times_sql(relation: &Relation, column: &str, since: i64, limit: usize) -> String {
+    format!(
+        "SELECT CAST(epoch(minute) AS BIGINT) FROM (
+           SELECT DISTINCT date_trunc('minute', {col}) AS minute FROM {table}
+           WHERE {window} ORDER BY minute DESC LIMIT {limit}) AS recent
+         ORDER BY 1 DESC",
+        table = relation.quoted(),
+        col = ts(column),
+        window = at_or_after(column, since),
+    )
+}
+
+/// The SQL of [`Warehouse::daily_counts`].
+pub fn daily_counts_sql(
+    relation: &Relation,
+    column: &str,
+    since: i64,
+    cutoff: NaiveTime,
+) -> String {
+    format!(
+        "SELECT CAST(CAST({col} AS DATE) - DATE '1970-01-01' AS BIGINT) AS day, count(*),
+                count(*) FILTER (WHERE CAST({col} AS TIME) < TIME '{cutoff}'),
+                count(*) FILTER (WHERE CAST({col} AS TIME) = TIME '00:00:00')
+         FROM {table}
+         WHERE {window} GROUP BY 1 ORDER BY 1",
+        table = relation.quoted(),
+        col = ts(column),
+        window = at_or_after(column, since),
+        cutoff = cutoff.format("%H:%M:%S%.f"),
+    )
 }
 
 /// The columns of tables of one schema, in table order, as `information_schema` names
@@ -444,7 +572,7 @@ fn table_columns(s: &mut Session, relation: &Relation) -> Result<Vec<Column>, Wa
 }
 
 fn count_rows(s: &mut Session, relation: &Relation) -> Result<u64, WarehouseError> {
-    s.query_one(&format!("SELECT count(*) FROM {}", relation.quoted()))?[0].count()
+    s.query_one(&row_count_sql(relation))?[0].count()
 }
 
 /// [`Warehouse::day_prints`] of `source` (as found): each row's text hashed with MD5,
@@ -532,19 +660,11 @@ impl Warehouse for DuckdbWarehouse {
     }
 
     fn plan_scan(&self, scan: &TableScan) -> Result<String, WarehouseError> {
-        let sql = format!("EXPLAIN {}", scan_sql(scan));
-        let rows = self.with_session(false, |s| s.query(&sql))?;
-        // DuckDB's plan is one drawing of boxes: its first named operator stands for it.
-        let plan = rows
-            .first()
-            .and_then(|row| row.last().and_then(Value::text))
-            .unwrap_or_default();
-        Ok(plan
-            .lines()
-            .map(|line| line.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '_'))
-            .find(|line| !line.is_empty())
-            .unwrap_or("planned")
-            .to_string())
+        self.explain(&scan_sql(scan))
+    }
+
+    fn plan(&self, query: &CheckQuery) -> Result<Planned, WarehouseError> {
+        self.explain(&query_sql(query)).map(Planned::Plan)
     }
 
     fn dry_run(&self, select: &str) -> Result<u64, WarehouseError> {
@@ -560,8 +680,7 @@ impl Warehouse for DuckdbWarehouse {
         columns: &[String],
         since: Option<(&str, i64)>,
     ) -> Result<NullCounts, WarehouseError> {
-        let filter = since.map(|(column, at_)| format!("{} >= {}", ts(column), at(at_)));
-        let sql = null_counts_sql(relation, columns, filter.as_deref());
+        let sql = nulls_sql(relation, columns, since);
         let row = self.with_session(false, |s| s.query_one(&sql))?;
         Ok(NullCounts {
             rows: row[0].count()?,
@@ -579,15 +698,7 @@ impl Warehouse for DuckdbWarehouse {
         since: i64,
         limit: usize,
     ) -> Result<Vec<i64>, WarehouseError> {
-        let sql = format!(
-            "SELECT CAST(epoch(minute) AS BIGINT) FROM (
-               SELECT DISTINCT date_trunc('minute', {col}) AS minute FROM {table}
-               WHERE {col} >= {since} ORDER BY minute DESC LIMIT {limit}) AS recent
-             ORDER BY 1 DESC",
-            table = relation.quoted(),
-            col = ts(column),
-            since = at(since),
-        );
+        let sql = load_times_sql(relation, column, since, limit);
         let rows = self.with_session(false, |s| s.query(&sql))?;
         rows.iter()
             .map(|row| Ok(row[0].int()?.unwrap_or_default()))
@@ -601,17 +712,7 @@ impl Warehouse for DuckdbWarehouse {
         since: i64,
         cutoff: NaiveTime,
     ) -> Result<Vec<DayCount>, WarehouseError> {
-        let sql = format!(
-            "SELECT CAST(CAST({col} AS DATE) - DATE '1970-01-01' AS BIGINT) AS day, count(*),
-                    count(*) FILTER (WHERE CAST({col} AS TIME) < TIME '{cutoff}'),
-                    count(*) FILTER (WHERE CAST({col} AS TIME) = TIME '00:00:00')
-             FROM {table}
-             WHERE {col} >= {since} GROUP BY 1 ORDER BY 1",
-            table = relation.quoted(),
-            col = ts(column),
-            since = at(since),
-            cutoff = cutoff.format("%H:%M:%S%.f"),
-        );
+        let sql = daily_counts_sql(relation, column, since, cutoff);
         let rows = self.with_session(false, |s| s.query(&sql))?;
         let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1).expect("a date");
         rows.iter()
@@ -750,7 +851,10 @@ impl Warehouse for DuckdbWarehouse {
             let kept = check_unchanged_since(relation, version, &now)?;
             let within = match scope.and_then(|sc| sc.range()) {
                 Some((column, start, end)) => format!(
-                    " WHERE {epoch} >= {start} AND {epoch} < {end}",
+                    " WHERE {} AND {raw} < {loose} AND {epoch} < {end}",
+                    at_or_after(column, start),
+                    raw = quote_ident(column),
+                    loose = at(end + PRUNING_SLACK),
                     epoch = epoch_sql(column)
                 ),
                 None => String::new(),
@@ -835,4 +939,51 @@ pub fn driver_wanted(config: &crate::config::Config, driver: Option<&str>) -> Op
             d.to_string()
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::warehouse::MinuteWindow;
+
+    #[test]
+    fn every_time_window_compares_the_raw_column_with_a_constant() {
+        let relation = Relation::parse("analytics.events").unwrap();
+        let null_columns = vec!["kind".to_string()];
+        // 2024-05-10T12:00:00Z; the windows a day, two days and 98 days back.
+        let now = 1_715_342_400;
+        let scan = TableScan {
+            relation: &relation,
+            null_columns: &null_columns,
+            nulls_since: Some(("loaded_at", now - 86_400)),
+            minutes: Some(MinuteWindow {
+                column: "loaded_at",
+                from: now - 2 * 86_400,
+                older_from: now - 98 * 86_400,
+            }),
+        };
+        let sql = scan_sql(&scan);
+        // A day before the earliest window (98 days back, 2024-02-02T12:00:00Z).
+        assert!(
+            sql.contains(
+                "FROM \"analytics\".\"events\" WHERE \"loaded_at\" >= TIMESTAMP '2024-02-01 12:00:00' GROUP BY 1"
+            ),
+            "{sql}"
+        );
+        let since = now - 86_400;
+        let cutoff = NaiveTime::from_hms_opt(12, 0, 0).unwrap();
+        for sql in [
+            nulls_sql(&relation, &null_columns, Some(("loaded_at", since))),
+            load_times_sql(&relation, "loaded_at", since, 10),
+            daily_counts_sql(&relation, "loaded_at", since, cutoff),
+        ] {
+            assert!(
+                sql.contains(
+                    "WHERE \"loaded_at\" >= TIMESTAMP '2024-05-08 12:00:00' AND \
+                     CAST(\"loaded_at\" AS TIMESTAMP) >= TIMESTAMP '2024-05-09 12:00:00'"
+                ),
+                "{sql}"
+            );
+        }
+    }
 }

@@ -166,6 +166,14 @@ pub trait Warehouse: Send {
     /// type the query cannot use fails here as it would in the poll. Returns the plan's
     /// first line.
     fn plan_scan(&self, scan: &TableScan) -> Result<String, WarehouseError>;
+    /// Plans one query a poll can send for a monitor, without running it. A warehouse
+    /// that plans only the scan (the default) says [`Planned::NotPlanned`] for the rest.
+    fn plan(&self, query: &CheckQuery) -> Result<Planned, WarehouseError> {
+        match query {
+            CheckQuery::Scan(scan) => self.plan_scan(scan).map(Planned::Plan),
+            _ => Ok(Planned::NotPlanned),
+        }
+    }
     /// Runs a SELECT to completion and counts its rows: proves a model's SQL still
     /// runs on today's data.
     fn dry_run(&self, select: &str) -> Result<u64, WarehouseError>;
@@ -278,6 +286,76 @@ pub struct TableScan<'a> {
     /// nulls only over the rows stamped at or after it.
     pub nulls_since: Option<(&'a str, i64)>,
     pub minutes: Option<MinuteWindow<'a>>,
+}
+
+/// How far before a window's start a raw-column bound is put, so it holds whatever the
+/// column's type: a time zone offset (at most 14 hours) moves a zoned column's instant
+/// against a plain timestamp constant, and a DATE compares as its midnight. A day
+/// covers both.
+pub const PRUNING_SLACK: i64 = 86_400;
+
+impl TableScan<'_> {
+    /// The raw timestamp column and the constant (Unix seconds) every row the scan
+    /// counts beyond its row total lies at or after, when there is one: then the scan
+    /// reads only the rows whose raw column is at or after it (a filter the warehouse
+    /// prunes storage by: Snowflake's micro-partitions, DuckDB's zone maps), and the
+    /// rows before it add to the total alone. It is [`PRUNING_SLACK`] before the
+    /// earliest window, so the exact per-row conditions decide as before.
+    ///
+    /// None when some count reads every row: nulls counted over the whole table, or
+    /// windows on different columns.
+    pub fn pruning_bound(&self) -> Option<(&str, i64)> {
+        let window = self.minutes.as_ref()?;
+        let mut earliest = window.from.min(window.older_from);
+        match self.nulls_since {
+            Some((column, since)) if column == window.column => earliest = earliest.min(since),
+            Some(_) => return None,
+            None if !self.null_columns.is_empty() => return None,
+            None => {}
+        }
+        Some((window.column, earliest - PRUNING_SLACK))
+    }
+}
+
+/// A query a poll sends for a monitor, as doctor plans it: the scan every row-reading
+/// check shares, the schema check's catalog query, and each check's own query, which
+/// a poll falls back to when the scan fails (see `monitor::checks::measure`).
+pub enum CheckQuery<'a> {
+    Scan(TableScan<'a>),
+    RowCount(&'a Relation),
+    NullCounts {
+        relation: &'a Relation,
+        columns: &'a [String],
+        since: Option<(&'a str, i64)>,
+    },
+    LoadTimes {
+        relation: &'a Relation,
+        column: &'a str,
+        since: i64,
+        limit: usize,
+    },
+    DailyCounts {
+        relation: &'a Relation,
+        column: &'a str,
+        since: i64,
+        cutoff: NaiveTime,
+    },
+    Columns {
+        schema: Option<&'a str>,
+        tables: &'a [String],
+    },
+}
+
+/// What planning a query found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Planned {
+    /// The plan's first line.
+    Plan(String),
+    /// The warehouse refused `EXPLAIN` itself, and the query compiled without it
+    /// (nothing read): why there is no plan.
+    Unplanned(String),
+    /// This warehouse plans only the scan.
+    NotPlanned,
 }
 
 /// Rows per minute of a timestamp column: freshness takes its load times from them and

@@ -20,9 +20,10 @@ use chrono::NaiveTime;
 
 use super::adbc::{self, DriverKind, Found, OpenDatabase, Session, Value};
 use super::{
-    changed_copy, check_restorable, check_unchanged_since, CastTarget, Column, DayCount, DayPrint,
-    KeyGap, NullCounts, Relation, Restored, TableCounts, TableScan, TableVersion, Uncastable,
-    Warehouse, WarehouseError, BOOLEAN_WORDS, DATE_WORDS, EARLIER, UNCASTABLE_EXAMPLES, VERSIONS,
+    changed_copy, check_restorable, check_unchanged_since, CastTarget, CheckQuery, Column,
+    DayCount, DayPrint, KeyGap, NullCounts, Planned, Relation, Restored, TableCounts, TableScan,
+    TableVersion, Uncastable, Warehouse, WarehouseError, BOOLEAN_WORDS, DATE_WORDS, EARLIER,
+    PRUNING_SLACK, UNCASTABLE_EXAMPLES, VERSIONS,
 };
 
 /// How the Snowflake driver is found when the config names none.
@@ -305,6 +306,85 @@ impl SnowflakeWarehouse {
         Ok(row[0].count()? > 0)
     }
 
+    /// The SQL a poll sends for `query`.
+    pub fn query_sql(&self, query: &CheckQuery) -> String {
+        match query {
+            CheckQuery::Scan(scan) => scan_sql(scan),
+            CheckQuery::RowCount(relation) => row_count_sql(relation),
+            CheckQuery::NullCounts {
+                relation,
+                columns,
+                since,
+            } => null_counts_sql(relation, columns, *since),
+            CheckQuery::LoadTimes {
+                relation,
+                column,
+                since,
+                limit,
+            } => load_times_sql(relation, column, *since, *limit),
+            CheckQuery::DailyCounts {
+                relation,
+                column,
+                since,
+                cutoff,
+            } => daily_counts_sql(relation, column, *since, *cutoff),
+            CheckQuery::Columns { schema, tables } => self.columns_sql(*schema, tables),
+        }
+    }
+
+    /// Where the account answers, as the driver is told.
+    fn endpoint(&self) -> String {
+        let s = &self.settings;
+        let host = s
+            .host
+            .clone()
+            .unwrap_or_else(|| format!("{}.snowflakecomputing.com", s.account));
+        let protocol = s.protocol.as_deref().unwrap_or("https");
+        match s.port {
+            Some(port) => format!("{protocol}://{host}:{port}"),
+            None => format!("{protocol}://{host}"),
+        }
+    }
+
+    /// `EXPLAIN USING TEXT`: Snowflake compiles the query and reads nothing. Where
+    /// EXPLAIN itself is refused (fakesnow, DuckDB underneath, cannot parse it), the
+    /// query is compiled alone under `WHERE FALSE`, so a missing table, column or
+    /// grant still fails here, and the answer says plainly that there is no plan and
+    /// why.
+    fn plan_sql(&self, sql: &str) -> Result<Planned, WarehouseError> {
+        let explained = self.with_session(|s| s.query(&format!("EXPLAIN USING TEXT {sql}")));
+        let refused = match explained {
+            Ok(rows) => {
+                let plan = rows
+                    .first()
+                    .and_then(|row| row.first().and_then(Value::text))
+                    .unwrap_or_default();
+                return Ok(Planned::Plan(
+                    plan.lines()
+                        .map(str::trim)
+                        .find(|line| !line.is_empty())
+                        .unwrap_or("planned")
+                        .to_string(),
+                ));
+            }
+            Err(WarehouseError::Query(refused)) => refused,
+            Err(other) => return Err(other),
+        };
+        // The query's own error, if it has one, is the one to report.
+        self.with_session(|s| {
+            s.query(&format!(
+                "SELECT COUNT(*) FROM ({sql}) AS compiled WHERE FALSE"
+            ))
+        })?;
+        let refused = refused.split_whitespace().collect::<Vec<_>>().join(" ");
+        Ok(Planned::Unplanned(format!(
+            "no plan: {} refused EXPLAIN USING TEXT ({}), so each query was compiled \
+             under WHERE FALSE instead (nothing read)",
+            self.endpoint(),
+            refused.chars().take(160).collect::<String>()
+        )))
+    }
+
     /// The SQL of [`Warehouse::columns_of`]: one catalog query for a schema's tables.
     pub fn columns_sql(&self, schema: Option<&str>, tables: &[String]) -> String {
         let names: Vec<String> = tables.iter().map(|t| literal(&fold(t))).collect();
@@ -480,13 +560,67 @@ pub fn scan_sql(scan: &TableScan) -> String {
     let nulls: String = scan
         .null_columns
         .iter()
-        .map(|c| format!(",\n COUNT_IF({counted} AND {} IS NULL)", quote(c)))
+        .enumerate()
+        .map(|(i, c)| {
+            format!(
+                ",\n COUNT_IF({counted} AND {} IS NULL) AS nulls_{i}",
+                quote(c)
+            )
+        })
         .collect();
+    let table = quoted(scan.relation);
+    let Some((column, bound)) = scan.pruning_bound() else {
+        return format!(
+            "SELECT {minute} AS minute, COUNT(*), {at_midnight}, {older},
+                    COUNT_IF({counted}){nulls}
+             FROM {table} GROUP BY 1"
+        );
+    };
+    // Only the recent rows are read, by the raw column against a constant, so
+    // Snowflake prunes the micro-partitions before it. The rows before it (and those
+    // without a time) count only towards the total: the table's count, which
+    // Snowflake answers from metadata, less the rows read.
+    // BIGINT: a sum is wider than a count (under fakesnow, DuckDB's HUGEINT comes
+    // back a float).
+    let before = format!(
+        "CAST((SELECT COUNT(*) FROM {table}) - (SELECT COALESCE(SUM(total), 0) FROM recent) AS BIGINT)"
+    );
+    let counted_before = match scan.nulls_since {
+        Some(_) => "0".to_string(),
+        None => before.clone(),
+    };
+    let no_nulls = ", 0".repeat(scan.null_columns.len());
     format!(
-        "SELECT {minute} AS minute, COUNT(*), {at_midnight}, {older},
-                COUNT_IF({counted}){nulls}
-         FROM {table} GROUP BY 1",
-        table = quoted(scan.relation),
+        "WITH recent AS (
+           SELECT {minute} AS minute, COUNT(*) AS total, {at_midnight} AS at_midnight,
+                  {older} AS older, COUNT_IF({counted}) AS counted{nulls}
+           FROM {table} WHERE {raw} >= {constant} GROUP BY 1)
+         SELECT * FROM recent
+         UNION ALL
+         SELECT NULL, {before}, 0, 0, {counted_before}{no_nulls}",
+        raw = quote(column),
+        constant = timestamp_ntz(bound),
+    )
+}
+
+/// Unix seconds as a `TIMESTAMP_NTZ` constant (UTC wall-clock time), to compare a raw
+/// timestamp column with: a filter on the column as stored is one Snowflake prunes
+/// micro-partitions by; one on a function of it reads every partition.
+fn timestamp_ntz(seconds: i64) -> String {
+    let at = chrono::DateTime::from_timestamp(seconds, 0).unwrap_or_default();
+    format!("'{}'::TIMESTAMP_NTZ", at.format("%Y-%m-%d %H:%M:%S"))
+}
+
+/// `column` at or after `since` (Unix seconds), exactly (the column's Unix seconds:
+/// a `TIMESTAMP_NTZ` as UTC, a zoned one as its instant, a DATE as its midnight), and
+/// by the raw column against a constant [`PRUNING_SLACK`] earlier, which holds for
+/// every such row whatever the column's type and lets Snowflake prune.
+fn at_or_after(column: &str, since: i64) -> String {
+    format!(
+        "{raw} >= {constant} AND {epoch} >= {since}",
+        raw = quote(column),
+        constant = timestamp_ntz(since - PRUNING_SLACK),
+        epoch = epoch_sql(column),
     )
 }
 
@@ -533,7 +667,61 @@ fn versions_copy(source: &Relation, tag: &str) -> Result<Relation, WarehouseErro
 }
 
 fn count_rows(s: &mut Session, relation: &Relation) -> Result<u64, WarehouseError> {
-    s.query_one(&format!("SELECT COUNT(*) FROM {}", quoted(relation)))?[0].count()
+    s.query_one(&row_count_sql(relation))?[0].count()
+}
+
+/// The SQL of [`Warehouse::row_count`].
+pub fn row_count_sql(relation: &Relation) -> String {
+    format!("SELECT COUNT(*) FROM {}", quoted(relation))
+}
+
+/// The SQL of [`Warehouse::null_counts`].
+pub fn null_counts_sql(
+    relation: &Relation,
+    columns: &[String],
+    since: Option<(&str, i64)>,
+) -> String {
+    let mut sql = String::from("SELECT COUNT(*)");
+    for column in columns {
+        sql.push_str(&format!(", COUNT_IF({} IS NULL)", quote(column)));
+    }
+    sql.push_str(&format!(" FROM {}", quoted(relation)));
+    if let Some((column, at)) = since {
+        sql.push_str(&format!(" WHERE {}", at_or_after(column, at)));
+    }
+    sql
+}
+
+/// The SQL of [`Warehouse::load_times`].
+pub fn load_times_sql(relation: &Relation, column: &str, since: i64, limit: usize) -> String {
+    format!(
+        "SELECT DISTINCT FLOOR({epoch} / 60) * 60 AS minute FROM {table}
+         WHERE {window} ORDER BY minute DESC LIMIT {limit}",
+        table = quoted(relation),
+        epoch = epoch_sql(column),
+        window = at_or_after(column, since),
+    )
+}
+
+/// The SQL of [`Warehouse::daily_counts`].
+pub fn daily_counts_sql(
+    relation: &Relation,
+    column: &str,
+    since: i64,
+    cutoff: NaiveTime,
+) -> String {
+    use chrono::Timelike;
+    format!(
+        "SELECT FLOOR({epoch} / 86400) AS day, COUNT(*),
+                COUNT_IF(MOD({epoch}, 86400) < {cutoff}),
+                COUNT_IF(MOD({epoch}, 86400) = 0)
+         FROM {table}
+         WHERE {window} GROUP BY 1 ORDER BY 1",
+        table = quoted(relation),
+        epoch = epoch_sql(column),
+        window = at_or_after(column, since),
+        cutoff = cutoff.num_seconds_from_midnight(),
+    )
 }
 
 /// The warehouse's clock, as `YYYY-MM-DDTHH:MM:SSZ`.
@@ -610,18 +798,14 @@ impl Warehouse for SnowflakeWarehouse {
     }
 
     fn plan_scan(&self, scan: &TableScan) -> Result<String, WarehouseError> {
-        let sql = format!("EXPLAIN USING TEXT {}", scan_sql(scan));
-        let rows = self.with_session(|s| s.query(&sql))?;
-        let plan = rows
-            .first()
-            .and_then(|row| row.first().and_then(Value::text))
-            .unwrap_or_default();
-        Ok(plan
-            .lines()
-            .map(str::trim)
-            .find(|line| !line.is_empty())
-            .unwrap_or("planned")
-            .to_string())
+        match self.plan_sql(&scan_sql(scan))? {
+            Planned::Plan(plan) | Planned::Unplanned(plan) => Ok(plan),
+            Planned::NotPlanned => Ok("planned".to_string()),
+        }
+    }
+
+    fn plan(&self, query: &CheckQuery) -> Result<Planned, WarehouseError> {
+        self.plan_sql(&self.query_sql(query))
     }
 
     fn dry_run(&self, select: &str) -> Result<u64, WarehouseError> {
@@ -637,14 +821,7 @@ impl Warehouse for SnowflakeWarehouse {
         columns: &[String],
         since: Option<(&str, i64)>,
     ) -> Result<NullCounts, WarehouseError> {
-        let mut sql = String::from("SELECT COUNT(*)");
-        for column in columns {
-            sql.push_str(&format!(", COUNT_IF({} IS NULL)", quote(column)));
-        }
-        sql.push_str(&format!(" FROM {}", quoted(relation)));
-        if let Some((column, at)) = since {
-            sql.push_str(&format!(" WHERE {} >= {at}", epoch_sql(column)));
-        }
+        let sql = null_counts_sql(relation, columns, since);
         let row = self.with_session(|s| s.query_one(&sql))?;
         Ok(NullCounts {
             rows: row[0].count()?,
@@ -662,12 +839,7 @@ impl Warehouse for SnowflakeWarehouse {
         since: i64,
         limit: usize,
     ) -> Result<Vec<i64>, WarehouseError> {
-        let sql = format!(
-            "SELECT DISTINCT FLOOR({epoch} / 60) * 60 AS minute FROM {table}
-             WHERE {epoch} >= {since} ORDER BY minute DESC LIMIT {limit}",
-            table = quoted(relation),
-            epoch = epoch_sql(column),
-        );
+        let sql = load_times_sql(relation, column, since, limit);
         let rows = self.with_session(|s| s.query(&sql))?;
         rows.iter()
             .map(|row| Ok(row[0].int()?.unwrap_or_default()))
@@ -681,17 +853,7 @@ impl Warehouse for SnowflakeWarehouse {
         since: i64,
         cutoff: NaiveTime,
     ) -> Result<Vec<DayCount>, WarehouseError> {
-        use chrono::Timelike;
-        let sql = format!(
-            "SELECT FLOOR({epoch} / 86400) AS day, COUNT(*),
-                    COUNT_IF(MOD({epoch}, 86400) < {cutoff}),
-                    COUNT_IF(MOD({epoch}, 86400) = 0)
-             FROM {table}
-             WHERE {epoch} >= {since} GROUP BY 1 ORDER BY 1",
-            table = quoted(relation),
-            epoch = epoch_sql(column),
-            cutoff = cutoff.num_seconds_from_midnight(),
-        );
+        let sql = daily_counts_sql(relation, column, since, cutoff);
         let rows = self.with_session(|s| s.query(&sql))?;
         let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1).expect("a date");
         rows.iter()
@@ -835,7 +997,10 @@ impl Warehouse for SnowflakeWarehouse {
             let kept = check_unchanged_since(relation, version, &now)?;
             let within = match scope.and_then(|sc| sc.range()) {
                 Some((column, start, end)) => format!(
-                    " WHERE {epoch} >= {start} AND {epoch} < {end}",
+                    " WHERE {} AND {raw} < {constant} AND {epoch} < {end}",
+                    at_or_after(column, start),
+                    raw = quote(column),
+                    constant = timestamp_ntz(end + PRUNING_SLACK),
                     epoch = epoch_sql(column)
                 ),
                 None => String::new(),
@@ -927,6 +1092,7 @@ pub fn from_config(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::warehouse::MinuteWindow;
 
     #[test]
     fn plain_names_fold_to_upper_case_and_every_name_is_quoted() {
@@ -937,6 +1103,67 @@ mod tests {
         assert_eq!(quote("1st"), "\"1st\"");
         assert_eq!(quote("a\"b"), "\"a\"\"b\"");
         assert_eq!(literal("it's \\"), "'it''s \\\\'");
+    }
+
+    /// The WHERE of `sql`: what Snowflake prunes micro-partitions by.
+    fn where_of(sql: &str) -> &str {
+        let at = sql
+            .find("WHERE ")
+            .unwrap_or_else(|| panic!("no WHERE in {sql}"));
+        &sql[at + "WHERE ".len()..]
+    }
+
+    #[test]
+    fn every_time_window_compares_the_raw_column_with_a_constant() {
+        let relation = Relation::parse("analytics.events").unwrap();
+        let null_columns = vec!["kind".to_string()];
+        // 2024-05-10T12:00:00Z; the windows a day, two days and 98 days back.
+        let now = 1_715_342_400;
+        let scan = TableScan {
+            relation: &relation,
+            null_columns: &null_columns,
+            nulls_since: Some(("loaded_at", now - 86_400)),
+            minutes: Some(MinuteWindow {
+                column: "loaded_at",
+                from: now - 2 * 86_400,
+                older_from: now - 98 * 86_400,
+            }),
+        };
+        let sql = scan_sql(&scan);
+        // A day before the earliest window (98 days back, 2024-02-02T12:00:00Z).
+        assert!(
+            sql.contains("WHERE \"LOADED_AT\" >= '2024-02-01 12:00:00'::TIMESTAMP_NTZ GROUP BY 1"),
+            "{sql}"
+        );
+        // The rows before it are the table's count (metadata) less the rows read.
+        assert!(
+            sql.contains(
+                "SELECT NULL, CAST((SELECT COUNT(*) FROM \"ANALYTICS\".\"EVENTS\") - \
+                 (SELECT COALESCE(SUM(total), 0) FROM recent) AS BIGINT), 0, 0, 0, 0"
+            ),
+            "{sql}"
+        );
+        let since = now - 86_400;
+        let cutoff = NaiveTime::from_hms_opt(12, 0, 0).unwrap();
+        for sql in [
+            null_counts_sql(&relation, &null_columns, Some(("loaded_at", since))),
+            load_times_sql(&relation, "loaded_at", since, 10),
+            daily_counts_sql(&relation, "loaded_at", since, cutoff),
+        ] {
+            assert!(
+                where_of(&sql).starts_with(
+                    "\"LOADED_AT\" >= '2024-05-08 12:00:00'::TIMESTAMP_NTZ AND \
+                     DATE_PART(EPOCH_SECOND, \"LOADED_AT\") >= 1715256000"
+                ),
+                "{sql}"
+            );
+        }
+        // Nulls over every row: the whole table is read, as it must be.
+        let whole = TableScan {
+            nulls_since: None,
+            ..scan
+        };
+        assert!(!scan_sql(&whole).contains("WHERE"), "{}", scan_sql(&whole));
     }
 
     #[test]
