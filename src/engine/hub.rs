@@ -465,7 +465,7 @@ impl Hub {
     /// The clients viewing an incident whose timeline or receipt changed get them again.
     fn publish(&mut self, finished: bool) {
         let (all, views) = self.engine.changed_views();
-        let mut fresh = self.engine.snapshot_without_incidents(finished);
+        let mut fresh = self.engine.changed_engine_wide(finished);
         // Each console knows who it is from its hello; the state is the same for all.
         fresh.actor = String::new();
         let mut details = HashMap::with_capacity(views.len());
