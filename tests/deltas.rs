@@ -269,6 +269,55 @@ fn a_console_attaching_to_an_older_engine_says_both_versions() {
     assert!(said.contains("same dataward version"), "{said}");
 }
 
+/// Who is attached goes to the others at most every tenth of a second however fast one
+/// client moves (`hub.rs`, `PRESENCE_EVERY`): what waits is never lost. A flooding
+/// observer stays attached, the others' questions are answered in the order asked, and
+/// the observer's last word reaches them.
+#[test]
+fn a_flooding_observer_stays_attached_and_its_last_word_reaches_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    estate(dir.path(), 30);
+    let _engine = serve(dir.path(), 30);
+    let mut other = Raw::hello(dir.path(), PROTOCOL_VERSION, false);
+    other.until("snapshot");
+    let mut observer = Raw::hello(dir.path(), PROTOCOL_VERSION, true);
+    observer.until("hello");
+    let mut flooding = observer.stream.try_clone().unwrap();
+    let flood = std::thread::spawn(move || {
+        for n in 0..20_000 {
+            let viewing = format!("INC-{:04}", n % 30 + 1);
+            let frame = json!({"type": "presence", "viewing": viewing, "deciding": null});
+            wire::send(&mut flooding, &frame).expect("the observer is not dropped");
+        }
+        // The last word: what it views once it stops.
+        let frame = json!({"type": "presence", "viewing": "INC-LAST", "deciding": null});
+        wire::send(&mut flooding, &frame).expect("the observer is not dropped");
+    });
+    let mut answered = Vec::new();
+    for id in 1..=20 {
+        other.send(json!({"type": "ask", "id": id, "question": {"question": "stop"}}));
+        let answer = other.until("answer");
+        answered.push(answer["id"].as_u64().unwrap());
+    }
+    assert_eq!(
+        answered,
+        (1..=20).collect::<Vec<u64>>(),
+        "in the order asked"
+    );
+    flood.join().unwrap();
+    loop {
+        let presence = other.until("presence");
+        let attached = presence["attached"].as_array().unwrap();
+        if attached
+            .iter()
+            .any(|p| p["read_only"] == true && p["viewing"] == "INC-LAST")
+        {
+            break;
+        }
+    }
+    drop(observer);
+}
+
 #[test]
 fn a_flood_of_presence_from_one_observer_delays_nobody_and_carries_no_estate() {
     let dir = tempfile::tempdir().unwrap();

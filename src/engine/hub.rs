@@ -23,6 +23,11 @@ use crate::approve::Actor;
 
 pub type ClientId = u64;
 
+/// Who is attached goes to every client at most this often: a client that changes
+/// what it views a thousand times a second costs the others ten lists a second, and
+/// a person moving through the list sees the others follow within a tenth of a second.
+const PRESENCE_EVERY: Duration = Duration::from_millis(100);
+
 pub enum HubMessage {
     /// A client passed the hello: from now on it gets every snapshot.
     Attach {
@@ -119,6 +124,12 @@ pub struct Hub {
     held: BTreeMap<i64, Vec<(ClientId, u64)>>,
     /// What clients were last sent of the engine's state.
     published: Published,
+    /// Who is attached changed since it last went to every client.
+    presence_waits: bool,
+    /// When it last went to every client.
+    presence_sent: Option<Instant>,
+    /// How many times it went to every client.
+    presence_broadcasts: u64,
 }
 
 /// The engine's state as clients were last sent it: a change is what differs from it,
@@ -134,6 +145,70 @@ struct Published {
     /// The whole state as one message at `version` with who is attached now, made the
     /// first time a client needs it after a change.
     whole: Option<Arc<Outgoing>>,
+    /// Where each incident is in `snapshot.incidents`.
+    at: HashMap<String, usize>,
+}
+
+impl Published {
+    /// An incident as clients were last sent it.
+    fn incident(&self, id: &str) -> Option<&IncidentView> {
+        self.at.get(id).map(|&at| &self.snapshot.incidents[at])
+    }
+
+    /// Lists the incidents as the engine does (`ids`), with the `rebuilt` views in
+    /// place of the ones they replace: (the ids no longer listed, the new order when a
+    /// client applying the change would not come to it by itself).
+    fn relist<'a>(
+        &mut self,
+        ids: impl Iterator<Item = &'a str>,
+        rebuilt: Vec<IncidentView>,
+    ) -> (Vec<String>, Option<Vec<String>>) {
+        let old: Vec<String> = (self.snapshot.incidents.iter())
+            .map(|i| i.id.clone())
+            .collect();
+        let mut by_id: HashMap<String, IncidentView> =
+            (std::mem::take(&mut self.snapshot.incidents).into_iter())
+                .map(|i| (i.id.clone(), i))
+                .collect();
+        for view in rebuilt {
+            by_id.insert(view.id.clone(), view);
+        }
+        self.snapshot.incidents = ids
+            .map(|id| {
+                by_id
+                    .remove(id)
+                    .expect("an incident not marked was published")
+            })
+            .collect();
+        let now: HashSet<&str> = (self.snapshot.incidents.iter())
+            .map(|i| i.id.as_str())
+            .collect();
+        let removed: Vec<String> = old
+            .iter()
+            .filter(|id| !now.contains(id.as_str()))
+            .cloned()
+            .collect();
+        // A client puts new incidents last: the order goes along only when the
+        // engine's is another.
+        let was: HashSet<&str> = old.iter().map(String::as_str).collect();
+        let as_applied = (old.iter().map(String::as_str))
+            .filter(|id| now.contains(id))
+            .chain(
+                (self.snapshot.incidents.iter())
+                    .map(|i| i.id.as_str())
+                    .filter(|id| !was.contains(id)),
+            );
+        let order =
+            (!as_applied.eq(self.snapshot.incidents.iter().map(|i| i.id.as_str()))).then(|| {
+                (self.snapshot.incidents.iter())
+                    .map(|i| i.id.clone())
+                    .collect()
+            });
+        self.at = (self.snapshot.incidents.iter().enumerate())
+            .map(|(at, i)| (i.id.clone(), at))
+            .collect();
+        (removed, order)
+    }
 }
 
 impl Hub {
@@ -151,6 +226,9 @@ impl Hub {
             stop_when_finished: false,
             published: Published::default(),
             held: BTreeMap::new(),
+            presence_waits: false,
+            presence_sent: None,
+            presence_broadcasts: 0,
         }
     }
 
@@ -171,15 +249,20 @@ impl Hub {
             if self.stop_when_finished && driver.finished() {
                 break;
             }
-            let wait = driver
-                .next_turn()
+            // Between any two messages, however many arrive: a flood never holds it.
+            self.flush_presence(Instant::now());
+            let wake = match self.presence_due() {
+                Some(due) => due.min(driver.next_turn()),
+                None => driver.next_turn(),
+            };
+            let wait = wake
                 .saturating_duration_since(Instant::now())
                 .min(Duration::from_secs(3600));
             match self.inbox.recv_timeout(wait) {
                 Ok(HubMessage::Stop) | Err(RecvTimeoutError::Disconnected) => break,
                 Ok(message) => changed = self.handle(message, driver)?,
                 Err(RecvTimeoutError::Timeout) => {
-                    if !driver.finished() {
+                    if Instant::now() >= driver.next_turn() && !driver.finished() {
                         let events = driver.turn(&mut self.engine)?;
                         self.emit_all(&events);
                         changed = true;
@@ -227,7 +310,7 @@ impl Hub {
                         deciding: None,
                     },
                 );
-                self.publish_presence();
+                self.publish_presence(Instant::now());
                 let whole = self.whole();
                 if let Some(new) = self.clients.get(&client) {
                     new.outbox.offer_snapshot(whole);
@@ -237,7 +320,7 @@ impl Hub {
             HubMessage::Detach { client } => {
                 if let Some(gone) = self.clients.remove(&client) {
                     gone.outbox.close();
-                    self.publish_presence();
+                    self.publish_presence(Instant::now());
                 }
                 return Ok(false);
             }
@@ -306,7 +389,7 @@ impl Hub {
                 return Ok(false);
             }
             HubMessage::Presence { client } => {
-                self.presence(client);
+                self.presence(client, Instant::now());
                 return Ok(false);
             }
             HubMessage::Resync { client } => {
@@ -376,37 +459,44 @@ impl Hub {
 
     /// Sends every client what changed in the engine's state since the last time, as one
     /// versioned change serialized once; a client too far behind gets a whole snapshot
-    /// instead. Incidents are compared as values, never serialized to be compared. The
-    /// clients viewing an incident whose timeline or receipt changed get them again.
+    /// instead. Only the incidents the engine marked changed are built, compared (as
+    /// values, never serialized to be compared) and stored: the others are left where
+    /// they are, so a change to one incident costs one incident whatever their number.
+    /// The clients viewing an incident whose timeline or receipt changed get them again.
     fn publish(&mut self, finished: bool) {
-        // Only the incidents the engine marked changed get their views built again; the
-        // rest are as last published.
         let (all, views) = self.engine.changed_views();
-        let mut fresh = self.engine.snapshot_without_incidents(finished);
+        let mut fresh = self.engine.changed_engine_wide(finished);
         // Each console knows who it is from its hello; the state is the same for all.
         fresh.actor = String::new();
-        let mut rebuilt = HashMap::with_capacity(views.len());
         let mut details = HashMap::with_capacity(views.len());
+        let mut rebuilt = Vec::with_capacity(views.len());
         for mut view in views {
             let detail = Detail::take(&mut view);
             details.insert(detail.incident.clone(), detail);
-            rebuilt.insert(view.id.clone(), view);
+            rebuilt.push(view);
         }
-        let mut unchanged: HashMap<&str, &IncidentView> = HashMap::new();
-        if !all {
-            unchanged = (self.published.snapshot.incidents.iter())
-                .map(|i| (i.id.as_str(), i))
-                .collect();
-        }
-        fresh.incidents = (self.engine.incident_ids())
-            .map(|id| match rebuilt.remove(id) {
-                Some(view) => view,
-                None => (*unchanged
-                    .get(id)
-                    .expect("an incident not marked was published"))
-                .clone(),
-            })
+        let published = &mut self.published;
+        let incidents: Vec<IncidentView> = rebuilt
+            .iter()
+            .filter(|view| published.incident(&view.id) != Some(*view))
+            .cloned()
             .collect();
+        let same_list = !all
+            && (self.engine.incident_ids()).eq(published
+                .snapshot
+                .incidents
+                .iter()
+                .map(|i| i.id.as_str()));
+        let (removed, order) = if same_list {
+            // The usual case: the same incidents in the same order, some changed.
+            for view in rebuilt {
+                let at = published.at[&view.id];
+                published.snapshot.incidents[at] = view;
+            }
+            (Vec::new(), None)
+        } else {
+            published.relist(self.engine.incident_ids(), rebuilt)
+        };
         #[cfg(debug_assertions)]
         {
             // Not counted: tests count what publishing costs a release build.
@@ -416,59 +506,26 @@ impl Hub {
                 .iter_mut()
                 .for_each(|i| drop(Detail::take(i)));
             assert_eq!(
-                fresh.incidents, whole.incidents,
+                published.snapshot.incidents, whole.incidents,
                 "an incident changed without being marked (engine/incidents.rs)"
             );
         }
-        let old = &self.published.snapshot;
-        let was_at: HashMap<&str, usize> = old
-            .incidents
-            .iter()
-            .enumerate()
-            .map(|(at, i)| (i.id.as_str(), at))
-            .collect();
-        let incidents: Vec<_> = fresh
-            .incidents
-            .iter()
-            .filter(|i| was_at.get(i.id.as_str()).map(|&at| &old.incidents[at]) != Some(*i))
-            .cloned()
-            .collect();
-        let now: HashSet<&str> = fresh.incidents.iter().map(|i| i.id.as_str()).collect();
-        let removed: Vec<String> = old
-            .incidents
-            .iter()
-            .filter(|i| !now.contains(i.id.as_str()))
-            .map(|i| i.id.clone())
-            .collect();
-        // A client puts new incidents last: the order goes along only when the engine's
-        // is another.
-        let as_applied = old
-            .incidents
-            .iter()
-            .map(|i| i.id.as_str())
-            .filter(|id| now.contains(id))
-            .chain(
-                fresh
-                    .incidents
-                    .iter()
-                    .map(|i| i.id.as_str())
-                    .filter(|id| !was_at.contains_key(id)),
-            );
-        let order = (!as_applied.eq(fresh.incidents.iter().map(|i| i.id.as_str())))
-            .then(|| fresh.incidents.iter().map(|i| i.id.clone()).collect());
-        let fields = Field::changed(old, &fresh);
+        let fields = Field::changed(&published.snapshot, &fresh);
+        // The engine-wide fields as they are now, beside the incidents as stored.
+        fresh.incidents = std::mem::take(&mut published.snapshot.incidents);
+        published.snapshot = fresh;
         let details_changed: HashSet<String> = details
             .iter()
-            .filter(|(id, detail)| self.published.details.get(*id) != Some(*detail))
+            .filter(|(id, detail)| published.details.get(*id) != Some(*detail))
             .map(|(id, _)| id.clone())
             .collect();
         if all {
-            self.published.details = details;
+            published.details = details;
         } else {
-            self.published.details.extend(details);
+            published.details.extend(details);
         }
         let change = Change {
-            version: self.published.version + 1,
+            version: published.version + 1,
             incidents,
             removed,
             order,
@@ -480,9 +537,8 @@ impl Hub {
                 ..Change::default()
             })
         {
-            self.published.version = change.version;
-            self.published.snapshot = fresh;
-            self.published.whole = None;
+            published.version = change.version;
+            published.whole = None;
             let item = Outgoing::new(ServerMessage::Change(Box::new(change)));
             let behind: Vec<ClientId> = self
                 .clients
@@ -550,9 +606,39 @@ impl Hub {
             .collect()
     }
 
-    /// Who is attached, to everyone: one line per client, whatever the incidents.
-    fn publish_presence(&mut self) {
+    /// Who is attached changed: it goes to everyone now, or once `PRESENCE_EVERY` has
+    /// passed since it last went (`flush_presence`), as one list with every change.
+    /// A snapshot made meanwhile has it as it is now.
+    fn publish_presence(&mut self, now: Instant) {
         self.published.whole = None;
+        self.presence_waits = true;
+        self.flush_presence(now);
+    }
+
+    /// When a waiting change to who is attached is to go out.
+    fn presence_due(&self) -> Option<Instant> {
+        if !self.presence_waits {
+            return None;
+        }
+        Some(match self.presence_sent {
+            Some(sent) => sent + PRESENCE_EVERY,
+            None => Instant::now(),
+        })
+    }
+
+    /// Sends who is attached, to everyone, if a change waits and its time has come: one
+    /// line per client, whatever the incidents.
+    fn flush_presence(&mut self, now: Instant) {
+        if !self.presence_waits
+            || self
+                .presence_sent
+                .is_some_and(|sent| now < sent + PRESENCE_EVERY)
+        {
+            return;
+        }
+        self.presence_waits = false;
+        self.presence_sent = Some(now);
+        self.presence_broadcasts += 1;
         let item = Outgoing::new(ServerMessage::Presence {
             attached: self.attached(),
         });
@@ -563,7 +649,7 @@ impl Hub {
 
     /// A client's latest presence: a new incident viewed gets its timeline and receipt
     /// sent, and any change goes to everyone.
-    fn presence(&mut self, client: ClientId) {
+    fn presence(&mut self, client: ClientId, now: Instant) {
         let Some(c) = self.clients.get_mut(&client) else {
             return;
         };
@@ -580,7 +666,7 @@ impl Hub {
             let detail = self.detail(&incident);
             self.clients[&client].outbox.offer_latest(detail);
         }
-        self.publish_presence();
+        self.publish_presence(now);
     }
 }
 
@@ -774,6 +860,69 @@ mod cost {
         let mut engine = Engine::new(config, state, None, &me).unwrap();
         engine.tick(chrono::Utc::now().naive_utc()).unwrap();
         (engine, me)
+    }
+
+    /// A client attached to `hub` as the socket attaches one, with its outbox.
+    fn attach(hub: &mut Hub, client: ClientId, read_only: bool) -> Outbox {
+        let outbox = Outbox::new();
+        let message = HubMessage::Attach {
+            client,
+            actor: Actor::current(),
+            who: format!("client {client}"),
+            read_only,
+            outbox: outbox.clone(),
+        };
+        hub.handle(message, &mut crate::engine::live::WallClock::new())
+            .unwrap();
+        outbox
+    }
+
+    /// Who is attached, as the last presence list waiting in `outbox` says.
+    fn last_presence(outbox: &Outbox) -> Vec<PresenceView> {
+        outbox.close();
+        let mut last = Vec::new();
+        while let Some(item) = outbox.next() {
+            if let ServerMessage::Presence { attached } = &item.message {
+                last = attached.clone();
+            }
+        }
+        last
+    }
+
+    #[test]
+    fn a_flood_of_presence_reaches_the_others_at_most_once_an_interval_and_its_latest_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let (engine, _) = engine_with_incidents(dir.path());
+        let (_tx, inbox) = mpsc::channel();
+        let mut hub = Hub::new(engine, inbox, Box::new(|_| {}));
+        hub.publish(false);
+        let ids: Vec<String> = (hub.published.snapshot.incidents.iter())
+            .map(|i| i.id.clone())
+            .collect();
+        let watcher = attach(&mut hub, 1, false);
+        let flooder = attach(&mut hub, 2, true);
+        let before = hub.presence_broadcasts;
+
+        // A thousand changes within one interval (after the attaches' own): one list
+        // goes out, the rest wait.
+        let at = Instant::now() + PRESENCE_EVERY;
+        for n in 0..1000 {
+            flooder.tell_presence(Some(ids[n % ids.len()].clone()), None);
+            hub.presence(2, at);
+        }
+        assert_eq!(
+            hub.presence_broadcasts - before,
+            1,
+            "one list to everyone for a thousand changes within {PRESENCE_EVERY:?}"
+        );
+        // Once the interval is over, the latest goes out; nothing is lost.
+        hub.flush_presence(at + PRESENCE_EVERY);
+        assert_eq!(hub.presence_broadcasts - before, 2);
+        hub.flush_presence(at + PRESENCE_EVERY * 3);
+        assert_eq!(hub.presence_broadcasts - before, 2, "nothing new to send");
+        let seen = last_presence(&watcher);
+        let flooding = seen.iter().find(|p| p.who == "client 2").unwrap();
+        assert_eq!(flooding.viewing.as_ref(), Some(&ids[999 % ids.len()]));
     }
 
     #[test]

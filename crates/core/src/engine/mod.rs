@@ -76,7 +76,7 @@ pub struct Engine {
     effects: Arc<effects::Shared>,
     next_due: BTreeMap<String, NaiveDateTime>,
     /// The latest observation per (monitor, check, column): null_rate has one per column.
-    latest: BTreeMap<(String, CheckKind, Option<String>), Observation>,
+    latest: views::Latest,
     /// Marks which incidents changed, so a change costs the views of those only.
     incidents: incidents::Incidents,
     notices: Vec<String>,
@@ -168,7 +168,7 @@ impl Engine {
             orchestrator,
             effects,
             next_due: BTreeMap::new(),
-            latest: BTreeMap::new(),
+            latest: Default::default(),
             incidents: Default::default(),
             notices: Vec::new(),
             console_actor: console_actor.display(),

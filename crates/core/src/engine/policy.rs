@@ -182,8 +182,10 @@ impl Engine {
             }
         }
         self.config = config;
-        // Who may decide or close each incident comes from the policy.
+        // Who may decide or close each incident comes from the policy, and each
+        // monitor's period (when a figure is stale) too.
         self.incidents.mark_all();
+        self.latest.forget_views();
         self.reassign_pending()
     }
 

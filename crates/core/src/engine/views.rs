@@ -52,6 +52,31 @@ impl Engine {
 
     /// [`Engine::snapshot`] with no incidents: what is engine-wide.
     pub fn snapshot_without_incidents(&self, finished: bool) -> Snapshot {
+        self.engine_wide(finished, self.monitor_views())
+    }
+
+    /// [`Engine::snapshot_without_incidents`] for a publisher: the monitors' views are
+    /// built again only when an observation or the policy changed or the clock moved
+    /// since the last call, so a decision does not cost a view per monitor.
+    pub fn changed_engine_wide(&mut self, finished: bool) -> Snapshot {
+        let monitors = match &self.latest.shown {
+            Some((at, views)) if *at == self.now_time => views.clone(),
+            _ => {
+                let views = self.monitor_views();
+                self.latest.shown = Some((self.now_time, views.clone()));
+                views
+            }
+        };
+        #[cfg(debug_assertions)]
+        assert_eq!(
+            monitors,
+            self.monitor_views(),
+            "an observation changed without being marked (engine/views.rs, Latest)"
+        );
+        self.engine_wide(finished, monitors)
+    }
+
+    fn engine_wide(&self, finished: bool, monitors: Vec<MonitorView>) -> Snapshot {
         let pipelines = self.pipelines.clone();
         Snapshot {
             now: self.now.clone(),
@@ -63,7 +88,7 @@ impl Engine {
                 .as_ref()
                 .map(|(since, error)| format!("since {}: {error}", short_time(since))),
             first_poll: self.first_poll,
-            monitors: self.monitor_views(),
+            monitors,
             poll_costs: self.poll_costs.values().map(edge::poll_cost_view).collect(),
             incidents: Vec::new(),
             notices: self.notices.iter().rev().take(5).rev().cloned().collect(),
@@ -246,5 +271,46 @@ impl Incident {
             timeline: i.timeline.clone(),
             owner_accounts: None,
         }
+    }
+}
+
+type CheckKey = (String, CheckKind, Option<String>);
+
+/// The latest observation per (monitor, check, column) (null_rate has one per column),
+/// with the monitors' views as last built from them: any change lets those go.
+#[derive(Default)]
+pub(super) struct Latest {
+    map: BTreeMap<CheckKey, Observation>,
+    /// The views, and the engine's time they were built at (a figure goes stale as
+    /// time passes).
+    shown: Option<(NaiveDateTime, Vec<MonitorView>)>,
+}
+
+impl Latest {
+    pub(super) fn insert(&mut self, key: CheckKey, observation: Observation) {
+        self.shown = None;
+        self.map.insert(key, observation);
+    }
+
+    pub(super) fn remove(&mut self, key: &CheckKey) -> Option<Observation> {
+        self.shown = None;
+        self.map.remove(key)
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.shown = None;
+        self.map.clear();
+    }
+
+    /// Something else the views read changed (the policy: each monitor's period).
+    pub(super) fn forget_views(&mut self) {
+        self.shown = None;
+    }
+}
+
+impl std::ops::Deref for Latest {
+    type Target = BTreeMap<CheckKey, Observation>;
+    fn deref(&self) -> &Self::Target {
+        &self.map
     }
 }
