@@ -113,7 +113,7 @@ fn an_approved_hold_survives_a_restart_and_the_incident_still_resolves() {
 struct NoRunWhilePaused(ControlPlane);
 
 impl Orchestrator for NoRunWhilePaused {
-    fn pipelines(&self) -> anyhow::Result<Vec<dataward::engine::api::PipelineView>> {
+    fn pipelines(&self) -> anyhow::Result<Vec<dataward::engine::orchestrator::Pipeline>> {
         self.0.pipelines()
     }
     fn schedule(&self, job: &str) -> anyhow::Result<dataward::engine::orchestrator::Schedule> {

@@ -40,21 +40,7 @@ const EFFECTS_IN_ENGINE: &[&str] = &["engine::orchestrator"];
 /// Edges not cut yet: (file, module it names), each with its plan; remove an entry when
 /// its edge is cut. All are the domain naming the protocol, which the compiler allows
 /// (the protocol crate is a leaf the domain may depend on) and ENGINEERING.md does not.
-const PENDING: &[(&str, &str)] = &[
-    // The Orchestrator trait reports its own pipeline (state, last run) and run status;
-    // engine/edge.rs builds PipelineView. The orchestrators then move to effects/.
-    ("src/engine/orchestrator/airflow.rs", "engine::api"),
-    ("src/engine/orchestrator/dbt_cloud.rs", "engine::api"),
-    ("src/engine/orchestrator/dbt_core.rs", "engine::api"),
-    ("src/engine/orchestrator/mod.rs", "engine::api"),
-    // outbox::view returns the outbox's own counts and rows through the store seam;
-    // engine/alerts.rs (the edge) builds DestinationView and RowView from them.
-    ("src/notify/outbox.rs", "engine::api"),
-    ("src/store/outbox.rs", "engine::api"),
-    // Proposal keeps its own kind, state and body; Proposal::view (the ProposalView a
-    // console is sent) moves to the engine's edge.
-    ("src/propose/mod.rs", "engine::api"),
-];
+const PENDING: &[(&str, &str)] = &[];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Layer {

@@ -464,7 +464,7 @@ fn the_team_sets_and_lifts_the_stop_through_the_engine_in_group_mode() {
 struct PauseLandsThenTimesOut(dataward::demo::control::ControlPlane);
 
 impl dataward::engine::orchestrator::Orchestrator for PauseLandsThenTimesOut {
-    fn pipelines(&self) -> anyhow::Result<Vec<dataward::engine::api::PipelineView>> {
+    fn pipelines(&self) -> anyhow::Result<Vec<dataward::engine::orchestrator::Pipeline>> {
         self.0.pipelines()
     }
     fn schedule(&self, job: &str) -> anyhow::Result<dataward::engine::orchestrator::Schedule> {
