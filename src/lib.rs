@@ -10,6 +10,7 @@ pub mod console;
 pub mod demo;
 pub mod detect;
 pub mod doctor;
+pub mod effects;
 pub mod engine;
 pub mod incident;
 pub mod init;

@@ -13,10 +13,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use dataward::config::Config;
-use dataward::engine::api;
-use dataward::engine::orchestrator::{
+use dataward::effects::orchestrator::{
     self, Orchestrator, PipelineState, RunRecord, RunStatus, Schedule,
 };
+use dataward::engine::api;
 use support::dbt::dbt_or_skip;
 use support::pg::{start_or_skip, PgServer};
 

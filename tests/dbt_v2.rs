@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use dataward::approve::Actor;
 use dataward::config::Config;
-use dataward::engine::orchestrator::{self, PipelineState};
+use dataward::effects::orchestrator::{self, PipelineState};
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
 

@@ -10,11 +10,11 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{NaiveDateTime, TimeDelta};
 use dataward::approve::Actor;
+use dataward::effects::orchestrator::Pipeline;
+use dataward::effects::orchestrator::{Orchestrator, RunRecord, Schedule};
 use dataward::engine::api::{
     Command, EventKind, IncidentStatus, IncidentView, ProposalKind, ProposalState, Snapshot,
 };
-use dataward::engine::orchestrator::Pipeline;
-use dataward::engine::orchestrator::{Orchestrator, RunRecord, Schedule};
 use dataward::engine::Engine;
 use support::estate::Estate;
 use support::pg::{start_or_skip, PgServer};

@@ -16,10 +16,10 @@ use chrono::{NaiveDateTime, TimeDelta};
 use dataward::approve::Actor;
 use dataward::config::Config;
 use dataward::demo::control::ControlPlane;
-use dataward::engine::api::{Command, EventKind, MonitorHealth, PipelineView};
-use dataward::engine::orchestrator::{
+use dataward::effects::orchestrator::{
     Orchestrator, Pipeline, PipelineState, Reading, RunRecord, RunStatus, Schedule,
 };
+use dataward::engine::api::{Command, EventKind, MonitorHealth, PipelineView};
 use dataward::engine::poll_task::{PollNews, PollTask};
 use dataward::engine::Engine;
 use support::pg::start_or_skip;
@@ -355,7 +355,7 @@ fn the_engine_acts_on_what_the_poll_task_stored_and_polls_nothing_itself() {
     let dir = tempfile::tempdir().unwrap();
     let config = local_estate(dir.path(), 5);
     let state_db: PathBuf = dir.path().join("dataward.db");
-    let orchestrator = dataward::engine::orchestrator::from_config(&config, dir.path()).unwrap();
+    let orchestrator = dataward::effects::orchestrator::from_config(&config, dir.path()).unwrap();
     let mut engine = Engine::new(
         config.clone(),
         dataward::store::open(&state_db).unwrap(),

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::engine::orchestrator::{
+use crate::effects::orchestrator::{
     Orchestrator, Pipeline, PipelineState, RunRecord, RunStatus, Schedule,
 };
 
@@ -28,7 +28,7 @@ pub struct ControlPlane {
 /// engine can build, for `dataward serve` and `check` on a demo estate. The binary calls
 /// this at start; the engine knows no demo.
 pub fn register() {
-    crate::engine::orchestrator::register("demo", |config, o| {
+    crate::effects::orchestrator::register("demo", |config, o| {
         let path = o
             .path
             .as_ref()

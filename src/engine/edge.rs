@@ -5,7 +5,7 @@ use super::api::{
     ChainHead, MonitorHealth, PipelineState, PipelineView, ProposalBody, ProposalKind,
     ProposalState, ProposalView, Refusal, RefusalKind, RunStatus, VerdictKind,
 };
-use super::orchestrator;
+use crate::effects::orchestrator;
 use crate::{approve, chain, detect, monitor, propose};
 
 impl From<approve::RefusalKind> for RefusalKind {
