@@ -21,9 +21,8 @@ use std::time::{Duration, Instant};
 
 use airflow_server::{AirflowServer, DagFile, USER};
 use dataward::config::Config;
-use dataward::engine::api::{PipelineState, RunStatus};
-use dataward::engine::orchestrator::airflow::{run_id, Airflow, ApiVersion, Retry, Settings};
-use dataward::engine::orchestrator::{self, Orchestrator, Schedule};
+use dataward::effects::orchestrator::airflow::{run_id, Airflow, ApiVersion, Retry, Settings};
+use dataward::effects::orchestrator::{self, Orchestrator, PipelineState, RunStatus, Schedule};
 use dataward::notify::relay::Backoff;
 use http::{Behaviour, FakeApi, Recorded, AIRFLOW_USER};
 use serde_json::json;

@@ -10,9 +10,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use dataward::config::Config;
-use dataward::engine::api::{PipelineState, RunStatus};
-use dataward::engine::orchestrator::dbt_cloud::{DbtCloud, Retry, Settings};
-use dataward::engine::orchestrator::{self, Orchestrator};
+use dataward::effects::orchestrator::dbt_cloud::{DbtCloud, Retry, Settings};
+use dataward::effects::orchestrator::{self, Orchestrator, PipelineState, RunStatus};
 use dataward::notify::relay::Backoff;
 use http::{Api, Behaviour, FakeApi, Recorded, DBT_ACCOUNT};
 use serde_json::json;

@@ -13,8 +13,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use dataward::config::Config;
-use dataward::engine::api::{PipelineState, RunStatus};
-use dataward::engine::orchestrator::{self, Orchestrator, RunRecord, Schedule};
+use dataward::effects::orchestrator::{
+    self, Orchestrator, PipelineState, RunRecord, RunStatus, Schedule,
+};
+use dataward::engine::api;
 use support::dbt::dbt_or_skip;
 use support::pg::{start_or_skip, PgServer};
 
@@ -811,7 +813,7 @@ fn an_engine_follows_the_run_of_an_approved_hold_to_success_through_its_turns() 
         .find(|p| p.name == "job.dbt_every_ten_minutes")
         .expect("the job on the bar");
     // Never "paused": dataward asked for the hold, the cron is people's to stop.
-    assert_eq!(job.state, PipelineState::HoldAsked);
+    assert_eq!(job.state, api::PipelineState::HoldAsked);
 
     // The refill completes; once the table is back the owner runs the hold's plan.
     estate.refill_more(1.0);
@@ -828,9 +830,9 @@ fn an_engine_follows_the_run_of_an_approved_hold_to_success_through_its_turns() 
         engine.tick(now).unwrap();
         let snapshot = engine.snapshot(false);
         status = snapshot.incidents[0].run_status;
-        status.is_some_and(|s| s != RunStatus::Queued)
+        status.is_some_and(|s| s != api::RunStatus::Queued)
     });
-    assert_eq!(status, Some(RunStatus::Success));
+    assert_eq!(status, Some(api::RunStatus::Success));
     assert!(table_exists(&pg, "analytics_ci.orders_daily"));
     // The run's record is on the chain with dbt's word for it.
     let run = dataward::chain::records(&reader)

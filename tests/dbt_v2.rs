@@ -12,8 +12,7 @@ use std::time::{Duration, Instant};
 
 use dataward::approve::Actor;
 use dataward::config::Config;
-use dataward::engine::api::PipelineState;
-use dataward::engine::orchestrator;
+use dataward::effects::orchestrator::{self, PipelineState};
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
 
@@ -307,7 +306,9 @@ fn a_hold_on_a_cron_whose_dbt_v2_did_not_record_its_command_is_unconfirmed() {
         // nothing said (a held `--select` job that kept running went unnoticed).
         assert_eq!(pipeline.ran_after_hold, None, "{pipeline:?}");
         // What travels to the consoles.
-        let sent = serde_json::to_value(&pipeline).unwrap();
+        let sent =
+            serde_json::to_value(dataward::engine::api::PipelineView::from(pipeline.clone()))
+                .unwrap();
         let unconfirmed = sent["hold_unconfirmed"]
             .as_str()
             .unwrap_or_else(|| panic!("the hold is not shown as unconfirmed: {sent}"));

@@ -10,10 +10,10 @@ use chrono::TimeDelta;
 use dataward::approve::Actor;
 use dataward::config::Config;
 use dataward::demo::control::ControlPlane;
+use dataward::effects::orchestrator::Orchestrator;
 use dataward::engine::api::{
     Command, EventKind, IncidentStatus, MonitorHealth, ProposalKind, ProposalState, Verdict,
 };
-use dataward::engine::orchestrator::Orchestrator;
 use dataward::engine::Engine;
 use serde_json::Value;
 
@@ -113,10 +113,10 @@ fn an_approved_hold_survives_a_restart_and_the_incident_still_resolves() {
 struct NoRunWhilePaused(ControlPlane);
 
 impl Orchestrator for NoRunWhilePaused {
-    fn pipelines(&self) -> anyhow::Result<Vec<dataward::engine::api::PipelineView>> {
+    fn pipelines(&self) -> anyhow::Result<Vec<dataward::effects::orchestrator::Pipeline>> {
         self.0.pipelines()
     }
-    fn schedule(&self, job: &str) -> anyhow::Result<dataward::engine::orchestrator::Schedule> {
+    fn schedule(&self, job: &str) -> anyhow::Result<dataward::effects::orchestrator::Schedule> {
         self.0.schedule(job)
     }
     fn pause(&self, job: &str) -> anyhow::Result<Option<String>> {
@@ -125,7 +125,7 @@ impl Orchestrator for NoRunWhilePaused {
     fn restore(
         &self,
         job: &str,
-        before: &dataward::engine::orchestrator::Schedule,
+        before: &dataward::effects::orchestrator::Schedule,
     ) -> anyhow::Result<()> {
         self.0.restore(job, before)
     }
@@ -146,7 +146,7 @@ impl Orchestrator for NoRunWhilePaused {
         &self,
         job: &str,
         id: &str,
-    ) -> anyhow::Result<Option<dataward::engine::orchestrator::RunRecord>> {
+    ) -> anyhow::Result<Option<dataward::effects::orchestrator::RunRecord>> {
         self.0.run(job, id)
     }
     fn starts_runs_while_paused(&self) -> bool {

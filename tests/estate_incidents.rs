@@ -10,11 +10,11 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{NaiveDateTime, TimeDelta};
 use dataward::approve::Actor;
-use dataward::engine::api::PipelineView;
+use dataward::effects::orchestrator::Pipeline;
+use dataward::effects::orchestrator::{Orchestrator, RunRecord, Schedule};
 use dataward::engine::api::{
     Command, EventKind, IncidentStatus, IncidentView, ProposalKind, ProposalState, Snapshot,
 };
-use dataward::engine::orchestrator::{Orchestrator, RunRecord, Schedule};
 use dataward::engine::Engine;
 use support::estate::Estate;
 use support::pg::{start_or_skip, PgServer};
@@ -91,7 +91,7 @@ fn clock(at: &str) -> NaiveDateTime {
 }
 
 impl Orchestrator for EstateScheduler {
-    fn pipelines(&self) -> anyhow::Result<Vec<PipelineView>> {
+    fn pipelines(&self) -> anyhow::Result<Vec<Pipeline>> {
         Ok(Vec::new())
     }
     fn schedule(&self, _job: &str) -> anyhow::Result<Schedule> {

@@ -16,10 +16,10 @@ use chrono::{NaiveDateTime, TimeDelta};
 use dataward::approve::Actor;
 use dataward::config::Config;
 use dataward::demo::control::ControlPlane;
-use dataward::engine::api::{
-    Command, EventKind, MonitorHealth, PipelineState, PipelineView, RunStatus,
+use dataward::effects::orchestrator::{
+    Orchestrator, Pipeline, PipelineState, Reading, RunRecord, RunStatus, Schedule,
 };
-use dataward::engine::orchestrator::{Orchestrator, Reading, RunRecord, Schedule};
+use dataward::engine::api::{Command, EventKind, MonitorHealth, PipelineView};
 use dataward::engine::poll_task::{PollNews, PollTask};
 use dataward::engine::Engine;
 use support::pg::start_or_skip;
@@ -205,7 +205,7 @@ struct Counting {
 }
 
 impl Orchestrator for Counting {
-    fn pipelines(&self) -> Result<Vec<PipelineView>> {
+    fn pipelines(&self) -> Result<Vec<Pipeline>> {
         self.asked.fetch_add(1, Ordering::SeqCst);
         if self.down.load(Ordering::SeqCst) {
             anyhow::bail!("scheduler GET /pipelines: could not connect");
@@ -259,8 +259,8 @@ fn local_estate(dir: &Path, rows: i64) -> Config {
     .unwrap()
 }
 
-fn load_orders() -> PipelineView {
-    PipelineView {
+fn load_orders() -> Pipeline {
+    Pipeline {
         name: "load_orders".into(),
         state: PipelineState::Scheduled,
         last_status: RunStatus::Success,
@@ -288,7 +288,10 @@ fn a_snapshot_never_calls_the_orchestrator() {
     let after_tick = asked.load(Ordering::SeqCst);
     assert!(after_tick > 0, "the tick refreshed the pipelines");
     for _ in 0..3 {
-        assert_eq!(engine.snapshot(false).pipelines, vec![load_orders()]);
+        assert_eq!(
+            engine.snapshot(false).pipelines,
+            vec![PipelineView::from(load_orders())]
+        );
     }
     assert_eq!(
         asked.load(Ordering::SeqCst),
@@ -307,7 +310,10 @@ fn a_snapshot_never_calls_the_orchestrator() {
         pipelines: Some(vec![paused.clone()]),
         ..Reading::default()
     });
-    assert_eq!(engine.snapshot(false).pipelines, vec![paused]);
+    assert_eq!(
+        engine.snapshot(false).pipelines,
+        vec![PipelineView::from(paused)]
+    );
 }
 
 #[test]
@@ -341,7 +347,7 @@ fn an_orchestrator_that_does_not_answer_is_a_health_state_not_an_incident() {
     engine.tick(t0() + TimeDelta::minutes(5)).unwrap();
     let snapshot = engine.snapshot(false);
     assert_eq!(snapshot.orchestrator_down, None);
-    assert_eq!(snapshot.pipelines, vec![load_orders()]);
+    assert_eq!(snapshot.pipelines, vec![PipelineView::from(load_orders())]);
 }
 
 #[test]
@@ -349,7 +355,7 @@ fn the_engine_acts_on_what_the_poll_task_stored_and_polls_nothing_itself() {
     let dir = tempfile::tempdir().unwrap();
     let config = local_estate(dir.path(), 5);
     let state_db: PathBuf = dir.path().join("dataward.db");
-    let orchestrator = dataward::engine::orchestrator::from_config(&config, dir.path()).unwrap();
+    let orchestrator = dataward::effects::orchestrator::from_config(&config, dir.path()).unwrap();
     let mut engine = Engine::new(
         config.clone(),
         dataward::store::open(&state_db).unwrap(),
@@ -383,7 +389,7 @@ fn the_engine_acts_on_what_the_poll_task_stored_and_polls_nothing_itself() {
     engine.set_reading(reading);
     engine.tick(t0()).unwrap();
     let snapshot = engine.snapshot(false);
-    assert_eq!(snapshot.pipelines, vec![load_orders()]);
+    assert_eq!(snapshot.pipelines, vec![PipelineView::from(load_orders())]);
     let orders = snapshot
         .monitors
         .iter()
@@ -624,7 +630,7 @@ fn the_snapshot_says_what_the_engines_last_poll_cost_each_warehouse() {
         let config = local_estate(dir.path(), 5);
         let state_db: PathBuf = dir.path().join("dataward.db");
         let orchestrator =
-            dataward::engine::orchestrator::from_config(&config, dir.path()).unwrap();
+            dataward::effects::orchestrator::from_config(&config, dir.path()).unwrap();
         let mut engine = Engine::new(
             config.clone(),
             dataward::store::open(&state_db).unwrap(),

@@ -463,11 +463,11 @@ fn the_team_sets_and_lifts_the_stop_through_the_engine_in_group_mode() {
 /// the call times out (an Airflow that took the PATCH and never answered).
 struct PauseLandsThenTimesOut(dataward::demo::control::ControlPlane);
 
-impl dataward::engine::orchestrator::Orchestrator for PauseLandsThenTimesOut {
-    fn pipelines(&self) -> anyhow::Result<Vec<dataward::engine::api::PipelineView>> {
+impl dataward::effects::orchestrator::Orchestrator for PauseLandsThenTimesOut {
+    fn pipelines(&self) -> anyhow::Result<Vec<dataward::effects::orchestrator::Pipeline>> {
         self.0.pipelines()
     }
-    fn schedule(&self, job: &str) -> anyhow::Result<dataward::engine::orchestrator::Schedule> {
+    fn schedule(&self, job: &str) -> anyhow::Result<dataward::effects::orchestrator::Schedule> {
         self.0.schedule(job)
     }
     fn pause(&self, job: &str) -> anyhow::Result<Option<String>> {
@@ -477,7 +477,7 @@ impl dataward::engine::orchestrator::Orchestrator for PauseLandsThenTimesOut {
     fn restore(
         &self,
         job: &str,
-        before: &dataward::engine::orchestrator::Schedule,
+        before: &dataward::effects::orchestrator::Schedule,
     ) -> anyhow::Result<()> {
         self.0.restore(job, before)
     }
@@ -494,7 +494,7 @@ impl dataward::engine::orchestrator::Orchestrator for PauseLandsThenTimesOut {
         &self,
         job: &str,
         id: &str,
-    ) -> anyhow::Result<Option<dataward::engine::orchestrator::RunRecord>> {
+    ) -> anyhow::Result<Option<dataward::effects::orchestrator::RunRecord>> {
         self.0.run(job, id)
     }
 }

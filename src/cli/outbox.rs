@@ -15,7 +15,10 @@ use crate::sanitize::{for_terminal, Sanitized};
 pub fn run(data_dir: &Path, json: bool) -> Result<ExitCode> {
     let path = data_dir.join("dataward.db");
     let conn = crate::store::open_read_only(&path)?;
-    let destinations = outbox::view(&conn, outbox::now_ms(), &[])?;
+    let destinations: Vec<DestinationView> = outbox::view(&conn, outbox::now_ms(), &[])?
+        .into_iter()
+        .map(DestinationView::from)
+        .collect();
     let failed = destinations.iter().any(|d| d.failed > 0);
     if json {
         for d in &destinations {

@@ -8,8 +8,9 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::engine::api::{PipelineState, PipelineView, RunStatus};
-use crate::engine::orchestrator::{Orchestrator, RunRecord, Schedule};
+use crate::effects::orchestrator::{
+    Orchestrator, Pipeline, PipelineState, RunRecord, RunStatus, Schedule,
+};
 
 /// A run the scheduler holds, waiting to be carried out.
 pub struct QueuedRun {
@@ -27,7 +28,7 @@ pub struct ControlPlane {
 /// engine can build, for `dataward serve` and `check` on a demo estate. The binary calls
 /// this at start; the engine knows no demo.
 pub fn register() {
-    crate::engine::orchestrator::register("demo", |config, o| {
+    crate::effects::orchestrator::register("demo", |config, o| {
         let path = o
             .path
             .as_ref()
@@ -192,13 +193,13 @@ impl ControlPlane {
 }
 
 impl Orchestrator for ControlPlane {
-    fn pipelines(&self) -> Result<Vec<PipelineView>> {
+    fn pipelines(&self) -> Result<Vec<Pipeline>> {
         let conn = self.connect()?;
         let mut stmt = conn.prepare(
             "SELECT name, state, last_status, last_run_at FROM pipeline ORDER BY kind DESC, id",
         )?;
         let rows = stmt.query_map([], |r| {
-            Ok(PipelineView {
+            Ok(Pipeline {
                 name: r.get(0)?,
                 state: PipelineState::parse(&r.get::<_, String>(1)?),
                 last_status: RunStatus::parse(&r.get::<_, String>(2)?),

@@ -42,7 +42,7 @@ fn orchestrator(config: &Config, settings: &OrchestratorConfig, data_dir: &Path)
             .map(|path| config.resolve(path).display().to_string())
             .unwrap_or_default(),
     };
-    let answered = crate::engine::orchestrator::from_config(config, data_dir).and_then(|o| {
+    let answered = crate::effects::orchestrator::from_config(config, data_dir).and_then(|o| {
         let o = o.context("no [orchestrator]")?;
         o.reach()?;
         o.pipelines()

@@ -61,7 +61,7 @@ pub enum HubMessage {
         question: super::api::Question,
     },
     /// What the orchestrator said, read in the background.
-    Scheduler(super::orchestrator::Reading),
+    Scheduler(crate::effects::orchestrator::Reading),
     /// How far a slow first poll has got.
     FirstPoll(super::api::FirstPoll),
     /// An effect worker's report (`Engine::carry_out_effects_on_workers`): recorded,

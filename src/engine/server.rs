@@ -591,7 +591,7 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     let config = Config::load_policy(&options.config)?;
     crate::store::files::ensure_private_dir(&options.data_dir)?;
     let _lock = crate::store::EngineLock::acquire(&options.data_dir)?;
-    let orchestrator = super::orchestrator::from_config(&config, &options.data_dir)?;
+    let orchestrator = crate::effects::orchestrator::from_config(&config, &options.data_dir)?;
     let db = options.data_dir.join("dataward.db");
     let state = crate::store::open(&db)?;
     let mut engine = super::Engine::new_telling(

@@ -6,6 +6,7 @@ pub mod chain;
 pub mod clock;
 pub mod config;
 pub mod detect;
+pub mod effects;
 pub mod engine;
 pub mod incident;
 pub mod lineage;

@@ -19,9 +19,8 @@
 //! or an exposure (people read it), `error` when it reaches anything else, `warning`
 //! when nothing downstream is reached.
 
-use super::api::DestinationView;
+use super::api::{DestinationView, RowView};
 use super::*;
-use crate::engine::api::ProposalBody;
 use crate::notify::outbox;
 use crate::notify::{Action, Alert, Blast, Occasion, ReceiptDigest, Waiting};
 use crate::store::prelude::*;
@@ -389,7 +388,7 @@ impl Engine {
         let waiting = view
             .proposals
             .iter()
-            .filter(|p| p.state == ProposalState::Pending)
+            .filter(|p| p.state == super::api::ProposalState::Pending)
             .map(|p| Waiting {
                 proposal: p.id.clone(),
                 kind: serde_json::to_value(p.kind)
@@ -548,7 +547,119 @@ impl Engine {
             .into_iter()
             .map(|(name, a)| (name, a.kind.clone()))
             .collect();
-        outbox::view(&self.state, outbox::now_ms(), &configured).unwrap_or_default()
+        outbox::view(&self.state, outbox::now_ms(), &configured)
+            .unwrap_or_default()
+            .into_iter()
+            .map(DestinationView::from)
+            .collect()
+    }
+}
+
+/// The outbox as a console or `dataward outbox` is sent it.
+impl From<outbox::Destination> for DestinationView {
+    fn from(d: outbox::Destination) -> DestinationView {
+        let outbox::Destination {
+            destination,
+            kind,
+            pending,
+            failed,
+            delivered,
+            next_attempt_at,
+            next_attempt_in_secs,
+            last_error,
+            dedup_key,
+            rows,
+        } = d;
+        DestinationView {
+            destination,
+            kind,
+            pending,
+            failed,
+            delivered,
+            next_attempt_at,
+            next_attempt_in_secs,
+            last_error,
+            dedup_key,
+            rows: rows.into_iter().map(RowView::from).collect(),
+        }
+    }
+}
+
+impl From<outbox::ListedRow> for RowView {
+    fn from(row: outbox::ListedRow) -> RowView {
+        let outbox::ListedRow {
+            id,
+            incident,
+            action,
+            occasion,
+            dedup_key,
+            status,
+            attempts,
+            queued_at,
+            next_attempt_at,
+            delivered_at,
+            last_error,
+            request_id,
+        } = row;
+        RowView {
+            id,
+            incident,
+            action,
+            occasion,
+            dedup_key,
+            status,
+            attempts,
+            queued_at,
+            next_attempt_at,
+            delivered_at,
+            last_error,
+            request_id,
+        }
+    }
+}
+
+/// Destination names, errors from APIs and incident ids are outside text.
+impl crate::sanitize::Sanitize for DestinationView {
+    fn sanitize(&mut self) {
+        let DestinationView {
+            destination,
+            kind,
+            pending: _,
+            failed: _,
+            delivered: _,
+            next_attempt_at,
+            next_attempt_in_secs: _,
+            last_error,
+            dedup_key,
+            rows,
+        } = self;
+        destination.sanitize();
+        kind.sanitize();
+        next_attempt_at.sanitize();
+        last_error.sanitize();
+        dedup_key.sanitize();
+        for row in rows {
+            let RowView {
+                id: _,
+                incident,
+                action,
+                occasion,
+                dedup_key,
+                status,
+                attempts: _,
+                queued_at,
+                next_attempt_at,
+                delivered_at,
+                last_error,
+                request_id,
+            } = row;
+            for text in [incident, action, occasion, dedup_key, status, queued_at] {
+                text.sanitize();
+            }
+            for text in [next_attempt_at, delivered_at, last_error, request_id] {
+                text.sanitize();
+            }
+        }
     }
 }
 

@@ -21,7 +21,7 @@ use anyhow::{Context as _, Result};
 use serde::Serialize;
 
 use super::intent::{Effect, Pending};
-use super::orchestrator::{Orchestrator, Schedule};
+use crate::effects::orchestrator::{Orchestrator, Schedule};
 use crate::monitor::poller::SharedWarehouse;
 use crate::warehouse::{BackfillScope, Relation, TableVersion};
 

@@ -20,8 +20,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::orchestrator::Schedule;
 use super::*;
+use crate::effects::orchestrator::Schedule;
 
 /// What is done outside the database. Each is idempotent: doing it twice is doing it once.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -21,7 +21,6 @@ pub use memory::stored_incidents;
 mod facts;
 mod incident;
 mod incidents;
-pub mod orchestrator;
 pub mod poll_task;
 mod recovery;
 mod symptoms;
@@ -46,12 +45,13 @@ use crate::approve::{self, stop, Actor, ENGINE_ACTOR};
 use crate::chain;
 use crate::config::{CheckKind, Config};
 use crate::detect::SchemaChange;
+use crate::effects::orchestrator;
 use crate::incident::diagnosis::{self, Diagnosis, Facts};
 use crate::incident::receipt;
 use crate::lineage::{ColumnChange, Lineage};
 use crate::monitor::poller::Poller;
 use crate::monitor::{self, Observation};
-use crate::propose::{self, Proposal};
+use crate::propose::{self, Proposal, ProposalBody, ProposalKind, ProposalState};
 use crate::warehouse::Warehouse;
 use api::*;
 use orchestrator::{Orchestrator, RunRecord};
@@ -327,7 +327,9 @@ impl Engine {
     /// answer shows no pipelines rather than stale ones, and is a health state on the
     /// bar until it answers again.
     pub fn set_reading(&mut self, reading: orchestrator::Reading) {
-        self.pipelines = reading.pipelines.unwrap_or_default();
+        self.pipelines = (reading.pipelines.unwrap_or_default().into_iter())
+            .map(PipelineView::from)
+            .collect();
         for mut run in reading.runs {
             // Stored with the incident, shown by `show --json` and the receipt.
             run.detail = crate::sanitize::mask_secrets(&run.detail).into_owned();
@@ -698,7 +700,7 @@ impl Engine {
             events.push(self.event(EventKind::Proposal {
                 incident: id.clone(),
                 proposal: p.id.clone(),
-                kind: p.kind,
+                kind: p.kind.into(),
                 content_hash: p.content_hash.clone(),
             }));
             if p.kind != ProposalKind::Note {

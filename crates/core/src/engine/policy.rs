@@ -15,9 +15,9 @@ use sha2::{Digest, Sha256};
 use super::{Engine, Incident, ENGINE_ACTOR};
 use crate::approve::request::RequestState;
 use crate::config::{Config, PolicyError};
-use crate::engine::api::{ProposalKind, ProposalState};
 use crate::lineage::Lineage;
 use crate::propose;
+use crate::propose::{ProposalKind, ProposalState};
 use crate::store::prelude::*;
 
 /// What identifies a file's content and who may change it, without reading it: a

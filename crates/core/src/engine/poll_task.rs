@@ -20,8 +20,8 @@ use anyhow::{Context, Result};
 use chrono::{NaiveDateTime, TimeDelta};
 
 use super::api::FirstPoll;
-use super::orchestrator::{self, Orchestrator};
 use crate::config::{parse_duration, CheckKind, Config, MonitorConfig};
+use crate::effects::orchestrator::{self, Orchestrator};
 use crate::monitor::poller::{PollRead, Poller};
 use crate::monitor::{self, Health, Observation};
 use crate::progress::Throttle;

@@ -253,7 +253,7 @@ impl Incident {
                 .proposals
                 .iter()
                 .map(|p| {
-                    let mut view = p.view();
+                    let mut view = ProposalView::from(p);
                     if let Some(roles) = deciders(&p.id) {
                         view.deciders = roles;
                     }

@@ -8,9 +8,9 @@
 //! network, never the demo's virtual clock.
 
 use anyhow::Result;
+use serde::Serialize;
 
 use super::Alert;
-use crate::engine::api::{DestinationView, RowView};
 use crate::store::prelude::*;
 use crate::store::Connection;
 
@@ -104,49 +104,43 @@ impl Mark {
 
 // ---- what people see ---------------------------------------------------------------
 
-/// Destination names, errors from APIs and incident ids are outside text.
-impl crate::sanitize::Sanitize for DestinationView {
-    fn sanitize(&mut self) {
-        let DestinationView {
-            destination,
-            kind,
-            pending: _,
-            failed: _,
-            delivered: _,
-            next_attempt_at,
-            next_attempt_in_secs: _,
-            last_error,
-            dedup_key,
-            rows,
-        } = self;
-        destination.sanitize();
-        kind.sanitize();
-        next_attempt_at.sanitize();
-        last_error.sanitize();
-        dedup_key.sanitize();
-        for row in rows {
-            let RowView {
-                id: _,
-                incident,
-                action,
-                occasion,
-                dedup_key,
-                status,
-                attempts: _,
-                queued_at,
-                next_attempt_at,
-                delivered_at,
-                last_error,
-                request_id,
-            } = row;
-            for text in [incident, action, occasion, dedup_key, status, queued_at] {
-                text.sanitize();
-            }
-            for text in [next_attempt_at, delivered_at, last_error, request_id] {
-                text.sanitize();
-            }
-        }
-    }
+/// One destination as the outbox holds it: its counts, when its next row goes, and the
+/// rows worth listing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Destination {
+    pub destination: String,
+    pub kind: String,
+    pub pending: usize,
+    pub failed: usize,
+    pub delivered: usize,
+    /// When its next pending row is tried (UTC), and how far that is from `now`.
+    pub next_attempt_at: Option<String>,
+    pub next_attempt_in_secs: Option<i64>,
+    /// The latest error of a pending or failed row.
+    pub last_error: Option<String>,
+    /// The dedup key of the next row to go.
+    pub dedup_key: Option<String>,
+    /// Its pending and failed rows, oldest first (at most 50), and the latest delivered
+    /// few.
+    pub rows: Vec<ListedRow>,
+}
+
+/// One row as a person reads it (times in UTC).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ListedRow {
+    pub id: i64,
+    pub incident: String,
+    pub action: String,
+    pub occasion: String,
+    pub dedup_key: String,
+    pub status: String,
+    pub attempts: u32,
+    pub queued_at: String,
+    pub next_attempt_at: Option<String>,
+    pub delivered_at: Option<String>,
+    pub last_error: Option<String>,
+    /// An accepted request still being read back (Opsgenie, JSM).
+    pub request_id: Option<String>,
 }
 
 /// Delivered rows listed per destination, the latest.
@@ -161,11 +155,11 @@ pub fn view(
     conn: &Connection,
     now: i64,
     configured: &[(String, String)],
-) -> Result<Vec<DestinationView>> {
+) -> Result<Vec<Destination>> {
     let mut out = conn.outbox_destinations()?;
     for (name, kind) in configured {
         if !out.iter().any(|d| &d.destination == name) {
-            out.push(DestinationView {
+            out.push(Destination {
                 destination: name.clone(),
                 kind: kind.clone(),
                 ..Default::default()

@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use crate::engine::api::{ProposalBody, ProposalKind, ProposalState, ProposalView};
 use crate::incident::diagnosis::{CauseKind, Diagnosis, Facts};
 use crate::lineage::{BlastRadius, Lineage, NodeKind, Period, WindowSource};
 use crate::lineage::{OptionEffect, Writer};
@@ -32,22 +31,64 @@ pub struct Proposal {
     pub state: ProposalState,
 }
 
-impl Proposal {
-    pub fn view(&self) -> ProposalView {
-        ProposalView {
-            id: self.id.clone(),
-            kind: self.kind,
-            title: self.title.clone(),
-            owner: self.owner.clone(),
-            content_hash: self.content_hash.clone(),
-            state: self.state,
-            undo: self.undo.clone(),
-            verify: self.verify.clone(),
-            deciders: vec![self.owner.clone()],
-            decider_accounts: None,
-            body: self.body.clone(),
-        }
-    }
+/// What a proposal does. Stored and hashed with the same words the protocol sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProposalKind {
+    /// Pause a job schedule; undo resumes it.
+    Hold,
+    /// A dbt SQL change; undo reverts it.
+    Diff,
+    /// A note for the owner of another system; nothing runs.
+    Note,
+    /// Rebuild a range of a model's batches, or the whole model when nothing narrower
+    /// can; undo restores the tables as they were.
+    Backfill,
+}
+
+/// Where a proposal stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProposalState {
+    Pending,
+    Approved,
+    Rejected,
+    Forwarded,
+    RolledBack,
+    /// Approved and its undo already applied because the incident closed (hold resumed).
+    Completed,
+    /// Nobody answered in time, up the whole escalation chain. Never granted.
+    Expired,
+    /// The incident closed before anyone decided; nothing was granted.
+    Withdrawn,
+}
+
+/// The exact content a person approves: its serde form is part of the content hash, so
+/// a field renamed here changes every hash (and unbinds every stored approval).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ProposalBody {
+    Hold {
+        job: String,
+        plan: String,
+    },
+    Diff {
+        file: String,
+        old: String,
+        new: String,
+    },
+    Note {
+        to: String,
+        text: String,
+    },
+    Backfill {
+        /// The scheduled job that runs it.
+        job: String,
+        /// The exact command, as the owner approves it.
+        command: String,
+        /// The relations it rebuilds: each is copied just before it runs.
+        tables: Vec<String>,
+    },
 }
 
 /// The hash an approval is bound to: every field a person reads before deciding.

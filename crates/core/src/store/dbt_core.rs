@@ -1,6 +1,6 @@
 //! dbt Core's runs and holds (`dbt_core_run`, `dbt_core_hold`): dataward runs dbt
 //! itself, so what it queued, ran and held lives here (see
-//! `engine::orchestrator::dbt_core`).
+//! `effects::orchestrator::dbt_core`).
 
 use anyhow::Result;
 use rusqlite::{params, Connection, OptionalExtension};

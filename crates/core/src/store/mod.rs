@@ -235,7 +235,7 @@ const MIGRATIONS: &[&str] = &[
         before   TEXT NOT NULL,
         taken_at TEXT NOT NULL
      );",
-    // 10: dbt Core (engine::orchestrator::dbt_core) has no scheduler to remember its
+    // 10: dbt Core (effects::orchestrator::dbt_core) has no scheduler to remember its
     // runs and holds: dataward does. A run is queued once per key, carried out by the
     // process that queued it (`owner`: boot id, pid, start time), one at a time per
     // project; its output streams to `log` and its tail is kept in `output` at the end.

@@ -3,8 +3,7 @@
 use anyhow::Result;
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::engine::api::{DestinationView, RowView};
-use crate::notify::outbox::{stamp, Row, PENDING};
+use crate::notify::outbox::{stamp, Destination, ListedRow, Row, PENDING};
 use crate::notify::Alert;
 
 /// The table, as migration 8 creates it (`MIGRATIONS`).
@@ -47,10 +46,15 @@ pub trait OutboxStore {
     fn schedule_retry(&self, id: i64, next_at: i64, error: &str) -> Result<()>;
     fn give_up(&self, id: i64, now: i64, error: &str) -> Result<()>;
     /// Every destination with rows, by name, with its counts (no rows listed).
-    fn outbox_destinations(&self) -> Result<Vec<DestinationView>>;
+    fn outbox_destinations(&self) -> Result<Vec<Destination>>;
     /// A destination's waiting rows (pending and failed), the oldest `waiting`, and its
     /// latest `delivered` delivered ones, in order.
-    fn outbox_rows(&self, destination: &str, delivered: i64, waiting: i64) -> Result<Vec<RowView>>;
+    fn outbox_rows(
+        &self,
+        destination: &str,
+        delivered: i64,
+        waiting: i64,
+    ) -> Result<Vec<ListedRow>>;
     /// When row `id` is next tried.
     fn outbox_next_at(&self, id: i64) -> Result<i64>;
 }
@@ -165,13 +169,13 @@ impl OutboxStore for Connection {
         Ok(())
     }
 
-    fn outbox_destinations(&self) -> Result<Vec<DestinationView>> {
+    fn outbox_destinations(&self) -> Result<Vec<Destination>> {
         let mut counts = self.prepare_cached(
             "SELECT destination, max(kind), sum(status = 'pending'), sum(status = 'failed'),
                     sum(status = 'delivered') FROM outbox GROUP BY destination ORDER BY destination",
         )?;
         let found = counts.query_map([], |r| {
-            Ok(DestinationView {
+            Ok(Destination {
                 destination: r.get(0)?,
                 kind: r.get(1)?,
                 pending: r.get::<_, i64>(2)? as usize,
@@ -183,7 +187,12 @@ impl OutboxStore for Connection {
         Ok(found.collect::<rusqlite::Result<_>>()?)
     }
 
-    fn outbox_rows(&self, destination: &str, delivered: i64, waiting: i64) -> Result<Vec<RowView>> {
+    fn outbox_rows(
+        &self,
+        destination: &str,
+        delivered: i64,
+        waiting: i64,
+    ) -> Result<Vec<ListedRow>> {
         let mut rows = self.prepare_cached(
             "SELECT id, incident, action, occasion, dedup_key, status, attempts, created_at,
                     next_at, delivered_at, last_error, request_id
@@ -197,7 +206,7 @@ impl OutboxStore for Connection {
         let listed = rows.query_map(params![destination, delivered, waiting], |r| {
             let status: String = r.get(5)?;
             let next_at: i64 = r.get(8)?;
-            Ok(RowView {
+            Ok(ListedRow {
                 id: r.get(0)?,
                 incident: r.get(1)?,
                 action: r.get(2)?,

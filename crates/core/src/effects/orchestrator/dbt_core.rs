@@ -35,8 +35,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 
 use super::cron_runs::SinceHold;
-use super::{Orchestrator, RunRecord, Schedule};
-use crate::engine::api::{PipelineState, PipelineView, RunStatus};
+use super::{Orchestrator, Pipeline, PipelineState, RunRecord, RunStatus, Schedule};
 use crate::store::dbt_core::{DbtCoreEnd, DbtCoreRun as Row, NewDbtCoreRun};
 use crate::store::files;
 use crate::store::prelude::*;
@@ -790,8 +789,8 @@ impl Orchestrator for DbtCore {
     /// record of its last invocation in the project, when it did (or why that record
     /// cannot say, as dbt v2's does not: the hold is then unconfirmed); running while a run
     /// is in flight, else scheduled (by whatever runs it: dataward cannot see a cron).
-    fn pipelines(&self) -> Result<Vec<PipelineView>> {
-        let mut views = Vec::new();
+    fn pipelines(&self) -> Result<Vec<Pipeline>> {
+        let mut pipelines = Vec::new();
         for (job, command) in &self.settings.jobs {
             let latest = self.latest(job, 20)?;
             let (mut ran_after_hold, mut hold_unconfirmed) = (None, None);
@@ -808,7 +807,7 @@ impl Orchestrator for DbtCore {
                 PipelineState::Scheduled
             };
             let last = latest.iter().find(|r| !r.in_flight());
-            views.push(PipelineView {
+            pipelines.push(Pipeline {
                 name: job.clone(),
                 state,
                 last_status: RunStatus::parse(last.map_or("none", |r| r.status.as_str())),
@@ -817,7 +816,7 @@ impl Orchestrator for DbtCore {
                 hold_unconfirmed,
             });
         }
-        Ok(views)
+        Ok(pipelines)
     }
 
     fn schedule(&self, job: &str) -> Result<Schedule> {

@@ -5,7 +5,6 @@
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::api::PipelineView;
 use crate::config::is_dbt_command;
 
 pub mod airflow;
@@ -51,9 +50,106 @@ impl Schedule {
     }
 }
 
+/// One job as its orchestrator reports it: what the pipelines bar shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pipeline {
+    pub name: String,
+    pub state: PipelineState,
+    /// The last run's outcome; pipelines report green while data is wrong.
+    pub last_status: RunStatus,
+    pub last_run_at: Option<String>,
+    /// `HoldAsked` only: when the job ran after the hold was asked (RFC 3339), by its
+    /// own record: the schedule dataward cannot pause still runs.
+    pub ran_after_hold: Option<String>,
+    /// `HoldAsked` only: dataward cannot tell whether the job ran after the hold (its
+    /// orchestrator's record does not say which job ran), and why: neither confirmed
+    /// nor broken.
+    pub hold_unconfirmed: Option<String>,
+}
+
+/// A job's schedule as its orchestrator reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PipelineState {
+    /// A run is in flight (or, for a mover, it streams).
+    Running,
+    /// Its schedule is paused.
+    Paused,
+    /// Its schedule is on and nothing runs now.
+    Scheduled,
+    /// Held by dataward, but on a scheduler dataward cannot pause (a cron running dbt
+    /// Core): people were asked to stop it, and its runs say whether they did.
+    HoldAsked,
+    /// A word dataward does not know.
+    Unknown,
+}
+
+impl PipelineState {
+    /// The word for it, as a console and `dataward doctor` show it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PipelineState::Running => "running",
+            PipelineState::Paused => "paused",
+            PipelineState::Scheduled => "scheduled",
+            PipelineState::HoldAsked => "hold_asked",
+            PipelineState::Unknown => "unknown",
+        }
+    }
+
+    /// Reads the word [`PipelineState::as_str`] gives (a scheduler of ours stores it).
+    pub fn parse(word: &str) -> PipelineState {
+        match word {
+            "running" => PipelineState::Running,
+            "paused" => PipelineState::Paused,
+            "scheduled" => PipelineState::Scheduled,
+            "hold_asked" => PipelineState::HoldAsked,
+            _ => PipelineState::Unknown,
+        }
+    }
+}
+
+/// A run's outcome as its orchestrator reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunStatus {
+    /// Queued or running.
+    Queued,
+    Success,
+    Failed,
+    Cancelled,
+    /// The job has never run.
+    NeverRun,
+    /// A word dataward does not know.
+    Unknown,
+}
+
+impl RunStatus {
+    /// The word for it: a run record's status word, or `none` for a job that never ran.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Queued => "queued",
+            RunStatus::Success => "success",
+            RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
+            RunStatus::NeverRun => "none",
+            RunStatus::Unknown => "unknown",
+        }
+    }
+
+    /// Reads the word [`RunStatus::as_str`] gives.
+    pub fn parse(word: &str) -> RunStatus {
+        match word {
+            "queued" => RunStatus::Queued,
+            "success" => RunStatus::Success,
+            "failed" => RunStatus::Failed,
+            "cancelled" => RunStatus::Cancelled,
+            "none" => RunStatus::NeverRun,
+            _ => RunStatus::Unknown,
+        }
+    }
+}
+
 pub trait Orchestrator: Send + Sync {
     /// Every pipeline the scheduler knows, with its state and last result.
-    fn pipelines(&self) -> Result<Vec<PipelineView>>;
+    fn pipelines(&self) -> Result<Vec<Pipeline>>;
     /// The job's schedule as it stands now.
     fn schedule(&self, job: &str) -> Result<Schedule>;
     /// Pauses the job's schedule (doing it twice is doing it once). What the people on
@@ -112,7 +208,7 @@ pub fn dbt_command<'a>(command: &'a str, who: &str) -> Result<&'a str> {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Reading {
     /// `None` when it did not list them.
-    pub pipelines: Option<Vec<PipelineView>>,
+    pub pipelines: Option<Vec<Pipeline>>,
     /// The followed runs it reported (one it does not know is left out).
     pub runs: Vec<RunRecord>,
     /// Why a call failed: the orchestrator is down, a health state and never a data

@@ -57,8 +57,7 @@ use sha2::{Digest, Sha256};
 
 pub use super::http::Retry;
 use super::http::{failed, Api, Failure};
-use super::{Orchestrator, RunRecord, Schedule};
-use crate::engine::api::{PipelineState, PipelineView, RunStatus};
+use super::{Orchestrator, Pipeline, PipelineState, RunRecord, RunStatus, Schedule};
 use crate::notify::Method;
 
 /// Which of Airflow's stable REST APIs.
@@ -539,8 +538,8 @@ impl Orchestrator for Airflow {
         Ok(())
     }
 
-    fn pipelines(&self) -> Result<Vec<PipelineView>> {
-        let mut views = Vec::new();
+    fn pipelines(&self) -> Result<Vec<Pipeline>> {
+        let mut pipelines = Vec::new();
         for (job, dag) in &self.settings.dags {
             let data = self.get_dag(job, dag)?;
             let paused = self.is_paused(&self.dag_path(dag), &data)?;
@@ -553,7 +552,7 @@ impl Orchestrator for Airflow {
             } else {
                 PipelineState::Scheduled
             };
-            views.push(PipelineView {
+            pipelines.push(Pipeline {
                 name: text(&data["dag_display_name"])
                     .filter(|n| !n.is_empty())
                     .unwrap_or_else(|| dag.clone()),
@@ -568,7 +567,7 @@ impl Orchestrator for Airflow {
                 hold_unconfirmed: None,
             });
         }
-        Ok(views)
+        Ok(pipelines)
     }
 
     fn schedule(&self, job: &str) -> Result<Schedule> {

@@ -31,8 +31,7 @@ use serde_json::{json, Value};
 
 pub use super::http::Retry;
 use super::http::{failed, Api, Failure};
-use super::{Orchestrator, RunRecord, Schedule};
-use crate::engine::api::{PipelineState, PipelineView, RunStatus};
+use super::{Orchestrator, Pipeline, PipelineState, RunRecord, RunStatus, Schedule};
 use crate::notify::Method;
 
 /// Where and how to reach one dbt Cloud account.
@@ -291,8 +290,8 @@ impl Orchestrator for DbtCloud {
         Ok(())
     }
 
-    fn pipelines(&self) -> Result<Vec<PipelineView>> {
-        let mut views = Vec::new();
+    fn pipelines(&self) -> Result<Vec<Pipeline>> {
+        let mut pipelines = Vec::new();
         for dbt_job in self.settings.jobs.values() {
             let data = self.get_job(*dbt_job)?;
             let last = self.recent_runs(*dbt_job, 1)?.into_iter().next();
@@ -304,7 +303,7 @@ impl Orchestrator for DbtCloud {
             } else {
                 PipelineState::Scheduled
             };
-            views.push(PipelineView {
+            pipelines.push(Pipeline {
                 name: text(&data["name"]).unwrap_or_else(|| format!("dbt Cloud job {dbt_job}")),
                 state,
                 last_status: RunStatus::parse(last_code.map_or("none", status_name)),
@@ -315,7 +314,7 @@ impl Orchestrator for DbtCloud {
                 hold_unconfirmed: None,
             });
         }
-        Ok(views)
+        Ok(pipelines)
     }
 
     /// Paused when `triggers.schedule` is off; the triggers are kept whole for the undo.
