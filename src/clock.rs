@@ -1,11 +1,10 @@
-//! How dataward writes a time it stores or sends: one format, one function, below every
-//! module that needs it (the chain, approvals, incidents, the engine).
+//! Time in dataward: the one type a stored or sent time has ([`Timestamp`], the
+//! protocol's), and the one clock everything that schedules reads ([`Clock`]).
+
+pub use crate::engine::api::time::{BadTimestamp, Timestamp, FORMAT};
 
 use chrono::NaiveDateTime;
 
-/// RFC 3339 in UTC, to the second.
-pub const FORMAT: &str = "%Y-%m-%dT%H:%M:%SZ";
-
 pub fn timestamp(at: NaiveDateTime) -> String {
-    at.format(FORMAT).to_string()
+    Timestamp::from_naive(at).to_string()
 }

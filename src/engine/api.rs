@@ -619,7 +619,9 @@ pub enum ProposalBody {
 }
 
 mod messages;
+pub mod time;
 pub use messages::*;
+pub use time::Timestamp;
 
 #[cfg(test)]
 mod tests {
