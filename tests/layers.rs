@@ -534,8 +534,7 @@ fn wall_reads(root: &Path) -> Vec<String> {
             .into_owned();
         let tokens = tokens(&fs::read_to_string(file).unwrap());
         for w in tokens.windows(3) {
-            if WALL_READS.contains(&w[0].text.as_str()) && w[1].text == "::" && w[2].text == "now"
-            {
+            if WALL_READS.contains(&w[0].text.as_str()) && w[1].text == "::" && w[2].text == "now" {
                 found.push(format!("{relative}:{} reads {}::now", w[0].line, w[0].text));
             }
         }
@@ -546,9 +545,12 @@ fn wall_reads(root: &Path) -> Vec<String> {
 #[test]
 fn the_time_of_day_is_read_only_through_the_clock() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let (clock, elsewhere): (Vec<String>, Vec<String>) = wall_reads(root)
-        .into_iter()
-        .partition(|read| READS_THE_WALL.iter().any(|f| read.starts_with(&format!("{f}:"))));
+    let (clock, elsewhere): (Vec<String>, Vec<String>) =
+        wall_reads(root).into_iter().partition(|read| {
+            READS_THE_WALL
+                .iter()
+                .any(|f| read.starts_with(&format!("{f}:")))
+        });
     assert!(
         !clock.is_empty(),
         "src/clock.rs reads no time of day: the scan reads nothing"

@@ -243,6 +243,8 @@ pub struct Story {
     scenario: Scenario,
     stand_in: Option<StandIn>,
     now: NaiveDateTime,
+    /// The engine's clock, which this moves turn by turn.
+    time: crate::clock::VirtualTime,
     speed: f64,
     next: Instant,
     finished: bool,
@@ -254,9 +256,13 @@ impl Story {
         scenario: Scenario,
         actor: &Actor,
         from: NaiveDateTime,
+        engine: &mut Engine,
     ) -> Result<Story> {
         let plot = plot(&options.story)?;
+        let time = crate::clock::VirtualTime::new(from);
+        engine.set_clock(crate::clock::Clock::Virtual(time.clone()));
         Ok(Story {
+            time,
             scenario,
             stand_in: options
                 .approve_as
@@ -278,6 +284,7 @@ impl Story {
     /// Plays one turn and says what happened.
     pub fn turn(&mut self, engine: &mut Engine) -> Result<Vec<Event>> {
         let now = self.now;
+        self.time.set(now);
         let mut events: Vec<Event> = self
             .scenario
             .step(now)?
@@ -345,7 +352,7 @@ pub fn play(
     from: NaiveDateTime,
     emit: &mut dyn FnMut(&Event),
 ) -> Result<()> {
-    let mut story = Story::new(options, scenario, actor, from)?;
+    let mut story = Story::new(options, scenario, actor, from, engine)?;
     while !story.finished() {
         for event in story.turn(engine)? {
             emit(&event);
@@ -442,7 +449,7 @@ pub fn run_headless(options: DemoOptions, json: bool) -> Result<()> {
             println!("{}", crate::sanitize::for_terminal(&describe(event)));
         }
     };
-    let mut story = Story::new(&options, scenario, &actor, from)?;
+    let mut story = Story::new(&options, scenario, &actor, from, &mut engine)?;
     let result = Hub::new(engine, hub_rx, Box::new(emit))
         .stopping_when_finished()
         .run(&mut story);
@@ -541,7 +548,7 @@ pub fn run_console(options: DemoOptions) -> Result<()> {
     // This console is a client like any other: named and allowed as the policy says.
     let (who, read_only) = server::admit(&config, &actor, options.read_only)
         .unwrap_or_else(|_| (actor.display(), options.read_only));
-    let mut story = Story::new(&options, scenario, &actor, from)?;
+    let mut story = Story::new(&options, scenario, &actor, from, &mut engine)?;
     let hub = std::thread::Builder::new()
         .name("dataward-hub".into())
         .spawn(move || Hub::new(engine, hub_rx, Box::new(|_| {})).run(&mut story))?;

@@ -4,8 +4,6 @@
 
 use std::collections::BTreeMap;
 
-use chrono::Utc;
-
 use super::warehouses::{message, Reached};
 use super::Line;
 use crate::config::{parse_duration, CheckKind, Config, MonitorConfig};
@@ -97,7 +95,7 @@ fn one(monitor: &MonitorConfig, wh: &Reached, what: String) -> Line {
     } else {
         Vec::new()
     };
-    let now = Utc::now().timestamp();
+    let now = crate::clock::Clock::wall().now().timestamp();
     let lookback = monitor
         .lookback
         .as_deref()

@@ -146,7 +146,7 @@ impl Hub {
             engine,
             inbox,
             clients: BTreeMap::new(),
-            started_at: super::timestamp(chrono::Utc::now().naive_utc()),
+            started_at: crate::clock::Clock::wall().timestamp().to_string(),
             emit,
             stop_when_finished: false,
             published: Published::default(),
@@ -774,7 +774,7 @@ mod cost {
         let config = Config::parse(&config, &path).unwrap();
         let state = crate::store::open(&dir.join("dataward.db")).unwrap();
         let mut engine = Engine::new(config, state, None, &me).unwrap();
-        engine.tick(chrono::Utc::now().naive_utc()).unwrap();
+        engine.tick(crate::clock::Clock::wall().naive()).unwrap();
         (engine, me)
     }
 

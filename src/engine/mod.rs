@@ -88,6 +88,8 @@ pub struct Engine {
     console_actor: String,
     now: String,
     now_time: NaiveDateTime,
+    /// Where the engine reads "now" between turns: the wall's, or the demo's story.
+    clock: crate::clock::Clock,
     /// The approval request behind each hold and diff proposal, by proposal id.
     requests: BTreeMap<String, ApprovalRequest>,
     /// The policy files' hashes (the config's, the notes') as last recorded on the chain.
@@ -176,7 +178,8 @@ impl Engine {
             notices: Vec::new(),
             console_actor: console_actor.display(),
             now: String::new(),
-            now_time: chrono::Utc::now().naive_utc(),
+            now_time: crate::clock::Clock::wall().naive(),
+            clock: crate::clock::Clock::wall(),
             requests: BTreeMap::new(),
             policy_hash: String::new(),
             policy_stamp: Vec::new(),
@@ -366,12 +369,26 @@ impl Engine {
         self.chain_alarm.as_deref()
     }
 
-    fn now_or_wall(&self) -> String {
+    /// The last turn's time, or the clock's before the first turn.
+    fn now_or_clock(&self) -> String {
         if self.now.is_empty() {
-            timestamp(chrono::Utc::now().naive_utc())
+            self.clock.timestamp().to_string()
         } else {
             self.now.clone()
         }
+    }
+
+    /// Runs the engine on `clock` (the wall's unless told): what its turns are given,
+    /// and what it reads before the first.
+    pub fn set_clock(&mut self, clock: crate::clock::Clock) {
+        if self.now.is_empty() {
+            self.now_time = clock.naive();
+        }
+        self.clock = clock;
+    }
+
+    pub fn clock(&self) -> &crate::clock::Clock {
+        &self.clock
     }
 
     /// The dbt project folder: where diffs are applied and read back for verification.

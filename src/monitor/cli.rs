@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use chrono::{Datelike, NaiveDate, Utc};
+use chrono::{Datelike, NaiveDate};
 use serde::Serialize;
 
 use super::poller::Poller;
@@ -88,7 +88,7 @@ pub fn check(config_path: &Path, once: bool, json: bool, data_dir: &Path) -> Res
     // The first poll reads every table's whole lookback: on a large estate it takes a
     // while, so it says how far it got on stderr (stdout stays the verdicts).
     poller.set_progress(Some(first_poll_progress()));
-    let observations = poller.poll(&state, &config.monitor, Utc::now())?;
+    let observations = poller.poll(&state, &config.monitor, crate::clock::Clock::wall().now())?;
     poller.set_progress(None);
     if once {
         print_observations(&observations, json)?;
@@ -111,7 +111,7 @@ pub fn check(config_path: &Path, once: bool, json: bool, data_dir: &Path) -> Res
             next_due[i] = now + every[i];
         }
         if !monitors.is_empty() {
-            let observations = poller.poll(&state, &monitors, Utc::now())?;
+            let observations = poller.poll(&state, &monitors, crate::clock::Clock::wall().now())?;
             print_observations(&observations, json)?;
         }
         let Some(next) = next_due.iter().min() else {
@@ -450,7 +450,9 @@ mod tests {
             into.lock().unwrap().push((done, total));
         })));
         let state = crate::store::open(&dir.path().join("dataward.db")).unwrap();
-        poller.poll(&state, &config.monitor, Utc::now()).unwrap();
+        poller
+            .poll(&state, &config.monitor, crate::clock::Clock::wall().now())
+            .unwrap();
         let mut heard = heard.lock().unwrap().clone();
         heard.sort();
         assert_eq!(heard, [(1, 3), (2, 3), (3, 3)]);

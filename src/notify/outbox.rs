@@ -20,7 +20,7 @@ pub const FAILED: &str = "failed";
 
 /// The wall clock, in milliseconds since the epoch.
 pub fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
+    crate::clock::Clock::wall().millis()
 }
 
 /// RFC 3339 (UTC, seconds) of a millisecond time.

@@ -169,8 +169,9 @@ mod tests {
         let none: Option<Timestamp> = serde_json::from_value(json!(null)).unwrap();
         assert_eq!(none, None);
         // What the old `clock::timestamp` wrote for any instant, this writes too.
-        let naive = NaiveDateTime::parse_from_str("2026-03-01 09:05:07.999", "%Y-%m-%d %H:%M:%S%.f")
-            .unwrap();
+        let naive =
+            NaiveDateTime::parse_from_str("2026-03-01 09:05:07.999", "%Y-%m-%d %H:%M:%S%.f")
+                .unwrap();
         assert_eq!(
             Timestamp::from_naive(naive).to_string(),
             naive.format(FORMAT).to_string()
@@ -208,6 +209,9 @@ mod tests {
         assert_eq!(early + TimeDelta::seconds(1), late);
         assert_eq!(late - TimeDelta::hours(1), at("2026-03-01T09:00:00Z"));
         assert_eq!(Timestamp::from_unix(late.unix()), Some(late));
-        assert_eq!(Timestamp::from_unix_millis(late.unix_millis() + 999), Some(late));
+        assert_eq!(
+            Timestamp::from_unix_millis(late.unix_millis() + 999),
+            Some(late)
+        );
     }
 }
