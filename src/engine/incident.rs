@@ -134,7 +134,7 @@ impl Incident {
         if !self.diagnosis.evidence.iter().any(|e| e.starts_with(&kind)) {
             self.diagnosis.evidence.push(format!(
                 "{kind} at {}: {} (expected {})",
-                short_time(&o.at),
+                o.at.hour_minute(),
                 o.observed_text(),
                 o.expected_text()
             ));

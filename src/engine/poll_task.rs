@@ -293,9 +293,7 @@ fn next_due_from_store(
 ) -> Result<BTreeMap<String, NaiveDateTime>> {
     let mut next_due = BTreeMap::new();
     for o in monitor::latest_all(conn)? {
-        let Ok(at) = NaiveDateTime::parse_from_str(&o.at, "%Y-%m-%dT%H:%M:%SZ") else {
-            continue;
-        };
+        let at = o.at.naive();
         let every = config
             .monitor
             .iter()

@@ -132,7 +132,7 @@ impl Engine {
             }
         }
         let name = format!("{subject} back within range");
-        if o.at.as_str() < since || o.health != monitor::Health::Ok {
+        if o.at.to_string().as_str() < since || o.health != monitor::Health::Ok {
             return Check {
                 name,
                 passed: false,
@@ -168,7 +168,7 @@ impl Engine {
                         "{}{} at {}, expected {expected}",
                         monitor::amount(CheckKind::Volume, judged.rows),
                         if judged.partial { " so far" } else { "" },
-                        short_time(&o.at)
+                        o.at.hour_minute()
                     ),
                 };
             }
@@ -183,7 +183,7 @@ impl Engine {
             detail: format!(
                 "{} observed at {}, expected {}",
                 o.observed_text(),
-                short_time(&o.at),
+                o.at.hour_minute(),
                 o.expected_text()
             ),
         }
@@ -207,7 +207,7 @@ impl Engine {
                     .unwrap_or_else(|| "not measured".to_string()),
                 verdict: VerdictKind::Unknown,
                 band: None,
-                at: o.at.clone(),
+                at: o.at.to_string(),
             });
         }
         if let (CheckKind::Volume, Some(day)) = (incident.check, incident.day.as_deref()) {
@@ -220,14 +220,14 @@ impl Engine {
                 ),
                 verdict: judged.verdict.into(),
                 band: judged.expected.map(|r| band(CheckKind::Volume, r)),
-                at: o.at.clone(),
+                at: o.at.to_string(),
             });
         }
         Some(Reading {
             observed: o.observed_text(),
             verdict: o.verdict.into(),
             band: o.expected.map(|r| band(o.check, r)),
-            at: o.at.clone(),
+            at: o.at.to_string(),
         })
     }
 

@@ -214,7 +214,7 @@ impl Engine {
             name,
             passed: short.is_empty(),
             detail: if short.is_empty() {
-                format!("all within the band at {}", short_time(&o.at))
+                format!("all within the band at {}", o.at.hour_minute())
             } else {
                 short.join(", ")
             },

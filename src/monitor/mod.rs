@@ -14,6 +14,7 @@ use crate::store::Connection;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
+use crate::clock::Timestamp;
 use crate::config::{CheckKind, MonitorConfig};
 use crate::detect::{self, volume, Range, SchemaChange, VerdictKind};
 use crate::warehouse::{Column, WarehouseError};
@@ -51,7 +52,7 @@ pub struct Observation {
     pub monitor: String,
     pub table: String,
     pub check: CheckKind,
-    pub at: String,
+    pub at: Timestamp,
     pub value: Option<f64>,
     pub verdict: VerdictKind,
     pub expected: Option<Range>,
@@ -155,7 +156,7 @@ impl Observation {
             CheckKind::Volume if self.detail.partial => match (self.value, &self.detail.day) {
                 // Today so far: "4,120 rows by 14:05 on 2024-05-14".
                 (Some(v), Some(day)) => {
-                    let time = self.at.get(11..16).unwrap_or(&self.at);
+                    let time = self.at.hour_minute();
                     format!("{} by {time} on {day}", amount(self.check, v))
                 }
                 _ => String::new(),
@@ -244,7 +245,7 @@ pub fn judge(
     state: &Connection,
     monitor: &MonitorConfig,
     check: CheckKind,
-    at: &str,
+    at: Timestamp,
     measured: Result<Measurement, WarehouseError>,
 ) -> Result<Vec<Observation>> {
     let name = crate::config::Config::monitor_name(monitor);
@@ -252,7 +253,7 @@ pub fn judge(
         monitor: name.clone(),
         table: monitor.table.clone(),
         check,
-        at: at.to_string(),
+        at,
         value: None,
         verdict: VerdictKind::Unknown,
         expected: None,
@@ -409,7 +410,7 @@ mod tests {
             monitor: "m".into(),
             table: "t".into(),
             check: CheckKind::Schema,
-            at: "2024-05-15T12:00:00Z".into(),
+            at: "2024-05-15T12:00:00Z".parse().unwrap(),
             value: None,
             verdict: VerdictKind::Ok,
             expected: None,
@@ -486,9 +487,8 @@ mod tests {
         check: CheckKind,
         now: DateTime<Utc>,
     ) -> Vec<Observation> {
-        let at = now.format("%Y-%m-%dT%H:%M:%SZ").to_string();
         let measured = checks::measure(warehouse, monitor, check, now);
-        judge(state, monitor, check, &at, measured).unwrap()
+        judge(state, monitor, check, Timestamp::from_utc(now), measured).unwrap()
     }
 
     fn setup() -> (tempfile::TempDir, Connection, SqliteWarehouse) {

@@ -65,6 +65,11 @@ impl Timestamp {
             })
     }
 
+    /// `HH:MM`, as a time is shown beside today's figures.
+    pub fn hour_minute(self) -> String {
+        self.0.format("%H:%M").to_string()
+    }
+
     pub fn naive(self) -> NaiveDateTime {
         self.0
     }
