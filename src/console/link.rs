@@ -217,7 +217,7 @@ mod tests {
                 outcome: Outcome::Accepted {
                     seq: Some(41),
                     events: vec![Event {
-                        at: "2026-11-24T14:20:00Z".into(),
+                        at: "2026-11-24T14:20:00Z".parse().unwrap(),
                         kind: EventKind::Decision {
                             proposal: "P-1".into(),
                             verdict: Verdict::Approved,

@@ -290,7 +290,7 @@ impl Story {
             .step(now)?
             .into_iter()
             .map(|step| Event {
-                at: crate::clock::timestamp(now),
+                at: crate::clock::Timestamp::from_naive(now),
                 kind: EventKind::Scenario { step },
             })
             .collect();
@@ -513,9 +513,7 @@ fn check_role(options: &DemoOptions) -> Result<()> {
 }
 
 fn describe(event: &Event) -> String {
-    let time = NaiveDateTime::parse_from_str(&event.at, "%Y-%m-%dT%H:%M:%SZ")
-        .map(|at| at.format("%a %H:%M").to_string())
-        .unwrap_or_else(|_| event.at.clone());
+    let time = event.at.naive().format("%a %H:%M").to_string();
     let body = serde_json::to_value(&event.kind).unwrap_or_default();
     let name = body["event"].as_str().unwrap_or("event").to_string();
     let rest: Vec<String> = body

@@ -46,8 +46,8 @@ pub enum Command {
 /// One line of the engine's timeline. The headless demo prints these as JSON lines.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
-    /// Virtual (or wall) time, RFC 3339.
-    pub at: String,
+    /// The engine's time (the wall's, or the demo's virtual one).
+    pub at: Timestamp,
     #[serde(flatten)]
     pub kind: EventKind,
 }

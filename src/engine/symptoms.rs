@@ -92,6 +92,7 @@ impl Engine {
         observed: String,
         explanation: String,
     ) -> Result<Vec<Event>> {
+        let now = self.now();
         let incident = &mut self.incidents[i];
         if let Some(known) = incident
             .symptoms
@@ -109,7 +110,7 @@ impl Engine {
             label: label.to_string(),
             observed: observed.clone(),
             explanation: explanation.clone(),
-            at: self.now.clone(),
+            at: now.to_string(),
             recovered: false,
             day,
         });

@@ -515,7 +515,7 @@ impl Engine {
         let records = chain::records_about(&self.state, &id)?;
         self.incidents[i].timeline = super::timeline::build(&records, &id);
         self.incidents[i].status = IncidentStatus::Resolved;
-        self.incidents[i].resolved_at = Some(self.now.clone());
+        self.incidents[i].resolved_at = Some(self.now().to_string());
         let how = if let Some(root) = &self.incidents[i].merged_into {
             &format!("merged into {root} as a symptom")
         } else if self.incidents[i].closed_by_hand.is_some() {

@@ -44,7 +44,7 @@ impl Engine {
     pub fn snapshot_without_incidents(&self, finished: bool) -> Snapshot {
         let pipelines = self.pipelines.clone();
         Snapshot {
-            now: self.now.clone(),
+            now: self.now().to_string(),
             actor: self.console_actor.clone(),
             chain_head: chain::head(&self.state).ok().flatten().map(Into::into),
             pipelines,
