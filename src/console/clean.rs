@@ -110,8 +110,8 @@ pub fn clean_incident(incident: &mut IncidentView) {
         clean_multiline_in_place(receipt);
     }
     if let Some(reading) = &mut incident.latest {
+        // (Its time is a Timestamp: nothing in it to clean.)
         clean_in_place(&mut reading.observed);
-        clean_in_place(&mut reading.at);
         if let Some(band) = &mut reading.band {
             clean_in_place(band);
         }

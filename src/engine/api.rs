@@ -517,8 +517,8 @@ pub struct Reading {
     /// "0.00%..0.20%", or the longest gap allowed, "15m".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub band: Option<String>,
-    /// When it was measured, RFC 3339.
-    pub at: String,
+    /// When it was measured.
+    pub at: Timestamp,
 }
 
 /// One chain record in an incident's timeline.

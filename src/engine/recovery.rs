@@ -207,7 +207,7 @@ impl Engine {
                     .unwrap_or_else(|| "not measured".to_string()),
                 verdict: VerdictKind::Unknown,
                 band: None,
-                at: o.at.to_string(),
+                at: o.at,
             });
         }
         if let (CheckKind::Volume, Some(day)) = (incident.check, incident.day.as_deref()) {
@@ -220,14 +220,14 @@ impl Engine {
                 ),
                 verdict: judged.verdict.into(),
                 band: judged.expected.map(|r| band(CheckKind::Volume, r)),
-                at: o.at.to_string(),
+                at: o.at,
             });
         }
         Some(Reading {
             observed: o.observed_text(),
             verdict: o.verdict.into(),
             band: o.expected.map(|r| band(o.check, r)),
-            at: o.at.to_string(),
+            at: o.at,
         })
     }
 
