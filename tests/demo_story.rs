@@ -286,7 +286,7 @@ fn a_rejected_diff_fails_verification_once_floor_a_lands() {
                     );
                 }
                 EventKind::Verification { passed, checks, .. } => {
-                    verifications.push((event.at.clone(), passed, checks))
+                    verifications.push((event.at, passed, checks))
                 }
                 _ => {}
             }

@@ -642,13 +642,7 @@ impl Engine {
                 &facts::figure(observation),
                 &observation.detail.changes,
             );
-            let incident = Incident::opened(
-                &id,
-                observation,
-                &expected,
-                &self.now().to_string(),
-                diagnosis,
-            );
+            let incident = Incident::opened(&id, observation, &expected, self.now(), diagnosis);
             self.incidents.push(incident);
             return Ok(events);
         };
@@ -664,13 +658,7 @@ impl Engine {
             evidence: diagnosis.evidence.clone(),
         }));
 
-        let mut incident = Incident::opened(
-            &id,
-            observation,
-            &expected,
-            &self.now().to_string(),
-            diagnosis,
-        );
+        let mut incident = Incident::opened(&id, observation, &expected, self.now(), diagnosis);
         incident.grounds = facts.grounds();
         self.assess(&mut incident, &facts);
         events.extend(self.record_assessment(&incident, 0)?);

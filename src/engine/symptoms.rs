@@ -28,7 +28,7 @@ pub(super) struct Symptom {
     pub label: String,
     pub observed: String,
     pub explanation: String,
-    pub at: String,
+    pub at: Timestamp,
     pub recovered: bool,
     /// volume: the day that breached, judged on that day until it recovers.
     #[serde(default)]
@@ -42,7 +42,7 @@ impl Symptom {
             check: self.label.clone(),
             observed: self.observed.clone(),
             explanation: self.explanation.clone(),
-            at: self.at.clone(),
+            at: self.at.to_string(),
             recovered: self.recovered,
         }
     }
@@ -110,7 +110,7 @@ impl Engine {
             label: label.to_string(),
             observed: observed.clone(),
             explanation: explanation.clone(),
-            at: now.to_string(),
+            at: now,
             recovered: false,
             day,
         });
@@ -305,7 +305,7 @@ impl Engine {
                 let Some(ran) = pipeline.last_run_at.clone() else {
                     continue;
                 };
-                if ran < incident.opened_at {
+                if ran < incident.opened_at.to_string() {
                     continue;
                 }
                 found.push((

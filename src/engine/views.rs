@@ -197,7 +197,7 @@ impl Incident {
             table: i.table.clone(),
             monitor: i.monitor.clone(),
             status: i.status,
-            opened_at: i.opened_at.clone(),
+            opened_at: i.opened_at.to_string(),
             observed: i
                 .current
                 .clone()
