@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{Local, NaiveDateTime, TimeZone};
+use chrono::{Local, TimeZone};
 
 use crate::console::state::{App, Overlay, Screen};
 use crate::engine::api::{ClientMessage, Command, Outcome, Reply, Request};
@@ -114,8 +114,13 @@ pub fn hello(app: &mut App, started_at: String, you: String, read_only: bool) {
 
 /// HH:MM on this machine's clock, from the engine's RFC 3339 UTC time.
 fn local_time(at: &str) -> String {
-    NaiveDateTime::parse_from_str(at, "%Y-%m-%dT%H:%M:%SZ")
-        .map(|utc| Local.from_utc_datetime(&utc).format("%H:%M").to_string())
+    crate::clock::Timestamp::parse(at)
+        .map(|utc| {
+            Local
+                .from_utc_datetime(&utc.naive())
+                .format("%H:%M")
+                .to_string()
+        })
         .unwrap_or_else(|_| sanitize::for_terminal(at).into_owned())
 }
 

@@ -210,7 +210,8 @@ pub fn resume(
             .ok()
     };
     let clock = meta(DEMO_CLOCK)
-        .and_then(|at| NaiveDateTime::parse_from_str(&at, "%Y-%m-%dT%H:%M:%SZ").ok());
+        .and_then(|at| crate::clock::Timestamp::parse(&at).ok())
+        .map(crate::clock::Timestamp::naive);
     let (Some(played), Some(clock), None) = (meta(DEMO_MARK), clock, meta(DEMO_FINISHED)) else {
         return Ok(None);
     };

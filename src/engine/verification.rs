@@ -63,7 +63,7 @@ impl Engine {
                 .as_ref()
                 .and_then(|r| r.finished.as_ref())
                 .and_then(|r| r.finished_at.as_deref())
-                .and_then(|at| NaiveDateTime::parse_from_str(at, "%Y-%m-%dT%H:%M:%SZ").ok())
+                .and_then(|at| Timestamp::parse(at).ok().map(Timestamp::naive))
             else {
                 continue;
             };

@@ -193,8 +193,8 @@ impl Observation {
 
 /// Unix seconds as "2024-05-11T02:30:00Z".
 fn utc_text(seconds: i64) -> String {
-    chrono::DateTime::from_timestamp(seconds, 0)
-        .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+    Timestamp::from_unix(seconds)
+        .map(|t| t.to_string())
         .unwrap_or_else(|| seconds.to_string())
 }
 
