@@ -109,7 +109,7 @@ pub struct Hub {
     inbox: Receiver<HubMessage>,
     clients: BTreeMap<ClientId, Client>,
     /// When this engine started, so consoles can tell a restart from a reconnect.
-    started_at: String,
+    started_at: crate::clock::Timestamp,
     /// Every event, as it happens (the headless demo prints them; serve logs them).
     emit: Box<dyn FnMut(&Event) + Send>,
     /// Return once the driver's story is over (the headless demo), rather than serving on.
@@ -146,7 +146,7 @@ impl Hub {
             engine,
             inbox,
             clients: BTreeMap::new(),
-            started_at: crate::clock::Clock::wall().timestamp().to_string(),
+            started_at: crate::clock::Clock::wall().timestamp(),
             emit,
             stop_when_finished: false,
             published: Published::default(),
@@ -212,7 +212,7 @@ impl Hub {
                 // The first message to an empty outbox: never too many.
                 let _ = outbox.push(Outgoing::new(ServerMessage::Hello {
                     protocol: PROTOCOL_VERSION,
-                    started_at: self.started_at.clone(),
+                    started_at: self.started_at,
                     you: actor.display(),
                     read_only,
                 }));
