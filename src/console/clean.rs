@@ -122,7 +122,6 @@ pub fn clean_incident(incident: &mut IncidentView) {
             &mut symptom.check,
             &mut symptom.observed,
             &mut symptom.explanation,
-            &mut symptom.at,
         ] {
             clean_in_place(field);
         }
@@ -233,7 +232,7 @@ mod tests {
                     check: "row_count".into(),
                     observed: "12 rows\x1b[2J".into(),
                     explanation: "rebuilt from T\x07".into(),
-                    at: "14:15".into(),
+                    at: "2026-11-24T14:15:00Z".parse().unwrap(),
                     recovered: false,
                 }],
                 timeline: vec![crate::engine::api::TimelineEntry {

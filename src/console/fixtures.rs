@@ -60,7 +60,7 @@ fn symptom(
         check: check.to_string(),
         observed: observed.to_string(),
         explanation: explanation.to_string(),
-        at: at.to_string(),
+        at: at.parse().expect("a time"),
         recovered,
     }
 }

@@ -546,7 +546,7 @@ pub struct SymptomView {
     /// Why the root incident explains it.
     pub explanation: String,
     /// When it joined.
-    pub at: String,
+    pub at: Timestamp,
     /// Its check is back within range (or the model rebuilt).
     pub recovered: bool,
 }

@@ -42,7 +42,7 @@ impl Symptom {
             check: self.label.clone(),
             observed: self.observed.clone(),
             explanation: self.explanation.clone(),
-            at: self.at.to_string(),
+            at: self.at,
             recovered: self.recovered,
         }
     }
