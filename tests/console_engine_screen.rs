@@ -85,10 +85,7 @@ fn the_header_says_when_the_table_is_back() {
         dataward::engine::api::VerdictKind::Ok,
         "{latest:?}"
     );
-    assert!(
-        latest.at.as_str() > incident.opened_at.as_str(),
-        "{latest:?}"
-    );
+    assert!(latest.at.to_string() > incident.opened_at, "{latest:?}");
     let mut app = App::new(false, Theme::fallback(), None, false);
     update(
         &mut app,
@@ -101,7 +98,7 @@ fn the_header_says_when_the_table_is_back() {
         " now {} ✓ within {} · measured {}",
         latest.observed,
         latest.band.as_deref().unwrap(),
-        &latest.at[11..16]
+        &latest.at.to_string()[11..16]
     );
     assert!(header.contains(&expected), "{expected:?} in\n{screen}");
 }

@@ -286,7 +286,7 @@ fn a_rejected_diff_fails_verification_once_floor_a_lands() {
                     );
                 }
                 EventKind::Verification { passed, checks, .. } => {
-                    verifications.push((event.at.clone(), passed, checks))
+                    verifications.push((event.at, passed, checks))
                 }
                 _ => {}
             }
@@ -306,7 +306,7 @@ fn a_rejected_diff_fails_verification_once_floor_a_lands() {
     }
     let (at, passed, checks) = verifications.first().expect("verification ran");
     assert!(
-        at.as_str() > "2026-11-24T15:00:00Z",
+        at.to_string().as_str() > "2026-11-24T15:00:00Z",
         "verified before FLOOR-A landed: {at}"
     );
     assert!(!passed);

@@ -558,3 +558,48 @@ fn marks_handed_to_the_engine_are_written_by_it_not_by_the_relay() {
     assert_eq!(statuses(&s.db), [("delivered".to_string(), 1, None)]);
     assert_eq!(carrier.step(T0 + 2).unwrap(), (Done::Nothing, Next::Idle));
 }
+
+/// A Retry-After given as a date is a wait counted from the relay's clock, the one its
+/// backoff and due times are on: on a virtual clock the retry is due when that clock
+/// reaches the date, and happens then, with no wait on the wall.
+#[test]
+fn a_retry_after_date_is_counted_from_the_relays_clock() {
+    let server = FakeApi::start(Api::Slack, "T2/B2/DATESECRET");
+    let mut s = setup(
+        &server,
+        "slack",
+        "DATAWARD_TEST_RELAY_SLACK_DATE",
+        Duration::from_secs(2),
+    );
+    enqueue(&s.db, "slack", &lifecycle("INC-0021")[..1]);
+    let start = chrono::DateTime::from_timestamp_millis(T0).unwrap();
+    let clock = dataward::clock::Clock::starting_at(start.naive_utc());
+    let asked_date = (start + chrono::TimeDelta::seconds(30)).to_rfc2822();
+    server.plan([Behaviour::Status(
+        429,
+        Some(asked_date),
+        "rate_limited".into(),
+    )]);
+    let (done, next) = s.carrier.step(clock.millis()).unwrap();
+    assert!(
+        matches!(&done, Done::Retrying { at, .. } if *at == T0 + 30_000),
+        "{done:?}"
+    );
+    assert_eq!(next, Next::At(T0 + 30_000));
+    clock
+        .hands()
+        .unwrap()
+        .advance(chrono::TimeDelta::seconds(29));
+    assert_eq!(
+        s.carrier.step(clock.millis()).unwrap().0,
+        Done::Nothing,
+        "not due before the date"
+    );
+    clock
+        .hands()
+        .unwrap()
+        .advance(chrono::TimeDelta::seconds(1));
+    let (done, _) = s.carrier.step(clock.millis()).unwrap();
+    assert!(matches!(done, Done::Delivered { .. }), "{done:?}");
+    assert_eq!(server.slack_messages().len(), 1);
+}

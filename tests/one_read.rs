@@ -67,12 +67,12 @@ fn assert_one_read_matches_separate_queries(
                 step.what
             );
         }
-        let at = now.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+        let at = dataward::clock::Timestamp::from_utc(now);
         let mut expected: Vec<Observation> = Vec::new();
         for monitor in &config.monitor {
             for &check in &monitor.checks {
                 let measured = measure(warehouse.as_ref(), monitor, check, now);
-                expected.extend(judge(&separate, monitor, check, &at, measured).unwrap());
+                expected.extend(judge(&separate, monitor, check, at, measured).unwrap());
             }
         }
         assert_eq!(polled.len(), expected.len(), "{}", step.what);

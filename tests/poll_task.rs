@@ -6,7 +6,7 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,6 +14,7 @@ use std::time::Duration;
 use anyhow::Result;
 use chrono::{NaiveDateTime, TimeDelta};
 use dataward::approve::Actor;
+use dataward::clock::{Clock, VirtualTime};
 use dataward::config::Config;
 use dataward::demo::control::ControlPlane;
 use dataward::effects::orchestrator::{
@@ -32,12 +33,10 @@ fn t0() -> NaiveDateTime {
     "2024-05-12T02:30:00".parse().unwrap()
 }
 
-/// A clock the test moves by whole minutes.
-fn test_clock() -> (Arc<AtomicI64>, Arc<dyn Fn() -> NaiveDateTime + Send + Sync>) {
-    let minutes = Arc::new(AtomicI64::new(0));
-    let read = minutes.clone();
-    let clock = move || t0() + TimeDelta::minutes(read.load(Ordering::SeqCst));
-    (minutes, Arc::new(clock))
+/// A clock the test moves.
+fn test_clock() -> (VirtualTime, Clock) {
+    let clock = Clock::starting_at(t0());
+    (clock.hands().unwrap().clone(), clock)
 }
 
 fn news_channel() -> (impl Fn(PollNews) + Send + 'static, Receiver<PollNews>) {
@@ -170,7 +169,7 @@ fn a_stop_is_recorded_while_a_check_is_blocked_on_a_locked_table() {
     let mut lock = holder.transaction().unwrap();
     lock.batch_execute("LOCK TABLE t IN ACCESS EXCLUSIVE MODE")
         .unwrap();
-    minutes.store(1, Ordering::SeqCst);
+    minutes.set(t0() + TimeDelta::minutes(1));
     task.poke();
     until("the next check waits for the lock", || {
         waiting_on_t(&mut watcher) > 0

@@ -73,7 +73,7 @@ fn l3_dispatches_the_approved_run_itself_and_verifies() {
         "the dispatch is dataward's own: {actor}"
     );
     assert!(
-        run.at.as_str() >= "2026-11-24T14:51:00Z",
+        run.at >= "2026-11-24T14:51:00Z".parse().unwrap(),
         "dispatched before the refill completed"
     );
     assert!(names(&events).contains(&"incident_resolved".to_string()));

@@ -157,7 +157,7 @@ pub fn receipt(data_dir: &Path, incident: &str, json: bool) -> Result<ExitCode> 
 /// scripts can ask "may we dispatch?".
 pub fn stop(data_dir: &Path, reason: Option<&str>, lift: bool) -> Result<ExitCode> {
     let actor = Actor::current();
-    let at = crate::clock::timestamp(chrono::Utc::now().naive_utc());
+    let at = crate::clock::Clock::wall().timestamp().to_string();
     let state = match (reason, lift) {
         (None, false) => {
             // Showing the stop is a reading command: anyone the engine serving it lets

@@ -20,7 +20,7 @@ pub enum Action {
     EngineStopped,
     /// The engine's hello: who it says we are, whether we may decide, when it started.
     Hello {
-        started_at: String,
+        started_at: crate::clock::Timestamp,
         you: String,
         read_only: bool,
     },

@@ -115,8 +115,8 @@ pub fn clean_incident(incident: &mut IncidentView) {
         clean_multiline_in_place(receipt);
     }
     if let Some(reading) = &mut incident.latest {
+        // (Its time is a Timestamp: nothing in it to clean.)
         clean_in_place(&mut reading.observed);
-        clean_in_place(&mut reading.at);
         if let Some(band) = &mut reading.band {
             clean_in_place(band);
         }
@@ -127,7 +127,6 @@ pub fn clean_incident(incident: &mut IncidentView) {
             &mut symptom.check,
             &mut symptom.observed,
             &mut symptom.explanation,
-            &mut symptom.at,
         ] {
             clean_in_place(field);
         }
@@ -238,7 +237,7 @@ mod tests {
                     check: "row_count".into(),
                     observed: "12 rows\x1b[2J".into(),
                     explanation: "rebuilt from T\x07".into(),
-                    at: "14:15".into(),
+                    at: "2026-11-24T14:15:00Z".parse().unwrap(),
                     recovered: false,
                 }],
                 timeline: vec![crate::engine::api::TimelineEntry {

@@ -60,7 +60,7 @@ fn symptom(
         check: check.to_string(),
         observed: observed.to_string(),
         explanation: explanation.to_string(),
-        at: at.to_string(),
+        at: at.parse().expect("a time"),
         recovered,
     }
 }
@@ -232,7 +232,7 @@ pub fn sample_incident() -> IncidentView {
             observed: "1,260,000".into(),
             verdict: VerdictKind::Low,
             band: Some("5,380,000..5,620,000".into()),
-            at: "2026-11-24T14:20:00Z".into(),
+            at: "2026-11-24T14:20:00Z".parse().expect("a time"),
         }),
         timeline: vec![
             entry(36, "14:17:00", "saw", "dataward", "row count on PAYMENTS.CHARGES: 1,210,000 rows (expected 5,380,000 – 5,620,000 rows)"),
@@ -355,7 +355,7 @@ pub fn sample_snapshot() -> Snapshot {
                     observed: "0.10% null".into(),
                     verdict: VerdictKind::Ok,
                     band: Some("0.00%..0.20%".into()),
-                    at: "2026-11-24T10:06:00Z".into(),
+                    at: "2026-11-24T10:06:00Z".parse().expect("a time"),
                 }),
                 timeline: Vec::new(),
                 owner_accounts: None,

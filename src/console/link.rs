@@ -6,8 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{Local, NaiveDateTime, TimeZone};
+use chrono::{Local, TimeZone};
 
+use crate::clock::Timestamp;
 use crate::console::state::{App, Overlay, Screen};
 use crate::engine::api::{ClientMessage, Command, Outcome, Reply, Request};
 use crate::sanitize;
@@ -17,7 +18,7 @@ pub struct LinkState {
     /// Who the engine says this console is (kernel-attested), from its hello.
     pub you: Option<String>,
     /// When the engine we are attached to started, to tell a restart from a reconnect.
-    pub started_at: Option<String>,
+    pub started_at: Option<Timestamp>,
     /// The connection is gone and the link is trying again: why.
     pub lost: Option<String>,
     next_id: u64,
@@ -92,15 +93,15 @@ fn describe(command: &Command) -> String {
 
 /// The engine's hello, first on every connection: after a lost connection it says
 /// whether the engine restarted meanwhile.
-pub fn hello(app: &mut App, started_at: String, you: String, read_only: bool) {
+pub fn hello(app: &mut App, started_at: Timestamp, you: String, read_only: bool) {
     let link = &mut app.link;
     if link.lost.take().is_some() {
-        app.message = Some(if link.started_at.as_deref() == Some(started_at.as_str()) {
+        app.message = Some(if link.started_at == Some(started_at) {
             "reconnected".into()
         } else {
             format!(
                 "engine restarted at {}, reconnected",
-                local_time(&started_at)
+                local_time(started_at)
             )
         });
     }
@@ -112,11 +113,12 @@ pub fn hello(app: &mut App, started_at: String, you: String, read_only: bool) {
     app.read_only |= read_only;
 }
 
-/// HH:MM on this machine's clock, from the engine's RFC 3339 UTC time.
-fn local_time(at: &str) -> String {
-    NaiveDateTime::parse_from_str(at, "%Y-%m-%dT%H:%M:%SZ")
-        .map(|utc| Local.from_utc_datetime(&utc).format("%H:%M").to_string())
-        .unwrap_or_else(|_| sanitize::for_terminal(at).into_owned())
+/// HH:MM on this machine's clock, from the engine's UTC time.
+fn local_time(at: Timestamp) -> String {
+    Local
+        .from_utc_datetime(&at.naive())
+        .format("%H:%M")
+        .to_string()
 }
 
 /// The answer to one of our requests replaces its "sent" message.
@@ -217,7 +219,7 @@ mod tests {
                 outcome: Outcome::Accepted {
                     seq: Some(41),
                     events: vec![Event {
-                        at: "2026-11-24T14:20:00Z".into(),
+                        at: "2026-11-24T14:20:00Z".parse().unwrap(),
                         kind: EventKind::Decision {
                             proposal: "P-1".into(),
                             verdict: Verdict::Approved,
@@ -287,7 +289,7 @@ mod tests {
         update(
             &mut app,
             Action::Hello {
-                started_at: "2026-11-24T03:12:00Z".into(),
+                started_at: "2026-11-24T03:12:00Z".parse().unwrap(),
                 you: "bob (uid 1002)".into(),
                 read_only: true,
             },
@@ -303,7 +305,7 @@ mod tests {
     fn a_lost_connection_says_so_then_a_new_engine_is_named_on_reconnect() {
         let mut app = app();
         let hello = |at: &str| Action::Hello {
-            started_at: at.into(),
+            started_at: at.parse().unwrap(),
             you: "alice (uid 1001)".into(),
             read_only: false,
         };

@@ -116,7 +116,7 @@ pub fn paired_app() -> App {
     update(
         &mut app,
         Action::Hello {
-            started_at: "2026-11-24T13:58:00Z".into(),
+            started_at: "2026-11-24T13:58:00Z".parse().unwrap(),
             you: "alice (uid 1001)".into(),
             read_only: false,
         },

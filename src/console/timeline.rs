@@ -2,7 +2,6 @@
 //! the engine reads them from the chain: when, which record, what happened, who, and
 //! what. `y` copies it as Markdown, the start of a postmortem.
 
-use chrono::NaiveDateTime;
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
@@ -22,7 +21,7 @@ const STEP_WIDTH: usize = 10;
 
 /// When, as people read it: the time, with the day when the timeline spans days.
 fn when(entry: &TimelineEntry, span_days: bool) -> String {
-    match NaiveDateTime::parse_from_str(&entry.at, "%Y-%m-%dT%H:%M:%SZ") {
+    match crate::clock::Timestamp::parse(&entry.at).map(|t| t.naive()) {
         Ok(at) if span_days => at.format("%a %H:%M").to_string(),
         Ok(at) => at.format("%H:%M").to_string(),
         Err(_) => entry.at.clone(),

@@ -281,7 +281,7 @@ mod tests {
             observed: "5,450,000".into(),
             verdict: VerdictKind::Ok,
             band: Some("5,380,000..5,620,000".into()),
-            at: "2026-11-24T14:52:00Z".into(),
+            at: "2026-11-24T14:52:00Z".parse().unwrap(),
         });
         update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
         for (width, height) in SIZES {

@@ -210,7 +210,8 @@ pub fn resume(
             .ok()
     };
     let clock = meta(DEMO_CLOCK)
-        .and_then(|at| NaiveDateTime::parse_from_str(&at, "%Y-%m-%dT%H:%M:%SZ").ok());
+        .and_then(|at| crate::clock::Timestamp::parse(&at).ok())
+        .map(crate::clock::Timestamp::naive);
     let (Some(played), Some(clock), None) = (meta(DEMO_MARK), clock, meta(DEMO_FINISHED)) else {
         return Ok(None);
     };
@@ -243,6 +244,8 @@ pub struct Story {
     scenario: Scenario,
     stand_in: Option<StandIn>,
     now: NaiveDateTime,
+    /// The engine's clock, which this moves turn by turn.
+    time: crate::clock::VirtualTime,
     speed: f64,
     next: Instant,
     finished: bool,
@@ -254,9 +257,13 @@ impl Story {
         scenario: Scenario,
         actor: &Actor,
         from: NaiveDateTime,
+        engine: &mut Engine,
     ) -> Result<Story> {
         let plot = plot(&options.story)?;
+        let time = crate::clock::VirtualTime::new(from);
+        engine.set_clock(crate::clock::Clock::Virtual(time.clone()));
         Ok(Story {
+            time,
             scenario,
             stand_in: options
                 .approve_as
@@ -278,12 +285,13 @@ impl Story {
     /// Plays one turn and says what happened.
     pub fn turn(&mut self, engine: &mut Engine) -> Result<Vec<Event>> {
         let now = self.now;
+        self.time.set(now);
         let mut events: Vec<Event> = self
             .scenario
             .step(now)?
             .into_iter()
             .map(|step| Event {
-                at: crate::clock::timestamp(now),
+                at: crate::clock::Timestamp::from_naive(now),
                 kind: EventKind::Scenario { step },
             })
             .collect();
@@ -345,7 +353,7 @@ pub fn play(
     from: NaiveDateTime,
     emit: &mut dyn FnMut(&Event),
 ) -> Result<()> {
-    let mut story = Story::new(options, scenario, actor, from)?;
+    let mut story = Story::new(options, scenario, actor, from, engine)?;
     while !story.finished() {
         for event in story.turn(engine)? {
             emit(&event);
@@ -442,7 +450,7 @@ pub fn run_headless(options: DemoOptions, json: bool) -> Result<()> {
             println!("{}", crate::sanitize::for_terminal(&describe(event)));
         }
     };
-    let mut story = Story::new(&options, scenario, &actor, from)?;
+    let mut story = Story::new(&options, scenario, &actor, from, &mut engine)?;
     let result = Hub::new(engine, hub_rx, Box::new(emit))
         .stopping_when_finished()
         .run(&mut story);
@@ -506,9 +514,7 @@ fn check_role(options: &DemoOptions) -> Result<()> {
 }
 
 fn describe(event: &Event) -> String {
-    let time = NaiveDateTime::parse_from_str(&event.at, "%Y-%m-%dT%H:%M:%SZ")
-        .map(|at| at.format("%a %H:%M").to_string())
-        .unwrap_or_else(|_| event.at.clone());
+    let time = event.at.naive().format("%a %H:%M").to_string();
     let body = serde_json::to_value(&event.kind).unwrap_or_default();
     let name = body["event"].as_str().unwrap_or("event").to_string();
     let rest: Vec<String> = body
@@ -541,7 +547,7 @@ pub fn run_console(options: DemoOptions) -> Result<()> {
     // This console is a client like any other: named and allowed as the policy says.
     let (who, read_only) = server::admit(&config, &actor, options.read_only)
         .unwrap_or_else(|_| (actor.display(), options.read_only));
-    let mut story = Story::new(&options, scenario, &actor, from)?;
+    let mut story = Story::new(&options, scenario, &actor, from, &mut engine)?;
     let hub = std::thread::Builder::new()
         .name("dataward-hub".into())
         .spawn(move || Hub::new(engine, hub_rx, Box::new(|_| {})).run(&mut story))?;

@@ -116,7 +116,7 @@ fn destination(config: &Config, name: &str, alert: &AlertConfig, send_test: bool
             headers: Vec::new(),
             body: None,
         };
-        return match notify::exchange(&client, &probe) {
+        return match notify::exchange(&client, &probe, crate::clock::Clock::wall().now()) {
             Ok(response) => Line::ok(
                 what,
                 format!(
@@ -131,12 +131,17 @@ fn destination(config: &Config, name: &str, alert: &AlertConfig, send_test: bool
             ),
         };
     }
-    let sent = notify::exchange(&client, &request).map(|r| sender.judge(&r));
+    let sent = notify::exchange(&client, &request, crate::clock::Clock::wall().now())
+        .map(|r| sender.judge(&r));
     match sent {
         Ok(Verdict::Delivered | Verdict::Accepted { .. }) => {
             let resolve = Sanitized::new(test_alert(Action::Resolve));
-            let closed = notify::exchange(&client, &sender.request(&resolve, &secret))
-                .map(|r| sender.judge(&r));
+            let closed = notify::exchange(
+                &client,
+                &sender.request(&resolve, &secret),
+                crate::clock::Clock::wall().now(),
+            )
+            .map(|r| sender.judge(&r));
             let closed = match closed {
                 Ok(Verdict::Delivered | Verdict::Accepted { .. }) => "and resolved",
                 _ => "(resolving it failed: close it by hand)",
@@ -200,7 +205,7 @@ fn test_alert(action: Action) -> Alert {
         receipt: None,
         chain_seq: 0,
         chain_hash: String::new(),
-        at: chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        at: crate::clock::Clock::wall().timestamp().to_string(),
     }
 }
 

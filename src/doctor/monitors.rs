@@ -4,8 +4,6 @@
 
 use std::collections::BTreeMap;
 
-use chrono::Utc;
-
 use super::warehouses::{message, Reached};
 use super::Line;
 use crate::config::{parse_duration, CheckKind, Config, MonitorConfig};
@@ -100,7 +98,7 @@ fn one(monitor: &MonitorConfig, wh: &Reached, what: String) -> Line {
     } else {
         Vec::new()
     };
-    let now = Utc::now().timestamp();
+    let now = crate::clock::Clock::wall().now().timestamp();
     let lookback = monitor
         .lookback
         .as_deref()
@@ -203,7 +201,7 @@ fn plan_check(
     relation: &Relation,
     null_columns: &[String],
 ) -> Result<Planned, WarehouseError> {
-    let windows = Windows::of(monitor, Utc::now());
+    let windows = Windows::of(monitor, crate::clock::Clock::wall().now());
     let timestamp = monitor.timestamp_column.as_deref();
     let tables = std::slice::from_ref(&relation.table);
     let query = match (check, timestamp) {

@@ -154,7 +154,7 @@ fn whole(replica: &Replica) -> Option<ServerMessage> {
 fn hello_of(client: &Client) -> ServerMessage {
     ServerMessage::Hello {
         protocol: PROTOCOL_VERSION,
-        started_at: client.started_at.clone(),
+        started_at: client.started_at,
         you: client.you.clone(),
         read_only: client.read_only,
     }

@@ -21,7 +21,7 @@ pub struct Client {
     writer: UnixStream,
     next_id: u64,
     /// When the engine started, who it says we are, and whether we may decide.
-    pub started_at: String,
+    pub started_at: crate::clock::Timestamp,
     pub you: String,
     pub read_only: bool,
     /// The engine's state as the messages read so far tell it.

@@ -114,7 +114,7 @@ pub struct Hub {
     inbox: Receiver<HubMessage>,
     clients: BTreeMap<ClientId, Client>,
     /// When this engine started, so consoles can tell a restart from a reconnect.
-    started_at: String,
+    started_at: crate::clock::Timestamp,
     /// Every event, as it happens (the headless demo prints them; serve logs them).
     emit: Box<dyn FnMut(&Event) + Send>,
     /// Return once the driver's story is over (the headless demo), rather than serving on.
@@ -221,7 +221,7 @@ impl Hub {
             engine,
             inbox,
             clients: BTreeMap::new(),
-            started_at: super::timestamp(chrono::Utc::now().naive_utc()),
+            started_at: crate::clock::Clock::wall().timestamp(),
             emit,
             stop_when_finished: false,
             published: Published::default(),
@@ -295,7 +295,7 @@ impl Hub {
                 // The first message to an empty outbox: never too many.
                 let _ = outbox.push(Outgoing::new(ServerMessage::Hello {
                     protocol: PROTOCOL_VERSION,
-                    started_at: self.started_at.clone(),
+                    started_at: self.started_at,
                     you: actor.display(),
                     read_only,
                 }));
@@ -858,7 +858,7 @@ mod cost {
         let config = Config::parse(&config, &path).unwrap();
         let state = crate::store::open(&dir.join("dataward.db")).unwrap();
         let mut engine = Engine::new(config, state, None, &me).unwrap();
-        engine.tick(chrono::Utc::now().naive_utc()).unwrap();
+        engine.tick(crate::clock::Clock::wall().naive()).unwrap();
         (engine, me)
     }
 

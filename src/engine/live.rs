@@ -1,4 +1,4 @@
-//! The engine on the wall clock (`dataward serve`).
+//! The engine on its clock, the wall's (`dataward serve`).
 
 use std::time::{Duration, Instant};
 
@@ -42,7 +42,8 @@ impl super::hub::Driver for WallClock {
     }
 
     fn react(&mut self, engine: &mut Engine) -> Result<Vec<super::api::Event>> {
-        match engine.tick(chrono::Utc::now().naive_utc()) {
+        let now = engine.clock().naive();
+        match engine.tick(now) {
             Ok(events) => Ok(events),
             Err(e) => {
                 engine.notice(format!("this turn was not recorded: {e:#}"));

@@ -617,7 +617,7 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     let poll_task = super::poll_task::PollTask::start(
         config.clone(),
         db,
-        Arc::new(|| chrono::Utc::now().naive_utc()),
+        engine.clock().clone(),
         move |item| {
             let _ = news.send(match item {
                 super::poll_task::PollNews::Observed(read) => HubMessage::Polled(read),

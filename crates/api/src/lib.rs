@@ -46,8 +46,8 @@ pub enum Command {
 /// One line of the engine's timeline. The headless demo prints these as JSON lines.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
-    /// Virtual (or wall) time, RFC 3339.
-    pub at: String,
+    /// The engine's time (the wall's, or the demo's virtual one).
+    pub at: Timestamp,
     #[serde(flatten)]
     pub kind: EventKind,
 }
@@ -542,8 +542,8 @@ pub struct Reading {
     /// "0.00%..0.20%", or the longest gap allowed, "15m".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub band: Option<String>,
-    /// When it was measured, RFC 3339.
-    pub at: String,
+    /// When it was measured.
+    pub at: Timestamp,
 }
 
 /// One chain record in an incident's timeline.
@@ -571,7 +571,7 @@ pub struct SymptomView {
     /// Why the root incident explains it.
     pub explanation: String,
     /// When it joined.
-    pub at: String,
+    pub at: Timestamp,
     /// Its check is back within range (or the model rebuilt).
     pub recovered: bool,
 }
@@ -644,7 +644,9 @@ pub enum ProposalBody {
 }
 
 mod messages;
+pub mod time;
 pub use messages::*;
+pub use time::Timestamp;
 pub mod wire;
 
 #[cfg(test)]

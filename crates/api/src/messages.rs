@@ -83,7 +83,7 @@ pub enum ServerMessage {
     Hello {
         protocol: u32,
         /// When this engine started (wall clock), so a console can tell a restart.
-        started_at: String,
+        started_at: Timestamp,
         /// Who the server attests this client is, and whether it may decide.
         you: String,
         read_only: bool,

@@ -277,7 +277,7 @@ fn a_decision_this_person_may_not_take_is_refused_before_the_reason_box() {
         update(
             &mut app,
             Action::Hello {
-                started_at: "2026-11-24T14:00:00Z".into(),
+                started_at: "2026-11-24T14:00:00Z".parse().unwrap(),
                 you: you.into(),
                 read_only: false,
             },

@@ -42,7 +42,7 @@ impl Couriers {
                 wh.query_row("SELECT max(event_at) FROM raw.courier_events", [], |r| {
                     r.get(0)
                 })?;
-            let newest = NaiveDateTime::parse_from_str(&newest, "%Y-%m-%dT%H:%M:%SZ")?;
+            let newest = crate::clock::Timestamp::parse(&newest)?.naive();
             let landed = land_events(&wh, newest, now, now)?;
             if now == key_fixed() {
                 happened.push(format!(

@@ -247,7 +247,7 @@ fn build_source(path: &Path) -> Result<()> {
                 1 + rng.next(3) as i64,
                 1 + rng.next(40) as i64,
                 4_500 + rng.next(9_000) as i64,
-                sold_at.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+                crate::clock::Timestamp::from_naive(sold_at).to_string()
             ])?;
         }
     }

@@ -106,8 +106,10 @@ pub fn append_in(
     actor: &str,
     payload: &serde_json::Value,
 ) -> Result<Record> {
-    let clock = chrono::Utc::now()
-        .naive_utc()
+    // The host's own clock, whatever clock the engine runs on: `recorded_at` says when
+    // a record was written, and a clock set back shows beside it.
+    let clock = crate::clock::Clock::wall()
+        .naive()
         .format(RECORDED_FORMAT)
         .to_string();
     append_at_clock(conn, at, kind, actor, payload, &clock)
@@ -230,9 +232,9 @@ fn log_id(conn: &Connection) -> Result<String> {
     if let Some(id) = conn.meta(LOG_ID)? {
         return Ok(id);
     }
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
+    let nanos = crate::clock::Clock::wall()
+        .now()
+        .timestamp_nanos_opt()
         .unwrap_or_default();
     let seed = format!("{nanos}:{}:{:?}", std::process::id(), conn.database_path());
     let id = hex(&Sha256::digest(seed.as_bytes()))[..32].to_string();

@@ -229,7 +229,7 @@ impl Engine {
             Command::OrgStop { reason } => {
                 anyhow::ensure!(!reason.trim().is_empty(), "a stop needs a reason");
                 self.ensure_chain_trusted()?;
-                let at = self.now.clone();
+                let at = self.now().to_string();
                 stop::set(&self.state, actor, &reason, &at)?;
                 self.org_stop_event("set", actor)
             }
@@ -238,7 +238,7 @@ impl Engine {
             }
             Command::LiftStop => {
                 self.ensure_chain_trusted()?;
-                let at = self.now.clone();
+                let at = self.now().to_string();
                 let state = stop::lift(&self.state, actor, &at)?;
                 self.org_stop_event(if state.active { "lift_request" } else { "lift" }, actor)
             }
@@ -947,5 +947,42 @@ mod tests {
             refusal_of(&anyhow::anyhow!("no reason given")).kind,
             RefusalKind::Invalid
         );
+    }
+
+    /// The org stop is the one command that must never wait, so it can come before the
+    /// engine's first turn: it is stamped with the engine's clock then (the demo's
+    /// virtual time here), on the chain and in its events, never with no time at all.
+    #[test]
+    fn a_stop_before_the_first_turn_is_stamped_with_the_engines_clock() {
+        let dir = tempfile::tempdir().unwrap();
+        let me = Actor::current();
+        let text = format!(
+            "[warehouse.local]\nkind = \"sqlite\"\npath = \"wh.db\"\n\n\
+             [people.{:?}]\nname = \"on call\"\nroles = [\"owner\"]\n\n\
+             [[domain]]\nname = \"all\"\ncovers = [\"*\"]\nowners = [\"owner\"]\n",
+            me.user.clone().unwrap_or_default()
+        );
+        let path = dir.path().join("dataward.toml");
+        std::fs::write(&path, &text).unwrap();
+        let config = crate::config::Config::parse(&text, &path).unwrap();
+        let state = crate::store::open(&dir.path().join("dataward.db")).unwrap();
+        let mut engine = Engine::new(config, state, None, &me).unwrap();
+        let start = "2026-03-01T09:00:00".parse().unwrap();
+        engine.set_clock(crate::clock::Clock::starting_at(start));
+        let events = engine.handle(
+            Command::OrgStop {
+                reason: "a bad load".into(),
+            },
+            &me,
+        );
+        assert!(!events.is_empty(), "the stop was taken");
+        for event in &events {
+            assert_eq!(event.at.to_string(), "2026-03-01T09:00:00Z", "{event:?}");
+        }
+        // (The policy record before it was made by `Engine::new`, on the wall clock.)
+        let records = crate::chain::records(&engine.state).unwrap();
+        let stop = records.last().unwrap();
+        assert!(stop.kind.contains("stop"), "{stop:?}");
+        assert_eq!(stop.at, "2026-03-01T09:00:00Z", "{stop:?}");
     }
 }

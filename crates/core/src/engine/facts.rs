@@ -43,7 +43,7 @@ pub(super) fn figure(o: &Observation) -> Figure {
         value: o.value.unwrap_or_default(),
         verdict: o.verdict,
         expected: o.expected,
-        at: o.at.clone(),
+        at: o.at.to_string(),
         day: o.detail.day.clone(),
         partial: o.detail.partial,
         since: o.detail.since.clone(),
@@ -54,15 +54,13 @@ impl Engine {
     /// Gathers what diagnosis needs from stored observations and the lineage.
     pub(super) fn facts(&self, observation: &Observation) -> Result<Facts> {
         // A type change weeks ago explains nothing about today's breach.
-        let recent = NaiveDateTime::parse_from_str(&observation.at, "%Y-%m-%dT%H:%M:%SZ")
-            .map(|at| timestamp(at - TimeDelta::days(1)))
-            .unwrap_or_default();
+        let recent = observation.at - TimeDelta::days(1);
         let changes = |monitor: &str| -> Result<Vec<(String, SchemaChange)>> {
             Ok(monitor::history(&self.state, monitor, CheckKind::Schema)?
                 .into_iter()
                 .filter(|o| o.at >= recent)
                 .flat_map(|o| {
-                    let at = o.at.clone();
+                    let at = o.at.to_string();
                     o.detail.changes.into_iter().map(move |c| (at.clone(), c))
                 })
                 .collect())
@@ -96,7 +94,7 @@ impl Engine {
             .rev()
             .take(3)
             .rev()
-            .filter_map(|o| o.value.map(|v| (o.at.clone(), v)))
+            .filter_map(|o| o.value.map(|v| (o.at.to_string(), v)))
             .collect();
         // Only figures from the same poll: an older one would be shown as current.
         let others = self

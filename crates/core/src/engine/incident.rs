@@ -20,7 +20,7 @@ pub(super) struct Incident {
     pub(super) id: String,
     pub(super) monitor: String,
     pub(super) table: String,
-    pub(super) opened_at: String,
+    pub(super) opened_at: Timestamp,
     pub(super) observed: f64,
     /// The check whose breach opened it.
     pub(super) check: CheckKind,
@@ -58,7 +58,7 @@ pub(super) struct Incident {
     pub(super) symptoms: Vec<symptoms::Symptom>,
     /// Since when every one of its own checks has been back within range.
     #[serde(default)]
-    pub(super) recovered_since: Option<String>,
+    pub(super) recovered_since: Option<Timestamp>,
     /// It resolved because its checks recovered and held, with no run.
     #[serde(default)]
     pub(super) recovered_by_itself: bool,
@@ -72,8 +72,8 @@ pub(super) struct Incident {
     #[serde(default)]
     pub(super) versions: Vec<crate::warehouse::TableVersion>,
     /// When it resolved: the copies are dropped once `[verify] retention` has passed.
-    #[serde(default)]
-    pub(super) resolved_at: Option<String>,
+    #[serde(default, deserialize_with = "no_time_if_empty")]
+    pub(super) resolved_at: Option<Timestamp>,
     /// What its diagnosis rests on ([`diagnosis::Facts::grounds`]): when these change,
     /// the cause is re-stated.
     #[serde(default)]
@@ -85,14 +85,14 @@ impl Incident {
         id: &str,
         o: &Observation,
         expected: &str,
-        now: &str,
+        now: Timestamp,
         diagnosis: Diagnosis,
     ) -> Incident {
         Incident {
             id: id.to_string(),
             monitor: o.monitor.clone(),
             table: o.table.clone(),
-            opened_at: now.to_string(),
+            opened_at: now,
             check: o.check,
             observed: o.value.unwrap_or_default(),
             current: None,
@@ -134,7 +134,7 @@ impl Incident {
         if !self.diagnosis.evidence.iter().any(|e| e.starts_with(&kind)) {
             self.diagnosis.evidence.push(format!(
                 "{kind} at {}: {} (expected {})",
-                short_time(&o.at),
+                o.at.hour_minute(),
                 o.observed_text(),
                 o.expected_text()
             ));
@@ -167,5 +167,46 @@ pub(super) fn blast_node(impact: &crate::lineage::Impact, sees_column: bool) -> 
         parents: impact.parents.clone(),
         finding,
         break_risk: worst.is_some(),
+    }
+}
+
+/// An incident closed by hand before an engine's first turn was kept with an empty
+/// `resolved_at` (that engine had no time yet): read as no time, as it always acted.
+fn no_time_if_empty<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Option<Timestamp>, D::Error> {
+    use serde::Deserialize;
+    match Option::<String>::deserialize(deserializer)?.as_deref() {
+        None | Some("") => Ok(None),
+        Some(text) => Timestamp::parse(text)
+            .map(Some)
+            .map_err(serde::de::Error::custom),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    struct Doc {
+        #[serde(default, deserialize_with = "no_time_if_empty")]
+        resolved_at: Option<Timestamp>,
+    }
+
+    /// What older engines kept still reads: an empty time as none, a missing one as
+    /// none; a time is a time, and anything else is refused with its text.
+    #[test]
+    fn a_resolved_time_kept_empty_reads_as_none() {
+        let read = |doc: &str| serde_json::from_str::<Doc>(doc).map(|d| d.resolved_at);
+        assert_eq!(read(r#"{"resolved_at": ""}"#).unwrap(), None);
+        assert_eq!(read(r#"{"resolved_at": null}"#).unwrap(), None);
+        assert_eq!(read("{}").unwrap(), None);
+        assert_eq!(
+            read(r#"{"resolved_at": "2026-03-01T09:00:00Z"}"#).unwrap(),
+            Some("2026-03-01T09:00:00Z".parse().unwrap())
+        );
+        let error = read(r#"{"resolved_at": "noon"}"#).unwrap_err().to_string();
+        assert!(error.contains("\"noon\""), "{error}");
     }
 }

@@ -156,7 +156,7 @@ impl Engine {
         );
         let asking = self.in_flight.asking.clone().filter(|_| by_person);
         let id = self.state.add_intent(&crate::store::intents::NewIntent {
-            created_at: &self.now_or_wall(),
+            created_at: &self.now().to_string(),
             subject,
             effect: &serde_json::to_string(&effect)?,
             completion: &serde_json::to_string(&completion)?,
@@ -204,7 +204,7 @@ impl Engine {
         self.state.keep_request_outcome(
             client_request,
             asker_uid,
-            &self.now_or_wall(),
+            &self.now().to_string(),
             &serde_json::to_string(answer)?,
         )
     }
@@ -475,7 +475,7 @@ impl Engine {
         effects::Job {
             intent,
             step: effects::Step::Perform,
-            now: self.now_or_wall(),
+            now: self.now().to_string(),
             held,
             held_here,
             scopes,
@@ -505,7 +505,7 @@ impl Engine {
         };
         let settled = match done {
             Done::ScheduleRead(before) => {
-                let now = self.now_or_wall();
+                let now = self.now().to_string();
                 let kept = self.transact(|engine| {
                     engine.state.keep_held_schedule(
                         &intent.subject,

@@ -144,7 +144,8 @@ impl Engine {
         self.next_due.clear();
         let periods = self.periods();
         for observation in monitor::latest_all(&self.state)? {
-            if let Ok(at) = NaiveDateTime::parse_from_str(&observation.at, "%Y-%m-%dT%H:%M:%SZ") {
+            {
+                let at = observation.at.naive();
                 let due = periods.get(&observation.monitor).map(|every| at + *every);
                 if let Some(due) = due {
                     let entry = self

@@ -81,8 +81,11 @@ pub struct Engine {
     incidents: incidents::Incidents,
     notices: Vec<String>,
     console_actor: String,
-    now: String,
+    /// The time of the turn in hand (None before the first).
+    now: Option<Timestamp>,
     now_time: NaiveDateTime,
+    /// Where the engine reads "now" between turns: the wall's, or the demo's story.
+    clock: crate::clock::Clock,
     /// The approval request behind each hold and diff proposal, by proposal id.
     requests: BTreeMap<String, ApprovalRequest>,
     /// The policy files' hashes (the config's, the notes') as last recorded on the chain.
@@ -172,8 +175,9 @@ impl Engine {
             incidents: Default::default(),
             notices: Vec::new(),
             console_actor: console_actor.display(),
-            now: String::new(),
-            now_time: chrono::Utc::now().naive_utc(),
+            now: None,
+            now_time: crate::clock::Clock::wall().naive(),
+            clock: crate::clock::Clock::wall(),
             requests: BTreeMap::new(),
             policy_hash: String::new(),
             policy_stamp: Vec::new(),
@@ -339,7 +343,7 @@ impl Engine {
         match (reading.error, &self.orchestrator_down) {
             (Some(error), None) => {
                 tracing::warn!(%error, "the orchestrator does not answer");
-                self.orchestrator_down = Some((self.now.clone(), error));
+                self.orchestrator_down = Some((self.now().to_string(), error));
             }
             (Some(error), Some((since, _))) => {
                 self.orchestrator_down = Some((since.clone(), error));
@@ -378,12 +382,23 @@ impl Engine {
         self.chain_alarm.as_deref()
     }
 
-    fn now_or_wall(&self) -> String {
-        if self.now.is_empty() {
-            timestamp(chrono::Utc::now().naive_utc())
-        } else {
-            self.now.clone()
+    /// The last turn's time, or the clock's before the first turn: what a record or
+    /// an event is stamped with.
+    fn now(&self) -> Timestamp {
+        self.now.unwrap_or_else(|| self.clock.timestamp())
+    }
+
+    /// Runs the engine on `clock` (the wall's unless told): what its turns are given,
+    /// and what it reads before the first.
+    pub fn set_clock(&mut self, clock: crate::clock::Clock) {
+        if self.now.is_none() {
+            self.now_time = clock.naive();
         }
+        self.clock = clock;
+    }
+
+    pub fn clock(&self) -> &crate::clock::Clock {
+        &self.clock
     }
 
     /// The dbt project folder: where diffs are applied and read back for verification.
@@ -398,7 +413,7 @@ impl Engine {
 
     /// Appends a chain record inside the current transaction (see `transact`).
     fn record(&mut self, kind: &str, actor: &str, payload: serde_json::Value) -> Result<u64> {
-        let at = self.now.clone();
+        let at = self.now().to_string();
         self.record_at(&at, kind, actor, payload)
     }
 
@@ -421,7 +436,7 @@ impl Engine {
 
     fn event(&self, kind: EventKind) -> Event {
         Event {
-            at: self.now.clone(),
+            at: self.now(),
             kind,
         }
     }
@@ -430,7 +445,7 @@ impl Engine {
     /// (unless a `PollTask` does), act on what was stored (in one transaction), then
     /// carry out the intents that made. Returns what happened.
     pub fn tick(&mut self, now: NaiveDateTime) -> Result<Vec<Event>> {
-        self.now = timestamp(now);
+        self.now = Some(Timestamp::from_naive(now));
         self.now_time = now;
         // A state database gone from under the engine: nothing more is done (the alarm
         // is on the top line), rather than done into a file nobody reads.
@@ -642,7 +657,7 @@ impl Engine {
                 &facts::figure(observation),
                 &observation.detail.changes,
             );
-            let incident = Incident::opened(&id, observation, &expected, &self.now, diagnosis);
+            let incident = Incident::opened(&id, observation, &expected, self.now(), diagnosis);
             self.incidents.push(incident);
             return Ok(events);
         };
@@ -658,7 +673,7 @@ impl Engine {
             evidence: diagnosis.evidence.clone(),
         }));
 
-        let mut incident = Incident::opened(&id, observation, &expected, &self.now, diagnosis);
+        let mut incident = Incident::opened(&id, observation, &expected, self.now(), diagnosis);
         incident.grounds = facts.grounds();
         self.assess(&mut incident, &facts);
         events.extend(self.record_assessment(&incident, 0)?);

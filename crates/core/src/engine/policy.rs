@@ -128,7 +128,7 @@ impl Engine {
                 payload["notes"] = json!(notes.display().to_string());
                 payload["notes_hash"] = json!(notes_hash);
             }
-            let at = self.now_or_wall();
+            let at = self.now().to_string();
             self.record_at(&at, "policy", ENGINE_ACTOR, payload)?;
         }
         if let Some(e) = &error {
@@ -149,7 +149,7 @@ impl Engine {
             "config": self.config.origin.display().to_string(),
             "reason": reason,
         });
-        let at = self.now_or_wall();
+        let at = self.now().to_string();
         self.record_at(&at, "policy_refused", ENGINE_ACTOR, payload)?;
         let line = format!("POLICY CHANGE REFUSED, the running policy stays: {reason}");
         self.notices.push(line.clone());
@@ -229,7 +229,7 @@ impl Engine {
                 request.owner = proposal.owner.clone();
                 request.content_hash = proposal.content_hash.clone();
             }
-            let at = self.now_or_wall();
+            let at = self.now().to_string();
             self.record_at(
                 &at,
                 "proposal",

@@ -20,6 +20,7 @@ use anyhow::{Context, Result};
 use chrono::{NaiveDateTime, TimeDelta};
 
 use super::api::FirstPoll;
+use crate::clock::Clock;
 use crate::config::{parse_duration, CheckKind, Config, MonitorConfig};
 use crate::effects::orchestrator::{self, Orchestrator};
 use crate::monitor::poller::{PollRead, Poller};
@@ -62,14 +63,14 @@ struct Flags {
 }
 
 impl PollTask {
-    /// Starts polling the monitors of `config` on its own thread, on the clock `now`,
+    /// Starts polling the monitors of `config` on its own thread, on `clock`,
     /// reading (never writing) the state database `state_db`. The first turn runs at once. `notify` is
     /// called on the task's thread; it must not block for long or call `stop`, and it
     /// is never called once `stop` has returned.
     pub fn start(
         config: Config,
         state_db: PathBuf,
-        now: Arc<dyn Fn() -> NaiveDateTime + Send + Sync>,
+        clock: Clock,
         notify: impl Fn(PollNews) + Send + Sync + 'static,
     ) -> Result<PollTask> {
         // Everything that can fail is built here, so the caller hears of it.
@@ -95,7 +96,7 @@ impl PollTask {
             conn,
             orchestrator,
             next_due,
-            now,
+            clock,
         };
         let task_shared = shared.clone();
         let thread = std::thread::Builder::new()
@@ -143,7 +144,7 @@ struct Worker {
     conn: Connection,
     orchestrator: Option<Box<dyn Orchestrator>>,
     next_due: BTreeMap<String, NaiveDateTime>,
-    now: Arc<dyn Fn() -> NaiveDateTime + Send + Sync>,
+    clock: Clock,
 }
 
 impl Worker {
@@ -191,7 +192,7 @@ impl Worker {
 
     /// Reads the monitors that are due: what they read, if any were.
     fn poll_due(&mut self) -> Option<PollRead> {
-        let now = (self.now)();
+        let now = self.clock.naive();
         let due: Vec<MonitorConfig> = self
             .config
             .monitor
@@ -292,9 +293,7 @@ fn next_due_from_store(
 ) -> Result<BTreeMap<String, NaiveDateTime>> {
     let mut next_due = BTreeMap::new();
     for o in monitor::latest_all(conn)? {
-        let Ok(at) = NaiveDateTime::parse_from_str(&o.at, "%Y-%m-%dT%H:%M:%SZ") else {
-            continue;
-        };
+        let at = o.at.naive();
         let every = config
             .monitor
             .iter()

@@ -32,7 +32,7 @@ impl Engine {
                     *check,
                     column.as_deref(),
                     symptom.day.as_deref(),
-                    &symptom.at,
+                    symptom.at,
                     false,
                 ),
                 SymptomSource::Run { node } => Check {
@@ -61,7 +61,7 @@ impl Engine {
             incident.check,
             incident.column.as_deref(),
             incident.day.as_deref(),
-            &incident.opened_at,
+            incident.opened_at,
             incident.diagnosis.kind == CauseKind::RefillAfterTypeChange,
         )
     }
@@ -78,7 +78,7 @@ impl Engine {
             .filter_map(|job| {
                 let pipeline = self.pipelines.iter().find(|p| p.name == job.name)?;
                 let ran = pipeline.last_run_at.as_deref()?;
-                if ran < incident.opened_at.as_str() {
+                if ran < incident.opened_at.to_string().as_str() {
                     return None;
                 }
                 let passed = incident
@@ -111,7 +111,7 @@ impl Engine {
         check: CheckKind,
         column: Option<&str>,
         day: Option<&str>,
-        since: &str,
+        since: Timestamp,
         at_baseline: bool,
     ) -> Check {
         let latest = self
@@ -132,13 +132,13 @@ impl Engine {
             }
         }
         let name = format!("{subject} back within range");
-        if o.at.as_str() < since || o.health != monitor::Health::Ok {
+        if o.at < since || o.health != monitor::Health::Ok {
             return Check {
                 name,
                 passed: false,
                 detail: format!(
                     "not measured since {}{}",
-                    short_time(since),
+                    since.hour_minute(),
                     o.detail
                         .message
                         .as_deref()
@@ -168,7 +168,7 @@ impl Engine {
                         "{}{} at {}, expected {expected}",
                         monitor::amount(CheckKind::Volume, judged.rows),
                         if judged.partial { " so far" } else { "" },
-                        short_time(&o.at)
+                        o.at.hour_minute()
                     ),
                 };
             }
@@ -183,7 +183,7 @@ impl Engine {
             detail: format!(
                 "{} observed at {}, expected {}",
                 o.observed_text(),
-                short_time(&o.at),
+                o.at.hour_minute(),
                 o.expected_text()
             ),
         }
@@ -207,7 +207,7 @@ impl Engine {
                     .unwrap_or_else(|| "not measured".to_string()),
                 verdict: VerdictKind::Unknown,
                 band: None,
-                at: o.at.clone(),
+                at: o.at,
             });
         }
         if let (CheckKind::Volume, Some(day)) = (incident.check, incident.day.as_deref()) {
@@ -220,14 +220,14 @@ impl Engine {
                 ),
                 verdict: judged.verdict.into(),
                 band: judged.expected.map(|r| band(CheckKind::Volume, r)),
-                at: o.at.clone(),
+                at: o.at,
             });
         }
         Some(Reading {
             observed: o.observed_text(),
             verdict: o.verdict.into(),
             band: o.expected.map(|r| band(o.check, r)),
-            at: o.at.clone(),
+            at: o.at,
         })
     }
 
@@ -369,10 +369,10 @@ impl Engine {
                 incident.recovered_since = None;
                 continue;
             }
-            let since = match &incident.recovered_since {
-                Some(at) => NaiveDateTime::parse_from_str(at, "%Y-%m-%dT%H:%M:%SZ").unwrap_or(now),
+            let since = match incident.recovered_since {
+                Some(at) => at.naive(),
                 None => {
-                    incident.recovered_since = Some(timestamp(now));
+                    incident.recovered_since = Some(Timestamp::from_naive(now));
                     now
                 }
             };

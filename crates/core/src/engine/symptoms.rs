@@ -28,7 +28,7 @@ pub(super) struct Symptom {
     pub label: String,
     pub observed: String,
     pub explanation: String,
-    pub at: String,
+    pub at: Timestamp,
     pub recovered: bool,
     /// volume: the day that breached, judged on that day until it recovers.
     #[serde(default)]
@@ -42,7 +42,7 @@ impl Symptom {
             check: self.label.clone(),
             observed: self.observed.clone(),
             explanation: self.explanation.clone(),
-            at: self.at.clone(),
+            at: self.at,
             recovered: self.recovered,
         }
     }
@@ -92,6 +92,7 @@ impl Engine {
         observed: String,
         explanation: String,
     ) -> Result<Vec<Event>> {
+        let now = self.now();
         let incident = &mut self.incidents[i];
         if let Some(known) = incident
             .symptoms
@@ -109,7 +110,7 @@ impl Engine {
             label: label.to_string(),
             observed: observed.clone(),
             explanation: explanation.clone(),
-            at: self.now.clone(),
+            at: now,
             recovered: false,
             day,
         });
@@ -304,7 +305,7 @@ impl Engine {
                 let Some(ran) = pipeline.last_run_at.clone() else {
                     continue;
                 };
-                if ran < incident.opened_at {
+                if ran < incident.opened_at.to_string() {
                     continue;
                 }
                 found.push((

@@ -63,7 +63,7 @@ impl Engine {
                 .as_ref()
                 .and_then(|r| r.finished.as_ref())
                 .and_then(|r| r.finished_at.as_deref())
-                .and_then(|at| NaiveDateTime::parse_from_str(at, "%Y-%m-%dT%H:%M:%SZ").ok())
+                .and_then(|at| Timestamp::parse(at).ok().map(Timestamp::naive))
             else {
                 continue;
             };
@@ -214,7 +214,7 @@ impl Engine {
             name,
             passed: short.is_empty(),
             detail: if short.is_empty() {
-                format!("all within the band at {}", short_time(&o.at))
+                format!("all within the band at {}", o.at.hour_minute())
             } else {
                 short.join(", ")
             },
@@ -407,9 +407,7 @@ impl Engine {
             let incident = &self.incidents[i];
             let expired = incident
                 .resolved_at
-                .as_deref()
-                .and_then(|at| NaiveDateTime::parse_from_str(at, "%Y-%m-%dT%H:%M:%SZ").ok())
-                .is_some_and(|at| now >= at + retention);
+                .is_some_and(|at| now >= at.naive() + retention);
             if !expired || incident.versions.is_empty() {
                 continue;
             }
@@ -515,7 +513,7 @@ impl Engine {
         let records = chain::records_about(&self.state, &id)?;
         self.incidents[i].timeline = super::timeline::build(&records, &id);
         self.incidents[i].status = IncidentStatus::Resolved;
-        self.incidents[i].resolved_at = Some(self.now.clone());
+        self.incidents[i].resolved_at = Some(self.now());
         let how = if let Some(root) = &self.incidents[i].merged_into {
             &format!("merged into {root} as a symptom")
         } else if self.incidents[i].closed_by_hand.is_some() {

@@ -79,7 +79,7 @@ impl Engine {
     fn engine_wide(&self, finished: bool, monitors: Vec<MonitorView>) -> Snapshot {
         let pipelines = self.pipelines.clone();
         Snapshot {
-            now: self.now.clone(),
+            now: self.now().to_string(),
             actor: self.console_actor.clone(),
             chain_head: chain::head(&self.state).ok().flatten().map(Into::into),
             pipelines,
@@ -128,16 +128,14 @@ impl Engine {
     /// by three periods, is stale: shown with its age and health unknown, never as a
     /// fresh "ok".
     pub(super) fn monitor_views(&self) -> Vec<MonitorView> {
-        let mut newest: BTreeMap<&str, &str> = BTreeMap::new();
+        let mut newest: BTreeMap<&str, Timestamp> = BTreeMap::new();
         for o in self.latest.values() {
-            let at = newest.entry(o.monitor.as_str()).or_insert(o.at.as_str());
-            *at = (*at).max(o.at.as_str());
+            let at = newest.entry(o.monitor.as_str()).or_insert(o.at);
+            *at = (*at).max(o.at);
         }
         let periods = self.periods();
         let overdue = |o: &Observation| -> bool {
-            let Ok(at) = NaiveDateTime::parse_from_str(&o.at, "%Y-%m-%dT%H:%M:%SZ") else {
-                return false;
-            };
+            let at = o.at.naive();
             periods
                 .get(&o.monitor)
                 .is_some_and(|every| self.now_time - at > *every * 3)
@@ -146,14 +144,9 @@ impl Engine {
             .values()
             .map(|o| {
                 let check = o.check_label();
-                let stale = newest
-                    .get(o.monitor.as_str())
-                    .is_some_and(|n| *n > o.at.as_str())
-                    || overdue(o);
+                let stale = newest.get(o.monitor.as_str()).is_some_and(|n| *n > o.at) || overdue(o);
                 if stale {
-                    let age = NaiveDateTime::parse_from_str(&o.at, "%Y-%m-%dT%H:%M:%SZ")
-                        .map(|at| (self.now_time - at).num_minutes().max(0))
-                        .unwrap_or_default();
+                    let age = (self.now_time - o.at.naive()).num_minutes().max(0);
                     return MonitorView {
                         name: o.monitor.clone(),
                         table: o.table.clone(),
@@ -162,7 +155,7 @@ impl Engine {
                         observed: format!(
                             "{} as of {} ({age} min ago)",
                             o.observed_text(),
-                            short_time(&o.at)
+                            o.at.hour_minute()
                         ),
                         expected: o.expected_text(),
                         health: MonitorHealth::Stale,
@@ -240,7 +233,7 @@ impl Incident {
             table: i.table.clone(),
             monitor: i.monitor.clone(),
             status: i.status,
-            opened_at: i.opened_at.clone(),
+            opened_at: i.opened_at.to_string(),
             observed: i
                 .current
                 .clone()

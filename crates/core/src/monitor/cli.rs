@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use chrono::{Datelike, NaiveDate, Utc};
+use chrono::{Datelike, NaiveDate};
 use serde::Serialize;
 
 use super::poller::{Explained, PollCost, Poller, Sender};
@@ -94,7 +94,8 @@ pub fn check(
     // The first poll reads every table's whole lookback: on a large estate it takes a
     // while, so it says how far it got on stderr (stdout stays the verdicts).
     poller.set_progress(Some(first_poll_progress()));
-    let polled = poller.poll_explained(&state, &config.monitor, Utc::now())?;
+    let polled =
+        poller.poll_explained(&state, &config.monitor, crate::clock::Clock::wall().now())?;
     poller.set_progress(None);
     let observations = print_poll(&config.monitor, polled, json, explain)?;
     if once {
@@ -116,7 +117,8 @@ pub fn check(
             next_due[i] = now + every[i];
         }
         if !monitors.is_empty() {
-            let polled = poller.poll_explained(&state, &monitors, Utc::now())?;
+            let polled =
+                poller.poll_explained(&state, &monitors, crate::clock::Clock::wall().now())?;
             print_poll(&monitors, polled, json, explain)?;
         }
         let Some(next) = next_due.iter().min() else {
@@ -554,7 +556,9 @@ mod tests {
             into.lock().unwrap().push((done, total));
         })));
         let state = crate::store::open(&dir.path().join("dataward.db")).unwrap();
-        poller.poll(&state, &config.monitor, Utc::now()).unwrap();
+        poller
+            .poll(&state, &config.monitor, crate::clock::Clock::wall().now())
+            .unwrap();
         let mut heard = heard.lock().unwrap().clone();
         heard.sort();
         assert_eq!(heard, [(1, 3), (2, 3), (3, 3)]);

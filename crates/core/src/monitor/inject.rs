@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Result};
-use chrono::{Days, NaiveDate, Utc};
+use chrono::{Days, NaiveDate};
 use serde::Serialize;
 
 use super::checks::{Windows, DEFAULT_LOOKBACK};
@@ -69,7 +69,7 @@ pub fn run(config_path: &Path, name: &str, json: bool) -> Result<ExitCode> {
     };
     let relation = Relation::parse(&monitor.table)?;
     let source = warehouse::open(&config, &monitor.warehouse)?;
-    let now = Utc::now();
+    let now = crate::clock::Clock::wall().now();
     let windows = Windows::of(monitor, now);
     let counts = match source.daily_counts(&relation, column, windows.first_day, windows.cutoff) {
         Ok(counts) => counts,

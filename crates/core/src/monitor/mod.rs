@@ -14,6 +14,7 @@ use crate::store::Connection;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
+use crate::clock::Timestamp;
 use crate::config::{CheckKind, MonitorConfig};
 use crate::detect::{self, volume, Range, SchemaChange, VerdictKind};
 use crate::warehouse::{Column, WarehouseError};
@@ -55,7 +56,7 @@ pub struct Observation {
     pub monitor: String,
     pub table: String,
     pub check: CheckKind,
-    pub at: String,
+    pub at: Timestamp,
     pub value: Option<f64>,
     pub verdict: VerdictKind,
     pub expected: Option<Range>,
@@ -159,7 +160,7 @@ impl Observation {
             CheckKind::Volume if self.detail.partial => match (self.value, &self.detail.day) {
                 // Today so far: "4,120 rows by 14:05 on 2024-05-14".
                 (Some(v), Some(day)) => {
-                    let time = self.at.get(11..16).unwrap_or(&self.at);
+                    let time = self.at.hour_minute();
                     format!("{} by {time} on {day}", amount(self.check, v))
                 }
                 _ => String::new(),
@@ -196,8 +197,8 @@ impl Observation {
 
 /// Unix seconds as "2024-05-11T02:30:00Z".
 fn utc_text(seconds: i64) -> String {
-    chrono::DateTime::from_timestamp(seconds, 0)
-        .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+    Timestamp::from_unix(seconds)
+        .map(|t| t.to_string())
         .unwrap_or_else(|| seconds.to_string())
 }
 
@@ -248,7 +249,7 @@ pub fn judge(
     state: &Connection,
     monitor: &MonitorConfig,
     check: CheckKind,
-    at: &str,
+    at: Timestamp,
     measured: Result<Measurement, WarehouseError>,
 ) -> Result<Vec<Observation>> {
     let name = crate::config::Config::monitor_name(monitor);
@@ -256,7 +257,7 @@ pub fn judge(
         monitor: name.clone(),
         table: monitor.table.clone(),
         check,
-        at: at.to_string(),
+        at,
         value: None,
         verdict: VerdictKind::Unknown,
         expected: None,
@@ -414,7 +415,7 @@ mod tests {
             monitor: "m".into(),
             table: "t".into(),
             check: CheckKind::Schema,
-            at: "2024-05-15T12:00:00Z".into(),
+            at: "2024-05-15T12:00:00Z".parse().unwrap(),
             value: None,
             verdict: VerdictKind::Ok,
             expected: None,
@@ -491,9 +492,8 @@ mod tests {
         check: CheckKind,
         now: DateTime<Utc>,
     ) -> Vec<Observation> {
-        let at = now.format("%Y-%m-%dT%H:%M:%SZ").to_string();
         let measured = checks::measure(warehouse, monitor, check, now);
-        judge(state, monitor, check, &at, measured).unwrap()
+        judge(state, monitor, check, Timestamp::from_utc(now), measured).unwrap()
     }
 
     fn setup() -> (tempfile::TempDir, Connection, SqliteWarehouse) {

@@ -524,7 +524,7 @@ impl PollRead {
     /// Judges each check's result against what is stored and stores it, with the
     /// minutes read, in one transaction on `state`. Observations in config order.
     pub fn store(self, state: &Connection) -> Result<Vec<Observation>> {
-        let at = self.now.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+        let at = crate::clock::Timestamp::from_utc(self.now);
         // One transaction for the whole poll: with synchronous=FULL, a commit per
         // observation would cost thousands of fsyncs on a large estate. IMMEDIATE
         // because judging reads history before it writes.
@@ -532,7 +532,7 @@ impl PollRead {
             let mut observations = Vec::new();
             for (monitor, read) in self.monitors.iter().zip(self.reads) {
                 for (check, measured) in read.measurements(tx, monitor, self.now)? {
-                    observations.extend(judge(tx, monitor, check, &at, measured)?);
+                    observations.extend(judge(tx, monitor, check, at, measured)?);
                 }
             }
             Ok(observations)

@@ -547,6 +547,7 @@ pub fn client(timeout: Duration) -> Result<reqwest::blocking::Client> {
 pub fn exchange(
     client: &reqwest::blocking::Client,
     request: &Request,
+    now: chrono::DateTime<chrono::Utc>,
 ) -> std::result::Result<Response, String> {
     let mut builder = match request.method {
         Method::Get => client.get(&request.url),
@@ -565,7 +566,7 @@ pub fn exchange(
         .headers()
         .get("retry-after")
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| parse_retry_after(v, chrono::Utc::now()));
+        .and_then(|v| parse_retry_after(v, now));
     let body = response.text().map_err(network_error)?;
     Ok(Response {
         status,

@@ -20,13 +20,13 @@ pub const FAILED: &str = "failed";
 
 /// The wall clock, in milliseconds since the epoch.
 pub fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
+    crate::clock::Clock::wall().millis()
 }
 
 /// RFC 3339 (UTC, seconds) of a millisecond time.
 pub fn stamp(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+    crate::clock::Timestamp::from_unix_millis(ms)
+        .map(|t| t.to_string())
         .unwrap_or_default()
 }
 

@@ -21,8 +21,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::outbox::{self, Mark, Row};
+use super::outbox::{Mark, Row};
 use super::{read_secret, sender_for, AlertConfig, Sender, Verdict};
+use crate::clock::Clock;
 use crate::config::Config;
 use crate::sanitize::Sanitized;
 use crate::store::prelude::*;
@@ -214,7 +215,7 @@ impl Carrier {
         };
         let (verdict, confirming) = match &row.request_id {
             Some(request_id) => match self.sender.status_request(request_id, &secret) {
-                Some(request) => (self.exchange(&request, false), true),
+                Some(request) => (self.exchange(&request, false, now), true),
                 None => (Verdict::Delivered, true),
             },
             None => {
@@ -222,7 +223,7 @@ impl Carrier {
                     .sender
                     .request(&Sanitized::new(row.alert.clone()), &secret);
                 self.last_sent = Some(now);
-                (self.exchange(&request, true), false)
+                (self.exchange(&request, true, now), false)
             }
         };
         self.mark(&row, verdict, confirming, now)
@@ -236,8 +237,10 @@ impl Carrier {
         }
     }
 
-    fn exchange(&self, request: &super::Request, send: bool) -> Verdict {
-        match super::exchange(&self.client, request) {
+    /// Sends `request` at `now` (ms), from which a Retry-After date is counted.
+    fn exchange(&self, request: &super::Request, send: bool, now: i64) -> Verdict {
+        let now = chrono::DateTime::from_timestamp_millis(now).unwrap_or_default();
+        match super::exchange(&self.client, request, now) {
             Ok(response) if send => self.sender.judge(&response),
             Ok(response) => self.sender.judge_status(&response),
             Err(error) => Verdict::Retry { after: None, error },
@@ -335,7 +338,7 @@ impl Carrier {
 pub struct Options {
     pub backoff: Backoff,
     pub timeout: Duration,
-    pub clock: Arc<dyn Fn() -> i64 + Send + Sync>,
+    pub clock: Clock,
     pub marks: Marks,
 }
 
@@ -344,7 +347,8 @@ impl Default for Options {
         Options {
             backoff: Backoff::default(),
             timeout: Duration::from_secs(10),
-            clock: Arc::new(outbox::now_ms),
+            // Retries wait for a real API: the wall's, even beside the demo's story.
+            clock: Clock::wall(),
             marks: Marks::Here,
         }
     }
@@ -397,7 +401,7 @@ impl Relay {
         let config = Arc::new(config.clone());
         let shared = Arc::new(Shared::default());
         let mut threads = Vec::new();
-        let seed = (options.clock)() as u64;
+        let seed = options.clock.millis() as u64;
         for (i, (name, _)) in config.alert_destinations().into_iter().enumerate() {
             let carrier = Carrier::new(
                 config.clone(),
@@ -412,7 +416,7 @@ impl Relay {
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("dataward-alert-{name}"))
-                    .spawn(move || run(carrier, &shared, &*clock, &*changed))
+                    .spawn(move || run(carrier, &shared, &clock, &*changed))
                     .context("cannot start an alert relay thread")?,
             );
         }
@@ -439,7 +443,7 @@ impl Relay {
     }
 }
 
-fn run(mut carrier: Carrier, shared: &Shared, clock: &dyn Fn() -> i64, changed: &dyn Fn()) {
+fn run(mut carrier: Carrier, shared: &Shared, clock: &Clock, changed: &dyn Fn()) {
     let mut seen = 0;
     loop {
         {
@@ -449,7 +453,7 @@ fn run(mut carrier: Carrier, shared: &Shared, clock: &dyn Fn() -> i64, changed: 
             }
             seen = seen.max(flags.generation);
         }
-        let now = clock();
+        let now = clock.millis();
         let next = match carrier.step(now) {
             Ok((done, next)) => {
                 if done != Done::Nothing {
@@ -467,7 +471,7 @@ fn run(mut carrier: Carrier, shared: &Shared, clock: &dyn Fn() -> i64, changed: 
         };
         let wait = match next {
             Next::Now => continue,
-            Next::At(at) => Duration::from_millis((at - clock()).clamp(0, 3_600_000) as u64),
+            Next::At(at) => Duration::from_millis((at - clock.millis()).clamp(0, 3_600_000) as u64),
             // A wake-up brings new rows; the minute is only a safety net.
             Next::Idle => Duration::from_secs(60),
         };

@@ -26,6 +26,8 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use rusqlite::TransactionBehavior;
 
+use crate::clock::Timestamp;
+
 /// The SQLite implementation's handles: a connection to the state database, and a
 /// write transaction on one (which is a connection to the same calls).
 pub use rusqlite::{Connection, Transaction};
@@ -102,6 +104,12 @@ impl Writes for Connection {
     fn database_path(&self) -> Option<PathBuf> {
         self.path().filter(|p| !p.is_empty()).map(PathBuf::from)
     }
+}
+
+/// A time as the state database keeps it (text, see [`Timestamp`]); a bad one is an
+/// error naming where it was read (`what`, e.g. "observation 12 (at)") and its text.
+pub fn read_time(text: &str, what: impl FnOnce() -> String) -> Result<Timestamp> {
+    Timestamp::parse(text).map_err(|e| anyhow::anyhow!("the state database's {}: {e}", what()))
 }
 
 /// Runs `work` in one `BEGIN IMMEDIATE` transaction and commits it; on an error nothing

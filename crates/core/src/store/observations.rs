@@ -76,7 +76,12 @@ fn stored(
                 monitor: r.get(1)?,
                 table: r.get(3)?,
                 check,
-                at: r.get(4)?,
+                at: super::read_time(&r.get::<_, String>(4)?, || {
+                    format!(
+                        "observation {} (at)",
+                        r.get::<_, i64>(0).unwrap_or_default()
+                    )
+                })?,
                 value: r.get(5)?,
                 verdict: VerdictKind::parse(&r.get::<_, String>(7)?),
                 expected: detail.expected,
@@ -103,7 +108,7 @@ impl ObservationStore for Connection {
             o.monitor,
             o.table,
             o.check.as_str(),
-            o.at,
+            o.at.to_string(),
             o.value,
             serde_json::to_string(&o.detail)?,
             o.verdict.as_str(),
@@ -217,5 +222,37 @@ impl ObservationStore for Connection {
             [key],
         )?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A time the state database holds that is not one dataward writes is an error
+    /// naming the row and the text, never a time made up or a row skipped unseen.
+    #[test]
+    fn a_bad_time_in_the_state_database_names_its_row_and_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = crate::store::open(&dir.path().join("dataward.db")).unwrap();
+        conn.execute_batch(
+            "INSERT INTO observation (monitor, tbl, check_kind, at, value, detail, verdict, health, subject)
+             VALUES ('orders', 'orders', 'row_count', '2026-03-01T09:00:00Z', 1, '{}', 'ok', 'ok', ''),
+                    ('orders', 'orders', 'row_count', 'yesterday 9am', 2, '{}', 'ok', 'ok', '');",
+        )
+        .unwrap();
+        let error = format!(
+            "{:#}",
+            conn.observation_history("orders", CheckKind::RowCount)
+                .unwrap_err()
+        );
+        assert!(error.contains("observation 2 (at)"), "{error}");
+        assert!(error.contains("\"yesterday 9am\""), "{error}");
+        conn.execute_batch("UPDATE observation SET at = '2026-03-01T10:00:00Z' WHERE id = 2")
+            .unwrap();
+        let read = conn
+            .observation_history("orders", CheckKind::RowCount)
+            .unwrap();
+        assert_eq!(read[1].at.to_string(), "2026-03-01T10:00:00Z");
     }
 }

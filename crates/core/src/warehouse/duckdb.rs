@@ -810,7 +810,7 @@ impl Warehouse for DuckdbWarehouse {
                 copy: copy.to_string(),
                 rows,
                 // DuckDB runs in this process: its clock is ours.
-                taken_at: chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+                taken_at: crate::clock::Clock::wall().timestamp().to_string(),
                 scope: None,
                 after: None,
             })

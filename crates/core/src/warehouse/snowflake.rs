@@ -728,9 +728,8 @@ pub fn daily_counts_sql(
 fn warehouse_now(s: &mut Session) -> Result<String, WarehouseError> {
     let row = s.query_one("SELECT DATE_PART(EPOCH_SECOND, CURRENT_TIMESTAMP())")?;
     let seconds = row[0].int()?.unwrap_or_default();
-    Ok(chrono::DateTime::from_timestamp(seconds, 0)
-        .unwrap_or_default()
-        .format("%Y-%m-%dT%H:%M:%SZ")
+    Ok(crate::clock::Timestamp::from_unix(seconds)
+        .unwrap_or_else(|| crate::clock::Timestamp::from_utc(Default::default()))
         .to_string())
 }
 

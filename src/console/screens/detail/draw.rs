@@ -164,10 +164,7 @@ fn figures_line(incident: &IncidentView, theme: &Theme) -> Line<'static> {
                 style,
             ));
             spans.push(Span::styled(
-                format!(
-                    " · measured {}",
-                    reading.at.get(11..16).unwrap_or(&reading.at)
-                ),
+                format!(" · measured {}", reading.at.hour_minute()),
                 theme.muted,
             ));
         }

@@ -140,7 +140,7 @@ mod tests {
 
     fn invocation(command: &str) -> Invocation {
         Invocation {
-            at: Utc::now(),
+            at: crate::clock::Clock::wall().now(),
             record: PathBuf::from("target/run_results.json"),
             command: Ok(command.into()),
         }

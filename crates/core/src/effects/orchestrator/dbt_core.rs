@@ -291,7 +291,7 @@ fn alive(owner: &str) -> bool {
 }
 
 fn now() -> String {
-    crate::clock::timestamp(chrono::Utc::now().naive_utc())
+    crate::clock::Clock::wall().timestamp().to_string()
 }
 
 /// A run as it stands: one whose process is gone is failed, with what it wrote.

@@ -70,10 +70,11 @@ pub struct Api {
 
 impl Api {
     pub fn new(name: &'static str, base_url: &str, timeout: Duration) -> Result<Api> {
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(1);
+        // Any changing number seeds the jitter; the time is one.
+        let seed = crate::clock::Clock::wall()
+            .now()
+            .timestamp_nanos_opt()
+            .unwrap_or(1) as u64;
         Ok(Api {
             name,
             base_url: base_url.trim_end_matches('/').to_string(),
@@ -121,12 +122,14 @@ impl Api {
             headers,
             body: body.map(Value::to_string),
         };
-        let response = exchange(&self.client, &request).map_err(|e| Failure {
-            status: None,
-            retry: true,
-            after: None,
-            message: format!("{endpoint}: {e}"),
-        })?;
+        // Its waits are slept on this thread: a Retry-After date counts from the wall.
+        let response = exchange(&self.client, &request, crate::clock::Clock::wall().now())
+            .map_err(|e| Failure {
+                status: None,
+                retry: true,
+                after: None,
+                message: format!("{endpoint}: {e}"),
+            })?;
         let status = response.status;
         let said = answer_text(&response.body);
         if (200..300).contains(&status) {

@@ -60,7 +60,7 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
 
 /// When a freshness figure says its table last loaded: measured at, less the time since.
 fn last_load(freshness: &Figure) -> Option<chrono::NaiveDateTime> {
-    let at = chrono::NaiveDateTime::parse_from_str(&freshness.at, "%Y-%m-%dT%H:%M:%SZ").ok()?;
+    let at = crate::clock::Timestamp::parse(&freshness.at).ok()?.naive();
     Some(at - chrono::TimeDelta::seconds(freshness.value.round() as i64))
 }
 

@@ -1,0 +1,222 @@
+//! The one time type dataward stores and sends: a UTC instant to the second, written as
+//! RFC 3339 (`2026-03-01T09:00:00Z`). It is the text every chain record, receipt, state
+//! database row and message carried before there was a type, so none of them changes.
+//! Part of the protocol (serde and chrono only); the rest of dataward names it as
+//! `crate::clock::Timestamp`.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, NaiveDateTime, TimeDelta, Timelike, Utc};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// How a [`Timestamp`] is written: RFC 3339 in UTC, to the second.
+pub const FORMAT: &str = "%Y-%m-%dT%H:%M:%SZ";
+
+/// A UTC instant to the whole second. Ordered, hashable and `Copy`; parsed only from
+/// [`FORMAT`], so two equal times are always the same text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp(NaiveDateTime);
+
+/// A text that is not a time as dataward writes it; names the text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadTimestamp {
+    pub text: String,
+}
+
+impl fmt::Display for BadTimestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:?} is not a time as dataward writes it (UTC, like 2026-03-01T09:00:00Z)",
+            self.text
+        )
+    }
+}
+
+impl std::error::Error for BadTimestamp {}
+
+impl Timestamp {
+    /// `at` (UTC), its fraction of a second dropped: what it reads as once written.
+    pub fn from_naive(at: NaiveDateTime) -> Timestamp {
+        Timestamp(at.with_nanosecond(0).unwrap_or(at))
+    }
+
+    pub fn from_utc(at: DateTime<Utc>) -> Timestamp {
+        Timestamp::from_naive(at.naive_utc())
+    }
+
+    /// Seconds since the Unix epoch; None past chrono's range.
+    pub fn from_unix(seconds: i64) -> Option<Timestamp> {
+        DateTime::from_timestamp(seconds, 0).map(Timestamp::from_utc)
+    }
+
+    /// Milliseconds since the Unix epoch (the outbox's unit), to the second below.
+    pub fn from_unix_millis(millis: i64) -> Option<Timestamp> {
+        DateTime::from_timestamp_millis(millis).map(Timestamp::from_utc)
+    }
+
+    /// Reads [`FORMAT`] and nothing else.
+    pub fn parse(text: &str) -> Result<Timestamp, BadTimestamp> {
+        NaiveDateTime::parse_from_str(text, FORMAT)
+            .map(Timestamp)
+            .map_err(|_| BadTimestamp {
+                text: text.to_string(),
+            })
+    }
+
+    /// `HH:MM`, as a time is shown beside today's figures.
+    pub fn hour_minute(self) -> String {
+        self.0.format("%H:%M").to_string()
+    }
+
+    pub fn naive(self) -> NaiveDateTime {
+        self.0
+    }
+
+    pub fn utc(self) -> DateTime<Utc> {
+        self.0.and_utc()
+    }
+
+    pub fn unix(self) -> i64 {
+        self.utc().timestamp()
+    }
+
+    pub fn unix_millis(self) -> i64 {
+        self.utc().timestamp_millis()
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0.format(FORMAT))
+    }
+}
+
+impl FromStr for Timestamp {
+    type Err = BadTimestamp;
+
+    fn from_str(text: &str) -> Result<Timestamp, BadTimestamp> {
+        Timestamp::parse(text)
+    }
+}
+
+impl From<NaiveDateTime> for Timestamp {
+    fn from(at: NaiveDateTime) -> Timestamp {
+        Timestamp::from_naive(at)
+    }
+}
+
+impl From<DateTime<Utc>> for Timestamp {
+    fn from(at: DateTime<Utc>) -> Timestamp {
+        Timestamp::from_utc(at)
+    }
+}
+
+impl std::ops::Add<TimeDelta> for Timestamp {
+    type Output = Timestamp;
+
+    fn add(self, by: TimeDelta) -> Timestamp {
+        Timestamp::from_naive(self.0 + by)
+    }
+}
+
+impl std::ops::Sub<TimeDelta> for Timestamp {
+    type Output = Timestamp;
+
+    fn sub(self, by: TimeDelta) -> Timestamp {
+        Timestamp::from_naive(self.0 - by)
+    }
+}
+
+impl std::ops::Sub for Timestamp {
+    type Output = TimeDelta;
+
+    fn sub(self, earlier: Timestamp) -> TimeDelta {
+        self.0 - earlier.0
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Timestamp, D::Error> {
+        let text = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+        Timestamp::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn at(text: &str) -> Timestamp {
+        Timestamp::parse(text).unwrap()
+    }
+
+    /// The wire, the chain's payloads and the state database hold the text a time was
+    /// before it had a type: the type writes that text, and reads it back to itself.
+    #[test]
+    fn travels_as_the_text_it_was() {
+        let text = "2026-03-01T09:05:07Z";
+        let time = at(text);
+        assert_eq!(time.to_string(), text);
+        assert_eq!(serde_json::to_value(time).unwrap(), json!(text));
+        let read: Timestamp = serde_json::from_value(json!(text)).unwrap();
+        assert_eq!(read, time);
+        let some: Option<Timestamp> = serde_json::from_value(json!(text)).unwrap();
+        assert_eq!(some, Some(time));
+        let none: Option<Timestamp> = serde_json::from_value(json!(null)).unwrap();
+        assert_eq!(none, None);
+        // What the old `clock::timestamp` wrote for any instant, this writes too.
+        let naive =
+            NaiveDateTime::parse_from_str("2026-03-01 09:05:07.999", "%Y-%m-%d %H:%M:%S%.f")
+                .unwrap();
+        assert_eq!(
+            Timestamp::from_naive(naive).to_string(),
+            naive.format(FORMAT).to_string()
+        );
+        assert_eq!(Timestamp::from_naive(naive), time);
+    }
+
+    /// A bad time is refused with the text that was read, never taken as some default.
+    #[test]
+    fn a_bad_time_is_refused_naming_its_text() {
+        for bad in [
+            "",
+            "yesterday",
+            "2026-03-01 09:05:07",
+            "2026-03-01T09:05:07+01:00",
+            "2026-03-01T09:05:07.5Z",
+            "2026-02-30T09:05:07Z",
+        ] {
+            let error = Timestamp::parse(bad).unwrap_err();
+            assert_eq!(error.text, bad);
+            assert!(error.to_string().contains(&format!("{bad:?}")), "{error}");
+            let wire = serde_json::from_value::<Timestamp>(json!(bad)).unwrap_err();
+            assert!(wire.to_string().contains(&format!("{bad:?}")), "{wire}");
+        }
+        assert!(serde_json::from_value::<Timestamp>(json!(20260301)).is_err());
+    }
+
+    /// Ordered as time is, which the text also is (fixed width, most significant first).
+    #[test]
+    fn orders_and_counts_as_time() {
+        let (early, late) = (at("2026-03-01T09:59:59Z"), at("2026-03-01T10:00:00Z"));
+        assert!(early < late);
+        assert!(early.to_string() < late.to_string());
+        assert_eq!(late - early, TimeDelta::seconds(1));
+        assert_eq!(early + TimeDelta::seconds(1), late);
+        assert_eq!(late - TimeDelta::hours(1), at("2026-03-01T09:00:00Z"));
+        assert_eq!(Timestamp::from_unix(late.unix()), Some(late));
+        assert_eq!(
+            Timestamp::from_unix_millis(late.unix_millis() + 999),
+            Some(late)
+        );
+    }
+}
