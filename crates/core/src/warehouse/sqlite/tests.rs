@@ -1,4 +1,5 @@
 use super::*;
+use rusqlite::types::Value;
 
 fn warehouse() -> (tempfile::TempDir, SqliteWarehouse) {
     let dir = tempfile::tempdir().unwrap();
