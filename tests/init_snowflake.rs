@@ -335,10 +335,12 @@ fn init_on_a_dbt_snowflake_project_writes_monitors_that_doctor_and_check_run() {
     );
     let (stdout, stderr) = text(&output);
     assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
-    let lines: Vec<Value> = stdout
+    // One line per check, then the poll's cost per warehouse (`{"poll": ...}`).
+    let (polls, lines): (Vec<Value>, Vec<Value>) = stdout
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .partition(|l| l.get("poll").is_some());
+    assert_eq!(polls.len(), 1, "{stdout}");
     let generated: usize = config.monitor.iter().map(|m| m.checks.len()).sum();
     assert_eq!(lines.len(), generated, "{stdout}");
     for line in &lines {

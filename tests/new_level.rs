@@ -436,9 +436,10 @@ mod served {
             let Some(state) = self.state() else {
                 return Vec::new();
             };
-            let mut stmt = state
-                .prepare("SELECT id, status FROM incident ORDER BY id")
-                .unwrap();
+            // The file exists a moment before the engine has made its tables: none yet.
+            let Ok(mut stmt) = state.prepare("SELECT id, status FROM incident ORDER BY id") else {
+                return Vec::new();
+            };
             stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
                 .unwrap()
                 .collect::<rusqlite::Result<_>>()

@@ -1,6 +1,6 @@
 //! SQLite's CAST never fails, unlike every real warehouse: model SQL run on a SQLite
 //! warehouse goes through a strict cast that raises as Snowflake would
-//! (`Numeric value 'FLOOR-A' is not recognized`).
+//! (`Numeric value 'N/A' is not recognized`).
 
 use rusqlite::functions::FunctionFlags;
 use rusqlite::types::{Value, ValueRef};
