@@ -115,15 +115,16 @@ impl Project {
             .expect("an orchestrator")
     }
 
-    fn store(&self) -> rusqlite::Connection {
-        dataward::store::open(&self.data.join("dataward.db")).unwrap()
+    /// The runner's own database, read only.
+    fn runner_db(&self) -> rusqlite::Connection {
+        runner_db(&self.data)
     }
 
     /// The run's status as stored (running is not told apart from queued by `run`).
     fn stored_status(&self, id: &str) -> String {
-        self.store()
+        self.runner_db()
             .query_row(
-                "SELECT status FROM dbt_core_run WHERE id = ?1",
+                "SELECT status FROM run WHERE id = ?1",
                 [id.parse::<i64>().unwrap()],
                 |r| r.get(0),
             )
@@ -131,14 +132,23 @@ impl Project {
     }
 
     fn stored_output(&self, id: &str) -> String {
-        self.store()
+        self.runner_db()
             .query_row(
-                "SELECT output FROM dbt_core_run WHERE id = ?1",
+                "SELECT output FROM run WHERE id = ?1",
                 [id.parse::<i64>().unwrap()],
                 |r| r.get(0),
             )
             .unwrap()
     }
+}
+
+/// The dbt Core runner's database in `data`, read only.
+fn runner_db(data: &Path) -> rusqlite::Connection {
+    rusqlite::Connection::open_with_flags(
+        data.join("dbt-core.db"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap()
 }
 
 fn setup(test: &str) -> Option<(PgServer, Project)> {
@@ -238,8 +248,8 @@ fn a_queued_run_builds_the_model_in_postgres_with_dbts_output_in_its_record() {
     );
     // One run for the key, its log private in the data directory.
     let runs: i64 = project
-        .store()
-        .query_row("SELECT count(*) FROM dbt_core_run", [], |r| r.get(0))
+        .runner_db()
+        .query_row("SELECT count(*) FROM run", [], |r| r.get(0))
         .unwrap();
     assert_eq!(runs, 1);
     let log = project.data.join(format!("dbt_core/run-{id}.log"));
@@ -711,6 +721,121 @@ fn a_missing_dbt_or_project_is_named_with_the_config_file() {
     assert!(err.contains("unterminated quote"), "{err}");
 }
 
+/// An upgrade loses nothing: the runs and the hold an older dataward kept in the state
+/// database are the runner's once it opens, with their ids; a queued run of a dataward
+/// that is gone still runs when the engine asks again. The runner only reads the state
+/// database: its file is byte for byte what it was, holds and refusals included.
+#[test]
+fn an_upgrade_carries_the_state_databases_runs_and_holds_over_and_only_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    write(
+        &project.join("dbt_project.yml"),
+        "name: x
+",
+    );
+    let config = dir.path().join("dataward.toml");
+    // /bin/true stands in for dbt: these runs build nothing, they only have to end.
+    write(
+        &config,
+        "[orchestrator]\nkind = \"dbt_core\"\nproject_dir = \"project\"\ndbt = \"/bin/true\"\n\n\
+         [orchestrator.jobs]\n\"job.a\" = \"dbt build\"\n\"job.b\" = \"dbt run\"\n",
+    );
+    let data = dir.path().join("data");
+    let state_db = data.join("dataward.db");
+    {
+        // The state database as an older dataward left it.
+        let state = dataward::store::open(&state_db).unwrap();
+        let project = project.display().to_string();
+        let run = "INSERT INTO dbt_core_run (id, project, job, request_key, command, requested_by,
+                     requested_at, status, owner, started_at, finished_at, exit_code, detail)
+                   VALUES (?1, ?2, ?3, ?4, ?5, 'alice', ?6, ?7, 'another-boot 1 1', ?8, ?9, ?10, ?11)";
+        let queued: [&dyn rusqlite::ToSql; 11] = [
+            &7,
+            &project,
+            &"job.a",
+            &"k-queued",
+            &"dbt build",
+            &AT,
+            &"queued",
+            &None::<String>,
+            &None::<String>,
+            &None::<i32>,
+            &"",
+        ];
+        let finished: [&dyn rusqlite::ToSql; 11] = [
+            &5,
+            &project,
+            &"job.b",
+            &"k-done",
+            &"dbt run",
+            &AT,
+            &"success",
+            &Some(AT),
+            &Some(AT),
+            &Some(0),
+            &"`dbt run` succeeded (exit status 0)",
+        ];
+        state.execute(run, queued.as_slice()).unwrap();
+        state.execute(run, finished.as_slice()).unwrap();
+        state
+            .execute(
+                "INSERT INTO dbt_core_hold (job, command, held_at) VALUES ('job.b', 'dbt run', ?1)",
+                [AT],
+            )
+            .unwrap();
+    }
+    let before = std::fs::read(&state_db).unwrap();
+    let load = || {
+        orchestrator::from_config(&Config::load(&config).unwrap(), &data)
+            .unwrap()
+            .unwrap()
+    };
+    let engine = load();
+    let done = engine.run("job.b", "5").unwrap().expect("the finished run");
+    assert_eq!(
+        (done.status.as_str(), done.detail.as_str()),
+        ("success", "`dbt run` succeeded (exit status 0)")
+    );
+    // The hold stands, and still refuses the job's runs.
+    assert!(engine.schedule("job.b").unwrap().paused);
+    let refused = engine.queue_run("job.b", AT, "alice", "k-refused");
+    assert!(
+        format!("{:#}", refused.unwrap_err()).contains("dataward holds job.b"),
+        "a held job ran"
+    );
+    // The queued run is the same run, by its key and its id, and runs now.
+    assert_eq!(
+        engine.queue_run("job.a", AT, "alice", "k-queued").unwrap(),
+        ("7".to_string(), true)
+    );
+    assert_eq!(finished(engine.as_ref(), "job.a", "7").status, "success");
+    // A new run gets an id of its own; an instance opened later carries nothing twice.
+    let (new, existed) = engine
+        .queue_command("job.a", "dbt build -s x", AT, "alice", "k-new")
+        .unwrap();
+    assert!(!existed && new != "7" && new != "5", "{new}");
+    assert_eq!(finished(engine.as_ref(), "job.a", &new).status, "success");
+    let poll_task = load();
+    assert!(poll_task.schedule("job.b").unwrap().paused);
+    let runs: i64 = runner_db(&data)
+        .query_row("SELECT count(*) FROM run", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(runs, 3);
+    // The runner's database is as private as the state database.
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(data.join("dbt-core.db"))
+            .unwrap()
+            .permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
+    drop((engine, poll_task));
+    assert!(
+        std::fs::read(&state_db).unwrap() == before,
+        "the runner changed the state database"
+    );
+}
+
 /// The engine on the test estate (tests/support/estate.rs), its job mapped to the real
 /// dbt project: a refill incident's hold is approved (people are told to stop the
 /// cron), the table recovers, the owner queues the hold's run, and the engine follows
@@ -873,10 +998,9 @@ fn child_runs_the_leak_job_with_secrets_in_its_environment() {
     let record = finished(orchestrator.as_ref(), "job.leak", &id);
     let log =
         std::fs::read_to_string(Path::new(data).join(format!("dbt_core/run-{id}.log"))).unwrap();
-    let stored: String = dataward::store::open(&Path::new(data).join("dataward.db"))
-        .unwrap()
+    let stored: String = runner_db(Path::new(data))
         .query_row(
-            "SELECT output FROM dbt_core_run WHERE id = ?1",
+            "SELECT output FROM run WHERE id = ?1",
             [id.parse::<i64>().unwrap()],
             |r| r.get(0),
         )
@@ -1212,12 +1336,25 @@ fn through_serve_a_dbt_error_quoting_the_password_is_masked_and_dbt_never_sees_t
         .iter()
         .rfind(|(kind, _)| kind == "run")
         .expect("a run record on the chain");
-    let run_id: i64 = db
-        .query_row("SELECT max(id) FROM dbt_core_run", [], |r| r.get(0))
+    // One writer to the state database: the runner kept the hold and the run in its
+    // own database, and the engine recorded what the runner reported.
+    for table in ["dbt_core_run", "dbt_core_hold"] {
+        let rows: i64 = db
+            .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(rows, 0, "the runner wrote {table} in the state database");
+    }
+    let runner = runner_db(&project.data);
+    let holds: i64 = runner
+        .query_row("SELECT count(*) FROM hold", [], |r| r.get(0))
         .unwrap();
-    let stored_run: String = db
+    assert_eq!(holds, 1, "the approved hold is the runner's");
+    let run_id: i64 = runner
+        .query_row("SELECT max(id) FROM run", [], |r| r.get(0))
+        .unwrap();
+    let stored_run: String = runner
         .query_row(
-            "SELECT output || detail FROM dbt_core_run WHERE id = ?1",
+            "SELECT output || detail FROM run WHERE id = ?1",
             [run_id],
             |r| r.get(0),
         )

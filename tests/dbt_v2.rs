@@ -292,12 +292,9 @@ fn a_hold_on_a_cron_whose_dbt_v2_did_not_record_its_command_is_unconfirmed() {
     }
     // The holds were asked before dbt v2's run (its generated_at is
     // 2026-12-02T13:48:02.344234116Z): as if the cron ran after them.
-    Connection::open(data.join("dataward.db"))
+    Connection::open(data.join("dbt-core.db"))
         .unwrap()
-        .execute(
-            "UPDATE dbt_core_hold SET held_at = '2026-12-02T13:00:00Z'",
-            [],
-        )
+        .execute("UPDATE hold SET held_at = '2026-12-02T13:00:00Z'", [])
         .unwrap();
 
     for pipeline in engine.pipelines().unwrap() {

@@ -167,3 +167,109 @@ fn only_the_store_reaches_the_state_database() {
         "no longer reach the state database; take them off PENDING: {pending_clean:?}"
     );
 }
+
+/// One writer to the state database: only the engine opens it for writing (the
+/// store's `open`); everything else reads it (`open_read_only`) or keeps a database of
+/// its own, as an orchestrator keeps its own (the dbt Core runner's `dbt-core.db`).
+/// Each file here holds an engine: it takes the data directory's engine lock before it
+/// opens the state database.
+const ENGINES: &[&str] = &["src/engine/server.rs", "src/demo/mod.rs"];
+
+/// Files that still open the state database for writing beside the engine, each to be
+/// moved onto the engine. Shrink this list; never grow it. A file listed here that no
+/// longer opens it fails the test until it is taken off.
+const PENDING_WRITERS: &[&str] = &[
+    // `dataward check` without an engine stores what it polled.
+    "crates/core/src/monitor/cli.rs",
+    // The alert relay marks what it sent, on a connection of its own.
+    "crates/core/src/notify/relay.rs",
+    // `dataward stop --reason/--lift` appends the stop itself, engine or not.
+    "src/cli/chain.rs",
+];
+
+/// `file:line` for every line of `text` (up to its in-file tests) that opens the state
+/// database for writing: calls the store's `open`, or brings it in by name.
+fn read_write_opens(name: &str, text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let code = line.trim_start();
+        if code.starts_with("#[cfg(test)]") {
+            break;
+        }
+        if code.starts_with("//") {
+            continue;
+        }
+        let imported = code.starts_with("use ")
+            && code.contains("store::")
+            && code
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .any(|word| word == "open");
+        if code.contains("store::open(") || code.contains("store::open;") || imported {
+            out.push(format!("{name}:{}", number + 1));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_finder_names_every_read_write_open_of_the_state_database() {
+    let text = "let state = crate::store::open(&db)?;\n\
+                // crate::store::open(&db) in a comment\n\
+                let reader = crate::store::open_read_only(&db)?;\n\
+                use crate::store::{files, open};\n\
+                use dataward::store::open_read_only;\n\
+                let conn = dataward::store::open(&path).unwrap();\n\
+                let runs = crate::store::dbt_core::open(&runner_db)?;\n\
+                #[cfg(test)]\n\
+                let test_state = crate::store::open(&db)?;\n";
+    assert_eq!(
+        read_write_opens("src/x.rs", text),
+        ["src/x.rs:1", "src/x.rs:4", "src/x.rs:6"]
+    );
+}
+
+#[test]
+fn only_the_engine_opens_the_state_database_for_writing() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut paths = Vec::new();
+    for crate_src in ["src", "crates/core/src", "crates/api/src"] {
+        files(&root.join(crate_src), &mut paths);
+    }
+    assert!(!paths.is_empty());
+    let mut found = Vec::new();
+    let mut pending_clean = Vec::new();
+    for path in &paths {
+        let name = path.strip_prefix(root).unwrap().display().to_string();
+        // The store is where `open` is; a module's tests in a file of their own are tests.
+        if name.starts_with("crates/core/src/store/")
+            || path.file_name().is_some_and(|f| f == "tests.rs")
+            || ENGINES.contains(&name.as_str())
+        {
+            continue;
+        }
+        let text = std::fs::read_to_string(path).unwrap();
+        let here = read_write_opens(&name, &text);
+        if PENDING_WRITERS.contains(&name.as_str()) {
+            if here.is_empty() {
+                pending_clean.push(name);
+            }
+        } else {
+            found.extend(here);
+        }
+    }
+    for listed in ENGINES.iter().chain(PENDING_WRITERS) {
+        assert!(root.join(listed).exists(), "{listed} is listed but gone");
+    }
+    assert!(
+        found.is_empty(),
+        "the state database opened for writing outside the engine ({} places); read it \
+         with store::open_read_only, or keep a database of your own:\n{}",
+        found.len(),
+        found.join("\n")
+    );
+    assert!(
+        pending_clean.is_empty(),
+        "no longer open the state database for writing; take them off PENDING_WRITERS: \
+         {pending_clean:?}"
+    );
+}

@@ -36,7 +36,6 @@ pub use rusqlite::{Connection, Transaction};
 pub mod prelude {
     pub use super::baselines::BaselineStore;
     pub use super::chain::ChainStore;
-    pub use super::dbt_core::DbtCoreStore;
     pub use super::incidents::IncidentStore;
     pub use super::intents::IntentStore;
     pub use super::meta::MetaStore;
@@ -55,7 +54,6 @@ pub trait Store:
     + meta::MetaStore
     + incidents::IncidentStore
     + intents::IntentStore
-    + dbt_core::DbtCoreStore
     + observations::ObservationStore
     + minutes::MinuteStore
     + baselines::BaselineStore
@@ -244,7 +242,9 @@ const MIGRATIONS: &[&str] = &[
         taken_at TEXT NOT NULL
      );",
     // 10: dbt Core (effects::orchestrator::dbt_core) has no scheduler to remember its
-    // runs and holds: dataward does. A run is queued once per key, carried out by the
+    // runs and holds: dataward does. (Since the runner keeps them in a database of its
+    // own, dbt_core::open carries these rows over once, reading them read-only; the
+    // engine never writes these tables.) A run is queued once per key, carried out by the
     // process that queued it (`owner`: boot id, pid, start time), one at a time per
     // project; its output streams to `log` and its tail is kept in `output` at the end.
     // A hold is a job dataward refuses to run until the hold is lifted.
@@ -314,7 +314,17 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Opens (creating if needed) the state database and brings its schema up to date.
 /// Its directory is created private (0700); a directory or database another user owns,
 /// or group or others can write, is refused (see [`files::check_private`]).
+///
+/// Only the engine calls this: one writer to the state database (tests/store_seam.rs
+/// holds that); everyone else reads it with [`open_read_only`].
 pub fn open(path: &Path) -> Result<Connection> {
+    open_private(path, "state database", MIGRATIONS)
+}
+
+/// Opens (creating if needed) a private SQLite database of dataward's, `what` in its
+/// messages, with the state database's durability, and brings its schema up to date
+/// with `migrations`.
+fn open_private(path: &Path, what: &str, migrations: &[&str]) -> Result<Connection> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         files::ensure_private_dir(dir)?;
     }
@@ -327,10 +337,10 @@ pub fn open(path: &Path) -> Result<Connection> {
     // account held on the -shm would stall every write.
     drop(files::open_or_create(path)?);
     let mut conn = Connection::open(path)
-        .with_context(|| format!("cannot open the state database {}", path.display()))?;
-    configure(&conn).with_context(|| format!("state database {}", path.display()))?;
+        .with_context(|| format!("cannot open the {what} {}", path.display()))?;
+    configure(&conn).with_context(|| format!("{what} {}", path.display()))?;
     make_private(path)?;
-    migrate(&mut conn).with_context(|| format!("state database {}", path.display()))?;
+    migrate(&mut conn, migrations).with_context(|| format!("{what} {}", path.display()))?;
     Ok(conn)
 }
 
@@ -460,20 +470,20 @@ fn configure(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
-fn migrate(conn: &mut Connection) -> Result<()> {
+fn migrate(conn: &mut Connection, migrations: &[&str]) -> Result<()> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let version: usize = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-    if version > MIGRATIONS.len() {
+    if version > migrations.len() {
         bail!(
             "schema version {version} is newer than this dataward knows ({}); upgrade dataward",
-            MIGRATIONS.len()
+            migrations.len()
         );
     }
-    for (index, sql) in MIGRATIONS.iter().enumerate().skip(version) {
+    for (index, sql) in migrations.iter().enumerate().skip(version) {
         tx.execute_batch(sql)
             .with_context(|| format!("migration {} failed", index + 1))?;
     }
-    tx.pragma_update(None, "user_version", MIGRATIONS.len())?;
+    tx.pragma_update(None, "user_version", migrations.len())?;
     tx.commit()?;
     Ok(())
 }

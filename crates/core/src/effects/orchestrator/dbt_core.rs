@@ -5,8 +5,10 @@
 //!   without a shell (`;`, `|`, `$()`, globs and redirections mean nothing and reach dbt
 //!   as arguments; quotes group words, as a shell's would), run as the configured dbt
 //!   executable in `project_dir`, with `DBT_PROFILES_DIR` and `--target` as configured.
-//! - Runs are kept in the state database (`dbt_core_run`), idempotent on their key.
-//!   dbt's output streams to a private file, `DATA/dbt_core/run-N.log`, so a crash keeps
+//! - The runner keeps its runs and holds in a database of its own,
+//!   `DATA/dbt-core.db` (`store::dbt_core`), as Airflow keeps its own: only the engine
+//!   writes the state database, and it records the runs as this orchestrator reports
+//!   them. Runs are idempotent on their key. dbt's output streams to a private file, `DATA/dbt_core/run-N.log`, so a crash keeps
 //!   what was written, and the record keeps its last 64 KiB once the run ends.
 //! - One run at a time per project (dbt runs in one project clash over `target/`):
 //!   later ones wait as queued. A run is carried out by a thread of the process that
@@ -16,14 +18,14 @@
 //!   restart, a crash) reads back as failed, with the output written so far. Its child
 //!   got SIGTERM when that process died (Linux's parent-death signal), so it does not
 //!   go on building behind the next run's back.
-//! - A hold cannot pause a cron: `pause` records it (`dbt_core_hold`) and returns the
+//! - A hold cannot pause a cron: `pause` records it (the runner's `hold`) and returns the
 //!   instruction people must carry out, stopping the schedule themselves. While it
 //!   stands, dataward refuses runs of the job, with one exception: the run the hold's
 //!   own approved plan dispatches once the table has recovered (`dataward run`, or
 //!   dataward at L3/L4). That run is the engine's pending `queue_run` intent for this
 //!   job and key, which the engine commits only after the policy, the recovery and
-//!   the org stop were checked; refusing it too would leave an incident with a hold no
-//!   way to be verified.
+//!   the org stop were checked (read on a read-only connection to the state database);
+//!   refusing it too would leave an incident with a hold no way to be verified.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
@@ -36,10 +38,9 @@ use anyhow::{anyhow, bail, Context, Result};
 
 use super::cron_runs::SinceHold;
 use super::{Orchestrator, Pipeline, PipelineState, RunRecord, RunStatus, Schedule};
-use crate::store::dbt_core::{DbtCoreEnd, DbtCoreRun as Row, NewDbtCoreRun};
+use crate::store::dbt_core::{DbtCoreDb, DbtCoreEnd, DbtCoreRun as Row, NewDbtCoreRun};
 use crate::store::files;
 use crate::store::prelude::*;
-use crate::store::Connection;
 
 /// How much of a run's output its record keeps: the end, where dbt says what failed.
 pub const OUTPUT_TAIL: u64 = 64 * 1024;
@@ -61,7 +62,7 @@ pub struct Settings {
     pub target: Option<String>,
     /// The notes' job ids -> each job's dbt command.
     pub jobs: BTreeMap<String, String>,
-    /// Where the state database and the run logs are.
+    /// Where the runner's database and the run logs are, beside the state database.
     pub data_dir: PathBuf,
 }
 
@@ -136,6 +137,11 @@ impl Settings {
             jobs,
             data_dir: data_dir.to_path_buf(),
         })
+    }
+
+    /// The state database, which the runner only reads.
+    fn state_db(&self) -> PathBuf {
+        self.data_dir.join("dataward.db")
     }
 
     /// The dbt arguments of an approved command: its words after `dbt`, and the
@@ -376,17 +382,18 @@ fn last_lines(output: &str) -> String {
 
 pub struct DbtCore {
     settings: Arc<Settings>,
+    /// The runner's own database.
     db: PathBuf,
     /// Behind a lock: the engine and its effect workers share one orchestrator.
-    conn: Mutex<Connection>,
+    conn: Mutex<DbtCoreDb>,
     /// A runner thread of this instance is carrying out its queued runs.
     runner: Arc<Mutex<bool>>,
 }
 
 impl DbtCore {
     pub fn new(settings: Settings) -> Result<DbtCore> {
-        let db = settings.data_dir.join("dataward.db");
-        let conn = crate::store::open(&db)?;
+        let db = settings.data_dir.join(crate::store::dbt_core::FILE);
+        let conn = crate::store::dbt_core::open(&db, &settings.state_db())?;
         Ok(DbtCore {
             settings: Arc::new(settings),
             db,
@@ -395,7 +402,7 @@ impl DbtCore {
         })
     }
 
-    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+    fn conn(&self) -> std::sync::MutexGuard<'_, DbtCoreDb> {
         // A panic while holding it leaves no half-done SQLite work behind it.
         self.conn
             .lock()
@@ -421,7 +428,7 @@ impl DbtCore {
 
     /// When the hold on `job` was asked, if it stands.
     fn held_at(&self, job: &str) -> Result<Option<String>> {
-        self.conn().dbt_core_held_at(job)
+        self.conn().held_at(job)
     }
 
     /// Whether dbt ran `command` in the project after `held_at`, by its own record,
@@ -440,7 +447,7 @@ impl DbtCore {
         }
         let at = crate::clock::timestamp(last.at.naive_utc());
         // dbt writes its record before dataward records the run's end.
-        let ours = self.conn().dbt_core_ran_at(&at)?;
+        let ours = self.conn().ran_at(&at)?;
         Ok(match ran {
             _ if ours => SinceHold::NotRun,
             Ok(_) => SinceHold::Ran(at),
@@ -453,13 +460,18 @@ impl DbtCore {
     }
 
     /// The hold's own planned run: the engine committed an intent to queue exactly
-    /// this run of this job (see the module's notes).
+    /// this run of this job (see the module's notes). Read on a read-only connection
+    /// opened for it: the engine is the state database's one writer.
     fn dispatched_by_hold(&self, job: &str, key: &str) -> Result<bool> {
-        self.conn().run_pending(job, key)
+        let state_db = self.settings.state_db();
+        if !state_db.exists() {
+            return Ok(false); // no engine has committed anything
+        }
+        crate::store::open_read_only(&state_db)?.run_pending(job, key)
     }
 
     fn find_key(&self, key: &str) -> Result<Option<Row>> {
-        self.conn().dbt_core_run_by_key(key)
+        self.conn().run_by_key(key)
     }
 
     /// Queues one run once per `key`, then makes sure a runner carries it out.
@@ -476,7 +488,7 @@ impl DbtCore {
             if found.status == "queued" && !alive(&found.owner) {
                 // Queued by a dataward that stopped before it started: the engine asks
                 // again (an intent re-issued at start), so this process runs it.
-                self.conn().dbt_core_adopt(found.id, me())?;
+                self.conn().adopt(found.id, me())?;
                 self.ensure_runner();
             }
             return Ok((found.id.to_string(), true));
@@ -489,7 +501,7 @@ impl DbtCore {
             );
         }
         self.settings.arguments(command)?;
-        let id = self.conn().dbt_core_queue(&NewDbtCoreRun {
+        let id = self.conn().queue(&NewDbtCoreRun {
             project: &self.project(),
             job,
             key,
@@ -522,7 +534,7 @@ impl DbtCore {
 
     /// The job's latest runs, newest first, as they stand.
     fn latest(&self, job: &str, limit: usize) -> Result<Vec<Row>> {
-        let runs = self.conn().dbt_core_runs_of(job, limit)?;
+        let runs = self.conn().runs_of(job, limit)?;
         Ok(runs.into_iter().map(settled).collect())
     }
 }
@@ -541,10 +553,10 @@ enum Claim {
 
 /// Carries out this process's queued runs of the project, one at a time, oldest first.
 fn run_queue(settings: &Settings, db: &Path, runner: &Mutex<bool>) {
-    let mut conn = match crate::store::open(db) {
+    let conn = match crate::store::dbt_core::open(db, &settings.state_db()) {
         Ok(conn) => conn,
         Err(e) => {
-            tracing::error!(error = %format!("{e:#}"), "dbt Core runner cannot open the state database");
+            tracing::error!(error = %format!("{e:#}"), "dbt Core runner cannot open its database");
             *runner.lock().unwrap_or_else(|p| p.into_inner()) = false;
             return;
         }
@@ -552,7 +564,7 @@ fn run_queue(settings: &Settings, db: &Path, runner: &Mutex<bool>) {
     loop {
         let claimed = {
             let mut active = runner.lock().unwrap_or_else(|p| p.into_inner());
-            match claim(&mut conn, settings) {
+            match claim(&conn, settings) {
                 Ok(Claim::Idle) => {
                     *active = false;
                     return;
@@ -578,11 +590,11 @@ fn run_queue(settings: &Settings, db: &Path, runner: &Mutex<bool>) {
 
 /// In one transaction: settles the project's runs whose process is gone, and takes
 /// this process's oldest queued run unless a run holds the project.
-fn claim(conn: &mut Connection, settings: &Settings) -> Result<Claim> {
+fn claim(conn: &DbtCoreDb, settings: &Settings) -> Result<Claim> {
     let project = settings.project_dir.display().to_string();
-    crate::store::write(conn, |tx| {
+    conn.write(|tx| {
         let mut busy = false;
-        for run in tx.dbt_core_running(&project)? {
+        for run in tx.running(&project)? {
             let now = settled(run.clone());
             if now.status == "failed" {
                 let output = run
@@ -590,7 +602,7 @@ fn claim(conn: &mut Connection, settings: &Settings) -> Result<Claim> {
                     .as_deref()
                     .map(|l| masked_tail(Path::new(l)))
                     .unwrap_or_default();
-                tx.dbt_core_abandoned(run.id, &now.detail, &output)?;
+                tx.abandoned(run.id, &now.detail, &output)?;
             } else {
                 busy = true;
             }
@@ -598,13 +610,13 @@ fn claim(conn: &mut Connection, settings: &Settings) -> Result<Claim> {
         if busy {
             return Ok(Claim::Busy);
         }
-        let Some((id, command)) = tx.dbt_core_next_queued(&project, me())? else {
+        let Some((id, command)) = tx.next_queued(&project, me())? else {
             return Ok(Claim::Idle);
         };
         let dir = settings.data_dir.join("dbt_core");
         files::ensure_private_dir(&dir)?;
         let log = dir.join(format!("run-{id}.log"));
-        tx.dbt_core_started(id, &now(), &log.display().to_string())?;
+        tx.started(id, &now(), &log.display().to_string())?;
         Ok(Claim::Run { id, command, log })
     })
 }
@@ -706,7 +718,7 @@ fn env_var_names(settings: &Settings) -> Vec<String> {
 
 /// Records how the run ended, trying until the store takes it: a run left `running`
 /// by a live process would hold the project for good.
-fn finish(conn: &Connection, id: i64, command: &str, log: &Path, outcome: Result<ExitStatus>) {
+fn finish(conn: &DbtCoreDb, id: i64, command: &str, log: &Path, outcome: Result<ExitStatus>) {
     let output = masked_tail(log);
     let (status, code, summary) = match &outcome {
         Ok(exit) if exit.success() => (
@@ -741,7 +753,7 @@ fn finish(conn: &Connection, id: i64, command: &str, log: &Path, outcome: Result
     let detail = crate::sanitize::mask_secrets(&detail).into_owned();
     let mut wait = Duration::from_millis(100);
     loop {
-        let written = conn.dbt_core_finished(
+        let written = conn.finished(
             id,
             &DbtCoreEnd {
                 status,
@@ -831,7 +843,7 @@ impl Orchestrator for DbtCore {
     /// people.
     fn pause(&self, job: &str) -> Result<Option<String>> {
         let command = self.command_of(job)?;
-        self.conn().dbt_core_hold(job, command, &now())?;
+        self.conn().hold(job, command, &now())?;
         Ok(Some(format!(
             "dataward cannot pause a cron: stop the schedule that runs {job} (`{command}` in {}) \
              yourself; dataward refuses runs of {job} until the hold is lifted",
@@ -843,7 +855,7 @@ impl Orchestrator for DbtCore {
     fn restore(&self, job: &str, before: &Schedule) -> Result<()> {
         self.command_of(job)?;
         if !before.paused {
-            self.conn().dbt_core_lift(job)?;
+            self.conn().lift(job)?;
         }
         Ok(())
     }
@@ -869,7 +881,7 @@ impl Orchestrator for DbtCore {
         let Ok(id) = id.parse::<i64>() else {
             return Ok(None);
         };
-        let found = self.conn().dbt_core_run(id)?;
+        let found = self.conn().run(id)?;
         Ok(found.map(|r| record(&settled(r))))
     }
 }
