@@ -524,7 +524,7 @@ fn runs_in_one_project_wait_for_each_other() {
 }
 
 /// Not a test: the dataward process the test below kills. It queues a run of the gate
-/// job, says its id, and waits to be killed.
+/// job and one of the hourly job behind it, says their ids, and waits to be killed.
 #[test]
 #[ignore = "entry point of the child process started by a_run_left_running_by_a_dead_dataward_reads_failed"]
 fn child_queues_a_run_and_waits() {
@@ -537,12 +537,18 @@ fn child_queues_a_run_and_waits() {
     let (id, _) = orchestrator
         .queue_run("job.gate", AT, "child", "killed")
         .unwrap();
-    println!("queued {id}");
+    let (behind, _) = orchestrator
+        .queue_run("job.hourly", AT, "child", "killed-queued")
+        .unwrap();
+    println!("queued {id} behind {behind}");
     loop {
         std::thread::sleep(Duration::from_secs(1));
     }
 }
 
+/// A dataward killed with SIGKILL: its running run reads failed with what dbt wrote so
+/// far, and the run it left queued behind survives, carried out by the next dataward
+/// that asks for it.
 #[test]
 fn a_run_left_running_by_a_dead_dataward_reads_failed_with_its_output_so_far() {
     let Some((pg, project)) = setup("a_run_left_running_by_a_dead_dataward") else {
@@ -572,10 +578,11 @@ fn a_run_left_running_by_a_dead_dataward_reads_failed_with_its_output_so_far() {
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let id = loop {
-        let line = lines.next().expect("the child says its run").unwrap();
+    let (id, behind) = loop {
+        let line = lines.next().expect("the child says its runs").unwrap();
         if let Some(at) = line.find("queued ") {
-            break line[at + 7..].trim().to_string();
+            let (id, behind) = line[at + 7..].split_once(" behind ").unwrap();
+            break (id.trim().to_string(), behind.trim().to_string());
         }
     };
     let mut watcher = pg.client();
@@ -587,6 +594,7 @@ fn a_run_left_running_by_a_dead_dataward_reads_failed_with_its_output_so_far() {
         reader.run("job.gate", &id).unwrap().unwrap().status,
         "queued"
     );
+    assert_eq!(project.stored_status(&behind), "queued");
     child.kill().unwrap(); // SIGKILL: no chance to record anything
     child.wait().unwrap();
     // Its dbt went with it (the parent-death signal), so nothing builds behind the
@@ -625,6 +633,18 @@ fn a_run_left_running_by_a_dead_dataward_reads_failed_with_its_output_so_far() {
         .execute("SELECT pg_advisory_unlock($1)", &[&GATE_LOCK])
         .unwrap();
     let engine = project.orchestrator();
+    // The run still queued survived the kill: asked again (as the engine re-issues its
+    // intent at start), it is the same run, and this process carries it out.
+    assert_eq!(
+        engine
+            .queue_run("job.hourly", AT, "child", "killed-queued")
+            .unwrap(),
+        (behind.clone(), true)
+    );
+    assert_eq!(
+        finished(engine.as_ref(), "job.hourly", &behind).status,
+        "success"
+    );
     let (next, _) = engine.queue_run("job.gate", AT, "alice", "after").unwrap();
     assert_eq!(
         finished(engine.as_ref(), "job.gate", &next).status,
