@@ -10,6 +10,8 @@
 
 pub mod baselines;
 pub mod chain;
+/// Not the state database: the dbt Core runner's own (`DATA/dbt-core.db`), here so
+/// SQLite stays behind this seam.
 pub mod dbt_core;
 pub mod files;
 pub mod incidents;
