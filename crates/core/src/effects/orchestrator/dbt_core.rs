@@ -5,11 +5,12 @@
 //!   without a shell (`;`, `|`, `$()`, globs and redirections mean nothing and reach dbt
 //!   as arguments; quotes group words, as a shell's would), run as the configured dbt
 //!   executable in `project_dir`, with `DBT_PROFILES_DIR` and `--target` as configured.
-//! - The runner keeps its runs and holds in a database of its own,
-//!   `DATA/dbt-core.db` (`store::dbt_core`), as Airflow keeps its own: only the engine
-//!   writes the state database, and it records the runs as this orchestrator reports
-//!   them. Runs are idempotent on their key. dbt's output streams to a private file, `DATA/dbt_core/run-N.log`, so a crash keeps
-//!   what was written, and the record keeps its last 64 KiB once the run ends.
+//! - The runner keeps its runs and holds in a database of its own, `DATA/dbt-core.db`
+//!   (`store::dbt_core`), as Airflow keeps its own: only the engine writes the state
+//!   database, and it records the runs as this orchestrator reports them. Runs are
+//!   idempotent on their key. dbt's output streams to a private file,
+//!   `DATA/dbt_core/run-N.log`, so a crash keeps what was written, and the record keeps
+//!   its last 64 KiB once the run ends.
 //! - One run at a time per project (dbt runs in one project clash over `target/`):
 //!   later ones wait as queued. A run is carried out by a thread of the process that
 //!   queued it; only `queue_run` and `queue_command` start that thread, so the poll
