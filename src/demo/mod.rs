@@ -17,10 +17,12 @@ use chrono::{NaiveDateTime, TimeDelta};
 
 use crate::approve::Actor;
 use crate::config::Config;
-use crate::engine::api::{Command, Event, EventKind, IncidentStatus, ProposalKind, ProposalState};
+use crate::engine::api::{
+    Command, Event, EventKind, IncidentStatus, Outcome, ProposalKind, ProposalState, Request,
+};
 use crate::engine::hub::{Driver, Hub, HubMessage};
 use crate::engine::server;
-use crate::engine::Engine;
+use crate::engine::{Answer, Engine};
 use scenario::Scenario;
 
 /// The stories `dataward demo` can play, the first by default.
@@ -298,7 +300,7 @@ impl Story {
         events.extend(engine.tick(now)?);
         if let Some(stand_in) = self.stand_in.as_mut() {
             for command in stand_in.react(engine) {
-                events.extend(engine.handle(command, &stand_in.actor));
+                events.extend(stand_in.decide(engine, command, now));
             }
         }
         engine.remember(DEMO_CLOCK, &crate::clock::timestamp(now))?;
@@ -340,6 +342,10 @@ impl Driver for Story {
 
     fn finished(&self) -> bool {
         self.finished
+    }
+
+    fn waits_for_workers(&self) -> bool {
+        true
     }
 }
 
@@ -425,6 +431,29 @@ impl StandIn {
         }
         commands
     }
+
+    /// Asks the engine as a person's request is asked. Its events, or its refusal as an
+    /// event; none yet when its change is on a worker (behind a hub): the hub tells
+    /// them once the worker reports.
+    fn decide(&self, engine: &mut Engine, command: Command, now: NaiveDateTime) -> Vec<Event> {
+        let described = format!("{command:?}");
+        let request = Request {
+            id: 0,
+            command,
+            client_request: None,
+        };
+        match engine.answer_or_hold(request, &self.actor) {
+            Answer::Now(Outcome::Accepted { events, .. }) => events,
+            Answer::Now(Outcome::Refused { reason }) => vec![Event {
+                at: crate::clock::Timestamp::from_naive(now),
+                kind: EventKind::Refused {
+                    command: described,
+                    reason: reason.message,
+                },
+            }],
+            Answer::Held(_) => Vec::new(),
+        }
+    }
 }
 
 /// `dataward demo --headless`: the timeline on stdout, JSON lines or text.
@@ -451,7 +480,7 @@ pub fn run_headless(options: DemoOptions, json: bool) -> Result<()> {
         }
     };
     let mut story = Story::new(&options, scenario, &actor, from, &mut engine)?;
-    let result = Hub::new(engine, hub_rx, Box::new(emit))
+    let result = Hub::new(engine, hub_rx, hub_tx.clone(), Box::new(emit))
         .stopping_when_finished()
         .run(&mut story);
     let _ = std::fs::remove_file(server::socket_path(&options.data_dir));
@@ -548,9 +577,10 @@ pub fn run_console(options: DemoOptions) -> Result<()> {
     let (who, read_only) = server::admit(&config, &actor, options.read_only)
         .unwrap_or_else(|_| (actor.display(), options.read_only));
     let mut story = Story::new(&options, scenario, &actor, from, &mut engine)?;
+    let post = hub_tx.clone();
     let hub = std::thread::Builder::new()
         .name("dataward-hub".into())
-        .spawn(move || Hub::new(engine, hub_rx, Box::new(|_| {})).run(&mut story))?;
+        .spawn(move || Hub::new(engine, hub_rx, post, Box::new(|_| {})).run(&mut story))?;
     let console =
         crate::engine::attach::in_process(&hub_tx, actor, who, read_only).and_then(|link| {
             crate::console::run(

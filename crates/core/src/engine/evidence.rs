@@ -244,6 +244,11 @@ impl Evidence {
             .retain(|_, (_, came)| worker && *came + 1 >= polls);
     }
 
+    /// Whether a probe asked on a worker has not answered yet.
+    pub(super) fn awaiting(&self) -> bool {
+        !self.state.borrow().asked.is_empty()
+    }
+
     pub(super) fn pending_seen(&self) -> u64 {
         self.state.borrow().pending_seen
     }

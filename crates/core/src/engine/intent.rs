@@ -425,6 +425,12 @@ impl Engine {
         settled
     }
 
+    /// Whether an effect handed to a worker, or a warehouse probe asked of one, has not
+    /// reported yet (a driver that plays a story waits for them before its next turn).
+    pub fn awaiting_workers(&self) -> bool {
+        !self.in_flight.sent.is_empty() || self.evidence.awaiting()
+    }
+
     /// The intent in flight of `client_request` (asked by `asker_uid`), if any.
     pub(super) fn in_flight_for(&self, client_request: &str, asker_uid: u32) -> Option<i64> {
         let pending = self.pending_intents().ok()?;

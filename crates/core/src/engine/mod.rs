@@ -305,7 +305,8 @@ impl Engine {
                 None if observation.check == CheckKind::Schema => {
                     events.extend(self.breach(&observation)?)
                 }
-                None => {}
+                // A symptom of another incident: what remains of that one is said again.
+                None => events.extend(self.rediagnose_what_remains()?),
             }
         }
         if verify {
