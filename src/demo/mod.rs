@@ -245,6 +245,8 @@ pub struct Story {
     plot: Plot,
     scenario: Scenario,
     stand_in: Option<StandIn>,
+    /// The stand-in's commands not sent yet (see `stand_in_decides`).
+    queued: std::collections::VecDeque<Command>,
     now: NaiveDateTime,
     /// The engine's clock, which this moves turn by turn.
     time: crate::clock::VirtualTime,
@@ -271,12 +273,31 @@ impl Story {
                 .approve_as
                 .as_ref()
                 .map(|role| StandIn::new(actor, role, plot.approves)),
+            queued: Default::default(),
             now: from,
             speed: options.speed.unwrap_or(plot.speed),
             next: Instant::now(),
             finished: from > plot.end,
             plot,
         })
+    }
+
+    /// The stand-in's commands, in order: one whose change is on a worker is answered
+    /// before the next is sent, as a person waits for their answer (its report brings
+    /// the story back here, at the same time in the story).
+    fn stand_in_decides(&mut self, engine: &mut Engine, now: NaiveDateTime) -> Vec<Event> {
+        let mut events = Vec::new();
+        let Some(stand_in) = self.stand_in.as_mut() else {
+            return events;
+        };
+        self.queued.extend(stand_in.react(engine));
+        while !engine.awaiting_workers() {
+            let Some(command) = self.queued.pop_front() else {
+                break;
+            };
+            events.extend(stand_in.decide(engine, command, now));
+        }
+        events
     }
 
     /// The last time played.
@@ -298,11 +319,7 @@ impl Story {
             })
             .collect();
         events.extend(engine.tick(now)?);
-        if let Some(stand_in) = self.stand_in.as_mut() {
-            for command in stand_in.react(engine) {
-                events.extend(stand_in.decide(engine, command, now));
-            }
-        }
+        events.extend(self.stand_in_decides(engine, now));
         engine.remember(DEMO_CLOCK, &crate::clock::timestamp(now))?;
         // Before the story starts, the monitors only learn: play it ten times faster.
         let speed = if now < self.plot.start {
@@ -346,6 +363,11 @@ impl Driver for Story {
 
     fn waits_for_workers(&self) -> bool {
         true
+    }
+
+    fn after_effect(&mut self, engine: &mut Engine) -> Result<Vec<Event>> {
+        let at = self.clock();
+        Ok(self.stand_in_decides(engine, at))
     }
 }
 

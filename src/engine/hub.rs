@@ -100,6 +100,10 @@ pub trait Driver {
     fn waits_for_workers(&self) -> bool {
         false
     }
+    /// A worker reported (its outcome is recorded): whatever waited for it may go on.
+    fn after_effect(&mut self, _engine: &mut Engine) -> Result<Vec<Event>> {
+        Ok(Vec::new())
+    }
 }
 
 mod outbox;
@@ -462,6 +466,8 @@ impl Hub {
                     let events = settled.events;
                     self.emit_all(&events);
                 }
+                let events = driver.after_effect(&mut self.engine)?;
+                self.emit_all(&events);
             }
             HubMessage::OutboxMark(mark, answer) => {
                 let _ = answer.send(self.engine.mark_outbox(&mark));
