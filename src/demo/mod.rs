@@ -17,10 +17,12 @@ use chrono::{NaiveDateTime, TimeDelta};
 
 use crate::approve::Actor;
 use crate::config::Config;
-use crate::engine::api::{Command, Event, EventKind, IncidentStatus, ProposalKind, ProposalState};
+use crate::engine::api::{
+    Command, Event, EventKind, IncidentStatus, Outcome, ProposalKind, ProposalState, Request,
+};
 use crate::engine::hub::{Driver, Hub, HubMessage};
 use crate::engine::server;
-use crate::engine::Engine;
+use crate::engine::{Answer, Engine};
 use scenario::Scenario;
 
 /// The stories `dataward demo` can play, the first by default.
@@ -243,6 +245,8 @@ pub struct Story {
     plot: Plot,
     scenario: Scenario,
     stand_in: Option<StandIn>,
+    /// The stand-in's commands not sent yet (see `stand_in_decides`).
+    queued: std::collections::VecDeque<Command>,
     now: NaiveDateTime,
     /// The engine's clock, which this moves turn by turn.
     time: crate::clock::VirtualTime,
@@ -269,12 +273,31 @@ impl Story {
                 .approve_as
                 .as_ref()
                 .map(|role| StandIn::new(actor, role, plot.approves)),
+            queued: Default::default(),
             now: from,
             speed: options.speed.unwrap_or(plot.speed),
             next: Instant::now(),
             finished: from > plot.end,
             plot,
         })
+    }
+
+    /// The stand-in's commands, in order: one whose change is on a worker is answered
+    /// before the next is sent, as a person waits for their answer (its report brings
+    /// the story back here, at the same time in the story).
+    fn stand_in_decides(&mut self, engine: &mut Engine, now: NaiveDateTime) -> Vec<Event> {
+        let mut events = Vec::new();
+        let Some(stand_in) = self.stand_in.as_mut() else {
+            return events;
+        };
+        self.queued.extend(stand_in.react(engine));
+        while !engine.awaiting_workers() {
+            let Some(command) = self.queued.pop_front() else {
+                break;
+            };
+            events.extend(stand_in.decide(engine, command, now));
+        }
+        events
     }
 
     /// The last time played.
@@ -296,11 +319,7 @@ impl Story {
             })
             .collect();
         events.extend(engine.tick(now)?);
-        if let Some(stand_in) = self.stand_in.as_mut() {
-            for command in stand_in.react(engine) {
-                events.extend(engine.handle(command, &stand_in.actor));
-            }
-        }
+        events.extend(self.stand_in_decides(engine, now));
         engine.remember(DEMO_CLOCK, &crate::clock::timestamp(now))?;
         // Before the story starts, the monitors only learn: play it ten times faster.
         let speed = if now < self.plot.start {
@@ -340,6 +359,15 @@ impl Driver for Story {
 
     fn finished(&self) -> bool {
         self.finished
+    }
+
+    fn waits_for_workers(&self) -> bool {
+        true
+    }
+
+    fn after_effect(&mut self, engine: &mut Engine) -> Result<Vec<Event>> {
+        let at = self.clock();
+        Ok(self.stand_in_decides(engine, at))
     }
 }
 
@@ -425,6 +453,29 @@ impl StandIn {
         }
         commands
     }
+
+    /// Asks the engine as a person's request is asked. Its events, or its refusal as an
+    /// event; none yet when its change is on a worker (behind a hub): the hub tells
+    /// them once the worker reports.
+    fn decide(&self, engine: &mut Engine, command: Command, now: NaiveDateTime) -> Vec<Event> {
+        let described = format!("{command:?}");
+        let request = Request {
+            id: 0,
+            command,
+            client_request: None,
+        };
+        match engine.answer_or_hold(request, &self.actor) {
+            Answer::Now(Outcome::Accepted { events, .. }) => events,
+            Answer::Now(Outcome::Refused { reason }) => vec![Event {
+                at: crate::clock::Timestamp::from_naive(now),
+                kind: EventKind::Refused {
+                    command: described,
+                    reason: reason.message,
+                },
+            }],
+            Answer::Held(_) => Vec::new(),
+        }
+    }
 }
 
 /// `dataward demo --headless`: the timeline on stdout, JSON lines or text.
@@ -451,7 +502,7 @@ pub fn run_headless(options: DemoOptions, json: bool) -> Result<()> {
         }
     };
     let mut story = Story::new(&options, scenario, &actor, from, &mut engine)?;
-    let result = Hub::new(engine, hub_rx, Box::new(emit))
+    let result = Hub::new(engine, hub_rx, hub_tx.clone(), Box::new(emit))
         .stopping_when_finished()
         .run(&mut story);
     let _ = std::fs::remove_file(server::socket_path(&options.data_dir));
@@ -548,9 +599,10 @@ pub fn run_console(options: DemoOptions) -> Result<()> {
     let (who, read_only) = server::admit(&config, &actor, options.read_only)
         .unwrap_or_else(|_| (actor.display(), options.read_only));
     let mut story = Story::new(&options, scenario, &actor, from, &mut engine)?;
+    let post = hub_tx.clone();
     let hub = std::thread::Builder::new()
         .name("dataward-hub".into())
-        .spawn(move || Hub::new(engine, hub_rx, Box::new(|_| {})).run(&mut story))?;
+        .spawn(move || Hub::new(engine, hub_rx, post, Box::new(|_| {})).run(&mut story))?;
     let console =
         crate::engine::attach::in_process(&hub_tx, actor, who, read_only).and_then(|link| {
             crate::console::run(

@@ -8,7 +8,7 @@
 //! on the socket speak the same messages.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -92,6 +92,17 @@ pub trait Driver {
     /// The story is over (demo only).
     fn finished(&self) -> bool {
         false
+    }
+    /// Whether a turn waits for the effects and probes in flight to report: a story's
+    /// virtual time stands still while its outside world is asked something, so it
+    /// plays the same however long that takes (the hub answers everyone meanwhile).
+    /// The wall clock waits for nobody.
+    fn waits_for_workers(&self) -> bool {
+        false
+    }
+    /// A worker reported (its outcome is recorded): whatever waited for it may go on.
+    fn after_effect(&mut self, _engine: &mut Engine) -> Result<Vec<Event>> {
+        Ok(Vec::new())
     }
 }
 
@@ -212,11 +223,24 @@ impl Published {
 }
 
 impl Hub {
+    /// The hub over `engine`, reading `inbox`. Whatever runs an engine behind a hub
+    /// (`dataward serve`, the demo) gets its effects and warehouse probes carried out
+    /// on workers here, their reports sent to `post` (the sender of `inbox`): the
+    /// engine's thread never waits on an orchestrator, a file, a subprocess or a
+    /// warehouse, and no caller can forget to say so.
     pub fn new(
-        engine: Engine,
+        mut engine: Engine,
         inbox: Receiver<HubMessage>,
+        post: Sender<HubMessage>,
         emit: Box<dyn FnMut(&Event) + Send>,
     ) -> Hub {
+        let answers = post.clone();
+        engine.set_evidence_worker(Arc::new(move |found| {
+            let _ = answers.send(HubMessage::Evidence(found));
+        }));
+        engine.carry_out_effects_on_workers(move |finished| {
+            let _ = post.send(HubMessage::Effect(Box::new(finished)));
+        });
         Hub {
             engine,
             inbox,
@@ -246,14 +270,21 @@ impl Hub {
                 self.publish(driver.finished());
                 changed = false;
             }
-            if self.stop_when_finished && driver.finished() {
+            let waiting = driver.waits_for_workers() && self.engine.awaiting_workers();
+            if self.stop_when_finished && driver.finished() && !waiting {
                 break;
             }
             // Between any two messages, however many arrive: a flood never holds it.
             self.flush_presence(Instant::now());
+            // Waiting for workers, the next turn is after their reports (messages).
+            let next_turn = if waiting {
+                Instant::now() + Duration::from_secs(3600)
+            } else {
+                driver.next_turn()
+            };
             let wake = match self.presence_due() {
-                Some(due) => due.min(driver.next_turn()),
-                None => driver.next_turn(),
+                Some(due) => due.min(next_turn),
+                None => next_turn,
             };
             let wait = wake
                 .saturating_duration_since(Instant::now())
@@ -262,7 +293,7 @@ impl Hub {
                 Ok(HubMessage::Stop) | Err(RecvTimeoutError::Disconnected) => break,
                 Ok(message) => changed = self.handle(message, driver)?,
                 Err(RecvTimeoutError::Timeout) => {
-                    if Instant::now() >= driver.next_turn() && !driver.finished() {
+                    if Instant::now() >= next_turn && !driver.finished() {
                         let events = driver.turn(&mut self.engine)?;
                         self.emit_all(&events);
                         changed = true;
@@ -435,6 +466,8 @@ impl Hub {
                     let events = settled.events;
                     self.emit_all(&events);
                 }
+                let events = driver.after_effect(&mut self.engine)?;
+                self.emit_all(&events);
             }
             HubMessage::OutboxMark(mark, answer) => {
                 let _ = answer.send(self.engine.mark_outbox(&mark));
@@ -893,8 +926,8 @@ mod cost {
     fn a_flood_of_presence_reaches_the_others_at_most_once_an_interval_and_its_latest_is_kept() {
         let dir = tempfile::tempdir().unwrap();
         let (engine, _) = engine_with_incidents(dir.path());
-        let (_tx, inbox) = mpsc::channel();
-        let mut hub = Hub::new(engine, inbox, Box::new(|_| {}));
+        let (tx, inbox) = mpsc::channel();
+        let mut hub = Hub::new(engine, inbox, tx, Box::new(|_| {}));
         hub.publish(false);
         let ids: Vec<String> = (hub.published.snapshot.incidents.iter())
             .map(|i| i.id.clone())
@@ -929,8 +962,8 @@ mod cost {
     fn a_change_to_one_incident_builds_the_view_of_that_incident_only() {
         let dir = tempfile::tempdir().unwrap();
         let (engine, me) = engine_with_incidents(dir.path());
-        let (_tx, inbox) = mpsc::channel();
-        let mut hub = Hub::new(engine, inbox, Box::new(|_| {}));
+        let (tx, inbox) = mpsc::channel();
+        let mut hub = Hub::new(engine, inbox, tx, Box::new(|_| {}));
         hub.publish(false);
         let incidents = hub.published.snapshot.incidents.clone();
         assert_eq!(incidents.len(), INCIDENTS, "every table opened one");

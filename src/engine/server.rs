@@ -609,11 +609,6 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     // Alerts go out on threads of their own, beside the poller: a slow API delays
     // only its own destination.
     let relay = start_relay(&mut engine, &config, &db, hub_tx.clone())?;
-    // Warehouse probes (evidence, dry runs) too: their answers come back as messages.
-    let answers = hub_tx.clone();
-    engine.set_evidence_worker(Arc::new(move |found| {
-        let _ = answers.send(HubMessage::Evidence(found));
-    }));
     let poll_task = super::poll_task::PollTask::start(
         config.clone(),
         db,
@@ -642,15 +637,12 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
         options.config.display(),
         std::process::id()
     );
-    // Effects (orchestrator calls, file writes, backfill copies) run on workers: one
-    // that hangs never keeps the hub from answering, the org stop first of all.
-    let reports = hub_tx.clone();
-    engine.carry_out_effects_on_workers(move |finished| {
-        let _ = reports.send(HubMessage::Effect(Box::new(finished)));
-    });
+    // Effects and warehouse probes run on workers (`Hub::new`): one that hangs never
+    // keeps the hub from answering, the org stop first of all.
     let hub = Hub::new(
         engine,
         hub_rx,
+        hub_tx.clone(),
         Box::new(|event| {
             tracing::info!(
                 "{}",

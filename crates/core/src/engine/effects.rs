@@ -364,6 +364,18 @@ fn perform(shared: &Shared, job: &Job) -> Result<Done> {
                 ..Outcome::default()
             })
         }
+        Effect::DropVersions { versions } => {
+            let warehouse = job
+                .warehouse
+                .as_deref()
+                .context("no warehouse holds the copies to drop")?;
+            for version in versions {
+                warehouse
+                    .drop_version(version)
+                    .with_context(|| format!("{} not dropped yet", version.copy))?;
+            }
+            performed(Outcome::default())
+        }
     }
 }
 
@@ -455,6 +467,8 @@ fn put_back(shared: &Shared, job: &Job, done: Option<&Outcome>) -> Result<Option
         Effect::Restore { .. } => Ok(Some(
             "some tables may have been restored from their copies already: check them".into(),
         )),
+        // The engine's own, never put back: dropped again until it is done.
+        Effect::DropVersions { .. } => Ok(None),
     }
 }
 
@@ -489,5 +503,8 @@ pub(super) fn describe(effect: &Effect) -> String {
         Effect::QueueRun { job, .. } => format!("queuing a run of {job}"),
         Effect::Backfill { command, .. } => format!("copying the tables and queuing `{command}`"),
         Effect::Restore { versions } => format!("restoring {} tables", versions.len()),
+        Effect::DropVersions { versions } => {
+            format!("dropping {} backfill copies", versions.len())
+        }
     }
 }

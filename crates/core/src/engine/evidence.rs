@@ -20,7 +20,7 @@ use crate::config::Config;
 use crate::incident::diagnosis::MissingRows;
 use crate::monitor::poller::{SharedWarehouse, DEFAULT_TIMEOUT};
 use crate::monitor::Observation;
-use crate::warehouse::{Uncastable, Warehouse, WarehouseError};
+use crate::warehouse::{DayPrint, Uncastable, Warehouse, WarehouseError};
 
 /// What a probe found.
 #[derive(Debug, Clone)]
@@ -33,6 +33,8 @@ pub enum Answer {
     MissingRows(Option<MissingRows>),
     /// A dry run's row count.
     DryRun(u64),
+    /// A table day by day, as a backfill's run left it (what its undo compares with).
+    DayPrints(Vec<DayPrint>),
 }
 
 /// A probe's answer on its way back to the engine.
@@ -66,17 +68,20 @@ impl Lookup {
     }
 }
 
-/// Who waits for an answer: the diagnosis of an observation, or verification.
+/// Who waits for an answer: the diagnosis of an observation, verification, or the
+/// prints of a finished backfill.
 #[derive(Debug, Clone)]
 pub(super) enum Waiter {
     Diagnosis(Box<Observation>),
     Verification,
+    Backfill,
 }
 
 impl Waiter {
     fn same(&self, other: &Waiter) -> bool {
         match (self, other) {
             (Waiter::Verification, Waiter::Verification) => true,
+            (Waiter::Backfill, Waiter::Backfill) => true,
             (Waiter::Diagnosis(a), Waiter::Diagnosis(b)) => {
                 (&a.monitor, a.check, &a.detail.column, &a.detail.day, &a.at)
                     == (&b.monitor, b.check, &b.detail.column, &b.detail.day, &b.at)
@@ -242,6 +247,17 @@ impl Evidence {
         state
             .known
             .retain(|_, (_, came)| worker && *came + 1 >= polls);
+    }
+
+    /// Whether a probe asked on a worker has not answered yet.
+    pub(super) fn awaiting(&self) -> bool {
+        !self.state.borrow().asked.is_empty()
+    }
+
+    /// Forgets the answer under `key` (one that said the warehouse could not be read):
+    /// the next lookup asks again.
+    pub(super) fn forget(&self, key: &str) {
+        self.state.borrow_mut().known.remove(key);
     }
 
     pub(super) fn pending_seen(&self) -> u64 {

@@ -54,6 +54,11 @@ pub enum Effect {
     Restore {
         versions: Vec<crate::warehouse::TableVersion>,
     },
+    /// Drop a resolved incident's backfill copies (their retention ended). A copy
+    /// already gone is fine: a drop cut short by a crash is simply done again.
+    DropVersions {
+        versions: Vec<crate::warehouse::TableVersion>,
+    },
 }
 
 /// What the engine records once the effect is done.
@@ -71,6 +76,11 @@ pub enum Completion {
         dispatch: u64,
         after_recovery: bool,
         actor: String,
+    },
+    /// A resolved incident's backfill copies are dropped.
+    VersionsDropped {
+        incident: String,
+        versions: Vec<crate::warehouse::TableVersion>,
     },
 }
 
@@ -425,6 +435,12 @@ impl Engine {
         settled
     }
 
+    /// Whether an effect handed to a worker, or a warehouse probe asked of one, has not
+    /// reported yet (a driver that plays a story waits for them before its next turn).
+    pub fn awaiting_workers(&self) -> bool {
+        !self.in_flight.sent.is_empty() || self.evidence.awaiting()
+    }
+
     /// The intent in flight of `client_request` (asked by `asker_uid`), if any.
     pub(super) fn in_flight_for(&self, client_request: &str, asker_uid: u32) -> Option<i64> {
         let pending = self.pending_intents().ok()?;
@@ -466,10 +482,12 @@ impl Engine {
                     scopes.insert(table.clone(), self.backfill_scope(table, command));
                 }
             }
-            Effect::WriteFile { .. } | Effect::Restore { .. } => {}
+            Effect::WriteFile { .. } | Effect::Restore { .. } | Effect::DropVersions { .. } => {}
         }
         let warehouse = match &intent.effect {
-            Effect::Backfill { .. } | Effect::Restore { .. } => self.effects_warehouse(),
+            Effect::Backfill { .. } | Effect::Restore { .. } | Effect::DropVersions { .. } => {
+                self.effects_warehouse()
+            }
             _ => None,
         };
         effects::Job {
@@ -777,6 +795,18 @@ impl Engine {
                     status: "queued".into(),
                     seq,
                 })])
+            }
+            Completion::VersionsDropped { incident, versions } => {
+                self.record(
+                    "versions_dropped",
+                    ENGINE_ACTOR,
+                    json!({"incident": incident, "versions": versions, "why": "retention ended"}),
+                )?;
+                let i = self.incident_index(incident)?;
+                self.incidents[i].versions.clear();
+                // Resolved incidents are written once; this change must be written too.
+                self.settled.remove(incident);
+                Ok(Vec::new())
             }
         }
     }

@@ -283,11 +283,15 @@ impl Engine {
 
     fn evidence_arrived(&mut self, waiters: Vec<evidence::Waiter>) -> Result<Vec<Event>> {
         let mut events = Vec::new();
-        let mut verify = false;
+        let (mut verify, mut backfill) = (false, false);
         for waiter in waiters {
             let observation = match waiter {
                 evidence::Waiter::Verification => {
                     verify = true;
+                    continue;
+                }
+                evidence::Waiter::Backfill => {
+                    backfill = true;
                     continue;
                 }
                 evidence::Waiter::Diagnosis(observation) => *observation,
@@ -305,8 +309,12 @@ impl Engine {
                 None if observation.check == CheckKind::Schema => {
                     events.extend(self.breach(&observation)?)
                 }
-                None => {}
+                // A symptom of another incident: what remains of that one is said again.
+                None => events.extend(self.rediagnose_what_remains()?),
             }
+        }
+        if backfill {
+            events.extend(self.print_finished_backfills()?);
         }
         if verify {
             let now = self.now_time;

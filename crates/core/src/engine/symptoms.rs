@@ -186,7 +186,14 @@ impl Engine {
                 })
                 .collect();
             for observation in remaining {
+                let asked = self.evidence.pending_seen();
                 let mut facts = self.facts(&observation)?;
+                if self.evidence.pending_seen() != asked {
+                    // A warehouse probe has not answered yet: what remains is said
+                    // once it has (its answer brings the engine back here), never
+                    // without what the warehouse counted.
+                    continue;
+                }
                 facts.upstream_incident = None;
                 let found = diagnosis::diagnose(&facts);
                 if !found

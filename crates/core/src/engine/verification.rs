@@ -357,7 +357,7 @@ impl Engine {
         self.poller.warehouse(&name).map(|w| w.as_ref())
     }
 
-    fn dbt_warehouse_name(&self) -> Option<String> {
+    pub(super) fn dbt_warehouse_name(&self) -> Option<String> {
         let monitored = self.config.monitor.iter().find(|m| m.source.is_some());
         monitored
             .map(|m| m.warehouse.clone())
@@ -398,7 +398,10 @@ impl Engine {
     }
 
     /// A resolved incident's backfill copies are dropped once its retention has passed,
-    /// on the chain. Until then a person can still see what the tables held.
+    /// on the chain. Until then a person can still see what the tables held. The drop
+    /// is the engine's own intent, carried out off the engine's thread (on a worker
+    /// once it serves) and tried again until it is done, across a restart too; its
+    /// completion records `versions_dropped`.
     pub(super) fn drop_expired_versions(&mut self, now: NaiveDateTime) -> Result<Vec<Event>> {
         let retention =
             crate::config::parse_duration(&self.config.verify.retention).expect("validated");
@@ -408,31 +411,24 @@ impl Engine {
             let expired = incident
                 .resolved_at
                 .is_some_and(|at| now >= at.naive() + retention);
-            if !expired || incident.versions.is_empty() {
+            if !expired || incident.versions.is_empty() || self.dbt_warehouse().is_none() {
                 continue;
             }
-            let Some(warehouse) = self.dbt_warehouse() else {
+            let (id, versions) = (incident.id.clone(), incident.versions.clone());
+            if self.intent_pending(&id)? {
                 continue;
-            };
-            let versions = incident.versions.clone();
-            for version in &versions {
-                if let Err(e) = warehouse.drop_version(version) {
-                    self.notices.push(format!(
-                        "{}: {} not dropped yet: {e}",
-                        incident.id, version.copy
-                    ));
-                    return Ok(Vec::new());
-                }
             }
-            let id = incident.id.clone();
-            self.record(
-                "versions_dropped",
-                ENGINE_ACTOR,
-                json!({"incident": id, "versions": versions, "why": "retention ended"}),
+            self.intend(
+                &id,
+                Effect::DropVersions {
+                    versions: versions.clone(),
+                },
+                Completion::VersionsDropped {
+                    incident: id.clone(),
+                    versions,
+                },
+                false,
             )?;
-            self.incidents[i].versions.clear();
-            // Resolved incidents are written once; this change must be written too.
-            self.settled.remove(&id);
         }
         Ok(Vec::new())
     }

@@ -1,0 +1,150 @@
+//! Issue 27, through the binary: the demo runs its engine behind the same hub as
+//! `dataward serve`, and its effects (orchestrator calls, file writes, backfill copies)
+//! and warehouse probes run on workers there too, never on the engine's thread.
+
+#[path = "support/binary.rs"]
+mod binary;
+#[path = "support/state.rs"]
+mod state_db;
+
+use binary::{dataward, text, Engine};
+use state_db::{pending_intents, proposal, state};
+
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn headless(dir: &Path, speed: &str) -> Engine {
+    let child = Command::new(env!("CARGO_BIN_EXE_dataward"))
+        .args([
+            "demo",
+            "ticketing",
+            "--headless",
+            "--json",
+            "--speed",
+            speed,
+        ])
+        .arg("--data-dir")
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    Engine(child)
+}
+
+/// The demo's virtual clock as it keeps it in the state database.
+fn demo_clock(dir: &Path) -> Option<String> {
+    state(dir)
+        .query_row("SELECT value FROM meta WHERE key = 'demo.clock'", [], |r| {
+            r.get(0)
+        })
+        .ok()
+}
+
+/// Plays the headless ticketing demo on `dir` until INC-0001 has its three proposals,
+/// then stops it (SIGTERM); returns the incident as `show` gave it.
+fn demo_with_pending_proposals(dir: &Path) -> Value {
+    let mut playing = headless(dir, "600");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let incident = loop {
+        assert!(Instant::now() < deadline, "no incident with its proposals");
+        let out = dataward(&["show", "INC-0001", "--json"], dir);
+        if out.status.success() {
+            let incident: Value = serde_json::from_slice(&out.stdout).unwrap();
+            if incident["proposals"]
+                .as_array()
+                .is_some_and(|p| p.len() == 3)
+            {
+                break incident;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(playing.0.id() as i32, libc::SIGTERM) };
+    assert!(playing.0.wait().unwrap().success());
+    incident
+}
+
+/// The demo's scheduler (its orchestrator) is a SQLite database; a test that holds its
+/// write lock makes every change asked of it wait, as a hanging orchestrator would.
+/// The demo is resumed so slowly that it plays one turn and no other: nothing but the
+/// approval touches the scheduler. The approval's intent is committed and its pause
+/// waits on the lock; the org stop sent then is answered while that intent is still
+/// pending (on the engine's thread, the pause would have had to fail, and the intent be
+/// withdrawn, before the stop was read). Once the lock is let go, the approval is
+/// answered and nothing is left pending. (Order, not wall-clock.)
+#[test]
+fn in_the_demo_the_org_stop_is_answered_while_the_scheduler_holds_a_pause() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = &dir.path().join("demo");
+    let incident = demo_with_pending_proposals(d);
+    let (hold, hold_hash, _) = proposal(&incident, "hold");
+
+    let played = demo_clock(d);
+    let _demo = headless(d, "0.001");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while UnixStream::connect(d.join("dataward.sock")).is_err() || demo_clock(d) == played {
+        assert!(Instant::now() < deadline, "the demo never took its turn");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    let scheduler = rusqlite::Connection::open(d.join("estate/control.db")).unwrap();
+    scheduler.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let mut approve = Command::new(env!("CARGO_BIN_EXE_dataward"))
+        .args([
+            "approve", &hold, "--hash", &hold_hash, "--reason", "hold it",
+        ])
+        .arg("--data-dir")
+        .arg(d)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while pending_intents(d) == 0 {
+        assert!(Instant::now() < deadline, "the approval made no intent");
+        assert!(
+            approve.try_wait().unwrap().is_none(),
+            "the approval was answered before its pause could be asked"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    let stopped = dataward(&["stop", "--reason", "drill"], d);
+    let still_pending = pending_intents(d);
+    let approval_unanswered = approve.try_wait().unwrap().is_none();
+    assert!(
+        still_pending == 1 && approval_unanswered,
+        "the stop was answered only after the approval's pause had given up on the \
+         scheduler: it was carried out on the engine's thread"
+    );
+    assert!(
+        text(&stopped).contains("org-wide stop set by"),
+        "{}",
+        text(&stopped)
+    );
+
+    scheduler.execute_batch("ROLLBACK").unwrap();
+    drop(scheduler);
+    let approved = approve.wait_with_output().unwrap();
+    assert!(
+        text(&approved).contains(&hold),
+        "the approval's answer names its proposal: {}",
+        text(&approved)
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while pending_intents(d) != 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the approval's intent stayed pending"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let verify = dataward(&["verify"], d);
+    assert!(verify.status.success(), "{}", text(&verify));
+}
