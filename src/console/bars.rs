@@ -44,7 +44,7 @@ pub(crate) fn render_title(frame: &mut Frame, area: Rect, app: &App) {
             spans.push(Span::styled(
                 format!(
                     "■ hold asked, yet it ran at {}: stop the cron yourself",
-                    ran.get(11..16).unwrap_or(ran)
+                    ran.hour_minute()
                 ),
                 theme.crit.add_modifier(Modifier::BOLD),
             ));
@@ -214,7 +214,7 @@ mod tests {
             "{bar}"
         );
         assert!(!bar.contains("paused"), "{bar}");
-        snapshot.pipelines[1].ran_after_hold = Some("2026-11-24T14:30:02Z".into());
+        snapshot.pipelines[1].ran_after_hold = Some("2026-11-24T14:30:02Z".parse().unwrap());
         update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
         let screen = draw(&app, 160, 45);
         let bar = screen.lines().next().unwrap();

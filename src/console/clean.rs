@@ -55,10 +55,8 @@ pub fn snapshot(snapshot: &mut Snapshot) {
         clean_in_place(&mut head.hash);
     }
     for pipeline in pipelines {
+        // (Its times are Timestamps: nothing in them to clean.)
         clean_in_place(&mut pipeline.name);
-        if let Some(at) = &mut pipeline.last_run_at {
-            clean_in_place(at);
-        }
     }
     for monitor in monitors {
         for field in [

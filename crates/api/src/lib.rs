@@ -317,11 +317,11 @@ pub struct PipelineView {
     pub state: PipelineState,
     /// The last run's outcome; pipelines report green while data is wrong.
     pub last_status: RunStatus,
-    pub last_run_at: Option<String>,
-    /// `hold_asked` only: when the job ran after the hold was asked (RFC 3339), by its
-    /// own record: the schedule dataward cannot pause still runs.
+    pub last_run_at: Option<Timestamp>,
+    /// `hold_asked` only: when the job ran after the hold was asked, by its own record:
+    /// the schedule dataward cannot pause still runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ran_after_hold: Option<String>,
+    pub ran_after_hold: Option<Timestamp>,
     /// `hold_asked` only: dataward cannot tell whether the job ran after the hold (its
     /// orchestrator's record does not say which job ran), and why: neither confirmed
     /// nor broken.
