@@ -10,7 +10,7 @@ use ratatui::Frame;
 use crate::console::keys;
 use crate::console::presence;
 use crate::console::state::{App, Overlay};
-use crate::console::widgets::{cut_spans, pipeline_state, run_status, short};
+use crate::console::widgets::{clock_face, cut_spans, pipeline_state, run_status, short};
 use crate::engine::api::{FirstPoll, PipelineState};
 
 pub(crate) fn render_title(frame: &mut Frame, area: Rect, app: &App) {
@@ -35,7 +35,7 @@ pub(crate) fn render_title(frame: &mut Frame, area: Rect, app: &App) {
         frame.render_widget(Line::from(cut_spans(spans, area.width as usize)), area);
         return;
     }
-    spans.push(Span::styled(app.snapshot.now.clone(), theme.title));
+    spans.push(Span::styled(clock_face(app.snapshot.now), theme.title));
     for pipeline in &app.snapshot.pipelines {
         spans.push(Span::styled("  │ ", theme.border));
         spans.push(Span::raw(format!("{} ", pipeline.name)));

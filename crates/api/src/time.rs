@@ -101,6 +101,13 @@ impl Timestamp {
     }
 }
 
+/// The Unix epoch: what an empty [`crate::Snapshot`] reads as before an engine fills it.
+impl Default for Timestamp {
+    fn default() -> Timestamp {
+        Timestamp(DateTime::UNIX_EPOCH.naive_utc())
+    }
+}
+
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.0.format(FORMAT))
