@@ -272,7 +272,7 @@ impl Engine {
     }
 
     fn queue(&mut self, destination: &str, kind: &str, alert: &Alert) -> Result<()> {
-        if outbox::enqueue(&self.state, destination, kind, alert, outbox::now_ms())? {
+        if outbox::enqueue(&self.state, destination, kind, alert, self.clock.millis())? {
             self.alerts.queued = true;
         }
         Ok(())
@@ -547,7 +547,7 @@ impl Engine {
             .into_iter()
             .map(|(name, a)| (name, a.kind.clone()))
             .collect();
-        outbox::view(&self.state, outbox::now_ms(), &configured)
+        outbox::view(&self.state, self.clock.millis(), &configured)
             .unwrap_or_default()
             .into_iter()
             .map(DestinationView::from)

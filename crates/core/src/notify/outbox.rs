@@ -4,8 +4,9 @@
 //! oldest pending row, and marks it delivered, schedules its retry, or gives it up; a
 //! restart finds every row where it was.
 //!
-//! Times here are the wall clock in milliseconds since the epoch: retries are about the
-//! network, never the demo's virtual clock.
+//! Times here are milliseconds since the epoch on the engine's clock, which the relay
+//! reads too: the wall, or the demo's virtual one, so a story on virtual time retries
+//! on virtual time.
 
 use anyhow::Result;
 use serde::Serialize;
@@ -19,7 +20,8 @@ pub const PENDING: &str = "pending";
 pub const DELIVERED: &str = "delivered";
 pub const FAILED: &str = "failed";
 
-/// The wall clock, in milliseconds since the epoch.
+/// The wall clock, in milliseconds since the epoch: for a reader without an engine
+/// (`dataward outbox` on the state database).
 pub fn now_ms() -> i64 {
     crate::clock::Clock::wall().millis()
 }
