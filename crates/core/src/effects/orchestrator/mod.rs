@@ -340,6 +340,23 @@ fn registered(kind: &str) -> Option<Maker> {
 mod tests {
     use super::*;
 
+    /// An orchestrator's run time is read in its own form; one that is no time is an
+    /// error naming whose it is and the text, never a run taken as older or newer.
+    #[test]
+    fn a_run_time_is_read_in_the_orchestrators_form_or_refused_naming_it() {
+        let read = run_time(Some("2026-11-24 14:58:40.000000+00:00".into()), "job x").unwrap();
+        assert_eq!(
+            read,
+            Some(Timestamp::parse("2026-11-24T14:58:40Z").unwrap())
+        );
+        assert_eq!(run_time(None, "job x").unwrap(), None);
+        let error = run_time(Some("last Tuesday".into()), "GET /dags/x/dagRuns").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "GET /dags/x/dagRuns: run time \"last Tuesday\" is not an RFC 3339 time"
+        );
+    }
+
     #[test]
     fn orchestrators_are_asked_to_run_one_dbt_command_only() {
         assert_eq!(
