@@ -274,4 +274,16 @@ mod tests {
         assert!(!bar.contains("yet it ran"), "{bar}");
         assert!(!bar.contains("paused"), "{bar}");
     }
+
+    /// The engine's time as people read it on the bar, and no made-up time before an
+    /// engine sent one.
+    #[test]
+    fn the_title_bar_shows_the_engines_time_and_none_before_it() {
+        let mut snapshot = sample_snapshot();
+        snapshot.now = "2026-11-25T09:05:00Z".parse().unwrap();
+        let bar = title(snapshot, 200);
+        assert!(bar.contains(" dataward  Wed 09:05 "), "{bar}");
+        let bar = title(crate::engine::api::Snapshot::default(), 200);
+        assert!(!bar.contains("1970") && !bar.contains("Thu"), "{bar}");
+    }
 }

@@ -28,8 +28,12 @@ pub(crate) fn time_of_day(at: Timestamp, now: Timestamp) -> String {
     }
 }
 
-/// The engine's time on the title bar: the day of the week and the time of day.
+/// The engine's time on the title bar: the day of the week and the time of day;
+/// nothing before an engine's snapshot filled it in.
 pub(crate) fn clock_face(now: Timestamp) -> String {
+    if now == Timestamp::default() {
+        return String::new();
+    }
     now.naive().format("%a %H:%M").to_string()
 }
 
