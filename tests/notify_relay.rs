@@ -644,7 +644,8 @@ fn the_relay_threads_retry_on_a_virtual_clock_when_it_moves() {
     let relay = Relay::start(&config, &s.db, options, Arc::new(|| {}))
         .unwrap()
         .expect("a relay for the one destination");
-    let until = |what: &str, done: &dyn Fn(&[(String, u32, Option<String>)]) -> bool| {
+    type Rows = [(String, u32, Option<String>)];
+    let until = |what: &str, done: &dyn Fn(&Rows) -> bool| {
         let bound = std::time::Instant::now() + PATIENCE;
         loop {
             let now = statuses(&s.db);
