@@ -99,7 +99,9 @@ fn incident(n: usize) -> IncidentView {
         1 + n % 28,
         n % 24,
         n % 60
-    );
+    )
+    .parse()
+    .expect("a time");
     incident.status = match n % 20 {
         0 => IncidentStatus::Open,
         1 => IncidentStatus::Verifying,
@@ -128,7 +130,9 @@ fn estate() -> Snapshot {
 /// decided and its title changed, and every fifth time a new incident opened.
 fn changed(previous: &Snapshot, round: usize) -> Snapshot {
     let mut next = previous.clone();
-    next.now = format!("Tue 14:{:02}", 20 + round % 40);
+    next.now = format!("2026-11-24T14:{:02}:00Z", 20 + round % 40)
+        .parse()
+        .expect("a time");
     let at = (round * 7919) % next.incidents.len();
     let decided = &mut next.incidents[at];
     decided.title.push('!');

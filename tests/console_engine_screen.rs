@@ -85,7 +85,7 @@ fn the_header_says_when_the_table_is_back() {
         dataward::engine::api::VerdictKind::Ok,
         "{latest:?}"
     );
-    assert!(latest.at.to_string() > incident.opened_at, "{latest:?}");
+    assert!(latest.at > incident.opened_at, "{latest:?}");
     let mut app = App::new(false, Theme::fallback(), None, false);
     update(
         &mut app,

@@ -244,6 +244,11 @@ fn a_run_is_read_back_through_queued_running_success_and_error() {
     assert_eq!(bar[0].name, "Hourly orders");
     assert_eq!(bar[0].state, PipelineState::Scheduled);
     assert_eq!(bar[0].last_status, RunStatus::Failed);
+    // dbt Cloud writes `2026-11-24 14:58:40.000000+00:00`: read as the instant it is.
+    assert_eq!(
+        bar[0].last_run_at,
+        Some("2026-11-24T14:58:40Z".parse().unwrap())
+    );
     cloud.pause(JOB).unwrap();
     assert_eq!(cloud.pipelines().unwrap()[0].state, PipelineState::Paused);
 }

@@ -265,7 +265,10 @@ fn a_queued_run_builds_the_model_in_postgres_with_dbts_output_in_its_record() {
         (hourly.state.as_str(), hourly.last_status.as_str()),
         ("scheduled", "success")
     );
-    assert_eq!(hourly.last_run_at, record.finished_at);
+    assert_eq!(
+        hourly.last_run_at.map(|at| at.to_string()),
+        record.finished_at
+    );
     let gate = pipelines.iter().find(|p| p.name == "job.gate").unwrap();
     assert_eq!(gate.last_status, RunStatus::NeverRun);
     assert!(poll_task.run("job.hourly", "999").unwrap().is_none());

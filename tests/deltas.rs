@@ -237,6 +237,27 @@ fn an_older_console_is_refused_naming_both_versions() {
     );
 }
 
+/// A console of protocol 2 sends its times in whatever form an orchestrator wrote them
+/// and cannot read them as Timestamps: it is refused, naming both versions, rather
+/// than attached to a snapshot it would misread.
+#[test]
+fn a_console_of_protocol_2_is_refused_now_that_times_are_timestamps() {
+    let dir = tempfile::tempdir().unwrap();
+    estate(dir.path(), 1);
+    let _engine = serve(dir.path(), 1);
+    let mut old = Raw::hello(dir.path(), 2, false);
+    let goodbye = old.receive();
+    assert_eq!(
+        goodbye["type"], "goodbye",
+        "a protocol 2 console is attached: {goodbye}"
+    );
+    let message = goodbye["reason"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("the client protocol 2") && message.contains("same dataward version"),
+        "{message}"
+    );
+}
+
 /// An engine of protocol 1, as it answered a client of another version.
 #[test]
 fn a_console_attaching_to_an_older_engine_says_both_versions() {

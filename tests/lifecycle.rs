@@ -214,3 +214,64 @@ fn a_scheduled_job_below_the_incident_that_fails_is_a_symptom_until_it_runs_gree
         "{symptoms:#?}"
     );
 }
+
+/// Schedulers write their times in their own RFC 3339: dbt Cloud as
+/// `2026-11-24 14:21:00.000000+00:00`, Airflow with microseconds. A failed run after
+/// the incident opened is a symptom, and a later green run recovers it, whatever form
+/// the scheduler wrote its time in (as text, `2026-11-24 14:21` sorts before
+/// `2026-11-24T14:17` and the run was taken as older than the incident).
+#[test]
+fn a_failed_run_is_judged_by_its_time_not_by_how_the_scheduler_writes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut scenario, mut engine) = dataward::demo::prepare(dir.path(), &owner()).unwrap();
+    let opened = start() + TimeDelta::minutes(50);
+    play_minutes(&mut scenario, &mut engine, start(), opened, |_, _| {
+        Vec::new()
+    });
+    assert!(incident(&engine).symptoms.is_empty());
+    let control = ControlPlane::new(dir.path().join("estate/control.db"));
+    control
+        .record_pipeline(
+            "job.hourly_dbt",
+            "failed",
+            "2026-11-24 14:21:00.000000+00:00",
+        )
+        .unwrap();
+    play_minutes(
+        &mut scenario,
+        &mut engine,
+        opened + TimeDelta::minutes(1),
+        opened + TimeDelta::minutes(2),
+        |_, _| Vec::new(),
+    );
+    let symptoms = incident(&engine).symptoms;
+    let job = symptoms
+        .iter()
+        .find(|s| s.check == "job run")
+        .unwrap_or_else(|| panic!("{symptoms:#?}"));
+    assert!(
+        job.observed.starts_with("failed at 2026-11-24 14:21"),
+        "{job:?}"
+    );
+    assert!(!job.recovered);
+    // Airflow's form, an hour ahead of UTC: 14:25 UTC, a green run.
+    control
+        .record_pipeline(
+            "job.hourly_dbt",
+            "success",
+            "2026-11-24T15:25:00.123456+01:00",
+        )
+        .unwrap();
+    play_minutes(
+        &mut scenario,
+        &mut engine,
+        opened + TimeDelta::minutes(3),
+        opened + TimeDelta::minutes(4),
+        |_, _| Vec::new(),
+    );
+    let symptoms = incident(&engine).symptoms;
+    assert!(
+        symptoms.iter().any(|s| s.check == "job run" && s.recovered),
+        "{symptoms:#?}"
+    );
+}

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use dataward::config::Config;
 use dataward::notify::outbox;
-use dataward::notify::relay::{Backoff, Carrier, Done, Jitter, Marks, Next};
+use dataward::notify::relay::{Backoff, Carrier, Done, Jitter, Marks, Next, Options, Relay};
 use dataward::notify::{Action, Alert, Blast, Occasion, ReceiptDigest, Waiting};
 use http::{Api, Behaviour, FakeApi};
 
@@ -602,4 +602,76 @@ fn a_retry_after_date_is_counted_from_the_relays_clock() {
     let (done, _) = s.carrier.step(clock.millis()).unwrap();
     assert!(matches!(done, Done::Delivered { .. }), "{done:?}");
     assert_eq!(server.slack_messages().len(), 1);
+}
+
+/// The relay's threads wait on the relay's clock: on a virtual one (the demo's story) a
+/// retry is due when that clock reaches it, and happens once it does, however far off
+/// the wall is. The backoff here is ten minutes; only the virtual clock is moved, and
+/// the waits below are bounds against a hang, never a measure.
+#[test]
+fn the_relay_threads_retry_on_a_virtual_clock_when_it_moves() {
+    const PATIENCE: Duration = Duration::from_secs(60);
+    let server = FakeApi::start(Api::PagerDuty, "R0UTINGKEY0123456789abcdef012345");
+    let s = setup(
+        &server,
+        "pagerduty",
+        "DATAWARD_TEST_RELAY_PD_VIRTUAL",
+        Duration::from_secs(5),
+    );
+    enqueue(&s.db, "pagerduty", &lifecycle("INC-0031")[..1]);
+    server.plan([Behaviour::Status(500, None, "down for a moment".into())]);
+    let start = chrono::DateTime::from_timestamp_millis(T0).unwrap();
+    let clock = dataward::clock::Clock::starting_at(start.naive_utc());
+    // The carrier's own config, for the relay's thread.
+    let config = Config::parse(
+        &format!(
+            "[[alert]]\nname = \"dest\"\nkind = \"pagerduty\"\n\
+             routing_key_env = \"DATAWARD_TEST_RELAY_PD_VIRTUAL\"\nbase_url = \"{}\"\n",
+            server.base_url()
+        ),
+        &s.db.with_file_name("team.toml"),
+    )
+    .unwrap();
+    let options = Options {
+        backoff: Backoff {
+            base: Duration::from_secs(600),
+            cap: Duration::from_secs(600),
+        },
+        timeout: Duration::from_secs(5),
+        clock: clock.clone(),
+        marks: Marks::Here,
+    };
+    let relay = Relay::start(&config, &s.db, options, Arc::new(|| {}))
+        .unwrap()
+        .expect("a relay for the one destination");
+    type Rows = [(String, u32, Option<String>)];
+    let until = |what: &str, done: &dyn Fn(&Rows) -> bool| {
+        let bound = std::time::Instant::now() + PATIENCE;
+        loop {
+            let now = statuses(&s.db);
+            if done(&now) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < bound,
+                "{what}: still {now:?} after the virtual clock moved"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    until("the first try", &|rows| {
+        rows.first()
+            .is_some_and(|(status, attempts, _)| status == "pending" && *attempts == 1)
+    });
+    // Ten virtual minutes and a second: the backoff is over on the relay's clock.
+    clock
+        .hands()
+        .unwrap()
+        .advance(chrono::TimeDelta::seconds(601));
+    until("the retry", &|rows| {
+        rows.first()
+            .is_some_and(|(status, _, _)| status == "delivered")
+    });
+    relay.stop();
+    assert_eq!(statuses(&s.db)[0].1, 2, "tried twice: once down, once up");
 }

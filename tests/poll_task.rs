@@ -263,7 +263,7 @@ fn load_orders() -> Pipeline {
         name: "load_orders".into(),
         state: PipelineState::Scheduled,
         last_status: RunStatus::Success,
-        last_run_at: Some("2024-05-12T02:00:00Z".into()),
+        last_run_at: Some("2024-05-12T02:00:00Z".parse().unwrap()),
         ran_after_hold: None,
         hold_unconfirmed: None,
     }

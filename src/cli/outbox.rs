@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::engine::api::DestinationView;
+use crate::engine::api::{DestinationView, Timestamp};
 use crate::notify::outbox::{self, FAILED, PENDING};
 use crate::sanitize::{for_terminal, Sanitized};
 
@@ -57,9 +57,12 @@ pub fn text(destinations: &Sanitized<Vec<DestinationView>>) -> String {
         }
         for r in &d.rows {
             let when = match r.status.as_str() {
-                PENDING => format!("next {}", r.next_attempt_at.as_deref().unwrap_or("now")),
-                FAILED => format!("gave up {}", r.delivered_at.as_deref().unwrap_or("")),
-                _ => format!("delivered {}", r.delivered_at.as_deref().unwrap_or("")),
+                PENDING => match r.next_attempt_at {
+                    Some(at) => format!("next {at}"),
+                    None => "next now".to_string(),
+                },
+                FAILED => format!("gave up {}", text_of(r.delivered_at)),
+                _ => format!("delivered {}", text_of(r.delivered_at)),
             };
             out.push_str(&format!(
                 "  #{:<5} {:<10} {:<8} {:<15} {:<9} {} {}, {}\n",
@@ -89,4 +92,9 @@ fn countdown(secs: i64) -> String {
         s if s < 7200 => format!("{}m{:02}s", s / 60, s % 60),
         s => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
     }
+}
+
+/// A time as this listing prints it; nothing when there is none.
+fn text_of(at: Option<Timestamp>) -> String {
+    at.map(|at| at.to_string()).unwrap_or_default()
 }

@@ -10,7 +10,7 @@ use ratatui::Frame;
 use crate::console::keys;
 use crate::console::presence;
 use crate::console::state::{App, Overlay};
-use crate::console::widgets::{cut_spans, pipeline_state, run_status, short};
+use crate::console::widgets::{clock_face, cut_spans, pipeline_state, run_status, short};
 use crate::engine::api::{FirstPoll, PipelineState};
 
 pub(crate) fn render_title(frame: &mut Frame, area: Rect, app: &App) {
@@ -35,7 +35,7 @@ pub(crate) fn render_title(frame: &mut Frame, area: Rect, app: &App) {
         frame.render_widget(Line::from(cut_spans(spans, area.width as usize)), area);
         return;
     }
-    spans.push(Span::styled(app.snapshot.now.clone(), theme.title));
+    spans.push(Span::styled(clock_face(app.snapshot.now), theme.title));
     for pipeline in &app.snapshot.pipelines {
         spans.push(Span::styled("  │ ", theme.border));
         spans.push(Span::raw(format!("{} ", pipeline.name)));
@@ -44,7 +44,7 @@ pub(crate) fn render_title(frame: &mut Frame, area: Rect, app: &App) {
             spans.push(Span::styled(
                 format!(
                     "■ hold asked, yet it ran at {}: stop the cron yourself",
-                    ran.get(11..16).unwrap_or(ran)
+                    ran.hour_minute()
                 ),
                 theme.crit.add_modifier(Modifier::BOLD),
             ));
@@ -214,7 +214,7 @@ mod tests {
             "{bar}"
         );
         assert!(!bar.contains("paused"), "{bar}");
-        snapshot.pipelines[1].ran_after_hold = Some("2026-11-24T14:30:02Z".into());
+        snapshot.pipelines[1].ran_after_hold = Some("2026-11-24T14:30:02Z".parse().unwrap());
         update(&mut app, Action::SnapshotArrived(Box::new(snapshot)));
         let screen = draw(&app, 160, 45);
         let bar = screen.lines().next().unwrap();
@@ -273,5 +273,17 @@ mod tests {
         );
         assert!(!bar.contains("yet it ran"), "{bar}");
         assert!(!bar.contains("paused"), "{bar}");
+    }
+
+    /// The engine's time as people read it on the bar, and no made-up time before an
+    /// engine sent one.
+    #[test]
+    fn the_title_bar_shows_the_engines_time_and_none_before_it() {
+        let mut snapshot = sample_snapshot();
+        snapshot.now = "2026-11-25T09:05:00Z".parse().unwrap();
+        let bar = title(snapshot, 200);
+        assert!(bar.contains(" dataward  Wed 09:05 "), "{bar}");
+        let bar = title(crate::engine::api::Snapshot::default(), 200);
+        assert!(!bar.contains("1970") && !bar.contains("Thu"), "{bar}");
     }
 }

@@ -49,16 +49,15 @@ pub fn snapshot(snapshot: &mut Snapshot) {
             clean_in_place(text);
         }
     }
-    clean_in_place(now);
+    // (`now` is a Timestamp: nothing in it to clean.)
+    let _ = now;
     clean_in_place(actor);
     if let Some(head) = chain_head {
         clean_in_place(&mut head.hash);
     }
     for pipeline in pipelines {
+        // (Its times are Timestamps: nothing in them to clean.)
         clean_in_place(&mut pipeline.name);
-        if let Some(at) = &mut pipeline.last_run_at {
-            clean_in_place(at);
-        }
     }
     for monitor in monitors {
         for field in [
@@ -85,7 +84,6 @@ pub fn clean_incident(incident: &mut IncidentView) {
         &mut incident.title,
         &mut incident.table,
         &mut incident.monitor,
-        &mut incident.opened_at,
         &mut incident.observed,
         &mut incident.expected,
     ] {
@@ -135,12 +133,7 @@ pub fn clean_incident(incident: &mut IncidentView) {
         clean_in_place(account);
     }
     for entry in &mut incident.timeline {
-        for field in [
-            &mut entry.at,
-            &mut entry.step,
-            &mut entry.who,
-            &mut entry.what,
-        ] {
+        for field in [&mut entry.step, &mut entry.who, &mut entry.what] {
             clean_in_place(field);
         }
     }
@@ -197,7 +190,7 @@ mod tests {
     fn snapshot_walk_cleans_every_field_it_reaches() {
         use crate::engine::api::{IncidentStatus, ProposalKind, ProposalState};
         let mut snap = Snapshot {
-            now: "14:20\x1b[2J".into(),
+            now: "2026-11-24T14:20:00Z".parse().unwrap(),
             notices: vec!["refused\u{202e}".into()],
             incidents: vec![IncidentView {
                 id: "INC-1".into(),
@@ -205,7 +198,7 @@ mod tests {
                 table: "T".into(),
                 monitor: "m".into(),
                 status: IncidentStatus::Open,
-                opened_at: "14:17".into(),
+                opened_at: "2026-11-24T14:17:00Z".parse().unwrap(),
                 observed: "1".into(),
                 expected: "2".into(),
                 cause: None,
@@ -242,7 +235,7 @@ mod tests {
                 }],
                 timeline: vec![crate::engine::api::TimelineEntry {
                     seq: 1,
-                    at: "14:17".into(),
+                    at: "2026-11-24T14:17:00Z".parse().unwrap(),
                     step: "decided".into(),
                     who: "eve\x1b[8m".into(),
                     what: "approved\u{202e}".into(),
@@ -252,7 +245,6 @@ mod tests {
             ..Snapshot::default()
         };
         snapshot(&mut snap);
-        assert_eq!(snap.now, "14:20\\x1b[2J");
         assert_eq!(snap.notices[0], "refused\\u{202e}");
         assert_eq!(snap.incidents[0].title, "rows\\x1b]0;pwned\\x07");
         let ProposalBody::Diff { old, .. } = &snap.incidents[0].proposals[0].body else {

@@ -81,7 +81,7 @@ pub fn sample_incident() -> IncidentView {
         table: "PAYMENTS.CHARGES".into(),
         monitor: "charges_row_count".into(),
         status: IncidentStatus::Open,
-        opened_at: "14:17".into(),
+        opened_at: "2026-11-24T14:17:00Z".parse().expect("a time"),
         // The breach that opened it, as the engine words it; `latest` is the figure now.
         observed: "1,210,000".into(),
         expected: "5,380,000..5,620,000".into(),
@@ -250,7 +250,7 @@ pub fn sample_incident() -> IncidentView {
 fn entry(seq: u64, at: &str, step: &str, who: &str, what: &str) -> TimelineEntry {
     TimelineEntry {
         seq,
-        at: format!("2026-11-24T{at}Z"),
+        at: format!("2026-11-24T{at}Z").parse().expect("a time"),
         step: step.into(),
         who: who.into(),
         what: what.into(),
@@ -268,7 +268,7 @@ pub const DRAFT_RECEIPT: &str = "INC-7 is still open: this is what the chain hol
 
 pub fn sample_snapshot() -> Snapshot {
     Snapshot {
-        now: "Tue 14:20".into(),
+        now: "2026-11-24T14:20:00Z".parse().expect("a time"),
         actor: "alice (uid 1000)".into(),
         chain_head: Some(ChainHead {
             seq: 42,
@@ -281,7 +281,7 @@ pub fn sample_snapshot() -> Snapshot {
                 name: "mover".into(),
                 state: PipelineState::Running,
                 last_status: RunStatus::Success,
-                last_run_at: Some("14:19".into()),
+                last_run_at: Some("2026-11-24T14:19:00Z".parse().expect("a time")),
                 ran_after_hold: None,
                 hold_unconfirmed: None,
             },
@@ -289,7 +289,7 @@ pub fn sample_snapshot() -> Snapshot {
                 name: "hourly dbt job".into(),
                 state: PipelineState::Paused,
                 last_status: RunStatus::Success,
-                last_run_at: Some("14:15".into()),
+                last_run_at: Some("2026-11-24T14:15:00Z".parse().expect("a time")),
                 ran_after_hold: None,
                 hold_unconfirmed: None,
             },
@@ -332,7 +332,7 @@ pub fn sample_snapshot() -> Snapshot {
                 table: "PAYMENTS.CUSTOMERS".into(),
                 monitor: "customers_null_region".into(),
                 status: IncidentStatus::Resolved,
-                opened_at: "09:42".into(),
+                opened_at: "2026-11-24T09:42:00Z".parse().expect("a time"),
                 observed: "4.10% null".into(),
                 expected: "0.00%..0.20%".into(),
                 cause: Some("a late-arriving region import; filled at 10:05".into()),

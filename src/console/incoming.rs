@@ -101,12 +101,13 @@ pub(crate) fn field(searched: &str, n: usize) -> &str {
 /// field after another.
 pub(crate) fn searchable(incident: &IncidentView) -> String {
     let mut text = String::new();
+    let opened = incident.opened_at.to_string();
     let fields = [
         incident.id.as_str(),
         incident.title.as_str(),
         incident.table.as_str(),
         status_word(incident.status),
-        incident.opened_at.as_str(),
+        opened.as_str(),
     ]
     .into_iter()
     .chain(incident.symptoms.iter().map(|s| s.table.as_str()));
@@ -253,16 +254,16 @@ mod tests {
     fn a_ready_snapshot_replaces_the_last_and_hands_it_back() {
         let mut app = filtered_app("");
         let mut next = sample_snapshot();
-        next.now = "Tue 14:21".into();
+        next.now = "2026-11-24T14:21:00Z".parse().unwrap();
         next.incidents[1].title = "nulls\u{1b}[2J".into();
         let prepared = prepare(next, app.take_retired().map(|old| *old));
         update(&mut app, Action::SnapshotReady(Box::new(prepared)));
-        assert_eq!(app.snapshot.now, "Tue 14:21");
+        assert_eq!(app.snapshot.now.hour_minute(), "14:21");
         assert_eq!(app.snapshot.incidents[1].title, "nulls\\x1b[2J");
         let replaced = app
             .take_retired()
             .expect("the last snapshot, to free elsewhere");
-        assert_eq!(replaced.snapshot().now, "Tue 14:20");
+        assert_eq!(replaced.snapshot().now.hour_minute(), "14:20");
         assert!(app.take_retired().is_none());
     }
 

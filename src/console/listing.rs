@@ -3,7 +3,7 @@
 //! only or all (`t`, `:status open|all`). By default the engine's order, everything.
 
 use crate::console::incoming;
-use crate::engine::api::{IncidentStatus, IncidentView};
+use crate::engine::api::{IncidentStatus, IncidentView, Timestamp};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SortColumn {
@@ -53,7 +53,7 @@ impl SortColumn {
             SortColumn::Symptoms => SortKey::Count(incident.symptoms.len()),
             SortColumn::Table => SortKey::Text(incoming::field(searched, incoming::TABLE)),
             SortColumn::Title => SortKey::Text(incoming::field(searched, incoming::TITLE)),
-            SortColumn::Opened => SortKey::Text(&incident.opened_at),
+            SortColumn::Opened => SortKey::Time(incident.opened_at),
         }
     }
 }
@@ -68,6 +68,7 @@ enum SortKey<'a> {
     Rank(u8),
     Count(usize),
     Text(&'a str),
+    Time(Timestamp),
 }
 
 fn numbered(id: &str) -> SortKey<'_> {

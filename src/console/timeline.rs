@@ -21,15 +21,16 @@ const STEP_WIDTH: usize = 10;
 
 /// When, as people read it: the time, with the day when the timeline spans days.
 fn when(entry: &TimelineEntry, span_days: bool) -> String {
-    match crate::clock::Timestamp::parse(&entry.at).map(|t| t.naive()) {
-        Ok(at) if span_days => at.format("%a %H:%M").to_string(),
-        Ok(at) => at.format("%H:%M").to_string(),
-        Err(_) => entry.at.clone(),
+    let at = entry.at.naive();
+    if span_days {
+        at.format("%a %H:%M").to_string()
+    } else {
+        at.format("%H:%M").to_string()
     }
 }
 
 fn spans_days(timeline: &[TimelineEntry]) -> bool {
-    let day = |e: &TimelineEntry| e.at.get(..10).map(str::to_string);
+    let day = |e: &TimelineEntry| e.at.naive().date();
     timeline.first().map(day) != timeline.last().map(day)
 }
 

@@ -11,12 +11,31 @@ use crate::console::state::status_word;
 use crate::console::theme::Theme;
 use crate::engine::api::{
     IncidentStatus, MonitorHealth, PipelineState, ProposalKind, ProposalState, RunStatus,
-    VerdictKind,
+    Timestamp, VerdictKind,
 };
 
 pub(crate) const SELECTED: &str = "▶";
 /// Hash characters shown in lists; the reason modal shows the whole hash.
 pub(crate) const SHORT_HASH: usize = 12;
+
+/// A time as people on call read it beside the engine's `now`: the time of day on the
+/// same day, the date with it on any other.
+pub(crate) fn time_of_day(at: Timestamp, now: Timestamp) -> String {
+    if at.naive().date() == now.naive().date() {
+        at.hour_minute()
+    } else {
+        at.naive().format("%Y-%m-%d %H:%M").to_string()
+    }
+}
+
+/// The engine's time on the title bar: the day of the week and the time of day;
+/// nothing before an engine's snapshot filled it in.
+pub(crate) fn clock_face(now: Timestamp) -> String {
+    if now == Timestamp::default() {
+        return String::new();
+    }
+    now.naive().format("%a %H:%M").to_string()
+}
 
 pub(crate) fn short(hash: &str) -> &str {
     hash.get(..SHORT_HASH).unwrap_or(hash)

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::effects::orchestrator::{
-    Orchestrator, Pipeline, PipelineState, RunRecord, RunStatus, Schedule,
+    run_time, Orchestrator, Pipeline, PipelineState, RunRecord, RunStatus, Schedule,
 };
 
 /// A run the scheduler holds, waiting to be carried out.
@@ -199,16 +199,26 @@ impl Orchestrator for ControlPlane {
             "SELECT name, state, last_status, last_run_at FROM pipeline ORDER BY kind DESC, id",
         )?;
         let rows = stmt.query_map([], |r| {
-            Ok(Pipeline {
-                name: r.get(0)?,
-                state: PipelineState::parse(&r.get::<_, String>(1)?),
-                last_status: RunStatus::parse(&r.get::<_, String>(2)?),
-                last_run_at: r.get(3)?,
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, Option<String>>(3)?,
+            ))
+        })?;
+        let mut pipelines = Vec::new();
+        for row in rows {
+            let (name, state, last_status, last_run_at) = row?;
+            pipelines.push(Pipeline {
+                last_run_at: run_time(last_run_at, format!("{}: {name}", self.path.display()))?,
+                name,
+                state: PipelineState::parse(&state),
+                last_status: RunStatus::parse(&last_status),
                 ran_after_hold: None,
                 hold_unconfirmed: None,
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+            });
+        }
+        Ok(pipelines)
     }
 
     fn schedule(&self, job: &str) -> Result<Schedule> {

@@ -101,7 +101,7 @@ pub fn show(data_dir: &Path, id: &str, json: bool) -> Result<ExitCode> {
         for_terminal(&i.id),
         status_word(i.status),
         for_terminal(&i.title),
-        for_terminal(&i.opened_at)
+        i.opened_at
     );
     println!(
         "observed {}, expected {}",

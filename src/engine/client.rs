@@ -403,7 +403,7 @@ mod tests {
         let first = without_details(sample_snapshot());
         let mut second = first.clone();
         second.incidents[0].status = IncidentStatus::Resolved;
-        second.now = "Tue 14:21".into();
+        second.now = "2026-11-24T14:21:00Z".parse().unwrap();
         let mut third = second.clone();
         third.incidents.remove(1);
         third.notices.push("resolved by hand".into());
@@ -428,7 +428,7 @@ mod tests {
     fn a_missed_version_asks_once_and_the_snapshot_asked_for_is_the_state() {
         let first = without_details(sample_snapshot());
         let mut second = first.clone();
-        second.now = "Tue 14:21".into();
+        second.now = "2026-11-24T14:21:00Z".parse().unwrap();
         let mut third = second.clone();
         third.incidents[1].title = "nulls, still".into();
         let mut replica = Replica::default();

@@ -565,8 +565,11 @@ pub fn start_relay(
             .recv()
             .map_err(|_| anyhow::anyhow!("the engine stopped before the mark was written"))?
     }));
+    // The engine's clock, on which it queues the rows: a demo on virtual time retries
+    // on virtual time.
     let options = relay::Options {
         marks,
+        clock: engine.clock().clone(),
         ..relay::Options::default()
     };
     // The hub shows the outbox again once the engine wrote a mark: nothing more to say.

@@ -226,7 +226,8 @@ pub struct BlastNode {
 /// the UI never asks the engine anything, it only draws the latest snapshot).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Snapshot {
-    pub now: String,
+    /// The engine's time (the wall's, or the demo's virtual one).
+    pub now: Timestamp,
     /// Who the console runs as, attested by the kernel.
     pub actor: String,
     pub chain_head: Option<ChainHead>,
@@ -277,7 +278,7 @@ pub struct DestinationView {
     pub failed: usize,
     pub delivered: usize,
     /// When its next pending row is tried (UTC), and how far that is from `as_of`.
-    pub next_attempt_at: Option<String>,
+    pub next_attempt_at: Option<Timestamp>,
     pub next_attempt_in_secs: Option<i64>,
     /// The latest error of a pending or failed row.
     pub last_error: Option<String>,
@@ -297,9 +298,9 @@ pub struct RowView {
     pub dedup_key: String,
     pub status: String,
     pub attempts: u32,
-    pub queued_at: String,
-    pub next_attempt_at: Option<String>,
-    pub delivered_at: Option<String>,
+    pub queued_at: Timestamp,
+    pub next_attempt_at: Option<Timestamp>,
+    pub delivered_at: Option<Timestamp>,
     pub last_error: Option<String>,
     /// An accepted request still being read back (Opsgenie, JSM).
     pub request_id: Option<String>,
@@ -317,11 +318,11 @@ pub struct PipelineView {
     pub state: PipelineState,
     /// The last run's outcome; pipelines report green while data is wrong.
     pub last_status: RunStatus,
-    pub last_run_at: Option<String>,
-    /// `hold_asked` only: when the job ran after the hold was asked (RFC 3339), by its
-    /// own record: the schedule dataward cannot pause still runs.
+    pub last_run_at: Option<Timestamp>,
+    /// `hold_asked` only: when the job ran after the hold was asked, by its own record:
+    /// the schedule dataward cannot pause still runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ran_after_hold: Option<String>,
+    pub ran_after_hold: Option<Timestamp>,
     /// `hold_asked` only: dataward cannot tell whether the job ran after the hold (its
     /// orchestrator's record does not say which job ran), and why: neither confirmed
     /// nor broken.
@@ -496,7 +497,7 @@ pub struct IncidentView {
     pub table: String,
     pub monitor: String,
     pub status: IncidentStatus,
-    pub opened_at: String,
+    pub opened_at: Timestamp,
     pub observed: String,
     pub expected: String,
     pub cause: Option<String>,
@@ -550,7 +551,7 @@ pub struct Reading {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TimelineEntry {
     pub seq: u64,
-    pub at: String,
+    pub at: Timestamp,
     /// What happened, in a word: saw, diagnosed, proposed, decided, ran, verified...
     pub step: String,
     /// Who: `dataward`, or the attested account.
@@ -735,6 +736,27 @@ mod tests {
         let mut covered = Field::names().to_vec();
         covered.sort();
         assert_eq!(names, covered);
+    }
+
+    /// Every time a snapshot carries is a Timestamp: text that is not one (a terminal
+    /// escape, an orchestrator's own form, which protocol 2 passed on) is refused where
+    /// it is read, naming it, and never drawn.
+    #[test]
+    fn a_time_that_is_not_a_timestamp_is_refused_where_it_is_read() {
+        let mut snapshot = serde_json::to_value(Snapshot::default()).unwrap();
+        assert_eq!(snapshot["now"], json!("1970-01-01T00:00:00Z"));
+        snapshot["now"] = json!("14:20\u{1b}[2J");
+        let error = serde_json::from_value::<Snapshot>(snapshot).unwrap_err();
+        assert!(error.to_string().contains("14:20"), "{error}");
+        let theirs = "2026-11-24 14:58:40.000000+00:00";
+        let pipeline = json!({"name": "hourly", "state": "scheduled", "last_status": "success",
+                              "last_run_at": theirs});
+        let error = serde_json::from_value::<PipelineView>(pipeline).unwrap_err();
+        assert!(error.to_string().contains(theirs), "{error}");
+        let ours = json!({"name": "hourly", "state": "scheduled", "last_status": "success",
+                          "last_run_at": "2026-11-24T14:58:40Z"});
+        let read: PipelineView = serde_json::from_value(ours.clone()).unwrap();
+        assert_eq!(serde_json::to_value(read).unwrap(), ours);
     }
 
     /// A word a later engine adds does not make the snapshot unreadable.

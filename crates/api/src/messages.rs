@@ -7,7 +7,10 @@ use super::*;
 
 /// Bumped on any change a client of the previous version could not read. 2: a whole
 /// snapshot on attaching, then versioned changes; timelines and receipts on their own.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// 3: every time is a [`Timestamp`] (`2026-11-24T14:17:00Z`), an orchestrator's run
+/// times too, which version 2 sent in the orchestrator's own form; a client of version
+/// 3 refuses any other text where a time goes.
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// What a client or engine of another protocol version is told: both versions, and what
 /// to do about it.
@@ -195,7 +198,7 @@ macro_rules! engine_fields {
 }
 
 engine_fields! {
-    now: Now(String),
+    now: Now(Timestamp),
     chain_head: ChainHead(Option<ChainHead>),
     pipelines: Pipelines(Vec<PipelineView>),
     orchestrator_down: OrchestratorDown(Option<String>),

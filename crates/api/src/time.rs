@@ -65,6 +65,20 @@ impl Timestamp {
             })
     }
 
+    /// Any RFC 3339 time, as other systems write theirs (an orchestrator's run times):
+    /// any offset, any fraction of a second, `T` or a space between date and time
+    /// (dbt Cloud's `2026-11-24 14:58:40.000000+00:00`). Read as the instant it names,
+    /// in UTC, its fraction dropped; compared as text, these forms sort wrongly.
+    pub fn from_rfc3339(text: &str) -> Result<Timestamp, BadTimestamp> {
+        let trimmed = text.trim();
+        DateTime::parse_from_rfc3339(trimmed)
+            .or_else(|_| DateTime::parse_from_str(trimmed, "%Y-%m-%d %H:%M:%S%.f%:z"))
+            .map(|at| Timestamp::from_utc(at.with_timezone(&Utc)))
+            .map_err(|_| BadTimestamp {
+                text: text.to_string(),
+            })
+    }
+
     /// `HH:MM`, as a time is shown beside today's figures.
     pub fn hour_minute(self) -> String {
         self.0.format("%H:%M").to_string()
@@ -84,6 +98,13 @@ impl Timestamp {
 
     pub fn unix_millis(self) -> i64 {
         self.utc().timestamp_millis()
+    }
+}
+
+/// The Unix epoch: what an empty [`crate::Snapshot`] reads as before an engine fills it.
+impl Default for Timestamp {
+    fn default() -> Timestamp {
+        Timestamp(DateTime::UNIX_EPOCH.naive_utc())
     }
 }
 
@@ -202,6 +223,27 @@ mod tests {
             assert!(wire.to_string().contains(&format!("{bad:?}")), "{wire}");
         }
         assert!(serde_json::from_value::<Timestamp>(json!(20260301)).is_err());
+    }
+
+    /// Other systems' RFC 3339 is read as the instant it names; as text, each of these
+    /// would sort before 09:00:00Z, the instant they all follow.
+    #[test]
+    fn reads_any_rfc_3339_as_the_instant_it_names() {
+        let opened = at("2026-03-01T09:00:00Z");
+        for (theirs, ours) in [
+            ("2026-03-01 09:00:05.123456+00:00", "2026-03-01T09:00:05Z"),
+            ("2026-03-01T09:00:00.5+00:00", "2026-03-01T09:00:00Z"),
+            ("2026-03-01T08:30:00-01:00", "2026-03-01T09:30:00Z"),
+            ("2026-03-01T09:00:01.000001Z", "2026-03-01T09:00:01Z"),
+            ("2026-03-01T09:00:00Z", "2026-03-01T09:00:00Z"),
+        ] {
+            let read = Timestamp::from_rfc3339(theirs).unwrap();
+            assert_eq!(read, at(ours), "{theirs}");
+            assert!(read >= opened, "{theirs}");
+        }
+        for bad in ["", "yesterday", "2026-03-01", "2026-03-01T09:00:00"] {
+            assert_eq!(Timestamp::from_rfc3339(bad).unwrap_err().text, bad);
+        }
     }
 
     /// Ordered as time is, which the text also is (fixed width, most significant first).

@@ -50,6 +50,19 @@ impl Clock {
         self.now().timestamp_millis()
     }
 
+    /// Calls `moved` after every move of a virtual clock, so whoever waits for a time
+    /// on it (the relay's threads) looks again then; the wall moves by itself and calls
+    /// nothing, as a wait on it is a real wait.
+    pub fn on_move(&self, moved: impl Fn() + Send + Sync + 'static) {
+        if let Clock::Virtual(time) = self {
+            time.0
+                .watchers
+                .lock()
+                .expect("virtual time")
+                .push(Box::new(moved));
+        }
+    }
+
     /// The virtual time behind this clock, to move it; None on the wall.
     pub fn hands(&self) -> Option<&VirtualTime> {
         match self {
@@ -60,24 +73,48 @@ impl Clock {
 }
 
 /// A time that moves only when told. Every clone reads and moves the same time.
-#[derive(Debug, Clone)]
-pub struct VirtualTime(Arc<Mutex<DateTime<Utc>>>);
+#[derive(Clone)]
+pub struct VirtualTime(Arc<Hands>);
+
+struct Hands {
+    at: Mutex<DateTime<Utc>>,
+    /// Told after each move ([`Clock::on_move`]).
+    watchers: Mutex<Vec<Box<dyn Fn() + Send + Sync>>>,
+}
+
+impl std::fmt::Debug for VirtualTime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("VirtualTime").field(&self.now()).finish()
+    }
+}
 
 impl VirtualTime {
     pub fn new(at: NaiveDateTime) -> VirtualTime {
-        VirtualTime(Arc::new(Mutex::new(at.and_utc())))
+        VirtualTime(Arc::new(Hands {
+            at: Mutex::new(at.and_utc()),
+            watchers: Mutex::new(Vec::new()),
+        }))
     }
 
     pub fn now(&self) -> DateTime<Utc> {
-        *self.0.lock().expect("virtual time")
+        *self.0.at.lock().expect("virtual time")
     }
 
     pub fn set(&self, at: NaiveDateTime) {
-        *self.0.lock().expect("virtual time") = at.and_utc();
+        *self.0.at.lock().expect("virtual time") = at.and_utc();
+        self.moved();
     }
 
     pub fn advance(&self, by: TimeDelta) {
-        *self.0.lock().expect("virtual time") += by;
+        *self.0.at.lock().expect("virtual time") += by;
+        self.moved();
+    }
+
+    /// Tells the watchers, once the time is written and its lock let go.
+    fn moved(&self) {
+        for watcher in self.0.watchers.lock().expect("virtual time").iter() {
+            watcher();
+        }
     }
 }
 
@@ -101,5 +138,25 @@ mod tests {
         clock.hands().unwrap().set(start);
         assert_eq!(copy.millis(), start.and_utc().timestamp_millis());
         assert!(Clock::wall().hands().is_none());
+    }
+
+    /// Whoever waits on a virtual clock is told each time it moves, by any clone.
+    #[test]
+    fn a_moved_virtual_clock_tells_its_watchers() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let clock = Clock::starting_at("2026-03-01T09:00:00".parse().unwrap());
+        let told = Arc::new(AtomicUsize::new(0));
+        let counter = told.clone();
+        clock.on_move(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+        });
+        let hands = clock.clone();
+        hands.hands().unwrap().advance(TimeDelta::seconds(1));
+        hands
+            .hands()
+            .unwrap()
+            .set("2026-03-01T10:00:00".parse().unwrap());
+        assert_eq!(told.load(Ordering::SeqCst), 2);
+        Clock::wall().on_move(|| unreachable!("the wall tells nobody"));
     }
 }

@@ -53,7 +53,7 @@ pub fn lines<'a>(app: &App) -> Vec<Line<'a>> {
             )),
         ]));
         if let (Some(secs), Some(at)) = (d.next_attempt_in_secs, &d.next_attempt_at) {
-            let at = at.get(11..19).unwrap_or(at);
+            let at = at.naive().format("%H:%M:%S");
             lines.push(Line::raw(
                 match Some(secs - app.snapshot_age_secs() as i64).filter(|s| *s > 0) {
                     Some(left) => format!("  next try in {left}s (at {at})"),
@@ -152,9 +152,9 @@ mod tests {
             dedup_key: "dataward-5c1f0a9e2b7d-INC-7".into(),
             status: status.into(),
             attempts,
-            queued_at: "2026-11-24T14:17:00Z".into(),
-            next_attempt_at: (status == "pending").then(|| "2026-11-24T14:19:12Z".into()),
-            delivered_at: (status != "pending").then(|| "2026-11-24T14:17:01Z".into()),
+            queued_at: "2026-11-24T14:17:00Z".parse().unwrap(),
+            next_attempt_at: (status == "pending").then(|| "2026-11-24T14:19:12Z".parse().unwrap()),
+            delivered_at: (status != "pending").then(|| "2026-11-24T14:17:01Z".parse().unwrap()),
             last_error: (status == "pending" && attempts > 0)
                 .then(|| "could not connect: Connection refused".into()),
             request_id: None,
@@ -166,7 +166,7 @@ mod tests {
                 pending: 2,
                 failed: 0,
                 delivered: 1,
-                next_attempt_at: Some("2026-11-24T14:19:12Z".into()),
+                next_attempt_at: Some("2026-11-24T14:19:12Z".parse().unwrap()),
                 next_attempt_in_secs: Some(42),
                 last_error: Some("could not connect: Connection refused".into()),
                 dedup_key: Some("dataward-5c1f0a9e2b7d-INC-7".into()),

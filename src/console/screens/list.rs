@@ -441,11 +441,8 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
 }
 
 /// The time of day is what matters on call; the date is in the detail.
-fn opened(incident: &IncidentView) -> &str {
-    incident
-        .opened_at
-        .get(11..16)
-        .unwrap_or(&incident.opened_at)
+fn opened(incident: &IncidentView) -> String {
+    incident.opened_at.hour_minute()
 }
 
 /// The display width of what each column but the mark shows of `incident`: id, status,
@@ -457,7 +454,7 @@ pub(crate) fn cell_widths(incident: &IncidentView) -> [usize; 6] {
         width_of(&symptoms::count(incident)),
         width_of(&incident.table),
         width_of(&incident.title),
-        width_of(opened(incident)),
+        width_of(&opened(incident)),
     ]
 }
 
@@ -485,7 +482,7 @@ fn incident_row(
             Cell::from(cut(&symptoms::count(incident), w(3))),
             Cell::from(cut(&incident.table, w(4))),
             Cell::from(cut(&incident.title, w(5))),
-            Cell::from(cut(opened(incident), w(6))),
+            Cell::from(cut(&opened(incident), w(6))),
         ],
         widths,
     ));

@@ -272,7 +272,7 @@ impl Engine {
     }
 
     fn queue(&mut self, destination: &str, kind: &str, alert: &Alert) -> Result<()> {
-        if outbox::enqueue(&self.state, destination, kind, alert, outbox::now_ms())? {
+        if outbox::enqueue(&self.state, destination, kind, alert, self.clock.millis())? {
             self.alerts.queued = true;
         }
         Ok(())
@@ -547,7 +547,7 @@ impl Engine {
             .into_iter()
             .map(|(name, a)| (name, a.kind.clone()))
             .collect();
-        outbox::view(&self.state, outbox::now_ms(), &configured)
+        outbox::view(&self.state, self.clock.millis(), &configured)
             .unwrap_or_default()
             .into_iter()
             .map(DestinationView::from)
@@ -627,7 +627,7 @@ impl crate::sanitize::Sanitize for DestinationView {
             pending: _,
             failed: _,
             delivered: _,
-            next_attempt_at,
+            next_attempt_at: _,
             next_attempt_in_secs: _,
             last_error,
             dedup_key,
@@ -635,7 +635,6 @@ impl crate::sanitize::Sanitize for DestinationView {
         } = self;
         destination.sanitize();
         kind.sanitize();
-        next_attempt_at.sanitize();
         last_error.sanitize();
         dedup_key.sanitize();
         for row in rows {
@@ -647,16 +646,17 @@ impl crate::sanitize::Sanitize for DestinationView {
                 dedup_key,
                 status,
                 attempts: _,
-                queued_at,
-                next_attempt_at,
-                delivered_at,
+                queued_at: _,
+                next_attempt_at: _,
+                delivered_at: _,
                 last_error,
                 request_id,
             } = row;
-            for text in [incident, action, occasion, dedup_key, status, queued_at] {
+            // (Its times are Timestamps: nothing in them to clean.)
+            for text in [incident, action, occasion, dedup_key, status] {
                 text.sanitize();
             }
-            for text in [next_attempt_at, delivered_at, last_error, request_id] {
+            for text in [last_error, request_id] {
                 text.sanitize();
             }
         }

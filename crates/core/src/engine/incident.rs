@@ -64,7 +64,7 @@ pub(super) struct Incident {
     pub(super) recovered_by_itself: bool,
     /// Since when its own table's check has been back (the opening check).
     #[serde(default)]
-    pub(super) root_back_at: Option<String>,
+    pub(super) root_back_at: Option<Timestamp>,
     /// Closed as a symptom of the incident named here, found after it.
     #[serde(default)]
     pub(super) merged_into: Option<String>,

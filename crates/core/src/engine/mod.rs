@@ -802,12 +802,8 @@ impl Engine {
         let pipelines = &self.pipelines;
         let last_run = |job: &str| -> Option<String> {
             let name = &lineage.node(lineage.resolve(job).ok()?).name;
-            let at = pipelines
-                .iter()
-                .find(|p| &p.name == name)?
-                .last_run_at
-                .as_ref()?;
-            Some(short_time(at).to_string())
+            let at = pipelines.iter().find(|p| &p.name == name)?.last_run_at?;
+            Some(at.hour_minute())
         };
         // A diff may only change a file inside the dbt project: a manifest naming
         // `../../x.sql`, or a symlink out of the project, gets no proposal at all.

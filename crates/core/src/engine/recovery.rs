@@ -77,23 +77,20 @@ impl Engine {
             .filter(|n| n.kind == "job")
             .filter_map(|job| {
                 let pipeline = self.pipelines.iter().find(|p| p.name == job.name)?;
-                let ran = pipeline.last_run_at.as_deref()?;
-                if ran < incident.opened_at.to_string().as_str() {
+                let ran = pipeline.last_run_at?;
+                if ran < incident.opened_at {
                     return None;
                 }
-                let passed = incident
-                    .root_back_at
-                    .as_deref()
-                    .is_some_and(|back| ran >= back);
+                let passed = incident.root_back_at.is_some_and(|back| ran >= back);
                 Some(Check {
                     name: format!("the {} rebuilt after {} recovered", job.name, incident.table),
                     passed,
                     detail: if passed {
-                        format!("last ran at {}", short_time(ran))
+                        format!("last ran at {}", ran.hour_minute())
                     } else {
                         format!(
                             "last ran at {}, while {} was not back: what it built is wrong until it runs again",
-                            short_time(ran),
+                            ran.hour_minute(),
                             incident.table
                         )
                     },
@@ -356,7 +353,7 @@ impl Engine {
                 }
             }
             match (checks[0].passed, &incident.root_back_at) {
-                (true, None) => incident.root_back_at = Some(timestamp(now)),
+                (true, None) => incident.root_back_at = Some(Timestamp::from_naive(now)),
                 (false, Some(_)) => incident.root_back_at = None,
                 _ => {}
             }

@@ -210,9 +210,9 @@ impl Engine {
                         "{} has been back since {}; {} is not back yet",
                         self.incidents[i].table,
                         crate::incident::diagnosis::when(
-                            self.incidents[i]
+                            &self.incidents[i]
                                 .root_back_at
-                                .as_deref()
+                                .map(|at| at.to_string())
                                 .unwrap_or_default()
                         ),
                         observation.table
@@ -309,10 +309,10 @@ impl Engine {
                 let Some(pipeline) = self.pipelines.iter().find(|p| p.name == job.name) else {
                     continue;
                 };
-                let Some(ran) = pipeline.last_run_at.clone() else {
+                let Some(ran) = pipeline.last_run_at else {
                     continue;
                 };
-                if ran < incident.opened_at.to_string() {
+                if ran < incident.opened_at {
                     continue;
                 }
                 found.push((
@@ -334,7 +334,7 @@ impl Engine {
             let explanation = format!("the {}", self.reads_root(i, &name));
             let observed = format!(
                 "failed at {} (as the scheduler reports it)",
-                crate::incident::diagnosis::when(&ran)
+                crate::incident::diagnosis::when(&ran.to_string())
             );
             events.extend(self.add_symptom(
                 i,

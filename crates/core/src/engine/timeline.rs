@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::api::TimelineEntry;
 use crate::chain::Record;
+use crate::clock::Timestamp;
 
 /// A field as people read it.
 fn text(v: &Value, key: &str) -> String {
@@ -50,10 +51,19 @@ pub fn build(records: &[Record], incident: &str) -> Vec<TimelineEntry> {
             if payload.get("incident").and_then(Value::as_str) != Some(incident) {
                 return None;
             }
+            // The engine writes every record's time; one it cannot read is a chain
+            // `dataward verify` refuses, not a line to show.
+            let at = match Timestamp::parse(&record.at) {
+                Ok(at) => at,
+                Err(e) => {
+                    tracing::warn!(seq = record.seq, "timeline: {e}");
+                    return None;
+                }
+            };
             let (step, what) = describe(record, &payload);
             Some(TimelineEntry {
                 seq: record.seq,
-                at: record.at.clone(),
+                at,
                 step: step.to_string(),
                 who: who(record),
                 what,

@@ -79,7 +79,7 @@ impl Engine {
     fn engine_wide(&self, finished: bool, monitors: Vec<MonitorView>) -> Snapshot {
         let pipelines = self.pipelines.clone();
         Snapshot {
-            now: self.now().to_string(),
+            now: self.now(),
             actor: self.console_actor.clone(),
             chain_head: chain::head(&self.state).ok().flatten().map(Into::into),
             pipelines,
@@ -233,7 +233,7 @@ impl Incident {
             table: i.table.clone(),
             monitor: i.monitor.clone(),
             status: i.status,
-            opened_at: i.opened_at.to_string(),
+            opened_at: i.opened_at,
             observed: i
                 .current
                 .clone()

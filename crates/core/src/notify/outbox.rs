@@ -4,13 +4,15 @@
 //! oldest pending row, and marks it delivered, schedules its retry, or gives it up; a
 //! restart finds every row where it was.
 //!
-//! Times here are the wall clock in milliseconds since the epoch: retries are about the
-//! network, never the demo's virtual clock.
+//! Times here are milliseconds since the epoch on the engine's clock, which the relay
+//! reads too: the wall, or the demo's virtual one, so a story on virtual time retries
+//! on virtual time.
 
 use anyhow::Result;
 use serde::Serialize;
 
 use super::Alert;
+use crate::clock::Timestamp;
 use crate::store::prelude::*;
 use crate::store::Connection;
 
@@ -18,16 +20,16 @@ pub const PENDING: &str = "pending";
 pub const DELIVERED: &str = "delivered";
 pub const FAILED: &str = "failed";
 
-/// The wall clock, in milliseconds since the epoch.
+/// The wall clock, in milliseconds since the epoch: for a reader without an engine
+/// (`dataward outbox` on the state database).
 pub fn now_ms() -> i64 {
     crate::clock::Clock::wall().millis()
 }
 
-/// RFC 3339 (UTC, seconds) of a millisecond time.
-pub fn stamp(ms: i64) -> String {
-    crate::clock::Timestamp::from_unix_millis(ms)
-        .map(|t| t.to_string())
-        .unwrap_or_default()
+/// The time of a millisecond count, to the second (the epoch for one out of chrono's
+/// range, which no clock gives).
+pub fn stamp(ms: i64) -> Timestamp {
+    Timestamp::from_unix_millis(ms).unwrap_or_default()
 }
 
 /// One row as the relay reads it.
@@ -114,7 +116,7 @@ pub struct Destination {
     pub failed: usize,
     pub delivered: usize,
     /// When its next pending row is tried (UTC), and how far that is from `now`.
-    pub next_attempt_at: Option<String>,
+    pub next_attempt_at: Option<Timestamp>,
     pub next_attempt_in_secs: Option<i64>,
     /// The latest error of a pending or failed row.
     pub last_error: Option<String>,
@@ -135,9 +137,9 @@ pub struct ListedRow {
     pub dedup_key: String,
     pub status: String,
     pub attempts: u32,
-    pub queued_at: String,
-    pub next_attempt_at: Option<String>,
-    pub delivered_at: Option<String>,
+    pub queued_at: Timestamp,
+    pub next_attempt_at: Option<Timestamp>,
+    pub delivered_at: Option<Timestamp>,
     pub last_error: Option<String>,
     /// An accepted request still being read back (Opsgenie, JSM).
     pub request_id: Option<String>,

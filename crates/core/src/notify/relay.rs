@@ -12,7 +12,8 @@
 //! mark a statement of its own; everything else in the database is the engine's.
 //!
 //! [`Carrier::step`] is one look at one destination at a given time: the threads call
-//! it with the wall clock, tests with a clock of their own, so backoff is tested without
+//! it with the relay's clock (the engine's: the wall, or the demo's virtual one, whose
+//! every move wakes them), tests with a clock of their own, so backoff is tested without
 //! waiting for it.
 
 use std::path::Path;
@@ -347,7 +348,8 @@ impl Default for Options {
         Options {
             backoff: Backoff::default(),
             timeout: Duration::from_secs(10),
-            // Retries wait for a real API: the wall's, even beside the demo's story.
+            // Beside an engine, the engine's clock: the one the outbox's rows are queued
+            // on (`server::start_relay`).
             clock: Clock::wall(),
             marks: Marks::Here,
         }
@@ -402,6 +404,10 @@ impl Relay {
         let shared = Arc::new(Shared::default());
         let mut threads = Vec::new();
         let seed = options.clock.millis() as u64;
+        // On a virtual clock a due time comes when the clock is moved, not after a real
+        // wait: each move wakes the threads to look again.
+        let moved = Waker(shared.clone());
+        options.clock.on_move(move || moved.wake());
         for (i, (name, _)) in config.alert_destinations().into_iter().enumerate() {
             let carrier = Carrier::new(
                 config.clone(),
@@ -471,9 +477,13 @@ fn run(mut carrier: Carrier, shared: &Shared, clock: &Clock, changed: &dyn Fn())
         };
         let wait = match next {
             Next::Now => continue,
-            Next::At(at) => Duration::from_millis((at - clock.millis()).clamp(0, 3_600_000) as u64),
-            // A wake-up brings new rows; the minute is only a safety net.
-            Next::Idle => Duration::from_secs(60),
+            // On the wall, a real wait until the row is due. On a virtual clock, no real
+            // wait is the right one: the clock's next move wakes this thread.
+            Next::At(at) if clock.hands().is_none() => {
+                Duration::from_millis((at - clock.millis()).clamp(0, 3_600_000) as u64)
+            }
+            // A wake-up brings new rows or a moved clock; the minute is only a safety net.
+            Next::At(_) | Next::Idle => Duration::from_secs(60),
         };
         let flags = shared.flags.lock().expect("relay flags");
         let _ = shared

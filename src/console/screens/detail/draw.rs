@@ -18,10 +18,12 @@ use crate::console::theme::Theme;
 use crate::console::tree;
 use crate::console::widgets::{
     column_widths, cut, cut_spans, from_line, incident_status, kind_word, pane_block,
-    proposal_state, short, shown, sized_table, verdict_glyph, width_of, window_start, Column,
-    SELECTED, SHORT_HASH,
+    proposal_state, short, shown, sized_table, time_of_day, verdict_glyph, width_of, window_start,
+    Column, SELECTED, SHORT_HASH,
 };
-use crate::engine::api::{IncidentView, ProposalKind, ProposalView, Reading, VerdictKind};
+use crate::engine::api::{
+    IncidentView, ProposalKind, ProposalView, Reading, Timestamp, VerdictKind,
+};
 
 pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
     let theme = &app.theme;
@@ -35,7 +37,7 @@ pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
         return;
     };
     let [header, body] = Layout::vertical([Constraint::Length(2), Constraint::Fill(1)]).areas(area);
-    render_detail_header(frame, header, incident, theme);
+    render_detail_header(frame, header, incident, app.snapshot.now, theme);
     if detail.timeline_open {
         app.drawn.receipt.set(crate::console::drawn::inner(body));
         crate::console::timeline::render(frame, body, app, incident, detail);
@@ -132,7 +134,13 @@ fn render_zoomed(
     }
 }
 
-fn render_detail_header(frame: &mut Frame, area: Rect, incident: &IncidentView, theme: &Theme) {
+fn render_detail_header(
+    frame: &mut Frame,
+    area: Rect,
+    incident: &IncidentView,
+    now: Timestamp,
+    theme: &Theme,
+) {
     let width = area.width as usize;
     let title = vec![
         Span::styled(format!(" {} ", incident.id), theme.title),
@@ -142,7 +150,7 @@ fn render_detail_header(frame: &mut Frame, area: Rect, incident: &IncidentView, 
     ];
     let lines = vec![
         Line::from(cut_spans(title, width)),
-        Line::from(cut_spans(figures_line(incident, theme).spans, width)),
+        Line::from(cut_spans(figures_line(incident, now, theme).spans, width)),
     ];
     frame.render_widget(Paragraph::new(lines), area);
 }
@@ -151,7 +159,7 @@ fn render_detail_header(frame: &mut Frame, area: Rect, incident: &IncidentView, 
 /// and whether it is back within band ("now 21,200 ✓ within 18,243..30,405"), with
 /// when it was measured. Without one (not measured again yet), the last breach, said
 /// to be that. The figure comes first: a narrow terminal cuts the end of the line.
-fn figures_line(incident: &IncidentView, theme: &Theme) -> Line<'static> {
+fn figures_line(incident: &IncidentView, now: Timestamp, theme: &Theme) -> Line<'static> {
     let mut spans = vec![Span::raw(" ")];
     match &incident.latest {
         Some(reading) => {
@@ -178,7 +186,7 @@ fn figures_line(incident: &IncidentView, theme: &Theme) -> Line<'static> {
     spans.push(Span::styled(" · ", theme.muted));
     spans.push(Span::raw(incident.table.clone()));
     spans.push(Span::styled(
-        format!(" · opened {}", incident.opened_at),
+        format!(" · opened {}", time_of_day(incident.opened_at, now)),
         theme.muted,
     ));
     Line::from(spans)

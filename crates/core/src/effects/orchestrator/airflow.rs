@@ -558,11 +558,15 @@ impl Orchestrator for Airflow {
                     .unwrap_or_else(|| dag.clone()),
                 state,
                 last_status: RunStatus::parse(last_state.map_or("none", status_name)),
-                last_run_at: last.as_ref().and_then(|r| {
-                    text(&r["end_date"])
-                        .or_else(|| text(&r["start_date"]))
-                        .or_else(|| text(&r["queued_at"]))
-                }),
+                last_run_at: super::run_time(
+                    last.as_ref().and_then(|r| {
+                        text(&r["end_date"])
+                            .or_else(|| text(&r["start_date"]))
+                            .or_else(|| text(&r["queued_at"]))
+                    }),
+                    self.api
+                        .endpoint(Method::Get, &format!("{}/dagRuns", self.dag_path(dag))),
+                )?,
                 ran_after_hold: None,
                 hold_unconfirmed: None,
             });

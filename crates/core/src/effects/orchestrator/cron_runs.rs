@@ -21,7 +21,7 @@ pub enum SinceHold {
     /// command, or of dataward's own run).
     NotRun,
     /// The job ran: when its invocation ended (RFC 3339).
-    Ran(String),
+    Ran(crate::clock::Timestamp),
     /// dbt ran something since that its record does not say, or the record cannot be
     /// read: why, naming the file.
     CannotTell(String),

@@ -307,9 +307,11 @@ impl Orchestrator for DbtCloud {
                 name: text(&data["name"]).unwrap_or_else(|| format!("dbt Cloud job {dbt_job}")),
                 state,
                 last_status: RunStatus::parse(last_code.map_or("none", status_name)),
-                last_run_at: last
-                    .as_ref()
-                    .and_then(|r| text(&r["finished_at"]).or_else(|| text(&r["created_at"]))),
+                last_run_at: super::run_time(
+                    last.as_ref()
+                        .and_then(|r| text(&r["finished_at"]).or_else(|| text(&r["created_at"]))),
+                    format!("dbt Cloud job {dbt_job}'s last run"),
+                )?,
                 ran_after_hold: None,
                 hold_unconfirmed: None,
             });

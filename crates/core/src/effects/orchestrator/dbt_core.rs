@@ -446,9 +446,9 @@ impl DbtCore {
         if last.at <= held_at || ran == Ok(false) {
             return Ok(SinceHold::NotRun);
         }
-        let at = crate::clock::timestamp(last.at.naive_utc());
+        let at = crate::clock::Timestamp::from_utc(last.at.to_utc());
         // dbt writes its record before dataward records the run's end.
-        let ours = self.conn().ran_at(&at)?;
+        let ours = self.conn().ran_at(&at.to_string())?;
         Ok(match ran {
             _ if ours => SinceHold::NotRun,
             Ok(_) => SinceHold::Ran(at),
@@ -824,7 +824,10 @@ impl Orchestrator for DbtCore {
                 name: job.clone(),
                 state,
                 last_status: RunStatus::parse(last.map_or("none", |r| r.status.as_str())),
-                last_run_at: last.and_then(|r| r.finished_at.clone().or(r.started_at.clone())),
+                last_run_at: super::run_time(
+                    last.and_then(|r| r.finished_at.clone().or(r.started_at.clone())),
+                    format!("the state database's dbt Core run of {job}"),
+                )?,
                 ran_after_hold,
                 hold_unconfirmed,
             });

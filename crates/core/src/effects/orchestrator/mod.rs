@@ -5,6 +5,7 @@
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
+use crate::clock::Timestamp;
 use crate::config::is_dbt_command;
 
 pub mod airflow;
@@ -57,14 +58,27 @@ pub struct Pipeline {
     pub state: PipelineState,
     /// The last run's outcome; pipelines report green while data is wrong.
     pub last_status: RunStatus,
-    pub last_run_at: Option<String>,
-    /// `HoldAsked` only: when the job ran after the hold was asked (RFC 3339), by its
-    /// own record: the schedule dataward cannot pause still runs.
-    pub ran_after_hold: Option<String>,
+    /// When it last ran, read from the orchestrator's own form of RFC 3339
+    /// ([`run_time`]): compared with incidents' times as times, never as text.
+    pub last_run_at: Option<Timestamp>,
+    /// `HoldAsked` only: when the job ran after the hold was asked, by its own record:
+    /// the schedule dataward cannot pause still runs.
+    pub ran_after_hold: Option<Timestamp>,
     /// `HoldAsked` only: dataward cannot tell whether the job ran after the hold (its
     /// orchestrator's record does not say which job ran), and why: neither confirmed
     /// nor broken.
     pub hold_unconfirmed: Option<String>,
+}
+
+/// A run time as an orchestrator wrote it (`2026-11-24 14:58:40.000000+00:00`,
+/// `2026-12-01T10:00:09.000000Z`), read as the instant it names; `None` when it gave
+/// none. A time that is not RFC 3339 is an error naming `whose` and the text.
+pub fn run_time(text: Option<String>, whose: impl std::fmt::Display) -> Result<Option<Timestamp>> {
+    text.map(|text| {
+        Timestamp::from_rfc3339(&text)
+            .map_err(|e| anyhow::anyhow!("{whose}: run time {:?} is not an RFC 3339 time", e.text))
+    })
+    .transpose()
 }
 
 /// A job's schedule as its orchestrator reports it.
@@ -325,6 +339,23 @@ fn registered(kind: &str) -> Option<Maker> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An orchestrator's run time is read in its own form; one that is no time is an
+    /// error naming whose it is and the text, never a run taken as older or newer.
+    #[test]
+    fn a_run_time_is_read_in_the_orchestrators_form_or_refused_naming_it() {
+        let read = run_time(Some("2026-11-24 14:58:40.000000+00:00".into()), "job x").unwrap();
+        assert_eq!(
+            read,
+            Some(Timestamp::parse("2026-11-24T14:58:40Z").unwrap())
+        );
+        assert_eq!(run_time(None, "job x").unwrap(), None);
+        let error = run_time(Some("last Tuesday".into()), "GET /dags/x/dagRuns").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "GET /dags/x/dagRuns: run time \"last Tuesday\" is not an RFC 3339 time"
+        );
+    }
 
     #[test]
     fn orchestrators_are_asked_to_run_one_dbt_command_only() {
