@@ -103,12 +103,6 @@ impl Client {
         wire::receive(&mut self.reader, MAX_SERVER_FRAME).map_err(anyhow::Error::from)
     }
 
-    /// Whether more of what the engine sent is already read and waiting here: a
-    /// console's link applies it before handing on a whole snapshot.
-    pub fn more_waiting(&self) -> bool {
-        !self.reader.buffer().is_empty()
-    }
-
     /// The next message that is not about the engine's state; state messages on the way
     /// are applied to the replica (a gap in the versions asks for a snapshot). None
     /// when the one read was a state message.
