@@ -5,9 +5,9 @@
 use crossterm::event::KeyEvent;
 use ratatui::layout::Rect;
 
-use crate::console::incoming::Prepared;
+use crate::console::incoming::{Prepared, PreparedChange};
 use crate::console::line::LineOp;
-use crate::engine::api::{Reply, Snapshot};
+use crate::engine::api::{Detail, PresenceView, Reply, Snapshot};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
@@ -16,6 +16,13 @@ pub enum Action {
     /// The same, already sanitized and indexed off the input path (`incoming::prepare`):
     /// what the console's loop receives.
     SnapshotReady(Box<Prepared>),
+    /// One version's change, cleaned off the input path (`incoming::Feed`): applied to
+    /// the snapshot held, in place.
+    ChangeReady(Box<PreparedChange>),
+    /// Who is attached now, cleaned: replaces who was.
+    PresenceArrived(Vec<PresenceView>),
+    /// The viewed incident's timeline and receipt, cleaned.
+    DetailArrived(Box<Detail>),
     /// The engine's channel closed: keep showing the last snapshot until `q`.
     EngineStopped,
     /// The engine's hello: who it says we are, whether we may decide, when it started.
@@ -104,6 +111,9 @@ impl Action {
             self,
             Action::SnapshotArrived(_)
                 | Action::SnapshotReady(_)
+                | Action::ChangeReady(_)
+                | Action::PresenceArrived(_)
+                | Action::DetailArrived(_)
                 | Action::EngineStopped
                 | Action::Resized
                 | Action::Hello { .. }

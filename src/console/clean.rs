@@ -1,7 +1,10 @@
 //! Cleaning what the engine sends, once, as it arrives: every string of a snapshot
 //! becomes text a terminal shows as it is, with the rules of `crate::sanitize`.
 
-use crate::engine::api::{IncidentView, PresenceView, ProposalBody, ProposalView, Snapshot};
+use crate::engine::api::{
+    ChainHead, Detail, Field, IncidentView, MonitorView, PipelineView, PollCost, PresenceView,
+    ProposalBody, ProposalView, Snapshot, TimelineEntry,
+};
 use crate::sanitize::{clean_in_place, clean_multiline_in_place, Sanitize};
 
 /// Clean every string of a snapshot, once, as it arrives: the render path then never
@@ -27,49 +30,20 @@ pub fn snapshot(snapshot: &mut Snapshot) {
         poll_costs,
     } = snapshot;
     outbox.sanitize();
-    for cost in poll_costs.iter_mut() {
-        clean_in_place(&mut cost.warehouse);
-        clean_in_place(&mut cost.summary);
-    }
+    clean_poll_costs(poll_costs);
     for text in [org_stop, chain_alarm, trust_alarm, orchestrator_down]
         .into_iter()
         .flatten()
     {
         clean_in_place(text);
     }
-    for presence in attached {
-        let PresenceView {
-            who,
-            read_only: _,
-            viewing,
-            deciding,
-        } = presence;
-        clean_in_place(who);
-        for text in [viewing, deciding].into_iter().flatten() {
-            clean_in_place(text);
-        }
-    }
+    presence(attached);
     // (`now` is a Timestamp: nothing in it to clean.)
     let _ = now;
     clean_in_place(actor);
-    if let Some(head) = chain_head {
-        clean_in_place(&mut head.hash);
-    }
-    for pipeline in pipelines {
-        // (Its times are Timestamps: nothing in them to clean.)
-        clean_in_place(&mut pipeline.name);
-    }
-    for monitor in monitors {
-        for field in [
-            &mut monitor.name,
-            &mut monitor.table,
-            &mut monitor.check,
-            &mut monitor.observed,
-            &mut monitor.expected,
-        ] {
-            clean_in_place(field);
-        }
-    }
+    clean_chain_head(chain_head);
+    clean_pipelines(pipelines);
+    clean_monitors(monitors);
     for incident in incidents {
         clean_incident(incident);
     }
@@ -132,8 +106,93 @@ pub fn clean_incident(incident: &mut IncidentView) {
     for account in incident.owner_accounts.iter_mut().flatten() {
         clean_in_place(account);
     }
-    for entry in &mut incident.timeline {
+    clean_timeline(&mut incident.timeline);
+}
+
+/// One engine-wide field of a change, as [`snapshot`] cleans it in a whole one.
+pub fn field(field: &mut Field) {
+    match field {
+        Field::Now(_) => {} // a Timestamp: nothing to clean
+        Field::ChainHead(head) => clean_chain_head(head),
+        Field::Pipelines(pipelines) => clean_pipelines(pipelines),
+        Field::Monitors(monitors) => clean_monitors(monitors),
+        Field::Notices(notices) => notices.iter_mut().for_each(clean_in_place),
+        Field::OrchestratorDown(text)
+        | Field::OrgStop(text)
+        | Field::ChainAlarm(text)
+        | Field::TrustAlarm(text) => {
+            if let Some(text) = text {
+                clean_in_place(text);
+            }
+        }
+        Field::Outbox(outbox) => outbox.sanitize(),
+        Field::PollCosts(costs) => clean_poll_costs(costs),
+        Field::FirstPoll(_) | Field::Finished(_) => {}
+    }
+}
+
+/// Who is attached, as [`snapshot`] cleans it.
+pub fn presence(attached: &mut [PresenceView]) {
+    for presence in attached {
+        let PresenceView {
+            who,
+            read_only: _,
+            viewing,
+            deciding,
+        } = presence;
+        clean_in_place(who);
+        for text in [viewing, deciding].into_iter().flatten() {
+            clean_in_place(text);
+        }
+    }
+}
+
+/// An incident's timeline and receipt, as [`clean_incident`] cleans them in it.
+pub fn detail(detail: &mut Detail) {
+    clean_in_place(&mut detail.incident);
+    clean_timeline(&mut detail.timeline);
+    if let Some(receipt) = &mut detail.receipt {
+        clean_multiline_in_place(receipt);
+    }
+}
+
+fn clean_timeline(timeline: &mut [TimelineEntry]) {
+    for entry in timeline {
         for field in [&mut entry.step, &mut entry.who, &mut entry.what] {
+            clean_in_place(field);
+        }
+    }
+}
+
+fn clean_poll_costs(costs: &mut [PollCost]) {
+    for cost in costs {
+        clean_in_place(&mut cost.warehouse);
+        clean_in_place(&mut cost.summary);
+    }
+}
+
+fn clean_chain_head(head: &mut Option<ChainHead>) {
+    if let Some(head) = head {
+        clean_in_place(&mut head.hash);
+    }
+}
+
+fn clean_pipelines(pipelines: &mut [PipelineView]) {
+    for pipeline in pipelines {
+        // (Its times are Timestamps: nothing in them to clean.)
+        clean_in_place(&mut pipeline.name);
+    }
+}
+
+fn clean_monitors(monitors: &mut [MonitorView]) {
+    for monitor in monitors {
+        for field in [
+            &mut monitor.name,
+            &mut monitor.table,
+            &mut monitor.check,
+            &mut monitor.observed,
+            &mut monitor.expected,
+        ] {
             clean_in_place(field);
         }
     }

@@ -103,28 +103,51 @@ struct ColumnOrder {
     runs: Vec<usize>,
 }
 
+impl ColumnOrder {
+    fn new(column: SortColumn, incidents: &[IncidentView], search: &[String]) -> ColumnOrder {
+        let mut keyed: Vec<(SortKey, usize)> = incidents
+            .iter()
+            .zip(search)
+            .enumerate()
+            .map(|(at, (incident, searched))| (column.key(incident, searched), at))
+            .collect();
+        // Ties by position: unstable gives the stable order, without a buffer.
+        keyed.sort_unstable();
+        let runs = (0..keyed.len())
+            .filter(|&i| i == 0 || keyed[i - 1].0 != keyed[i].0)
+            .collect();
+        let upwards = keyed.into_iter().map(|(_, at)| at).collect();
+        ColumnOrder { upwards, runs }
+    }
+}
+
 impl Orders {
     /// `search` holds the incidents' search texts (`incoming::searchable`).
     pub fn new(incidents: &[IncidentView], search: &[String]) -> Orders {
         let columns = SortColumn::ALL
             .iter()
-            .map(|&column| {
-                let mut keyed: Vec<(SortKey, usize)> = incidents
-                    .iter()
-                    .zip(search)
-                    .enumerate()
-                    .map(|(at, (incident, searched))| (column.key(incident, searched), at))
-                    .collect();
-                // Ties by position: unstable gives the stable order, without a buffer.
-                keyed.sort_unstable();
-                let runs = (0..keyed.len())
-                    .filter(|&i| i == 0 || keyed[i - 1].0 != keyed[i].0)
-                    .collect();
-                let upwards = keyed.into_iter().map(|(_, at)| at).collect();
-                ColumnOrder { upwards, runs }
-            })
+            .map(|&column| ColumnOrder::new(column, incidents, search))
             .collect();
         Orders { columns }
+    }
+
+    /// Follows incidents replaced where they were (`replaced`: each one's position and
+    /// the incident and search text it replaced): only a column whose key changed for
+    /// one of them is sorted again, so a change to an incident's status sorts one column.
+    pub fn follow(
+        &mut self,
+        incidents: &[IncidentView],
+        search: &[String],
+        replaced: &[(usize, IncidentView, String)],
+    ) {
+        for (column, order) in SortColumn::ALL.iter().zip(&mut self.columns) {
+            let changed = replaced.iter().any(|(at, old, old_search)| {
+                column.key(old, old_search) != column.key(&incidents[*at], &search[*at])
+            });
+            if changed {
+                *order = ColumnOrder::new(*column, incidents, search);
+            }
+        }
     }
 
     /// Every position in the order `sort` shows them; downwards, equal keys still keep

@@ -1,5 +1,5 @@
-//! The terminal console. One loop: every input (keys, resizes, snapshots from the
-//! engine) arrives on one channel; the loop drains what is queued, applies it to the
+//! The terminal console. One loop: every input (keys, resizes, the engine's state and
+//! its changes) arrives on one channel; the loop drains what is queued, applies it to the
 //! plain state, sends any commands, and redraws only when something changed, at most
 //! once per frame interval. Nothing redraws on a timer but a countdown on screen, once a
 //! second: over SSH every frame costs.
@@ -84,10 +84,11 @@ enum Message {
     /// SIGTERM, SIGHUP, SIGINT or SIGQUIT: quit as `q` does.
     QuitSignal,
     InputFailed(std::io::Error),
-    /// Anything from the engine but a snapshot.
-    Engine(ServerMessage),
-    /// A snapshot from the engine, prepared on the link thread.
-    Snapshot(Box<Prepared>),
+    /// The engine's state (a whole snapshot or a change, presence, a timeline), made
+    /// ready on the link thread.
+    Engine(Action),
+    /// Anything else from the engine: a hello, a reply, a goodbye.
+    Other(ServerMessage),
     EngineStopped,
 }
 
@@ -102,7 +103,12 @@ pub fn run(link: ConsoleLink, options: ConsoleOptions) -> Result<()> {
 
     let (sender, messages) = mpsc::channel();
     let (retire, retired) = mpsc::channel();
-    forward_engine(link.from_engine, sender.clone(), retired);
+    forward_engine(
+        link.from_engine,
+        link.to_engine.clone(),
+        sender.clone(),
+        retired,
+    );
     let (mut screen, _restore) = terminal::setup().context("setting up the terminal")?;
     let stop_input = Arc::new(AtomicBool::new(false));
     read_input(sender, Arc::clone(&stop_input));
@@ -125,17 +131,20 @@ struct Channels {
     retire: Sender<Box<Prepared>>,
 }
 
-/// The link thread: everything from the engine passes here on its way to the loop, and
-/// each snapshot is sanitized and indexed here (`incoming::prepare`), against the last
-/// one the loop gave back, so the input path only moves it in. Of several snapshots
-/// waiting, only the newest is prepared: each holds the whole world.
+/// The link thread: everything from the engine passes here on its way to the loop. It
+/// follows the engine's versions (`incoming::Feed`): a whole snapshot (on attaching, or
+/// asked for again here after a missed version) is sanitized and indexed here against
+/// the last one the loop gave back; each change is cleaned here and applied in place by
+/// the loop. Of several whole snapshots waiting, only the newest is prepared.
 fn forward_engine(
     from_engine: Receiver<ServerMessage>,
+    to_engine: Sender<ClientMessage>,
     sender: Sender<Message>,
     retired: Receiver<Box<Prepared>>,
 ) {
     thread::spawn(move || {
         let mut waiting = VecDeque::new();
+        let mut feed = incoming::Feed::default();
         let mut previous = None;
         loop {
             let message = match waiting.pop_front() {
@@ -145,23 +154,32 @@ fn forward_engine(
                     Err(_) => break,
                 },
             };
-            let message = match message {
-                ServerMessage::Snapshot { snapshot, .. } => {
-                    waiting.extend(from_engine.try_iter());
-                    if waiting
-                        .iter()
-                        .any(|m| matches!(m, ServerMessage::Snapshot { .. }))
-                    {
-                        continue;
-                    }
-                    // The newest the loop gave back; older ones are freed here.
-                    if let Some(last) = retired.try_iter().last() {
-                        previous = Some(*last);
-                    }
-                    let prepared = incoming::prepare(*snapshot, previous.take());
-                    Message::Snapshot(Box::new(prepared))
+            if matches!(message, ServerMessage::Snapshot { .. }) {
+                waiting.extend(from_engine.try_iter());
+                if waiting
+                    .iter()
+                    .any(|m| matches!(m, ServerMessage::Snapshot { .. }))
+                {
+                    feed.skip_to_next_whole();
+                    continue;
                 }
-                other => Message::Engine(other),
+            }
+            let fed = feed.take(message, || {
+                // The newest the loop gave back; older ones are freed here.
+                if let Some(last) = retired.try_iter().last() {
+                    previous = Some(*last);
+                }
+                previous.take()
+            });
+            let message = match fed {
+                incoming::Fed::Action(action) => Message::Engine(action),
+                incoming::Fed::Other(message) => Message::Other(message),
+                incoming::Fed::Resync => {
+                    // The console's loop may be gone; the engine learns it on detach.
+                    let _ = to_engine.send(ClientMessage::Resync);
+                    continue;
+                }
+                incoming::Fed::Nothing => continue,
             };
             if sender.send(message).is_err() {
                 return;
@@ -285,12 +303,9 @@ fn main_loop(screen: &mut terminal::Screen, app: &mut App, channels: &Channels) 
 /// goes back to the link thread rather than being freed here, on the input path.
 fn apply(app: &mut App, message: Message, retire: &Sender<Box<Prepared>>) -> Result<bool> {
     let action = match message {
-        Message::Snapshot(prepared) => Action::SnapshotReady(prepared),
-        Message::Engine(ServerMessage::Snapshot { snapshot, .. }) => {
-            Action::SnapshotArrived(snapshot)
-        }
-        Message::Engine(ServerMessage::Reply(reply)) => Action::ReplyArrived(reply),
-        Message::Engine(ServerMessage::Hello {
+        Message::Engine(action) => action,
+        Message::Other(ServerMessage::Reply(reply)) => Action::ReplyArrived(reply),
+        Message::Other(ServerMessage::Hello {
             started_at,
             you,
             read_only,
@@ -300,13 +315,12 @@ fn apply(app: &mut App, message: Message, retire: &Sender<Box<Prepared>>) -> Res
             you,
             read_only,
         },
-        Message::Engine(ServerMessage::Goodbye { reason }) => {
-            Action::ConnectionLost(reason.message)
-        }
-        // A console asks nothing: the reads are the command line's. The link hands on
-        // the engine's state whole (`engine::attach`): changes never reach here.
-        Message::Engine(
+        Message::Other(ServerMessage::Goodbye { reason }) => Action::ConnectionLost(reason.message),
+        // A console asks nothing: the reads are the command line's. The state never
+        // comes as it is: the link thread made it ready (`Message::Engine`).
+        Message::Other(
             ServerMessage::Answer { .. }
+            | ServerMessage::Snapshot { .. }
             | ServerMessage::Change(_)
             | ServerMessage::Presence { .. }
             | ServerMessage::Detail(_),
@@ -344,4 +358,172 @@ fn send_outgoing(app: &mut App, to_engine: &Sender<ClientMessage>) -> bool {
         }
     }
     app.message != before
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::approve::Actor;
+    use crate::console::fixtures::sample_snapshot;
+    use crate::engine::api::{Change, Detail, Field, Snapshot, PROTOCOL_VERSION};
+    use crate::engine::hub::{HubMessage, Outbox, Outgoing};
+
+    /// Bounds a wait against hanging, never a timing.
+    const HANG: Duration = Duration::from_secs(60);
+
+    /// A console's link to a hub played by the test: the hub's end of it (what the
+    /// console sends, the outbox the hub fills), and the console's end, as its loop
+    /// receives it once the link thread is through.
+    struct Attached {
+        at_hub: Receiver<HubMessage>,
+        outbox: Outbox,
+        messages: Receiver<Message>,
+        retire: Sender<Box<Prepared>>,
+        to_engine: Sender<ClientMessage>,
+    }
+
+    fn attach() -> Attached {
+        let (hub, at_hub) = mpsc::channel();
+        let link =
+            crate::engine::attach::in_process(&hub, Actor::current(), "tester".into(), false)
+                .unwrap();
+        let Ok(HubMessage::Attach { outbox, .. }) = at_hub.recv_timeout(HANG) else {
+            panic!("the console did not attach");
+        };
+        let (sender, messages) = mpsc::channel();
+        let (retire, retired) = mpsc::channel();
+        forward_engine(link.from_engine, link.to_engine.clone(), sender, retired);
+        Attached {
+            at_hub,
+            outbox,
+            messages,
+            retire,
+            to_engine: link.to_engine,
+        }
+    }
+
+    impl Attached {
+        /// Applies what reaches the console's loop until `done` holds of the console.
+        fn until(&self, app: &mut App, done: impl Fn(&App) -> bool) {
+            while !done(app) {
+                let message = self
+                    .messages
+                    .recv_timeout(HANG)
+                    .expect("the console waited");
+                apply(app, message, &self.retire).unwrap();
+            }
+        }
+    }
+
+    fn without_details(mut snapshot: Snapshot) -> Snapshot {
+        for incident in &mut snapshot.incidents {
+            Detail::take(incident);
+        }
+        snapshot
+    }
+
+    /// The console's state as one that attached fresh to `whole` shows it.
+    fn fresh(whole: Snapshot) -> Snapshot {
+        let mut app = App::new(false, Theme::fallback(), None, false);
+        update(&mut app, Action::SnapshotArrived(Box::new(whole)));
+        app.snapshot
+    }
+
+    #[test]
+    fn changes_are_applied_in_place_and_only_attaching_brings_the_state_whole() {
+        let engine = attach();
+        let mut app = App::new(false, Theme::fallback(), None, false);
+        engine.outbox.push(Outgoing::new(ServerMessage::Hello {
+            protocol: PROTOCOL_VERSION,
+            started_at: crate::clock::Timestamp::from_unix(0).unwrap(),
+            you: "tester".into(),
+            read_only: false,
+        }));
+        let mut state = without_details(sample_snapshot());
+        engine
+            .outbox
+            .offer_snapshot(Outgoing::new(ServerMessage::Snapshot {
+                version: 1,
+                snapshot: Box::new(state.clone()),
+            }));
+        engine.until(&mut app, |app| app.connected);
+        // The person views INC-6: its timeline and receipt come, and stay with it
+        // through the changes to it.
+        let mut viewed = sample_snapshot().incidents[1].clone();
+        let detail = Detail::take(&mut viewed);
+        engine
+            .outbox
+            .offer_latest(Outgoing::new(ServerMessage::Detail(Box::new(
+                detail.clone(),
+            ))));
+        engine.until(&mut app, |app| app.snapshot.incidents[1].receipt.is_some());
+        for n in 0..20u64 {
+            let old = state.clone();
+            state.incidents[1].title = format!("nulls \u{1b}[2J{n}");
+            state.now = format!("Tue 14:{n:02}");
+            let change = Change {
+                version: 2 + n,
+                incidents: vec![state.incidents[1].clone()],
+                fields: Field::changed(&old, &state),
+                ..Change::default()
+            };
+            assert!(engine
+                .outbox
+                .offer_change(Outgoing::new(ServerMessage::Change(Box::new(change)))));
+            let now = state.now.clone();
+            engine.until(&mut app, |app| app.snapshot.now == now);
+        }
+        let mut whole = state.clone();
+        detail.merge_into(&mut whole.incidents[1]);
+        assert_eq!(
+            app.snapshot,
+            fresh(whole),
+            "it shows what a fresh console would"
+        );
+        assert_eq!(
+            app.wholes_taken, 1,
+            "the state came whole once, on attaching; each change was applied in place"
+        );
+        drop(engine.to_engine);
+    }
+
+    #[test]
+    fn a_missed_version_asks_the_engine_for_the_state_whole() {
+        let engine = attach();
+        let mut app = App::new(false, Theme::fallback(), None, false);
+        let state = without_details(sample_snapshot());
+        engine
+            .outbox
+            .offer_snapshot(Outgoing::new(ServerMessage::Snapshot {
+                version: 1,
+                snapshot: Box::new(state.clone()),
+            }));
+        engine.until(&mut app, |app| app.connected);
+        let mut later = state.clone();
+        later.now = "Tue 15:00".into();
+        engine
+            .outbox
+            .offer_change(Outgoing::new(ServerMessage::Change(Box::new(Change {
+                version: 3,
+                fields: Field::changed(&state, &later),
+                ..Change::default()
+            }))));
+        loop {
+            match engine.at_hub.recv_timeout(HANG) {
+                Ok(HubMessage::Resync { .. }) => break,
+                Ok(_) => continue,
+                Err(e) => panic!("the console did not ask again: {e}"),
+            }
+        }
+        // Until the state comes whole, the gap is not filled by guesswork.
+        assert_eq!(app.snapshot.now, "Tue 14:20");
+        engine
+            .outbox
+            .offer_snapshot(Outgoing::new(ServerMessage::Snapshot {
+                version: 3,
+                snapshot: Box::new(later.clone()),
+            }));
+        engine.until(&mut app, |app| app.snapshot.now == "Tue 15:00");
+        assert_eq!(app.snapshot, fresh(later));
+    }
 }

@@ -7,14 +7,14 @@
 //! drive it directly.
 
 use crate::console::help::Help;
-use crate::console::incoming::{self, Prepared};
+use crate::console::incoming::{self, Prepared, PreparedChange};
 use crate::console::overlays::alerts::{self, Alerts};
 use crate::console::overlays::prompt::{self, Histories, Prompt, PromptKind};
 use crate::console::overlays::reason::{self, ReasonModal};
 use crate::console::screens::detail::{self, Detail};
 use crate::console::screens::list::{self, ListScreen};
 use crate::console::theme::{Theme, ThemeFile};
-use crate::engine::api::{Command, IncidentStatus, IncidentView, ProposalView, Snapshot};
+use crate::engine::api::{self, Command, IncidentStatus, IncidentView, ProposalView, Snapshot};
 
 pub use crate::console::action::Action;
 
@@ -75,6 +75,10 @@ pub struct App {
     /// The snapshot the last one replaced: the console's loop hands it back to the link
     /// thread, which frees it there, off the input path.
     retired: Option<Box<Prepared>>,
+    /// How many times the engine's state came whole (attaching, or asking again after a
+    /// missed version): each change is applied in place, so this stays put while the
+    /// engine changes.
+    pub wholes_taken: u64,
     /// Text to put on the terminal's clipboard (OSC 52) once this key is handled.
     pub clipboard: Option<String>,
     /// Clicks and the wheel are read (off unless asked for).
@@ -113,6 +117,7 @@ impl App {
             drawn: Default::default(),
             histories: Default::default(),
             retired: None,
+            wholes_taken: 0,
             clipboard: None,
             mouse: false,
             keymap: Default::default(),
@@ -198,6 +203,28 @@ pub fn update(app: &mut App, action: Action) {
             install(app, Box::new(incoming::prepare(*snapshot, None)))
         }
         Action::SnapshotReady(prepared) => install(app, prepared),
+        Action::ChangeReady(change) => {
+            let PreparedChange {
+                incidents,
+                removed,
+                order,
+                fields,
+            } = *change;
+            for field in fields {
+                field.apply(&mut app.snapshot);
+            }
+            app.list
+                .apply_incidents(&mut app.snapshot.incidents, incidents, &removed, order);
+            followed(app);
+        }
+        Action::PresenceArrived(attached) => {
+            app.snapshot.attached = attached;
+            followed(app);
+        }
+        Action::DetailArrived(detail) => {
+            put_detail(app, &detail);
+            followed(app);
+        }
         Action::EngineStopped => app.engine_stopped = true,
         Action::Hello {
             started_at,
@@ -263,9 +290,34 @@ fn install(app: &mut App, mut prepared: Box<Prepared>) {
     std::mem::swap(&mut app.snapshot, &mut prepared.snapshot);
     app.list.take_index(&mut prepared);
     app.retired = Some(prepared);
+    app.wholes_taken += 1;
     app.snapshot_received = Some(std::time::Instant::now());
     app.connected = true;
     refresh_derived(app);
+}
+
+/// The state held followed one message from the engine in place.
+fn followed(app: &mut App) {
+    app.snapshot_received = Some(std::time::Instant::now());
+    refresh_derived(app);
+}
+
+/// The viewed incident gets its timeline and receipt; any other incident that had them
+/// (the one viewed before) goes without, as the engine sends incidents.
+fn put_detail(app: &mut App, detail: &api::Detail) {
+    for incident in &mut app.snapshot.incidents {
+        if incident.id != detail.incident
+            && (!incident.timeline.is_empty() || incident.receipt.is_some())
+        {
+            drop(api::Detail::take(incident));
+        }
+    }
+    let at = app.list.by_id().get(&detail.incident).copied();
+    if let Some(incident) = at.and_then(|at| app.snapshot.incidents.get_mut(at)) {
+        if incident.id == detail.incident {
+            detail.merge_into(incident);
+        }
+    }
 }
 
 /// Recompute what depends on the snapshot, the filter and the list view: the incidents

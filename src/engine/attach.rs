@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use super::api::{ClientMessage, Refusal, RefusalKind, ServerMessage, PROTOCOL_VERSION};
-use super::client::{Applied, Client, Replica};
+use super::client::Client;
 use super::hub::{ClientId, HubMessage, Outbox};
 use super::server::{peer_credentials, socket_path};
 use super::wire;
@@ -49,31 +49,13 @@ pub fn in_process(
     .context("the engine stopped before the console attached")?;
     let (to_console, from_engine) = mpsc::channel();
     let queued = outbox.clone();
-    let resync = hub.clone();
     std::thread::Builder::new()
         .name("dataward-console-in".into())
         .spawn(move || {
-            let mut replica = Replica::default();
+            // As the engine sent them: the console applies each change in place and
+            // asks again itself when it misses a version (`console::incoming::Feed`).
             while let Some(item) = queued.next() {
-                let message = match replica.apply(item.message.clone()) {
-                    Applied::State => match whole(&replica) {
-                        Some(snapshot) => snapshot,
-                        None => continue,
-                    },
-                    Applied::Gap => {
-                        if !queued.enter_hub()
-                            || resync
-                                .send(HubMessage::Resync { client: IN_PROCESS })
-                                .is_err()
-                        {
-                            return;
-                        }
-                        continue;
-                    }
-                    Applied::Ignored => continue,
-                    Applied::Other(message) => message,
-                };
-                if to_console.send(message).is_err() {
+                if to_console.send(item.message.clone()).is_err() {
                     return;
                 }
             }
@@ -142,15 +124,6 @@ fn engine_pid(client: &Client) -> i32 {
         .unwrap_or(0)
 }
 
-/// What a console is handed of the engine's state: always the whole of it, as the
-/// replica holds it after the messages applied so far.
-fn whole(replica: &Replica) -> Option<ServerMessage> {
-    Some(ServerMessage::Snapshot {
-        version: replica.version()?,
-        snapshot: Box::new(replica.whole()?),
-    })
-}
-
 fn hello_of(client: &Client) -> ServerMessage {
     ServerMessage::Hello {
         protocol: PROTOCOL_VERSION,
@@ -198,32 +171,14 @@ pub fn over_socket(data_dir: &Path, read_only: bool, client: Client) -> Result<A
         .name("dataward-console-in".into())
         .spawn(move || {
             let mut client = Some(client);
-            // The engine's state, from the snapshot on attaching and each change after:
-            // the console is handed it whole, once what has already arrived is applied.
-            let mut replica = Replica::default();
             let mut delay = RETRY_FIRST;
             while !closed.load(Ordering::SeqCst) {
                 if let Some(attached) = client.as_mut() {
                     match attached.receive() {
+                        // As the engine sent it: the console applies each change in
+                        // place and asks again itself when it misses a version
+                        // (`console::incoming::Feed`).
                         Ok(message) => {
-                            let message = match replica.apply(message) {
-                                Applied::State if attached.more_waiting() => continue,
-                                Applied::State => match whole(&replica) {
-                                    Some(snapshot) => snapshot,
-                                    None => continue,
-                                },
-                                Applied::Gap => {
-                                    // Through the console's writer, so frames never mix.
-                                    if let Some(stream) =
-                                        writer.lock().expect("writer lock").as_mut()
-                                    {
-                                        let _ = wire::send(stream, &ClientMessage::Resync);
-                                    }
-                                    continue;
-                                }
-                                Applied::Ignored => continue,
-                                Applied::Other(message) => message,
-                            };
                             if to_console.send(message).is_err() {
                                 return;
                             }
@@ -252,7 +207,6 @@ pub fn over_socket(data_dir: &Path, read_only: bool, client: Client) -> Result<A
                     };
                     *writer.lock().expect("writer lock") = Some(stream);
                     engine_pid_now.store(engine_pid(&again), Ordering::SeqCst);
-                    replica = Replica::default();
                     if to_console.send(hello_of(&again)).is_err() {
                         return;
                     }

@@ -103,12 +103,6 @@ impl Client {
         wire::receive(&mut self.reader, MAX_SERVER_FRAME).map_err(anyhow::Error::from)
     }
 
-    /// Whether more of what the engine sent is already read and waiting here: a
-    /// console's link applies it before handing on a whole snapshot.
-    pub fn more_waiting(&self) -> bool {
-        !self.reader.buffer().is_empty()
-    }
-
     /// The next message that is not about the engine's state; state messages on the way
     /// are applied to the replica (a gap in the versions asks for a snapshot). None
     /// when the one read was a state message.
@@ -197,27 +191,79 @@ impl Client {
             if let Some(ServerMessage::Goodbye { reason }) = self.next_other()? {
                 anyhow::bail!("the engine closed: {reason}");
             }
-            if self.replica.detail_for() == Some(id) {
-                if let Some(whole) = self.replica.whole() {
-                    return Ok(whole.incidents.into_iter().find(|i| i.id == id));
-                }
+            if self.replica.detail_for() == Some(id) && self.replica.version().is_some() {
+                return Ok(self.replica.incident(id));
             }
         }
     }
 }
 
+/// Where a client is in the engine's versions: the one held, and whether it missed one
+/// and waits for the snapshot it asked for. The replica below and a console's link both
+/// follow the engine with it.
+#[derive(Debug, Default)]
+pub struct Versions {
+    /// None before the first snapshot.
+    held: Option<u64>,
+    /// A version was missed: changes wait for the snapshot asked for.
+    resyncing: bool,
+}
+
+/// What to do with a change, by its version (see [`Versions::change`]).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Next {
+    /// The next version: apply it to the state held.
+    Apply,
+    /// A version was missed: ask for a snapshot (`ClientMessage::Resync`), once.
+    Gap,
+    /// Nothing to apply it to (before the first snapshot, or while the one asked for
+    /// is on its way).
+    Ignore,
+}
+
+impl Versions {
+    /// A whole snapshot at `version` came: the state is that one.
+    pub fn whole(&mut self, version: u64) {
+        self.held = Some(version);
+        self.resyncing = false;
+    }
+
+    /// A change to `version` came.
+    pub fn change(&mut self, version: u64) -> Next {
+        let Some(held) = self.held.filter(|_| !self.resyncing) else {
+            return Next::Ignore;
+        };
+        if version != held + 1 {
+            self.resyncing = true;
+            return Next::Gap;
+        }
+        self.held = Some(version);
+        Next::Apply
+    }
+
+    /// A whole snapshot is coming anyway: changes wait for it.
+    pub fn await_whole(&mut self) {
+        self.resyncing = true;
+    }
+
+    /// The version held; None before the first snapshot.
+    pub fn held(&self) -> Option<u64> {
+        self.held
+    }
+}
+
 /// The engine's state as one client holds it: the snapshot it got on attaching with
-/// every change since applied, and the timeline and receipt of the incident it views
-/// put back in. The CLI and a console's link both read the engine through one.
+/// every change since applied in place, and the timeline and receipt of the incident it
+/// views kept beside it. The CLI and the benches read the engine through one (a
+/// console's link follows the same versions, `console::incoming::Feed`).
 #[derive(Debug, Default)]
 pub struct Replica {
-    /// The version and the state; None before the first snapshot.
-    state: Option<(u64, Snapshot)>,
+    versions: Versions,
+    /// The state; None before the first snapshot.
+    state: Option<Snapshot>,
     /// Where each incident is in the snapshot.
     index: HashMap<String, usize>,
     detail: Option<Detail>,
-    /// A version was missed: changes wait for the snapshot asked for.
-    resyncing: bool,
 }
 
 /// What one message did to a [`Replica`].
@@ -238,14 +284,21 @@ impl Replica {
     pub fn apply(&mut self, message: ServerMessage) -> Applied {
         match message {
             ServerMessage::Snapshot { version, snapshot } => {
-                self.state = Some((version, *snapshot));
-                self.resyncing = false;
+                self.versions.whole(version);
+                self.state = Some(*snapshot);
                 self.reindex();
                 Applied::State
             }
-            ServerMessage::Change(change) => self.change(*change),
+            ServerMessage::Change(change) => match self.versions.change(change.version) {
+                Next::Apply => {
+                    self.change(*change);
+                    Applied::State
+                }
+                Next::Gap => Applied::Gap,
+                Next::Ignore => Applied::Ignored,
+            },
             ServerMessage::Presence { attached } => match &mut self.state {
-                Some((_, snapshot)) => {
+                Some(snapshot) => {
                     snapshot.attached = attached;
                     Applied::State
                 }
@@ -263,18 +316,12 @@ impl Replica {
         }
     }
 
-    fn change(&mut self, change: Change) -> Applied {
-        if self.resyncing {
-            return Applied::Ignored;
-        }
-        let Some((version, snapshot)) = self.state.as_mut() else {
-            return Applied::Ignored;
+    /// Applies the next version's change in place: the incidents it names replaced
+    /// where they are, the list reshaped only when it says so.
+    fn change(&mut self, change: Change) {
+        let Some(snapshot) = self.state.as_mut() else {
+            return;
         };
-        if change.version != *version + 1 {
-            self.resyncing = true;
-            return Applied::Gap;
-        }
-        *version = change.version;
         let mut moved = !change.removed.is_empty() || change.order.is_some();
         if !change.removed.is_empty() {
             snapshot
@@ -306,12 +353,11 @@ impl Replica {
         if moved {
             self.reindex();
         }
-        Applied::State
     }
 
     fn reindex(&mut self) {
         self.index = match &self.state {
-            Some((_, snapshot)) => snapshot
+            Some(snapshot) => snapshot
                 .incidents
                 .iter()
                 .enumerate()
@@ -323,7 +369,7 @@ impl Replica {
 
     /// The version held; None before the first snapshot.
     pub fn version(&self) -> Option<u64> {
-        self.state.as_ref().map(|(version, _)| *version)
+        self.versions.held()
     }
 
     /// The incident whose timeline and receipt are held.
@@ -331,11 +377,30 @@ impl Replica {
         self.detail.as_ref().map(|d| d.incident.as_str())
     }
 
-    /// The whole snapshot, as a console draws it: the viewed incident with its
-    /// timeline and receipt. None before the first snapshot.
+    /// The state as held, every incident without its timeline and receipt: what a
+    /// reader that needs no detail looks at, without a copy. None before the first
+    /// snapshot.
+    pub fn state(&self) -> Option<&Snapshot> {
+        self.state.as_ref()
+    }
+
+    /// One incident whole, its timeline and receipt put back when they are held: a copy
+    /// of that incident only.
+    pub fn incident(&self, id: &str) -> Option<IncidentView> {
+        let snapshot = self.state.as_ref()?;
+        let mut incident = snapshot.incidents.get(*self.index.get(id)?)?.clone();
+        if let Some(detail) = self.detail.as_ref().filter(|d| d.incident == id) {
+            detail.merge_into(&mut incident);
+        }
+        Some(incident)
+    }
+
+    /// A copy of the whole snapshot, as a console draws it: the viewed incident with
+    /// its timeline and receipt. For a reader that wants the state once (the CLI's
+    /// `snapshot`); a follower reads [`Replica::state`] instead. None before the first
+    /// snapshot.
     pub fn whole(&self) -> Option<Snapshot> {
-        let (_, snapshot) = self.state.as_ref()?;
-        let mut whole = snapshot.clone();
+        let mut whole = self.state.as_ref()?.clone();
         if let Some(detail) = &self.detail {
             if let Some(&at) = self.index.get(&detail.incident) {
                 detail.merge_into(&mut whole.incidents[at]);

@@ -989,4 +989,49 @@ mod cost {
             "one incident changed, so one view is built, not one per incident"
         );
     }
+
+    #[test]
+    fn the_state_is_built_whole_for_a_client_attaching_never_for_a_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let (engine, me) = engine_with_incidents(dir.path());
+        let (_tx, inbox) = mpsc::channel();
+        let mut hub = Hub::new(engine, inbox, Box::new(|_| {}));
+        hub.publish(false);
+        let console = attach(&mut hub, 1, false);
+        assert!(hub.published.whole.is_some(), "built for the one attaching");
+        let incidents = hub.published.snapshot.incidents.clone();
+        for incident in incidents.iter().take(3) {
+            hub.engine.handle(
+                Command::Resolve {
+                    incident: incident.id.clone(),
+                    reason: "loaded by hand".into(),
+                },
+                &me,
+            );
+            hub.publish(false);
+            assert!(
+                hub.published.whole.is_none(),
+                "a change to one incident built the whole state"
+            );
+        }
+        console.close();
+        let mut seen = Vec::new();
+        while let Some(item) = console.next() {
+            match &item.message {
+                ServerMessage::Snapshot { version, .. } => seen.push(format!("snapshot {version}")),
+                ServerMessage::Change(c) => seen.push(format!("change {}", c.version)),
+                _ => {}
+            }
+        }
+        let version = hub.published.version;
+        assert_eq!(
+            seen,
+            [
+                format!("snapshot {}", version - 3),
+                format!("change {}", version - 2),
+                format!("change {}", version - 1),
+                format!("change {version}"),
+            ]
+        );
+    }
 }

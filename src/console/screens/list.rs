@@ -90,6 +90,86 @@ impl ListScreen {
         self.shown_for = None;
     }
 
+    /// Applies a change's incidents (cleaned, each with its search text) to the
+    /// snapshot's, in place, and the index with them. The usual change replaces
+    /// incidents where they are: its cost is theirs (and a sort of a column whose key
+    /// changed), not the estate's. One that removes, adds or reorders incidents
+    /// reshapes the list and indexes it again.
+    pub fn apply_incidents(
+        &mut self,
+        incidents: &mut Vec<IncidentView>,
+        changed: Vec<(IncidentView, String)>,
+        removed: &[String],
+        order: Option<Vec<String>>,
+    ) {
+        self.shown_for = None;
+        let index = &mut self.index;
+        let in_place = removed.is_empty()
+            && order.is_none()
+            && index.search.len() == incidents.len()
+            && changed.iter().all(|(incident, _)| {
+                (index.by_id.get(&incident.id))
+                    .is_some_and(|&at| incidents.get(at).is_some_and(|i| i.id == incident.id))
+            });
+        if in_place {
+            let mut replaced = Vec::with_capacity(changed.len());
+            let mut narrower = false;
+            for (incident, search) in changed {
+                let at = index.by_id[&incident.id];
+                let (was, now) = (cell_widths(&incidents[at]), cell_widths(&incident));
+                for ((widest, was), now) in index.widths.iter_mut().zip(was).zip(now) {
+                    if now >= *widest {
+                        *widest = now;
+                    } else if was == *widest && now < was {
+                        narrower = true;
+                    }
+                }
+                let old = std::mem::replace(&mut incidents[at], incident);
+                let old_search = std::mem::replace(&mut index.search[at], search);
+                replaced.push((at, old, old_search));
+            }
+            // The widest of a column got narrower: another may now be the widest.
+            if narrower {
+                index.widths = widest(incidents);
+            }
+            index.orders.follow(incidents, &index.search, &replaced);
+            return;
+        }
+        let removed: std::collections::HashSet<&str> = removed.iter().map(String::as_str).collect();
+        let mut rows: Vec<(IncidentView, String)> = std::mem::take(incidents)
+            .into_iter()
+            .zip(std::mem::take(&mut index.search))
+            .filter(|(incident, _)| !removed.contains(incident.id.as_str()))
+            .collect();
+        let mut at: HashMap<String, usize> = (rows.iter().enumerate())
+            .map(|(n, (incident, _))| (incident.id.clone(), n))
+            .collect();
+        // New incidents go last, unless the order says where.
+        for row in changed {
+            match at.get(&row.0.id) {
+                Some(&n) => rows[n] = row,
+                None => {
+                    at.insert(row.0.id.clone(), rows.len());
+                    rows.push(row);
+                }
+            }
+        }
+        if let Some(order) = order {
+            let mut slots: Vec<Option<(IncidentView, String)>> =
+                rows.into_iter().map(Some).collect();
+            rows = (order.iter())
+                .filter_map(|id| at.get(id).and_then(|&n| slots[n].take()))
+                .collect();
+        }
+        (*incidents, index.search) = rows.into_iter().unzip();
+        index.by_id = HashMap::with_capacity(incidents.len());
+        for (n, incident) in incidents.iter().enumerate() {
+            index.by_id.entry(incident.id.clone()).or_insert(n);
+        }
+        index.widths = widest(incidents);
+        index.orders = Orders::new(incidents, &index.search);
+    }
+
     /// Where each incident of the snapshot is, by id.
     pub fn by_id(&self) -> &HashMap<String, usize> {
         &self.index.by_id
@@ -447,6 +527,17 @@ fn opened(incident: &IncidentView) -> String {
 
 /// The display width of what each column but the mark shows of `incident`: id, status,
 /// symptoms, table, title, opened.
+/// The widest text of each of the list's columns over `incidents`.
+pub(crate) fn widest(incidents: &[IncidentView]) -> [usize; 6] {
+    let mut widest = [0; 6];
+    for incident in incidents {
+        for (widest, width) in widest.iter_mut().zip(cell_widths(incident)) {
+            *widest = (*widest).max(width);
+        }
+    }
+    widest
+}
+
 pub(crate) fn cell_widths(incident: &IncidentView) -> [usize; 6] {
     [
         width_of(&incident.id),
