@@ -461,7 +461,7 @@ mod tests {
         // One incident changes where it is: resolved, its title narrower.
         state.incidents[0].status = IncidentStatus::Resolved;
         state.incidents[0].title = "short".into();
-        state.now = "Tue 14:21".into();
+        state.now = "2026-11-24T14:21:00Z".parse().unwrap();
         changes.push((state.clone(), None, Vec::new()));
         // A new one comes, last.
         state.incidents.push(third.clone());

@@ -368,6 +368,10 @@ mod tests {
     use crate::engine::api::{Change, Detail, Field, Snapshot, PROTOCOL_VERSION};
     use crate::engine::hub::{HubMessage, Outbox, Outgoing};
 
+    fn at(text: &str) -> crate::clock::Timestamp {
+        text.parse().unwrap()
+    }
+
     /// Bounds a wait against hanging, never a timing.
     const HANG: Duration = Duration::from_secs(60);
 
@@ -460,7 +464,7 @@ mod tests {
         for n in 0..20u64 {
             let old = state.clone();
             state.incidents[1].title = format!("nulls \u{1b}[2J{n}");
-            state.now = format!("Tue 14:{n:02}");
+            state.now = at(&format!("2026-11-24T14:{n:02}:00Z"));
             let change = Change {
                 version: 2 + n,
                 incidents: vec![state.incidents[1].clone()],
@@ -500,7 +504,7 @@ mod tests {
             }));
         engine.until(&mut app, |app| app.connected);
         let mut later = state.clone();
-        later.now = "Tue 15:00".into();
+        later.now = at("2026-11-24T15:00:00Z");
         engine
             .outbox
             .offer_change(Outgoing::new(ServerMessage::Change(Box::new(Change {
@@ -516,14 +520,14 @@ mod tests {
             }
         }
         // Until the state comes whole, the gap is not filled by guesswork.
-        assert_eq!(app.snapshot.now, "Tue 14:20");
+        assert_eq!(app.snapshot.now, at("2026-11-24T14:20:00Z"));
         engine
             .outbox
             .offer_snapshot(Outgoing::new(ServerMessage::Snapshot {
                 version: 3,
                 snapshot: Box::new(later.clone()),
             }));
-        engine.until(&mut app, |app| app.snapshot.now == "Tue 15:00");
+        engine.until(&mut app, |app| app.snapshot.now == at("2026-11-24T15:00:00Z"));
         assert_eq!(app.snapshot, fresh(later));
     }
 }

@@ -994,8 +994,8 @@ mod cost {
     fn the_state_is_built_whole_for_a_client_attaching_never_for_a_change() {
         let dir = tempfile::tempdir().unwrap();
         let (engine, me) = engine_with_incidents(dir.path());
-        let (_tx, inbox) = mpsc::channel();
-        let mut hub = Hub::new(engine, inbox, Box::new(|_| {}));
+        let (tx, inbox) = mpsc::channel();
+        let mut hub = Hub::new(engine, inbox, tx, Box::new(|_| {}));
         hub.publish(false);
         let console = attach(&mut hub, 1, false);
         assert!(hub.published.whole.is_some(), "built for the one attaching");
