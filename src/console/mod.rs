@@ -527,7 +527,9 @@ mod tests {
                 version: 3,
                 snapshot: Box::new(later.clone()),
             }));
-        engine.until(&mut app, |app| app.snapshot.now == at("2026-11-24T15:00:00Z"));
+        engine.until(&mut app, |app| {
+            app.snapshot.now == at("2026-11-24T15:00:00Z")
+        });
         assert_eq!(app.snapshot, fresh(later));
     }
 }
