@@ -372,3 +372,28 @@ pub fn judge_recent_days(
             .collect(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_count_history_is_the_table_a_day_ago_and_the_same_hours_of_earlier_weeks() {
+        const DAY: i64 = 86_400;
+        let now = 100 * DAY + 3600;
+        // Ten rows a day for 30 days, at noon; today's not in yet.
+        let minutes: Vec<MinuteCount> = (70..100)
+            .map(|day| MinuteCount {
+                minute: day * DAY + DAY / 2,
+                rows: 10,
+                at_midnight: 0,
+            })
+            .collect();
+        // 5 rows without a time, or older than the minutes kept.
+        let history = CountHistory::of(&minutes, 305, now);
+        assert_eq!(history.day_ago, 295, "yesterday noon's 10 rows came after");
+        // The same 24 hours one to four weeks back: only weeks the table had rows in.
+        assert_eq!(history.growths, vec![10, 10, 10, 10]);
+        assert!(CountHistory::of(&[], 5, now).growths.is_empty());
+    }
+}

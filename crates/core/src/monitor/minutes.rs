@@ -411,6 +411,43 @@ mod tests {
         let further = plan_for("at", lookback - 10 * DAY);
         assert_eq!(further.from, further.start);
 
+        // Counting nulls names the columns: stored days counted for none are read
+        // again, whole, and then kept with each day's nulls.
+        let names = ["email".to_string()];
+        let counted = plan_for("at", lookback).with_null_columns(&names);
+        assert_eq!(counted.from, start);
+        let day = |at: &str| minute(at).div_euclid(DAY);
+        let (_, nulls) = store(
+            &state,
+            "orders",
+            &counted,
+            &read[1..],
+            &[
+                (day("2024-03-06T00:00:00Z"), vec![1]),
+                (day("2024-05-14T00:00:00Z"), vec![3]),
+            ],
+        )
+        .unwrap();
+        // A day the scan gave no nulls for (none of its columns counted) has none.
+        assert_eq!(
+            nulls
+                .iter()
+                .map(|d| (d.day, d.rows, d.nulls.clone()))
+                .collect::<Vec<_>>(),
+            [
+                (day("2024-03-06T00:00:00Z"), 2, vec![1]),
+                (day("2024-05-14T00:00:00Z"), 8, vec![3]),
+            ]
+        );
+        let warm = plan_for("at", lookback).with_null_columns(&names);
+        assert_eq!(
+            warm.from,
+            minute("2024-05-14T00:00:00Z"),
+            "the same columns: warm"
+        );
+        let other = plan_for("at", lookback).with_null_columns(&["zip".to_string()]);
+        assert_eq!(other.from, start, "other columns: cold");
+
         // A monitor no longer configured is forgotten.
         forget_others(&state, &["orders".to_string()]).unwrap();
         assert_eq!(plan_for("at", lookback).from, warm.from);
