@@ -837,6 +837,19 @@ fn a_scan_that_reads_only_recent_rows_counts_as_one_that_reads_them_all() {
                 .filter(|at| (older_from..from).contains(*at))
                 .count() as u64,
             minutes,
+            // Each day's nulls over every row of the minutes read.
+            day_nulls: {
+                let mut days: Vec<(i64, Vec<u64>)> = Vec::new();
+                for (n, at) in times.iter().enumerate().filter(|(_, at)| **at >= from) {
+                    let null = u64::from(n % 10 == 0);
+                    match days.iter_mut().find(|(d, _)| *d == at.div_euclid(day)) {
+                        Some((_, nulls)) => nulls[0] += null,
+                        None => days.push((at.div_euclid(day), vec![null])),
+                    }
+                }
+                days.sort_by_key(|(d, _)| *d);
+                days
+            },
         };
         assert_eq!(counted, expected, "{table} ({kind})");
     }

@@ -190,6 +190,33 @@ pub fn row_count(history: &[f64], observed: f64) -> Verdict {
     )
 }
 
+/// Row count against the table's own history, read from its timestamp column before
+/// dataward has polled it: the rows it held a day ago (`day_ago`) plus what the same 24
+/// hours of earlier weeks added (`growths`, oldest first). A table that lost its last
+/// day's load is low; a loss spread over every day, which the timestamps cannot tell
+/// apart from a table always that size, is not seen here.
+///
+/// The band is the wider of 3 scaled MADs of the day's growth and half a usual day (a
+/// tenth of a percent of the table at least, for a table that does not grow).
+pub fn row_count_from_days(day_ago: f64, growths: &[f64], observed: f64) -> Verdict {
+    if growths.len() < MIN_HISTORY {
+        return Verdict::learning(observed);
+    }
+    let recent = &growths[growths.len().saturating_sub(BASELINE_WINDOW)..];
+    let (growth, spread) = median_and_spread(recent);
+    let baseline = day_ago + growth;
+    let floor = 0.001 * baseline;
+    let low = baseline - (3.0 * spread).max(0.5 * growth).max(floor);
+    let high = baseline + (3.0 * spread).max(growth).max(floor);
+    Verdict::banded(
+        observed,
+        low.max(0.0),
+        high,
+        baseline,
+        (spread > 0.0).then(|| (observed - baseline) / spread),
+    )
+}
+
 /// Row count against a baseline the team recorded (`expected_rows`), with the same
 /// tolerances as a learned one: a refill that loses a tenth is a drop, growth is normal.
 pub fn row_count_recorded(baseline: f64, observed: f64) -> Verdict {
@@ -328,6 +355,36 @@ mod tests {
         assert!(jump.expected.unwrap().high <= 0.04);
         // The value under test is not part of its own baseline.
         assert_eq!(null_rate(&history, 0.40).expected.unwrap().baseline, 0.010);
+    }
+
+    #[test]
+    fn a_row_count_from_days_is_low_when_the_last_day_did_not_load() {
+        let growths = [1000.0, 1010.0, 990.0, 1005.0];
+        assert_eq!(
+            row_count_from_days(70_000.0, &growths[..2], 70_100.0).kind,
+            VerdictKind::Learning
+        );
+        let usual = row_count_from_days(70_000.0, &growths, 71_000.0);
+        assert_eq!(usual.kind, VerdictKind::Ok, "{usual:?}");
+        assert_eq!(usual.expected.unwrap().baseline, 71_002.5);
+        assert_eq!(
+            row_count_from_days(70_000.0, &growths, 70_100.0).kind,
+            VerdictKind::Low
+        );
+        assert_eq!(
+            row_count_from_days(70_000.0, &growths, 73_500.0).kind,
+            VerdictKind::High
+        );
+        // A table that does not grow keeps a band of its own.
+        let still = [0.0, 0.0, 0.0];
+        assert_eq!(
+            row_count_from_days(5_000.0, &still, 5_002.0).kind,
+            VerdictKind::Ok
+        );
+        assert_eq!(
+            row_count_from_days(5_000.0, &still, 4_000.0).kind,
+            VerdictKind::Low
+        );
     }
 
     #[test]

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Days, NaiveDate, NaiveTime, Timelike, Utc};
 
-use super::{minutes, DayVolume};
+use super::minutes::{self, DayNulls};
+use super::DayVolume;
 use crate::config::{parse_duration, CheckKind, MonitorConfig};
 use crate::detect::{self, freshness, volume};
 use crate::warehouse::{
@@ -26,7 +27,12 @@ pub const LOAD_TIMES: usize = 500;
 
 #[derive(Debug, Clone)]
 pub enum Measurement {
-    Count(u64),
+    Count {
+        rows: u64,
+        /// What the table's timestamp column says of its past rows, for a first poll;
+        /// None without one.
+        days: Option<CountHistory>,
+    },
     Columns(Vec<Column>),
     Nulls {
         rows: u64,
@@ -35,6 +41,11 @@ pub enum Measurement {
         /// Counted over the rows loaded at or after this (Unix seconds); None: the
         /// whole table.
         since: Option<i64>,
+        /// The table's own days (by its timestamp column) with each column's nulls in
+        /// `columns`' order, what the baseline learns from; None without a timestamp
+        /// column (or when they could not be read with the rest): the baseline is
+        /// learned from dataward's polls.
+        days: Option<Vec<DayNulls>>,
     },
     /// Judged here already: the lookback is the history.
     Freshness {
@@ -46,6 +57,47 @@ pub enum Measurement {
         counts: Vec<DayCount>,
         today: NaiveDate,
     },
+}
+
+/// A row count's history as the table's own timestamps tell it (see
+/// [`detect::row_count_from_days`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CountHistory {
+    /// The rows stamped before this time yesterday: the table a day ago.
+    pub day_ago: u64,
+    /// The rows stamped in the same 24 hours one, two, ... weeks earlier, oldest first;
+    /// only weeks the table had rows in.
+    pub growths: Vec<u64>,
+}
+
+impl CountHistory {
+    /// From every minute of the timestamp column kept (oldest first) and the table's
+    /// rows (`rows`: those without a time, or older than the minutes kept, count as
+    /// old), at `now`, over [`super::HISTORY_DAYS`].
+    pub fn of(minutes: &[MinuteCount], rows: u64, now: i64) -> CountHistory {
+        const DAY: i64 = 86_400;
+        let now = now.div_euclid(60) * 60;
+        let between = |from: i64, to: i64| -> u64 {
+            minutes
+                .iter()
+                .filter(|m| m.minute >= from && m.minute < to)
+                .map(|m| m.rows)
+                .sum()
+        };
+        let since_day_ago = between(now - DAY, i64::MAX);
+        let first = minutes.first().map_or(i64::MAX, |m| m.minute);
+        let weeks = super::HISTORY_DAYS / 7;
+        let growths = (1..=weeks)
+            .rev()
+            .map(|week| now - week * 7 * DAY)
+            .filter(|&end| end - DAY >= first)
+            .map(|end| between(end - DAY, end))
+            .collect();
+        CountHistory {
+            day_ago: rows.saturating_sub(since_day_ago),
+            growths,
+        }
+    }
 }
 
 /// A volume check's verdict: the headline day (today so far when it breaches, else the
@@ -118,7 +170,9 @@ pub fn measure(
     let windows = Windows::of(monitor, now);
     let timestamp_column = || timestamp_column(monitor, check);
     match check {
-        CheckKind::RowCount => warehouse.row_count(&relation).map(Measurement::Count),
+        CheckKind::RowCount => warehouse
+            .row_count(&relation)
+            .map(|rows| Measurement::Count { rows, days: None }),
         CheckKind::Schema => {
             table_columns(warehouse.columns(&relation)?, &relation).map(Measurement::Columns)
         }
@@ -132,7 +186,7 @@ pub fn measure(
                 .as_ref()
                 .map(|(column, at)| (column.as_str(), *at));
             let counts = warehouse.null_counts(&relation, &names, window)?;
-            Ok(nulls(names, counts, &windows))
+            Ok(nulls(names, counts, &windows, None))
         }
         CheckKind::Freshness => {
             let times = warehouse.load_times(
@@ -169,12 +223,22 @@ pub fn from_counts(
     counts: &TableCounts,
     null_names: &[String],
     minutes: &[MinuteCount],
+    day_nulls: Option<&[DayNulls]>,
     now: DateTime<Utc>,
 ) -> Option<Measurement> {
     let windows = Windows::of(monitor, now);
     Some(match check {
-        CheckKind::RowCount => Measurement::Count(counts.rows),
-        CheckKind::NullRate => nulls(null_names.to_vec(), counts.nulls.clone(), &windows),
+        CheckKind::RowCount => Measurement::Count {
+            rows: counts.rows,
+            days: (monitor.timestamp_column.is_some() && !minutes.is_empty())
+                .then(|| CountHistory::of(minutes, counts.rows, now.timestamp())),
+        },
+        CheckKind::NullRate => nulls(
+            null_names.to_vec(),
+            counts.nulls.clone(),
+            &windows,
+            day_nulls.map(<[DayNulls]>::to_vec),
+        ),
         CheckKind::Freshness => freshness(
             monitor,
             &minutes::load_times(minutes, windows.lookback_since, LOAD_TIMES),
@@ -223,11 +287,17 @@ pub fn column_names(
 
 /// With a timestamp column, the rows loaded lately: a bad load shows in its own rows at
 /// once instead of being diluted by years of good ones.
-fn nulls(names: Vec<String>, counts: NullCounts, windows: &Windows) -> Measurement {
+fn nulls(
+    names: Vec<String>,
+    counts: NullCounts,
+    windows: &Windows,
+    days: Option<Vec<DayNulls>>,
+) -> Measurement {
     Measurement::Nulls {
         rows: counts.rows,
         columns: names.into_iter().zip(counts.nulls).collect(),
         since: windows.nulls_since.as_ref().map(|(_, at)| *at),
+        days,
     }
 }
 
@@ -300,5 +370,30 @@ pub fn judge_recent_days(
                 expected: d.verdict.expected,
             })
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_count_history_is_the_table_a_day_ago_and_the_same_hours_of_earlier_weeks() {
+        const DAY: i64 = 86_400;
+        let now = 100 * DAY + 3600;
+        // Ten rows a day for 30 days, at noon; today's not in yet.
+        let minutes: Vec<MinuteCount> = (70..100)
+            .map(|day| MinuteCount {
+                minute: day * DAY + DAY / 2,
+                rows: 10,
+                at_midnight: 0,
+            })
+            .collect();
+        // 5 rows without a time, or older than the minutes kept.
+        let history = CountHistory::of(&minutes, 305, now);
+        assert_eq!(history.day_ago, 295, "yesterday noon's 10 rows came after");
+        // The same 24 hours one to four weeks back: only weeks the table had rows in.
+        assert_eq!(history.growths, vec![10, 10, 10, 10]);
+        assert!(CountHistory::of(&[], 5, now).growths.is_empty());
     }
 }

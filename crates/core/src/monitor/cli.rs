@@ -29,9 +29,16 @@ pub struct CheckLine<'a> {
     pub observed: Option<f64>,
     pub expected_low: Option<f64>,
     pub expected_high: Option<f64>,
+    /// The usual value the band is built around.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected_baseline: Option<f64>,
     pub health: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub column: Option<&'a str>,
+    /// row_count, null_rate: why the baseline is learned from dataward's own polls
+    /// rather than the table's days ("no timestamp_column").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from_polls: Option<&'a str>,
     /// volume: the day judged.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub day: Option<&'a str>,
@@ -58,8 +65,10 @@ impl<'a> CheckLine<'a> {
             observed: o.value,
             expected_low: o.expected.map(|r| r.low),
             expected_high: o.expected.map(|r| r.high),
+            expected_baseline: o.expected.map(|r| r.baseline),
             health: o.health.as_str(),
             column: o.detail.column.as_deref(),
+            from_polls: o.detail.from_polls.as_deref(),
             day: o.detail.day.as_deref(),
             // Said with the day it qualifies: a volume check that ran.
             partial: o.detail.day.is_some().then_some(o.detail.partial),

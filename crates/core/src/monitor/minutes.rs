@@ -36,6 +36,17 @@ pub struct Plan {
     pub from: i64,
     /// The rows stored for `start..from`.
     pub stored_older: u64,
+    /// What the stored minutes were read from, when any are stored.
+    pub stored_source: Option<String>,
+}
+
+/// One day's rows and each null column's nulls among them (see [`Plan::with_null_columns`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DayNulls {
+    /// Days from the epoch.
+    pub day: i64,
+    pub rows: u64,
+    pub nulls: Vec<u64>,
 }
 
 impl Plan {
@@ -53,6 +64,22 @@ impl Plan {
             from: self.start,
             stored_older: 0,
             ..self.clone()
+        }
+    }
+
+    /// The same read, counting `names`' nulls per day as well: the source names them,
+    /// so stored days counted for other columns (or none) are read again, whole.
+    pub fn with_null_columns(self, names: &[String]) -> Plan {
+        let base = self.source.split("\nnulls\t").next().unwrap_or_default();
+        let source = match names {
+            [] => base.to_string(),
+            names => format!("{base}\nnulls\t{}", names.join("\t")),
+        };
+        let plan = Plan { source, ..self };
+        if plan.stored_source.as_ref() == Some(&plan.source) {
+            plan
+        } else {
+            plan.cold()
         }
     }
 
@@ -85,9 +112,15 @@ pub fn plan(
         start,
         from: start,
         stored_older: 0,
+        stored_source: stored.as_ref().map(|(source, _)| source.clone()),
+    };
+    // The null columns a source may name after its table and column are matched once
+    // they are known (see [`Plan::with_null_columns`]).
+    let same_column = |stored: &str| {
+        stored == plan.source || stored.starts_with(&format!("{}\nnulls\t", plan.source))
     };
     match stored {
-        Some((stored, complete_from)) if stored == plan.source && complete_from <= start => {
+        Some((stored, complete_from)) if same_column(&stored) && complete_from <= start => {
             let stored_older = state.stored_rows(monitor, start / DAY, reread_from / DAY)?;
             Ok(Plan {
                 from: reread_from,
@@ -99,15 +132,18 @@ pub fn plan(
     }
 }
 
-/// Stores what a poll read (`minutes`, every minute from `plan.from` on) in place of
-/// the days it covers, forgets the days before the lookback, and returns every stored
-/// minute from the lookback's start on, oldest first. In the caller's transaction.
+/// Stores what a poll read (`minutes`, every minute from `plan.from` on, and
+/// `day_nulls`, each day's nulls per column when the plan names null columns) in place
+/// of the days it covers, forgets the days before the lookback, and returns every
+/// stored minute from the lookback's start on, oldest first, with each stored day's
+/// nulls. In the caller's transaction.
 pub fn store(
     state: &Connection,
     monitor: &str,
     plan: &Plan,
     minutes: &[MinuteCount],
-) -> Result<Vec<MinuteCount>> {
+    day_nulls: &[(i64, Vec<u64>)],
+) -> Result<(Vec<MinuteCount>, Vec<DayNulls>)> {
     let from_day = plan.from / DAY;
     state.forget_days_outside(monitor, plan.start / DAY, from_day)?;
     let read: Vec<MinuteCount> = minutes
@@ -117,15 +153,39 @@ pub fn store(
         .collect();
     for day in read.chunk_by(|a, b| a.minute.div_euclid(DAY) == b.minute.div_euclid(DAY)) {
         let rows: u64 = day.iter().map(|m| m.rows).sum();
-        state.insert_day(monitor, day[0].minute.div_euclid(DAY), rows, &encode(day))?;
+        let number = day[0].minute.div_euclid(DAY);
+        let nulls = day_nulls
+            .iter()
+            .find(|(d, _)| *d == number)
+            .map(|(_, nulls)| {
+                let text: Vec<String> = nulls.iter().map(u64::to_string).collect();
+                text.join(",")
+            })
+            .unwrap_or_default();
+        state.insert_day(monitor, number, rows, &encode(day), &nulls)?;
     }
     state.set_minute_source(monitor, &plan.source, plan.start)?;
     let mut all = Vec::new();
-    for (day, blob) in state.days(monitor)? {
-        decode(day * DAY, &blob, &mut all)
-            .with_context(|| format!("stored minutes of {monitor} on day {day} are damaged"))?;
+    let mut nulls = Vec::new();
+    for (day, blob, counted) in state.days(monitor)? {
+        let damaged = || format!("stored minutes of {monitor} on day {day} are damaged");
+        let first = all.len();
+        decode(day * DAY, &blob, &mut all).with_context(damaged)?;
+        if counted.is_empty() {
+            continue;
+        }
+        let counts = counted
+            .split(',')
+            .map(str::parse)
+            .collect::<Result<Vec<u64>, _>>()
+            .with_context(damaged)?;
+        nulls.push(DayNulls {
+            day,
+            rows: all[first..].iter().map(|m| m.rows).sum(),
+            nulls: counts,
+        });
     }
-    Ok(all)
+    Ok((all, nulls))
 }
 
 /// Forgets the minutes of monitors the config no longer has (removed or renamed):
@@ -319,7 +379,7 @@ mod tests {
             ("2024-05-14T00:00:00Z", 8),
             ("2024-05-15T12:00:00Z", 16),
         ]);
-        let kept = store(&state, "orders", &cold, &read).unwrap();
+        let (kept, _) = store(&state, "orders", &cold, &read, &[]).unwrap();
         assert_eq!(kept, read[1..], "nothing before the lookback's first day");
 
         // Warm: today and yesterday again; the older stretch must still add up to 6.
@@ -327,11 +387,12 @@ mod tests {
         assert_eq!(warm.from, minute("2024-05-14T00:00:00Z"));
         assert_eq!(warm.stored_older, 6);
         assert!(warm.still_holds(6) && !warm.still_holds(7));
-        let kept = store(
+        let (kept, _) = store(
             &state,
             "orders",
             &warm,
             &counts(&[("2024-05-15T12:01:00Z", 32)]),
+            &[],
         )
         .unwrap();
         assert_eq!(
@@ -349,6 +410,43 @@ mod tests {
         assert_eq!(plan_for("loaded_at", lookback).from, start);
         let further = plan_for("at", lookback - 10 * DAY);
         assert_eq!(further.from, further.start);
+
+        // Counting nulls names the columns: stored days counted for none are read
+        // again, whole, and then kept with each day's nulls.
+        let names = ["email".to_string()];
+        let counted = plan_for("at", lookback).with_null_columns(&names);
+        assert_eq!(counted.from, start);
+        let day = |at: &str| minute(at).div_euclid(DAY);
+        let (_, nulls) = store(
+            &state,
+            "orders",
+            &counted,
+            &read[1..],
+            &[
+                (day("2024-03-06T00:00:00Z"), vec![1]),
+                (day("2024-05-14T00:00:00Z"), vec![3]),
+            ],
+        )
+        .unwrap();
+        // A day the scan gave no nulls for (none of its columns counted) has none.
+        assert_eq!(
+            nulls
+                .iter()
+                .map(|d| (d.day, d.rows, d.nulls.clone()))
+                .collect::<Vec<_>>(),
+            [
+                (day("2024-03-06T00:00:00Z"), 2, vec![1]),
+                (day("2024-05-14T00:00:00Z"), 8, vec![3]),
+            ]
+        );
+        let warm = plan_for("at", lookback).with_null_columns(&names);
+        assert_eq!(
+            warm.from,
+            minute("2024-05-14T00:00:00Z"),
+            "the same columns: warm"
+        );
+        let other = plan_for("at", lookback).with_null_columns(&["zip".to_string()]);
+        assert_eq!(other.from, start, "other columns: cold");
 
         // A monitor no longer configured is forgotten.
         forget_others(&state, &["orders".to_string()]).unwrap();

@@ -100,6 +100,10 @@ pub struct Detail {
     /// enough: `dataward accept` makes it the normal).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shift: Option<volume::Shift>,
+    /// row_count, null_rate: why the baseline is learned from dataward's own polls
+    /// rather than the table's days ("no timestamp_column").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_polls: Option<String>,
 }
 
 /// One day's volume as a volume observation saw it.
@@ -128,7 +132,10 @@ impl Observation {
             (Some(r), check) => format!("{}..{}", thousands(r.low), amount(check, r.high)),
             (None, CheckKind::Schema) => "no change".to_string(),
             (None, _) if self.verdict == VerdictKind::Unknown => "-".to_string(),
-            (None, _) => "learning".to_string(),
+            (None, _) => match &self.detail.from_polls {
+                Some(why) => format!("learning from polls ({why})"),
+                None => "learning".to_string(),
+            },
         }
     }
 
@@ -273,15 +280,36 @@ pub fn judge(
     };
     let mut out = Vec::new();
     match measured {
-        Ok(Measurement::Count(count)) => {
+        Ok(Measurement::Count { rows, days }) => {
+            let count = rows as f64;
+            let mut observation = blank;
             let verdict = match monitor.expected_rows {
-                Some(baseline) => detect::row_count_recorded(baseline as f64, count as f64),
-                None => detect::row_count(
-                    &clean_history(state, &name, check, "", false)?,
-                    count as f64,
-                ),
+                Some(baseline) => detect::row_count_recorded(baseline as f64, count),
+                None => {
+                    // Learned from the polls once there are enough of them: they see
+                    // rows deleted, which the timestamps of the rows left cannot.
+                    // Before that (a first poll), from the table's own days.
+                    // An accepted new level restarts at the accepted polls.
+                    let polls = clean_history(state, &name, check, "", false)?;
+                    let accepted = baseline::learned_restart(state, &name, check, "")? != (0, 0);
+                    match days {
+                        Some(days) if polls.len() < detect::MIN_HISTORY && !accepted => {
+                            let growths: Vec<f64> =
+                                days.growths.iter().map(|&g| g as f64).collect();
+                            detect::row_count_from_days(days.day_ago as f64, &growths, count)
+                        }
+                        Some(_) => detect::row_count(&polls, count),
+                        None => {
+                            if monitor.timestamp_column.is_none() {
+                                observation.detail.from_polls =
+                                    Some("no timestamp_column".to_string());
+                            }
+                            detect::row_count(&polls, count)
+                        }
+                    }
+                }
             };
-            out.push(with_verdict(blank, verdict));
+            out.push(with_verdict(observation, verdict));
         }
         Ok(Measurement::Columns(columns)) => {
             let mut observation = blank;
@@ -305,9 +333,15 @@ pub fn judge(
             rows,
             columns,
             since,
+            days,
         }) => {
+            let window_start = since;
             let since = since.map(utc_text);
-            for (column, nulls) in columns {
+            let excluded = match &days {
+                Some(_) => baseline::read(state, &name, at.naive().date())?.excluded,
+                None => Vec::new(),
+            };
+            for (index, (column, nulls)) in columns.into_iter().enumerate() {
                 let mut observation = blank.clone();
                 observation.detail.column = Some(column.clone());
                 observation.detail.since = since.clone();
@@ -322,8 +356,30 @@ pub fn judge(
                 }
                 let rate = nulls as f64 / rows as f64;
                 // A rate over recent rows is judged against rates over recent rows only:
-                // a whole table's rate from before the window was set is another measure.
-                let history = clean_history(state, &name, check, &column, since.is_some())?;
+                // a whole table's rate from before the window was set is another
+                // measure.
+                let polls = clean_history(state, &name, check, &column, since.is_some())?;
+                // Until the polls are enough, the table's own days: a fault present at
+                // the first poll is judged at once. Then the polls, which also see old
+                // rows rewritten (the days are re-read as they are now), and a new
+                // level someone accepted.
+                let accepted = baseline::learned_restart(state, &name, check, &column)? != (0, 0);
+                let from_days = match (&days, window_start) {
+                    (Some(days), Some(start)) if polls.len() < detect::MIN_HISTORY && !accepted => {
+                        Some(daily_rates(days, index, start, &excluded))
+                            .filter(|rates| rates.len() >= detect::MIN_HISTORY)
+                    }
+                    _ => None,
+                };
+                let history = match from_days {
+                    Some(rates) => rates,
+                    None => {
+                        if monitor.timestamp_column.is_none() {
+                            observation.detail.from_polls = Some("no timestamp_column".to_string());
+                        }
+                        polls
+                    }
+                };
                 out.push(with_verdict(observation, detect::null_rate(&history, rate)));
             }
         }
@@ -359,6 +415,32 @@ pub fn judge(
         state.insert_observation(observation)?;
     }
     Ok(out)
+}
+
+/// How many of the table's days a null_rate baseline reads back: ten weeks.
+pub const HISTORY_DAYS: i64 = 70;
+
+/// The null rates of column `index` on the table's days before the one the window
+/// starts in (`window_start`, Unix seconds), the last [`HISTORY_DAYS`] of them, oldest
+/// first: days without rows and days of an incident on the monitor (`excluded`) left
+/// out. The window's own rows are what is judged, never part of its baseline.
+fn daily_rates(
+    days: &[minutes::DayNulls],
+    index: usize,
+    window_start: i64,
+    excluded: &[std::ops::RangeInclusive<chrono::NaiveDate>],
+) -> Vec<f64> {
+    let first_judged = window_start.div_euclid(86_400);
+    days.iter()
+        .filter(|d| d.day < first_judged && d.day >= first_judged - HISTORY_DAYS && d.rows > 0)
+        .filter(|d| {
+            let date = chrono::DateTime::from_timestamp(d.day * 86_400, 0)
+                .expect("a stored day")
+                .date_naive();
+            !excluded.iter().any(|span| span.contains(&date))
+        })
+        .filter_map(|d| Some(*d.nulls.get(index)? as f64 / d.rows as f64))
+        .collect()
 }
 
 /// Values of healthy, non-breaching observations, oldest first: the baseline's input.

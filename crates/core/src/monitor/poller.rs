@@ -636,8 +636,11 @@ fn minutes_plan(
     monitor: &MonitorConfig,
     now: DateTime<Utc>,
 ) -> Result<Option<Plan>> {
+    // Row count and null rate learn their baselines from the table's days too.
     let (true, Some(column)) = (
-        monitor.checks.iter().any(|c| c.needs_timestamp_column()),
+        monitor.checks.iter().any(|&c| {
+            c.needs_timestamp_column() || matches!(c, CheckKind::NullRate | CheckKind::RowCount)
+        }),
         monitor.timestamp_column.as_deref(),
     ) else {
         return Ok(None);
@@ -701,7 +704,7 @@ fn read_table(
         })
     };
     let names = null_names.as_deref().unwrap_or(&[]);
-    let mut plan = plan;
+    let mut plan = plan.map(|plan| plan.with_null_columns(names));
     let mut counts = scan(names, plan.as_ref());
     if let (Ok(read), Some(warm)) = (&counts, &plan) {
         if !warm.still_holds(read.older_rows) {
@@ -738,13 +741,18 @@ impl MonitorRead {
     ) -> Result<Vec<(CheckKind, Result<Measurement, WarehouseError>)>> {
         let relation = Relation::parse(&monitor.table);
         let mut minutes = Vec::new();
+        let mut day_nulls = None;
         if let Some(Ok(TableRead::Once {
             counts,
             plan: Some(plan),
             ..
         })) = &self.table
         {
-            minutes = minutes::store(state, &Config::monitor_name(monitor), plan, &counts.minutes)?;
+            let name = Config::monitor_name(monitor);
+            let (all, nulls) =
+                minutes::store(state, &name, plan, &counts.minutes, &counts.day_nulls)?;
+            minutes = all;
+            day_nulls = Some(nulls);
         }
         let mut separately = match &self.table {
             Some(Ok(TableRead::Separately(list))) => list.clone(),
@@ -786,6 +794,7 @@ impl MonitorRead {
                     counts,
                     null_names.as_deref().unwrap_or(&[]),
                     &minutes,
+                    day_nulls.as_deref(),
                     now,
                 )
                 .expect("not the schema check")),

@@ -14,9 +14,17 @@ pub trait MinuteStore {
     fn stored_rows(&self, monitor: &str, from_day: i64, to_day: i64) -> Result<u64>;
     /// Forgets `monitor`'s days before `keep_from` and from `drop_from` on.
     fn forget_days_outside(&self, monitor: &str, keep_from: i64, drop_from: i64) -> Result<()>;
-    fn insert_day(&self, monitor: &str, day: i64, rows: u64, minutes: &[u8]) -> Result<()>;
-    /// (day, minutes) of every stored day of `monitor`, oldest first.
-    fn days(&self, monitor: &str) -> Result<Vec<(i64, Vec<u8>)>>;
+    /// `nulls`: the day's nulls per column, as `monitor::minutes` writes them.
+    fn insert_day(
+        &self,
+        monitor: &str,
+        day: i64,
+        rows: u64,
+        minutes: &[u8],
+        nulls: &str,
+    ) -> Result<()>;
+    /// (day, minutes, nulls) of every stored day of `monitor`, oldest first.
+    fn days(&self, monitor: &str) -> Result<Vec<(i64, Vec<u8>, String)>>;
     /// Every monitor with stored minutes.
     fn monitors_with_minutes(&self) -> Result<Vec<String>>;
     fn forget_minutes(&self, monitor: &str) -> Result<()>;
@@ -57,19 +65,27 @@ impl MinuteStore for Connection {
         Ok(())
     }
 
-    fn insert_day(&self, monitor: &str, day: i64, rows: u64, minutes: &[u8]) -> Result<()> {
+    fn insert_day(
+        &self,
+        monitor: &str,
+        day: i64,
+        rows: u64,
+        minutes: &[u8],
+        nulls: &str,
+    ) -> Result<()> {
         self.prepare_cached(
-            "INSERT INTO minute_day (monitor, day, rows, minutes) VALUES (?1, ?2, ?3, ?4)",
+            "INSERT INTO minute_day (monitor, day, rows, minutes, nulls)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
         )?
-        .execute(params![monitor, day, rows as i64, minutes])?;
+        .execute(params![monitor, day, rows as i64, minutes, nulls])?;
         Ok(())
     }
 
-    fn days(&self, monitor: &str) -> Result<Vec<(i64, Vec<u8>)>> {
+    fn days(&self, monitor: &str) -> Result<Vec<(i64, Vec<u8>, String)>> {
         let mut select = self.prepare_cached(
-            "SELECT day, minutes FROM minute_day WHERE monitor = ?1 ORDER BY day",
+            "SELECT day, minutes, nulls FROM minute_day WHERE monitor = ?1 ORDER BY day",
         )?;
-        let days = select.query_map([monitor], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        let days = select.query_map([monitor], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
         Ok(days.collect::<rusqlite::Result<_>>()?)
     }
 

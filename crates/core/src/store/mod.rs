@@ -307,6 +307,10 @@ const MIGRATIONS: &[&str] = &[
         seq        INTEGER NOT NULL,
         PRIMARY KEY (monitor, check_kind, subject, seq)
      );",
+    // 14: each stored day's nulls per column (comma-separated, in the order of the
+    // null columns the monitor's minute source names): a null_rate baseline learns from
+    // the table's own days, not only from dataward's polls (see monitor::minutes).
+    "ALTER TABLE minute_day ADD COLUMN nulls TEXT NOT NULL DEFAULT '';",
 ];
 
 /// How long a writer waits for another writer before giving up. Long enough that two

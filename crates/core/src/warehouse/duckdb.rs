@@ -335,6 +335,11 @@ pub fn scan_sql(scan: &TableScan) -> String {
             )
         })
         .collect();
+    let per_minute = scan.minute_nulls_sql(
+        &|condition| format!("count(*) FILTER (WHERE {condition})"),
+        &|_, c| quote_ident(c),
+    );
+    let nulls = format!("{nulls}{per_minute}");
     let table = scan.relation.quoted();
     let Some((column, bound)) = scan.pruning_bound() else {
         return format!(
@@ -355,7 +360,7 @@ pub fn scan_sql(scan: &TableScan) -> String {
         Some(_) => "CAST(0 AS BIGINT)".to_string(),
         None => before.clone(),
     };
-    let no_nulls = ", CAST(0 AS BIGINT)".repeat(scan.null_columns.len());
+    let no_nulls = ", CAST(0 AS BIGINT)".repeat(scan.width() - 4);
     format!(
         "WITH recent AS (
            SELECT {minute} AS minute, count(*) AS total, {at_midnight} AS at_midnight,
@@ -645,7 +650,7 @@ impl Warehouse for DuckdbWarehouse {
     fn scan(&self, scan: &TableScan) -> Result<TableCounts, WarehouseError> {
         let sql = scan_sql(scan);
         let rows = self.with_session(false, |s| s.query(&sql))?;
-        let width = 4 + scan.null_columns.len();
+        let width = scan.width();
         let groups = rows
             .iter()
             .map(|row| {
@@ -656,7 +661,11 @@ impl Warehouse for DuckdbWarehouse {
                 Ok((row[0].int()?, counts))
             })
             .collect::<Result<Vec<_>, WarehouseError>>()?;
-        Ok(TableCounts::from_groups(groups, scan.null_columns.len()))
+        Ok(TableCounts::from_groups(
+            groups,
+            scan.null_columns.len(),
+            scan.nulls_per_minute(),
+        ))
     }
 
     fn plan_scan(&self, scan: &TableScan) -> Result<String, WarehouseError> {

@@ -297,6 +297,49 @@ pub struct TableScan<'a> {
 pub const PRUNING_SLACK: i64 = 86_400;
 
 impl TableScan<'_> {
+    /// Whether the scan also counts each column's nulls per minute (over every row of
+    /// the minute, whatever `nulls_since`): the days' null rates a null_rate baseline
+    /// learns from, read in the same pass as the minutes.
+    pub fn nulls_per_minute(&self) -> bool {
+        self.minutes.is_some() && !self.null_columns.is_empty()
+    }
+
+    /// How many counts each group of the scan's query carries after its minute: rows,
+    /// rows at midnight, older rows, rows whose nulls were counted, each column's nulls,
+    /// then (see [`Self::nulls_per_minute`]) each column's nulls in the minute.
+    pub fn width(&self) -> usize {
+        let per_minute = if self.nulls_per_minute() {
+            self.null_columns.len()
+        } else {
+            0
+        };
+        4 + self.null_columns.len() + per_minute
+    }
+
+    /// The per-minute null counts' select items, `count` the dialect's count of the
+    /// rows of a group where its condition holds (`count(*) FILTER (WHERE {})`, or
+    /// `COUNT_IF({})`), `column` its quoting of a column name. Empty unless
+    /// [`Self::nulls_per_minute`].
+    pub fn minute_nulls_sql(
+        &self,
+        count: &dyn Fn(&str) -> String,
+        column: &dyn Fn(usize, &str) -> String,
+    ) -> String {
+        if !self.nulls_per_minute() {
+            return String::new();
+        }
+        self.null_columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                format!(
+                    ",\n {} AS minute_nulls_{i}",
+                    count(&format!("{} IS NULL", column(i, c)))
+                )
+            })
+            .collect()
+    }
+
     /// The raw timestamp column and the constant (Unix seconds) every row the scan
     /// counts beyond its row total lies at or after, when there is one: then the scan
     /// reads only the rows whose raw column is at or after it (a filter the warehouse
@@ -381,6 +424,9 @@ pub struct TableCounts {
     pub older_rows: u64,
     /// Minutes with rows, oldest first.
     pub minutes: Vec<MinuteCount>,
+    /// With [`TableScan::nulls_per_minute`], each column's nulls on each day of the
+    /// minutes read (over every row of the day), by day from the epoch, oldest first.
+    pub day_nulls: Vec<(i64, Vec<u64>)>,
 }
 
 impl TableCounts {
@@ -389,7 +435,12 @@ impl TableCounts {
     /// midnight, rows from the older stretch's start on, rows whose nulls were counted,
     /// then each column's nulls. The older stretch is counted from its start on, so the
     /// recent minutes are taken off it here.
-    pub fn from_groups(groups: Vec<(Option<i64>, Vec<u64>)>, columns: usize) -> TableCounts {
+    /// With per-minute nulls (`per_minute`), they follow and are added up by day.
+    pub fn from_groups(
+        groups: Vec<(Option<i64>, Vec<u64>)>,
+        columns: usize,
+        per_minute: bool,
+    ) -> TableCounts {
         let mut counts = TableCounts {
             nulls: NullCounts {
                 rows: 0,
@@ -397,12 +448,27 @@ impl TableCounts {
             },
             ..TableCounts::default()
         };
+        let mut day_nulls: std::collections::BTreeMap<i64, Vec<u64>> = Default::default();
         for (minute, group) in groups {
             counts.rows += group[0];
             counts.older_rows += group[2];
             counts.nulls.rows += group[3];
             for (total, nulls) in counts.nulls.nulls.iter_mut().zip(&group[4..]) {
                 *total += nulls;
+            }
+            if let (Some(minute), true) = (minute, per_minute) {
+                let day = minute.div_euclid(86_400);
+                let nulls = &group[4 + columns..4 + 2 * columns];
+                match day_nulls.get_mut(&day) {
+                    Some(total) => {
+                        for (total, n) in total.iter_mut().zip(nulls) {
+                            *total += n;
+                        }
+                    }
+                    None => {
+                        day_nulls.insert(day, nulls.to_vec());
+                    }
+                }
             }
             if let Some(minute) = minute {
                 counts.minutes.push(MinuteCount {
@@ -412,6 +478,7 @@ impl TableCounts {
                 });
             }
         }
+        counts.day_nulls = day_nulls.into_iter().collect();
         counts.minutes.sort_by_key(|m| m.minute);
         counts.older_rows -= counts.minutes.iter().map(|m| m.rows).sum::<u64>();
         counts

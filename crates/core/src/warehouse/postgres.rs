@@ -317,10 +317,14 @@ fn scan_sql(scan: &TableScan) -> String {
             )
         })
         .collect();
+    let per_minute = scan.minute_nulls_sql(
+        &|condition| format!("count(*) FILTER (WHERE {condition})"),
+        &|_, c| quote_ident(c),
+    );
     format!(
         "SELECT extract(epoch from minute)::int8, * FROM (
            SELECT {minute} AS minute, count(*), {at_midnight}, {older},
-                  count(*) FILTER (WHERE {counted}){nulls}
+                  count(*) FILTER (WHERE {counted}){nulls}{per_minute}
            FROM {table} GROUP BY 1) AS per_minute",
         table = scan.relation.quoted(),
     )
@@ -376,7 +380,7 @@ impl Warehouse for PostgresWarehouse {
         let sql = scan_sql(scan);
         let rows = self.with_client(|c| sent(&sql, c.query(&sql, &[])))?;
         // Columns: the minute as seconds, the minute itself, then the counts.
-        let width = 4 + scan.null_columns.len();
+        let width = scan.width();
         let groups = rows
             .iter()
             .map(|r| {
@@ -384,7 +388,11 @@ impl Warehouse for PostgresWarehouse {
                 (r.get::<_, Option<i64>>(0), counts)
             })
             .collect();
-        Ok(TableCounts::from_groups(groups, scan.null_columns.len()))
+        Ok(TableCounts::from_groups(
+            groups,
+            scan.null_columns.len(),
+            scan.nulls_per_minute(),
+        ))
     }
 
     fn plan_scan(&self, scan: &TableScan) -> Result<String, WarehouseError> {

@@ -538,7 +538,7 @@ impl Warehouse for SnowflakeWarehouse {
     fn scan(&self, scan: &TableScan) -> Result<TableCounts, WarehouseError> {
         let sql = scan_sql(scan);
         let rows = self.with_session(|s| s.query(&sql))?;
-        let width = 4 + scan.null_columns.len();
+        let width = scan.width();
         let groups = rows
             .iter()
             .map(|row| {
@@ -549,7 +549,11 @@ impl Warehouse for SnowflakeWarehouse {
                 Ok((row[0].int()?, counts))
             })
             .collect::<Result<Vec<_>, WarehouseError>>()?;
-        Ok(TableCounts::from_groups(groups, scan.null_columns.len()))
+        Ok(TableCounts::from_groups(
+            groups,
+            scan.null_columns.len(),
+            scan.nulls_per_minute(),
+        ))
     }
 
     fn plan_scan(&self, scan: &TableScan) -> Result<String, WarehouseError> {

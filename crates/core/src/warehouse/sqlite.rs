@@ -232,9 +232,13 @@ fn scan_sql(scan: &TableScan) -> String {
         .enumerate()
         .map(|(i, c)| format!(", {} AS c{i}", quote_ident(c)))
         .collect();
+    let per_minute = scan.minute_nulls_sql(
+        &|condition| format!("count(*) FILTER (WHERE {condition})"),
+        &|i, _| format!("c{i}"),
+    );
     format!(
         "SELECT {minute} AS minute, count(*), {at_midnight}, {older},
-                count(*) FILTER (WHERE {counted}){picked}
+                count(*) FILTER (WHERE {counted}){picked}{per_minute}
          FROM (SELECT {t}, {since}{columns} FROM {table}) GROUP BY 1",
         table = scan.relation.quoted(),
     )
@@ -284,11 +288,11 @@ impl Warehouse for SqliteWarehouse {
         let conn = self.connect()?;
         let sql = scan_sql(scan);
         let mut stmt = conn.prepare(&sql).map_err(query_error)?;
-        let width = scan.null_columns.len();
+        let width = scan.width();
         // Columns: the minute, then the counts.
         let groups = stmt
             .query_map([], |r| {
-                let counts = (1..=4 + width)
+                let counts = (1..=width)
                     .map(|i| r.get::<_, i64>(i).map(|n| n as u64))
                     .collect::<rusqlite::Result<_>>()?;
                 Ok((r.get::<_, Option<i64>>(0)?, counts))
@@ -296,7 +300,11 @@ impl Warehouse for SqliteWarehouse {
             .map_err(query_error)?
             .collect::<Result<_, _>>()
             .map_err(query_error)?;
-        Ok(TableCounts::from_groups(groups, width))
+        Ok(TableCounts::from_groups(
+            groups,
+            scan.null_columns.len(),
+            scan.nulls_per_minute(),
+        ))
     }
 
     fn plan_scan(&self, scan: &TableScan) -> Result<String, WarehouseError> {

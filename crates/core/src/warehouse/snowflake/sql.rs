@@ -104,6 +104,11 @@ pub fn scan_sql(scan: &TableScan) -> String {
             )
         })
         .collect();
+    let per_minute = scan
+        .minute_nulls_sql(&|condition| format!("COUNT_IF({condition})"), &|_, c| {
+            quote(c)
+        });
+    let nulls = format!("{nulls}{per_minute}");
     let table = quoted(scan.relation);
     let Some((column, bound)) = scan.pruning_bound() else {
         return format!(
@@ -125,7 +130,7 @@ pub fn scan_sql(scan: &TableScan) -> String {
         Some(_) => "0".to_string(),
         None => before.clone(),
     };
-    let no_nulls = ", 0".repeat(scan.null_columns.len());
+    let no_nulls = ", 0".repeat(scan.width() - 4);
     format!(
         "WITH recent AS (
            SELECT {minute} AS minute, COUNT(*) AS total, {at_midnight} AS at_midnight,
