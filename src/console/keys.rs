@@ -231,6 +231,8 @@ pub static BINDINGS: &[Binding] = &[
     dangerous(&[ctrl('r')], "Ctrl-R", Action::QueueRun, "queue the approved run for this incident", "run", Detail),
     dangerous(&[ch('C')], "C", Action::Resolve, "close the incident by hand (reason required)", "close", Detail),
     dangerous(&[ch('O')], "O", Action::Reopen, "reopen the resolved incident (reason required)", "reopen", Detail),
+    dangerous(&[ch('E')], "E", Action::Expected, "this was fine: close the incident as expected; its breach leaves the baselines (reason required)", "expected", Detail),
+    dangerous(&[ch('Z')], "Z", Action::Snooze, "snooze the incident's monitor: no alert, no new incident until it ends (duration up to 7d, then the reason)", "snooze", Detail),
     dangerous(&[ch('N')], "N", Action::AcceptLevel, "accept the breach's new level as normal (volume, row count, null rate): its baseline restarts there (reason required)", "new level", Detail),
     bind(&[ch('j'), plain(Down)], "j ↓", Action::Down, "scroll down", Help),
     bind(&[ch('k'), plain(Up)], "k ↑", Action::Up, "scroll up", Help),
@@ -284,6 +286,8 @@ pub enum Verb {
     Resolve,
     Reopen,
     Accept,
+    Expected,
+    Snooze,
     Run,
     Sort,
     Status,
@@ -354,6 +358,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     command("resolve", &[], "REASON", Completes::Nothing, Verb::Resolve, "close the open incident by hand", true),
     command("reopen", &[], "REASON", Completes::Nothing, Verb::Reopen, "reopen the open resolved incident", true),
     command("accept", &[], "REASON", Completes::Nothing, Verb::Accept, "accept the open incident's new level (volume, row count, null rate)", true),
+    command("expected", &[], "REASON", Completes::Nothing, Verb::Expected, "the open incident was fine: it closes as expected, out of the baselines", true),
+    command("snooze", &[], "DURATION REASON", Completes::Nothing, Verb::Snooze, "snooze the open incident's monitor (at most 7d): breaches recorded, nobody paged", true),
     command("run", &[], "", Completes::Nothing, Verb::Run, "queue the approved run for the open incident", true),
 ];
 

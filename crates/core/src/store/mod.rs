@@ -18,6 +18,7 @@ pub mod meta;
 pub mod minutes;
 pub mod observations;
 pub mod outbox;
+pub mod quiet;
 pub mod requests;
 
 use std::path::{Path, PathBuf};
@@ -43,6 +44,7 @@ pub mod prelude {
     pub use super::minutes::MinuteStore;
     pub use super::observations::ObservationStore;
     pub use super::outbox::OutboxStore;
+    pub use super::quiet::QuietStore;
     pub use super::requests::RequestStore;
     pub use super::{Store, Writes};
 }
@@ -60,6 +62,7 @@ pub trait Store:
     + minutes::MinuteStore
     + baselines::BaselineStore
     + outbox::OutboxStore
+    + quiet::QuietStore
     + requests::RequestStore
 {
 }
@@ -304,6 +307,25 @@ const MIGRATIONS: &[&str] = &[
         incident   TEXT NOT NULL,
         seq        INTEGER NOT NULL,
         PRIMARY KEY (monitor, check_kind, subject, seq)
+     );",
+    // 14: what people and the config said to keep quiet (see engine::feedback). A
+    // snooze silences a monitor until `until` (engine time); `ended_seq` is the chain
+    // record of its end. `baseline_leave` holds spans of time whose points leave a
+    // monitor's baselines: an incident marked expected, a maintenance window.
+    "CREATE TABLE snooze (
+        seq       INTEGER PRIMARY KEY,
+        monitor   TEXT NOT NULL,
+        until     TEXT NOT NULL,
+        reason    TEXT NOT NULL,
+        actor     TEXT NOT NULL,
+        ended_seq INTEGER
+     );
+     CREATE TABLE baseline_leave (
+        monitor TEXT NOT NULL,
+        from_at TEXT NOT NULL,
+        to_at   TEXT NOT NULL,
+        why     TEXT NOT NULL,
+        PRIMARY KEY (monitor, from_at, to_at)
      );",
 ];
 

@@ -17,6 +17,8 @@ pub fn handle(app: &mut App, action: &Action) -> bool {
         Action::RollBack => start_decision(app, Decision::RollBack),
         Action::Resolve => start_incident_decision(app, Decision::Resolve),
         Action::AcceptLevel => start_incident_decision(app, Decision::AcceptLevel),
+        Action::Expected => start_incident_decision(app, Decision::Expected),
+        Action::Snooze => start_incident_decision(app, Decision::Snooze),
         Action::Reopen => start_incident_decision(app, Decision::Reopen),
         Action::Forward => forward(app),
         Action::QueueRun => queue_run(app),
@@ -139,6 +141,9 @@ fn start_incident_decision(app: &mut App, decision: Decision) {
         }
         Decision::Reopen if !resolved => {
             app.message = Some(format!("{id} is not resolved (C closes it)"));
+        }
+        Decision::Expected if resolved => {
+            app.message = Some(format!("{id} is resolved: O reopens it first"));
         }
         Decision::AcceptLevel if resolved => {
             app.message = Some(format!("{id} is resolved: there is no level to accept"));
