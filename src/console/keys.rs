@@ -231,9 +231,10 @@ pub static BINDINGS: &[Binding] = &[
     dangerous(&[ctrl('r')], "Ctrl-R", Action::QueueRun, "queue the approved run for this incident", "run", Detail),
     dangerous(&[ch('C')], "C", Action::Resolve, "close the incident by hand (reason required)", "close", Detail),
     dangerous(&[ch('O')], "O", Action::Reopen, "reopen the resolved incident (reason required)", "reopen", Detail),
-    dangerous(&[ch('E')], "E", Action::Expected, "this was fine: close the incident as expected; its breach leaves the baselines (reason required)", "expected", Detail),
-    dangerous(&[ch('Z')], "Z", Action::Snooze, "snooze the incident's monitor: no alert, no new incident until it ends (duration up to 7d, then the reason)", "snooze", Detail),
     dangerous(&[ch('N')], "N", Action::AcceptLevel, "accept the breach's new level as normal (volume, row count, null rate): its baseline restarts there (reason required)", "new level", Detail),
+    // In help, not in the footer: it has no room left at 120 columns.
+    binding(&[ch('E')], "E", Action::Expected, "this was fine: close the incident as expected; its breach leaves the baselines (reason required)", Detail, true, None),
+    binding(&[ch('Z')], "Z", Action::Snooze, "snooze the incident's monitor: no alert, no new incident until it ends (duration up to 7d, then the reason)", Detail, true, None),
     bind(&[ch('j'), plain(Down)], "j ↓", Action::Down, "scroll down", Help),
     bind(&[ch('k'), plain(Up)], "k ↑", Action::Up, "scroll up", Help),
     bind(&[ctrl('d')], "Ctrl-D", Action::HalfPageDown, "half a screen down", Help),
