@@ -231,11 +231,20 @@ impl Engine {
     /// Why `monitor` (on `table`) pages nobody at `at`, if it does not: the snooze that
     /// runs longest, else an open maintenance window.
     pub(super) fn quiet(&self, monitor: &str, table: &str, at: Timestamp) -> Result<Option<Quiet>> {
+        self.quiet_among(&self.state.running_snoozes()?, monitor, table, at)
+    }
+
+    /// [`Engine::quiet`] among `snoozes` (the running ones, read once for many).
+    pub(super) fn quiet_among(
+        &self,
+        snoozes: &[Snooze],
+        monitor: &str,
+        table: &str,
+        at: Timestamp,
+    ) -> Result<Option<Quiet>> {
         let at_text = at.to_string();
-        let snoozed = self
-            .state
-            .running_snoozes()?
-            .into_iter()
+        let snoozed = snoozes
+            .iter()
             .filter(|s| s.monitor == monitor && s.until > at_text)
             .max_by(|a, b| a.until.cmp(&b.until));
         if let Some(s) = snoozed {
@@ -311,10 +320,11 @@ impl Engine {
     /// Each monitor quiet now, by name, as the views show it.
     pub(super) fn quiet_views(&self) -> BTreeMap<String, QuietView> {
         let now = self.now();
+        let snoozes = self.state.running_snoozes().unwrap_or_default();
         let mut views = BTreeMap::new();
         for m in &self.config.monitor {
             let name = Config::monitor_name(m);
-            if let Ok(Some(quiet)) = self.quiet(&name, &m.table, now) {
+            if let Ok(Some(quiet)) = self.quiet_among(&snoozes, &name, &m.table, now) {
                 views.insert(name, quiet.view());
             }
         }

@@ -505,9 +505,15 @@ impl Engine {
         for (_, observation) in &polled {
             self.note_latest(observation.clone());
         }
+        let snoozes = self.state.running_snoozes()?;
         for (_, observation) in &polled {
             // A snooze or a maintenance window: recorded, shown, nobody paged.
-            let quiet = self.quiet(&observation.monitor, &observation.table, observation.at)?;
+            let quiet = self.quiet_among(
+                &snoozes,
+                &observation.monitor,
+                &observation.table,
+                observation.at,
+            )?;
             if let Some(quiet) = quiet {
                 events.extend(self.keep_quiet(observation, &quiet)?);
             } else if observation.verdict.is_breach() {

@@ -80,3 +80,53 @@ impl QuietStore for Connection {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::CheckKind;
+    use crate::store::prelude::*;
+
+    /// A span that left the baselines is the one hook every baseline reads: the learned
+    /// ones (row_count, null_rate) skip the observations taken inside it, and volume
+    /// skips its days.
+    #[test]
+    fn points_inside_a_span_that_left_the_baselines_are_not_learned_from() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = crate::store::open(&dir.path().join("dataward.db")).unwrap();
+        for (at, value) in [
+            ("2026-03-01T09:00:00Z", 100.0),
+            ("2026-03-02T09:00:00Z", 5.0),
+            ("2026-03-03T09:00:00Z", 101.0),
+        ] {
+            conn.execute(
+                "INSERT INTO observation (monitor, tbl, check_kind, at, value, detail, verdict, health, subject)
+                 VALUES ('orders', 'orders', 'row_count', ?1, ?2, '{}', 'ok', 'ok', '')",
+                params![at, value],
+            )
+            .unwrap();
+        }
+        let learned = || {
+            conn.baseline_values("orders", CheckKind::RowCount, "", false, 0, 0)
+                .unwrap()
+        };
+        assert_eq!(learned(), vec![100.0, 5.0, 101.0]);
+        conn.leave_baselines(
+            "orders",
+            "2026-03-02T00:00:00Z",
+            "2026-03-02T23:59:59Z",
+            "a reload",
+        )
+        .unwrap();
+        assert_eq!(learned(), vec![100.0, 101.0]);
+        let today = chrono::NaiveDate::from_ymd_opt(2026, 3, 4).unwrap();
+        let stored = crate::monitor::baseline::read(&conn, "orders", today).unwrap();
+        let day = chrono::NaiveDate::from_ymd_opt(2026, 3, 2).unwrap();
+        assert!(
+            stored.excluded.iter().any(|days| days.contains(&day)),
+            "{stored:?}"
+        );
+        // Another monitor's span is not this one's.
+        assert!(conn.left_baselines("payments").unwrap().is_empty());
+    }
+}
