@@ -204,6 +204,7 @@ pub static BINDINGS: &[Binding] = &[
     bind(&[ch('S')], "S", Action::SortReverse, "sort the other way round", List),
     hint(&[plain(Tab), plain(BackTab)], "Tab", Action::NextPane, "incidents or monitors: which pane the keys move in", "monitors", List),
     bind(&[ch('y')], "y", Action::Copy, "copy the incident's id, or the monitor's name, to the clipboard (OSC 52)", List),
+    binding(&[ch('Z')], "Z", Action::Snooze, "snooze the selected monitor (monitors pane): no alert, no new incident until it ends (duration up to 7d, then the reason)", List, true, None),
     bind(&[plain(Esc)], "Esc", Action::Back, "back to the incidents, or clear the filter", List),
     hint(&[ch('q')], "q", Action::Quit, "quit", "quit", List),
     hint(&[plain(Tab)], "Tab", Action::NextPane, "next pane (cause, tree, proposals, body)", "pane", Detail),

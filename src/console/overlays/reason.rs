@@ -48,7 +48,7 @@ impl Decision {
             Decision::Reopen => "Reopen",
             Decision::AcceptLevel => "Accept the new level of",
             Decision::Expected => "Mark expected",
-            Decision::Snooze => "Snooze the monitor of",
+            Decision::Snooze => "Snooze",
         }
     }
 
@@ -319,7 +319,9 @@ pub fn render(frame: &mut Frame, app: &App, modal: &ReasonModal) {
             warning_area,
         );
     }
-    let requirement = if modal.decision.reason_required() {
+    let requirement = if modal.decision == Decision::Snooze {
+        "Duration, then reason (required)"
+    } else if modal.decision.reason_required() {
         "Reason (required)"
     } else {
         "Reason (optional)"
@@ -377,12 +379,28 @@ fn proposal_lines(
 /// closed or reopened it meanwhile.
 fn incident_lines(app: &App, modal: &ReasonModal) -> (Vec<Line<'static>>, Option<String>) {
     let theme = &app.theme;
-    let Some(incident) = app
+    let incident = app
         .snapshot
         .incidents
         .iter()
-        .find(|incident| incident.id == modal.target)
-    else {
+        .find(|incident| incident.id == modal.target);
+    // A snooze may name a monitor (`Z` in the monitors pane).
+    let monitor = app
+        .snapshot
+        .monitors
+        .iter()
+        .find(|monitor| monitor.name == modal.target);
+    if let (None, Some(monitor), Decision::Snooze) = (incident, monitor, modal.decision) {
+        let lines = vec![
+            Line::raw(monitor.table.clone()),
+            Line::styled(
+                "it opens no incident and pages nobody until the snooze ends",
+                theme.muted,
+            ),
+        ];
+        return (lines, None);
+    }
+    let Some(incident) = incident else {
         let gone = format!("⚠ {} is no longer in the snapshot: Esc", modal.target);
         return (Vec::new(), Some(gone));
     };

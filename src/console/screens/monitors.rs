@@ -200,8 +200,8 @@ fn observed(monitor: &MonitorView) -> String {
     let figure = crate::sanitize::for_terminal(&monitor.observed);
     match &monitor.quiet {
         Some(quiet) => format!(
-            "⏸ quiet until {} ({}) · {figure}",
-            quiet.until,
+            "{figure} ⏸ quiet until {} ({})",
+            quiet.until.naive().format("%m-%d %H:%M"),
             crate::sanitize::for_terminal(&quiet.why)
         ),
         None => figure.into_owned(),
