@@ -478,6 +478,23 @@ mod tests {
             matches!(&refused, Outcome::Refused { reason } if reason.kind == RefusalKind::Policy),
             "{refused:?}"
         );
+        // A snooze that names the incident is on its timeline.
+        let snoozed = engine.request(
+            Command::Snooze {
+                target: "inc-0001".into(),
+                seconds: 600,
+                reason: "while we look".into(),
+            },
+            &me,
+        );
+        assert!(matches!(snoozed, Outcome::Accepted { .. }), "{snoozed:?}");
+        let records = crate::chain::records(&engine.state).unwrap();
+        let timeline = super::super::timeline::build(&records, "INC-0001");
+        assert!(
+            timeline.iter().any(|e| e.step == "snoozed"
+                && e.what == "orders until 2026-03-01T09:10:00Z: while we look"),
+            "{timeline:#?}"
+        );
         let done = engine.request(expected("a planned purge"), &me);
         assert!(matches!(done, Outcome::Accepted { .. }), "{done:?}");
         assert_eq!(engine.incidents[0].status, IncidentStatus::Resolved);

@@ -135,6 +135,10 @@ fn describe(record: &Record, p: &Value) -> (&'static str, String) {
                 because(p)
             ),
         ),
+        "snoozed" => (
+            "snoozed",
+            format!("{} until {}{}", t("monitor"), t("until"), because(p)),
+        ),
         "incident_expected" => (
             "expected",
             format!(
