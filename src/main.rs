@@ -198,6 +198,23 @@ enum Cmd {
         #[arg(long)]
         reason: String,
     },
+    /// "This was fine" (the incident's owner): its breach leaves the baselines, and the
+    /// incident closes as expected; the receipt says who and why.
+    Expected {
+        incident: String,
+        #[arg(long)]
+        reason: String,
+    },
+    /// No alert and no new incident for a monitor (or an incident's monitor) for
+    /// DURATION (30m, 2h, 3d; at most 7d), on the engine's clock; its breaches are still
+    /// recorded. It ends by itself.
+    Snooze {
+        /// A monitor's name, or an incident id.
+        target: String,
+        duration: String,
+        #[arg(long)]
+        reason: String,
+    },
     /// The alert outbox per destination: what waits, the next retry, the last error, the
     /// dedup key. Exit 1 when an alert was given up.
     Outbox {
@@ -449,6 +466,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Accept { incident, reason } => {
             dataward::engine::cli::decide(&data_dir()?, Command::Accept { incident, reason })
         }
+        Cmd::Expected { incident, reason } => {
+            dataward::engine::cli::decide(&data_dir()?, Command::Expected { incident, reason })
+        }
+        Cmd::Snooze {
+            target,
+            duration,
+            reason,
+        } => dataward::cli::feedback::snooze(&data_dir()?, target, &duration, reason),
         Cmd::Outbox { json } => dataward::cli::outbox::run(&data_dir()?, json),
         Cmd::Completions { shell } => {
             let mut command = Cli::command();

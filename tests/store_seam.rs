@@ -35,6 +35,8 @@ const TABLES: &[&str] = &[
     "dbt_core_hold",
     "request_outcome",
     "baseline_restart",
+    "snooze",
+    "baseline_leave",
 ];
 
 /// SQL words that come right before a table's name.

@@ -2,5 +2,6 @@
 //! (over its socket) before reading the state database themselves.
 
 pub mod chain;
+pub mod feedback;
 pub mod lineage;
 pub mod outbox;

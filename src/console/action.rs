@@ -68,6 +68,10 @@ pub enum Action {
     Reopen,
     /// Accept the open incident's new level as the normal, with a reason (`N`).
     AcceptLevel,
+    /// "This was fine": the open incident closes as expected, out of the baselines (`E`).
+    Expected,
+    /// Snooze the open incident's monitor for a duration, with a reason (`Z`).
+    Snooze,
     ToggleReceipt,
     /// `z`: the focused pane alone, or back among the others.
     Zoom,

@@ -110,7 +110,7 @@ pub fn run(app: &mut App, line: &str) {
         },
         // Closing an incident by hand, opening it again, accepting its new level: the
         // owner's, with a reason.
-        Verb::Resolve | Verb::Reopen | Verb::Accept => {
+        Verb::Resolve | Verb::Reopen | Verb::Accept | Verb::Expected | Verb::Snooze => {
             let name = spec.name;
             let Some(incident) = app.open_incident().map(|i| i.id.clone()) else {
                 app.message = Some(format!("open an incident first, then :{name} REASON"));
@@ -123,6 +123,18 @@ pub fn run(app: &mut App, line: &str) {
             app.outbox.push(match spec.verb {
                 Verb::Resolve => Command::Resolve { incident, reason },
                 Verb::Reopen => Command::Reopen { incident, reason },
+                Verb::Expected => Command::Expected { incident, reason },
+                Verb::Snooze => match crate::console::overlays::reason::snooze_text(&reason) {
+                    Ok((seconds, reason)) => Command::Snooze {
+                        target: incident,
+                        seconds,
+                        reason,
+                    },
+                    Err(error) => {
+                        app.message = Some(format!(":snooze DURATION REASON: {error}"));
+                        return;
+                    }
+                },
                 _ => Command::Accept { incident, reason },
             });
         }

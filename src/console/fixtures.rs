@@ -304,6 +304,7 @@ pub fn sample_snapshot() -> Snapshot {
                 observed: "1,210,000".into(),
                 expected: "5,380,000..5,620,000".into(),
                 health: MonitorHealth::Ok,
+                quiet: None,
             },
             MonitorView {
                 name: "charges_freshness".into(),
@@ -313,6 +314,7 @@ pub fn sample_snapshot() -> Snapshot {
                 observed: "1m since the last load".into(),
                 expected: "within 15m".into(),
                 health: MonitorHealth::Ok,
+                quiet: None,
             },
             MonitorView {
                 name: "charges_schema".into(),
@@ -322,6 +324,7 @@ pub fn sample_snapshot() -> Snapshot {
                 observed: "column zip_code changed type from INTEGER to VARCHAR(12)".into(),
                 expected: "no change".into(),
                 health: MonitorHealth::Ok,
+                quiet: None,
             },
         ],
         incidents: vec![

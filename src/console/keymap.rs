@@ -184,6 +184,8 @@ pub fn action_name(action: &Action) -> Option<&'static str> {
         Action::Resolve => "close",
         Action::Reopen => "reopen",
         Action::AcceptLevel => "accept",
+        Action::Expected => "expected",
+        Action::Snooze => "snooze",
         Action::ToggleReceipt => "receipt",
         Action::Zoom => "zoom",
         Action::Copy => "copy",

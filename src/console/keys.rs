@@ -204,6 +204,7 @@ pub static BINDINGS: &[Binding] = &[
     bind(&[ch('S')], "S", Action::SortReverse, "sort the other way round", List),
     hint(&[plain(Tab), plain(BackTab)], "Tab", Action::NextPane, "incidents or monitors: which pane the keys move in", "monitors", List),
     bind(&[ch('y')], "y", Action::Copy, "copy the incident's id, or the monitor's name, to the clipboard (OSC 52)", List),
+    binding(&[ch('Z')], "Z", Action::Snooze, "snooze the selected monitor (monitors pane): no alert, no new incident until it ends (duration up to 7d, then the reason)", List, true, None),
     bind(&[plain(Esc)], "Esc", Action::Back, "back to the incidents, or clear the filter", List),
     hint(&[ch('q')], "q", Action::Quit, "quit", "quit", List),
     hint(&[plain(Tab)], "Tab", Action::NextPane, "next pane (cause, tree, proposals, body)", "pane", Detail),
@@ -232,6 +233,9 @@ pub static BINDINGS: &[Binding] = &[
     dangerous(&[ch('C')], "C", Action::Resolve, "close the incident by hand (reason required)", "close", Detail),
     dangerous(&[ch('O')], "O", Action::Reopen, "reopen the resolved incident (reason required)", "reopen", Detail),
     dangerous(&[ch('N')], "N", Action::AcceptLevel, "accept the breach's new level as normal (volume, row count, null rate): its baseline restarts there (reason required)", "new level", Detail),
+    // In help, not in the footer: it has no room left at 120 columns.
+    binding(&[ch('E')], "E", Action::Expected, "this was fine: close the incident as expected; its breach leaves the baselines (reason required)", Detail, true, None),
+    binding(&[ch('Z')], "Z", Action::Snooze, "snooze the incident's monitor: no alert, no new incident until it ends (duration up to 7d, then the reason)", Detail, true, None),
     bind(&[ch('j'), plain(Down)], "j ↓", Action::Down, "scroll down", Help),
     bind(&[ch('k'), plain(Up)], "k ↑", Action::Up, "scroll up", Help),
     bind(&[ctrl('d')], "Ctrl-D", Action::HalfPageDown, "half a screen down", Help),
@@ -284,6 +288,8 @@ pub enum Verb {
     Resolve,
     Reopen,
     Accept,
+    Expected,
+    Snooze,
     Run,
     Sort,
     Status,
@@ -354,6 +360,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     command("resolve", &[], "REASON", Completes::Nothing, Verb::Resolve, "close the open incident by hand", true),
     command("reopen", &[], "REASON", Completes::Nothing, Verb::Reopen, "reopen the open resolved incident", true),
     command("accept", &[], "REASON", Completes::Nothing, Verb::Accept, "accept the open incident's new level (volume, row count, null rate)", true),
+    command("expected", &[], "REASON", Completes::Nothing, Verb::Expected, "the open incident was fine: it closes as expected, out of the baselines", true),
+    command("snooze", &[], "DURATION REASON", Completes::Nothing, Verb::Snooze, "snooze the open incident's monitor (at most 7d): breaches recorded, nobody paged", true),
     command("run", &[], "", Completes::Nothing, Verb::Run, "queue the approved run for the open incident", true),
 ];
 

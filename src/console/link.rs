@@ -83,6 +83,8 @@ fn describe(command: &Command) -> String {
         Command::Resolve { incident, .. } => format!("resolve {incident}"),
         Command::Reopen { incident, .. } => format!("reopen {incident}"),
         Command::Accept { incident, .. } => format!("accept the new level of {incident}"),
+        Command::Expected { incident, .. } => format!("mark {incident} expected"),
+        Command::Snooze { target, .. } => format!("snooze {target}"),
         Command::OrgStop { .. } => "org-wide stop".into(),
         Command::LiftStop => "lift the stop".into(),
         Command::WhatHappened { client_request } => {

@@ -355,6 +355,16 @@ pub fn confirmations(events: &[Event]) -> Vec<String> {
                     "{monitor}: new level accepted where the old baseline was zero, since {since} (chain #{seq})"
                 )
             }),
+            EventKind::ClosedExpected { incident, seq } => Some(format!(
+                "{incident} closed as expected; its breach left the baselines (chain #{seq})"
+            )),
+            EventKind::Snoozed {
+                monitor,
+                until,
+                seq,
+            } => Some(format!(
+                "{monitor} snoozed until {until}: its breaches are recorded, nobody is paged (chain #{seq})"
+            )),
             _ => None,
         })
         .collect()

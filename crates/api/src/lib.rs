@@ -33,6 +33,16 @@ pub enum Command {
     /// Accept the incident's new volume level as the normal (the owner): the
     /// monitor's baseline restarts from the shift, and the incident closes.
     Accept { incident: String, reason: String },
+    /// "This was fine" (the owner): the incident's breach leaves the baselines, and the
+    /// incident closes as expected.
+    Expected { incident: String, reason: String },
+    /// No alert and no new incident for a monitor (named, or the monitor of an
+    /// incident) for `seconds`, at most a week; it ends by itself.
+    Snooze {
+        target: String,
+        seconds: u64,
+        reason: String,
+    },
     /// Halt all dispatch by dataward at once.
     OrgStop { reason: String },
     /// Ask to lift the org-wide stop; a second, different person's ask lifts it.
@@ -126,6 +136,29 @@ pub enum EventKind {
         monitor: String,
         since: String,
         ratio: f64,
+        seq: u64,
+    },
+    /// The owner said the incident's breach was fine: it closed as expected, and its
+    /// points left the baselines.
+    ClosedExpected {
+        incident: String,
+        seq: u64,
+    },
+    /// A monitor is snoozed until `until`: its breaches are recorded, nobody is paged.
+    Snoozed {
+        monitor: String,
+        until: Timestamp,
+        seq: u64,
+    },
+    /// A snooze ran out: the monitor's breaches open incidents again.
+    SnoozeEnded {
+        monitor: String,
+        seq: u64,
+    },
+    /// A breach inside a snooze or a maintenance window: recorded, shown, paging nobody.
+    BreachQuiet {
+        monitor: String,
+        why: String,
         seq: u64,
     },
     /// An unanswered request's time ran out; it now also goes to `to`.
@@ -362,6 +395,17 @@ pub struct MonitorView {
     pub observed: String,
     pub expected: String,
     pub health: MonitorHealth,
+    /// A snooze or maintenance window silencing it now: until when, and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quiet: Option<QuietView>,
+}
+
+/// Why a monitor pages nobody now, and until when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuietView {
+    pub until: Timestamp,
+    /// "snoozed by alice: a planned purge", "maintenance: nightly reload".
+    pub why: String,
 }
 
 /// Words that travel as enums: on the wire each is the same lower-case word it was when

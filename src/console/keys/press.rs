@@ -284,7 +284,7 @@ fn acts_on_left_out(app: &App, action: &Action) -> bool {
                         && p.state == crate::engine::api::ProposalState::Pending
                 })
         }
-        Action::Resolve | Action::AcceptLevel | Action::Reopen => {
+        Action::Resolve | Action::AcceptLevel | Action::Expected | Action::Reopen => {
             let resolved = app
                 .open_incident()
                 .is_some_and(|i| i.status == crate::engine::api::IncidentStatus::Resolved);

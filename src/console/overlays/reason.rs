@@ -32,6 +32,10 @@ pub enum Decision {
     Reopen,
     /// Accept the incident's new level as the normal.
     AcceptLevel,
+    /// "This was fine": close it as expected, out of the baselines.
+    Expected,
+    /// Snooze the incident's monitor: the text is a duration, then the reason.
+    Snooze,
 }
 
 impl Decision {
@@ -43,6 +47,8 @@ impl Decision {
             Decision::Resolve => "Resolve",
             Decision::Reopen => "Reopen",
             Decision::AcceptLevel => "Accept the new level of",
+            Decision::Expected => "Mark expected",
+            Decision::Snooze => "Snooze",
         }
     }
 
@@ -85,7 +91,11 @@ pub fn open(
     } else {
         "optional"
     };
-    text.set_placeholder_text(format!("reason ({requirement})"));
+    text.set_placeholder_text(if decision == Decision::Snooze {
+        "duration, then the reason: 2h a planned reload (at most 7d)".to_string()
+    } else {
+        format!("reason ({requirement})")
+    });
     text.set_placeholder_style(app.theme.muted);
     app.overlay = Overlay::Reason(Box::new(ReasonModal {
         decision,
@@ -141,6 +151,19 @@ fn submit(app: &mut App) {
         app.overlay = Overlay::Reason(modal);
         return;
     }
+    // A snooze's text starts with its duration.
+    let (seconds, reason) = if modal.decision == Decision::Snooze {
+        match snooze_text(&reason) {
+            Ok(read) => read,
+            Err(error) => {
+                modal.error = Some(error);
+                app.overlay = Overlay::Reason(modal);
+                return;
+            }
+        }
+    } else {
+        (0, reason)
+    };
     let ReasonModal {
         decision,
         target,
@@ -178,11 +201,40 @@ fn submit(app: &mut App) {
             incident: target,
             reason,
         },
+        (Decision::Expected, _) => Command::Expected {
+            incident: target,
+            reason,
+        },
+        (Decision::Snooze, _) => Command::Snooze {
+            target,
+            seconds,
+            reason,
+        },
         // Approve and reject are only opened on a proposal, with its hash.
         (Decision::Approve | Decision::Reject, None) => return,
     };
     app.message = Some(sent);
     app.outbox.push(command);
+}
+
+/// A snooze's text: its duration ("2h"), then the reason; what is wrong otherwise. The
+/// engine refuses a snooze over a week; said here first so nobody waits for that.
+pub fn snooze_text(text: &str) -> Result<(u64, String), String> {
+    let (duration, reason) = text
+        .trim()
+        .split_once(char::is_whitespace)
+        .unwrap_or((text.trim(), ""));
+    let seconds = crate::config::parse_duration(duration)
+        .map_err(|e| format!("start with the duration (30m, 2h, 3d): {e}"))?
+        .as_secs();
+    if seconds > crate::engine::MAX_SNOOZE_SECONDS {
+        return Err(format!("{duration}: a snooze lasts at most 7 days"));
+    }
+    let reason = reason.trim().to_string();
+    if reason.is_empty() {
+        return Err("after the duration, say why, for the chain".into());
+    }
+    Ok((seconds, reason))
 }
 
 /// Rows the reason box's text field takes: its border and one line to type on.
@@ -267,7 +319,9 @@ pub fn render(frame: &mut Frame, app: &App, modal: &ReasonModal) {
             warning_area,
         );
     }
-    let requirement = if modal.decision.reason_required() {
+    let requirement = if modal.decision == Decision::Snooze {
+        "Duration, then reason (required)"
+    } else if modal.decision.reason_required() {
         "Reason (required)"
     } else {
         "Reason (optional)"
@@ -325,20 +379,37 @@ fn proposal_lines(
 /// closed or reopened it meanwhile.
 fn incident_lines(app: &App, modal: &ReasonModal) -> (Vec<Line<'static>>, Option<String>) {
     let theme = &app.theme;
-    let Some(incident) = app
+    let incident = app
         .snapshot
         .incidents
         .iter()
-        .find(|incident| incident.id == modal.target)
-    else {
+        .find(|incident| incident.id == modal.target);
+    // A snooze may name a monitor (`Z` in the monitors pane).
+    let monitor = app
+        .snapshot
+        .monitors
+        .iter()
+        .find(|monitor| monitor.name == modal.target);
+    if let (None, Some(monitor), Decision::Snooze) = (incident, monitor, modal.decision) {
+        let lines = vec![
+            Line::raw(monitor.table.clone()),
+            Line::styled(
+                "it opens no incident and pages nobody until the snooze ends",
+                theme.muted,
+            ),
+        ];
+        return (lines, None);
+    }
+    let Some(incident) = incident else {
         let gone = format!("⚠ {} is no longer in the snapshot: Esc", modal.target);
         return (Vec::new(), Some(gone));
     };
     let resolved = incident.status == IncidentStatus::Resolved;
-    let effect = if modal.decision == Decision::Reopen {
-        "it waits for people and checks again; the reason goes on the chain"
-    } else {
-        "by hand: the receipt records who closed it and why"
+    let effect = match modal.decision {
+        Decision::Reopen => "it waits for people and checks again; the reason goes on the chain",
+        Decision::Expected => "it was fine: closed as expected, its breach out of the baselines",
+        Decision::Snooze => "its monitor opens no incident and pages nobody until the snooze ends",
+        _ => "by hand: the receipt records who closed it and why",
     };
     let lines = vec![
         Line::from(vec![
@@ -349,7 +420,7 @@ fn incident_lines(app: &App, modal: &ReasonModal) -> (Vec<Line<'static>>, Option
         Line::styled(effect, theme.muted),
     ];
     let changed = match (modal.decision, resolved) {
-        (Decision::Resolve, true) => Some(format!(
+        (Decision::Resolve | Decision::Expected, true) => Some(format!(
             "⚠ {} is resolved now: Esc and look again",
             incident.id
         )),

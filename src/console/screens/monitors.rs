@@ -170,7 +170,7 @@ pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
                     vec![verdict(monitor.verdict, theme)],
                     w(3),
                 ))),
-                Cell::from(cut(&monitor.observed, w(4))),
+                Cell::from(cut(&observed(monitor), w(4))),
                 Cell::from(cut(&monitor.expected, w(5))),
                 Cell::from(Line::from(cut_spans(
                     vec![health(monitor.health, theme)],
@@ -192,6 +192,20 @@ pub(crate) fn render(frame: &mut Frame, area: Rect, app: &App) {
     let header = header_row([""].into_iter().chain(HEADER), &widths, theme);
     let table = sized_table(rows, &widths).header(header).block(block);
     frame.render_widget(table, area);
+}
+
+/// The figure, after why the monitor pages nobody now and until when (a snooze, a
+/// maintenance window), when it does not: a glyph and words, never colour alone.
+fn observed(monitor: &MonitorView) -> String {
+    let figure = crate::sanitize::for_terminal(&monitor.observed);
+    match &monitor.quiet {
+        Some(quiet) => format!(
+            "{figure} ⏸ quiet until {} ({})",
+            quiet.until.naive().format("%m-%d %H:%M"),
+            crate::sanitize::for_terminal(&quiet.why)
+        ),
+        None => figure.into_owned(),
+    }
 }
 
 #[cfg(test)]

@@ -10,9 +10,11 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::Deserialize;
 
 mod alert;
+mod maintenance;
 mod orchestrator;
 mod redact;
 pub use alert::{check_base_url, AlertConfig, SecretRef, ALERT_KINDS, SEVERITIES};
+pub use maintenance::{Cron, MaintenanceConfig, OpenWindow, MAX_WINDOW};
 pub use orchestrator::{
     is_dbt_command, JobRef, OrchestratorConfig, DBT_CLOUD_URL, ORCHESTRATOR_KINDS,
 };
@@ -45,6 +47,9 @@ pub struct Config {
     /// Where incidents are announced: PagerDuty, Opsgenie, JSM, Slack (see `alert.rs`).
     #[serde(default)]
     pub alert: Vec<AlertConfig>,
+    /// Planned work: breaches inside a window page nobody (see `maintenance.rs`).
+    #[serde(default)]
+    pub maintenance: Vec<MaintenanceConfig>,
     /// The person's console: theme and mouse. Read (and checked) by the console, not the
     /// engine (`console/prefs.rs`).
     #[serde(default)]
@@ -437,6 +442,7 @@ impl Config {
         .map_err(|bad| bad.at(text, &[Step::Key("verify")]))?;
         alert::validate(self, text)?;
         orchestrator::validate(self, text)?;
+        maintenance::validate(self, text)?;
         Ok(())
     }
 

@@ -117,6 +117,14 @@ impl Engine {
         };
         match record.kind.as_str() {
             "incident_opened" | "incident_reopened" => {
+                // A monitor snoozed or in maintenance pages nobody.
+                let (monitor, table) = (
+                    self.incidents[i].monitor.clone(),
+                    self.incidents[i].table.clone(),
+                );
+                if self.quiet(&monitor, &table, self.now())?.is_some() {
+                    return Ok(());
+                }
                 let occasion = if record.kind == "incident_opened" {
                     Occasion::Opened
                 } else {

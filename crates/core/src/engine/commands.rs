@@ -226,6 +226,12 @@ impl Engine {
             }
             Command::Reopen { incident, reason } => self.reopen(&incident, &reason, actor),
             Command::Accept { incident, reason } => self.accept_level(&incident, &reason, actor),
+            Command::Expected { incident, reason } => self.mark_expected(&incident, &reason, actor),
+            Command::Snooze {
+                target,
+                seconds,
+                reason,
+            } => self.snooze(&target, seconds, &reason, actor),
             Command::OrgStop { reason } => {
                 anyhow::ensure!(!reason.trim().is_empty(), "a stop needs a reason");
                 self.ensure_chain_trusted()?;
@@ -460,7 +466,7 @@ impl Engine {
 
     /// May `actor` close or reopen an incident on `table`? An owner or escalation role
     /// of the domain that covers it.
-    fn ensure_incident_owner(&self, table: &str, actor: &Actor) -> Result<()> {
+    pub(super) fn ensure_incident_owner(&self, table: &str, actor: &Actor) -> Result<()> {
         if let Some(e) = &self.policy_error {
             return Err(Refusal::new(
                 RefusalKind::Policy,
@@ -505,7 +511,13 @@ impl Engine {
     /// The open incident `id` for its owner to close (`doing` it, with a reason): not
     /// resolved already, a reason given, `actor` an owner of its table, and no run of
     /// it being queued.
-    fn open_for_owner(&self, id: &str, reason: &str, actor: &Actor, doing: &str) -> Result<usize> {
+    pub(super) fn open_for_owner(
+        &self,
+        id: &str,
+        reason: &str,
+        actor: &Actor,
+        doing: &str,
+    ) -> Result<usize> {
         let i = self.incident_index(id)?;
         let incident = &self.incidents[i];
         if incident.status == IncidentStatus::Resolved {

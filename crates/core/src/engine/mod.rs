@@ -19,6 +19,8 @@ mod reads;
 mod state_file;
 pub use memory::stored_incidents;
 mod facts;
+mod feedback;
+pub use feedback::MAX_SNOOZE_SECONDS;
 mod incident;
 mod incidents;
 pub mod poll_task;
@@ -502,6 +504,7 @@ impl Engine {
     /// Everything one turn decides, inside one transaction.
     fn turn(&mut self, now: NaiveDateTime) -> Result<Vec<Event>> {
         let mut events = self.lapse_requests()?;
+        events.extend(self.end_snoozes()?);
         let polled = self.unseen_observations()?;
         if !polled.is_empty() {
             // What the warehouses said is asked again for what the new poll raises.
@@ -510,8 +513,18 @@ impl Engine {
         for (_, observation) in &polled {
             self.note_latest(observation.clone());
         }
+        let snoozes = self.state.running_snoozes()?;
         for (_, observation) in &polled {
-            if observation.verdict.is_breach() {
+            // A snooze or a maintenance window: recorded, shown, nobody paged.
+            let quiet = self.quiet_among(
+                &snoozes,
+                &observation.monitor,
+                &observation.table,
+                observation.at,
+            )?;
+            if let Some(quiet) = quiet {
+                events.extend(self.keep_quiet(observation, &quiet)?);
+            } else if observation.verdict.is_breach() {
                 events.extend(self.breach(observation)?);
             }
         }

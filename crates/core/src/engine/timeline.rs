@@ -145,6 +145,20 @@ fn describe(record: &Record, p: &Value) -> (&'static str, String) {
                 because(p)
             ),
         ),
+        "snoozed" => (
+            "snoozed",
+            format!("{} until {}{}", t("monitor"), t("until"), because(p)),
+        ),
+        "incident_expected" => (
+            "expected",
+            format!(
+                "this was fine: {} from {} to {} left the baselines{}",
+                t("monitor"),
+                t("from"),
+                t("to"),
+                because(p)
+            ),
+        ),
         "incident_resolved" => (
             "resolved",
             match t("how").as_str() {

@@ -134,6 +134,7 @@ impl Engine {
             *at = (*at).max(o.at);
         }
         let periods = self.periods();
+        let quiet = self.quiet_views();
         let overdue = |o: &Observation| -> bool {
             let at = o.at.naive();
             periods
@@ -159,6 +160,7 @@ impl Engine {
                         ),
                         expected: o.expected_text(),
                         health: MonitorHealth::Stale,
+                        quiet: quiet.get(&o.monitor).cloned(),
                     };
                 }
                 MonitorView {
@@ -169,6 +171,7 @@ impl Engine {
                     observed: o.observed_text(),
                     expected: o.expected_text(),
                     health: o.health.into(),
+                    quiet: quiet.get(&o.monitor).cloned(),
                 }
             })
             .collect()

@@ -27,10 +27,25 @@ pub struct Stored {
 /// check.
 pub fn read(state: &Connection, monitor: &str, today: NaiveDate) -> Result<Stored> {
     let accepted = accepted(state, monitor)?;
+    let mut excluded = incident_days(state, monitor, today, &accepted)?;
+    excluded.extend(left_days(state, monitor)?);
     Ok(Stored {
-        excluded: incident_days(state, monitor, today, &accepted)?,
+        excluded,
         restarts: accepted.into_iter().map(|(_, restart)| restart).collect(),
     })
+}
+
+/// The days of every span that left `monitor`'s baselines (an incident marked
+/// expected, a maintenance window): a day touched by one is not learned from.
+fn left_days(state: &Connection, monitor: &str) -> Result<Vec<RangeInclusive<NaiveDate>>> {
+    let mut days = Vec::new();
+    for (from, to) in state.left_baselines(monitor)? {
+        let (first, last) = (date_of(&from)?, date_of(&to)?);
+        if first <= last {
+            days.push(first..=last);
+        }
+    }
+    Ok(days)
 }
 
 /// Every incident on `monitor`, open or resolved, as the days it covers: from the day

@@ -20,6 +20,7 @@ pub mod meta;
 pub mod minutes;
 pub mod observations;
 pub mod outbox;
+pub mod quiet;
 pub mod requests;
 
 use std::path::{Path, PathBuf};
@@ -44,6 +45,7 @@ pub mod prelude {
     pub use super::minutes::MinuteStore;
     pub use super::observations::ObservationStore;
     pub use super::outbox::OutboxStore;
+    pub use super::quiet::QuietStore;
     pub use super::requests::RequestStore;
     pub use super::{Store, Writes};
 }
@@ -60,6 +62,7 @@ pub trait Store:
     + minutes::MinuteStore
     + baselines::BaselineStore
     + outbox::OutboxStore
+    + quiet::QuietStore
     + requests::RequestStore
 {
 }
@@ -311,6 +314,25 @@ const MIGRATIONS: &[&str] = &[
     // null columns the monitor's minute source names): a null_rate baseline learns from
     // the table's own days, not only from dataward's polls (see monitor::minutes).
     "ALTER TABLE minute_day ADD COLUMN nulls TEXT NOT NULL DEFAULT '';",
+    // 15: what people and the config said to keep quiet (see engine::feedback). A
+    // snooze silences a monitor until `until` (engine time); `ended_seq` is the chain
+    // record of its end. `baseline_leave` holds spans of time whose points leave a
+    // monitor's baselines: an incident marked expected, a maintenance window.
+    "CREATE TABLE snooze (
+        seq       INTEGER PRIMARY KEY,
+        monitor   TEXT NOT NULL,
+        until     TEXT NOT NULL,
+        reason    TEXT NOT NULL,
+        actor     TEXT NOT NULL,
+        ended_seq INTEGER
+     );
+     CREATE TABLE baseline_leave (
+        monitor TEXT NOT NULL,
+        from_at TEXT NOT NULL,
+        to_at   TEXT NOT NULL,
+        why     TEXT NOT NULL,
+        PRIMARY KEY (monitor, from_at, to_at)
+     );",
 ];
 
 /// How long a writer waits for another writer before giving up. Long enough that two

@@ -22,8 +22,9 @@ pub trait ObservationStore {
     fn insert_observation(&self, observation: &Observation) -> Result<()>;
     /// Values of healthy observations of `monitor`'s `check` on `subject` (a column, or
     /// ""), oldest first, measured over a window of recent rows or not (`windowed`),
-    /// from `since_id` on, that were in range, or breaches up to `through_id`: the
-    /// baseline's input (see `monitor::clean_history`).
+    /// from `since_id` on, that were in range, or breaches up to `through_id`, and
+    /// taken outside every span that left the baselines (`QuietStore`): the baseline's
+    /// input (see `monitor::clean_history`).
     fn baseline_values(
         &self,
         monitor: &str,
@@ -134,6 +135,8 @@ impl ObservationStore for Connection {
                AND (json_extract(detail, '$.since') IS NOT NULL) = ?4
                AND id >= ?5
                AND (verdict IN ('ok', 'learning') OR (id <= ?6 AND verdict != 'unknown'))
+               AND NOT EXISTS (SELECT 1 FROM baseline_leave l WHERE l.monitor = ?1
+                               AND observation.at BETWEEN l.from_at AND l.to_at)
              ORDER BY id",
         )?;
         let rows = stmt.query_map(

@@ -17,6 +17,10 @@ pub fn handle(app: &mut App, action: &Action) -> bool {
         Action::RollBack => start_decision(app, Decision::RollBack),
         Action::Resolve => start_incident_decision(app, Decision::Resolve),
         Action::AcceptLevel => start_incident_decision(app, Decision::AcceptLevel),
+        Action::Expected => start_incident_decision(app, Decision::Expected),
+        // In the monitors pane, the selected monitor; elsewhere the open incident's.
+        Action::Snooze if monitors_focused(app) => snooze_selected_monitor(app),
+        Action::Snooze => start_incident_decision(app, Decision::Snooze),
         Action::Reopen => start_incident_decision(app, Decision::Reopen),
         Action::Forward => forward(app),
         Action::QueueRun => queue_run(app),
@@ -140,11 +144,41 @@ fn start_incident_decision(app: &mut App, decision: Decision) {
         Decision::Reopen if !resolved => {
             app.message = Some(format!("{id} is not resolved (C closes it)"));
         }
+        Decision::Expected if resolved => {
+            app.message = Some(format!("{id} is resolved: O reopens it first"));
+        }
         Decision::AcceptLevel if resolved => {
             app.message = Some(format!("{id} is resolved: there is no level to accept"));
         }
         _ => reason::open(app, decision, id, title, None),
     }
+}
+
+fn monitors_focused(app: &App) -> bool {
+    app.screen == crate::console::state::Screen::List
+        && app.list.pane == crate::console::screens::list::ListPane::Monitors
+}
+
+/// `Z` in the monitors pane: the reason box for a snooze of the selected monitor (the
+/// engine decides whether this person owns its table).
+fn snooze_selected_monitor(app: &mut App) {
+    if refuse_if_read_only(app) {
+        return;
+    }
+    let monitors = &app.list.monitors;
+    let Some(monitor) = monitors
+        .order
+        .get(monitors.selected)
+        .and_then(|&i| app.snapshot.monitors.get(i))
+    else {
+        app.message = Some("no monitor selected".into());
+        return;
+    };
+    let (name, title) = (
+        monitor.name.clone(),
+        format!("{} of {}", monitor.check, monitor.table),
+    );
+    reason::open(app, Decision::Snooze, name, title, None);
 }
 
 /// A decision acts on the proposal the person sees selected: one the last frame left
