@@ -10,95 +10,34 @@
 //! half a minute, and `EXPLAIN USING TEXT` (what dataward sends) is a syntax error to
 //! DuckDB underneath; doctor's answer to that is tested in tests/init_snowflake.rs.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use dataward::warehouse::snowflake::{Login, Settings, SnowflakeWarehouse};
 use dataward::warehouse::{
-    adbc, BackfillScope, MinuteCount, MinuteWindow, NullCounts, Relation, TableCounts, TableScan,
-    Warehouse, WarehouseError,
+    adbc, BackfillScope, MinuteWindow, Relation, TableScan, Warehouse, WarehouseError,
 };
 use serde_json::Value;
 
-/// The venv holding fakesnow and the driver's library, when installed.
-fn venv() -> Option<(PathBuf, PathBuf)> {
-    let venv = PathBuf::from(
-        std::env::var("SNOWFLAKE_VENV").unwrap_or_else(|_| "/opt/dataward/snowflake".into()),
-    );
-    let library = std::fs::read_dir(venv.join("lib"))
-        .ok()
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|python| {
-            python
-                .path()
-                .join("site-packages/adbc_driver_snowflake/libadbc_driver_snowflake.so")
-        })
-        .find(|path| path.is_file());
-    let fakesnow = venv.join("bin/fakesnow");
-    if let (Some(library), true) = (library, fakesnow.is_file()) {
-        return Some((fakesnow, library));
-    }
-    let missing = format!(
-        "fakesnow and the ADBC Snowflake driver are not in {} (run .ci/snowflake.sh)",
-        venv.display()
-    );
-    if std::env::var("DATAWARD_REQUIRE_ALL").as_deref() == Ok("1") {
-        panic!("{missing}, and DATAWARD_REQUIRE_ALL=1");
-    }
-    eprintln!("skipped: {missing}");
-    None
-}
+#[path = "support/adbc.rs"]
+mod adbc_support;
+use adbc_support::{every_json_line, json_lines};
 
-/// A fakesnow server of this test's own, killed when dropped.
+/// A fakesnow server of this test's own and the driver's library.
 struct Fakesnow {
-    child: Child,
+    _server: adbc_support::Fakesnow,
     port: u16,
     library: PathBuf,
 }
 
-impl Drop for Fakesnow {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts `fakesnow -s` on a port it picks, read from the line Uvicorn prints.
 fn fakesnow() -> Option<Fakesnow> {
-    let (fakesnow, library) = venv()?;
-    let mut child = Command::new(fakesnow)
-        .args(["-s", "--host", "127.0.0.1"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start fakesnow");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    // Read on (and drained after the port) so the server never blocks on its pipe.
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(rest) = line.split("http://127.0.0.1:").nth(1) {
-                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-                let _ = tx.send(digits.parse::<u16>().ok());
-            }
-        }
-    });
-    let mut server = Fakesnow {
-        child,
-        port: 0,
-        library,
-    };
-    let port = rx
-        .recv_timeout(std::time::Duration::from_secs(60))
-        .ok()
-        .flatten()
-        .expect("fakesnow printed no port within a minute");
-    server.port = port;
-    Some(server)
+    let venv = adbc_support::snowflake_venv("snowflake")?;
+    let server = adbc_support::Fakesnow::start(&venv.fakesnow);
+    Some(Fakesnow {
+        port: server.port,
+        _server: server,
+        library: venv.library,
+    })
 }
 
 const PASSWORD_ENV: &str = "DATAWARD_TEST_SNOWFLAKE_PASSWORD";
@@ -225,22 +164,6 @@ fn check_once(dir: &Path, config: &Path) -> Output {
         .env(PASSWORD_ENV, "snow")
         .output()
         .expect("run dataward")
-}
-
-/// The lines of the checks (not the poll's cost, `{"poll": ...}`, nor the statements
-/// `--explain` lists).
-fn json_lines(output: &Output) -> Vec<Value> {
-    every_json_line(output)
-        .into_iter()
-        .filter(|l| l.get("poll").is_none() && l.get("statement").is_none())
-        .collect()
-}
-
-fn every_json_line(output: &Output) -> Vec<Value> {
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
-        .collect()
 }
 
 #[test]
@@ -803,41 +726,7 @@ fn a_scan_that_reads_only_recent_rows_counts_as_one_that_reads_them_all() {
         assert!(scan.pruning_bound().is_some(), "the scan prunes");
         let counted = warehouse.scan(&scan).unwrap();
         // The same counts from the rows as written.
-        let mut minutes: Vec<MinuteCount> = Vec::new();
-        for at in times.iter().filter(|at| **at >= from) {
-            let minute = at - at.rem_euclid(60);
-            match minutes.iter_mut().find(|m| m.minute == minute) {
-                Some(m) => m.rows += 1,
-                None => minutes.push(MinuteCount {
-                    minute,
-                    rows: 1,
-                    at_midnight: 0,
-                }),
-            }
-            if at.rem_euclid(day) == 0 {
-                minutes
-                    .iter_mut()
-                    .find(|m| m.minute == minute)
-                    .unwrap()
-                    .at_midnight += 1;
-            }
-        }
-        minutes.sort_by_key(|m| m.minute);
-        let recent: Vec<usize> = (0..times.len())
-            .filter(|n| times[*n] >= nulls_since)
-            .collect();
-        let expected = TableCounts {
-            rows: times.len() as u64 + 5,
-            nulls: NullCounts {
-                rows: recent.len() as u64,
-                nulls: vec![recent.iter().filter(|n| *n % 10 == 0).count() as u64],
-            },
-            older_rows: times
-                .iter()
-                .filter(|at| (older_from..from).contains(*at))
-                .count() as u64,
-            minutes,
-        };
+        let expected = adbc_support::counts_from_rows(times, 5, from, older_from, nulls_since);
         assert_eq!(counted, expected, "{table} ({kind})");
     }
 }

@@ -25,6 +25,8 @@ use arrow_schema::DataType;
 
 use super::{query_log, Limit, WarehouseError};
 
+pub mod warehouse;
+
 /// What a warehouse kind needs to find its driver.
 pub struct DriverKind {
     /// The manifest name looked up when the config names no driver, e.g. `duckdb`.
