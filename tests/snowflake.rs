@@ -25,7 +25,7 @@ use adbc_support::{every_json_line, json_lines};
 
 /// A fakesnow server of this test's own and the driver's library.
 struct Fakesnow {
-    _server: adbc_support::Fakesnow,
+    server: adbc_support::Fakesnow,
     port: u16,
     library: PathBuf,
 }
@@ -35,7 +35,7 @@ fn fakesnow() -> Option<Fakesnow> {
     let server = adbc_support::Fakesnow::start(&venv.fakesnow);
     Some(Fakesnow {
         port: server.port,
-        _server: server,
+        server,
         library: venv.library,
     })
 }
@@ -148,6 +148,15 @@ fn monitor(table: &str, checks: &str) -> String {
         "table = \"analytics.{table}\"\nchecks = [{checks}]\n\
          timestamp_column = \"loaded_at\"\nnull_window = \"10d\"\n"
     )
+}
+
+/// The config at `path` with `settings` (`key = value` lines) added to the warehouse.
+fn with_settings(path: &Path, settings: &str) {
+    let text = std::fs::read_to_string(path).unwrap().replace(
+        "[warehouse.snow]\n",
+        &format!("[warehouse.snow]\n{settings}\n"),
+    );
+    std::fs::write(path, text).unwrap();
 }
 
 fn check_once(dir: &Path, config: &Path) -> Output {
@@ -613,6 +622,8 @@ fn a_poll_runs_a_snowflake_warehouse_checks_in_one_session_and_explains_them() {
         .map(|t| monitor(t, "\"row_count\", \"freshness\", \"schema\""))
         .collect();
     let config = server.config(dir.path(), &monitors);
+    // One call at a time: the poll's calls all take its one session in turn.
+    with_settings(&config, "max_concurrent = 1");
     let data = dir.path().join("data");
     let out = Command::new(env!("CARGO_BIN_EXE_dataward"))
         .args(["check", "--config", config.to_str().unwrap()])
@@ -729,4 +740,92 @@ fn a_scan_that_reads_only_recent_rows_counts_as_one_that_reads_them_all() {
         let expected = adbc_support::counts_from_rows(times, 5, from, older_from, nulls_since);
         assert_eq!(counted, expected, "{table} ({kind})");
     }
+}
+
+/// Two calls to one Snowflake warehouse run at once: a count of a table finishes while
+/// a query that never finishes on its own (cancelled at check_timeout) is still under
+/// way on another session. Run one after another, the count would wait for the
+/// endless query to be cancelled, and finish after it.
+#[test]
+fn a_snowflake_warehouse_runs_its_calls_at_once() {
+    let Some(server) = fakesnow() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    estate(&server, &["events"]);
+    server.sql(&[
+        "CREATE VIEW DW.ANALYTICS.ENDLESS AS SELECT A.ID * B.ID * C.ID * D.ID AS X \
+         FROM DW.ANALYTICS.EVENTS A, DW.ANALYTICS.EVENTS B, DW.ANALYTICS.EVENTS C, \
+         DW.ANALYTICS.EVENTS D",
+    ]);
+    let path = server.config(dir.path(), &[monitor("events", "\"row_count\"")]);
+    with_settings(&path, "check_timeout = \"5s\"\nmax_concurrent = 2");
+    let config = dataward::config::Config::load(&path).unwrap();
+    std::env::set_var(PASSWORD_ENV, "snow");
+    let warehouse: std::sync::Arc<dyn Warehouse + Sync> =
+        std::sync::Arc::from(dataward::warehouse::open(&config, "snow").unwrap());
+    let (tx, finished) = std::sync::mpsc::channel();
+    let count = |table: &str| {
+        let (warehouse, tx) = (warehouse.clone(), tx.clone());
+        let relation = Relation::parse(&format!("analytics.{table}")).unwrap();
+        let table = table.to_string();
+        std::thread::spawn(move || {
+            let counted = warehouse.row_count(&relation);
+            let _ = tx.send((table, counted));
+        })
+    };
+    let logins = server.server.logins();
+    count("endless");
+    // The endless query's session has logged in: it holds the warehouse from here on
+    // if calls run one after another.
+    let waited = std::time::Instant::now();
+    while server.server.logins() == logins {
+        assert!(waited.elapsed().as_secs() < 60, "no login within a minute");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    count("events");
+    let bound = std::time::Duration::from_secs(120);
+    let (first, counted) = finished.recv_timeout(bound).expect("neither call ended");
+    assert_eq!(
+        first, "events",
+        "the count waited for the endless query: {counted:?}"
+    );
+    assert_eq!(counted.unwrap(), 840);
+    let (second, counted) = finished.recv_timeout(bound).expect("not cancelled");
+    assert_eq!(second, "endless");
+    let message = counted.unwrap_err().to_string();
+    assert!(message.contains("timed out"), "{message}");
+}
+
+/// A session whose query was cancelled at check_timeout is not given to the poll's
+/// next call: the warehouse may still be running the query on it (fakesnow always
+/// is, and refuses a busy connection), and the next check must not fail for it.
+#[test]
+fn a_poll_does_not_reuse_a_session_whose_query_was_cancelled() {
+    let Some(server) = fakesnow() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    estate(&server, &["events"]);
+    server.sql(&[
+        "CREATE VIEW DW.ANALYTICS.ENDLESS AS SELECT A.ID * B.ID * C.ID * D.ID AS X \
+         FROM DW.ANALYTICS.EVENTS A, DW.ANALYTICS.EVENTS B, DW.ANALYTICS.EVENTS C, \
+         DW.ANALYTICS.EVENTS D",
+    ]);
+    let path = server.config(dir.path(), &[monitor("events", "\"row_count\"")]);
+    with_settings(&path, "check_timeout = \"2s\"");
+    let config = dataward::config::Config::load(&path).unwrap();
+    std::env::set_var(PASSWORD_ENV, "snow");
+    let warehouse = dataward::warehouse::open(&config, "snow").unwrap();
+    warehouse.begin_poll();
+    let endless = warehouse.row_count(&Relation::parse("analytics.endless").unwrap());
+    assert!(
+        endless
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains("timed out")),
+        "{endless:?}"
+    );
+    let counted = warehouse.row_count(&Relation::parse("analytics.events").unwrap());
+    warehouse.end_poll();
+    assert_eq!(counted.unwrap(), 840);
 }

@@ -140,6 +140,11 @@ impl Fakesnow {
         Fakesnow { child, port, log }
     }
 
+    /// What the server has logged so far, a line each.
+    pub fn log(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+
     /// Sessions the server has logged in so far.
     pub fn logins(&self) -> usize {
         self.log

@@ -222,8 +222,9 @@ fn private_key_readable_by_owner_only(file: &std::path::Path) -> Result<(), Ware
 
 impl Dialect for Snowflake {
     const DRIVER: DriverKind = DRIVER;
-    // Every call runs under the warehouse's lock, on one login.
-    const ONE_CALL_AT_A_TIME: bool = true;
+    // Calls run at once, each on a session of its own, up to the poll's
+    // max_concurrent; one login (the database) for them all.
+    const ONE_CALL_AT_A_TIME: bool = false;
     const BEGIN: &'static str = "BEGIN";
     const WRITES_APART: bool = false;
     // DDL commits on its own in Snowflake: no transaction around it.

@@ -265,7 +265,8 @@ impl<D: Dialect> AdbcWarehouse<D> {
             let _ = self.close(session);
             return result;
         }
-        if !apart {
+        // A session whose statement was cancelled may still be busy in the warehouse.
+        if !apart && !session.was_cancelled() {
             let mut pool = self.pool.lock().expect("adbc lock");
             // A poll that ended meanwhile left this session for this call to close.
             if pool.polling {
