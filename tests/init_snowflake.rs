@@ -260,19 +260,28 @@ fn no_secret_of_a_snowflake_profile_reaches_what_init_writes_or_says() {
             0,
         ),
         (format!("{key_path}{}", secrets(&["password", "token"])), 0),
+        // An encrypted key: its passphrase from a variable of dataward's own.
         (
             format!(
                 "{key_path}{}",
                 secrets(&["private_key_passphrase", "password"])
             ),
-            2,
+            0,
         ),
+        // The key itself in the profile, encrypted or not.
         (
             format!(
                 "      authenticator: snowflake_jwt\n{}",
                 secrets(&["private_key"])
             ),
-            2,
+            0,
+        ),
+        (
+            format!(
+                "      authenticator: snowflake_jwt\n{}",
+                secrets(&["private_key", "private_key_passphrase"])
+            ),
+            0,
         ),
         (
             format!(
@@ -341,7 +350,27 @@ fn no_secret_of_a_snowflake_profile_reaches_what_init_writes_or_says() {
         );
         if *exit == 0 {
             let config = Config::load(&out).unwrap();
-            assert_eq!(config.warehouse["shop_snow"].kind, "snowflake");
+            let warehouse = &config.warehouse["shop_snow"];
+            assert_eq!(warehouse.kind, "snowflake");
+            // Each secret the login reads is named by a variable, written live.
+            let named = [
+                (
+                    "private_key_passphrase",
+                    &warehouse.private_key_passphrase_env,
+                    "DATAWARD_SHOP_SNOW_KEY_PASSPHRASE",
+                ),
+                (
+                    "private_key",
+                    &warehouse.private_key_env,
+                    "DATAWARD_SHOP_SNOW_PRIVATE_KEY",
+                ),
+            ];
+            for (key, setting, var) in named {
+                if login.contains(&format!("{key}:")) {
+                    assert_eq!(setting.as_deref(), Some(var), "login {login:?}: {said}");
+                    assert!(said.contains(&format!("export {var}=")), "{said}");
+                }
+            }
         }
         for (key, value) in SECRETS {
             assert!(

@@ -45,6 +45,7 @@ const PASSWORD_ENV: &str = "DATAWARD_TEST_SNOWFLAKE_PASSWORD";
 impl Fakesnow {
     fn settings(&self) -> Settings {
         Settings {
+            name: "snow".into(),
             account: "fakesnow".into(),
             host: Some("127.0.0.1".into()),
             port: Some(self.port),
@@ -455,6 +456,10 @@ fn a_secret_written_in_the_config_is_refused_by_its_line() {
         ("password = \"hunter2-secret\"", "password"),
         ("token = \"hunter2-secret\"", "token"),
         ("private_key = \"hunter2-secret\"", "private_key"),
+        (
+            "private_key_passphrase = \"hunter2-secret\"",
+            "private_key_passphrase",
+        ),
     ] {
         let config = login_config(dir.path(), line);
         let out = check_once(dir.path(), &config);
@@ -828,4 +833,108 @@ fn a_poll_does_not_reuse_a_session_whose_query_was_cancelled() {
     let counted = warehouse.row_count(&Relation::parse("analytics.events").unwrap());
     warehouse.end_poll();
     assert_eq!(counted.unwrap(), 840);
+}
+
+/// A private key encrypted with a passphrase (PKCS#8, as openssl makes it), mode 0600.
+fn encrypted_key(dir: &Path, passphrase: &str) -> Option<PathBuf> {
+    let key = dir.join("snowflake.p8");
+    let made = Command::new("openssl")
+        .args([
+            "genpkey",
+            "-algorithm",
+            "RSA",
+            "-pkeyopt",
+            "rsa_keygen_bits:2048",
+        ])
+        .args([
+            "-aes-256-cbc",
+            "-pass",
+            &format!("pass:{passphrase}"),
+            "-out",
+        ])
+        .arg(&key)
+        .output();
+    match made {
+        Ok(out) if out.status.success() => {}
+        _ => return adbc_support::skip("encrypted_key", "needs openssl to make a key"),
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    Some(key)
+}
+
+/// Key-pair login with an encrypted key: the key from a file or inline from an
+/// environment variable, its passphrase from another, handed to the driver, which
+/// decrypts it client-side (fakesnow takes any key, so the driver's reading is what is
+/// tested). The right passphrase logs in; a wrong one fails saying which warehouse and
+/// which config keys, and no secret reaches what dataward says.
+#[test]
+fn an_encrypted_private_key_logs_in_with_its_passphrase() {
+    let Some(server) = fakesnow() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (right, wrong) = ("right-5e1c-passphrase", "wrong-9a7f-passphrase");
+    let Some(key) = encrypted_key(dir.path(), right) else {
+        return;
+    };
+    let pem = std::fs::read_to_string(&key).unwrap();
+    assert!(pem.contains("BEGIN ENCRYPTED PRIVATE KEY"), "{pem}");
+    estate(&server, &["events"]);
+    let config = server.config(dir.path(), &[monitor("events", "\"row_count\"")]);
+    let with_password = std::fs::read_to_string(&config).unwrap();
+    let from_file =
+        "private_key_file = \"snowflake.p8\"\nprivate_key_passphrase_env = \"DW_KEY_PASS\"\n";
+    let inline = "private_key_env = \"DW_KEY\"\nprivate_key_passphrase_env = \"DW_KEY_PASS\"\n";
+    for (login, passphrase, logs_in) in [
+        (from_file, right, true),
+        (inline, right, true),
+        (from_file, wrong, false),
+        (inline, wrong, false),
+    ] {
+        let text = with_password.replace(&format!("password_env = \"{PASSWORD_ENV}\"\n"), login);
+        std::fs::write(&config, text).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_dataward"))
+            .args([
+                "check",
+                "--config",
+                config.to_str().unwrap(),
+                "--once",
+                "--json",
+            ])
+            .args(["--data-dir", dir.path().join("data").to_str().unwrap()])
+            .env("DW_KEY", &pem)
+            .env("DW_KEY_PASS", passphrase)
+            .output()
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lines = json_lines(&out);
+        assert_eq!(lines.len(), 1, "{login}: {said}");
+        if logs_in {
+            assert_eq!(lines[0]["health"], "ok", "{login}: {said}");
+            assert_eq!(lines[0]["observed"], 840.0, "{login}: {said}");
+        } else {
+            let message = lines[0]["message"].as_str().unwrap();
+            let key_setting = if login == from_file {
+                "warehouse.snow.private_key_file"
+            } else {
+                "warehouse.snow.private_key_env ($DW_KEY)"
+            };
+            for needed in [
+                "warehouse \"snow\"",
+                key_setting,
+                "$DW_KEY_PASS (warehouse.snow.private_key_passphrase_env)",
+                "incorrect password",
+            ] {
+                assert!(message.contains(needed), "{needed:?} not in {message}");
+            }
+        }
+        for secret in [right, wrong, "ENCRYPTED PRIVATE KEY", &pem[40..80]] {
+            assert!(!said.contains(secret), "{login}: a secret was said: {said}");
+        }
+    }
 }

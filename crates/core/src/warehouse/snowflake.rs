@@ -39,15 +39,30 @@ pub const DRIVER: DriverKind = DriverKind {
 pub enum Login {
     /// The environment variable holding the password.
     Password { env: String },
-    /// A PKCS#8 private key file, which must be readable by its owner only.
-    KeyPair { file: PathBuf },
+    /// A private key (PEM), encrypted when a passphrase is named.
+    KeyPair {
+        key: PrivateKey,
+        /// The environment variable holding the passphrase of an encrypted key.
+        passphrase_env: Option<String>,
+    },
     /// The environment variable holding an OAuth token.
     OAuth { env: String },
+}
+
+/// Where a key pair's private key is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PrivateKey {
+    /// A file, which must be readable by its owner only.
+    File(PathBuf),
+    /// The environment variable holding the key itself.
+    Env(String),
 }
 
 /// Where and as whom, as the config gives it.
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
+    /// The warehouse's name in the config, for what a failed login says.
+    pub name: String,
     pub account: String,
     pub host: Option<String>,
     pub port: Option<u16>,
@@ -129,16 +144,46 @@ impl Snowflake {
                     secret(env, "OAuth token")?,
                 ));
             }
-            Some(Login::KeyPair { file }) => {
-                private_key_readable_by_owner_only(file)?;
+            Some(Login::KeyPair {
+                key,
+                passphrase_env,
+            }) => {
                 options.push((
                     "adbc.snowflake.sql.auth_type".to_string(),
                     "auth_jwt".to_string(),
                 ));
-                options.push((
-                    "adbc.snowflake.sql.client_option.jwt_private_key".to_string(),
-                    file.display().to_string(),
-                ));
+                let client_option = |name: &str| format!("adbc.snowflake.sql.client_option.{name}");
+                match (key, passphrase_env) {
+                    // The driver reads the file itself (PKCS#1 or unencrypted PKCS#8).
+                    (PrivateKey::File(file), None) => {
+                        private_key_readable_by_owner_only(file)?;
+                        options
+                            .push((client_option("jwt_private_key"), file.display().to_string()));
+                    }
+                    // An encrypted key, or one given inline, goes to the driver as PEM
+                    // text with its passphrase: the driver decrypts it client-side.
+                    (key, passphrase_env) => {
+                        let pem = match key {
+                            PrivateKey::File(file) => {
+                                private_key_readable_by_owner_only(file)?;
+                                std::fs::read_to_string(file).map_err(|e| {
+                                    WarehouseError::Unreachable(format!(
+                                        "private key {}: {e}",
+                                        file.display()
+                                    ))
+                                })?
+                            }
+                            PrivateKey::Env(env) => secret(env, "private key")?,
+                        };
+                        options.push((client_option("jwt_private_key_pkcs8_value"), pem));
+                        if let Some(env) = passphrase_env {
+                            options.push((
+                                client_option("jwt_private_key_pkcs8_password"),
+                                secret(env, "private key's passphrase")?,
+                            ));
+                        }
+                    }
+                }
             }
             None => {}
         }
@@ -220,6 +265,42 @@ fn private_key_readable_by_owner_only(file: &std::path::Path) -> Result<(), Ware
     Ok(())
 }
 
+impl Snowflake {
+    /// What a login that failed on the private key says: the warehouse and the config
+    /// keys it comes from (the driver names neither), the driver's own reason, never
+    /// the key or its passphrase.
+    fn key_refused(&self, e: WarehouseError) -> WarehouseError {
+        let Some(Login::KeyPair {
+            key,
+            passphrase_env,
+        }) = &self.settings.login
+        else {
+            return e;
+        };
+        let reason = e.message().to_string();
+        let lower = reason.to_ascii_lowercase();
+        if !lower.contains("private key") && !lower.contains("pkcs8") {
+            return e;
+        }
+        let at = format!("warehouse.{}", self.settings.name);
+        let key = match key {
+            PrivateKey::File(file) => format!("{at}.private_key_file ({})", file.display()),
+            PrivateKey::Env(env) => format!("{at}.private_key_env (${env})"),
+        };
+        let passphrase = match passphrase_env {
+            Some(env) => {
+                format!(" with the passphrase in ${env} ({at}.private_key_passphrase_env)")
+            }
+            None => String::new(),
+        };
+        WarehouseError::Unreachable(format!(
+            "warehouse {:?}: the private key of {key} could not be read{passphrase}: {}",
+            self.settings.name,
+            reason.trim()
+        ))
+    }
+}
+
 impl Dialect for Snowflake {
     const DRIVER: DriverKind = DRIVER;
     // Calls run at once, each on a session of its own, up to the poll's
@@ -234,6 +315,9 @@ impl Dialect for Snowflake {
 
     fn database_options(&self) -> Result<Vec<(String, String)>, WarehouseError> {
         self.options()
+    }
+    fn open_failed(&self, e: WarehouseError) -> WarehouseError {
+        self.key_refused(e)
     }
     fn prepare(&self, _session: &mut Session, _write: bool) -> Result<(), WarehouseError> {
         Ok(())
@@ -401,17 +485,25 @@ impl Dialect for Snowflake {
 /// The warehouse the config's section describes.
 pub fn from_config(
     config: &crate::config::Config,
+    name: &str,
     wh: &crate::config::WarehouseConfig,
 ) -> SnowflakeWarehouse {
-    let login = match (&wh.password_env, &wh.private_key_file, &wh.token_env) {
+    let key = match (&wh.private_key_file, &wh.private_key_env) {
+        (Some(file), _) => Some(PrivateKey::File(config.resolve(file))),
+        (_, Some(env)) => Some(PrivateKey::Env(env.clone())),
+        _ => None,
+    };
+    let login = match (&wh.password_env, key, &wh.token_env) {
         (Some(env), _, _) => Some(Login::Password { env: env.clone() }),
-        (_, Some(file), _) => Some(Login::KeyPair {
-            file: config.resolve(file),
+        (_, Some(key), _) => Some(Login::KeyPair {
+            key,
+            passphrase_env: wh.private_key_passphrase_env.clone(),
         }),
         (_, _, Some(env)) => Some(Login::OAuth { env: env.clone() }),
         _ => None,
     };
     let settings = Settings {
+        name: name.to_string(),
         account: wh.account.clone().unwrap_or_default(),
         host: wh.host.clone(),
         port: wh.port,

@@ -47,6 +47,11 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     /// The database's options, secrets read now. Asked before the driver is looked
     /// for: a secret missing is the config's problem, said first.
     fn database_options(&self) -> Result<Vec<(String, String)>, WarehouseError>;
+    /// What a failed opening of the database says (Snowflake names the key's settings
+    /// when the driver could not read the private key).
+    fn open_failed(&self, e: WarehouseError) -> WarehouseError {
+        e
+    }
     /// Sets up a new session (opened for writing when `write`).
     fn prepare(&self, session: &mut Session, write: bool) -> Result<(), WarehouseError>;
     /// Ends a session's use (DuckDB detaches its file); always sent, past any guard.
@@ -212,7 +217,11 @@ impl<D: Dialect> AdbcWarehouse<D> {
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        let database = Arc::new(self.loaded(&mut opened)?.open(&options)?);
+        let database = self
+            .loaded(&mut opened)?
+            .open(&options)
+            .map_err(|e| self.dialect.open_failed(e))?;
+        let database = Arc::new(database);
         opened.database = Some(database.clone());
         Ok(database)
     }
