@@ -112,6 +112,16 @@ impl Fakesnow {
     }
 }
 
+/// View ANALYTICS.ENDLESS: EVENTS joined with itself four times, half a trillion rows
+/// that fakesnow (DuckDB underneath) counts for as long as it is let.
+fn endless_view(server: &Fakesnow) {
+    server.sql(&[
+        "CREATE VIEW DW.ANALYTICS.ENDLESS AS SELECT A.ID * B.ID * C.ID * D.ID AS X \
+         FROM DW.ANALYTICS.EVENTS A, DW.ANALYTICS.EVENTS B, DW.ANALYTICS.EVENTS C, \
+         DW.ANALYTICS.EVENTS D",
+    ]);
+}
+
 /// A timestamp literal for now less `hours`.
 fn hours_ago(hours: i64) -> String {
     let at = chrono::Utc::now() - chrono::TimeDelta::hours(hours);
@@ -582,11 +592,7 @@ fn a_query_past_check_timeout_is_cancelled_through_the_driver() {
     };
     let dir = tempfile::tempdir().unwrap();
     estate(&server, &["events"]);
-    server.sql(&[
-        "CREATE VIEW DW.ANALYTICS.ENDLESS AS SELECT A.ID * B.ID * C.ID * D.ID AS X \
-         FROM DW.ANALYTICS.EVENTS A, DW.ANALYTICS.EVENTS B, DW.ANALYTICS.EVENTS C, \
-         DW.ANALYTICS.EVENTS D",
-    ]);
+    endless_view(&server);
     let path = server.config(dir.path(), &[monitor("events", "\"row_count\"")]);
     let text = std::fs::read_to_string(&path).unwrap().replace(
         "[warehouse.snow]\n",
@@ -758,11 +764,7 @@ fn a_snowflake_warehouse_runs_its_calls_at_once() {
     };
     let dir = tempfile::tempdir().unwrap();
     estate(&server, &["events"]);
-    server.sql(&[
-        "CREATE VIEW DW.ANALYTICS.ENDLESS AS SELECT A.ID * B.ID * C.ID * D.ID AS X \
-         FROM DW.ANALYTICS.EVENTS A, DW.ANALYTICS.EVENTS B, DW.ANALYTICS.EVENTS C, \
-         DW.ANALYTICS.EVENTS D",
-    ]);
+    endless_view(&server);
     let path = server.config(dir.path(), &[monitor("events", "\"row_count\"")]);
     with_settings(&path, "check_timeout = \"5s\"\nmax_concurrent = 2");
     let config = dataward::config::Config::load(&path).unwrap();
@@ -812,11 +814,7 @@ fn a_poll_does_not_reuse_a_session_whose_query_was_cancelled() {
     };
     let dir = tempfile::tempdir().unwrap();
     estate(&server, &["events"]);
-    server.sql(&[
-        "CREATE VIEW DW.ANALYTICS.ENDLESS AS SELECT A.ID * B.ID * C.ID * D.ID AS X \
-         FROM DW.ANALYTICS.EVENTS A, DW.ANALYTICS.EVENTS B, DW.ANALYTICS.EVENTS C, \
-         DW.ANALYTICS.EVENTS D",
-    ]);
+    endless_view(&server);
     let path = server.config(dir.path(), &[monitor("events", "\"row_count\"")]);
     with_settings(&path, "check_timeout = \"2s\"");
     let config = dataward::config::Config::load(&path).unwrap();
