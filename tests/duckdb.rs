@@ -12,28 +12,16 @@ mod binary;
 
 use dataward::warehouse::duckdb::DuckdbWarehouse;
 use dataward::warehouse::{
-    adbc, BackfillScope, CastTarget, MinuteCount, MinuteWindow, NullCounts, Relation, TableCounts,
-    TableScan, Warehouse, WarehouseError,
+    adbc, BackfillScope, CastTarget, MinuteWindow, Relation, TableScan, Warehouse, WarehouseError,
 };
 use serde_json::Value;
 
-/// The folder holding libduckdb.so and its manifest duckdb.toml, when installed.
+#[path = "support/adbc.rs"]
+mod adbc_support;
+use adbc_support::{every_json_line, json_lines};
+
 fn driver_folder() -> Option<PathBuf> {
-    let folder = PathBuf::from(
-        std::env::var("DATAWARD_DUCKDB_DIR").unwrap_or_else(|_| "/opt/dataward/duckdb".into()),
-    );
-    if folder.join("libduckdb.so").is_file() && folder.join("duckdb.toml").is_file() {
-        return Some(folder);
-    }
-    let missing = format!(
-        "DuckDB's library is not in {} (run .ci/duckdb.sh)",
-        folder.display()
-    );
-    if std::env::var("DATAWARD_REQUIRE_ALL").as_deref() == Ok("1") {
-        panic!("{missing}, and DATAWARD_REQUIRE_ALL=1");
-    }
-    eprintln!("skipped: {missing}");
-    None
+    adbc_support::duckdb_folder("duckdb")
 }
 
 /// Runs SQL statements on a DuckDB file through the same driver, then closes it (a
@@ -54,31 +42,7 @@ fn sql(folder: &Path, file: &Path, statements: &[&str]) {
 }
 
 fn dataward(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_dataward"));
-    command
-        .args(args)
-        .env_remove("ADBC_DRIVER_PATH")
-        .env_remove("XDG_CONFIG_HOME");
-    for (k, v) in env {
-        command.env(k, v);
-    }
-    command.output().expect("run dataward")
-}
-
-/// The lines of the checks (not the poll's cost, `{"poll": ...}`, nor the statements
-/// `--explain` lists).
-fn json_lines(output: &Output) -> Vec<Value> {
-    every_json_line(output)
-        .into_iter()
-        .filter(|l| l.get("poll").is_none() && l.get("statement").is_none())
-        .collect()
-}
-
-fn every_json_line(output: &Output) -> Vec<Value> {
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
-        .collect()
+    adbc_support::dataward(None, args, env)
 }
 
 /// `TIMESTAMP '...'` for now less `hours`.
@@ -1072,51 +1036,7 @@ fn a_scan_that_reads_only_recent_rows_counts_as_one_that_reads_them_all() {
         };
         assert!(scan.pruning_bound().is_some(), "the scan prunes");
         let counted = wh.scan(&scan).unwrap();
-        let mut minutes: Vec<MinuteCount> = Vec::new();
-        for at in times.iter().filter(|at| **at >= from) {
-            let minute = at - at.rem_euclid(60);
-            let at_midnight = u64::from(at.rem_euclid(day) == 0);
-            match minutes.iter_mut().find(|m| m.minute == minute) {
-                Some(m) => {
-                    m.rows += 1;
-                    m.at_midnight += at_midnight;
-                }
-                None => minutes.push(MinuteCount {
-                    minute,
-                    rows: 1,
-                    at_midnight,
-                }),
-            }
-        }
-        minutes.sort_by_key(|m| m.minute);
-        let recent: Vec<usize> = (0..times.len())
-            .filter(|n| times[*n] >= nulls_since)
-            .collect();
-        let expected = TableCounts {
-            rows: times.len() as u64 + 5,
-            nulls: NullCounts {
-                rows: recent.len() as u64,
-                nulls: vec![recent.iter().filter(|n| *n % 10 == 0).count() as u64],
-            },
-            older_rows: times
-                .iter()
-                .filter(|at| (older_from..from).contains(*at))
-                .count() as u64,
-            minutes,
-            // Each day's nulls over every row of the minutes read.
-            day_nulls: {
-                let mut days: Vec<(i64, Vec<u64>)> = Vec::new();
-                for (n, at) in times.iter().enumerate().filter(|(_, at)| **at >= from) {
-                    let null = u64::from(n % 10 == 0);
-                    match days.iter_mut().find(|(d, _)| *d == at.div_euclid(day)) {
-                        Some((_, nulls)) => nulls[0] += null,
-                        None => days.push((at.div_euclid(day), vec![null])),
-                    }
-                }
-                days.sort_by_key(|(d, _)| *d);
-                days
-            },
-        };
+        let expected = adbc_support::counts_from_rows(times, 5, from, older_from, nulls_since);
         assert_eq!(counted, expected, "{table}");
     }
 }

@@ -17,86 +17,24 @@ use std::time::{Duration, Instant};
 use dataward::config::Config;
 use serde_json::Value;
 
+#[path = "support/adbc.rs"]
+mod adbc_support;
+use adbc_support::{copy_dir, text};
+
 /// The dbt-duckdb venv and DuckDB's library folder, or why the test cannot run.
 fn venv_and_driver_or_skip(test: &str) -> Option<(PathBuf, PathBuf)> {
-    let venv = PathBuf::from(
-        std::env::var("DATAWARD_DBT_DUCKDB_VENV")
-            .unwrap_or_else(|_| "/opt/dataward/dbt-duckdb".into()),
-    );
-    let driver = PathBuf::from(
-        std::env::var("DATAWARD_DUCKDB_DIR").unwrap_or_else(|_| "/opt/dataward/duckdb".into()),
-    );
-    let missing = if !venv.join("bin/dbt").is_file() {
-        format!(
-            "needs dbt-duckdb at {} (bash .ci/dbt-duckdb.sh)",
-            venv.display()
-        )
-    } else if !driver.join("duckdb.toml").is_file() {
-        format!(
-            "needs DuckDB's library in {} (bash .ci/duckdb.sh)",
-            driver.display()
-        )
-    } else {
-        return Some((venv, driver));
-    };
-    let message = format!("{test}: skipped: {missing}");
-    if std::env::var("DATAWARD_REQUIRE_ALL").is_ok_and(|v| v == "1") {
-        panic!("{message}, and DATAWARD_REQUIRE_ALL=1");
-    }
-    eprintln!("{message}");
-    None
-}
-
-fn text(output: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    let venv = adbc_support::dbt_venv(test, "duckdb")?;
+    Some((venv, adbc_support::duckdb_folder(test)?))
 }
 
 /// The binary, run from `cwd`, with no ambient dbt or ADBC settings but `env`.
 fn dataward(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_dataward"));
-    command
-        .current_dir(cwd)
-        .args(args)
-        .env_remove("DBT_PROFILES_DIR")
-        .env_remove("ADBC_DRIVER_PATH")
-        .env_remove("XDG_CONFIG_HOME");
-    for (k, v) in env {
-        command.env(k, v);
-    }
-    command.output().expect("run dataward")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
+    adbc_support::dataward(Some(cwd), args, env)
 }
 
 /// Runs a program of the venv in the project folder; panics with its output on failure.
 fn venv_run(venv: &Path, program: &str, project: &Path, args: &[&str]) -> String {
-    let output = Command::new(venv.join("bin").join(program))
-        .current_dir(project)
-        .args(args)
-        .env("DBT_PROFILES_DIR", project)
-        .env("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
-        .output()
-        .unwrap();
-    let (stdout, stderr) = text(&output);
-    assert!(
-        output.status.success(),
-        "{program} {args:?}: {stdout}\n{stderr}"
-    );
-    stdout
+    adbc_support::venv_run(venv, program, project, args, &[])
 }
 
 /// A spawned `serve`, killed when dropped so a failed assertion leaves none behind.
@@ -154,28 +92,7 @@ fn init_on_a_dbt_duckdb_project_writes_monitors_that_doctor_check_and_serve_run(
     assert_eq!(warehouse.kind, "duckdb", "{written}");
     assert_eq!(warehouse.path.as_deref(), Some(database.as_path()));
     assert_eq!(warehouse.url_env, None);
-    let checks = |name: &str| -> Vec<String> {
-        let monitor = config
-            .monitor
-            .iter()
-            .find(|m| m.name.as_deref() == Some(name))
-            .unwrap_or_else(|| panic!("no monitor {name} in\n{written}"));
-        monitor
-            .checks
-            .iter()
-            .map(|c| c.as_str().to_string())
-            .collect()
-    };
-    assert_eq!(
-        checks("raw.orders"),
-        ["row_count", "schema", "freshness", "volume", "null_rate"]
-    );
-    assert_eq!(checks("fct_orders"), ["row_count", "schema"]);
-    assert_eq!(checks("customer_orders"), ["row_count", "schema"]);
-    assert!(
-        !written.contains("# [warehouse") && !written.contains("# [[monitor]]"),
-        "nothing is left commented out: {written}"
-    );
+    adbc_support::assert_fixture_monitors(&config, &written);
 
     // A rerun on the unchanged project writes the same bytes: nothing.
     let output = dataward(

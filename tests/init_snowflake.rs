@@ -12,12 +12,15 @@
 //! $SNOWFLAKE_VENV) make: without them each test says so and passes, unless
 //! DATAWARD_REQUIRE_ALL=1, where it fails.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::Output;
 
 use dataward::config::Config;
 use serde_json::Value;
+
+#[path = "support/adbc.rs"]
+mod adbc_support;
+use adbc_support::{copy_dir, text, venv_run, Fakesnow};
 
 struct Venvs {
     dbt: PathBuf,
@@ -26,146 +29,22 @@ struct Venvs {
 }
 
 fn venvs_or_skip(test: &str) -> Option<Venvs> {
-    let dbt = PathBuf::from(
-        std::env::var("DATAWARD_DBT_SNOWFLAKE_VENV")
-            .unwrap_or_else(|_| "/opt/dataward/dbt-snowflake".into()),
-    );
-    let snowflake = PathBuf::from(
-        std::env::var("SNOWFLAKE_VENV").unwrap_or_else(|_| "/opt/dataward/snowflake".into()),
-    );
-    let driver = std::fs::read_dir(snowflake.join("lib"))
-        .ok()
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|python| {
-            python
-                .path()
-                .join("site-packages/adbc_driver_snowflake/libadbc_driver_snowflake.so")
-        })
-        .find(|path| path.is_file());
-    let missing = if !dbt.join("bin/dbt").is_file() {
-        format!(
-            "needs dbt-snowflake at {} (bash .ci/dbt-snowflake.sh)",
-            dbt.display()
-        )
-    } else {
-        match (driver, snowflake.join("bin/fakesnow")) {
-            (Some(driver), fakesnow) if fakesnow.is_file() => {
-                return Some(Venvs {
-                    dbt,
-                    fakesnow,
-                    driver,
-                })
-            }
-            _ => format!(
-                "needs fakesnow and the ADBC Snowflake driver in {} (bash .ci/snowflake.sh)",
-                snowflake.display()
-            ),
-        }
-    };
-    let message = format!("{test}: skipped: {missing}");
-    if std::env::var("DATAWARD_REQUIRE_ALL").is_ok_and(|v| v == "1") {
-        panic!("{message}, and DATAWARD_REQUIRE_ALL=1");
-    }
-    eprintln!("{message}");
-    None
+    let dbt = adbc_support::dbt_venv(test, "snowflake")?;
+    let snowflake = adbc_support::snowflake_venv(test)?;
+    Some(Venvs {
+        dbt,
+        fakesnow: snowflake.fakesnow,
+        driver: snowflake.library,
+    })
 }
 
-/// A fakesnow server of this test's own, killed when dropped.
-struct Fakesnow {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Fakesnow {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts `fakesnow -s` on a port it picks, read from the line Uvicorn prints.
 fn fakesnow(program: &Path) -> Fakesnow {
-    let mut child = Command::new(program)
-        .args(["-s", "--host", "127.0.0.1"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start fakesnow");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    // Read on (and drained after the port) so the server never blocks on its pipe.
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(rest) = line.split("http://127.0.0.1:").nth(1) {
-                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-                let _ = tx.send(digits.parse::<u16>().ok());
-            }
-        }
-    });
-    let mut server = Fakesnow { child, port: 0 };
-    server.port = rx
-        .recv_timeout(std::time::Duration::from_secs(60))
-        .ok()
-        .flatten()
-        .expect("fakesnow printed no port within a minute");
-    server
-}
-
-fn text(output: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    Fakesnow::start(program)
 }
 
 /// The binary, run from `cwd`, with no ambient dbt or ADBC settings but `env`.
 fn dataward(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_dataward"));
-    command
-        .current_dir(cwd)
-        .args(args)
-        .env_remove("DBT_PROFILES_DIR")
-        .env_remove("ADBC_DRIVER_PATH")
-        .env_remove("XDG_CONFIG_HOME");
-    for (k, v) in env {
-        command.env(k, v);
-    }
-    command.output().expect("run dataward")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
-/// Runs a program of the venv in the project folder; panics with its output on failure.
-fn venv_run(venv: &Path, program: &str, project: &Path, args: &[&str], env: &[(&str, &str)]) {
-    let mut command = Command::new(venv.join("bin").join(program));
-    command
-        .current_dir(project)
-        .args(args)
-        .env("DBT_PROFILES_DIR", project)
-        .env("DBT_SEND_ANONYMOUS_USAGE_STATS", "false");
-    for (k, v) in env {
-        command.env(k, v);
-    }
-    let output = command.output().unwrap();
-    let (stdout, stderr) = text(&output);
-    assert!(
-        output.status.success(),
-        "{program} {args:?}: {stdout}\n{stderr}"
-    );
+    adbc_support::dataward(Some(cwd), args, env)
 }
 
 /// The fixture project in a folder of its own.
@@ -251,28 +130,7 @@ fn init_on_a_dbt_snowflake_project_writes_monitors_that_doctor_and_check_run() {
         warehouse.password_env.as_deref(),
         Some("SHOP_SNOW_PASSWORD")
     );
-    let checks = |name: &str| -> Vec<String> {
-        let monitor = config
-            .monitor
-            .iter()
-            .find(|m| m.name.as_deref() == Some(name))
-            .unwrap_or_else(|| panic!("no monitor {name} in\n{written}"));
-        monitor
-            .checks
-            .iter()
-            .map(|c| c.as_str().to_string())
-            .collect()
-    };
-    assert_eq!(
-        checks("raw.orders"),
-        ["row_count", "schema", "freshness", "volume", "null_rate"]
-    );
-    assert_eq!(checks("fct_orders"), ["row_count", "schema"]);
-    assert_eq!(checks("customer_orders"), ["row_count", "schema"]);
-    assert!(
-        !written.contains("# [warehouse") && !written.contains("# [[monitor]]"),
-        "nothing is left commented out: {written}"
-    );
+    adbc_support::assert_fixture_monitors(&config, &written);
 
     // doctor finds the driver by its manifest, logs in, and checks every monitor.
     let drivers = driver_manifest(root.path(), &venvs.driver);
@@ -402,19 +260,28 @@ fn no_secret_of_a_snowflake_profile_reaches_what_init_writes_or_says() {
             0,
         ),
         (format!("{key_path}{}", secrets(&["password", "token"])), 0),
+        // An encrypted key: its passphrase from a variable of dataward's own.
         (
             format!(
                 "{key_path}{}",
                 secrets(&["private_key_passphrase", "password"])
             ),
-            2,
+            0,
         ),
+        // The key itself in the profile, encrypted or not.
         (
             format!(
                 "      authenticator: snowflake_jwt\n{}",
                 secrets(&["private_key"])
             ),
-            2,
+            0,
+        ),
+        (
+            format!(
+                "      authenticator: snowflake_jwt\n{}",
+                secrets(&["private_key", "private_key_passphrase"])
+            ),
+            0,
         ),
         (
             format!(
@@ -483,7 +350,27 @@ fn no_secret_of_a_snowflake_profile_reaches_what_init_writes_or_says() {
         );
         if *exit == 0 {
             let config = Config::load(&out).unwrap();
-            assert_eq!(config.warehouse["shop_snow"].kind, "snowflake");
+            let warehouse = &config.warehouse["shop_snow"];
+            assert_eq!(warehouse.kind, "snowflake");
+            // Each secret the login reads is named by a variable, written live.
+            let named = [
+                (
+                    "private_key_passphrase",
+                    &warehouse.private_key_passphrase_env,
+                    "DATAWARD_SHOP_SNOW_KEY_PASSPHRASE",
+                ),
+                (
+                    "private_key",
+                    &warehouse.private_key_env,
+                    "DATAWARD_SHOP_SNOW_PRIVATE_KEY",
+                ),
+            ];
+            for (key, setting, var) in named {
+                if login.contains(&format!("{key}:")) {
+                    assert_eq!(setting.as_deref(), Some(var), "login {login:?}: {said}");
+                    assert!(said.contains(&format!("export {var}=")), "{said}");
+                }
+            }
         }
         for (key, value) in SECRETS {
             assert!(

@@ -1255,3 +1255,91 @@ fn restore_as_left(
     version.after = Some(wh.day_prints(rel, None).unwrap_or_default());
     wh.restore_table(rel, &version).map(|r| r.rows)
 }
+
+/// Every statement the table-version calls send is in the query log, as the checks'
+/// are: each call's BEGIN and its end (COMMIT, or the ROLLBACK of a refusal), the
+/// snapshot's CREATE TABLE AS, the restore's locks, DELETE and INSERT, the drop.
+#[test]
+fn the_table_version_calls_record_every_statement_they_send() {
+    use dataward::warehouse::query_log::capture;
+    let test = "the_table_version_calls_record_every_statement_they_send";
+    let Some(pg) = start_or_skip(test) else {
+        return;
+    };
+    let rel = load_shipments(&pg);
+    let warehouse = PostgresWarehouse::new(&pg.url, 2, Duration::from_secs(10)).unwrap();
+    // What each call sent after a new connection's own set-up.
+    let sent = |log: &dataward::warehouse::query_log::Log| -> Vec<String> {
+        log.sent
+            .iter()
+            .map(|s| s.sql.clone())
+            .filter(|sql| !sql.starts_with("SET TimeZone"))
+            .collect()
+    };
+    let has = |sent: &[String], start: &str| sent.iter().any(|sql| sql.starts_with(start));
+
+    let (version, log) = capture(None, || warehouse.snapshot_table(&rel, "INC-0009-P1"));
+    let version = version.unwrap();
+    let snapshot = sent(&log);
+    assert_eq!(
+        snapshot.first().map(String::as_str),
+        Some("BEGIN"),
+        "{snapshot:#?}"
+    );
+    assert_eq!(
+        snapshot.last().map(String::as_str),
+        Some("COMMIT"),
+        "{snapshot:#?}"
+    );
+    assert!(
+        has(&snapshot, "CREATE TABLE \"dataward_versions\""),
+        "{snapshot:#?}"
+    );
+    assert!(
+        has(&snapshot, "SELECT pg_advisory_xact_lock"),
+        "{snapshot:#?}"
+    );
+
+    let (again, log) = capture(None, || warehouse.snapshot_table(&rel, "INC-0009-P1"));
+    assert!(
+        matches!(again, Err(WarehouseError::Refused(_))),
+        "{again:?}"
+    );
+    let refused = sent(&log);
+    assert_eq!(
+        refused.last().map(String::as_str),
+        Some("ROLLBACK"),
+        "{refused:#?}"
+    );
+
+    let (restored, log) = capture(None, || restore_as_left(&warehouse, &rel, &version));
+    restored.unwrap();
+    let restore = sent(&log);
+    for start in [
+        "BEGIN",
+        "LOCK TABLE",
+        "DELETE FROM",
+        "INSERT INTO",
+        "COMMIT",
+    ] {
+        assert!(has(&restore, start), "{start}: {restore:#?}");
+    }
+
+    let (found, log) = capture(None, || warehouse.find_version(&rel, "INC-0009-P1"));
+    assert!(found.unwrap().is_some());
+    assert!(
+        has(&sent(&log), "SELECT count(*) FROM"),
+        "{:#?}",
+        sent(&log)
+    );
+    let (prints, log) = capture(None, || warehouse.day_prints(&rel, None));
+    prints.unwrap();
+    assert!(has(&sent(&log), "SELECT NULL::text"), "{:#?}", sent(&log));
+    let (dropped, log) = capture(None, || warehouse.drop_version(&version));
+    dropped.unwrap();
+    assert!(
+        has(&sent(&log), "DROP TABLE IF EXISTS"),
+        "{:#?}",
+        sent(&log)
+    );
+}

@@ -10,95 +10,34 @@
 //! half a minute, and `EXPLAIN USING TEXT` (what dataward sends) is a syntax error to
 //! DuckDB underneath; doctor's answer to that is tested in tests/init_snowflake.rs.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use dataward::warehouse::snowflake::{Login, Settings, SnowflakeWarehouse};
 use dataward::warehouse::{
-    adbc, BackfillScope, MinuteCount, MinuteWindow, NullCounts, Relation, TableCounts, TableScan,
-    Warehouse, WarehouseError,
+    adbc, BackfillScope, MinuteWindow, Relation, TableScan, Warehouse, WarehouseError,
 };
 use serde_json::Value;
 
-/// The venv holding fakesnow and the driver's library, when installed.
-fn venv() -> Option<(PathBuf, PathBuf)> {
-    let venv = PathBuf::from(
-        std::env::var("SNOWFLAKE_VENV").unwrap_or_else(|_| "/opt/dataward/snowflake".into()),
-    );
-    let library = std::fs::read_dir(venv.join("lib"))
-        .ok()
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|python| {
-            python
-                .path()
-                .join("site-packages/adbc_driver_snowflake/libadbc_driver_snowflake.so")
-        })
-        .find(|path| path.is_file());
-    let fakesnow = venv.join("bin/fakesnow");
-    if let (Some(library), true) = (library, fakesnow.is_file()) {
-        return Some((fakesnow, library));
-    }
-    let missing = format!(
-        "fakesnow and the ADBC Snowflake driver are not in {} (run .ci/snowflake.sh)",
-        venv.display()
-    );
-    if std::env::var("DATAWARD_REQUIRE_ALL").as_deref() == Ok("1") {
-        panic!("{missing}, and DATAWARD_REQUIRE_ALL=1");
-    }
-    eprintln!("skipped: {missing}");
-    None
-}
+#[path = "support/adbc.rs"]
+mod adbc_support;
+use adbc_support::{every_json_line, json_lines};
 
-/// A fakesnow server of this test's own, killed when dropped.
+/// A fakesnow server of this test's own and the driver's library.
 struct Fakesnow {
-    child: Child,
+    server: adbc_support::Fakesnow,
     port: u16,
     library: PathBuf,
 }
 
-impl Drop for Fakesnow {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts `fakesnow -s` on a port it picks, read from the line Uvicorn prints.
 fn fakesnow() -> Option<Fakesnow> {
-    let (fakesnow, library) = venv()?;
-    let mut child = Command::new(fakesnow)
-        .args(["-s", "--host", "127.0.0.1"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start fakesnow");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    // Read on (and drained after the port) so the server never blocks on its pipe.
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(rest) = line.split("http://127.0.0.1:").nth(1) {
-                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-                let _ = tx.send(digits.parse::<u16>().ok());
-            }
-        }
-    });
-    let mut server = Fakesnow {
-        child,
-        port: 0,
-        library,
-    };
-    let port = rx
-        .recv_timeout(std::time::Duration::from_secs(60))
-        .ok()
-        .flatten()
-        .expect("fakesnow printed no port within a minute");
-    server.port = port;
-    Some(server)
+    let venv = adbc_support::snowflake_venv("snowflake")?;
+    let server = adbc_support::Fakesnow::start(&venv.fakesnow);
+    Some(Fakesnow {
+        port: server.port,
+        server,
+        library: venv.library,
+    })
 }
 
 const PASSWORD_ENV: &str = "DATAWARD_TEST_SNOWFLAKE_PASSWORD";
@@ -106,6 +45,7 @@ const PASSWORD_ENV: &str = "DATAWARD_TEST_SNOWFLAKE_PASSWORD";
 impl Fakesnow {
     fn settings(&self) -> Settings {
         Settings {
+            name: "snow".into(),
             account: "fakesnow".into(),
             host: Some("127.0.0.1".into()),
             port: Some(self.port),
@@ -172,6 +112,16 @@ impl Fakesnow {
     }
 }
 
+/// View ANALYTICS.ENDLESS: EVENTS joined with itself four times, half a trillion rows
+/// that fakesnow (DuckDB underneath) counts for as long as it is let.
+fn endless_view(server: &Fakesnow) {
+    server.sql(&[
+        "CREATE VIEW DW.ANALYTICS.ENDLESS AS SELECT A.ID * B.ID * C.ID * D.ID AS X \
+         FROM DW.ANALYTICS.EVENTS A, DW.ANALYTICS.EVENTS B, DW.ANALYTICS.EVENTS C, \
+         DW.ANALYTICS.EVENTS D",
+    ]);
+}
+
 /// A timestamp literal for now less `hours`.
 fn hours_ago(hours: i64) -> String {
     let at = chrono::Utc::now() - chrono::TimeDelta::hours(hours);
@@ -211,6 +161,15 @@ fn monitor(table: &str, checks: &str) -> String {
     )
 }
 
+/// The config at `path` with `settings` (`key = value` lines) added to the warehouse.
+fn with_settings(path: &Path, settings: &str) {
+    let text = std::fs::read_to_string(path).unwrap().replace(
+        "[warehouse.snow]\n",
+        &format!("[warehouse.snow]\n{settings}\n"),
+    );
+    std::fs::write(path, text).unwrap();
+}
+
 fn check_once(dir: &Path, config: &Path) -> Output {
     let data = dir.join("data");
     Command::new(env!("CARGO_BIN_EXE_dataward"))
@@ -225,22 +184,6 @@ fn check_once(dir: &Path, config: &Path) -> Output {
         .env(PASSWORD_ENV, "snow")
         .output()
         .expect("run dataward")
-}
-
-/// The lines of the checks (not the poll's cost, `{"poll": ...}`, nor the statements
-/// `--explain` lists).
-fn json_lines(output: &Output) -> Vec<Value> {
-    every_json_line(output)
-        .into_iter()
-        .filter(|l| l.get("poll").is_none() && l.get("statement").is_none())
-        .collect()
-}
-
-fn every_json_line(output: &Output) -> Vec<Value> {
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
-        .collect()
 }
 
 #[test]
@@ -523,6 +466,10 @@ fn a_secret_written_in_the_config_is_refused_by_its_line() {
         ("password = \"hunter2-secret\"", "password"),
         ("token = \"hunter2-secret\"", "token"),
         ("private_key = \"hunter2-secret\"", "private_key"),
+        (
+            "private_key_passphrase = \"hunter2-secret\"",
+            "private_key_passphrase",
+        ),
     ] {
         let config = login_config(dir.path(), line);
         let out = check_once(dir.path(), &config);
@@ -645,11 +592,7 @@ fn a_query_past_check_timeout_is_cancelled_through_the_driver() {
     };
     let dir = tempfile::tempdir().unwrap();
     estate(&server, &["events"]);
-    server.sql(&[
-        "CREATE VIEW DW.ANALYTICS.ENDLESS AS SELECT A.ID * B.ID * C.ID * D.ID AS X \
-         FROM DW.ANALYTICS.EVENTS A, DW.ANALYTICS.EVENTS B, DW.ANALYTICS.EVENTS C, \
-         DW.ANALYTICS.EVENTS D",
-    ]);
+    endless_view(&server);
     let path = server.config(dir.path(), &[monitor("events", "\"row_count\"")]);
     let text = std::fs::read_to_string(&path).unwrap().replace(
         "[warehouse.snow]\n",
@@ -690,6 +633,8 @@ fn a_poll_runs_a_snowflake_warehouse_checks_in_one_session_and_explains_them() {
         .map(|t| monitor(t, "\"row_count\", \"freshness\", \"schema\""))
         .collect();
     let config = server.config(dir.path(), &monitors);
+    // One call at a time: the poll's calls all take its one session in turn.
+    with_settings(&config, "max_concurrent = 1");
     let data = dir.path().join("data");
     let out = Command::new(env!("CARGO_BIN_EXE_dataward"))
         .args(["check", "--config", config.to_str().unwrap()])
@@ -803,54 +748,191 @@ fn a_scan_that_reads_only_recent_rows_counts_as_one_that_reads_them_all() {
         assert!(scan.pruning_bound().is_some(), "the scan prunes");
         let counted = warehouse.scan(&scan).unwrap();
         // The same counts from the rows as written.
-        let mut minutes: Vec<MinuteCount> = Vec::new();
-        for at in times.iter().filter(|at| **at >= from) {
-            let minute = at - at.rem_euclid(60);
-            match minutes.iter_mut().find(|m| m.minute == minute) {
-                Some(m) => m.rows += 1,
-                None => minutes.push(MinuteCount {
-                    minute,
-                    rows: 1,
-                    at_midnight: 0,
-                }),
-            }
-            if at.rem_euclid(day) == 0 {
-                minutes
-                    .iter_mut()
-                    .find(|m| m.minute == minute)
-                    .unwrap()
-                    .at_midnight += 1;
+        let expected = adbc_support::counts_from_rows(times, 5, from, older_from, nulls_since);
+        assert_eq!(counted, expected, "{table} ({kind})");
+    }
+}
+
+/// Two calls to one Snowflake warehouse run at once: a count of a table finishes while
+/// a query that never finishes on its own (cancelled at check_timeout) is still under
+/// way on another session. Run one after another, the count would wait for the
+/// endless query to be cancelled, and finish after it.
+#[test]
+fn a_snowflake_warehouse_runs_its_calls_at_once() {
+    let Some(server) = fakesnow() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    estate(&server, &["events"]);
+    endless_view(&server);
+    let path = server.config(dir.path(), &[monitor("events", "\"row_count\"")]);
+    with_settings(&path, "check_timeout = \"5s\"\nmax_concurrent = 2");
+    let config = dataward::config::Config::load(&path).unwrap();
+    std::env::set_var(PASSWORD_ENV, "snow");
+    let warehouse: std::sync::Arc<dyn Warehouse + Sync> =
+        std::sync::Arc::from(dataward::warehouse::open(&config, "snow").unwrap());
+    let (tx, finished) = std::sync::mpsc::channel();
+    let count = |table: &str| {
+        let (warehouse, tx) = (warehouse.clone(), tx.clone());
+        let relation = Relation::parse(&format!("analytics.{table}")).unwrap();
+        let table = table.to_string();
+        std::thread::spawn(move || {
+            let counted = warehouse.row_count(&relation);
+            let _ = tx.send((table, counted));
+        })
+    };
+    let logins = server.server.logins();
+    count("endless");
+    // The endless query's session has logged in: it holds the warehouse from here on
+    // if calls run one after another.
+    let waited = std::time::Instant::now();
+    while server.server.logins() == logins {
+        assert!(waited.elapsed().as_secs() < 60, "no login within a minute");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    count("events");
+    let bound = std::time::Duration::from_secs(120);
+    let (first, counted) = finished.recv_timeout(bound).expect("neither call ended");
+    assert_eq!(
+        first, "events",
+        "the count waited for the endless query: {counted:?}"
+    );
+    assert_eq!(counted.unwrap(), 840);
+    let (second, counted) = finished.recv_timeout(bound).expect("not cancelled");
+    assert_eq!(second, "endless");
+    let message = counted.unwrap_err().to_string();
+    assert!(message.contains("timed out"), "{message}");
+}
+
+/// A session whose query was cancelled at check_timeout is not given to the poll's
+/// next call: the warehouse may still be running the query on it (fakesnow always
+/// is, and refuses a busy connection), and the next check must not fail for it.
+#[test]
+fn a_poll_does_not_reuse_a_session_whose_query_was_cancelled() {
+    let Some(server) = fakesnow() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    estate(&server, &["events"]);
+    endless_view(&server);
+    let path = server.config(dir.path(), &[monitor("events", "\"row_count\"")]);
+    with_settings(&path, "check_timeout = \"2s\"");
+    let config = dataward::config::Config::load(&path).unwrap();
+    std::env::set_var(PASSWORD_ENV, "snow");
+    let warehouse = dataward::warehouse::open(&config, "snow").unwrap();
+    warehouse.begin_poll();
+    let endless = warehouse.row_count(&Relation::parse("analytics.endless").unwrap());
+    assert!(
+        endless
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains("timed out")),
+        "{endless:?}"
+    );
+    let counted = warehouse.row_count(&Relation::parse("analytics.events").unwrap());
+    warehouse.end_poll();
+    assert_eq!(counted.unwrap(), 840);
+}
+
+/// A private key encrypted with a passphrase (PKCS#8, as openssl makes it), mode 0600.
+fn encrypted_key(dir: &Path, passphrase: &str) -> Option<PathBuf> {
+    let key = dir.join("snowflake.p8");
+    let made = Command::new("openssl")
+        .args([
+            "genpkey",
+            "-algorithm",
+            "RSA",
+            "-pkeyopt",
+            "rsa_keygen_bits:2048",
+        ])
+        .args([
+            "-aes-256-cbc",
+            "-pass",
+            &format!("pass:{passphrase}"),
+            "-out",
+        ])
+        .arg(&key)
+        .output();
+    match made {
+        Ok(out) if out.status.success() => {}
+        _ => return adbc_support::skip("encrypted_key", "needs openssl to make a key"),
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    Some(key)
+}
+
+/// Key-pair login with an encrypted key: the key from a file or inline from an
+/// environment variable, its passphrase from another, handed to the driver, which
+/// decrypts it client-side (fakesnow takes any key, so the driver's reading is what is
+/// tested). The right passphrase logs in; a wrong one fails saying which warehouse and
+/// which config keys, and no secret reaches what dataward says.
+#[test]
+fn an_encrypted_private_key_logs_in_with_its_passphrase() {
+    let Some(server) = fakesnow() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (right, wrong) = ("right-5e1c-passphrase", "wrong-9a7f-passphrase");
+    let Some(key) = encrypted_key(dir.path(), right) else {
+        return;
+    };
+    let pem = std::fs::read_to_string(&key).unwrap();
+    assert!(pem.contains("BEGIN ENCRYPTED PRIVATE KEY"), "{pem}");
+    estate(&server, &["events"]);
+    let config = server.config(dir.path(), &[monitor("events", "\"row_count\"")]);
+    let with_password = std::fs::read_to_string(&config).unwrap();
+    let from_file =
+        "private_key_file = \"snowflake.p8\"\nprivate_key_passphrase_env = \"DW_KEY_PASS\"\n";
+    let inline = "private_key_env = \"DW_KEY\"\nprivate_key_passphrase_env = \"DW_KEY_PASS\"\n";
+    for (login, passphrase, logs_in) in [
+        (from_file, right, true),
+        (inline, right, true),
+        (from_file, wrong, false),
+        (inline, wrong, false),
+    ] {
+        let text = with_password.replace(&format!("password_env = \"{PASSWORD_ENV}\"\n"), login);
+        std::fs::write(&config, text).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_dataward"))
+            .args([
+                "check",
+                "--config",
+                config.to_str().unwrap(),
+                "--once",
+                "--json",
+            ])
+            .args(["--data-dir", dir.path().join("data").to_str().unwrap()])
+            .env("DW_KEY", &pem)
+            .env("DW_KEY_PASS", passphrase)
+            .output()
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lines = json_lines(&out);
+        assert_eq!(lines.len(), 1, "{login}: {said}");
+        if logs_in {
+            assert_eq!(lines[0]["health"], "ok", "{login}: {said}");
+            assert_eq!(lines[0]["observed"], 840.0, "{login}: {said}");
+        } else {
+            let message = lines[0]["message"].as_str().unwrap();
+            let key_setting = if login == from_file {
+                "warehouse.snow.private_key_file"
+            } else {
+                "warehouse.snow.private_key_env ($DW_KEY)"
+            };
+            for needed in [
+                "warehouse \"snow\"",
+                key_setting,
+                "$DW_KEY_PASS (warehouse.snow.private_key_passphrase_env)",
+                "incorrect password",
+            ] {
+                assert!(message.contains(needed), "{needed:?} not in {message}");
             }
         }
-        minutes.sort_by_key(|m| m.minute);
-        let recent: Vec<usize> = (0..times.len())
-            .filter(|n| times[*n] >= nulls_since)
-            .collect();
-        let expected = TableCounts {
-            rows: times.len() as u64 + 5,
-            nulls: NullCounts {
-                rows: recent.len() as u64,
-                nulls: vec![recent.iter().filter(|n| *n % 10 == 0).count() as u64],
-            },
-            older_rows: times
-                .iter()
-                .filter(|at| (older_from..from).contains(*at))
-                .count() as u64,
-            minutes,
-            // Each day's nulls over every row of the minutes read.
-            day_nulls: {
-                let mut days: Vec<(i64, Vec<u64>)> = Vec::new();
-                for (n, at) in times.iter().enumerate().filter(|(_, at)| **at >= from) {
-                    let null = u64::from(n % 10 == 0);
-                    match days.iter_mut().find(|(d, _)| *d == at.div_euclid(day)) {
-                        Some((_, nulls)) => nulls[0] += null,
-                        None => days.push((at.div_euclid(day), vec![null])),
-                    }
-                }
-                days.sort_by_key(|(d, _)| *d);
-                days
-            },
-        };
-        assert_eq!(counted, expected, "{table} ({kind})");
+        for secret in [right, wrong, "ENCRYPTED PRIVATE KEY", &pem[40..80]] {
+            assert!(!said.contains(secret), "{login}: a secret was said: {said}");
+        }
     }
 }

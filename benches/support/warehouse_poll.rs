@@ -57,12 +57,16 @@ pub fn first_and_warm_poll(
 ) {
     let config = Config::parse(config_text, &dir.join("bench.toml")).unwrap();
     let mut poller = Poller::new().unwrap();
+    let at_once = match warehouse.calls_at_once() {
+        Some(n) if n < CONCURRENCY => format!(
+            "the poller sends {n} call at a time (the warehouse runs its calls one after \
+             another)"
+        ),
+        _ => format!("the poller sends up to {CONCURRENCY} calls at once"),
+    };
     poller.add_warehouse(name, warehouse, CONCURRENCY, TIMEOUT);
     let state = dataward::store::open(&dir.join("state.db")).unwrap();
-    println!(
-        "concurrency {CONCURRENCY} asked; the poller sends one call at a time (the warehouse \
-         runs its calls one after another)"
-    );
+    println!("concurrency {CONCURRENCY} asked; {at_once}");
     for run in [
         "first poll (loads the driver, opens the warehouse)",
         "warm poll",

@@ -174,7 +174,7 @@ fn snowflake_driver(
     wh: &crate::config::WarehouseConfig,
     lines: &mut Vec<Line>,
 ) -> Option<Who> {
-    let opened = crate::warehouse::snowflake::from_config(config, wh);
+    let opened = crate::warehouse::snowflake::from_config(config, name, wh);
     let install = "dbc install snowflake (the ADBC driver manifest), or set `driver` in the \
                    warehouse's section to the path of libadbc_driver_snowflake.so (PyPI's \
                    adbc-driver-snowflake wheel holds it)";

@@ -148,12 +148,17 @@ pub enum SnowflakeLogin {
     Password(Password),
     /// An OAuth access token.
     Token(Password),
-    /// A key pair: the private key's file, absolute (a path is no secret), and the
-    /// variable the profile reads the path from.
+    /// A key pair: the private key's file, absolute (a path is no secret), the
+    /// variable the profile reads the path from, and where the passphrase of an
+    /// encrypted key is.
     KeyFile {
         path: PathBuf,
         path_env: Option<String>,
+        passphrase: Password,
     },
+    /// A key pair whose private key the profile gives itself (`private_key`): where the
+    /// key is, and where its passphrase is.
+    KeyInline { key: Password, passphrase: Password },
     /// A login dataward cannot make unattended, and why.
     Cannot(String),
 }
@@ -464,24 +469,20 @@ fn snowflake_login(output: &Yaml, file: &str, project_dir: &Path) -> Result<Snow
         .unwrap_or_else(|| "snowflake".to_string());
     let line = |key: &str| output.get(key).map_or(output.line, |v| v.line);
     let given = |key: &str| secret_at(output.get(key)) != Password::None;
-    if given("private_key_passphrase") {
-        return Ok(SnowflakeLogin::Cannot(format!(
-            "{file}: line {}: the private key is encrypted (private_key_passphrase), and              dataward reads only an unencrypted key file (mode 0600): give dataward a key              of its own and set private_key_file",
-            line("private_key_passphrase")
-        )));
-    }
+    let passphrase = secret_at(output.get("private_key_passphrase"));
     if let Some(value) = output.get("private_key_path") {
         let path = text_value(value, "private_key_path", file)?;
         return Ok(SnowflakeLogin::KeyFile {
             path: project_dir.join(path.trim()),
             path_env: value.text().and_then(env_var_name),
+            passphrase,
         });
     }
     if given("private_key") {
-        return Ok(SnowflakeLogin::Cannot(format!(
-            "{file}: line {}: the profile gives the private key itself (private_key), and              dataward reads a key from a file only: save it to a file only you can read              (chmod 600) and set private_key_file",
-            line("private_key")
-        )));
+        return Ok(SnowflakeLogin::KeyInline {
+            key: secret_at(output.get("private_key")),
+            passphrase,
+        });
     }
     match authenticator.to_ascii_lowercase().as_str() {
         "snowflake" | "username_password" => match secret_at(output.get("password")) {
@@ -739,12 +740,28 @@ mod tests {
             login("private_key_path: keys/dw.p8\npassword: hunter2\n"),
             SnowflakeLogin::KeyFile {
                 path: PathBuf::from("/project/keys/dw.p8"),
-                path_env: None
+                path_env: None,
+                passphrase: Password::None,
+            }
+        );
+        assert_eq!(
+            login(
+                "private_key_path: /k.p8\nprivate_key_passphrase: \"{{ env_var('SF_PASS') }}\"\n"
+            ),
+            SnowflakeLogin::KeyFile {
+                path: PathBuf::from("/k.p8"),
+                path_env: None,
+                passphrase: Password::Env("SF_PASS".into()),
+            }
+        );
+        assert_eq!(
+            login("private_key: \"-----BEGIN PRIVATE KEY-----\"\nprivate_key_passphrase: pass\n"),
+            SnowflakeLogin::KeyInline {
+                key: Password::InFile(5),
+                passphrase: Password::InFile(6),
             }
         );
         for cannot in [
-            "private_key: \"-----BEGIN PRIVATE KEY-----\"\n",
-            "private_key_path: /k.p8\nprivate_key_passphrase: pass\n",
             "authenticator: externalbrowser\n",
             "authenticator: oauth\ntoken: t\noauth_client_id: c\noauth_client_secret: s\n",
             "",

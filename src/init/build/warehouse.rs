@@ -129,20 +129,48 @@ fn snowflake_block(
             target.file.display()
         )
     };
-    let login = match &sf.login {
-        SnowflakeLogin::Password(Password::Env(var)) => Ok(("password_env", var.clone())),
-        SnowflakeLogin::Password(Password::InFile(line)) => {
-            let var = format!("DATAWARD_{upper}_PASSWORD");
-            note = Some(secret_in_file("password", *line, &var));
-            hint = Some(format!("export {var}=..."));
-            Ok(("password_env", var))
+    // A secret's variable: the one the profile reads, or, for a secret written in
+    // profiles.yml, one of dataward's own, said in the note and the hint.
+    let mut variable = |what: &str, secret: &Password, own: &str| -> Option<String> {
+        match secret {
+            Password::None => None,
+            Password::Env(var) => Some(var.clone()),
+            Password::InFile(line) => {
+                let var = format!("DATAWARD_{upper}_{own}");
+                let said = secret_in_file(what, *line, &var);
+                note = Some(match note.take() {
+                    Some(before) => format!("{before}; {said}"),
+                    None => said,
+                });
+                let export = format!("export {var}=...");
+                hint = Some(match hint.take() {
+                    Some(before) => format!("{before}\n{export}"),
+                    None => export,
+                });
+                Some(var)
+            }
         }
-        SnowflakeLogin::Token(Password::Env(var)) => Ok(("token_env", var.clone())),
-        SnowflakeLogin::Token(Password::InFile(line)) => {
-            let var = format!("DATAWARD_{upper}_TOKEN");
-            note = Some(secret_in_file("OAuth token", *line, &var));
-            hint = Some(format!("export {var}=..."));
-            Ok(("token_env", var))
+    };
+    let login = match &sf.login {
+        SnowflakeLogin::Password(password @ (Password::Env(_) | Password::InFile(_))) => {
+            Ok(vec![(
+                "password_env",
+                variable("password", password, "PASSWORD").expect("given"),
+            )])
+        }
+        SnowflakeLogin::Token(token @ (Password::Env(_) | Password::InFile(_))) => Ok(vec![(
+            "token_env",
+            variable("OAuth token", token, "TOKEN").expect("given"),
+        )]),
+        SnowflakeLogin::KeyInline { key, passphrase } => {
+            let mut login = Vec::new();
+            if let Some(var) = variable("private key", key, "PRIVATE_KEY") {
+                login.push(("private_key_env", var));
+            }
+            if let Some(var) = variable("private key's passphrase", passphrase, "KEY_PASSPHRASE") {
+                login.push(("private_key_passphrase_env", var));
+            }
+            Ok(login)
         }
         SnowflakeLogin::Password(Password::None) | SnowflakeLogin::Token(Password::None) => {
             Err(format!(
@@ -153,7 +181,11 @@ fn snowflake_block(
                 target.name
             ))
         }
-        SnowflakeLogin::KeyFile { path, path_env } => {
+        SnowflakeLogin::KeyFile {
+            path,
+            path_env,
+            passphrase,
+        } => {
             if let Some(var) = path_env {
                 notes.push(format!(
                     "profiles.yml reads the key's path from ${var}: this is where it pointed \
@@ -161,13 +193,22 @@ fn snowflake_block(
                      run init again."
                 ));
             }
-            if let Some(why) = key_file_unusable(path) {
-                note = Some(why);
+            let mut login = vec![("private_key_file", path.display().to_string())];
+            if let Some(var) = variable("private key's passphrase", passphrase, "KEY_PASSPHRASE") {
+                login.push(("private_key_passphrase_env", var));
             }
-            Ok(("private_key_file", path.display().to_string()))
+            Ok(login)
         }
         SnowflakeLogin::Cannot(why) => Err(why.clone()),
     };
+    if let SnowflakeLogin::KeyFile { path, .. } = &sf.login {
+        if let Some(why) = key_file_unusable(path) {
+            note = Some(match note.take() {
+                Some(before) => format!("{why}; {before}"),
+                None => why,
+            });
+        }
+    }
     let mut settings: Vec<(&str, String)> = vec![("kind", quote("snowflake"))];
     settings.push(("account", quote(&sf.account)));
     if let Some(host) = &sf.host {
@@ -190,8 +231,10 @@ fn snowflake_block(
         }
     }
     settings.push(("user", quote(&sf.user)));
-    if let Ok((name, value)) = &login {
-        settings.push((name, quote(value)));
+    if let Ok(login) = &login {
+        for (name, value) in login {
+            settings.push((name, quote(value)));
+        }
     }
 
     let mut out = String::new();

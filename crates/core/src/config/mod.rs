@@ -111,6 +111,11 @@ pub struct WarehouseConfig {
     pub password_env: Option<String>,
     /// Key-pair login: the private key file (PEM, PKCS#8), readable by its owner only.
     pub private_key_file: Option<PathBuf>,
+    /// Key-pair login: the environment variable holding the private key itself (PEM).
+    pub private_key_env: Option<String>,
+    /// Key-pair login with an encrypted key: the environment variable holding its
+    /// passphrase.
+    pub private_key_passphrase_env: Option<String>,
     /// OAuth login: the environment variable holding the token.
     pub token_env: Option<String>,
     /// Never accepted: present only so a secret written into the config is refused by
@@ -118,6 +123,7 @@ pub struct WarehouseConfig {
     pub password: Option<toml::Value>,
     pub token: Option<toml::Value>,
     pub private_key: Option<toml::Value>,
+    pub private_key_passphrase: Option<toml::Value>,
 }
 
 impl WarehouseConfig {
@@ -135,10 +141,19 @@ impl WarehouseConfig {
             ("user", self.user.is_some()),
             ("password_env", self.password_env.is_some()),
             ("private_key_file", self.private_key_file.is_some()),
+            ("private_key_env", self.private_key_env.is_some()),
+            (
+                "private_key_passphrase_env",
+                self.private_key_passphrase_env.is_some(),
+            ),
             ("token_env", self.token_env.is_some()),
             ("password", self.password.is_some()),
             ("token", self.token.is_some()),
             ("private_key", self.private_key.is_some()),
+            (
+                "private_key_passphrase",
+                self.private_key_passphrase.is_some(),
+            ),
         ]
         .into_iter()
         .filter_map(|(key, given)| given.then_some(key))
@@ -831,14 +846,19 @@ fn validate_snowflake(at: &str, wh: &WarehouseConfig) -> Result<(), Bad> {
         ("password", sf.password.is_some()),
         ("token", sf.token.is_some()),
         ("private_key", sf.private_key.is_some()),
+        (
+            "private_key_passphrase",
+            sf.private_key_passphrase.is_some(),
+        ),
     ] {
         if given {
             return Err(Bad::key(
                 key,
                 format!(
                     "{at}.{key}: a secret is never written in the config; name the \
-                     environment variable holding it (`password_env`, `token_env`) or the \
-                     key file (`private_key_file`, mode 0600) instead, and remove this line"
+                     environment variable holding it (`password_env`, `token_env`, \
+                     `private_key_env`, `private_key_passphrase_env`) or the key file \
+                     (`private_key_file`, mode 0600) instead, and remove this line"
                 ),
             ));
         }
@@ -849,7 +869,7 @@ fn validate_snowflake(at: &str, wh: &WarehouseConfig) -> Result<(), Bad> {
         ("attach", !wh.attach.is_empty()),
     ] {
         if given {
-            return Err(Bad::key(key, format!("{at}.{key}: not a snowflake key; a snowflake warehouse takes `account`, `database`, `user` and one of `password_env`, `private_key_file`, `token_env`")));
+            return Err(Bad::key(key, format!("{at}.{key}: not a snowflake key; a snowflake warehouse takes `account`, `database`, `user` and one of `password_env`, `private_key_file`, `private_key_env`, `token_env`")));
         }
     }
     for (key, value) in [
@@ -872,19 +892,28 @@ fn validate_snowflake(at: &str, wh: &WarehouseConfig) -> Result<(), Bad> {
     let logins: Vec<&str> = [
         ("password_env", sf.password_env.is_some()),
         ("private_key_file", sf.private_key_file.is_some()),
+        ("private_key_env", sf.private_key_env.is_some()),
         ("token_env", sf.token_env.is_some()),
     ]
     .into_iter()
     .filter_map(|(key, given)| given.then_some(key))
     .collect();
     match logins.as_slice() {
-        [] => return Err(Bad::section(format!("{at}: a snowflake warehouse needs one way to log in: `password_env` or `token_env` (an environment variable's name), or `private_key_file`"))),
+        [] => return Err(Bad::section(format!("{at}: a snowflake warehouse needs one way to log in: `password_env` or `token_env` (an environment variable's name), or a private key: `private_key_file` or `private_key_env`"))),
         [_] => {}
         [_, second, ..] => return Err(Bad::key(second, format!("{at}: one way to log in, not {}", logins.join(" and ")))),
+    }
+    if sf.private_key_passphrase_env.is_some()
+        && sf.private_key_file.is_none()
+        && sf.private_key_env.is_none()
+    {
+        return Err(Bad::key("private_key_passphrase_env", format!("{at}.private_key_passphrase_env: a passphrase with no private key; set `private_key_file` or `private_key_env`")));
     }
     for (key, var) in [
         ("password_env", &sf.password_env),
         ("token_env", &sf.token_env),
+        ("private_key_env", &sf.private_key_env),
+        ("private_key_passphrase_env", &sf.private_key_passphrase_env),
     ] {
         if let Some(var) = var {
             if !is_env_var_name(var) {

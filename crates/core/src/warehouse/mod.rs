@@ -734,7 +734,7 @@ pub fn open(
             ))
         }
         "snowflake" => Ok(Box::new(
-            snowflake::from_config(config, wh).cancel_after(limit),
+            snowflake::from_config(config, name, wh).cancel_after(limit),
         )),
         _ => {
             let path = config.resolve(wh.path.as_ref().expect("validated"));

@@ -195,6 +195,92 @@ impl Returned for postgres::Row {
     }
 }
 
+impl Returned for Option<postgres::Row> {
+    fn rows(&self) -> u64 {
+        u64::from(self.is_some())
+    }
+}
+
+/// Statements that return no rows (the rows they changed are not what they returned).
+impl Returned for u64 {
+    fn rows(&self) -> u64 {
+        0
+    }
+}
+
+impl Returned for () {
+    fn rows(&self) -> u64 {
+        0
+    }
+}
+
+/// A transaction whose every statement is recorded in the query log as it is sent,
+/// its start and its end included: COMMIT, or the ROLLBACK the client sends when it is
+/// dropped uncommitted (a refusal, a failure).
+struct Tx<'a> {
+    tx: Option<postgres::Transaction<'a>>,
+}
+
+impl<'a> Tx<'a> {
+    /// `BEGIN`, or `START TRANSACTION READ ONLY`.
+    fn begin(client: &'a mut Client, read_only: bool) -> Result<Tx<'a>, postgres::Error> {
+        let (sql, tx) = if read_only {
+            let tx = client.build_transaction().read_only(true).start();
+            ("START TRANSACTION READ ONLY", tx)
+        } else {
+            ("BEGIN", client.transaction())
+        };
+        query_log::sent(sql, 0, None);
+        Ok(Tx { tx: Some(tx?) })
+    }
+
+    fn open(&mut self) -> &mut postgres::Transaction<'a> {
+        self.tx.as_mut().expect("open until it ends")
+    }
+
+    fn query(&mut self, sql: &str, params: &[&Param]) -> Result<Vec<Row>, postgres::Error> {
+        sent(sql, self.open().query(sql, params))
+    }
+
+    fn query_one(&mut self, sql: &str, params: &[&Param]) -> Result<Row, postgres::Error> {
+        sent(sql, self.open().query_one(sql, params))
+    }
+
+    fn query_opt(&mut self, sql: &str, params: &[&Param]) -> Result<Option<Row>, postgres::Error> {
+        sent(sql, self.open().query_opt(sql, params))
+    }
+
+    fn execute(&mut self, sql: &str, params: &[&Param]) -> Result<u64, postgres::Error> {
+        sent(sql, self.open().execute(sql, params))
+    }
+
+    fn batch_execute(&mut self, sql: &str) -> Result<(), postgres::Error> {
+        sent(sql, self.open().batch_execute(sql))
+    }
+
+    fn commit(mut self) -> Result<(), postgres::Error> {
+        let tx = self.tx.take().expect("open until it ends");
+        sent("COMMIT", tx.commit())
+    }
+
+    fn rollback(mut self) -> Result<(), postgres::Error> {
+        let tx = self.tx.take().expect("open until it ends");
+        sent("ROLLBACK", tx.rollback())
+    }
+}
+
+impl Drop for Tx<'_> {
+    fn drop(&mut self) {
+        // The client rolls an unfinished transaction back as it is dropped.
+        if self.tx.is_some() {
+            query_log::sent("ROLLBACK", 0, None);
+        }
+    }
+}
+
+type Param = dyn postgres::types::ToSql + Sync;
+type Row = postgres::Row;
+
 /// Records a check's query in the query log (see [`query_log`]) once sent, failed or
 /// not. The SQL as sent: its values go separately, as `$1`, `$2`.
 fn sent<T: Returned>(sql: &str, result: Result<T, postgres::Error>) -> Result<T, postgres::Error> {
@@ -412,8 +498,8 @@ impl Warehouse for PostgresWarehouse {
         // In a read-only transaction, always rolled back: a function the SQL calls
         // cannot write either.
         self.with_client(|c| {
-            let mut tx = c.build_transaction().read_only(true).start()?;
-            let row = sent(&sql, tx.query_one(&sql, &[]));
+            let mut tx = Tx::begin(c, true)?;
+            let row = tx.query_one(&sql, &[]);
             tx.rollback()?;
             row
         })
@@ -525,8 +611,8 @@ impl Warehouse for PostgresWarehouse {
             table = relation.quoted(),
         );
         let row = self.with_client(|c| {
-            let mut tx = c.build_transaction().read_only(true).start()?;
-            let row = sent(&sql, tx.query_one(&sql, &[]));
+            let mut tx = Tx::begin(c, true)?;
+            let row = tx.query_one(&sql, &[]);
             tx.rollback()?;
             row
         })?;
@@ -544,8 +630,8 @@ impl Warehouse for PostgresWarehouse {
         );
         let (start, end) = gap.bounds();
         let row = self.with_client(|c| {
-            let mut tx = c.build_transaction().read_only(true).start()?;
-            let row = sent(&sql, tx.query_one(&sql, &[&(start as f64), &(end as f64)]));
+            let mut tx = Tx::begin(c, true)?;
+            let row = tx.query_one(&sql, &[&(start as f64), &(end as f64)]);
             tx.rollback()?;
             row
         })?;
@@ -560,7 +646,7 @@ impl Warehouse for PostgresWarehouse {
         tag: &str,
     ) -> Result<TableVersion, WarehouseError> {
         self.with_client(|c| {
-            let mut tx = c.transaction()?;
+            let mut tx = Tx::begin(c, false)?;
             let source = match find_table(&mut tx, relation)? {
                 Ok(source) => source,
                 Err(refused) => return Ok(Err(refused)),
@@ -629,7 +715,7 @@ impl Warehouse for PostgresWarehouse {
     ) -> Result<Restored, WarehouseError> {
         let copy = own_copy(relation, version)?;
         self.with_client(|c| {
-            let mut tx = c.transaction()?;
+            let mut tx = Tx::begin(c, false)?;
             let source = match find_table(&mut tx, relation)? {
                 Ok(source) => source,
                 Err(refused) => return Ok(Err(refused)),
@@ -722,7 +808,7 @@ impl Warehouse for PostgresWarehouse {
         column: Option<&str>,
     ) -> Result<Vec<DayPrint>, WarehouseError> {
         self.with_client(|c| {
-            let mut tx = c.transaction()?;
+            let mut tx = Tx::begin(c, false)?;
             let source = match find_table(&mut tx, relation)? {
                 Ok(source) => source,
                 Err(refused) => return Ok(Err(refused)),
@@ -735,7 +821,7 @@ impl Warehouse for PostgresWarehouse {
         let copy = own_copy_name(&version.copy)?;
         // IF EXISTS also covers a schema never made: the server notes it and goes on.
         let sql = format!("DROP TABLE IF EXISTS {}", copy.quoted());
-        self.with_client(|c| c.batch_execute(&sql))
+        self.with_client(|c| sent(&sql, c.batch_execute(&sql)))
     }
 
     fn find_version(
@@ -744,7 +830,7 @@ impl Warehouse for PostgresWarehouse {
         tag: &str,
     ) -> Result<Option<TableVersion>, WarehouseError> {
         self.with_client(|c| {
-            let mut tx = c.transaction()?;
+            let mut tx = Tx::begin(c, false)?;
             let source = match find_table(&mut tx, relation)? {
                 Ok(source) => source,
                 Err(refused) => return Ok(Err(refused)),
@@ -777,7 +863,7 @@ const VERSIONS_LOCK: i64 = 0x6477_7665_7273;
 /// `relation` as the server resolves it (an unqualified name through the search path),
 /// with its schema, when it is a table or a partitioned table; refused otherwise.
 fn find_table(
-    tx: &mut postgres::Transaction<'_>,
+    tx: &mut Tx<'_>,
     relation: &Relation,
 ) -> Result<Result<Relation, WarehouseError>, postgres::Error> {
     let row = tx.query_opt(
@@ -801,10 +887,7 @@ fn find_table(
     })
 }
 
-fn exists(
-    tx: &mut postgres::Transaction<'_>,
-    relation: &Relation,
-) -> Result<bool, postgres::Error> {
+fn exists(tx: &mut Tx<'_>, relation: &Relation) -> Result<bool, postgres::Error> {
     Ok(tx
         .query_one(
             "SELECT to_regclass($1::text) IS NOT NULL",
@@ -820,7 +903,7 @@ fn exists(
 /// [`Warehouse::day_prints`] of `source` (as found): each row hashed as the text of its
 /// columns in table order, 32 bits of its MD5 summed per UTC day.
 fn prints(
-    tx: &mut postgres::Transaction<'_>,
+    tx: &mut Tx<'_>,
     source: &Relation,
     column: Option<&str>,
 ) -> Result<Vec<DayPrint>, postgres::Error> {
@@ -846,10 +929,7 @@ fn prints(
         .collect())
 }
 
-fn writable_columns(
-    tx: &mut postgres::Transaction<'_>,
-    relation: &Relation,
-) -> Result<Vec<Column>, postgres::Error> {
+fn writable_columns(tx: &mut Tx<'_>, relation: &Relation) -> Result<Vec<Column>, postgres::Error> {
     let rows = tx.query(
         "SELECT attname::text, format_type(atttypid, atttypmod)
          FROM pg_attribute

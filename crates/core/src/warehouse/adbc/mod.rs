@@ -25,6 +25,8 @@ use arrow_schema::DataType;
 
 use super::{query_log, Limit, WarehouseError};
 
+pub mod warehouse;
+
 /// What a warehouse kind needs to find its driver.
 pub struct DriverKind {
     /// The manifest name looked up when the config names no driver, e.g. `duckdb`.
@@ -187,6 +189,7 @@ impl OpenDatabase {
         Ok(Session {
             connection,
             limit: None,
+            cancelled: false,
         })
     }
 }
@@ -196,6 +199,9 @@ impl OpenDatabase {
 pub struct Session {
     connection: ManagedConnection,
     limit: Option<Limit>,
+    /// A statement was cancelled at its limit: the warehouse may still be running it
+    /// on this connection, so it is not used again.
+    cancelled: bool,
 }
 
 /// A value of a result's cell, as the checks read it.
@@ -249,6 +255,11 @@ impl Session {
         self.limit = limit;
     }
 
+    /// Whether a statement was cancelled at the limit on this connection.
+    pub fn was_cancelled(&self) -> bool {
+        self.cancelled
+    }
+
     /// Runs a query and reads every row of its result. Recorded in the query log
     /// (see [`query_log`]), and not sent past the poll's query guard.
     pub fn query(&mut self, sql: &str) -> Result<Vec<Vec<Value>>, WarehouseError> {
@@ -282,23 +293,24 @@ impl Session {
     /// when the limit has passed; a statement cancelled fails with a timeout naming
     /// the warehouse and its limit, whatever the driver's own error says.
     fn within_limit<T>(
-        &self,
+        &mut self,
         mut statement: ManagedStatement,
         run: impl FnOnce(&mut ManagedStatement) -> Result<T, WarehouseError>,
     ) -> Result<T, WarehouseError> {
-        let Some(limit) = &self.limit else {
+        let Some(limit) = self.limit.clone() else {
             return run(&mut statement);
         };
         let cancel: Box<dyn CancelHandle> = statement.get_cancel_handle();
         let (finished, watch) = mpsc::channel::<()>();
+        let watched = &limit;
         let (result, cancelled) = std::thread::scope(|scope| {
-            let watchdog = scope.spawn(move || match watch.recv_timeout(limit.timeout) {
+            let watchdog = scope.spawn(move || match watch.recv_timeout(watched.timeout) {
                 Err(RecvTimeoutError::Timeout) => {
                     if let Err(e) = cancel.try_cancel() {
                         tracing::warn!(
                             "warehouse {:?}: the driver could not cancel a statement past \
                              its check_timeout: {}",
-                            limit.warehouse,
+                            watched.warehouse,
                             e.message
                         );
                     }
@@ -310,6 +322,7 @@ impl Session {
             drop(finished);
             (result, watchdog.join().unwrap_or(false))
         });
+        self.cancelled |= cancelled;
         match result {
             Err(_) if cancelled => Err(limit.timed_out()),
             other => other,

@@ -4,7 +4,6 @@
 
 use chrono::NaiveTime;
 
-use super::super::adbc::Session;
 use super::super::{
     CastTarget, Column, Relation, TableScan, WarehouseError, BOOLEAN_WORDS, DATE_WORDS,
     PRUNING_SLACK,
@@ -205,10 +204,6 @@ pub(super) fn versions_copy(source: &Relation, tag: &str) -> Result<Relation, Wa
         table: source.table.to_lowercase(),
     };
     super::super::versions_copy(&lower, tag)
-}
-
-pub(super) fn count_rows(s: &mut Session, relation: &Relation) -> Result<u64, WarehouseError> {
-    s.query_one(&row_count_sql(relation))?[0].count()
 }
 
 /// The SQL of [`Warehouse::row_count`].
