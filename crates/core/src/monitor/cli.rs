@@ -89,13 +89,12 @@ pub fn check(
         );
     }
     let mut poller = Poller::from_config(&config)?;
-    let state = crate::store::open(&data_dir.join("dataward.db"))?;
+    let mut beside = Beside::default();
     let start = Instant::now();
     // The first poll reads every table's whole lookback: on a large estate it takes a
     // while, so it says how far it got on stderr (stdout stays the verdicts).
     poller.set_progress(Some(first_poll_progress()));
-    let polled =
-        poller.poll_explained(&state, &config.monitor, crate::clock::Clock::wall().now())?;
+    let polled = poll(&poller, &config.monitor, data_dir, &mut beside)?;
     poller.set_progress(None);
     let observations = print_poll(&config.monitor, polled, json, explain)?;
     if once {
@@ -117,14 +116,49 @@ pub fn check(
             next_due[i] = now + every[i];
         }
         if !monitors.is_empty() {
-            let polled =
-                poller.poll_explained(&state, &monitors, crate::clock::Clock::wall().now())?;
+            let polled = poll(&poller, &monitors, data_dir, &mut beside)?;
             print_poll(&monitors, polled, json, explain)?;
         }
         let Some(next) = next_due.iter().min() else {
             return Ok(ExitCode::SUCCESS);
         };
         std::thread::sleep(next.saturating_duration_since(Instant::now()));
+    }
+}
+
+/// The engine `check` last found beside it, if any, so it says so once per engine.
+#[derive(Default)]
+struct Beside(Option<String>);
+
+/// One poll of `monitors`. The state database has one writer: with no engine on
+/// `data_dir`, `check` is it, under the engine's lock for the poll, and stores what it
+/// read as the engine would. Beside a running engine (which polls and stores on its
+/// own) it judges against a copy of the engine's history and stores nothing, so the
+/// engine's rows and baselines are as the engine wrote them.
+fn poll(
+    poller: &Poller,
+    monitors: &[crate::config::MonitorConfig],
+    data_dir: &Path,
+    beside: &mut Beside,
+) -> Result<(Vec<Observation>, Vec<PollCost>, Vec<Explained>)> {
+    let now = crate::clock::Clock::wall().now();
+    match crate::store::EngineLock::try_acquire(data_dir)? {
+        Ok(lock) => {
+            beside.0 = None;
+            poller.poll_explained(&lock.open_state()?, monitors, now)
+        }
+        Err(engine) => {
+            if beside.0.as_ref() != Some(&engine) {
+                eprintln!(
+                    "dataward check: an engine ({engine}) serves {}; these verdicts are judged \
+                     against its history and not stored (it stores its own polls)",
+                    data_dir.display()
+                );
+                beside.0 = Some(engine);
+            }
+            let copy = crate::store::scratch_copy(&data_dir.join("dataward.db"))?;
+            poller.poll_explained(&copy, monitors, now)
+        }
     }
 }
 
