@@ -185,9 +185,6 @@ const PENDING_WRITERS: &[&str] = &[
     // runs beside it (`Marks::Here`); beside one it hands them over, yet still opens
     // the database for writing to read its outbox.
     "crates/core/src/notify/relay.rs",
-    // `dataward stop --reason/--lift` appends the stop to the chain itself, whether an
-    // engine runs or not.
-    "src/cli/chain.rs",
 ];
 
 /// `file:line` for every line of `text` (up to its in-file tests) that opens the state
