@@ -1158,5 +1158,8 @@ fn check_beside_a_serving_engine_prints_verdicts_and_stores_nothing() {
         "{}",
         binary::text(&out)
     );
-    assert!(observations(&data) > stored, "check stored nothing with no engine");
+    assert!(
+        observations(&data) > stored,
+        "check stored nothing with no engine"
+    );
 }

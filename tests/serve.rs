@@ -412,7 +412,11 @@ fn org_stops(dir: &Path) -> i64 {
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
     )
     .unwrap()
-    .query_row("SELECT count(*) FROM chain WHERE kind = 'org_stop'", [], |r| r.get(0))
+    .query_row(
+        "SELECT count(*) FROM chain WHERE kind = 'org_stop'",
+        [],
+        |r| r.get(0),
+    )
     .unwrap()
 }
 
@@ -426,7 +430,11 @@ fn stop_without_an_engine_writes_under_the_engine_lock_and_never_beside_one() {
     let d = dir.path();
     let first = dataward(&["stop", "--reason", "drill"], d);
     assert_eq!(first.status.code(), Some(1), "{}", text(&first));
-    assert!(text(&first).contains("no engine is serving"), "{}", text(&first));
+    assert!(
+        text(&first).contains("no engine is serving"),
+        "{}",
+        text(&first)
+    );
     assert_eq!(org_stops(d), 1);
 
     // Held as an engine holds it from its start, before its socket listens.
@@ -439,11 +447,21 @@ fn stop_without_an_engine_writes_under_the_engine_lock_and_never_beside_one() {
         .unwrap();
     lock.try_lock().unwrap();
     let beside = binary::dataward_within(
-        &["stop", "--reason", "again", "--data-dir", d.to_str().unwrap()],
+        &[
+            "stop",
+            "--reason",
+            "again",
+            "--data-dir",
+            d.to_str().unwrap(),
+        ],
         Duration::from_secs(60),
     );
     let said = text(&beside);
-    assert_eq!(org_stops(d), 1, "a stop was written beside an engine: {said}");
+    assert_eq!(
+        org_stops(d),
+        1,
+        "a stop was written beside an engine: {said}"
+    );
     assert_eq!(beside.status.code(), Some(2), "{said}");
     assert!(
         said.contains("does not answer on its socket") && said.contains("nothing was recorded"),

@@ -180,12 +180,7 @@ const ENGINES: &[&str] = &["src/engine/server.rs", "src/demo/mod.rs"];
 /// Files that still open the state database for writing beside the engine, each to be
 /// moved onto the engine. Shrink this list; never grow it. A file listed here that no
 /// longer opens it fails the test until it is taken off.
-const PENDING_WRITERS: &[&str] = &[
-    // A relay's carrier opens it for writing: it writes its marks itself when no engine
-    // runs beside it (`Marks::Here`); beside one it hands them over, yet still opens
-    // the database for writing to read its outbox.
-    "crates/core/src/notify/relay.rs",
-];
+const PENDING_WRITERS: &[&str] = &[];
 
 /// `file:line` for every line of `text` (up to its in-file tests) that opens the state
 /// database for writing: calls the store's `open`, or brings it in by name.
