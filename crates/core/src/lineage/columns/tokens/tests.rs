@@ -1,4 +1,3 @@
-
 use super::super::{find_with_tokens, ColumnChange, Dialect, Risk, UseKind};
 use super::*;
 
