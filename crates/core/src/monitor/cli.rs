@@ -131,21 +131,31 @@ pub fn check(
 struct Beside(Option<String>);
 
 /// One poll of `monitors`. The state database has one writer: with no engine on
-/// `data_dir`, `check` is it, under the engine's lock for the poll, and stores what it
-/// read as the engine would. Beside a running engine (which polls and stores on its
-/// own) it judges against a copy of the engine's history and stores nothing, so the
-/// engine's rows and baselines are as the engine wrote them.
+/// `data_dir`, `check` is it, under the engine's lock while it stores what it read (as
+/// the engine would), and only then, so an engine can start while the warehouse is
+/// read. Beside a running engine (which polls and stores on its own) it judges against
+/// a copy of the engine's history and stores nothing, so the engine's rows and
+/// baselines are as the engine wrote them.
 fn poll(
     poller: &Poller,
     monitors: &[crate::config::MonitorConfig],
     data_dir: &Path,
     beside: &mut Beside,
 ) -> Result<(Vec<Observation>, Vec<PollCost>, Vec<Explained>)> {
+    let db = data_dir.join("dataward.db");
+    if !db.exists() {
+        // A first check creates the state database, as the engine would.
+        if let Ok(lock) = crate::store::EngineLock::try_acquire(data_dir)? {
+            lock.open_state()?;
+        }
+    }
     let now = crate::clock::Clock::wall().now();
-    match crate::store::EngineLock::try_acquire(data_dir)? {
+    let read = poller.read(&crate::store::open_read_only(&db)?, monitors, now)?;
+    let (cost, explained) = (read.cost(), read.explained());
+    let observations = match crate::store::EngineLock::try_acquire(data_dir)? {
         Ok(lock) => {
             beside.0 = None;
-            poller.poll_explained(&lock.open_state()?, monitors, now)
+            read.store(&lock.open_state()?)?
         }
         Err(engine) => {
             if beside.0.as_ref() != Some(&engine) {
@@ -156,10 +166,10 @@ fn poll(
                 );
                 beside.0 = Some(engine);
             }
-            let copy = crate::store::scratch_copy(&data_dir.join("dataward.db"))?;
-            poller.poll_explained(&copy, monitors, now)
+            read.store(&crate::store::scratch_copy(&db)?)?
         }
-    }
+    };
+    Ok((observations, cost, explained))
 }
 
 /// "first poll: 37 of 120 tables" on stderr (see [`Throttle`]).
