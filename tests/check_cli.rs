@@ -1089,3 +1089,78 @@ fn a_bad_max_queries_per_poll_is_refused_naming_the_file_and_key() {
         std::fs::remove_file(dir.path().join("wh.db")).unwrap();
     }
 }
+
+/// Rows of the state database's `observation` table, read without writing.
+fn observations(data: &Path) -> i64 {
+    let Ok(conn) = rusqlite::Connection::open_with_flags(
+        data.join("dataward.db"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    ) else {
+        return 0;
+    };
+    conn.query_row("SELECT count(*) FROM observation", [], |r| r.get(0))
+        .unwrap_or(0)
+}
+
+/// One writer to the state database: `check` beside a running `dataward serve` polls
+/// and prints its verdicts, judged against the engine's history, and stores nothing
+/// (the engine stores its own polls); with no engine, it stores what it polled.
+#[test]
+fn check_beside_a_serving_engine_prints_verdicts_and_stores_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    sqlite_estate(dir.path());
+    let config = dir.path().join("dataward.toml");
+    std::fs::write(
+        &config,
+        "[warehouse.local]\nkind = \"sqlite\"\npath = \"wh.db\"\n\n\
+         [[monitor]]\nwarehouse = \"local\"\ntable = \"events\"\n\
+         checks = [\"row_count\", \"freshness\"]\ntimestamp_column = \"at\"\nevery = \"1d\"\n",
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let engine = binary::Engine(
+        std::process::Command::new(env!("CARGO_BIN_EXE_dataward"))
+            .args(["serve", "--config"])
+            .arg(&config)
+            .arg("--data-dir")
+            .arg(&data)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // The engine's first poll stored; the next is a day away.
+    let mut stored = 0;
+    for _ in 0..1200 {
+        stored = observations(&data);
+        if stored > 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(stored > 0, "the engine never stored its first poll");
+
+    let out = check_once(&config, &data, &[]);
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        binary::text(&out)
+    );
+    assert_eq!(json_lines(&out).len(), 2, "{}", binary::text(&out));
+    assert_eq!(observations(&data), stored, "check wrote beside the engine");
+    assert!(said.contains("not stored"), "{said}");
+    drop(engine);
+
+    // No engine: check is the one writer, and stores what it polled.
+    let out = check_once(&config, &data, &[]);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        binary::text(&out)
+    );
+    assert!(
+        observations(&data) > stored,
+        "check stored nothing with no engine"
+    );
+}

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use chrono::TimeDelta;
 use dataward::engine::api::{EventKind, ProposalKind};
-use dataward::notify::relay::{Backoff, Carrier, Jitter, Next};
+use dataward::notify::relay::{Backoff, Carrier, Jitter, Marks, Next};
 use http::{Api, FakeApi};
 use serde_json::Value;
 use story::{owner, play_minutes, start};
@@ -139,6 +139,8 @@ fn a_forwarded_note_says_where_it_went_and_arrives_there() {
         config,
         "oncall",
         &dir.path().join("dataward.db"),
+        // The test writes the marks, as the engine does beside a relay.
+        Marks::on(dataward::store::open(&dir.path().join("dataward.db")).unwrap()),
         client,
         Backoff::default(),
         Jitter::new(1),

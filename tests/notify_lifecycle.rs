@@ -14,7 +14,7 @@ use std::time::Duration;
 use chrono::TimeDelta;
 use dataward::config::Config;
 use dataward::engine::api::Command;
-use dataward::notify::relay::{Backoff, Carrier, Done, Jitter, Next};
+use dataward::notify::relay::{Backoff, Carrier, Done, Jitter, Marks, Next};
 use http::{Api, FakeApi};
 use story::{approve_all, owner, play_minutes, start};
 
@@ -99,6 +99,8 @@ fn deliver(dir: &Path) {
             config.clone(),
             &name,
             &dir.join("dataward.db"),
+            // The test writes the marks, as the engine does beside a relay.
+            Marks::on(dataward::store::open(&dir.join("dataward.db")).unwrap()),
             client.clone(),
             Backoff::default(),
             Jitter::new(1),

@@ -87,9 +87,20 @@ struct Setup {
 /// A state database, a config with one destination pointed at `server`, its secret in
 /// a variable of the test's own, and a carrier for it.
 fn setup(server: &FakeApi, kind: &str, var: &str, timeout: Duration) -> Setup {
+    setup_marking(server, kind, var, timeout, None)
+}
+
+/// [`setup`], its carrier's marks handed to `marks` (written by the test otherwise).
+fn setup_marking(
+    server: &FakeApi,
+    kind: &str,
+    var: &str,
+    timeout: Duration,
+    marks: Option<Marks>,
+) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("dataward.db");
-    dataward::store::open(&db).unwrap();
+    let state = dataward::store::open(&db).unwrap();
     let (secret_key, value, base) = match kind {
         "pagerduty" => (
             "routing_key",
@@ -111,7 +122,10 @@ fn setup(server: &FakeApi, kind: &str, var: &str, timeout: Duration) -> Setup {
         base: Duration::from_secs(1),
         cap: Duration::from_secs(60),
     };
-    let carrier = Carrier::new(config, "dest", &db, client, backoff, Jitter::new(42)).unwrap();
+    // The test is the state database's writer here, as the engine is beside a relay.
+    let marks = marks.unwrap_or_else(|| Marks::on(state));
+    let carrier =
+        Carrier::new(config, "dest", &db, marks, client, backoff, Jitter::new(42)).unwrap();
     Setup {
         _dir: dir,
         db,
@@ -519,24 +533,25 @@ fn a_refused_connection_never_shows_the_webhook_url() {
 #[test]
 fn marks_handed_to_the_engine_are_written_by_it_not_by_the_relay() {
     let server = FakeApi::start(Api::PagerDuty, "R0UTINGKEY0123456789abcdef012345");
-    let s = setup(
+    let handed = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let refuse = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let (kept, refusing) = (handed.clone(), refuse.clone());
+    let s = setup_marking(
         &server,
         "pagerduty",
         "DATAWARD_TEST_RELAY_PD_MARKS",
         Duration::from_secs(5),
+        Some(Marks::to(move |mark| {
+            anyhow::ensure!(
+                !refusing.load(std::sync::atomic::Ordering::SeqCst),
+                "the engine refused the mark"
+            );
+            kept.lock().unwrap().push(mark);
+            Ok(())
+        })),
     );
     enqueue(&s.db, "pagerduty", &lifecycle("INC-0001")[..1]);
-    let handed = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let refuse = Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let (kept, refusing) = (handed.clone(), refuse.clone());
-    let mut carrier = s.carrier.with_marks(Marks::Engine(Arc::new(move |mark| {
-        anyhow::ensure!(
-            !refusing.load(std::sync::atomic::Ordering::SeqCst),
-            "the engine refused the mark"
-        );
-        kept.lock().unwrap().push(mark);
-        Ok(())
-    })));
+    let mut carrier = s.carrier;
     let err = carrier.step(T0).unwrap_err();
     assert!(format!("{err:#}").contains("refused the mark"), "{err:#}");
     assert_eq!(statuses(&s.db), [("pending".to_string(), 0, None)]);
@@ -639,7 +654,7 @@ fn the_relay_threads_retry_on_a_virtual_clock_when_it_moves() {
         },
         timeout: Duration::from_secs(5),
         clock: clock.clone(),
-        marks: Marks::Here,
+        marks: Marks::on(dataward::store::open(&s.db).unwrap()),
     };
     let relay = Relay::start(&config, &s.db, options, Arc::new(|| {}))
         .unwrap()
@@ -674,4 +689,28 @@ fn the_relay_threads_retry_on_a_virtual_clock_when_it_moves() {
     });
     relay.stop();
     assert_eq!(statuses(&s.db)[0].1, 2, "tried twice: once down, once up");
+}
+
+/// The relay never writes the state database (the engine is its one writer): a carrier
+/// reads its outbox on a read-only connection, so one pointed at a database that is not
+/// there does not create one, it says there is none.
+#[test]
+fn a_carrier_only_reads_the_state_database_and_never_creates_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "[[alert]]\nname = \"dest\"\nkind = \"slack\"\n\
+                webhook_url_env = \"DATAWARD_TEST_RELAY_NEVER_SET\"\n";
+    let config = Arc::new(Config::parse(text, &dir.path().join("team.toml")).unwrap());
+    let missing = dir.path().join("dataward.db");
+    let made = Carrier::new(
+        config,
+        "dest",
+        &missing,
+        Marks::to(|_| Ok(())),
+        dataward::notify::client(Duration::from_secs(5)).unwrap(),
+        Backoff::default(),
+        Jitter::new(1),
+    );
+    assert!(!missing.exists(), "the relay created the state database");
+    let err = made.err().expect("no state database to read");
+    assert!(format!("{err:#}").contains("no state database"), "{err:#}");
 }

@@ -404,3 +404,68 @@ fn the_team_reaches_the_engine_through_its_group_and_the_policy_decides_who_deci
         text(&outsider)
     );
 }
+
+/// The org stop's records in the chain, read without writing.
+fn org_stops(dir: &Path) -> i64 {
+    rusqlite::Connection::open_with_flags(
+        dir.join("dataward.db"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap()
+    .query_row(
+        "SELECT count(*) FROM chain WHERE kind = 'org_stop'",
+        [],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
+/// One writer to the state database: with no engine, `dataward stop` writes the stop
+/// itself under the engine's lock; while an engine holds the data directory but does
+/// not answer on its socket (as one starting up does), the stop is refused with a
+/// clear message and nothing recorded, never written beside it.
+#[test]
+fn stop_without_an_engine_writes_under_the_engine_lock_and_never_beside_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let first = dataward(&["stop", "--reason", "drill"], d);
+    assert_eq!(first.status.code(), Some(1), "{}", text(&first));
+    assert!(
+        text(&first).contains("no engine is serving"),
+        "{}",
+        text(&first)
+    );
+    assert_eq!(org_stops(d), 1);
+
+    // Held as an engine holds it from its start, before its socket listens.
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(d.join("engine.lock"))
+        .unwrap();
+    lock.try_lock().unwrap();
+    let beside = binary::dataward_within(
+        &[
+            "stop",
+            "--reason",
+            "again",
+            "--data-dir",
+            d.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    let said = text(&beside);
+    assert_eq!(
+        org_stops(d),
+        1,
+        "a stop was written beside an engine: {said}"
+    );
+    assert_eq!(beside.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("does not answer on its socket") && said.contains("nothing was recorded"),
+        "{said}"
+    );
+    drop(lock);
+}

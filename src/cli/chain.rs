@@ -153,13 +153,21 @@ pub fn receipt(data_dir: &Path, incident: &str, json: bool) -> Result<ExitCode> 
     Ok(ExitCode::SUCCESS)
 }
 
+/// What `dataward stop` does here, with no engine to ask: shows the stop, or changes it
+/// as the state database's one writer, under the engine's lock.
+pub enum StopHere<'a> {
+    Show,
+    Set(&'a crate::store::EngineLock, &'a str),
+    Lift(&'a crate::store::EngineLock),
+}
+
 /// `dataward stop --reason R`, `--lift`, or `--status`. Exit 1 while a stop is set, so
 /// scripts can ask "may we dispatch?".
-pub fn stop(data_dir: &Path, reason: Option<&str>, lift: bool) -> Result<ExitCode> {
+pub fn stop(data_dir: &Path, what: StopHere) -> Result<ExitCode> {
     let actor = Actor::current();
     let at = crate::clock::Clock::wall().timestamp().to_string();
-    let state = match (reason, lift) {
-        (None, false) => {
+    let state = match what {
+        StopHere::Show => {
             // Showing the stop is a reading command: anyone the engine serving it lets
             // attach may ask (its state files are its own), or anyone who can read them.
             match serving_engine(data_dir)? {
@@ -167,9 +175,8 @@ pub fn stop(data_dir: &Path, reason: Option<&str>, lift: bool) -> Result<ExitCod
                 None => stop::state(&open_existing(data_dir)?)?,
             }
         }
-        (Some(_), true) => anyhow::bail!("--reason sets a stop and --lift lifts one: pick one"),
-        (reason, _) => {
-            let mut conn = crate::store::open(&data_dir.join("dataward.db"))?;
+        StopHere::Set(lock, _) | StopHere::Lift(lock) => {
+            let mut conn = lock.open_state()?;
             // Never append to a chain that does not verify: the append would move the
             // checkpoint past the damage.
             let report = chain::verify(&conn)?;
@@ -181,12 +188,12 @@ pub fn stop(data_dir: &Path, reason: Option<&str>, lift: bool) -> Result<ExitCod
                 );
                 return Ok(ExitCode::from(1));
             }
-            match reason {
-                Some(reason) => {
+            match what {
+                StopHere::Set(_, reason) => {
                     anyhow::ensure!(!reason.trim().is_empty(), "--reason must say why");
                     chain::transact(&mut conn, |tx| stop::set(tx, &actor, reason, &at))?
                 }
-                None => chain::transact(&mut conn, |tx| stop::lift(tx, &actor, &at))?,
+                _ => chain::transact(&mut conn, |tx| stop::lift(tx, &actor, &at))?,
             }
         }
     };

@@ -274,8 +274,10 @@ fn report(outcome: &Outcome) -> Result<ExitCode> {
 /// `dataward stop --reason WHY` and `dataward stop --lift`: sent to the engine as the
 /// attested caller like every decision, then the stop as it stands is shown (exit 1
 /// while it is set). With no engine serving, written directly to the state database
-/// as this account, as before there was an engine, and said so.
+/// as this account under the engine's lock (so no engine starts beside the write), and
+/// said so.
 pub fn stop(data_dir: &Path, reason: Option<&str>, lift: bool) -> Result<ExitCode> {
+    use crate::cli::chain::StopHere;
     let command = match (reason, lift) {
         (Some(_), true) => anyhow::bail!("--reason sets a stop and --lift lifts one: pick one"),
         (Some(reason), false) => {
@@ -285,23 +287,49 @@ pub fn stop(data_dir: &Path, reason: Option<&str>, lift: bool) -> Result<ExitCod
             }
         }
         (None, true) => Command::LiftStop,
-        (None, false) => return crate::cli::chain::stop(data_dir, None, false),
+        (None, false) => return crate::cli::chain::stop(data_dir, StopHere::Show),
     };
-    let Some(client) = connect_to_decide(data_dir)? else {
-        println!(
-            "no engine is serving {}: recording this directly in its state database as {}",
-            data_dir.display(),
-            crate::approve::Actor::current().display()
-        );
-        return crate::cli::chain::stop(data_dir, reason, lift);
-    };
-    let outcome = send_decision(client, data_dir, command)?;
-    let reported = report(&outcome)?;
-    match outcome {
-        Outcome::Refused { .. } => Ok(reported),
-        Outcome::Accepted { .. } => crate::cli::chain::stop(data_dir, None, false),
+    // With no engine answering, this command is the state database's one writer, under
+    // the engine's lock. An engine that holds the lock but does not answer yet is
+    // starting: it is asked again for a few seconds, then the stop is refused with
+    // nothing recorded, rather than written beside it.
+    let deadline = std::time::Instant::now() + ENGINE_STARTING;
+    loop {
+        if let Some(client) = connect_to_decide(data_dir)? {
+            let outcome = send_decision(client, data_dir, command)?;
+            let reported = report(&outcome)?;
+            return match outcome {
+                Outcome::Refused { .. } => Ok(reported),
+                Outcome::Accepted { .. } => crate::cli::chain::stop(data_dir, StopHere::Show),
+            };
+        }
+        match crate::store::EngineLock::try_acquire(data_dir)? {
+            Ok(lock) => {
+                println!(
+                    "no engine is serving {}: recording this directly in its state database as {}",
+                    data_dir.display(),
+                    crate::approve::Actor::current().display()
+                );
+                let what = match &command {
+                    Command::OrgStop { reason } => StopHere::Set(&lock, reason),
+                    _ => StopHere::Lift(&lock),
+                };
+                return crate::cli::chain::stop(data_dir, what);
+            }
+            Err(engine) if std::time::Instant::now() >= deadline => anyhow::bail!(
+                "an engine ({engine}) holds {} but does not answer on its socket (still \
+                 starting, or stuck); nothing was recorded: run the stop again, or stop that \
+                 engine",
+                data_dir.display()
+            ),
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(100)),
+        }
     }
 }
+
+/// How long `dataward stop` waits for an engine that holds the data directory but does
+/// not answer yet (starting up) before refusing.
+const ENGINE_STARTING: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What a person reads after a decision: each thing it did, with its chain record.
 pub fn confirmations(events: &[Event]) -> Vec<String> {

@@ -557,20 +557,19 @@ pub fn start_relay(
     crate::notify::check_secrets(config)?;
     // What came of each row goes to the engine, which writes it (the state database's
     // one writer) and answers before the relay takes the next row.
-    let marks = relay::Marks::Engine(Arc::new(move |mark| {
+    let marks = relay::Marks::to(move |mark| {
         let (answer, answered) = std::sync::mpsc::channel();
         hub.send(HubMessage::OutboxMark(mark, answer))
             .map_err(|_| anyhow::anyhow!("the engine stopped before the mark was written"))?;
         answered
             .recv()
             .map_err(|_| anyhow::anyhow!("the engine stopped before the mark was written"))?
-    }));
+    });
     // The engine's clock, on which it queues the rows: a demo on virtual time retries
     // on virtual time.
     let options = relay::Options {
-        marks,
         clock: engine.clock().clone(),
-        ..relay::Options::default()
+        ..relay::Options::new(marks)
     };
     // The hub shows the outbox again once the engine wrote a mark: nothing more to say.
     let relay = Relay::start(config, state_db, options, Arc::new(|| {}))?;

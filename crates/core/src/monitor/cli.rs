@@ -98,13 +98,12 @@ pub fn check(
         );
     }
     let mut poller = Poller::from_config(&config)?;
-    let state = crate::store::open(&data_dir.join("dataward.db"))?;
+    let mut beside = Beside::default();
     let start = Instant::now();
     // The first poll reads every table's whole lookback: on a large estate it takes a
     // while, so it says how far it got on stderr (stdout stays the verdicts).
     poller.set_progress(Some(first_poll_progress()));
-    let polled =
-        poller.poll_explained(&state, &config.monitor, crate::clock::Clock::wall().now())?;
+    let polled = poll(&poller, &config.monitor, data_dir, &mut beside)?;
     poller.set_progress(None);
     let observations = print_poll(&config.monitor, polled, json, explain)?;
     if once {
@@ -126,8 +125,7 @@ pub fn check(
             next_due[i] = now + every[i];
         }
         if !monitors.is_empty() {
-            let polled =
-                poller.poll_explained(&state, &monitors, crate::clock::Clock::wall().now())?;
+            let polled = poll(&poller, &monitors, data_dir, &mut beside)?;
             print_poll(&monitors, polled, json, explain)?;
         }
         let Some(next) = next_due.iter().min() else {
@@ -135,6 +133,52 @@ pub fn check(
         };
         std::thread::sleep(next.saturating_duration_since(Instant::now()));
     }
+}
+
+/// The engine `check` last found beside it, if any, so it says so once per engine.
+#[derive(Default)]
+struct Beside(Option<String>);
+
+/// One poll of `monitors`. The state database has one writer: with no engine on
+/// `data_dir`, `check` is it, under the engine's lock while it stores what it read (as
+/// the engine would), and only then, so an engine can start while the warehouse is
+/// read. Beside a running engine (which polls and stores on its own) it judges against
+/// a copy of the engine's history and stores nothing, so the engine's rows and
+/// baselines are as the engine wrote them.
+fn poll(
+    poller: &Poller,
+    monitors: &[crate::config::MonitorConfig],
+    data_dir: &Path,
+    beside: &mut Beside,
+) -> Result<(Vec<Observation>, Vec<PollCost>, Vec<Explained>)> {
+    let db = data_dir.join("dataward.db");
+    if !db.exists() {
+        // A first check creates the state database, as the engine would.
+        if let Ok(lock) = crate::store::EngineLock::try_acquire(data_dir)? {
+            lock.open_state()?;
+        }
+    }
+    let now = crate::clock::Clock::wall().now();
+    let read = poller.read(&crate::store::open_read_only(&db)?, monitors, now)?;
+    let (cost, explained) = (read.cost(), read.explained());
+    let observations = match crate::store::EngineLock::try_acquire(data_dir)? {
+        Ok(lock) => {
+            beside.0 = None;
+            read.store(&lock.open_state()?)?
+        }
+        Err(engine) => {
+            if beside.0.as_ref() != Some(&engine) {
+                eprintln!(
+                    "dataward check: an engine ({engine}) serves {}; these verdicts are judged \
+                     against its history and not stored (it stores its own polls)",
+                    data_dir.display()
+                );
+                beside.0 = Some(engine);
+            }
+            read.store(&crate::store::scratch_copy(&db)?)?
+        }
+    };
+    Ok((observations, cost, explained))
 }
 
 /// "first poll: 37 of 120 tables" on stderr (see [`Throttle`]).

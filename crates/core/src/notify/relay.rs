@@ -1,5 +1,5 @@
-//! The relay: one thread per destination, each with a state-database connection of its
-//! own, sending that destination's outbox rows oldest first. A row is sent only once
+//! The relay: one thread per destination, each reading the state database's outbox on a
+//! read-only connection of its own, sending that destination's rows oldest first. A row is sent only once
 //! every row queued before it for the same destination is delivered or given up, so a
 //! pager sees an incident opened before it sees it resolved. A fault, a 5xx or a 429
 //! puts the row back with exponential backoff and jitter (or exactly the wait a
@@ -8,8 +8,9 @@
 //!
 //! A crash between the API's answer and the mark sends the row again at restart; where
 //! the API dedups (PagerDuty's `dedup_key`, Opsgenie's and JSM's `alias`) that resend
-//! lands on the same alert. The relay writes only the outbox's delivery columns, each
-//! mark a statement of its own; everything else in the database is the engine's.
+//! lands on the same alert. The relay never writes the state database: what came of
+//! each row (a [`Mark`]) goes to the engine, its one writer, which writes it as a
+//! statement of its own and answers once it is committed.
 //!
 //! [`Carrier::step`] is one look at one destination at a given time: the threads call
 //! it with the relay's clock (the engine's: the wall, or the demo's virtual one, whose
@@ -114,18 +115,28 @@ pub enum Done {
     GaveUp { id: i64, error: String },
 }
 
-/// Where a carrier's marks are written.
+/// Where a carrier's marks go: to whoever writes the state database (the engine), which
+/// writes each one and returns once it is committed, so a mark is durable before the
+/// carrier takes its next row.
 #[derive(Clone)]
-pub enum Marks {
-    /// On the carrier's own connection: a relay with no engine beside it.
-    Here,
-    /// Handed to the engine, which writes each one and returns once it is committed:
-    /// the engine stays the state database's one writer, and a mark is as durable as
-    /// when the relay wrote it, before the carrier takes its next row.
-    Engine(Arc<dyn Fn(Mark) -> Result<()> + Send + Sync>),
+pub struct Marks(Arc<dyn Fn(Mark) -> Result<()> + Send + Sync>);
+
+impl Marks {
+    /// Marks handed to `write`, which returns once the mark is committed.
+    pub fn to(write: impl Fn(Mark) -> Result<()> + Send + Sync + 'static) -> Marks {
+        Marks(Arc::new(write))
+    }
+
+    /// Marks written on `state`, a connection its caller opened for writing: for one
+    /// that is the state database's writer itself (a test standing in for the engine).
+    pub fn on(state: Connection) -> Marks {
+        let state = Mutex::new(state);
+        Marks::to(move |mark| mark.write(&state.lock().unwrap_or_else(|p| p.into_inner())))
+    }
 }
 
-/// One destination: its sender, its secret, its connection and its pace.
+/// One destination: its sender, its secret, its read-only connection, where its marks
+/// go, and its pace.
 pub struct Carrier {
     name: String,
     alert: AlertConfig,
@@ -145,6 +156,7 @@ impl Carrier {
         config: Arc<Config>,
         name: &str,
         state_db: &Path,
+        marks: Marks,
         client: reqwest::blocking::Client,
         backoff: Backoff,
         jitter: Jitter,
@@ -160,19 +172,13 @@ impl Carrier {
             sender: sender_for(&alert),
             alert,
             config,
-            conn: crate::store::open(state_db)?,
-            marks: Marks::Here,
+            conn: crate::store::open_read_only(state_db)?,
+            marks,
             client,
             backoff,
             jitter,
             last_sent: None,
         })
-    }
-
-    /// Hands this carrier's marks to `marks` instead of writing them itself.
-    pub fn with_marks(mut self, marks: Marks) -> Carrier {
-        self.marks = marks;
-        self
     }
 
     pub fn name(&self) -> &str {
@@ -230,12 +236,9 @@ impl Carrier {
         self.mark(&row, verdict, confirming, now)
     }
 
-    /// Writes a mark where this carrier's marks go.
+    /// Hands a mark to whoever writes it.
     fn write(&self, mark: Mark) -> Result<()> {
-        match &self.marks {
-            Marks::Here => mark.write(&self.conn),
-            Marks::Engine(engine) => engine(mark),
-        }
+        (self.marks.0)(mark)
     }
 
     /// Sends `request` at `now` (ms), from which a Retry-After date is counted.
@@ -255,8 +258,8 @@ impl Carrier {
         confirming: bool,
         now: i64,
     ) -> Result<(Done, Next)> {
-        // The answer is in hand: a mark the engine's write lock holds up is tried again
-        // rather than lost, since a lost mark means sending the row once more.
+        // The answer is in hand: a mark the writer found the database busy for is tried
+        // again rather than lost, since a lost mark means sending the row once more.
         for wait in 1..=5 {
             match self.record(row, verdict.clone(), confirming, now) {
                 Err(e) if is_busy(&e) => {
@@ -343,15 +346,16 @@ pub struct Options {
     pub marks: Marks,
 }
 
-impl Default for Options {
-    fn default() -> Self {
+impl Options {
+    /// The defaults, with marks handed to `marks`.
+    pub fn new(marks: Marks) -> Options {
         Options {
             backoff: Backoff::default(),
             timeout: Duration::from_secs(10),
             // Beside an engine, the engine's clock: the one the outbox's rows are queued
             // on (`server::start_relay`).
             clock: Clock::wall(),
-            marks: Marks::Here,
+            marks,
         }
     }
 }
@@ -413,11 +417,11 @@ impl Relay {
                 config.clone(),
                 &name,
                 state_db,
+                options.marks.clone(),
                 client.clone(),
                 options.backoff,
                 Jitter::new(seed ^ ((i as u64 + 1) << 32)),
-            )?
-            .with_marks(options.marks.clone());
+            )?;
             let (shared, clock, changed) = (shared.clone(), options.clock.clone(), changed.clone());
             threads.push(
                 std::thread::Builder::new()

@@ -516,35 +516,66 @@ fn migrate(conn: &mut Connection, migrations: &[&str]) -> Result<()> {
     Ok(())
 }
 
-/// One engine per data directory. Until `dataward serve` lets several consoles share one
-/// engine, a second engine on the same state would poll twice and open every incident
-/// twice; this lock makes the second one stop with a clear message instead. The kernel
-/// drops the lock when the process dies, however it dies.
+/// One engine per data directory, and one writer to its state database. Until `dataward
+/// serve` lets several consoles share one engine, a second engine on the same state
+/// would poll twice and open every incident twice; this lock makes the second one stop
+/// with a clear message instead. A command that writes with no engine running
+/// (`dataward check`, `dataward stop`) takes it too, so it is that one writer: the state
+/// database opens for writing only through [`EngineLock::open_state`] or in an engine.
+/// The kernel drops the lock when the process dies, however it dies.
 pub struct EngineLock {
     _file: std::fs::File,
+    data_dir: std::path::PathBuf,
 }
 
 impl EngineLock {
     pub fn acquire(data_dir: &Path) -> Result<EngineLock> {
+        match EngineLock::try_acquire(data_dir)? {
+            Ok(lock) => Ok(lock),
+            Err(holder) => bail!(
+                "another dataward engine ({holder}) is running on {}; one engine per data \
+                 directory until `dataward serve` lets consoles share one (use another --data-dir)",
+                data_dir.display()
+            ),
+        }
+    }
+
+    /// The lock, or who holds it ("pid 123", for messages) when an engine does.
+    pub fn try_acquire(data_dir: &Path) -> Result<Result<EngineLock, String>> {
         files::ensure_private_dir(data_dir)?;
         let path = data_dir.join("engine.lock");
         let mut file = files::open_or_create(&path)?;
         if file.try_lock().is_err() {
             let mut holder = String::new();
             let _ = std::io::Read::read_to_string(&mut file, &mut holder);
-            bail!(
-                "another dataward engine ({}) is running on {}; one engine per data directory \
-                 until `dataward serve` lets consoles share one (use another --data-dir)",
-                crate::sanitize::for_terminal(holder.trim()),
-                data_dir.display()
-            );
+            return Ok(Err(crate::sanitize::for_terminal(holder.trim()).to_string()));
         }
         use std::io::{Seek, Write};
         file.set_len(0)?;
         file.seek(std::io::SeekFrom::Start(0))?;
         write!(file, "pid {}", std::process::id())?;
-        Ok(EngineLock { _file: file })
+        Ok(Ok(EngineLock {
+            _file: file,
+            data_dir: data_dir.to_path_buf(),
+        }))
     }
+
+    /// The data directory's state database, for writing: only while this lock is held.
+    pub fn open_state(&self) -> Result<Connection> {
+        open(&self.data_dir.join("dataward.db"))
+    }
+}
+
+/// A private copy, in memory, of the state database at `path`, read without writing to
+/// it: a command that judges against the engine's history while an engine runs (and
+/// owns every write) works on the copy, and nothing it does reaches the engine's file.
+pub fn scratch_copy(path: &Path) -> Result<Connection> {
+    let source = open_read_only(path)?;
+    let mut copy = Connection::open_in_memory()?;
+    rusqlite::backup::Backup::new(&source, &mut copy)?
+        .run_to_completion(256, std::time::Duration::ZERO, None)
+        .with_context(|| format!("copying the state database {}", path.display()))?;
+    Ok(copy)
 }
 
 #[cfg(test)]
