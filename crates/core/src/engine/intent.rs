@@ -412,8 +412,8 @@ impl Engine {
             }
         }
         if touches_scheduler && self.in_flight.runner.is_none() {
-            // A paused job or a queued run shows on the bar in the next snapshot. (A
-            // `PollTask`'s next turn does this when polling is not inline.)
+            // A paused job or a queued run shows on the bar in the next snapshot (read
+            // by the poll task, when the engine has one: see `set_poll_worker`).
             self.refresh_scheduler();
         }
         Ok((events, failures))

@@ -5,6 +5,9 @@
 //! (`Engine::store_polled`), the one writer to the state database, and acts on it at its
 //! next `tick`; so a check blocked on a locked table delays no command, and the
 //! pipelines bar is read here too, so no snapshot calls the orchestrator.
+//! The engine asks it to poll or read the scheduler now ([`PollTask::ask`]) rather than
+//! read either itself; a task started on demand turns only when asked, for a clock that
+//! waits for the answer ([`PollNews::Answered`]).
 //!
 //! Start the `Engine` (with `set_inline_polling(false)`) before the task: the task opens
 //! the state database the engine made, and only reads it.
