@@ -148,3 +148,112 @@ fn in_the_demo_the_org_stop_is_answered_while_the_scheduler_holds_a_pause() {
     let verify = dataward(&["verify"], d);
     assert!(verify.status.success(), "{}", text(&verify));
 }
+
+/// The demo's engine thread reads no warehouse and no scheduler: its polls and the
+/// scheduler's state are read on the poll task, as `dataward serve` reads them, and come
+/// back as inputs. A debug build (this one) stops the engine when either is read on its
+/// thread, so the whole story, the stand-in's approvals and their effects included,
+/// plays to its end only if none is.
+#[test]
+fn the_demos_engine_thread_reads_no_warehouse_and_no_scheduler() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_dataward"))
+        .args([
+            "demo",
+            "ticketing",
+            "--headless",
+            "--json",
+            "--approve-as",
+            "analytics-owner",
+            "--speed",
+            "100000000",
+        ])
+        .arg("--data-dir")
+        .arg(dir.path().join("demo"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("on the engine's thread"),
+        "the demo read the outside world on its engine's thread: {stderr}"
+    );
+    assert!(out.status.success(), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("incident_resolved") || stdout.contains("resolved"),
+        "the story played to its end: {stdout}"
+    );
+}
+
+/// A refusal the stand-in gets only once its change was tried on a worker is said on the
+/// demo's timeline, as a refusal it gets at once is. The scheduler is made to refuse
+/// every pause (a trigger: the story's outside world never pauses anything itself), so
+/// the stand-in's approval of the hold is committed, its pause fails on the worker, and
+/// the intent fails on the chain.
+#[test]
+fn a_refusal_the_stand_in_gets_from_a_worker_is_on_the_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = &dir.path().join("demo");
+    let incident = demo_with_pending_proposals(d);
+    let (hold, _, _) = proposal(&incident, "hold");
+    rusqlite::Connection::open(d.join("estate/control.db"))
+        .unwrap()
+        .execute_batch(
+            "CREATE TRIGGER no_pause BEFORE UPDATE OF state ON pipeline
+             WHEN NEW.state = 'paused'
+             BEGIN SELECT RAISE(ABORT, 'pauses are frozen'); END;",
+        )
+        .unwrap();
+
+    let out = Command::new(env!("CARGO_BIN_EXE_dataward"))
+        .args([
+            "demo",
+            "ticketing",
+            "--headless",
+            "--json",
+            "--approve-as",
+            "analytics-owner",
+            "--speed",
+            "100000000",
+        ])
+        .arg("--data-dir")
+        .arg(d)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let failed: i64 = state(d)
+        .query_row(
+            "SELECT count(*) FROM chain WHERE kind = 'intent_failed'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(failed >= 1, "the hold's pause failed on the chain");
+    let events: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let refused: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "refused")
+        .filter(|e| e["command"].as_str().is_some_and(|c| c.contains(&hold)))
+        .collect();
+    assert_eq!(
+        refused.len(),
+        1,
+        "the stand-in's approval of {hold}, refused once its pause failed, is on the \
+         timeline once: {refused:?}"
+    );
+    assert!(
+        refused[0]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("pauses are frozen")),
+        "the refusal says why: {:?}",
+        refused[0]
+    );
+}

@@ -21,7 +21,7 @@ use dataward::effects::orchestrator::{
     Orchestrator, Pipeline, PipelineState, Reading, RunRecord, RunStatus, Schedule,
 };
 use dataward::engine::api::{Command, EventKind, MonitorHealth, PipelineView};
-use dataward::engine::poll_task::{PollNews, PollTask};
+use dataward::engine::poll_task::{PollAsk, PollNews, PollTask};
 use dataward::engine::Engine;
 use support::pg::start_or_skip;
 
@@ -663,4 +663,51 @@ fn the_snapshot_says_what_the_engines_last_poll_cost_each_warehouse() {
         );
         assert_eq!(local.scanned_bytes, None, "{local:#?}");
     }
+}
+
+/// A task started on demand (the demo's, whose clock waits for it) reads nothing until
+/// asked: asked for the scheduler it reads only the scheduler, asked for a poll it polls
+/// what is due and reads the scheduler, and each ask is answered once, after what it
+/// read. (Order only: everything it told is read once the stopped task has gone.)
+#[test]
+fn a_task_on_demand_reads_only_what_it_is_asked_and_answers_each_ask() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = local_estate(dir.path(), 5);
+    let state_db: PathBuf = dir.path().join("dataward.db");
+    let mut engine = Engine::new(
+        config.clone(),
+        dataward::store::open(&state_db).unwrap(),
+        None,
+        &Actor::current(),
+    )
+    .unwrap();
+    engine.set_inline_polling(false);
+    engine.tick(t0()).unwrap();
+
+    let (_minutes, clock) = test_clock();
+    let (notify, news) = news_channel();
+    let task = PollTask::start_on_demand(config, state_db.clone(), clock, notify).unwrap();
+    task.ask(PollAsk::Scheduler);
+    let told: Vec<String> = (0..2)
+        .map(|_| format!("{:?}", news.recv_timeout(PATIENCE).unwrap()))
+        .collect();
+    assert!(
+        told[0].starts_with("Scheduler(") && told[1] == "Answered",
+        "the scheduler alone, then the answer: {told:?}"
+    );
+    task.ask(PollAsk::Poll);
+    let told: Vec<String> = (0..3)
+        .map(|_| format!("{:?}", news.recv_timeout(PATIENCE).unwrap()))
+        .collect();
+    assert!(
+        told[0].starts_with("Observed(")
+            && told[1].starts_with("Scheduler(")
+            && told[2] == "Answered",
+        "what was polled and read, then the answer: {told:?}"
+    );
+    task.stop();
+    // Stopped while idle, the task is joined: anything more it told is here now.
+    let rest: Vec<String> = news.try_iter().map(|n| format!("{n:?}")).collect();
+    assert!(rest.is_empty(), "nothing unasked: {rest:?}");
+    assert_eq!(observation_count(&state_db), 0, "the task stored nothing");
 }

@@ -253,6 +253,8 @@ pub struct Story {
     speed: f64,
     next: Instant,
     finished: bool,
+    /// The turn in hand waits for the poll task's answer (see `turn`).
+    polling: bool,
 }
 
 impl Story {
@@ -278,6 +280,7 @@ impl Story {
             speed: options.speed.unwrap_or(plot.speed),
             next: Instant::now(),
             finished: from > plot.end,
+            polling: false,
             plot,
         })
     }
@@ -305,7 +308,10 @@ impl Story {
         self.now - self.plot.turn
     }
 
-    /// Plays one turn and says what happened.
+    /// Plays one turn and says what happened. Behind a hub the engine's poll is asked
+    /// of the poll task, and the turn goes on when it answers (`after_effect`): the
+    /// engine's thread reads no warehouse and no scheduler, and the clock stands still
+    /// until the answer, so the story plays the same however long the read takes.
     pub fn turn(&mut self, engine: &mut Engine) -> Result<Vec<Event>> {
         let now = self.now;
         self.time.set(now);
@@ -318,7 +324,19 @@ impl Story {
                 kind: EventKind::Scenario { step },
             })
             .collect();
-        events.extend(engine.tick(now)?);
+        if engine.ask_poll() {
+            self.polling = true;
+            return Ok(events);
+        }
+        events.extend(self.finish_turn(engine)?);
+        Ok(events)
+    }
+
+    /// The rest of the turn, once what was polled is stored: the engine acts on it,
+    /// the stand-in decides, and the clock is kept and moved on.
+    fn finish_turn(&mut self, engine: &mut Engine) -> Result<Vec<Event>> {
+        let now = self.now;
+        let mut events = engine.tick(now)?;
         events.extend(self.stand_in_decides(engine, now));
         engine.remember(DEMO_CLOCK, &crate::clock::timestamp(now))?;
         // Before the story starts, the monitors only learn: play it ten times faster.
@@ -365,9 +383,23 @@ impl Driver for Story {
         true
     }
 
-    fn after_effect(&mut self, engine: &mut Engine) -> Result<Vec<Event>> {
+    fn after_effect(
+        &mut self,
+        engine: &mut Engine,
+        settled: Option<(i64, &Outcome)>,
+    ) -> Result<Vec<Event>> {
+        let mut events = Vec::new();
         let at = self.clock();
-        Ok(self.stand_in_decides(engine, at))
+        if let (Some(stand_in), Some((intent, answer))) = (self.stand_in.as_mut(), settled) {
+            events.extend(stand_in.answered(intent, answer, at));
+        }
+        if self.polling && !engine.awaiting_poll() {
+            self.polling = false;
+            events.extend(self.finish_turn(engine)?);
+            return Ok(events);
+        }
+        events.extend(self.stand_in_decides(engine, at));
+        Ok(events)
     }
 }
 
@@ -400,6 +432,8 @@ struct StandIn {
     approves: &'static [ProposalKind],
     /// What it already asked for in this process: a refusal is not retried.
     asked: std::collections::BTreeSet<String>,
+    /// Its commands whose change is on a worker, by intent: their answer comes later.
+    held: std::collections::BTreeMap<i64, String>,
 }
 
 impl StandIn {
@@ -410,6 +444,7 @@ impl StandIn {
             actor,
             approves,
             asked: std::collections::BTreeSet::new(),
+            held: std::collections::BTreeMap::new(),
         }
     }
 
@@ -457,7 +492,7 @@ impl StandIn {
     /// Asks the engine as a person's request is asked. Its events, or its refusal as an
     /// event; none yet when its change is on a worker (behind a hub): the hub tells
     /// them once the worker reports.
-    fn decide(&self, engine: &mut Engine, command: Command, now: NaiveDateTime) -> Vec<Event> {
+    fn decide(&mut self, engine: &mut Engine, command: Command, now: NaiveDateTime) -> Vec<Event> {
         let described = format!("{command:?}");
         let request = Request {
             id: 0,
@@ -466,15 +501,34 @@ impl StandIn {
         };
         match engine.answer_or_hold(request, &self.actor) {
             Answer::Now(Outcome::Accepted { events, .. }) => events,
-            Answer::Now(Outcome::Refused { reason }) => vec![Event {
-                at: crate::clock::Timestamp::from_naive(now),
-                kind: EventKind::Refused {
-                    command: described,
-                    reason: reason.message,
-                },
-            }],
-            Answer::Held(_) => Vec::new(),
+            Answer::Now(Outcome::Refused { reason }) => vec![refused(described, reason, now)],
+            Answer::Held(intent) => {
+                self.held.insert(intent, described);
+                Vec::new()
+            }
         }
+    }
+
+    /// A worker's answer to intent `intent`: a refusal of one of its own commands is
+    /// said as a refusal it got at once is.
+    fn answered(&mut self, intent: i64, answer: &Outcome, now: NaiveDateTime) -> Vec<Event> {
+        match (self.held.remove(&intent), answer) {
+            (Some(described), Outcome::Refused { reason }) => {
+                vec![refused(described, reason.clone(), now)]
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// The stand-in's command `described`, refused.
+fn refused(described: String, reason: crate::engine::api::Refusal, now: NaiveDateTime) -> Event {
+    Event {
+        at: crate::clock::Timestamp::from_naive(now),
+        kind: EventKind::Refused {
+            command: described,
+            reason: reason.message,
+        },
     }
 }
 
@@ -502,9 +556,11 @@ pub fn run_headless(options: DemoOptions, json: bool) -> Result<()> {
         }
     };
     let mut story = Story::new(&options, scenario, &actor, from, &mut engine)?;
+    let poll_task = poll_beside(&mut engine, &config, &options, &hub_tx)?;
     let result = Hub::new(engine, hub_rx, hub_tx.clone(), Box::new(emit))
         .stopping_when_finished()
         .run(&mut story);
+    poll_task.stop();
     let _ = std::fs::remove_file(server::socket_path(&options.data_dir));
     drop(hub_tx);
     if let Some(relay) = relay {
@@ -548,6 +604,24 @@ fn relay_beside(
         config,
         &options.data_dir.join("dataward.db"),
         hub_tx.clone(),
+    )
+}
+
+/// The poll task beside the demo's engine, as `dataward serve` runs it but polling only
+/// when the story asks (on its virtual clock, which waits for the answer). Started once
+/// the engine is on the story's clock.
+fn poll_beside(
+    engine: &mut Engine,
+    config: &Config,
+    options: &DemoOptions,
+    hub_tx: &mpsc::Sender<HubMessage>,
+) -> Result<crate::engine::poll_task::PollTask> {
+    server::start_poll_task(
+        engine,
+        config,
+        options.data_dir.join("dataward.db"),
+        hub_tx.clone(),
+        true,
     )
 }
 
@@ -599,6 +673,7 @@ pub fn run_console(options: DemoOptions) -> Result<()> {
     let (who, read_only) = server::admit(&config, &actor, options.read_only)
         .unwrap_or_else(|_| (actor.display(), options.read_only));
     let mut story = Story::new(&options, scenario, &actor, from, &mut engine)?;
+    let poll_task = poll_beside(&mut engine, &config, &options, &hub_tx)?;
     let post = hub_tx.clone();
     let hub = std::thread::Builder::new()
         .name("dataward-hub".into())
@@ -619,6 +694,7 @@ pub fn run_console(options: DemoOptions) -> Result<()> {
         Ok(result) => result.map(|_| ()),
         Err(_) => Err(anyhow::anyhow!("the engine thread panicked")),
     };
+    poll_task.stop();
     let _ = std::fs::remove_file(server::socket_path(&options.data_dir));
     if let Some(relay) = relay {
         relay.stop();

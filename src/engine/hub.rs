@@ -77,6 +77,9 @@ pub enum HubMessage {
     Stop,
     /// What the poll task read: the engine stores it (the one writer) and acts on it.
     Polled(crate::monitor::poller::PollRead),
+    /// The poll task answered an ask (`Engine::ask_poll`; what it read came just
+    /// before): whatever waited for it may go on.
+    PollAnswered,
     /// A warehouse probe's answer (evidence for a diagnosis, a verification dry run).
     Evidence(super::evidence::Found),
 }
@@ -100,8 +103,14 @@ pub trait Driver {
     fn waits_for_workers(&self) -> bool {
         false
     }
-    /// A worker reported (its outcome is recorded): whatever waited for it may go on.
-    fn after_effect(&mut self, _engine: &mut Engine) -> Result<Vec<Event>> {
+    /// A worker reported (its outcome is recorded), or the poll task answered: whatever
+    /// waited for it may go on. `settled`: the intent whose last step this was, and the
+    /// answer its request gets (a driver that asked itself hears it here).
+    fn after_effect(
+        &mut self,
+        _engine: &mut Engine,
+        _settled: Option<(i64, &Outcome)>,
+    ) -> Result<Vec<Event>> {
         Ok(Vec::new())
     }
 }
@@ -264,6 +273,7 @@ impl Hub {
     /// Handles messages and turns until `Stop` (or every sender is gone), then closes
     /// every client and gives the engine back.
     pub fn run(mut self, driver: &mut dyn Driver) -> Result<Engine> {
+        crate::blocking::mark_engine_thread();
         let mut changed = true;
         loop {
             if changed {
@@ -458,15 +468,21 @@ impl Hub {
                 }
             }
             HubMessage::FirstPoll(progress) => self.engine.set_first_poll(progress),
+            HubMessage::PollAnswered => {
+                self.engine.poll_answered();
+                let events = driver.after_effect(&mut self.engine, None)?;
+                self.emit_all(&events);
+            }
             HubMessage::Effect(finished) => {
-                if let Some(settled) = self.engine.effect_finished(*finished) {
+                let settled = self.engine.effect_finished(*finished);
+                if let Some(settled) = &settled {
                     for (client, id) in self.held.remove(&settled.intent).unwrap_or_default() {
                         self.reply(client, id, settled.answer.clone());
                     }
-                    let events = settled.events;
-                    self.emit_all(&events);
+                    self.emit_all(&settled.events);
                 }
-                let events = driver.after_effect(&mut self.engine)?;
+                let answered = settled.as_ref().map(|s| (s.intent, &s.answer));
+                let events = driver.after_effect(&mut self.engine, answered)?;
                 self.emit_all(&events);
             }
             HubMessage::OutboxMark(mark, answer) => {

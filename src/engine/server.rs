@@ -580,6 +580,36 @@ pub fn start_relay(
     Ok(relay)
 }
 
+/// Starts the poll task beside `engine` (on its clock, reading the state database `db`),
+/// its news sent to the hub: on a timer (`dataward serve`) or `on_demand`, only when the
+/// driver asks (the demo's story, whose clock waits for the answer). Either way the
+/// engine asks it, never reads a warehouse or the scheduler itself.
+pub fn start_poll_task(
+    engine: &mut super::Engine,
+    config: &Config,
+    db: std::path::PathBuf,
+    hub_tx: std::sync::mpsc::Sender<HubMessage>,
+    on_demand: bool,
+) -> Result<super::poll_task::PollTask> {
+    use super::poll_task::{PollNews, PollTask};
+    let news = move |item| {
+        let _ = hub_tx.send(match item {
+            PollNews::Observed(read) => HubMessage::Polled(read),
+            PollNews::Scheduler(reading) => HubMessage::Scheduler(reading),
+            PollNews::FirstPoll(progress) => HubMessage::FirstPoll(progress),
+            PollNews::Answered => HubMessage::PollAnswered,
+        });
+    };
+    let clock = engine.clock().clone();
+    let task = if on_demand {
+        PollTask::start_on_demand(config.clone(), db, clock, news)?
+    } else {
+        PollTask::start(config.clone(), db, clock, news)?
+    };
+    engine.set_poll_worker(task.asker());
+    Ok(task)
+}
+
 pub struct ServeOptions {
     pub config: PathBuf,
     pub data_dir: PathBuf,
@@ -607,22 +637,10 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     // decision or the stop. The engine stores what it read, and acts on it, when told.
     engine.set_inline_polling(false);
     let (hub_tx, hub_rx) = std::sync::mpsc::channel();
-    let news = hub_tx.clone();
     // Alerts go out on threads of their own, beside the poller: a slow API delays
     // only its own destination.
     let relay = start_relay(&mut engine, &config, &db, hub_tx.clone())?;
-    let poll_task = super::poll_task::PollTask::start(
-        config.clone(),
-        db,
-        engine.clock().clone(),
-        move |item| {
-            let _ = news.send(match item {
-                super::poll_task::PollNews::Observed(read) => HubMessage::Polled(read),
-                super::poll_task::PollNews::Scheduler(r) => HubMessage::Scheduler(r),
-                super::poll_task::PollNews::FirstPoll(p) => HubMessage::FirstPoll(p),
-            });
-        },
-    )?;
+    let poll_task = start_poll_task(&mut engine, &config, db, hub_tx.clone(), false)?;
     let listener = bind(&options.data_dir, &config)?;
     let config = Arc::new(config);
     {

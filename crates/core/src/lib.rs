@@ -2,6 +2,7 @@
 //! propose fixes, let a named owner decide, and keep every decision on a hash chain.
 
 pub mod approve;
+pub mod blocking;
 pub mod chain;
 pub mod clock;
 pub mod config;

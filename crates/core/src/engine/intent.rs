@@ -412,8 +412,8 @@ impl Engine {
             }
         }
         if touches_scheduler && self.in_flight.runner.is_none() {
-            // A paused job or a queued run shows on the bar in the next snapshot. (A
-            // `PollTask`'s next turn does this when polling is not inline.)
+            // A paused job or a queued run shows on the bar in the next snapshot (read
+            // by the poll task, when the engine has one: see `set_poll_worker`).
             self.refresh_scheduler();
         }
         Ok((events, failures))
@@ -435,10 +435,10 @@ impl Engine {
         settled
     }
 
-    /// Whether an effect handed to a worker, or a warehouse probe asked of one, has not
-    /// reported yet (a driver that plays a story waits for them before its next turn).
+    /// Whether an effect handed to a worker, a warehouse probe asked of one, or a poll
+    /// asked of the poll task has not reported yet (a driver that plays a story waits for them before its next turn).
     pub fn awaiting_workers(&self) -> bool {
-        !self.in_flight.sent.is_empty() || self.evidence.awaiting()
+        !self.in_flight.sent.is_empty() || self.evidence.awaiting() || self.awaiting_poll()
     }
 
     /// The intent in flight of `client_request` (asked by `asker_uid`), if any.

@@ -108,6 +108,10 @@ pub struct Engine {
     /// `tick` polls the due monitors itself (the demo, the console without a server).
     /// Off when a `PollTask` polls on its own thread and stores the observations.
     inline_polling: bool,
+    /// Asks the poll task to poll or read the scheduler now (`set_poll_worker`), and
+    /// how many asks it has not answered yet.
+    poll_worker: Option<std::sync::Arc<dyn Fn(poll_task::PollAsk) + Send + Sync>>,
+    polls_asked: usize,
     /// The pipelines bar as last read from the orchestrator: a snapshot shows this and
     /// never calls out, so a slow scheduler cannot delay one.
     pipelines: Vec<PipelineView>,
@@ -190,6 +194,8 @@ impl Engine {
             chain_alarm: None,
             settled: BTreeSet::new(),
             inline_polling: true,
+            poll_worker: None,
+            polls_asked: 0,
             pipelines: Vec::new(),
             run_reports: BTreeMap::new(),
             orchestrator_down: None,
@@ -237,6 +243,43 @@ impl Engine {
     /// default.
     pub fn set_inline_polling(&mut self, on: bool) {
         self.inline_polling = on;
+    }
+
+    /// Polls and reads the scheduler through `ask` (a `PollTask`'s asker), never
+    /// inline: where the engine read the scheduler itself (after an effect changed it)
+    /// it asks instead, and a driver asks for its turn's poll with `ask_poll`. Each ask
+    /// is answered by the task's news, then `poll_answered`.
+    pub fn set_poll_worker(
+        &mut self,
+        ask: std::sync::Arc<dyn Fn(poll_task::PollAsk) + Send + Sync>,
+    ) {
+        self.inline_polling = false;
+        self.poll_worker = Some(ask);
+    }
+
+    /// Asks the poll task to poll what is due now; false when there is none to ask
+    /// (then `tick` polls inline).
+    pub fn ask_poll(&mut self) -> bool {
+        self.ask_poll_task(poll_task::PollAsk::Poll)
+    }
+
+    fn ask_poll_task(&mut self, what: poll_task::PollAsk) -> bool {
+        let Some(ask) = &self.poll_worker else {
+            return false;
+        };
+        ask(what);
+        self.polls_asked += 1;
+        true
+    }
+
+    /// The poll task answered one ask (what it read was handed over before).
+    pub fn poll_answered(&mut self) {
+        self.polls_asked = self.polls_asked.saturating_sub(1);
+    }
+
+    /// Whether an ask of the poll task is not answered yet.
+    pub fn awaiting_poll(&self) -> bool {
+        self.polls_asked > 0
     }
 
     /// Judges and stores what the poll task read, in a transaction of the engine's own:
@@ -376,9 +419,11 @@ impl Engine {
             .collect()
     }
 
-    /// Reads the orchestrator, when polling inline.
+    /// Reads the orchestrator when polling inline, or asks the poll task to (its
+    /// reading comes back through `set_reading`).
     fn refresh_scheduler(&mut self) {
         if !self.inline_polling {
+            self.ask_poll_task(poll_task::PollAsk::Scheduler);
             return;
         }
         if let Some(orchestrator) = &self.orchestrator {

@@ -5,6 +5,9 @@
 //! (`Engine::store_polled`), the one writer to the state database, and acts on it at its
 //! next `tick`; so a check blocked on a locked table delays no command, and the
 //! pipelines bar is read here too, so no snapshot calls the orchestrator.
+//! The engine asks it to poll or read the scheduler now ([`PollTask::ask`]) rather than
+//! read either itself; a task started on demand turns only when asked, for a clock that
+//! waits for the answer ([`PollNews::Answered`]).
 //!
 //! Start the `Engine` (with `set_inline_polling(false)`) before the task: the task opens
 //! the state database the engine made, and only reads it.
@@ -42,6 +45,17 @@ pub enum PollNews {
     /// How far the first poll has got, for `Engine::set_first_poll`: only once it has
     /// taken a second, then at most once a second, then its end.
     FirstPoll(FirstPoll),
+    /// One [`PollTask::ask`] is answered: what it read was told just before this.
+    Answered,
+}
+
+/// What the engine asks of the task now, rather than at its next turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PollAsk {
+    /// Poll the monitors that are due and read the scheduler.
+    Poll,
+    /// Read the scheduler only (after an effect changed it).
+    Scheduler,
 }
 
 pub struct PollTask {
@@ -60,6 +74,9 @@ struct Flags {
     busy: bool,
     stopped: bool,
     poked: bool,
+    /// Asks not answered yet, and how many of them asked for a poll.
+    asks: usize,
+    polls_asked: usize,
 }
 
 impl PollTask {
@@ -72,6 +89,28 @@ impl PollTask {
         state_db: PathBuf,
         clock: Clock,
         notify: impl Fn(PollNews) + Send + Sync + 'static,
+    ) -> Result<PollTask> {
+        PollTask::start_as(config, state_db, clock, notify, false)
+    }
+
+    /// Like [`PollTask::start`], but the task polls and reads only when asked
+    /// ([`PollTask::ask`]), never on a timer: for a clock that stands still until it is
+    /// told what was read (the demo's story).
+    pub fn start_on_demand(
+        config: Config,
+        state_db: PathBuf,
+        clock: Clock,
+        notify: impl Fn(PollNews) + Send + Sync + 'static,
+    ) -> Result<PollTask> {
+        PollTask::start_as(config, state_db, clock, notify, true)
+    }
+
+    fn start_as(
+        config: Config,
+        state_db: PathBuf,
+        clock: Clock,
+        notify: impl Fn(PollNews) + Send + Sync + 'static,
+        on_demand: bool,
     ) -> Result<PollTask> {
         // Everything that can fail is built here, so the caller hears of it.
         let poller = Poller::from_config(&config)?;
@@ -97,6 +136,7 @@ impl PollTask {
             orchestrator,
             next_due,
             clock,
+            on_demand,
         };
         let task_shared = shared.clone();
         let thread = std::thread::Builder::new()
@@ -111,6 +151,19 @@ impl PollTask {
     pub fn poke(&self) {
         self.shared.flags.lock().expect("poll task flags").poked = true;
         self.shared.wake.notify_all();
+    }
+
+    /// Asks for `what` now: the task reads it at once (after the turn in hand), tells
+    /// what it read, then [`PollNews::Answered`], once per ask.
+    pub fn ask(&self, what: PollAsk) {
+        ask(&self.shared, what);
+    }
+
+    /// [`PollTask::ask`] for whoever holds no `PollTask` (the engine, through
+    /// `Engine::set_poll_worker`).
+    pub fn asker(&self) -> std::sync::Arc<dyn Fn(PollAsk) + Send + Sync> {
+        let shared = self.shared.clone();
+        Arc::new(move |what| ask(&shared, what))
     }
 
     /// Stops the task: no poll starts and nothing is notified after this returns. An
@@ -136,7 +189,18 @@ impl PollTask {
     }
 }
 
+fn ask(shared: &Shared, what: PollAsk) {
+    let mut flags = shared.flags.lock().expect("poll task flags");
+    flags.asks += 1;
+    if what == PollAsk::Poll {
+        flags.polls_asked += 1;
+    }
+    shared.wake.notify_all();
+}
+
 struct Worker {
+    /// Turns only when asked (see `PollTask::start_on_demand`).
+    on_demand: bool,
     config: Config,
     /// Taken at the end, to let go of its runtime without waiting for blocked checks.
     poller: Option<Poller>,
@@ -149,16 +213,33 @@ struct Worker {
 
 impl Worker {
     fn run(&mut self, shared: &Shared, notify: &dyn Fn(PollNews)) {
+        // On a timer the first turn polls at once; on demand, the first ask does.
+        let mut timer_turn = !self.on_demand;
         loop {
-            {
+            let (asks, polls_asked) = {
                 let mut flags = shared.flags.lock().expect("poll task flags");
+                if self.on_demand {
+                    flags = shared
+                        .wake
+                        .wait_while(flags, |f| !f.stopped && f.asks == 0)
+                        .expect("poll task flags");
+                }
                 if flags.stopped {
                     break;
                 }
                 flags.busy = true;
                 flags.poked = false;
-            }
-            let observed = self.poll_due();
+                (
+                    std::mem::take(&mut flags.asks),
+                    std::mem::take(&mut flags.polls_asked),
+                )
+            };
+            // Asked for the scheduler only, the monitors wait for their turn.
+            let observed = if timer_turn || polls_asked > 0 {
+                self.poll_due()
+            } else {
+                None
+            };
             // Only the first turn's poll is told (a restarted engine's first turn may
             // have nothing due: then none is); later ones are the routine.
             if let Some(poller) = self.poller.as_mut() {
@@ -176,14 +257,21 @@ impl Worker {
             if let Some(reading) = reading {
                 notify(PollNews::Scheduler(reading));
             }
+            for _ in 0..asks {
+                notify(PollNews::Answered);
+            }
             flags.busy = false;
-            let (flags, _) = shared
+            if self.on_demand {
+                continue; // the next ask, at the top
+            }
+            let (flags, waited) = shared
                 .wake
-                .wait_timeout_while(flags, TURN, |f| !f.stopped && !f.poked)
+                .wait_timeout_while(flags, TURN, |f| !f.stopped && !f.poked && f.asks == 0)
                 .expect("poll task flags");
             if flags.stopped {
                 break;
             }
+            timer_turn = waited.timed_out() || flags.poked;
         }
         if let Some(poller) = self.poller.take() {
             poller.shut_down();

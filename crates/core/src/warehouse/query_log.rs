@@ -183,8 +183,9 @@ fn with_current(f: impl FnOnce(&mut Capture)) {
 }
 
 /// Called by a backend before it sends a statement: refused once the poll's budget
-/// for this warehouse is spent.
+/// for this warehouse is spent. Never on the engine's thread (see `crate::blocking`).
 pub fn may_send() -> Result<(), WarehouseError> {
+    crate::blocking::outside_world("a warehouse");
     let budget = CAPTURE.with(|c| c.borrow().last().and_then(|c| c.budget.clone()));
     match budget {
         Some(budget) => budget.take(),

@@ -232,6 +232,7 @@ pub struct Reading {
 
 /// Reads the pipelines and each of `follow` (job, run id).
 pub fn read(orchestrator: &dyn Orchestrator, follow: &[(String, String)]) -> Reading {
+    crate::blocking::outside_world("the orchestrator");
     let mut reading = Reading::default();
     match orchestrator.pipelines() {
         Ok(pipelines) => reading.pipelines = Some(pipelines),
