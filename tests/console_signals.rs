@@ -176,7 +176,7 @@ fn a_console_whose_terminal_is_gone_exits() {
         wait_for(s, "the incident", |screen| screen.contains("INC-0001"));
         tmux(&["send-keys", "-t", s, "Enter"]);
         wait_for(s, "the story's end", |screen| {
-            screen.contains("2026-11-24T15:10:00Z")
+            screen.contains("dataward  Tue 15:10")
         });
         let pid: i32 = std::fs::read_to_string(&pid_file)
             .unwrap()
