@@ -77,8 +77,29 @@ fn assert_one_read_matches_separate_queries(
         }
         assert_eq!(polled.len(), expected.len(), "{}", step.what);
         for (got, want) in polled.iter().zip(&expected) {
+            // A check's own query reads no days, so where the one read judged a row
+            // count or null rate from the table's days, the own query can only learn
+            // from polls, and says so. The figure must still be the same.
+            let own_query_learns = want.detail.from_polls.as_deref()
+                == Some(dataward::monitor::OWN_QUERY_NO_DAYS)
+                && got.detail.from_polls.is_none();
+            if own_query_learns && got != want {
+                assert_eq!(
+                    (got.value, got.health),
+                    (want.value, want.health),
+                    "{}: {} {:?} measures otherwise than its own query",
+                    step.what,
+                    got.monitor,
+                    got.check
+                );
+                continue;
+            }
+            let mut want = want.clone();
+            if own_query_learns {
+                want.detail.from_polls = None;
+            }
             assert_eq!(
-                got, want,
+                got, &want,
                 "{}: {} {:?} differs from its own query",
                 step.what, got.monitor, got.check
             );

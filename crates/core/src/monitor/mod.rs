@@ -300,10 +300,7 @@ pub fn judge(
                         }
                         Some(_) => detect::row_count(&polls, count),
                         None => {
-                            if monitor.timestamp_column.is_none() {
-                                observation.detail.from_polls =
-                                    Some("no timestamp_column".to_string());
-                            }
+                            observation.detail.from_polls = Some(not_from_days(monitor));
                             detect::row_count(&polls, count)
                         }
                     }
@@ -374,8 +371,8 @@ pub fn judge(
                 let history = match from_days {
                     Some(rates) => rates,
                     None => {
-                        if monitor.timestamp_column.is_none() {
-                            observation.detail.from_polls = Some("no timestamp_column".to_string());
+                        if days.is_none() {
+                            observation.detail.from_polls = Some(not_from_days(monitor));
                         }
                         polls
                     }
@@ -415,6 +412,19 @@ pub fn judge(
         state.insert_observation(observation)?;
     }
     Ok(out)
+}
+
+/// Why a row count or null rate learns from dataward's polls rather than the table's
+/// own days: it has no timestamp column, or this poll did not read its days (the
+/// table's one read failed, so the check ran its own query).
+pub const OWN_QUERY_NO_DAYS: &str =
+    "the table's days were not read this poll (its check ran its own query)";
+
+fn not_from_days(monitor: &MonitorConfig) -> String {
+    match monitor.timestamp_column {
+        None => "no timestamp_column".to_string(),
+        Some(_) => OWN_QUERY_NO_DAYS.to_string(),
+    }
 }
 
 /// How many of the table's days a null_rate baseline reads back: ten weeks.
