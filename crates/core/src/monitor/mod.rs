@@ -3,6 +3,7 @@
 //! monitor's health, never a data verdict.
 
 pub mod baseline;
+pub mod builds;
 pub mod checks;
 pub mod cli;
 pub mod inject;
@@ -12,6 +13,7 @@ pub mod poller;
 use crate::store::prelude::*;
 use crate::store::Connection;
 use anyhow::Result;
+use chrono::Days;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Timestamp;
@@ -104,6 +106,10 @@ pub struct Detail {
     /// rather than the table's days ("no timestamp_column").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_polls: Option<String>,
+    /// volume: the days short but not yet built by the table's job, and its last build
+    /// ("2024-05-14 not yet built: model.shop.orders last built 2024-05-14T03:10:00Z").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_built: Option<String>,
 }
 
 /// One day's volume as a volume observation saw it.
@@ -118,6 +124,9 @@ pub struct DayVolume {
     pub verdict: VerdictKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected: Option<Range>,
+    /// The day's rows are short, but the table's job has not yet built it: not judged.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_built: bool,
 }
 
 impl Observation {
@@ -151,7 +160,10 @@ impl Observation {
         if let Some(message) = &self.detail.message {
             return message.clone();
         }
-        let text = self.measured_text();
+        let mut text = self.measured_text();
+        if let Some(not_built) = &self.detail.not_built {
+            text = format!("{text}; {not_built}");
+        }
         match self.detail.shift.filter(|shift| shift.days > 1) {
             // "16,020; 9 days at 1.60x the usual since 2024-05-03".
             Some(shift) => format!(
@@ -257,6 +269,7 @@ pub fn judge(
     monitor: &MonitorConfig,
     check: CheckKind,
     at: Timestamp,
+    built: Option<&builds::Build>,
     measured: Result<Measurement, WarehouseError>,
 ) -> Result<Vec<Observation>> {
     let name = crate::config::Config::monitor_name(monitor);
@@ -391,8 +404,28 @@ pub fn judge(
                 excluded: &stored.excluded,
                 restarts: &stored.restarts,
             };
-            let judged = checks::judge_recent_days(&counts, today, &calendar);
+            // A job builds a day in its first run after the day ends: days from its
+            // last build's on are not yet built. Only today and yesterday are waited
+            // for; an older day short is a run that never came, and is judged.
+            let unbuilt_from = built.map(|b| b.finished.naive().date().max(today - Days::new(1)));
+            let judged = checks::judge_recent_days(&counts, today, &calendar, unbuilt_from);
             let mut observation = with_verdict(blank, judged.verdict);
+            if let Some(build) = built {
+                let days: Vec<&str> = judged
+                    .days
+                    .iter()
+                    .filter(|d| d.not_built)
+                    .map(|d| d.day.as_str())
+                    .collect();
+                if !days.is_empty() {
+                    observation.detail.not_built = Some(format!(
+                        "{} not yet built: {} last built {}",
+                        days.join(" and "),
+                        build.model,
+                        build.finished
+                    ));
+                }
+            }
             observation.detail.day = Some(judged.day);
             observation.detail.partial = judged.partial;
             observation.detail.days = judged.days;
@@ -575,7 +608,15 @@ mod tests {
         now: DateTime<Utc>,
     ) -> Vec<Observation> {
         let measured = checks::measure(warehouse, monitor, check, now);
-        judge(state, monitor, check, Timestamp::from_utc(now), measured).unwrap()
+        judge(
+            state,
+            monitor,
+            check,
+            Timestamp::from_utc(now),
+            None,
+            measured,
+        )
+        .unwrap()
     }
 
     fn setup() -> (tempfile::TempDir, Connection, SqliteWarehouse) {

@@ -131,6 +131,8 @@ pub struct Poller {
     warehouses: BTreeMap<String, Slot>,
     backoff: Duration,
     progress: Option<Progress>,
+    /// When each table's job last built it, where the config says (dbt's run results).
+    builds: Option<super::builds::Builds>,
 }
 
 /// Told (tables read, tables to read) as each table of a poll is read: a long first
@@ -150,6 +152,7 @@ impl Poller {
             warehouses: BTreeMap::new(),
             backoff: DEFAULT_BACKOFF,
             progress: None,
+            builds: None,
         })
     }
 
@@ -170,6 +173,7 @@ impl Poller {
             );
             poller.set_max_queries(name, wh.max_queries_per_poll);
         }
+        poller.builds = super::builds::Builds::from_config(config);
         Ok(poller)
     }
 
@@ -308,9 +312,17 @@ impl Poller {
                 (name, (logs, guard, reached))
             })
             .collect();
+        if let Some(builds) = &self.builds {
+            builds.refresh();
+        }
+        let built = monitors
+            .iter()
+            .map(|m| self.builds.as_ref()?.latest(&m.table))
+            .collect();
         Ok(PollRead {
             monitors: monitors.to_vec(),
             reads,
+            built,
             now,
             spent,
         })
@@ -450,6 +462,8 @@ impl Poller {
 pub struct PollRead {
     monitors: Vec<MonitorConfig>,
     reads: Vec<MonitorRead>,
+    /// By monitor: its table's latest build by its job, when one is known.
+    built: Vec<Option<super::builds::Build>>,
     now: DateTime<Utc>,
     /// By warehouse: what each sender sent, the guard, and whether it stopped a statement.
     spent: BTreeMap<String, Spent>,
@@ -530,9 +544,10 @@ impl PollRead {
         // because judging reads history before it writes.
         let observations = crate::store::write_on(state, |tx| {
             let mut observations = Vec::new();
-            for (monitor, read) in self.monitors.iter().zip(self.reads) {
+            for ((monitor, read), built) in self.monitors.iter().zip(self.reads).zip(&self.built) {
                 for (check, measured) in read.measurements(tx, monitor, self.now)? {
-                    observations.extend(judge(tx, monitor, check, at, measured)?);
+                    let built = built.as_ref();
+                    observations.extend(judge(tx, monitor, check, at, built, measured)?);
                 }
             }
             Ok(observations)
