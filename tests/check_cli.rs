@@ -1128,7 +1128,7 @@ fn a_day_is_judged_short_only_once_the_model_has_been_built_for_it() {
             "[warehouse.local]\nkind = \"sqlite\"\npath = \"wh.db\"\n\n\
              [lineage]\nmanifest = {manifest:?}\nrun_results = \"run_results.json\"\n\n\
              [[monitor]]\nwarehouse = \"local\"\ntable = \"orders\"\n\
-             checks = [\"volume\"]\ntimestamp_column = \"at\"\n"
+             checks = [\"volume\", \"row_count\"]\ntimestamp_column = \"at\"\n"
         ),
     )
     .unwrap();
@@ -1141,8 +1141,15 @@ fn a_day_is_judged_short_only_once_the_model_has_been_built_for_it() {
     let data = tempfile::tempdir().unwrap();
     let out = check_once(&config, data.path(), &[]);
     let lines = json_lines(&out);
-    let volume = &lines[0];
+    let (volume, rows) = (&lines[0], &lines[1]);
     assert_eq!(out.status.code(), Some(0), "{lines:#?}");
+    // The row count is judged up to yesterday's start, where the build reached.
+    assert_eq!(rows["verdict"], "ok", "{rows}");
+    let rows_not_built = rows["not_built"].as_str().unwrap_or_default();
+    assert!(
+        rows_not_built.contains(&format!("{yesterday}T00:00:00Z")),
+        "{rows}"
+    );
     assert_eq!(volume["verdict"], "ok", "{volume}");
     let not_built = volume["not_built"].as_str().unwrap_or_default();
     assert!(
@@ -1158,8 +1165,9 @@ fn a_day_is_judged_short_only_once_the_model_has_been_built_for_it() {
     let data = tempfile::tempdir().unwrap();
     let out = check_once(&config, data.path(), &[]);
     let lines = json_lines(&out);
-    let volume = &lines[0];
+    let (volume, rows) = (&lines[0], &lines[1]);
     assert_eq!(volume["verdict"], "low", "{volume}");
+    assert_eq!(rows["verdict"], "low", "{rows}");
     assert_eq!(volume["day"], yesterday.to_string(), "{volume}");
     assert_eq!(out.status.code(), Some(1), "{lines:#?}");
 }

@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
+use chrono::{Days, NaiveDate};
+
 use crate::clock::Timestamp;
 use crate::config::Config;
 use crate::lineage::run_results::{self, NodeStatus};
@@ -23,6 +25,16 @@ pub struct Build {
     pub model: String,
     /// When its last successful build finished.
     pub finished: Timestamp,
+}
+
+impl Build {
+    /// The first day this build has not built, of those a check waits for: a job
+    /// builds a day in its first run after the day ends, so the build's own day on.
+    /// Only today and yesterday are waited for: an older day short is a run that never
+    /// came, and is judged.
+    pub fn unbuilt_from(&self, today: NaiveDate) -> NaiveDate {
+        self.finished.naive().date().max(today - Days::new(1))
+    }
 }
 
 /// Where builds are read from, and the last build of each model seen so far.

@@ -13,7 +13,6 @@ pub mod poller;
 use crate::store::prelude::*;
 use crate::store::Connection;
 use anyhow::Result;
-use chrono::Days;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Timestamp;
@@ -307,6 +306,17 @@ pub fn judge(
                     let accepted = baseline::learned_restart(state, &name, check, "")? != (0, 0);
                     match days {
                         Some(days) if polls.len() < detect::MIN_HISTORY && !accepted => {
+                            // The poll read the day as of where the table's job built
+                            // it (see `PollRead::store`).
+                            if let Some(build) = built {
+                                let cutoff = build.unbuilt_from(at.naive().date());
+                                observation.detail.not_built = Some(format!(
+                                    "judged up to {}: rows after it not yet built: {} last built {}",
+                                    Timestamp::from_naive(cutoff.and_time(chrono::NaiveTime::MIN)),
+                                    build.model,
+                                    build.finished
+                                ));
+                            }
                             let growths: Vec<f64> =
                                 days.growths.iter().map(|&g| g as f64).collect();
                             detect::row_count_from_days(days.day_ago as f64, &growths, count)
@@ -404,10 +414,7 @@ pub fn judge(
                 excluded: &stored.excluded,
                 restarts: &stored.restarts,
             };
-            // A job builds a day in its first run after the day ends: days from its
-            // last build's on are not yet built. Only today and yesterday are waited
-            // for; an older day short is a run that never came, and is judged.
-            let unbuilt_from = built.map(|b| b.finished.naive().date().max(today - Days::new(1)));
+            let unbuilt_from = built.map(|b| b.unbuilt_from(today));
             let judged = checks::judge_recent_days(&counts, today, &calendar, unbuilt_from);
             let mut observation = with_verdict(blank, judged.verdict);
             if let Some(build) = built {

@@ -545,8 +545,8 @@ impl PollRead {
         let observations = crate::store::write_on(state, |tx| {
             let mut observations = Vec::new();
             for ((monitor, read), built) in self.monitors.iter().zip(self.reads).zip(&self.built) {
-                for (check, measured) in read.measurements(tx, monitor, self.now)? {
-                    let built = built.as_ref();
+                let built = built.as_ref();
+                for (check, measured) in read.measurements(tx, monitor, self.now, built)? {
                     observations.extend(judge(tx, monitor, check, at, built, measured)?);
                 }
             }
@@ -753,6 +753,7 @@ impl MonitorRead {
         state: &Connection,
         monitor: &MonitorConfig,
         now: DateTime<Utc>,
+        built: Option<&super::builds::Build>,
     ) -> Result<Vec<(CheckKind, Result<Measurement, WarehouseError>)>> {
         let relation = Relation::parse(&monitor.table);
         let mut minutes = Vec::new();
@@ -810,7 +811,16 @@ impl MonitorRead {
                     null_names.as_deref().unwrap_or(&[]),
                     &minutes,
                     day_nulls.as_deref(),
-                    now,
+                    match (check, built) {
+                        // A row count's last day is the one before where the table's
+                        // job has built it to; the rows of the days after are not
+                        // there yet.
+                        (CheckKind::RowCount, Some(build)) => {
+                            let from = build.unbuilt_from(now.date_naive());
+                            now.min(from.and_time(chrono::NaiveTime::MIN).and_utc())
+                        }
+                        _ => now,
+                    },
                 )
                 .expect("not the schema check")),
                 (_, None) => Err(not_configured(monitor)),
