@@ -129,6 +129,22 @@ mod tests {
     }
 
     #[test]
+    fn only_today_and_yesterday_wait_for_a_build() {
+        let today: NaiveDate = "2024-05-15".parse().unwrap();
+        let built = |at: &str| Build {
+            model: "model.shop.orders".to_string(),
+            finished: Timestamp::from_rfc3339(at).unwrap(),
+        };
+        // Last night's run came: yesterday is built, today is not.
+        assert_eq!(built("2024-05-15T03:10:00Z").unbuilt_from(today), today);
+        // It has not come yet: yesterday waits too.
+        let yesterday = today - Days::new(1);
+        assert_eq!(built("2024-05-14T03:10:00Z").unbuilt_from(today), yesterday);
+        // Two nights without a run: the day before yesterday is judged, short or not.
+        assert_eq!(built("2024-05-12T03:10:00Z").unbuilt_from(today), yesterday);
+    }
+
+    #[test]
     fn a_model_keeps_its_newest_successful_build() {
         let dir = tempfile::tempdir().unwrap();
         let run_results = dir.path().join("run_results.json");
