@@ -1164,3 +1164,85 @@ fn check_beside_a_serving_engine_prints_verdicts_and_stores_nothing() {
         "check stored nothing with no engine"
     );
 }
+
+/// dbt's run_results.json with one model built, finished at `completed_at`.
+fn run_results(completed_at: &str) -> String {
+    serde_json::json!({
+        "metadata": {
+            "dbt_schema_version": "https://schemas.getdbt.com/dbt/run-results/v6.json",
+            "generated_at": completed_at,
+        },
+        "results": [{
+            "status": "success",
+            "timing": [{"name": "execute", "started_at": completed_at, "completed_at": completed_at}],
+            "message": "SELECT 2000",
+            "unique_id": "model.jaffle_shop.orders",
+        }],
+    })
+    .to_string()
+}
+
+/// A model built by a nightly dbt run holds a day's rows only once the run after that
+/// day has finished: before it, the day is not yet built, not short.
+#[test]
+fn a_day_is_judged_short_only_once_the_model_has_been_built_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    volume_table(dir.path(), "orders", 70);
+    // Last night's run has not come yet: yesterday has no rows.
+    let conn = rusqlite::Connection::open(dir.path().join("wh.db")).unwrap();
+    conn.execute(
+        "DELETE FROM orders WHERE substr(at, 1, 10) = date('now', '-1 day')",
+        [],
+    )
+    .unwrap();
+    let manifest = Path::new("/work/shared/fixtures/dbt/jaffle_shop-manifest.json");
+    let config = dir.path().join("dataward.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[warehouse.local]\nkind = \"sqlite\"\npath = \"wh.db\"\n\n\
+             [lineage]\nmanifest = {manifest:?}\nrun_results = \"run_results.json\"\n\n\
+             [[monitor]]\nwarehouse = \"local\"\ntable = \"orders\"\n\
+             checks = [\"volume\", \"row_count\"]\ntimestamp_column = \"at\"\n"
+        ),
+    )
+    .unwrap();
+    let today = chrono::Utc::now().date_naive();
+    let yesterday = today - chrono::Days::new(1);
+    let results = dir.path().join("run_results.json");
+
+    // The last build finished yesterday morning: it built the day before, not yesterday.
+    std::fs::write(&results, run_results(&format!("{yesterday}T03:10:00Z"))).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let out = check_once(&config, data.path(), &[]);
+    let lines = json_lines(&out);
+    let (volume, rows) = (&lines[0], &lines[1]);
+    assert_eq!(out.status.code(), Some(0), "{lines:#?}");
+    // The row count is judged up to yesterday's start, where the build reached.
+    assert_eq!(rows["verdict"], "ok", "{rows}");
+    let rows_not_built = rows["not_built"].as_str().unwrap_or_default();
+    assert!(
+        rows_not_built.contains(&format!("{yesterday}T00:00:00Z")),
+        "{rows}"
+    );
+    assert_eq!(volume["verdict"], "ok", "{volume}");
+    let not_built = volume["not_built"].as_str().unwrap_or_default();
+    assert!(
+        not_built.contains(&yesterday.to_string())
+            && not_built.contains("not yet built")
+            && not_built.contains("model.jaffle_shop.orders")
+            && not_built.contains(&format!("{yesterday}T03:10:00Z")),
+        "{volume}"
+    );
+
+    // The run for yesterday has finished (just after midnight): yesterday is short.
+    std::fs::write(&results, run_results(&format!("{today}T00:00:01Z"))).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let out = check_once(&config, data.path(), &[]);
+    let lines = json_lines(&out);
+    let (volume, rows) = (&lines[0], &lines[1]);
+    assert_eq!(volume["verdict"], "low", "{volume}");
+    assert_eq!(rows["verdict"], "low", "{rows}");
+    assert_eq!(volume["day"], yesterday.to_string(), "{volume}");
+    assert_eq!(out.status.code(), Some(1), "{lines:#?}");
+}

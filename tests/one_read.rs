@@ -72,7 +72,7 @@ fn assert_one_read_matches_separate_queries(
         for monitor in &config.monitor {
             for &check in &monitor.checks {
                 let measured = measure(warehouse.as_ref(), monitor, check, now);
-                expected.extend(judge(&separate, monitor, check, at, measured).unwrap());
+                expected.extend(judge(&separate, monitor, check, at, None, measured).unwrap());
             }
         }
         assert_eq!(polled.len(), expected.len(), "{}", step.what);

@@ -474,7 +474,7 @@ mod tests {
             assert!(engine
                 .outbox
                 .offer_change(Outgoing::new(ServerMessage::Change(Box::new(change)))));
-            let now = state.now.clone();
+            let now = state.now;
             engine.until(&mut app, |app| app.snapshot.now == now);
         }
         let mut whole = state.clone();

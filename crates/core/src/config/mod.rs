@@ -251,7 +251,8 @@ pub struct LineageConfig {
     /// The dbt project folder, where SQL diffs are applied.
     pub project_dir: Option<PathBuf>,
     /// dbt's run_results.json: a model a run could not build (error, skipped) below an
-    /// open incident is one of its symptoms, with dbt's message.
+    /// open incident is one of its symptoms, with dbt's message; a monitored model's
+    /// day is judged for volume and row count once a build finished after it.
     pub run_results: Option<PathBuf>,
 }
 

@@ -12,7 +12,7 @@ use chrono::{DateTime, Days, NaiveDate, NaiveTime, Timelike, Utc};
 use super::minutes::{self, DayNulls};
 use super::DayVolume;
 use crate::config::{parse_duration, CheckKind, MonitorConfig};
-use crate::detect::{self, freshness, volume};
+use crate::detect::{self, freshness, volume, VerdictKind};
 use crate::warehouse::{
     Column, DayCount, MinuteCount, NullCounts, Relation, TableCounts, Warehouse, WarehouseError,
 };
@@ -334,10 +334,14 @@ fn since_day_start(day: NaiveDate) -> i64 {
 /// reaches back a week at least, so the recent days are all listed; a series that
 /// short is learning throughout.) Timestamps that are all at midnight are dates with
 /// no time of day, so today is not judged until it is complete.
+///
+/// Days from `unbuilt_from` on are not yet built by the table's job: a day short among
+/// them is not judged (verdict unknown, `not_built`), and never the headline.
 pub fn judge_recent_days(
     counts: &[DayCount],
     today: NaiveDate,
     calendar: &volume::Calendar,
+    unbuilt_from: Option<NaiveDate>,
 ) -> VolumeDays {
     let first = counts
         .iter()
@@ -352,7 +356,17 @@ pub fn judge_recent_days(
     let days = series(|c| c.rows);
     let so_far = series(|c| c.before_cutoff);
     let timed = counts.iter().any(|c| c.at_midnight < c.rows);
-    let recent = volume::recent(&days, timed.then_some(so_far.as_slice()), first, calendar);
+    let mut recent = volume::recent(&days, timed.then_some(so_far.as_slice()), first, calendar);
+    let mut not_built = Vec::new();
+    for day in &mut recent.days {
+        let unbuilt = unbuilt_from.is_some_and(|from| volume::date_at(first, day.index) >= from);
+        if unbuilt && day.verdict.kind == VerdictKind::Low {
+            // Partial, so the headline is the newest day the job has built.
+            day.partial = true;
+            day.verdict.kind = VerdictKind::Unknown;
+            not_built.push(day.index);
+        }
+    }
     let headline = recent.headline().expect("a week of complete days");
     VolumeDays {
         day: volume::date_at(first, headline.index).to_string(),
@@ -368,6 +382,7 @@ pub fn judge_recent_days(
                 partial: d.partial,
                 verdict: d.verdict.kind,
                 expected: d.verdict.expected,
+                not_built: not_built.contains(&d.index),
             })
             .collect(),
     }

@@ -53,6 +53,9 @@ pub struct CheckLine<'a> {
     pub score: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<&'a str>,
+    /// volume: the days short but not yet built by the table's job, so not judged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_built: Option<&'a str>,
 }
 
 impl<'a> CheckLine<'a> {
@@ -75,6 +78,7 @@ impl<'a> CheckLine<'a> {
             since: o.detail.since.as_deref(),
             score: o.detail.score,
             message: o.detail.message.as_deref(),
+            not_built: o.detail.not_built.as_deref(),
         }
     }
 }

@@ -3,6 +3,7 @@
 //! monitor's health, never a data verdict.
 
 pub mod baseline;
+pub mod builds;
 pub mod checks;
 pub mod cli;
 pub mod inject;
@@ -104,6 +105,10 @@ pub struct Detail {
     /// rather than the table's days ("no timestamp_column").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_polls: Option<String>,
+    /// volume: the days short but not yet built by the table's job, and its last build
+    /// ("2024-05-14 not yet built: model.shop.orders last built 2024-05-14T03:10:00Z").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_built: Option<String>,
 }
 
 /// One day's volume as a volume observation saw it.
@@ -118,6 +123,9 @@ pub struct DayVolume {
     pub verdict: VerdictKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected: Option<Range>,
+    /// The day's rows are short, but the table's job has not yet built it: not judged.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_built: bool,
 }
 
 impl Observation {
@@ -151,7 +159,10 @@ impl Observation {
         if let Some(message) = &self.detail.message {
             return message.clone();
         }
-        let text = self.measured_text();
+        let mut text = self.measured_text();
+        if let Some(not_built) = &self.detail.not_built {
+            text = format!("{text}; {not_built}");
+        }
         match self.detail.shift.filter(|shift| shift.days > 1) {
             // "16,020; 9 days at 1.60x the usual since 2024-05-03".
             Some(shift) => format!(
@@ -257,6 +268,7 @@ pub fn judge(
     monitor: &MonitorConfig,
     check: CheckKind,
     at: Timestamp,
+    built: Option<&builds::Build>,
     measured: Result<Measurement, WarehouseError>,
 ) -> Result<Vec<Observation>> {
     let name = crate::config::Config::monitor_name(monitor);
@@ -294,6 +306,17 @@ pub fn judge(
                     let accepted = baseline::learned_restart(state, &name, check, "")? != (0, 0);
                     match days {
                         Some(days) if polls.len() < detect::MIN_HISTORY && !accepted => {
+                            // The poll read the day as of where the table's job built
+                            // it (see `PollRead::store`).
+                            if let Some(build) = built {
+                                let cutoff = build.unbuilt_from(at.naive().date());
+                                observation.detail.not_built = Some(format!(
+                                    "judged up to {}: rows after it not yet built: {} last built {}",
+                                    Timestamp::from_naive(cutoff.and_time(chrono::NaiveTime::MIN)),
+                                    build.model,
+                                    build.finished
+                                ));
+                            }
                             let growths: Vec<f64> =
                                 days.growths.iter().map(|&g| g as f64).collect();
                             detect::row_count_from_days(days.day_ago as f64, &growths, count)
@@ -388,8 +411,25 @@ pub fn judge(
                 excluded: &stored.excluded,
                 restarts: &stored.restarts,
             };
-            let judged = checks::judge_recent_days(&counts, today, &calendar);
+            let unbuilt_from = built.map(|b| b.unbuilt_from(today));
+            let judged = checks::judge_recent_days(&counts, today, &calendar, unbuilt_from);
             let mut observation = with_verdict(blank, judged.verdict);
+            if let Some(build) = built {
+                let days: Vec<&str> = judged
+                    .days
+                    .iter()
+                    .filter(|d| d.not_built)
+                    .map(|d| d.day.as_str())
+                    .collect();
+                if !days.is_empty() {
+                    observation.detail.not_built = Some(format!(
+                        "{} not yet built: {} last built {}",
+                        days.join(" and "),
+                        build.model,
+                        build.finished
+                    ));
+                }
+            }
             observation.detail.day = Some(judged.day);
             observation.detail.partial = judged.partial;
             observation.detail.days = judged.days;
@@ -585,7 +625,15 @@ mod tests {
         now: DateTime<Utc>,
     ) -> Vec<Observation> {
         let measured = checks::measure(warehouse, monitor, check, now);
-        judge(state, monitor, check, Timestamp::from_utc(now), measured).unwrap()
+        judge(
+            state,
+            monitor,
+            check,
+            Timestamp::from_utc(now),
+            None,
+            measured,
+        )
+        .unwrap()
     }
 
     fn setup() -> (tempfile::TempDir, Connection, SqliteWarehouse) {

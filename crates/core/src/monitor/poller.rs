@@ -131,6 +131,8 @@ pub struct Poller {
     warehouses: BTreeMap<String, Slot>,
     backoff: Duration,
     progress: Option<Progress>,
+    /// When each table's job last built it, where the config says (dbt's run results).
+    builds: Option<super::builds::Builds>,
 }
 
 /// Told (tables read, tables to read) as each table of a poll is read: a long first
@@ -150,6 +152,7 @@ impl Poller {
             warehouses: BTreeMap::new(),
             backoff: DEFAULT_BACKOFF,
             progress: None,
+            builds: None,
         })
     }
 
@@ -170,6 +173,7 @@ impl Poller {
             );
             poller.set_max_queries(name, wh.max_queries_per_poll);
         }
+        poller.builds = super::builds::Builds::from_config(config);
         Ok(poller)
     }
 
@@ -309,9 +313,17 @@ impl Poller {
                 (name, (logs, guard, reached))
             })
             .collect();
+        if let Some(builds) = &self.builds {
+            builds.refresh();
+        }
+        let built = monitors
+            .iter()
+            .map(|m| self.builds.as_ref()?.latest(&m.table))
+            .collect();
         Ok(PollRead {
             monitors: monitors.to_vec(),
             reads,
+            built,
             now,
             spent,
         })
@@ -451,6 +463,8 @@ impl Poller {
 pub struct PollRead {
     monitors: Vec<MonitorConfig>,
     reads: Vec<MonitorRead>,
+    /// By monitor: its table's latest build by its job, when one is known.
+    built: Vec<Option<super::builds::Build>>,
     now: DateTime<Utc>,
     /// By warehouse: what each sender sent, the guard, and whether it stopped a statement.
     spent: BTreeMap<String, Spent>,
@@ -531,9 +545,10 @@ impl PollRead {
         // because judging reads history before it writes.
         let observations = crate::store::write_on(state, |tx| {
             let mut observations = Vec::new();
-            for (monitor, read) in self.monitors.iter().zip(self.reads) {
-                for (check, measured) in read.measurements(tx, monitor, self.now)? {
-                    observations.extend(judge(tx, monitor, check, at, measured)?);
+            for ((monitor, read), built) in self.monitors.iter().zip(self.reads).zip(&self.built) {
+                let built = built.as_ref();
+                for (check, measured) in read.measurements(tx, monitor, self.now, built)? {
+                    observations.extend(judge(tx, monitor, check, at, built, measured)?);
                 }
             }
             Ok(observations)
@@ -739,6 +754,7 @@ impl MonitorRead {
         state: &Connection,
         monitor: &MonitorConfig,
         now: DateTime<Utc>,
+        built: Option<&super::builds::Build>,
     ) -> Result<Vec<(CheckKind, Result<Measurement, WarehouseError>)>> {
         let relation = Relation::parse(&monitor.table);
         let mut minutes = Vec::new();
@@ -796,7 +812,16 @@ impl MonitorRead {
                     null_names.as_deref().unwrap_or(&[]),
                     &minutes,
                     day_nulls.as_deref(),
-                    now,
+                    match (check, built) {
+                        // A row count's last day is the one before where the table's
+                        // job has built it to; the rows of the days after are not
+                        // there yet.
+                        (CheckKind::RowCount, Some(build)) => {
+                            let from = build.unbuilt_from(now.date_naive());
+                            now.min(from.and_time(chrono::NaiveTime::MIN).and_utc())
+                        }
+                        _ => now,
+                    },
                 )
                 .expect("not the schema check")),
                 (_, None) => Err(not_configured(monitor)),
