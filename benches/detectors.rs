@@ -3,7 +3,8 @@
 //! detector and by a reference that follows Elementary's defaults; and load times at
 //! three cadences with stalled writers, judged every five minutes by dataward's
 //! freshness detector. Prints window precision and recall for a tuning part and a
-//! scoring part. Run with `cargo bench --bench detectors`.
+//! scoring part, and for a real series held out from both (NYC taxi passengers per
+//! day, with NAB's labelled windows). Run with `cargo bench --bench detectors`.
 
 use std::time::Instant;
 
@@ -52,6 +53,8 @@ fn main() {
         volume_part(seed);
         freshness_part(seed);
     }
+    println!();
+    real_part();
 }
 
 /// Every day of a series whose day 0 is the date given, each judged on the days
@@ -347,4 +350,113 @@ fn freshness_part(seed: u64) {
         "  {total_checks} checks judged in {:.2} s",
         started.elapsed().as_secs_f64()
     );
+}
+
+/// NAB's labelled anomaly windows of `nyc_taxi.csv` (labels/combined_windows.json), as
+/// days: the NYC marathon, Thanksgiving, Christmas, New Year's Day and a snow storm.
+const TAXI_WINDOWS: [(&str, &str, &str); 5] = [
+    ("2014-10-30", "2014-11-03", "NYC marathon"),
+    ("2014-11-25", "2014-11-29", "Thanksgiving"),
+    ("2014-12-23", "2014-12-27", "Christmas"),
+    ("2014-12-29", "2015-01-03", "New Year"),
+    ("2015-01-24", "2015-01-29", "snow storm"),
+];
+
+/// A real series held out from all tuning: NYC taxi passengers per day (NAB's
+/// `realKnownCause/nyc_taxi.csv`, 30-minute counts summed per day; see
+/// `benches/fixtures/README.md`), judged day by day with no holiday calendar, as a team
+/// that never wrote one would run it. Its windows are what NAB labelled.
+fn real_part() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/benches/fixtures/nyc_taxi_daily.csv"
+    );
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut dates = Vec::new();
+    let mut days = Vec::new();
+    for (n, line) in text.lines().enumerate().skip(1) {
+        let (date, value) = line
+            .split_once(',')
+            .unwrap_or_else(|| panic!("{path}:{}: expected day,passengers", n + 1));
+        let parse = || -> Option<(chrono::NaiveDate, f64)> {
+            Some((date.parse().ok()?, value.parse().ok()?))
+        };
+        let (date, value) =
+            parse().unwrap_or_else(|| panic!("{path}:{}: not a day and a count: {line}", n + 1));
+        dates.push(date);
+        days.push(value);
+    }
+    let index = |day: &str| {
+        let date: chrono::NaiveDate = day.parse().expect("a window's day");
+        dates
+            .iter()
+            .position(|d| *d == date)
+            .expect("a window's day in the series") as i64
+    };
+    let windows: Vec<_> = TAXI_WINDOWS
+        .iter()
+        .map(|(from, to, _)| index(from)..=index(to))
+        .collect();
+    let first = dates[0];
+    println!(
+        "=== REAL series, held out: NYC taxi passengers per day, {} to {} ({} days, {} labelled \
+         windows; days from {FIRST_LABELLED_DAY} on judged, no holiday calendar) ===",
+        dates[0],
+        dates[dates.len() - 1],
+        days.len(),
+        windows.len()
+    );
+    let judged = FIRST_LABELLED_DAY..days.len();
+    let flagged_by = |verdicts: &[Verdict]| -> Vec<i64> {
+        judged
+            .clone()
+            .filter(|&day| verdicts[day].kind.is_breach())
+            .map(|day| day as i64)
+            .collect()
+    };
+    let ours = flagged_by(&volume::judge_all(
+        &days,
+        first,
+        &volume::Calendar::default(),
+    ));
+    let theirs = flagged_by(
+        &(0..days.len())
+            .map(|day| reference::judge_day(&days, day))
+            .collect::<Vec<_>>(),
+    );
+    println!(
+        "  {:<20} {:>10} {:>22} {:>22} {:>6}",
+        "", "flagged", "precision", "recall", "F1"
+    );
+    for (label, flagged) in [
+        ("dataward volume", &ours),
+        ("reference (Elementary)", &theirs),
+    ] {
+        let mut score = WindowScore::default();
+        let caught = score.add(&windows, flagged);
+        println!(
+            "  {label:<20} {:>10} {:>22} {:>22} {:>6.3}",
+            flagged.len(),
+            format!(
+                "{:.3} ({}/{})",
+                score.precision(),
+                score.flags_in_windows,
+                score.flags
+            ),
+            format!("{:.3} ({}/{})", score.recall(), score.caught, score.windows),
+            score.f1()
+        );
+        let missed: Vec<_> = TAXI_WINDOWS
+            .iter()
+            .zip(caught)
+            .filter(|(_, caught)| !caught)
+            .map(|((_, _, name), _)| *name)
+            .collect();
+        let outside: Vec<_> = flagged
+            .iter()
+            .filter(|&&day| !windows.iter().any(|w| w.contains(&day)))
+            .map(|&day| dates[day as usize].format("%a %Y-%m-%d").to_string())
+            .collect();
+        println!("    missed: {missed:?}; flagged outside windows: {outside:?}");
+    }
 }
