@@ -330,3 +330,52 @@ fn an_unanswered_request_escalates_pages_the_lead_and_expires() {
         resolved
     );
 }
+
+#[test]
+fn a_snoozed_incident_pages_nobody_when_its_requests_escalate() {
+    let dir = tempfile::tempdir().unwrap();
+    let (apis, alerts) = apis("SNZ");
+    let (mut scenario, mut engine) =
+        dataward::demo::prepare_with(dir.path(), &owner(), |text| text + &alerts).unwrap();
+    // The owner snoozes the incident's monitor the moment it opens, then answers
+    // nothing: its requests escalate to the lead and expire inside the snooze.
+    let mut snoozed = false;
+    play_minutes(
+        &mut scenario,
+        &mut engine,
+        start(),
+        start() + TimeDelta::minutes(150),
+        |event, engine| match event.map(|e| &e.kind) {
+            Some(dataward::engine::api::EventKind::IncidentOpened { incident, .. }) if !snoozed => {
+                snoozed = true;
+                engine.handle(
+                    Command::Snooze {
+                        target: incident.clone(),
+                        seconds: 6 * 3600,
+                        reason: "the vendor is refilling it; we are on it".into(),
+                    },
+                    &owner(),
+                )
+            }
+            _ => Vec::new(),
+        },
+    );
+    assert!(snoozed, "the incident opened");
+    drop(engine);
+    deliver(dir.path());
+    let pd: Vec<serde_json::Value> = apis.pd.requests().iter().map(|r| r.json()).collect();
+    let classes: Vec<&str> = pd
+        .iter()
+        .map(|e| e["payload"]["class"].as_str().unwrap())
+        .collect();
+    // Opened before the snooze: that page went. Its escalation is recorded on the
+    // team's alert as an update, but nobody new is woken for it.
+    assert_eq!(classes[0], "opened");
+    assert!(classes.contains(&"escalated"), "{classes:?}");
+    assert_eq!(apis.pd.alerts().len(), 1, "{:#?}", apis.pd.alerts());
+    let lead: Vec<serde_json::Value> = apis.lead.requests().iter().map(|r| r.json()).collect();
+    assert!(
+        lead.is_empty(),
+        "the lead was paged inside the snooze: {lead:#?}"
+    );
+}

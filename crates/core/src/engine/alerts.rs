@@ -117,12 +117,7 @@ impl Engine {
         };
         match record.kind.as_str() {
             "incident_opened" | "incident_reopened" => {
-                // A monitor snoozed or in maintenance pages nobody.
-                let (monitor, table) = (
-                    self.incidents[i].monitor.clone(),
-                    self.incidents[i].table.clone(),
-                );
-                if self.quiet(&monitor, &table, self.now())?.is_some() {
+                if self.pages_nobody(i)? {
                     return Ok(());
                 }
                 let occasion = if record.kind == "incident_opened" {
@@ -212,6 +207,9 @@ impl Engine {
                     record.seq
                 ));
                 self.queue_where_opened(&key, &alert)?;
+                if self.pages_nobody(i)? {
+                    return Ok(());
+                }
                 // The escalation target is paged: an alert of its own on each destination
                 // that pages that role.
                 let page_key = page_key(&key, &to);
@@ -277,6 +275,16 @@ impl Engine {
             _ => {}
         }
         Ok(())
+    }
+
+    /// A monitor snoozed or in a maintenance window wakes nobody: no new alert opens for
+    /// its incident (an opening, a reopening, an escalation's page). Updates and the
+    /// resolve still go where an alert already opened, so its thread stays whole.
+    fn pages_nobody(&self, i: usize) -> Result<bool> {
+        let incident = &self.incidents[i];
+        Ok(self
+            .quiet(&incident.monitor, &incident.table, self.now())?
+            .is_some())
     }
 
     fn queue(&mut self, destination: &str, kind: &str, alert: &Alert) -> Result<()> {
