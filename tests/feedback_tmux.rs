@@ -175,7 +175,15 @@ fn snooze_and_expected_from_the_keyboard() {
     keys(s, &["Escape"]);
     let shown = wait_for(s, "quiet until");
     assert!(shown.contains("): reload)"), "{shown}");
+    // So does the incident's row on the list, with the snooze's end.
+    let shown = wait_for(s, "⏸ until");
+    let row = shown
+        .lines()
+        .find(|l| l.contains("INC-0001"))
+        .unwrap_or_default();
+    assert!(row.contains("⏸ until"), "{shown}");
     wait_until_gone(s, "quiet until");
+    wait_until_gone(s, "⏸ until");
     let state = root.join("data").join("dataward.db");
     let conn =
         rusqlite::Connection::open_with_flags(&state, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)

@@ -106,6 +106,9 @@ pub fn clean_incident(incident: &mut IncidentView) {
     for account in incident.owner_accounts.iter_mut().flatten() {
         clean_in_place(account);
     }
+    if let Some(quiet) = &mut incident.quiet {
+        clean_in_place(&mut quiet.why);
+    }
     clean_timeline(&mut incident.timeline);
 }
 
@@ -194,6 +197,9 @@ fn clean_monitors(monitors: &mut [MonitorView]) {
             &mut monitor.expected,
         ] {
             clean_in_place(field);
+        }
+        if let Some(quiet) = &mut monitor.quiet {
+            clean_in_place(&mut quiet.why);
         }
     }
 }
@@ -300,6 +306,10 @@ mod tests {
                     what: "approved\u{202e}".into(),
                 }],
                 owner_accounts: None,
+                quiet: Some(crate::engine::api::QuietView {
+                    until: "2026-11-24T18:00:00Z".parse().unwrap(),
+                    why: "snoozed by eve\x1b[8m: refill".into(),
+                }),
             }],
             ..Snapshot::default()
         };
@@ -317,5 +327,7 @@ mod tests {
         let entry = &snap.incidents[0].timeline[0];
         assert_eq!(entry.who, "eve\\x1b[8m");
         assert_eq!(entry.what, "approved\\u{202e}");
+        let quiet = snap.incidents[0].quiet.as_ref().unwrap();
+        assert_eq!(quiet.why, "snoozed by eve\\x1b[8m: refill");
     }
 }

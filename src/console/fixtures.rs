@@ -244,6 +244,7 @@ pub fn sample_incident() -> IncidentView {
             entry(42, "14:19:00", "decided", "alice (uid 1000)", "approved P-1: refill in progress"),
         ],
         owner_accounts: None,
+        quiet: None,
     }
 }
 
@@ -362,6 +363,7 @@ pub fn sample_snapshot() -> Snapshot {
                 }),
                 timeline: Vec::new(),
                 owner_accounts: None,
+                quiet: None,
             },
         ],
         notices: vec!["approved P-1 (hold) by alice, chain #42".into()],

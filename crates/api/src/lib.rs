@@ -575,6 +575,9 @@ pub struct IncidentView {
     /// the policy is not at hand; empty when no domain covers the table.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner_accounts: Option<Vec<String>>,
+    /// Its monitor pages nobody now (a snooze, a maintenance window), until when and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quiet: Option<QuietView>,
 }
 
 /// One check's latest figure as people read it, with its verdict and when it was taken.

@@ -520,6 +520,20 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
     frame.render_widget(table, area);
 }
 
+/// The title, after when its monitor is quiet until (a snooze, a maintenance window):
+/// the list says which incidents page nobody now.
+fn title(incident: &IncidentView) -> std::borrow::Cow<'_, str> {
+    match &incident.quiet {
+        Some(quiet) => format!(
+            "⏸ until {} · {}",
+            crate::console::widgets::clock_face(quiet.until),
+            incident.title
+        )
+        .into(),
+        None => incident.title.as_str().into(),
+    }
+}
+
 /// The time of day is what matters on call; the date is in the detail.
 fn opened(incident: &IncidentView) -> String {
     incident.opened_at.hour_minute()
@@ -544,7 +558,7 @@ pub(crate) fn cell_widths(incident: &IncidentView) -> [usize; 6] {
         width_of(&status_text(incident.status)),
         width_of(&symptoms::count(incident)),
         width_of(&incident.table),
-        width_of(&incident.title),
+        width_of(&title(incident)),
         width_of(&opened(incident)),
     ]
 }
@@ -572,7 +586,7 @@ fn incident_row(
             ))),
             Cell::from(cut(&symptoms::count(incident), w(3))),
             Cell::from(cut(&incident.table, w(4))),
-            Cell::from(cut(&incident.title, w(5))),
+            Cell::from(cut(&title(incident), w(5))),
             Cell::from(cut(&opened(incident), w(6))),
         ],
         widths,

@@ -158,7 +158,7 @@ impl Engine {
             actor.display()
         ));
         self.latest.forget_views();
-        self.incidents.mark(|i| i.monitor == monitor);
+        self.refresh_quiet();
         Ok(vec![self.event(EventKind::Snoozed {
             monitor,
             until,
@@ -217,8 +217,6 @@ impl Engine {
                 "{}: the snooze until {} ended (chain #{seq})",
                 snooze.monitor, snooze.until
             ));
-            let monitor = snooze.monitor.clone();
-            self.incidents.mark(|i| i.monitor == monitor);
             self.latest.forget_views();
             events.push(self.event(EventKind::SnoozeEnded {
                 monitor: snooze.monitor,

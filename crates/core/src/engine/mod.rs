@@ -220,6 +220,7 @@ impl Engine {
         }
         engine.init_observation_mark()?;
         engine.load()?;
+        engine.refresh_quiet();
         if engine.chain_alarm.is_none() {
             engine.transact(|e| e.record_policy())?;
         }
@@ -550,6 +551,7 @@ impl Engine {
     fn turn(&mut self, now: NaiveDateTime) -> Result<Vec<Event>> {
         let mut events = self.lapse_requests()?;
         events.extend(self.end_snoozes()?);
+        self.refresh_quiet();
         let polled = self.unseen_observations()?;
         if !polled.is_empty() {
             // What the warehouses said is asked again for what the new poll raises.

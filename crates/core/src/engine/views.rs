@@ -208,7 +208,26 @@ impl Engine {
             }
         }
         view.latest = self.latest_reading(i);
+        view.quiet = self.latest.quiet.get(&i.monitor).cloned();
         view
+    }
+
+    /// Reads which monitors are quiet now and marks the incidents of those whose quiet
+    /// began, ended or changed since their views last showed it: a snooze set or ended,
+    /// a maintenance window opening or closing as the clock moves.
+    pub(super) fn refresh_quiet(&mut self) {
+        let quiet = self.quiet_views();
+        if quiet == self.latest.quiet {
+            return;
+        }
+        let changed: std::collections::BTreeSet<String> = quiet
+            .keys()
+            .chain(self.latest.quiet.keys())
+            .filter(|monitor| quiet.get(*monitor) != self.latest.quiet.get(*monitor))
+            .cloned()
+            .collect();
+        self.incidents.mark(|i| changed.contains(&i.monitor));
+        self.latest.quiet = quiet;
     }
 }
 
@@ -266,6 +285,7 @@ impl Incident {
             latest: None,
             timeline: i.timeline.clone(),
             owner_accounts: None,
+            quiet: None,
         }
     }
 }
@@ -280,6 +300,10 @@ pub(super) struct Latest {
     /// The views, and the engine's time they were built at (a figure goes stale as
     /// time passes).
     shown: Option<(NaiveDateTime, Vec<MonitorView>)>,
+    /// The monitors quiet (snoozed, in a maintenance window) as the incidents' views
+    /// last showed them: [`Engine::refresh_quiet`] marks an incident whose monitor's
+    /// changed.
+    quiet: BTreeMap<String, QuietView>,
 }
 
 impl Latest {
