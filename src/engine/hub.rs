@@ -82,10 +82,18 @@ pub enum HubMessage {
     PollAnswered,
     /// A warehouse probe's answer (evidence for a diagnosis, a verification dry run).
     Evidence(super::evidence::Found),
+    /// The driver's outside world moved, on a thread of its own (the demo's story): what
+    /// happened, for the timeline; the driver's turn goes on (`Driver::world_moved`).
+    WorldMoved(Result<Vec<Event>>),
 }
 
 /// What moves the engine between messages: the wall clock, or the demo's story.
 pub trait Driver {
+    /// The hub is about to run: `post` reaches it. A driver whose outside world moves on
+    /// a thread of its own has it report there (`HubMessage::WorldMoved`).
+    fn start(&mut self, _post: Sender<HubMessage>) -> Result<()> {
+        Ok(())
+    }
     /// When the next turn is due.
     fn next_turn(&self) -> Instant;
     /// One turn of the clock.
@@ -113,6 +121,15 @@ pub trait Driver {
     ) -> Result<Vec<Event>> {
         Ok(Vec::new())
     }
+    /// The outside world this driver moves (`start`) reported what `happened`: the
+    /// turn goes on. A step that failed ends the run, as a turn that failed does.
+    fn world_moved(
+        &mut self,
+        _engine: &mut Engine,
+        happened: Result<Vec<Event>>,
+    ) -> Result<Vec<Event>> {
+        happened
+    }
 }
 
 mod outbox;
@@ -132,6 +149,8 @@ struct Client {
 pub struct Hub {
     engine: Engine,
     inbox: Receiver<HubMessage>,
+    /// The sender of `inbox`, for the driver (`Driver::start`).
+    post: Sender<HubMessage>,
     clients: BTreeMap<ClientId, Client>,
     /// When this engine started, so consoles can tell a restart from a reconnect.
     started_at: crate::clock::Timestamp,
@@ -244,6 +263,7 @@ impl Hub {
         emit: Box<dyn FnMut(&Event) + Send>,
     ) -> Hub {
         let answers = post.clone();
+        let for_driver = post.clone();
         engine.set_evidence_worker(Arc::new(move |found| {
             let _ = answers.send(HubMessage::Evidence(found));
         }));
@@ -253,6 +273,7 @@ impl Hub {
         Hub {
             engine,
             inbox,
+            post: for_driver,
             clients: BTreeMap::new(),
             started_at: crate::clock::Clock::wall().timestamp(),
             emit,
@@ -274,6 +295,7 @@ impl Hub {
     /// every client and gives the engine back.
     pub fn run(mut self, driver: &mut dyn Driver) -> Result<Engine> {
         crate::blocking::mark_engine_thread();
+        driver.start(self.post.clone())?;
         let mut changed = true;
         loop {
             if changed {
@@ -487,6 +509,10 @@ impl Hub {
             }
             HubMessage::OutboxMark(mark, answer) => {
                 let _ = answer.send(self.engine.mark_outbox(&mark));
+            }
+            HubMessage::WorldMoved(happened) => {
+                let events = driver.world_moved(&mut self.engine, happened)?;
+                self.emit_all(&events);
             }
             HubMessage::Stop => {}
         }
