@@ -1,5 +1,7 @@
 //! What a change to one incident costs the hub, on a real engine with real incidents.
 
+#![cfg(test)]
+
 use super::*;
 use crate::config::Config;
 use crate::engine::api::Command;
