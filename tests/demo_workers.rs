@@ -1,6 +1,7 @@
-//! Issue 27, through the binary: the demo runs its engine behind the same hub as
+//! Issue 27, mostly through the binary: the demo runs its engine behind the same hub as
 //! `dataward serve`, and its effects (orchestrator calls, file writes, backfill copies)
-//! and warehouse probes run on workers there too, never on the engine's thread.
+//! and warehouse probes run on workers there too, and its story's world on a thread of
+//! its own, never on the engine's thread.
 
 #[path = "support/binary.rs"]
 mod binary;
@@ -150,21 +151,21 @@ fn in_the_demo_the_org_stop_is_answered_while_the_scheduler_holds_a_pause() {
 }
 
 /// The demo's engine thread reads no warehouse and no scheduler: its polls and the
-/// scheduler's state are read on the poll task, as `dataward serve` reads them, and come
-/// back as inputs. A debug build (this one) stops the engine when either is read on its
-/// thread, so the whole story, the stand-in's approvals and their effects included,
-/// plays to its end only if none is.
-#[test]
-fn the_demos_engine_thread_reads_no_warehouse_and_no_scheduler() {
+/// scheduler's state are read on the poll task, as `dataward serve` reads them, and the
+/// story's outside world (which writes the warehouse and moves the scheduler) moves on
+/// a thread of its own; what they did comes back as inputs. A debug build (this one)
+/// stops the engine when either is asked on its thread, so the whole story, the
+/// stand-in's approvals and their effects included, plays to its end only if none is.
+fn engine_thread_reads_no_warehouse_and_no_scheduler(story: &str, owner: &str) {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_dataward"))
         .args([
             "demo",
-            "ticketing",
+            story,
             "--headless",
             "--json",
             "--approve-as",
-            "analytics-owner",
+            owner,
             "--speed",
             "100000000",
         ])
@@ -175,14 +176,24 @@ fn the_demos_engine_thread_reads_no_warehouse_and_no_scheduler() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         !stderr.contains("on the engine's thread"),
-        "the demo read the outside world on its engine's thread: {stderr}"
+        "the {story} demo asked the outside world on its engine's thread: {stderr}"
     );
     assert!(out.status.success(), "{stderr}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("incident_resolved") || stdout.contains("resolved"),
-        "the story played to its end: {stdout}"
+        stdout.contains("\"event\":\"incident_resolved\""),
+        "the {story} story played to its end: {stdout}"
     );
+}
+
+#[test]
+fn the_demos_engine_thread_reads_no_warehouse_and_no_scheduler() {
+    engine_thread_reads_no_warehouse_and_no_scheduler("ticketing", "analytics-owner");
+}
+
+#[test]
+fn the_payouts_demos_engine_thread_reads_no_warehouse_and_no_scheduler() {
+    engine_thread_reads_no_warehouse_and_no_scheduler("payouts", "payouts-owner");
 }
 
 /// A refusal the stand-in gets only once its change was tried on a worker is said on the
@@ -255,5 +266,119 @@ fn a_refusal_the_stand_in_gets_from_a_worker_is_on_the_timeline() {
             .is_some_and(|r| r.contains("pauses are frozen")),
         "the refusal says why: {:?}",
         refused[0]
+    );
+}
+
+/// The story's own outside world, held at its first step until the test lets it go:
+/// it says when a step has begun, then waits.
+struct HeldWorld {
+    world: dataward::demo::scenario::Scenario,
+    began: std::sync::mpsc::Sender<()>,
+    go_on: std::sync::mpsc::Receiver<()>,
+}
+
+impl dataward::demo::scenario::World for HeldWorld {
+    fn step(&mut self, now: chrono::NaiveDateTime) -> anyhow::Result<Vec<String>> {
+        let _ = self.began.send(());
+        // Once the test has let go (dropped its end), every step goes straight on.
+        let _ = self.go_on.recv();
+        self.world.step(now)
+    }
+}
+
+/// Only bounds a wait for something that must happen, so a broken build fails instead
+/// of hanging; nothing is asserted about how long anything took.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// The demo's story behind its hub, as `dataward demo` plays it, with its outside world
+/// held in the middle of a step (as a warehouse write that hangs would hold it). An
+/// org-wide stop sent then is answered while the step is still held: the engine's
+/// thread does not wait for the story's world. The world is let go only after the
+/// answer came (order, not wall-clock).
+#[test]
+fn in_the_demo_the_org_stop_is_answered_while_the_worlds_step_is_held() {
+    use dataward::engine::api::ServerMessage;
+    use dataward::engine::api::{ClientMessage, Command as EngineCommand, Outcome, Request};
+    use dataward::engine::hub::{Hub, HubMessage};
+
+    dataward::demo::control::register();
+    let dir = tempfile::tempdir().unwrap();
+    let actor = dataward::approve::Actor::current();
+    let (world, mut engine) = dataward::demo::prepare(dir.path(), &actor).unwrap();
+    let (began, step_began) = std::sync::mpsc::channel();
+    let (let_go, go_on) = std::sync::mpsc::channel::<()>();
+    let world = dataward::demo::scenario::Scenario::new(Box::new(HeldWorld {
+        world,
+        began,
+        go_on,
+    }));
+    let options = dataward::demo::DemoOptions {
+        data_dir: dir.path().into(),
+        story: "ticketing".into(),
+        speed: Some(1e9),
+        approve_as: None,
+        read_only: false,
+        console_config: None,
+        theme: None,
+    };
+    let from = dataward::demo::ticketing::plot().warm_up;
+    let mut story = dataward::demo::Story::new(&options, world, &actor, from, &mut engine).unwrap();
+    let config = dataward::config::Config::load(&dir.path().join("estate/dataward.toml")).unwrap();
+    let (hub_tx, hub_rx) = std::sync::mpsc::channel();
+    let poll_task = dataward::engine::server::start_poll_task(
+        &mut engine,
+        &config,
+        dir.path().join("dataward.db"),
+        hub_tx.clone(),
+        true,
+    )
+    .unwrap();
+    let post = hub_tx.clone();
+    let hub = std::thread::spawn(move || {
+        let engine = Hub::new(engine, hub_rx, post, Box::new(|_| {})).run(&mut story);
+        (engine, story)
+    });
+
+    step_began
+        .recv_timeout(PATIENCE)
+        .expect("the story's first step never began");
+    let link =
+        dataward::engine::attach::in_process(&hub_tx, actor.clone(), "on call".into(), false)
+            .unwrap();
+    link.to_engine
+        .send(ClientMessage::Request(Request {
+            id: 1,
+            command: EngineCommand::OrgStop {
+                reason: "drill".into(),
+            },
+            client_request: None,
+        }))
+        .unwrap();
+    let answer = loop {
+        match link.from_engine.recv_timeout(PATIENCE) {
+            Ok(ServerMessage::Reply(reply)) if reply.id == 1 => break Some(reply.outcome),
+            Ok(_) => continue,
+            Err(_) => break None,
+        }
+    };
+    // Let the world go before judging, so a failure leaves no thread held.
+    drop(let_go);
+    let answer = answer.expect(
+        "the org stop was not answered while the story's world held its step: the \
+         world moves on the engine's thread",
+    );
+    assert!(
+        matches!(answer, Outcome::Accepted { .. }),
+        "the org stop is set: {answer:?}"
+    );
+
+    hub_tx.send(HubMessage::Stop).unwrap();
+    let (engine, story) = hub.join().unwrap();
+    let engine = engine.unwrap();
+    drop(story);
+    poll_task.stop();
+    assert!(
+        engine.snapshot(false).org_stop.is_some(),
+        "the stop is the engine's state"
     );
 }

@@ -2,7 +2,8 @@
 //! issues SQL to it or names the SQLite library, so the store can gain a second
 //! implementation (PostgreSQL for team state) without a caller changing. Warehouses
 //! (`crates/core/src/warehouse/`) are other databases, and the demo builds its own; both are left
-//! out. A module's in-file tests (after `#[cfg(test)]`) may set up state directly.
+//! out. A module's in-file tests (after `#[cfg(test)]`), and a file of tests (`tests.rs`, or
+//! one that says `#![cfg(test)]`), may set up state directly.
 
 use std::path::{Path, PathBuf};
 
@@ -60,13 +61,29 @@ fn files(dir: &Path, found: &mut Vec<PathBuf>) {
     }
 }
 
+/// Whether the rest of a file, from the line `code`, is tests: a module's in-file tests
+/// (`#[cfg(test)]`), or the whole of a file of tests (`#![cfg(test)]`).
+fn is_tests_from_here(code: &str) -> bool {
+    code.starts_with("#[cfg(test)]") || code.starts_with("#![cfg(test)]")
+}
+
+#[test]
+fn a_file_of_tests_is_left_out() {
+    let text = "//! What something costs.\n\
+                #![cfg(test)]\n\
+                let conn = rusqlite::Connection::open(&p).unwrap();\n\
+                let state = crate::store::open(&db).unwrap();\n";
+    assert!(findings("src/x.rs", text).is_empty());
+    assert!(read_write_opens("src/x.rs", text).is_empty());
+}
+
 /// `file:line: what` for every line of `text` (up to its in-file tests) that names the
 /// SQLite library or holds SQL about a state table.
 fn findings(name: &str, text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for (number, line) in text.lines().enumerate() {
         let code = line.trim_start();
-        if code.starts_with("#[cfg(test)]") {
+        if is_tests_from_here(code) {
             break;
         }
         if code.starts_with("//") {
@@ -199,7 +216,7 @@ fn read_write_opens(name: &str, text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for (number, line) in text.lines().enumerate() {
         let code = line.trim_start();
-        if code.starts_with("#[cfg(test)]") {
+        if is_tests_from_here(code) {
             break;
         }
         if code.starts_with("//") {

@@ -23,7 +23,7 @@ use crate::engine::api::{
 use crate::engine::hub::{Driver, Hub, HubMessage};
 use crate::engine::server;
 use crate::engine::{Answer, Engine};
-use scenario::Scenario;
+use scenario::{Scenario, WorldThread};
 
 /// The stories `dataward demo` can play, the first by default.
 pub const STORIES: &[&str] = &["ticketing", "payouts"];
@@ -238,12 +238,14 @@ fn open_story(
 }
 
 /// The story as the engine's clock: one turn of virtual time at a time, at the demo's
-/// speed. Each turn the outside world moves (the scenario), the engine takes its turn,
-/// the stand-in (if any) decides, and the clock is kept in the state database, so a demo
-/// killed at any moment resumes where it was.
+/// speed. Each turn the outside world moves (the scenario, on its own thread), the
+/// engine takes its turn, the stand-in (if any) decides, and the clock is kept in the
+/// state database, so a demo killed at any moment resumes where it was.
 pub struct Story {
     plot: Plot,
-    scenario: Scenario,
+    /// The story's world until it is started on its thread (`Driver::start`).
+    scenario: Option<Scenario>,
+    world: Option<WorldThread>,
     stand_in: Option<StandIn>,
     /// The stand-in's commands not sent yet (see `stand_in_decides`).
     queued: std::collections::VecDeque<Command>,
@@ -253,8 +255,17 @@ pub struct Story {
     speed: f64,
     next: Instant,
     finished: bool,
-    /// The turn in hand waits for the poll task's answer (see `turn`).
-    polling: bool,
+    /// What the turn in hand waits for, if anything (see `turn`).
+    waiting: Option<Waiting>,
+}
+
+/// What a turn in hand waits for before it goes on.
+#[derive(Clone, Copy, PartialEq)]
+enum Waiting {
+    /// The world to take its step, on its thread.
+    World,
+    /// The poll task to read the estate as the world left it.
+    Poll,
 }
 
 impl Story {
@@ -270,7 +281,8 @@ impl Story {
         engine.set_clock(crate::clock::Clock::Virtual(time.clone()));
         Ok(Story {
             time,
-            scenario,
+            scenario: Some(scenario),
+            world: None,
             stand_in: options
                 .approve_as
                 .as_ref()
@@ -280,7 +292,7 @@ impl Story {
             speed: options.speed.unwrap_or(plot.speed),
             next: Instant::now(),
             finished: from > plot.end,
-            polling: false,
+            waiting: None,
             plot,
         })
     }
@@ -308,24 +320,48 @@ impl Story {
         self.now - self.plot.turn
     }
 
-    /// Plays one turn and says what happened. Behind a hub the engine's poll is asked
-    /// of the poll task, and the turn goes on when it answers (`after_effect`): the
-    /// engine's thread reads no warehouse and no scheduler, and the clock stands still
-    /// until the answer, so the story plays the same however long the read takes.
-    pub fn turn(&mut self, engine: &mut Engine) -> Result<Vec<Event>> {
+    /// Starts the story's world on its thread, reporting each step's events to
+    /// `moved`.
+    fn start_world(&mut self, moved: impl Fn(Result<Vec<Event>>) + Send + 'static) -> Result<()> {
+        let scenario = (self.scenario.take()).context("the story's world is started once")?;
+        self.world = Some(WorldThread::start(scenario, move |now, happened| {
+            moved(happened.map(|steps| {
+                (steps.into_iter())
+                    .map(|step| Event {
+                        at: crate::clock::Timestamp::from_naive(now),
+                        kind: EventKind::Scenario { step },
+                    })
+                    .collect()
+            }))
+        })?);
+        Ok(())
+    }
+
+    /// Starts one turn: the world is asked to move to the turn's time on its thread,
+    /// and the turn goes on when it reports (`world_moved`). Behind a hub the engine's
+    /// poll is then asked of the poll task, and the turn goes on when it answers
+    /// (`after_effect`): the engine's thread moves no world and reads no warehouse and
+    /// no scheduler, and the clock stands still until each answer, so the story plays
+    /// the same however long a step or a read takes.
+    pub fn turn(&mut self, _engine: &mut Engine) -> Result<Vec<Event>> {
         let now = self.now;
         self.time.set(now);
-        let mut events: Vec<Event> = self
-            .scenario
-            .step(now)?
-            .into_iter()
-            .map(|step| Event {
-                at: crate::clock::Timestamp::from_naive(now),
-                kind: EventKind::Scenario { step },
-            })
-            .collect();
+        (self.world.as_ref())
+            .context("the story's world was not started")?
+            .step(now)?;
+        self.waiting = Some(Waiting::World);
+        Ok(Vec::new())
+    }
+
+    /// The world took the turn's step: what happened, then the poll (see `turn`).
+    fn world_moved(
+        &mut self,
+        engine: &mut Engine,
+        happened: Result<Vec<Event>>,
+    ) -> Result<Vec<Event>> {
+        let mut events = happened?;
         if engine.ask_poll() {
-            self.polling = true;
+            self.waiting = Some(Waiting::Poll);
             return Ok(events);
         }
         events.extend(self.finish_turn(engine)?);
@@ -335,6 +371,7 @@ impl Story {
     /// The rest of the turn, once what was polled is stored: the engine acts on it,
     /// the stand-in decides, and the clock is kept and moved on.
     fn finish_turn(&mut self, engine: &mut Engine) -> Result<Vec<Event>> {
+        self.waiting = None;
         let now = self.now;
         let mut events = engine.tick(now)?;
         events.extend(self.stand_in_decides(engine, now));
@@ -357,9 +394,16 @@ impl Story {
 }
 
 impl Driver for Story {
+    fn start(&mut self, post: mpsc::Sender<HubMessage>) -> Result<()> {
+        self.start_world(move |happened| {
+            let _ = post.send(HubMessage::WorldMoved(happened));
+        })
+    }
+
     fn next_turn(&self) -> Instant {
-        if self.finished {
-            // The clock has stopped; people can still decide and read.
+        if self.finished || self.waiting.is_some() {
+            // The clock has stopped, or the turn in hand goes on when its answer comes
+            // (a message); people can still decide and read.
             Instant::now() + Duration::from_secs(3600)
         } else {
             self.next
@@ -368,6 +412,14 @@ impl Driver for Story {
 
     fn turn(&mut self, engine: &mut Engine) -> Result<Vec<Event>> {
         Story::turn(self, engine)
+    }
+
+    fn world_moved(
+        &mut self,
+        engine: &mut Engine,
+        happened: Result<Vec<Event>>,
+    ) -> Result<Vec<Event>> {
+        Story::world_moved(self, engine, happened)
     }
 
     fn react(&mut self, _engine: &mut Engine) -> Result<Vec<Event>> {
@@ -393,8 +445,7 @@ impl Driver for Story {
         if let (Some(stand_in), Some((intent, answer))) = (self.stand_in.as_mut(), settled) {
             events.extend(stand_in.answered(intent, answer, at));
         }
-        if self.polling && !engine.awaiting_poll() {
-            self.polling = false;
+        if self.waiting == Some(Waiting::Poll) && !engine.awaiting_poll() {
             events.extend(self.finish_turn(engine)?);
             return Ok(events);
         }
@@ -403,8 +454,9 @@ impl Driver for Story {
     }
 }
 
-/// Plays the whole story from `from` in this thread, as fast as it can, with nobody
-/// deciding but the stand-in (if any); every event goes to `emit`. For tests.
+/// Plays the whole story from `from` in this thread (its world on its own), as fast as
+/// it can, with nobody deciding but the stand-in (if any); every event goes to `emit`.
+/// For tests.
 pub fn play(
     options: &DemoOptions,
     scenario: Scenario,
@@ -414,8 +466,17 @@ pub fn play(
     emit: &mut dyn FnMut(&Event),
 ) -> Result<()> {
     let mut story = Story::new(options, scenario, actor, from, engine)?;
+    let (moved, world_moved) = mpsc::channel();
+    story.start_world(move |happened| {
+        let _ = moved.send(happened);
+    })?;
     while !story.finished() {
-        for event in story.turn(engine)? {
+        let mut events = story.turn(engine)?;
+        let happened = world_moved
+            .recv()
+            .context("the story's world thread has stopped")?;
+        events.extend(story.world_moved(engine, happened)?);
+        for event in events {
             emit(&event);
         }
     }

@@ -16,7 +16,7 @@ use anyhow::Result;
 
 use super::api::{
     Change, Detail, Event, Field, IncidentView, Outcome, PresenceView, Refusal, RefusalKind, Reply,
-    Request, ServerMessage, Snapshot, PROTOCOL_VERSION,
+    Request, ServerMessage, PROTOCOL_VERSION,
 };
 use super::{Answer, Engine};
 use crate::approve::Actor;
@@ -82,10 +82,18 @@ pub enum HubMessage {
     PollAnswered,
     /// A warehouse probe's answer (evidence for a diagnosis, a verification dry run).
     Evidence(super::evidence::Found),
+    /// The driver's outside world moved, on a thread of its own (the demo's story): what
+    /// happened, for the timeline; the driver's turn goes on (`Driver::world_moved`).
+    WorldMoved(Result<Vec<Event>>),
 }
 
 /// What moves the engine between messages: the wall clock, or the demo's story.
 pub trait Driver {
+    /// The hub is about to run: `post` reaches it. A driver whose outside world moves on
+    /// a thread of its own has it report there (`HubMessage::WorldMoved`).
+    fn start(&mut self, _post: Sender<HubMessage>) -> Result<()> {
+        Ok(())
+    }
     /// When the next turn is due.
     fn next_turn(&self) -> Instant;
     /// One turn of the clock.
@@ -113,12 +121,23 @@ pub trait Driver {
     ) -> Result<Vec<Event>> {
         Ok(Vec::new())
     }
+    /// The outside world this driver moves (`start`) reported what `happened`: the
+    /// turn goes on. A step that failed ends the run, as a turn that failed does.
+    fn world_moved(
+        &mut self,
+        _engine: &mut Engine,
+        happened: Result<Vec<Event>>,
+    ) -> Result<Vec<Event>> {
+        happened
+    }
 }
 
-mod outbox;
-pub use outbox::{Outbox, Outgoing};
 #[cfg(test)]
-use outbox::{MAX_AT_HUB, MAX_CHANGES, MAX_WAITING};
+mod cost;
+mod outbox;
+mod published;
+pub use outbox::{Outbox, Outgoing};
+use published::Published;
 
 struct Client {
     actor: Actor,
@@ -132,6 +151,8 @@ struct Client {
 pub struct Hub {
     engine: Engine,
     inbox: Receiver<HubMessage>,
+    /// The sender of `inbox`, for the driver (`Driver::start`).
+    post: Sender<HubMessage>,
     clients: BTreeMap<ClientId, Client>,
     /// When this engine started, so consoles can tell a restart from a reconnect.
     started_at: crate::clock::Timestamp,
@@ -152,85 +173,6 @@ pub struct Hub {
     presence_broadcasts: u64,
 }
 
-/// The engine's state as clients were last sent it: a change is what differs from it,
-/// and a client attaching or asking again gets it whole.
-#[derive(Default)]
-struct Published {
-    version: u64,
-    /// Incidents without their timeline and receipt, and nobody attached (that is made
-    /// from `Hub::clients` when needed).
-    snapshot: Snapshot,
-    /// Each incident's timeline and receipt, by id.
-    details: HashMap<String, Detail>,
-    /// The whole state as one message at `version` with who is attached now, made the
-    /// first time a client needs it after a change.
-    whole: Option<Arc<Outgoing>>,
-    /// Where each incident is in `snapshot.incidents`.
-    at: HashMap<String, usize>,
-}
-
-impl Published {
-    /// An incident as clients were last sent it.
-    fn incident(&self, id: &str) -> Option<&IncidentView> {
-        self.at.get(id).map(|&at| &self.snapshot.incidents[at])
-    }
-
-    /// Lists the incidents as the engine does (`ids`), with the `rebuilt` views in
-    /// place of the ones they replace: (the ids no longer listed, the new order when a
-    /// client applying the change would not come to it by itself).
-    fn relist<'a>(
-        &mut self,
-        ids: impl Iterator<Item = &'a str>,
-        rebuilt: Vec<IncidentView>,
-    ) -> (Vec<String>, Option<Vec<String>>) {
-        let old: Vec<String> = (self.snapshot.incidents.iter())
-            .map(|i| i.id.clone())
-            .collect();
-        let mut by_id: HashMap<String, IncidentView> =
-            (std::mem::take(&mut self.snapshot.incidents).into_iter())
-                .map(|i| (i.id.clone(), i))
-                .collect();
-        for view in rebuilt {
-            by_id.insert(view.id.clone(), view);
-        }
-        self.snapshot.incidents = ids
-            .map(|id| {
-                by_id
-                    .remove(id)
-                    .expect("an incident not marked was published")
-            })
-            .collect();
-        let now: HashSet<&str> = (self.snapshot.incidents.iter())
-            .map(|i| i.id.as_str())
-            .collect();
-        let removed: Vec<String> = old
-            .iter()
-            .filter(|id| !now.contains(id.as_str()))
-            .cloned()
-            .collect();
-        // A client puts new incidents last: the order goes along only when the
-        // engine's is another.
-        let was: HashSet<&str> = old.iter().map(String::as_str).collect();
-        let as_applied = (old.iter().map(String::as_str))
-            .filter(|id| now.contains(id))
-            .chain(
-                (self.snapshot.incidents.iter())
-                    .map(|i| i.id.as_str())
-                    .filter(|id| !was.contains(id)),
-            );
-        let order =
-            (!as_applied.eq(self.snapshot.incidents.iter().map(|i| i.id.as_str()))).then(|| {
-                (self.snapshot.incidents.iter())
-                    .map(|i| i.id.clone())
-                    .collect()
-            });
-        self.at = (self.snapshot.incidents.iter().enumerate())
-            .map(|(at, i)| (i.id.clone(), at))
-            .collect();
-        (removed, order)
-    }
-}
-
 impl Hub {
     /// The hub over `engine`, reading `inbox`. Whatever runs an engine behind a hub
     /// (`dataward serve`, the demo) gets its effects and warehouse probes carried out
@@ -244,6 +186,7 @@ impl Hub {
         emit: Box<dyn FnMut(&Event) + Send>,
     ) -> Hub {
         let answers = post.clone();
+        let for_driver = post.clone();
         engine.set_evidence_worker(Arc::new(move |found| {
             let _ = answers.send(HubMessage::Evidence(found));
         }));
@@ -253,6 +196,7 @@ impl Hub {
         Hub {
             engine,
             inbox,
+            post: for_driver,
             clients: BTreeMap::new(),
             started_at: crate::clock::Clock::wall().timestamp(),
             emit,
@@ -274,6 +218,7 @@ impl Hub {
     /// every client and gives the engine back.
     pub fn run(mut self, driver: &mut dyn Driver) -> Result<Engine> {
         crate::blocking::mark_engine_thread();
+        driver.start(self.post.clone())?;
         let mut changed = true;
         loop {
             if changed {
@@ -487,6 +432,10 @@ impl Hub {
             }
             HubMessage::OutboxMark(mark, answer) => {
                 let _ = answer.send(self.engine.mark_outbox(&mark));
+            }
+            HubMessage::WorldMoved(happened) => {
+                let events = driver.world_moved(&mut self.engine, happened)?;
+                self.emit_all(&events);
             }
             HubMessage::Stop => {}
         }
@@ -716,338 +665,5 @@ impl Hub {
             self.clients[&client].outbox.offer_latest(detail);
         }
         self.publish_presence(now);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn reply(id: u64) -> Arc<Outgoing> {
-        Outgoing::new(ServerMessage::Reply(Reply {
-            id,
-            outcome: Outcome::Accepted {
-                seq: None,
-                events: Vec::new(),
-            },
-        }))
-    }
-
-    fn snapshot(version: u64) -> Arc<Outgoing> {
-        Outgoing::new(ServerMessage::Snapshot {
-            version,
-            snapshot: Box::default(),
-        })
-    }
-
-    fn change(version: u64) -> Arc<Outgoing> {
-        Outgoing::new(ServerMessage::Change(Box::new(Change {
-            version,
-            ..Change::default()
-        })))
-    }
-
-    fn presence(who: &str) -> Arc<Outgoing> {
-        Outgoing::new(ServerMessage::Presence {
-            attached: vec![PresenceView {
-                who: who.into(),
-                read_only: true,
-                viewing: None,
-                deciding: None,
-            }],
-        })
-    }
-
-    fn drain(outbox: &Outbox) -> Vec<String> {
-        outbox.close();
-        let mut seen = Vec::new();
-        while let Some(item) = outbox.next() {
-            seen.push(match &item.message {
-                ServerMessage::Reply(r) => format!("reply {}", r.id),
-                ServerMessage::Snapshot { version, .. } => format!("snapshot {version}"),
-                ServerMessage::Change(c) => format!("change {}", c.version),
-                ServerMessage::Presence { attached } => format!("presence {}", attached[0].who),
-                _ => "other".into(),
-            });
-        }
-        seen
-    }
-
-    #[test]
-    fn replies_keep_their_order_and_the_state_comes_as_a_snapshot_then_changes() {
-        let outbox = Outbox::new();
-        outbox.push(reply(1));
-        outbox.offer_snapshot(snapshot(3));
-        outbox.offer_latest(presence("a"));
-        outbox.push(reply(2));
-        assert!(outbox.offer_change(change(4)));
-        outbox.offer_latest(presence("b"));
-        assert!(outbox.offer_change(change(5)));
-        assert_eq!(
-            drain(&outbox),
-            [
-                "reply 1",
-                "snapshot 3",
-                "reply 2",
-                "change 4",
-                "presence b",
-                "change 5"
-            ]
-        );
-    }
-
-    #[test]
-    fn a_client_too_slow_for_its_changes_gets_one_snapshot_in_their_place() {
-        let outbox = Outbox::new();
-        outbox.offer_snapshot(snapshot(1));
-        outbox.push(reply(7));
-        for version in 2..2 + MAX_CHANGES as u64 {
-            assert!(
-                outbox.offer_change(change(version)),
-                "change {version} may wait"
-            );
-        }
-        assert!(
-            !outbox.offer_change(change(99)),
-            "one too many: the caller sends a snapshot"
-        );
-        outbox.offer_snapshot(snapshot(99));
-        assert!(
-            outbox.offer_change(change(100)),
-            "changes wait again after it"
-        );
-        assert_eq!(drain(&outbox), ["reply 7", "snapshot 99", "change 100"]);
-    }
-
-    #[test]
-    fn a_client_that_leaves_its_replies_unread_is_dropped_with_a_reason() {
-        let outbox = Outbox::new();
-        outbox.offer_snapshot(snapshot(1));
-        for id in 0..MAX_WAITING as u64 {
-            assert!(outbox.push(reply(id)), "reply {id} may wait");
-        }
-        assert!(!outbox.push(reply(9999)), "one too many: dropped");
-        let Some(item) = outbox.next() else {
-            panic!("a goodbye is left to send")
-        };
-        match &item.message {
-            ServerMessage::Goodbye { reason } => {
-                assert!(reason.message.contains("256 replies"), "{reason}")
-            }
-            _ => panic!("expected the goodbye"),
-        }
-        assert!(outbox.next().is_none(), "nothing else, and closed");
-        assert!(!outbox.enter_hub(), "its reader stops");
-    }
-
-    #[test]
-    fn a_client_waits_for_its_turn_at_the_hub() {
-        let outbox = Outbox::new();
-        for _ in 0..MAX_AT_HUB {
-            assert!(outbox.enter_hub());
-        }
-        let waiting = {
-            let outbox = outbox.clone();
-            std::thread::spawn(move || outbox.enter_hub())
-        };
-        outbox.left_hub();
-        assert!(waiting.join().unwrap(), "let in once one was handled");
-    }
-
-    #[test]
-    fn a_flood_of_presence_is_one_message_at_the_hub_and_the_latest_counts() {
-        let outbox = Outbox::new();
-        let mut told = 0;
-        for n in 0..1000 {
-            told += usize::from(outbox.tell_presence(Some(format!("INC-{n}")), None));
-        }
-        assert_eq!(told, 1, "the hub is told once");
-        assert_eq!(outbox.take_presence(), Some((Some("INC-999".into()), None)));
-        assert_eq!(outbox.take_presence(), None);
-        assert!(
-            outbox.tell_presence(None, None),
-            "taken: the next one tells the hub"
-        );
-    }
-}
-
-/// What a change to one incident costs the hub, on a real engine with real incidents.
-#[cfg(test)]
-mod cost {
-    use super::*;
-    use crate::config::Config;
-    use crate::engine::api::Command;
-    use std::sync::mpsc;
-
-    const INCIDENTS: usize = 12;
-
-    /// An engine whose every monitored table is far below its recorded row count, so
-    /// each opens an incident on the first tick.
-    fn engine_with_incidents(dir: &std::path::Path) -> (Engine, Actor) {
-        let me = Actor::current();
-        let wh = rusqlite::Connection::open(dir.join("wh.db")).unwrap();
-        let mut config = format!(
-            "[warehouse.local]\nkind = \"sqlite\"\npath = \"wh.db\"\n\n\
-             [people.{:?}]\nname = \"on call\"\nroles = [\"owner\"]\n\n\
-             [[domain]]\nname = \"all\"\ncovers = [\"*\"]\nowners = [\"owner\"]\n\n",
-            me.user.clone().unwrap_or_default()
-        );
-        for t in 0..INCIDENTS {
-            wh.execute_batch(&format!(
-                "CREATE TABLE t{t} (id INTEGER); INSERT INTO t{t} VALUES (1);"
-            ))
-            .unwrap();
-            config.push_str(&format!(
-                "[[monitor]]\nwarehouse = \"local\"\ntable = \"t{t}\"\nchecks = [\"row_count\"]\n\
-                 every = \"1h\"\nexpected_rows = 100000\n\n"
-            ));
-        }
-        let path = dir.join("dataward.toml");
-        std::fs::write(&path, &config).unwrap();
-        let config = Config::parse(&config, &path).unwrap();
-        let state = crate::store::open(&dir.join("dataward.db")).unwrap();
-        let mut engine = Engine::new(config, state, None, &me).unwrap();
-        engine.tick(crate::clock::Clock::wall().naive()).unwrap();
-        (engine, me)
-    }
-
-    /// A client attached to `hub` as the socket attaches one, with its outbox.
-    fn attach(hub: &mut Hub, client: ClientId, read_only: bool) -> Outbox {
-        let outbox = Outbox::new();
-        let message = HubMessage::Attach {
-            client,
-            actor: Actor::current(),
-            who: format!("client {client}"),
-            read_only,
-            outbox: outbox.clone(),
-        };
-        hub.handle(message, &mut crate::engine::live::WallClock::new())
-            .unwrap();
-        outbox
-    }
-
-    /// Who is attached, as the last presence list waiting in `outbox` says.
-    fn last_presence(outbox: &Outbox) -> Vec<PresenceView> {
-        outbox.close();
-        let mut last = Vec::new();
-        while let Some(item) = outbox.next() {
-            if let ServerMessage::Presence { attached } = &item.message {
-                last = attached.clone();
-            }
-        }
-        last
-    }
-
-    #[test]
-    fn a_flood_of_presence_reaches_the_others_at_most_once_an_interval_and_its_latest_is_kept() {
-        let dir = tempfile::tempdir().unwrap();
-        let (engine, _) = engine_with_incidents(dir.path());
-        let (tx, inbox) = mpsc::channel();
-        let mut hub = Hub::new(engine, inbox, tx, Box::new(|_| {}));
-        hub.publish(false);
-        let ids: Vec<String> = (hub.published.snapshot.incidents.iter())
-            .map(|i| i.id.clone())
-            .collect();
-        let watcher = attach(&mut hub, 1, false);
-        let flooder = attach(&mut hub, 2, true);
-        let before = hub.presence_broadcasts;
-
-        // A thousand changes within one interval (after the attaches' own): one list
-        // goes out, the rest wait.
-        let at = Instant::now() + PRESENCE_EVERY;
-        for n in 0..1000 {
-            flooder.tell_presence(Some(ids[n % ids.len()].clone()), None);
-            hub.presence(2, at);
-        }
-        assert_eq!(
-            hub.presence_broadcasts - before,
-            1,
-            "one list to everyone for a thousand changes within {PRESENCE_EVERY:?}"
-        );
-        // Once the interval is over, the latest goes out; nothing is lost.
-        hub.flush_presence(at + PRESENCE_EVERY);
-        assert_eq!(hub.presence_broadcasts - before, 2);
-        hub.flush_presence(at + PRESENCE_EVERY * 3);
-        assert_eq!(hub.presence_broadcasts - before, 2, "nothing new to send");
-        let seen = last_presence(&watcher);
-        let flooding = seen.iter().find(|p| p.who == "client 2").unwrap();
-        assert_eq!(flooding.viewing.as_ref(), Some(&ids[999 % ids.len()]));
-    }
-
-    #[test]
-    fn a_change_to_one_incident_builds_the_view_of_that_incident_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let (engine, me) = engine_with_incidents(dir.path());
-        let (tx, inbox) = mpsc::channel();
-        let mut hub = Hub::new(engine, inbox, tx, Box::new(|_| {}));
-        hub.publish(false);
-        let incidents = hub.published.snapshot.incidents.clone();
-        assert_eq!(incidents.len(), INCIDENTS, "every table opened one");
-
-        let before = hub.engine.views_built();
-        let events = hub.engine.handle(
-            Command::Resolve {
-                incident: incidents[3].id.clone(),
-                reason: "loaded by hand".into(),
-            },
-            &me,
-        );
-        assert!(!events.is_empty(), "the resolve did something");
-        hub.publish(false);
-        let resolved = &hub.published.snapshot.incidents[3];
-        assert_eq!(
-            resolved.status,
-            crate::engine::api::IncidentStatus::Resolved
-        );
-        assert_eq!(
-            hub.engine.views_built() - before,
-            1,
-            "one incident changed, so one view is built, not one per incident"
-        );
-    }
-
-    #[test]
-    fn the_state_is_built_whole_for_a_client_attaching_never_for_a_change() {
-        let dir = tempfile::tempdir().unwrap();
-        let (engine, me) = engine_with_incidents(dir.path());
-        let (tx, inbox) = mpsc::channel();
-        let mut hub = Hub::new(engine, inbox, tx, Box::new(|_| {}));
-        hub.publish(false);
-        let console = attach(&mut hub, 1, false);
-        assert!(hub.published.whole.is_some(), "built for the one attaching");
-        let incidents = hub.published.snapshot.incidents.clone();
-        for incident in incidents.iter().take(3) {
-            hub.engine.handle(
-                Command::Resolve {
-                    incident: incident.id.clone(),
-                    reason: "loaded by hand".into(),
-                },
-                &me,
-            );
-            hub.publish(false);
-            assert!(
-                hub.published.whole.is_none(),
-                "a change to one incident built the whole state"
-            );
-        }
-        console.close();
-        let mut seen = Vec::new();
-        while let Some(item) = console.next() {
-            match &item.message {
-                ServerMessage::Snapshot { version, .. } => seen.push(format!("snapshot {version}")),
-                ServerMessage::Change(c) => seen.push(format!("change {}", c.version)),
-                _ => {}
-            }
-        }
-        let version = hub.published.version;
-        assert_eq!(
-            seen,
-            [
-                format!("snapshot {}", version - 3),
-                format!("change {}", version - 2),
-                format!("change {}", version - 1),
-                format!("change {version}"),
-            ]
-        );
     }
 }

@@ -268,3 +268,156 @@ impl Outbox {
         queue.lock().expect("outbox lock").presence.take()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::super::api::{Change, Outcome, PresenceView, Reply};
+    use super::*;
+
+    fn reply(id: u64) -> Arc<Outgoing> {
+        Outgoing::new(ServerMessage::Reply(Reply {
+            id,
+            outcome: Outcome::Accepted {
+                seq: None,
+                events: Vec::new(),
+            },
+        }))
+    }
+
+    fn snapshot(version: u64) -> Arc<Outgoing> {
+        Outgoing::new(ServerMessage::Snapshot {
+            version,
+            snapshot: Box::default(),
+        })
+    }
+
+    fn change(version: u64) -> Arc<Outgoing> {
+        Outgoing::new(ServerMessage::Change(Box::new(Change {
+            version,
+            ..Change::default()
+        })))
+    }
+
+    fn presence(who: &str) -> Arc<Outgoing> {
+        Outgoing::new(ServerMessage::Presence {
+            attached: vec![PresenceView {
+                who: who.into(),
+                read_only: true,
+                viewing: None,
+                deciding: None,
+            }],
+        })
+    }
+
+    fn drain(outbox: &Outbox) -> Vec<String> {
+        outbox.close();
+        let mut seen = Vec::new();
+        while let Some(item) = outbox.next() {
+            seen.push(match &item.message {
+                ServerMessage::Reply(r) => format!("reply {}", r.id),
+                ServerMessage::Snapshot { version, .. } => format!("snapshot {version}"),
+                ServerMessage::Change(c) => format!("change {}", c.version),
+                ServerMessage::Presence { attached } => format!("presence {}", attached[0].who),
+                _ => "other".into(),
+            });
+        }
+        seen
+    }
+
+    #[test]
+    fn replies_keep_their_order_and_the_state_comes_as_a_snapshot_then_changes() {
+        let outbox = Outbox::new();
+        outbox.push(reply(1));
+        outbox.offer_snapshot(snapshot(3));
+        outbox.offer_latest(presence("a"));
+        outbox.push(reply(2));
+        assert!(outbox.offer_change(change(4)));
+        outbox.offer_latest(presence("b"));
+        assert!(outbox.offer_change(change(5)));
+        assert_eq!(
+            drain(&outbox),
+            [
+                "reply 1",
+                "snapshot 3",
+                "reply 2",
+                "change 4",
+                "presence b",
+                "change 5"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_client_too_slow_for_its_changes_gets_one_snapshot_in_their_place() {
+        let outbox = Outbox::new();
+        outbox.offer_snapshot(snapshot(1));
+        outbox.push(reply(7));
+        for version in 2..2 + MAX_CHANGES as u64 {
+            assert!(
+                outbox.offer_change(change(version)),
+                "change {version} may wait"
+            );
+        }
+        assert!(
+            !outbox.offer_change(change(99)),
+            "one too many: the caller sends a snapshot"
+        );
+        outbox.offer_snapshot(snapshot(99));
+        assert!(
+            outbox.offer_change(change(100)),
+            "changes wait again after it"
+        );
+        assert_eq!(drain(&outbox), ["reply 7", "snapshot 99", "change 100"]);
+    }
+
+    #[test]
+    fn a_client_that_leaves_its_replies_unread_is_dropped_with_a_reason() {
+        let outbox = Outbox::new();
+        outbox.offer_snapshot(snapshot(1));
+        for id in 0..MAX_WAITING as u64 {
+            assert!(outbox.push(reply(id)), "reply {id} may wait");
+        }
+        assert!(!outbox.push(reply(9999)), "one too many: dropped");
+        let Some(item) = outbox.next() else {
+            panic!("a goodbye is left to send")
+        };
+        match &item.message {
+            ServerMessage::Goodbye { reason } => {
+                assert!(reason.message.contains("256 replies"), "{reason}")
+            }
+            _ => panic!("expected the goodbye"),
+        }
+        assert!(outbox.next().is_none(), "nothing else, and closed");
+        assert!(!outbox.enter_hub(), "its reader stops");
+    }
+
+    #[test]
+    fn a_client_waits_for_its_turn_at_the_hub() {
+        let outbox = Outbox::new();
+        for _ in 0..MAX_AT_HUB {
+            assert!(outbox.enter_hub());
+        }
+        let waiting = {
+            let outbox = outbox.clone();
+            std::thread::spawn(move || outbox.enter_hub())
+        };
+        outbox.left_hub();
+        assert!(waiting.join().unwrap(), "let in once one was handled");
+    }
+
+    #[test]
+    fn a_flood_of_presence_is_one_message_at_the_hub_and_the_latest_counts() {
+        let outbox = Outbox::new();
+        let mut told = 0;
+        for n in 0..1000 {
+            told += usize::from(outbox.tell_presence(Some(format!("INC-{n}")), None));
+        }
+        assert_eq!(told, 1, "the hub is told once");
+        assert_eq!(outbox.take_presence(), Some((Some("INC-999".into()), None)));
+        assert_eq!(outbox.take_presence(), None);
+        assert!(
+            outbox.tell_presence(None, None),
+            "taken: the next one tells the hub"
+        );
+    }
+}

@@ -8,6 +8,7 @@ mod alerts;
 pub use dataward_api as api;
 mod autonomy;
 mod backfill;
+mod by_hand;
 mod commands;
 mod edge;
 pub mod effects;
