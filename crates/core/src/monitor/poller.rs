@@ -135,8 +135,8 @@ pub struct Poller {
     builds: Option<super::builds::Builds>,
 }
 
-/// Told (tables read, tables to read) as each table of a poll is read: a long first
-/// poll shows how far it got.
+/// Told (tables read, tables to read) as each table of a first poll is read (none of
+/// its monitors judged before): a long first poll shows how far it got.
 pub type Progress = Arc<dyn Fn(usize, usize) + Send + Sync>;
 
 impl Poller {
@@ -226,7 +226,7 @@ impl Poller {
         self.backoff = base;
     }
 
-    /// Who hears of each table read in the polls to come (None: nobody).
+    /// Who hears of each table read in the first poll to come (None: nobody).
     pub fn set_progress(&mut self, progress: Option<Progress>) {
         self.progress = progress;
     }
@@ -291,9 +291,16 @@ impl Poller {
                 (name.clone(), Arc::new(spending))
             })
             .collect();
+        // Progress is for a first poll only: once the state database holds a verdict
+        // of any of these monitors (a second `check --once`, an engine restarted), a
+        // slow poll is not a first one.
+        let progress = match &self.progress {
+            Some(progress) if first_poll(state, monitors)? => Some(progress.clone()),
+            _ => None,
+        };
         let reads = self
             .runtime
-            .block_on(self.read_all(monitors, plans, now, &spending));
+            .block_on(self.read_all(monitors, plans, now, &spending, progress));
         // Closed however the reads ended; never held back by the guard (a session
         // left open would keep a DuckDB file from its writers).
         for (name, slot) in &self.warehouses {
@@ -335,6 +342,7 @@ impl Poller {
         plans: Vec<Option<Plan>>,
         now: DateTime<Utc>,
         spending: &BTreeMap<String, Arc<Spending>>,
+        progress: Option<Progress>,
     ) -> Vec<MonitorRead> {
         let catalog = self.read_catalog(monitors, spending).await;
         let mut tasks = Vec::new();
@@ -383,7 +391,7 @@ impl Poller {
                             now,
                         )
                     });
-                    let progress = self.progress.clone();
+                    let progress = progress.clone();
                     let (done, total) = (done.clone(), total);
                     Some(tokio::spawn(async move {
                         let read = read.await;
@@ -629,6 +637,15 @@ fn not_configured(monitor: &MonitorConfig) -> WarehouseError {
         "warehouse {:?} is not configured",
         monitor.warehouse
     ))
+}
+
+/// Whether no monitor of `monitors` has a verdict stored yet.
+fn first_poll(state: &Connection, monitors: &[MonitorConfig]) -> Result<bool> {
+    let judged = super::latest_all(state)?;
+    Ok(!monitors.iter().any(|m| {
+        let name = Config::monitor_name(m);
+        judged.iter().any(|o| o.monitor == name)
+    }))
 }
 
 /// The schema check reads the catalog, and so does null_rate without `null_columns`.
