@@ -18,6 +18,8 @@
 //!
 //! Run with `cargo bench --bench vs_soda_processes`. Sizes default to 100 and 200
 //! tables; `VS_SODA_TABLES=200` picks others. The Soda venv is shared with `vs_soda`.
+//! `VS_SODA_DATAWARD=PATH` times another dataward binary (an older build, say) instead of
+//! the one cargo built.
 
 #[path = "../tests/support/pg.rs"]
 mod pg;
@@ -269,7 +271,9 @@ impl Bench<'_> {
     fn dataward(&self, config: &Path, data_dir: &Path) -> Run {
         let start = self.side.start(self.server);
         let started = Instant::now();
-        let output = Command::new(env!("CARGO_BIN_EXE_dataward"))
+        let binary = std::env::var_os("VS_SODA_DATAWARD")
+            .map_or_else(|| env!("CARGO_BIN_EXE_dataward").into(), PathBuf::from);
+        let output = Command::new(binary)
             .arg("--data-dir")
             .arg(data_dir)
             .args(["check", "--once", "--json", "--config"])

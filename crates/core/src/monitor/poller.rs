@@ -701,19 +701,21 @@ struct MonitorRead {
 
 enum TableRead {
     /// The one read for every check: its counts, the columns whose nulls it counted
-    /// (or why they are unknown), and how it read the minutes.
+    /// (or why they are unknown), how it read the minutes, and the load times older
+    /// than the minutes read.
     Once {
         counts: TableCounts,
         null_names: Result<Vec<String>, WarehouseError>,
-        plan: Option<Plan>,
+        plan: Option<(Plan, minutes::Older)>,
     },
     /// That read failed as a query: each check ran its own, so each reports its own
     /// error (a misspelt null column fails null_rate, not the row count).
     Separately(Vec<(CheckKind, Result<Measurement, WarehouseError>)>),
 }
 
-/// Reads a monitor's table once for all its checks. When the rows stored for the days
-/// not re-read no longer add up, the whole lookback is read again at once.
+/// Reads a monitor's table once for all its checks. When freshness needs load times
+/// older than the minutes read and those kept no longer hold (or none are kept), the
+/// warehouse's own load-times query reads them.
 fn read_table(
     warehouse: &(dyn Warehouse + Sync),
     monitor: &MonitorConfig,
@@ -737,17 +739,23 @@ fn read_table(
         })
     };
     let names = null_names.as_deref().unwrap_or(&[]);
-    let mut plan = plan.map(|plan| plan.with_null_columns(names));
-    let mut counts = scan(names, plan.as_ref());
-    if let (Ok(read), Some(warm)) = (&counts, &plan) {
-        if !warm.still_holds(read.older_rows) {
-            let cold = warm.cold();
-            counts = scan(names, Some(&cold));
-            plan = Some(cold);
-        }
-    }
+    let counts = scan(names, plan.as_ref()).and_then(|counts| {
+        let Some(plan) = plan else {
+            return Ok((counts, None));
+        };
+        let older = if !monitor.checks.contains(&CheckKind::Freshness) {
+            minutes::Older::unread(&plan)
+        } else if let Some(kept) = plan.kept_older(&counts) {
+            kept
+        } else {
+            let times =
+                warehouse.load_times(relation, &plan.column, plan.since, minutes::LOAD_TIMES)?;
+            plan.read_older(&times)
+        };
+        Ok((counts, Some((plan, older))))
+    });
     match counts {
-        Ok(counts) => Ok(TableRead::Once {
+        Ok((counts, plan)) => Ok(TableRead::Once {
             counts,
             null_names,
             plan,
@@ -774,19 +782,20 @@ impl MonitorRead {
         built: Option<&super::builds::Build>,
     ) -> Result<Vec<(CheckKind, Result<Measurement, WarehouseError>)>> {
         let relation = Relation::parse(&monitor.table);
-        let mut minutes = Vec::new();
-        let mut day_nulls = None;
+        let mut history = super::checks::History::default();
         if let Some(Ok(TableRead::Once {
             counts,
-            plan: Some(plan),
+            plan: Some((plan, older)),
             ..
         })) = &self.table
         {
             let name = Config::monitor_name(monitor);
-            let (all, nulls) =
-                minutes::store(state, &name, plan, &counts.minutes, &counts.day_nulls)?;
-            minutes = all;
-            day_nulls = Some(nulls);
+            let days = minutes::days(counts, plan.cutoff);
+            history = super::checks::History {
+                load_times: minutes::store(state, &name, plan, counts, older)?,
+                day_nulls: Some(minutes::day_nulls(counts, &days)),
+                days,
+            };
         }
         let mut separately = match &self.table {
             Some(Ok(TableRead::Separately(list))) => list.clone(),
@@ -827,8 +836,7 @@ impl MonitorRead {
                     check,
                     counts,
                     null_names.as_deref().unwrap_or(&[]),
-                    &minutes,
-                    day_nulls.as_deref(),
+                    &history,
                     match (check, built) {
                         // A row count's last day is the one before where the table's
                         // job has built it to; the rows of the days after are not

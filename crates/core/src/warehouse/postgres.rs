@@ -363,23 +363,34 @@ fn uncastable_sql(target: CastTarget) -> String {
 
 /// The one query that reads a table for every check (see [`Warehouse::scan`]).
 fn scan_sql(scan: &TableScan) -> String {
-    // Grouped by minute only from the window's start: every older row (and every
-    // row without a time) falls into one group, so the table is read once and only
-    // the recent rows cost a hash entry. The bounds are the engine's own integers.
-    let (minute, at_midnight, older) = match &scan.minutes {
+    // Grouped by minute only from the window's start and by day over the older
+    // stretch: every other row (and every row without a time) falls into one group, so
+    // the table is read once and only the recent rows cost a hash entry each. The
+    // bounds are the engine's own integers. Days and times of day are read in the
+    // session's zone, UTC, as daily_counts reads them.
+    let (minute, at_midnight, older, cut) = match &scan.minutes {
         Some(window) => {
             let col = quote_ident(window.column);
             let recent = format!("{col} >= to_timestamp({})", window.from);
+            let older = format!("{col} >= to_timestamp({})", window.older_from);
+            let cutoff = format!(
+                "time '{:02}:{:02}'",
+                window.cutoff.div_euclid(3600),
+                window.cutoff.rem_euclid(3600) / 60
+            );
             (
-                format!("CASE WHEN {recent} THEN date_trunc('minute', {col}::timestamptz) END"),
                 format!(
-                    "count(*) FILTER (WHERE {recent} AND {col}::timestamp::time = time '00:00')"
+                    "CASE WHEN {recent} THEN date_trunc('minute', {col}::timestamptz)
+                          WHEN {older} THEN date_trunc('day', {col}::timestamptz) END"
                 ),
+                format!("count(*) FILTER (WHERE {col}::timestamp::time = time '00:00')"),
                 // Every row from the older stretch's start on: the recent ones are
                 // taken off below, one comparison per row cheaper than a range.
+                format!("count(*) FILTER (WHERE {older})"),
                 format!(
-                    "count(*) FILTER (WHERE {col} >= to_timestamp({}))",
-                    window.older_from
+                    ",\n count(*) FILTER (WHERE {col}::timestamp::time < {cutoff}),\n \
+                     coalesce(min(extract(hour from {col}::timestamp) * 3600 \
+                     + extract(minute from {col}::timestamp) * 60), 0)::int8"
                 ),
             )
         }
@@ -387,6 +398,7 @@ fn scan_sql(scan: &TableScan) -> String {
             "NULL::timestamptz".into(),
             "0::int8".into(),
             "0::int8".into(),
+            ", 0::int8, 0::int8".into(),
         ),
     };
     let counted = match scan.nulls_since {
@@ -410,7 +422,7 @@ fn scan_sql(scan: &TableScan) -> String {
     format!(
         "SELECT extract(epoch from minute)::int8, * FROM (
            SELECT {minute} AS minute, count(*), {at_midnight}, {older},
-                  count(*) FILTER (WHERE {counted}){nulls}{per_minute}
+                  count(*) FILTER (WHERE {counted}){nulls}{per_minute}{cut}
            FROM {table} GROUP BY 1) AS per_minute",
         table = scan.relation.quoted(),
     )
@@ -474,11 +486,7 @@ impl Warehouse for PostgresWarehouse {
                 (r.get::<_, Option<i64>>(0), counts)
             })
             .collect();
-        Ok(TableCounts::from_groups(
-            groups,
-            scan.null_columns.len(),
-            scan.nulls_per_minute(),
-        ))
+        Ok(TableCounts::from_groups(groups, scan))
     }
 
     fn plan_scan(&self, scan: &TableScan) -> Result<String, WarehouseError> {
