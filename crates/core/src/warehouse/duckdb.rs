@@ -338,8 +338,7 @@ pub fn scan_sql(scan: &TableScan) -> String {
                 format!("count(*) FILTER (WHERE {older})"),
                 format!(
                     ",\n count(*) FILTER (WHERE CAST({col} AS TIME) < {cutoff}),\n \
-                     coalesce(min(date_part('hour', {col}) * 3600 + date_part('minute', {col}) * 60), \
-                     CAST(0 AS BIGINT))"
+                     coalesce(CAST(epoch(min({col})) AS BIGINT), CAST(0 AS BIGINT))"
                 ),
             )
         }

@@ -308,7 +308,8 @@ impl TableScan<'_> {
     /// day): rows, rows at midnight, older rows, rows whose nulls were counted, each
     /// column's nulls, then (see [`Self::nulls_per_minute`]) each column's nulls in the
     /// group, then the group's rows before the cutoff (see [`MinuteWindow::cutoff`])
-    /// and the time of day of its first minute (seconds).
+    /// and its earliest time (Unix seconds: one comparison a row, where a time of day
+    /// would cost a conversion a row).
     pub fn width(&self) -> usize {
         let per_minute = if self.nulls_per_minute() {
             self.null_columns.len()
@@ -503,7 +504,8 @@ impl TableCounts {
                     rows: group[0],
                     at_midnight: group[1],
                     before_cutoff: group[group.len() - 2],
-                    first_minute: group[group.len() - 1] as i64,
+                    // The earliest time, Unix seconds (a count's u64 holds its bits).
+                    first_minute: (group[group.len() - 1] as i64).rem_euclid(86_400) / 60 * 60,
                 }),
                 None => {}
             }

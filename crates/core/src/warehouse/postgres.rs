@@ -389,8 +389,7 @@ fn scan_sql(scan: &TableScan) -> String {
                 format!("count(*) FILTER (WHERE {older})"),
                 format!(
                     ",\n count(*) FILTER (WHERE {col}::timestamp::time < {cutoff}),\n \
-                     coalesce(min(extract(hour from {col}::timestamp) * 3600 \
-                     + extract(minute from {col}::timestamp) * 60), 0)::int8"
+                     coalesce(extract(epoch from min({col})::timestamptz)::int8, 0)"
                 ),
             )
         }

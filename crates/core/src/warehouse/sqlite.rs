@@ -213,7 +213,7 @@ fn scan_sql(scan: &TableScan) -> String {
             format!("count(*) FILTER (WHERE t >= {})", window.older_from),
             format!(
                 ", count(*) FILTER (WHERE (t % 86400 + 86400) % 86400 < {}), \
-                 coalesce(min((t % 86400 + 86400) % 86400 / 60 * 60), 0)",
+                 coalesce(min(t), 0)",
                 window.cutoff,
             ),
             time(window.column),

@@ -93,7 +93,7 @@ pub fn scan_sql(scan: &TableScan) -> String {
                 format!("COUNT_IF({older})"),
                 format!(
                     ",\n COUNT_IF({time_of_day} < {}) AS before_cutoff,\n \
-                     CAST(COALESCE(MIN(FLOOR({time_of_day} / 60) * 60), 0) AS BIGINT) AS first_minute",
+                     CAST(COALESCE(MIN({epoch}), 0) AS BIGINT) AS earliest",
                     window.cutoff,
                 ),
             )
