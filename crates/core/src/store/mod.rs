@@ -608,6 +608,30 @@ mod tests {
     }
 
     #[test]
+    fn every_minute_kept_before_migration_16_is_let_go() {
+        // A database as migration 15 left it, holding a day of per-minute rows.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        let mut conn = Connection::open(&path).unwrap();
+        migrate(&mut conn, &MIGRATIONS[..15]).unwrap();
+        conn.execute_batch(
+            "INSERT INTO minute_source VALUES ('orders', 'shop.orders\nat', 0);
+             INSERT INTO minute_day VALUES ('orders', 19800, 3, x'000102', '1');",
+        )
+        .unwrap();
+        drop(conn);
+        let conn = open(&path).unwrap();
+        let left: i64 = conn
+            .query_row(
+                "SELECT (SELECT count(*) FROM minute_day) + (SELECT count(*) FROM minute_source)",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(left, 0, "the next poll reads what a check needs again");
+    }
+
+    #[test]
     fn a_second_engine_on_the_same_data_dir_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let first = EngineLock::acquire(dir.path()).unwrap();
