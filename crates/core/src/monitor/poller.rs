@@ -706,7 +706,7 @@ enum TableRead {
     Once {
         counts: TableCounts,
         null_names: Result<Vec<String>, WarehouseError>,
-        plan: Option<(Plan, minutes::Older)>,
+        plan: Option<Box<(Plan, minutes::Older)>>,
     },
     /// That read failed as a query: each check ran its own, so each reports its own
     /// error (a misspelt null column fails null_rate, not the row count).
@@ -752,7 +752,7 @@ fn read_table(
                 warehouse.load_times(relation, &plan.column, plan.since, minutes::LOAD_TIMES)?;
             plan.read_older(&times)
         };
-        Ok((counts, Some((plan, older))))
+        Ok((counts, Some(Box::new((plan, older)))))
     });
     match counts {
         Ok((counts, plan)) => Ok(TableRead::Once {
@@ -785,10 +785,11 @@ impl MonitorRead {
         let mut history = super::checks::History::default();
         if let Some(Ok(TableRead::Once {
             counts,
-            plan: Some((plan, older)),
+            plan: Some(read),
             ..
         })) = &self.table
         {
+            let (plan, older) = read.as_ref();
             let name = Config::monitor_name(monitor);
             let days = minutes::days(counts, plan.cutoff);
             history = super::checks::History {
