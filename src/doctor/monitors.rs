@@ -118,6 +118,7 @@ fn one(monitor: &MonitorConfig, wh: &Reached, what: String) -> Line {
                 column,
                 from: now - 2 * 86_400,
                 older_from: now - lookback,
+                cutoff: now.rem_euclid(86_400) / 60 * 60,
             }),
     };
     let planned = match wh.warehouse.plan(&CheckQuery::Scan(scan)) {

@@ -265,15 +265,36 @@ pub fn assert_fixture_monitors(config: &dataward::config::Config, written: &str)
 
 /// What a scan should count, worked out from the rows as written: a row at each of
 /// `times` (Unix seconds), every tenth one's column null, and `untimed` rows with no
-/// time; minutes from `from`, older rows from `older_from`, nulls from `nulls_since`.
+/// time; minutes from `from`, days from `older_from` (split at `cutoff`), nulls from
+/// `nulls_since`.
 pub fn counts_from_rows(
     times: &[i64],
     untimed: u64,
-    from: i64,
-    older_from: i64,
+    (from, older_from, cutoff): (i64, i64, i64),
     nulls_since: i64,
 ) -> dataward::warehouse::TableCounts {
-    use dataward::warehouse::{MinuteCount, NullCounts, TableCounts};
+    use dataward::warehouse::{DayRows, MinuteCount, NullCounts, TableCounts};
+    let mut days: Vec<DayRows> = Vec::new();
+    for at in times.iter().filter(|at| (older_from..from).contains(*at)) {
+        let day = at.div_euclid(86_400);
+        let time = at.rem_euclid(86_400);
+        let entry = match days.iter_mut().find(|d| d.day == day) {
+            Some(entry) => entry,
+            None => {
+                days.push(DayRows {
+                    day,
+                    first_minute: 86_400,
+                    ..DayRows::default()
+                });
+                days.last_mut().unwrap()
+            }
+        };
+        entry.rows += 1;
+        entry.at_midnight += u64::from(time == 0);
+        entry.before_cutoff += u64::from(time < cutoff);
+        entry.first_minute = entry.first_minute.min(time / 60 * 60);
+    }
+    days.sort_by_key(|d| d.day);
     let mut minutes: Vec<MinuteCount> = Vec::new();
     for at in times.iter().filter(|at| **at >= from) {
         let minute = at - at.rem_euclid(60);
@@ -305,10 +326,15 @@ pub fn counts_from_rows(
             .filter(|at| (older_from..from).contains(*at))
             .count() as u64,
         minutes,
-        // Each day's nulls over every row of the minutes read.
+        days,
+        // Each day's nulls over every row of the minutes and days read.
         day_nulls: {
             let mut days: Vec<(i64, Vec<u64>)> = Vec::new();
-            for (n, at) in times.iter().enumerate().filter(|(_, at)| **at >= from) {
+            for (n, at) in times
+                .iter()
+                .enumerate()
+                .filter(|(_, at)| **at >= older_from)
+            {
                 let null = u64::from(n % 10 == 0);
                 match days.iter_mut().find(|(d, _)| *d == at.div_euclid(86_400)) {
                     Some((_, nulls)) => nulls[0] += null,

@@ -97,10 +97,9 @@ pub struct MonitorConfig {
     /// The config's `holidays`, read as dates: every monitor carries the calendar.
     #[serde(skip)]
     pub holidays: Vec<chrono::NaiveDate>,
-    /// freshness and volume: each poll reads today and this many days before it again
-    /// (default 1), so rows that land late for those days are counted. Older days keep
-    /// the counts first read unless the table's rows for them change, which makes the
-    /// next read cover the whole lookback.
+    /// freshness and volume: each poll reads today and this many days before it per
+    /// minute (default 1) and the older days of the lookback per day (see
+    /// `monitor::minutes`).
     pub reread_days: Option<u32>,
 }
 

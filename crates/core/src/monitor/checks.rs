@@ -13,8 +13,9 @@ use super::minutes::{self, DayNulls};
 use super::DayVolume;
 use crate::config::{parse_duration, CheckKind, MonitorConfig};
 use crate::detect::{self, freshness, volume, VerdictKind};
+use crate::warehouse::DayRows;
 use crate::warehouse::{
-    Column, DayCount, MinuteCount, NullCounts, Relation, TableCounts, Warehouse, WarehouseError,
+    Column, DayCount, NullCounts, Relation, TableCounts, Warehouse, WarehouseError,
 };
 
 /// Fourteen weeks: eight same-weekday values behind each of the last seven days judged,
@@ -71,33 +72,54 @@ pub struct CountHistory {
 }
 
 impl CountHistory {
-    /// From every minute of the timestamp column kept (oldest first) and the table's
-    /// rows (`rows`: those without a time, or older than the minutes kept, count as
-    /// old), at `now`, over [`super::HISTORY_DAYS`].
-    pub fn of(minutes: &[MinuteCount], rows: u64, now: i64) -> CountHistory {
+    /// From every day of the timestamp column's lookback with rows (oldest first, each
+    /// split at `now`'s time of day, or `now` a midnight) and the table's rows (`rows`:
+    /// those without a time, or older than the days read, count as old), at `now`,
+    /// over [`super::HISTORY_DAYS`]. A day's 24 hours from a time of day are the rows
+    /// of one day from it and of the next before it.
+    pub fn of(days: &[DayRows], rows: u64, now: i64) -> CountHistory {
         const DAY: i64 = 86_400;
         let now = now.div_euclid(60) * 60;
-        let between = |from: i64, to: i64| -> u64 {
-            minutes
-                .iter()
-                .filter(|m| m.minute >= from && m.minute < to)
-                .map(|m| m.rows)
-                .sum()
+        let (today, cutoff) = (now.div_euclid(DAY), now.rem_euclid(DAY));
+        let before = |d: &DayRows| if cutoff == 0 { 0 } else { d.before_cutoff };
+        let day = |n: i64| days.iter().find(|d| d.day == n);
+        // The 24 hours up to the time of day now on day `end`.
+        let day_up_to = |end: i64| -> u64 {
+            day(end - 1).map_or(0, |d| d.rows - before(d)) + day(end).map_or(0, before)
         };
-        let since_day_ago = between(now - DAY, i64::MAX);
-        let first = minutes.first().map_or(i64::MAX, |m| m.minute);
+        let since_day_ago = day(today - 1).map_or(0, |d| d.rows - before(d))
+            + days
+                .iter()
+                .filter(|d| d.day >= today)
+                .map(|d| d.rows)
+                .sum::<u64>();
+        let first = days
+            .iter()
+            .find(|d| d.rows > 0)
+            .map_or(i64::MAX, |d| d.day * DAY + d.first_minute);
         let weeks = super::HISTORY_DAYS / 7;
         let growths = (1..=weeks)
             .rev()
-            .map(|week| now - week * 7 * DAY)
-            .filter(|&end| end - DAY >= first)
-            .map(|end| between(end - DAY, end))
+            .map(|week| today - week * 7)
+            .filter(|&end| (end - 1) * DAY + cutoff >= first)
+            .map(day_up_to)
             .collect();
         CountHistory {
             day_ago: rows.saturating_sub(since_day_ago),
             growths,
         }
     }
+}
+
+/// What a poll's one read tells of a table's timestamp column over the lookback.
+#[derive(Debug, Clone, Default)]
+pub struct History {
+    /// Every day with rows, oldest first (see [`minutes::days`]).
+    pub days: Vec<DayRows>,
+    /// The newest distinct minutes with rows, newest first, at most [`LOAD_TIMES`].
+    pub load_times: Vec<i64>,
+    /// Each day's nulls per null column, when the read counted them.
+    pub day_nulls: Option<Vec<DayNulls>>,
 }
 
 /// A volume check's verdict: the headline day (today so far when it breaches, else the
@@ -213,39 +235,34 @@ pub fn measure(
 }
 
 /// One check measured from the poll's single read of its table: `counts` from
-/// [`Warehouse::scan`] (nulls counted for `null_names`), `minutes` every minute of the
-/// timestamp column kept from the lookback's start on. The same measurement
-/// [`measure`] takes from separate queries. None for the schema check, which reads the
-/// catalog instead.
+/// [`Warehouse::scan`] (nulls counted for `null_names`), `history` what it read of the
+/// timestamp column. The same measurement [`measure`] takes from separate queries.
+/// None for the schema check, which reads the catalog instead. `now` is the poll's
+/// time, or for a row count a midnight before it (see [`CountHistory::of`]).
 pub fn from_counts(
     monitor: &MonitorConfig,
     check: CheckKind,
     counts: &TableCounts,
     null_names: &[String],
-    minutes: &[MinuteCount],
-    day_nulls: Option<&[DayNulls]>,
+    history: &History,
     now: DateTime<Utc>,
 ) -> Option<Measurement> {
     let windows = Windows::of(monitor, now);
     Some(match check {
         CheckKind::RowCount => Measurement::Count {
             rows: counts.rows,
-            days: (monitor.timestamp_column.is_some() && !minutes.is_empty())
-                .then(|| CountHistory::of(minutes, counts.rows, now.timestamp())),
+            days: (monitor.timestamp_column.is_some() && !history.days.is_empty())
+                .then(|| CountHistory::of(&history.days, counts.rows, now.timestamp())),
         },
         CheckKind::NullRate => nulls(
             null_names.to_vec(),
             counts.nulls.clone(),
             &windows,
-            day_nulls.map(<[DayNulls]>::to_vec),
+            history.day_nulls.clone(),
         ),
-        CheckKind::Freshness => freshness(
-            monitor,
-            &minutes::load_times(minutes, windows.lookback_since, LOAD_TIMES),
-            now,
-        ),
+        CheckKind::Freshness => freshness(monitor, &history.load_times, now),
         CheckKind::Volume => Measurement::Volume {
-            counts: minutes::daily_counts(minutes, windows.first_day, windows.cutoff),
+            counts: minutes::daily_counts(&history.days, windows.first_day),
             today: now.date_naive(),
         },
         CheckKind::Schema => return None,
@@ -396,19 +413,44 @@ mod tests {
     fn a_row_count_history_is_the_table_a_day_ago_and_the_same_hours_of_earlier_weeks() {
         const DAY: i64 = 86_400;
         let now = 100 * DAY + 3600;
-        // Ten rows a day for 30 days, at noon; today's not in yet.
-        let minutes: Vec<MinuteCount> = (70..100)
-            .map(|day| MinuteCount {
-                minute: day * DAY + DAY / 2,
+        // Ten rows a day for 30 days, at noon; today's not in yet. At 01:00 none of a
+        // day's rows are before the time of day.
+        let days: Vec<DayRows> = (70..100)
+            .map(|day| DayRows {
+                day,
                 rows: 10,
                 at_midnight: 0,
+                before_cutoff: 0,
+                first_minute: DAY / 2,
             })
             .collect();
         // 5 rows without a time, or older than the minutes kept.
-        let history = CountHistory::of(&minutes, 305, now);
+        let history = CountHistory::of(&days, 305, now);
         assert_eq!(history.day_ago, 295, "yesterday noon's 10 rows came after");
         // The same 24 hours one to four weeks back: only weeks the table had rows in.
         assert_eq!(history.growths, vec![10, 10, 10, 10]);
         assert!(CountHistory::of(&[], 5, now).growths.is_empty());
+        // At a midnight (a row count waiting for a build), whole days: day 99's rows
+        // came after midnight on day 99.
+        let midnight = CountHistory::of(&days, 305, 100 * DAY);
+        assert_eq!(midnight.day_ago, 295);
+        assert_eq!(midnight.growths, vec![10, 10, 10, 10]);
+        // Split at 13:00 of the day the first rows came: the week that starts at its
+        // noon counts, the one before does not.
+        let at_one = 99 * DAY + 13 * 3600;
+        let split: Vec<DayRows> = days
+            .iter()
+            .map(|d| DayRows {
+                before_cutoff: 10,
+                ..*d
+            })
+            .collect();
+        let history = CountHistory::of(&split, 305, at_one);
+        assert_eq!(history.day_ago, 295, "day 98's noon is more than a day ago");
+        assert_eq!(
+            history.growths.len(),
+            4,
+            "weeks ending on days 92, 85, 78, 71"
+        );
     }
 }

@@ -591,7 +591,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_poll_counts_its_tables_up_to_all_of_them() {
+    fn a_first_poll_counts_its_tables_up_to_all_of_them_and_the_next_tells_nothing() {
         // The poller tells of each table read, up to all of them.
         let dir = tempfile::tempdir().unwrap();
         let db = rusqlite::Connection::open(dir.path().join("wh.db")).unwrap();
@@ -616,9 +616,21 @@ mod tests {
         poller
             .poll(&state, &config.monitor, crate::clock::Clock::wall().now())
             .unwrap();
-        let mut heard = heard.lock().unwrap().clone();
-        heard.sort();
-        assert_eq!(heard, [(1, 3), (2, 3), (3, 3)]);
+        let mut first = std::mem::take(&mut *heard.lock().unwrap());
+        first.sort();
+        assert_eq!(first, [(1, 3), (2, 3), (3, 3)]);
+
+        // The next `check --once` (a new process, a new poller) on the same state
+        // database is not a first poll: it tells nothing "first poll" would say.
+        let mut poller = Poller::from_config(&config).unwrap();
+        let into = heard.clone();
+        poller.set_progress(Some(std::sync::Arc::new(move |done, total| {
+            into.lock().unwrap().push((done, total));
+        })));
+        poller
+            .poll(&state, &config.monitor, crate::clock::Clock::wall().now())
+            .unwrap();
+        assert_eq!(*heard.lock().unwrap(), [], "the second poll is not a first");
     }
 
     #[test]

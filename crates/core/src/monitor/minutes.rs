@@ -1,46 +1,62 @@
-//! The rows per minute of each monitor's timestamp column, kept in the state database
-//! between polls: freshness takes its load times from them and volume its days, so a
-//! warm poll reads only the last few days of the table instead of the whole lookback.
+//! What a poll reads of each monitor's timestamp column, and the load times kept in the
+//! state database between polls.
 //!
-//! Each poll re-reads today and the `reread_days` before it (late rows for recent days
-//! are normal). Older days keep the counts first read, and the same scan counts the
-//! table's rows in that older stretch: when they no longer add up to what is stored
-//! (rows deleted, a model rebuilt, rows that arrived late for an old day), the whole
-//! lookback is read again in the same poll. So what a check reports never depends on
-//! what was stored.
+//! Each poll's one scan counts the rows of every minute of today and the `reread_days`
+//! before it, and of every day of the older stretch back to the lookback's start, each
+//! day with its rows before the time of day now (see [`crate::warehouse::MinuteWindow`]):
+//! volume's days, "today so far" and the row count's history are the server's counts
+//! at every poll, never a stored copy, and an older day costs the server one hash entry,
+//! not one per minute. Freshness learns its cadence from the newest [`LOAD_TIMES`]
+//! minutes with rows: those the recent minutes do not hold are kept here, with the rows
+//! of each day they were read from. When an older day's rows no longer add up to what
+//! was kept (rows deleted, a model rebuilt, rows that arrived late), or nothing is kept
+//! yet, one query reads the load times again. So what a check reports never depends on
+//! what was stored, and a table keeps at most a few kilobytes of state.
 
 use crate::store::prelude::*;
 use crate::store::Connection;
 use anyhow::{Context, Result};
-use chrono::{DateTime, NaiveDate, NaiveTime, Timelike, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 
-use crate::warehouse::{DayCount, MinuteCount, MinuteWindow};
+use crate::warehouse::{DayCount, DayRows, MinuteWindow, TableCounts};
 
-/// Today and the day before are read again each poll unless the monitor says otherwise.
+pub use super::checks::LOAD_TIMES;
+
+/// Today and the day before are read per minute each poll unless the monitor says
+/// otherwise.
 pub const DEFAULT_REREAD_DAYS: u32 = 1;
 
 const DAY: i64 = 86_400;
 
-/// Which stretch of a monitor's table one poll reads per minute, and what the older
-/// stretch it does not re-read must add up to.
+/// What one poll reads of a monitor's table, and the load times kept from before.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
-    /// What the minutes are read from: the table and its timestamp column. Stored
-    /// minutes of anything else are not this table's history.
+    /// What the minutes are read from: the table and its timestamp column. Kept
+    /// minutes of anything else are not this table's.
     pub source: String,
     pub column: String,
-    /// The start of the lookback's first day (Unix seconds): nothing older is kept.
+    /// The start of the lookback's first day (Unix seconds): the older stretch's start.
     pub start: i64,
-    /// Rows from here on are read per minute; between `start` and here the stored
-    /// minutes stand.
+    /// Rows from here on (a whole day) are read per minute, older ones per day.
     pub from: i64,
-    /// The rows stored for `start..from`.
-    pub stored_older: u64,
-    /// What the stored minutes were read from, when any are stored.
-    pub stored_source: Option<String>,
+    /// Seconds into the day now, a whole minute: each day's rows before it are counted.
+    pub cutoff: i64,
+    /// Freshness's load times are the minutes at or after this (the lookback's start).
+    pub since: i64,
+    /// The load times kept by earlier polls of the same table and column.
+    pub kept: Option<Kept>,
 }
 
-/// One day's rows and each null column's nulls among them (see [`Plan::with_null_columns`]).
+/// Load times kept in the state database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    /// Every minute with rows from here on was kept (Unix seconds).
+    pub complete_from: i64,
+    /// (day from the epoch, its rows then, its minutes kept), oldest first.
+    pub days: Vec<(i64, u64, Vec<i64>)>,
+}
+
+/// One day's rows and each null column's nulls among them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DayNulls {
     /// Days from the epoch.
@@ -49,143 +65,239 @@ pub struct DayNulls {
     pub nulls: Vec<u64>,
 }
 
+/// The older load times a poll found, and from which minute they are complete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Older {
+    /// Minutes with rows before [`Plan::from`], oldest first.
+    pub minutes: Vec<i64>,
+    pub complete_from: i64,
+}
+
+impl Older {
+    /// None read, for a monitor without freshness: the minutes kept are complete only
+    /// from the recent stretch on.
+    pub fn unread(plan: &Plan) -> Older {
+        Older {
+            minutes: Vec::new(),
+            complete_from: plan.from,
+        }
+    }
+}
+
 impl Plan {
     pub fn window(&self) -> MinuteWindow<'_> {
         MinuteWindow {
             column: &self.column,
             from: self.from,
             older_from: self.start,
+            cutoff: self.cutoff,
         }
     }
 
-    /// The same read over the whole lookback: nothing stored is used.
-    pub fn cold(&self) -> Plan {
-        Plan {
-            from: self.start,
-            stored_older: 0,
-            ..self.clone()
+    /// The kept load times older than the minutes `counts` read, when they still hold
+    /// and are enough: with the recent minutes, the newest [`LOAD_TIMES`] at or after
+    /// [`Plan::since`]. None: read them again ([`Plan::read_older`]).
+    pub fn kept_older(&self, counts: &TableCounts) -> Option<Older> {
+        let recent = counts
+            .minutes
+            .iter()
+            .filter(|m| m.minute >= self.since)
+            .count();
+        let needed = LOAD_TIMES.saturating_sub(recent);
+        let older_rows: u64 = counts.days.iter().map(|d| d.rows).sum();
+        if needed == 0 {
+            return Some(Older::unread(self));
         }
-    }
-
-    /// The same read, counting `names`' nulls per day as well: the source names them,
-    /// so stored days counted for other columns (or none) are read again, whole.
-    pub fn with_null_columns(self, names: &[String]) -> Plan {
-        let base = self.source.split("\nnulls\t").next().unwrap_or_default();
-        let source = match names {
-            [] => base.to_string(),
-            names => format!("{base}\nnulls\t{}", names.join("\t")),
+        if older_rows == 0 {
+            return Some(Older {
+                minutes: Vec::new(),
+                complete_from: self.since,
+            });
+        }
+        let kept = self.kept.as_ref()?;
+        // Every older day from the one the kept minutes start in (within the lookback)
+        // must have the rows it had when they were kept.
+        let first_day = kept.complete_from.max(self.start).div_euclid(DAY);
+        let from_day = self.from.div_euclid(DAY);
+        let rows_then = |day: i64| {
+            kept.days
+                .iter()
+                .find(|(d, _, _)| *d == day)
+                .map_or(0, |(_, rows, _)| *rows)
         };
-        let plan = Plan { source, ..self };
-        if plan.stored_source.as_ref() == Some(&plan.source) {
-            plan
-        } else {
-            plan.cold()
+        let rows_now = |day: i64| {
+            counts
+                .days
+                .iter()
+                .find(|d| d.day == day)
+                .map_or(0, |d| d.rows)
+        };
+        let changed = counts
+            .days
+            .iter()
+            .map(|d| d.day)
+            .chain(kept.days.iter().map(|(day, _, _)| *day))
+            .filter(|&day| day >= first_day && day < from_day)
+            .any(|day| rows_then(day) != rows_now(day));
+        if changed {
+            return None;
         }
+        let lower = kept.complete_from.max(self.since);
+        let minutes: Vec<i64> = kept
+            .days
+            .iter()
+            .flat_map(|(_, _, minutes)| minutes.iter().copied())
+            .filter(|&m| m >= lower && m < self.from)
+            .collect();
+        (kept.complete_from <= self.since || minutes.len() >= needed).then_some(Older {
+            minutes,
+            complete_from: kept.complete_from,
+        })
     }
 
-    /// Whether a scan's count of the older stretch matches what is stored for it.
-    pub fn still_holds(&self, older_rows: u64) -> bool {
-        older_rows == self.stored_older
+    /// The older load times from `newest_first`, what the warehouse's own load-times
+    /// query gave for [`Plan::since`] and [`LOAD_TIMES`].
+    pub fn read_older(&self, newest_first: &[i64]) -> Older {
+        let complete_from = if newest_first.len() >= LOAD_TIMES {
+            newest_first.last().copied().unwrap_or(self.since)
+        } else {
+            self.since
+        };
+        let mut minutes: Vec<i64> = newest_first
+            .iter()
+            .copied()
+            .filter(|&m| m < self.from)
+            .collect();
+        minutes.reverse();
+        Older {
+            minutes,
+            complete_from,
+        }
     }
 }
 
-/// The read for one monitor at `now`: warm (the recent days only) when the stored
-/// minutes are of the same table and column and reach back to the lookback's start,
-/// cold otherwise.
+/// The read for one monitor at `now`: per minute from `reread_days` before today, per
+/// day back to the lookback's first day, with the load times kept when they are of the
+/// same table and column.
 pub fn plan(
     state: &Connection,
     monitor: &str,
     table: &str,
     column: &str,
-    lookback_start: i64,
+    lookback_since: i64,
     reread_days: u32,
     now: DateTime<Utc>,
 ) -> Result<Plan> {
     let source = format!("{table}\n{column}");
-    let start = lookback_start.div_euclid(DAY) * DAY;
-    let today = now.timestamp().div_euclid(DAY) * DAY;
-    let reread_from = (today - i64::from(reread_days) * DAY).max(start);
-    let stored = state.minute_source(monitor)?;
-    let plan = Plan {
+    let start = lookback_since.div_euclid(DAY) * DAY;
+    let now = now.timestamp();
+    let today = now.div_euclid(DAY) * DAY;
+    let kept = match state.minute_source(monitor)? {
+        Some((stored, complete_from)) if stored == source => {
+            let mut days = Vec::new();
+            for (day, rows, blob) in state.days(monitor)? {
+                let mut minutes = Vec::new();
+                decode(day * DAY, &blob, &mut minutes).with_context(|| {
+                    format!("stored minutes of {monitor} on day {day} are damaged")
+                })?;
+                days.push((day, rows, minutes));
+            }
+            Some(Kept {
+                complete_from,
+                days,
+            })
+        }
+        _ => None,
+    };
+    Ok(Plan {
         source,
         column: column.to_string(),
         start,
-        from: start,
-        stored_older: 0,
-        stored_source: stored.as_ref().map(|(source, _)| source.clone()),
-    };
-    // The null columns a source may name after its table and column are matched once
-    // they are known (see [`Plan::with_null_columns`]).
-    let same_column = |stored: &str| {
-        stored == plan.source || stored.starts_with(&format!("{}\nnulls\t", plan.source))
-    };
-    match stored {
-        Some((stored, complete_from)) if same_column(&stored) && complete_from <= start => {
-            let stored_older = state.stored_rows(monitor, start / DAY, reread_from / DAY)?;
-            Ok(Plan {
-                from: reread_from,
-                stored_older,
-                ..plan
-            })
-        }
-        _ => Ok(plan),
-    }
+        from: (today - i64::from(reread_days) * DAY).max(start),
+        cutoff: now.rem_euclid(DAY) / 60 * 60,
+        since: lookback_since,
+        kept,
+    })
 }
 
-/// Stores what a poll read (`minutes`, every minute from `plan.from` on, and
-/// `day_nulls`, each day's nulls per column when the plan names null columns) in place
-/// of the days it covers, forgets the days before the lookback, and returns every
-/// stored minute from the lookback's start on, oldest first, with each stored day's
-/// nulls. In the caller's transaction.
+/// Every day of the lookback with rows, oldest first: the older days as the scan
+/// counted them, the recent ones added up from their minutes (split at the plan's
+/// cutoff as the server splits the older ones).
+pub fn days(counts: &TableCounts, cutoff: i64) -> Vec<DayRows> {
+    let mut days = counts.days.clone();
+    for m in &counts.minutes {
+        let day = m.minute.div_euclid(DAY);
+        let time = m.minute.rem_euclid(DAY);
+        if days.last().is_none_or(|d| d.day != day) {
+            days.push(DayRows {
+                day,
+                first_minute: time,
+                ..DayRows::default()
+            });
+        }
+        let entry = days.last_mut().expect("pushed");
+        entry.rows += m.rows;
+        entry.at_midnight += m.at_midnight;
+        if time < cutoff {
+            entry.before_cutoff += m.rows;
+        }
+    }
+    days
+}
+
+/// Each day's nulls per column (the scan's, by day) with the day's rows.
+pub fn day_nulls(counts: &TableCounts, days: &[DayRows]) -> Vec<DayNulls> {
+    counts
+        .day_nulls
+        .iter()
+        .map(|(day, nulls)| DayNulls {
+            day: *day,
+            rows: days.iter().find(|d| d.day == *day).map_or(0, |d| d.rows),
+            nulls: nulls.clone(),
+        })
+        .collect()
+}
+
+/// Keeps what the next polls need of this one's read: the newest [`LOAD_TIMES`]
+/// minutes at or after the plan's `since` (the recent minutes and `older`), with the
+/// rows of every day from the first of them on. In the caller's transaction. Returns
+/// the load times, newest first, as [`crate::warehouse::Warehouse::load_times`] gives
+/// them.
 pub fn store(
     state: &Connection,
     monitor: &str,
     plan: &Plan,
-    minutes: &[MinuteCount],
-    day_nulls: &[(i64, Vec<u64>)],
-) -> Result<(Vec<MinuteCount>, Vec<DayNulls>)> {
-    let from_day = plan.from / DAY;
-    state.forget_days_outside(monitor, plan.start / DAY, from_day)?;
-    let read: Vec<MinuteCount> = minutes
+    counts: &TableCounts,
+    older: &Older,
+) -> Result<Vec<i64>> {
+    let all: Vec<i64> = older
+        .minutes
         .iter()
-        .filter(|m| m.minute >= plan.from)
         .copied()
+        .chain(counts.minutes.iter().map(|m| m.minute))
+        .filter(|&m| m >= plan.since)
         .collect();
-    for day in read.chunk_by(|a, b| a.minute.div_euclid(DAY) == b.minute.div_euclid(DAY)) {
-        let rows: u64 = day.iter().map(|m| m.rows).sum();
-        let number = day[0].minute.div_euclid(DAY);
-        let nulls = day_nulls
+    let newest = &all[all.len().saturating_sub(LOAD_TIMES)..];
+    let complete_from = if all.len() > LOAD_TIMES {
+        newest[0]
+    } else {
+        older.complete_from.max(plan.since)
+    };
+    state.forget_minutes(monitor)?;
+    let first_day = complete_from.div_euclid(DAY);
+    for day in days(counts, plan.cutoff)
+        .iter()
+        .filter(|d| d.day >= first_day)
+    {
+        let minutes: Vec<i64> = newest
             .iter()
-            .find(|(d, _)| *d == number)
-            .map(|(_, nulls)| {
-                let text: Vec<String> = nulls.iter().map(u64::to_string).collect();
-                text.join(",")
-            })
-            .unwrap_or_default();
-        state.insert_day(monitor, number, rows, &encode(day), &nulls)?;
+            .copied()
+            .filter(|m| m.div_euclid(DAY) == day.day)
+            .collect();
+        state.insert_day(monitor, day.day, day.rows, &encode(day.day * DAY, &minutes))?;
     }
-    state.set_minute_source(monitor, &plan.source, plan.start)?;
-    let mut all = Vec::new();
-    let mut nulls = Vec::new();
-    for (day, blob, counted) in state.days(monitor)? {
-        let damaged = || format!("stored minutes of {monitor} on day {day} are damaged");
-        let first = all.len();
-        decode(day * DAY, &blob, &mut all).with_context(damaged)?;
-        if counted.is_empty() {
-            continue;
-        }
-        let counts = counted
-            .split(',')
-            .map(str::parse)
-            .collect::<Result<Vec<u64>, _>>()
-            .with_context(damaged)?;
-        nulls.push(DayNulls {
-            day,
-            rows: all[first..].iter().map(|m| m.rows).sum(),
-            nulls: counts,
-        });
-    }
-    Ok((all, nulls))
+    state.set_minute_source(monitor, &plan.source, complete_from)?;
+    Ok(newest.iter().rev().copied().collect())
 }
 
 /// Forgets the minutes of monitors the config no longer has (removed or renamed):
@@ -198,76 +310,44 @@ pub fn forget_others(state: &Connection, configured: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// The load times freshness learns from: the distinct minutes at or after `since`,
-/// newest first, at most `limit` (as [`crate::warehouse::Warehouse::load_times`]).
-pub fn load_times(minutes: &[MinuteCount], since: i64, limit: usize) -> Vec<i64> {
-    minutes
-        .iter()
-        .rev()
-        .map(|m| m.minute)
-        .filter(|&m| m >= since)
-        .take(limit)
+/// Rows per UTC day from `since` on, each with the rows before the plan's cutoff, as
+/// [`crate::warehouse::Warehouse::daily_counts`] gives them.
+pub fn daily_counts(days: &[DayRows], since: i64) -> Vec<DayCount> {
+    days.iter()
+        .filter(|d| d.day * DAY >= since)
+        .map(|d| DayCount {
+            day: day_of(d.day),
+            rows: d.rows,
+            before_cutoff: d.before_cutoff,
+            at_midnight: d.at_midnight,
+        })
         .collect()
 }
 
-/// Rows per UTC day from `since` on, each with the rows before the time of day
-/// `cutoff` (a whole minute), as [`crate::warehouse::Warehouse::daily_counts`] gives them.
-pub fn daily_counts(minutes: &[MinuteCount], since: i64, cutoff: NaiveTime) -> Vec<DayCount> {
-    let cutoff = i64::from(cutoff.num_seconds_from_midnight());
-    let mut days: Vec<DayCount> = Vec::new();
-    for m in minutes.iter().filter(|m| m.minute >= since) {
-        let day = day_of(m.minute);
-        if days.last().is_none_or(|d| d.day != day) {
-            days.push(DayCount {
-                day,
-                rows: 0,
-                before_cutoff: 0,
-                at_midnight: 0,
-            });
-        }
-        let entry = days.last_mut().expect("pushed");
-        entry.rows += m.rows;
-        entry.at_midnight += m.at_midnight;
-        if m.minute.rem_euclid(DAY) < cutoff {
-            entry.before_cutoff += m.rows;
-        }
-    }
-    days
-}
-
-fn day_of(seconds: i64) -> NaiveDate {
-    DateTime::from_timestamp(seconds.div_euclid(DAY) * DAY, 0)
-        .expect("a minute the warehouse returned")
+fn day_of(day: i64) -> NaiveDate {
+    DateTime::from_timestamp(day * DAY, 0)
+        .expect("a day the warehouse returned")
         .date_naive()
 }
 
-/// One day's minutes as (minutes since the previous one, rows, rows at midnight)
-/// varints: a day of hourly loads takes about a hundred bytes, a busy stream's a few
-/// kilobytes.
-fn encode(day: &[MinuteCount]) -> Vec<u8> {
+/// One day's minutes with rows as varints of the minutes since the previous one: a
+/// day of hourly loads takes 24 bytes.
+fn encode(day_start: i64, minutes: &[i64]) -> Vec<u8> {
     let mut out = Vec::new();
-    let mut previous = day[0].minute.div_euclid(DAY) * DAY;
-    for m in day {
-        put_varint(&mut out, ((m.minute - previous) / 60) as u64);
-        put_varint(&mut out, m.rows);
-        put_varint(&mut out, m.at_midnight);
-        previous = m.minute;
+    let mut previous = day_start;
+    for &minute in minutes {
+        put_varint(&mut out, ((minute - previous) / 60) as u64);
+        previous = minute;
     }
     out
 }
 
-fn decode(day_start: i64, mut blob: &[u8], out: &mut Vec<MinuteCount>) -> Result<()> {
+fn decode(day_start: i64, mut blob: &[u8], out: &mut Vec<i64>) -> Result<()> {
     let mut minute = day_start;
     while !blob.is_empty() {
         minute += 60 * take_varint(&mut blob)? as i64;
-        let rows = take_varint(&mut blob)?;
-        let at_midnight = take_varint(&mut blob)?;
         anyhow::ensure!(minute < day_start + DAY, "a minute past the day's end");
-        out.push(MinuteCount {
-            minute,
-            rows,
-            at_midnight,
-        });
+        out.push(minute);
     }
     Ok(())
 }
@@ -296,166 +376,200 @@ fn take_varint(blob: &mut &[u8]) -> Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::warehouse::MinuteCount;
 
     fn minute(text: &str) -> i64 {
         DateTime::parse_from_rfc3339(text).unwrap().timestamp()
     }
 
-    fn counts(list: &[(&str, u64)]) -> Vec<MinuteCount> {
-        list.iter()
-            .map(|&(at, rows)| MinuteCount {
-                minute: minute(at),
-                rows,
-                at_midnight: u64::from(at.ends_with("T00:00:00Z")) * rows,
-            })
-            .collect()
+    fn counts(minutes: &[(&str, u64)], days: &[(&str, u64, u64)]) -> TableCounts {
+        TableCounts {
+            minutes: minutes
+                .iter()
+                .map(|&(at, rows)| MinuteCount {
+                    minute: minute(at),
+                    rows,
+                    at_midnight: u64::from(at.ends_with("T00:00:00Z")) * rows,
+                })
+                .collect(),
+            days: days
+                .iter()
+                .map(|&(at, rows, before_cutoff)| DayRows {
+                    day: minute(at).div_euclid(DAY),
+                    rows,
+                    at_midnight: 0,
+                    before_cutoff,
+                    first_minute: minute(at).rem_euclid(DAY),
+                })
+                .collect(),
+            ..TableCounts::default()
+        }
     }
 
     #[test]
     fn a_day_of_minutes_round_trips_through_its_encoding() {
-        let day = counts(&[
-            ("2024-05-11T00:00:00Z", 3),
-            ("2024-05-11T00:01:00Z", 300),
-            ("2024-05-11T23:59:00Z", u64::MAX),
-        ]);
+        let start = minute("2024-05-11T00:00:00Z");
+        let day = [start, start + 60, start + DAY - 60];
         let mut back = Vec::new();
-        decode(minute("2024-05-11T00:00:00Z"), &encode(&day), &mut back).unwrap();
+        decode(start, &encode(start, &day), &mut back).unwrap();
         assert_eq!(back, day);
-        let cut = &encode(&day)[..4];
-        assert!(decode(0, cut, &mut Vec::new()).is_err());
+        let mut past = Vec::new();
+        assert!(decode(start, &encode(start, &[start + DAY]), &mut past).is_err());
+        assert!(
+            decode(start, &[0x80], &mut Vec::new()).is_err(),
+            "cut short"
+        );
     }
 
     #[test]
-    fn days_split_at_the_cutoff_minute_and_load_times_are_newest_first() {
-        let minutes = counts(&[
-            ("1969-12-31T23:59:00Z", 1),
-            ("2024-05-10T09:59:00Z", 2),
-            ("2024-05-10T10:00:00Z", 4),
-            ("2024-05-11T00:00:00Z", 8),
-        ]);
-        let cutoff = NaiveTime::from_hms_opt(10, 0, 0).unwrap();
-        let days = daily_counts(&minutes, -DAY, cutoff);
-        let day = |d: &str| NaiveDate::parse_from_str(d, "%Y-%m-%d").unwrap();
+    fn the_recent_minutes_add_up_to_days_beside_the_older_days() {
+        let read = counts(
+            &[
+                ("2024-05-14T00:00:00Z", 8),
+                ("2024-05-14T09:59:00Z", 2),
+                ("2024-05-14T10:00:00Z", 4),
+                ("2024-05-15T08:00:00Z", 16),
+            ],
+            &[("2024-05-10T03:00:00Z", 5, 3)],
+        );
+        let days = days(&read, 10 * 3600);
+        let day = |d: &str| minute(&format!("{d}T00:00:00Z")).div_euclid(DAY);
         assert_eq!(
             days.iter()
-                .map(|d| (d.day, d.rows, d.before_cutoff, d.at_midnight))
+                .map(|d| (
+                    d.day,
+                    d.rows,
+                    d.before_cutoff,
+                    d.at_midnight,
+                    d.first_minute
+                ))
                 .collect::<Vec<_>>(),
             [
-                (day("1969-12-31"), 1, 0, 0),
-                (day("2024-05-10"), 6, 2, 0),
-                (day("2024-05-11"), 8, 8, 8)
+                (day("2024-05-10"), 5, 3, 0, 3 * 3600),
+                (day("2024-05-14"), 14, 10, 8, 0),
+                (day("2024-05-15"), 16, 16, 0, 8 * 3600),
             ]
         );
+        let volume = daily_counts(&days, minute("2024-05-14T00:00:00Z"));
         assert_eq!(
-            load_times(&minutes, minute("2024-05-10T10:00:00Z"), 10),
-            [
-                minute("2024-05-11T00:00:00Z"),
-                minute("2024-05-10T10:00:00Z")
-            ]
+            volume.iter().map(|d| d.rows).collect::<Vec<_>>(),
+            [14, 16],
+            "from the day asked on"
         );
-        assert_eq!(load_times(&minutes, 0, 1), [minute("2024-05-11T00:00:00Z")]);
     }
 
     #[test]
-    fn a_poll_reads_the_recent_days_once_the_whole_lookback_is_stored() {
+    fn load_times_are_kept_while_the_older_days_hold_and_read_again_when_not() {
         let dir = tempfile::tempdir().unwrap();
         let state = crate::store::open(&dir.path().join("state.db")).unwrap();
         let now: DateTime<Utc> = "2024-05-15T12:30:00Z".parse().unwrap();
         let lookback = minute("2024-03-06T12:30:00Z");
-        let start = minute("2024-03-06T00:00:00Z");
-        let plan_for = |column: &str, since: i64| {
-            plan(&state, "orders", "shop.orders", column, since, 1, now).unwrap()
-        };
+        let plan_for =
+            |column: &str| plan(&state, "orders", "shop.orders", column, lookback, 1, now).unwrap();
+        let first = plan_for("at");
+        assert_eq!(first.start, minute("2024-03-06T00:00:00Z"));
+        assert_eq!(first.from, minute("2024-05-14T00:00:00Z"));
+        assert_eq!(first.cutoff, 12 * 3600 + 30 * 60);
+        assert_eq!(first.kept, None);
 
-        let cold = plan_for("at", lookback);
-        assert_eq!(
-            (cold.start, cold.from, cold.stored_older),
-            (start, start, 0)
-        );
-        let read = counts(&[
-            ("2024-03-01T10:00:00Z", 1),
-            ("2024-03-06T10:00:00Z", 2),
-            ("2024-05-13T23:59:00Z", 4),
-            ("2024-05-14T00:00:00Z", 8),
-            ("2024-05-15T12:00:00Z", 16),
-        ]);
-        let (kept, _) = store(&state, "orders", &cold, &read, &[]).unwrap();
-        assert_eq!(kept, read[1..], "nothing before the lookback's first day");
-
-        // Warm: today and yesterday again; the older stretch must still add up to 6.
-        let warm = plan_for("at", lookback);
-        assert_eq!(warm.from, minute("2024-05-14T00:00:00Z"));
-        assert_eq!(warm.stored_older, 6);
-        assert!(warm.still_holds(6) && !warm.still_holds(7));
-        let (kept, _) = store(
-            &state,
-            "orders",
-            &warm,
-            &counts(&[("2024-05-15T12:01:00Z", 32)]),
-            &[],
-        )
-        .unwrap();
-        assert_eq!(
-            kept,
-            counts(&[
-                ("2024-03-06T10:00:00Z", 2),
-                ("2024-05-13T23:59:00Z", 4),
-                ("2024-05-15T12:01:00Z", 32),
-            ]),
-            "the re-read days replaced, the older ones kept"
-        );
-
-        // Another column, or a lookback reaching further back than what is stored,
-        // is read whole.
-        assert_eq!(plan_for("loaded_at", lookback).from, start);
-        let further = plan_for("at", lookback - 10 * DAY);
-        assert_eq!(further.from, further.start);
-
-        // Counting nulls names the columns: stored days counted for none are read
-        // again, whole, and then kept with each day's nulls.
-        let names = ["email".to_string()];
-        let counted = plan_for("at", lookback).with_null_columns(&names);
-        assert_eq!(counted.from, start);
-        let day = |at: &str| minute(at).div_euclid(DAY);
-        let (_, nulls) = store(
-            &state,
-            "orders",
-            &counted,
-            &read[1..],
+        // Two recent minutes and two older days: too few load times, none kept.
+        let read = counts(
+            &[("2024-05-14T06:00:00Z", 1), ("2024-05-15T06:00:00Z", 1)],
             &[
-                (day("2024-03-06T00:00:00Z"), vec![1]),
-                (day("2024-05-14T00:00:00Z"), vec![3]),
+                ("2024-03-06T13:00:00Z", 1, 0),
+                ("2024-05-01T09:00:00Z", 2, 2),
             ],
-        )
-        .unwrap();
-        // A day the scan gave no nulls for (none of its columns counted) has none.
+        );
+        assert_eq!(first.kept_older(&read), None, "nothing kept: read them");
+        // The warehouse's load times, newest first (one before the lookback's start
+        // time is not among them).
+        let older = first.read_older(&[
+            minute("2024-05-15T06:00:00Z"),
+            minute("2024-05-14T06:00:00Z"),
+            minute("2024-05-01T09:00:00Z"),
+            minute("2024-03-06T13:00:00Z"),
+        ]);
+        assert_eq!(older.complete_from, lookback, "fewer than asked: every one");
+        let times = store(&state, "orders", &first, &read, &older).unwrap();
         assert_eq!(
-            nulls
-                .iter()
-                .map(|d| (d.day, d.rows, d.nulls.clone()))
-                .collect::<Vec<_>>(),
+            times,
             [
-                (day("2024-03-06T00:00:00Z"), 2, vec![1]),
-                (day("2024-05-14T00:00:00Z"), 8, vec![3]),
+                minute("2024-05-15T06:00:00Z"),
+                minute("2024-05-14T06:00:00Z"),
+                minute("2024-05-01T09:00:00Z"),
+                minute("2024-03-06T13:00:00Z"),
             ]
         );
-        let warm = plan_for("at", lookback).with_null_columns(&names);
+
+        // The next poll: the older days hold, so the kept ones stand.
+        let next = plan_for("at");
+        assert!(next.kept.is_some());
+        let kept = next.kept_older(&read).expect("the days still hold");
         assert_eq!(
-            warm.from,
-            minute("2024-05-14T00:00:00Z"),
-            "the same columns: warm"
+            kept.minutes,
+            [
+                minute("2024-03-06T13:00:00Z"),
+                minute("2024-05-01T09:00:00Z")
+            ]
         );
-        let other = plan_for("at", lookback).with_null_columns(&["zip".to_string()]);
-        assert_eq!(other.from, start, "other columns: cold");
+        // A late row on an old day, or one gone: read again.
+        let late = counts(
+            &[("2024-05-15T06:00:00Z", 1)],
+            &[
+                ("2024-03-06T13:00:00Z", 1, 0),
+                ("2024-05-01T09:00:00Z", 3, 3),
+            ],
+        );
+        assert_eq!(next.kept_older(&late), None);
+        let gone = counts(&[], &[("2024-03-06T13:00:00Z", 1, 0)]);
+        assert_eq!(next.kept_older(&gone), None);
+        // Another column's are not this one's.
+        assert_eq!(plan_for("loaded_at").kept, None);
+        // Without older rows nothing older is needed.
+        let none_older = counts(&[("2024-05-15T06:00:00Z", 1)], &[]);
+        assert_eq!(
+            first.kept_older(&none_older).map(|o| o.minutes),
+            Some(vec![])
+        );
 
         // A monitor no longer configured is forgotten.
         forget_others(&state, &["orders".to_string()]).unwrap();
-        assert_eq!(plan_for("at", lookback).from, warm.from);
+        assert!(plan_for("at").kept.is_some());
         forget_others(&state, &[]).unwrap();
-        assert_eq!(plan_for("at", lookback).from, start);
-        let left: i64 = state
-            .query_row("SELECT count(*) FROM minute_day", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(left, 0);
+        assert_eq!(plan_for("at").kept, None);
+    }
+
+    #[test]
+    fn at_most_the_newest_load_times_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = crate::store::open(&dir.path().join("state.db")).unwrap();
+        let now: DateTime<Utc> = "2024-05-15T23:59:00Z".parse().unwrap();
+        let since = minute("2024-05-01T00:00:00Z");
+        let plan = plan(&state, "busy", "t", "at", since, 1, now).unwrap();
+        // A row every minute of two days: 2,879 minutes.
+        let start = minute("2024-05-14T00:00:00Z");
+        let read = TableCounts {
+            minutes: (0..2879)
+                .map(|n| MinuteCount {
+                    minute: start + 60 * n,
+                    rows: 1,
+                    at_midnight: 0,
+                })
+                .collect(),
+            ..TableCounts::default()
+        };
+        let older = plan.kept_older(&read).expect("enough recent minutes");
+        let times = store(&state, "busy", &plan, &read, &older).unwrap();
+        assert_eq!(times.len(), LOAD_TIMES);
+        assert_eq!(times[0], start + 60 * 2878);
+        let kept = state.minute_source("busy").unwrap().unwrap().1;
+        assert_eq!(kept, start + 60 * (2879 - LOAD_TIMES as i64));
+        let stored: usize = state
+            .days("busy")
+            .unwrap()
+            .iter()
+            .map(|(_, _, b)| b.len())
+            .sum();
+        assert!(stored <= 2 * LOAD_TIMES, "{stored} bytes of minutes");
     }
 }

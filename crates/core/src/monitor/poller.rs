@@ -135,8 +135,8 @@ pub struct Poller {
     builds: Option<super::builds::Builds>,
 }
 
-/// Told (tables read, tables to read) as each table of a poll is read: a long first
-/// poll shows how far it got.
+/// Told (tables read, tables to read) as each table of a first poll is read (none of
+/// its monitors judged before): a long first poll shows how far it got.
 pub type Progress = Arc<dyn Fn(usize, usize) + Send + Sync>;
 
 impl Poller {
@@ -226,7 +226,7 @@ impl Poller {
         self.backoff = base;
     }
 
-    /// Who hears of each table read in the polls to come (None: nobody).
+    /// Who hears of each table read in the first poll to come (None: nobody).
     pub fn set_progress(&mut self, progress: Option<Progress>) {
         self.progress = progress;
     }
@@ -291,9 +291,16 @@ impl Poller {
                 (name.clone(), Arc::new(spending))
             })
             .collect();
+        // Progress is for a first poll only: once the state database holds a verdict
+        // of any of these monitors (a second `check --once`, an engine restarted), a
+        // slow poll is not a first one.
+        let progress = match &self.progress {
+            Some(progress) if first_poll(state, monitors)? => Some(progress.clone()),
+            _ => None,
+        };
         let reads = self
             .runtime
-            .block_on(self.read_all(monitors, plans, now, &spending));
+            .block_on(self.read_all(monitors, plans, now, &spending, progress));
         // Closed however the reads ended; never held back by the guard (a session
         // left open would keep a DuckDB file from its writers).
         for (name, slot) in &self.warehouses {
@@ -335,6 +342,7 @@ impl Poller {
         plans: Vec<Option<Plan>>,
         now: DateTime<Utc>,
         spending: &BTreeMap<String, Arc<Spending>>,
+        progress: Option<Progress>,
     ) -> Vec<MonitorRead> {
         let catalog = self.read_catalog(monitors, spending).await;
         let mut tasks = Vec::new();
@@ -383,7 +391,7 @@ impl Poller {
                             now,
                         )
                     });
-                    let progress = self.progress.clone();
+                    let progress = progress.clone();
                     let (done, total) = (done.clone(), total);
                     Some(tokio::spawn(async move {
                         let read = read.await;
@@ -631,6 +639,15 @@ fn not_configured(monitor: &MonitorConfig) -> WarehouseError {
     ))
 }
 
+/// Whether no monitor of `monitors` has a verdict stored yet.
+fn first_poll(state: &Connection, monitors: &[MonitorConfig]) -> Result<bool> {
+    let judged = super::latest_all(state)?;
+    Ok(!monitors.iter().any(|m| {
+        let name = Config::monitor_name(m);
+        judged.iter().any(|o| o.monitor == name)
+    }))
+}
+
 /// The schema check reads the catalog, and so does null_rate without `null_columns`.
 fn wants_columns(monitor: &MonitorConfig) -> bool {
     monitor.checks.iter().any(|&check| {
@@ -684,19 +701,21 @@ struct MonitorRead {
 
 enum TableRead {
     /// The one read for every check: its counts, the columns whose nulls it counted
-    /// (or why they are unknown), and how it read the minutes.
+    /// (or why they are unknown), how it read the minutes, and the load times older
+    /// than the minutes read.
     Once {
         counts: TableCounts,
         null_names: Result<Vec<String>, WarehouseError>,
-        plan: Option<Plan>,
+        plan: Option<Box<(Plan, minutes::Older)>>,
     },
     /// That read failed as a query: each check ran its own, so each reports its own
     /// error (a misspelt null column fails null_rate, not the row count).
     Separately(Vec<(CheckKind, Result<Measurement, WarehouseError>)>),
 }
 
-/// Reads a monitor's table once for all its checks. When the rows stored for the days
-/// not re-read no longer add up, the whole lookback is read again at once.
+/// Reads a monitor's table once for all its checks. When freshness needs load times
+/// older than the minutes read and those kept no longer hold (or none are kept), the
+/// warehouse's own load-times query reads them.
 fn read_table(
     warehouse: &(dyn Warehouse + Sync),
     monitor: &MonitorConfig,
@@ -720,17 +739,23 @@ fn read_table(
         })
     };
     let names = null_names.as_deref().unwrap_or(&[]);
-    let mut plan = plan.map(|plan| plan.with_null_columns(names));
-    let mut counts = scan(names, plan.as_ref());
-    if let (Ok(read), Some(warm)) = (&counts, &plan) {
-        if !warm.still_holds(read.older_rows) {
-            let cold = warm.cold();
-            counts = scan(names, Some(&cold));
-            plan = Some(cold);
-        }
-    }
+    let counts = scan(names, plan.as_ref()).and_then(|counts| {
+        let Some(plan) = plan else {
+            return Ok((counts, None));
+        };
+        let older = if !monitor.checks.contains(&CheckKind::Freshness) {
+            minutes::Older::unread(&plan)
+        } else if let Some(kept) = plan.kept_older(&counts) {
+            kept
+        } else {
+            let times =
+                warehouse.load_times(relation, &plan.column, plan.since, minutes::LOAD_TIMES)?;
+            plan.read_older(&times)
+        };
+        Ok((counts, Some(Box::new((plan, older)))))
+    });
     match counts {
-        Ok(counts) => Ok(TableRead::Once {
+        Ok((counts, plan)) => Ok(TableRead::Once {
             counts,
             null_names,
             plan,
@@ -757,19 +782,21 @@ impl MonitorRead {
         built: Option<&super::builds::Build>,
     ) -> Result<Vec<(CheckKind, Result<Measurement, WarehouseError>)>> {
         let relation = Relation::parse(&monitor.table);
-        let mut minutes = Vec::new();
-        let mut day_nulls = None;
+        let mut history = super::checks::History::default();
         if let Some(Ok(TableRead::Once {
             counts,
-            plan: Some(plan),
+            plan: Some(read),
             ..
         })) = &self.table
         {
+            let (plan, older) = read.as_ref();
             let name = Config::monitor_name(monitor);
-            let (all, nulls) =
-                minutes::store(state, &name, plan, &counts.minutes, &counts.day_nulls)?;
-            minutes = all;
-            day_nulls = Some(nulls);
+            let days = minutes::days(counts, plan.cutoff);
+            history = super::checks::History {
+                load_times: minutes::store(state, &name, plan, counts, older)?,
+                day_nulls: Some(minutes::day_nulls(counts, &days)),
+                days,
+            };
         }
         let mut separately = match &self.table {
             Some(Ok(TableRead::Separately(list))) => list.clone(),
@@ -810,8 +837,7 @@ impl MonitorRead {
                     check,
                     counts,
                     null_names.as_deref().unwrap_or(&[]),
-                    &minutes,
-                    day_nulls.as_deref(),
+                    &history,
                     match (check, built) {
                         // A row count's last day is the one before where the table's
                         // job has built it to; the rows of the days after are not

@@ -1,30 +1,19 @@
-//! Each monitor's rows per minute, a row per day (`minute_source`, `minute_day`; see
-//! `monitor::minutes` for the encoding and what they are for). Days are counted from
-//! the epoch; a day's minutes are an opaque blob here.
+//! The load times kept of each monitor, a row per day with the day's rows
+//! (`minute_source`, `minute_day`; see `monitor::minutes` for the encoding and what
+//! they are for). Days are counted from the epoch; a day's minutes are an opaque blob
+//! here. (`minute_day.nulls` is unused since migration 16, left at its default.)
 
 use anyhow::Result;
 use rusqlite::{params, Connection, OptionalExtension};
 
 pub trait MinuteStore {
-    /// What `monitor`'s stored minutes were read from, and the first day they are
-    /// complete from (seconds).
+    /// What `monitor`'s stored minutes were read from, and the minute from which every
+    /// minute with rows is stored (seconds).
     fn minute_source(&self, monitor: &str) -> Result<Option<(String, i64)>>;
     fn set_minute_source(&self, monitor: &str, source: &str, complete_from: i64) -> Result<()>;
-    /// The rows stored for `monitor` on days `from_day` up to (not with) `to_day`.
-    fn stored_rows(&self, monitor: &str, from_day: i64, to_day: i64) -> Result<u64>;
-    /// Forgets `monitor`'s days before `keep_from` and from `drop_from` on.
-    fn forget_days_outside(&self, monitor: &str, keep_from: i64, drop_from: i64) -> Result<()>;
-    /// `nulls`: the day's nulls per column, as `monitor::minutes` writes them.
-    fn insert_day(
-        &self,
-        monitor: &str,
-        day: i64,
-        rows: u64,
-        minutes: &[u8],
-        nulls: &str,
-    ) -> Result<()>;
-    /// (day, minutes, nulls) of every stored day of `monitor`, oldest first.
-    fn days(&self, monitor: &str) -> Result<Vec<(i64, Vec<u8>, String)>>;
+    fn insert_day(&self, monitor: &str, day: i64, rows: u64, minutes: &[u8]) -> Result<()>;
+    /// (day, rows, minutes) of every stored day of `monitor`, oldest first.
+    fn days(&self, monitor: &str) -> Result<Vec<(i64, u64, Vec<u8>)>>;
     /// Every monitor with stored minutes.
     fn monitors_with_minutes(&self) -> Result<Vec<String>>;
     fn forget_minutes(&self, monitor: &str) -> Result<()>;
@@ -47,45 +36,21 @@ impl MinuteStore for Connection {
         Ok(())
     }
 
-    fn stored_rows(&self, monitor: &str, from_day: i64, to_day: i64) -> Result<u64> {
-        let rows: i64 = self
-            .prepare_cached(
-                "SELECT coalesce(sum(rows), 0) FROM minute_day
-                 WHERE monitor = ?1 AND day >= ?2 AND day < ?3",
-            )?
-            .query_row(params![monitor, from_day, to_day], |r| r.get(0))?;
-        Ok(rows as u64)
-    }
-
-    fn forget_days_outside(&self, monitor: &str, keep_from: i64, drop_from: i64) -> Result<()> {
+    fn insert_day(&self, monitor: &str, day: i64, rows: u64, minutes: &[u8]) -> Result<()> {
         self.prepare_cached(
-            "DELETE FROM minute_day WHERE monitor = ?1 AND (day < ?2 OR day >= ?3)",
+            "INSERT INTO minute_day (monitor, day, rows, minutes) VALUES (?1, ?2, ?3, ?4)",
         )?
-        .execute(params![monitor, keep_from, drop_from])?;
+        .execute(params![monitor, day, rows as i64, minutes])?;
         Ok(())
     }
 
-    fn insert_day(
-        &self,
-        monitor: &str,
-        day: i64,
-        rows: u64,
-        minutes: &[u8],
-        nulls: &str,
-    ) -> Result<()> {
-        self.prepare_cached(
-            "INSERT INTO minute_day (monitor, day, rows, minutes, nulls)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-        )?
-        .execute(params![monitor, day, rows as i64, minutes, nulls])?;
-        Ok(())
-    }
-
-    fn days(&self, monitor: &str) -> Result<Vec<(i64, Vec<u8>, String)>> {
+    fn days(&self, monitor: &str) -> Result<Vec<(i64, u64, Vec<u8>)>> {
         let mut select = self.prepare_cached(
-            "SELECT day, minutes, nulls FROM minute_day WHERE monitor = ?1 ORDER BY day",
+            "SELECT day, rows, minutes FROM minute_day WHERE monitor = ?1 ORDER BY day",
         )?;
-        let days = select.query_map([monitor], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        let days = select.query_map([monitor], |r| {
+            Ok((r.get(0)?, r.get::<_, i64>(1)? as u64, r.get(2)?))
+        })?;
         Ok(days.collect::<rusqlite::Result<_>>()?)
     }
 

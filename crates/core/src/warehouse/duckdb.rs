@@ -317,22 +317,36 @@ fn schema_sql(schema: Option<&str>) -> String {
 /// The one query that reads a table for every check (see [`Warehouse::scan`]), as
 /// PostgreSQL's: grouped by minute only from the window's start.
 pub fn scan_sql(scan: &TableScan) -> String {
-    let (minute, at_midnight, older) = match &scan.minutes {
+    // Per minute from the window's start, per day over the older stretch (as for
+    // PostgreSQL); times of day as daily_counts reads them.
+    let (minute, at_midnight, older, cut) = match &scan.minutes {
         Some(window) => {
             let col = ts(window.column);
             let recent = format!("{col} >= {}", at(window.from));
+            let older = format!("{col} >= {}", at(window.older_from));
+            let cutoff = format!(
+                "TIME '{:02}:{:02}:00'",
+                window.cutoff.div_euclid(3600),
+                window.cutoff.rem_euclid(3600) / 60
+            );
             (
-                format!("CASE WHEN {recent} THEN date_trunc('minute', {col}) END"),
                 format!(
-                    "count(*) FILTER (WHERE {recent} AND CAST({col} AS TIME) = TIME '00:00:00')"
+                    "CASE WHEN {recent} THEN date_trunc('minute', {col})
+                          WHEN {older} THEN date_trunc('day', {col}) END"
                 ),
-                format!("count(*) FILTER (WHERE {col} >= {})", at(window.older_from)),
+                format!("count(*) FILTER (WHERE CAST({col} AS TIME) = TIME '00:00:00')"),
+                format!("count(*) FILTER (WHERE {older})"),
+                format!(
+                    ",\n count(*) FILTER (WHERE CAST({col} AS TIME) < {cutoff}),\n \
+                     coalesce(CAST(epoch(min({col})) AS BIGINT), CAST(0 AS BIGINT))"
+                ),
             )
         }
         None => (
             "CAST(NULL AS TIMESTAMP)".into(),
             "CAST(0 AS BIGINT)".into(),
             "CAST(0 AS BIGINT)".into(),
+            ", CAST(0 AS BIGINT), CAST(0 AS BIGINT)".into(),
         ),
     };
     let counted = match scan.nulls_since {
@@ -354,7 +368,7 @@ pub fn scan_sql(scan: &TableScan) -> String {
         &|condition| format!("count(*) FILTER (WHERE {condition})"),
         &|_, c| quote_ident(c),
     );
-    let nulls = format!("{nulls}{per_minute}");
+    let nulls = format!("{nulls}{per_minute}{cut}");
     let table = scan.relation.quoted();
     let Some((column, bound)) = scan.pruning_bound() else {
         return format!(
@@ -531,6 +545,7 @@ mod tests {
                 column: "loaded_at",
                 from: now - 2 * 86_400,
                 older_from: now - 98 * 86_400,
+                cutoff: 12 * 3600,
             }),
         };
         let sql = scan_sql(&scan);

@@ -160,8 +160,8 @@ pub trait Warehouse: Send {
     ) -> Result<Vec<Vec<Column>>, WarehouseError>;
     /// Every count the checks that read rows need, in one query that reads the table
     /// once: its rows, the null counts as [`Self::null_counts`] gives them, and with
-    /// `scan.minutes` the rows of each minute of the timestamp column from its start,
-    /// and how many rows fall in the older stretch before it (see [`MinuteWindow`]).
+    /// `scan.minutes` the rows of each minute of the timestamp column from its start
+    /// and of each day of the older stretch before it (see [`MinuteWindow`]).
     fn scan(&self, scan: &TableScan) -> Result<TableCounts, WarehouseError>;
     /// Plans the query [`Self::scan`] would run without running it (`EXPLAIN`, nothing
     /// read): a table that is gone, a grant that is missing, a misspelt column or a
@@ -304,16 +304,19 @@ impl TableScan<'_> {
         self.minutes.is_some() && !self.null_columns.is_empty()
     }
 
-    /// How many counts each group of the scan's query carries after its minute: rows,
-    /// rows at midnight, older rows, rows whose nulls were counted, each column's nulls,
-    /// then (see [`Self::nulls_per_minute`]) each column's nulls in the minute.
+    /// How many counts each group of the scan's query carries after its minute (or
+    /// day): rows, rows at midnight, older rows, rows whose nulls were counted, each
+    /// column's nulls, then (see [`Self::nulls_per_minute`]) each column's nulls in the
+    /// group, then the group's rows before the cutoff (see [`MinuteWindow::cutoff`])
+    /// and its earliest time (Unix seconds: one comparison a row, where a time of day
+    /// would cost a conversion a row).
     pub fn width(&self) -> usize {
         let per_minute = if self.nulls_per_minute() {
             self.null_columns.len()
         } else {
             0
         };
-        4 + self.null_columns.len() + per_minute
+        4 + self.null_columns.len() + per_minute + 2
     }
 
     /// The per-minute null counts' select items, `count` the dialect's count of the
@@ -403,15 +406,33 @@ pub enum Planned {
     NotPlanned,
 }
 
-/// Rows per minute of a timestamp column: freshness takes its load times from them and
-/// volume its days, so a poll reads only the recent stretch and keeps the rest.
+/// Rows per minute of a timestamp column's recent stretch and per day of the older one:
+/// freshness takes its load times from the minutes, volume and the row count's history
+/// their days, and the older days cost the server one hash entry a day, not one a
+/// minute.
 pub struct MinuteWindow<'a> {
     pub column: &'a str,
-    /// Rows stamped at or after this (Unix seconds) are counted per minute.
+    /// Rows stamped at or after this (Unix seconds, a whole day) are counted per minute.
     pub from: i64,
-    /// Rows stamped at or after this and before `from` are counted as one number: what
-    /// the minutes already stored for that stretch must add up to, or they are stale.
+    /// Rows stamped at or after this and before `from` are counted per UTC day.
     pub older_from: i64,
+    /// Seconds into the day (a whole minute): each group also counts its rows whose
+    /// time of day is before it (a day's rows before the time of day now are what
+    /// "today so far" is compared with), and says when its first minute is.
+    pub cutoff: i64,
+}
+
+/// One day of a scan's older stretch (see [`MinuteWindow`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DayRows {
+    /// Days from the epoch.
+    pub day: i64,
+    pub rows: u64,
+    pub at_midnight: u64,
+    /// Rows whose time of day is before [`MinuteWindow::cutoff`].
+    pub before_cutoff: u64,
+    /// Seconds into the day of its first minute with rows.
+    pub first_minute: i64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -422,25 +443,27 @@ pub struct TableCounts {
     pub nulls: NullCounts,
     /// Rows in the older stretch of [`MinuteWindow`].
     pub older_rows: u64,
-    /// Minutes with rows, oldest first.
+    /// Minutes with rows from [`MinuteWindow::from`] on, oldest first.
     pub minutes: Vec<MinuteCount>,
-    /// With [`TableScan::nulls_per_minute`], each column's nulls on each day of the
-    /// minutes read (over every row of the day), by day from the epoch, oldest first.
+    /// Days with rows of the older stretch, oldest first.
+    pub days: Vec<DayRows>,
+    /// With [`TableScan::nulls_per_minute`], each column's nulls on each day read,
+    /// minute by minute or whole (over every row of the day), by day from the epoch,
+    /// oldest first.
     pub day_nulls: Vec<(i64, Vec<u64>)>,
 }
 
 impl TableCounts {
-    /// Adds up the groups a scan's query returns, each a minute (None: the older rows
-    /// and those without a time) with its counts in the scan's order: rows, rows at
-    /// midnight, rows from the older stretch's start on, rows whose nulls were counted,
-    /// then each column's nulls. The older stretch is counted from its start on, so the
-    /// recent minutes are taken off it here.
-    /// With per-minute nulls (`per_minute`), they follow and are added up by day.
-    pub fn from_groups(
-        groups: Vec<(Option<i64>, Vec<u64>)>,
-        columns: usize,
-        per_minute: bool,
-    ) -> TableCounts {
+    /// Adds up the groups `scan`'s query returns, each a minute from the window's
+    /// start on, a day before it (its start, Unix seconds), or None (the rows before
+    /// the older stretch and those without a time), with its counts in the scan's
+    /// order (see [`TableScan::width`]). The older stretch is counted from its start
+    /// on, so the recent minutes are taken off it here. Per-group nulls are added up by
+    /// day.
+    pub fn from_groups(groups: Vec<(Option<i64>, Vec<u64>)>, scan: &TableScan) -> TableCounts {
+        let columns = scan.null_columns.len();
+        let per_minute = scan.nulls_per_minute();
+        let from = scan.minutes.as_ref().map_or(i64::MIN, |w| w.from);
         let mut counts = TableCounts {
             nulls: NullCounts {
                 rows: 0,
@@ -470,16 +493,26 @@ impl TableCounts {
                     }
                 }
             }
-            if let Some(minute) = minute {
-                counts.minutes.push(MinuteCount {
+            match minute {
+                Some(minute) if minute >= from => counts.minutes.push(MinuteCount {
                     minute,
                     rows: group[0],
                     at_midnight: group[1],
-                });
+                }),
+                Some(day) => counts.days.push(DayRows {
+                    day: day.div_euclid(86_400),
+                    rows: group[0],
+                    at_midnight: group[1],
+                    before_cutoff: group[group.len() - 2],
+                    // The earliest time, Unix seconds (a count's u64 holds its bits).
+                    first_minute: (group[group.len() - 1] as i64).rem_euclid(86_400) / 60 * 60,
+                }),
+                None => {}
             }
         }
         counts.day_nulls = day_nulls.into_iter().collect();
         counts.minutes.sort_by_key(|m| m.minute);
+        counts.days.sort_by_key(|d| d.day);
         counts.older_rows -= counts.minutes.iter().map(|m| m.rows).sum::<u64>();
         counts
     }

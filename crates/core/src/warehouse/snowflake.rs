@@ -557,6 +557,7 @@ mod tests {
                 column: "loaded_at",
                 from: now - 2 * 86_400,
                 older_from: now - 98 * 86_400,
+                cutoff: 12 * 3600,
             }),
         };
         let sql = scan_sql(&scan);

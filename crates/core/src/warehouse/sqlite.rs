@@ -197,24 +197,34 @@ fn epoch_sql(column: &str) -> String {
 
 /// The one query that reads a table for every check (see [`Warehouse::scan`]).
 fn scan_sql(scan: &TableScan) -> String {
-    // As for PostgreSQL: one read, grouped by minute only from the window's start.
+    // As for PostgreSQL: one read, grouped by minute only from the window's start and
+    // by day over the older stretch.
     // Minutes and days are floored, also before 1970 (% keeps the sign). The
     // bounds are the engine's own integers.
     let time = |column: &str| format!("{} AS t", epoch_sql(column));
-    let (minute, at_midnight, older, t) = match &scan.minutes {
+    let (minute, at_midnight, older, cut, t) = match &scan.minutes {
         Some(window) => (
             format!(
-                "CASE WHEN t >= {} THEN t - (t % 60 + 60) % 60 END",
-                window.from
+                "CASE WHEN t >= {} THEN t - (t % 60 + 60) % 60
+                      WHEN t >= {} THEN t - (t % 86400 + 86400) % 86400 END",
+                window.from, window.older_from
             ),
-            format!(
-                "count(*) FILTER (WHERE t >= {} AND t % 86400 = 0)",
-                window.from
-            ),
+            "count(*) FILTER (WHERE t % 86400 = 0)".to_string(),
             format!("count(*) FILTER (WHERE t >= {})", window.older_from),
+            format!(
+                ", count(*) FILTER (WHERE (t % 86400 + 86400) % 86400 < {}), \
+                 coalesce(min(t), 0)",
+                window.cutoff,
+            ),
             time(window.column),
         ),
-        None => ("NULL".into(), "0".into(), "0".into(), "NULL AS t".into()),
+        None => (
+            "NULL".into(),
+            "0".into(),
+            "0".into(),
+            ", 0, 0".into(),
+            "NULL AS t".into(),
+        ),
     };
     let (counted, since) = match scan.nulls_since {
         Some((column, at)) => (
@@ -238,7 +248,7 @@ fn scan_sql(scan: &TableScan) -> String {
     );
     format!(
         "SELECT {minute} AS minute, count(*), {at_midnight}, {older},
-                count(*) FILTER (WHERE {counted}){picked}{per_minute}
+                count(*) FILTER (WHERE {counted}){picked}{per_minute}{cut}
          FROM (SELECT {t}, {since}{columns} FROM {table}) GROUP BY 1",
         table = scan.relation.quoted(),
     )
@@ -300,11 +310,7 @@ impl Warehouse for SqliteWarehouse {
             .map_err(query_error)?
             .collect::<Result<_, _>>()
             .map_err(query_error)?;
-        Ok(TableCounts::from_groups(
-            groups,
-            scan.null_columns.len(),
-            scan.nulls_per_minute(),
-        ))
+        Ok(TableCounts::from_groups(groups, scan))
     }
 
     fn plan_scan(&self, scan: &TableScan) -> Result<String, WarehouseError> {

@@ -521,11 +521,7 @@ impl<D: Dialect> Warehouse for AdbcWarehouse<D> {
                 Ok((row[0].int()?, counts))
             })
             .collect::<Result<Vec<_>, WarehouseError>>()?;
-        Ok(TableCounts::from_groups(
-            groups,
-            scan.null_columns.len(),
-            scan.nulls_per_minute(),
-        ))
+        Ok(TableCounts::from_groups(groups, scan))
     }
 
     fn plan_scan(&self, scan: &TableScan) -> Result<String, WarehouseError> {

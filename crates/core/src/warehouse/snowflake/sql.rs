@@ -76,17 +76,34 @@ pub(super) fn type_name(
 
 /// The one query that reads a table for every check (see [`Warehouse::scan`]).
 pub fn scan_sql(scan: &TableScan) -> String {
-    let (minute, at_midnight, older) = match &scan.minutes {
+    // Per minute from the window's start, per day over the older stretch (as for
+    // PostgreSQL), days and times of day from the epoch seconds.
+    let (minute, at_midnight, older, cut) = match &scan.minutes {
         Some(window) => {
             let epoch = epoch_sql(window.column);
             let recent = format!("{epoch} >= {}", window.from);
+            let older = format!("{epoch} >= {}", window.older_from);
+            let time_of_day = format!("MOD(MOD({epoch}, 86400) + 86400, 86400)");
             (
-                format!("IFF({recent}, FLOOR({epoch} / 60) * 60, NULL)"),
-                format!("COUNT_IF({recent} AND MOD({epoch}, 86400) = 0)"),
-                format!("COUNT_IF({epoch} >= {})", window.older_from),
+                format!(
+                    "IFF({recent}, FLOOR({epoch} / 60) * 60, \
+                     IFF({older}, FLOOR({epoch} / 86400) * 86400, NULL))"
+                ),
+                format!("COUNT_IF(MOD({epoch}, 86400) = 0)"),
+                format!("COUNT_IF({older})"),
+                format!(
+                    ",\n COUNT_IF({time_of_day} < {}) AS before_cutoff,\n \
+                     CAST(COALESCE(MIN({epoch}), 0) AS BIGINT) AS earliest",
+                    window.cutoff,
+                ),
             )
         }
-        None => ("CAST(NULL AS NUMBER(38,0))".into(), "0".into(), "0".into()),
+        None => (
+            "CAST(NULL AS NUMBER(38,0))".into(),
+            "0".into(),
+            "0".into(),
+            ", 0, 0".into(),
+        ),
     };
     let counted = match scan.nulls_since {
         Some((column, since)) => format!("{} >= {since}", epoch_sql(column)),
@@ -107,7 +124,7 @@ pub fn scan_sql(scan: &TableScan) -> String {
         .minute_nulls_sql(&|condition| format!("COUNT_IF({condition})"), &|_, c| {
             quote(c)
         });
-    let nulls = format!("{nulls}{per_minute}");
+    let nulls = format!("{nulls}{per_minute}{cut}");
     let table = quoted(scan.relation);
     let Some((column, bound)) = scan.pruning_bound() else {
         return format!(
