@@ -14,6 +14,8 @@ use std::time::Duration;
 use chrono::{NaiveDate, NaiveTime};
 use postgres::{Client, NoTls};
 
+mod server;
+
 use super::{
     changed_copy, check_restorable, check_unchanged_since, column_list, null_counts_sql, query_log,
     quote_ident, CastTarget, Column, DayCount, DayPrint, KeyGap, NullCounts, Relation, Restored,
@@ -166,14 +168,23 @@ impl PostgresWarehouse {
         query_log::session_opened();
         // Days are UTC days whatever the server's zone; a runaway check is cut off by
         // the server as well as by the poller.
+        // The server's version comes back in the same round trip: the scan bins with
+        // date_bin, which older servers lack, and that is said once, plainly.
         let setup = format!(
-            "SET TimeZone = 'UTC'; SET statement_timeout = {}",
+            "SET TimeZone = 'UTC'; SET statement_timeout = {}; SHOW server_version_num",
             self.statement_timeout.as_millis()
         );
-        client
-            .batch_execute(&setup)
+        let answered = client
+            .simple_query(&setup)
             .map_err(|e| WarehouseError::Unreachable(describe(&e)))?;
-        query_log::sent(&setup, 0, None);
+        query_log::sent(&setup, 1, None);
+        let version = answered.iter().find_map(|message| match message {
+            postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_string),
+            _ => None,
+        });
+        if let Some(too_old) = version.as_deref().and_then(server::too_old) {
+            return Err(WarehouseError::Unreachable(too_old));
+        }
         Ok(client)
     }
 }
