@@ -132,7 +132,7 @@ impl Orchestrator for NoRunWhilePaused {
     fn queue_run(
         &self,
         job: &str,
-        at: &str,
+        at: dataward::clock::Timestamp,
         by: &str,
         key: &str,
     ) -> anyhow::Result<(String, bool)> {
@@ -864,7 +864,12 @@ fn l4_does_not_pause_while_the_org_stop_is_set() {
                 stopped = true;
                 let mut conn = dataward::store::open(&db).unwrap();
                 dataward::chain::transact(&mut conn, |tx| {
-                    dataward::approve::stop::set(tx, &Actor::current(), "drill", "t")
+                    dataward::approve::stop::set(
+                        tx,
+                        &Actor::current(),
+                        "drill",
+                        "2026-11-24T15:00:00Z".parse().unwrap(),
+                    )
                 })
                 .unwrap();
             }

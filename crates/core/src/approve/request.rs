@@ -5,6 +5,7 @@ use chrono::{NaiveDateTime, TimeDelta};
 use serde::{Deserialize, Serialize};
 
 use super::{domain_for, Actor};
+use crate::clock::Timestamp;
 use crate::config::{parse_duration, Config};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,9 +44,9 @@ pub struct ApprovalRequest {
 #[serde(tag = "change", rename_all = "snake_case")]
 pub enum Lapse {
     /// The wait ran out; the request now also goes to `to`.
-    Escalated { to: String, at: String },
+    Escalated { to: String, at: Timestamp },
     /// The wait ran out and nobody is left.
-    Expired { at: String },
+    Expired { at: Timestamp },
 }
 
 impl ApprovalRequest {
@@ -121,7 +122,7 @@ impl ApprovalRequest {
         let ttl = TimeDelta::from_std(ttl).unwrap_or(TimeDelta::MAX);
         while self.state == RequestState::Pending && now >= self.since + ttl {
             self.since += ttl;
-            let at = crate::clock::timestamp(self.since);
+            let at = Timestamp::from_naive(self.since);
             match domain.escalation.get(self.level) {
                 Some(next) => {
                     self.level += 1;

@@ -493,7 +493,7 @@ impl Engine {
         effects::Job {
             intent,
             step: effects::Step::Perform,
-            now: self.now().to_string(),
+            now: self.now(),
             held,
             held_here,
             scopes,
