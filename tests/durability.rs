@@ -547,7 +547,7 @@ fn pending_hold_approval(dir: &Path, first_try: FirstTry) -> (Engine, String) {
     let control = ControlPlane::new(dir.join("estate/control.db"));
     if first_try != FirstTry::Nothing {
         conn.execute(
-            "INSERT INTO held_schedule (proposal, job, before, taken_at) VALUES (?1, ?2, '{\"paused\":false}', 't')",
+            "INSERT INTO held_schedule (proposal, job, before, taken_at) VALUES (?1, ?2, '{\"paused\":false}', '2026-11-24T15:00:00Z')",
             rusqlite::params![hold.id, job],
         )
         .unwrap();

@@ -58,7 +58,6 @@ use crate::warehouse::Warehouse;
 use api::*;
 use orchestrator::{Orchestrator, RunRecord};
 
-pub use crate::clock::timestamp;
 pub use intent::{Answer, Settled};
 
 fn short_time(at: Timestamp) -> String {

@@ -410,8 +410,6 @@ impl Engine {
             }
             let when = result
                 .completed_at
-                .as_deref()
-                .and_then(|at| Timestamp::from_rfc3339(at).ok())
                 .map(|at| format!(" at {}", crate::incident::diagnosis::when(at)))
                 .unwrap_or_default();
             let observed = match (&result.status, result.message.as_deref()) {
