@@ -391,6 +391,7 @@ impl Orchestrator for DbtCloud {
         if let Some(message) = text(&run["status_message"]).filter(|m| !m.is_empty()) {
             detail.push_str(&format!(": {message}"));
         }
+        let whose = format!("dbt Cloud GET {path}");
         Ok(Some(RunRecord {
             id: id.to_string(),
             link: text(&run["href"]),
@@ -398,15 +399,9 @@ impl Orchestrator for DbtCloud {
                 .as_u64()
                 .map_or_else(|| "dbt Cloud job".to_string(), |j| self.job_name(j)),
             status: status_name(code).to_string(),
-            requested_at: super::run_time(
-                text(&run["created_at"]),
-                format!("dbt Cloud GET {path}"),
-            )?,
-            started_at: super::run_time(text(&run["started_at"]), format!("dbt Cloud GET {path}"))?,
-            finished_at: super::run_time(
-                text(&run["finished_at"]),
-                format!("dbt Cloud GET {path}"),
-            )?,
+            requested_at: super::run_time(text(&run["created_at"]), &whose)?,
+            started_at: super::run_time(text(&run["started_at"]), &whose)?,
+            finished_at: super::run_time(text(&run["finished_at"]), &whose)?,
             detail,
         }))
     }

@@ -77,13 +77,16 @@ pub struct Pipeline {
 
 /// A run time as an orchestrator wrote it (`2026-11-24 14:58:40.000000+00:00`,
 /// `2026-12-01T10:00:09.000000Z`), read as the instant it names; `None` when it gave
-/// none. A time that is not RFC 3339 is an error naming `whose` and the text.
+/// none (or an empty one). A time that is not RFC 3339 is an error naming `whose` and
+/// the text.
 pub fn run_time(text: Option<String>, whose: impl std::fmt::Display) -> Result<Option<Timestamp>> {
-    text.map(|text| {
-        Timestamp::from_rfc3339(&text)
-            .map_err(|e| anyhow::anyhow!("{whose}: run time {:?} is not an RFC 3339 time", e.text))
-    })
-    .transpose()
+    text.filter(|text| !text.trim().is_empty())
+        .map(|text| {
+            Timestamp::from_rfc3339(&text).map_err(|e| {
+                anyhow::anyhow!("{whose}: run time {:?} is not an RFC 3339 time", e.text)
+            })
+        })
+        .transpose()
 }
 
 /// A run time as an incident kept it: since times had a type, as dataward writes them;

@@ -449,7 +449,7 @@ mod tests {
         let late = figure(CheckKind::Freshness, 86_400.0, VerdictKind::Late, 300.0);
         let mut added = facts(figure(CheckKind::Schema, 5.0, VerdictKind::Changed, 4.0));
         added.table_changes = vec![(
-            added.breach.at.clone(),
+            added.breach.at,
             SchemaChange::Added {
                 column: "note".into(),
                 data_type: "TEXT".into(),

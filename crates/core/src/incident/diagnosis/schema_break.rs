@@ -91,13 +91,13 @@ fn latest_column_change(facts: &Facts) -> Option<Change> {
         .rev()
         .find_map(|(at, change)| match change {
             SchemaChange::TypeChanged { column, from, to } => Some(Change::Type {
-                at: at.clone(),
+                at: *at,
                 column: column.clone(),
                 from: from.clone(),
                 to: to.clone(),
             }),
             SchemaChange::Removed { column, data_type } => Some(Change::Removed {
-                at: at.clone(),
+                at: *at,
                 column: column.clone(),
                 was: data_type.clone(),
             }),
