@@ -21,7 +21,7 @@ fn appends(writers: usize, per_writer: usize) -> f64 {
                 for i in 0..per_writer {
                     chain::append(
                         &mut conn,
-                        "2026-11-24T14:00:00Z",
+                        "2026-11-24T14:00:00Z".parse().unwrap(),
                         "bench",
                         "{}",
                         &json!({"w": w, "i": i}),
@@ -52,7 +52,7 @@ fn build_large(db: &std::path::Path, n: u64) -> Vec<Record> {
             prev_hash: prev,
             log_id: "0f0e0d0c0b0a09080706050403020100".into(),
             schema_version: SCHEMA_VERSION,
-            at: "2026-11-24T14:10:00Z".into(),
+            at: "2026-11-24T14:10:00Z".parse().unwrap(),
             kind: "decision".into(),
             actor: r#"{"claims":{"USER":"alice"},"uid":1000,"user":"alice"}"#.into(),
             payload: format!(

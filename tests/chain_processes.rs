@@ -28,7 +28,7 @@ fn child_writer() {
     for i in 0..count {
         dataward::chain::append(
             &mut conn,
-            "2026-11-24T14:00:00Z",
+            "2026-11-24T14:00:00Z".parse().unwrap(),
             "test",
             "{}",
             &json!({"tag": tag, "i": i}),

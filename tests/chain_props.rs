@@ -2,6 +2,7 @@
 //! chain records is detected; the encoding round-trips exactly.
 
 use dataward::chain::{decode, encode, hash_record, Record, Verifier, GENESIS, SCHEMA_VERSION};
+use dataward::clock::Timestamp;
 use proptest::prelude::*;
 
 fn chain(n: u64) -> Vec<Record> {
@@ -13,7 +14,9 @@ fn chain(n: u64) -> Vec<Record> {
                 prev_hash: prev.clone(),
                 log_id: "0f0e0d0c0b0a09080706050403020100".into(),
                 schema_version: SCHEMA_VERSION,
-                at: format!("2026-11-24T14:{:02}:00Z", seq % 60),
+                at: format!("2026-11-24T14:{:02}:00Z", seq % 60)
+                    .parse()
+                    .unwrap(),
                 kind: if seq % 2 == 0 { "decision" } else { "proposal" }.into(),
                 actor: format!(r#"{{"uid":{}}}"#, 1000 + seq),
                 payload: format!(r#"{{"i":{seq}}}"#),
@@ -47,7 +50,7 @@ fn edit(record: &mut Record, field: usize, salt: u32) {
         1 => record.prev_hash = format!("{:0>64}", s),
         2 => record.log_id.push_str(&s),
         3 => record.schema_version += 1 + salt % 3,
-        4 => record.at.push_str(&s),
+        4 => record.at = record.at + chrono::TimeDelta::seconds(1 + i64::from(salt % 1000)),
         5 => record.kind.push_str(&s),
         6 => record.actor = format!(r#"{{"uid":{salt}}}"#),
         7 => record.payload = format!(r#"{{"i":"{s}x"}}"#),
@@ -126,7 +129,7 @@ proptest! {
 
     #[test]
     fn encode_decode_encode_is_identical(
-        seq in any::<u64>(), version in any::<u32>(),
+        seq in any::<u64>(), version in any::<u32>(), seconds in 0i64..4_102_444_800,
         texts in proptest::collection::vec(".{0,40}", 8),
     ) {
         // Version 2 on, the encoding carries the recorded time and the clock.
@@ -137,7 +140,7 @@ proptest! {
         };
         let r = Record {
             seq, prev_hash: texts[0].clone(), log_id: texts[1].clone(), schema_version: version,
-            at: texts[2].clone(), kind: texts[3].clone(), actor: texts[4].clone(), payload: texts[5].clone(),
+            at: Timestamp::from_unix(seconds).unwrap(), kind: texts[3].clone(), actor: texts[4].clone(), payload: texts[5].clone(),
             recorded_at, clock, hash: String::new(),
         };
         let bytes = encode(&r);

@@ -12,7 +12,7 @@ fn build_chain(dir: &Path, n: u64) {
     for i in 1..=n {
         dataward::chain::append(
             &mut conn,
-            "2026-11-24T14:00:00Z",
+            "2026-11-24T14:00:00Z".parse().unwrap(),
             "decision",
             r#"{"uid":1000}"#,
             &json!({"i": i}),
@@ -122,5 +122,70 @@ fn a_cut_tail_is_caught_by_the_checkpoint() {
             .unwrap()
             .contains("tail"),
         "{report}"
+    );
+}
+
+/// A record correctly hashed and linked whose time is not a time (written behind
+/// dataward's back: the engine writes only times) is named, not taken for some time.
+#[test]
+fn a_record_whose_time_is_not_a_time_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    build_chain(dir.path(), 2);
+    let conn = Connection::open(dir.path().join("dataward.db")).unwrap();
+    let (prev_hash, log_id, recorded_at): (String, String, String) = conn
+        .query_row(
+            "SELECT hash, log_id, recorded_at FROM chain WHERE seq = 2",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    let mut fields = dataward::chain::Fields {
+        seq: 3,
+        prev_hash: &prev_hash,
+        log_id: &log_id,
+        schema_version: dataward::chain::SCHEMA_VERSION,
+        at: "yesterday noon",
+        kind: "decision",
+        actor: r#"{"uid":1000}"#,
+        payload: r#"{"i":3}"#,
+        recorded_at: &recorded_at,
+        clock: &recorded_at,
+        hash: "",
+    };
+    let hash = dataward::chain::hash_fields(&fields);
+    fields.hash = &hash;
+    conn.execute(
+        "INSERT INTO chain (seq, prev_hash, log_id, schema_version, at, kind, actor, payload,
+                            hash, recorded_at, clock)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        rusqlite::params![
+            fields.seq,
+            fields.prev_hash,
+            fields.log_id,
+            fields.schema_version,
+            fields.at,
+            fields.kind,
+            fields.actor,
+            fields.payload,
+            fields.hash,
+            fields.recorded_at,
+            fields.clock
+        ],
+    )
+    .unwrap();
+    let (code, report) = verify(dir.path());
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(report["first_bad"]["seq"], 3, "{report}");
+    let reason = report["first_bad"]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("not a time") && reason.contains("yesterday noon"),
+        "{report}"
+    );
+    // Whatever reads the chain's records names it too, never guessing a time.
+    let conn = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
+    let error = format!("{:#}", dataward::chain::records(&conn).unwrap_err());
+    assert!(
+        error.contains("chain record #3") && error.contains("yesterday noon"),
+        "{error}"
     );
 }

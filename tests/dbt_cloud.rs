@@ -137,7 +137,7 @@ fn a_backfill_is_queued_once_with_its_exact_command_as_steps_override() {
         .queue_command(
             JOB,
             command,
-            "2026-11-24T14:52:00",
+            "2026-11-24T14:52:00Z".parse().unwrap(),
             "alice (uid 1001)",
             "INC-0002-P1",
         )
@@ -157,7 +157,7 @@ fn a_backfill_is_queued_once_with_its_exact_command_as_steps_override() {
             .queue_command(
                 JOB,
                 command,
-                "2026-11-24T14:53:00",
+                "2026-11-24T14:53:00Z".parse().unwrap(),
                 "alice (uid 1001)",
                 "INC-0002-P1"
             )
@@ -166,7 +166,12 @@ fn a_backfill_is_queued_once_with_its_exact_command_as_steps_override() {
     );
     // A plain run under another key is a second run, without steps_override.
     let (second, _) = cloud
-        .queue_run(JOB, "2026-11-24T15:00:00", "bob", "INC-0003-run-1")
+        .queue_run(
+            JOB,
+            "2026-11-24T15:00:00Z".parse().unwrap(),
+            "bob",
+            "INC-0003-run-1",
+        )
         .unwrap();
     assert_ne!(second, run);
     let runs = api.dbt_runs();
@@ -179,12 +184,23 @@ fn a_backfill_is_queued_once_with_its_exact_command_as_steps_override() {
 
     // A command that is not dbt is never sent.
     let err = cloud
-        .queue_command(JOB, "rm -rf target", "t", "alice", "INC-0004-P1")
+        .queue_command(
+            JOB,
+            "rm -rf target",
+            "2026-11-24T15:00:00Z".parse().unwrap(),
+            "alice",
+            "INC-0004-P1",
+        )
         .unwrap_err();
     assert!(format!("{err:#}").contains("only dbt commands"), "{err:#}");
     // A job the config does not map is named.
     let err = cloud
-        .queue_run("job.unknown", "t", "alice", "k")
+        .queue_run(
+            "job.unknown",
+            "2026-11-24T15:00:00Z".parse().unwrap(),
+            "alice",
+            "k",
+        )
         .unwrap_err();
     assert!(
         format!("{err:#}").contains("[orchestrator.jobs]"),
@@ -196,7 +212,12 @@ fn a_backfill_is_queued_once_with_its_exact_command_as_steps_override() {
 fn a_run_is_read_back_through_queued_running_success_and_error() {
     let (api, cloud, _dir) = setup("DW_DBT_TOKEN_READ", true);
     let (run, _) = cloud
-        .queue_run(JOB, "t", "alice", "INC-0001-run-1")
+        .queue_run(
+            JOB,
+            "2026-11-24T15:00:00Z".parse().unwrap(),
+            "alice",
+            "INC-0001-run-1",
+        )
         .unwrap();
     let record = cloud.run(JOB, &run).unwrap().unwrap();
     assert_eq!(record.status, "queued");
@@ -217,7 +238,12 @@ fn a_run_is_read_back_through_queued_running_success_and_error() {
     assert!(record.finished_at.is_some());
 
     let (failed, _) = cloud
-        .queue_run(JOB, "t", "alice", "INC-0001-run-2")
+        .queue_run(
+            JOB,
+            "2026-11-24T15:00:00Z".parse().unwrap(),
+            "alice",
+            "INC-0001-run-2",
+        )
         .unwrap();
     api.dbt_set_run_status(
         failed.parse().unwrap(),
@@ -277,7 +303,12 @@ fn a_429_is_waited_out_and_the_call_goes_through() {
 fn repeated_500s_give_up_naming_the_endpoint_and_the_answer() {
     let (api, cloud, _dir) = setup("DW_DBT_TOKEN_500", true);
     let (run, _) = cloud
-        .queue_run(JOB, "t", "alice", "INC-0001-run-1")
+        .queue_run(
+            JOB,
+            "2026-11-24T15:00:00Z".parse().unwrap(),
+            "alice",
+            "INC-0001-run-1",
+        )
         .unwrap();
     let before = api.requests().len();
     let boom = || Behaviour::Status(500, None, "{\"detail\": \"upstream exploded\"}".into());
@@ -305,7 +336,12 @@ fn a_trigger_whose_answer_was_lost_is_found_by_its_cause_not_run_twice() {
     // past the client's timeout (2s here).
     api.plan([Behaviour::Slow(Duration::ZERO), Behaviour::Hold]);
     let (run, again) = cloud
-        .queue_run(JOB, "t", "alice", "INC-0009-run-1")
+        .queue_run(
+            JOB,
+            "2026-11-24T15:00:00Z".parse().unwrap(),
+            "alice",
+            "INC-0009-run-1",
+        )
         .unwrap();
     assert!(again, "found by its marker after the timeout");
     assert_eq!(api.dbt_runs().len(), 1, "one run, not two");

@@ -24,6 +24,10 @@ use support::pg::{start_or_skip, PgServer};
 /// of hanging.
 const PATIENCE: Duration = Duration::from_secs(90);
 const AT: &str = "2024-05-15T09:40:00Z";
+
+fn at() -> dataward::clock::Timestamp {
+    AT.parse().unwrap()
+}
 /// The advisory lock the `gate` model waits for while a test holds it.
 const GATE_LOCK: i64 = 4242;
 const CHILD: &str = "DATAWARD_DBT_CORE_CHILD";
@@ -207,16 +211,16 @@ fn a_queued_run_builds_the_model_in_postgres_with_dbts_output_in_its_record() {
     };
     let engine = project.orchestrator();
     let (id, existed) = engine
-        .queue_run("job.hourly", AT, "alice", "dataward-INC-1-7")
+        .queue_run("job.hourly", at(), "alice", "dataward-INC-1-7")
         .unwrap();
     assert!(!existed);
     let queued = engine.run("job.hourly", &id).unwrap().unwrap();
     assert_eq!(queued.status, "queued");
-    assert_eq!(queued.requested_at, AT);
+    assert_eq!(queued.requested_at, Some(at()));
     // The same key again is the same run.
     assert_eq!(
         engine
-            .queue_run("job.hourly", AT, "alice", "dataward-INC-1-7")
+            .queue_run("job.hourly", at(), "alice", "dataward-INC-1-7")
             .unwrap(),
         (id.clone(), true)
     );
@@ -265,10 +269,7 @@ fn a_queued_run_builds_the_model_in_postgres_with_dbts_output_in_its_record() {
         (hourly.state.as_str(), hourly.last_status.as_str()),
         ("scheduled", "success")
     );
-    assert_eq!(
-        hourly.last_run_at.map(|at| at.to_string()),
-        record.finished_at
-    );
+    assert_eq!(hourly.last_run_at, record.finished_at);
     let gate = pipelines.iter().find(|p| p.name == "job.gate").unwrap();
     assert_eq!(gate.last_status, RunStatus::NeverRun);
     assert!(poll_task.run("job.hourly", "999").unwrap().is_none());
@@ -288,7 +289,7 @@ fn a_failing_model_reads_failed_with_dbts_error_in_the_detail() {
         .queue_command(
             "job.hourly",
             "dbt build --select broken",
-            AT,
+            at(),
             "alice",
             "P-9",
         )
@@ -345,11 +346,11 @@ fn a_hold_says_what_people_must_stop_and_refuses_runs_until_it_is_lifted() {
         );
         assert!(err.contains("dataward rollback"), "{err}");
     };
-    refused(engine.queue_run("job.hourly", AT, "alice", "k1"));
+    refused(engine.queue_run("job.hourly", at(), "alice", "k1"));
     refused(engine.queue_command(
         "job.hourly",
         "dbt build --select orders_daily",
-        AT,
+        at(),
         "alice",
         "k2",
     ));
@@ -395,11 +396,11 @@ fn a_hold_says_what_people_must_stop_and_refuses_runs_until_it_is_lifted() {
     // A second hold found the job held already: its undo keeps it held.
     engine.restore("job.hourly", &held).unwrap();
     assert!(engine.schedule("job.hourly").unwrap().paused);
-    refused(engine.queue_run("job.hourly", AT, "alice", "k1"));
+    refused(engine.queue_run("job.hourly", at(), "alice", "k1"));
     // The first hold's undo lifts it, and runs go through again.
     engine.restore("job.hourly", &Schedule::running()).unwrap();
     assert!(!engine.schedule("job.hourly").unwrap().paused);
-    let (id, existed) = engine.queue_run("job.hourly", AT, "alice", "k1").unwrap();
+    let (id, existed) = engine.queue_run("job.hourly", at(), "alice", "k1").unwrap();
     assert!(!existed);
     assert_eq!(
         finished(engine.as_ref(), "job.hourly", &id).status,
@@ -430,7 +431,7 @@ fn only_dbt_commands_run_and_shell_metacharacters_reach_dbt_as_words() {
         let err = format!(
             "{:#}",
             engine
-                .queue_command("job.hourly", bad, AT, "alice", bad)
+                .queue_command("job.hourly", bad, at(), "alice", bad)
                 .unwrap_err()
         );
         assert!(
@@ -444,7 +445,7 @@ fn only_dbt_commands_run_and_shell_metacharacters_reach_dbt_as_words() {
         c = canary.display()
     );
     let (id, _) = engine
-        .queue_command("job.hourly", &injected, AT, "alice", "inject")
+        .queue_command("job.hourly", &injected, at(), "alice", "inject")
         .unwrap();
     let record = finished(engine.as_ref(), "job.hourly", &id);
     // dbt was given every word as an argument: it read them as selectors.
@@ -471,7 +472,7 @@ fn only_dbt_commands_run_and_shell_metacharacters_reach_dbt_as_words() {
             .queue_command(
                 "job.hourly",
                 "dbt build --target analytics",
-                AT,
+                at(),
                 "alice",
                 "t"
             )
@@ -490,9 +491,11 @@ fn runs_in_one_project_wait_for_each_other() {
     gatekeeper
         .execute("SELECT pg_advisory_lock($1)", &[&GATE_LOCK])
         .unwrap();
-    let (first, _) = engine.queue_run("job.gate", AT, "alice", "first").unwrap();
+    let (first, _) = engine
+        .queue_run("job.gate", at(), "alice", "first")
+        .unwrap();
     let (second, _) = engine
-        .queue_run("job.hourly", AT, "alice", "second")
+        .queue_run("job.hourly", at(), "alice", "second")
         .unwrap();
     let mut watcher = pg.client();
     until("the first run waits at the gate", || {
@@ -538,10 +541,10 @@ fn child_queues_a_run_and_waits() {
         .unwrap()
         .unwrap();
     let (id, _) = orchestrator
-        .queue_run("job.gate", AT, "child", "killed")
+        .queue_run("job.gate", at(), "child", "killed")
         .unwrap();
     let (behind, _) = orchestrator
-        .queue_run("job.hourly", AT, "child", "killed-queued")
+        .queue_run("job.hourly", at(), "child", "killed-queued")
         .unwrap();
     println!("queued {id} behind {behind}");
     loop {
@@ -640,7 +643,7 @@ fn a_run_left_running_by_a_dead_dataward_reads_failed_with_its_output_so_far() {
     // intent at start), it is the same run, and this process carries it out.
     assert_eq!(
         engine
-            .queue_run("job.hourly", AT, "child", "killed-queued")
+            .queue_run("job.hourly", at(), "child", "killed-queued")
             .unwrap(),
         (behind.clone(), true)
     );
@@ -648,7 +651,9 @@ fn a_run_left_running_by_a_dead_dataward_reads_failed_with_its_output_so_far() {
         finished(engine.as_ref(), "job.hourly", &behind).status,
         "success"
     );
-    let (next, _) = engine.queue_run("job.gate", AT, "alice", "after").unwrap();
+    let (next, _) = engine
+        .queue_run("job.gate", at(), "alice", "after")
+        .unwrap();
     assert_eq!(
         finished(engine.as_ref(), "job.gate", &next).status,
         "success"
@@ -822,20 +827,22 @@ fn an_upgrade_carries_the_state_databases_runs_and_holds_over_and_only_reads_it(
     );
     // The hold stands, and still refuses the job's runs.
     assert!(engine.schedule("job.b").unwrap().paused);
-    let refused = engine.queue_run("job.b", AT, "alice", "k-refused");
+    let refused = engine.queue_run("job.b", at(), "alice", "k-refused");
     assert!(
         format!("{:#}", refused.unwrap_err()).contains("dataward holds job.b"),
         "a held job ran"
     );
     // The queued run is the same run, by its key and its id, and runs now.
     assert_eq!(
-        engine.queue_run("job.a", AT, "alice", "k-queued").unwrap(),
+        engine
+            .queue_run("job.a", at(), "alice", "k-queued")
+            .unwrap(),
         ("7".to_string(), true)
     );
     assert_eq!(finished(engine.as_ref(), "job.a", "7").status, "success");
     // A new run gets an id of its own; an instance opened later carries nothing twice.
     let (new, existed) = engine
-        .queue_command("job.a", "dbt build -s x", AT, "alice", "k-new")
+        .queue_command("job.a", "dbt build -s x", at(), "alice", "k-new")
         .unwrap();
     assert!(!existed && new != "7" && new != "5", "{new}");
     assert_eq!(finished(engine.as_ref(), "job.a", &new).status, "success");
@@ -1016,7 +1023,7 @@ fn child_runs_the_leak_job_with_secrets_in_its_environment() {
         .unwrap()
         .unwrap();
     let (id, _) = orchestrator
-        .queue_run("job.leak", AT, "child", "leak")
+        .queue_run("job.leak", at(), "child", "leak")
         .unwrap();
     let record = finished(orchestrator.as_ref(), "job.leak", &id);
     let log =

@@ -132,7 +132,7 @@ impl Orchestrator for NoRunWhilePaused {
     fn queue_run(
         &self,
         job: &str,
-        at: &str,
+        at: dataward::clock::Timestamp,
         by: &str,
         key: &str,
     ) -> anyhow::Result<(String, bool)> {
@@ -547,7 +547,7 @@ fn pending_hold_approval(dir: &Path, first_try: FirstTry) -> (Engine, String) {
     let control = ControlPlane::new(dir.join("estate/control.db"));
     if first_try != FirstTry::Nothing {
         conn.execute(
-            "INSERT INTO held_schedule (proposal, job, before, taken_at) VALUES (?1, ?2, '{\"paused\":false}', 't')",
+            "INSERT INTO held_schedule (proposal, job, before, taken_at) VALUES (?1, ?2, '{\"paused\":false}', '2026-11-24T15:00:00Z')",
             rusqlite::params![hold.id, job],
         )
         .unwrap();
@@ -864,7 +864,12 @@ fn l4_does_not_pause_while_the_org_stop_is_set() {
                 stopped = true;
                 let mut conn = dataward::store::open(&db).unwrap();
                 dataward::chain::transact(&mut conn, |tx| {
-                    dataward::approve::stop::set(tx, &Actor::current(), "drill", "t")
+                    dataward::approve::stop::set(
+                        tx,
+                        &Actor::current(),
+                        "drill",
+                        "2026-11-24T15:00:00Z".parse().unwrap(),
+                    )
                 })
                 .unwrap();
             }

@@ -272,8 +272,8 @@ fn the_loader_appends_each_hour_once_and_dbt_run_builds_the_models() {
     let read = run_results::load(&outcome.run_results).unwrap();
     assert!(read
         .generated_at
-        .as_deref()
         .unwrap()
+        .to_string()
         .starts_with("2024-05-15T10:10:"));
     let statuses: Vec<(&str, &NodeStatus)> = read
         .results
@@ -296,8 +296,8 @@ fn the_loader_appends_each_hour_once_and_dbt_run_builds_the_models() {
     );
     assert!(stg_payments
         .completed_at
-        .as_deref()
         .unwrap()
+        .to_string()
         .starts_with("2024-05-15T10:10:"));
     // The raw file is dbt's shape: the keys other tools read are there.
     let raw: serde_json::Value =

@@ -60,7 +60,7 @@ impl EstateScheduler {
         &self,
         key: &str,
         job: &str,
-        at: &str,
+        at: dataward::clock::Timestamp,
         succeeded: bool,
         detail: String,
     ) -> (String, bool) {
@@ -76,9 +76,9 @@ impl EstateScheduler {
                 link: None,
                 job: job.to_string(),
                 status: if succeeded { "success" } else { "failed" }.to_string(),
-                requested_at: at.to_string(),
-                started_at: Some(at.to_string()),
-                finished_at: Some(at.to_string()),
+                requested_at: Some(at),
+                started_at: Some(at),
+                finished_at: Some(at),
                 detail,
             },
         ));
@@ -86,8 +86,8 @@ impl EstateScheduler {
     }
 }
 
-fn clock(at: &str) -> NaiveDateTime {
-    NaiveDateTime::parse_from_str(at, "%Y-%m-%dT%H:%M:%SZ").unwrap()
+fn clock(at: dataward::clock::Timestamp) -> NaiveDateTime {
+    at.naive()
 }
 
 impl Orchestrator for EstateScheduler {
@@ -106,7 +106,7 @@ impl Orchestrator for EstateScheduler {
     fn queue_run(
         &self,
         job: &str,
-        at: &str,
+        at: dataward::clock::Timestamp,
         _by: &str,
         key: &str,
     ) -> anyhow::Result<(String, bool)> {
@@ -117,7 +117,7 @@ impl Orchestrator for EstateScheduler {
         &self,
         job: &str,
         command: &str,
-        at: &str,
+        at: dataward::clock::Timestamp,
         _by: &str,
         key: &str,
     ) -> anyhow::Result<(String, bool)> {

@@ -156,11 +156,11 @@ fn a_level_shift_is_one_incident_until_its_owner_accepts_the_new_level() {
     let accepted = events
         .iter()
         .find_map(|e| match &e.kind {
-            EventKind::LevelAccepted { since, ratio, .. } => Some((since.clone(), *ratio)),
+            EventKind::LevelAccepted { since, ratio, .. } => Some((*since, *ratio)),
             _ => None,
         })
         .expect("a level_accepted event");
-    assert_eq!(accepted.0, "2026-10-14");
+    assert_eq!(accepted.0.to_string(), "2026-10-14");
     assert!((1.55..1.65).contains(&accepted.1), "{accepted:?}");
     assert!(events.iter().any(
         |e| matches!(&e.kind, EventKind::IncidentResolved { incident } if incident == "INC-0001")
@@ -272,11 +272,11 @@ fn a_breach_of_one_day_is_accepted_and_its_figures_are_the_new_level() {
     let (since, ratio) = events
         .iter()
         .find_map(|e| match &e.kind {
-            EventKind::LevelAccepted { since, ratio, .. } => Some((since.clone(), *ratio)),
+            EventKind::LevelAccepted { since, ratio, .. } => Some((*since, *ratio)),
             _ => None,
         })
         .expect("a level_accepted event");
-    assert_eq!(since, shift_day().to_string());
+    assert_eq!(since, dataward::clock::Since::Day(shift_day()));
     assert!((1.5..1.7).contains(&ratio), "{ratio}");
     let state = Connection::open(root.join("data/dataward.db")).unwrap();
     let payload: String = state

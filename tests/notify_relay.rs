@@ -57,7 +57,7 @@ fn alert(incident: &str, seq: u64, action: Action, occasion: Occasion) -> Alert 
         }),
         chain_seq: seq,
         chain_hash: format!("hash{seq}"),
-        at: "2026-11-24T14:00:00Z".into(),
+        at: "2026-11-24T14:00:00Z".parse().unwrap(),
     }
 }
 

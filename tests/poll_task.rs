@@ -220,7 +220,13 @@ impl Orchestrator for Counting {
     fn restore(&self, job: &str, before: &Schedule) -> Result<()> {
         self.inner.restore(job, before)
     }
-    fn queue_run(&self, job: &str, at: &str, by: &str, key: &str) -> Result<(String, bool)> {
+    fn queue_run(
+        &self,
+        job: &str,
+        at: dataward::clock::Timestamp,
+        by: &str,
+        key: &str,
+    ) -> Result<(String, bool)> {
         self.inner.queue_run(job, at, by, key)
     }
     fn run(&self, job: &str, id: &str) -> Result<Option<RunRecord>> {

@@ -97,7 +97,9 @@ fn evil_incident(data: &Path) {
         ("undo", json!({"incident": "INC-0001", "action": EVIL})),
     ];
     for (kind, payload) in records {
-        dataward::chain::append(&mut conn, EVIL, kind, &actor, &payload).unwrap();
+        // A record's time is a time: no text of anyone's rides in it.
+        let at = "2026-11-24T15:00:00Z".parse().unwrap();
+        dataward::chain::append(&mut conn, at, kind, &actor, &payload).unwrap();
     }
 }
 
@@ -139,14 +141,15 @@ fn a_stop_reason_is_shown_escaped_to_everyone() {
 fn verify_messages_are_escaped_in_text_and_json() {
     let dir = tempfile::tempdir().unwrap();
     let mut conn = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
-    let first = dataward::chain::append(&mut conn, "t", "test", "{}", &json!({"i": 1})).unwrap();
+    let at = "2026-11-24T15:00:00Z".parse().unwrap();
+    let first = dataward::chain::append(&mut conn, at, "test", "{}", &json!({"i": 1})).unwrap();
     // A second record, correctly hashed, that claims another log id.
     let mut forged = dataward::chain::Record {
         seq: 2,
         prev_hash: first.hash.clone(),
         log_id: EVIL.to_string(),
         schema_version: dataward::chain::SCHEMA_VERSION,
-        at: "t".into(),
+        at,
         kind: "test".into(),
         actor: "{}".into(),
         payload: "{}".into(),

@@ -143,7 +143,7 @@ fn a_stop_set_between_approval_and_dispatch_wins() {
                     tx,
                     &Actor::current(),
                     "vendor outage",
-                    "2026-11-24T14:55:00Z",
+                    "2026-11-24T14:55:00Z".parse().unwrap(),
                 )
             })
             .unwrap();
@@ -191,30 +191,30 @@ fn lifting_the_stop_takes_two_different_people() {
     bob.uid = 1002;
     bob.loginuid = LoginUid::Unset;
     bob.user = Some("bob".into());
-    let set = |conn: &mut rusqlite::Connection, who: &Actor, at: &str| {
+    let set = |conn: &mut rusqlite::Connection, who: &Actor, minute: u32| {
+        let at = format!("2026-11-24T15:{minute:02}:00Z").parse().unwrap();
         dataward::chain::transact(conn, |tx| stop::set(tx, who, "incident", at))
     };
-    let lift = |conn: &mut rusqlite::Connection, who: &Actor, at: &str| {
+    let lift = |conn: &mut rusqlite::Connection, who: &Actor, minute: u32| {
+        let at = format!("2026-11-24T15:{minute:02}:00Z").parse().unwrap();
         dataward::chain::transact(conn, |tx| stop::lift(tx, who, at))
     };
-    set(&mut conn, &alice, "t1").unwrap();
-    assert!(lift(&mut conn, &alice, "t2").unwrap().active);
-    let err = lift(&mut conn, &alice, "t3").unwrap_err().to_string();
+    set(&mut conn, &alice, 1).unwrap();
+    assert!(lift(&mut conn, &alice, 2).unwrap().active);
+    let err = lift(&mut conn, &alice, 3).unwrap_err().to_string();
     assert!(err.contains("second, different person"), "{err}");
     // A claimed name does not make a second person.
     let mut alice_again = alice.clone();
     alice_again.claims.insert("USER".into(), "bob".into());
-    assert!(lift(&mut conn, &alice_again, "t4").is_err());
+    assert!(lift(&mut conn, &alice_again, 4).is_err());
     // Nor does another account reached with sudo: the login uid is still alice's.
     let mut alice_as_svc = alice.clone();
     alice_as_svc.uid = 1003;
     alice_as_svc.user = Some("svc".into());
     alice_as_svc.loginuid = LoginUid::Set(1001);
-    let err = lift(&mut conn, &alice_as_svc, "t5")
-        .unwrap_err()
-        .to_string();
+    let err = lift(&mut conn, &alice_as_svc, 5).unwrap_err().to_string();
     assert!(err.contains("second, different person"), "{err}");
-    assert!(!lift(&mut conn, &bob, "t6").unwrap().active);
+    assert!(!lift(&mut conn, &bob, 6).unwrap().active);
     assert!(stop::ensure_not_stopped(&conn).is_ok());
     assert!(dataward::chain::verify(&conn).unwrap().ok);
 }

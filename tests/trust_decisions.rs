@@ -484,7 +484,7 @@ impl dataward::effects::orchestrator::Orchestrator for PauseLandsThenTimesOut {
     fn queue_run(
         &self,
         job: &str,
-        at: &str,
+        at: dataward::clock::Timestamp,
         by: &str,
         key: &str,
     ) -> anyhow::Result<(String, bool)> {

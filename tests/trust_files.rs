@@ -451,7 +451,8 @@ fn verify_names_the_first_record_whose_time_steps_back() {
                 prev_hash: prev.clone(),
                 log_id: log_id.clone(),
                 schema_version: chain::SCHEMA_VERSION,
-                at: at.to_string(),
+                // The event's time to the second, as the engine writes it.
+                at: format!("{}Z", &at[..19]).parse().unwrap(),
                 kind: "note".to_string(),
                 actor: "{}".to_string(),
                 payload: "{}".to_string(),

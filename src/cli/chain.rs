@@ -165,7 +165,7 @@ pub enum StopHere<'a> {
 /// scripts can ask "may we dispatch?".
 pub fn stop(data_dir: &Path, what: StopHere) -> Result<ExitCode> {
     let actor = Actor::current();
-    let at = crate::clock::Clock::wall().timestamp().to_string();
+    let at = crate::clock::Clock::wall().timestamp();
     let state = match what {
         StopHere::Show => {
             // Showing the stop is a reading command: anyone the engine serving it lets
@@ -191,9 +191,9 @@ pub fn stop(data_dir: &Path, what: StopHere) -> Result<ExitCode> {
             match what {
                 StopHere::Set(_, reason) => {
                     anyhow::ensure!(!reason.trim().is_empty(), "--reason must say why");
-                    chain::transact(&mut conn, |tx| stop::set(tx, &actor, reason, &at))?
+                    chain::transact(&mut conn, |tx| stop::set(tx, &actor, reason, at))?
                 }
-                _ => chain::transact(&mut conn, |tx| stop::lift(tx, &actor, &at))?,
+                _ => chain::transact(&mut conn, |tx| stop::lift(tx, &actor, at))?,
             }
         }
     };
@@ -201,7 +201,7 @@ pub fn stop(data_dir: &Path, what: StopHere) -> Result<ExitCode> {
     if state.active {
         println!(
             "org-wide stop SET since {} by {}{}{}",
-            state.since.as_deref().unwrap_or(""),
+            state.since.map(|at| at.to_string()).unwrap_or_default(),
             state.by.as_deref().unwrap_or(""),
             state.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default(),
             state

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
+use crate::clock::Timestamp;
 use crate::effects::orchestrator::{
     run_time, Orchestrator, Pipeline, PipelineState, RunRecord, RunStatus, Schedule,
 };
@@ -244,8 +245,8 @@ impl Orchestrator for ControlPlane {
         self.set_paused(job, before.paused)
     }
 
-    fn queue_run(&self, job: &str, at: &str, by: &str, key: &str) -> Result<(String, bool)> {
-        let (id, existed) = self.insert_run(job, None, at, by, key)?;
+    fn queue_run(&self, job: &str, at: Timestamp, by: &str, key: &str) -> Result<(String, bool)> {
+        let (id, existed) = self.insert_run(job, None, &at.to_string(), by, key)?;
         Ok((id.to_string(), existed))
     }
 
@@ -253,11 +254,11 @@ impl Orchestrator for ControlPlane {
         &self,
         job: &str,
         command: &str,
-        at: &str,
+        at: Timestamp,
         by: &str,
         key: &str,
     ) -> Result<(String, bool)> {
-        let (id, existed) = self.insert_run(job, Some(command), at, by, key)?;
+        let (id, existed) = self.insert_run(job, Some(command), &at.to_string(), by, key)?;
         Ok((id.to_string(), existed))
     }
 
@@ -265,25 +266,29 @@ impl Orchestrator for ControlPlane {
         let Ok(id) = id.parse::<i64>() else {
             return Ok(None);
         };
-        Ok(self
+        let found = self
             .connect()?
             .query_row(
-                "SELECT id, job, status, requested_at, started_at, finished_at, detail FROM run WHERE id = ?1",
+                "SELECT job, status, requested_at, started_at, finished_at, detail FROM run WHERE id = ?1",
                 [id],
-                |r| {
-                    Ok(RunRecord {
-                        id: r.get::<_, i64>(0)?.to_string(),
-                        job: r.get(1)?,
-                        status: r.get(2)?,
-                        link: None,
-                        requested_at: r.get(3)?,
-                        started_at: r.get(4)?,
-                        finished_at: r.get(5)?,
-                        detail: r.get(6)?,
-                    })
-                },
+                |r| Ok((r.get(0)?, r.get(1)?, [r.get(2)?, r.get(3)?, r.get(4)?], r.get(5)?)),
             )
-            .optional()?)
+            .optional()?;
+        let Some((job, status, times, detail)) = found else {
+            return Ok(None);
+        };
+        let [requested_at, started_at, finished_at]: [Option<String>; 3] = times;
+        let time = |text| run_time(text, format!("the scheduler's run {id}"));
+        Ok(Some(RunRecord {
+            id: id.to_string(),
+            job,
+            status,
+            link: None,
+            requested_at: time(requested_at)?,
+            started_at: time(started_at)?,
+            finished_at: time(finished_at)?,
+            detail,
+        }))
     }
 }
 

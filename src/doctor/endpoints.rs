@@ -205,7 +205,7 @@ fn test_alert(action: Action) -> Alert {
         receipt: None,
         chain_seq: 0,
         chain_hash: String::new(),
-        at: crate::clock::Clock::wall().timestamp().to_string(),
+        at: crate::clock::Clock::wall().timestamp(),
     }
 }
 

@@ -130,11 +130,12 @@ pub enum EventKind {
         incident: String,
         seq: u64,
     },
-    /// A person accepted a monitor's new volume level: its baseline restarts at `since`.
+    /// A person accepted a monitor's new level: its baseline restarts at `since`, the
+    /// day (volume) or the poll's time (row count, null rate) the new level began.
     LevelAccepted {
         incident: String,
         monitor: String,
-        since: String,
+        since: Since,
         ratio: f64,
         seq: u64,
     },
@@ -694,7 +695,7 @@ pub enum ProposalBody {
 mod messages;
 pub mod time;
 pub use messages::*;
-pub use time::Timestamp;
+pub use time::{Since, Timestamp};
 pub mod wire;
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use chrono::{DateTime, NaiveDateTime, TimeDelta, Timelike, Utc};
+use chrono::{DateTime, NaiveDate, NaiveDateTime, TimeDelta, Timelike, Utc};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// How a [`Timestamp`] is written: RFC 3339 in UTC, to the second.
@@ -56,11 +56,15 @@ impl Timestamp {
         DateTime::from_timestamp_millis(millis).map(Timestamp::from_utc)
     }
 
-    /// Reads [`FORMAT`] and nothing else.
+    /// Reads [`FORMAT`] and nothing else, written as it writes it (every field at its
+    /// full width), so the time reads back to the very text it came from: a chain
+    /// record's hash covers that text.
     pub fn parse(text: &str) -> Result<Timestamp, BadTimestamp> {
         NaiveDateTime::parse_from_str(text, FORMAT)
+            .ok()
             .map(Timestamp)
-            .map_err(|_| BadTimestamp {
+            .filter(|at| at.to_string() == text)
+            .ok_or_else(|| BadTimestamp {
                 text: text.to_string(),
             })
     }
@@ -171,6 +175,55 @@ impl<'de> Deserialize<'de> for Timestamp {
     }
 }
 
+/// Where a new level starts: a day of the table's data (volume judges days) or the
+/// time of a poll (row count and null rate judge polls). Sent as the text it was before
+/// it had a type, `2026-10-14` or `2026-10-14T06:00:00Z`, so either reads back as what
+/// it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Since {
+    Day(NaiveDate),
+    Time(Timestamp),
+}
+
+impl fmt::Display for Since {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Since::Day(day) => write!(f, "{}", day.format("%Y-%m-%d")),
+            Since::Time(at) => write!(f, "{at}"),
+        }
+    }
+}
+
+impl FromStr for Since {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Since, String> {
+        if let Ok(at) = Timestamp::parse(text) {
+            return Ok(Since::Time(at));
+        }
+        NaiveDate::parse_from_str(text, "%Y-%m-%d")
+            .ok()
+            .filter(|day| day.format("%Y-%m-%d").to_string() == text)
+            .map(Since::Day)
+            .ok_or_else(|| {
+                format!("{text:?} is neither a day (2026-03-01) nor a time (2026-03-01T09:00:00Z)")
+            })
+    }
+}
+
+impl Serialize for Since {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Since {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Since, D::Error> {
+        let text = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,6 +268,8 @@ mod tests {
             "2026-03-01T09:05:07+01:00",
             "2026-03-01T09:05:07.5Z",
             "2026-02-30T09:05:07Z",
+            "2026-3-1T9:5:7Z",
+            " 2026-03-01T09:05:07Z",
         ] {
             let error = Timestamp::parse(bad).unwrap_err();
             assert_eq!(error.text, bad);
@@ -243,6 +298,22 @@ mod tests {
         }
         for bad in ["", "yesterday", "2026-03-01", "2026-03-01T09:00:00"] {
             assert_eq!(Timestamp::from_rfc3339(bad).unwrap_err().text, bad);
+        }
+    }
+
+    /// A new level's start reads back as the day or the time it was sent as.
+    #[test]
+    fn a_since_is_a_day_or_a_time_and_travels_as_its_text() {
+        let day = Since::Day(NaiveDate::from_ymd_opt(2026, 10, 14).unwrap());
+        let time = Since::Time(at("2026-10-14T06:00:00Z"));
+        for (since, text) in [(day, "2026-10-14"), (time, "2026-10-14T06:00:00Z")] {
+            assert_eq!(since.to_string(), text);
+            assert_eq!(serde_json::to_value(since).unwrap(), json!(text));
+            assert_eq!(serde_json::from_value::<Since>(json!(text)).unwrap(), since);
+        }
+        for bad in ["", "t", "2026-10-4", "2026-10-14 06:00:00"] {
+            let error = serde_json::from_value::<Since>(json!(bad)).unwrap_err();
+            assert!(error.to_string().contains(&format!("{bad:?}")), "{error}");
         }
     }
 

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, NaiveDateTime, TimeDelta, Utc};
 
-pub use crate::engine::api::time::{BadTimestamp, Timestamp, FORMAT};
+pub use crate::engine::api::time::{BadTimestamp, Since, Timestamp, FORMAT};
 
 /// Where "now" comes from: the wall, or a virtual time that whoever holds it moves (the
 /// demo's story, a test). Cheap to clone; clones of a virtual clock share its time.

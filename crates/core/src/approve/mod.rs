@@ -477,7 +477,7 @@ autonomy = "L1"
             lapses,
             vec![request::Lapse::Escalated {
                 to: "analytics-lead".into(),
-                at: "2026-11-24T14:30:00Z".into()
+                at: "2026-11-24T14:30:00Z".parse().unwrap()
             }]
         );
         // Now the lead may approve too; a stranger still may not.

@@ -5,6 +5,7 @@ use chrono::{NaiveDateTime, TimeDelta};
 use serde::{Deserialize, Serialize};
 
 use super::{domain_for, Actor};
+use crate::clock::Timestamp;
 use crate::config::{parse_duration, Config};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,7 +34,8 @@ pub struct ApprovalRequest {
     /// Escalation steps taken so far.
     pub level: usize,
     /// When the current wait began.
-    pub since: NaiveDateTime,
+    #[serde(deserialize_with = "kept_since")]
+    pub since: Timestamp,
     /// The exact content an approval was given to.
     pub approved_hash: Option<String>,
 }
@@ -43,9 +45,23 @@ pub struct ApprovalRequest {
 #[serde(tag = "change", rename_all = "snake_case")]
 pub enum Lapse {
     /// The wait ran out; the request now also goes to `to`.
-    Escalated { to: String, at: String },
+    Escalated { to: String, at: Timestamp },
     /// The wait ran out and nobody is left.
-    Expired { at: String },
+    Expired { at: Timestamp },
+}
+
+/// When a request's wait began, as its document holds it: a [`Timestamp`], or, in a
+/// document an engine kept before, chrono's own form of the engine's naive UTC time
+/// (`2026-11-24T14:00:00.25`, no zone), read as that instant to the second.
+fn kept_since<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Timestamp, D::Error> {
+    let text = String::deserialize(d)?;
+    Timestamp::parse(&text)
+        .or_else(|bad| {
+            text.parse::<NaiveDateTime>()
+                .map(Timestamp::from_naive)
+                .map_err(|_| bad)
+        })
+        .map_err(serde::de::Error::custom)
 }
 
 impl ApprovalRequest {
@@ -63,7 +79,7 @@ impl ApprovalRequest {
             content_hash: content_hash.to_string(),
             state: RequestState::Pending,
             level: 0,
-            since: now,
+            since: Timestamp::from_naive(now),
             approved_hash: None,
         }
     }
@@ -119,9 +135,9 @@ impl ApprovalRequest {
             return lapses;
         };
         let ttl = TimeDelta::from_std(ttl).unwrap_or(TimeDelta::MAX);
-        while self.state == RequestState::Pending && now >= self.since + ttl {
-            self.since += ttl;
-            let at = crate::clock::timestamp(self.since);
+        while self.state == RequestState::Pending && now >= self.since.naive() + ttl {
+            self.since = self.since + ttl;
+            let at = self.since;
             match domain.escalation.get(self.level) {
                 Some(next) => {
                     self.level += 1;
@@ -192,7 +208,7 @@ impl ApprovalRequest {
         self.approved_hash = None;
         self.state = RequestState::Pending;
         self.level = 0;
-        self.since = now;
+        self.since = Timestamp::from_naive(now);
     }
 
     /// Approved, for exactly this content.
@@ -253,7 +269,33 @@ fn short(hash: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use super::HashMismatch;
+    use super::{ApprovalRequest, HashMismatch};
+
+    /// A request kept by an engine before its wait start was a Timestamp still reads,
+    /// as the same instant; it is written back as a Timestamp; a bad one is refused
+    /// with its text.
+    #[test]
+    fn a_wait_start_kept_as_a_naive_time_still_reads() {
+        let doc = |since: &str| {
+            serde_json::json!({"target": "PAYMENTS.CHARGES", "owner": "analytics-owner",
+                "proposer": "dataward", "content_hash": "h1", "state": "pending",
+                "level": 0, "since": since, "approved_hash": null})
+        };
+        for kept in [
+            "2026-11-24T14:00:00",
+            "2026-11-24T14:00:00.250",
+            "2026-11-24T14:00:00Z",
+        ] {
+            let request: ApprovalRequest = serde_json::from_value(doc(kept)).unwrap();
+            assert_eq!(request.since.to_string(), "2026-11-24T14:00:00Z", "{kept}");
+            let again = serde_json::to_value(&request).unwrap();
+            assert_eq!(again["since"], "2026-11-24T14:00:00Z");
+        }
+        let error = serde_json::from_value::<ApprovalRequest>(doc("noon"))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("\"noon\""), "{error}");
+    }
 
     #[test]
     fn only_the_whole_current_hash_binds_a_decision() {

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use super::{Actor, Refusal, RefusalKind};
 use crate::chain;
+use crate::clock::Timestamp;
 use crate::store::prelude::*;
 use crate::store::Connection;
 
@@ -19,7 +20,7 @@ const ORG_STOP: &str = "org_stop";
 pub struct StopState {
     pub active: bool,
     /// When and by whom the stop was set (display form), and why.
-    pub since: Option<String>,
+    pub since: Option<Timestamp>,
     pub by: Option<String>,
     pub reason: Option<String>,
     /// The first of the two people lifting it, if one has asked.
@@ -95,7 +96,7 @@ fn lift_requester(conn: &Connection) -> Result<Option<(u64, Option<String>)>> {
 
 /// Sets the stop, inside the caller's write transaction. Anyone attested may pull the
 /// brake.
-pub fn set(tx: &Connection, actor: &Actor, reason: &str, at: &str) -> Result<StopState> {
+pub fn set(tx: &Connection, actor: &Actor, reason: &str, at: Timestamp) -> Result<StopState> {
     chain::append_in(
         tx,
         at,
@@ -112,7 +113,7 @@ pub fn set(tx: &Connection, actor: &Actor, reason: &str, at: &str) -> Result<Sto
 /// an actor whose login uid could not be read is refused, never taken for its uid.
 /// Runs inside the caller's write transaction, so two lifts cannot both read "nobody
 /// asked yet".
-pub fn lift(tx: &Connection, actor: &Actor, at: &str) -> Result<StopState> {
+pub fn lift(tx: &Connection, actor: &Actor, at: Timestamp) -> Result<StopState> {
     let current = state(tx)?;
     if !current.active {
         bail!("there is no org-wide stop to lift");
@@ -148,7 +149,7 @@ pub fn ensure_not_stopped(conn: &Connection) -> Result<()> {
             RefusalKind::OrgStop,
             format!(
                 "the org-wide stop is set (since {} by {}{}): dataward dispatches nothing until two people lift it",
-                s.since.unwrap_or_default(),
+                s.since.map(|at| at.to_string()).unwrap_or_default(),
                 s.by.unwrap_or_default(),
                 s.reason.map(|r| format!(": {r}")).unwrap_or_default()
             ),
@@ -163,12 +164,13 @@ impl crate::sanitize::Sanitize for StopState {
     fn sanitize(&mut self) {
         let StopState {
             active: _,
-            since,
+            // A time: nobody's text.
+            since: _,
             by,
             reason,
             lift_requested_by,
         } = self;
-        for text in [since, by, reason, lift_requested_by] {
+        for text in [by, reason, lift_requested_by] {
             text.sanitize();
         }
     }
@@ -190,16 +192,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut conn = crate::store::open(&dir.path().join("dataward.db")).unwrap();
         let alice = person("alice", 1001, LoginUid::Set(1001));
-        chain::transact(&mut conn, |tx| set(tx, &alice, "incident", "t1")).unwrap();
-        chain::transact(&mut conn, |tx| lift(tx, &alice, "t2")).unwrap();
+        let at = |minute: u32| Timestamp::parse(&format!("2026-03-01T09:{minute:02}:00Z")).unwrap();
+        chain::transact(&mut conn, |tx| set(tx, &alice, "incident", at(1))).unwrap();
+        chain::transact(&mut conn, |tx| lift(tx, &alice, at(2))).unwrap();
         // bob's account; who is behind it could not be read.
         let unknown = person("bob", 1002, LoginUid::Unknown);
-        let err = chain::transact(&mut conn, |tx| lift(tx, &unknown, "t3")).unwrap_err();
+        let err = chain::transact(&mut conn, |tx| lift(tx, &unknown, at(3))).unwrap_err();
         assert!(format!("{err:#}").contains("login uid"), "{err:#}");
         assert!(state(&conn).unwrap().active);
         // bob with no login session set: the uid is the person, a second one.
         let bob = person("bob", 1002, LoginUid::Unset);
-        let lifted = chain::transact(&mut conn, |tx| lift(tx, &bob, "t4")).unwrap();
+        let lifted = chain::transact(&mut conn, |tx| lift(tx, &bob, at(4))).unwrap();
         assert!(!lifted.active);
     }
 }

@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use crate::clock::Timestamp;
 use crate::store::prelude::*;
 use crate::store::{Connection, Transaction};
 
@@ -37,7 +38,8 @@ pub struct Record {
     pub prev_hash: String,
     pub log_id: String,
     pub schema_version: u32,
-    pub at: String,
+    /// The event's time by the engine's clock; hashed as its text.
+    pub at: Timestamp,
     pub kind: String,
     /// Who did it, as JSON: the attested uid and the claims, or the engine.
     pub actor: String,
@@ -58,7 +60,7 @@ pub struct Record {
 /// instead of forking.
 pub fn append(
     conn: &mut Connection,
-    at: &str,
+    at: Timestamp,
     kind: &str,
     actor: &str,
     payload: &serde_json::Value,
@@ -71,7 +73,7 @@ pub fn append(
 /// how a dispatch re-checks the org-wide stop.
 pub fn append_checked(
     conn: &mut Connection,
-    at: &str,
+    at: Timestamp,
     kind: &str,
     actor: &str,
     payload: &serde_json::Value,
@@ -101,7 +103,7 @@ pub fn transact<T>(
 /// move the checkpoint and hide the damage).
 pub fn append_in(
     conn: &Connection,
-    at: &str,
+    at: Timestamp,
     kind: &str,
     actor: &str,
     payload: &serde_json::Value,
@@ -118,7 +120,7 @@ pub fn append_in(
 /// [`append_in`] with the host's clock reading `clock`.
 fn append_at_clock(
     conn: &Connection,
-    at: &str,
+    at: Timestamp,
     kind: &str,
     actor: &str,
     payload: &serde_json::Value,
@@ -140,7 +142,7 @@ fn append_at_clock(
         prev_hash,
         log_id,
         schema_version: SCHEMA_VERSION,
-        at: at.to_string(),
+        at,
         kind: kind.to_string(),
         actor: actor.to_string(),
         // serde_json's default map is sorted, which makes this canonical.
@@ -256,7 +258,7 @@ pub fn encode(record: &Record) -> Vec<u8> {
     field(record.prev_hash.as_bytes());
     field(record.log_id.as_bytes());
     field(&u64::from(record.schema_version).to_be_bytes());
-    field(record.at.as_bytes());
+    field(record.at.to_string().as_bytes());
     field(record.kind.as_bytes());
     field(record.actor.as_bytes());
     field(record.payload.as_bytes());
@@ -297,6 +299,7 @@ pub fn decode(bytes: &[u8]) -> Result<Record> {
     let log_id = text(field()?)?;
     let schema_version = u32::try_from(number(field()?)?)?;
     let at = text(field()?)?;
+    let at = Timestamp::parse(&at).with_context(|| format!("record #{seq}'s at"))?;
     let kind = text(field()?)?;
     let actor = text(field()?)?;
     let payload = text(field()?)?;
@@ -343,13 +346,14 @@ pub struct Fields<'a> {
 }
 
 impl Record {
-    pub fn fields(&self) -> Fields<'_> {
+    /// Its fields as they are hashed, its time as the text `at` (its `at` written out).
+    pub fn fields<'a>(&'a self, at: &'a str) -> Fields<'a> {
         Fields {
             seq: self.seq,
             prev_hash: &self.prev_hash,
             log_id: &self.log_id,
             schema_version: self.schema_version,
-            at: &self.at,
+            at,
             kind: &self.kind,
             actor: &self.actor,
             payload: &self.payload,
@@ -385,7 +389,13 @@ fn digest(f: &Fields) -> [u8; 32] {
 }
 
 pub fn hash_record(record: &Record) -> String {
-    hex(&digest(&record.fields()))
+    hash_fields(&record.fields(&record.at.to_string()))
+}
+
+/// The hash of a record's fields as text, whatever they hold: what a stored row's
+/// hash is checked against.
+pub fn hash_fields(fields: &Fields) -> String {
+    hex(&digest(fields))
 }
 
 /// Does the stored hex hash name exactly these bytes? Compared without allocating.
@@ -475,7 +485,7 @@ impl Verifier {
 
     /// Checks the next record; false once a bad record was found (stop feeding then).
     pub fn push(&mut self, record: &Record) -> bool {
-        self.push_fields(&record.fields())
+        self.push_fields(&record.fields(&record.at.to_string()))
     }
 
     pub fn push_fields(&mut self, record: &Fields) -> bool {
@@ -484,6 +494,7 @@ impl Verifier {
         }
         self.count += 1;
         let bad = check_record(record, self.count, &self.prev_hash, &mut self.log_id)
+            .or_else(|| event_time(record))
             .or_else(|| self.check_time(record));
         if let Some(reason) = bad {
             self.first_bad = Some(BadRecord {
@@ -709,6 +720,14 @@ impl Batch {
             clock: t(8),
         }
     }
+}
+
+/// A record's `at` is a time as dataward writes it: one hashed correctly but holding
+/// anything else was not written by dataward, and nothing could read its time.
+fn event_time(record: &Fields) -> Option<String> {
+    Timestamp::parse(record.at)
+        .err()
+        .map(|bad| format!("its at is not a time: {bad}"))
 }
 
 fn check_record(

@@ -1,6 +1,15 @@
 use super::*;
 use serde_json::json;
 
+fn at(text: &str) -> Timestamp {
+    Timestamp::parse(text).unwrap()
+}
+
+/// A real time for records whose time does not matter.
+fn noon() -> Timestamp {
+    at("2026-11-24T12:00:00Z")
+}
+
 /// A version-1 record, as chains written before version 2 hold them.
 fn sample_v1() -> Record {
     let mut r = Record {
@@ -8,7 +17,7 @@ fn sample_v1() -> Record {
         prev_hash: GENESIS.to_string(),
         log_id: "0123456789abcdef0123456789abcdef".to_string(),
         schema_version: 1,
-        at: "2026-11-24T14:00:00Z".to_string(),
+        at: at("2026-11-24T14:00:00Z"),
         kind: "decision".to_string(),
         actor: r#"{"uid":1000}"#.to_string(),
         payload: r#"{"proposal":"P-1","verdict":"approved"}"#.to_string(),
@@ -75,20 +84,41 @@ fn a_clock_set_back_never_makes_time_step_back_on_the_chain() {
     let mut conn = crate::store::open(&dir.path().join("s.db")).unwrap();
     let ahead = "2099-01-01T00:00:00.000000Z";
     let tx = conn.transaction().unwrap();
-    append_at_clock(&tx, "t", "test", "{}", &json!({}), ahead).unwrap();
-    let next = append_in(&tx, "t", "test", "{}", &json!({})).unwrap();
+    append_at_clock(&tx, noon(), "test", "{}", &json!({}), ahead).unwrap();
+    let next = append_in(&tx, noon(), "test", "{}", &json!({})).unwrap();
     tx.commit().unwrap();
     assert_eq!(next.recorded_at, ahead);
     assert!(next.clock.as_str() < ahead, "{}", next.clock);
     assert!(verify(&conn).unwrap().ok);
 }
 
+/// A record whose time is not one decodes to an error naming it, never to some time.
+#[test]
+fn a_record_whose_time_is_not_a_time_does_not_decode() {
+    let mut bytes = encode(&sample());
+    let text = b"2026-11-24T14:00:00Z";
+    let start = bytes
+        .windows(text.len())
+        .position(|w| w == text)
+        .expect("the time is encoded as its text");
+    bytes[start..start + text.len()].copy_from_slice(b"2026-11-24T14:00:00X");
+    let error = format!("{:#}", decode(&bytes).unwrap_err());
+    assert!(
+        error.contains("record #1") && error.contains("2026-11-24T14:00:00X"),
+        "{error}"
+    );
+    assert_eq!(decode(&encode(&sample())).unwrap().at, sample().at);
+}
+
 #[test]
 fn the_streamed_hash_is_the_hash_of_the_encoding() {
     let r = sample();
     assert_eq!(hash_record(&r), hex(&Sha256::digest(encode(&r))));
-    assert!(hash_matches(&r.hash, &digest(&r.fields())));
-    assert!(!hash_matches(&r.hash.to_uppercase(), &digest(&r.fields())));
+    assert!(hash_matches(&r.hash, &digest(&r.fields(&r.at.to_string()))));
+    assert!(!hash_matches(
+        &r.hash.to_uppercase(),
+        &digest(&r.fields(&r.at.to_string()))
+    ));
 }
 
 #[test]
@@ -102,7 +132,7 @@ fn every_field_changes_the_hash() {
         Box::new(|r| r.schema_version = 3),
         Box::new(|r| r.recorded_at.push('0')),
         Box::new(|r| r.clock.push('0')),
-        Box::new(|r| r.at.push('x')),
+        Box::new(|r| r.at = r.at + chrono::TimeDelta::seconds(1)),
         Box::new(|r| r.kind.push('x')),
         Box::new(|r| r.actor.push('x')),
         Box::new(|r| r.payload.push(' ')),
@@ -121,7 +151,7 @@ fn appended_records_verify() {
     for i in 0..5 {
         append(
             &mut conn,
-            "2026-11-24T14:00:00Z",
+            at("2026-11-24T14:00:00Z"),
             "test",
             "{}",
             &json!({ "i": i }),
@@ -138,7 +168,7 @@ fn appended_records_verify() {
 fn update_and_delete_are_refused_by_the_database() {
     let dir = tempfile::tempdir().unwrap();
     let mut conn = crate::store::open(&dir.path().join("s.db")).unwrap();
-    append(&mut conn, "t", "test", "{}", &json!({})).unwrap();
+    append(&mut conn, noon(), "test", "{}", &json!({})).unwrap();
     let err = conn.execute("UPDATE chain SET kind = 'x'", []).unwrap_err();
     assert!(err.to_string().contains("append-only"));
     let err = conn.execute("DELETE FROM chain", []).unwrap_err();
@@ -168,7 +198,7 @@ fn planted_checkpoint_symlinks_do_not_touch_their_targets() {
         symlink(&existing, dir.path().join(name)).unwrap();
     }
     for i in 0..2 {
-        let _ = append(&mut conn, "t", "test", "{}", &json!({ "i": i }));
+        let _ = append(&mut conn, noon(), "test", "{}", &json!({ "i": i }));
     }
     for name in &names {
         let existing = victims.join(format!("{name}.notes"));
@@ -189,7 +219,7 @@ fn planted_checkpoint_symlinks_do_not_touch_their_targets() {
         )
         .unwrap();
     }
-    let _ = append(&mut conn, "t", "test", "{}", &json!({}));
+    let _ = append(&mut conn, noon(), "test", "{}", &json!({}));
     for name in &names {
         assert!(
             !dir.path().join(format!("{name}.created")).exists(),

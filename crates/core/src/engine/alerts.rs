@@ -47,7 +47,7 @@ struct Announced {
     kind: String,
     payload: serde_json::Value,
     hash: String,
-    at: String,
+    at: Timestamp,
     actor: String,
 }
 
@@ -441,7 +441,7 @@ impl Engine {
             receipt: None,
             chain_seq: record.seq,
             chain_hash: record.hash.clone(),
-            at: record.at.clone(),
+            at: record.at,
         })
     }
 

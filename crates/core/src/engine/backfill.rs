@@ -287,7 +287,7 @@ mod tests {
                 job: "job.backfill".into(),
                 status: "success".into(),
                 link: None,
-                requested_at: engine.now().to_string(),
+                requested_at: Some(engine.now()),
                 started_at: None,
                 finished_at: None,
                 detail: String::new(),

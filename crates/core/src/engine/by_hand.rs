@@ -242,7 +242,7 @@ impl Engine {
         let mut events = vec![self.event(EventKind::LevelAccepted {
             incident: incident_id,
             monitor,
-            since: run.since_at,
+            since: crate::clock::Since::Time(run.since_at),
             ratio,
             seq,
         })];
@@ -314,7 +314,7 @@ impl Engine {
         let mut events = vec![self.event(EventKind::LevelAccepted {
             incident: incident_id,
             monitor,
-            since: restart.since.to_string(),
+            since: crate::clock::Since::Day(restart.since),
             ratio: restart.ratio,
             seq,
         })];

@@ -235,8 +235,7 @@ impl Engine {
             Command::OrgStop { reason } => {
                 anyhow::ensure!(!reason.trim().is_empty(), "a stop needs a reason");
                 self.ensure_chain_trusted()?;
-                let at = self.now().to_string();
-                stop::set(&self.state, actor, &reason, &at)?;
+                stop::set(&self.state, actor, &reason, self.now())?;
                 self.org_stop_event("set", actor)
             }
             Command::WhatHappened { .. } => {
@@ -244,8 +243,7 @@ impl Engine {
             }
             Command::LiftStop => {
                 self.ensure_chain_trusted()?;
-                let at = self.now().to_string();
-                let state = stop::lift(&self.state, actor, &at)?;
+                let state = stop::lift(&self.state, actor, self.now())?;
                 self.org_stop_event(if state.active { "lift_request" } else { "lift" }, actor)
             }
         }
@@ -688,6 +686,6 @@ mod tests {
         let records = crate::chain::records(&engine.state).unwrap();
         let stop = records.last().unwrap();
         assert!(stop.kind.contains("stop"), "{stop:?}");
-        assert_eq!(stop.at, "2026-03-01T09:00:00Z", "{stop:?}");
+        assert_eq!(stop.at.to_string(), "2026-03-01T09:00:00Z", "{stop:?}");
     }
 }

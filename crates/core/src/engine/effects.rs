@@ -68,7 +68,7 @@ pub struct Job {
     pub(super) intent: Pending,
     pub(super) step: Step,
     /// The engine's time when the step was handed over (a run's `at`).
-    pub(super) now: String,
+    pub(super) now: crate::clock::Timestamp,
     /// A hold's job schedule as kept before the hold touched it, once it was read.
     pub(super) held: Option<Schedule>,
     /// Whether the run's job, if the orchestrator has it paused, is paused by a hold of
@@ -307,7 +307,7 @@ fn perform(shared: &Shared, job: &Job) -> Result<Done> {
             let orchestrator = orchestrator(shared, "queue runs")?;
             let action = unpause_for_run(orchestrator, job, name)?;
             let (run, already_done) = orchestrator
-                .queue_run(name, &job.now, by, key)
+                .queue_run(name, job.now, by, key)
                 .context("the scheduler refused the run")?;
             performed(Outcome {
                 already_done,
@@ -345,7 +345,7 @@ fn perform(shared: &Shared, job: &Job) -> Result<Done> {
             }
             let action = unpause_for_run(orchestrator, job, name)?;
             let (run, already_done) = orchestrator
-                .queue_command(name, command, &job.now, by, tag)
+                .queue_command(name, command, job.now, by, tag)
                 .context("the scheduler refused the backfill")?;
             performed(Outcome {
                 already_done,

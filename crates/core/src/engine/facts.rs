@@ -43,10 +43,10 @@ pub(super) fn figure(o: &Observation) -> Figure {
         value: o.value.unwrap_or_default(),
         verdict: o.verdict,
         expected: o.expected,
-        at: o.at.to_string(),
+        at: o.at,
         day: o.detail.day.clone(),
         partial: o.detail.partial,
-        since: o.detail.since.clone(),
+        since: o.detail.since,
     }
 }
 
@@ -55,13 +55,13 @@ impl Engine {
     pub(super) fn facts(&self, observation: &Observation) -> Result<Facts> {
         // A type change weeks ago explains nothing about today's breach.
         let recent = observation.at - TimeDelta::days(1);
-        let changes = |monitor: &str| -> Result<Vec<(String, SchemaChange)>> {
+        let changes = |monitor: &str| -> Result<Vec<(Timestamp, SchemaChange)>> {
             Ok(monitor::history(&self.state, monitor, CheckKind::Schema)?
                 .into_iter()
                 .filter(|o| o.at >= recent)
                 .flat_map(|o| {
-                    let at = o.at.to_string();
-                    o.detail.changes.into_iter().map(move |c| (at.clone(), c))
+                    let at = o.at;
+                    o.detail.changes.into_iter().map(move |c| (at, c))
                 })
                 .collect())
         };
@@ -94,7 +94,7 @@ impl Engine {
             .rev()
             .take(3)
             .rev()
-            .filter_map(|o| o.value.map(|v| (o.at.to_string(), v)))
+            .filter_map(|o| o.value.map(|v| (o.at, v)))
             .collect();
         // Only figures from the same poll: an older one would be shown as current.
         let others = self

@@ -73,9 +73,14 @@ impl Engine {
         );
         // From the earliest point the breach is about: the run of breaches the check
         // ends in, the day a volume breach named, or the incident's opening.
-        let mut from = incident.opened_at.to_string();
-        if let Some(day) = &incident.day {
-            from = from.min(format!("{day}T00:00:00Z"));
+        let mut from = incident.opened_at;
+        if let Some(midnight) = incident
+            .day
+            .as_deref()
+            .and_then(|day| chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d").ok())
+            .and_then(|day| day.and_hms_opt(0, 0, 0))
+        {
+            from = from.min(Timestamp::from_naive(midnight));
         }
         let subject = column.clone().unwrap_or_default();
         if let Some(run) =
@@ -83,7 +88,7 @@ impl Engine {
         {
             from = from.min(run.since_at);
         }
-        let to = self.now().to_string();
+        let to = self.now();
         let seq = self.record(
             "incident_expected",
             &actor.to_json(),
@@ -92,8 +97,8 @@ impl Engine {
         )?;
         self.state.leave_baselines(
             &monitor,
-            &from,
-            &to,
+            from,
+            to,
             &format!("{incident_id} expected (chain #{seq})"),
         )?;
         self.incidents[i].closed_by_hand = Some((
@@ -149,7 +154,7 @@ impl Engine {
         self.state.add_snooze(&Snooze {
             seq,
             monitor: monitor.clone(),
-            until: until.to_string(),
+            until,
             reason: reason.to_string(),
             actor: actor.to_json(),
         })?;
@@ -201,7 +206,7 @@ impl Engine {
     /// Snoozes whose time has come end, each on the chain: from now on the monitor's
     /// breaches open incidents again.
     pub(super) fn end_snoozes(&mut self) -> Result<Vec<Event>> {
-        let now = self.now().to_string();
+        let now = self.now();
         let mut events = Vec::new();
         for snooze in self.state.running_snoozes()? {
             if snooze.until > now {
@@ -240,20 +245,17 @@ impl Engine {
         table: &str,
         at: Timestamp,
     ) -> Result<Option<Quiet>> {
-        let at_text = at.to_string();
         let snoozed = snoozes
             .iter()
-            .filter(|s| s.monitor == monitor && s.until > at_text)
-            .max_by(|a, b| a.until.cmp(&b.until));
+            .filter(|s| s.monitor == monitor && s.until > at)
+            .max_by_key(|s| s.until);
         if let Some(s) = snoozed {
-            let until = Timestamp::parse(&s.until)
-                .with_context(|| format!("the snooze of chain #{}", s.seq))?;
             let by = serde_json::from_str(&s.actor)
                 .map(|actor| stop::display(&actor))
                 .unwrap_or_default();
             return Ok(Some(Quiet::Snoozed {
                 seq: s.seq,
-                until,
+                until: s.until,
                 why: format!("snoozed by {by}: {}", s.reason),
             }));
         }
@@ -275,8 +277,8 @@ impl Engine {
         if let Quiet::Maintenance(window) = quiet {
             self.state.leave_baselines(
                 &o.monitor,
-                &window.start.to_string(),
-                &window.end.to_string(),
+                window.start,
+                window.end,
                 &format!("maintenance: {}", window.reason),
             )?;
         }
@@ -297,9 +299,8 @@ impl Engine {
                    "until": quiet.until().to_string()}),
         )?;
         if matches!(quiet, Quiet::Snoozed { .. }) {
-            let at = o.at.to_string();
             self.state
-                .leave_baselines(&o.monitor, &at, &at, &format!("breach while {why}"))?;
+                .leave_baselines(&o.monitor, o.at, o.at, &format!("breach while {why}"))?;
         }
         self.notices.push(format!(
             "{} breached while quiet ({why}, until {}): {} (expected {}); recorded on chain #{seq}, nobody paged",
@@ -447,8 +448,8 @@ mod tests {
         assert_eq!(
             engine.state.left_baselines("orders").unwrap(),
             vec![(
-                "2026-03-01T08:00:00Z".to_string(),
-                "2026-03-01T10:00:00Z".to_string()
+                "2026-03-01T08:00:00Z".parse().unwrap(),
+                "2026-03-01T10:00:00Z".parse().unwrap()
             )]
         );
         engine.tick(start + TimeDelta::hours(1)).unwrap();
@@ -498,7 +499,10 @@ mod tests {
         assert_eq!(engine.incidents[0].status, IncidentStatus::Resolved);
         let left = engine.state.left_baselines("orders").unwrap();
         assert_eq!(left.len(), 1, "{left:?}");
-        assert!(left[0].0.as_str() <= "2026-03-01T09:00:00Z", "{left:?}");
+        assert!(
+            left[0].0 <= "2026-03-01T09:00:00Z".parse().unwrap(),
+            "{left:?}"
+        );
         let receipt = engine.incidents[0].receipt.clone().unwrap();
         assert!(receipt.contains("expected: this was fine"), "{receipt}");
     }

@@ -166,7 +166,7 @@ impl Engine {
         );
         let asking = self.in_flight.asking.clone().filter(|_| by_person);
         let id = self.state.add_intent(&crate::store::intents::NewIntent {
-            created_at: &self.now().to_string(),
+            created_at: self.now(),
             subject,
             effect: &serde_json::to_string(&effect)?,
             completion: &serde_json::to_string(&completion)?,
@@ -214,7 +214,7 @@ impl Engine {
         self.state.keep_request_outcome(
             client_request,
             asker_uid,
-            &self.now().to_string(),
+            self.now(),
             &serde_json::to_string(answer)?,
         )
     }
@@ -493,7 +493,7 @@ impl Engine {
         effects::Job {
             intent,
             step: effects::Step::Perform,
-            now: self.now().to_string(),
+            now: self.now(),
             held,
             held_here,
             scopes,
@@ -523,7 +523,7 @@ impl Engine {
         };
         let settled = match done {
             Done::ScheduleRead(before) => {
-                let now = self.now().to_string();
+                let now = self.now();
                 let kept = self.transact(|engine| {
                     engine.state.keep_held_schedule(
                         &intent.subject,
@@ -532,7 +532,7 @@ impl Engine {
                             _ => "",
                         },
                         &serde_json::to_string(&before)?,
-                        &now,
+                        now,
                     )
                 });
                 match kept {

@@ -59,11 +59,10 @@ use crate::warehouse::Warehouse;
 use api::*;
 use orchestrator::{Orchestrator, RunRecord};
 
-pub use crate::clock::timestamp;
 pub use intent::{Answer, Settled};
 
-fn short_time(at: &str) -> &str {
-    at.get(11..16).unwrap_or(at)
+fn short_time(at: Timestamp) -> String {
+    at.hour_minute()
 }
 
 pub struct Engine {
@@ -120,7 +119,7 @@ pub struct Engine {
     /// a turn follows its runs from here, never calling out.
     run_reports: BTreeMap<(String, String), RunRecord>,
     /// Since when, and why, the orchestrator has not answered.
-    orchestrator_down: Option<(String, String)>,
+    orchestrator_down: Option<(Timestamp, String)>,
     /// The first poll's progress while it is slow and unfinished (see [`FirstPoll`]).
     first_poll: Option<api::FirstPoll>,
     /// The chain head when the open incidents' receipts were last drafted.
@@ -398,10 +397,10 @@ impl Engine {
         match (reading.error, &self.orchestrator_down) {
             (Some(error), None) => {
                 tracing::warn!(%error, "the orchestrator does not answer");
-                self.orchestrator_down = Some((self.now().to_string(), error));
+                self.orchestrator_down = Some((self.now(), error));
             }
             (Some(error), Some((since, _))) => {
-                self.orchestrator_down = Some((since.clone(), error));
+                self.orchestrator_down = Some((*since, error));
             }
             (None, Some(_)) => {
                 tracing::info!("the orchestrator answers again");
@@ -470,13 +469,12 @@ impl Engine {
 
     /// Appends a chain record inside the current transaction (see `transact`).
     fn record(&mut self, kind: &str, actor: &str, payload: serde_json::Value) -> Result<u64> {
-        let at = self.now().to_string();
-        self.record_at(&at, kind, actor, payload)
+        self.record_at(self.now(), kind, actor, payload)
     }
 
     fn record_at(
         &mut self,
-        at: &str,
+        at: Timestamp,
         kind: &str,
         actor: &str,
         payload: serde_json::Value,

@@ -128,8 +128,8 @@ impl Engine {
                 payload["notes"] = json!(notes.display().to_string());
                 payload["notes_hash"] = json!(notes_hash);
             }
-            let at = self.now().to_string();
-            self.record_at(&at, "policy", ENGINE_ACTOR, payload)?;
+            let at = self.now();
+            self.record_at(at, "policy", ENGINE_ACTOR, payload)?;
         }
         if let Some(e) = &error {
             self.notices.push(format!(
@@ -149,8 +149,8 @@ impl Engine {
             "config": self.config.origin.display().to_string(),
             "reason": reason,
         });
-        let at = self.now().to_string();
-        self.record_at(&at, "policy_refused", ENGINE_ACTOR, payload)?;
+        let at = self.now();
+        self.record_at(at, "policy_refused", ENGINE_ACTOR, payload)?;
         let line = format!("POLICY CHANGE REFUSED, the running policy stays: {reason}");
         self.notices.push(line.clone());
         self.policy_refused = Some(line);
@@ -229,9 +229,9 @@ impl Engine {
                 request.owner = proposal.owner.clone();
                 request.content_hash = proposal.content_hash.clone();
             }
-            let at = self.now().to_string();
+            let at = self.now();
             self.record_at(
-                &at,
+                at,
                 "proposal",
                 ENGINE_ACTOR,
                 json!({

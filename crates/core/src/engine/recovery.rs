@@ -385,7 +385,7 @@ impl Engine {
                 "verification",
                 ENGINE_ACTOR,
                 json!({"incident": id, "passed": true, "checks": checks, "how": "recovered",
-                       "held_since": timestamp(since)}),
+                       "held_since": Timestamp::from_naive(since)}),
             )?;
             events.push(self.event(EventKind::Verification {
                 incident: id,

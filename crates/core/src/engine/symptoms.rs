@@ -209,12 +209,10 @@ impl Engine {
                     format!(
                         "{} has been back since {}; {} is not back yet",
                         self.incidents[i].table,
-                        crate::incident::diagnosis::when(
-                            &self.incidents[i]
-                                .root_back_at
-                                .map(|at| at.to_string())
-                                .unwrap_or_default()
-                        ),
+                        self.incidents[i]
+                            .root_back_at
+                            .map(crate::incident::diagnosis::when)
+                            .unwrap_or_default(),
                         observation.table
                     ),
                 );
@@ -334,7 +332,7 @@ impl Engine {
             let explanation = format!("the {}", self.reads_root(i, &name));
             let observed = format!(
                 "failed at {} (as the scheduler reports it)",
-                crate::incident::diagnosis::when(&ran.to_string())
+                crate::incident::diagnosis::when(ran)
             );
             events.extend(self.add_symptom(
                 i,
@@ -412,7 +410,6 @@ impl Engine {
             }
             let when = result
                 .completed_at
-                .as_deref()
                 .map(|at| format!(" at {}", crate::incident::diagnosis::when(at)))
                 .unwrap_or_default();
             let observed = match (&result.status, result.message.as_deref()) {

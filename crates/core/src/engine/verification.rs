@@ -62,8 +62,8 @@ impl Engine {
                 .run
                 .as_ref()
                 .and_then(|r| r.finished.as_ref())
-                .and_then(|r| r.finished_at.as_deref())
-                .and_then(|at| Timestamp::parse(at).ok().map(Timestamp::naive))
+                .and_then(|r| r.finished_at)
+                .map(Timestamp::naive)
             else {
                 continue;
             };

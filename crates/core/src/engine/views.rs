@@ -86,7 +86,7 @@ impl Engine {
             orchestrator_down: self
                 .orchestrator_down
                 .as_ref()
-                .map(|(since, error)| format!("since {}: {error}", short_time(since))),
+                .map(|(since, error)| format!("since {}: {error}", short_time(*since))),
             first_poll: self.first_poll,
             monitors,
             poll_costs: self.poll_costs.values().map(edge::poll_cost_view).collect(),
@@ -100,7 +100,7 @@ impl Engine {
             org_stop: stop::state(&self.state).ok().filter(|s| s.active).map(|s| {
                 format!(
                     "ORG STOP since {} by {}{}",
-                    s.since.as_deref().map(short_time).unwrap_or(""),
+                    s.since.map(short_time).unwrap_or_default(),
                     s.by.unwrap_or_default(),
                     s.lift_requested_by
                         .map(|w| format!("; lift asked by {w}, needs a second person"))

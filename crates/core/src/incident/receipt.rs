@@ -6,6 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::chain::Record;
+use crate::clock::Timestamp;
 use crate::config::CheckKind;
 use crate::incident::diagnosis::amount;
 use crate::sanitize::{fenced_block, for_terminal_block, Sanitize, Sanitized};
@@ -15,8 +16,8 @@ pub struct Receipt {
     pub incident: String,
     pub table: String,
     pub monitor: String,
-    pub opened_at: String,
-    pub resolved_at: Option<String>,
+    pub opened_at: Timestamp,
+    pub resolved_at: Option<Timestamp>,
     pub observed: Value,
     pub expected: Value,
     /// The check that opened it, for the unit of `observed` and `expected`. Not in the
@@ -79,7 +80,7 @@ pub struct ProposalEntry {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DecisionEntry {
     pub verdict: String,
-    pub at: String,
+    pub at: Timestamp,
     pub reason: String,
     /// The actor as recorded: attested uid and account, and what was only claimed.
     pub actor: Value,
@@ -121,7 +122,7 @@ pub fn build(records: &[Record], incident: &str) -> Result<Receipt> {
         incident: incident.to_string(),
         table: text(open_payload, "table"),
         monitor: text(open_payload, "monitor"),
-        opened_at: opened.at.clone(),
+        opened_at: opened.at,
         resolved_at: None,
         observed: open_payload["observed"].clone(),
         expected: open_payload["expected"].clone(),
@@ -207,7 +208,7 @@ pub fn build(records: &[Record], incident: &str) -> Result<Receipt> {
                     };
                     p.decisions.push(DecisionEntry {
                         verdict,
-                        at: record.at.clone(),
+                        at: record.at,
                         reason,
                         actor: serde_json::from_str(&record.actor).unwrap_or(Value::Null),
                         seq: record.seq,
@@ -218,7 +219,7 @@ pub fn build(records: &[Record], incident: &str) -> Result<Receipt> {
             "verification" => receipt.verification.push(with_seq(payload, record)),
             "undo" => receipt.undo.push(with_seq(payload, record)),
             "incident_resolved" => {
-                receipt.resolved_at = Some(record.at.clone());
+                receipt.resolved_at = Some(record.at);
                 receipt.recovered_without_intervention =
                     payload["how"] == "recovered_without_intervention";
                 receipt.merged_into = (payload["how"] == "merged").then(|| text(payload, "into"));
@@ -304,7 +305,7 @@ pub fn check_saved(records: &[Record], saved: &Value) -> Result<Option<String>> 
 fn with_seq(payload: &Value, record: &Record) -> Value {
     let mut v = payload.clone();
     v["seq"] = record.seq.into();
-    v["at"] = record.at.clone().into();
+    v["at"] = record.at.to_string().into();
     v
 }
 
@@ -315,8 +316,9 @@ impl Sanitize for Receipt {
             incident,
             table,
             monitor,
-            opened_at,
-            resolved_at,
+            // Times: nobody's text.
+            opened_at: _,
+            resolved_at: _,
             observed,
             expected,
             check: _,
@@ -348,7 +350,7 @@ impl Sanitize for Receipt {
             by.sanitize();
             keep_lines(reason);
         }
-        for text in [incident, table, monitor, opened_at, cause, head_hash] {
+        for text in [incident, table, monitor, cause, head_hash] {
             text.sanitize();
         }
         for value in [observed, expected] {
@@ -369,7 +371,6 @@ impl Sanitize for Receipt {
         for list in [undo, symptoms, backfills] {
             list.sanitize();
         }
-        resolved_at.sanitize();
         merged_into.sanitize();
         evidence.sanitize();
         by_kind.sanitize();
@@ -389,15 +390,13 @@ impl Sanitize for Receipt {
             }
             for DecisionEntry {
                 verdict,
-                at,
+                at: _,
                 reason,
                 actor,
                 seq: _,
             } in decisions
             {
-                for text in [verdict, at] {
-                    text.sanitize();
-                }
+                verdict.sanitize();
                 keep_lines(reason);
                 actor.sanitize();
             }
@@ -488,7 +487,8 @@ fn markdown(receipt: &Sanitized<Receipt>) -> String {
         r.table,
         r.monitor,
         r.opened_at,
-        r.resolved_at.as_deref().unwrap_or("not yet"),
+        r.resolved_at
+            .map_or("not yet".to_string(), |at| at.to_string()),
         observed_text(r),
         expected_text(r)
     ));
@@ -681,7 +681,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut conn = crate::store::open(&dir.path().join("state.db")).unwrap();
         for (kind, payload) in records {
-            crate::chain::append(&mut conn, "2026-11-24T03:10:00Z", kind, "{}", payload).unwrap();
+            crate::chain::append(
+                &mut conn,
+                "2026-11-24T03:10:00Z".parse().unwrap(),
+                kind,
+                "{}",
+                payload,
+            )
+            .unwrap();
         }
         crate::chain::records(&conn).unwrap()
     }

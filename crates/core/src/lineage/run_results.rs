@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 use super::json_fields::{parse_json, schema_version, FieldReader};
 use super::LineageError;
+use crate::clock::Timestamp;
 
 /// The oldest run-results schema we read: v4 is what dbt 1.3 writes, the release the
 /// manifest reader starts at too.
@@ -20,8 +21,8 @@ const OLDEST_SCHEMA: u32 = 4;
 /// One `run_results.json`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunResults {
-    /// `metadata.generated_at`, as dbt wrote it (ISO 8601, UTC).
-    pub generated_at: Option<String>,
+    /// `metadata.generated_at`, read from dbt's RFC 3339 (to the second).
+    pub generated_at: Option<Timestamp>,
     /// In the file's order: the order dbt finished the nodes in.
     pub results: Vec<NodeResult>,
 }
@@ -35,8 +36,8 @@ pub struct NodeResult {
     /// database's error on failure; usually absent for a skipped node.
     pub message: Option<String>,
     /// When the node finished: the `execute` step's end, else the last timing step's;
-    /// absent for a node that never ran (skipped).
-    pub completed_at: Option<String>,
+    /// absent for a node that never ran (skipped). Read from dbt's RFC 3339.
+    pub completed_at: Option<Timestamp>,
 }
 
 /// A result's `status`. Models and seeds end `success`, `error` or `skipped`; tests
@@ -118,7 +119,9 @@ pub fn parse(text: &str, origin: &str) -> Result<RunResults, LineageError> {
     check_schema(&reader, root)?;
     let generated_at = match root.get("metadata").and_then(Value::as_object) {
         Some(metadata) => {
-            reader.optional_string(metadata, "generated_at", "$.metadata.generated_at")?
+            let path = "$.metadata.generated_at";
+            let text = reader.optional_string(metadata, "generated_at", path)?;
+            text.map(|text| time(&reader, &text, path)).transpose()?
         }
         None => None,
     };
@@ -168,7 +171,7 @@ fn completed_at(
     reader: &FieldReader,
     fields: &Map<String, Value>,
     path: &str,
-) -> Result<Option<String>, LineageError> {
+) -> Result<Option<Timestamp>, LineageError> {
     let steps = match fields.get("timing") {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::Array(steps)) => steps,
@@ -180,17 +183,23 @@ fn completed_at(
         let at = format!("{path}[{i}]");
         let step = reader.object(step, &at, "an object (a timing step)")?;
         let name = reader.optional_string(step, "name", &format!("{at}.name"))?;
-        let Some(end) =
-            reader.optional_string(step, "completed_at", &format!("{at}.completed_at"))?
-        else {
+        let end_at = format!("{at}.completed_at");
+        let Some(end) = reader.optional_string(step, "completed_at", &end_at)? else {
             continue;
         };
+        let end = time(reader, &end, &end_at)?;
         if name.as_deref() == Some("execute") {
-            execute = Some(end.clone());
+            execute = Some(end);
         }
         last = Some(end);
     }
     Ok(execute.or(last))
+}
+
+/// A time as dbt writes it (`2024-05-13T09:10:01.410000Z`), read once, here.
+fn time(reader: &FieldReader, text: &str, path: &str) -> Result<Timestamp, LineageError> {
+    Timestamp::from_rfc3339(text)
+        .map_err(|_| reader.error(path, format!("{text:?} is not an RFC 3339 time")))
 }
 
 /// Refuse anything that is not run results of v4 or newer, saying what it is instead.
@@ -296,8 +305,8 @@ mod tests {
     fn a_run_with_an_error_and_a_skipped_child() {
         let run = parse(V6, "run_results.json").unwrap();
         assert_eq!(
-            run.generated_at.as_deref(),
-            Some("2024-05-13T09:10:04.512300Z")
+            run.generated_at.map(|at| at.to_string()).as_deref(),
+            Some("2024-05-13T09:10:04Z")
         );
         let statuses: Vec<(&str, &NodeStatus)> = run
             .results
@@ -315,8 +324,8 @@ mod tests {
         let ok = run.get("model.shop.stg_orders").unwrap();
         assert_eq!(ok.message.as_deref(), Some("SELECT 9120"));
         assert_eq!(
-            ok.completed_at.as_deref(),
-            Some("2024-05-13T09:10:01.410000Z")
+            ok.completed_at.map(|at| at.to_string()).as_deref(),
+            Some("2024-05-13T09:10:01Z")
         );
         let failed = run.get("model.shop.stg_payments").unwrap();
         assert!(failed.status.is_failure());
@@ -362,7 +371,10 @@ mod tests {
             ]
         );
         assert_eq!(
-            run.results[0].completed_at.as_deref(),
+            run.results[0]
+                .completed_at
+                .map(|at| at.to_string())
+                .as_deref(),
             Some("2023-01-09T06:00:11Z"),
             "without an execute step, the last step's end"
         );
@@ -422,6 +434,12 @@ mod tests {
                 r#", "results": [{"unique_id": "model.a.b", "status": "success", "timing": [{"name": "execute", "completed_at": 3}]}]"#
             )),
             "target/run_results.json: $.results[0].timing[0].completed_at: expected a string, found a number"
+        );
+        assert_eq!(
+            error_text(&v6(
+                r#", "results": [{"unique_id": "model.a.b", "status": "success", "timing": [{"name": "execute", "completed_at": "13/05/2024 09:10"}]}]"#
+            )),
+            "target/run_results.json: $.results[0].timing[0].completed_at: \"13/05/2024 09:10\" is not an RFC 3339 time"
         );
     }
 

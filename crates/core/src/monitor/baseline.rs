@@ -8,6 +8,7 @@ use std::ops::RangeInclusive;
 use anyhow::{Context, Result};
 use chrono::{Days, NaiveDate};
 
+use crate::clock::Timestamp;
 use crate::config::CheckKind;
 use crate::detect::volume::Restart;
 use crate::store::baselines::{IncidentSpan, LearnedRestart};
@@ -40,7 +41,7 @@ pub fn read(state: &Connection, monitor: &str, today: NaiveDate) -> Result<Store
 fn left_days(state: &Connection, monitor: &str) -> Result<Vec<RangeInclusive<NaiveDate>>> {
     let mut days = Vec::new();
     for (from, to) in state.left_baselines(monitor)? {
-        let (first, last) = (date_of(&from)?, date_of(&to)?);
+        let (first, last) = (from.naive().date(), to.naive().date());
         if first <= last {
             days.push(first..=last);
         }
@@ -66,15 +67,12 @@ fn incident_days(
             day,
             resolved_at,
         } = span;
-        let opened = date_of(&opened_at).with_context(|| format!("incident {id}"))?;
+        let opened = opened_at.naive().date();
         let first = match day.as_deref().map(date_of).transpose() {
             Ok(Some(day)) => day.min(opened),
             _ => opened,
         };
-        let mut last = match resolved_at.as_deref().map(date_of).transpose() {
-            Ok(Some(resolved)) => resolved,
-            _ => today,
-        };
+        let mut last = resolved_at.map_or(today, |resolved| resolved.naive().date());
         for (incident, restart) in accepted {
             if *incident == id {
                 last = last.min(restart.since - Days::new(1));
@@ -121,8 +119,8 @@ fn accepted(state: &Connection, monitor: &str) -> Result<Vec<(String, Restart)>>
 pub struct BreachRun {
     /// The run's first observation: the new baseline is learned from here on.
     pub since_id: i64,
-    /// When it was taken, as stored ("2026-10-14T06:00:00Z").
-    pub since_at: String,
+    /// When it was taken.
+    pub since_at: Timestamp,
     /// The run's last observation, the latest judged: the run's breaches up to here are
     /// the new normal, not outliers.
     pub through_id: i64,
@@ -205,10 +203,9 @@ pub fn learned_restart(
         .unwrap_or((0, 0)))
 }
 
-/// The date of "2024-05-11" or "2024-05-11T02:30:00Z".
+/// The date "2024-05-11" (a day a volume breach named, a day a level was accepted from).
 fn date_of(text: &str) -> Result<NaiveDate> {
-    let day = text.get(..10).unwrap_or(text);
-    NaiveDate::parse_from_str(day, "%Y-%m-%d").with_context(|| format!("{text:?} is not a date"))
+    NaiveDate::parse_from_str(text, "%Y-%m-%d").with_context(|| format!("{text:?} is not a date"))
 }
 
 #[cfg(test)]

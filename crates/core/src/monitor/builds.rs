@@ -71,11 +71,7 @@ impl Builds {
             .iter()
             .filter(|r| r.status == NodeStatus::Success)
         {
-            let Some(finished) = result
-                .completed_at
-                .as_deref()
-                .and_then(|at| Timestamp::from_rfc3339(at).ok())
-            else {
+            let Some(finished) = result.completed_at else {
                 continue;
             };
             let newest = seen.entry(result.unique_id.clone()).or_insert(finished);

@@ -48,7 +48,7 @@ pub struct CheckLine<'a> {
     /// null_rate: measured over the rows loaded at or after this time (UTC), not the
     /// whole table; absent when the whole table was measured.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub since: Option<&'a str>,
+    pub since: Option<crate::clock::Timestamp>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub score: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -75,7 +75,7 @@ impl<'a> CheckLine<'a> {
             day: o.detail.day.as_deref(),
             // Said with the day it qualifies: a volume check that ran.
             partial: o.detail.day.is_some().then_some(o.detail.partial),
-            since: o.detail.since.as_deref(),
+            since: o.detail.since,
             score: o.detail.score,
             message: o.detail.message.as_deref(),
             not_built: o.detail.not_built.as_deref(),

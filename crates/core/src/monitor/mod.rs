@@ -90,10 +90,10 @@ pub struct Detail {
     /// recovered (it was reloaded, say).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub days: Vec<DayVolume>,
-    /// null_rate: measured over the rows whose timestamp is at or after this
-    /// ("2024-05-11T02:30:00Z"), not the whole table.
+    /// null_rate: measured over the rows whose timestamp is at or after this, not the
+    /// whole table.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub since: Option<String>,
+    pub since: Option<Timestamp>,
     /// Robust standard deviations from the baseline, where the detector has a spread.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score: Option<f64>,
@@ -214,12 +214,6 @@ impl Observation {
 }
 
 /// Unix seconds as "2024-05-11T02:30:00Z".
-fn utc_text(seconds: i64) -> String {
-    Timestamp::from_unix(seconds)
-        .map(|t| t.to_string())
-        .unwrap_or_else(|| seconds.to_string())
-}
-
 /// A value of a check in its unit: "1,214 rows", "1d02h" (of time), "50.0%". The one
 /// place a figure gets its unit: what monitors show, causes, evidence and receipts.
 pub fn amount(check: CheckKind, value: f64) -> String {
@@ -356,7 +350,7 @@ pub fn judge(
             days,
         }) => {
             let window_start = since;
-            let since = since.map(utc_text);
+            let since = since.and_then(Timestamp::from_unix);
             let excluded = match &days {
                 Some(_) => baseline::read(state, &name, at.naive().date())?.excluded,
                 None => Vec::new(),
@@ -364,7 +358,7 @@ pub fn judge(
             for (index, (column, nulls)) in columns.into_iter().enumerate() {
                 let mut observation = blank.clone();
                 observation.detail.column = Some(column.clone());
-                observation.detail.since = since.clone();
+                observation.detail.since = since;
                 if rows == 0 {
                     observation.verdict = VerdictKind::Learning;
                     observation.detail.message = Some(match &since {
@@ -730,8 +724,8 @@ mod tests {
             for o in poll(&state, &warehouse, &timed(), CheckKind::NullRate, at) {
                 assert_eq!(o.verdict, VerdictKind::Learning, "{o:#?}");
                 assert_eq!(
-                    o.detail.since.as_deref().map(|s| &s[..10]),
-                    Some("2024-05-14")
+                    o.detail.since.map(|s| s.naive().date().to_string()),
+                    Some("2024-05-14".to_string())
                 );
             }
         }
@@ -752,7 +746,10 @@ mod tests {
             .find(|o| o.detail.column.as_deref() == Some("amount"))
             .unwrap();
         assert_eq!(amount.verdict, VerdictKind::High, "{amount:#?}");
-        assert_eq!(amount.detail.since.as_deref(), Some("2024-05-14T12:45:00Z"));
+        assert_eq!(
+            amount.detail.since.map(|at| at.to_string()).as_deref(),
+            Some("2024-05-14T12:45:00Z")
+        );
         assert_eq!(amount.value, Some(20.0 / 480.0));
         assert!(
             amount

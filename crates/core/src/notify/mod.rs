@@ -131,7 +131,7 @@ pub struct Alert {
     pub chain_seq: u64,
     pub chain_hash: String,
     /// When that record was written (the engine's clock).
-    pub at: String,
+    pub at: crate::clock::Timestamp,
 }
 
 /// What the bad data reaches, by kind, and who owns it.
@@ -187,10 +187,11 @@ impl Sanitize for Alert {
             receipt,
             chain_seq: _,
             chain_hash,
-            at,
+            // A time: nobody's text.
+            at: _,
         } = self;
         for text in [
-            incident, dedup_key, severity, title, table, status, cause, chain_hash, at,
+            incident, dedup_key, severity, title, table, status, cause, chain_hash,
         ] {
             clean_in_place(text);
         }
@@ -723,7 +724,7 @@ mod tests {
             receipt: None,
             chain_seq: 42,
             chain_hash: "ab12".into(),
-            at: "2026-11-24T14:17:00Z".into(),
+            at: "2026-11-24T14:17:00Z".parse().unwrap(),
         }
     }
 

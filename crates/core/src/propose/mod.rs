@@ -400,7 +400,7 @@ fn lookback_diff(ctx: &Context) -> Option<Draft> {
     let days = crate::incident::diagnosis::gap_days(ctx.facts);
     let day = days.first()?.as_str();
     // The next daily run is a day later than now: it must reach one batch further.
-    let needed = crate::incident::diagnosis::reach_needed(day, &breach.at, Period::Day)? + 1;
+    let needed = crate::incident::diagnosis::reach_needed(day, breach.at, Period::Day)? + 1;
     let verify = format!(
         "{} runs; its daily volumes for the last seven days match upstream within the band",
         model.model
@@ -578,7 +578,7 @@ fn setting_note(
         let meant = match option.effect {
             OptionEffect::Recreate => format!(
                 "{table} is dropped, re-created and loaded again: it held {share} of its usual rows at {} while every task stayed green ({job_runs}); anything built from it meanwhile ({downstream} downstream nodes) saw a partial table.",
-                crate::incident::diagnosis::when(&breach.at)
+                crate::incident::diagnosis::when(breach.at)
             ),
             OptionEffect::PauseTable => format!(
                 "only {table} stops loading: it keeps its rows and its {from} column, new rows stop landing until someone resumes it; readers see complete but stale data, and the freshness check alarms instead of a drop."
@@ -714,7 +714,7 @@ owner = "analytics-owner"
                     high: 1_200.0,
                     baseline: 1_000.0,
                 }),
-                at: "2026-11-30T02:40:00Z".into(),
+                at: "2026-11-30T02:40:00Z".parse().unwrap(),
                 day: Some(day.into()),
                 ..Figure::default()
             },

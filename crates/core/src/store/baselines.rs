@@ -4,6 +4,8 @@
 use anyhow::Result;
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::read_time;
+use crate::clock::Timestamp;
 use crate::config::CheckKind;
 
 /// A learned baseline's restart as stored: the accepted run of breaches.
@@ -23,10 +25,10 @@ pub struct LearnedRestart<'a> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct IncidentSpan {
     pub id: String,
-    pub opened_at: String,
+    pub opened_at: Timestamp,
     /// The day its breach was about, if it names one.
     pub day: Option<String>,
-    pub resolved_at: Option<String>,
+    pub resolved_at: Option<Timestamp>,
 }
 
 pub trait BaselineStore {
@@ -123,14 +125,23 @@ impl BaselineStore for Connection {
                     json_extract(doc, '$.resolved_at')
              FROM incident WHERE json_extract(doc, '$.monitor') = ?1",
         )?;
-        let rows = stmt.query_map([monitor], |r| {
-            Ok(IncidentSpan {
-                id: r.get(0)?,
-                opened_at: r.get(1)?,
+        let mut rows = stmt.query([monitor])?;
+        let mut spans = Vec::new();
+        while let Some(r) = rows.next()? {
+            let id: String = r.get(0)?;
+            let opened_at: String = r.get(1)?;
+            // An engine before times had a type wrote "" for not resolved yet.
+            let resolved_at: Option<String> = r.get::<_, Option<String>>(3)?;
+            let resolved_at = resolved_at.filter(|text| !text.is_empty());
+            spans.push(IncidentSpan {
+                opened_at: read_time(&opened_at, || format!("incident {id} (opened_at)"))?,
                 day: r.get(2)?,
-                resolved_at: r.get(3)?,
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+                resolved_at: resolved_at
+                    .map(|text| read_time(&text, || format!("incident {id} (resolved_at)")))
+                    .transpose()?,
+                id,
+            });
+        }
+        Ok(spans)
     }
 }

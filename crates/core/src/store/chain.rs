@@ -42,13 +42,18 @@ pub trait ChainStore {
     fn approvals_before(&self, seq: u64, incident: &str) -> Result<u64>;
 }
 
-fn row_to_record(r: &rusqlite::Row) -> rusqlite::Result<Record> {
+/// A stored record; its time read as a time (a record whose `at` is not one is an error
+/// naming it, and `verify` names it too).
+fn row_to_record(r: &rusqlite::Row) -> Result<Record> {
+    let seq: u64 = r.get(0)?;
     Ok(Record {
-        seq: r.get(0)?,
+        seq,
         prev_hash: r.get(1)?,
         log_id: r.get(2)?,
         schema_version: r.get(3)?,
-        at: r.get(4)?,
+        at: super::read_time(&r.get::<_, String>(4)?, || {
+            format!("chain record #{seq} (at)")
+        })?,
         kind: r.get(5)?,
         actor: r.get(6)?,
         payload: r.get(7)?,
@@ -79,8 +84,12 @@ fn collect_records(
     params: impl rusqlite::Params,
 ) -> Result<Vec<Record>> {
     let mut stmt = conn.prepare_cached(&format!("{} {filter}", select_records(conn)?))?;
-    let rows = stmt.query_map(params, row_to_record)?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let mut rows = stmt.query(params)?;
+    let mut records = Vec::new();
+    while let Some(row) = rows.next()? {
+        records.push(row_to_record(row)?);
+    }
+    Ok(records)
 }
 
 impl ChainStore for Connection {
@@ -125,7 +134,7 @@ impl ChainStore for Connection {
             record.prev_hash,
             record.log_id,
             record.schema_version,
-            record.at,
+            record.at.to_string(),
             record.kind,
             record.actor,
             record.payload,

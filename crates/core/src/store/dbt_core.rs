@@ -15,6 +15,8 @@ use anyhow::{Context, Result};
 use rusqlite::types::Value;
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 
+use crate::clock::Timestamp;
+
 /// The runner's database, in the data directory beside the state database.
 pub const FILE: &str = "dbt-core.db";
 
@@ -65,13 +67,13 @@ pub struct DbtCoreRun {
     pub id: i64,
     pub job: String,
     pub command: String,
-    pub requested_at: String,
+    pub requested_at: Timestamp,
     /// queued, running, success or failed.
     pub status: String,
     /// The process that queued it (see `dbt_core::me`).
     pub owner: String,
-    pub started_at: Option<String>,
-    pub finished_at: Option<String>,
+    pub started_at: Option<Timestamp>,
+    pub finished_at: Option<Timestamp>,
     pub log: Option<String>,
     pub detail: String,
 }
@@ -89,14 +91,14 @@ pub struct NewDbtCoreRun<'a> {
     pub key: &'a str,
     pub command: &'a str,
     pub by: &'a str,
-    pub at: &'a str,
+    pub at: Timestamp,
     pub owner: &'a str,
 }
 
 /// How a run ended.
 pub struct DbtCoreEnd<'a> {
     pub status: &'a str,
-    pub at: &'a str,
+    pub at: Timestamp,
     pub exit_code: Option<i32>,
     pub output: &'a str,
     pub detail: &'a str,
@@ -191,19 +193,38 @@ fn old_rows(state_db: &Path) -> Result<(Rows, Rows)> {
 const RUN: &str =
     "id, job, command, requested_at, status, owner, started_at, finished_at, log, detail";
 
-fn run(r: &rusqlite::Row) -> rusqlite::Result<DbtCoreRun> {
+fn run(r: &rusqlite::Row) -> Result<DbtCoreRun> {
+    let id: i64 = r.get(0)?;
+    let time = |column: usize, what: &str| -> Result<Option<Timestamp>> {
+        r.get::<_, Option<String>>(column)?
+            .map(|text| {
+                Timestamp::parse(&text)
+                    .map_err(|e| anyhow::anyhow!("the dbt Core runner's run {id} ({what}): {e}"))
+            })
+            .transpose()
+    };
     Ok(DbtCoreRun {
-        id: r.get(0)?,
+        id,
         job: r.get(1)?,
         command: r.get(2)?,
-        requested_at: r.get(3)?,
+        requested_at: time(3, "requested_at")?
+            .with_context(|| format!("the dbt Core runner's run {id} has no requested_at"))?,
         status: r.get(4)?,
         owner: r.get(5)?,
-        started_at: r.get(6)?,
-        finished_at: r.get(7)?,
+        started_at: time(6, "started_at")?,
+        finished_at: time(7, "finished_at")?,
         log: r.get(8)?,
         detail: r.get(9)?,
     })
+}
+
+/// Every row `query` finds, read as runs.
+fn runs(mut rows: rusqlite::Rows) -> Result<Vec<DbtCoreRun>> {
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        out.push(run(row)?);
+    }
+    Ok(out)
 }
 
 impl DbtCoreDb {
@@ -217,22 +238,27 @@ impl DbtCoreDb {
     }
 
     /// When the hold on `job` was asked, if it stands.
-    pub fn held_at(&self, job: &str) -> Result<Option<String>> {
-        Ok(self
+    pub fn held_at(&self, job: &str) -> Result<Option<Timestamp>> {
+        let text: Option<String> = self
             .conn
             .prepare_cached("SELECT held_at FROM hold WHERE job = ?1")?
             .query_row([job], |r| r.get(0))
-            .optional()?)
+            .optional()?;
+        text.map(|text| {
+            Timestamp::parse(&text)
+                .map_err(|e| anyhow::anyhow!("the dbt Core runner's hold on {job} (held_at): {e}"))
+        })
+        .transpose()
     }
 
     /// Records a hold on `job`; one already standing is kept as it is.
-    pub fn hold(&self, job: &str, command: &str, at: &str) -> Result<()> {
+    pub fn hold(&self, job: &str, command: &str, at: Timestamp) -> Result<()> {
         self.conn
             .prepare_cached(
                 "INSERT INTO hold (job, command, held_at) VALUES (?1, ?2, ?3)
                  ON CONFLICT (job) DO NOTHING",
             )?
-            .execute(params![job, command, at])?;
+            .execute(params![job, command, at.to_string()])?;
         Ok(())
     }
 
@@ -243,31 +269,32 @@ impl DbtCoreDb {
         Ok(())
     }
 
-    /// Was one of dataward's runs running at `at`?
-    pub fn ran_at(&self, at: &str) -> Result<bool> {
+    /// Was one of dataward's runs running at `at`? (Stored times are [`Timestamp`]'s
+    /// text, which sorts as time does.)
+    pub fn ran_at(&self, at: Timestamp) -> Result<bool> {
         Ok(self
             .conn
             .prepare_cached(
                 "SELECT count(*) > 0 FROM run WHERE started_at <= ?1
                    AND (finished_at IS NULL OR finished_at >= ?1)",
             )?
-            .query_row([at], |r| r.get(0))?)
+            .query_row([at.to_string()], |r| r.get(0))?)
     }
 
     pub fn run(&self, id: i64) -> Result<Option<DbtCoreRun>> {
-        Ok(self
+        let mut stmt = self
             .conn
-            .prepare_cached(&format!("SELECT {RUN} FROM run WHERE id = ?1"))?
-            .query_row([id], run)
-            .optional()?)
+            .prepare_cached(&format!("SELECT {RUN} FROM run WHERE id = ?1"))?;
+        let found = runs(stmt.query([id])?)?;
+        Ok(found.into_iter().next())
     }
 
     pub fn run_by_key(&self, key: &str) -> Result<Option<DbtCoreRun>> {
-        Ok(self
+        let mut stmt = self
             .conn
-            .prepare_cached(&format!("SELECT {RUN} FROM run WHERE request_key = ?1"))?
-            .query_row([key], run)
-            .optional()?)
+            .prepare_cached(&format!("SELECT {RUN} FROM run WHERE request_key = ?1"))?;
+        let found = runs(stmt.query([key])?)?;
+        Ok(found.into_iter().next())
     }
 
     /// `job`'s latest runs, newest first.
@@ -275,8 +302,8 @@ impl DbtCoreDb {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {RUN} FROM run WHERE job = ?1 ORDER BY id DESC LIMIT ?2"
         ))?;
-        let rows = stmt.query_map(params![job, limit as i64], run)?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        let found = runs(stmt.query(params![job, limit as i64])?)?;
+        Ok(found)
     }
 
     /// The project's runs recorded as running.
@@ -284,8 +311,8 @@ impl DbtCoreDb {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {RUN} FROM run WHERE project = ?1 AND status = 'running'"
         ))?;
-        let rows = stmt.query_map([project], run)?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        let found = runs(stmt.query([project])?)?;
+        Ok(found)
     }
 
     /// Queues a run unless one has `key` already; returns the run's id either way.
@@ -303,7 +330,7 @@ impl DbtCoreDb {
                 new.key,
                 new.command,
                 new.by,
-                new.at,
+                new.at.to_string(),
                 new.owner
             ])?;
         Ok(self
@@ -332,12 +359,12 @@ impl DbtCoreDb {
             .optional()?)
     }
 
-    pub fn started(&self, id: i64, at: &str, log: &str) -> Result<()> {
+    pub fn started(&self, id: i64, at: Timestamp, log: &str) -> Result<()> {
         self.conn
             .prepare_cached(
                 "UPDATE run SET status = 'running', started_at = ?2, log = ?3 WHERE id = ?1",
             )?
-            .execute(params![id, at, log])?;
+            .execute(params![id, at.to_string(), log])?;
         Ok(())
     }
 
@@ -361,7 +388,7 @@ impl DbtCoreDb {
             .execute(params![
                 id,
                 end.status,
-                end.at,
+                end.at.to_string(),
                 end.exit_code,
                 end.output,
                 end.detail

@@ -6,9 +6,11 @@
 use anyhow::Result;
 use rusqlite::{params, Connection, OptionalExtension};
 
+use crate::clock::Timestamp;
+
 /// An intent to commit.
 pub struct NewIntent<'a> {
-    pub created_at: &'a str,
+    pub created_at: Timestamp,
     /// The proposal or incident it is for: one pending intent per subject.
     pub subject: &'a str,
     pub effect: &'a str,
@@ -43,7 +45,13 @@ pub trait IntentStore {
     fn run_pending(&self, job: &str, key: &str) -> Result<bool>;
     /// The schedule kept for `proposal`'s hold, if one was read.
     fn held_schedule(&self, proposal: &str) -> Result<Option<String>>;
-    fn keep_held_schedule(&self, proposal: &str, job: &str, before: &str, at: &str) -> Result<()>;
+    fn keep_held_schedule(
+        &self,
+        proposal: &str,
+        job: &str,
+        before: &str,
+        at: Timestamp,
+    ) -> Result<()>;
     fn forget_held_schedule(&self, proposal: &str) -> Result<()>;
 }
 
@@ -55,7 +63,7 @@ impl IntentStore for Connection {
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?
         .execute(params![
-            intent.created_at,
+            intent.created_at.to_string(),
             intent.subject,
             intent.effect,
             intent.completion,
@@ -116,12 +124,18 @@ impl IntentStore for Connection {
             .optional()?)
     }
 
-    fn keep_held_schedule(&self, proposal: &str, job: &str, before: &str, at: &str) -> Result<()> {
+    fn keep_held_schedule(
+        &self,
+        proposal: &str,
+        job: &str,
+        before: &str,
+        at: Timestamp,
+    ) -> Result<()> {
         self.prepare_cached(
             "INSERT INTO held_schedule (proposal, job, before, taken_at)
              VALUES (?1, ?2, ?3, ?4)",
         )?
-        .execute(params![proposal, job, before, at])?;
+        .execute(params![proposal, job, before, at.to_string()])?;
         Ok(())
     }
 

@@ -730,7 +730,14 @@ mod tests {
         assert!(open_read_only(&path).is_err());
         assert!(!path.exists());
         let mut conn = open(&path).unwrap();
-        crate::chain::append(&mut conn, "t", "test", "{}", &serde_json::json!({})).unwrap();
+        crate::chain::append(
+            &mut conn,
+            "2026-03-01T09:00:00Z".parse().unwrap(),
+            "test",
+            "{}",
+            &serde_json::json!({}),
+        )
+        .unwrap();
         drop(conn);
         let reader = open_read_only(&path).unwrap();
         let count: i64 = reader

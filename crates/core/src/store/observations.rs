@@ -11,7 +11,7 @@ use crate::monitor::{Detail, Health, Observation};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Judged {
     pub id: i64,
-    pub at: String,
+    pub at: crate::clock::Timestamp,
     pub value: f64,
     pub verdict: VerdictKind,
     /// The baseline it was judged against, if any.
@@ -184,9 +184,12 @@ impl ObservationStore for Connection {
         )?;
         let mut rows = stmt.query(params![monitor, check.as_str(), subject])?;
         while let Some(row) = rows.next()? {
+            let id: i64 = row.get(0)?;
             let judged = Judged {
-                id: row.get(0)?,
-                at: row.get(1)?,
+                id,
+                at: super::read_time(&row.get::<_, String>(1)?, || {
+                    format!("observation {id} (at)")
+                })?,
                 value: row.get(2)?,
                 verdict: VerdictKind::parse(&row.get::<_, String>(3)?),
                 baseline: row.get(4)?,

@@ -4,13 +4,16 @@
 use anyhow::Result;
 use rusqlite::{params, Connection};
 
+use super::read_time;
+use crate::clock::Timestamp;
+
 /// A snooze as stored: `seq` is the chain record that set it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Snooze {
     pub seq: u64,
     pub monitor: String,
-    /// Engine time, as written ("2026-03-01T09:00:00Z").
-    pub until: String,
+    /// Engine time.
+    pub until: Timestamp,
     pub reason: String,
     /// Who set it, as the chain's actor JSON.
     pub actor: String,
@@ -24,16 +27,28 @@ pub trait QuietStore {
     fn end_snooze(&self, seq: u64, ended_seq: u64) -> Result<()>;
     /// Points of `monitor` taken from `from` to `to` (both included, engine time) leave
     /// its baselines; a span already there is kept as it was.
-    fn leave_baselines(&self, monitor: &str, from: &str, to: &str, why: &str) -> Result<()>;
+    fn leave_baselines(
+        &self,
+        monitor: &str,
+        from: Timestamp,
+        to: Timestamp,
+        why: &str,
+    ) -> Result<()>;
     /// (from, to) of every span of `monitor` that left its baselines.
-    fn left_baselines(&self, monitor: &str) -> Result<Vec<(String, String)>>;
+    fn left_baselines(&self, monitor: &str) -> Result<Vec<(Timestamp, Timestamp)>>;
 }
 
 impl QuietStore for Connection {
     fn add_snooze(&self, s: &Snooze) -> Result<()> {
         self.execute(
             "INSERT INTO snooze (seq, monitor, until, reason, actor) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![s.seq as i64, s.monitor, s.until, s.reason, s.actor],
+            params![
+                s.seq as i64,
+                s.monitor,
+                s.until.to_string(),
+                s.reason,
+                s.actor
+            ],
         )?;
         Ok(())
     }
@@ -43,16 +58,21 @@ impl QuietStore for Connection {
             "SELECT seq, monitor, until, reason, actor FROM snooze
              WHERE ended_seq IS NULL ORDER BY seq",
         )?;
-        let rows = stmt.query_map([], |r| {
-            Ok(Snooze {
-                seq: r.get::<_, i64>(0)? as u64,
+        let mut rows = stmt.query([])?;
+        let mut snoozes = Vec::new();
+        while let Some(r) = rows.next()? {
+            let seq = r.get::<_, i64>(0)? as u64;
+            snoozes.push(Snooze {
+                seq,
                 monitor: r.get(1)?,
-                until: r.get(2)?,
+                until: read_time(&r.get::<_, String>(2)?, || {
+                    format!("snooze of chain #{seq} (until)")
+                })?,
                 reason: r.get(3)?,
                 actor: r.get(4)?,
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+            });
+        }
+        Ok(snoozes)
     }
 
     fn end_snooze(&self, seq: u64, ended_seq: u64) -> Result<()> {
@@ -63,21 +83,36 @@ impl QuietStore for Connection {
         Ok(())
     }
 
-    fn leave_baselines(&self, monitor: &str, from: &str, to: &str, why: &str) -> Result<()> {
+    fn leave_baselines(
+        &self,
+        monitor: &str,
+        from: Timestamp,
+        to: Timestamp,
+        why: &str,
+    ) -> Result<()> {
         self.execute(
             "INSERT OR IGNORE INTO baseline_leave (monitor, from_at, to_at, why)
              VALUES (?1, ?2, ?3, ?4)",
-            params![monitor, from, to, why],
+            params![monitor, from.to_string(), to.to_string(), why],
         )?;
         Ok(())
     }
 
-    fn left_baselines(&self, monitor: &str) -> Result<Vec<(String, String)>> {
+    fn left_baselines(&self, monitor: &str) -> Result<Vec<(Timestamp, Timestamp)>> {
         let mut stmt = self.prepare_cached(
             "SELECT from_at, to_at FROM baseline_leave WHERE monitor = ?1 ORDER BY from_at",
         )?;
-        let rows = stmt.query_map([monitor], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        let mut rows = stmt.query([monitor])?;
+        let mut spans = Vec::new();
+        while let Some(r) = rows.next()? {
+            let (from, to): (String, String) = (r.get(0)?, r.get(1)?);
+            let what = |end: &str| format!("span of {monitor} that left the baselines ({end})");
+            spans.push((
+                read_time(&from, || what("from"))?,
+                read_time(&to, || what("to"))?,
+            ));
+        }
+        Ok(spans)
     }
 }
 
@@ -111,10 +146,11 @@ mod tests {
                 .unwrap()
         };
         assert_eq!(learned(), vec![100.0, 5.0, 101.0]);
+        let at = |text| Timestamp::parse(text).unwrap();
         conn.leave_baselines(
             "orders",
-            "2026-03-02T00:00:00Z",
-            "2026-03-02T23:59:59Z",
+            at("2026-03-02T00:00:00Z"),
+            at("2026-03-02T23:59:59Z"),
             "a reload",
         )
         .unwrap();

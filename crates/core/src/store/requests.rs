@@ -4,6 +4,8 @@
 use anyhow::Result;
 use rusqlite::{params, Connection, OptionalExtension};
 
+use crate::clock::Timestamp;
+
 pub trait RequestStore {
     /// The outcome kept for `client_request` made by `asker_uid` (JSON), if decided.
     fn request_outcome(&self, client_request: &str, asker_uid: u32) -> Result<Option<String>>;
@@ -13,7 +15,7 @@ pub trait RequestStore {
         &self,
         client_request: &str,
         asker_uid: u32,
-        at: &str,
+        at: Timestamp,
         outcome: &str,
     ) -> Result<()>;
     /// Is an effect of `client_request` still pending?
@@ -34,14 +36,14 @@ impl RequestStore for Connection {
         &self,
         client_request: &str,
         asker_uid: u32,
-        at: &str,
+        at: Timestamp,
         outcome: &str,
     ) -> Result<()> {
         self.prepare_cached(
             "INSERT OR IGNORE INTO request_outcome (client_request, asker_uid, at, outcome)
              VALUES (?1, ?2, ?3, ?4)",
         )?
-        .execute(params![client_request, asker_uid, at, outcome])?;
+        .execute(params![client_request, asker_uid, at.to_string(), outcome])?;
         Ok(())
     }
 

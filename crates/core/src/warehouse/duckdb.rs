@@ -245,8 +245,8 @@ impl Dialect for DuckDb {
         Ok(())
     }
     /// DuckDB runs in this process: its clock is ours.
-    fn now(_s: &mut Session) -> Result<String, WarehouseError> {
-        Ok(crate::clock::Clock::wall().timestamp().to_string())
+    fn now(_s: &mut Session) -> Result<crate::clock::Timestamp, WarehouseError> {
+        Ok(crate::clock::Clock::wall().timestamp())
     }
     /// A schema never made means no copy either.
     fn drop_copy(

@@ -17,6 +17,8 @@ use std::fmt;
 use chrono::{NaiveDate, NaiveTime};
 use serde::Serialize;
 
+use crate::clock::Timestamp;
+
 /// A table name as the team writes it: `table` or `schema.table`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct Relation {
@@ -83,6 +85,12 @@ pub enum WarehouseError {
     /// Not sent: the poll had already sent as many queries as the warehouse's
     /// `max_queries_per_poll` allows. Says nothing of the table or the warehouse.
     Skipped(String),
+}
+
+/// The time a warehouse's clock gave, asked for as dataward writes times; anything
+/// else is the warehouse's error, naming the text.
+fn read_now(text: &str) -> Result<Timestamp, WarehouseError> {
+    Timestamp::parse(text).map_err(|e| WarehouseError::Query(format!("the warehouse's clock: {e}")))
 }
 
 impl fmt::Display for WarehouseError {

@@ -20,7 +20,7 @@ use super::{
     changed_copy, check_restorable, check_unchanged_since, column_list, null_counts_sql, query_log,
     quote_ident, CastTarget, Column, DayCount, DayPrint, KeyGap, NullCounts, Relation, Restored,
     TableCounts, TableScan, TableVersion, Uncastable, Warehouse, WarehouseError, BOOLEAN_WORDS,
-    DATE_WORDS, EARLIER, UNCASTABLE_EXAMPLES, VERSIONS,
+    DATE_WORDS, UNCASTABLE_EXAMPLES, VERSIONS,
 };
 
 pub struct PostgresWarehouse {
@@ -715,12 +715,16 @@ impl Warehouse for PostgresWarehouse {
                     &[],
                 )?
                 .get(0);
+            let taken_at = match super::read_now(&taken_at) {
+                Ok(at) => at,
+                Err(e) => return Ok(Err(e)),
+            };
             tx.commit()?;
             Ok(Ok(TableVersion {
                 table: relation.to_string(),
                 copy: copy.to_string(),
                 rows,
-                taken_at,
+                taken_at: Some(taken_at),
                 scope: None,
                 after: None,
             }))
@@ -874,7 +878,7 @@ impl Warehouse for PostgresWarehouse {
                 table: relation.to_string(),
                 copy: copy.to_string(),
                 rows: rows as u64,
-                taken_at: EARLIER.to_string(),
+                taken_at: None,
                 scope: None,
                 after: None,
             })))

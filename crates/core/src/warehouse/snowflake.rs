@@ -241,12 +241,14 @@ impl Snowflake {
 }
 
 /// The warehouse's clock, as `YYYY-MM-DDTHH:MM:SSZ`.
-fn warehouse_now(s: &mut Session) -> Result<String, WarehouseError> {
+fn warehouse_now(s: &mut Session) -> Result<crate::clock::Timestamp, WarehouseError> {
     let row = s.query_one("SELECT DATE_PART(EPOCH_SECOND, CURRENT_TIMESTAMP())")?;
     let seconds = row[0].int()?.unwrap_or_default();
-    Ok(crate::clock::Timestamp::from_unix(seconds)
-        .unwrap_or_else(|| crate::clock::Timestamp::from_utc(Default::default()))
-        .to_string())
+    crate::clock::Timestamp::from_unix(seconds).ok_or_else(|| {
+        WarehouseError::Query(format!(
+            "Snowflake's clock read {seconds} s since 1970: not a time"
+        ))
+    })
 }
 
 /// Refuses a private key file that anyone but its owner could read.
@@ -431,7 +433,7 @@ impl Dialect for Snowflake {
         ))?;
         Ok(())
     }
-    fn now(s: &mut Session) -> Result<String, WarehouseError> {
+    fn now(s: &mut Session) -> Result<crate::clock::Timestamp, WarehouseError> {
         warehouse_now(s)
     }
     fn drop_copy(

@@ -24,7 +24,7 @@ use super::{
     changed_copy, check_restorable, check_unchanged_since, column_list, is_version_name,
     null_counts_sql, parse_day, quote_ident, version_name, CastTarget, Column, DayCount, DayPrint,
     KeyGap, Limit, NullCounts, Relation, Restored, TableCounts, TableScan, TableVersion,
-    Uncastable, Warehouse, WarehouseError, EARLIER, UNCASTABLE_EXAMPLES, VERSIONS,
+    Uncastable, Warehouse, WarehouseError, UNCASTABLE_EXAMPLES, VERSIONS,
 };
 
 pub struct SqliteWarehouse {
@@ -553,7 +553,7 @@ impl Warehouse for SqliteWarehouse {
             table: relation.to_string(),
             copy: copy.to_string(),
             rows: rows as u64,
-            taken_at,
+            taken_at: Some(super::read_now(&taken_at)?),
             scope: None,
             after: None,
         })
@@ -676,7 +676,7 @@ impl Warehouse for SqliteWarehouse {
             table: relation.to_string(),
             copy: copy.to_string(),
             rows: rows as u64,
-            taken_at: EARLIER.to_string(),
+            taken_at: None,
             scope: None,
             after: None,
         }))

@@ -13,8 +13,10 @@ pub struct TableVersion {
     pub copy: String,
     /// Rows copied.
     pub rows: u64,
-    /// When the copy was taken, by the warehouse's clock: `YYYY-MM-DDTHH:MM:SSZ`.
-    pub taken_at: String,
+    /// When the copy was taken, by the warehouse's clock; None for a copy found again,
+    /// taken by an earlier attempt (written [`EARLIER`]).
+    #[serde(with = "taken_at")]
+    pub taken_at: Option<Timestamp>,
     /// What the backfill rebuilt in the table: all its undo puts back. None (a version
     /// from before scopes were kept): the whole table.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -195,8 +197,40 @@ pub fn check_unchanged_since(
 /// Where PostgreSQL keeps copies (a schema), and how SQLite names them (a prefix).
 pub const VERSIONS: &str = "dataward_versions";
 
-/// `taken_at` of a version found again rather than taken now.
+/// `taken_at` of a version found again rather than taken now, as it is written.
 pub const EARLIER: &str = "by an earlier attempt";
+
+/// `taken_at` as intents and chain records have always held it: the time, or
+/// [`EARLIER`].
+mod taken_at {
+    use super::{Timestamp, EARLIER};
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(at: &Option<Timestamp>, s: S) -> Result<S::Ok, S::Error> {
+        match at {
+            Some(at) => s.collect_str(at),
+            None => s.serialize_str(EARLIER),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Timestamp>, D::Error> {
+        let text = String::deserialize(d)?;
+        if text == EARLIER {
+            return Ok(None);
+        }
+        Timestamp::parse(&text)
+            .map(Some)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+impl TableVersion {
+    /// When the copy was taken, as people read it: the time, or "by an earlier attempt".
+    pub fn taken(&self) -> String {
+        self.taken_at
+            .map_or_else(|| EARLIER.to_string(), |at| format!("at {at}"))
+    }
+}
 
 /// The longest identifier PostgreSQL keeps whole (NAMEDATALEN - 1 bytes); a longer one
 /// is silently cut, so two copies' names could meet.
@@ -308,9 +342,11 @@ pub fn is_version_name(name: &str) -> bool {
 /// The refusal of a restore whose copy no longer holds the rows it was taken with.
 pub fn changed_copy(relation: &Relation, version: &TableVersion, rows: u64) -> WarehouseError {
     WarehouseError::Refused(format!(
-        "cannot restore {relation}: its copy {} holds {rows} rows, but {} were taken at {}; \
+        "cannot restore {relation}: its copy {} holds {rows} rows, but {} were taken {}; \
          it changed since, so it is not the table as it was",
-        version.copy, version.rows, version.taken_at
+        version.copy,
+        version.rows,
+        version.taken()
     ))
 }
 
@@ -351,5 +387,32 @@ pub fn check_restorable(
             "cannot restore {table} from {copy}: {}",
             problems.join("; ")
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A version as intents and chain records hold it reads back as it was: a time, or
+    /// taken by an earlier attempt; anything else is refused naming its text.
+    #[test]
+    fn taken_at_reads_a_time_or_an_earlier_attempt() {
+        let kept = |taken_at: &str| {
+            serde_json::from_value::<TableVersion>(serde_json::json!({
+                "table": "analytics.orders", "copy": "dataward_versions.orders__p1",
+                "rows": 3, "taken_at": taken_at}))
+        };
+        for text in ["2026-11-24T14:05:00Z", EARLIER] {
+            let version = kept(text).unwrap();
+            assert_eq!(serde_json::to_value(&version).unwrap()["taken_at"], text);
+        }
+        assert_eq!(kept(EARLIER).unwrap().taken(), EARLIER);
+        assert_eq!(
+            kept("2026-11-24T14:05:00Z").unwrap().taken(),
+            "at 2026-11-24T14:05:00Z"
+        );
+        let error = kept("noon").unwrap_err().to_string();
+        assert!(error.contains("\"noon\""), "{error}");
     }
 }

@@ -58,6 +58,7 @@ use sha2::{Digest, Sha256};
 pub use super::http::Retry;
 use super::http::{failed, Api, Failure};
 use super::{Orchestrator, Pipeline, PipelineState, RunRecord, RunStatus, Schedule};
+use crate::clock::Timestamp;
 use crate::notify::Method;
 
 /// Which of Airflow's stable REST APIs.
@@ -603,7 +604,7 @@ impl Orchestrator for Airflow {
         false
     }
 
-    fn queue_run(&self, job: &str, _at: &str, by: &str, key: &str) -> Result<(String, bool)> {
+    fn queue_run(&self, job: &str, _at: Timestamp, by: &str, key: &str) -> Result<(String, bool)> {
         self.trigger(job, None, by, key)
     }
 
@@ -611,7 +612,7 @@ impl Orchestrator for Airflow {
         &self,
         job: &str,
         command: &str,
-        _at: &str,
+        _at: Timestamp,
         by: &str,
         key: &str,
     ) -> Result<(String, bool)> {
@@ -635,16 +636,18 @@ impl Orchestrator for Airflow {
         if let Some(note) = text(&run["note"]).filter(|n| !n.is_empty()) {
             detail.push_str(&format!(" ({note})"));
         }
+        let whose = self.api.endpoint(Method::Get, &path);
         Ok(Some(RunRecord {
             id: id.to_string(),
             job: job.to_string(),
             status: status_name(state).to_string(),
             link: Some(self.link(dag, id)),
-            requested_at: text(&run["queued_at"])
-                .or_else(|| text(&run["run_after"]))
-                .unwrap_or_default(),
-            started_at: text(&run["start_date"]),
-            finished_at: text(&run["end_date"]),
+            requested_at: super::run_time(
+                text(&run["queued_at"]).or_else(|| text(&run["run_after"])),
+                &whose,
+            )?,
+            started_at: super::run_time(text(&run["start_date"]), &whose)?,
+            finished_at: super::run_time(text(&run["end_date"]), &whose)?,
             detail,
         }))
     }

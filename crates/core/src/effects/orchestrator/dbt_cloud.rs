@@ -32,6 +32,7 @@ use serde_json::{json, Value};
 pub use super::http::Retry;
 use super::http::{failed, Api, Failure};
 use super::{Orchestrator, Pipeline, PipelineState, RunRecord, RunStatus, Schedule};
+use crate::clock::Timestamp;
 use crate::notify::Method;
 
 /// Where and how to reach one dbt Cloud account.
@@ -357,7 +358,7 @@ impl Orchestrator for DbtCloud {
         Ok(())
     }
 
-    fn queue_run(&self, job: &str, _at: &str, by: &str, key: &str) -> Result<(String, bool)> {
+    fn queue_run(&self, job: &str, _at: Timestamp, by: &str, key: &str) -> Result<(String, bool)> {
         let (run, existed) = self.trigger(job, None, by, key)?;
         Ok((run.to_string(), existed))
     }
@@ -366,7 +367,7 @@ impl Orchestrator for DbtCloud {
         &self,
         job: &str,
         command: &str,
-        _at: &str,
+        _at: Timestamp,
         by: &str,
         key: &str,
     ) -> Result<(String, bool)> {
@@ -390,6 +391,7 @@ impl Orchestrator for DbtCloud {
         if let Some(message) = text(&run["status_message"]).filter(|m| !m.is_empty()) {
             detail.push_str(&format!(": {message}"));
         }
+        let whose = format!("dbt Cloud GET {path}");
         Ok(Some(RunRecord {
             id: id.to_string(),
             link: text(&run["href"]),
@@ -397,9 +399,9 @@ impl Orchestrator for DbtCloud {
                 .as_u64()
                 .map_or_else(|| "dbt Cloud job".to_string(), |j| self.job_name(j)),
             status: status_name(code).to_string(),
-            requested_at: text(&run["created_at"]).unwrap_or_default(),
-            started_at: text(&run["started_at"]),
-            finished_at: text(&run["finished_at"]),
+            requested_at: super::run_time(text(&run["created_at"]), &whose)?,
+            started_at: super::run_time(text(&run["started_at"]), &whose)?,
+            finished_at: super::run_time(text(&run["finished_at"]), &whose)?,
             detail,
         }))
     }

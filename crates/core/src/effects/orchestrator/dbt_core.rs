@@ -39,6 +39,7 @@ use anyhow::{anyhow, bail, Context, Result};
 
 use super::cron_runs::SinceHold;
 use super::{Orchestrator, Pipeline, PipelineState, RunRecord, RunStatus, Schedule};
+use crate::clock::Timestamp;
 use crate::store::dbt_core::{DbtCoreDb, DbtCoreEnd, DbtCoreRun as Row, NewDbtCoreRun};
 use crate::store::files;
 use crate::store::prelude::*;
@@ -297,8 +298,8 @@ fn alive(owner: &str) -> bool {
     }
 }
 
-fn now() -> String {
-    crate::clock::Clock::wall().timestamp().to_string()
+fn now() -> Timestamp {
+    crate::clock::Clock::wall().timestamp()
 }
 
 /// A run as it stands: one whose process is gone is failed, with what it wrote.
@@ -339,9 +340,9 @@ fn record(run: &Row) -> RunRecord {
             run.status.clone()
         },
         link: None,
-        requested_at: run.requested_at.clone(),
-        started_at: run.started_at.clone(),
-        finished_at: run.finished_at.clone(),
+        requested_at: Some(run.requested_at),
+        started_at: run.started_at,
+        finished_at: run.finished_at,
         detail: crate::sanitize::for_terminal_multiline(&run.detail).into_owned(),
     }
 }
@@ -428,27 +429,26 @@ impl DbtCore {
     }
 
     /// When the hold on `job` was asked, if it stands.
-    fn held_at(&self, job: &str) -> Result<Option<String>> {
+    fn held_at(&self, job: &str) -> Result<Option<Timestamp>> {
         self.conn().held_at(job)
     }
 
     /// Whether dbt ran `command` in the project after `held_at`, by its own record,
     /// unless dataward ran it (the hold's own approved run): the schedule people were
     /// asked to stop still runs. A record that cannot say which job ran says so.
-    fn ran_since(&self, command: &str, held_at: &str) -> Result<SinceHold> {
+    fn ran_since(&self, command: &str, held_at: Timestamp) -> Result<SinceHold> {
         let last = match super::cron_runs::last_invocation(&self.settings.project_dir) {
             Ok(Some(last)) => last,
             Ok(None) => return Ok(SinceHold::NotRun),
             Err(why) => return Ok(SinceHold::CannotTell(why)),
         };
-        let held_at = chrono::DateTime::parse_from_rfc3339(held_at)?;
         let ran = last.ran(command);
-        if last.at <= held_at || ran == Ok(false) {
+        if last.at.to_utc() <= held_at.utc() || ran == Ok(false) {
             return Ok(SinceHold::NotRun);
         }
-        let at = crate::clock::Timestamp::from_utc(last.at.to_utc());
+        let at = Timestamp::from_utc(last.at.to_utc());
         // dbt writes its record before dataward records the run's end.
-        let ours = self.conn().ran_at(&at.to_string())?;
+        let ours = self.conn().ran_at(at)?;
         Ok(match ran {
             _ if ours => SinceHold::NotRun,
             Ok(_) => SinceHold::Ran(at),
@@ -481,7 +481,7 @@ impl DbtCore {
         job: &str,
         command: &str,
         planned: bool,
-        at: &str,
+        at: Timestamp,
         by: &str,
         key: &str,
     ) -> Result<(String, bool)> {
@@ -617,7 +617,7 @@ fn claim(conn: &DbtCoreDb, settings: &Settings) -> Result<Claim> {
         let dir = settings.data_dir.join("dbt_core");
         files::ensure_private_dir(&dir)?;
         let log = dir.join(format!("run-{id}.log"));
-        tx.started(id, &now(), &log.display().to_string())?;
+        tx.started(id, now(), &log.display().to_string())?;
         Ok(Claim::Run { id, command, log })
     })
 }
@@ -758,7 +758,7 @@ fn finish(conn: &DbtCoreDb, id: i64, command: &str, log: &Path, outcome: Result<
             id,
             &DbtCoreEnd {
                 status,
-                at: &now(),
+                at: now(),
                 exit_code: code,
                 output: &output,
                 detail: &detail,
@@ -808,7 +808,7 @@ impl Orchestrator for DbtCore {
             let latest = self.latest(job, 20)?;
             let (mut ran_after_hold, mut hold_unconfirmed) = (None, None);
             let state = if let Some(held_at) = self.held_at(job)? {
-                match self.ran_since(command, &held_at)? {
+                match self.ran_since(command, held_at)? {
                     SinceHold::NotRun => {}
                     SinceHold::Ran(at) => ran_after_hold = Some(at),
                     SinceHold::CannotTell(why) => hold_unconfirmed = Some(why),
@@ -824,10 +824,7 @@ impl Orchestrator for DbtCore {
                 name: job.clone(),
                 state,
                 last_status: RunStatus::parse(last.map_or("none", |r| r.status.as_str())),
-                last_run_at: super::run_time(
-                    last.and_then(|r| r.finished_at.clone().or(r.started_at.clone())),
-                    format!("the state database's dbt Core run of {job}"),
-                )?,
+                last_run_at: last.and_then(|r| r.finished_at.or(r.started_at)),
                 ran_after_hold,
                 hold_unconfirmed,
             });
@@ -847,7 +844,7 @@ impl Orchestrator for DbtCore {
     /// people.
     fn pause(&self, job: &str) -> Result<Option<String>> {
         let command = self.command_of(job)?;
-        self.conn().hold(job, command, &now())?;
+        self.conn().hold(job, command, now())?;
         Ok(Some(format!(
             "dataward cannot pause a cron: stop the schedule that runs {job} (`{command}` in {}) \
              yourself; dataward refuses runs of {job} until the hold is lifted",
@@ -864,7 +861,7 @@ impl Orchestrator for DbtCore {
         Ok(())
     }
 
-    fn queue_run(&self, job: &str, at: &str, by: &str, key: &str) -> Result<(String, bool)> {
+    fn queue_run(&self, job: &str, at: Timestamp, by: &str, key: &str) -> Result<(String, bool)> {
         let command = self.command_of(job)?.to_string();
         self.queue(job, &command, true, at, by, key)
     }
@@ -873,7 +870,7 @@ impl Orchestrator for DbtCore {
         &self,
         job: &str,
         command: &str,
-        at: &str,
+        at: Timestamp,
         by: &str,
         key: &str,
     ) -> Result<(String, bool)> {

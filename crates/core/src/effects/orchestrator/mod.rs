@@ -25,9 +25,14 @@ pub struct RunRecord {
     /// Where people see the run at the orchestrator.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<String>,
-    pub requested_at: String,
-    pub started_at: Option<String>,
-    pub finished_at: Option<String>,
+    /// When it was asked for, started and finished, read once from the orchestrator's
+    /// own form of RFC 3339 ([`run_time`]); `None` when it has not said (yet).
+    #[serde(default, deserialize_with = "kept_run_time")]
+    pub requested_at: Option<Timestamp>,
+    #[serde(default, deserialize_with = "kept_run_time")]
+    pub started_at: Option<Timestamp>,
+    #[serde(default, deserialize_with = "kept_run_time")]
+    pub finished_at: Option<Timestamp>,
     pub detail: String,
 }
 
@@ -72,13 +77,27 @@ pub struct Pipeline {
 
 /// A run time as an orchestrator wrote it (`2026-11-24 14:58:40.000000+00:00`,
 /// `2026-12-01T10:00:09.000000Z`), read as the instant it names; `None` when it gave
-/// none. A time that is not RFC 3339 is an error naming `whose` and the text.
+/// none (or an empty one). A time that is not RFC 3339 is an error naming `whose` and
+/// the text.
 pub fn run_time(text: Option<String>, whose: impl std::fmt::Display) -> Result<Option<Timestamp>> {
-    text.map(|text| {
-        Timestamp::from_rfc3339(&text)
-            .map_err(|e| anyhow::anyhow!("{whose}: run time {:?} is not an RFC 3339 time", e.text))
-    })
-    .transpose()
+    text.filter(|text| !text.trim().is_empty())
+        .map(|text| {
+            Timestamp::from_rfc3339(&text).map_err(|e| {
+                anyhow::anyhow!("{whose}: run time {:?} is not an RFC 3339 time", e.text)
+            })
+        })
+        .transpose()
+}
+
+/// A run time as an incident kept it: since times had a type, as dataward writes them;
+/// before, as the orchestrator wrote it (any RFC 3339), or "" for none.
+fn kept_run_time<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Timestamp>, D::Error> {
+    match Option::<String>::deserialize(d)?.as_deref() {
+        None | Some("") => Ok(None),
+        Some(text) => Timestamp::from_rfc3339(text)
+            .map(Some)
+            .map_err(serde::de::Error::custom),
+    }
 }
 
 /// A job's schedule as its orchestrator reports it.
@@ -174,14 +193,14 @@ pub trait Orchestrator: Send + Sync {
     fn restore(&self, job: &str, before: &Schedule) -> Result<()>;
     /// Queues one run of `job`. Idempotent on `key`: asking again with the same key
     /// returns the run the first ask made (and `true`), as Airflow's dag_run_id does.
-    fn queue_run(&self, job: &str, at: &str, by: &str, key: &str) -> Result<(String, bool)>;
+    fn queue_run(&self, job: &str, at: Timestamp, by: &str, key: &str) -> Result<(String, bool)>;
     /// Queues one run of `job` with an exact command instead of its own (a backfill's
     /// `dbt build --select ... --event-time-start ...`). Idempotent on `key`.
     fn queue_command(
         &self,
         job: &str,
         command: &str,
-        at: &str,
+        at: Timestamp,
         by: &str,
         key: &str,
     ) -> Result<(String, bool)> {

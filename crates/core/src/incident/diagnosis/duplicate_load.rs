@@ -28,7 +28,7 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
         "{} came to {} (measured {}), {ratio:.1}x the usual {}: about {} whole extra {} of the load landed, as when a load runs twice",
         breach.subject(),
         breach.amount(breach.value),
-        figure::when(&breach.at),
+        figure::when(breach.at),
         breach.amount(baseline),
         copies - 1.0,
         if copies == 2.0 { "copy" } else { "copies" }

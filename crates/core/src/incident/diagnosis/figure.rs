@@ -1,6 +1,7 @@
 //! A figure: one measurement with its subject, its unit and when it was taken, so a
 //! cause never shows seconds as rows or a day's volume as the table's size.
 
+use crate::clock::Timestamp;
 use crate::config::CheckKind;
 use crate::detect::{Range, SchemaChange, VerdictKind};
 pub use crate::monitor::amount;
@@ -15,14 +16,14 @@ pub struct Figure {
     pub value: f64,
     pub verdict: VerdictKind,
     pub expected: Option<Range>,
-    /// When it was measured (`YYYY-MM-DDTHH:MM:SSZ`).
-    pub at: String,
+    /// When it was measured.
+    pub at: Timestamp,
     /// volume: the day measured.
     pub day: Option<String>,
     /// volume: the day is today, counted up to `at`.
     pub partial: bool,
     /// null_rate: only rows loaded since then were measured.
-    pub since: Option<String>,
+    pub since: Option<Timestamp>,
 }
 
 impl Default for Figure {
@@ -34,7 +35,7 @@ impl Default for Figure {
             value: 0.0,
             verdict: VerdictKind::Unknown,
             expected: None,
-            at: String::new(),
+            at: Timestamp::default(),
             day: None,
             partial: false,
             since: None,
@@ -42,12 +43,9 @@ impl Default for Figure {
     }
 }
 
-/// "2026-11-24T14:10:00Z" -> "2026-11-24 14:10".
-pub fn when(at: &str) -> String {
-    match (at.get(..10), at.get(11..16)) {
-        (Some(day), Some(time)) => format!("{day} {time}"),
-        _ => at.to_string(),
-    }
+/// 2026-11-24T14:10:00Z as people read it beside a cause: "2026-11-24 14:10".
+pub fn when(at: Timestamp) -> String {
+    at.naive().format("%Y-%m-%d %H:%M").to_string()
 }
 
 /// A breach as one short sentence, for a title; a schema breach says what changed:
@@ -83,7 +81,7 @@ impl Figure {
             CheckKind::Volume => match (&self.day, self.partial) {
                 (Some(day), true) => format!(
                     "rows loaded into {table} on {day} up to {}",
-                    self.at.get(11..16).unwrap_or("now")
+                    self.at.hour_minute()
                 ),
                 (Some(day), false) => format!("rows loaded into {table} on {day}"),
                 (None, _) => format!("rows loaded into {table} per day"),
@@ -94,7 +92,7 @@ impl Figure {
                 match &self.since {
                     Some(since) => format!(
                         "null rate of {table}.{column} in rows loaded since {}",
-                        when(since)
+                        when(*since)
                     ),
                     None => format!("null rate of {table}.{column}"),
                 }
@@ -161,7 +159,7 @@ impl Figure {
                 "the columns of {} changed ({} now); measured {}",
                 self.table,
                 self.amount(self.value),
-                when(&self.at)
+                when(self.at)
             );
         }
         let direction = match (self.verdict, self.check) {
@@ -200,7 +198,7 @@ impl Figure {
             "{} {direction} {}{against}; measured {}",
             self.subject(),
             self.amount(self.value),
-            when(&self.at)
+            when(self.at)
         )
     }
 }
@@ -302,7 +300,7 @@ mod tests {
     fn a_null_rate_names_its_column_and_window() {
         let mut f = figure(CheckKind::NullRate, 0.5, VerdictKind::High, 0.0);
         f.column = Some("amount".into());
-        f.since = Some("2026-11-23T14:10:00Z".into());
+        f.since = Some("2026-11-23T14:10:00Z".parse().unwrap());
         f.expected = Some(Range {
             low: 0.0,
             high: 0.02,

@@ -18,7 +18,7 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
     let day = breach.day.as_deref()?;
     let upstream: Vec<&ParentDay> = model.parents.iter().filter(|p| p.day == day).collect();
     let period = window.period?;
-    let behind = periods_back(day, &breach.at, period)?;
+    let behind = periods_back(day, breach.at, period)?;
     let parents = upstream
         .iter()
         .map(|p| match p.share {
@@ -46,7 +46,7 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
             .share()
             .map(|s| format!("{s}% of the usual"))
             .unwrap_or_else(|| breach.amount(breach.value)),
-        figure::when(&breach.at),
+        figure::when(breach.at),
         model = model.model,
     );
     let mut evidence = vec![breach.sentence()];
@@ -108,7 +108,7 @@ fn beyond_reach(model: &IncrementalFacts, short: &Figure) -> bool {
     // A scheduled run that still reaches it makes it no gap (yet).
     window
         .period
-        .and_then(|period| periods_back(day, &short.at, period))
+        .and_then(|period| periods_back(day, short.at, period))
         .is_some_and(|behind| behind > i64::from(window.lookback))
 }
 
@@ -182,23 +182,21 @@ fn before_begin(window: &Window, day: &str) -> bool {
     begin.get(..10).is_some_and(|begin| day < begin)
 }
 
-/// Whole periods from the start of `day` (YYYY-MM-DD) to the period holding `at` (a
-/// timestamp): days, or hours. None for longer periods: a day is judged within them.
-fn periods_back(day: &str, at: &str, period: Period) -> Option<i64> {
+/// Whole periods from the start of `day` (YYYY-MM-DD) to the period holding `at`:
+/// days, or hours. None for longer periods: a day is judged within them.
+fn periods_back(day: &str, at: Timestamp, period: Period) -> Option<i64> {
+    use chrono::Timelike;
     let start = chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d").ok()?;
-    let today = chrono::NaiveDate::parse_from_str(at.get(..10)?, "%Y-%m-%d").ok()?;
+    let today = at.naive().date();
     match period {
         Period::Day => Some((today - start).num_days()),
-        Period::Hour => {
-            let hour: i64 = at.get(11..13)?.parse().ok()?;
-            Some((today - start).num_days() * 24 + hour)
-        }
+        Period::Hour => Some((today - start).num_days() * 24 + i64::from(at.naive().hour())),
         Period::Month | Period::Year => None,
     }
 }
 
 /// How many periods back a run must reach to rebuild `day` when run at `at`.
-pub fn reach_needed(day: &str, at: &str, period: Period) -> Option<u32> {
+pub fn reach_needed(day: &str, at: Timestamp, period: Period) -> Option<u32> {
     periods_back(day, at, period).and_then(|d| u32::try_from(d).ok())
 }
 
@@ -214,7 +212,7 @@ mod tests {
         let mut volume = figure(CheckKind::Volume, 580.0, VerdictKind::Low, 1_000.0);
         volume.table = "analytics.fct_daily".into();
         volume.day = Some("2026-11-28".into());
-        volume.at = "2026-11-30T02:40:00Z".into();
+        volume.at = "2026-11-30T02:40:00Z".parse().unwrap();
         let mut f = facts(volume);
         f.table = "analytics.fct_daily".into();
         f.incremental = Some(IncrementalFacts {
@@ -264,7 +262,11 @@ mod tests {
             "fct_daily is a microbatch model: batch_size = day, lookback = 1"
         );
         assert_eq!(
-            reach_needed("2026-11-28", "2026-11-30T02:40:00Z", Period::Day),
+            reach_needed(
+                "2026-11-28",
+                "2026-11-30T02:40:00Z".parse().unwrap(),
+                Period::Day
+            ),
             Some(2)
         );
     }
@@ -333,7 +335,11 @@ mod tests {
             d.cause
         );
         assert_eq!(
-            reach_needed("2026-11-28", "2026-11-30T02:40:00Z", Period::Hour),
+            reach_needed(
+                "2026-11-28",
+                "2026-11-30T02:40:00Z".parse().unwrap(),
+                Period::Hour
+            ),
             Some(50)
         );
         // Monthly batches: a day is not what a run is counted in.

@@ -18,6 +18,7 @@ mod upstream;
 
 use serde::{Deserialize, Serialize};
 
+use crate::clock::Timestamp;
 use crate::detect::SchemaChange;
 use crate::monitor::thousands;
 pub use figure::{amount, breach_headline, when, Figure};
@@ -37,13 +38,13 @@ pub struct Facts {
     /// The upstream table the monitor names as its source, if any.
     pub source_table: Option<String>,
     /// Schema changes seen on the upstream table, with when they were seen.
-    pub source_changes: Vec<(String, SchemaChange)>,
+    pub source_changes: Vec<(Timestamp, SchemaChange)>,
     /// Schema changes seen on the breached table itself.
-    pub table_changes: Vec<(String, SchemaChange)>,
+    pub table_changes: Vec<(Timestamp, SchemaChange)>,
     /// The upstream table's latest row count.
     pub source_rows: Option<Figure>,
     /// This table's recent row counts, oldest first: (when, rows).
-    pub recent_counts: Vec<(String, f64)>,
+    pub recent_counts: Vec<(Timestamp, f64)>,
     /// The systems the team's notes say write this table.
     pub writers: Vec<WriterFact>,
     /// An open incident on a table upstream of this one (by lineage).
@@ -346,10 +347,12 @@ fn headline(facts: &Facts, diagnosis: &Diagnosis) -> String {
 }
 
 /// The latest type change of a column in a list of schema changes: (when, column, from, to).
-fn type_change(changes: &[(String, SchemaChange)]) -> Option<(String, String, String, String)> {
+fn type_change(
+    changes: &[(Timestamp, SchemaChange)],
+) -> Option<(Timestamp, String, String, String)> {
     changes.iter().rev().find_map(|(at, change)| match change {
         SchemaChange::TypeChanged { column, from, to } => {
-            Some((at.clone(), column.clone(), from.clone(), to.clone()))
+            Some((*at, column.clone(), from.clone(), to.clone()))
         }
         _ => None,
     })
@@ -401,7 +404,7 @@ pub(crate) mod test_facts {
                 high: baseline * 1.2,
                 baseline,
             }),
-            at: "2026-11-24T14:10:00Z".into(),
+            at: "2026-11-24T14:10:00Z".parse().unwrap(),
             day: None,
             partial: false,
             since: None,
@@ -429,7 +432,7 @@ mod tests {
         let mut schema = facts(figure(CheckKind::Schema, 4.0, VerdictKind::Changed, 4.0));
         schema.breach.expected = None;
         schema.table_changes = vec![(
-            "2026-11-24T14:05:00Z".into(),
+            "2026-11-24T14:05:00Z".parse().unwrap(),
             SchemaChange::TypeChanged {
                 column: "zip_code".into(),
                 from: "INTEGER".into(),
@@ -446,7 +449,7 @@ mod tests {
         let late = figure(CheckKind::Freshness, 86_400.0, VerdictKind::Late, 300.0);
         let mut added = facts(figure(CheckKind::Schema, 5.0, VerdictKind::Changed, 4.0));
         added.table_changes = vec![(
-            added.breach.at.clone(),
+            added.breach.at,
             SchemaChange::Added {
                 column: "note".into(),
                 data_type: "TEXT".into(),

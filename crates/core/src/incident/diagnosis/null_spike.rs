@@ -20,9 +20,9 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
     if let Some(r) = breach.expected {
         cause.push_str(&format!(" from a usual {}", breach.amount(r.baseline)));
     }
-    cause.push_str(&format!(" (measured {})", figure::when(&breach.at)));
+    cause.push_str(&format!(" (measured {})", figure::when(breach.at)));
     let mut evidence = vec![breach.sentence()];
-    let same_column = |changes: &[(String, SchemaChange)]| {
+    let same_column = |changes: &[(Timestamp, SchemaChange)]| {
         type_change(changes).filter(|(_, c, _, _)| c.eq_ignore_ascii_case(&column))
     };
     let upstream = same_column(&facts.source_changes)
@@ -31,11 +31,11 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
     let column_change = upstream.map(|(table, (at, column, from, to))| {
         cause.push_str(&format!(
             "; {table}.{column} changed type from {from} to {to} at {}, and values that did not convert may have landed as nulls",
-            figure::when(&at)
+            figure::when(at)
         ));
         evidence.push(format!(
             "schema of {table} at {}: {column} changed type from {from} to {to}",
-            figure::when(&at)
+            figure::when(at)
         ));
         ColumnChange {
             table: facts.table.clone(),
@@ -72,7 +72,7 @@ mod tests {
     fn spike() -> Facts {
         let mut f = figure(CheckKind::NullRate, 0.5, VerdictKind::High, 0.0);
         f.column = Some("amount".into());
-        f.since = Some("2026-11-23T14:10:00Z".into());
+        f.since = Some("2026-11-23T14:10:00Z".parse().unwrap());
         f.expected = Some(Range {
             low: 0.0,
             high: 0.02,
@@ -97,7 +97,7 @@ mod tests {
         let mut f = spike();
         f.source_table = Some("app.payments".into());
         f.source_changes = vec![(
-            "2026-11-23T14:00:00Z".into(),
+            "2026-11-23T14:00:00Z".parse().unwrap(),
             SchemaChange::TypeChanged {
                 column: "amount".into(),
                 from: "integer".into(),

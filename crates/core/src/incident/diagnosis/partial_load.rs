@@ -20,7 +20,7 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
         "{} fell to {} (measured {}){}, with no schema change on {}{}: rows are missing, not re-shaped",
         breach.subject(),
         breach.amount(breach.value),
-        figure::when(&breach.at),
+        figure::when(breach.at),
         breach
             .share()
             .map(|s| format!(", {s}% of the usual"))
@@ -42,9 +42,9 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
             "rows in {}: {} at {}, {} at {}",
             facts.table,
             thousands(*first),
-            figure::when(first_at),
+            figure::when(*first_at),
             thousands(*last),
-            figure::when(last_at)
+            figure::when(*last_at)
         ));
     }
     evidence.extend(other_breaches(facts));
@@ -66,17 +66,17 @@ fn what_the_counts_show(facts: &Facts) -> String {
             format!(
                 "; the count fell to {} at {} and is rising again ({} at {}): a reload is under way",
                 thousands(bottom),
-                figure::when(fell_at),
+                figure::when(*fell_at),
                 thousands(*last),
-                figure::when(last_at)
+                figure::when(*last_at)
             )
         } else {
             format!(
                 "; rows were deleted: the count fell from {} at {} to {} at {}",
                 thousands(w[0].1),
-                figure::when(&w[0].0),
+                figure::when(w[0].0),
                 thousands(bottom),
-                figure::when(fell_at)
+                figure::when(*fell_at)
             )
         };
     }
@@ -86,9 +86,9 @@ fn what_the_counts_show(facts: &Facts) -> String {
     let rise = format!(
         "{} at {}, {} at {}",
         thousands(*first),
-        figure::when(first_at),
+        figure::when(*first_at),
         thousands(*last),
-        figure::when(last_at)
+        figure::when(*last_at)
     );
     let on_schedule = std::iter::once(&facts.breach)
         .chain(&facts.others)
@@ -131,7 +131,10 @@ mod tests {
         volume.day = Some("2026-11-24".into());
         volume.partial = true;
         let mut f = facts(volume);
-        f.recent_counts = counts.iter().map(|(at, n)| (at.to_string(), *n)).collect();
+        f.recent_counts = counts
+            .iter()
+            .map(|(at, n)| (at.parse().unwrap(), *n))
+            .collect();
         f
     }
 
@@ -154,7 +157,7 @@ mod tests {
         );
         // A batch a poll before, nothing since: still the loader appending.
         f.recent_counts
-            .push(("2026-11-24T14:15:00Z".into(), 6_040.0));
+            .push(("2026-11-24T14:15:00Z".parse().unwrap(), 6_040.0));
         let cause = diagnose(&f).unwrap().cause;
         assert!(
             cause.contains("so the count rising (6,000 at 2026-11-24 14:05, 6,040 at 2026-11-24 14:15) is the loader appending"),

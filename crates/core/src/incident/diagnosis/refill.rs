@@ -23,7 +23,7 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
         (Some(source), Some((source_at, _, source_from, source_to))) => {
             evidence.push(format!(
                 "schema of {source} at {}: {column} changed type from {source_from} to {source_to}",
-                figure::when(source_at)
+                figure::when(*source_at)
             ));
             format!("{source}.{column} changed type from {source_from} to {source_to}")
         }
@@ -31,7 +31,7 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
     };
     evidence.push(format!(
         "schema of {table} at {}: {column} is now {to} (was {from}); a column's type cannot change in place while rows are this short, so the table was re-created",
-        figure::when(&at)
+        figure::when(at)
     ));
     cause.push_str(&format!("; {table} was re-created"));
     if let Some(writer) = facts.writers.first() {
@@ -54,9 +54,9 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
         evidence.push(format!(
             "rows in {table}: {} at {}, {} at {}: {}",
             thousands(*first),
-            figure::when(first_at),
+            figure::when(*first_at),
             thousands(*last),
-            figure::when(last_at),
+            figure::when(*last_at),
             if rising {
                 "rising, the table is being refilled"
             } else {
@@ -70,7 +70,7 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
     if let Some(share) = breach.share() {
         cause.push_str(&format!(
             "; it held {share}% of its usual rows at {}",
-            figure::when(&breach.at)
+            figure::when(breach.at)
         ));
     }
     if let (Some(source), Some(rows), Some(baseline)) = (
@@ -82,7 +82,7 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
             evidence.push(format!(
                 "{source} still holds {} (measured {}): the rows are not lost at the source",
                 rows.amount(rows.value),
-                figure::when(&rows.at)
+                figure::when(rows.at)
             ));
             cause.push_str(&format!("; {source} still holds every row"));
         }
@@ -116,7 +116,7 @@ mod tests {
             20_000.0,
         ));
         f.table_changes = vec![(
-            "2026-11-24T14:05:00Z".into(),
+            "2026-11-24T14:05:00Z".parse().unwrap(),
             SchemaChange::TypeChanged {
                 column: "zip_code".into(),
                 from: "SMALLINT".into(),
@@ -124,8 +124,8 @@ mod tests {
             },
         )];
         f.recent_counts = vec![
-            ("2026-11-24T14:05:00Z".into(), 2_000.0),
-            ("2026-11-24T14:10:00Z".into(), 4_400.0),
+            ("2026-11-24T14:05:00Z".parse().unwrap(), 2_000.0),
+            ("2026-11-24T14:10:00Z".parse().unwrap(), 4_400.0),
         ];
         f
     }

@@ -28,7 +28,7 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
             format!("{table}.{column} changed type from {from} to {to} in place; {readers}"),
             format!(
                 "schema of {table} at {}: {column} is now {to} (was {from})",
-                figure::when(&at)
+                figure::when(at)
             ),
             Some(ColumnChange {
                 table: table.clone(),
@@ -42,7 +42,7 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
             format!("{table}.{column} was removed; {readers}"),
             format!(
                 "schema of {table} at {}: {column} ({was}) is gone",
-                figure::when(&at)
+                figure::when(at)
             ),
             None,
             Some(column),
@@ -71,13 +71,13 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
 
 enum Change {
     Type {
-        at: String,
+        at: Timestamp,
         column: String,
         from: String,
         to: String,
     },
     Removed {
-        at: String,
+        at: Timestamp,
         column: String,
         was: String,
     },
@@ -91,13 +91,13 @@ fn latest_column_change(facts: &Facts) -> Option<Change> {
         .rev()
         .find_map(|(at, change)| match change {
             SchemaChange::TypeChanged { column, from, to } => Some(Change::Type {
-                at: at.clone(),
+                at: *at,
                 column: column.clone(),
                 from: from.clone(),
                 to: to.clone(),
             }),
             SchemaChange::Removed { column, data_type } => Some(Change::Removed {
-                at: at.clone(),
+                at: *at,
                 column: column.clone(),
                 was: data_type.clone(),
             }),
@@ -115,7 +115,7 @@ mod tests {
     fn an_in_place_change_that_breaks_a_model_names_the_model_and_why() {
         let mut f = facts(figure(CheckKind::Schema, 5.0, VerdictKind::Changed, 5.0));
         f.table_changes = vec![(
-            "2026-11-24T14:05:00Z".into(),
+            "2026-11-24T14:05:00Z".parse().unwrap(),
             SchemaChange::TypeChanged {
                 column: "amount".into(),
                 from: "integer".into(),
@@ -147,7 +147,7 @@ mod tests {
     fn a_removed_column_that_models_read_is_named_with_them() {
         let mut f = facts(figure(CheckKind::Schema, 4.0, VerdictKind::Changed, 5.0));
         f.table_changes = vec![(
-            "2026-11-24T14:05:00Z".into(),
+            "2026-11-24T14:05:00Z".parse().unwrap(),
             SchemaChange::Removed {
                 column: "payment_method".into(),
                 data_type: "text".into(),

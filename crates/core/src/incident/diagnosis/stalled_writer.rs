@@ -11,7 +11,7 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
         .find(|f| f.check == CheckKind::Freshness && f.verdict == VerdictKind::Late)?;
     let table = &facts.table;
     let since = last_load(late)
-        .map(|at| format!(" since {}", figure::when(&crate::clock::timestamp(at))))
+        .map(|at| format!(" since {}", figure::when(at)))
         .unwrap_or_default();
     let mut cause = format!("{table} has not loaded{since}");
     if facts.writers.is_empty() {
@@ -38,7 +38,7 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
         .filter_map(|f| {
             let day = f.day.as_deref()?;
             let until = if f.partial {
-                format!(" up to {}", f.at.get(11..16)?)
+                format!(" up to {}", f.at.hour_minute())
             } else {
                 String::new()
             };
@@ -59,17 +59,18 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
 }
 
 /// When a freshness figure says its table last loaded: measured at, less the time since.
-fn last_load(freshness: &Figure) -> Option<chrono::NaiveDateTime> {
-    let at = crate::clock::Timestamp::parse(&freshness.at).ok()?.naive();
-    Some(at - chrono::TimeDelta::seconds(freshness.value.round() as i64))
+fn last_load(freshness: &Figure) -> Option<Timestamp> {
+    let ago = chrono::TimeDelta::try_seconds(freshness.value.round() as i64)?;
+    freshness
+        .at
+        .naive()
+        .checked_sub_signed(ago)
+        .map(Timestamp::from_naive)
 }
 
 /// What one of the writer's other tables did since this one last loaded: loaded after
 /// it (Some(true)), has not (Some(false): stopped too, late yet or not), or not known.
-fn loaded_since(
-    stopped_at: Option<chrono::NaiveDateTime>,
-    freshness: Option<&Figure>,
-) -> Option<bool> {
+fn loaded_since(stopped_at: Option<Timestamp>, freshness: Option<&Figure>) -> Option<bool> {
     let freshness = freshness.filter(|f| f.verdict != VerdictKind::Unknown)?;
     Some(last_load(freshness)? > stopped_at?)
 }
@@ -77,11 +78,7 @@ fn loaded_since(
 /// Whether the writer stalled as a whole, which only its other tables can tell: it
 /// stalled when every table it writes stopped; when others loaded after this one
 /// stopped, only this table stopped.
-fn what_the_writer_did(
-    table: &str,
-    stopped_at: Option<chrono::NaiveDateTime>,
-    writer: &WriterFact,
-) -> String {
+fn what_the_writer_did(table: &str, stopped_at: Option<Timestamp>, writer: &WriterFact) -> String {
     let who = match &writer.owner {
         Some(owner) => format!("{} (owner {owner})", writer.name),
         None => writer.name.clone(),

@@ -18,7 +18,7 @@ use super::{Driver, DriverKind, Found, OpenDatabase, Session, Value};
 use crate::warehouse::{
     changed_copy, check_restorable, check_unchanged_since, CastTarget, CheckQuery, Column,
     DayCount, DayPrint, KeyGap, Limit, NullCounts, Planned, Relation, Restored, TableCounts,
-    TableScan, TableVersion, Uncastable, Warehouse, WarehouseError, EARLIER, PRUNING_SLACK,
+    TableScan, TableVersion, Uncastable, Warehouse, WarehouseError, PRUNING_SLACK,
     UNCASTABLE_EXAMPLES, VERSIONS,
 };
 
@@ -119,7 +119,7 @@ pub trait Dialect: Send + Sync + Sized + 'static {
         copy: &Relation,
     ) -> Result<(), WarehouseError>;
     /// The time a snapshot was taken, by the warehouse's clock.
-    fn now(s: &mut Session) -> Result<String, WarehouseError>;
+    fn now(s: &mut Session) -> Result<crate::clock::Timestamp, WarehouseError>;
     /// Drops a copy made by [`Self::snapshot`] if it exists.
     fn drop_copy(
         wh: &AdbcWarehouse<Self>,
@@ -675,7 +675,7 @@ impl<D: Dialect> Warehouse for AdbcWarehouse<D> {
                 table: relation.to_string(),
                 copy: copy.to_string(),
                 rows,
-                taken_at: D::now(s)?,
+                taken_at: Some(D::now(s)?),
                 scope: None,
                 after: None,
             })
@@ -774,7 +774,7 @@ impl<D: Dialect> Warehouse for AdbcWarehouse<D> {
                 table: relation.to_string(),
                 copy: copy.to_string(),
                 rows: count_rows::<D>(s, &copy)?,
-                taken_at: EARLIER.to_string(),
+                taken_at: None,
                 scope: None,
                 after: None,
             }))

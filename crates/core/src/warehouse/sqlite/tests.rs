@@ -330,11 +330,7 @@ fn a_version_puts_the_table_back_exactly() {
         "ANALYTICS.dataward_versions__analytics__fct_shipments__inc_0003_p1"
     );
     assert_eq!(version.rows, 4);
-    assert!(
-        chrono::DateTime::parse_from_rfc3339(&version.taken_at).is_ok(),
-        "{}",
-        version.taken_at
-    );
+    assert!(version.taken_at.is_some(), "{version:?}");
     // The copy has the table's columns with their declared types; the generated
     // one is computed again on restore.
     let copy = Relation::parse(&version.copy).unwrap();
@@ -404,7 +400,7 @@ fn a_version_is_found_again_by_its_tag() {
         .unwrap();
     let found = wh.find_version(&rel, "inc_0003_p1").unwrap().unwrap();
     assert_eq!((&found.copy, found.rows), (&version.copy, version.rows));
-    assert_eq!(found.taken_at, EARLIER);
+    assert_eq!(found.taken_at, None);
     assert_eq!(wh.find_version(&rel, "INC-0003-P2").unwrap(), None);
 }
 
