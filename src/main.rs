@@ -58,7 +58,8 @@ enum Cmd {
         #[arg(long, value_name = "ROLE", requires = "headless")]
         approve_as: Option<String>,
     },
-    /// Run the monitors in a config and print their verdicts; exit 1 on any breach.
+    /// Run the monitors in a config and print their verdicts; exit 1 on any breach
+    /// (but one whose monitor is snoozed or in a maintenance window: shown, quiet).
     Check {
         #[arg(long, value_name = "FILE")]
         config: PathBuf,

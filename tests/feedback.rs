@@ -327,3 +327,89 @@ fn a_malformed_window_is_refused_at_start_and_on_reload_naming_file_line_and_key
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("policy"), "{}", text(&out));
 }
+
+/// `dataward check --once --json` on the estate: its exit code, and each check's line.
+fn check(dir: &Path) -> (Option<i32>, Vec<serde_json::Value>) {
+    let config = dir.join("team.toml");
+    let out = dataward(
+        &[
+            "check",
+            "--once",
+            "--json",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        &dir.join("data"),
+    );
+    let lines = text(&out)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|l| l.get("monitor").is_some())
+        .collect();
+    (out.status.code(), lines)
+}
+
+fn line_of<'a>(lines: &'a [serde_json::Value], table: &str) -> &'a serde_json::Value {
+    lines
+        .iter()
+        .find(|l| l["table"] == table)
+        .unwrap_or_else(|| panic!("no line for {table}: {lines:#?}"))
+}
+
+#[test]
+fn check_shows_a_quiet_monitors_breach_and_it_does_not_fail_the_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let now = chrono::Utc::now();
+    let at = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let extra = format!(
+        "[[maintenance]]\ntables = [\"quiet_orders\"]\nstart = \"{}\"\nend = \"{}\"\n\
+         reason = \"the weekly reload\"\n",
+        at(now - chrono::TimeDelta::hours(1)),
+        at(now + chrono::TimeDelta::hours(6)),
+    );
+    estate(
+        root,
+        &["quiet_orders", "loud_orders"],
+        100_000,
+        "1h",
+        &extra,
+    );
+
+    // Both breach. The one inside its maintenance window says so, and only the loud one
+    // fails the check.
+    let (code, lines) = check(root);
+    assert_eq!(code, Some(1), "{lines:#?}");
+    let quiet = line_of(&lines, "quiet_orders");
+    assert_eq!(quiet["verdict"], "low", "{quiet}");
+    assert_eq!(
+        quiet["quiet"]["why"], "maintenance: the weekly reload",
+        "{quiet}"
+    );
+    assert!(line_of(&lines, "loud_orders").get("quiet").is_none());
+
+    // The owner snoozes the loud one through the engine: now nothing fails the check,
+    // and both lines say why.
+    let _engine = spawn_serve(root, &[]);
+    let data = root.join("data");
+    let out = dataward(
+        &[
+            "snooze",
+            "local.loud_orders",
+            "2h",
+            "--reason",
+            "vendor refill",
+        ],
+        &data,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let (code, lines) = check(root);
+    assert_eq!(code, Some(0), "{lines:#?}");
+    let loud = line_of(&lines, "loud_orders");
+    assert_eq!(loud["verdict"], "low", "{loud}");
+    let why = loud["quiet"]["why"].as_str().unwrap_or_default();
+    assert!(
+        why.starts_with("snoozed by") && why.ends_with("vendor refill"),
+        "{loud}"
+    );
+}

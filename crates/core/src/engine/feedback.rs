@@ -11,45 +11,18 @@
 //! (or a SIGKILL) forgets neither.
 
 use super::*;
+use crate::approve::quiet::{quiet_at, Quiet};
 use crate::store::quiet::Snooze;
 
 /// The longest snooze: past a week, a monitor nobody wants to hear from should be
 /// changed in the config, where everyone sees it.
 pub const MAX_SNOOZE_SECONDS: u64 = 7 * 86_400;
 
-/// Why a monitor pages nobody now.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) enum Quiet {
-    /// A person's snooze, set by chain record `seq`.
-    Snoozed {
-        seq: u64,
-        until: Timestamp,
-        why: String,
-    },
-    /// A `[[maintenance]]` window of the config, open now.
-    Maintenance(crate::config::OpenWindow),
-}
-
-impl Quiet {
-    fn until(&self) -> Timestamp {
-        match self {
-            Quiet::Snoozed { until, .. } => *until,
-            Quiet::Maintenance(window) => window.end,
-        }
-    }
-
-    fn why(&self) -> String {
-        match self {
-            Quiet::Snoozed { why, .. } => why.clone(),
-            Quiet::Maintenance(window) => format!("maintenance: {}", window.reason),
-        }
-    }
-
-    pub(super) fn view(&self) -> QuietView {
-        QuietView {
-            until: self.until(),
-            why: self.why(),
-        }
+/// What a quiet monitor shows clients: until when, and why.
+pub(super) fn quiet_view(quiet: &Quiet) -> QuietView {
+    QuietView {
+        until: quiet.until(),
+        why: quiet.why(),
     }
 }
 
@@ -245,28 +218,7 @@ impl Engine {
         table: &str,
         at: Timestamp,
     ) -> Result<Option<Quiet>> {
-        let snoozed = snoozes
-            .iter()
-            .filter(|s| s.monitor == monitor && s.until > at)
-            .max_by_key(|s| s.until);
-        if let Some(s) = snoozed {
-            let by = serde_json::from_str(&s.actor)
-                .map(|actor| stop::display(&actor))
-                .unwrap_or_default();
-            return Ok(Some(Quiet::Snoozed {
-                seq: s.seq,
-                until: s.until,
-                why: format!("snoozed by {by}: {}", s.reason),
-            }));
-        }
-        Ok(self
-            .config
-            .maintenance
-            .iter()
-            .filter(|w| w.covers(&self.config, table))
-            .filter_map(|w| w.open_at(at))
-            .max_by_key(|w| w.end)
-            .map(Quiet::Maintenance))
+        Ok(quiet_at(&self.config, snoozes, monitor, table, at))
     }
 
     /// An observation taken while its monitor is quiet: a maintenance window's points
@@ -324,7 +276,7 @@ impl Engine {
         for m in &self.config.monitor {
             let name = Config::monitor_name(m);
             if let Ok(Some(quiet)) = self.quiet_among(&snoozes, &name, &m.table, now) {
-                views.insert(name, quiet.view());
+                views.insert(name, quiet_view(&quiet));
             }
         }
         views

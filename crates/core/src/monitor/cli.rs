@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::poller::{Explained, PollCost, Poller, Sender};
 use super::{thousands, Health, Observation};
+use crate::approve::quiet::{quiet_at, Quiet};
 use crate::config::{parse_duration, Config};
 use crate::detect::labelled::WindowScore;
 use crate::detect::{self, volume, VerdictKind};
@@ -56,6 +57,17 @@ pub struct CheckLine<'a> {
     /// volume: the days short but not yet built by the table's job, so not judged.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_built: Option<&'a str>,
+    /// The monitor pages nobody now (a snooze, a maintenance window): a breach under
+    /// it is shown but does not fail the exit code.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quiet: Option<QuietLine>,
+}
+
+/// Until when a monitor is quiet, and why, as `check --json` prints it.
+#[derive(Debug, Serialize)]
+pub struct QuietLine {
+    pub until: crate::clock::Timestamp,
+    pub why: String,
 }
 
 impl<'a> CheckLine<'a> {
@@ -79,13 +91,14 @@ impl<'a> CheckLine<'a> {
             score: o.detail.score,
             message: o.detail.message.as_deref(),
             not_built: o.detail.not_built.as_deref(),
+            quiet: None,
         }
     }
 }
 
 /// Runs the monitors in the config: once (`--once`), or on their schedules until
-/// stopped. Exit 1 when any check of the last poll is in breach, 3 when none is but
-/// some check could not run.
+/// stopped. Exit 1 when any check of the last poll is in breach (its monitor not
+/// snoozed nor in a maintenance window), 3 when none is but some check could not run.
 pub fn check(
     config_path: &Path,
     once: bool,
@@ -109,9 +122,10 @@ pub fn check(
     poller.set_progress(Some(first_poll_progress()));
     let polled = poll(&poller, &config.monitor, data_dir, &mut beside)?;
     poller.set_progress(None);
-    let observations = print_poll(&config.monitor, polled, json, explain)?;
+    let quiet = quiet_of(&config, data_dir, &polled.0)?;
+    let observations = print_poll(&config.monitor, polled, &quiet, json, explain)?;
     if once {
-        return Ok(exit_code(&observations));
+        return Ok(exit_code(&observations, &quiet));
     }
     let every: Vec<Duration> = config
         .monitor
@@ -130,7 +144,8 @@ pub fn check(
         }
         if !monitors.is_empty() {
             let polled = poll(&poller, &monitors, data_dir, &mut beside)?;
-            print_poll(&monitors, polled, json, explain)?;
+            let quiet = quiet_of(&config, data_dir, &polled.0)?;
+            print_poll(&monitors, polled, &quiet, json, explain)?;
         }
         let Some(next) = next_due.iter().min() else {
             return Ok(ExitCode::SUCCESS);
@@ -200,10 +215,37 @@ fn first_poll_progress() -> super::poller::Progress {
     })
 }
 
-/// 1 on any breach; else 3 when some check could not run (unreachable, failed login,
+/// Why each observation's monitor pages nobody now, if it does not: the snoozes the
+/// state database holds (an engine's, or an earlier `check`'s data directory) and the
+/// config's maintenance windows, as the engine judges them.
+fn quiet_of(
+    config: &Config,
+    data_dir: &Path,
+    observations: &[Observation],
+) -> Result<Vec<Option<Quiet>>> {
+    use crate::store::quiet::QuietStore;
+    let db = data_dir.join("dataward.db");
+    let snoozes = if db.exists() {
+        crate::store::open_read_only(&db)?.running_snoozes()?
+    } else {
+        Vec::new()
+    };
+    let now = crate::clock::Timestamp::from_utc(crate::clock::Clock::wall().now());
+    Ok(observations
+        .iter()
+        .map(|o| quiet_at(config, &snoozes, &o.monitor, &o.table, now))
+        .collect())
+}
+
+/// 1 on any breach (but one whose monitor is quiet: snoozed, or in a maintenance
+/// window); else 3 when some check could not run (unreachable, failed login,
 /// timeout, a missing table), since "ok" would claim what nobody measured; else 0.
-fn exit_code(observations: &[Observation]) -> ExitCode {
-    if observations.iter().any(|o| o.verdict.is_breach()) {
+fn exit_code(observations: &[Observation], quiet: &[Option<Quiet>]) -> ExitCode {
+    let loud_breach = observations
+        .iter()
+        .zip(quiet)
+        .any(|(o, quiet)| o.verdict.is_breach() && quiet.is_none());
+    if loud_breach {
         ExitCode::from(1)
     } else if observations.iter().any(|o| o.health != Health::Ok) {
         ExitCode::from(3)
@@ -217,10 +259,11 @@ fn exit_code(observations: &[Observation]) -> ExitCode {
 fn print_poll(
     monitors: &[crate::config::MonitorConfig],
     (observations, costs, explained): (Vec<Observation>, Vec<PollCost>, Vec<Explained>),
+    quiet: &[Option<Quiet>],
     json: bool,
     explain: bool,
 ) -> Result<Vec<Observation>> {
-    print_observations(&observations, json)?;
+    print_observations(&observations, quiet, json)?;
     if explain {
         print_explained(monitors, &explained, &costs, json)?;
     }
@@ -311,7 +354,11 @@ fn print_explained(
     Ok(())
 }
 
-fn print_observations(observations: &[Observation], json: bool) -> Result<()> {
+fn print_observations(
+    observations: &[Observation],
+    quiet: &[Option<Quiet>],
+    json: bool,
+) -> Result<()> {
     let subject = |o: &Observation| match &o.detail.column {
         Some(column) => format!("{}.{}", o.table, column),
         None => o.table.clone(),
@@ -323,12 +370,14 @@ fn print_observations(observations: &[Observation], json: bool) -> Result<()> {
         .max()
         .unwrap_or(0)
         .max(28);
-    for o in observations {
+    for (o, quiet) in observations.iter().zip(quiet) {
         if json {
-            println!(
-                "{}",
-                sanitize::json(&CheckLine::from_observation(o), false)?
-            );
+            let mut line = CheckLine::from_observation(o);
+            line.quiet = quiet.as_ref().map(|q| QuietLine {
+                until: q.until(),
+                why: q.why(),
+            });
+            println!("{}", sanitize::json(&line, false)?);
             continue;
         }
         let subject = subject(o);
@@ -342,8 +391,18 @@ fn print_observations(observations: &[Observation], json: bool) -> Result<()> {
         } else {
             "  "
         };
+        let quiet = quiet
+            .as_ref()
+            .map(|q| {
+                format!(
+                    "  (quiet until {}: {})",
+                    q.until(),
+                    sanitize::for_terminal(&q.why())
+                )
+            })
+            .unwrap_or_default();
         println!(
-            "{marker} {:<width$} {:<10} {:<12} {}  expected {}",
+            "{marker} {:<width$} {:<10} {:<12} {}  expected {}{quiet}",
             sanitize::for_terminal(&subject),
             o.check.as_str(),
             status,
