@@ -74,7 +74,10 @@ impl EventType {
 
     /// The run ended (well or not): no later state change is expected.
     pub fn is_terminal(self) -> bool {
-        matches!(self, EventType::Complete | EventType::Fail | EventType::Abort)
+        matches!(
+            self,
+            EventType::Complete | EventType::Fail | EventType::Abort
+        )
     }
 }
 
@@ -295,8 +298,12 @@ fn facet<'v>(
     };
     match facets.get(name) {
         None | Some(Value::Null) => Ok(None),
-        Some(value) => object(value, &format!("{facets_path}.{name}"), "a facet (an object)")
-            .map(Some),
+        Some(value) => object(
+            value,
+            &format!("{facets_path}.{name}"),
+            "a facet (an object)",
+        )
+        .map(Some),
     }
 }
 
@@ -352,7 +359,11 @@ fn optional_string(
     }
 }
 
-fn array<'v>(map: &'v Map<String, Value>, key: &str, path: &str) -> Result<&'v [Value], EventError> {
+fn array<'v>(
+    map: &'v Map<String, Value>,
+    key: &str,
+    path: &str,
+) -> Result<&'v [Value], EventError> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(&[]),
         Some(Value::Array(items)) => Ok(items),
@@ -385,5 +396,81 @@ fn truncate(text: &str) -> String {
     match text.char_indices().nth(MAX) {
         Some((at, _)) => format!("{}...", &text[..at]),
         None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"{"eventType": "START", "eventTime": "2026-01-05T02:10:00+01:00",
+        "run": {"runId": "r1"}, "job": {"namespace": "ns", "name": "j"},
+        "producer": "https://example.test/producer"}"#;
+
+    #[test]
+    fn the_required_fields_alone_make_an_event_read_in_utc() {
+        let event = parse_event(MINIMAL).unwrap();
+        assert_eq!(event.event_type, EventType::Start);
+        assert_eq!(event.event_time.to_rfc3339(), "2026-01-05T01:10:00+00:00");
+        assert!(event.inputs.is_empty() && event.outputs.is_empty());
+        assert_eq!(event.run.parent, None);
+        assert_eq!(event.run.error, None);
+    }
+
+    #[test]
+    fn every_spec_event_type_reads_and_only_those() {
+        for name in EventType::NAMES {
+            let parsed = EventType::parse(name).unwrap();
+            assert_eq!(parsed.as_str(), name);
+        }
+        assert_eq!(
+            EventType::parse("start"),
+            None,
+            "the spec's names are upper case"
+        );
+        assert!(EventType::Fail.is_terminal() && !EventType::Running.is_terminal());
+    }
+
+    #[test]
+    fn a_facet_of_the_wrong_shape_refuses_the_event_by_its_path() {
+        let with = |facets: &str| {
+            MINIMAL.replace(
+                r#""runId": "r1""#,
+                &format!(r#""runId": "r1", "facets": {facets}"#),
+            )
+        };
+        let error = parse_event(&with(r#"{"errorMessage": "boom"}"#)).unwrap_err();
+        assert_eq!(error.json_path, "$.run.facets.errorMessage");
+        let error = parse_event(&with(r#"{"errorMessage": {"message": "boom"}}"#)).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "$.run.facets.errorMessage.programmingLanguage: missing; the spec requires it"
+        );
+        let error = parse_event(&with(
+            r#"{"parent": {"run": {"runId": ""}, "job": {"namespace": "n", "name": "p"}}}"#,
+        ))
+        .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "$.run.facets.parent.run.runId: empty; a run needs its id"
+        );
+        let error = parse_event(&MINIMAL.replace(r#""r1""#, "12")).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "$.run.runId: expected a string, found the number 12"
+        );
+    }
+
+    #[test]
+    fn a_negative_row_count_is_refused() {
+        let text = MINIMAL.replace(
+            r#""producer""#,
+            r#""outputs": [{"namespace": "n", "name": "t", "outputFacets": {"outputStatistics": {"rowCount": -3}}}], "producer""#,
+        );
+        let error = parse_event(&text).unwrap_err();
+        assert_eq!(
+            error.json_path,
+            "$.outputs[0].outputFacets.outputStatistics.rowCount"
+        );
     }
 }

@@ -96,7 +96,11 @@ pub struct TailError {
 
 impl std::fmt::Display for TailError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "reading OpenLineage events from {}: {}", self.file, self.error)
+        write!(
+            f,
+            "reading OpenLineage events from {}: {}",
+            self.file, self.error
+        )
     }
 }
 

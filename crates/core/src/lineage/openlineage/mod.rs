@@ -16,8 +16,8 @@ mod file_transport;
 mod naming;
 
 pub use events::{
-    parse_event, read_event, Dataset, ErrorMessage, EventError, EventType, JobName,
-    OutputDataset, ParentRun, Run, RunEvent,
+    parse_event, read_event, Dataset, ErrorMessage, EventError, EventType, JobName, OutputDataset,
+    ParentRun, Run, RunEvent,
 };
-pub use file_transport::{read_from, LineError, Limits, Position, TailError, TailRead};
+pub use file_transport::{read_from, Limits, LineError, Position, TailError, TailRead};
 pub use naming::{table_in, Place, Source};

@@ -176,13 +176,21 @@ pub fn table_in(dataset: &Dataset, place: &Place) -> Option<String> {
             },
         ) => match parts.as_slice() {
             [db, schema, table]
-                if port == *at_port && same_host(&host, at) && db.eq_ignore_ascii_case(database) =>
+                if port == *at_port
+                    && same_host(&host, at)
+                    && db.eq_ignore_ascii_case(database) =>
             {
                 Some(format!("{schema}.{table}"))
             }
             _ => None,
         },
-        (Source::Snowflake { account }, Place::Snowflake { account: at, database }) => {
+        (
+            Source::Snowflake { account },
+            Place::Snowflake {
+                account: at,
+                database,
+            },
+        ) => {
             if account != *at {
                 return None;
             }
@@ -232,4 +240,134 @@ fn same_file(event_path: &str, configured: &Path) -> bool {
     let event = Path::new(event_path);
     let event = event.strip_prefix(".").unwrap_or(event);
     event == configured || (event.is_relative() && configured.ends_with(event))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dataset(namespace: &str, name: &str) -> Dataset {
+        Dataset {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+
+    fn warehouse(toml_text: &str) -> WarehouseConfig {
+        toml::from_str(toml_text).unwrap()
+    }
+
+    #[test]
+    fn namespaces_read_per_the_naming_spec() {
+        assert_eq!(
+            Source::parse("postgres://db.internal:6543"),
+            Source::Postgres {
+                host: "db.internal".into(),
+                port: 6543
+            }
+        );
+        assert_eq!(
+            Source::parse("postgres://[::1]"),
+            Source::Postgres {
+                host: "::1".into(),
+                port: 5432
+            }
+        );
+        assert_eq!(
+            Source::parse("snowflake://MyOrg-MyAccount.snowflakecomputing.com"),
+            Source::Snowflake {
+                account: "myorg-myaccount".into()
+            }
+        );
+        assert_eq!(
+            Source::parse("duckdb://shop.duckdb"),
+            Source::DuckDb {
+                path: "shop.duckdb".into()
+            }
+        );
+        assert_eq!(Source::parse("file"), Source::File { host: None });
+        assert_eq!(
+            Source::parse("kafka://broker:9092"),
+            Source::Other {
+                scheme: "kafka".into(),
+                authority: "broker:9092".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_postgres_dataset_is_found_in_the_warehouse_its_url_names() {
+        let wh = warehouse("kind = \"postgres\"\nurl_env = \"PG_URL\"");
+        let place = Place::of(&wh, Some("postgres://dw:secret@127.0.0.1:55432/analytics")).unwrap();
+        let ours = dataset("postgres://localhost:55432", "analytics.public.payments");
+        assert_eq!(table_in(&ours, &place).as_deref(), Some("public.payments"));
+        for elsewhere in [
+            dataset("postgres://localhost:5432", "analytics.public.payments"),
+            dataset("postgres://other:55432", "analytics.public.payments"),
+            dataset("postgres://localhost:55432", "billing.public.payments"),
+            dataset("postgres://localhost:55432", "public.payments"),
+        ] {
+            assert_eq!(table_in(&elsewhere, &place), None, "{elsewhere:?}");
+        }
+        let dsn = Place::of(&wh, Some("host=db.internal port=5433 dbname=analytics")).unwrap();
+        assert_eq!(
+            table_in(
+                &dataset("postgres://db.internal:5433", "analytics.s.t"),
+                &dsn
+            )
+            .as_deref(),
+            Some("s.t")
+        );
+        assert_eq!(Place::of(&wh, None), None, "no URL, no place");
+    }
+
+    #[test]
+    fn a_snowflake_dataset_is_named_as_the_config_names_tables() {
+        let wh = warehouse(
+            "kind = \"snowflake\"\naccount = \"myorg-acct\"\ndatabase = \"ANALYTICS\"\nuser = \"u\"\npassword_env = \"P\"",
+        );
+        let place = Place::of(&wh, None).unwrap();
+        let ds = dataset("snowflake://MYORG-ACCT", "ANALYTICS.BILLING.PAYMENTS");
+        assert_eq!(table_in(&ds, &place).as_deref(), Some("BILLING.PAYMENTS"));
+        let other_db = dataset("snowflake://myorg-acct", "RAW.BILLING.PAYMENTS");
+        assert_eq!(table_in(&other_db, &place), None);
+    }
+
+    #[test]
+    fn sqlite_tables_are_found_in_the_main_file_or_an_attached_one() {
+        let wh = warehouse(
+            "kind = \"sqlite\"\npath = \"/data/app.db\"\n[attach]\nBILLING = \"/data/billing.db\"",
+        );
+        let place = Place::of(&wh, None).unwrap();
+        let main = dataset("sqlite:///data/app.db", "main.orders");
+        assert_eq!(table_in(&main, &place).as_deref(), Some("orders"));
+        let attached = dataset("sqlite:///data/billing.db", "BILLING.invoices");
+        assert_eq!(
+            table_in(&attached, &place).as_deref(),
+            Some("BILLING.invoices")
+        );
+        let stranger = dataset("sqlite:///elsewhere.db", "orders");
+        assert_eq!(table_in(&stranger, &place), None);
+    }
+
+    #[test]
+    fn a_relative_duckdb_path_matches_the_configured_file_it_ends() {
+        let place = Place::DuckDb {
+            path: "/srv/dbt/shop/shop.duckdb".into(),
+        };
+        for namespace in [
+            "duckdb://shop.duckdb",
+            "duckdb://./shop.duckdb",
+            "duckdb:///srv/dbt/shop/shop.duckdb",
+        ] {
+            let ds = dataset(namespace, "shop.main.fct_orders");
+            assert_eq!(
+                table_in(&ds, &place).as_deref(),
+                Some("main.fct_orders"),
+                "{namespace}"
+            );
+        }
+        let other = dataset("duckdb://other.duckdb", "other.main.fct_orders");
+        assert_eq!(table_in(&other, &place), None);
+    }
 }
