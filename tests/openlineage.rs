@@ -296,22 +296,14 @@ fn bad_lines_are_refused_by_line_and_reason_and_the_good_ones_around_them_kept()
     assert_eq!(read.unread_bytes, 0);
 }
 
-#[test]
-fn a_flood_is_read_in_bounded_pieces_and_nothing_is_lost() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("events.jsonl");
-    let line = &fixture_lines("airflow_task_fail.jsonl")[4];
-    let count = 250;
-    append(&path, (line.clone() + "\n").repeat(count).as_bytes());
-    let limits = Limits {
-        max_lines: 100,
-        max_bytes: 64 * 1024,
-    };
+/// Read the file to its end in reads within `limits`: the line numbers seen, and how
+/// many reads it took.
+fn drain(path: &Path, limits: Limits) -> (Vec<u64>, usize) {
     let mut position = Position::default();
     let mut seen = Vec::new();
     let mut reads = 0;
     loop {
-        let read = read_from(&path, position, limits).unwrap();
+        let read = read_from(path, position, limits).unwrap();
         assert!(read.events.len() <= limits.max_lines);
         assert!(read.refused.is_empty());
         seen.extend(read.events.iter().map(|(n, _)| *n));
@@ -319,12 +311,37 @@ fn a_flood_is_read_in_bounded_pieces_and_nothing_is_lost() {
         reads += 1;
         if !read.limited {
             assert_eq!(read.unread_bytes, 0);
-            break;
+            return (seen, reads);
         }
         assert!(read.unread_bytes > 0, "a limited read says what is left");
     }
-    assert_eq!(seen, (1..=count as u64).collect::<Vec<_>>());
-    assert!(reads > 3, "the byte budget split the file: {reads} reads");
+}
+
+#[test]
+fn a_flood_is_read_in_bounded_pieces_and_nothing_is_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("events.jsonl");
+    let line = &fixture_lines("airflow_task_fail.jsonl")[4];
+    let count = 250;
+    append(&path, (line.clone() + "\n").repeat(count).as_bytes());
+    let every_line: Vec<u64> = (1..=count as u64).collect();
+
+    // Capped by lines: 100, 100, 50.
+    let by_lines = Limits {
+        max_lines: 100,
+        max_bytes: 8 * 1024 * 1024,
+    };
+    assert_eq!(drain(&path, by_lines), (every_line.clone(), 3));
+
+    // Capped by bytes: each read stops at the last whole line within 64 KiB.
+    let by_bytes = Limits {
+        max_lines: 1_000,
+        max_bytes: 64 * 1024,
+    };
+    let per_read = by_bytes.max_bytes / (line.len() + 1);
+    let (seen, reads) = drain(&path, by_bytes);
+    assert_eq!(seen, every_line);
+    assert_eq!(reads, count.div_ceil(per_read));
 }
 
 #[test]
