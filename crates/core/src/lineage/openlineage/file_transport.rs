@@ -166,24 +166,23 @@ pub fn read_from(path: &Path, from: Position, limits: Limits) -> Result<TailRead
     if !read.limited && consumed == 0 && rest == limits.max_bytes {
         // One line fills the whole budget and has not ended: it can never be read
         // within the limits. Refuse it and step over it, so it cannot stall the file.
-        match skip_line(&mut file, start.offset, limits.max_bytes).map_err(failed)? {
-            Some(length) => {
-                read.next.lines += 1;
-                read.next.offset += length;
-                read.refused.push(LineError {
-                    line: read.next.lines,
-                    offset: start.offset,
-                    error: EventError {
-                        json_path: "$".to_string(),
-                        problem: format!(
-                            "the line is {length} bytes, over the {} bytes one read takes; skipped",
-                            limits.max_bytes
-                        ),
-                    },
-                });
-            }
-            // Not ended yet: a write under way; wait for its newline.
-            None => {}
+        // If it has not ended yet it is a write under way: wait for its newline.
+        if let Some(length) =
+            skip_line(&mut file, start.offset, limits.max_bytes).map_err(failed)?
+        {
+            read.next.lines += 1;
+            read.next.offset += length;
+            read.refused.push(LineError {
+                line: read.next.lines,
+                offset: start.offset,
+                error: EventError {
+                    json_path: "$".to_string(),
+                    problem: format!(
+                        "the line is {length} bytes, over the {} bytes one read takes; skipped",
+                        limits.max_bytes
+                    ),
+                },
+            });
         }
     } else if start.offset + (buffer.len() as u64) < meta.len() {
         // The byte budget ended the read with more in the file.
