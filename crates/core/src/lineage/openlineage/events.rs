@@ -8,6 +8,10 @@
 //! shape, a missing required field, or a time without an offset refuses the whole event
 //! with its JSON path: a half-read event would put a run in the wrong state.
 //!
+//! Text is untrusted, so it is cleaned where it enters: names and ids on one line with
+//! every control, escape and bidi character shown as a visible escape; the error message
+//! and stack trace keep their line breaks, and any secret dataward knows is masked.
+//!
 //! Parsed by walking a `serde_json::Value` rather than by a derived `Deserialize`, so a
 //! refusal names the field's path (`$.run.runId`), which serde's derived errors do not.
 
@@ -172,7 +176,8 @@ pub fn read_event(value: &Value) -> Result<RunEvent, EventError> {
             error(
                 "$.eventType",
                 format!(
-                    "{text:?} is not an OpenLineage event type (one of {})",
+                    "{} is not an OpenLineage event type (one of {})",
+                    quoted(text),
                     EventType::NAMES.join(", ")
                 ),
             )
@@ -216,7 +221,10 @@ fn read_time(text: &str, path: &str) -> Result<DateTime<Utc>, EventError> {
         .map_err(|e| {
             error(
                 path,
-                format!("{text:?} is not an RFC 3339 time with an offset ({e})"),
+                format!(
+                    "{} is not an RFC 3339 time with an offset ({e})",
+                    quoted(text)
+                ),
             )
         })
 }
@@ -248,10 +256,14 @@ fn read_error(run: &Map<String, Value>) -> Result<Option<ErrorMessage>, EventErr
         return Ok(None);
     };
     let path = "$.run.facets.errorMessage";
+    let block = |text: String| {
+        let shown = crate::sanitize::for_terminal_block(&text);
+        crate::sanitize::mask_secrets(&shown).into_owned()
+    };
     Ok(Some(ErrorMessage {
-        message: required_string(facet, "message", path)?,
+        message: block(required_raw(facet, "message", path)?),
         programming_language: required_string(facet, "programmingLanguage", path)?,
-        stack_trace: optional_string(facet, "stackTrace", path)?,
+        stack_trace: optional_raw(facet, "stackTrace", path)?.map(block),
     }))
 }
 
@@ -329,10 +341,20 @@ fn required_object<'v>(
     }
 }
 
+/// A string the spec requires, cleaned for one line.
 fn required_string(map: &Map<String, Value>, key: &str, path: &str) -> Result<String, EventError> {
-    let at = format!("{path}.{key}");
-    match optional_string(map, key, path)? {
-        None => Err(error(&at, "missing; the spec requires it")),
+    let mut text = required_raw(map, key, path)?;
+    crate::sanitize::clean_in_place(&mut text);
+    Ok(text)
+}
+
+/// A string the spec requires, as sent (the caller cleans it).
+fn required_raw(map: &Map<String, Value>, key: &str, path: &str) -> Result<String, EventError> {
+    match optional_raw(map, key, path)? {
+        None => Err(error(
+            &format!("{path}.{key}"),
+            "missing; the spec requires it",
+        )),
         Some(text) => Ok(text),
     }
 }
@@ -347,7 +369,7 @@ fn required_id(map: &Map<String, Value>, key: &str, path: &str) -> Result<String
     Ok(id)
 }
 
-fn optional_string(
+fn optional_raw(
     map: &Map<String, Value>,
     key: &str,
     path: &str,
@@ -383,20 +405,22 @@ fn wrong_type(path: &str, expected: &str, found: &Value) -> EventError {
         Value::Null => "null".to_string(),
         Value::Bool(b) => format!("the boolean {b}"),
         Value::Number(n) => format!("the number {n}"),
-        Value::String(s) => format!("the string {:?}", truncate(s)),
+        Value::String(s) => format!("the string {}", quoted(s)),
         Value::Array(_) => "an array".to_string(),
         Value::Object(_) => "an object".to_string(),
     };
     error(path, format!("expected {expected}, found {found}"))
 }
 
-/// Messages quote what they were sent; a huge value is cut, not echoed whole.
-fn truncate(text: &str) -> String {
+/// What was sent, quoted in a refusal: cleaned for the terminal, and a huge value cut
+/// rather than echoed whole.
+fn quoted(text: &str) -> String {
     const MAX: usize = 80;
-    match text.char_indices().nth(MAX) {
+    let cut = match text.char_indices().nth(MAX) {
         Some((at, _)) => format!("{}...", &text[..at]),
         None => text.to_string(),
-    }
+    };
+    format!("\"{}\"", crate::sanitize::for_terminal(&cut))
 }
 
 #[cfg(test)]
@@ -458,6 +482,28 @@ mod tests {
         assert_eq!(
             error.to_string(),
             "$.run.runId: expected a string, found the number 12"
+        );
+    }
+
+    #[test]
+    fn text_is_cleaned_where_it_enters() {
+        let text = MINIMAL
+            .replace(r#""name": "j""#, r#""name": "j\u001b[2J""#)
+            .replace(
+                r#""runId": "r1""#,
+                r#""runId": "r1", "facets": {"errorMessage": {"message": "line one\nline \u202etwo", "programmingLanguage": "python"}}"#,
+            );
+        let event = parse_event(&text).unwrap();
+        assert_eq!(event.job.name, "j\\x1b[2J");
+        assert_eq!(
+            event.run.error.unwrap().message,
+            "line one\nline \\u{202e}two"
+        );
+        let refused = parse_event(&MINIMAL.replace("START", "ST\\u001bART")).unwrap_err();
+        assert!(
+            refused.problem.starts_with("\"ST\\x1bART\" is not"),
+            "{}",
+            refused.problem
         );
     }
 
