@@ -408,3 +408,52 @@ fn a_request_body_is_refused_whole_with_what_is_wrong() {
         EventType::Other
     );
 }
+
+#[test]
+fn dbt_ol_on_postgres_names_tables_the_config_monitors_and_counts_the_rows_written() {
+    let config: dataward::config::WarehouseConfig =
+        toml::from_str("kind = \"postgres\"\nurl_env = \"SHOP_URL\"").unwrap();
+    let place = Place::of(&config, Some("postgresql://postgres@localhost:55473/shop")).unwrap();
+
+    let ok = read_all(&fixture("dbt_ol_postgres_ok.jsonl"), Position::default());
+    assert!(ok.refused.is_empty(), "{:?}", ok.refused);
+    let (_, built) = ok
+        .events
+        .iter()
+        .find(|(_, e)| e.event_type == EventType::Complete && !e.outputs.is_empty())
+        .expect("the model's COMPLETE");
+    assert_eq!(built.outputs[0].row_count, Some(120));
+    assert_eq!(
+        table_in(&built.outputs[0].dataset, &place).as_deref(),
+        Some("analytics.order_amounts")
+    );
+    assert_eq!(
+        table_in(&built.inputs[0], &place).as_deref(),
+        Some("raw.orders")
+    );
+
+    // The same model after `amount` was dropped from raw.orders: a FAIL naming what it
+    // read, with no error text (dbt-ol 1.54 sends none; run_results.json has it).
+    let failed = read_all(
+        &fixture("dbt_ol_postgres_column_dropped.jsonl"),
+        Position::default(),
+    );
+    assert!(failed.refused.is_empty(), "{:?}", failed.refused);
+    let fails: Vec<&str> = failed
+        .events
+        .iter()
+        .filter(|(_, e)| e.event_type == EventType::Fail)
+        .map(|(_, e)| e.job.name.as_str())
+        .collect();
+    assert_eq!(
+        fails,
+        ["shop.analytics.shop_pg.order_amounts", "dbt-run-shop_pg"]
+    );
+    let (_, model) = &failed.events[2];
+    assert_eq!(
+        table_in(&model.inputs[0], &place).as_deref(),
+        Some("raw.orders")
+    );
+    assert!(model.outputs.is_empty());
+    assert_eq!(model.run.error, None);
+}
