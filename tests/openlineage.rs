@@ -456,4 +456,9 @@ fn dbt_ol_on_postgres_names_tables_the_config_monitors_and_counts_the_rows_writt
     );
     assert!(model.outputs.is_empty());
     assert_eq!(model.run.error, None);
+    assert_eq!(
+        model.run.dbt_invocation_id.as_deref(),
+        Some("f3108b20-c701-4fa4-bfd9-bd091173362e"),
+        "the key to the run_results.json that holds the error"
+    );
 }

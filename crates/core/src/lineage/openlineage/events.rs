@@ -103,6 +103,11 @@ pub struct Run {
     pub parent: Option<ParentRun>,
     /// What a failed run said (the `errorMessage` run facet).
     pub error: Option<ErrorMessage>,
+    /// dbt-ol's `dbt_run` facet's `invocation_id`: the `metadata.invocation_id` of the
+    /// run_results.json that invocation wrote. The one producer facet read, because
+    /// dbt-ol sends a failed model's FAIL without an `errorMessage`: the error is only in
+    /// run_results, and this finds the right one.
+    pub dbt_invocation_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -190,6 +195,15 @@ pub fn read_event(value: &Value) -> Result<RunEvent, EventError> {
         run_id: required_id(run_value, "runId", "$.run")?,
         parent: read_parent(run_value)?,
         error: read_error(run_value)?,
+        dbt_invocation_id: match facet(run_value, "facets", "dbt_run", "$.run")? {
+            Some(dbt_run) => {
+                optional_raw(dbt_run, "invocation_id", "$.run.facets.dbt_run")?.map(|mut id| {
+                    crate::sanitize::clean_in_place(&mut id);
+                    id
+                })
+            }
+            None => None,
+        },
     };
     let job = read_job(required_object(root, "job", "$")?, "$.job")?;
     let inputs = array(root, "inputs", "$")?
