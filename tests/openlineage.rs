@@ -266,28 +266,33 @@ fn bad_lines_are_refused_by_line_and_reason_and_the_good_ones_around_them_kept()
         [1, 8],
         "the blank line 4 is skipped, the good lines kept"
     );
-    let refused: Vec<String> = read.refused.iter().map(ToString::to_string).collect();
+    let name = path.display().to_string();
+    let refused: Vec<String> = read
+        .refused
+        .iter()
+        .map(|e| e.to_string().replacen(&name, "events.jsonl", 1))
+        .collect();
     assert_eq!(refused.len(), 5, "{refused:#?}");
     assert!(
-        refused[0].starts_with("line 2: not JSON: EOF"),
+        refused[0].starts_with("events.jsonl line 2: not JSON: EOF"),
         "{}",
         refused[0]
     );
     assert_eq!(
         refused[1],
-        "line 3: $.eventType: \"RESTARTED\" is not an OpenLineage event type (one of START, RUNNING, COMPLETE, FAIL, ABORT, OTHER)"
+        "events.jsonl line 3: $.eventType: \"RESTARTED\" is not an OpenLineage event type (one of START, RUNNING, COMPLETE, FAIL, ABORT, OTHER)"
     );
     assert_eq!(
         refused[2],
-        "line 5: $.outputs[0].outputFacets.outputStatistics.rowCount: expected a whole number of rows, 0 or more, found the string \"many\""
+        "events.jsonl line 5: $.outputs[0].outputFacets.outputStatistics.rowCount: expected a whole number of rows, 0 or more, found the string \"many\""
     );
     assert_eq!(
         refused[3],
-        "line 6: $.run.runId: missing; the spec requires it"
+        "events.jsonl line 6: $.run.runId: missing; the spec requires it"
     );
     assert!(
         refused[4].starts_with(
-            "line 7: $.eventTime: \"2026-11-02 02:01:15\" is not an RFC 3339 time with an offset"
+            "events.jsonl line 7: $.eventTime: \"2026-11-02 02:01:15\" is not an RFC 3339 time with an offset"
         ),
         "{}",
         refused[4]

@@ -74,6 +74,8 @@ pub struct TailRead {
 /// A line that is not a valid event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineError {
+    /// The file, as the path it was read by.
+    pub file: String,
     /// Counted from 1.
     pub line: u64,
     /// Where the line starts in the file.
@@ -83,7 +85,7 @@ pub struct LineError {
 
 impl std::fmt::Display for LineError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "line {}: {}", self.line, self.error)
+        write!(f, "{} line {}: {}", self.file, self.line, self.error)
     }
 }
 
@@ -156,6 +158,7 @@ pub fn read_from(path: &Path, from: Position, limits: Limits) -> Result<TailRead
             None => {}
             Some(Ok(event)) => read.events.push((number, event)),
             Some(Err(error)) => read.refused.push(LineError {
+                file: path.display().to_string(),
                 line: number,
                 offset,
                 error,
@@ -173,6 +176,7 @@ pub fn read_from(path: &Path, from: Position, limits: Limits) -> Result<TailRead
             read.next.lines += 1;
             read.next.offset += length;
             read.refused.push(LineError {
+                file: path.display().to_string(),
                 line: read.next.lines,
                 offset: start.offset,
                 error: EventError {
