@@ -12,6 +12,7 @@ mod error;
 mod json_fields;
 mod manifest;
 mod notes;
+pub mod openlineage;
 mod render;
 pub mod run_results;
 mod window;
