@@ -231,16 +231,15 @@ fn a_snooze_keeps_a_monitor_quiet_across_a_kill_and_ends_by_itself() {
     verify(root);
 }
 
-#[test]
-fn breaches_inside_a_maintenance_window_are_recorded_and_page_nobody() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
+/// The estate with two tables far short of their expected rows, `quiet_orders` inside
+/// a maintenance window open from an hour ago for six hours, `loud_orders` not;
+/// `extra` is appended to the config.
+fn quiet_and_loud(root: &Path, extra: &str) {
     let now = chrono::Utc::now();
     let at = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%dT%H:%M:%SZ").to_string();
-    let extra = format!(
+    let window = format!(
         "[[maintenance]]\ntables = [\"quiet_orders\"]\nstart = \"{}\"\nend = \"{}\"\n\
-         reason = \"the weekly reload\"\n\n\
-         [[alert]]\nname = \"chat\"\nkind = \"slack\"\nwebhook_url_env = \"DATAWARD_TEST_FEEDBACK_HOOK\"\n",
+         reason = \"the weekly reload\"\n\n{extra}",
         at(now - chrono::TimeDelta::hours(1)),
         at(now + chrono::TimeDelta::hours(6)),
     );
@@ -249,7 +248,17 @@ fn breaches_inside_a_maintenance_window_are_recorded_and_page_nobody() {
         &["quiet_orders", "loud_orders"],
         100_000,
         "1h",
-        &extra,
+        &window,
+    );
+}
+
+#[test]
+fn breaches_inside_a_maintenance_window_are_recorded_and_page_nobody() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    quiet_and_loud(
+        root,
+        "[[alert]]\nname = \"chat\"\nkind = \"slack\"\nwebhook_url_env = \"DATAWARD_TEST_FEEDBACK_HOOK\"\n",
     );
     // Nothing listens there: an alert waits in the outbox, where the test reads it.
     let _engine = spawn_serve(
@@ -360,21 +369,7 @@ fn line_of<'a>(lines: &'a [serde_json::Value], table: &str) -> &'a serde_json::V
 fn check_shows_a_quiet_monitors_breach_and_it_does_not_fail_the_exit_code() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let now = chrono::Utc::now();
-    let at = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%dT%H:%M:%SZ").to_string();
-    let extra = format!(
-        "[[maintenance]]\ntables = [\"quiet_orders\"]\nstart = \"{}\"\nend = \"{}\"\n\
-         reason = \"the weekly reload\"\n",
-        at(now - chrono::TimeDelta::hours(1)),
-        at(now + chrono::TimeDelta::hours(6)),
-    );
-    estate(
-        root,
-        &["quiet_orders", "loud_orders"],
-        100_000,
-        "1h",
-        &extra,
-    );
+    quiet_and_loud(root, "");
 
     // Both breach. The one inside its maintenance window says so, and only the loud one
     // fails the check.
