@@ -186,6 +186,8 @@ impl Engine {
         // monitor's period (when a figure is stale) too.
         self.incidents.mark_all();
         self.latest.forget_views();
+        // Its maintenance windows may have changed.
+        self.refresh_quiet();
         self.reassign_pending()
     }
 

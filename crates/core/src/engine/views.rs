@@ -134,7 +134,7 @@ impl Engine {
             *at = (*at).max(o.at);
         }
         let periods = self.periods();
-        let quiet = self.quiet_views();
+        let quiet = &self.latest.quiet;
         let overdue = |o: &Observation| -> bool {
             let at = o.at.naive();
             periods
@@ -214,7 +214,9 @@ impl Engine {
 
     /// Reads which monitors are quiet now and marks the incidents of those whose quiet
     /// began, ended or changed since their views last showed it: a snooze set or ended,
-    /// a maintenance window opening or closing as the clock moves.
+    /// a maintenance window opening or closing as the clock moves, a reloaded config.
+    /// Incident and monitor views both read what it kept, so a view never reads the
+    /// state database.
     pub(super) fn refresh_quiet(&mut self) {
         let quiet = self.quiet_views();
         if quiet == self.latest.quiet {
@@ -228,6 +230,7 @@ impl Engine {
             .collect();
         self.incidents.mark(|i| changed.contains(&i.monitor));
         self.latest.quiet = quiet;
+        self.latest.forget_views();
     }
 }
 
@@ -300,9 +303,8 @@ pub(super) struct Latest {
     /// The views, and the engine's time they were built at (a figure goes stale as
     /// time passes).
     shown: Option<(NaiveDateTime, Vec<MonitorView>)>,
-    /// The monitors quiet (snoozed, in a maintenance window) as the incidents' views
-    /// last showed them: [`Engine::refresh_quiet`] marks an incident whose monitor's
-    /// changed.
+    /// The monitors quiet (snoozed, in a maintenance window) as the views last showed
+    /// them: [`Engine::refresh_quiet`] marks an incident whose monitor's changed.
     quiet: BTreeMap<String, QuietView>,
 }
 
