@@ -33,7 +33,8 @@ use dataward::monitor::poller::{Poller, SharedWarehouse};
 use dataward::monitor::Health;
 use dataward::warehouse::postgres::PostgresWarehouse;
 use soda::{
-    last_line, prepare_server, soda_venv, ServerSide, ServerTime, Soda, Statement, SODA_VERSION,
+    last_line, prepare_server, sizes_from_env, soda_venv, ServerSide, ServerTime, Soda, Statement,
+    SODA_VERSION,
 };
 
 const DEFAULT_SIZES: [usize; 4] = [100, 300, 1000, 3000];
@@ -56,7 +57,7 @@ const FIVE_CHECKS: &[&str] = &["row_count", "freshness", "null_rate", "volume", 
 fn main() {
     println!("vs_soda: dataward against Soda Core {SODA_VERSION} on one PostgreSQL 15 server");
     println!("run: cargo bench --bench vs_soda   (fewer sizes: VS_SODA_TABLES=100,300 cargo bench --bench vs_soda)");
-    let sizes = match sizes_from_env() {
+    let sizes = match sizes_from_env(&DEFAULT_SIZES) {
         Ok(sizes) => sizes,
         Err(message) => {
             eprintln!("vs_soda: {message}");
@@ -136,29 +137,6 @@ fn main() {
             None => {}
         }
     }
-}
-
-fn sizes_from_env() -> Result<Vec<usize>, String> {
-    let Ok(text) = std::env::var("VS_SODA_TABLES") else {
-        return Ok(DEFAULT_SIZES.to_vec());
-    };
-    let sizes: Vec<usize> = text
-        .split(',')
-        .map(|part| {
-            part.trim()
-                .replace('_', "")
-                .parse::<usize>()
-                .ok()
-                .filter(|&n| n > 0)
-                .ok_or_else(|| {
-                    format!("VS_SODA_TABLES={text:?}: expected table counts like 100,300")
-                })
-        })
-        .collect::<Result<_, _>>()?;
-    if sizes.is_empty() {
-        return Err(format!("VS_SODA_TABLES={text:?} names no size"));
-    }
-    Ok(sizes)
 }
 
 /// One template table, copied per table by two connections at once (the machine has

@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use soda::{last_line, prepare_server, soda_venv, ServerSide, Soda, SODA_VERSION};
+use soda::{last_line, prepare_server, sizes_from_env, soda_venv, ServerSide, Soda, SODA_VERSION};
 
 const DEFAULT_SIZES: [usize; 2] = [100, 200];
 const ROWS: usize = 33_600;
@@ -42,19 +42,12 @@ const FIVE_CHECKS: &[&str] = &["row_count", "freshness", "null_rate", "volume", 
 fn main() {
     println!("vs_soda_processes: dataward check --once against soda scan {SODA_VERSION}, whole processes");
     println!("run: cargo bench --bench vs_soda_processes   (other sizes: VS_SODA_TABLES=200 cargo bench --bench vs_soda_processes)");
-    let sizes = match std::env::var("VS_SODA_TABLES") {
-        Err(_) => DEFAULT_SIZES.to_vec(),
-        Ok(text) => match text
-            .split(',')
-            .map(|s| s.trim().parse::<usize>())
-            .collect::<Result<Vec<_>, _>>()
-        {
-            Ok(sizes) if !sizes.is_empty() && !sizes.contains(&0) => sizes,
-            _ => {
-                eprintln!("vs_soda_processes: VS_SODA_TABLES={text:?}: expected table counts like 100,200");
-                std::process::exit(2);
-            }
-        },
+    let sizes = match sizes_from_env(&DEFAULT_SIZES) {
+        Ok(sizes) => sizes,
+        Err(message) => {
+            eprintln!("vs_soda_processes: {message}");
+            std::process::exit(2);
+        }
     };
     let Some(server) = pg::start_or_skip("vs_soda_processes benchmark") else {
         return;

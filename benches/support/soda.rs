@@ -292,3 +292,27 @@ pub fn last_line(bytes: &[u8]) -> String {
         .unwrap_or("(no output)")
         .to_string()
 }
+
+/// The table counts `VS_SODA_TABLES` names (`100,300`), or `defaults` when it is unset.
+pub fn sizes_from_env(defaults: &[usize]) -> Result<Vec<usize>, String> {
+    let Ok(text) = std::env::var("VS_SODA_TABLES") else {
+        return Ok(defaults.to_vec());
+    };
+    let sizes: Vec<usize> = text
+        .split(',')
+        .map(|part| {
+            part.trim()
+                .replace('_', "")
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| {
+                    format!("VS_SODA_TABLES={text:?}: expected table counts like 100,300")
+                })
+        })
+        .collect::<Result<_, _>>()?;
+    if sizes.is_empty() {
+        return Err(format!("VS_SODA_TABLES={text:?} names no size"));
+    }
+    Ok(sizes)
+}
