@@ -255,7 +255,10 @@ fn report(outcome: &Outcome) -> Result<ExitCode> {
                 );
             }
             for line in lines {
-                println!("{}", for_terminal(&line));
+                // An access request's statements come one a line.
+                for part in line.lines() {
+                    println!("{}", for_terminal(part));
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -364,6 +367,7 @@ pub fn confirmations(events: &[Event]) -> Vec<String> {
                 action, actor, seq, ..
             } => Some(format!("org-wide stop {action} by {actor} (chain #{seq})")),
             EventKind::IncidentResolved { incident } => Some(format!("{incident} resolved")),
+            EventKind::Access { text, seq, .. } => Some(format!("{text} (chain #{seq})")),
             EventKind::Reopened { incident, seq } => {
                 Some(format!("{incident} reopened (chain #{seq})"))
             }

@@ -35,6 +35,8 @@ pub enum Answer {
     DryRun(u64),
     /// A table day by day, as a backfill's run left it (what its undo compares with).
     DayPrints(Vec<DayPrint>),
+    /// A warehouse's tables, roles and grants (access requests).
+    Access(crate::warehouse::privileges::AccessCatalog),
 }
 
 /// A probe's answer on its way back to the engine.
@@ -75,6 +77,8 @@ pub(super) enum Waiter {
     Diagnosis(Box<Observation>),
     Verification,
     Backfill,
+    /// The access requests, waiting on a catalog read.
+    Access,
 }
 
 impl Waiter {
@@ -82,6 +86,7 @@ impl Waiter {
         match (self, other) {
             (Waiter::Verification, Waiter::Verification) => true,
             (Waiter::Backfill, Waiter::Backfill) => true,
+            (Waiter::Access, Waiter::Access) => true,
             (Waiter::Diagnosis(a), Waiter::Diagnosis(b)) => {
                 (&a.monitor, a.check, &a.detail.column, &a.detail.day, &a.at)
                     == (&b.monitor, b.check, &b.detail.column, &b.detail.day, &b.at)

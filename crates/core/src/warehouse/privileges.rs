@@ -34,3 +34,39 @@ impl AccessCatalog {
             .map(|(_, held)| *held)
     }
 }
+
+/// The statement that grants (or, `grant` false, revokes) `privilege` on one table to
+/// `grantee`, in the dialect of the warehouse `name` of `config`: what the owner runs.
+pub fn statement(
+    config: &crate::config::Config,
+    name: &str,
+    privilege: &str,
+    (schema, table): (&str, &str),
+    grantee: &str,
+    grant: bool,
+) -> Result<String, String> {
+    let warehouse = config
+        .warehouse
+        .get(name)
+        .ok_or_else(|| format!("no warehouse {name} in the config"))?;
+    match warehouse.kind.as_str() {
+        "postgres" => Ok(if grant {
+            super::postgres::grant::grant(privilege, schema, table, grantee)
+        } else {
+            super::postgres::grant::revoke(privilege, schema, table, grantee)
+        }),
+        "snowflake" => {
+            let database = warehouse.database.as_deref().ok_or_else(|| {
+                format!("warehouse {name} names no database: a Snowflake grant names the table whole")
+            })?;
+            Ok(if grant {
+                super::snowflake::grant::grant(privilege, database, schema, table, grantee)
+            } else {
+                super::snowflake::grant::revoke(privilege, database, schema, table, grantee)
+            })
+        }
+        other => Err(format!(
+            "warehouse {name} is {other}: grants are written for postgres and snowflake only"
+        )),
+    }
+}
