@@ -367,7 +367,12 @@ pub fn confirmations(events: &[Event]) -> Vec<String> {
                 action, actor, seq, ..
             } => Some(format!("org-wide stop {action} by {actor} (chain #{seq})")),
             EventKind::IncidentResolved { incident } => Some(format!("{incident} resolved")),
-            EventKind::Access { text, seq, .. } => Some(format!("{text} (chain #{seq})")),
+            // The chain record on the first line: the statements below it stay as
+            // the owner runs them, one a line.
+            EventKind::Access { text, seq, .. } => Some(match text.split_once('\n') {
+                Some((first, statements)) => format!("{first} (chain #{seq})\n{statements}"),
+                None => format!("{text} (chain #{seq})"),
+            }),
             EventKind::Reopened { incident, seq } => {
                 Some(format!("{incident} reopened (chain #{seq})"))
             }
