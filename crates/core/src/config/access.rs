@@ -156,3 +156,39 @@ fn validate_one(config: &Config, index: usize, rule: &AccessConfig) -> Result<()
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::Config;
+    use std::path::Path;
+
+    fn parse(rule: &str) -> Result<Config, String> {
+        let text = format!(
+            "[warehouse.pg]\nkind = \"postgres\"\nurl_env = \"PG_URL\"\n\
+             [warehouse.local]\nkind = \"sqlite\"\npath = \"/\"\n\n[[access]]\n{rule}"
+        );
+        Config::parse(&text, Path::new("policy.toml")).map_err(|e| format!("{e:#}"))
+    }
+
+    #[test]
+    fn a_bad_rule_is_refused_naming_the_file_line_and_what_is_wrong() {
+        let good = "name = \"r\"\nwarehouse = \"pg\"\ntables = [\"s.*\"]\n\
+                    privileges = [\"select\"]\ngrantees = [\"a_*\"]\n";
+        let config = parse(good).unwrap();
+        assert_eq!(config.access[0].max_days, 90);
+        for (rule, says) in [
+            (good.replace("\"select\"", "\"all\""), "\"all\" is not a table privilege"),
+            (good.replace("\"pg\"", "\"nope\""), "no [warehouse.nope]"),
+            (good.replace("\"pg\"", "\"local\""), "postgres and snowflake only"),
+            (good.replace("tables = [\"s.*\"]\n", ""), "covers nothing"),
+            (good.replace("[\"a_*\"]", "[]"), "grantees is empty"),
+            (format!("{good}max_days = 0\n"), "max_days is 0"),
+            (format!("{good}domains = [\"x\"]\n"), "no [[domain]] is named \"x\""),
+        ] {
+            let error = parse(&rule).unwrap_err();
+            assert!(error.contains("policy.toml: line "), "{error}");
+            assert!(error.contains("access[0]"), "{error}");
+            assert!(error.contains(says), "{says}: {error}");
+        }
+    }
+}
