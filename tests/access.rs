@@ -17,12 +17,12 @@ use std::collections::BTreeMap;
 use std::process::{Command as Process, Stdio};
 use std::time::{Duration, Instant};
 
+use binary::text;
 use chrono::{NaiveDateTime, TimeDelta};
 use dataward::approve::{Actor, LoginUid};
 use dataward::config::Config;
 use dataward::engine::api::{Command, EventKind, Outcome, Question};
 use dataward::engine::Engine;
-use binary::text;
 use pg::{start_or_skip, PgServer};
 
 const URL_ENV: &str = "DW_ACCESS_TEST_PG_URL";
@@ -224,7 +224,10 @@ fn a_schema_request_is_narrowed_approved_seen_granted_revoked_at_expiry_and_rece
     assert!(why.contains("full content hash"), "{why}");
     let said = accepted(engine.request(approve(&hash), &alice)).join("\n");
     assert!(said.contains("ACC-0001-P1 Approved"), "{said}");
-    assert!(said.contains("proposes the revoke at 2026-03-31T09:00:00Z"), "{said}");
+    assert!(
+        said.contains("proposes the revoke at 2026-03-31T09:00:00Z"),
+        "{said}"
+    );
 
     // dataward runs nothing: the catalog shows no grant until the owner runs it.
     now += TimeDelta::minutes(1);
@@ -301,7 +304,10 @@ fn a_schema_request_is_narrowed_approved_seen_granted_revoked_at_expiry_and_rece
     let said = accepted(engine.request(ask("hr.people", "select", "intern", Some(7)), &ann));
     let said = said.join("\n");
     assert!(said.contains("review: ACC-0002"), "{said}");
-    assert!(said.contains("nothing is proposed; sent to hr-owner"), "{said}");
+    assert!(
+        said.contains("nothing is proposed; sent to hr-owner"),
+        "{said}"
+    );
     let why = refused(engine.request(
         Command::Approve {
             proposal: "ACC-0002-P1".into(),
@@ -315,12 +321,29 @@ fn a_schema_request_is_narrowed_approved_seen_granted_revoked_at_expiry_and_rece
     // Bad input is refused, saying what is wrong, and records nothing.
     let before = dataward::chain::verify(&conn).unwrap().records;
     for (command, says) in [
-        (ask("sales.nope", "select", "analyst_ann", None), "no table or schema \"sales.nope\""),
-        (ask("sales", "all", "analyst_ann", None), "not a table privilege"),
-        (ask("sales", "insert", "analyst_ann", None), "no [[access]] rule"),
-        (ask("sales", "select", "nobody_here", None), "has no role \"nobody_here\""),
         (
-            ask("sales\"; DROP TABLE sales.orders; --", "select", "analyst_ann", None),
+            ask("sales.nope", "select", "analyst_ann", None),
+            "no table or schema \"sales.nope\"",
+        ),
+        (
+            ask("sales", "all", "analyst_ann", None),
+            "not a table privilege",
+        ),
+        (
+            ask("sales", "insert", "analyst_ann", None),
+            "no [[access]] rule",
+        ),
+        (
+            ask("sales", "select", "nobody_here", None),
+            "has no role \"nobody_here\"",
+        ),
+        (
+            ask(
+                "sales\"; DROP TABLE sales.orders; --",
+                "select",
+                "analyst_ann",
+                None,
+            ),
             "no table or schema",
         ),
     ] {
@@ -350,7 +373,10 @@ fn a_schema_request_is_narrowed_approved_seen_granted_revoked_at_expiry_and_rece
     assert!(held(&pg, hostile, "sales.orders"));
     now += TimeDelta::minutes(1);
     let events = engine.tick(now).unwrap();
-    assert!(format!("{events:?}").contains("ACC-0003: the grant is in place"), "{events:?}");
+    assert!(
+        format!("{events:?}").contains("ACC-0003: the grant is in place"),
+        "{events:?}"
+    );
     assert!(dataward::chain::verify(&conn).unwrap().ok);
 }
 
@@ -435,10 +461,18 @@ fn through_serve_a_request_is_proposed_approved_by_the_owner_and_its_grant_seen(
     // The asker may not approve; the owner does.
     let out = run("dw-obs", &["approve", "ACC-0001-P1", "--hash", &hash]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(text(&out).contains("holds none of the roles"), "{}", text(&out));
+    assert!(
+        text(&out).contains("holds none of the roles"),
+        "{}",
+        text(&out)
+    );
     let out = run("dw-alice", &["approve", "ACC-0001-P1", "--hash", &hash]);
     assert!(out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("ACC-0001-P1 approved"), "{}", text(&out));
+    assert!(
+        text(&out).contains("ACC-0001-P1 approved"),
+        "{}",
+        text(&out)
+    );
 
     // The owner runs the statements; dataward sees them on a later turn.
     for statement in &grants {
@@ -473,7 +507,11 @@ fn through_serve_a_request_is_proposed_approved_by_the_owner_and_its_grant_seen(
         ],
     );
     assert!(out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("nothing is proposed; sent to hr-owner"), "{}", text(&out));
+    assert!(
+        text(&out).contains("nothing is proposed; sent to hr-owner"),
+        "{}",
+        text(&out)
+    );
     let out = run(
         "dw-obs",
         &[

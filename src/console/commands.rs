@@ -179,9 +179,12 @@ fn request_text(words: &[&str]) -> Result<Command, String> {
     };
     let (days, reason) = match rest.split_first() {
         Some((first, reason)) if first.ends_with('d') && first.len() > 1 => {
-            let days = first[..first.len() - 1]
-                .parse::<u32>()
-                .map_err(|_| format!("{} is not a number of days like 14d", sanitize::for_terminal(first)))?;
+            let days = first[..first.len() - 1].parse::<u32>().map_err(|_| {
+                format!(
+                    "{} is not a number of days like 14d",
+                    sanitize::for_terminal(first)
+                )
+            })?;
             (Some(days), reason.join(" "))
         }
         _ => (None, rest.join(" ")),
@@ -310,7 +313,10 @@ mod tests {
     fn request_asks_for_access_with_optional_days_and_a_reason() {
         let mut app = sample_app(false);
         press(&mut app, KeyCode::Char(':'));
-        type_text(&mut app, "request sales select analyst_ann 14d quarterly review");
+        type_text(
+            &mut app,
+            "request sales select analyst_ann 14d quarterly review",
+        );
         press(&mut app, KeyCode::Enter);
         press(&mut app, KeyCode::Char(':'));
         type_text(&mut app, "request sales.orders select bi month end");

@@ -506,7 +506,10 @@ mod tests {
         press(&mut app, KeyCode::Char(':'));
         type_text(&mut app, "re");
         press(&mut app, KeyCode::Tab);
-        assert_eq!(app.message.as_deref(), Some("Tab: resolve  reopen  request"));
+        assert_eq!(
+            app.message.as_deref(),
+            Some("Tab: resolve  reopen  request")
+        );
         let mut watcher = sample_app(true);
         press(&mut watcher, KeyCode::Char(':'));
         type_text(&mut watcher, "re");

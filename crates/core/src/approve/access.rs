@@ -88,8 +88,7 @@ pub fn judge(
         return Err("--reason must say why the access is needed".into());
     }
     let target = ask.target.trim();
-    if target.is_empty() || target.split('.').count() > 2 || target.split('.').any(str::is_empty)
-    {
+    if target.is_empty() || target.split('.').count() > 2 || target.split('.').any(str::is_empty) {
         return Err(format!(
             "{:?} is neither a table (schema.table) nor a schema",
             ask.target
@@ -386,9 +385,18 @@ review = true
     fn bad_asks_are_refused_saying_what_is_wrong() {
         let c = config(false);
         let cases = [
-            (ask("sales.nope", "select", "analyst_ann", None), "no table or schema"),
-            (ask("sales", "all", "analyst_ann", None), "not a table privilege"),
-            (ask("sales", "insert", "analyst_ann", None), "no [[access]] rule"),
+            (
+                ask("sales.nope", "select", "analyst_ann", None),
+                "no table or schema",
+            ),
+            (
+                ask("sales", "all", "analyst_ann", None),
+                "not a table privilege",
+            ),
+            (
+                ask("sales", "insert", "analyst_ann", None),
+                "no [[access]] rule",
+            ),
             (ask("sales", "select", "intern", None), "no [[access]] rule"),
             (ask("sales", "select", "nobody", None), "has no role"),
             (
@@ -396,14 +404,21 @@ review = true
                 "no table or schema",
             ),
             (ask("sales", "select", "analyst_ann", Some(0)), "at least 1"),
-            (ask("a.b.c", "select", "analyst_ann", None), "neither a table"),
+            (
+                ask("a.b.c", "select", "analyst_ann", None),
+                "neither a table",
+            ),
         ];
         for (ask, says) in cases {
             let err = judge(&c, &ask, &catalogs()).unwrap_err();
             assert!(err.contains(says), "{ask:?}: {err}");
         }
-        let err = judge(&c, &ask("sales", "select", "analyst_ann", None), &BTreeMap::new())
-            .unwrap_err();
+        let err = judge(
+            &c,
+            &ask("sales", "select", "analyst_ann", None),
+            &BTreeMap::new(),
+        )
+        .unwrap_err();
         assert!(err.contains("not been read yet"), "{err}");
     }
 }

@@ -126,10 +126,7 @@ fn validate_one(config: &Config, index: usize, rule: &AccessConfig) -> Result<()
         }
     }
     if rule.privileges.is_empty() {
-        return Err(Bad::key(
-            "privileges",
-            format!("{at}: privileges is empty"),
-        ));
+        return Err(Bad::key("privileges", format!("{at}: privileges is empty")));
     }
     for privilege in &rule.privileges {
         if !PRIVILEGES.contains(&privilege.as_str()) {
@@ -177,13 +174,22 @@ mod tests {
         let config = parse(good).unwrap();
         assert_eq!(config.access[0].max_days, 90);
         for (rule, says) in [
-            (good.replace("\"select\"", "\"all\""), "\"all\" is not a table privilege"),
+            (
+                good.replace("\"select\"", "\"all\""),
+                "\"all\" is not a table privilege",
+            ),
             (good.replace("\"pg\"", "\"nope\""), "no [warehouse.nope]"),
-            (good.replace("\"pg\"", "\"local\""), "postgres and snowflake only"),
+            (
+                good.replace("\"pg\"", "\"local\""),
+                "postgres and snowflake only",
+            ),
             (good.replace("tables = [\"s.*\"]\n", ""), "covers nothing"),
             (good.replace("[\"a_*\"]", "[]"), "grantees is empty"),
             (format!("{good}max_days = 0\n"), "max_days is 0"),
-            (format!("{good}domains = [\"x\"]\n"), "no [[domain]] is named \"x\""),
+            (
+                format!("{good}domains = [\"x\"]\n"),
+                "no [[domain]] is named \"x\"",
+            ),
         ] {
             let error = parse(&rule).unwrap_err();
             assert!(error.contains("policy.toml: line "), "{error}");

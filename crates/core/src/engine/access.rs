@@ -267,11 +267,14 @@ impl Engine {
         self.ensure_chain_trusted()?;
         let at = (self.access.requests.iter())
             .position(|r| {
-                [&r.grant, &r.revoke]
-                    .iter()
-                    .any(|s| s.as_ref().is_some_and(|s| s.proposal.eq_ignore_ascii_case(proposal)))
+                [&r.grant, &r.revoke].iter().any(|s| {
+                    s.as_ref()
+                        .is_some_and(|s| s.proposal.eq_ignore_ascii_case(proposal))
+                })
             })
-            .ok_or_else(|| Refusal::new(RefusalKind::NotFound, format!("no proposal {proposal}")))?;
+            .ok_or_else(|| {
+                Refusal::new(RefusalKind::NotFound, format!("no proposal {proposal}"))
+            })?;
         let request = self.access.requests[at].clone();
         let grant = request.grant.clone().expect("found by a proposal");
         if !grant.proposal.eq_ignore_ascii_case(proposal) {
@@ -370,8 +373,10 @@ impl Engine {
             request.id,
             sql.join("\n")
         );
-        self.notices
-            .push(format!("{}: {why}: revoke proposed as {proposal}", request.id));
+        self.notices.push(format!(
+            "{}: {why}: revoke proposed as {proposal}",
+            request.id
+        ));
         let entry = &mut self.access.requests[at];
         entry.status = Status::Revoking;
         entry.revoke = Some(Statements {
@@ -380,7 +385,12 @@ impl Engine {
             content_hash,
         });
         self.access.changed.insert(request.id.clone());
-        Ok(vec![self.access_event(&request.id, "revoke_proposed", text, seq)])
+        Ok(vec![self.access_event(
+            &request.id,
+            "revoke_proposed",
+            text,
+            seq,
+        )])
     }
 
     /// Each turn: grants past their expiry get their revoke proposed, the catalogs are
@@ -428,7 +438,9 @@ impl Engine {
                 Some(Waiter::Access),
                 Box::new(move |wh| Ok(Answer::Access(wh.access_catalog(&checks)?))),
             );
-            self.access.asked_in.insert(warehouse.clone(), self.now_time);
+            self.access
+                .asked_in
+                .insert(warehouse.clone(), self.now_time);
             match lookup {
                 Some(Lookup::Pending) => {
                     self.access.pending.insert(warehouse);
@@ -492,11 +504,17 @@ impl Engine {
             let text = if change == "grant_seen" {
                 entry.status = Status::Granted;
                 entry.grant_seen_at = Some(seen_at);
-                format!("{}: the grant is in place (catalog read {seen_at})", entry.id)
+                format!(
+                    "{}: the grant is in place (catalog read {seen_at})",
+                    entry.id
+                )
             } else {
                 entry.status = Status::Revoked;
                 entry.revoke_seen_at = Some(seen_at);
-                format!("{}: the grant is revoked (catalog read {seen_at})", entry.id)
+                format!(
+                    "{}: the grant is revoked (catalog read {seen_at})",
+                    entry.id
+                )
             };
             self.notices.push(text.clone());
             self.access.changed.insert(request.id.clone());

@@ -52,12 +52,19 @@ pub fn is_access_request(id: &str) -> bool {
 
 fn strings(v: &Value) -> Vec<String> {
     v.as_array()
-        .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 fn text(v: &Value, key: &str) -> String {
-    v.get(key).and_then(Value::as_str).unwrap_or_default().to_string()
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
 }
 
 fn statements(record: &Record, payload: &Value) -> Statements {
@@ -152,7 +159,9 @@ impl AccessReceipt {
             t(self.ask["privilege"].as_str().unwrap_or_default()),
             t(self.ask["target"].as_str().unwrap_or_default()),
             t(self.ask["grantee"].as_str().unwrap_or_default()),
-            self.ask["days"].as_u64().map_or("no".to_string(), |d| d.to_string()),
+            self.ask["days"]
+                .as_u64()
+                .map_or("no".to_string(), |d| d.to_string()),
             t(self.ask["reason"].as_str().unwrap_or_default()),
         ));
         md.push_str(&format!(

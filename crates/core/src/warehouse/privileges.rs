@@ -57,7 +57,9 @@ pub fn statement(
         }),
         "snowflake" => {
             let database = warehouse.database.as_deref().ok_or_else(|| {
-                format!("warehouse {name} names no database: a Snowflake grant names the table whole")
+                format!(
+                    "warehouse {name} names no database: a Snowflake grant names the table whole"
+                )
             })?;
             Ok(if grant {
                 super::snowflake::grant::grant(privilege, database, schema, table, grantee)

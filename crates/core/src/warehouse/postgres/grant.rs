@@ -76,16 +76,17 @@ pub(super) fn read(
         .iter()
         .map(|r| (r.get(0), r.get(1)))
         .collect();
-    let roles = tx
-        .query(ROLES_SQL, &[])?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let roles = tx.query(ROLES_SQL, &[])?.iter().map(|r| r.get(0)).collect();
     let mut held = Vec::new();
     for check in checks {
         let row = tx.query_one(
             HELD_SQL,
-            &[&check.schema, &check.table, &check.grantee, &check.privilege],
+            &[
+                &check.schema,
+                &check.table,
+                &check.grantee,
+                &check.privilege,
+            ],
         )?;
         held.push((check.clone(), row.get(0)));
     }
