@@ -229,6 +229,13 @@ fn a_schema_request_is_narrowed_approved_seen_granted_revoked_at_expiry_and_rece
         "{said}"
     );
 
+    // The engine restarts: the approved request is read back from the state database.
+    drop(engine);
+    let config = Config::parse(&text, &path).unwrap();
+    let state = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
+    let mut engine = Engine::new(config, state, None, &alice).unwrap();
+    engine.set_clock(dataward::clock::Clock::starting_at(now));
+
     // dataward runs nothing: the catalog shows no grant until the owner runs it.
     now += TimeDelta::minutes(1);
     let events = engine.tick(now).unwrap();
@@ -377,6 +384,27 @@ fn a_schema_request_is_narrowed_approved_seen_granted_revoked_at_expiry_and_rece
         format!("{events:?}").contains("ACC-0003: the grant is in place"),
         "{events:?}"
     );
+
+    // A grant nobody decides expires after the domain's approval_ttl (30m): never
+    // granted, and no longer approvable.
+    let said =
+        accepted(engine.request(ask("sales.refunds", "select", "analyst_ann", Some(3)), &ann));
+    let (hash, _) = hash_and_statements(&said.join("\n"));
+    now += TimeDelta::minutes(31);
+    let events = engine.tick(now).unwrap();
+    assert!(
+        format!("{events:?}").contains("ACC-0004-P1 expired unanswered; nothing was granted"),
+        "{events:?}"
+    );
+    let why = refused(engine.request(
+        Command::Approve {
+            proposal: "ACC-0004-P1".into(),
+            content_hash: hash,
+            reason: String::new(),
+        },
+        &alice,
+    ));
+    assert!(why.contains("expired unanswered"), "{why}");
     assert!(dataward::chain::verify(&conn).unwrap().ok);
 }
 

@@ -34,6 +34,8 @@ pub(super) enum Status {
     Proposed,
     /// An owner rejected the grant: final for this content.
     Rejected,
+    /// Nobody answered, and nobody was left to escalate to. Never granted.
+    Unanswered,
     /// Approved; the owner has yet to run the statements.
     Approved,
     /// The catalog shows every grant in place.
@@ -101,6 +103,8 @@ pub(super) struct Access {
     asked_in: BTreeMap<String, NaiveDateTime>,
     /// Requests changed since they were last written.
     changed: BTreeSet<String>,
+    /// Why a warehouse's catalog could not be read last time it was asked.
+    unreadable: BTreeMap<String, String>,
 }
 
 /// Is `id` a proposal of an access request (`ACC-0001-P1`)?
@@ -131,7 +135,17 @@ impl Engine {
         ask.privilege = ask.privilege.trim().to_ascii_lowercase();
         ask.grantee = ask.grantee.trim().to_string();
         ask.target = ask.target.trim().to_string();
-        let judged = judge(&self.config, &ask, &self.access.catalogs).map_err(policy_refusal)?;
+        let judged = judge(&self.config, &ask, &self.access.catalogs).map_err(|e| {
+            // A catalog never read says why, when it could not be.
+            let why: Vec<String> = (self.access.unreadable.iter())
+                .filter(|(warehouse, _)| !self.access.catalogs.contains_key(*warehouse))
+                .map(|(_, why)| why.clone())
+                .collect();
+            match why.is_empty() || !e.contains("not been read yet") {
+                true => policy_refusal(e),
+                false => policy_refusal(format!("{e} (last read failed: {})", why.join("; "))),
+            }
+        })?;
         let id = format!("ACC-{:04}", self.access.requests.len() + 1);
         let status = match judged.verdict {
             AccessVerdict::Propose => Status::Proposed,
@@ -399,7 +413,7 @@ impl Engine {
         if self.config.access.is_empty() {
             return Ok(Vec::new());
         }
-        let mut events = Vec::new();
+        let mut events = self.lapse_access_approvals()?;
         let now = self.now();
         for at in 0..self.access.requests.len() {
             let request = &self.access.requests[at];
@@ -410,6 +424,52 @@ impl Engine {
         }
         self.read_catalogs();
         events.extend(self.record_seen()?);
+        Ok(events)
+    }
+
+    /// A grant nobody decides escalates and expires as every approval request does;
+    /// waiting never grants anything.
+    fn lapse_access_approvals(&mut self) -> Result<Vec<Event>> {
+        let mut events = Vec::new();
+        for at in 0..self.access.requests.len() {
+            let request = &self.access.requests[at];
+            let (Status::Proposed, Some(approval), Some(grant)) =
+                (request.status, &request.approval, &request.grant)
+            else {
+                continue;
+            };
+            let (id, proposal) = (request.id.clone(), grant.proposal.clone());
+            let mut approval = approval.clone();
+            let lapses = approval.tick(&self.config, self.now_time);
+            if lapses.is_empty() {
+                continue;
+            }
+            for lapse in lapses {
+                let (kind, change, payload, text) = match lapse {
+                    Lapse::Escalated { to, at: due } => (
+                        "access_escalation",
+                        "escalated",
+                        json!({"request": id, "proposal": proposal, "to": to, "due": due}),
+                        format!("{proposal} unanswered: escalated to {to}"),
+                    ),
+                    Lapse::Expired { at: due } => (
+                        "access_expiry",
+                        "unanswered",
+                        json!({"request": id, "proposal": proposal, "due": due}),
+                        format!("{proposal} expired unanswered; nothing was granted"),
+                    ),
+                };
+                let seq = self.record(kind, ENGINE_ACTOR, payload)?;
+                self.notices.push(text.clone());
+                events.push(self.access_event(&id, change, text, seq));
+            }
+            let entry = &mut self.access.requests[at];
+            if approval.state == RequestState::Expired {
+                entry.status = Status::Unanswered;
+            }
+            entry.approval = Some(approval);
+            self.access.changed.insert(id);
+        }
         Ok(events)
     }
 
@@ -452,6 +512,7 @@ impl Engine {
                         at: self.now(),
                         catalog,
                     };
+                    self.access.unreadable.remove(&warehouse);
                     self.access.catalogs.insert(warehouse, read);
                 }
                 other => {
@@ -459,6 +520,7 @@ impl Engine {
                     self.access.pending.remove(&warehouse);
                     if let Some(why) = other.and_then(|l| l.unavailable()) {
                         tracing::warn!(%warehouse, %why, "access catalog not read");
+                        self.access.unreadable.insert(warehouse, why);
                     }
                 }
             }
