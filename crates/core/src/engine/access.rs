@@ -18,7 +18,7 @@ use chrono::TimeDelta;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::evidence::{Answer, Lookup, Waiter};
+use super::evidence::{Answer, Lookup};
 use super::*;
 use crate::approve::access::{judge, Ask, Judged, ReadCatalog, Verdict as AccessVerdict};
 use crate::approve::request::HashMismatch;
@@ -230,6 +230,14 @@ impl Engine {
                 "{narrowed}: proposed as {proposal} (hash {content_hash}) to {owners}:\n{}",
                 sql.join("\n")
             );
+            self.notices.push(format!(
+                "{id}: {} asks for {} on {} for {}: {proposal} waits for {owners} \
+                 (dataward receipt {id})",
+                request.by_display,
+                request.ask.privilege,
+                tables.join(", "),
+                request.ask.grantee
+            ));
             request.grant = Some(Statements {
                 proposal,
                 sql,
@@ -495,7 +503,9 @@ impl Engine {
             let lookup = self.probe(
                 &warehouse,
                 key.clone(),
-                Some(Waiter::Access),
+                // Nobody waits: an answer that comes back is kept for the next turn,
+                // which reads it (the engine's thread is never held for a catalog).
+                None,
                 Box::new(move |wh| Ok(Answer::Access(wh.access_catalog(&checks)?))),
             );
             self.access
@@ -583,12 +593,6 @@ impl Engine {
             events.push(self.access_event(&request.id, change, text, seq));
         }
         Ok(events)
-    }
-
-    /// A catalog read came back on a worker: kept, and what it shows recorded.
-    pub(super) fn access_catalog_arrived(&mut self) -> Result<Vec<Event>> {
-        self.read_catalogs();
-        self.record_seen()
     }
 
     /// Writes the requests changed since the last write (inside the transaction).

@@ -77,8 +77,6 @@ pub(super) enum Waiter {
     Diagnosis(Box<Observation>),
     Verification,
     Backfill,
-    /// The access requests, waiting on a catalog read.
-    Access,
 }
 
 impl Waiter {
@@ -86,7 +84,6 @@ impl Waiter {
         match (self, other) {
             (Waiter::Verification, Waiter::Verification) => true,
             (Waiter::Backfill, Waiter::Backfill) => true,
-            (Waiter::Access, Waiter::Access) => true,
             (Waiter::Diagnosis(a), Waiter::Diagnosis(b)) => {
                 (&a.monitor, a.check, &a.detail.column, &a.detail.day, &a.at)
                     == (&b.monitor, b.check, &b.detail.column, &b.detail.day, &b.at)

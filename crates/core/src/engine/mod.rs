@@ -333,7 +333,7 @@ impl Engine {
 
     fn evidence_arrived(&mut self, waiters: Vec<evidence::Waiter>) -> Result<Vec<Event>> {
         let mut events = Vec::new();
-        let (mut verify, mut backfill, mut access) = (false, false, false);
+        let (mut verify, mut backfill) = (false, false);
         for waiter in waiters {
             let observation = match waiter {
                 evidence::Waiter::Verification => {
@@ -342,10 +342,6 @@ impl Engine {
                 }
                 evidence::Waiter::Backfill => {
                     backfill = true;
-                    continue;
-                }
-                evidence::Waiter::Access => {
-                    access = true;
                     continue;
                 }
                 evidence::Waiter::Diagnosis(observation) => *observation,
@@ -369,9 +365,6 @@ impl Engine {
         }
         if backfill {
             events.extend(self.print_finished_backfills()?);
-        }
-        if access {
-            events.extend(self.access_catalog_arrived()?);
         }
         if verify {
             let now = self.now_time;
