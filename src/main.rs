@@ -121,8 +121,9 @@ enum Cmd {
         #[arg(long)]
         lift: bool,
     },
-    /// Print the receipt of an incident.
+    /// Print the receipt of an incident, or of an access request (ACC-0001).
     Receipt {
+        /// An incident id, or an access request's.
         incident: String,
         #[arg(long, conflicts_with = "json")]
         md: bool,

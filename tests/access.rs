@@ -176,9 +176,9 @@ fn a_schema_request_is_narrowed_approved_seen_granted_revoked_at_expiry_and_rece
     std::env::set_var(URL_ENV, &pg.url);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("dataward.toml");
-    let text = policy("ann", "alice", "");
-    std::fs::write(&path, &text).unwrap();
-    let config = Config::parse(&text, &path).unwrap();
+    let policy_text = policy("ann", "alice", "");
+    std::fs::write(&path, &policy_text).unwrap();
+    let config = Config::parse(&policy_text, &path).unwrap();
     let state = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
     let (ann, alice, bob) = (
         person("ann", 5001),
@@ -231,7 +231,7 @@ fn a_schema_request_is_narrowed_approved_seen_granted_revoked_at_expiry_and_rece
 
     // The engine restarts: the approved request is read back from the state database.
     drop(engine);
-    let config = Config::parse(&text, &path).unwrap();
+    let config = Config::parse(&policy_text, &path).unwrap();
     let state = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
     let mut engine = Engine::new(config, state, None, &alice).unwrap();
     engine.set_clock(dataward::clock::Clock::starting_at(now));
@@ -306,6 +306,13 @@ fn a_schema_request_is_narrowed_approved_seen_granted_revoked_at_expiry_and_rece
     let conn = dataward::store::open_read_only(&dir.path().join("dataward.db")).unwrap();
     let report = dataward::chain::verify(&conn).unwrap();
     assert!(report.ok, "{report:?}");
+    // With no engine serving, the command reads the same receipt from the chain.
+    let printed = binary::dataward(&["receipt", "ACC-0001"], dir.path());
+    assert!(printed.status.success(), "{}", text(&printed));
+    assert_eq!(text(&printed), receipt);
+    let shown = binary::dataward(&["show", "ACC-0001"], dir.path());
+    assert_eq!(shown.status.code(), Some(2), "{}", text(&shown));
+    assert!(text(&shown).contains("`dataward receipt ACC-0001` shows it"));
 
     // The policy sends HR to review: nothing is proposed, the owners are named.
     let said = accepted(engine.request(ask("hr.people", "select", "intern", Some(7)), &ann));

@@ -87,6 +87,12 @@ fn one_incident(data_dir: &Path, id: &str) -> Result<(Option<IncidentView>, bool
 
 /// `dataward show INCIDENT [--json]`: one incident whole.
 pub fn show(data_dir: &Path, id: &str, json: bool) -> Result<ExitCode> {
+    anyhow::ensure!(
+        !crate::incident::access_receipt::is_access_request(id),
+        "{} is an access request: `dataward receipt {}` shows it, as the chain holds it",
+        for_terminal(id),
+        for_terminal(id)
+    );
     let (incident, live) = one_incident(data_dir, id)?;
     let incident = incident
         .as_ref()
