@@ -9,11 +9,13 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Deserialize;
 
+mod access;
 mod alert;
 mod maintenance;
 mod orchestrator;
 mod redact;
 mod warehouse;
+pub use access::{AccessConfig, DEFAULT_DAYS as DEFAULT_ACCESS_DAYS, PRIVILEGES};
 pub use alert::{check_base_url, AlertConfig, SecretRef, ALERT_KINDS, SEVERITIES};
 pub use maintenance::{Cron, MaintenanceConfig, OpenWindow, MAX_WINDOW};
 pub use orchestrator::{
@@ -52,6 +54,9 @@ pub struct Config {
     /// Planned work: breaches inside a window page nobody (see `maintenance.rs`).
     #[serde(default)]
     pub maintenance: Vec<MaintenanceConfig>,
+    /// Who may be granted what on which tables (see `access.rs`).
+    #[serde(default)]
+    pub access: Vec<AccessConfig>,
     /// The person's console: theme and mouse. Read (and checked) by the console, not the
     /// engine (`console/prefs.rs`).
     #[serde(default)]
@@ -361,6 +366,7 @@ impl Config {
         alert::validate(self, text)?;
         orchestrator::validate(self, text)?;
         maintenance::validate(self, text)?;
+        access::validate(self, text)?;
         Ok(())
     }
 
