@@ -38,6 +38,9 @@ const TABLES: &[&str] = &[
     "baseline_restart",
     "snooze",
     "baseline_leave",
+    "lineage_event",
+    "lineage_event_dataset",
+    "lineage_file",
 ];
 
 /// SQL words that come right before a table's name.

@@ -11,11 +11,13 @@ use serde::Deserialize;
 
 mod alert;
 mod maintenance;
+mod openlineage;
 mod orchestrator;
 mod redact;
 mod warehouse;
 pub use alert::{check_base_url, AlertConfig, SecretRef, ALERT_KINDS, SEVERITIES};
 pub use maintenance::{Cron, MaintenanceConfig, OpenWindow, MAX_WINDOW};
+pub use openlineage::OpenLineageConfig;
 pub use orchestrator::{
     is_dbt_command, JobRef, OrchestratorConfig, DBT_CLOUD_URL, ORCHESTRATOR_KINDS,
 };
@@ -52,6 +54,8 @@ pub struct Config {
     /// Planned work: breaches inside a window page nobody (see `maintenance.rs`).
     #[serde(default)]
     pub maintenance: Vec<MaintenanceConfig>,
+    /// OpenLineage run events in: a listener and/or a tailed file (`openlineage.rs`).
+    pub openlineage: Option<OpenLineageConfig>,
     /// The person's console: theme and mouse. Read (and checked) by the console, not the
     /// engine (`console/prefs.rs`).
     #[serde(default)]
@@ -361,6 +365,7 @@ impl Config {
         alert::validate(self, text)?;
         orchestrator::validate(self, text)?;
         maintenance::validate(self, text)?;
+        openlineage::validate(self, text)?;
         Ok(())
     }
 

@@ -14,6 +14,7 @@ mod edge;
 pub mod effects;
 pub mod evidence;
 mod intent;
+pub mod lineage_in;
 mod memory;
 mod policy;
 mod reads;
@@ -220,6 +221,7 @@ impl Engine {
         }
         engine.init_observation_mark()?;
         engine.load()?;
+        engine.join_learned_lineage()?;
         engine.refresh_quiet();
         if engine.chain_alarm.is_none() {
             engine.transact(|e| e.record_policy())?;

@@ -245,6 +245,7 @@ impl Notes {
                 columns: Vec::new(),
                 unique_key: None,
                 unique_test: None,
+                learned: None,
             }));
         }
         for (reader, &reader_index) in self.readers.iter().zip(&reader_nodes) {
