@@ -53,11 +53,13 @@ impl Lineage {
                 // nothing downstream of anything.
                 continue;
             }
+            // Known from the manifest or the notes, not from an earlier event: a job
+            // seen again still stands between what it reads and writes.
             let outputs_known = !learned.outputs.is_empty()
-                && learned
-                    .outputs
-                    .iter()
-                    .all(|output| self.known_node(output).is_some());
+                && learned.outputs.iter().all(|output| {
+                    self.known_node(output)
+                        .is_some_and(|index| self.graph[index].learned.is_none())
+                });
             let inputs: Vec<NodeIndex> = learned
                 .inputs
                 .iter()
@@ -241,8 +243,10 @@ mod tests {
         );
         assert_eq!(blast.nodes[1].kind, NodeKind::Job);
         assert_eq!(blast.nodes[1].learned, Some(at("2026-03-01T02:10:00Z")));
-        // Learned twice is still one node.
+        // Learned again (the next batch of events) is the same graph: one node each,
+        // the job still between its datasets.
         let again = lineage.clone().with_learned(&jobs);
         assert_eq!(again.len(), lineage.len());
+        assert_eq!(again.graph().edge_count(), lineage.graph().edge_count());
     }
 }
