@@ -52,7 +52,7 @@ impl Team {
             format!(
                 "[people.alice]\nname = \"Alice\"\nroles = [\"owner\"]\n[serve]\nobservers = true\n\n\
                  [openlineage]\nlisten = \"127.0.0.1:{port}\"\ntoken_env = \"DW_OL_TOKEN\"\n\
-                 file = \"events.jsonl\"\nqueue = {queue}\n"
+                 socket = \"ol.sock\"\nfile = \"events.jsonl\"\nqueue = {queue}\n"
             ),
         )
         .unwrap();
@@ -131,6 +131,25 @@ impl Team {
         (response.status().as_u16(), response.text().unwrap())
     }
 
+    /// POST over the Unix socket, as HTTP/1.1 by hand (the transport a local producer
+    /// without a port would use).
+    fn post_unix(&self, body: &str, token: &str) -> (u16, String) {
+        use std::io::{Read, Write};
+        let mut conn =
+            std::os::unix::net::UnixStream::connect(self.dir.path().join("ol.sock")).unwrap();
+        write!(
+            conn,
+            "POST /api/v1/lineage HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut answer = String::new();
+        conn.read_to_string(&mut answer).unwrap();
+        let status = answer[9..12].parse().unwrap();
+        (status, answer)
+    }
+
     /// `dataward lineage --from NODE --json`, asked of the serving engine.
     fn lineage(&self, from: &str) -> Value {
         let out = dataward(&["lineage", "--from", from, "--json"], &self.data());
@@ -178,6 +197,13 @@ fn recorded_events_are_kept_and_join_the_blast_radius() {
         (200, true),
         "{body}"
     );
+    assert_eq!(team.stored(), sent);
+    // The same endpoint over the Unix socket: the token still asked.
+    let over_socket = fixture_lines("dbt_ol_postgres_column_dropped.jsonl").remove(0);
+    assert_eq!(team.post_unix(&over_socket, "wrong").0, 401);
+    let (status, answer) = team.post_unix(&over_socket, TOKEN);
+    assert_eq!(status, 200, "{answer}");
+    sent += 1;
     assert_eq!(team.stored(), sent);
 
     // The dbt model's job reads raw.orders and writes analytics.order_amounts.
