@@ -29,8 +29,9 @@ pub trait LineageEventStore {
     /// Every job seen in events, with the datasets it read and wrote and when it was
     /// last seen (by the producer's clock), sorted by job.
     fn learned_jobs(&self) -> Result<Vec<LearnedJob>>;
-    /// The rows each run wrote to each output, as the producer counted them:
-    /// (job, dataset, event time, rows), oldest first.
+    /// The rows each run wrote to each output, as the producer counted them, once per
+    /// run and output (from the run's latest event that counts them: dbt-ol puts the
+    /// count on the START too): (job, dataset, event time, rows), oldest first.
     fn output_row_counts(&self) -> Result<Vec<(JobName, Dataset, DateTime<Utc>, u64)>>;
 }
 
@@ -204,10 +205,13 @@ impl LineageEventStore for Connection {
 
     fn output_row_counts(&self) -> Result<Vec<(JobName, Dataset, DateTime<Utc>, u64)>> {
         let mut select = self.prepare_cached(
-            "SELECT e.job_namespace, e.job_name, d.namespace, d.name, e.event_time, d.row_count
+            // SQLite takes the bare columns from the row whose event_time is the MAX.
+            "SELECT e.job_namespace, e.job_name, d.namespace, d.name, MAX(e.event_time),
+                    d.row_count
              FROM lineage_event_dataset d JOIN lineage_event e ON e.id = d.event
              WHERE d.direction = 'output' AND d.row_count IS NOT NULL
-             ORDER BY e.event_time, e.id",
+             GROUP BY e.run_id, e.job_namespace, e.job_name, d.namespace, d.name
+             ORDER BY 5",
         )?;
         let rows = select.query_map([], |r| {
             Ok((
