@@ -554,8 +554,8 @@ fn dbt_ol_posts_a_real_run_to_the_listener() {
         .output_row_counts()
         .unwrap()
         .into_iter()
-        .filter(|(_, dataset, _, _)| dataset.name == "shop.analytics.order_amounts")
-        .map(|(_, _, _, rows)| rows)
+        .filter(|run| run.dataset.name == "shop.analytics.order_amounts")
+        .map(|run| run.rows)
         .collect();
     assert_eq!(rows, vec![120], "outputStatistics.rowCount kept");
 }

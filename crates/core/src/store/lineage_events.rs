@@ -31,8 +31,18 @@ pub trait LineageEventStore {
     fn learned_jobs(&self) -> Result<Vec<LearnedJob>>;
     /// The rows each run wrote to each output, as the producer counted them, once per
     /// run and output (from the run's latest event that counts them: dbt-ol puts the
-    /// count on the START too): (job, dataset, event time, rows), oldest first.
-    fn output_row_counts(&self) -> Result<Vec<(JobName, Dataset, DateTime<Utc>, u64)>>;
+    /// count on the START too), oldest first.
+    fn output_row_counts(&self) -> Result<Vec<RunRows>>;
+}
+
+/// The rows one run of a job wrote to one output, as the producer counted them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunRows {
+    pub job: JobName,
+    pub dataset: Dataset,
+    /// The event's time, by the producer's clock.
+    pub at: DateTime<Utc>,
+    pub rows: u64,
 }
 
 /// Times kept to the nanosecond in a fixed width, so text order is time order and the
@@ -203,7 +213,7 @@ impl LineageEventStore for Connection {
         Ok(jobs.into_values().collect())
     }
 
-    fn output_row_counts(&self) -> Result<Vec<(JobName, Dataset, DateTime<Utc>, u64)>> {
+    fn output_row_counts(&self) -> Result<Vec<RunRows>> {
         let mut select = self.prepare_cached(
             // SQLite takes the bare columns from the row whose event_time is the MAX.
             "SELECT e.job_namespace, e.job_name, d.namespace, d.name, MAX(e.event_time),
@@ -214,18 +224,18 @@ impl LineageEventStore for Connection {
              ORDER BY 5",
         )?;
         let rows = select.query_map([], |r| {
-            Ok((
-                JobName {
+            Ok(RunRows {
+                job: JobName {
                     namespace: r.get(0)?,
                     name: r.get(1)?,
                 },
-                Dataset {
+                dataset: Dataset {
                     namespace: r.get(2)?,
                     name: r.get(3)?,
                 },
-                read_event_time(&r.get::<_, String>(4)?)?,
-                r.get::<_, i64>(5)? as u64,
-            ))
+                at: read_event_time(&r.get::<_, String>(4)?)?,
+                rows: r.get::<_, i64>(5)? as u64,
+            })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
