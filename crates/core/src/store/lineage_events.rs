@@ -33,6 +33,8 @@ pub trait LineageEventStore {
     /// run and output (from the run's latest event that counts them: dbt-ol puts the
     /// count on the START too), oldest first.
     fn output_row_counts(&self) -> Result<Vec<RunRows>>;
+    /// [`output_row_counts`](Self::output_row_counts) of one job's one output.
+    fn run_rows_of(&self, job: &JobName, dataset: &Dataset) -> Result<Vec<RunRows>>;
 }
 
 /// The rows one run of a job wrote to one output, as the producer counted them.
@@ -214,29 +216,53 @@ impl LineageEventStore for Connection {
     }
 
     fn output_row_counts(&self) -> Result<Vec<RunRows>> {
+        self.select_run_rows(None)
+    }
+
+    fn run_rows_of(&self, job: &JobName, dataset: &Dataset) -> Result<Vec<RunRows>> {
+        self.select_run_rows(Some((job, dataset)))
+    }
+}
+
+trait SelectRunRows {
+    fn select_run_rows(&self, of: Option<(&JobName, &Dataset)>) -> Result<Vec<RunRows>>;
+}
+
+impl SelectRunRows for Connection {
+    fn select_run_rows(&self, of: Option<(&JobName, &Dataset)>) -> Result<Vec<RunRows>> {
         let mut select = self.prepare_cached(
             // SQLite takes the bare columns from the row whose event_time is the MAX.
             "SELECT e.job_namespace, e.job_name, d.namespace, d.name, MAX(e.event_time),
                     d.row_count
              FROM lineage_event_dataset d JOIN lineage_event e ON e.id = d.event
              WHERE d.direction = 'output' AND d.row_count IS NOT NULL
+               AND (?1 IS NULL OR (e.job_namespace = ?1 AND e.job_name = ?2
+                                   AND d.namespace = ?3 AND d.name = ?4))
              GROUP BY e.run_id, e.job_namespace, e.job_name, d.namespace, d.name
              ORDER BY 5",
         )?;
-        let rows = select.query_map([], |r| {
-            Ok(RunRows {
-                job: JobName {
-                    namespace: r.get(0)?,
-                    name: r.get(1)?,
-                },
-                dataset: Dataset {
-                    namespace: r.get(2)?,
-                    name: r.get(3)?,
-                },
-                at: read_event_time(&r.get::<_, String>(4)?)?,
-                rows: r.get::<_, i64>(5)? as u64,
-            })
-        })?;
+        let rows = select.query_map(
+            params![
+                of.map(|(job, _)| &job.namespace),
+                of.map(|(job, _)| &job.name),
+                of.map(|(_, dataset)| &dataset.namespace),
+                of.map(|(_, dataset)| &dataset.name),
+            ],
+            |r| {
+                Ok(RunRows {
+                    job: JobName {
+                        namespace: r.get(0)?,
+                        name: r.get(1)?,
+                    },
+                    dataset: Dataset {
+                        namespace: r.get(2)?,
+                        name: r.get(3)?,
+                    },
+                    at: read_event_time(&r.get::<_, String>(4)?)?,
+                    rows: r.get::<_, i64>(5)? as u64,
+                })
+            },
+        )?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 }
