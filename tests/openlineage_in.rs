@@ -322,7 +322,36 @@ fn bad_requests_are_refused_clearly_and_keep_nothing() {
     let (status, body) = team.post(&huge, Some(TOKEN));
     assert_eq!(status, 413, "{body}");
     assert!(body.contains("1048576"), "{body}");
+    // The transport's gzip compression: refused for what it is, not as malformed.
+    let gzipped = client
+        .post(team.url())
+        .bearer_auth(TOKEN)
+        .header("Content-Encoding", "gzip")
+        .body(event.clone())
+        .send()
+        .unwrap();
+    assert_eq!(gzipped.status().as_u16(), 415);
+    assert!(gzipped.text().unwrap().contains("uncompressed"));
     assert_eq!(team.stored(), 2);
+
+    // curl's way: ask first (Expect: 100-continue), send the body when told to.
+    use std::io::{Read, Write};
+    let mut conn = TcpStream::connect(("127.0.0.1", team.port)).unwrap();
+    write!(
+        conn,
+        "POST /api/v1/lineage HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Length: {}\r\nExpect: 100-continue\r\n\r\n",
+        event.len()
+    )
+    .unwrap();
+    let mut continued = [0u8; 25];
+    conn.read_exact(&mut continued).unwrap();
+    assert_eq!(&continued, b"HTTP/1.1 100 Continue\r\n\r\n");
+    conn.write_all(event.as_bytes()).unwrap();
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
+    assert_eq!(team.stored(), 3);
 }
 
 /// More senders at once than the queue holds: the rest are told 503 with Retry-After,

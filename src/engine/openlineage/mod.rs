@@ -37,8 +37,11 @@ pub fn start(config: &Config, engine: &Engine, hub: Sender<HubMessage>) -> Resul
             std::thread::Builder::new()
                 .name("dataward-openlineage-accept".into())
                 .spawn(move || {
-                    for conn in listener.incoming().flatten() {
-                        intake.take(Box::new(conn));
+                    for conn in listener.incoming() {
+                        match conn {
+                            Ok(conn) => intake.take(Box::new(conn)),
+                            Err(e) => refused_accept(&e),
+                        }
                     }
                 })?;
             tracing::info!("OpenLineage events in on http://{addr}{PATH}");
@@ -61,8 +64,11 @@ pub fn start(config: &Config, engine: &Engine, hub: Sender<HubMessage>) -> Resul
             std::thread::Builder::new()
                 .name("dataward-openlineage-socket".into())
                 .spawn(move || {
-                    for conn in listener.incoming().flatten() {
-                        intake.take(Box::new(conn));
+                    for conn in listener.incoming() {
+                        match conn {
+                            Ok(conn) => intake.take(Box::new(conn)),
+                            Err(e) => refused_accept(&e),
+                        }
                     }
                 })?;
             tracing::info!("OpenLineage events in on {}", path.display());
@@ -79,4 +85,11 @@ pub fn start(config: &Config, engine: &Engine, hub: Sender<HubMessage>) -> Resul
         );
     }
     Ok(())
+}
+
+/// An accept that failed (out of file descriptors, say): logged, and a pause before the
+/// next, so the loop does not spin on it.
+fn refused_accept(e: &std::io::Error) {
+    tracing::warn!("OpenLineage listener: accept failed: {e}");
+    std::thread::sleep(std::time::Duration::from_millis(100));
 }
