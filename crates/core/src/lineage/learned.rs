@@ -41,6 +41,7 @@ impl Lineage {
             graph: Default::default(),
             by_unique_id: Default::default(),
             writers: Vec::new(),
+            owner_rules: Vec::new(),
             dialect: super::Dialect::from_adapter_type(None),
         }
     }
@@ -92,6 +93,9 @@ impl Lineage {
                 self.add_edge(job, output);
             }
         }
+        let rules = std::mem::take(&mut self.owner_rules);
+        super::notes::fill_owners(&rules, &mut self);
+        self.owner_rules = rules;
         self
     }
 
@@ -188,7 +192,14 @@ mod tests {
     /// a dbt model's own job adds no node; a run with no datasets adds nothing.
     #[test]
     fn jobs_from_events_join_the_blast_radius() {
-        let lineage = Lineage::from_json(MANIFEST, "m.json").unwrap();
+        let lineage = Lineage::from_json(MANIFEST, "m.json")
+            .unwrap()
+            .with_notes_str(
+                "[[owner]]\nrole = \"exports-owner\"\ncovers = [\"openlineage.job.airflow/*\"]\n\
+                 [[owner]]\nrole = \"crm-owner\"\ncovers = [\"crm.*\"]\n",
+                "notes.toml",
+            )
+            .unwrap();
         let before = lineage.len();
         let jobs = vec![
             LearnedJob {
@@ -242,6 +253,8 @@ mod tests {
             ]
         );
         assert_eq!(blast.nodes[1].kind, NodeKind::Job);
+        // The notes' owner rules cover what events taught, as they cover the manifest.
+        assert_eq!(blast.summary.owners, vec!["crm-owner", "exports-owner"]);
         assert_eq!(blast.nodes[1].learned, Some(at("2026-03-01T02:10:00Z")));
         // Learned again (the next batch of events) is the same graph: one node each,
         // the job still between its datasets.

@@ -170,6 +170,8 @@ pub struct Lineage {
     by_unique_id: HashMap<String, NodeIndex>,
     /// Systems that load tables (from the notes); upstream of everything, so not nodes.
     writers: Vec<notes::Writer>,
+    /// The notes' owner rules, for nodes learned after them (`learned.rs`).
+    owner_rules: Vec<notes::OwnerRule>,
     /// The SQL dialect of the project, from the manifest's `metadata.adapter_type`.
     dialect: Dialect,
 }
@@ -252,6 +254,7 @@ impl Lineage {
             graph: DiGraph::new(),
             by_unique_id: HashMap::new(),
             writers: Vec::new(),
+            owner_rules: Vec::new(),
             dialect: Dialect::from_adapter_type(contents.adapter_type.as_deref()),
         };
         for node in contents.nodes {
