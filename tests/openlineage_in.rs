@@ -352,6 +352,25 @@ fn bad_requests_are_refused_clearly_and_keep_nothing() {
     conn.read_to_string(&mut answer).unwrap();
     assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
     assert_eq!(team.stored(), 3);
+
+    // doctor tells the listener serving there from something else on the port.
+    let out = Command::new(env!("CARGO_BIN_EXE_dataward"))
+        .args(["doctor", "--config"])
+        .arg(team.dir.path().join("team.toml"))
+        .arg("--data-dir")
+        .arg(team.data())
+        .env("DW_OL_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    let report = text(&out);
+    assert!(
+        report.contains(&format!(
+            "a dataward listener answers on http://127.0.0.1:{}/api/v1/lineage",
+            team.port
+        )),
+        "{report}"
+    );
+    assert!(report.contains("events.jsonl is not there yet"), "{report}");
 }
 
 /// More senders at once than the queue holds: the rest are told 503 with Retry-After,
