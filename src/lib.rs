@@ -24,5 +24,6 @@ pub mod engine {
     pub mod client;
     pub mod hub;
     pub mod live;
+    pub mod openlineage;
     pub mod server;
 }

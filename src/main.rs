@@ -369,7 +369,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Lineage(args) => dataward::cli::lineage::run(args),
+        Cmd::Lineage(args) => dataward::cli::lineage::run(args, data_dir),
         Cmd::Check {
             config,
             once,

@@ -39,6 +39,9 @@ const TABLES: &[&str] = &[
     "snooze",
     "baseline_leave",
     "access_request",
+    "lineage_event",
+    "lineage_event_dataset",
+    "lineage_file",
 ];
 
 /// SQL words that come right before a table's name.

@@ -1,6 +1,8 @@
 //! `dataward lineage`: the blast radius of a node (and optionally of a column change:
 //! every use of the column in each model, with what the new type does to it), as JSON
-//! for scripts or as an indented tree for a person.
+//! for scripts or as an indented tree for a person. Without `--manifest` it asks the
+//! engine serving the data directory, whose lineage also holds what OpenLineage events
+//! taught it (jobs and datasets no manifest or notes name).
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -21,20 +23,22 @@ const FAN_OUT_CAP: usize = 12;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct LineageArgs {
-    /// The dbt manifest.json (schema v7 to v12).
+    /// The dbt manifest.json (schema v7 to v12). Without it, the engine serving the
+    /// data directory is asked: its lineage (the config's manifest and notes, and the
+    /// jobs and datasets OpenLineage events named).
     #[arg(long, value_name = "FILE")]
-    pub manifest: PathBuf,
+    pub manifest: Option<PathBuf>,
     /// The dbt catalog.json, for column types.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", requires = "manifest")]
     pub catalog: Option<PathBuf>,
     /// Context notes (TOML): readers dbt does not know, and owners.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", requires = "manifest")]
     pub notes: Option<PathBuf>,
     /// The changed node: a unique_id, a relation name or a node name.
     #[arg(long, value_name = "NODE")]
     pub from: String,
     /// The changed column: report which models read it and how each uses it.
-    #[arg(long, value_name = "COL")]
+    #[arg(long, value_name = "COL", requires = "manifest")]
     pub column: Option<String>,
     /// The column's new type, for the break-risk judgement of each use (default: its
     /// type in the catalog).
@@ -46,8 +50,14 @@ pub struct LineageArgs {
 }
 
 /// Load, compute, print. Bad input is an error (the caller exits 2 with its message).
-pub fn run(args: LineageArgs) -> anyhow::Result<ExitCode> {
-    let report = build_report(&args)?;
+pub fn run(
+    args: LineageArgs,
+    data_dir: impl FnOnce() -> anyhow::Result<PathBuf>,
+) -> anyhow::Result<ExitCode> {
+    let report = match &args.manifest {
+        Some(_) => build_report(&args)?,
+        None => served_report(&data_dir()?, &args.from)?,
+    };
     if args.json {
         println!("{}", crate::sanitize::json(&report, true)?);
     } else {
@@ -88,6 +98,9 @@ pub struct ReportNode {
     pub parents: Vec<String>,
     pub materialized: Option<String>,
     pub owner: Option<String>,
+    /// Learned from OpenLineage events: when last seen in one (the producer's clock).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub learned: Option<String>,
     /// With `--column`, for models and snapshots that have SQL.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub column: Option<ColumnFinding>,
@@ -113,8 +126,9 @@ pub struct ColumnReport {
 }
 
 pub fn build_report(args: &LineageArgs) -> anyhow::Result<Report> {
+    let manifest = args.manifest.as_deref().context("--manifest")?;
     let mut lineage = Lineage::load_telling(
-        &args.manifest,
+        manifest,
         args.notes.as_deref(),
         &mut crate::progress::bytes_on_stderr("loading manifest"),
     )?;
@@ -211,8 +225,66 @@ fn report_node(impact: Impact, resource_type: String) -> ReportNode {
         parents: impact.parents,
         materialized: impact.materialized,
         owner: impact.owner,
+        learned: impact.learned.map(learned_text),
         column: impact.column,
     }
+}
+
+fn learned_text(at: chrono::DateTime<chrono::Utc>) -> String {
+    at.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// The blast radius as the engine serving `data_dir` sees it.
+fn served_report(data_dir: &std::path::Path, from: &str) -> anyhow::Result<Report> {
+    use serde_json::Value;
+    let mut engine =
+        crate::engine::client::Client::connect(data_dir, true)?.with_context(|| {
+            format!(
+                "no engine serves {}: start `dataward serve`, or pass --manifest",
+                data_dir.display()
+            )
+        })?;
+    let answer = engine
+        .ask(crate::engine::api::Question::Lineage {
+            from: from.to_string(),
+        })?
+        .map_err(|reason| anyhow::anyhow!("--from: {reason}"))?;
+    let text = |value: &Value| value.as_str().map(str::to_string);
+    let node = &answer["from"];
+    let blast = &answer["blast"];
+    let nodes = blast["nodes"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .map(|n| ReportNode {
+            unique_id: text(&n["unique_id"]).unwrap_or_default(),
+            name: text(&n["name"]).unwrap_or_default(),
+            resource_type: text(&n["kind"]).unwrap_or_default(),
+            depth: n["depth"].as_u64().unwrap_or_default() as u32,
+            parents: serde_json::from_value(n["parents"].clone()).unwrap_or_default(),
+            materialized: text(&n["materialized"]),
+            owner: text(&n["owner"]),
+            learned: text(&n["learned"])
+                .and_then(|t| t.parse().ok())
+                .map(learned_text),
+            column: None,
+        })
+        .collect();
+    Ok(Report {
+        from: FromNode {
+            unique_id: text(&node["unique_id"]).unwrap_or_default(),
+            name: text(&node["name"]).unwrap_or_default(),
+            resource_type: text(&node["resource_type"]).unwrap_or_default(),
+            relation_name: text(&node["relation_name"]),
+            materialized: text(&node["materialized"]),
+            owner: text(&node["owner"]),
+        },
+        nodes,
+        summary: serde_json::from_value(blast["summary"].clone())
+            .context("the engine's blast radius summary")?,
+        column: None,
+    })
 }
 
 /// Every field of the report, destructured without `..`: see [`Sanitize`]. Names,
@@ -260,12 +332,14 @@ impl Sanitize for Report {
             parents,
             materialized,
             owner,
+            learned,
             column,
         } in nodes
         {
             for text in [unique_id, name, resource_type] {
                 text.sanitize();
             }
+            learned.sanitize();
             materialized.sanitize();
             owner.sanitize();
             parents.sanitize();
@@ -409,6 +483,10 @@ fn label(node: &ReportNode) -> String {
     if let Some(owner) = &node.owner {
         label.push_str(" · ");
         label.push_str(owner);
+    }
+    if let Some(seen) = &node.learned {
+        label.push_str(" · learned from events, last seen ");
+        label.push_str(seen);
     }
     label
 }

@@ -44,6 +44,7 @@ fn blast_node(
         parents: parents.iter().map(|p| p.to_string()).collect(),
         finding: finding.map(str::to_string),
         break_risk: false,
+        learned: None,
     }
 }
 

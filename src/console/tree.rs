@@ -229,6 +229,12 @@ fn label(row: &TreeRow, blast: &[BlastNode], theme: &Theme) -> Line<'static> {
                 };
                 spans.push(Span::styled(format!(": {finding}"), style));
             }
+            if let Some(seen) = node.learned {
+                spans.push(Span::styled(
+                    format!("  · learned from events, last seen {seen}"),
+                    theme.muted,
+                ));
+            }
             Line::from(spans)
         }
     }
@@ -247,7 +253,32 @@ mod tests {
             parents: parents.iter().map(|p| p.to_string()).collect(),
             finding: None,
             break_risk: false,
+            learned: None,
         }
+    }
+
+    /// A job learned from OpenLineage events says so on its row, with when it was last
+    /// seen, in words (never colour alone).
+    #[test]
+    fn a_node_learned_from_events_is_marked() {
+        let mut task = node("openlineage.job.airflow/exports.push", &[]);
+        task.name = "exports.push".into();
+        task.kind = "job".into();
+        task.learned = Some(crate::clock::Timestamp::parse("2026-11-02T02:10:00Z").unwrap());
+        let blast = vec![node("model.a", &[]), task];
+        let rows = build(&blast);
+        let text = |row: &TreeRow| -> String {
+            label(row, &blast, &Theme::fallback())
+                .spans
+                .iter()
+                .map(|s| s.content.to_string())
+                .collect()
+        };
+        assert_eq!(text(&rows[0]), "model.a  model");
+        assert_eq!(
+            text(&rows[1]),
+            "exports.push  job  · learned from events, last seen 2026-11-02T02:10:00Z"
+        );
     }
 
     fn shape(rows: &[TreeRow]) -> String {

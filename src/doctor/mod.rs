@@ -13,6 +13,7 @@ mod engine;
 mod files;
 mod lineage;
 mod monitors;
+mod openlineage;
 mod warehouses;
 
 use std::fmt::Write as _;
@@ -110,6 +111,7 @@ pub fn check(options: &DoctorOptions) -> Vec<Line> {
     let reachable = warehouses::check(&config, &mut lines);
     lines.extend(monitors::check(&config, &reachable));
     lines.extend(lineage::check(&config));
+    lines.extend(openlineage::check(&config));
     lines.extend(endpoints::check(
         &config,
         &options.data_dir,

@@ -73,6 +73,12 @@ pub enum HubMessage {
         crate::notify::outbox::Mark,
         std::sync::mpsc::Sender<Result<()>>,
     ),
+    /// OpenLineage events the listener or the file tail read, for the engine to keep
+    /// (the one writer); answered with how many were new once committed.
+    Lineage(
+        super::lineage_in::EventBatch,
+        std::sync::mpsc::Sender<Result<usize>>,
+    ),
     /// Finish the work in hand and return (SIGTERM).
     Stop,
     /// What the poll task read: the engine stores it (the one writer) and acts on it.
@@ -432,6 +438,9 @@ impl Hub {
             }
             HubMessage::OutboxMark(mark, answer) => {
                 let _ = answer.send(self.engine.mark_outbox(&mark));
+            }
+            HubMessage::Lineage(batch, answer) => {
+                let _ = answer.send(self.engine.store_lineage_events(batch));
             }
             HubMessage::WorldMoved(happened) => {
                 let events = driver.world_moved(&mut self.engine, happened)?;

@@ -642,6 +642,7 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     let relay = start_relay(&mut engine, &config, &db, hub_tx.clone())?;
     let poll_task = start_poll_task(&mut engine, &config, db, hub_tx.clone(), false)?;
     let listener = bind(&options.data_dir, &config)?;
+    super::openlineage::start(&config, &engine, hub_tx.clone())?;
     let config = Arc::new(config);
     {
         let (config, hub_tx) = (Arc::clone(&config), hub_tx.clone());

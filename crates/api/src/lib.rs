@@ -273,6 +273,9 @@ pub struct BlastNode {
     /// The finding will break on the new data.
     #[serde(default)]
     pub break_risk: bool,
+    /// Learned from OpenLineage events (no manifest or notes names it): when last seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learned: Option<Timestamp>,
 }
 
 /// Everything the console draws, sent whole after every change (the bottom model:

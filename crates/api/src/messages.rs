@@ -65,6 +65,9 @@ pub enum Question {
     Receipt { incident: String },
     /// The org-wide stop as it stands.
     Stop,
+    /// The blast radius of a node in the engine's lineage: the manifest, the notes and
+    /// the jobs and datasets OpenLineage events named.
+    Lineage { from: String },
 }
 
 /// One command, answered by exactly one `Reply` with the same id, to this client only.

@@ -12,12 +12,14 @@ use serde::Deserialize;
 mod access;
 mod alert;
 mod maintenance;
+mod openlineage;
 mod orchestrator;
 mod redact;
 mod warehouse;
 pub use access::{AccessConfig, DEFAULT_DAYS as DEFAULT_ACCESS_DAYS, PRIVILEGES};
 pub use alert::{check_base_url, AlertConfig, SecretRef, ALERT_KINDS, SEVERITIES};
 pub use maintenance::{Cron, MaintenanceConfig, OpenWindow, MAX_WINDOW};
+pub use openlineage::OpenLineageConfig;
 pub use orchestrator::{
     is_dbt_command, JobRef, OrchestratorConfig, DBT_CLOUD_URL, ORCHESTRATOR_KINDS,
 };
@@ -57,6 +59,8 @@ pub struct Config {
     /// Who may be granted what on which tables (see `access.rs`).
     #[serde(default)]
     pub access: Vec<AccessConfig>,
+    /// OpenLineage run events in: a listener and/or a tailed file (`openlineage.rs`).
+    pub openlineage: Option<OpenLineageConfig>,
     /// The person's console: theme and mouse. Read (and checked) by the console, not the
     /// engine (`console/prefs.rs`).
     #[serde(default)]
@@ -367,6 +371,7 @@ impl Config {
         orchestrator::validate(self, text)?;
         maintenance::validate(self, text)?;
         access::validate(self, text)?;
+        openlineage::validate(self, text)?;
         Ok(())
     }
 

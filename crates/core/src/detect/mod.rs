@@ -8,6 +8,7 @@ use crate::warehouse::Column;
 pub mod freshness;
 pub mod labelled;
 pub mod reference;
+pub mod run_rows;
 pub mod synthetic;
 pub mod volume;
 

@@ -167,6 +167,9 @@ pub(super) fn blast_node(impact: &crate::lineage::Impact, sees_column: bool) -> 
         parents: impact.parents.clone(),
         finding,
         break_risk: worst.is_some(),
+        learned: impact
+            .learned
+            .map(|at| Timestamp::from_naive(at.naive_utc())),
     }
 }
 

@@ -172,7 +172,10 @@ impl Engine {
                 != notes_of(&config).map(|n| hash_file(&n)).as_deref();
         if lineage_changed {
             match load_lineage(&config, &mut |_, _| {}) {
-                Ok(lineage) => self.lineage = lineage,
+                Ok(lineage) => {
+                    self.lineage = lineage;
+                    self.join_learned_lineage()?;
+                }
                 Err(e) => {
                     // The old lineage stays: the notes are ours but do not load.
                     self.notices

@@ -39,6 +39,27 @@ impl Engine {
                     )?;
                     Ok(json!({"receipt": built, "markdown": built.to_markdown()}))
                 }
+                Question::Lineage { from } => {
+                    let lineage = self.lineage.as_ref().ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "no lineage: the config names no manifest and no OpenLineage \
+                             event was kept"
+                        )
+                    })?;
+                    let index = lineage.resolve(from)?;
+                    let node = lineage.node(index);
+                    Ok(json!({
+                        "from": {
+                            "unique_id": node.unique_id,
+                            "name": node.name,
+                            "resource_type": node.resource_type,
+                            "relation_name": node.relation_name,
+                            "materialized": node.materialized,
+                            "owner": node.owner,
+                        },
+                        "blast": lineage.blast_radius(index, None),
+                    }))
+                }
                 Question::Receipt { incident } => {
                     let built = receipt::build(&chain::records(&self.state)?, incident)?;
                     Ok(json!({"receipt": built, "markdown": built.to_markdown()}))

@@ -33,9 +33,12 @@ pub struct Impact {
     pub owner: Option<String>,
     /// Set for models and snapshots with SQL when a column change was given.
     pub column: Option<ColumnFinding>,
+    /// Learned from OpenLineage events: when last seen in one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub learned: Option<chrono::DateTime<chrono::Utc>>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct Summary {
     pub total: usize,
     /// e.g. {"model": 3, "dashboard": 1}
@@ -110,6 +113,7 @@ pub(super) fn blast_radius(
                 materialized: node.materialized.clone(),
                 owner: node.owner.clone(),
                 column,
+                learned: node.learned,
             }
         })
         .collect();

@@ -10,6 +10,7 @@ mod catalog;
 mod columns;
 mod error;
 mod json_fields;
+mod learned;
 mod manifest;
 mod notes;
 pub mod openlineage;
@@ -31,6 +32,7 @@ pub use columns::{
     UseSite, Wants, PARSER, TOKENS,
 };
 pub use error::LineageError;
+pub use learned::{job_id, LearnedJob};
 pub use notes::{Notes, OptionEffect, OwnerRule, Reader, ReaderKind, Writer, WriterOption};
 pub use render::{compiled_with_change, project_vars, Vars};
 pub use window::{filter_numbers, Anchor, Period, Window, WindowSource, DEFAULT_LOOKBACK};
@@ -53,6 +55,8 @@ pub enum NodeKind {
     Notebook,
     Sync,
     Job,
+    /// A dataset seen only in OpenLineage events (see `learned.rs`).
+    Dataset,
     /// Anything else dbt puts in the graph (saved queries, unit tests, ...).
     Other,
 }
@@ -73,6 +77,7 @@ impl NodeKind {
             NodeKind::Notebook => "notebook",
             NodeKind::Sync => "sync",
             NodeKind::Job => "job",
+            NodeKind::Dataset => "dataset",
             NodeKind::Other => "other",
         }
     }
@@ -125,6 +130,8 @@ pub struct Node {
     pub unique_key: Option<String>,
     /// A test node that is dbt's `unique` test: the column it checks.
     pub unique_test: Option<String>,
+    /// Learned from OpenLineage events (not the manifest or the notes): when last seen.
+    pub learned: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl Lineage {
@@ -163,6 +170,8 @@ pub struct Lineage {
     by_unique_id: HashMap<String, NodeIndex>,
     /// Systems that load tables (from the notes); upstream of everything, so not nodes.
     writers: Vec<notes::Writer>,
+    /// The notes' owner rules, for nodes learned after them (`learned.rs`).
+    owner_rules: Vec<notes::OwnerRule>,
     /// The SQL dialect of the project, from the manifest's `metadata.adapter_type`.
     dialect: Dialect,
 }
@@ -245,6 +254,7 @@ impl Lineage {
             graph: DiGraph::new(),
             by_unique_id: HashMap::new(),
             writers: Vec::new(),
+            owner_rules: Vec::new(),
             dialect: Dialect::from_adapter_type(contents.adapter_type.as_deref()),
         };
         for node in contents.nodes {
@@ -405,6 +415,7 @@ impl Lineage {
             columns: Vec::new(),
             unique_key: None,
             unique_test: None,
+            learned: None,
         })
     }
 

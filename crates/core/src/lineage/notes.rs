@@ -245,6 +245,7 @@ impl Notes {
                 columns: Vec::new(),
                 unique_key: None,
                 unique_test: None,
+                learned: None,
             }));
         }
         for (reader, &reader_index) in self.readers.iter().zip(&reader_nodes) {
@@ -358,26 +359,33 @@ impl Notes {
         Ok(())
     }
 
+    /// Owners from the rules, kept with the graph so nodes learned later (from
+    /// OpenLineage events) get theirs the same way.
     fn fill_owners(&self, lineage: &mut Lineage) {
-        for node in lineage.graph.node_weights_mut() {
-            if node.owner.is_some() {
-                continue;
-            }
-            let mut names = vec![node.unique_id.to_lowercase()];
-            if let Some(relation) = &node.relation_name {
-                names.extend(relation_forms(relation));
-            }
-            node.owner = self
-                .owners
-                .iter()
-                .find(|rule| {
-                    rule.covers.iter().any(|glob| {
-                        let glob = glob.to_lowercase();
-                        names.iter().any(|name| glob_matches(&glob, name))
-                    })
-                })
-                .map(|rule| rule.role.clone());
+        lineage.owner_rules.extend(self.owners.iter().cloned());
+        fill_owners(&self.owners, lineage);
+    }
+}
+
+/// Every node without an owner gets the role of the first rule covering it.
+pub(super) fn fill_owners(rules: &[OwnerRule], lineage: &mut Lineage) {
+    for node in lineage.graph.node_weights_mut() {
+        if node.owner.is_some() {
+            continue;
         }
+        let mut names = vec![node.unique_id.to_lowercase()];
+        if let Some(relation) = &node.relation_name {
+            names.extend(relation_forms(relation));
+        }
+        node.owner = rules
+            .iter()
+            .find(|rule| {
+                rule.covers.iter().any(|glob| {
+                    let glob = glob.to_lowercase();
+                    names.iter().any(|name| glob_matches(&glob, name))
+                })
+            })
+            .map(|rule| rule.role.clone());
     }
 }
 

@@ -17,6 +17,7 @@ pub mod dbt_core;
 pub mod files;
 pub mod incidents;
 pub mod intents;
+pub mod lineage_events;
 pub mod meta;
 pub mod minutes;
 pub mod observations;
@@ -43,6 +44,7 @@ pub mod prelude {
     pub use super::chain::ChainStore;
     pub use super::incidents::IncidentStore;
     pub use super::intents::IntentStore;
+    pub use super::lineage_events::LineageEventStore;
     pub use super::meta::MetaStore;
     pub use super::minutes::MinuteStore;
     pub use super::observations::ObservationStore;
@@ -67,6 +69,7 @@ pub trait Store:
     + outbox::OutboxStore
     + quiet::QuietStore
     + requests::RequestStore
+    + lineage_events::LineageEventStore
 {
 }
 
@@ -348,6 +351,43 @@ const MIGRATIONS: &[&str] = &[
     "CREATE TABLE access_request (
         id  TEXT PRIMARY KEY,
         doc TEXT NOT NULL
+     );",
+    // OpenLineage run events in (see store::lineage_events): each event once, by its
+    // run, job, type and time (a sender's retry or a file read again is ignored), its
+    // datasets with the rows written, and how far each tailed JSONL file was read,
+    // written in the transaction that keeps the events read from it.
+    "CREATE TABLE lineage_event (
+        id                   INTEGER PRIMARY KEY,
+        run_id               TEXT NOT NULL,
+        job_namespace        TEXT NOT NULL,
+        job_name             TEXT NOT NULL,
+        event_type           TEXT NOT NULL,
+        event_time           TEXT NOT NULL,
+        parent_run_id        TEXT,
+        parent_job_namespace TEXT,
+        parent_job_name      TEXT,
+        error_message        TEXT,
+        stack_trace          TEXT,
+        dbt_invocation_id    TEXT,
+        producer             TEXT NOT NULL,
+        received_at          TEXT NOT NULL,
+        via                  TEXT NOT NULL,
+        UNIQUE (run_id, job_namespace, job_name, event_type, event_time)
+     );
+     CREATE INDEX lineage_event_job ON lineage_event (job_namespace, job_name);
+     CREATE TABLE lineage_event_dataset (
+        event     INTEGER NOT NULL REFERENCES lineage_event (id),
+        direction TEXT NOT NULL,
+        namespace TEXT NOT NULL,
+        name      TEXT NOT NULL,
+        row_count INTEGER,
+        PRIMARY KEY (event, direction, namespace, name)
+     );
+     CREATE TABLE lineage_file (
+        path    TEXT PRIMARY KEY,
+        offset  INTEGER NOT NULL,
+        lines   INTEGER NOT NULL,
+        file_id INTEGER
      );",
 ];
 

@@ -275,6 +275,7 @@ fn read_node(
         columns: Vec::new(),
         unique_key: unique_key(config.and_then(|c| c.get("unique_key"))),
         unique_test: unique_test(fields.get("test_metadata"), fields.get("column_name")),
+        learned: None,
     })
 }
 

@@ -446,6 +446,7 @@ fn node(unique_id: String, raw: RawNode) -> Node {
         columns: Vec::new(),
         unique_key,
         unique_test,
+        learned: None,
     }
 }
 

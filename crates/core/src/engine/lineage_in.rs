@@ -1,0 +1,239 @@
+//! OpenLineage run events in. The listener and the file tail run on threads of their
+//! own (in the binary) and hand the events they read to the engine, the state
+//! database's one writer, which keeps them and, for a tailed file, where its next read
+//! starts, in one transaction: a crash loses neither and repeats nothing. What was kept
+//! joins the lineage graph (`lineage::learned`), so blast radii reach the jobs the
+//! events name, and the rows a job's runs report writing are judged by the volume
+//! detector (`detect::run_rows`) for tables no monitor reads. Failed runs are not
+//! judged here.
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+
+use super::Engine;
+use crate::detect::run_rows::judge_runs;
+use crate::lineage::openlineage::{Dataset, EventType, JobName, Position, RunEvent};
+use crate::lineage::{LearnedJob, Lineage};
+use crate::store::prelude::*;
+
+/// Events read together: from one request, or one read of a tailed file.
+#[derive(Debug, Clone, Default)]
+pub struct EventBatch {
+    /// Each event with where it came from (`http`, `FILE:LINE`), for the record.
+    pub events: Vec<(String, RunEvent)>,
+    /// The tailed file these came from and where its next read starts: kept with them.
+    pub file: Option<(String, Position)>,
+}
+
+impl Engine {
+    /// Keep a batch of events (once each: one seen before is skipped) and, for a file,
+    /// its next position, in one transaction; then join what they say to the lineage.
+    /// Returns how many events were new.
+    pub fn store_lineage_events(&mut self, batch: EventBatch) -> Result<usize> {
+        self.ensure_database()?;
+        let received_at = self.clock.timestamp();
+        let new = crate::store::write_on(&self.state, |tx| {
+            let new = tx.insert_lineage_events(&batch.events, received_at)?;
+            if let Some((path, position)) = &batch.file {
+                tx.set_lineage_file_position(path, *position)?;
+            }
+            Ok(new)
+        })?;
+        if new > 0 {
+            self.judge_run_rows(&batch.events)?;
+            let learned = learned_from(&batch.events);
+            self.lineage = Some(
+                self.lineage
+                    .take()
+                    .unwrap_or_else(Lineage::empty)
+                    .with_learned(&learned),
+            );
+        }
+        Ok(new)
+    }
+
+    /// Where the next read of the tailed file `path` starts, as last kept.
+    pub fn lineage_file_position(&self, path: &str) -> Result<Position> {
+        Ok(self.state.lineage_file_position(path)?.unwrap_or_default())
+    }
+
+    /// How many OpenLineage events are kept.
+    pub fn lineage_event_count(&self) -> Result<u64> {
+        self.state.lineage_event_count()
+    }
+
+    /// A run that finished and counted the rows it wrote to a table no monitor reads:
+    /// judge the days of that job's writes to it, and say so when they breach.
+    fn judge_run_rows(&mut self, events: &[(String, RunEvent)]) -> Result<()> {
+        let holidays: Vec<chrono::NaiveDate> = self
+            .config
+            .holidays
+            .iter()
+            .filter_map(|day| chrono::NaiveDate::parse_from_str(day.trim(), "%Y-%m-%d").ok())
+            .collect();
+        let mut judged: Vec<(&JobName, &Dataset)> = Vec::new();
+        for (_, event) in events {
+            if event.event_type != EventType::Complete {
+                continue;
+            }
+            for output in &event.outputs {
+                let key = (&event.job, &output.dataset);
+                if output.row_count.is_none()
+                    || judged.contains(&key)
+                    || self.monitored(&output.dataset)
+                {
+                    continue;
+                }
+                judged.push(key);
+                let runs: Vec<_> = self
+                    .state
+                    .run_rows_of(&event.job, &output.dataset)?
+                    .into_iter()
+                    .map(|run| (run.at, run.rows))
+                    .collect();
+                let Some((day, verdict)) = judge_runs(&runs, &holidays) else {
+                    continue;
+                };
+                if !verdict.kind.is_breach() {
+                    continue;
+                }
+                let expected = verdict
+                    .expected
+                    .map(|band| format!(" (expected {:.0} to {:.0})", band.low, band.high))
+                    .unwrap_or_default();
+                let text = format!(
+                    "{} wrote {:.0} rows to {} on {day}{expected}: {} by its runs' OpenLineage row counts",
+                    event.job.name,
+                    verdict.observed,
+                    output.dataset.name,
+                    verdict.kind.as_str()
+                );
+                tracing::warn!("{text}");
+                // Names were cleaned where the event was read.
+                self.notice(text);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a monitor reads this dataset's table (its `schema.table`, any case), so
+    /// the monitor's own volume check judges it.
+    fn monitored(&self, dataset: &Dataset) -> bool {
+        let parts: Vec<&str> = dataset.name.split('.').collect();
+        let table = parts[parts.len().saturating_sub(2)..].join(".");
+        self.config.monitor.iter().any(|m| {
+            m.table.eq_ignore_ascii_case(&table) || m.table.eq_ignore_ascii_case(&dataset.name)
+        })
+    }
+
+    /// Join every job the kept events name to the lineage (at start, and when the
+    /// manifest or notes are read again).
+    pub(super) fn join_learned_lineage(&mut self) -> Result<()> {
+        let learned = self.state.learned_jobs()?;
+        if learned.is_empty() {
+            return Ok(());
+        }
+        let base = self.lineage.take().unwrap_or_else(Lineage::empty);
+        self.lineage = Some(base.with_learned(&learned));
+        Ok(())
+    }
+}
+
+/// The jobs a batch names, with what each read and wrote.
+fn learned_from(events: &[(String, RunEvent)]) -> Vec<LearnedJob> {
+    let mut jobs: BTreeMap<_, LearnedJob> = BTreeMap::new();
+    for (_, event) in events {
+        let job = jobs.entry(event.job.clone()).or_insert_with(|| LearnedJob {
+            job: event.job.clone(),
+            last_seen: event.event_time,
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+        });
+        job.last_seen = job.last_seen.max(event.event_time);
+        for input in &event.inputs {
+            if !job.inputs.contains(input) {
+                job.inputs.push(input.clone());
+            }
+        }
+        for output in &event.outputs {
+            if !job.outputs.contains(&output.dataset) {
+                job.outputs.push(output.dataset.clone());
+            }
+        }
+    }
+    jobs.into_values().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::approve::Actor;
+    use crate::lineage::openlineage::parse_event;
+
+    fn complete(day: i64, run: usize, rows: u64, table: &str) -> (String, RunEvent) {
+        let at = chrono::NaiveDate::from_ymd_opt(2026, 9, 7).unwrap() + chrono::Duration::days(day);
+        let text = format!(
+            r#"{{"eventType": "COMPLETE", "eventTime": "{at}T02:10:00Z",
+                "producer": "https://example.com/scheduler",
+                "run": {{"runId": "run-{run}"}},
+                "job": {{"namespace": "airflow", "name": "exports.push"}},
+                "inputs": [],
+                "outputs": [{{"namespace": "postgres://crm:5432", "name": "{table}",
+                  "outputFacets": {{"outputStatistics": {{"rowCount": {rows}}}}}}}]}}"#
+        );
+        ("test".to_string(), parse_event(&text).unwrap())
+    }
+
+    /// A job's runs write about a thousand rows a day to a table no monitor reads; the
+    /// day one writes a hundred is said, with the band, once the run completes. A
+    /// monitored table is left to its monitor.
+    #[test]
+    fn rows_a_run_reports_are_judged_by_the_volume_detector() {
+        let dir = tempfile::tempdir().unwrap();
+        let me = Actor::current();
+        let text = "[warehouse.crm]\nkind = \"sqlite\"\npath = \"crm.db\"\n\n\
+                    [[monitor]]\nwarehouse = \"crm\"\ntable = \"public.watched\"\n\
+                    checks = [\"row_count\"]\n";
+        let path = dir.path().join("dataward.toml");
+        std::fs::write(&path, text).unwrap();
+        std::fs::write(dir.path().join("crm.db"), "").unwrap();
+        let config = crate::config::Config::parse(text, &path).unwrap();
+        let state = crate::store::open(&dir.path().join("dataward.db")).unwrap();
+        let mut engine = Engine::new(config, state, None, &me).unwrap();
+        let mut run = 0;
+        for day in 0..35 {
+            for table in ["crm.public.accounts", "crm.public.watched"] {
+                run += 1;
+                let rows = 1_000 + (day as u64 * 37) % 60;
+                let batch = EventBatch {
+                    events: vec![complete(day, run, rows, table)],
+                    file: None,
+                };
+                assert_eq!(engine.store_lineage_events(batch).unwrap(), 1);
+            }
+        }
+        assert!(engine.notices.is_empty(), "{:?}", engine.notices);
+        for table in ["crm.public.accounts", "crm.public.watched"] {
+            run += 1;
+            let batch = EventBatch {
+                events: vec![complete(35, run, 100, table)],
+                file: None,
+            };
+            engine.store_lineage_events(batch).unwrap();
+        }
+        assert_eq!(engine.notices.len(), 1, "{:?}", engine.notices);
+        let notice = &engine.notices[0];
+        println!("{notice}");
+        assert!(
+            notice.starts_with(
+                "exports.push wrote 100 rows to crm.public.accounts on 2026-10-12 (expected "
+            ),
+            "{notice}"
+        );
+        assert!(
+            notice.ends_with("low by its runs' OpenLineage row counts"),
+            "{notice}"
+        );
+    }
+}
