@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # dbt Core for the dbt_core orchestrator's tests (tests/dbt_core.rs): a venv at
-# /opt/dataward/dbt (or $DATAWARD_DBT_VENV) with dbt-core and dbt-postgres from PyPI,
+# /opt/dataward/dbt (or $DATAWARD_DBT_VENV) with dbt-core and dbt-postgres from PyPI, and
+# openlineage-dbt's `dbt-ol` for tests/openlineage_in.rs,
 # every package pinned by .ci/dbt-constraints.txt. Idempotent: a venv that already
 # has these versions is left alone; anything else there is rebuilt. Run as root on a
 # Debian machine with Python 3.11 (3.9 or later works) and pip.
@@ -9,19 +10,21 @@ cd "$(dirname "$0")"
 
 DBT_CORE=1.11.16
 DBT_POSTGRES=1.11.0
+OPENLINEAGE_DBT=1.54.0
 VENV="${DATAWARD_DBT_VENV:-/opt/dataward/dbt}"
 CONSTRAINTS="$PWD/dbt-constraints.txt"
 
 installed() {
-  "$VENV/bin/python" - "$DBT_CORE" "$DBT_POSTGRES" <<'PY' 2>/dev/null
+  "$VENV/bin/python" - "$DBT_CORE" "$DBT_POSTGRES" "$OPENLINEAGE_DBT" <<'PY' 2>/dev/null
 import sys
 from importlib.metadata import version
-sys.exit(0 if (version("dbt-core"), version("dbt-postgres")) == tuple(sys.argv[1:3]) else 1)
+wanted = tuple(sys.argv[1:4])
+sys.exit(0 if (version("dbt-core"), version("dbt-postgres"), version("openlineage-dbt")) == wanted else 1)
 PY
 }
 
-if [ -x "$VENV/bin/dbt" ] && installed; then
-  echo "dbt-core $DBT_CORE with dbt-postgres $DBT_POSTGRES already in $VENV"
+if [ -x "$VENV/bin/dbt" ] && [ -x "$VENV/bin/dbt-ol" ] && installed; then
+  echo "dbt-core $DBT_CORE with dbt-postgres $DBT_POSTGRES and openlineage-dbt $OPENLINEAGE_DBT already in $VENV"
   exit 0
 fi
 
@@ -46,6 +49,7 @@ rm -rf "$VENV"
 mkdir -p "$(dirname "$VENV")"
 "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-  --constraint "$CONSTRAINTS" "dbt-core==$DBT_CORE" "dbt-postgres==$DBT_POSTGRES"
+  --constraint "$CONSTRAINTS" "dbt-core==$DBT_CORE" "dbt-postgres==$DBT_POSTGRES" \
+  "openlineage-dbt==$OPENLINEAGE_DBT"
 installed || { echo "dbt.sh: $VENV does not hold the pinned versions" >&2; exit 1; }
-echo "dbt-core $DBT_CORE with dbt-postgres $DBT_POSTGRES installed in $VENV"
+echo "dbt-core $DBT_CORE with dbt-postgres $DBT_POSTGRES and openlineage-dbt $OPENLINEAGE_DBT installed in $VENV"

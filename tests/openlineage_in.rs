@@ -6,6 +6,8 @@
 
 #[path = "support/binary.rs"]
 mod binary;
+#[path = "support/dbt.rs"]
+mod dbt;
 #[path = "support/pg.rs"]
 mod pg;
 
@@ -505,31 +507,13 @@ fn the_file_tail_resumes_after_kill_9_without_loss_or_duplicates() {
     );
 }
 
-/// `dbt-ol`, OpenLineage's dbt wrapper, where one is installed: `$DATAWARD_DBT_OL`, else
-/// the dbt venv's. It is not in the venv .ci/dbt.sh makes (openlineage-dbt is not pinned
-/// there yet), so without it the test says so and skips, even under
-/// DATAWARD_REQUIRE_ALL.
-fn dbt_ol_or_skip(test: &str) -> Option<PathBuf> {
-    let dbt_ol = std::env::var_os("DATAWARD_DBT_OL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/opt/dataward/dbt/bin/dbt-ol"));
-    if dbt_ol.is_file() {
-        return Some(dbt_ol);
-    }
-    eprintln!(
-        "{test}: skipped: needs dbt-ol (openlineage-dbt) at {} or $DATAWARD_DBT_OL",
-        dbt_ol.display()
-    );
-    None
-}
-
 /// A real `dbt-ol run` on the test PostgreSQL, its HTTP transport pointed at the
 /// listener (OPENLINEAGE_URL, OPENLINEAGE_API_KEY): its events are kept and the model's
 /// job is in the blast radius of the table it reads, with the rows it wrote.
 #[test]
 fn dbt_ol_posts_a_real_run_to_the_listener() {
     let test = "dbt_ol_posts_a_real_run_to_the_listener";
-    let Some(dbt_ol) = dbt_ol_or_skip(test) else {
+    let Some(dbt_ol) = dbt::dbt_ol_or_skip(test) else {
         return;
     };
     let dbt_bin = std::env::var_os("DATAWARD_DBT_VENV")

@@ -30,16 +30,27 @@ pub const LITERAL_PASSWORD: &str = "s3cret-in-profiles";
 /// The dbt executable of the venv, or why the test cannot run (a panic when
 /// DATAWARD_REQUIRE_ALL=1).
 pub fn dbt_or_skip(test: &str) -> Option<PathBuf> {
+    venv_tool_or_skip(test, "dbt")
+}
+
+/// `dbt-ol`, OpenLineage's wrapper around dbt (openlineage-dbt, in the same venv).
+pub fn dbt_ol_or_skip(test: &str) -> Option<PathBuf> {
+    venv_tool_or_skip(test, "dbt-ol")
+}
+
+/// An executable of the dbt venv (`$DATAWARD_DBT_VENV`, else /opt/dataward/dbt), or why
+/// the test cannot run (a panic when DATAWARD_REQUIRE_ALL=1).
+fn venv_tool_or_skip(test: &str, tool: &str) -> Option<PathBuf> {
     let venv = std::env::var_os("DATAWARD_DBT_VENV")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/opt/dataward/dbt"));
-    let dbt = venv.join("bin").join("dbt");
-    if dbt.is_file() {
-        return Some(dbt);
+    let path = venv.join("bin").join(tool);
+    if path.is_file() {
+        return Some(path);
     }
     let message = format!(
-        "{test}: skipped: needs dbt at {} (bash .ci/dbt.sh makes that venv; DATAWARD_DBT_VENV names another)",
-        dbt.display()
+        "{test}: skipped: needs {tool} at {} (bash .ci/dbt.sh makes that venv; DATAWARD_DBT_VENV names another)",
+        path.display()
     );
     if std::env::var("DATAWARD_REQUIRE_ALL").is_ok_and(|v| v == "1") {
         panic!("{message}, and DATAWARD_REQUIRE_ALL=1");
