@@ -13,6 +13,7 @@ mod alert;
 mod maintenance;
 mod orchestrator;
 mod redact;
+mod state;
 mod warehouse;
 pub use alert::{check_base_url, AlertConfig, SecretRef, ALERT_KINDS, SEVERITIES};
 pub use maintenance::{Cron, MaintenanceConfig, OpenWindow, MAX_WINDOW};
@@ -20,6 +21,7 @@ pub use orchestrator::{
     is_dbt_command, JobRef, OrchestratorConfig, DBT_CLOUD_URL, ORCHESTRATOR_KINDS,
 };
 pub use redact::*;
+pub use state::StateConfig;
 pub use warehouse::WarehouseConfig;
 
 #[derive(Debug, Clone, Deserialize)]
@@ -52,6 +54,9 @@ pub struct Config {
     /// Planned work: breaches inside a window page nobody (see `maintenance.rs`).
     #[serde(default)]
     pub maintenance: Vec<MaintenanceConfig>,
+    /// Where the team's state lives: absent, the SQLite file in the data directory; with
+    /// `url_env`, a shared PostgreSQL database (see `state.rs`).
+    pub state: Option<StateConfig>,
     /// The person's console: theme and mouse. Read (and checked) by the console, not the
     /// engine (`console/prefs.rs`).
     #[serde(default)]
@@ -361,6 +366,7 @@ impl Config {
         alert::validate(self, text)?;
         orchestrator::validate(self, text)?;
         maintenance::validate(self, text)?;
+        state::validate(self, text)?;
         Ok(())
     }
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 use chrono::{NaiveDate, NaiveTime};
 use postgres::{Client, NoTls};
 
-mod server;
+pub(crate) mod server;
 
 use super::{
     changed_copy, check_restorable, check_unchanged_since, column_list, null_counts_sql, query_log,
