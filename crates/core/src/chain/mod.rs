@@ -653,6 +653,16 @@ pub fn verify_of(conn: &dyn ChainHost) -> Result<VerifyReport> {
         }
         None => None,
     };
+    verify_with(conn, checkpoint)
+}
+
+/// Recomputes every stored record and holds the chain against `checkpoint` (record
+/// count, head hash), if any: what a host that has not seen the chain yet checks it
+/// by, with none.
+pub fn verify_with(
+    conn: &dyn ChainHost,
+    checkpoint: Option<(u64, String)>,
+) -> Result<VerifyReport> {
     // Two stages on two threads: this one steps the store and copies each row's text into
     // a batch; the other hashes and checks. Reading and hashing cost about the same, so
     // overlapping them roughly halves a long verify.

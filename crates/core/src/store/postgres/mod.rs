@@ -82,6 +82,9 @@ impl PgState {
             checkpoint: checkpoint_path(data_dir),
             idle_limit,
         };
+        if !state.checkpoint.exists() {
+            state.first_sight()?;
+        }
         crate::chain::check_checkpoint_of(&state).map_err(|e| {
             anyhow!(
                 "{e:#}\n(the chain in the state database is behind or apart from what this host \
@@ -91,6 +94,27 @@ impl PgState {
             )
         })?;
         Ok(state)
+    }
+
+    /// A host that joins the team (a new standby) has seen nothing of the chain: it
+    /// verifies the whole of it and keeps its head as the first checkpoint. From then
+    /// on the chain may only grow past it.
+    fn first_sight(&self) -> Result<()> {
+        let report = crate::chain::verify_with(self, None)?;
+        if let Some(bad) = &report.first_bad {
+            bail!(
+                "{}: the chain in the state database does not verify at record #{}: {}; \
+                 this host will not take it as its first checkpoint",
+                self.source.named_by,
+                bad.seq,
+                bad.reason
+            );
+        }
+        tracing::info!(
+            records = report.records,
+            "first sight of the team's chain: checkpoint kept"
+        );
+        crate::chain::save_checkpoint_of(self)
     }
 
     /// The term this engine now leads under (from its [`Contender`]), or none.
