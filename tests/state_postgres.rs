@@ -345,6 +345,21 @@ fn a_restored_older_database_is_refused_against_the_hosts_checkpoint() {
         err.contains("record #3 differs from the checkpoint: the chain diverged"),
         "{err}"
     );
+
+    // A host seeing the chain for the first time takes nothing on trust: a chain that
+    // does not verify is not its first checkpoint.
+    pg.execute(
+        "ALTER TABLE chain DISABLE TRIGGER USER;
+         UPDATE chain SET payload = '{\"n\":21}' WHERE seq = 2;
+         ALTER TABLE chain ENABLE TRIGGER USER;",
+    );
+    let newcomer = root.path().join("newcomer");
+    let err = format!("{:#}", lead_here(&pg, "newcomer", &newcomer).err().unwrap());
+    assert!(
+        err.contains("does not verify at record #2: hash does not match"),
+        "{err}"
+    );
+    assert!(!dataward::store::postgres::checkpoint_path(&newcomer).exists());
 }
 
 #[test]
@@ -474,4 +489,47 @@ fn doctor_says_who_leads_the_team_state() {
         "{report}"
     );
     assert!(line(&report, "state lock").contains("free"), "{report}");
+}
+
+#[test]
+fn a_restarted_state_database_is_waited_for_and_the_leader_resumes_losing_nothing() {
+    let Some(pg) = start_or_skip("a_restarted_state_database_is_waited_for") else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let host = root.path().join("host");
+    let (mut contender, state) = lead_here(&pg, "host", &host).unwrap();
+    append(&state, 1);
+    append(&state, 2);
+
+    pg.stop();
+    let down = format!(
+        "{:#}",
+        state
+            .transact(|s| chain::append_to(s, noon(), "test", "{}", &serde_json::json!({})))
+            .unwrap_err()
+    );
+    assert!(down.contains("cannot reach the state database"), "{down}");
+    assert!(
+        contender.step().is_err(),
+        "nobody leads while the database is down"
+    );
+
+    pg.resume();
+    // The lock went with the old session: the engine takes it again, under the next term.
+    let started = std::time::Instant::now();
+    let term = loop {
+        if let Ok(Role::Leader { term }) = contender.step() {
+            break term;
+        }
+        assert!(started.elapsed() < PATIENCE, "the engine never led again");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(term, 2);
+    state.set_term(Some(term));
+    assert_eq!(append(&state, 3).seq, 3);
+
+    let report = verify(&pg, &host);
+    assert!(report.ok, "{report:?}");
+    assert_eq!(report.records, 3);
 }

@@ -166,7 +166,7 @@ impl Contender {
         }
         let lease = read_lease(client, &self.team)?;
         if lease.as_ref().is_some_and(|l| l.expired) {
-            end_stale_holder(client, self.key)?;
+            end_stale_holder(client, &self.team, self.key)?;
         }
         Ok(Role::Standby { lease })
     }
@@ -174,15 +174,18 @@ impl Contender {
 
 /// Ends the session holding `key` (a leader whose lease ran out): PostgreSQL drops its
 /// lock with it, and the next step takes it.
-fn end_stale_holder(client: &mut Client, key: i64) -> Result<()> {
+/// The lease is read again in the same statement, so a holder that renewed in the
+/// meantime is left alone.
+fn end_stale_holder(client: &mut Client, team: &str, key: i64) -> Result<()> {
     let (class, object) = key_halves(key);
     client
         .execute(
             "SELECT pg_terminate_backend(pid) FROM pg_locks
              WHERE locktype = 'advisory' AND granted AND objsubid = 1
                AND classid::bigint = $1 AND objid::bigint = $2
-               AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-            &[&class, &object],
+               AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+               AND EXISTS (SELECT 1 FROM lease WHERE team = $3 AND expires_at < now())",
+            &[&class, &object, &team],
         )
         .map_err(|e| {
             anyhow::anyhow!(

@@ -158,20 +158,35 @@ impl PgState {
         Ok(client)
     }
 
+    /// Runs `f` on the session. Outside a transaction, a session found broken only now
+    /// (a restarted server closes them all) is connected again and `f` runs once more;
+    /// inside one, the break ends the transaction: an error, nothing of it kept.
+    fn run<T>(&self, f: impl Fn(&mut Client) -> Result<T, postgres::Error>) -> Result<T> {
+        let first = f(&mut *self.client()?);
+        let broke = self.client.borrow().is_closed();
+        match first {
+            Err(_) if broke && !self.in_write.get() => f(&mut *self.client()?)
+                .map_err(|e| anyhow!("the state database: {}", connect::describe(&e))),
+            Err(e) => {
+                if broke {
+                    self.in_write.set(false);
+                }
+                Err(anyhow!("the state database: {}", connect::describe(&e)))
+            }
+            Ok(value) => Ok(value),
+        }
+    }
+
     fn query(
         &self,
         sql: &str,
         params: &[&(dyn postgres::types::ToSql + Sync)],
     ) -> Result<Vec<postgres::Row>> {
-        self.client()?
-            .query(sql, params)
-            .map_err(|e| anyhow!("the state database: {}", connect::describe(&e)))
+        self.run(|client| client.query(sql, params))
     }
 
     fn execute(&self, sql: &str, params: &[&(dyn postgres::types::ToSql + Sync)]) -> Result<u64> {
-        self.client()?
-            .execute(sql, params)
-            .map_err(|e| anyhow!("the state database: {}", connect::describe(&e)))
+        self.run(|client| client.execute(sql, params))
     }
 }
 
@@ -194,9 +209,7 @@ impl Writes for PgState {
                 self.team
             );
         };
-        self.client()?
-            .batch_execute("BEGIN")
-            .map_err(|e| anyhow!("the state database: {}", connect::describe(&e)))?;
+        self.run(|client| client.batch_execute("BEGIN"))?;
         self.in_write.set(true);
         let fenced = (|| -> Result<()> {
             let rows = self.query(
@@ -223,15 +236,15 @@ impl Writes for PgState {
     }
 
     fn commit_write(&self) -> Result<()> {
-        let result = self.client()?.batch_execute("COMMIT");
+        let result = self.run(|client| client.batch_execute("COMMIT"));
         self.in_write.set(false);
-        result.map_err(|e| anyhow!("the state database: commit: {}", connect::describe(&e)))
+        result.context("commit")
     }
 
     fn rollback_write(&self) -> Result<()> {
-        let result = self.client()?.batch_execute("ROLLBACK");
+        let result = self.run(|client| client.batch_execute("ROLLBACK"));
         self.in_write.set(false);
-        result.map_err(|e| anyhow!("the state database: rollback: {}", connect::describe(&e)))
+        result.context("rollback")
     }
 
     fn in_write(&self) -> bool {
