@@ -19,6 +19,16 @@ use sha2::{Digest, Sha256};
 
 use super::connect::{connect, describe, Source};
 
+/// How long a lease runs past each renewal. With [`STEP_EVERY`]: a standby sees a killed
+/// leader's lock free at its next step; a stopped or cut-off leader's lease runs out at
+/// most this long after it last renewed, a step ends its session and the next takes the
+/// lock, so a standby leads within about 8 s of any leader's end (the team is promised
+/// 10 s). A leader tolerates five missed renewals before it can be deposed.
+pub const LEASE_FOR: Duration = Duration::from_secs(6);
+
+/// How often a contender steps: a leader renews, a standby polls.
+pub const STEP_EVERY: Duration = Duration::from_secs(1);
+
 /// A lease as the database holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease {
@@ -56,6 +66,10 @@ pub struct Contender {
     /// The lock is held by our session (it is reentrant: taken once).
     locked: bool,
     term: Option<u64>,
+    /// When the lease was last taken or renewed, by this process's stopwatch: a leader
+    /// that could not renew for a whole lease stops calling itself one, even before its
+    /// session is found broken.
+    renewed: Option<std::time::Instant>,
 }
 
 /// The advisory lock key of a team: the first 8 bytes of a hash of its name, top bit
@@ -86,6 +100,7 @@ impl Contender {
             lease_for,
             locked: false,
             term: None,
+            renewed: None,
         }
     }
 
@@ -104,6 +119,12 @@ impl Contender {
                 if self.client.as_ref().is_none_or(Client::is_closed) {
                     self.client = None;
                     self.locked = false;
+                    self.term = None;
+                }
+                if self
+                    .renewed
+                    .is_some_and(|at| at.elapsed() >= self.lease_for)
+                {
                     self.term = None;
                 }
                 Err(e)
@@ -128,6 +149,7 @@ impl Contender {
                 )
                 .map_err(|e| anyhow::anyhow!("renewing the lease: {}", describe(&e)))?;
             if renewed == 1 {
+                self.renewed = Some(std::time::Instant::now());
                 return Ok(Role::Leader { term });
             }
             // Another engine took a later term while we could not renew: stand by.
@@ -162,6 +184,7 @@ impl Contender {
             tx.commit()?;
             let term = term as u64;
             self.term = Some(term);
+            self.renewed = Some(std::time::Instant::now());
             return Ok(Role::Leader { term });
         }
         let lease = read_lease(client, &self.team)?;

@@ -26,7 +26,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use postgres::Client;
 
 pub use connect::Source;
-pub use lease::{Contender, Lease, Role};
+pub use lease::{Contender, Lease, Role, LEASE_FOR, STEP_EVERY};
 
 use super::Writes;
 use crate::config::StateConfig;
