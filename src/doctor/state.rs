@@ -80,3 +80,49 @@ fn lines(team: &str, found: &Inspection) -> Vec<Line> {
     });
     lines
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::postgres::Lease;
+
+    fn found(lock_holder: Option<i32>, expired: bool) -> Inspection {
+        Inspection {
+            server_version: "15.10".to_string(),
+            schema_version: Some(1),
+            lock_holder,
+            lease: Some(Lease {
+                team: "payments".to_string(),
+                term: 4,
+                holder: "db-2 pid 77".to_string(),
+                host: "db-2".to_string(),
+                expires_at: "2026-12-03T09:00:06Z".to_string(),
+                expired,
+            }),
+        }
+    }
+
+    #[test]
+    fn a_lease_run_out_while_its_session_holds_the_lock_is_a_cross() {
+        let lease = &lines("payments", &found(Some(4242), true))[2];
+        assert!(!lease.ok, "{lease:?}");
+        assert!(
+            lease.detail.contains("host db-2's lease (term 4) ran out"),
+            "{lease:?}"
+        );
+        assert!(
+            lease.detail.contains("session 4242 still holds the lock"),
+            "{lease:?}"
+        );
+        let leads = &lines("payments", &found(Some(4242), false))[2];
+        assert!(
+            leads.ok && leads.detail.starts_with("host db-2 leads, term 4"),
+            "{leads:?}"
+        );
+        let nobody = &lines("payments", &found(None, true))[2];
+        assert!(
+            nobody.ok && nobody.detail.contains("takes term 5"),
+            "{nobody:?}"
+        );
+    }
+}
