@@ -121,8 +121,9 @@ enum Cmd {
         #[arg(long)]
         lift: bool,
     },
-    /// Print the receipt of an incident.
+    /// Print the receipt of an incident, or of an access request (ACC-0001).
     Receipt {
+        /// An incident id, or an access request's.
         incident: String,
         #[arg(long, conflicts_with = "json")]
         md: bool,
@@ -215,6 +216,27 @@ enum Cmd {
         duration: String,
         #[arg(long)]
         reason: String,
+    },
+    /// Ask for a privilege on a table (schema.table) or a schema for a role or account,
+    /// for DAYS (default 90): the policy's [[access]] rules judge it (a schema is
+    /// narrowed to its tables they allow; the days cut to their max_days), then the
+    /// exact GRANT is proposed to the domain's owners, or sent to them for review.
+    /// dataward runs nothing: it records the grant once the catalog shows it, and
+    /// proposes the REVOKE at expiry.
+    RequestAccess {
+        /// schema.table, or a schema.
+        target: String,
+        /// select, insert, update, delete, truncate or references.
+        #[arg(long)]
+        privilege: String,
+        /// The role or account the grant goes to.
+        #[arg(long = "for", value_name = "ACCOUNT_OR_ROLE")]
+        grantee: String,
+        #[arg(long)]
+        reason: String,
+        /// How long the grant lasts, in days (default 90; the policy may allow fewer).
+        #[arg(long)]
+        days: Option<u32>,
     },
     /// The alert outbox per destination: what waits, the next retry, the last error, the
     /// dedup key. Exit 1 when an alert was given up.
@@ -475,6 +497,22 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             duration,
             reason,
         } => dataward::cli::feedback::snooze(&data_dir()?, target, &duration, reason),
+        Cmd::RequestAccess {
+            target,
+            privilege,
+            grantee,
+            reason,
+            days,
+        } => dataward::engine::cli::decide(
+            &data_dir()?,
+            Command::RequestAccess {
+                target,
+                privilege,
+                grantee,
+                reason,
+                days,
+            },
+        ),
         Cmd::Outbox { json } => dataward::cli::outbox::run(&data_dir()?, json),
         Cmd::Completions { shell } => {
             let mut command = Cli::command();

@@ -38,6 +38,7 @@ const TABLES: &[&str] = &[
     "baseline_restart",
     "snooze",
     "baseline_leave",
+    "access_request",
 ];
 
 /// SQL words that come right before a table's name.

@@ -144,6 +144,15 @@ pub fn receipt(data_dir: &Path, incident: &str, json: bool) -> Result<ExitCode> 
         return Ok(ExitCode::SUCCESS);
     }
     let conn = open_existing(data_dir)?;
+    if crate::incident::access_receipt::is_access_request(incident) {
+        let receipt = crate::incident::access_receipt::build(&chain::records(&conn)?, incident)?;
+        if json {
+            println!("{}", crate::sanitize::json(&receipt, true)?);
+        } else {
+            print!("{}", receipt.to_markdown());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let receipt = receipt::build(&chain::records(&conn)?, incident)?;
     if json {
         println!("{}", crate::sanitize::json(&receipt, true)?);

@@ -47,6 +47,14 @@ pub fn run(app: &mut App, line: &str) {
         Verb::Stop => app.outbox.push(Command::OrgStop { reason }),
         Verb::Lift => app.outbox.push(Command::LiftStop),
         Verb::Run => decide::queue_run(app),
+        Verb::Request => match request_text(&rest) {
+            Ok(command) => app.outbox.push(command),
+            Err(error) => {
+                app.message = Some(format!(
+                    ":request TABLE|SCHEMA PRIVILEGE ROLE [DAYSd] REASON: {error}"
+                ))
+            }
+        },
         Verb::Timeline => match (app.screen, &mut app.detail) {
             (Screen::Detail, Some(detail)) => detail.toggle_timeline(),
             _ => app.message = Some("open an incident first, then :timeline".into()),
@@ -163,6 +171,36 @@ pub fn run(app: &mut App, line: &str) {
     }
 }
 
+/// `:request sales select analyst_ann 14d quarterly review`: what, which privilege, for
+/// whom, optionally for how many days, then why. The engine judges the rest.
+fn request_text(words: &[&str]) -> Result<Command, String> {
+    let [target, privilege, grantee, rest @ ..] = words else {
+        return Err("name the table or schema, the privilege and the role".into());
+    };
+    let (days, reason) = match rest.split_first() {
+        Some((first, reason)) if first.ends_with('d') && first.len() > 1 => {
+            let days = first[..first.len() - 1].parse::<u32>().map_err(|_| {
+                format!(
+                    "{} is not a number of days like 14d",
+                    sanitize::for_terminal(first)
+                )
+            })?;
+            (Some(days), reason.join(" "))
+        }
+        _ => (None, rest.join(" ")),
+    };
+    if reason.trim().is_empty() {
+        return Err("say why".into());
+    }
+    Ok(Command::RequestAccess {
+        target: target.to_string(),
+        privilege: privilege.to_string(),
+        grantee: grantee.to_string(),
+        reason,
+        days,
+    })
+}
+
 /// The id of the incident `word` names: its id in any case (`inc-0042`), or its number
 /// (`42`) when only one incident has it.
 fn incident_named(app: &App, word: &str) -> Option<String> {
@@ -265,6 +303,51 @@ mod tests {
         press(&mut watcher, KeyCode::Enter);
         press(&mut watcher, KeyCode::Char(':'));
         type_text(&mut watcher, "resolve handled");
+        press(&mut watcher, KeyCode::Enter);
+        assert!(watcher.outbox.is_empty(), "read-only");
+    }
+
+    /// `:request` sends the ask as typed (the engine judges it); a read-only console
+    /// has no such command.
+    #[test]
+    fn request_asks_for_access_with_optional_days_and_a_reason() {
+        let mut app = sample_app(false);
+        press(&mut app, KeyCode::Char(':'));
+        type_text(
+            &mut app,
+            "request sales select analyst_ann 14d quarterly review",
+        );
+        press(&mut app, KeyCode::Enter);
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "request sales.orders select bi month end");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(
+            app.outbox,
+            vec![
+                Command::RequestAccess {
+                    target: "sales".into(),
+                    privilege: "select".into(),
+                    grantee: "analyst_ann".into(),
+                    reason: "quarterly review".into(),
+                    days: Some(14),
+                },
+                Command::RequestAccess {
+                    target: "sales.orders".into(),
+                    privilege: "select".into(),
+                    grantee: "bi".into(),
+                    reason: "month end".into(),
+                    days: None,
+                }
+            ]
+        );
+        press(&mut app, KeyCode::Char(':'));
+        type_text(&mut app, "request sales select analyst_ann 14d");
+        press(&mut app, KeyCode::Enter);
+        assert_eq!(app.outbox.len(), 2, "no reason");
+        assert!(app.message.as_deref().unwrap().contains("say why"));
+        let mut watcher = sample_app(true);
+        press(&mut watcher, KeyCode::Char(':'));
+        type_text(&mut watcher, "request sales select analyst_ann why");
         press(&mut watcher, KeyCode::Enter);
         assert!(watcher.outbox.is_empty(), "read-only");
     }

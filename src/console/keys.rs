@@ -290,6 +290,7 @@ pub enum Verb {
     Accept,
     Expected,
     Snooze,
+    Request,
     Run,
     Sort,
     Status,
@@ -362,6 +363,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     command("accept", &[], "REASON", Completes::Nothing, Verb::Accept, "accept the open incident's new level (volume, row count, null rate)", true),
     command("expected", &[], "REASON", Completes::Nothing, Verb::Expected, "the open incident was fine: it closes as expected, out of the baselines", true),
     command("snooze", &[], "DURATION REASON", Completes::Nothing, Verb::Snooze, "snooze the open incident's monitor (at most 7d): breaches recorded, nobody paged", true),
+    command("request", &[], "TABLE|SCHEMA PRIVILEGE ROLE [DAYSd] REASON", Completes::Nothing, Verb::Request, "ask for access (default 90d): the policy judges it, then the GRANT goes to the domain's owners", true),
     command("run", &[], "", Completes::Nothing, Verb::Run, "queue the approved run for the open incident", true),
 ];
 

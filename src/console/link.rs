@@ -85,6 +85,12 @@ fn describe(command: &Command) -> String {
         Command::Accept { incident, .. } => format!("accept the new level of {incident}"),
         Command::Expected { incident, .. } => format!("mark {incident} expected"),
         Command::Snooze { target, .. } => format!("snooze {target}"),
+        Command::RequestAccess {
+            target,
+            privilege,
+            grantee,
+            ..
+        } => format!("request {privilege} on {target} for {grantee}"),
         Command::OrgStop { .. } => "org-wide stop".into(),
         Command::LiftStop => "lift the stop".into(),
         Command::WhatHappened { client_request } => {

@@ -87,6 +87,12 @@ fn one_incident(data_dir: &Path, id: &str) -> Result<(Option<IncidentView>, bool
 
 /// `dataward show INCIDENT [--json]`: one incident whole.
 pub fn show(data_dir: &Path, id: &str, json: bool) -> Result<ExitCode> {
+    anyhow::ensure!(
+        !crate::incident::access_receipt::is_access_request(id),
+        "{} is an access request: `dataward receipt {}` shows it, as the chain holds it",
+        for_terminal(id),
+        for_terminal(id)
+    );
     let (incident, live) = one_incident(data_dir, id)?;
     let incident = incident
         .as_ref()
@@ -255,7 +261,10 @@ fn report(outcome: &Outcome) -> Result<ExitCode> {
                 );
             }
             for line in lines {
-                println!("{}", for_terminal(&line));
+                // An access request's statements come one a line.
+                for part in line.lines() {
+                    println!("{}", for_terminal(part));
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -364,6 +373,12 @@ pub fn confirmations(events: &[Event]) -> Vec<String> {
                 action, actor, seq, ..
             } => Some(format!("org-wide stop {action} by {actor} (chain #{seq})")),
             EventKind::IncidentResolved { incident } => Some(format!("{incident} resolved")),
+            // The chain record on the first line: the statements below it stay as
+            // the owner runs them, one a line.
+            EventKind::Access { text, seq, .. } => Some(match text.split_once('\n') {
+                Some((first, statements)) => format!("{first} (chain #{seq})\n{statements}"),
+                None => format!("{text} (chain #{seq})"),
+            }),
             EventKind::Reopened { incident, seq } => {
                 Some(format!("{incident} reopened (chain #{seq})"))
             }

@@ -43,6 +43,17 @@ pub enum Command {
         seconds: u64,
         reason: String,
     },
+    /// Ask for a privilege on a table or a schema for a role or account, for `days`
+    /// (90 when None): judged by the policy's `[[access]]` rules, then proposed as the
+    /// exact statement to the domain's owners, or sent to them for review.
+    RequestAccess {
+        target: String,
+        privilege: String,
+        grantee: String,
+        reason: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        days: Option<u32>,
+    },
     /// Halt all dispatch by dataward at once.
     OrgStop { reason: String },
     /// Ask to lift the org-wide stop; a second, different person's ask lifts it.
@@ -75,6 +86,14 @@ pub enum EventKind {
         monitor: String,
         observed: f64,
         expected: String,
+    },
+    /// An access request moved on (`change`: requested, review, approved, rejected,
+    /// grant_seen, revoke_proposed, revoke_seen), in a line for people.
+    Access {
+        request: String,
+        change: String,
+        text: String,
+        seq: u64,
     },
     Diagnosis {
         incident: String,

@@ -501,12 +501,15 @@ mod tests {
         press(&mut app, KeyCode::Tab);
         assert_eq!(prompt_text(&app), "open INC-");
 
-        // Two commands share "re"; a read-only console has neither.
+        // Three commands share "re"; a read-only console has none of them.
         press(&mut app, KeyCode::Esc);
         press(&mut app, KeyCode::Char(':'));
         type_text(&mut app, "re");
         press(&mut app, KeyCode::Tab);
-        assert_eq!(app.message.as_deref(), Some("Tab: resolve  reopen"));
+        assert_eq!(
+            app.message.as_deref(),
+            Some("Tab: resolve  reopen  request")
+        );
         let mut watcher = sample_app(true);
         press(&mut watcher, KeyCode::Char(':'));
         type_text(&mut watcher, "re");

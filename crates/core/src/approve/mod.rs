@@ -1,6 +1,7 @@
 //! Who may decide what. Identity comes from the kernel; names from the environment are
 //! claims, recorded and shown as such, and never decide anything.
 
+pub mod access;
 pub mod quiet;
 pub mod request;
 pub mod stop;

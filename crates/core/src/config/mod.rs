@@ -9,12 +9,14 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Deserialize;
 
+mod access;
 mod alert;
 mod maintenance;
 mod orchestrator;
 mod redact;
 mod state;
 mod warehouse;
+pub use access::{AccessConfig, DEFAULT_DAYS as DEFAULT_ACCESS_DAYS, PRIVILEGES};
 pub use alert::{check_base_url, AlertConfig, SecretRef, ALERT_KINDS, SEVERITIES};
 pub use maintenance::{Cron, MaintenanceConfig, OpenWindow, MAX_WINDOW};
 pub use orchestrator::{
@@ -54,6 +56,9 @@ pub struct Config {
     /// Planned work: breaches inside a window page nobody (see `maintenance.rs`).
     #[serde(default)]
     pub maintenance: Vec<MaintenanceConfig>,
+    /// Who may be granted what on which tables (see `access.rs`).
+    #[serde(default)]
+    pub access: Vec<AccessConfig>,
     /// Where the team's state lives: absent, the SQLite file in the data directory; with
     /// `url_env`, a shared PostgreSQL database (see `state.rs`).
     pub state: Option<StateConfig>,
@@ -366,6 +371,7 @@ impl Config {
         alert::validate(self, text)?;
         orchestrator::validate(self, text)?;
         maintenance::validate(self, text)?;
+        access::validate(self, text)?;
         state::validate(self, text)?;
         Ok(())
     }

@@ -156,7 +156,52 @@ impl Engine {
     }
 
     pub(super) fn apply(&mut self, command: Command, actor: &Actor) -> Result<Vec<Event>> {
+        // A proposal of an access request is decided by its request (`access.rs`).
+        match &command {
+            Command::Approve {
+                proposal,
+                content_hash,
+                reason,
+            }
+            | Command::Reject {
+                proposal,
+                content_hash,
+                reason,
+            } if access::is_access_proposal(proposal) => {
+                let approve = matches!(command, Command::Approve { .. });
+                if !approve {
+                    anyhow::ensure!(!reason.trim().is_empty(), "a rejection needs a reason");
+                }
+                let verdict = if approve {
+                    Verdict::Approved
+                } else {
+                    Verdict::Rejected
+                };
+                return self.decide_access(proposal, Some(content_hash), reason, actor, verdict);
+            }
+            Command::RollBack { proposal, reason } if access::is_access_proposal(proposal) => {
+                anyhow::ensure!(!reason.trim().is_empty(), "a roll back needs a reason");
+                return self.decide_access(proposal, None, reason, actor, Verdict::RolledBack);
+            }
+            _ => {}
+        }
         match command {
+            Command::RequestAccess {
+                target,
+                privilege,
+                grantee,
+                reason,
+                days,
+            } => {
+                let ask = crate::approve::access::Ask {
+                    target,
+                    privilege,
+                    grantee,
+                    reason,
+                    days,
+                };
+                self.request_access(ask, actor)
+            }
             Command::Approve {
                 proposal,
                 content_hash,

@@ -35,6 +35,8 @@ pub enum Answer {
     DryRun(u64),
     /// A table day by day, as a backfill's run left it (what its undo compares with).
     DayPrints(Vec<DayPrint>),
+    /// A warehouse's tables, roles and grants (access requests).
+    Access(crate::warehouse::privileges::AccessCatalog),
 }
 
 /// A probe's answer on its way back to the engine.

@@ -55,6 +55,7 @@ impl Engine {
     /// finished requests do not change again, so each is written once more at most.
     fn persist(&mut self) -> Result<()> {
         self.draft_receipts()?;
+        self.persist_access()?;
         for incident in &self.incidents {
             if self.settled.contains(&incident.id) {
                 continue;
@@ -140,6 +141,7 @@ impl Engine {
         }
         self.incidents.replace(incidents);
         self.requests = requests;
+        self.load_access()?;
         self.latest.clear();
         self.next_due.clear();
         let periods = self.periods();

@@ -3,6 +3,7 @@
 //! commands from people are checked against the policy, and every decision goes to the
 //! chain. Commands in, events out; it never draws.
 
+mod access;
 mod alerts;
 /// The protocol, converted at this edge (engine/edge.rs, views.rs).
 pub use dataward_api as api;
@@ -139,6 +140,8 @@ pub struct Engine {
     views_built: std::sync::atomic::AtomicU64,
     /// What the latest poll of each warehouse cost it, by warehouse name.
     poll_costs: BTreeMap<String, crate::monitor::poller::PollCost>,
+    /// Access requests, and the catalogs they are judged and watched by (`access.rs`).
+    access: access::Access,
 }
 
 impl Engine {
@@ -208,6 +211,7 @@ impl Engine {
             poll_health: Default::default(),
             views_built: Default::default(),
             poll_costs: BTreeMap::new(),
+            access: Default::default(),
         };
         // The chain is held against its checkpoint before anything is appended: a
         // cut-off tail or a rewrite must stop the engine from writing past it.
@@ -550,6 +554,7 @@ impl Engine {
     fn turn(&mut self, now: NaiveDateTime) -> Result<Vec<Event>> {
         let mut events = self.lapse_requests()?;
         events.extend(self.end_snoozes()?);
+        events.extend(self.access_turn()?);
         self.refresh_quiet();
         let polled = self.unseen_observations()?;
         if !polled.is_empty() {

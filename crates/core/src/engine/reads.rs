@@ -30,6 +30,15 @@ impl Engine {
                 Question::Stop => Ok(serde_json::to_value(crate::approve::stop::state(
                     &self.state,
                 )?)?),
+                Question::Receipt { incident }
+                    if crate::incident::access_receipt::is_access_request(incident) =>
+                {
+                    let built = crate::incident::access_receipt::build(
+                        &chain::records(&self.state)?,
+                        incident,
+                    )?;
+                    Ok(json!({"receipt": built, "markdown": built.to_markdown()}))
+                }
                 Question::Receipt { incident } => {
                     let built = receipt::build(&chain::records(&self.state)?, incident)?;
                     Ok(json!({"receipt": built, "markdown": built.to_markdown()}))

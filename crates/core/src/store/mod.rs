@@ -8,6 +8,7 @@
 //! holds that). SQLite is the only implementation: the traits are implemented on its
 //! connection, and a transaction is a connection too, so the same calls work inside one.
 
+pub mod access;
 pub mod baselines;
 pub mod chain;
 /// Not the state database: the dbt Core runner's own (`DATA/dbt-core.db`), here so
@@ -39,6 +40,7 @@ pub use rusqlite::{Connection, Transaction};
 
 /// Every area of the state database, for `use crate::store::prelude::*`.
 pub mod prelude {
+    pub use super::access::AccessStore;
     pub use super::baselines::BaselineStore;
     pub use super::chain::ChainStore;
     pub use super::incidents::IncidentStore;
@@ -56,6 +58,7 @@ pub mod prelude {
 /// transactions. Implemented by SQLite's connection (and so by its transactions).
 pub trait Store:
     Writes
+    + access::AccessStore
     + chain::ChainStore
     + meta::MetaStore
     + incidents::IncidentStore
@@ -349,6 +352,12 @@ const MIGRATIONS: &[&str] = &[
     // recent days hold too few of them: nothing a check needs is lost.
     "DELETE FROM minute_day;
      DELETE FROM minute_source;",
+    // Access requests (engine/access.rs), each its JSON document under its id
+    // (ACC-0001), in the order filed.
+    "CREATE TABLE access_request (
+        id  TEXT PRIMARY KEY,
+        doc TEXT NOT NULL
+     );",
 ];
 
 /// How long a writer waits for another writer before giving up. Long enough that two

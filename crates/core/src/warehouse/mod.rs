@@ -6,6 +6,7 @@
 pub mod adbc;
 pub mod duckdb;
 pub mod postgres;
+pub mod privileges;
 pub mod query_log;
 pub mod snowflake;
 pub mod sqlite;
@@ -282,6 +283,17 @@ pub trait Warehouse: Send {
     /// poll, a file is attached once). Nothing to do for a warehouse whose sessions
     /// cost nothing.
     fn begin_poll(&self) {}
+    /// The catalog's tables and roles, and whether each grant in `checks` is in place
+    /// (see [`privileges`]): what access requests are judged and watched by. A
+    /// warehouse whose catalog dataward does not read says so.
+    fn access_catalog(
+        &self,
+        _checks: &[privileges::GrantCheck],
+    ) -> Result<privileges::AccessCatalog, WarehouseError> {
+        Err(WarehouseError::Refused(
+            "dataward reads the privileges of PostgreSQL warehouses only".to_string(),
+        ))
+    }
     /// The poll ended: its session is closed, at once when no call is running, else
     /// as the last call still running ends. Never waits for a call.
     fn end_poll(&self) {}

@@ -14,6 +14,7 @@ use std::time::Duration;
 use chrono::{NaiveDate, NaiveTime};
 use postgres::{Client, NoTls};
 
+pub mod grant;
 pub(crate) mod server;
 
 use super::{
@@ -446,6 +447,13 @@ fn scan_sql(scan: &TableScan) -> String {
 }
 
 impl Warehouse for PostgresWarehouse {
+    fn access_catalog(
+        &self,
+        checks: &[super::privileges::GrantCheck],
+    ) -> Result<super::privileges::AccessCatalog, WarehouseError> {
+        self.with_client(|client| grant::read(client, checks))
+    }
+
     fn row_count(&self, relation: &Relation) -> Result<u64, WarehouseError> {
         let sql = format!("SELECT count(*) FROM {}", relation.quoted());
         self.with_client(|c| sent(&sql, c.query_one(&sql, &[])))

@@ -19,6 +19,7 @@ use super::adbc::warehouse::{AdbcWarehouse, Dialect};
 use super::adbc::{DriverKind, Session, Value};
 use super::{CastTarget, Column, Planned, Relation, TableScan, WarehouseError};
 
+pub mod grant;
 mod sql;
 use sql::*;
 pub use sql::{
