@@ -6,7 +6,8 @@
 //! One file per kind of check: [`files`] (permissions), [`warehouses`] (reachable with
 //! the credentials named), [`monitors`] (tables, columns, plans), [`lineage`]
 //! (manifest, catalog, notes), [`endpoints`] (orchestrator, alert destinations),
-//! [`engine`] (the engine's socket). Exit 0 when every line is ✓, 1 otherwise.
+//! [`engine`] (the engine's socket), [`state`] (team state on PostgreSQL: the lock, the
+//! lease, who leads). Exit 0 when every line is ✓, 1 otherwise.
 
 mod endpoints;
 mod engine;
@@ -14,6 +15,7 @@ mod files;
 mod lineage;
 mod monitors;
 mod openlineage;
+mod state;
 mod warehouses;
 
 use std::fmt::Write as _;
@@ -108,6 +110,7 @@ pub fn check(options: &DoctorOptions) -> Vec<Line> {
         }
     };
     lines.extend(files::check(&config, &options.data_dir));
+    lines.extend(state::check(&config));
     let reachable = warehouses::check(&config, &mut lines);
     lines.extend(monitors::check(&config, &reachable));
     lines.extend(lineage::check(&config));

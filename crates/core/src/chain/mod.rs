@@ -4,7 +4,7 @@
 //! A checkpoint file beside the database catches what a chain cannot see by itself: its
 //! own tail cut off.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -108,18 +108,36 @@ pub fn append_in(
     actor: &str,
     payload: &serde_json::Value,
 ) -> Result<Record> {
+    append_to(conn, at, kind, actor, payload)
+}
+
+/// Where a chain can be kept: its rows, its log id, write transactions, and a
+/// checkpoint outside it. SQLite's connection is one, PostgreSQL's team state another
+/// (`store::postgres`); both append, check and verify through the functions here.
+pub trait ChainHost: ChainStore + MetaStore + Writes {}
+
+impl<T: ChainStore + MetaStore + Writes + ?Sized> ChainHost for T {}
+
+/// [`append_in`] on any [`ChainHost`]: the same record, hashed the same way.
+pub fn append_to(
+    store: &dyn ChainHost,
+    at: Timestamp,
+    kind: &str,
+    actor: &str,
+    payload: &serde_json::Value,
+) -> Result<Record> {
     // The host's own clock, whatever clock the engine runs on: `recorded_at` says when
     // a record was written, and a clock set back shows beside it.
     let clock = crate::clock::Clock::wall()
         .naive()
         .format(RECORDED_FORMAT)
         .to_string();
-    append_at_clock(conn, at, kind, actor, payload, &clock)
+    append_at_clock(store, at, kind, actor, payload, &clock)
 }
 
 /// [`append_in`] with the host's clock reading `clock`.
 fn append_at_clock(
-    conn: &Connection,
+    conn: &dyn ChainHost,
     at: Timestamp,
     kind: &str,
     actor: &str,
@@ -130,7 +148,7 @@ fn append_at_clock(
         conn.in_write(),
         "a chain record is appended inside a write transaction"
     );
-    check_checkpoint(conn)?;
+    check_checkpoint_of(conn)?;
     let log_id = log_id(conn)?;
     let (seq, prev_hash, prev_recorded) = match conn.chain_tail()? {
         Some((seq, hash, recorded)) => (seq + 1, hash, recorded),
@@ -174,7 +192,12 @@ fn recorded_time(text: &str) -> Option<chrono::NaiveDateTime> {
 /// Moves the checkpoint to the committed head (never backwards). Called after every
 /// commit that appended; bulk loaders call it once at the end.
 pub fn save_checkpoint(conn: &Connection) -> Result<()> {
-    if let (Some(path), Some(head)) = (checkpoint_path(conn), head(conn)?) {
+    save_checkpoint_of(conn)
+}
+
+/// [`save_checkpoint`] on any [`ChainHost`].
+pub fn save_checkpoint_of(conn: &dyn ChainHost) -> Result<()> {
+    if let (Some(path), Some(head)) = (conn.checkpoint_path(), conn.chain_head()?) {
         write_checkpoint(&path, head.seq, &head.hash)?;
     }
     Ok(())
@@ -184,15 +207,26 @@ pub fn save_checkpoint(conn: &Connection) -> Result<()> {
 /// still be there with the same hash. A missing checkpoint beside a non-empty chain is
 /// damage too (the first append writes one before it commits).
 pub fn check_checkpoint(conn: &Connection) -> Result<()> {
-    let Some(path) = checkpoint_path(conn) else {
+    check_checkpoint_of(conn)
+}
+
+/// [`check_checkpoint`] on any [`ChainHost`].
+pub fn check_checkpoint_of(conn: &dyn ChainHost) -> Result<()> {
+    let Some(path) = conn.checkpoint_path() else {
         return Ok(());
     };
-    let head = head(conn)?;
+    let head = conn.chain_head()?;
     let Some(head) = head else {
         if !path.exists() {
             // A new chain: its checkpoint starts at zero, before the first commit, so a
             // crash right after that commit cannot look like a deleted checkpoint.
             write_checkpoint(&path, 0, GENESIS)?;
+        }
+        // An empty chain whose checkpoint saw records lost all of them.
+        if let Some((seq, _)) = read_checkpoint(&path).filter(|(seq, _)| *seq > 0) {
+            anyhow::bail!(
+                "the chain holds 0 records but its checkpoint recorded {seq}: the tail was cut off"
+            );
         }
         return Ok(());
     };
@@ -230,7 +264,7 @@ pub fn insert(conn: &Connection, record: &Record) -> Result<()> {
 pub const LOG_ID: &str = "log_id";
 
 /// The log id names this chain; it is created once with the database.
-fn log_id(conn: &Connection) -> Result<String> {
+fn log_id(conn: &dyn ChainHost) -> Result<String> {
     if let Some(id) = conn.meta(LOG_ID)? {
         return Ok(id);
     }
@@ -577,9 +611,14 @@ impl Verifier {
 
 /// Recomputes every stored record and holds the chain against its checkpoint.
 pub fn verify(conn: &Connection) -> Result<VerifyReport> {
+    verify_of(conn)
+}
+
+/// [`verify`] on any [`ChainHost`].
+pub fn verify_of(conn: &dyn ChainHost) -> Result<VerifyReport> {
     // The checkpoint is read before the records: a writer appending meanwhile can only
     // make the records run ahead of it, never behind.
-    let checkpoint = match checkpoint_path(conn) {
+    let checkpoint = match conn.checkpoint_path() {
         Some(path) if path.exists() => match read_checkpoint(&path) {
             Some(checkpoint) => Some(checkpoint),
             None => {
@@ -614,6 +653,16 @@ pub fn verify(conn: &Connection) -> Result<VerifyReport> {
         }
         None => None,
     };
+    verify_with(conn, checkpoint)
+}
+
+/// Recomputes every stored record and holds the chain against `checkpoint` (record
+/// count, head hash), if any: what a host that has not seen the chain yet checks it
+/// by, with none.
+pub fn verify_with(
+    conn: &dyn ChainHost,
+    checkpoint: Option<(u64, String)>,
+) -> Result<VerifyReport> {
     // Two stages on two threads: this one steps the store and copies each row's text into
     // a batch; the other hashes and checks. Reading and hashing cost about the same, so
     // overlapping them roughly halves a long verify.
@@ -765,12 +814,6 @@ fn check_record(
         return Some("hash does not match the record's content: a field was changed".to_string());
     }
     None
-}
-
-fn checkpoint_path(conn: &Connection) -> Option<PathBuf> {
-    let mut path = conn.database_path()?.into_os_string();
-    path.push(".checkpoint");
-    Some(PathBuf::from(path))
 }
 
 /// Written with [`crate::store::files::write_atomic`], so a crash leaves either the old

@@ -84,7 +84,7 @@ fn a_clock_set_back_never_makes_time_step_back_on_the_chain() {
     let mut conn = crate::store::open(&dir.path().join("s.db")).unwrap();
     let ahead = "2099-01-01T00:00:00.000000Z";
     let tx = conn.transaction().unwrap();
-    append_at_clock(&tx, noon(), "test", "{}", &json!({}), ahead).unwrap();
+    append_at_clock(&*tx, noon(), "test", "{}", &json!({}), ahead).unwrap();
     let next = append_in(&tx, noon(), "test", "{}", &json!({})).unwrap();
     tx.commit().unwrap();
     assert_eq!(next.recorded_at, ahead);
@@ -241,4 +241,27 @@ fn the_checkpoint_is_replaced_atomically_and_stays_private() {
         .filter(|n| n.ends_with(".tmp"))
         .collect();
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// A chain emptied entirely (every record gone, the checkpoint kept) is a tail cut off
+/// like any other: the next append must not start a new chain over it.
+#[test]
+fn an_emptied_chain_is_refused_against_its_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let mut conn = crate::store::open(&path).unwrap();
+    for i in 0..3 {
+        append(&mut conn, noon(), "test", "{}", &json!({ "i": i })).unwrap();
+    }
+    conn.execute_batch("DROP TRIGGER chain_no_delete; DELETE FROM chain;")
+        .unwrap();
+    let err = format!(
+        "{:#}",
+        append(&mut conn, noon(), "test", "{}", &json!({})).unwrap_err()
+    );
+    assert!(
+        err.contains("checkpoint recorded 3: the tail was cut off"),
+        "{err}"
+    );
+    assert_eq!(conn.chain_len().unwrap(), 0, "nothing was appended");
 }

@@ -15,6 +15,7 @@ mod maintenance;
 mod openlineage;
 mod orchestrator;
 mod redact;
+mod state;
 mod warehouse;
 pub use access::{AccessConfig, DEFAULT_DAYS as DEFAULT_ACCESS_DAYS, PRIVILEGES};
 pub use alert::{check_base_url, AlertConfig, SecretRef, ALERT_KINDS, SEVERITIES};
@@ -24,6 +25,7 @@ pub use orchestrator::{
     is_dbt_command, JobRef, OrchestratorConfig, DBT_CLOUD_URL, ORCHESTRATOR_KINDS,
 };
 pub use redact::*;
+pub use state::StateConfig;
 pub use warehouse::WarehouseConfig;
 
 #[derive(Debug, Clone, Deserialize)]
@@ -61,6 +63,9 @@ pub struct Config {
     pub access: Vec<AccessConfig>,
     /// OpenLineage run events in: a listener and/or a tailed file (`openlineage.rs`).
     pub openlineage: Option<OpenLineageConfig>,
+    /// Where the team's state lives: absent, the SQLite file in the data directory; with
+    /// `url_env`, a shared PostgreSQL database (see `state.rs`).
+    pub state: Option<StateConfig>,
     /// The person's console: theme and mouse. Read (and checked) by the console, not the
     /// engine (`console/prefs.rs`).
     #[serde(default)]
@@ -372,6 +377,7 @@ impl Config {
         maintenance::validate(self, text)?;
         access::validate(self, text)?;
         openlineage::validate(self, text)?;
+        state::validate(self, text)?;
         Ok(())
     }
 

@@ -248,3 +248,38 @@ fn a_duckdb_warehouse_takes_a_path_and_a_driver_and_names_the_line_of_a_wrong_ke
     let e = err("[warehouse.d]\nkind = \"duckdb\"\npath = \":memory:\"\naccount = \"a\"\n");
     assert!(e.contains("line 4") && e.contains("a snowflake key"), "{e}");
 }
+
+#[test]
+fn state_names_an_environment_variable_and_its_url_is_checked_without_printing_it() {
+    let origin = Path::new("/etc/dw.toml");
+    let config = Config::parse("[state]\nurl_env = \"DW_TEST_STATE_URL\"\n", origin).unwrap();
+    let state = config.state.as_ref().unwrap();
+    assert_eq!(state.team, "default");
+    let unset = format!("{:#}", state.url(origin).unwrap_err());
+    assert!(
+        unset.starts_with(
+            "/etc/dw.toml: [state] url_env: environment variable DW_TEST_STATE_URL is not set"
+        ),
+        "{unset}"
+    );
+    // SAFETY: no other test reads or sets DW_TEST_STATE_URL.
+    unsafe { std::env::set_var("DW_TEST_STATE_URL", "mysql://team:s3cret@db/state") };
+    let wrong = format!("{:#}", state.url(origin).unwrap_err());
+    assert!(wrong.contains("does not hold a postgres:// URL"), "{wrong}");
+    assert!(!wrong.contains("s3cret"), "{wrong}");
+    unsafe { std::env::set_var("DW_TEST_STATE_URL", "postgres://team:s3cret@db/state") };
+    assert_eq!(
+        state.url(origin).unwrap(),
+        "postgres://team:s3cret@db/state"
+    );
+
+    let pasted = "[state]\nteam = \"payments\"\nurl_env = \"postgres://team:s3cret@db/state\"\n";
+    let err = format!("{:#}", Config::parse(pasted, origin).unwrap_err());
+    assert!(
+        err.starts_with("/etc/dw.toml: line 3: state.url_env:"),
+        "{err}"
+    );
+    assert!(err.contains("not an environment variable name"), "{err}");
+    assert!(!err.contains("s3cret"), "{err}");
+    assert!(Config::parse("[state]\nurl_env = \"X\"\nteem = \"a\"\n", origin).is_err());
+}

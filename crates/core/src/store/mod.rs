@@ -22,6 +22,8 @@ pub mod meta;
 pub mod minutes;
 pub mod observations;
 pub mod outbox;
+/// Team state on PostgreSQL (`[state] url_env`): so far the chain and the leadership.
+pub mod postgres;
 pub mod quiet;
 pub mod requests;
 
@@ -88,6 +90,13 @@ pub trait Writes {
     fn in_write(&self) -> bool;
     /// The database file, if it is one (not in memory).
     fn database_path(&self) -> Option<PathBuf>;
+    /// The chain's checkpoint, kept outside the database on this host: beside a
+    /// database file, none for one in memory.
+    fn checkpoint_path(&self) -> Option<PathBuf> {
+        let mut path = self.database_path()?.into_os_string();
+        path.push(".checkpoint");
+        Some(PathBuf::from(path))
+    }
 }
 
 impl Writes for Connection {

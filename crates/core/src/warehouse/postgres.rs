@@ -15,7 +15,7 @@ use chrono::{NaiveDate, NaiveTime};
 use postgres::{Client, NoTls};
 
 pub mod grant;
-mod server;
+pub(crate) mod server;
 
 use super::{
     changed_copy, check_restorable, check_unchanged_since, column_list, null_counts_sql, query_log,

@@ -18,7 +18,7 @@ pub(super) fn too_old(server_version_num: &str) -> Option<String> {
 }
 
 /// 13 for 130004, 9.6 for 90624: before 10, a major version had two parts.
-fn major(number: u32) -> String {
+pub(crate) fn major(number: u32) -> String {
     if number >= 100_000 {
         (number / 10_000).to_string()
     } else {

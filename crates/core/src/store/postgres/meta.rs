@@ -1,0 +1,32 @@
+//! `meta` on PostgreSQL: small facts by name (the chain's log id).
+
+use anyhow::Result;
+
+use super::PgState;
+use crate::store::meta::MetaStore;
+
+impl MetaStore for PgState {
+    fn meta(&self, key: &str) -> Result<Option<String>> {
+        Ok(self
+            .query("SELECT value FROM meta WHERE key = $1", &[&key])?
+            .first()
+            .map(|r| r.get(0)))
+    }
+
+    fn set_meta(&self, key: &str, value: &str) -> Result<()> {
+        self.execute(
+            "INSERT INTO meta (key, value) VALUES ($1, $2)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            &[&key, &value],
+        )?;
+        Ok(())
+    }
+
+    fn create_meta(&self, key: &str, value: &str) -> Result<()> {
+        self.execute(
+            "INSERT INTO meta (key, value) VALUES ($1, $2)",
+            &[&key, &value],
+        )?;
+        Ok(())
+    }
+}
