@@ -1,8 +1,8 @@
 //! What the engine does with a warehouse probe's answer (see `evidence.rs` for the
 //! probes themselves): the diagnoses and verifications that waited for it go on.
 
-use anyhow::Result;
 use super::api::{Event, IncidentStatus};
+use anyhow::Result;
 
 use super::{evidence, Engine};
 use crate::config::CheckKind;
