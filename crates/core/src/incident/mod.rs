@@ -2,4 +2,5 @@
 //! verification passes. Diagnosis and receipts live beside them.
 
 pub mod diagnosis;
+pub mod failed_run;
 pub mod receipt;
