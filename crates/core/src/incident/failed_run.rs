@@ -8,7 +8,6 @@
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Timestamp;
-use crate::effects::orchestrator::{Pipeline, RunStatus};
 use crate::lineage::openlineage::{Dataset, EventType, RunEvent};
 use crate::lineage::run_results::NodeResult;
 
@@ -92,26 +91,24 @@ impl FailedRun {
         })
     }
 
-    /// A job whose last run the scheduler reports failed. The pipelines bar carries no
-    /// run id, so the run is named by when it ended; `detail` is what the scheduler said
-    /// of it (empty when it said nothing), `outputs` what the notes say the job writes.
-    pub fn from_pipeline(
-        pipeline: &Pipeline,
+    /// A job whose last run the scheduler reports failed (`ended_at`). The pipelines
+    /// bar carries no run id, so the run is named by when it ended; `detail` is what the
+    /// scheduler said of it (empty when it said nothing), `outputs` what the notes say
+    /// the job writes.
+    pub fn from_orchestrator(
+        job: &str,
+        ended_at: Timestamp,
         detail: &str,
         outputs: Vec<String>,
-    ) -> Option<FailedRun> {
-        if pipeline.last_status != RunStatus::Failed {
-            return None;
-        }
-        let at = pipeline.last_run_at?;
-        Some(FailedRun {
+    ) -> FailedRun {
+        FailedRun {
             source: RunSource::Orchestrator,
-            job: pipeline.name.clone(),
-            run_id: at.to_string(),
-            at,
+            job: job.to_string(),
+            run_id: ended_at.to_string(),
+            at: ended_at,
             error: detail.to_string(),
             outputs,
-        })
+        }
     }
 
     /// An OpenLineage FAIL: the job, its run, when, the `errorMessage` facet and the
@@ -260,7 +257,11 @@ mod tests {
         assert_eq!(task.job, "billing_daily.export_invoices");
         assert_eq!(task.run_id, "0193a1c2-9b20-7d4e-9f22-2b3c4d5e6f70");
         assert_eq!(task.at, Timestamp::parse("2026-11-02T02:01:15Z").unwrap());
-        assert!(task.error.starts_with("FileNotFoundError"), "{}", task.error);
+        assert!(
+            task.error.starts_with("FileNotFoundError"),
+            "{}",
+            task.error
+        );
         assert_eq!(
             named_in(&task.error),
             vec![Named::Path("/mnt/exports/invoices/2026-11-01.csv".into())]
@@ -303,7 +304,9 @@ mod tests {
             vec![Named::Column("amount".into())]
         );
         assert_eq!(
-            named_in("SQL compilation error: error line 1 at position 7\ninvalid identifier 'AMOUNT'"),
+            named_in(
+                "SQL compilation error: error line 1 at position 7\ninvalid identifier 'AMOUNT'"
+            ),
             vec![Named::Column("AMOUNT".into())]
         );
         assert_eq!(

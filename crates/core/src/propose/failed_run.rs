@@ -102,7 +102,12 @@ fn rerun(ctx: &RunContext) -> Option<Draft> {
 /// `expression as column`. Anywhere else it is read (a filter, a join) becomes
 /// `elsewhere`, or, with nothing to read instead, there is no diff: dataward will not
 /// guess what a filter on a column that is gone should mean.
-fn keep_column(sql: &str, column: &str, expression: &str, elsewhere: Option<&str>) -> Option<String> {
+fn keep_column(
+    sql: &str,
+    column: &str,
+    expression: &str,
+    elsewhere: Option<&str>,
+) -> Option<String> {
     let uses = uses_of(sql, column);
     if uses.is_empty() {
         return None;
@@ -113,7 +118,11 @@ fn keep_column(sql: &str, column: &str, expression: &str, elsewhere: Option<&str
         out.push_str(&sql[last..range.start]);
         // A column read instead keeps the table it is read from; an expression
         // (`cast(null as ...)`) takes none.
-        let qualifier = if elsewhere.is_some() { qualifier } else { String::new() };
+        let qualifier = if elsewhere.is_some() {
+            qualifier
+        } else {
+            String::new()
+        };
         let instead = match (selected, elsewhere) {
             (true, _) => format!("{qualifier}{expression} as {column}"),
             (false, Some(name)) => format!("{qualifier}{name}"),
@@ -219,8 +228,14 @@ mod tests {
     #[test]
     fn a_removed_column_read_in_a_filter_gets_no_guess() {
         let sql = "select id, amount from orders where amount > 0";
-        assert_eq!(keep_column(sql, "amount", "cast(null as numeric)", None), None);
+        assert_eq!(
+            keep_column(sql, "amount", "cast(null as numeric)", None),
+            None
+        );
         // Nor does a model that never names it, or names it only in a string.
-        assert_eq!(keep_column("select 'amount' as x, amounts from t", "amount", "0", None), None);
+        assert_eq!(
+            keep_column("select 'amount' as x, amounts from t", "amount", "0", None),
+            None
+        );
     }
 }

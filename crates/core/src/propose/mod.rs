@@ -180,9 +180,10 @@ fn damaged(ctx: &Context) -> Option<String> {
         CauseKind::NullSpike => format!("a {table} whose new rows lost their values"),
         CauseKind::SchemaBreak => format!("a {table} its models cannot read"),
         // A lookback gap: the runs are right to run; what is missing needs a backfill.
-        CauseKind::Upstream | CauseKind::LookbackGap | CauseKind::Unexplained | CauseKind::FailedRun => {
-            return None
-        }
+        CauseKind::Upstream
+        | CauseKind::LookbackGap
+        | CauseKind::Unexplained
+        | CauseKind::FailedRun => return None,
     })
 }
 

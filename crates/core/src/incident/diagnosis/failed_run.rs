@@ -311,7 +311,10 @@ mod tests {
             &facts,
         );
         let change = diagnosis.column_change.expect("a column change");
-        assert_eq!((change.from.as_str(), change.to.as_str()), ("numeric", "text"));
+        assert_eq!(
+            (change.from.as_str(), change.to.as_str()),
+            ("numeric", "text")
+        );
     }
 
     #[test]
@@ -330,13 +333,12 @@ mod tests {
     #[test]
     fn a_stalled_writer_upstream_is_joined_when_no_column_explains_it() {
         let mut facts = seen(vec![]);
-        facts.stalled = vec![(
-            "raw.orders".into(),
-            "no rows loaded since 01:12".into(),
-        )];
+        facts.stalled = vec![("raw.orders".into(), "no rows loaded since 01:12".into())];
         let (diagnosis, _) = diagnose(&run("division by zero"), &facts);
         assert!(
-            diagnosis.cause.ends_with("it reads raw.orders, whose writer stalled: no rows loaded since 01:12"),
+            diagnosis
+                .cause
+                .ends_with("it reads raw.orders, whose writer stalled: no rows loaded since 01:12"),
             "{}",
             diagnosis.cause
         );

@@ -1,0 +1,388 @@
+//! Failed runs as incidents, with real dbt (the venv .ci/dbt.sh makes, dbt-postgres)
+//! on a throwaway PostgreSQL: a column dropped upstream makes `dbt run` fail with
+//! PostgreSQL's own error; dataward reads run_results.json, opens one incident whose
+//! cause names the column and the schema change, proposes the model's diff and its
+//! rerun, and verifies once the rerun succeeded. Skips without dbt or the PostgreSQL
+//! server binaries unless DATAWARD_REQUIRE_ALL=1. Waits are bounded by deadlines;
+//! nothing is asserted about how long anything took.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use chrono::{NaiveDateTime, TimeDelta};
+use dataward::approve::Actor;
+use dataward::config::Config;
+use dataward::effects::orchestrator;
+use dataward::engine::api::{
+    self, Command as Ask, EventKind, IncidentStatus, IncidentView, ProposalKind,
+};
+use dataward::engine::Engine;
+use support::dbt::dbt_or_skip;
+use support::pg::{start_or_skip, PgServer};
+
+const PATIENCE: Duration = Duration::from_secs(120);
+const MODEL: &str =
+    "{{ config(materialized='table') }}\nselect id, customer_id, amount from {{ source('raw', 'orders') }}\n";
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// `raw.orders` in PostgreSQL, a dbt project whose `order_amounts` reads it (built
+/// once, so its manifest and table exist), the notes naming the job that runs it,
+/// and a config watching both tables.
+struct Shop {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    project: PathBuf,
+    dbt: PathBuf,
+    config: PathBuf,
+    data: PathBuf,
+}
+
+impl Shop {
+    fn new(pg: &PgServer, dbt: &Path) -> Shop {
+        pg.execute(
+            "CREATE SCHEMA raw; \
+             CREATE TABLE raw.orders (id integer, customer_id integer, amount numeric(10,2)); \
+             INSERT INTO raw.orders SELECT g, g % 7, g * 1.5 FROM generate_series(1, 120) g;",
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        let project = root.join("project");
+        write(
+            &project.join("dbt_project.yml"),
+            "name: shop_pg\nversion: \"1.0.0\"\nconfig-version: 2\nprofile: shop_pg\n\
+             model-paths: [\"models\"]\nflags:\n  send_anonymous_usage_stats: false\n",
+        );
+        write(&project.join("models/order_amounts.sql"), MODEL);
+        write(
+            &project.join("models/sources.yml"),
+            "version: 2\nsources:\n  - name: raw\n    schema: raw\n    tables:\n      - name: orders\n",
+        );
+        write(
+            &root.join("profiles/profiles.yml"),
+            &format!(
+                "shop_pg:\n  target: dev\n  outputs:\n    dev:\n      type: postgres\n      \
+                 host: 127.0.0.1\n      port: {}\n      user: postgres\n      password: \"\"\n      \
+                 dbname: postgres\n      schema: analytics\n      threads: 1\n",
+                pg.port
+            ),
+        );
+        write(
+            &root.join("notes.toml"),
+            "[[reader]]\nid = \"job.hourly\"\nkind = \"job\"\nname = \"hourly dbt\"\n\
+             reads = [\"model.shop_pg.order_amounts\"]\nowner = \"analytics-owner\"\n\n\
+             [[owner]]\nrole = \"analytics-owner\"\ncovers = [\"model.shop_pg.*\", \"analytics.*\"]\n\n\
+             [[owner]]\nrole = \"platform-owner\"\ncovers = [\"source.shop_pg.*\", \"raw.*\"]\n",
+        );
+        let url_env = format!("DATAWARD_FAILED_RUNS_URL_{}", pg.port);
+        std::env::set_var(&url_env, &pg.url);
+        let config = root.join("dataward.toml");
+        write(
+            &config,
+            &format!(
+                r#"[warehouse.pg]
+kind = "postgres"
+url_env = "{url_env}"
+
+[[monitor]]
+name = "raw_orders"
+warehouse = "pg"
+table = "raw.orders"
+checks = ["schema"]
+every = "5m"
+
+[[monitor]]
+name = "order_amounts"
+warehouse = "pg"
+table = "analytics.order_amounts"
+checks = ["row_count"]
+expected_rows = 120
+every = "5m"
+
+[lineage]
+manifest = "project/target/manifest.json"
+notes = "notes.toml"
+project_dir = "project"
+run_results = "project/target/run_results.json"
+
+[orchestrator]
+kind = "dbt_core"
+project_dir = "project"
+dbt = "{dbt}"
+profiles_dir = "profiles"
+target = "dev"
+
+[orchestrator.jobs]
+"job.hourly" = "dbt run --select order_amounts"
+
+[verify]
+settle = "5m"
+
+[people.shop-analyst]
+name = "Shop Analyst"
+roles = ["analytics-owner"]
+
+[[domain]]
+name = "analytics"
+covers = ["analytics.*", "model.shop_pg.*", "job.hourly"]
+owners = ["analytics-owner"]
+approval_ttl = "30m"
+autonomy = "L2"
+
+[[domain]]
+name = "ingestion"
+covers = ["raw.*", "source.shop_pg.*"]
+owners = ["platform-owner"]
+approval_ttl = "30m"
+autonomy = "L2"
+"#,
+                dbt = dbt.display()
+            ),
+        );
+        let shop = Shop {
+            _dir: dir,
+            root: root.clone(),
+            project,
+            dbt: dbt.to_path_buf(),
+            config,
+            data: root.join("data"),
+        };
+        assert!(shop.dbt_run(), "the first dbt run builds the model");
+        shop
+    }
+
+    /// `dbt run` as the team's cron would run it: true when it succeeded.
+    fn dbt_run(&self) -> bool {
+        let output = Command::new(&self.dbt)
+            .args(["run", "--profiles-dir"])
+            .arg(self.root.join("profiles"))
+            .current_dir(&self.project)
+            .env("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
+            .output()
+            .unwrap();
+        output.status.success()
+    }
+
+    fn engine(&self) -> Engine {
+        let config = Config::load(&self.config).unwrap();
+        std::fs::create_dir_all(&self.data).unwrap();
+        let orchestrator = orchestrator::from_config(&config, &self.data).unwrap();
+        let state = dataward::store::open(&self.data.join("dataward.db")).unwrap();
+        Engine::new(config, state, orchestrator, &Actor::current()).unwrap()
+    }
+
+    fn opened_on_chain(&self) -> usize {
+        let reader = dataward::store::open(&self.data.join("dataward.db")).unwrap();
+        dataward::chain::records(&reader)
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.kind == "incident_opened")
+            .count()
+    }
+}
+
+fn setup(test: &str) -> Option<(PgServer, Shop)> {
+    let dbt = dbt_or_skip(test)?;
+    let pg = start_or_skip(test)?;
+    let shop = Shop::new(&pg, &dbt);
+    Some((pg, shop))
+}
+
+/// dbt stamps its runs with the wall's time: the engine's turns run on it too.
+fn wall() -> NaiveDateTime {
+    chrono::Utc::now().naive_utc()
+}
+
+fn owner() -> Actor {
+    let mut actor = Actor::current();
+    actor.stand_in = Some("analytics-owner".to_string());
+    actor
+}
+
+fn refused(events: &[api::Event]) -> Option<String> {
+    events.iter().find_map(|e| match &e.kind {
+        EventKind::Refused { reason, .. } => Some(reason.clone()),
+        _ => None,
+    })
+}
+
+fn incidents(engine: &Engine) -> Vec<IncidentView> {
+    engine.snapshot(false).incidents
+}
+
+fn approve(engine: &mut Engine, incident: &IncidentView, kind: ProposalKind) {
+    let proposal = incident
+        .proposals
+        .iter()
+        .find(|p| p.kind == kind)
+        .unwrap_or_else(|| panic!("a {kind:?} proposal: {:#?}", incident.proposals));
+    let events = engine.handle(
+        Ask::Approve {
+            proposal: proposal.id.clone(),
+            content_hash: proposal.content_hash.clone(),
+            reason: "the column is gone upstream".into(),
+        },
+        &owner(),
+    );
+    assert_eq!(refused(&events), None, "{events:#?}");
+}
+
+#[test]
+fn a_dbt_run_failing_on_a_dropped_column_opens_one_incident_naming_it_and_verifies_after_the_rerun()
+{
+    let test = "a_dbt_run_failing_on_a_dropped_column";
+    let Some((pg, shop)) = setup(test) else {
+        return;
+    };
+    let mut now = wall();
+    let mut engine = shop.engine();
+    engine.tick(now).unwrap();
+    assert!(incidents(&engine).is_empty(), "{:#?}", incidents(&engine));
+
+    // Upstream drops the column; the next dbt run fails with PostgreSQL's error.
+    pg.execute("ALTER TABLE raw.orders DROP COLUMN amount");
+    assert!(!shop.dbt_run(), "dbt run fails on the dropped column");
+    now += TimeDelta::minutes(5);
+    engine.tick(now).unwrap();
+    let all = incidents(&engine);
+    assert_eq!(all.len(), 1, "{all:#?}");
+    let incident = &all[0];
+    let cause = incident.cause.clone().unwrap_or_default();
+    assert_eq!(
+        cause,
+        "raw.orders.amount was removed, and the job still reads it"
+    );
+    assert!(
+        incident
+            .evidence
+            .iter()
+            .any(|e| e.contains("column \"amount\" does not exist")),
+        "{:#?}",
+        incident.evidence
+    );
+    assert!(
+        incident
+            .evidence
+            .iter()
+            .any(|e| e.contains("schema snapshot of raw.orders")
+                && e.contains("amount (NUMERIC(10,2)) is gone")),
+        "{:#?}",
+        incident.evidence
+    );
+    let diff = incident
+        .proposals
+        .iter()
+        .find(|p| p.kind == ProposalKind::Diff)
+        .unwrap_or_else(|| panic!("a diff: {:#?}", incident.proposals));
+    match &diff.body {
+        api::ProposalBody::Diff { file, new, .. } => {
+            assert_eq!(file, "models/order_amounts.sql");
+            assert!(
+                new.contains("cast(null as NUMERIC(10,2)) as amount"),
+                "{new}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let rerun = incident
+        .proposals
+        .iter()
+        .find(|p| p.kind == ProposalKind::Backfill)
+        .unwrap_or_else(|| panic!("a rerun: {:#?}", incident.proposals));
+    assert!(
+        rerun.title.contains("`dbt run --select order_amounts`"),
+        "{}",
+        rerun.title
+    );
+
+    // Read again, and again after a restart: still the one incident.
+    now += TimeDelta::minutes(5);
+    engine.tick(now).unwrap();
+    drop(engine);
+    let mut engine = shop.engine();
+    now += TimeDelta::minutes(5);
+    engine.tick(now).unwrap();
+    assert_eq!(incidents(&engine).len(), 1, "{:#?}", incidents(&engine));
+    assert_eq!(shop.opened_on_chain(), 1);
+
+    // The owner approves the diff (the file changes), then the rerun.
+    let incident = incidents(&engine)[0].clone();
+    approve(&mut engine, &incident, ProposalKind::Diff);
+    engine.tick(now).unwrap();
+    let model = std::fs::read_to_string(shop.project.join("models/order_amounts.sql")).unwrap();
+    assert!(
+        model.contains("cast(null as NUMERIC(10,2)) as amount"),
+        "{model}"
+    );
+    approve(&mut engine, &incident, ProposalKind::Backfill);
+    let deadline = Instant::now() + PATIENCE;
+    let status = loop {
+        engine.tick(now).unwrap();
+        let status = incidents(&engine)[0].run_status;
+        if status.is_some_and(|s| s != api::RunStatus::Queued) {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the rerun did not finish");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(status, Some(api::RunStatus::Success));
+
+    // After the settle window, a poll verifies it: the run succeeded, the checks hold.
+    for _ in 0..4 {
+        now += TimeDelta::minutes(5);
+        engine.tick(now).unwrap();
+    }
+    let incident = incidents(&engine)[0].clone();
+    assert_eq!(
+        incident.status,
+        IncidentStatus::Resolved,
+        "{:#?}",
+        incident.checks
+    );
+    assert!(
+        incident.checks.iter().any(|c| c.passed
+            && c.name
+                .starts_with("model.shop_pg.order_amounts runs again successfully")),
+        "{:#?}",
+        incident.checks
+    );
+    assert_eq!(shop.opened_on_chain(), 1);
+}
+
+#[test]
+fn a_failure_an_open_incident_already_explains_opens_nothing_new() {
+    let test = "a_failure_an_open_incident_already_explains";
+    let Some((pg, shop)) = setup(test) else {
+        return;
+    };
+    let mut now = wall();
+    let mut engine = shop.engine();
+    engine.tick(now).unwrap();
+    // The schema monitor sees the column go first: an incident of its own, since the
+    // model reads it.
+    pg.execute("ALTER TABLE raw.orders DROP COLUMN amount");
+    now += TimeDelta::minutes(5);
+    engine.tick(now).unwrap();
+    let all = incidents(&engine);
+    assert_eq!(all.len(), 1, "{all:#?}");
+    assert_eq!(all[0].table, "raw.orders");
+    // Then dbt fails on it: that incident explains it.
+    assert!(!shop.dbt_run());
+    for _ in 0..2 {
+        now += TimeDelta::minutes(5);
+        engine.tick(now).unwrap();
+    }
+    assert_eq!(incidents(&engine).len(), 1, "{:#?}", incidents(&engine));
+    drop(engine);
+    let mut engine = shop.engine();
+    now += TimeDelta::minutes(5);
+    engine.tick(now).unwrap();
+    assert_eq!(incidents(&engine).len(), 1, "{:#?}", incidents(&engine));
+    assert_eq!(shop.opened_on_chain(), 1);
+}
