@@ -45,7 +45,9 @@ struct Shop {
 }
 
 impl Shop {
-    fn new(pg: &PgServer, dbt: &Path) -> Shop {
+    /// `watch_raw`: a schema monitor watches `raw.orders` (else nothing upstream is
+    /// watched, and a failure there breaches no check).
+    fn new(pg: &PgServer, dbt: &Path, watch_raw: bool) -> Shop {
         pg.execute(
             "CREATE SCHEMA raw; \
              CREATE TABLE raw.orders (id integer, customer_id integer, amount numeric(10,2)); \
@@ -90,14 +92,7 @@ impl Shop {
 kind = "postgres"
 url_env = "{url_env}"
 
-[[monitor]]
-name = "raw_orders"
-warehouse = "pg"
-table = "raw.orders"
-checks = ["schema"]
-every = "5m"
-
-[[monitor]]
+{raw_monitor}[[monitor]]
 name = "order_amounts"
 warehouse = "pg"
 table = "analytics.order_amounts"
@@ -142,7 +137,13 @@ owners = ["platform-owner"]
 approval_ttl = "30m"
 autonomy = "L2"
 "#,
-                dbt = dbt.display()
+                dbt = dbt.display(),
+                raw_monitor = if watch_raw {
+                    "[[monitor]]\nname = \"raw_orders\"\nwarehouse = \"pg\"\ntable = \"raw.orders\"\n\
+                     checks = [\"schema\"]\nevery = \"5m\"\n\n"
+                } else {
+                    ""
+                }
             ),
         );
         let shop = Shop {
@@ -188,9 +189,13 @@ autonomy = "L2"
 }
 
 fn setup(test: &str) -> Option<(PgServer, Shop)> {
+    setup_watching(test, true)
+}
+
+fn setup_watching(test: &str, watch_raw: bool) -> Option<(PgServer, Shop)> {
     let dbt = dbt_or_skip(test)?;
     let pg = start_or_skip(test)?;
-    let shop = Shop::new(&pg, &dbt);
+    let shop = Shop::new(&pg, &dbt, watch_raw);
     Some((pg, shop))
 }
 
@@ -384,5 +389,96 @@ fn a_failure_an_open_incident_already_explains_opens_nothing_new() {
     now += TimeDelta::minutes(5);
     engine.tick(now).unwrap();
     assert_eq!(incidents(&engine).len(), 1, "{:#?}", incidents(&engine));
+    assert_eq!(shop.opened_on_chain(), 1);
+}
+
+/// Nothing watches raw.orders, so no check breaches: the failure alone opens the
+/// incident, with dbt's error and what dataward could not join it with.
+#[test]
+fn a_failure_with_no_breach_opens_an_incident_quoting_its_error() {
+    let test = "a_failure_with_no_breach_opens_an_incident";
+    let Some((pg, shop)) = setup_watching(test, false) else {
+        return;
+    };
+    let mut now = wall();
+    let mut engine = shop.engine();
+    engine.tick(now).unwrap();
+    pg.execute("ALTER TABLE raw.orders DROP COLUMN amount");
+    assert!(!shop.dbt_run());
+    now += TimeDelta::minutes(5);
+    engine.tick(now).unwrap();
+    let all = incidents(&engine);
+    assert_eq!(all.len(), 1, "{all:#?}");
+    let incident = &all[0];
+    assert_eq!(incident.table, "analytics.order_amounts");
+    let cause = incident.cause.clone().unwrap_or_default();
+    assert!(
+        cause.starts_with("model.shop_pg.order_amounts failed at ")
+            && cause.ends_with("(dbt's run_results.json): column \"amount\" does not exist"),
+        "{cause}"
+    );
+    assert!(
+        incident.evidence.iter().any(|e| e
+            == "the error names column amount; no recent schema snapshot of raw.orders shows it changed"),
+        "{:#?}",
+        incident.evidence
+    );
+    // Nothing says what the column became: a rerun, but no diff guessed.
+    let kinds: Vec<ProposalKind> = incident.proposals.iter().map(|p| p.kind).collect();
+    assert_eq!(kinds, vec![ProposalKind::Backfill]);
+}
+
+fn fixture_events(name: &str) -> Vec<dataward::lineage::openlineage::RunEvent> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/openlineage")
+        .join(name);
+    std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|line| dataward::lineage::openlineage::parse_event(line).unwrap())
+        .collect()
+}
+
+/// What the listener will hand the engine: the recorded Airflow FAIL events, mapped.
+/// The task's failure and its DAG run's are one incident, its cause the task's error;
+/// the same events again, or after a restart, open nothing.
+#[test]
+fn an_openlineage_fail_opens_one_incident_for_a_task_and_its_dag_run() {
+    use dataward::incident::failed_run::FailedRun;
+    let test = "an_openlineage_fail_opens_one_incident";
+    let Some((_pg, shop)) = setup(test) else {
+        return;
+    };
+    let now = wall();
+    let mut engine = shop.engine();
+    engine.tick(now).unwrap();
+    let feed = |engine: &mut Engine| {
+        for event in fixture_events("airflow_task_fail.jsonl") {
+            if let Some(run) = FailedRun::from_openlineage(&event, &|_| None) {
+                engine.failed_run(run).unwrap();
+            }
+        }
+    };
+    feed(&mut engine);
+    let all = incidents(&engine);
+    assert_eq!(all.len(), 1, "{all:#?}");
+    let cause = all[0].cause.clone().unwrap_or_default();
+    assert!(
+        cause.starts_with("billing_daily.export_invoices failed at 2026-11-02 02:01 (an OpenLineage FAIL event): FileNotFoundError"),
+        "{cause}"
+    );
+    assert!(
+        all[0]
+            .evidence
+            .iter()
+            .any(|e| e == "the error names path /mnt/exports/invoices/2026-11-01.csv"),
+        "{:#?}",
+        all[0].evidence
+    );
+    feed(&mut engine);
+    drop(engine);
+    let mut engine = shop.engine();
+    feed(&mut engine);
+    assert_eq!(incidents(&engine).len(), 1);
     assert_eq!(shop.opened_on_chain(), 1);
 }

@@ -27,6 +27,16 @@ pub(super) struct FailedRunState {
 }
 
 impl Engine {
+    /// A failed run heard of outside the turn (an OpenLineage FAIL the listener read,
+    /// mapped by [`FailedRun::from_openlineage`]): opens its incident, in a transaction
+    /// of its own, unless it is known or explained.
+    pub fn failed_run(&mut self, run: FailedRun) -> Result<Vec<Event>> {
+        let mut events = self.transact(|e| e.failed_run_seen(run))?;
+        let (more, _) = self.run_intents()?;
+        events.extend(more);
+        Ok(events)
+    }
+
     /// Reads the failed runs the turn can see without calling out: dbt's
     /// run_results.json when it changed (the same file `read_run_results` reads after),
     /// and the pipelines bar as last read. Marks later successes on the incidents they
@@ -98,8 +108,19 @@ impl Engine {
     }
 
     /// An incident open when `run` failed (still open, or resolved only after) whose
-    /// tables (its own, its symptoms', its blast radius) include one the run writes.
+    /// tables (its own, its symptoms', its blast radius) include one the run writes, or
+    /// opened by the failure of its parent run or of a run it spawned.
     fn explaining_incident(&self, run: &FailedRun) -> Option<usize> {
+        let family = self.incidents.iter().position(|i| {
+            i.status != IncidentStatus::Resolved
+                && i.failed_run.as_ref().is_some_and(|f| {
+                    f.run.parent_run.as_deref() == Some(run.run_id.as_str())
+                        || run.parent_run.as_deref() == Some(f.run.run_id.as_str())
+                })
+        });
+        if family.is_some() {
+            return family;
+        }
         let ids: Vec<String> = run
             .outputs
             .iter()

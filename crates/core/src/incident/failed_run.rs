@@ -48,6 +48,10 @@ pub struct FailedRun {
     /// The tables the job writes (`schema.table` where known): where the blast radius
     /// starts, and what an open incident must cover to explain the failure.
     pub outputs: Vec<String>,
+    /// The run that spawned this one (an Airflow task's DAG run, a dbt model's
+    /// invocation), when the source says: a failure and its parent's are one failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_run: Option<String>,
 }
 
 impl FailedRun {
@@ -88,6 +92,7 @@ impl FailedRun {
             at,
             error: result.message.clone().unwrap_or_default(),
             outputs,
+            parent_run: None,
         })
     }
 
@@ -108,6 +113,7 @@ impl FailedRun {
             at: ended_at,
             error: detail.to_string(),
             outputs,
+            parent_run: None,
         }
     }
 
@@ -142,6 +148,7 @@ impl FailedRun {
             at: Timestamp::from_utc(event.event_time),
             error,
             outputs,
+            parent_run: event.run.parent.as_ref().map(|p| p.run_id.clone()),
         })
     }
 }
@@ -330,6 +337,7 @@ mod tests {
             at: Timestamp::default(),
             error: "Database Error in model x (models/x.sql)\n  column \"a\" does not exist".into(),
             outputs: vec![],
+            parent_run: None,
         };
         assert_eq!(run.reason(), "column \"a\" does not exist");
     }

@@ -231,6 +231,7 @@ mod tests {
             at: Timestamp::parse("2026-12-03T02:10:00Z").unwrap(),
             error: error.into(),
             outputs: vec!["analytics.order_amounts".into()],
+            parent_run: None,
         }
     }
 
