@@ -791,3 +791,77 @@ fn stand_in_restore_puts_is_paused_back_exactly_as_it_was_read() {
     airflow.restore("job.orders", &before).unwrap();
     assert_eq!(patches(&fake), before_patches);
 }
+
+/// A DAG whose task failed, with nothing wrong in any data: the pipelines bar carries
+/// the task's error from its log, and an engine reading that bar opens one incident
+/// whose cause is that error, however often it reads it and after a restart.
+#[test]
+fn a_failed_task_opens_one_incident_with_the_error_its_log_ends_on() {
+    let test = "a_failed_task_opens_one_incident_with_the_error_its_log_ends_on";
+    let Some(shared) = shared(test) else {
+        return;
+    };
+    let var = "DW_AIRFLOW_PASSWORD_FAILED_TASK";
+    let (airflow, dir) = real(shared, var);
+    let (id, _) = airflow
+        .queue_run(
+            "job.fails",
+            "2026-12-01T10:00:00Z".parse().unwrap(),
+            "carol",
+            "dataward-failed-task-1",
+        )
+        .unwrap();
+    assert_eq!(
+        finished(airflow.as_ref(), "job.fails", &id, shared),
+        "failed"
+    );
+    let view = airflow
+        .pipelines()
+        .unwrap()
+        .into_iter()
+        .find(|p| p.name == DAG_FAILS)
+        .unwrap();
+    assert_eq!(
+        view.last_failure.as_deref(),
+        Some("task broken failed: RuntimeError: the load broke, as the test asked"),
+        "{}",
+        shared.server.all_logs()
+    );
+
+    let engine = |dir: &Path| {
+        use dataward::approve::Actor;
+        let config = Config::load(&dir.join("dataward.toml")).unwrap();
+        let orchestrator = orchestrator::from_config(&config, dir).unwrap();
+        let state = dataward::store::open(&dir.join("dataward.db")).unwrap();
+        dataward::engine::Engine::new(config, state, orchestrator, &Actor::current()).unwrap()
+    };
+    let now = chrono::Utc::now().naive_utc();
+    let mut first = engine(dir.path());
+    first.tick(now).unwrap();
+    first.tick(now + chrono::TimeDelta::minutes(5)).unwrap();
+    let failed: Vec<_> = first
+        .snapshot(false)
+        .incidents
+        .into_iter()
+        .filter(|i| i.table == DAG_FAILS)
+        .collect();
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    let cause = failed[0].cause.clone().unwrap_or_default();
+    assert!(
+        cause.starts_with(&format!("{DAG_FAILS} failed at "))
+            && cause.ends_with(
+                "(the orchestrator): task broken failed: RuntimeError: the load broke, as the test asked"
+            ),
+        "{cause}"
+    );
+    drop(first);
+    let mut again = engine(dir.path());
+    again.tick(now + chrono::TimeDelta::minutes(10)).unwrap();
+    let opened = again
+        .snapshot(false)
+        .incidents
+        .into_iter()
+        .filter(|i| i.table == DAG_FAILS)
+        .count();
+    assert_eq!(opened, 1);
+}

@@ -64,7 +64,7 @@ impl Engine {
                 api::RunStatus::Failed => failed.push(FailedRun::from_orchestrator(
                     &pipeline.name,
                     at,
-                    "",
+                    pipeline.last_failure.as_deref().unwrap_or_default(),
                     self.written_by(&pipeline.name),
                 )),
                 api::RunStatus::Success => succeeded.push((pipeline.name.clone(), at)),
