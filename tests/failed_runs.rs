@@ -80,7 +80,8 @@ impl Shop {
             "[[reader]]\nid = \"job.hourly\"\nkind = \"job\"\nname = \"hourly dbt\"\n\
              reads = [\"model.shop_pg.order_amounts\"]\nowner = \"analytics-owner\"\n\n\
              [[owner]]\nrole = \"analytics-owner\"\ncovers = [\"model.shop_pg.*\", \"analytics.*\"]\n\n\
-             [[owner]]\nrole = \"platform-owner\"\ncovers = [\"source.shop_pg.*\", \"raw.*\"]\n",
+             [[owner]]\nrole = \"platform-owner\"\ncovers = [\"source.shop_pg.*\", \"raw.*\"]\n\n\
+             [[moved]]\nfrom = \"/mnt/exports\"\nto = \"/data/exports\"\nnote = \"storage migration\"\n",
         );
         let url_env = format!("DATAWARD_FAILED_RUNS_URL_{}", pg.port);
         std::env::set_var(&url_env, &pg.url);
@@ -440,8 +441,9 @@ fn fixture_events(name: &str) -> Vec<dataward::lineage::openlineage::RunEvent> {
 }
 
 /// What the listener will hand the engine: the recorded Airflow FAIL events, mapped.
-/// The task's failure and its DAG run's are one incident, its cause the task's error;
-/// the same events again, or after a restart, open nothing.
+/// The task's failure and its DAG run's are one incident, its cause the path its error
+/// names joined with the notes' move; the same events again, or after a restart, open
+/// nothing.
 #[test]
 fn an_openlineage_fail_opens_one_incident_for_a_task_and_its_dag_run() {
     use dataward::incident::failed_run::FailedRun;
@@ -462,18 +464,17 @@ fn an_openlineage_fail_opens_one_incident_for_a_task_and_its_dag_run() {
     feed(&mut engine);
     let all = incidents(&engine);
     assert_eq!(all.len(), 1, "{all:#?}");
-    let cause = all[0].cause.clone().unwrap_or_default();
-    assert!(
-        cause.starts_with("billing_daily.export_invoices failed at 2026-11-02 02:01 (an OpenLineage FAIL event): FileNotFoundError"),
-        "{cause}"
+    assert_eq!(
+        all[0].cause.as_deref(),
+        Some("billing_daily.export_invoices still uses /mnt/exports/invoices/2026-11-01.csv, but /mnt/exports moved to /data/exports")
     );
-    assert!(
-        all[0]
-            .evidence
-            .iter()
-            .any(|e| e == "the error names path /mnt/exports/invoices/2026-11-01.csv"),
-        "{:#?}",
-        all[0].evidence
+    assert_eq!(
+        all[0].evidence,
+        vec![
+            "billing_daily.export_invoices failed at 2026-11-02 02:01 (an OpenLineage FAIL event): \
+             FileNotFoundError: [Errno 2] No such file or directory: '/mnt/exports/invoices/2026-11-01.csv'",
+            "the notes say /mnt/exports moved to /data/exports (storage migration)",
+        ]
     );
     feed(&mut engine);
     drop(engine);

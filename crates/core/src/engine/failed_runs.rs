@@ -156,7 +156,8 @@ impl Engine {
         self.record(
             "incident_opened",
             ENGINE_ACTOR,
-            json!({"incident": id, "table": table, "monitor": monitor, "failed_run": run}),
+            json!({"incident": id, "table": table, "monitor": monitor,
+                   "expected": "a successful run", "failed_run": run}),
         )?;
         let mut events = vec![self.event(EventKind::IncidentOpened {
             incident: id.clone(),
@@ -284,6 +285,7 @@ impl Engine {
         let Some(lineage) = &self.lineage else {
             return facts;
         };
+        facts.moved = lineage.moved().to_vec();
         let Ok(node) = lineage.resolve(&run.job).or_else(|e| {
             run.outputs
                 .iter()

@@ -31,7 +31,7 @@ pub use columns::{
     UseSite, Wants, PARSER, TOKENS,
 };
 pub use error::LineageError;
-pub use notes::{Notes, OptionEffect, OwnerRule, Reader, ReaderKind, Writer, WriterOption};
+pub use notes::{Moved, Notes, OptionEffect, OwnerRule, Reader, ReaderKind, Writer, WriterOption};
 pub use render::{compiled_with_change, project_vars, Vars};
 pub use window::{filter_numbers, Anchor, Period, Window, WindowSource, DEFAULT_LOOKBACK};
 
@@ -163,6 +163,8 @@ pub struct Lineage {
     by_unique_id: HashMap<String, NodeIndex>,
     /// Systems that load tables (from the notes); upstream of everything, so not nodes.
     writers: Vec<notes::Writer>,
+    /// Paths and names the notes say moved.
+    moved: Vec<notes::Moved>,
     /// The SQL dialect of the project, from the manifest's `metadata.adapter_type`.
     dialect: Dialect,
 }
@@ -245,6 +247,7 @@ impl Lineage {
             graph: DiGraph::new(),
             by_unique_id: HashMap::new(),
             writers: Vec::new(),
+            moved: Vec::new(),
             dialect: Dialect::from_adapter_type(contents.adapter_type.as_deref()),
         };
         for node in contents.nodes {
@@ -291,6 +294,11 @@ impl Lineage {
     pub fn with_notes(mut self, notes: &Notes) -> Result<Lineage, LineageError> {
         notes.apply(&mut self)?;
         Ok(self)
+    }
+
+    /// What the notes say moved.
+    pub fn moved(&self) -> &[notes::Moved] {
+        &self.moved
     }
 
     /// The systems recorded in the notes as loading this node's table.

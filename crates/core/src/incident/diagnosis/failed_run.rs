@@ -1,7 +1,8 @@
 //! A failed run's cause: its error joined with what dataward knows. A column the error
 //! names that a recent schema snapshot of a table the job reads shows removed, renamed
-//! or retyped; a table the job reads whose writer stalled; else the error as it stands,
-//! saying what it could not be joined with.
+//! or retyped; a path or a name it uses that the notes say moved; a table the job reads
+//! whose writer stalled; else the error as it stands, saying what it could not be joined
+//! with.
 //!
 //! Pure, like every rule: the engine gathers [`RunFacts`].
 
@@ -18,6 +19,8 @@ pub struct RunFacts {
     pub schema_changes: Vec<(String, Timestamp, SchemaChange)>,
     /// Tables the job reads whose writer stalled, each with what shows it.
     pub stalled: Vec<(String, String)>,
+    /// What the notes say moved.
+    pub moved: Vec<crate::lineage::Moved>,
 }
 
 /// The change a failed run's cause rests on, for the proposals that answer it.
@@ -97,6 +100,35 @@ pub fn diagnose(run: &FailedRun, facts: &RunFacts) -> (Diagnosis, Option<ColumnC
             }
         }
         return (diagnosis, Some(change));
+    }
+    if let Some((used, moved)) = named.iter().find_map(|n| {
+        let used = match n {
+            Named::Path(p) | Named::Relation(p) => p,
+            Named::Column(_) => return None,
+        };
+        Some((used, facts.moved.iter().find(|m| m.covers(used))?))
+    }) {
+        evidence.push(format!(
+            "the notes say {} moved to {}{}",
+            moved.from,
+            moved.to,
+            moved
+                .note
+                .as_deref()
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default()
+        ));
+        evidence.extend(stalled_lines(facts));
+        let mut diagnosis = Diagnosis::of(
+            CauseKind::FailedRun,
+            format!(
+                "{} still uses {used}, but {} moved to {}",
+                run.job, moved.from, moved.to
+            ),
+            evidence,
+        );
+        diagnosis.headline = format!("{} fails: {} moved to {}", run.job, moved.from, moved.to);
+        return (diagnosis, None);
     }
     if let Some((table, seen)) = facts.stalled.first() {
         evidence.extend(stalled_lines(facts));
@@ -246,6 +278,7 @@ mod tests {
                 .map(|c| ("raw.orders".to_string(), at, c))
                 .collect(),
             stalled: vec![],
+            moved: vec![],
         }
     }
 
@@ -329,6 +362,35 @@ mod tests {
             "{:?}",
             diagnosis.evidence
         );
+    }
+
+    #[test]
+    fn a_path_the_notes_say_moved_is_the_cause() {
+        let mut facts = seen(vec![]);
+        facts.moved = vec![crate::lineage::Moved {
+            from: "/mnt/exports/".into(),
+            to: "/data/exports".into(),
+            note: Some("storage migration".into()),
+        }];
+        let mut failed = run("FileNotFoundError: [Errno 2] No such file or directory: '/mnt/exports/invoices/2026-11-01.csv'");
+        failed.job = "billing_daily.export_invoices".into();
+        let (diagnosis, _) = diagnose(&failed, &facts);
+        assert_eq!(
+            diagnosis.cause,
+            "billing_daily.export_invoices still uses /mnt/exports/invoices/2026-11-01.csv, but /mnt/exports/ moved to /data/exports"
+        );
+        assert_eq!(
+            diagnosis.evidence[1],
+            "the notes say /mnt/exports/ moved to /data/exports (storage migration)"
+        );
+        // A path beside the moved one is not under it.
+        let beside = crate::lineage::Moved {
+            from: "/mnt/exports".into(),
+            to: "/x".into(),
+            note: None,
+        };
+        assert!(!beside.covers("/mnt/exports2/a.csv"));
+        assert!(beside.covers("/mnt/exports/a.csv"));
     }
 
     #[test]
