@@ -477,9 +477,21 @@ fn an_openlineage_fail_opens_one_incident_for_a_task_and_its_dag_run() {
         ]
     );
     feed(&mut engine);
+    // The task's next run fails too while the incident is open: the same incident.
+    let task_fail = fixture_events("airflow_task_fail.jsonl")
+        .iter()
+        .find_map(|e| FailedRun::from_openlineage(e, &|_| None))
+        .unwrap();
+    let next = FailedRun {
+        run_id: "0193a1c3-0000-7000-8000-000000000001".into(),
+        parent_run: Some("0193a1c3-0000-7000-8000-000000000000".into()),
+        at: task_fail.at + chrono::TimeDelta::hours(1),
+        ..task_fail
+    };
+    engine.failed_run(next).unwrap();
     drop(engine);
     let mut engine = shop.engine();
     feed(&mut engine);
-    assert_eq!(incidents(&engine).len(), 1);
+    assert_eq!(incidents(&engine).len(), 1, "{:#?}", incidents(&engine));
     assert_eq!(shop.opened_on_chain(), 1);
 }

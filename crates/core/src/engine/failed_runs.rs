@@ -109,12 +109,14 @@ impl Engine {
 
     /// An incident open when `run` failed (still open, or resolved only after) whose
     /// tables (its own, its symptoms', its blast radius) include one the run writes, or
-    /// opened by the failure of its parent run or of a run it spawned.
+    /// one open on an earlier failure of the same job, of its parent run or of a run it
+    /// spawned.
     fn explaining_incident(&self, run: &FailedRun) -> Option<usize> {
         let family = self.incidents.iter().position(|i| {
             i.status != IncidentStatus::Resolved
                 && i.failed_run.as_ref().is_some_and(|f| {
-                    f.run.parent_run.as_deref() == Some(run.run_id.as_str())
+                    f.run.job == run.job
+                        || f.run.parent_run.as_deref() == Some(run.run_id.as_str())
                         || run.parent_run.as_deref() == Some(f.run.run_id.as_str())
                 })
         });
@@ -448,15 +450,12 @@ impl Engine {
         let Some(lineage) = &self.lineage else {
             return Vec::new();
         };
-        let mut tables = Vec::new();
-        for node in lineage.graph().node_indices() {
-            for writer in lineage.writers_of(node) {
-                let named = writer.id == job || writer.name.as_deref() == Some(job);
-                if named {
-                    tables.extend(writer.writes.iter().cloned());
-                }
-            }
-        }
+        let mut tables: Vec<String> = lineage
+            .writers()
+            .iter()
+            .filter(|w| w.id == job || w.name.as_deref() == Some(job))
+            .flat_map(|w| w.writes.iter().cloned())
+            .collect();
         tables.sort();
         tables.dedup();
         tables

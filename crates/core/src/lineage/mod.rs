@@ -296,6 +296,11 @@ impl Lineage {
         Ok(self)
     }
 
+    /// Every system the notes say loads tables.
+    pub fn writers(&self) -> &[notes::Writer] {
+        &self.writers
+    }
+
     /// What the notes say moved.
     pub fn moved(&self) -> &[notes::Moved] {
         &self.moved
