@@ -390,6 +390,25 @@ fn a_failure_an_open_incident_already_explains_opens_nothing_new() {
     now += TimeDelta::minutes(5);
     engine.tick(now).unwrap();
     assert_eq!(incidents(&engine).len(), 1, "{:#?}", incidents(&engine));
+    // Closed by its owner: the failure it explained, read again after a restart, is
+    // still explained (it failed before the incident closed), and opens nothing.
+    let mut platform = Actor::current();
+    platform.stand_in = Some("platform-owner".to_string());
+    let id = incidents(&engine)[0].id.clone();
+    let events = engine.handle(
+        Ask::Resolve {
+            incident: id,
+            reason: "the column is gone for good; the model is being changed".into(),
+        },
+        &platform,
+    );
+    assert_eq!(refused(&events), None, "{events:#?}");
+    assert_eq!(incidents(&engine)[0].status, IncidentStatus::Resolved);
+    drop(engine);
+    let mut engine = shop.engine();
+    now += TimeDelta::minutes(5);
+    engine.tick(now).unwrap();
+    assert_eq!(incidents(&engine).len(), 1, "{:#?}", incidents(&engine));
     assert_eq!(shop.opened_on_chain(), 1);
 }
 

@@ -1,6 +1,6 @@
 //! Failed runs as incidents. A job whose run failed (a dbt node dbt could not build, a
 //! job the scheduler reports failed; an OpenLineage FAIL once the listener feeds
-//! [`Engine::failed_run_seen`]) opens one incident, unless an incident open at the time
+//! [`Engine::failed_run`]) opens one incident, unless an incident open at the time
 //! already covers the tables it writes. Once per run: the run's key is kept in its
 //! incident, so a poll reading it again or a restart reading it anew opens nothing.
 //!
@@ -107,7 +107,7 @@ impl Engine {
         self.open_failed_run(run)
     }
 
-    /// An incident open when `run` failed (still open, or resolved only after) whose
+    /// An incident open when `run` failed or since (still open, or resolved after) whose
     /// tables (its own, its symptoms', its blast radius) include one the run writes, or
     /// one open on an earlier failure of the same job, of its parent run or of a run it
     /// spawned.
@@ -130,8 +130,11 @@ impl Engine {
             .filter_map(|t| self.unique_id_of(t))
             .collect();
         self.incidents.iter().position(|i| {
-            let open_then = i.status != IncidentStatus::Resolved
-                || (i.opened_at <= run.at && i.resolved_at.is_some_and(|r| r >= run.at));
+            // Resolved after the failure: it covered it, whenever it opened (the bar
+            // keeps showing a job's last failure long after the incident that
+            // explained it has closed).
+            let open_then =
+                i.status != IncidentStatus::Resolved || i.resolved_at.is_some_and(|r| r >= run.at);
             let tables = std::iter::once(&i.table).chain(i.symptoms.iter().map(|s| &s.table));
             let covers = tables
                 .filter_map(|t| {
