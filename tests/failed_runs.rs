@@ -431,6 +431,11 @@ fn a_failure_with_no_breach_opens_an_incident_quoting_its_error() {
     assert_eq!(all.len(), 1, "{all:#?}");
     let incident = &all[0];
     assert_eq!(incident.table, "analytics.order_amounts");
+    assert!(
+        incident.observed.starts_with("failed at "),
+        "{}",
+        incident.observed
+    );
     let cause = incident.cause.clone().unwrap_or_default();
     assert!(
         cause.starts_with("model.shop_pg.order_amounts failed at ")

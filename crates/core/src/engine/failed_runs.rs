@@ -192,7 +192,11 @@ impl Engine {
             // A run has no check of its own: its root check is the run's
             // (`failed_run_back`); Schema is what no level can be accepted for.
             check: CheckKind::Schema,
-            current: None,
+            // What people read as observed: the failure, not a figure.
+            current: Some(format!(
+                "failed at {}",
+                crate::incident::diagnosis::when(run.at)
+            )),
             expected: "a successful run".to_string(),
             status: IncidentStatus::Open,
             diagnosis,
