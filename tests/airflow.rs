@@ -39,6 +39,7 @@ static SHARED: OnceLock<Result<Shared, String>> = OnceLock::new();
 /// the pause test has a DAG of its own.
 const DAG_WRITES: &str = "dw_orders";
 const DAG_FAILS: &str = "dw_fails";
+const DAG_TASK_FAILS: &str = "dw_task_fails";
 const DAG_HELD: &str = "dw_held";
 const DAG_ALREADY_PAUSED: &str = "dw_already_paused";
 
@@ -75,14 +76,15 @@ for dag_id, paused in [("{DAG_WRITES}", False), ("{DAG_HELD}", False), ("{DAG_AL
         write()
 
 
-with DAG("{DAG_FAILS}", schedule=None, start_date=datetime(2024, 1, 1), catchup=False,
-         is_paused_upon_creation=False):
+for dag_id in ["{DAG_FAILS}", "{DAG_TASK_FAILS}"]:
+    with DAG(dag_id, schedule=None, start_date=datetime(2024, 1, 1), catchup=False,
+             is_paused_upon_creation=False):
 
-    @task(retries=0)
-    def broken(**context):
-        raise RuntimeError("the load broke, as the test asked")
+        @task(retries=0)
+        def broken(**context):
+            raise RuntimeError("the load broke, as the test asked")
 
-    broken()
+        broken()
 "#
     )
 }
@@ -107,7 +109,13 @@ fn shared(test: &str) -> Option<&'static Shared> {
                 })
                 .map_err(|e| e.to_string())?;
             Ok(vec![DagFile {
-                dag_ids: [DAG_WRITES, DAG_FAILS, DAG_HELD, DAG_ALREADY_PAUSED]
+                dag_ids: [
+                    DAG_WRITES,
+                    DAG_FAILS,
+                    DAG_TASK_FAILS,
+                    DAG_HELD,
+                    DAG_ALREADY_PAUSED,
+                ]
                     .map(String::from)
                     .to_vec(),
                 file_name: "dataward_test_dags.py".into(),
@@ -145,6 +153,7 @@ fn from_config_file(
             "[orchestrator]\nkind = \"airflow\"\nbase_url = \"{base_url}\"\nusername = \"{USER}\"\n\
              password_env = \"{var}\"\ntimeout = \"{timeout}\"\n\n[orchestrator.jobs]\n\
              \"job.orders\" = \"{DAG_WRITES}\"\n\"job.fails\" = \"{DAG_FAILS}\"\n\
+             \"job.task_fails\" = \"{DAG_TASK_FAILS}\"\n\
              \"job.held\" = \"{DAG_HELD}\"\n\"job.already_paused\" = \"{DAG_ALREADY_PAUSED}\"\n"
         ),
     )
@@ -790,4 +799,79 @@ fn stand_in_restore_puts_is_paused_back_exactly_as_it_was_read() {
     let before_patches = patches(&fake);
     airflow.restore("job.orders", &before).unwrap();
     assert_eq!(patches(&fake), before_patches);
+}
+
+/// A DAG whose task failed, with nothing wrong in any data (a DAG of its own: the
+/// others' runs must not be its last): the pipelines bar carries
+/// the task's error from its log, and an engine reading that bar opens one incident
+/// whose cause is that error, however often it reads it and after a restart.
+#[test]
+fn a_failed_task_opens_one_incident_with_the_error_its_log_ends_on() {
+    let test = "a_failed_task_opens_one_incident_with_the_error_its_log_ends_on";
+    let Some(shared) = shared(test) else {
+        return;
+    };
+    let var = "DW_AIRFLOW_PASSWORD_FAILED_TASK";
+    let (airflow, dir) = real(shared, var);
+    let (id, _) = airflow
+        .queue_run(
+            "job.task_fails",
+            "2026-12-01T10:00:00Z".parse().unwrap(),
+            "carol",
+            "dataward-failed-task-1",
+        )
+        .unwrap();
+    assert_eq!(
+        finished(airflow.as_ref(), "job.task_fails", &id, shared),
+        "failed"
+    );
+    let view = airflow
+        .pipelines()
+        .unwrap()
+        .into_iter()
+        .find(|p| p.name == DAG_TASK_FAILS)
+        .unwrap();
+    assert_eq!(
+        view.last_failure.as_deref(),
+        Some("task broken failed: RuntimeError: the load broke, as the test asked"),
+        "{}",
+        shared.server.all_logs()
+    );
+
+    let engine = |dir: &Path| {
+        use dataward::approve::Actor;
+        let config = Config::load(&dir.join("dataward.toml")).unwrap();
+        let orchestrator = orchestrator::from_config(&config, dir).unwrap();
+        let state = dataward::store::open(&dir.join("dataward.db")).unwrap();
+        dataward::engine::Engine::new(config, state, orchestrator, &Actor::current()).unwrap()
+    };
+    let now = chrono::Utc::now().naive_utc();
+    let mut first = engine(dir.path());
+    first.tick(now).unwrap();
+    first.tick(now + chrono::TimeDelta::minutes(5)).unwrap();
+    let failed: Vec<_> = first
+        .snapshot(false)
+        .incidents
+        .into_iter()
+        .filter(|i| i.table == DAG_TASK_FAILS)
+        .collect();
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    let cause = failed[0].cause.clone().unwrap_or_default();
+    assert!(
+        cause.starts_with(&format!("{DAG_TASK_FAILS} failed at "))
+            && cause.ends_with(
+                "(the orchestrator): task broken failed: RuntimeError: the load broke, as the test asked"
+            ),
+        "{cause}"
+    );
+    drop(first);
+    let mut again = engine(dir.path());
+    again.tick(now + chrono::TimeDelta::minutes(10)).unwrap();
+    let opened = again
+        .snapshot(false)
+        .incidents
+        .into_iter()
+        .filter(|i| i.table == DAG_TASK_FAILS)
+        .count();
+    assert_eq!(opened, 1);
 }

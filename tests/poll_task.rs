@@ -272,6 +272,7 @@ fn load_orders() -> Pipeline {
         last_run_at: Some("2024-05-12T02:00:00Z".parse().unwrap()),
         ran_after_hold: None,
         hold_unconfirmed: None,
+        last_failure: None,
     }
 }
 

@@ -286,6 +286,7 @@ pub fn sample_snapshot() -> Snapshot {
                 last_run_at: Some("2026-11-24T14:19:00Z".parse().expect("a time")),
                 ran_after_hold: None,
                 hold_unconfirmed: None,
+                last_failure: None,
             },
             PipelineView {
                 name: "hourly dbt job".into(),
@@ -294,6 +295,7 @@ pub fn sample_snapshot() -> Snapshot {
                 last_run_at: Some("2026-11-24T14:15:00Z".parse().expect("a time")),
                 ran_after_hold: None,
                 hold_unconfirmed: None,
+                last_failure: None,
             },
         ],
         // As the engine words them (`Observation::observed_text`, `expected_text`).

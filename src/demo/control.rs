@@ -217,6 +217,7 @@ impl Orchestrator for ControlPlane {
                 last_status: RunStatus::parse(&last_status),
                 ran_after_hold: None,
                 hold_unconfirmed: None,
+                last_failure: None,
             });
         }
         Ok(pipelines)

@@ -384,6 +384,9 @@ pub struct PipelineView {
     /// nor broken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hold_unconfirmed: Option<String>,
+    /// The last run failed: why, as the orchestrator tells it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_failure: Option<String>,
 }
 
 /// What the engine's last poll cost one warehouse, for the monitors pane.
@@ -736,6 +739,7 @@ mod tests {
             last_run_at: None,
             ran_after_hold: None,
             hold_unconfirmed: None,
+            last_failure: None,
         };
         assert_eq!(
             serde_json::to_value(&pipeline).unwrap(),

@@ -68,6 +68,7 @@ impl From<orchestrator::Pipeline> for PipelineView {
             last_run_at: p.last_run_at,
             ran_after_hold: p.ran_after_hold,
             hold_unconfirmed: p.hold_unconfirmed,
+            last_failure: p.last_failure,
         }
     }
 }

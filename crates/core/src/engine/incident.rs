@@ -78,6 +78,9 @@ pub(super) struct Incident {
     /// the cause is re-stated.
     #[serde(default)]
     pub(super) grounds: Vec<String>,
+    /// Opened by a failed run (`failed_runs.rs`): the run, and what its cause rests on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) failed_run: Option<super::failed_runs::FailedRunState>,
 }
 
 impl Incident {
@@ -122,6 +125,7 @@ impl Incident {
             versions: Vec::new(),
             resolved_at: None,
             grounds: Vec::new(),
+            failed_run: None,
         }
     }
 

@@ -23,6 +23,7 @@ mod reads;
 mod state_file;
 pub use memory::stored_incidents;
 mod facts;
+mod failed_runs;
 mod feedback;
 pub use feedback::MAX_SNOOZE_SECONDS;
 mod incident;
@@ -502,6 +503,7 @@ impl Engine {
         for (_, observation) in &polled {
             self.note_latest(observation.clone());
         }
+        events.extend(self.read_failed_runs()?);
         let snoozes = self.state.running_snoozes()?;
         for (_, observation) in &polled {
             // A snooze or a maintenance window: recorded, shown, nobody paged.
@@ -563,6 +565,7 @@ impl Engine {
         if let Some(i) = self
             .root_incident(&observation.table)
             .or_else(|| self.stalled_writer_incident(&observation.table))
+            .or_else(|| self.failed_run_caused_by(&observation.table))
         {
             return self.join_symptom(i, observation, facts.as_ref());
         }

@@ -53,6 +53,9 @@ impl Engine {
     /// recovery checks.
     pub(super) fn root_check(&self, i: usize) -> Check {
         let incident = &self.incidents[i];
+        if incident.failed_run.is_some() {
+            return self.failed_run_back(i);
+        }
         if incident.check == CheckKind::Schema {
             return self.schema_back(i);
         }

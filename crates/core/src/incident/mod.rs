@@ -3,4 +3,5 @@
 
 pub mod access_receipt;
 pub mod diagnosis;
+pub mod failed_run;
 pub mod receipt;

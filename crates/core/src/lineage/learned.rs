@@ -42,6 +42,7 @@ impl Lineage {
             by_unique_id: Default::default(),
             writers: Vec::new(),
             owner_rules: Vec::new(),
+            moved: Vec::new(),
             dialect: super::Dialect::from_adapter_type(None),
         }
     }

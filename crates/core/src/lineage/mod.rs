@@ -33,7 +33,7 @@ pub use columns::{
 };
 pub use error::LineageError;
 pub use learned::{job_id, LearnedJob};
-pub use notes::{Notes, OptionEffect, OwnerRule, Reader, ReaderKind, Writer, WriterOption};
+pub use notes::{Moved, Notes, OptionEffect, OwnerRule, Reader, ReaderKind, Writer, WriterOption};
 pub use render::{compiled_with_change, project_vars, Vars};
 pub use window::{filter_numbers, Anchor, Period, Window, WindowSource, DEFAULT_LOOKBACK};
 
@@ -172,6 +172,8 @@ pub struct Lineage {
     writers: Vec<notes::Writer>,
     /// The notes' owner rules, for nodes learned after them (`learned.rs`).
     owner_rules: Vec<notes::OwnerRule>,
+    /// Paths and names the notes say moved.
+    moved: Vec<notes::Moved>,
     /// The SQL dialect of the project, from the manifest's `metadata.adapter_type`.
     dialect: Dialect,
 }
@@ -255,6 +257,7 @@ impl Lineage {
             by_unique_id: HashMap::new(),
             writers: Vec::new(),
             owner_rules: Vec::new(),
+            moved: Vec::new(),
             dialect: Dialect::from_adapter_type(contents.adapter_type.as_deref()),
         };
         for node in contents.nodes {
@@ -301,6 +304,16 @@ impl Lineage {
     pub fn with_notes(mut self, notes: &Notes) -> Result<Lineage, LineageError> {
         notes.apply(&mut self)?;
         Ok(self)
+    }
+
+    /// Every system the notes say loads tables.
+    pub fn writers(&self) -> &[notes::Writer] {
+        &self.writers
+    }
+
+    /// What the notes say moved.
+    pub fn moved(&self) -> &[notes::Moved] {
+        &self.moved
     }
 
     /// The systems recorded in the notes as loading this node's table.

@@ -30,6 +30,13 @@
 //! effect = "pause_table"
 //! note = "resumed by hand from the loader's console"   # optional
 //!
+//! # Moves: a path or a name that changed (a storage migration, a schema renamed), so a
+//! # run that fails on the old one is traced to the move.
+//! [[moved]]
+//! from = "/mnt/exports"              # a path (its prefix) or a name, as errors quote it
+//! to = "/data/exports"
+//! note = "storage migration, 1 Nov"  # optional
+//!
 //! # Owners: a role for every node whose unique_id or relation name matches one of
 //! # the globs, unless the node already has an owner. The first matching entry wins.
 //! [[owner]]
@@ -65,9 +72,32 @@ pub struct Notes {
     pub owners: Vec<OwnerRule>,
     #[serde(default, rename = "writer")]
     pub writers: Vec<Writer>,
+    #[serde(default)]
+    pub moved: Vec<Moved>,
     /// The file the notes came from, for error messages.
     #[serde(skip)]
     pub origin: String,
+}
+
+/// A path or a name the team moved: what was `from` is `to` now.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Moved {
+    pub from: String,
+    pub to: String,
+    pub note: Option<String>,
+}
+
+impl Moved {
+    /// Does `used` (a path or a name an error quotes) name what moved: the same name,
+    /// or a path under the moved one?
+    pub fn covers(&self, used: &str) -> bool {
+        let from = self.from.trim_end_matches('/');
+        used.eq_ignore_ascii_case(from)
+            || used
+                .strip_prefix(from)
+                .is_some_and(|rest| rest.starts_with('/') && from.contains('/'))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -197,6 +227,14 @@ impl Notes {
                 return Err(notes.error(&entry, "lists options but names no setting"));
             }
         }
+        for moved in &notes.moved {
+            if moved.from.trim().is_empty() || moved.to.trim().is_empty() {
+                return Err(notes.error(
+                    &format!("moved {:?}", moved.from),
+                    "from and to must both name something",
+                ));
+            }
+        }
         for rule in &notes.owners {
             if rule.covers.is_empty() {
                 return Err(notes.error(
@@ -284,6 +322,9 @@ impl Notes {
                 })?;
             }
             lineage.writers.push(writer.clone());
+        }
+        for moved in &self.moved {
+            lineage.moved.push(moved.clone());
         }
         self.fill_owners(lineage);
         Ok(())

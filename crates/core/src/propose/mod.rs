@@ -2,6 +2,7 @@
 //! verification plan, bound to a hash of its exact content. Generated from the diagnosis
 //! and the blast radius by rules; nothing here runs anything.
 
+pub mod failed_run;
 pub mod file_text;
 pub mod rewrite;
 
@@ -134,13 +135,18 @@ pub fn propose(ctx: &Context) -> Vec<Proposal> {
     proposals.extend(backfill(ctx));
     proposals.extend(lookback_diff(ctx));
     proposals.extend(notes(ctx));
-    proposals
+    finish(ctx.incident, proposals)
+}
+
+/// Drafts numbered in order under the incident, each bound to its content's hash.
+fn finish(incident: &str, drafts: Vec<Draft>) -> Vec<Proposal> {
+    drafts
         .into_iter()
         .enumerate()
         .map(|(i, d)| {
             let mut p = Proposal {
-                id: format!("{}-P{}", ctx.incident, i + 1),
-                incident: ctx.incident.to_string(),
+                id: format!("{}-P{}", incident, i + 1),
+                incident: incident.to_string(),
                 kind: d.kind,
                 title: d.title,
                 owner: d.owner,
@@ -174,7 +180,10 @@ fn damaged(ctx: &Context) -> Option<String> {
         CauseKind::NullSpike => format!("a {table} whose new rows lost their values"),
         CauseKind::SchemaBreak => format!("a {table} its models cannot read"),
         // A lookback gap: the runs are right to run; what is missing needs a backfill.
-        CauseKind::Upstream | CauseKind::LookbackGap | CauseKind::Unexplained => return None,
+        CauseKind::Upstream
+        | CauseKind::LookbackGap
+        | CauseKind::Unexplained
+        | CauseKind::FailedRun => return None,
     })
 }
 

@@ -61,6 +61,8 @@ use super::{Orchestrator, Pipeline, PipelineState, RunRecord, RunStatus, Schedul
 use crate::clock::Timestamp;
 use crate::notify::Method;
 
+mod failure;
+
 /// Which of Airflow's stable REST APIs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ApiVersion {
@@ -553,6 +555,12 @@ impl Orchestrator for Airflow {
             } else {
                 PipelineState::Scheduled
             };
+            let last_failure = match (last_state.map(status_name), &last) {
+                (Some("failed"), Some(run)) => {
+                    text(&run["dag_run_id"]).map(|id| self.failure(dag, &id))
+                }
+                _ => None,
+            };
             pipelines.push(Pipeline {
                 name: text(&data["dag_display_name"])
                     .filter(|n| !n.is_empty())
@@ -570,6 +578,7 @@ impl Orchestrator for Airflow {
                 )?,
                 ran_after_hold: None,
                 hold_unconfirmed: None,
+                last_failure,
             });
         }
         Ok(pipelines)

@@ -315,6 +315,7 @@ impl Orchestrator for DbtCloud {
                 )?,
                 ran_after_hold: None,
                 hold_unconfirmed: None,
+                last_failure: None,
             });
         }
         Ok(pipelines)

@@ -827,6 +827,7 @@ impl Orchestrator for DbtCore {
                 last_run_at: last.and_then(|r| r.finished_at.or(r.started_at)),
                 ran_after_hold,
                 hold_unconfirmed,
+                last_failure: None,
             });
         }
         Ok(pipelines)

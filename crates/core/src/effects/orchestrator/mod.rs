@@ -73,6 +73,9 @@ pub struct Pipeline {
     /// orchestrator's record does not say which job ran), and why: neither confirmed
     /// nor broken.
     pub hold_unconfirmed: Option<String>,
+    /// Its last run failed: why, as the orchestrator tells it (Airflow: each failed
+    /// task with the error its log ends on); `None` when it did not fail or says nothing.
+    pub last_failure: Option<String>,
 }
 
 /// A run time as an orchestrator wrote it (`2026-11-24 14:58:40.000000+00:00`,

@@ -6,6 +6,7 @@
 //! first that matches wins, and the fallback says exactly what breached.
 
 mod duplicate_load;
+pub mod failed_run;
 mod fallback;
 mod figure;
 mod lookback_gap;
@@ -214,6 +215,9 @@ pub enum CauseKind {
     LookbackGap,
     /// The numbers moved and nothing seen explains it yet.
     Unexplained,
+    /// A job's run failed and no open incident explains it: its error, joined with what
+    /// dataward knows (`failed_run.rs`).
+    FailedRun,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -257,6 +261,8 @@ impl CauseKind {
             CauseKind::NullSpike => 6,
             CauseKind::PartialLoad => 7,
             CauseKind::Unexplained => 8,
+            // Opened by a run, never by a breach: no breach's diagnosis replaces it.
+            CauseKind::FailedRun => 0,
         }
     }
 

@@ -1,0 +1,470 @@
+//! Failed runs as incidents. A job whose run failed (a dbt node dbt could not build, a
+//! job the scheduler reports failed; an OpenLineage FAIL once the listener feeds
+//! [`Engine::failed_run`]) opens one incident, unless an incident open at the time
+//! already covers the tables it writes. Once per run: the run's key is kept in its
+//! incident, so a poll reading it again or a restart reading it anew opens nothing.
+//!
+//! The diagnosis joins its error with the schema snapshots of what it reads and their
+//! writers; the blast radius starts at its outputs; the proposals are a diff of the
+//! failing model and its rerun; it is verified when a later run succeeds and the checks
+//! on its outputs hold.
+
+use super::*;
+use crate::incident::diagnosis::failed_run::{self as rule, ColumnCause, RunFacts};
+use crate::incident::failed_run::FailedRun;
+use crate::lineage::run_results::NodeStatus;
+use crate::lineage::NodeKind;
+use crate::propose::failed_run as proposals;
+
+/// A failed run as its incident keeps it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(super) struct FailedRunState {
+    pub run: FailedRun,
+    /// The column change the cause rests on, if any.
+    pub column: Option<ColumnCause>,
+    /// When a later run of the same job succeeded, as its source reported it.
+    pub succeeded_at: Option<Timestamp>,
+}
+
+impl Engine {
+    /// A failed run heard of outside the turn (an OpenLineage FAIL the listener read,
+    /// mapped by [`FailedRun::from_openlineage`]): opens its incident, in a transaction
+    /// of its own, unless it is known or explained.
+    pub fn failed_run(&mut self, run: FailedRun) -> Result<Vec<Event>> {
+        let mut events = self.transact(|e| e.failed_run_seen(run))?;
+        let (more, _) = self.run_intents()?;
+        events.extend(more);
+        Ok(events)
+    }
+
+    /// Reads the failed runs the turn can see without calling out: dbt's
+    /// run_results.json when it changed (the same file `read_run_results` reads after),
+    /// and the pipelines bar as last read. Marks later successes on the incidents they
+    /// opened.
+    pub(super) fn read_failed_runs(&mut self) -> Result<Vec<Event>> {
+        let mut failed = Vec::new();
+        let mut succeeded: Vec<(String, Timestamp)> = Vec::new();
+        if let Some(results) = self.changed_run_results() {
+            for result in &results.results {
+                let outputs = self.relation_of(&result.unique_id).into_iter().collect();
+                if let Some(run) = FailedRun::from_run_result(result, outputs) {
+                    failed.push(run);
+                } else if result.status == NodeStatus::Success {
+                    if let Some(at) = result.completed_at.or(results.generated_at) {
+                        succeeded.push((result.unique_id.clone(), at));
+                    }
+                }
+            }
+        }
+        for pipeline in &self.pipelines {
+            let Some(at) = pipeline.last_run_at else {
+                continue;
+            };
+            match pipeline.last_status {
+                api::RunStatus::Failed => failed.push(FailedRun::from_orchestrator(
+                    &pipeline.name,
+                    at,
+                    pipeline.last_failure.as_deref().unwrap_or_default(),
+                    self.written_by(&pipeline.name),
+                )),
+                api::RunStatus::Success => succeeded.push((pipeline.name.clone(), at)),
+                _ => {}
+            }
+        }
+        for (job, at) in succeeded {
+            for i in 0..self.incidents.len() {
+                let later = self.incidents[i]
+                    .failed_run
+                    .as_ref()
+                    .is_some_and(|f| f.run.job == job && at > f.run.at && f.succeeded_at.is_none());
+                if later {
+                    // By index, so only this incident is marked changed.
+                    if let Some(f) = self.incidents[i].failed_run.as_mut() {
+                        f.succeeded_at = Some(at);
+                    }
+                }
+            }
+        }
+        let mut events = Vec::new();
+        for run in failed {
+            events.extend(self.failed_run_seen(run)?);
+        }
+        Ok(events)
+    }
+
+    /// One failed run, from whichever source: opens its incident unless it is known
+    /// (its own incident, any status) or explained (an incident open when it failed
+    /// covers a table it writes).
+    pub(super) fn failed_run_seen(&mut self, run: FailedRun) -> Result<Vec<Event>> {
+        let key = run.key();
+        let known = self
+            .incidents
+            .iter()
+            .any(|i| i.failed_run.as_ref().is_some_and(|f| f.run.key() == key));
+        if known || self.explaining_incident(&run).is_some() {
+            return Ok(Vec::new());
+        }
+        self.open_failed_run(run)
+    }
+
+    /// An incident open when `run` failed or since (still open, or resolved after) whose
+    /// tables (its own, its symptoms', its blast radius) include one the run writes, or
+    /// one open on an earlier failure of the same job, of its parent run or of a run it
+    /// spawned.
+    fn explaining_incident(&self, run: &FailedRun) -> Option<usize> {
+        let family = self.incidents.iter().position(|i| {
+            i.status != IncidentStatus::Resolved
+                && i.failed_run.as_ref().is_some_and(|f| {
+                    f.run.job == run.job
+                        || f.run.parent_run.as_deref() == Some(run.run_id.as_str())
+                        || run.parent_run.as_deref() == Some(f.run.run_id.as_str())
+                })
+        });
+        if family.is_some() {
+            return family;
+        }
+        let ids: Vec<String> = run
+            .outputs
+            .iter()
+            .chain(std::iter::once(&run.job))
+            .filter_map(|t| self.unique_id_of(t))
+            .collect();
+        self.incidents.iter().position(|i| {
+            // Resolved after the failure: it covered it, whenever it opened (the bar
+            // keeps showing a job's last failure long after the incident that
+            // explained it has closed).
+            let open_then =
+                i.status != IncidentStatus::Resolved || i.resolved_at.is_some_and(|r| r >= run.at);
+            let tables = std::iter::once(&i.table).chain(i.symptoms.iter().map(|s| &s.table));
+            let covers = tables
+                .filter_map(|t| {
+                    self.unique_id_of(t)
+                        .or_else(|| Some(t.to_ascii_lowercase()))
+                })
+                .chain(i.blast.iter().map(|n| n.id.clone()))
+                .any(|id| {
+                    ids.contains(&id) || run.outputs.iter().any(|o| o.eq_ignore_ascii_case(&id))
+                });
+            open_then && covers
+        })
+    }
+
+    fn open_failed_run(&mut self, run: FailedRun) -> Result<Vec<Event>> {
+        let count = self.state.count_of_kind("incident_opened")?;
+        let id = format!("INC-{:04}", count + 1);
+        let table = run
+            .outputs
+            .first()
+            .cloned()
+            .unwrap_or_else(|| run.job.clone());
+        let monitor = format!("run of {}", run.job);
+        self.record(
+            "incident_opened",
+            ENGINE_ACTOR,
+            json!({"incident": id, "table": table, "monitor": monitor,
+                   "expected": "a successful run", "failed_run": run}),
+        )?;
+        let mut events = vec![self.event(EventKind::IncidentOpened {
+            incident: id.clone(),
+            table: table.clone(),
+            monitor: monitor.clone(),
+            observed: 0.0,
+            expected: "a successful run".to_string(),
+        })];
+        let facts = self.run_facts(&run);
+        let (diagnosis, column) = rule::diagnose(&run, &facts);
+        self.record(
+            "diagnosis",
+            ENGINE_ACTOR,
+            json!({"incident": id, "cause": diagnosis.cause, "evidence": diagnosis.evidence}),
+        )?;
+        events.push(self.event(EventKind::Diagnosis {
+            incident: id.clone(),
+            cause: diagnosis.cause.clone(),
+            evidence: diagnosis.evidence.clone(),
+        }));
+        let mut incident = Incident {
+            id: id.clone(),
+            monitor,
+            table,
+            opened_at: self.now(),
+            observed: 0.0,
+            // A run has no check of its own: its root check is the run's
+            // (`failed_run_back`); Schema is what no level can be accepted for.
+            check: CheckKind::Schema,
+            // What people read as observed: the failure, not a figure.
+            current: Some(format!(
+                "failed at {}",
+                crate::incident::diagnosis::when(run.at)
+            )),
+            expected: "a successful run".to_string(),
+            status: IncidentStatus::Open,
+            diagnosis,
+            blast: Vec::new(),
+            proposals: Vec::new(),
+            run: None,
+            checks: Vec::new(),
+            receipt: None,
+            timeline: Vec::new(),
+            verified: false,
+            closed_by_hand: None,
+            column: None,
+            day: None,
+            headline: format!("run of {} failed", run.job),
+            symptoms: Vec::new(),
+            recovered_since: None,
+            recovered_by_itself: false,
+            root_back_at: None,
+            merged_into: None,
+            versions: Vec::new(),
+            resolved_at: None,
+            grounds: Vec::new(),
+            failed_run: Some(FailedRunState {
+                run,
+                column,
+                succeeded_at: None,
+            }),
+        };
+        self.assess_failed_run(&mut incident);
+        events.extend(self.record_assessment(&incident, 0)?);
+        self.notices
+            .push(format!("{id}: {}", incident.diagnosis.headline));
+        self.incidents.push(incident);
+        Ok(events)
+    }
+
+    /// The blast radius from the run's outputs, and from L2 up its proposals.
+    fn assess_failed_run(&mut self, incident: &mut Incident) {
+        let Some(lineage) = &self.lineage else {
+            return;
+        };
+        let Some(state) = &incident.failed_run else {
+            return;
+        };
+        let run = &state.run;
+        let model = lineage
+            .resolve(&run.job)
+            .ok()
+            .filter(|&n| lineage.node(n).kind == NodeKind::Model);
+        let Some(from) = model.or_else(|| run.outputs.iter().find_map(|t| lineage.resolve(t).ok()))
+        else {
+            return;
+        };
+        let blast = lineage.blast_radius(from, None);
+        incident.blast = blast.nodes.iter().map(|n| blast_node(n, false)).collect();
+        if approve::autonomy(&self.config, &incident.table) < 2 {
+            return;
+        }
+        let job = blast
+            .nodes
+            .iter()
+            .find(|n| n.kind == NodeKind::Job)
+            .map(|n| n.unique_id.clone());
+        let refused = std::cell::RefCell::new(Vec::new());
+        let file_allowed = |file: &str| match self.project_file(file) {
+            Ok(_) => true,
+            Err(e) => {
+                refused
+                    .borrow_mut()
+                    .push(format!("no diff proposed: {e:#}"));
+                false
+            }
+        };
+        incident.proposals = proposals::propose(&proposals::RunContext {
+            incident: &incident.id,
+            run,
+            cause: state.column.as_ref(),
+            lineage,
+            model,
+            job: job.as_deref(),
+            file_allowed: &file_allowed,
+        });
+        if model.is_some() && job.is_none() {
+            incident.diagnosis.evidence.push(format!(
+                "no scheduled job in the notes runs {}: no rerun proposed",
+                run.job
+            ));
+        }
+        incident.diagnosis.evidence.extend(refused.into_inner());
+    }
+
+    /// What the run reads, the recent schema changes there and the writers that stalled.
+    fn run_facts(&self, run: &FailedRun) -> RunFacts {
+        let mut facts = RunFacts::default();
+        let Some(lineage) = &self.lineage else {
+            return facts;
+        };
+        facts.moved = lineage.moved().to_vec();
+        let Ok(node) = lineage.resolve(&run.job).or_else(|e| {
+            run.outputs
+                .iter()
+                .find_map(|t| lineage.resolve(t).ok())
+                .ok_or(e)
+        }) else {
+            return facts;
+        };
+        let graph = lineage.graph();
+        let parents: Vec<_> = graph
+            .neighbors_directed(node, petgraph::Direction::Incoming)
+            .collect();
+        let reads: Vec<_> = parents.iter().map(|&p| lineage.node(p)).collect();
+        facts.reads = reads
+            .iter()
+            .filter_map(|n| n.relation_name.as_deref())
+            .map(propose::schema_and_table)
+            .collect();
+        // A type change weeks ago explains nothing about today's failure.
+        let recent = run.at - TimeDelta::days(1);
+        for monitor in &self.config.monitor {
+            let watched = lineage.resolve(&monitor.table).ok();
+            if !watched.is_some_and(|w| parents.contains(&w)) {
+                continue;
+            }
+            let name = Config::monitor_name(monitor);
+            if let Ok(history) = monitor::history(&self.state, &name, CheckKind::Schema) {
+                for o in history
+                    .into_iter()
+                    .filter(|o| o.at >= recent && o.at <= run.at + TimeDelta::hours(1))
+                {
+                    for change in o.detail.changes {
+                        facts
+                            .schema_changes
+                            .push((monitor.table.clone(), o.at, change));
+                    }
+                }
+            }
+            let stalled = self
+                .latest
+                .get(&(name.clone(), CheckKind::Freshness, None))
+                .filter(|o| o.verdict.is_breach());
+            if let Some(o) = stalled {
+                facts
+                    .stalled
+                    .push((monitor.table.clone(), facts::figure(o).sentence()));
+            }
+        }
+        facts
+    }
+
+    /// A breach on a table whose change an open failed run's incident already names as
+    /// its cause (the schema snapshot that showed the column gone): that incident's
+    /// symptom, not an incident of its own.
+    pub(super) fn failed_run_caused_by(&self, table: &str) -> Option<usize> {
+        self.incidents.iter().position(|i| {
+            i.status != IncidentStatus::Resolved
+                && i.failed_run.as_ref().is_some_and(|f| match &f.column {
+                    Some(ColumnCause::Removed { table: t, .. })
+                    | Some(ColumnCause::Renamed { table: t, .. })
+                    | Some(ColumnCause::Retyped { table: t, .. }) => t.eq_ignore_ascii_case(table),
+                    None => false,
+                })
+        })
+    }
+
+    /// A failed run's own check: a later run of its job succeeded (read from its
+    /// source, or the run dataward queued for it), and every check on its outputs holds.
+    pub(super) fn failed_run_back(&self, i: usize) -> Check {
+        let incident = &self.incidents[i];
+        let state = incident
+            .failed_run
+            .as_ref()
+            .expect("a failed run's incident");
+        let run = &state.run;
+        let queued = incident
+            .run
+            .as_ref()
+            .and_then(|r| r.finished.as_ref())
+            .filter(|r| r.status == "success")
+            .and_then(|r| r.finished_at.or(r.started_at));
+        let succeeded = state.succeeded_at.or(queued);
+        let breaching: Vec<String> = self
+            .latest
+            .values()
+            .filter(|o| run.outputs.iter().any(|t| t.eq_ignore_ascii_case(&o.table)))
+            .filter(|o| o.verdict.is_breach())
+            .map(|o| format!("{} {}", o.table, o.check_label()))
+            .collect();
+        let name = format!(
+            "{} runs again successfully and the checks on {} hold",
+            run.job,
+            if run.outputs.is_empty() {
+                "its outputs".to_string()
+            } else {
+                run.outputs.join(", ")
+            }
+        );
+        let (passed, detail) = match (succeeded, breaching.is_empty()) {
+            (Some(at), true) => (
+                true,
+                format!("succeeded at {}", crate::incident::diagnosis::when(at)),
+            ),
+            (Some(at), false) => (
+                false,
+                format!(
+                    "succeeded at {}, but {} still breach",
+                    crate::incident::diagnosis::when(at),
+                    breaching.join(", ")
+                ),
+            ),
+            (None, _) => (
+                false,
+                format!(
+                    "no successful run since it failed at {}",
+                    crate::incident::diagnosis::when(run.at)
+                ),
+            ),
+        };
+        Check {
+            name,
+            passed,
+            detail,
+        }
+    }
+
+    /// dbt's run_results.json, when it changed since `read_run_results` last read it
+    /// (which records that it did, later in the same turn).
+    fn changed_run_results(&mut self) -> Option<crate::lineage::run_results::RunResults> {
+        let path = self
+            .config
+            .lineage
+            .as_ref()
+            .and_then(|l| l.run_results.as_ref())
+            .map(|p| self.config.resolve(p))?;
+        let stamp = std::fs::metadata(&path)
+            .ok()
+            .map(|m| (m.len(), m.modified().ok()));
+        if stamp.is_none() || stamp == self.run_results_stamp {
+            return None;
+        }
+        // A file that does not read is said by `read_run_results`.
+        crate::lineage::run_results::load(&path).ok()
+    }
+
+    /// `schema.table` of a lineage node, as monitors name tables.
+    fn relation_of(&self, name: &str) -> Option<String> {
+        let lineage = self.lineage.as_ref()?;
+        let node = lineage.node(lineage.resolve(name).ok()?);
+        node.relation_name.as_deref().map(propose::schema_and_table)
+    }
+
+    fn unique_id_of(&self, name: &str) -> Option<String> {
+        let lineage = self.lineage.as_ref()?;
+        Some(lineage.node(lineage.resolve(name).ok()?).unique_id.clone())
+    }
+
+    /// The tables the notes say a job writes: a writer named or id'd as the job.
+    fn written_by(&self, job: &str) -> Vec<String> {
+        let Some(lineage) = &self.lineage else {
+            return Vec::new();
+        };
+        let mut tables: Vec<String> = lineage
+            .writers()
+            .iter()
+            .filter(|w| w.id == job || w.name.as_deref() == Some(job))
+            .flat_map(|w| w.writes.iter().cloned())
+            .collect();
+        tables.sort();
+        tables.dedup();
+        tables
+    }
+}
