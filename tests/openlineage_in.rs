@@ -267,6 +267,51 @@ fn recorded_events_are_kept_and_join_the_blast_radius() {
 }
 
 /// Each refusal says what is wrong and keeps nothing.
+/// The incidents the serving engine lists (`dataward incidents --json`: one a line).
+fn incidents(team: &Team) -> Vec<Value> {
+    let out = dataward(&["incidents", "--json", "--all"], &team.data());
+    assert!(out.status.success(), "{}", text(&out));
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// An Airflow task's FAIL posted by its OpenLineage provider, with no data monitor
+/// breached anywhere, opens one incident naming the task and quoting its error; the
+/// DAG run's own FAIL, and the sender's retries, are the same incident.
+#[test]
+fn a_failed_task_posted_to_the_listener_opens_one_incident() {
+    let team = Team::new(64);
+    let _engine = team.serve();
+    let lines = fixture_lines("airflow_task_fail.jsonl");
+    for line in &lines {
+        let (status, body) = team.post(line, Some(TOKEN));
+        assert_eq!(status, 200, "{body}");
+    }
+    let mut open = Vec::new();
+    for _ in 0..600 {
+        open = incidents(&team);
+        if !open.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(open.len(), 1, "{open:#?}\n{}", team.log_text());
+    let incident = &open[0];
+    let said = format!("{} {}", incident["title"], incident["cause"]);
+    assert!(
+        said.contains("billing_daily.export_invoices") && said.contains("No such file"),
+        "{incident:#}"
+    );
+    // A retry of every event is kept once and opens nothing more.
+    for line in &lines {
+        assert_eq!(team.post(line, Some(TOKEN)).0, 200);
+    }
+    assert_eq!(incidents(&team).len(), 1);
+}
+
 #[test]
 fn bad_requests_are_refused_clearly_and_keep_nothing() {
     let team = Team::new(64);

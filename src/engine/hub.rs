@@ -440,7 +440,23 @@ impl Hub {
                 let _ = answer.send(self.engine.mark_outbox(&mark));
             }
             HubMessage::Lineage(batch, answer) => {
-                let _ = answer.send(self.engine.store_lineage_events(batch));
+                let failures: Vec<_> = (batch.events.iter())
+                    .filter(|(_, event)| event.event_type == dataward_core::lineage::openlineage::EventType::Fail)
+                    .cloned()
+                    .collect();
+                let stored = self.engine.store_lineage_events(batch);
+                let kept = stored.is_ok();
+                // The sender hears once its events are kept; a failed run they report
+                // is the engine's business after that.
+                let _ = answer.send(stored);
+                if kept {
+                    match self.engine.failed_runs_in(&failures) {
+                        Ok(events) => self.emit_all(&events),
+                        Err(e) => self.engine.notice(format!(
+                            "a failed run reported by OpenLineage was not recorded: {e:#}"
+                        )),
+                    }
+                }
             }
             HubMessage::WorldMoved(happened) => {
                 let events = driver.world_moved(&mut self.engine, happened)?;

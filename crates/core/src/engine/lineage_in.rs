@@ -4,14 +4,16 @@
 //! starts, in one transaction: a crash loses neither and repeats nothing. What was kept
 //! joins the lineage graph (`lineage::learned`), so blast radii reach the jobs the
 //! events name, and the rows a job's runs report writing are judged by the volume
-//! detector (`detect::run_rows`) for tables no monitor reads. Failed runs are not
-//! judged here.
+//! detector (`detect::run_rows`) for tables no monitor reads. A FAIL is a failed run
+//! (`engine/failed_runs.rs`), heard once the events are kept.
 
 use std::collections::BTreeMap;
 
 use anyhow::Result;
 
+use super::api::Event;
 use super::Engine;
+use crate::incident::failed_run::FailedRun;
 use crate::detect::run_rows::judge_runs;
 use crate::lineage::openlineage::{Dataset, EventType, JobName, Position, RunEvent};
 use crate::lineage::{LearnedJob, Lineage};
@@ -120,11 +122,34 @@ impl Engine {
     /// Whether a monitor reads this dataset's table (its `schema.table`, any case), so
     /// the monitor's own volume check judges it.
     fn monitored(&self, dataset: &Dataset) -> bool {
-        let parts: Vec<&str> = dataset.name.split('.').collect();
-        let table = parts[parts.len().saturating_sub(2)..].join(".");
+        let table = schema_table(dataset);
         self.config.monitor.iter().any(|m| {
             m.table.eq_ignore_ascii_case(&table) || m.table.eq_ignore_ascii_case(&dataset.name)
         })
+    }
+
+    /// The failed runs among kept events (FAILs), each opening its incident unless it is
+    /// known or explained. dbt-ol's FAIL for a model carries neither the error nor the
+    /// model's table, and names the job differently from the manifest: where the engine
+    /// reads dbt's run_results.json, that failure is read from there (with both), so the
+    /// event is left to it rather than opening a second incident for one failure.
+    pub fn failed_runs_in(&mut self, events: &[(String, RunEvent)]) -> Result<Vec<Event>> {
+        let reads_run_results = self
+            .config
+            .lineage
+            .as_ref()
+            .is_some_and(|l| l.run_results.is_some());
+        let mut opened = Vec::new();
+        for (_, event) in events {
+            if reads_run_results && event.run.dbt_invocation_id.is_some() {
+                continue;
+            }
+            let table = |dataset: &Dataset| Some(schema_table(dataset));
+            if let Some(run) = FailedRun::from_openlineage(event, &table) {
+                opened.extend(self.failed_run(run)?);
+            }
+        }
+        Ok(opened)
     }
 
     /// Join every job the kept events name to the lineage (at start, and when the
@@ -138,6 +163,13 @@ impl Engine {
         self.lineage = Some(base.with_learned(&learned));
         Ok(())
     }
+}
+
+/// A dataset's table as monitors and notes name it: the last two parts of its name
+/// (`shop.raw.orders` is `raw.orders`).
+fn schema_table(dataset: &Dataset) -> String {
+    let parts: Vec<&str> = dataset.name.split('.').collect();
+    parts[parts.len().saturating_sub(2)..].join(".")
 }
 
 /// The jobs a batch names, with what each read and wrote.
