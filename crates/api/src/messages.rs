@@ -9,8 +9,12 @@ use super::*;
 /// snapshot on attaching, then versioned changes; timelines and receipts on their own.
 /// 3: every time is a [`Timestamp`] (`2026-11-24T14:17:00Z`), an orchestrator's run
 /// times too, which version 2 sent in the orchestrator's own form; a client of version
-/// 3 refuses any other text where a time goes.
-pub const PROTOCOL_VERSION: u32 = 3;
+/// 3 refuses any other text where a time goes. 4: access requests (a command, their
+/// events and receipts), the lineage question (`dataward lineage` asks the engine), a
+/// blast node learned from OpenLineage events, a pipeline's last failure: a version-3
+/// engine could not read a version-4 client's question, nor a version-3 console every
+/// event.
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// What a client or engine of another protocol version is told: both versions, and what
 /// to do about it.
