@@ -9,14 +9,23 @@
 #[path = "support/pg.rs"]
 mod pg;
 
+use std::collections::BTreeMap;
+
+use chrono::{NaiveDateTime, TimeDelta};
+use dataward::approve::{Actor, LoginUid};
 use dataward::clock::Timestamp;
 use dataward::config::Config;
+use dataward::engine::api::{Command, Outcome, Question};
+use dataward::engine::Engine;
 use dataward::migration::parity::{read_wave, WaveParity};
 use dataward::migration::{gate, may_sign_off, Gate, SignOff};
 use dataward::warehouse::{self, Warehouse, WarehouseError};
 use pg::{start_or_skip, PgServer};
 
-const URL_ENV: &str = "DW_MIGRATION_TEST_PG_URL";
+/// Each test's own variable: the tests run at once, each with its own server.
+fn plan(url_env: &str) -> String {
+    PLAN.replace("DW_MIGRATION_TEST_PG_URL", url_env)
+}
 
 pub const PLAN: &str = r#"
 [warehouse.pg]
@@ -85,8 +94,12 @@ fn a_wave_with_a_dropped_column_stays_closed_until_fixed_and_signed_off_on_its_p
         return;
     };
     estate(&pg);
-    std::env::set_var(URL_ENV, &pg.url);
-    let config = Config::parse(PLAN, std::path::Path::new("dataward.toml")).unwrap();
+    std::env::set_var("DW_MIGRATION_TEST_PARITY_URL", &pg.url);
+    let config = Config::parse(
+        &plan("DW_MIGRATION_TEST_PARITY_URL"),
+        std::path::Path::new("dataward.toml"),
+    )
+    .unwrap();
 
     // The orders lost a column on the new side: that table fails, the refunds hold.
     let failing = read(&config);
@@ -162,4 +175,132 @@ fn a_wave_with_a_dropped_column_stays_closed_until_fixed_and_signed_off_on_its_p
     );
     let why = closed(gate(Some(&drifted), Some(&signed)));
     assert!(why.iter().any(|w| w.contains("sign off again")), "{why:?}");
+}
+
+fn person(user: &str, uid: u32) -> Actor {
+    Actor {
+        uid,
+        loginuid: LoginUid::Unset,
+        user: Some(user.to_string()),
+        claims: BTreeMap::new(),
+        stand_in: None,
+    }
+}
+
+fn refused(outcome: Outcome) -> String {
+    match outcome {
+        Outcome::Refused { reason } => reason.message,
+        Outcome::Accepted { events, .. } => panic!("accepted: {events:?}"),
+    }
+}
+
+/// The engine's answer to `dataward migration`: (parity hash, gate) of the one wave.
+fn wave(engine: &Engine) -> (String, serde_json::Value) {
+    let answer = engine
+        .answer_question(&Question::Migration {
+            name: Some("orders-to-core".into()),
+        })
+        .unwrap();
+    let wave = &answer["waves"][0];
+    assert_eq!(wave["id"], "MIG-orders-to-core-first");
+    let hash = wave["parity"]["hash"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    (hash, wave["gate"].clone())
+}
+
+#[test]
+fn the_engine_reads_parity_off_its_thread_and_only_the_owner_signs_off_on_its_hash() {
+    let Some(pg) = start_or_skip("migration waves on the engine") else {
+        return;
+    };
+    estate(&pg);
+    std::env::set_var("DW_MIGRATION_TEST_ENGINE_URL", &pg.url);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dataward.toml");
+    let plan = format!(
+        "{}\n[people.bob]\nname = \"Bob\"\nroles = []\n",
+        plan("DW_MIGRATION_TEST_ENGINE_URL")
+    );
+    std::fs::write(&path, &plan).unwrap();
+    let open = || {
+        let config = Config::parse(&plan, &path).unwrap();
+        let state = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
+        Engine::new(config, state, None, &person("alice", 5002)).unwrap()
+    };
+    let (alice, bob) = (person("alice", 5002), person("bob", 5003));
+    let mut engine = open();
+    let mut now: NaiveDateTime = "2026-03-04T09:00:00".parse().unwrap();
+    engine.set_clock(dataward::clock::Clock::starting_at(now));
+    engine.tick(now).unwrap();
+
+    let sign = |hash: &str| Command::Approve {
+        proposal: "MIG-orders-to-core-first".into(),
+        content_hash: hash.into(),
+        reason: "counts and days match".into(),
+    };
+    let (failing, gate) = wave(&engine);
+    assert_eq!(failing.len(), 64, "{gate}");
+    let why = gate["closed"]["why"].to_string();
+    assert!(
+        why.contains("column note is dropped on the new side"),
+        "{why}"
+    );
+    let why = refused(engine.request(sign(&failing), &alice));
+    assert!(why.contains("fails, so it cannot be signed off"), "{why}");
+
+    pg.execute(
+        "DROP TABLE core.orders;
+         CREATE TABLE core.orders AS SELECT * FROM legacy.orders;",
+    );
+    now += TimeDelta::minutes(1);
+    engine.tick(now).unwrap();
+    let (holding, gate) = wave(&engine);
+    assert_ne!(holding, failing);
+    assert_eq!(
+        gate["closed"]["why"][0], "no owner has signed off",
+        "{gate}"
+    );
+    let why = refused(engine.request(sign(&failing), &alice));
+    assert!(why.contains("changed"), "{why}");
+    let why = refused(engine.request(sign(&holding), &bob));
+    assert!(why.contains("holds none of the roles"), "{why}");
+    match engine.request(sign(&holding), &alice) {
+        Outcome::Accepted { .. } => {}
+        Outcome::Refused { reason } => panic!("refused: {}", reason.message),
+    }
+    assert_eq!(wave(&engine).1["open"]["signed_by"], "alice (uid 5002)");
+
+    // The sign-off outlives a restart, and the chain holds it and verifies.
+    drop(engine);
+    let mut engine = open();
+    engine.set_clock(dataward::clock::Clock::starting_at(now));
+    now += TimeDelta::minutes(1);
+    engine.tick(now).unwrap();
+    let (_, gate) = wave(&engine);
+    assert!(gate.get("open").is_some(), "{gate}");
+    let verified = engine
+        .answer_question(&Question::Verify {
+            saved_receipt: None,
+        })
+        .unwrap();
+    assert_eq!(verified["report"]["ok"], true, "{verified}");
+    let state = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
+    let records = dataward::chain::records(&state).unwrap();
+    let signed = records
+        .iter()
+        .find(|r| r.kind == "migration_sign_off")
+        .expect("the sign-off is on the chain");
+    let payload: serde_json::Value = serde_json::from_str(&signed.payload).unwrap();
+    assert_eq!(payload["parity_hash"], holding.as_str());
+
+    // A row changed after the sign-off: the gate closes, recorded once.
+    pg.execute("DELETE FROM core.refunds WHERE id = 3;");
+    now += TimeDelta::minutes(1);
+    engine.tick(now).unwrap();
+    let (_, gate) = wave(&engine);
+    let why = gate["closed"]["why"].to_string();
+    assert!(why.contains("rows: 10 old, 9 new"), "{gate}");
+    assert!(why.contains("sign off again"), "{gate}");
 }
