@@ -96,6 +96,28 @@ pub fn render(waves: &[Value]) -> String {
                 let _ = writeln!(out, "    differs: {}", text(difference));
             }
         }
+        for pair in wave["readers"].as_array().into_iter().flatten() {
+            for reader in pair[1].as_array().into_iter().flatten() {
+                let how = match reader["repointed"].as_bool() {
+                    Some(true) => "repointed by a diff",
+                    _ => "its owner moves it",
+                };
+                let _ = writeln!(
+                    out,
+                    "  still reads {}: {} ({}; {how})",
+                    text(&pair[0]),
+                    text(&reader["unique_id"]),
+                    text(&reader["kind"])
+                );
+            }
+        }
+        for diff in wave["repoints"].as_array().into_iter().flatten() {
+            let _ = writeln!(
+                out,
+                "  repoint {} (rollback: the same file put back; --json has both)",
+                text(&diff["file"])
+            );
+        }
         for why in wave["unreadable"].as_array().into_iter().flatten() {
             let _ = writeln!(out, "  not read: {}", text(why));
         }

@@ -14,6 +14,7 @@ use serde::Serialize;
 use super::evidence::{Answer, Lookup};
 use super::*;
 use crate::migration::parity::{compare, read_side, Side, TableParity, WaveParity};
+use crate::migration::repoint::{self, Reader, Repoint};
 use crate::migration::{gate, may_sign_off, Gate, SignOff};
 
 /// The engine's waves: the sides as last read, and the sign-offs.
@@ -59,6 +60,11 @@ pub struct WaveView {
     pub unreadable: Vec<String>,
     pub gate: Gate,
     pub signed: Option<SignOff>,
+    /// What still reads each old name (by old name; absent: the lineage does not know it).
+    pub readers: Vec<(String, Vec<Reader>)>,
+    /// The diffs repointing dbt models to the new names, and each one's rollback.
+    pub repoints: Vec<Repoint>,
+    pub rollbacks: Vec<Repoint>,
 }
 
 impl Engine {
@@ -107,7 +113,19 @@ impl Engine {
                         }
                     }
                 }
+                let (mut readers, mut repoints) = (Vec::new(), Vec::new());
+                for table in &wave.tables {
+                    let planned = (self.lineage.as_ref())
+                        .and_then(|l| repoint::plan(l, &table.old, &table.new));
+                    if let Some((read_by, diffs)) = planned {
+                        readers.push((table.old.clone(), read_by));
+                        repoints.extend(diffs);
+                    }
+                }
                 out.push(WaveView {
+                    rollbacks: repoints.iter().map(Repoint::rollback).collect(),
+                    readers,
+                    repoints,
                     gate: gate(parity.as_ref(), signed.as_ref()),
                     id,
                     migration: migration.name.clone(),

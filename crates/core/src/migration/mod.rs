@@ -5,6 +5,7 @@
 //! figure changed since leaves the wave unsigned again.
 
 pub mod parity;
+pub mod repoint;
 
 use serde::{Deserialize, Serialize};
 
