@@ -60,6 +60,10 @@ pub fn read_side(
     Ok(side)
 }
 
+/// Opens a warehouse by its name in the config.
+pub type OpenWarehouse<'a> =
+    dyn FnMut(&str) -> Result<Box<dyn Warehouse + Sync>, WarehouseError> + 'a;
+
 /// Both sides of one table and what differs between them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TableParity {
@@ -111,7 +115,7 @@ impl WaveParity {
 pub fn read_wave(
     migration: &MigrationConfig,
     wave: &WaveConfig,
-    open: &mut dyn FnMut(&str) -> Result<Box<dyn Warehouse + Sync>, WarehouseError>,
+    open: &mut OpenWarehouse<'_>,
 ) -> Result<WaveParity, WarehouseError> {
     let mut tables = Vec::new();
     for table in &wave.tables {
@@ -123,7 +127,7 @@ pub fn read_wave(
 fn read_table(
     migration: &MigrationConfig,
     table: &TableMove,
-    open: &mut dyn FnMut(&str) -> Result<Box<dyn Warehouse + Sync>, WarehouseError>,
+    open: &mut OpenWarehouse<'_>,
 ) -> Result<TableParity, WarehouseError> {
     let (old_wh, new_wh) = migration.sides(table);
     let day = table.day_column.as_deref();
