@@ -6,11 +6,17 @@
 //! Skips (with a message) when the server binaries are missing, unless
 //! DATAWARD_REQUIRE_ALL=1.
 
+mod any_user;
+#[path = "support/binary.rs"]
+mod binary;
 #[path = "support/pg.rs"]
 mod pg;
 
 use std::collections::BTreeMap;
+use std::process::{Command as Process, Stdio};
+use std::time::{Duration, Instant};
 
+use binary::text;
 use chrono::{NaiveDateTime, TimeDelta};
 use dataward::approve::{Actor, LoginUid};
 use dataward::clock::Timestamp;
@@ -303,4 +309,119 @@ fn the_engine_reads_parity_off_its_thread_and_only_the_owner_signs_off_on_its_ha
     let why = gate["closed"]["why"].to_string();
     assert!(why.contains("rows: 10 old, 9 new"), "{gate}");
     assert!(why.contains("sign off again"), "{gate}");
+}
+
+#[test]
+fn through_serve_dataward_migration_shows_the_gate_and_the_owner_signs_off_from_the_cli() {
+    if !any_user::with_team("migration waves through serve") {
+        return;
+    }
+    let Some(pg) = start_or_skip("migration waves through serve") else {
+        return;
+    };
+    estate(&pg);
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = dir.path().join("team.toml");
+    let team = plan("DW_MIGRATION_TEST_SERVE_URL").replace("[people.alice]", "[people.dw-alice]")
+        + "\n[people.dw-obs]\nname = \"Obs\"\nroles = []\n\n[serve]\ngroup = \"dw-team\"\n";
+    std::fs::write(&config, team).unwrap();
+    let data = dir.path().join("data");
+    let _engine = binary::Engine(
+        Process::new(env!("CARGO_BIN_EXE_dataward"))
+            .args(["serve", "--log-stderr", "--config"])
+            .arg(&config)
+            .arg("--data-dir")
+            .arg(&data)
+            .env("DW_MIGRATION_TEST_SERVE_URL", &pg.url)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let run = |user: &str, args: &[&str]| any_user::as_user(user, args, &data);
+    // Asked until the engine serves and has read both sides of every table.
+    let until = |wanted: &str| {
+        let started = Instant::now();
+        loop {
+            let out = run("dw-obs", &["migration", "orders-to-core"]);
+            let said = text(&out);
+            if said.contains(wanted) {
+                return (out, said);
+            }
+            assert!(started.elapsed() < Duration::from_secs(90), "{said}");
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    };
+    let (out, said) = until("parity hash");
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("MIG-orders-to-core-first  gate closed"),
+        "{said}"
+    );
+    assert!(
+        said.contains("differs: column note is dropped on the new side"),
+        "{said}"
+    );
+    let hash = |said: &str| {
+        said.split("parity hash ")
+            .nth(1)
+            .and_then(|rest| rest.lines().next())
+            .unwrap()
+            .to_string()
+    };
+    let out = run(
+        "dw-alice",
+        &[
+            "approve",
+            "MIG-orders-to-core-first",
+            "--hash",
+            &hash(&said),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("cannot be signed off"),
+        "{}",
+        text(&out)
+    );
+
+    pg.execute(
+        "DROP TABLE core.orders;
+         CREATE TABLE core.orders AS SELECT * FROM legacy.orders;",
+    );
+    // Parity holds: the only reason left is the sign-off, and the line that gives it.
+    let (_, said) = until("sign off: dataward approve MIG-orders-to-core-first --hash");
+    assert!(!said.contains("differs:"), "{said}");
+    let out = run(
+        "dw-obs",
+        &[
+            "approve",
+            "MIG-orders-to-core-first",
+            "--hash",
+            &hash(&said),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let out = run(
+        "dw-alice",
+        &[
+            "approve",
+            "MIG-orders-to-core-first",
+            "--hash",
+            &hash(&said),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let (out, said) = until("gate open");
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("signed off by dw-alice"), "{said}");
+    let out = run("dw-obs", &["migration", "no-such-plan"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("no [[migration]] is named"),
+        "{}",
+        text(&out)
+    );
 }
