@@ -51,6 +51,7 @@ owners = ["sales-owner"]
 name = "orders-to-core"
 domain = "sales"
 warehouse = "pg"
+parity_every = "1s"
 
 [[migration.waves]]
 name = "first"

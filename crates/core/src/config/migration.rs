@@ -18,7 +18,15 @@ pub struct MigrationConfig {
     pub domain: String,
     /// The warehouse both sides are on unless a table says otherwise.
     pub warehouse: String,
+    /// How often both sides are read again (default 5m): each read scans every table
+    /// of every wave on both sides, so not on every turn.
+    #[serde(default = "default_parity_every")]
+    pub parity_every: String,
     pub waves: Vec<WaveConfig>,
+}
+
+fn default_parity_every() -> String {
+    "5m".to_string()
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -112,6 +120,12 @@ fn validate_one(config: &Config, index: usize, migration: &MigrationConfig) -> R
     }
     known_warehouse(config, &migration.warehouse)
         .map_err(|e| bad(vec![Step::Key("warehouse")], format!("{at}: {e}")))?;
+    super::parse_duration(&migration.parity_every).map_err(|e| {
+        bad(
+            vec![Step::Key("parity_every")],
+            format!("{at}: parity_every: {e}"),
+        )
+    })?;
     if migration.waves.is_empty() {
         return Err(bad(
             Vec::new(),
@@ -287,6 +301,12 @@ tables = [
                 "old = \"legacy.orders\"",
                 20,
                 "moved twice",
+            ),
+            (
+                "warehouse = \"pg\"\n\n",
+                "warehouse = \"pg\"\nparity_every = \"soon\"\n\n",
+                15,
+                "parity_every",
             ),
             (
                 "name = \"first\"",

@@ -22,7 +22,7 @@ use crate::migration::{gate, may_sign_off, Gate, SignOff};
 pub(super) struct Waves {
     /// Each side as last read, by its probe key.
     sides: BTreeMap<String, Side>,
-    /// The turn each side was last asked in: once a turn at most.
+    /// When each side was last read (or failed): read again `parity_every` later.
     asked_in: BTreeMap<String, NaiveDateTime>,
     /// Why a side could not be read last time it was asked, by probe key.
     unreadable: BTreeMap<String, String>,
@@ -172,18 +172,24 @@ impl Engine {
         }
         let mut asks = Vec::new();
         for migration in &self.config.migration {
+            let every = crate::config::parse_duration(&migration.parity_every)
+                .ok()
+                .and_then(|d| chrono::TimeDelta::from_std(d).ok())
+                .unwrap_or(chrono::TimeDelta::minutes(5));
             for wave in &migration.waves {
                 for table in &wave.tables {
                     let (old_wh, new_wh) = migration.sides(table);
                     let day = table.day_column.clone();
-                    asks.push((old_wh.to_string(), table.old.clone(), day.clone()));
-                    asks.push((new_wh.to_string(), table.new.clone(), day));
+                    asks.push((old_wh.to_string(), table.old.clone(), day.clone(), every));
+                    asks.push((new_wh.to_string(), table.new.clone(), day, every));
                 }
             }
         }
-        for (warehouse, table, day) in asks {
+        for (warehouse, table, day, every) in asks {
             let key = side_key(&warehouse, &table);
-            if self.waves.asked_in.get(&key) == Some(&self.now_time) {
+            let read_lately =
+                (self.waves.asked_in.get(&key)).is_some_and(|at| self.now_time < *at + every);
+            if read_lately {
                 continue;
             }
             let name = warehouse.clone();
