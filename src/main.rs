@@ -105,6 +105,11 @@ enum Cmd {
     },
     /// The blast radius of a node in a dbt project: what reads it, how far down, who owns it.
     Lineage(dataward::cli::lineage::LineageArgs),
+    /// Migration waves of the [[migration]] plans: each table's parity (rows, columns
+    /// and types, nulls, day-by-day hashes) between its old and new name, and each
+    /// wave's gate, open once parity holds and an owner signed off on its hash
+    /// (`approve MIG-<migration>-<wave> --hash HASH`). Exit 1 while a gate is closed.
+    Migration(dataward::cli::migration::MigrationArgs),
     /// Recompute the whole chain; exit 1 naming the first bad record.
     Verify {
         #[arg(long)]
@@ -298,6 +303,7 @@ fn main() -> ExitCode {
             Cmd::Incidents { .. }
                 | Cmd::Show { .. }
                 | Cmd::Lineage(_)
+                | Cmd::Migration(_)
                 | Cmd::Receipt { .. }
                 | Cmd::Verify { .. }
                 | Cmd::Backtest { .. }
@@ -370,6 +376,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Lineage(args) => dataward::cli::lineage::run(args, data_dir),
+        Cmd::Migration(args) => dataward::cli::migration::run(args, &data_dir()?),
         Cmd::Check {
             config,
             once,

@@ -23,6 +23,7 @@ fn completions_name_every_subcommand_and_its_flags() {
         "--send-test",
         "completions",
         "man",
+        "migration",
     ] {
         assert!(bash.contains(word), "bash completion lacks {word}");
     }

@@ -4,4 +4,5 @@
 pub mod chain;
 pub mod feedback;
 pub mod lineage;
+pub mod migration;
 pub mod outbox;

@@ -72,6 +72,11 @@ pub enum Question {
     /// The blast radius of a node in the engine's lineage: the manifest, the notes and
     /// the jobs and datasets OpenLineage events named.
     Lineage { from: String },
+    /// Migration waves (all, or one migration's by name): tables, parity and gate.
+    Migration {
+        #[serde(default)]
+        name: Option<String>,
+    },
 }
 
 /// One command, answered by exactly one `Reply` with the same id, to this client only.

@@ -12,6 +12,7 @@ pub mod engine;
 pub mod incident;
 pub mod lineage;
 pub mod logging;
+pub mod migration;
 pub mod monitor;
 pub mod notify;
 pub mod progress;

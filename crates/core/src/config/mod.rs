@@ -12,6 +12,7 @@ use serde::Deserialize;
 mod access;
 mod alert;
 mod maintenance;
+mod migration;
 mod openlineage;
 mod orchestrator;
 mod redact;
@@ -20,6 +21,7 @@ mod warehouse;
 pub use access::{AccessConfig, DEFAULT_DAYS as DEFAULT_ACCESS_DAYS, PRIVILEGES};
 pub use alert::{check_base_url, AlertConfig, SecretRef, ALERT_KINDS, SEVERITIES};
 pub use maintenance::{Cron, MaintenanceConfig, OpenWindow, MAX_WINDOW};
+pub use migration::{MigrationConfig, TableMove, WaveConfig};
 pub use openlineage::OpenLineageConfig;
 pub use orchestrator::{
     is_dbt_command, JobRef, OrchestratorConfig, DBT_CLOUD_URL, ORCHESTRATOR_KINDS,
@@ -61,6 +63,9 @@ pub struct Config {
     /// Who may be granted what on which tables (see `access.rs`).
     #[serde(default)]
     pub access: Vec<AccessConfig>,
+    /// Tables moved to new names in gated waves (see `migration.rs`).
+    #[serde(default)]
+    pub migration: Vec<MigrationConfig>,
     /// OpenLineage run events in: a listener and/or a tailed file (`openlineage.rs`).
     pub openlineage: Option<OpenLineageConfig>,
     /// Where the team's state lives: absent, the SQLite file in the data directory; with
@@ -376,6 +381,7 @@ impl Config {
         orchestrator::validate(self, text)?;
         maintenance::validate(self, text)?;
         access::validate(self, text)?;
+        migration::validate(self, text)?;
         openlineage::validate(self, text)?;
         state::validate(self, text)?;
         Ok(())

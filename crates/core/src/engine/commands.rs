@@ -179,6 +179,13 @@ impl Engine {
                 };
                 return self.decide_access(proposal, Some(content_hash), reason, actor, verdict);
             }
+            Command::Approve {
+                proposal,
+                content_hash,
+                reason,
+            } if waves::is_wave(proposal) => {
+                return self.sign_off_wave(proposal, content_hash, reason, actor);
+            }
             Command::RollBack { proposal, reason } if access::is_access_proposal(proposal) => {
                 anyhow::ensure!(!reason.trim().is_empty(), "a roll back needs a reason");
                 return self.decide_access(proposal, None, reason, actor, Verdict::RolledBack);

@@ -37,6 +37,8 @@ pub enum Answer {
     DayPrints(Vec<DayPrint>),
     /// A warehouse's tables, roles and grants (access requests).
     Access(crate::warehouse::privileges::AccessCatalog),
+    /// One side of a moved table, for a migration wave's parity.
+    MigrationSide(crate::migration::parity::Side),
 }
 
 /// A probe's answer on its way back to the engine.

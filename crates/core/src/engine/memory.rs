@@ -56,6 +56,7 @@ impl Engine {
     fn persist(&mut self) -> Result<()> {
         self.draft_receipts()?;
         self.persist_access()?;
+        self.persist_waves()?;
         for incident in &self.incidents {
             if self.settled.contains(&incident.id) {
                 continue;
@@ -142,6 +143,7 @@ impl Engine {
         self.incidents.replace(incidents);
         self.requests = requests;
         self.load_access()?;
+        self.load_waves()?;
         self.latest.clear();
         self.next_due.clear();
         let periods = self.periods();

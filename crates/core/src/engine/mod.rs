@@ -5,6 +5,7 @@
 
 mod access;
 mod alerts;
+mod waves;
 /// The protocol, converted at this edge (engine/edge.rs, views.rs).
 pub use dataward_api as api;
 mod autonomy;
@@ -145,6 +146,8 @@ pub struct Engine {
     poll_costs: BTreeMap<String, crate::monitor::poller::PollCost>,
     /// Access requests, and the catalogs they are judged and watched by (`access.rs`).
     access: access::Access,
+    /// Migration waves: their sides as read and their sign-offs (`waves.rs`).
+    waves: waves::Waves,
 }
 
 impl Engine {
@@ -215,6 +218,7 @@ impl Engine {
             views_built: Default::default(),
             poll_costs: BTreeMap::new(),
             access: Default::default(),
+            waves: Default::default(),
         };
         // The chain is held against its checkpoint before anything is appended: a
         // cut-off tail or a rewrite must stop the engine from writing past it.
@@ -494,6 +498,7 @@ impl Engine {
         let mut events = self.lapse_requests()?;
         events.extend(self.end_snoozes()?);
         events.extend(self.access_turn()?);
+        self.waves_turn()?;
         self.refresh_quiet();
         let polled = self.unseen_observations()?;
         if !polled.is_empty() {

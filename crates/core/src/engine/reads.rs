@@ -60,6 +60,7 @@ impl Engine {
                         "blast": lineage.blast_radius(index, None),
                     }))
                 }
+                Question::Migration { name } => self.migration_answer(name.as_deref()),
                 Question::Receipt { incident } => {
                     let built = receipt::build(&chain::records(&self.state)?, incident)?;
                     Ok(json!({"receipt": built, "markdown": built.to_markdown()}))

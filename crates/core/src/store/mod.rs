@@ -26,6 +26,7 @@ pub mod outbox;
 pub mod postgres;
 pub mod quiet;
 pub mod requests;
+pub mod waves;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -53,6 +54,7 @@ pub mod prelude {
     pub use super::outbox::OutboxStore;
     pub use super::quiet::QuietStore;
     pub use super::requests::RequestStore;
+    pub use super::waves::WaveStore;
     pub use super::{Store, Writes};
 }
 
@@ -72,6 +74,7 @@ pub trait Store:
     + quiet::QuietStore
     + requests::RequestStore
     + lineage_events::LineageEventStore
+    + waves::WaveStore
 {
 }
 
@@ -397,6 +400,12 @@ const MIGRATIONS: &[&str] = &[
         offset  INTEGER NOT NULL,
         lines   INTEGER NOT NULL,
         file_id INTEGER
+     );",
+    // Migration waves' sign-offs (engine/waves.rs), each its JSON document under the
+    // wave's id (MIG-name-wave).
+    "CREATE TABLE migration_sign_off (
+        wave TEXT PRIMARY KEY,
+        doc  TEXT NOT NULL
      );",
 ];
 

@@ -1,0 +1,219 @@
+//! Parity between the two sides of a moved table, read by dataward on both: the rows,
+//! the columns and their types, each column's nulls, and each day's rows with the sum
+//! of a hash of every row (`Warehouse::day_prints`, the print a backfill is checked
+//! by), so a row added, lost or changed on a day shows on that day. Only reads.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::config::{MigrationConfig, TableMove, WaveConfig};
+use crate::warehouse::{Column, DayPrint, Relation, Warehouse, WarehouseError};
+
+/// One side of a table as read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Side {
+    pub warehouse: String,
+    pub table: String,
+    /// False when the catalog has no such table: the rest is empty.
+    pub found: bool,
+    pub rows: u64,
+    pub columns: Vec<Column>,
+    /// Nulls of each column, in column order.
+    pub nulls: Vec<u64>,
+    /// By day of the table's `day_column` (one whole-table print without one), by day.
+    pub days: Vec<DayPrint>,
+}
+
+/// Reads one side of `table`. A table that is not there is a side `found: false` (a
+/// parity failure, not an error); a warehouse that cannot be read is an error.
+pub fn read_side(
+    warehouse: &dyn Warehouse,
+    warehouse_name: &str,
+    table: &str,
+    day_column: Option<&str>,
+) -> Result<Side, WarehouseError> {
+    let relation = Relation::parse(table)?;
+    let columns = warehouse.columns(&relation)?;
+    let mut side = Side {
+        warehouse: warehouse_name.to_string(),
+        table: table.to_string(),
+        found: !columns.is_empty(),
+        rows: 0,
+        columns,
+        nulls: Vec::new(),
+        days: Vec::new(),
+    };
+    if !side.found {
+        return Ok(side);
+    }
+    let names: Vec<String> = side.columns.iter().map(|c| c.name.clone()).collect();
+    let counts = warehouse.null_counts(&relation, &names, None)?;
+    side.rows = counts.rows;
+    side.nulls = counts.nulls;
+    // A day column the new side lost is a difference already; its days are left empty
+    // rather than failing the read.
+    let day_column = day_column.filter(|c| names.iter().any(|n| n == c));
+    side.days = warehouse.day_prints(&relation, day_column)?;
+    side.days.sort_by(|a, b| a.day.cmp(&b.day));
+    Ok(side)
+}
+
+/// Opens a warehouse by its name in the config.
+pub type OpenWarehouse<'a> =
+    dyn FnMut(&str) -> Result<Box<dyn Warehouse + Sync>, WarehouseError> + 'a;
+
+/// Both sides of one table and what differs between them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableParity {
+    pub old: Side,
+    pub new: Side,
+    /// Empty when parity holds.
+    pub differences: Vec<String>,
+}
+
+/// Every table of a wave, read at one time, and the hash an owner's sign-off is bound
+/// to: another reading with any figure changed has another hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaveParity {
+    pub migration: String,
+    pub wave: String,
+    pub tables: Vec<TableParity>,
+    pub hash: String,
+}
+
+impl WaveParity {
+    pub fn new(migration: &str, wave: &str, tables: Vec<TableParity>) -> WaveParity {
+        let content = serde_json::json!({"migration": migration, "wave": wave, "tables": tables});
+        let digest = Sha256::digest(content.to_string().as_bytes());
+        WaveParity {
+            migration: migration.to_string(),
+            wave: wave.to_string(),
+            tables,
+            hash: digest.iter().map(|b| format!("{b:02x}")).collect(),
+        }
+    }
+
+    pub fn holds(&self) -> bool {
+        self.tables.iter().all(|t| t.differences.is_empty())
+    }
+
+    /// Each difference, named by its table: why the gate stays closed.
+    pub fn failures(&self) -> Vec<String> {
+        (self.tables.iter())
+            .flat_map(|t| {
+                (t.differences.iter())
+                    .map(move |d| format!("{} → {}: {d}", t.old.table, t.new.table))
+            })
+            .collect()
+    }
+}
+
+/// Reads both sides of every table of `wave`, opening each warehouse by name with
+/// `open` (a worker's connections; never the engine's thread).
+pub fn read_wave(
+    migration: &MigrationConfig,
+    wave: &WaveConfig,
+    open: &mut OpenWarehouse<'_>,
+) -> Result<WaveParity, WarehouseError> {
+    let mut tables = Vec::new();
+    for table in &wave.tables {
+        tables.push(read_table(migration, table, open)?);
+    }
+    Ok(WaveParity::new(&migration.name, &wave.name, tables))
+}
+
+fn read_table(
+    migration: &MigrationConfig,
+    table: &TableMove,
+    open: &mut OpenWarehouse<'_>,
+) -> Result<TableParity, WarehouseError> {
+    let (old_wh, new_wh) = migration.sides(table);
+    let day = table.day_column.as_deref();
+    let old = read_side(open(old_wh)?.as_ref(), old_wh, &table.old, day)?;
+    let new = read_side(open(new_wh)?.as_ref(), new_wh, &table.new, day)?;
+    let differences = compare(&old, &new);
+    Ok(TableParity {
+        old,
+        new,
+        differences,
+    })
+}
+
+/// What differs between the sides, in words an owner can act on.
+pub fn compare(old: &Side, new: &Side) -> Vec<String> {
+    let mut out = Vec::new();
+    for side in [old, new] {
+        if !side.found {
+            out.push(format!("{} is not in {}", side.table, side.warehouse));
+        }
+    }
+    if !out.is_empty() {
+        return out;
+    }
+    if old.rows != new.rows {
+        out.push(format!("rows: {} old, {} new", old.rows, new.rows));
+    }
+    let new_columns: BTreeMap<&str, (usize, &Column)> = (new.columns.iter().enumerate())
+        .map(|(i, c)| (c.name.as_str(), (i, c)))
+        .collect();
+    for (i, column) in old.columns.iter().enumerate() {
+        let Some((j, other)) = new_columns.get(column.name.as_str()) else {
+            out.push(format!("column {} is dropped on the new side", column.name));
+            continue;
+        };
+        if other.data_type != column.data_type {
+            out.push(format!(
+                "column {}: {} old, {} new",
+                column.name, column.data_type, other.data_type
+            ));
+        }
+        let (was, is) = (old.nulls.get(i), new.nulls.get(*j));
+        if was != is {
+            out.push(format!(
+                "column {}: {} nulls old, {} new",
+                column.name,
+                was.copied().unwrap_or_default(),
+                is.copied().unwrap_or_default()
+            ));
+        }
+    }
+    for column in &new.columns {
+        if !old.columns.iter().any(|c| c.name == column.name) {
+            out.push(format!("column {} is only on the new side", column.name));
+        }
+    }
+    if !out.is_empty() {
+        // Each row's hash covers every column, so the days differ with the columns:
+        // said once above rather than once a day.
+        return out;
+    }
+    if old.columns != new.columns {
+        out.push("the columns are in another order".to_string());
+        return out;
+    }
+    let new_days: BTreeMap<&Option<String>, &DayPrint> =
+        new.days.iter().map(|d| (&d.day, d)).collect();
+    for day in &old.days {
+        let name = day.day.as_deref().unwrap_or("(no day)");
+        match new_days.get(&day.day) {
+            None => out.push(format!("day {name}: {} rows old, none new", day.rows)),
+            Some(other) if other.rows != day.rows => out.push(format!(
+                "day {name}: {} rows old, {} new",
+                day.rows, other.rows
+            )),
+            Some(other) if other.sum != day.sum => {
+                out.push(format!("day {name}: the rows' hashes differ"))
+            }
+            Some(_) => {}
+        }
+    }
+    for day in &new.days {
+        if !old.days.iter().any(|d| d.day == day.day) {
+            let name = day.day.as_deref().unwrap_or("(no day)");
+            out.push(format!("day {name}: none old, {} rows new", day.rows));
+        }
+    }
+    out
+}

@@ -1,0 +1,428 @@
+//! Migration waves on a real PostgreSQL server started by the test: a wave whose new
+//! side lost a column fails parity on that table, its gate stays closed and its
+//! sign-off is refused; after the fix parity holds, the owner signs off on the parity's
+//! hash and the gate opens; a later change to either side changes the hash and closes
+//! the gate again until the owner signs off anew.
+//! Skips (with a message) when the server binaries are missing, unless
+//! DATAWARD_REQUIRE_ALL=1.
+
+mod any_user;
+#[path = "support/binary.rs"]
+mod binary;
+#[path = "support/pg.rs"]
+mod pg;
+
+use std::collections::BTreeMap;
+use std::process::{Command as Process, Stdio};
+use std::time::{Duration, Instant};
+
+use binary::text;
+use chrono::{NaiveDateTime, TimeDelta};
+use dataward::approve::{Actor, LoginUid};
+use dataward::clock::Timestamp;
+use dataward::config::Config;
+use dataward::engine::api::{Command, Outcome, Question};
+use dataward::engine::Engine;
+use dataward::migration::parity::{read_wave, WaveParity};
+use dataward::migration::{gate, may_sign_off, Gate, SignOff};
+use dataward::warehouse::{self, Warehouse, WarehouseError};
+use pg::{start_or_skip, PgServer};
+
+/// Each test's own variable: the tests run at once, each with its own server.
+fn plan(url_env: &str) -> String {
+    PLAN.replace("DW_MIGRATION_TEST_PG_URL", url_env)
+}
+
+pub const PLAN: &str = r#"
+[warehouse.pg]
+kind = "postgres"
+url_env = "DW_MIGRATION_TEST_PG_URL"
+
+[people.alice]
+name = "Alice"
+roles = ["sales-owner"]
+
+[[domain]]
+name = "sales"
+covers = ["legacy.*", "core.*"]
+owners = ["sales-owner"]
+
+[[migration]]
+name = "orders-to-core"
+domain = "sales"
+warehouse = "pg"
+parity_every = "1s"
+
+[[migration.waves]]
+name = "first"
+tables = [
+  { old = "legacy.orders", new = "core.orders", day_column = "ordered_at" },
+  { old = "legacy.refunds", new = "core.refunds" },
+]
+"#;
+
+/// The old tables with rows over three days, and their copies under the new names,
+/// the orders' copy made without its `note` column.
+pub fn estate(pg: &PgServer) {
+    pg.execute(
+        "CREATE SCHEMA legacy;
+         CREATE TABLE legacy.orders (id int, amount numeric(10,2), note text,
+                                     ordered_at timestamptz);
+         INSERT INTO legacy.orders
+           SELECT i, i * 1.5, CASE WHEN i % 3 = 0 THEN NULL ELSE 'n' || i END,
+                  '2026-03-01T00:00:00Z'::timestamptz + (i || ' hours')::interval
+           FROM generate_series(1, 60) AS i;
+         CREATE TABLE legacy.refunds (id int, order_id int);
+         INSERT INTO legacy.refunds SELECT i, i * 2 FROM generate_series(1, 10) AS i;
+         CREATE SCHEMA core;
+         CREATE TABLE core.orders AS SELECT id, amount, ordered_at FROM legacy.orders;
+         CREATE TABLE core.refunds AS SELECT * FROM legacy.refunds;",
+    );
+}
+
+fn read(config: &Config) -> WaveParity {
+    let migration = &config.migration[0];
+    let mut open = |name: &str| -> Result<Box<dyn Warehouse + Sync>, WarehouseError> {
+        warehouse::open(config, name).map_err(|e| WarehouseError::Query(format!("{e:#}")))
+    };
+    read_wave(migration, &migration.waves[0], &mut open).unwrap()
+}
+
+fn closed(gate: Gate) -> Vec<String> {
+    match gate {
+        Gate::Closed { why } => why,
+        Gate::Open { signed_by } => panic!("open, signed by {signed_by}"),
+    }
+}
+
+#[test]
+fn a_wave_with_a_dropped_column_stays_closed_until_fixed_and_signed_off_on_its_parity() {
+    let Some(pg) = start_or_skip("migration waves") else {
+        return;
+    };
+    estate(&pg);
+    std::env::set_var("DW_MIGRATION_TEST_PARITY_URL", &pg.url);
+    let config = Config::parse(
+        &plan("DW_MIGRATION_TEST_PARITY_URL"),
+        std::path::Path::new("dataward.toml"),
+    )
+    .unwrap();
+
+    // The orders lost a column on the new side: that table fails, the refunds hold.
+    let failing = read(&config);
+    assert!(!failing.holds());
+    assert_eq!(
+        failing.failures(),
+        vec!["legacy.orders → core.orders: column note is dropped on the new side".to_string()]
+    );
+    assert!(failing.tables[1].differences.is_empty());
+    assert_eq!(failing.tables[0].old.rows, 60);
+    assert_eq!(failing.tables[0].old.nulls, vec![0, 0, 20, 0]);
+    assert_eq!(
+        failing.tables[0].old.days.len(),
+        3,
+        "{:?}",
+        failing.tables[0].old.days
+    );
+    let why = closed(gate(Some(&failing), None));
+    assert!(why[0].contains("column note is dropped"), "{why:?}");
+    let refused = may_sign_off(Some(&failing), &failing.hash).unwrap_err();
+    assert!(
+        refused.contains("fails, so it cannot be signed off"),
+        "{refused}"
+    );
+
+    // Fixed: the new side gets the column and its values back.
+    pg.execute(
+        "ALTER TABLE core.orders ADD COLUMN note text;
+         UPDATE core.orders n SET note = o.note FROM legacy.orders o WHERE o.id = n.id;",
+    );
+    let moved = read(&config);
+    // The column came back at the end: same figures, another order of columns.
+    assert_eq!(
+        moved.failures(),
+        vec!["legacy.orders → core.orders: the columns are in another order".to_string()]
+    );
+    pg.execute(
+        "DROP TABLE core.orders;
+         CREATE TABLE core.orders AS SELECT * FROM legacy.orders;",
+    );
+    let holding = read(&config);
+    assert!(holding.holds(), "{:?}", holding.failures());
+    assert_ne!(holding.hash, failing.hash);
+
+    // A sign-off on the failing reading's hash, or on a shortened hash, is refused.
+    let refused = may_sign_off(Some(&holding), &failing.hash).unwrap_err();
+    assert!(refused.contains("changed"), "{refused}");
+    let refused = may_sign_off(Some(&holding), &holding.hash[..12]).unwrap_err();
+    assert!(refused.contains("full content hash"), "{refused}");
+    may_sign_off(Some(&holding), &holding.hash).unwrap();
+    let signed = SignOff {
+        by: "alice".into(),
+        parity_hash: holding.hash.clone(),
+        at: Timestamp::parse("2026-03-04T09:00:00Z").unwrap(),
+    };
+    assert!(closed(gate(Some(&holding), None))
+        .iter()
+        .any(|w| w.contains("no owner has signed off")));
+    assert_eq!(
+        gate(Some(&holding), Some(&signed)),
+        Gate::Open {
+            signed_by: "alice".into()
+        }
+    );
+
+    // A row changed on the old side after the sign-off: another reading, another hash,
+    // and the sign-off no longer opens the gate.
+    pg.execute("UPDATE legacy.orders SET amount = amount + 1 WHERE id = 7;");
+    let drifted = read(&config);
+    assert_eq!(
+        drifted.failures(),
+        vec!["legacy.orders → core.orders: day 2026-03-01: the rows' hashes differ".to_string()]
+    );
+    let why = closed(gate(Some(&drifted), Some(&signed)));
+    assert!(why.iter().any(|w| w.contains("sign off again")), "{why:?}");
+}
+
+fn person(user: &str, uid: u32) -> Actor {
+    Actor {
+        uid,
+        loginuid: LoginUid::Unset,
+        user: Some(user.to_string()),
+        claims: BTreeMap::new(),
+        stand_in: None,
+    }
+}
+
+fn refused(outcome: Outcome) -> String {
+    match outcome {
+        Outcome::Refused { reason } => reason.message,
+        Outcome::Accepted { events, .. } => panic!("accepted: {events:?}"),
+    }
+}
+
+/// The engine's answer to `dataward migration`: (parity hash, gate) of the one wave.
+fn wave(engine: &Engine) -> (String, serde_json::Value) {
+    let answer = engine
+        .answer_question(&Question::Migration {
+            name: Some("orders-to-core".into()),
+        })
+        .unwrap();
+    let wave = &answer["waves"][0];
+    assert_eq!(wave["id"], "MIG-orders-to-core-first");
+    let hash = wave["parity"]["hash"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    (hash, wave["gate"].clone())
+}
+
+#[test]
+fn the_engine_reads_parity_off_its_thread_and_only_the_owner_signs_off_on_its_hash() {
+    let Some(pg) = start_or_skip("migration waves on the engine") else {
+        return;
+    };
+    estate(&pg);
+    std::env::set_var("DW_MIGRATION_TEST_ENGINE_URL", &pg.url);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dataward.toml");
+    let plan = format!(
+        "{}\n[people.bob]\nname = \"Bob\"\nroles = []\n",
+        plan("DW_MIGRATION_TEST_ENGINE_URL")
+    );
+    std::fs::write(&path, &plan).unwrap();
+    let open = || {
+        let config = Config::parse(&plan, &path).unwrap();
+        let state = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
+        Engine::new(config, state, None, &person("alice", 5002)).unwrap()
+    };
+    let (alice, bob) = (person("alice", 5002), person("bob", 5003));
+    let mut engine = open();
+    let mut now: NaiveDateTime = "2026-03-04T09:00:00".parse().unwrap();
+    engine.set_clock(dataward::clock::Clock::starting_at(now));
+    engine.tick(now).unwrap();
+
+    let sign = |hash: &str| Command::Approve {
+        proposal: "MIG-orders-to-core-first".into(),
+        content_hash: hash.into(),
+        reason: "counts and days match".into(),
+    };
+    let (failing, gate) = wave(&engine);
+    assert_eq!(failing.len(), 64, "{gate}");
+    let why = gate["closed"]["why"].to_string();
+    assert!(
+        why.contains("column note is dropped on the new side"),
+        "{why}"
+    );
+    let why = refused(engine.request(sign(&failing), &alice));
+    assert!(why.contains("fails, so it cannot be signed off"), "{why}");
+
+    pg.execute(
+        "DROP TABLE core.orders;
+         CREATE TABLE core.orders AS SELECT * FROM legacy.orders;",
+    );
+    now += TimeDelta::minutes(1);
+    engine.tick(now).unwrap();
+    let (holding, gate) = wave(&engine);
+    assert_ne!(holding, failing);
+    assert_eq!(
+        gate["closed"]["why"][0], "no owner has signed off",
+        "{gate}"
+    );
+    let why = refused(engine.request(sign(&failing), &alice));
+    assert!(why.contains("changed"), "{why}");
+    let why = refused(engine.request(sign(&holding), &bob));
+    assert!(why.contains("holds none of the roles"), "{why}");
+    match engine.request(sign(&holding), &alice) {
+        Outcome::Accepted { .. } => {}
+        Outcome::Refused { reason } => panic!("refused: {}", reason.message),
+    }
+    assert_eq!(wave(&engine).1["open"]["signed_by"], "alice (uid 5002)");
+
+    // The sign-off outlives a restart, and the chain holds it and verifies.
+    drop(engine);
+    let mut engine = open();
+    engine.set_clock(dataward::clock::Clock::starting_at(now));
+    now += TimeDelta::minutes(1);
+    engine.tick(now).unwrap();
+    let (_, gate) = wave(&engine);
+    assert!(gate.get("open").is_some(), "{gate}");
+    let verified = engine
+        .answer_question(&Question::Verify {
+            saved_receipt: None,
+        })
+        .unwrap();
+    assert_eq!(verified["report"]["ok"], true, "{verified}");
+    let state = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
+    let records = dataward::chain::records(&state).unwrap();
+    let signed = records
+        .iter()
+        .find(|r| r.kind == "migration_sign_off")
+        .expect("the sign-off is on the chain");
+    let payload: serde_json::Value = serde_json::from_str(&signed.payload).unwrap();
+    assert_eq!(payload["parity_hash"], holding.as_str());
+
+    // A row changed after the sign-off: the gate closes, recorded once.
+    pg.execute("DELETE FROM core.refunds WHERE id = 3;");
+    now += TimeDelta::minutes(1);
+    engine.tick(now).unwrap();
+    let (_, gate) = wave(&engine);
+    let why = gate["closed"]["why"].to_string();
+    assert!(why.contains("rows: 10 old, 9 new"), "{gate}");
+    assert!(why.contains("sign off again"), "{gate}");
+}
+
+#[test]
+fn through_serve_dataward_migration_shows_the_gate_and_the_owner_signs_off_from_the_cli() {
+    if !any_user::with_team("migration waves through serve") {
+        return;
+    }
+    let Some(pg) = start_or_skip("migration waves through serve") else {
+        return;
+    };
+    estate(&pg);
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = dir.path().join("team.toml");
+    let team = plan("DW_MIGRATION_TEST_SERVE_URL").replace("[people.alice]", "[people.dw-alice]")
+        + "\n[people.dw-obs]\nname = \"Obs\"\nroles = []\n\n[serve]\ngroup = \"dw-team\"\n";
+    std::fs::write(&config, team).unwrap();
+    let data = dir.path().join("data");
+    let _engine = binary::Engine(
+        Process::new(env!("CARGO_BIN_EXE_dataward"))
+            .args(["serve", "--log-stderr", "--config"])
+            .arg(&config)
+            .arg("--data-dir")
+            .arg(&data)
+            .env("DW_MIGRATION_TEST_SERVE_URL", &pg.url)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let run = |user: &str, args: &[&str]| any_user::as_user(user, args, &data);
+    // Asked until the engine serves and has read both sides of every table.
+    let until = |wanted: &str| {
+        let started = Instant::now();
+        loop {
+            let out = run("dw-obs", &["migration", "orders-to-core"]);
+            let said = text(&out);
+            if said.contains(wanted) {
+                return (out, said);
+            }
+            assert!(started.elapsed() < Duration::from_secs(90), "{said}");
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    };
+    let (out, said) = until("parity hash");
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("MIG-orders-to-core-first  gate closed"),
+        "{said}"
+    );
+    assert!(
+        said.contains("differs: column note is dropped on the new side"),
+        "{said}"
+    );
+    let hash = |said: &str| {
+        said.split("parity hash ")
+            .nth(1)
+            .and_then(|rest| rest.lines().next())
+            .unwrap()
+            .to_string()
+    };
+    let out = run(
+        "dw-alice",
+        &[
+            "approve",
+            "MIG-orders-to-core-first",
+            "--hash",
+            &hash(&said),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("cannot be signed off"),
+        "{}",
+        text(&out)
+    );
+
+    pg.execute(
+        "DROP TABLE core.orders;
+         CREATE TABLE core.orders AS SELECT * FROM legacy.orders;",
+    );
+    // Parity holds: the only reason left is the sign-off, and the line that gives it.
+    let (_, said) = until("sign off: dataward approve MIG-orders-to-core-first --hash");
+    assert!(!said.contains("differs:"), "{said}");
+    let out = run(
+        "dw-obs",
+        &[
+            "approve",
+            "MIG-orders-to-core-first",
+            "--hash",
+            &hash(&said),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let out = run(
+        "dw-alice",
+        &[
+            "approve",
+            "MIG-orders-to-core-first",
+            "--hash",
+            &hash(&said),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let (out, said) = until("gate open");
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("signed off by dw-alice"), "{said}");
+    let out = run("dw-obs", &["migration", "no-such-plan"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("no [[migration]] is named"),
+        "{}",
+        text(&out)
+    );
+}
