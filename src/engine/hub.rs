@@ -441,7 +441,9 @@ impl Hub {
             }
             HubMessage::Lineage(batch, answer) => {
                 let failures: Vec<_> = (batch.events.iter())
-                    .filter(|(_, event)| event.event_type == dataward_core::lineage::openlineage::EventType::Fail)
+                    .filter(|(_, event)| {
+                        event.event_type == dataward_core::lineage::openlineage::EventType::Fail
+                    })
                     .cloned()
                     .collect();
                 let stored = self.engine.store_lineage_events(batch);

@@ -10,7 +10,8 @@ use super::*;
 /// 3: every time is a [`Timestamp`] (`2026-11-24T14:17:00Z`), an orchestrator's run
 /// times too, which version 2 sent in the orchestrator's own form; a client of version
 /// 3 refuses any other text where a time goes. 4: access requests (a command, their
-/// events and receipts), the lineage question (`dataward lineage` asks the engine), a
+/// events and receipts), the lineage and migration questions (`dataward lineage`,
+/// `dataward migration` ask the engine), a
 /// blast node learned from OpenLineage events, a pipeline's last failure: a version-3
 /// engine could not read a version-4 client's question, nor a version-3 console every
 /// event.

@@ -13,8 +13,8 @@ use anyhow::Result;
 
 use super::api::Event;
 use super::Engine;
-use crate::incident::failed_run::FailedRun;
 use crate::detect::run_rows::judge_runs;
+use crate::incident::failed_run::FailedRun;
 use crate::lineage::openlineage::{Dataset, EventType, JobName, Position, RunEvent};
 use crate::lineage::{LearnedJob, Lineage};
 use crate::store::prelude::*;
