@@ -173,57 +173,30 @@ impl Engine {
         })];
         let facts = self.run_facts(&run);
         let (diagnosis, column) = rule::diagnose(&run, &facts);
-        self.record(
-            "diagnosis",
-            ENGINE_ACTOR,
-            json!({"incident": id, "cause": diagnosis.cause, "evidence": diagnosis.evidence}),
-        )?;
-        events.push(self.event(EventKind::Diagnosis {
-            incident: id.clone(),
-            cause: diagnosis.cause.clone(),
-            evidence: diagnosis.evidence.clone(),
-        }));
+        events.push(self.record_diagnosis(&id, &diagnosis)?);
         let mut incident = Incident {
-            id: id.clone(),
-            monitor,
-            table,
-            opened_at: self.now(),
-            observed: 0.0,
-            // A run has no check of its own: its root check is the run's
-            // (`failed_run_back`); Schema is what no level can be accepted for.
-            check: CheckKind::Schema,
             // What people read as observed: the failure, not a figure.
             current: Some(format!(
                 "failed at {}",
                 crate::incident::diagnosis::when(run.at)
             )),
             expected: "a successful run".to_string(),
-            status: IncidentStatus::Open,
-            diagnosis,
-            blast: Vec::new(),
-            proposals: Vec::new(),
-            run: None,
-            checks: Vec::new(),
-            receipt: None,
-            timeline: Vec::new(),
-            verified: false,
-            closed_by_hand: None,
-            column: None,
-            day: None,
             headline: format!("run of {} failed", run.job),
-            symptoms: Vec::new(),
-            recovered_since: None,
-            recovered_by_itself: false,
-            root_back_at: None,
-            merged_into: None,
-            versions: Vec::new(),
-            resolved_at: None,
-            grounds: Vec::new(),
             failed_run: Some(FailedRunState {
                 run,
                 column,
                 succeeded_at: None,
             }),
+            // A run has no check of its own: its root check is the run's
+            // (`failed_run_back`); Schema is what no level can be accepted for.
+            ..Incident::new(
+                &id,
+                &monitor,
+                &table,
+                CheckKind::Schema,
+                self.now(),
+                diagnosis,
+            )
         };
         self.assess_failed_run(&mut incident);
         events.extend(self.record_assessment(&incident, 0)?);

@@ -84,6 +84,7 @@ pub(super) struct Incident {
 }
 
 impl Incident {
+    /// An incident opened on a breach.
     pub(super) fn opened(
         id: &str,
         o: &Observation,
@@ -92,14 +93,38 @@ impl Incident {
         diagnosis: Diagnosis,
     ) -> Incident {
         Incident {
-            id: id.to_string(),
-            monitor: o.monitor.clone(),
-            table: o.table.clone(),
-            opened_at: now,
-            check: o.check,
             observed: o.value.unwrap_or_default(),
-            current: None,
             expected: expected.to_string(),
+            column: o.detail.column.clone(),
+            day: o.detail.day.clone(),
+            headline: format!(
+                "{} {}",
+                o.check_label().replace('_', " "),
+                o.observed_text()
+            ),
+            ..Incident::new(id, &o.monitor, &o.table, o.check, now, diagnosis)
+        }
+    }
+
+    /// An open incident with nothing observed, assessed or decided yet: what every
+    /// opening starts from.
+    pub(super) fn new(
+        id: &str,
+        monitor: &str,
+        table: &str,
+        check: CheckKind,
+        now: Timestamp,
+        diagnosis: Diagnosis,
+    ) -> Incident {
+        Incident {
+            id: id.to_string(),
+            monitor: monitor.to_string(),
+            table: table.to_string(),
+            opened_at: now,
+            check,
+            observed: 0.0,
+            current: None,
+            expected: String::new(),
             status: IncidentStatus::Open,
             diagnosis,
             blast: Vec::new(),
@@ -110,13 +135,9 @@ impl Incident {
             timeline: Vec::new(),
             verified: false,
             closed_by_hand: None,
-            column: o.detail.column.clone(),
-            day: o.detail.day.clone(),
-            headline: format!(
-                "{} {}",
-                o.check_label().replace('_', " "),
-                o.observed_text()
-            ),
+            column: None,
+            day: None,
+            headline: String::new(),
             symptoms: Vec::new(),
             recovered_since: None,
             recovered_by_itself: false,

@@ -436,6 +436,21 @@ impl Engine {
         Ok(chain::append_in(&self.state, at, kind, actor, &payload)?.seq)
     }
 
+    /// Records an incident's cause and evidence on the chain, and says them to the
+    /// consoles.
+    fn record_diagnosis(&mut self, id: &str, diagnosis: &Diagnosis) -> Result<Event> {
+        self.record(
+            "diagnosis",
+            ENGINE_ACTOR,
+            json!({"incident": id, "cause": diagnosis.cause, "evidence": diagnosis.evidence}),
+        )?;
+        Ok(self.event(EventKind::Diagnosis {
+            incident: id.to_string(),
+            cause: diagnosis.cause.clone(),
+            evidence: diagnosis.evidence.clone(),
+        }))
+    }
+
     fn event(&self, kind: EventKind) -> Event {
         Event {
             at: self.now(),
@@ -606,16 +621,7 @@ impl Engine {
             return Ok(Vec::new());
         }
         let id = self.incidents[i].id.clone();
-        self.record(
-            "diagnosis",
-            ENGINE_ACTOR,
-            json!({"incident": id, "cause": diagnosis.cause, "evidence": diagnosis.evidence}),
-        )?;
-        let mut events = vec![self.event(EventKind::Diagnosis {
-            incident: id.clone(),
-            cause: diagnosis.cause.clone(),
-            evidence: diagnosis.evidence.clone(),
-        })];
+        let mut events = vec![self.record_diagnosis(&id, &diagnosis)?];
         let mut incident = self.incidents[i].clone();
         incident.grounds = grounds;
         if !sharper {
@@ -680,16 +686,7 @@ impl Engine {
             return Ok(events);
         };
         let diagnosis = diagnosis::diagnose(&facts);
-        self.record(
-            "diagnosis",
-            ENGINE_ACTOR,
-            json!({"incident": id, "cause": diagnosis.cause, "evidence": diagnosis.evidence}),
-        )?;
-        events.push(self.event(EventKind::Diagnosis {
-            incident: id.clone(),
-            cause: diagnosis.cause.clone(),
-            evidence: diagnosis.evidence.clone(),
-        }));
+        events.push(self.record_diagnosis(&id, &diagnosis)?);
 
         let mut incident = Incident::opened(&id, observation, &expected, self.now(), diagnosis);
         incident.grounds = facts.grounds();

@@ -216,16 +216,7 @@ impl Engine {
                         observation.table
                     ),
                 );
-                self.record(
-                    "diagnosis",
-                    ENGINE_ACTOR,
-                    json!({"incident": id, "cause": found.cause, "evidence": found.evidence}),
-                )?;
-                events.push(self.event(EventKind::Diagnosis {
-                    incident: id.clone(),
-                    cause: found.cause.clone(),
-                    evidence: found.evidence.clone(),
-                }));
+                events.push(self.record_diagnosis(&id, &found)?);
                 self.notices
                     .push(format!("{id}: what remains is {}", observation.table));
                 let mut incident = self.incidents[i].clone();
