@@ -140,23 +140,9 @@ impl Lineage {
             return index;
         }
         self.add_node(Node {
-            unique_id,
-            name,
-            kind,
-            resource_type: kind.as_str().to_string(),
             relation_name,
-            materialized: None,
-            incremental_strategy: None,
-            window: None,
-            owner: None,
-            sql: None,
-            schedule: None,
-            raw_sql: None,
-            file: None,
-            columns: Vec::new(),
-            unique_key: None,
-            unique_test: None,
             learned: Some(seen),
+            ..Node::bare(unique_id, name, kind, kind.as_str().to_string())
         })
     }
 }

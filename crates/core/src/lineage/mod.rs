@@ -153,6 +153,30 @@ impl Lineage {
 }
 
 impl Node {
+    /// A node known only by its id, name and kind (not from the manifest: a reader the
+    /// notes name, a job or dataset learned from events, an id no section defines).
+    pub fn bare(unique_id: String, name: String, kind: NodeKind, resource_type: String) -> Node {
+        Node {
+            unique_id,
+            name,
+            kind,
+            resource_type,
+            relation_name: None,
+            materialized: None,
+            incremental_strategy: None,
+            window: None,
+            owner: None,
+            sql: None,
+            schedule: None,
+            raw_sql: None,
+            file: None,
+            columns: Vec::new(),
+            unique_key: None,
+            unique_test: None,
+            learned: None,
+        }
+    }
+
     /// The catalog's type for a column, matched without case (warehouses differ in
     /// how they fold names).
     pub fn column_type(&self, column: &str) -> Option<&str> {
@@ -407,29 +431,14 @@ impl Lineage {
             return index;
         }
         let resource_type = unique_id.split('.').next().unwrap_or("").to_string();
-        self.add_node(Node {
-            unique_id: unique_id.to_string(),
-            name: unique_id
-                .rsplit('.')
-                .next()
-                .unwrap_or(unique_id)
-                .to_string(),
-            kind: NodeKind::from_resource_type(&resource_type),
+        let name = unique_id.rsplit('.').next().unwrap_or(unique_id);
+        let kind = NodeKind::from_resource_type(&resource_type);
+        self.add_node(Node::bare(
+            unique_id.to_string(),
+            name.to_string(),
+            kind,
             resource_type,
-            relation_name: None,
-            materialized: None,
-            incremental_strategy: None,
-            window: None,
-            owner: None,
-            sql: None,
-            schedule: None,
-            raw_sql: None,
-            file: None,
-            columns: Vec::new(),
-            unique_key: None,
-            unique_test: None,
-            learned: None,
-        })
+        ))
     }
 
     /// Adds parent -> child once; self-loops are dropped (they carry no lineage).

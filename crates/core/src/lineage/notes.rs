@@ -267,23 +267,14 @@ impl Notes {
             }
             let kind = reader.kind.node_kind();
             reader_nodes.push(lineage.add_node(Node {
-                unique_id: reader.id.clone(),
-                name: reader.name.clone().unwrap_or_else(|| reader.id.clone()),
-                kind,
-                resource_type: kind.as_str().to_string(),
-                relation_name: None,
-                materialized: None,
-                incremental_strategy: None,
-                window: None,
                 owner: reader.owner.clone(),
-                sql: None,
                 schedule: reader.schedule.clone(),
-                raw_sql: None,
-                file: None,
-                columns: Vec::new(),
-                unique_key: None,
-                unique_test: None,
-                learned: None,
+                ..Node::bare(
+                    reader.id.clone(),
+                    reader.name.clone().unwrap_or_else(|| reader.id.clone()),
+                    kind,
+                    kind.as_str().to_string(),
+                )
             }));
         }
         for (reader, &reader_index) in self.readers.iter().zip(&reader_nodes) {
