@@ -61,6 +61,9 @@ pub(super) struct AccessRequest {
     /// The asker as recorded on the chain (JSON), and as people read it.
     pub(super) by: String,
     pub(super) by_display: String,
+    /// The person behind the asker (`Actor::person`: the login uid across sudo), who
+    /// never approves their own request under another account.
+    pub(super) by_person: u32,
     pub(super) filed_at: Timestamp,
     pub(super) judged: Judged,
     pub(super) status: Status,
@@ -125,7 +128,7 @@ impl Engine {
     /// Files a request: judged, recorded, and proposed or sent for review.
     pub(super) fn request_access(&mut self, ask: Ask, actor: &Actor) -> Result<Vec<Event>> {
         self.ensure_chain_trusted()?;
-        actor.person()?;
+        let person = actor.person()?;
         if let Some(e) = &self.policy_error {
             return Err(policy_refusal(format!(
                 "the policy cannot be evaluated, so no access is judged: {e}"
@@ -165,6 +168,7 @@ impl Engine {
             ask,
             by: actor.to_json(),
             by_display: actor.display(),
+            by_person: person,
             filed_at: self.now(),
             judged,
             status,
@@ -318,6 +322,12 @@ impl Engine {
         if let Some(e) = &self.policy_error {
             return Err(policy_refusal(format!(
                 "the policy cannot be evaluated, so nothing may be decided: {e}"
+            )));
+        }
+        if verdict == Verdict::Approved && actor.person()? == request.by_person {
+            return Err(policy_refusal(format!(
+                "{id}: nobody approves their own request, under any account ({} asked for it)",
+                request.by_display
             )));
         }
         let mut approval = request.approval.clone().expect("a grant has its request");
