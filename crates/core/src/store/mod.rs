@@ -575,6 +575,20 @@ fn configure(conn: &Connection) -> Result<()> {
 fn migrate(conn: &mut Connection, migrations: &[&str]) -> Result<()> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let version: usize = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    run_migrations(version, migrations, |sql| Ok(tx.execute_batch(sql)?))?;
+    tx.pragma_update(None, "user_version", migrations.len())?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// Moves a schema at `version` forward to the last of `migrations`, running each entry
+/// after it with `run` in the caller's transaction: SQLite's state and PostgreSQL's
+/// alike. A schema newer than this dataward knows is refused; a failing entry is named.
+pub(crate) fn run_migrations(
+    version: usize,
+    migrations: &[&str],
+    mut run: impl FnMut(&str) -> Result<()>,
+) -> Result<()> {
     if version > migrations.len() {
         bail!(
             "schema version {version} is newer than this dataward knows ({}); upgrade dataward",
@@ -582,11 +596,8 @@ fn migrate(conn: &mut Connection, migrations: &[&str]) -> Result<()> {
         );
     }
     for (index, sql) in migrations.iter().enumerate().skip(version) {
-        tx.execute_batch(sql)
-            .with_context(|| format!("migration {} failed", index + 1))?;
+        run(sql).with_context(|| format!("migration {} failed", index + 1))?;
     }
-    tx.pragma_update(None, "user_version", migrations.len())?;
-    tx.commit()?;
     Ok(())
 }
 

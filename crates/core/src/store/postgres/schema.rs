@@ -1,7 +1,7 @@
 //! The team state's schema on PostgreSQL, moved forward one version at a time as
 //! SQLite's is (`store::MIGRATIONS`); the version is kept in `dataward_schema`.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use postgres::Client;
 
 /// Each entry moves the schema one version forward; never edit a shipped entry.
@@ -265,16 +265,7 @@ pub fn migrate(client: &mut Client) -> Result<()> {
         )?
         .get(0);
     let version = usize::try_from(version).context("a negative schema version")?;
-    if version > MIGRATIONS.len() {
-        bail!(
-            "the state database's schema version {version} is newer than this dataward knows ({}); upgrade dataward",
-            MIGRATIONS.len()
-        );
-    }
-    for (index, sql) in MIGRATIONS.iter().enumerate().skip(version) {
-        tx.batch_execute(sql)
-            .with_context(|| format!("state database migration {} failed", index + 1))?;
-    }
+    crate::store::run_migrations(version, MIGRATIONS, |sql| Ok(tx.batch_execute(sql)?))?;
     if version < MIGRATIONS.len() {
         tx.execute("DELETE FROM dataward_schema", &[])?;
         tx.execute(
