@@ -29,6 +29,7 @@ use dataward::store::quiet::Snooze;
 use support::pg::{start_or_skip, PgServer};
 
 type Check = fn(&dyn Store);
+type Write = fn(&dyn Store) -> Result<()>;
 
 /// Every area's behaviour checks.
 const AREAS: &[(&str, Check)] = &[
@@ -45,7 +46,7 @@ const AREAS: &[(&str, Check)] = &[
 ];
 
 /// One write of each area, on an empty store: what the fence must stop.
-const WRITES: &[(&str, fn(&dyn Store) -> Result<()>)] = &[
+const WRITES: &[(&str, Write)] = &[
     ("incident", |s| s.put_incident("INC-0001", "open", "{}")),
     ("request", |s| s.put_request("INC-0001-P1", "{}")),
     ("request outcome", |s| {
