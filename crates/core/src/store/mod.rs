@@ -5,8 +5,9 @@
 //! This is the one way to the state database: the rest of dataward asks the store for
 //! what it needs in its own terms ([`Store`], one trait per area in the files beside
 //! this one) and never writes SQL or names the SQLite library (tests/store_seam.rs
-//! holds that). SQLite is the only implementation: the traits are implemented on its
-//! connection, and a transaction is a connection too, so the same calls work inside one.
+//! holds that). The traits are implemented on SQLite's connection (a transaction is a
+//! connection too, so the same calls work inside one) and on team state in PostgreSQL
+//! ([`postgres::PgState`]); tests/store_conformance.rs holds that they behave alike.
 
 pub mod access;
 pub mod baselines;
@@ -22,7 +23,7 @@ pub mod meta;
 pub mod minutes;
 pub mod observations;
 pub mod outbox;
-/// Team state on PostgreSQL (`[state] url_env`): so far the chain and the leadership.
+/// Team state on PostgreSQL (`[state] url_env`): every area, and the leadership.
 pub mod postgres;
 pub mod quiet;
 pub mod requests;
@@ -59,7 +60,8 @@ pub mod prelude {
 }
 
 /// The state database as the rest of dataward sees it: every area, and write
-/// transactions. Implemented by SQLite's connection (and so by its transactions).
+/// transactions. Implemented by SQLite's connection (and so by its transactions) and by
+/// [`postgres::PgState`].
 pub trait Store:
     Writes
     + access::AccessStore
