@@ -136,6 +136,16 @@ fn every_area_behaves_alike_on_postgresql() {
         }
     }
     assert!(failed.is_empty(), "on PostgreSQL:\n{}", failed.join("\n"));
+    // Each area wrote as a team of its own: a team that wrote nothing reads nothing of
+    // theirs, as a fresh SQLite database does.
+    let (_contender, elsewhere) = lead(&pg, "elsewhere", root.path());
+    let dir = tempfile::tempdir().unwrap();
+    let fresh = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
+    assert_eq!(
+        everything(&elsewhere),
+        everything(&fresh),
+        "another team's rows seen"
+    );
 }
 
 /// A transaction that fails midway keeps nothing of any area's write, on either store.
