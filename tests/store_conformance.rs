@@ -1,9 +1,10 @@
-//! The store's two implementations behave the same: every area's checks (in store_conformance/areas.rs) run on a
-//! fresh SQLite state database and on a fresh team in a real throwaway PostgreSQL, and
-//! the engine cannot tell which it has. What is written reads back the same, in the same
-//! order; intents and outbox rows move from pending to done alike; a transaction that
-//! fails leaves nothing. On PostgreSQL every area's write is fenced: refused outside a
-//! write transaction, and refused by term once another engine leads the team.
+//! The store's two implementations behave the same: every area's checks (in
+//! store_conformance/areas.rs) run on a fresh SQLite state database and on a fresh team
+//! in a real throwaway PostgreSQL, and the engine cannot tell which it has. What is
+//! written reads back the same, in the same order; intents and outbox rows move from
+//! pending to done alike; a transaction that fails leaves nothing. On PostgreSQL every
+//! area's write is fenced: refused outside a write transaction, and refused by term once
+//! another engine leads the team.
 //!
 //! PostgreSQL is skipped (with a message) when its server binaries are missing, unless
 //! DATAWARD_REQUIRE_ALL=1. The areas are checks of one test each per implementation, so
