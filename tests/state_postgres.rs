@@ -293,9 +293,18 @@ fn a_leader_stopped_past_its_lease_is_deposed_and_its_writes_are_refused_by_term
 
 /// An engine of this test process leading with `data_dir` as its host's data directory.
 fn lead_here(pg: &PgServer, holder: &str, data_dir: &Path) -> anyhow::Result<(Contender, PgState)> {
+    lead_team(pg, "payments", holder, data_dir)
+}
+
+fn lead_team(
+    pg: &PgServer,
+    team: &str,
+    holder: &str,
+    data_dir: &Path,
+) -> anyhow::Result<(Contender, PgState)> {
     let lease = Duration::from_secs(30);
-    let state = PgState::open(&source(pg), "payments", data_dir, lease)?;
-    let mut contender = Contender::new(source(pg), "payments", holder, holder, lease);
+    let state = PgState::open(&source(pg), team, data_dir, lease)?;
+    let mut contender = Contender::new(source(pg), team, holder, holder, lease);
     let Role::Leader { term } = contender.step()? else {
         panic!("{holder} should lead: nobody else runs");
     };
@@ -307,6 +316,34 @@ fn append(state: &PgState, n: u32) -> chain::Record {
     state
         .transact(|s| chain::append_to(s, noon(), "test", "{}", &serde_json::json!({ "n": n })))
         .unwrap()
+}
+
+#[test]
+fn teams_sharing_one_database_keep_a_chain_each() {
+    let Some(pg) = start_or_skip("teams_sharing_one_database_keep_a_chain_each") else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let (payments, ledger) = (root.path().join("payments"), root.path().join("ledger"));
+    {
+        let (_lease, state) = lead_team(&pg, "payments", "a", &payments).unwrap();
+        for n in 1..=3 {
+            append(&state, n);
+        }
+    }
+    {
+        let (_lease, state) = lead_team(&pg, "ledger", "b", &ledger).unwrap();
+        // The ledger's chain starts at its own genesis, not after the payments' records.
+        assert_eq!(append(&state, 10).seq, 1);
+        assert_eq!(append(&state, 20).seq, 2);
+    }
+    let (_lease, state) = lead_team(&pg, "payments", "a", &payments).unwrap();
+    assert_eq!(append(&state, 4).seq, 4);
+    let report = chain::verify_of(&state).unwrap();
+    assert!(report.ok && report.records == 4, "{report:?}");
+    let (_lease, other) = lead_team(&pg, "ledger", "b", &ledger).unwrap();
+    let report = chain::verify_of(&other).unwrap();
+    assert!(report.ok && report.records == 2, "{report:?}");
 }
 
 #[test]

@@ -32,12 +32,16 @@ fn record(r: &Row) -> Result<Record> {
 }
 
 impl PgState {
+    /// The team's records that `filter` keeps: `$1` in it is the team, its own
+    /// parameters follow from `$2`.
     fn records_where(
         &self,
         filter: &str,
         params: &[&(dyn postgres::types::ToSql + Sync)],
     ) -> Result<Vec<Record>> {
-        self.query(&format!("{RECORD} {filter}"), params)?
+        let mut all: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&self.team];
+        all.extend_from_slice(params);
+        self.query(&format!("{RECORD} WHERE team = $1 {filter}"), &all)?
             .iter()
             .map(record)
             .collect()
@@ -47,7 +51,10 @@ impl PgState {
 impl ChainStore for PgState {
     fn chain_head(&self) -> Result<Option<Head>> {
         Ok(self
-            .query("SELECT seq, hash FROM chain ORDER BY seq DESC LIMIT 1", &[])?
+            .query(
+                "SELECT seq, hash FROM chain WHERE team = $1 ORDER BY seq DESC LIMIT 1",
+                &[&self.team],
+            )?
             .first()
             .map(|r| Head {
                 seq: r.get::<_, i64>(0) as u64,
@@ -58,8 +65,8 @@ impl ChainStore for PgState {
     fn chain_tail(&self) -> Result<Option<(u64, String, String)>> {
         Ok(self
             .query(
-                "SELECT seq, hash, recorded_at FROM chain ORDER BY seq DESC LIMIT 1",
-                &[],
+                "SELECT seq, hash, recorded_at FROM chain WHERE team = $1 ORDER BY seq DESC LIMIT 1",
+                &[&self.team],
             )?
             .first()
             .map(|r| (r.get::<_, i64>(0) as u64, r.get(1), r.get(2))))
@@ -67,22 +74,26 @@ impl ChainStore for PgState {
 
     fn chain_hash_at(&self, seq: u64) -> Result<Option<String>> {
         Ok(self
-            .query("SELECT hash FROM chain WHERE seq = $1", &[&(seq as i64)])?
+            .query(
+                "SELECT hash FROM chain WHERE team = $1 AND seq = $2",
+                &[&self.team, &(seq as i64)],
+            )?
             .first()
             .map(|r| r.get(0)))
     }
 
     fn chain_len(&self) -> Result<u64> {
-        let rows = self.query("SELECT count(*) FROM chain", &[])?;
+        let rows = self.query("SELECT count(*) FROM chain WHERE team = $1", &[&self.team])?;
         Ok(rows[0].get::<_, i64>(0) as u64)
     }
 
     fn insert_record(&self, r: &Record) -> Result<()> {
         self.execute(
-            "INSERT INTO chain (seq, prev_hash, log_id, schema_version, at, kind, actor, payload, hash,
-                                recorded_at, clock)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            "INSERT INTO chain (team, seq, prev_hash, log_id, schema_version, at, kind, actor,
+                                payload, hash, recorded_at, clock)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
             &[
+                &self.team,
                 &(r.seq as i64),
                 &r.prev_hash,
                 &r.log_id,
@@ -105,7 +116,7 @@ impl ChainStore for PgState {
 
     fn records_about(&self, incident: &str) -> Result<Vec<Record>> {
         self.records_where(
-            "WHERE (payload::jsonb) ->> 'incident' = $1 ORDER BY seq",
+            "AND (payload::jsonb) ->> 'incident' = $2 ORDER BY seq",
             &[&incident],
         )
     }
@@ -115,8 +126,8 @@ impl ChainStore for PgState {
         let mut after = 0i64;
         loop {
             let rows = self.query(
-                &format!("{RECORD} WHERE seq > $1 ORDER BY seq LIMIT $2"),
-                &[&after, &PAGE],
+                &format!("{RECORD} WHERE team = $1 AND seq > $2 ORDER BY seq LIMIT $3"),
+                &[&self.team, &after, &PAGE],
             )?;
             for row in &rows {
                 let fields = Fields {
@@ -146,7 +157,7 @@ impl ChainStore for PgState {
     fn records_after(&self, seq: u64, kinds: &[&str]) -> Result<Vec<Record>> {
         let kinds: Vec<String> = kinds.iter().map(|k| k.to_string()).collect();
         self.records_where(
-            "WHERE seq > $1 AND kind = ANY($2) ORDER BY seq",
+            "AND seq > $2 AND kind = ANY($3) ORDER BY seq",
             &[&(seq as i64), &kinds],
         )
     }
@@ -155,8 +166,8 @@ impl ChainStore for PgState {
         Ok(self
             .query(
                 "SELECT DISTINCT (payload::jsonb) ->> 'incident' FROM chain
-                 WHERE seq > $1 AND (payload::jsonb) ->> 'incident' IS NOT NULL",
-                &[&(seq as i64)],
+                 WHERE team = $1 AND seq > $2 AND (payload::jsonb) ->> 'incident' IS NOT NULL",
+                &[&self.team, &(seq as i64)],
             )?
             .iter()
             .map(|r| r.get(0))
@@ -164,24 +175,27 @@ impl ChainStore for PgState {
     }
 
     fn records_of_kind(&self, kind: &str) -> Result<Vec<Record>> {
-        self.records_where("WHERE kind = $1 ORDER BY seq", &[&kind])
+        self.records_where("AND kind = $2 ORDER BY seq", &[&kind])
     }
 
     fn last_record_of_kind(&self, kind: &str) -> Result<Option<Record>> {
         Ok(self
-            .records_where("WHERE kind = $1 ORDER BY seq DESC LIMIT 1", &[&kind])?
+            .records_where("AND kind = $2 ORDER BY seq DESC LIMIT 1", &[&kind])?
             .pop())
     }
 
     fn count_of_kind(&self, kind: &str) -> Result<u64> {
-        let rows = self.query("SELECT count(*) FROM chain WHERE kind = $1", &[&kind])?;
+        let rows = self.query(
+            "SELECT count(*) FROM chain WHERE team = $1 AND kind = $2",
+            &[&self.team, &kind],
+        )?;
         Ok(rows[0].get::<_, i64>(0) as u64)
     }
 
     fn last_record_naming(&self, kind: &str, key: &str, value: &str) -> Result<Option<Record>> {
         Ok(self
             .records_where(
-                "WHERE kind = $1 AND (payload::jsonb) ->> $2 = $3 ORDER BY seq DESC LIMIT 1",
+                "AND kind = $2 AND (payload::jsonb) ->> $3 = $4 ORDER BY seq DESC LIMIT 1",
                 &[&kind, &key, &value],
             )?
             .pop())
@@ -189,10 +203,10 @@ impl ChainStore for PgState {
 
     fn approvals_before(&self, seq: u64, incident: &str) -> Result<u64> {
         let rows = self.query(
-            "SELECT count(*) FROM chain WHERE kind = 'decision' AND seq < $1
-               AND (payload::jsonb) ->> 'incident' = $2
+            "SELECT count(*) FROM chain WHERE team = $1 AND kind = 'decision' AND seq < $2
+               AND (payload::jsonb) ->> 'incident' = $3
                AND (payload::jsonb) ->> 'verdict' = 'approved'",
-            &[&(seq as i64), &incident],
+            &[&self.team, &(seq as i64), &incident],
         )?;
         Ok(rows[0].get::<_, i64>(0) as u64)
     }

@@ -199,9 +199,9 @@ impl ObservationStore for PgState {
 
     fn start_observation_mark(&self, key: &str) -> Result<()> {
         self.execute(
-            "INSERT INTO meta (key, value)
-             SELECT $2, coalesce(max(id), 0)::text FROM observation WHERE team = $1
-             ON CONFLICT (key) DO NOTHING",
+            "INSERT INTO meta (team, key, value)
+             SELECT $1, $2, coalesce(max(id), 0)::text FROM observation WHERE team = $1
+             ON CONFLICT (team, key) DO NOTHING",
             &[&self.team, &key],
         )?;
         Ok(())

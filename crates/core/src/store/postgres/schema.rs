@@ -245,6 +245,28 @@ const MIGRATIONS: &[&str] = &[
         file_id     BIGINT,
         PRIMARY KEY (team, path)
      );",
+    // 8: the chain and `meta` become a team's, as every other table is: teams sharing one
+    // database keep a chain each (their own genesis, their own log id). A chain kept
+    // before this was the only team's that held a lease, if exactly one did; otherwise it
+    // belongs to no team, and every team's checkpoint then refuses the chain it sees.
+    "ALTER TABLE chain ADD COLUMN team TEXT NOT NULL DEFAULT '';
+     ALTER TABLE chain DISABLE TRIGGER chain_no_change;
+     UPDATE chain SET team = (SELECT team FROM lease) WHERE (SELECT count(*) FROM lease) = 1;
+     ALTER TABLE chain ENABLE TRIGGER chain_no_change;
+     ALTER TABLE chain ALTER COLUMN team DROP DEFAULT;
+     ALTER TABLE chain DROP CONSTRAINT chain_pkey;
+     ALTER TABLE chain DROP CONSTRAINT chain_prev_hash_key;
+     ALTER TABLE chain ADD PRIMARY KEY (team, seq);
+     ALTER TABLE chain ADD UNIQUE (team, prev_hash);
+     DROP INDEX chain_by_kind;
+     CREATE INDEX chain_by_kind ON chain (team, kind, seq);
+     DROP INDEX chain_incident;
+     CREATE INDEX chain_incident ON chain (team, ((payload::jsonb) ->> 'incident'));
+     ALTER TABLE meta ADD COLUMN team TEXT NOT NULL DEFAULT '';
+     UPDATE meta SET team = (SELECT team FROM lease) WHERE (SELECT count(*) FROM lease) = 1;
+     ALTER TABLE meta ALTER COLUMN team DROP DEFAULT;
+     ALTER TABLE meta DROP CONSTRAINT meta_pkey;
+     ALTER TABLE meta ADD PRIMARY KEY (team, key);",
 ];
 
 /// The schema version this dataward writes.
