@@ -315,6 +315,26 @@ fn a_schema_request_is_narrowed_approved_seen_granted_revoked_at_expiry_and_rece
     let printed = binary::dataward(&["receipt", "ACC-0001"], dir.path());
     assert!(printed.status.success(), "{}", text(&printed));
     assert_eq!(text(&printed), receipt);
+    // `dataward verify --receipt` checks a saved ACC receipt against the chain.
+    let saved = binary::dataward(&["receipt", "ACC-0001", "--json"], dir.path());
+    assert!(saved.status.success(), "{}", text(&saved));
+    let saved_path = dir.path().join("ACC-0001.json");
+    std::fs::write(&saved_path, &saved.stdout).unwrap();
+    let path = saved_path.to_str().unwrap();
+    let verified = binary::dataward(&["verify", "--receipt", path], dir.path());
+    assert!(verified.status.success(), "{}", text(&verified));
+    assert!(
+        text(&verified).contains("matches the chain"),
+        "{}",
+        text(&verified)
+    );
+    let altered = String::from_utf8(saved.stdout.clone())
+        .unwrap()
+        .replace("analyst_ann", "analyst_eve");
+    std::fs::write(&saved_path, altered).unwrap();
+    let verified = binary::dataward(&["verify", "--receipt", path], dir.path());
+    assert_eq!(verified.status.code(), Some(1), "{}", text(&verified));
+    assert!(text(&verified).contains("ALTERED"), "{}", text(&verified));
     let shown = binary::dataward(&["show", "ACC-0001"], dir.path());
     assert_eq!(shown.status.code(), Some(2), "{}", text(&shown));
     assert!(text(&shown).contains("`dataward receipt ACC-0001` shows it"));

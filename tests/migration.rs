@@ -626,6 +626,43 @@ tables = [{{ old = "raw.raw_orders", new = "core.orders", day_column = "ordered_
     let gate = view(&engine)["gate"]["closed"]["why"].to_string();
     assert!(gate.contains("the refunds are not moved yet"), "{gate}");
 
+    // The wave's receipt: the repoint with its decisions, the rejection; a saved copy
+    // verifies against the chain, and an altered one does not.
+    let answer = engine
+        .answer_question(&Question::Receipt {
+            incident: "MIG-jaffle-orders".into(),
+        })
+        .unwrap();
+    let receipt = answer["receipt"].clone();
+    assert_eq!(receipt["wave"], "MIG-jaffle-orders", "{receipt}");
+    let repoint = &receipt["repoints"][0];
+    assert_eq!(repoint["content_hash"], hash.as_str());
+    assert_eq!(repoint["file"], "models/staging/stg_orders.sql");
+    let verdicts: Vec<&str> = (repoint["decisions"].as_array().unwrap().iter())
+        .map(|d| d["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(verdicts, ["approved", "rolled_back"]);
+    assert_eq!(repoint["applied"], false);
+    assert_eq!(receipt["rejections"][0]["parity_hash"], parity.as_str());
+    let markdown = answer["markdown"].as_str().unwrap();
+    assert!(
+        markdown.contains("Rollback: the file put back"),
+        "{markdown}"
+    );
+    let verify = |saved: &serde_json::Value| {
+        engine
+            .answer_question(&Question::Verify {
+                saved_receipt: Some(saved.to_string()),
+            })
+            .unwrap()["receipt_problem"]
+            .clone()
+    };
+    assert_eq!(verify(&receipt), serde_json::Value::Null);
+    let mut altered = receipt.clone();
+    altered["repoints"][0]["applied"] = true.into();
+    let problem = verify(&altered);
+    assert!(problem.to_string().contains("repoints"), "{problem}");
+
     let state = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
     let records = dataward::chain::records(&state).unwrap();
     let kinds: Vec<&str> = records.iter().map(|r| r.kind.as_str()).collect();
