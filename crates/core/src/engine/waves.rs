@@ -247,6 +247,49 @@ impl Engine {
         out
     }
 
+    /// The waves as the console shows them.
+    pub(super) fn waves_for_console(&self) -> Vec<api::WaveView> {
+        (self.wave_views().into_iter())
+            .map(|w| {
+                let tables = (w.tables.iter())
+                    .map(|(old, new)| {
+                        let read = (w.parity.as_ref())
+                            .and_then(|p| p.tables.iter().find(|t| t.old.table == *old));
+                        api::WaveTableView {
+                            old: old.clone(),
+                            new: new.clone(),
+                            read: read.is_some(),
+                            rows: read.map(|t| t.old.rows),
+                            differences: read.map(|t| t.differences.clone()).unwrap_or_default(),
+                        }
+                    })
+                    .collect();
+                let (open, gate) = match &w.gate {
+                    Gate::Open { signed_by } => (true, vec![format!("signed off by {signed_by}")]),
+                    Gate::Closed { why } => (false, why.clone()),
+                };
+                api::WaveView {
+                    id: w.id.clone(),
+                    open,
+                    gate,
+                    parity_hash: w.parity.as_ref().map(|p| p.hash.clone()),
+                    tables,
+                    repoints: (w.proposals.iter())
+                        .map(|p| api::WaveRepointView {
+                            id: p.id.clone(),
+                            state: serde_json::to_value(p.state)
+                                .ok()
+                                .and_then(|v| v.as_str().map(str::to_string))
+                                .unwrap_or_default(),
+                            file: p.repoint.file.clone(),
+                            content_hash: p.content_hash.clone(),
+                        })
+                        .collect(),
+                }
+            })
+            .collect()
+    }
+
     /// `dataward migration [NAME]`: the waves of one migration, or of all.
     pub(super) fn migration_answer(&self, name: Option<&str>) -> Result<serde_json::Value> {
         if let Some(name) = name {
@@ -770,5 +813,45 @@ impl Engine {
         self.waves.repoints = repoints;
         self.waves.changed.clear();
         Ok(())
+    }
+}
+
+/// Table names, file paths and the differences read from warehouses are outside text.
+impl crate::sanitize::Sanitize for api::WaveView {
+    fn sanitize(&mut self) {
+        let api::WaveView {
+            id,
+            open: _,
+            gate,
+            parity_hash,
+            tables,
+            repoints,
+        } = self;
+        id.sanitize();
+        gate.sanitize();
+        parity_hash.sanitize();
+        for table in tables {
+            let api::WaveTableView {
+                old,
+                new,
+                read: _,
+                rows: _,
+                differences,
+            } = table;
+            old.sanitize();
+            new.sanitize();
+            differences.sanitize();
+        }
+        for repoint in repoints {
+            let api::WaveRepointView {
+                id,
+                state,
+                file,
+                content_hash,
+            } = repoint;
+            for text in [id, state, file, content_hash] {
+                text.sanitize();
+            }
+        }
     }
 }
