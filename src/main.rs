@@ -126,7 +126,8 @@ enum Cmd {
         #[arg(long)]
         lift: bool,
     },
-    /// Print the receipt of an incident, or of an access request (ACC-0001).
+    /// Print the receipt of an incident, of an access request (ACC-0001) or of a migration
+    /// wave (MIG-<migration>-<wave>).
     Receipt {
         /// An incident id, or an access request's.
         incident: String,

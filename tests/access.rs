@@ -10,6 +10,8 @@
 mod any_user;
 #[path = "support/binary.rs"]
 mod binary;
+#[path = "support/http.rs"]
+mod http;
 #[path = "support/pg.rs"]
 mod pg;
 
@@ -315,6 +317,26 @@ fn a_schema_request_is_narrowed_approved_seen_granted_revoked_at_expiry_and_rece
     let printed = binary::dataward(&["receipt", "ACC-0001"], dir.path());
     assert!(printed.status.success(), "{}", text(&printed));
     assert_eq!(text(&printed), receipt);
+    // `dataward verify --receipt` checks a saved ACC receipt against the chain.
+    let saved = binary::dataward(&["receipt", "ACC-0001", "--json"], dir.path());
+    assert!(saved.status.success(), "{}", text(&saved));
+    let saved_path = dir.path().join("ACC-0001.json");
+    std::fs::write(&saved_path, &saved.stdout).unwrap();
+    let path = saved_path.to_str().unwrap();
+    let verified = binary::dataward(&["verify", "--receipt", path], dir.path());
+    assert!(verified.status.success(), "{}", text(&verified));
+    assert!(
+        text(&verified).contains("matches the chain"),
+        "{}",
+        text(&verified)
+    );
+    let altered = String::from_utf8(saved.stdout.clone())
+        .unwrap()
+        .replace("analyst_ann", "analyst_eve");
+    std::fs::write(&saved_path, altered).unwrap();
+    let verified = binary::dataward(&["verify", "--receipt", path], dir.path());
+    assert_eq!(verified.status.code(), Some(1), "{}", text(&verified));
+    assert!(text(&verified).contains("ALTERED"), "{}", text(&verified));
     let shown = binary::dataward(&["show", "ACC-0001"], dir.path());
     assert_eq!(shown.status.code(), Some(2), "{}", text(&shown));
     assert!(text(&shown).contains("`dataward receipt ACC-0001` shows it"));
@@ -569,4 +591,99 @@ fn through_serve_a_request_is_proposed_approved_by_the_owner_and_its_grant_seen(
     assert!(text(&out).contains("no table or schema"), "{}", text(&out));
     let verify = run("dw-alice", &["verify"]);
     assert!(verify.status.success(), "{}", text(&verify));
+}
+
+#[test]
+fn a_request_the_policy_sends_to_review_pages_the_domains_owner_through_the_outbox() {
+    let Some(pg) = start_or_skip("access review pages the owner") else {
+        return;
+    };
+    estate(&pg);
+    let url_env = "DW_ACCESS_TEST_REVIEW_URL";
+    std::env::set_var(url_env, &pg.url);
+    // The HR domain's pager, and the sales domain's: only the first hears of a review
+    // of an HR table.
+    let hr_pager = http::FakeApi::start(http::Api::PagerDuty, "hr-routing-key");
+    let other = http::FakeApi::start(http::Api::PagerDuty, "other-routing-key");
+    std::env::set_var("DW_ACCESS_TEST_HR_PD", &hr_pager.secret);
+    std::env::set_var("DW_ACCESS_TEST_OTHER_PD", &other.secret);
+    let alerts = format!(
+        r#"
+[[alert]]
+name = "hr-pager"
+kind = "pagerduty"
+routing_key_env = "DW_ACCESS_TEST_HR_PD"
+base_url = "{}"
+domains = ["hr"]
+
+[[alert]]
+name = "other"
+kind = "pagerduty"
+routing_key_env = "DW_ACCESS_TEST_OTHER_PD"
+base_url = "{}"
+domains = ["sales"]
+"#,
+        hr_pager.base_url(),
+        other.base_url()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dataward.toml");
+    let policy_text = policy("ann", "alice", &alerts).replace(URL_ENV, url_env);
+    std::fs::write(&path, &policy_text).unwrap();
+    let config = Config::parse(&policy_text, &path).unwrap();
+    let db = dir.path().join("dataward.db");
+    let state = dataward::store::open(&db).unwrap();
+    let (ann, alice) = (person("ann", 5001), person("alice", 5002));
+    let mut engine = Engine::new(config.clone(), state, None, &alice).unwrap();
+    let now = at("2026-03-01T09:00:00");
+    engine.set_clock(dataward::clock::Clock::starting_at(now));
+    engine.tick(now).unwrap(); // reads the catalog
+
+    let said = accepted(engine.request(ask("hr.people", "select", "intern", Some(7)), &ann));
+    assert!(said.join("\n").contains("review: ACC-0001"), "{said:?}");
+    // A request the policy proposes pages nobody: it waits for the owner as a
+    // proposal, as an incident's do.
+    accepted(engine.request(ask("sales.orders", "select", "analyst_ann", None), &ann));
+    drop(engine);
+
+    let config = std::sync::Arc::new(config);
+    let client = dataward::notify::client(Duration::from_secs(5)).unwrap();
+    for (name, _) in config.alert_destinations() {
+        let mut carrier = dataward::notify::relay::Carrier::new(
+            config.clone(),
+            &name,
+            &db,
+            dataward::notify::relay::Marks::on(dataward::store::open(&db).unwrap()),
+            client.clone(),
+            dataward::notify::relay::Backoff::default(),
+            dataward::notify::relay::Jitter::new(1),
+        )
+        .unwrap();
+        let mut clock = 1_790_000_000_000;
+        for _ in 0..50 {
+            let (done, next) = carrier.step(clock).unwrap();
+            if let dataward::notify::relay::Done::GaveUp { error, .. } = &done {
+                panic!("{name}: {error}");
+            }
+            match next {
+                dataward::notify::relay::Next::Idle => break,
+                dataward::notify::relay::Next::Now => {}
+                dataward::notify::relay::Next::At(at) => clock = clock.max(at),
+            }
+        }
+    }
+    let paged: Vec<serde_json::Value> = hr_pager.requests().iter().map(|r| r.json()).collect();
+    assert_eq!(paged.len(), 1, "{paged:#?}");
+    let page = &paged[0];
+    assert_eq!(page["event_action"], "trigger");
+    assert!(
+        page["dedup_key"].as_str().unwrap().ends_with("-ACC-0001"),
+        "{page}"
+    );
+    let summary = page["payload"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("ACC-0001 needs review: select on hr.people for intern"),
+        "{summary}"
+    );
+    assert!(other.requests().is_empty(), "{:#?}", other.requests().len());
 }

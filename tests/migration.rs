@@ -426,3 +426,251 @@ fn through_serve_dataward_migration_shows_the_gate_and_the_owner_signs_off_from_
         text(&out)
     );
 }
+
+/// The real jaffle_shop manifest in ../shared, or why the test cannot run.
+fn jaffle_or_skip(test: &str) -> Option<std::path::PathBuf> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures/dbt/jaffle_shop-manifest.json");
+    if path.is_file() {
+        return Some(path);
+    }
+    let message = format!("{test}: skipped: needs {} (../shared)", path.display());
+    if std::env::var("DATAWARD_REQUIRE_ALL").is_ok_and(|v| v == "1") {
+        panic!("{message}, and DATAWARD_REQUIRE_ALL=1");
+    }
+    eprintln!("{message}");
+    None
+}
+
+#[test]
+fn the_readers_of_an_old_name_in_a_real_manifest_get_repoints_the_owner_approves_and_rolls_back() {
+    let test = "repoints from a real manifest";
+    let Some(manifest) = jaffle_or_skip(test) else {
+        return;
+    };
+    let Some(pg) = start_or_skip(test) else {
+        return;
+    };
+    // jaffle_shop's source ecom.raw_orders is raw.raw_orders; it moves to core.orders,
+    // a name dbt does not know yet. The new side keeps its amounts as bigint where the
+    // old has integer, and its prices as numeric(12,4) where the old has numeric(10,2):
+    // the same values, told apart by type names only.
+    pg.execute(
+        "CREATE SCHEMA raw;
+         CREATE TABLE raw.raw_orders (id int, store_id int, amount int, price numeric(10,2),
+                                      ordered_at timestamptz);
+         INSERT INTO raw.raw_orders
+           SELECT i, i % 4, i * 7, i * 1.25,
+                  '2026-03-01T00:00:00Z'::timestamptz + (i || ' hours')::interval
+           FROM generate_series(1, 50) AS i;
+         CREATE SCHEMA core;
+         CREATE TABLE core.orders (id int, store_id int, amount bigint, price numeric(12,4),
+                                   ordered_at timestamptz);
+         INSERT INTO core.orders SELECT * FROM raw.raw_orders;",
+    );
+    std::env::set_var("DW_MIGRATION_TEST_REPOINT_URL", &pg.url);
+    let dir = tempfile::tempdir().unwrap();
+    // The dbt project's file as the manifest read it.
+    let parsed: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    let stg_orders = parsed["nodes"]["model.jaffle_shop.stg_orders"]["raw_code"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let project = dir.path().join("dbt");
+    let file = project.join("models/staging/stg_orders.sql");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, &stg_orders).unwrap();
+    let path = dir.path().join("dataward.toml");
+    let config = format!(
+        r#"
+[warehouse.pg]
+kind = "postgres"
+url_env = "DW_MIGRATION_TEST_REPOINT_URL"
+
+[lineage]
+manifest = "{}"
+project_dir = "{}"
+
+[people.alice]
+name = "Alice"
+roles = ["shop-owner"]
+
+[people.bob]
+name = "Bob"
+roles = []
+
+[[domain]]
+name = "shop"
+covers = ["raw.*", "core.*"]
+owners = ["shop-owner"]
+
+[[migration]]
+name = "jaffle"
+domain = "shop"
+warehouse = "pg"
+
+[[migration.waves]]
+name = "orders"
+tables = [{{ old = "raw.raw_orders", new = "core.orders", day_column = "ordered_at" }}]
+"#,
+        manifest.display(),
+        project.display()
+    );
+    std::fs::write(&path, &config).unwrap();
+    let state = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
+    let (alice, bob) = (person("alice", 5002), person("bob", 5003));
+    let mut engine =
+        Engine::new(Config::parse(&config, &path).unwrap(), state, None, &alice).unwrap();
+    let now: NaiveDateTime = "2026-03-04T09:00:00".parse().unwrap();
+    engine.set_clock(dataward::clock::Clock::starting_at(now));
+    engine.tick(now).unwrap();
+    let view = |engine: &Engine| {
+        engine
+            .answer_question(&Question::Migration { name: None })
+            .unwrap()["waves"][0]
+            .clone()
+    };
+    let wave = view(&engine);
+
+    // Types spelled apart hold the same values: parity holds.
+    assert_eq!(
+        wave["parity"]["tables"][0]["differences"],
+        serde_json::json!([]),
+        "{wave}"
+    );
+    // What reads the old name, from the real manifest: the staging model.
+    let readers = &wave["readers"][0];
+    assert_eq!(readers[0], "raw.raw_orders");
+    assert_eq!(
+        readers[1][0]["unique_id"], "model.jaffle_shop.stg_orders",
+        "{readers}"
+    );
+    let proposal = wave["proposals"][0].clone();
+    assert_eq!(proposal["id"], "MIG-jaffle-orders-R1", "{wave}");
+    assert_eq!(proposal["state"], "pending");
+    let repointed = proposal["repoint"]["new"].as_str().unwrap().to_string();
+    // dbt does not know core.orders: the source call becomes the plain name, braces and
+    // all (`{{ core.orders }}` would not compile).
+    assert!(
+        repointed.contains("select * from core.orders\n"),
+        "{repointed}"
+    );
+    assert!(!repointed.contains("raw_orders"), "{repointed}");
+    let hash = proposal["content_hash"].as_str().unwrap().to_string();
+    let decide = |verdict: &str, hash: &str| match verdict {
+        "approve" => Command::Approve {
+            proposal: "MIG-jaffle-orders-R1".into(),
+            content_hash: hash.into(),
+            reason: "moving to core".into(),
+        },
+        "reject" => Command::Reject {
+            proposal: "MIG-jaffle-orders-R1".into(),
+            content_hash: hash.into(),
+            reason: "not yet".into(),
+        },
+        _ => Command::RollBack {
+            proposal: "MIG-jaffle-orders-R1".into(),
+            reason: "readers broke".into(),
+        },
+    };
+
+    let why = refused(engine.request(decide("approve", &hash), &bob));
+    assert!(why.contains("holds none of the roles"), "{why}");
+    let why = refused(engine.request(decide("approve", &hash[..12]), &alice));
+    assert!(why.contains("MIG-jaffle-orders-R1"), "{why}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), stg_orders);
+    match engine.request(decide("approve", &hash), &alice) {
+        Outcome::Accepted { .. } => {}
+        Outcome::Refused { reason } => panic!("refused: {}", reason.message),
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), repointed);
+    assert_eq!(view(&engine)["proposals"][0]["state"], "approved");
+    let why = refused(engine.request(decide("reject", &hash), &alice));
+    assert!(why.contains("Approved"), "{why}");
+
+    // The undo: the file put back.
+    match engine.request(decide("rollback", &hash), &alice) {
+        Outcome::Accepted { .. } => {}
+        Outcome::Refused { reason } => panic!("refused: {}", reason.message),
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), stg_orders);
+    assert_eq!(view(&engine)["proposals"][0]["state"], "rolled_back");
+
+    // An owner rejects the wave on its parity: it cannot be signed off on that reading.
+    let parity = view(&engine)["parity"]["hash"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let wave_decision = |approve: bool| {
+        let (proposal, content_hash) = ("MIG-jaffle-orders".to_string(), parity.clone());
+        match approve {
+            true => Command::Approve {
+                proposal,
+                content_hash,
+                reason: "fine".into(),
+            },
+            false => Command::Reject {
+                proposal,
+                content_hash,
+                reason: "the refunds are not moved yet".into(),
+            },
+        }
+    };
+    match engine.request(wave_decision(false), &alice) {
+        Outcome::Accepted { .. } => {}
+        Outcome::Refused { reason } => panic!("refused: {}", reason.message),
+    }
+    let why = refused(engine.request(wave_decision(true), &alice));
+    assert!(why.contains("rejection is final"), "{why}");
+    let gate = view(&engine)["gate"]["closed"]["why"].to_string();
+    assert!(gate.contains("the refunds are not moved yet"), "{gate}");
+
+    // The wave's receipt: the repoint with its decisions, the rejection; a saved copy
+    // verifies against the chain, and an altered one does not.
+    let answer = engine
+        .answer_question(&Question::Receipt {
+            incident: "MIG-jaffle-orders".into(),
+        })
+        .unwrap();
+    let receipt = answer["receipt"].clone();
+    assert_eq!(receipt["wave"], "MIG-jaffle-orders", "{receipt}");
+    let repoint = &receipt["repoints"][0];
+    assert_eq!(repoint["content_hash"], hash.as_str());
+    assert_eq!(repoint["file"], "models/staging/stg_orders.sql");
+    let verdicts: Vec<&str> = (repoint["decisions"].as_array().unwrap().iter())
+        .map(|d| d["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(verdicts, ["approved", "rolled_back"]);
+    assert_eq!(repoint["applied"], false);
+    assert_eq!(receipt["rejections"][0]["parity_hash"], parity.as_str());
+    let markdown = answer["markdown"].as_str().unwrap();
+    assert!(
+        markdown.contains("Rollback: the file put back"),
+        "{markdown}"
+    );
+    let verify = |saved: &serde_json::Value| {
+        engine
+            .answer_question(&Question::Verify {
+                saved_receipt: Some(saved.to_string()),
+            })
+            .unwrap()["receipt_problem"]
+            .clone()
+    };
+    assert_eq!(verify(&receipt), serde_json::Value::Null);
+    let mut altered = receipt.clone();
+    altered["repoints"][0]["applied"] = true.into();
+    let problem = verify(&altered);
+    assert!(problem.to_string().contains("repoints"), "{problem}");
+
+    let state = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
+    let records = dataward::chain::records(&state).unwrap();
+    let kinds: Vec<&str> = records.iter().map(|r| r.kind.as_str()).collect();
+    for kind in [
+        "migration_repoint_proposal",
+        "migration_repoint_decision",
+        "migration_sign_off_rejected",
+    ] {
+        assert!(kinds.contains(&kind), "{kind} not in {kinds:?}");
+    }
+}

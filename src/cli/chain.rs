@@ -144,20 +144,11 @@ pub fn receipt(data_dir: &Path, incident: &str, json: bool) -> Result<ExitCode> 
         return Ok(ExitCode::SUCCESS);
     }
     let conn = open_existing(data_dir)?;
-    if crate::incident::access_receipt::is_access_request(incident) {
-        let receipt = crate::incident::access_receipt::build(&chain::records(&conn)?, incident)?;
-        if json {
-            println!("{}", crate::sanitize::json(&receipt, true)?);
-        } else {
-            print!("{}", receipt.to_markdown());
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
-    let receipt = receipt::build(&chain::records(&conn)?, incident)?;
+    let (receipt, markdown) = receipt::build_any(&chain::records(&conn)?, incident)?;
     if json {
         println!("{}", crate::sanitize::json(&receipt, true)?);
     } else {
-        print!("{}", receipt.to_markdown());
+        print!("{markdown}");
     }
     Ok(ExitCode::SUCCESS)
 }

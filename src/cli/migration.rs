@@ -111,12 +111,22 @@ pub fn render(waves: &[Value]) -> String {
                 );
             }
         }
-        for diff in wave["repoints"].as_array().into_iter().flatten() {
+        for proposal in wave["proposals"].as_array().into_iter().flatten() {
+            let state = text(&proposal["state"]).replace('_', " ");
             let _ = writeln!(
                 out,
-                "  repoint {} (rollback: the same file put back; --json has both)",
-                text(&diff["file"])
+                "  repoint {} {} ({state}; rollback: the same file put back; --json has both)",
+                text(&proposal["id"]),
+                text(&proposal["repoint"]["file"]),
             );
+            if state == "pending" {
+                let _ = writeln!(
+                    out,
+                    "    approve: dataward approve {} --hash {}",
+                    text(&proposal["id"]),
+                    text(&proposal["content_hash"])
+                );
+            }
         }
         for why in wave["unreadable"].as_array().into_iter().flatten() {
             let _ = writeln!(out, "  not read: {}", text(why));

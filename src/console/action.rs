@@ -87,6 +87,10 @@ pub enum Action {
     Help,
     /// The alert outbox overlay.
     AlertOutbox,
+    /// `W`: the migration waves, their parity and gates.
+    Waves,
+    /// `A`: the access requests.
+    AccessRequests,
     CommandLine,
     Filter,
     /// `/` in the help, and `n` and `N` through what it found.

@@ -28,8 +28,12 @@ pub fn snapshot(snapshot: &mut Snapshot) {
         attached,
         outbox,
         poll_costs,
+        waves,
+        access,
     } = snapshot;
     outbox.sanitize();
+    waves.sanitize();
+    access.sanitize();
     clean_poll_costs(poll_costs);
     for text in [org_stop, chain_alarm, trust_alarm, orchestrator_down]
         .into_iter()
@@ -129,6 +133,8 @@ pub fn field(field: &mut Field) {
             }
         }
         Field::Outbox(outbox) => outbox.sanitize(),
+        Field::Waves(waves) => waves.sanitize(),
+        Field::Access(access) => access.sanitize(),
         Field::PollCosts(costs) => clean_poll_costs(costs),
         Field::FirstPoll(_) | Field::Finished(_) => {}
     }

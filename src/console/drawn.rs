@@ -16,6 +16,8 @@ pub struct Drawn {
     pub help: Cell<Rect>,
     /// The alert outbox overlay inside its borders.
     pub outbox: Cell<Rect>,
+    /// The waves or the access requests overlay inside its borders.
+    pub scrolled: Cell<Rect>,
     /// The incident list's rows (below its header), and the index of the first shown.
     pub list_rows: Cell<Rect>,
     pub list_start: Cell<usize>,

@@ -377,6 +377,8 @@ pub fn sample_snapshot() -> Snapshot {
         attached: Vec::new(),
         outbox: Vec::new(),
         poll_costs: Vec::new(),
+        waves: Vec::new(),
+        access: Vec::new(),
     }
 }
 

@@ -162,6 +162,8 @@ pub fn action_name(action: &Action) -> Option<&'static str> {
         Action::Help => "help",
         Action::CommandLine => "command",
         Action::AlertOutbox => "outbox",
+        Action::Waves => "waves",
+        Action::AccessRequests => "access",
         Action::Back => "back",
         Action::Up => "up",
         Action::Down => "down",

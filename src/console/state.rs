@@ -32,6 +32,10 @@ pub enum Overlay {
     Help(Help),
     /// The alert outbox, per destination (`overlays/alerts.rs`).
     AlertOutbox(Alerts),
+    /// The migration waves (`overlays/waves.rs`).
+    Waves(crate::console::overlays::Scroll),
+    /// The access requests (`overlays/access.rs`).
+    Access(crate::console::overlays::Scroll),
     /// The box a decision's reason is typed in (`overlays/reason.rs`).
     Reason(Box<ReasonModal>),
     /// The `:` command line or the `/` filter (`overlays/prompt.rs`).
@@ -239,6 +243,8 @@ pub fn update(app: &mut App, action: Action) {
         // What opens over any screen, and what acts wherever the person is.
         Action::Help => app.overlay = Overlay::Help(Help::default()),
         Action::AlertOutbox => app.overlay = Overlay::AlertOutbox(Alerts::default()),
+        Action::Waves => app.overlay = Overlay::Waves(Default::default()),
+        Action::AccessRequests => app.overlay = Overlay::Access(Default::default()),
         Action::CommandLine => prompt::open(app, PromptKind::Command),
         Action::Filter => prompt::open(app, PromptKind::Filter),
         Action::Mouse(event) => crate::console::mouse::handle(app, event),
@@ -267,7 +273,8 @@ fn route(app: &mut App, action: &Action) {
     let taken = crate::console::help::handle(app, action)
         || prompt::handle(app, action)
         || reason::handle(app, action)
-        || alerts::handle(app, action);
+        || alerts::handle(app, action)
+        || crate::console::overlays::handle_scrolled(app, action);
     if taken {
         return;
     }

@@ -34,6 +34,8 @@ pub fn render(frame: &mut Frame, app: &App) {
     match &app.overlay {
         Overlay::Help(help) => crate::console::help::render(frame, app, help),
         Overlay::AlertOutbox(outbox) => alerts::render(frame, app, outbox.scroll),
+        Overlay::Waves(scroll) => crate::console::overlays::waves::render(frame, app, scroll),
+        Overlay::Access(scroll) => crate::console::overlays::access::render(frame, app, scroll),
         Overlay::Reason(modal) => reason::render(frame, app, modal),
         Overlay::Prompt(_) | Overlay::None => {}
     }

@@ -323,6 +323,60 @@ pub struct Snapshot {
     /// What the engine's latest poll of each warehouse cost it, by warehouse.
     #[serde(default)]
     pub poll_costs: Vec<PollCost>,
+    /// The `[[migration]]` waves: parity per table and the gate.
+    #[serde(default)]
+    pub waves: Vec<WaveView>,
+    /// The access requests, newest last.
+    #[serde(default)]
+    pub access: Vec<AccessView>,
+}
+
+/// A migration wave as the console shows it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WaveView {
+    /// `MIG-<migration>-<wave>`.
+    pub id: String,
+    pub open: bool,
+    /// Who signed it off (open), or why it is closed, a reason a line.
+    pub gate: Vec<String>,
+    pub parity_hash: Option<String>,
+    pub tables: Vec<WaveTableView>,
+    /// Each repoint proposal: its id, state and file.
+    pub repoints: Vec<WaveRepointView>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WaveTableView {
+    pub old: String,
+    pub new: String,
+    /// Both sides read.
+    pub read: bool,
+    pub rows: Option<u64>,
+    /// Empty when parity holds.
+    pub differences: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WaveRepointView {
+    pub id: String,
+    pub state: String,
+    pub file: String,
+    pub content_hash: String,
+}
+
+/// An access request as the console shows it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AccessView {
+    pub id: String,
+    /// review, proposed, approved, granted, revoking, revoked, rejected, unanswered.
+    pub status: String,
+    pub privilege: String,
+    pub tables: Vec<String>,
+    pub grantee: String,
+    pub asked_by: String,
+    /// The grant proposal waiting, or decided.
+    pub proposal: Option<String>,
+    pub expires_at: Option<Timestamp>,
 }
 
 /// One destination's outbox, as `dataward outbox` and the console show it.

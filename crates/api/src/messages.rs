@@ -224,6 +224,8 @@ engine_fields! {
     trust_alarm: TrustAlarm(Option<String>),
     outbox: Outbox(Vec<DestinationView>),
     poll_costs: PollCosts(Vec<PollCost>),
+    waves: Waves(Vec<WaveView>),
+    access: Access(Vec<AccessView>),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

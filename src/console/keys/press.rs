@@ -16,7 +16,7 @@ pub fn context(app: &App) -> Context {
         // Typing a search over the help: its keys are the line's.
         Overlay::Help(ref help) if help.search.typing.is_some() => Context::Prompt,
         Overlay::Help(_) => Context::Help,
-        Overlay::AlertOutbox(_) => Context::Outbox,
+        Overlay::AlertOutbox(_) | Overlay::Waves(_) | Overlay::Access(_) => Context::Outbox,
         Overlay::Reason(_) => Context::Reason,
         Overlay::Prompt(_) => Context::Prompt,
         Overlay::None => match app.screen {
@@ -133,6 +133,8 @@ impl Footprint {
                 Overlay::None => None,
                 Overlay::Help(help) => Some(("help", help.scroll)),
                 Overlay::AlertOutbox(outbox) => Some(("outbox", outbox.scroll)),
+                Overlay::Waves(scrolled) => Some(("waves", scrolled.scroll)),
+                Overlay::Access(scrolled) => Some(("access", scrolled.scroll)),
                 Overlay::Reason(_) => Some(("reason", 0)),
                 Overlay::Prompt(_) => Some(("prompt", 0)),
             },

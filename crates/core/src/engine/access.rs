@@ -605,6 +605,27 @@ impl Engine {
         Ok(events)
     }
 
+    /// The requests as the console shows them.
+    pub(super) fn access_for_console(&self) -> Vec<api::AccessView> {
+        (self.access.requests.iter())
+            .map(|r| api::AccessView {
+                id: r.id.clone(),
+                status: serde_json::to_value(r.status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                privilege: r.ask.privilege.clone(),
+                tables: (r.judged.tables.iter())
+                    .map(|(s, t)| format!("{s}.{t}"))
+                    .collect(),
+                grantee: r.ask.grantee.clone(),
+                asked_by: r.by_display.clone(),
+                proposal: r.grant.as_ref().map(|g| g.proposal.clone()),
+                expires_at: r.expires_at,
+            })
+            .collect()
+    }
+
     /// Writes the requests changed since the last write (inside the transaction).
     pub(super) fn persist_access(&mut self) -> Result<()> {
         for id in std::mem::take(&mut self.access.changed) {
@@ -627,5 +648,26 @@ impl Engine {
         self.access.requests = requests;
         self.access.changed.clear();
         Ok(())
+    }
+}
+
+/// A grantee, a table or an asker's name is outside text.
+impl crate::sanitize::Sanitize for api::AccessView {
+    fn sanitize(&mut self) {
+        let api::AccessView {
+            id,
+            status,
+            privilege,
+            tables,
+            grantee,
+            asked_by,
+            proposal,
+            expires_at: _,
+        } = self;
+        for text in [id, status, privilege, grantee, asked_by] {
+            text.sanitize();
+        }
+        tables.sanitize();
+        proposal.sanitize();
     }
 }

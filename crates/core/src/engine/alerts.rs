@@ -15,6 +15,11 @@
 //! - `receipt` (the incident resolved, its receipt on the chain): a resolve with the
 //!   receipt, wherever a trigger for it (or a page) went.
 //!
+//! - `access_requested` with the verdict review: a page of its own (severity
+//!   `warning`), to the destinations that take the domain's incidents of that
+//!   severity: nothing is granted until an owner looks, so the owners hear of it
+//!   where they hear of their incidents.
+//!
 //! Severity: `critical` when the blast radius holds a break risk or reaches a dashboard
 //! or an exposure (people read it), `error` when it reaches anything else, `warning`
 //! when nothing downstream is reached.
@@ -33,6 +38,7 @@ const ANNOUNCED: &[&str] = &[
     "escalation",
     "expiry",
     "receipt",
+    "access_requested",
 ];
 
 /// How the engine wakes the relay when it queued alerts.
@@ -102,6 +108,9 @@ impl Engine {
     }
 
     fn announce(&mut self, record: &Announced) -> Result<()> {
+        if record.kind == "access_requested" {
+            return self.page_access_review(record);
+        }
         let Some(incident) = record.payload["incident"].as_str().map(str::to_string) else {
             return Ok(());
         };
@@ -273,6 +282,75 @@ impl Engine {
                 }
             }
             _ => {}
+        }
+        Ok(())
+    }
+
+    /// An access request the policy sent to review pages the domain's owners.
+    fn page_access_review(&mut self, record: &Announced) -> Result<()> {
+        let payload = &record.payload;
+        if payload["verdict"] != "review" {
+            return Ok(());
+        }
+        let strings = |v: &serde_json::Value| -> Vec<String> {
+            (v.as_array().into_iter().flatten())
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        };
+        let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+        let request = text(&payload["request"]);
+        let domain = text(&payload["domain"]);
+        let owners = strings(&payload["to"]);
+        let tables = strings(&payload["tables"]).join(", ");
+        let ask = &payload["ask"];
+        let title = format!(
+            "access request {request} needs review: {} on {tables} for {}",
+            text(&ask["privilege"]),
+            text(&ask["grantee"])
+        );
+        let alert = Alert {
+            incident: request.clone(),
+            dedup_key: self.dedup_key(&request)?,
+            action: Action::Trigger,
+            occasion: Occasion::Paged {
+                proposal: request.clone(),
+                to: owners.join(", "),
+            },
+            severity: "warning".to_string(),
+            title: title.clone(),
+            table: tables.clone(),
+            domain: Some(domain.clone()),
+            status: "review".to_string(),
+            cause: format!(
+                "the policy ({}) asks the owners to review it; nothing is granted or proposed",
+                strings(&payload["rules"]).join(", ")
+            ),
+            evidence: vec![
+                format!("asked by {}", actor_name(&record.actor)),
+                format!("reason: {}", text(&ask["reason"])),
+                format!("{} days", payload["days"]),
+            ],
+            blast: Blast::default(),
+            waiting: vec![Waiting {
+                proposal: request.clone(),
+                kind: "access".to_string(),
+                title,
+                waits_for: owners.clone(),
+            }],
+            update: Some(format!(
+                "{request} waits for {} to review it (chain #{}): `dataward receipt {request}`",
+                owners.join(", "),
+                record.seq
+            )),
+            receipt: None,
+            chain_seq: record.seq,
+            chain_hash: record.hash.clone(),
+            at: record.at,
+        };
+        // Where the domain's incidents go: its owners' pager.
+        let pagers = self.routes(&alert);
+        for (name, kind) in pagers {
+            self.queue(&name, &kind, &alert)?;
         }
         Ok(())
     }

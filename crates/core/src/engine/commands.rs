@@ -183,8 +183,21 @@ impl Engine {
                 proposal,
                 content_hash,
                 reason,
+            }
+            | Command::Reject {
+                proposal,
+                content_hash,
+                reason,
             } if waves::is_wave(proposal) => {
-                return self.sign_off_wave(proposal, content_hash, reason, actor);
+                let verdict = match command {
+                    Command::Approve { .. } => Verdict::Approved,
+                    _ => Verdict::Rejected,
+                };
+                return self.decide_wave(proposal, Some(content_hash), reason, actor, verdict);
+            }
+            Command::RollBack { proposal, reason } if waves::is_wave(proposal) => {
+                anyhow::ensure!(!reason.trim().is_empty(), "a roll back needs a reason");
+                return self.decide_wave(proposal, None, reason, actor, Verdict::RolledBack);
             }
             Command::RollBack { proposal, reason } if access::is_access_proposal(proposal) => {
                 anyhow::ensure!(!reason.trim().is_empty(), "a roll back needs a reason");

@@ -733,6 +733,10 @@ impl Engine {
         outcome: &effects::Outcome,
     ) -> Result<Vec<Event>> {
         match completion {
+            // A wave's repoint is decided by its wave (`waves.rs`).
+            Completion::Decision(decided) if waves::is_wave(&decided.proposal) => {
+                self.record_repoint_decision(decided, outcome.action.as_deref())
+            }
             Completion::Decision(decided) => {
                 let proposal = &decided.proposal;
                 let mut events = self.record_decision(decided, outcome.action.as_deref())?;

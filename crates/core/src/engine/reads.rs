@@ -30,15 +30,6 @@ impl Engine {
                 Question::Stop => Ok(serde_json::to_value(crate::approve::stop::state(
                     &self.state,
                 )?)?),
-                Question::Receipt { incident }
-                    if crate::incident::access_receipt::is_access_request(incident) =>
-                {
-                    let built = crate::incident::access_receipt::build(
-                        &chain::records(&self.state)?,
-                        incident,
-                    )?;
-                    Ok(json!({"receipt": built, "markdown": built.to_markdown()}))
-                }
                 Question::Lineage { from } => {
                     let lineage = self.lineage.as_ref().ok_or_else(|| {
                         anyhow::anyhow!(
@@ -62,8 +53,9 @@ impl Engine {
                 }
                 Question::Migration { name } => self.migration_answer(name.as_deref()),
                 Question::Receipt { incident } => {
-                    let built = receipt::build(&chain::records(&self.state)?, incident)?;
-                    Ok(json!({"receipt": built, "markdown": built.to_markdown()}))
+                    let (built, markdown) =
+                        receipt::build_any(&chain::records(&self.state)?, incident)?;
+                    Ok(json!({"receipt": built, "markdown": markdown}))
                 }
             }
         })();

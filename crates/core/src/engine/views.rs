@@ -97,6 +97,8 @@ impl Engine {
             trust_alarm: self.trust_alarm(),
             attached: Vec::new(),
             outbox: self.outbox_view(),
+            waves: self.waves_for_console(),
+            access: self.access_for_console(),
             org_stop: stop::state(&self.state).ok().filter(|s| s.active).map(|s| {
                 format!(
                     "ORG STOP since {} by {}{}",

@@ -4,4 +4,5 @@
 pub mod access_receipt;
 pub mod diagnosis;
 pub mod failed_run;
+pub mod migration_receipt;
 pub mod receipt;

@@ -257,13 +257,31 @@ pub fn digest(receipt: &Receipt) -> String {
         .collect()
 }
 
-/// Checks a saved JSON receipt against the chain: rebuilt from the records it covers,
-/// it must be identical, and its digest must be the one the chain recorded when the
+/// The receipt of `id` from the chain, whatever it names: an access request
+/// (`ACC-n`), a migration wave (`MIG-...`) or an incident. As JSON, and as markdown.
+pub fn build_any(records: &[Record], id: &str) -> Result<(Value, String)> {
+    use super::{access_receipt, migration_receipt};
+    if access_receipt::is_access_request(id) {
+        let built = access_receipt::build(records, id)?;
+        return Ok((serde_json::to_value(&built)?, built.to_markdown()));
+    }
+    if migration_receipt::is_wave(id) {
+        let built = migration_receipt::build(records, id)?;
+        return Ok((serde_json::to_value(&built)?, built.to_markdown()));
+    }
+    let built = build(records, id)?;
+    Ok((serde_json::to_value(&built)?, built.to_markdown()))
+}
+
+/// Checks a saved JSON receipt (an incident's, an access request's or a migration
+/// wave's) against the chain: rebuilt from the records it covers, it must be
+/// identical, and an incident's digest must be the one the chain recorded when the
 /// incident closed. Returns what differs, or None when the receipt stands.
 pub fn check_saved(records: &[Record], saved: &Value) -> Result<Option<String>> {
-    let incident = saved["incident"]
-        .as_str()
-        .context("the receipt has no \"incident\"")?;
+    let id = ["incident", "request", "wave"]
+        .iter()
+        .find_map(|key| saved[key].as_str())
+        .context("the receipt names no \"incident\", \"request\" or \"wave\"")?;
     let last_seq = saved["chain"]["last_seq"]
         .as_u64()
         .context("the receipt has no chain.last_seq")?;
@@ -272,8 +290,7 @@ pub fn check_saved(records: &[Record], saved: &Value) -> Result<Option<String>> 
         .filter(|r| r.seq <= last_seq)
         .cloned()
         .collect();
-    let rebuilt = build(&covered, incident)?;
-    let rebuilt_value = serde_json::to_value(&rebuilt)?;
+    let (rebuilt_value, _) = build_any(&covered, id)?;
     if &rebuilt_value != saved {
         let field = rebuilt_value
             .as_object()
@@ -286,6 +303,11 @@ pub fn check_saved(records: &[Record], saved: &Value) -> Result<Option<String>> 
             "the receipt differs from what the chain records in `{field}`"
         )));
     }
+    if saved.get("incident").is_none() {
+        return Ok(None);
+    }
+    let rebuilt = build(&covered, id)?;
+    let incident = id;
     let recorded = records.iter().find_map(|r| {
         let p: Value = serde_json::from_str(&r.payload).ok()?;
         (r.kind == "receipt" && p["incident"] == incident)

@@ -141,6 +141,41 @@ fn read_table(
     })
 }
 
+/// What kind of values a column type holds, as both sides' warehouses may spell it:
+/// an integer is an integer at any width (`integer`, `BIGINT`, Snowflake's
+/// `NUMBER(38,0)`), a decimal at any precision and scale, text at any length. Types
+/// of one kind are compared by their values (the nulls and the rows' hashes, which
+/// the warehouse reads in a form that does not carry the width or the scale), not by
+/// their names.
+pub fn type_kind(data_type: &str) -> String {
+    let t = data_type.trim().to_ascii_lowercase();
+    let base = t.split('(').next().unwrap_or_default().trim();
+    let scale_zero = t
+        .split_once(',')
+        .is_some_and(|(_, s)| s.trim_end_matches(')').trim() == "0");
+    let whole_number = base == "number" && (scale_zero || !t.contains(','));
+    if t.starts_with("timestamp") {
+        let zoned = (t.contains("with time zone") && !t.contains("without"))
+            || matches!(base, "timestamptz" | "timestamp_tz" | "timestamp_ltz");
+        return if zoned { "timestamptz" } else { "timestamp" }.to_string();
+    }
+    match base {
+        "smallint" | "integer" | "int" | "int2" | "int4" | "int8" | "bigint" | "tinyint"
+        | "byteint" | "hugeint" => "integer".to_string(),
+        // NUMBER(38,0) and a bare NUMBER hold whole numbers on Snowflake.
+        "number" if whole_number => "integer".to_string(),
+        "number" | "numeric" | "decimal" => "decimal".to_string(),
+        "text" | "varchar" | "character varying" | "string" | "char" | "character" | "bpchar"
+        | "nvarchar" => "text".to_string(),
+        "real" | "float4" | "float" | "float8" | "double precision" | "double" => {
+            "float".to_string()
+        }
+        "datetime" => "timestamp".to_string(),
+        "bool" | "boolean" => "boolean".to_string(),
+        _ => t,
+    }
+}
+
 /// What differs between the sides, in words an owner can act on.
 pub fn compare(old: &Side, new: &Side) -> Vec<String> {
     let mut out = Vec::new();
@@ -163,7 +198,7 @@ pub fn compare(old: &Side, new: &Side) -> Vec<String> {
             out.push(format!("column {} is dropped on the new side", column.name));
             continue;
         };
-        if other.data_type != column.data_type {
+        if type_kind(&other.data_type) != type_kind(&column.data_type) {
             out.push(format!(
                 "column {}: {} old, {} new",
                 column.name, column.data_type, other.data_type
@@ -189,7 +224,13 @@ pub fn compare(old: &Side, new: &Side) -> Vec<String> {
         // said once above rather than once a day.
         return out;
     }
-    if old.columns != new.columns {
+    let names = |side: &Side| {
+        side.columns
+            .iter()
+            .map(|c| c.name.clone())
+            .collect::<Vec<_>>()
+    };
+    if names(old) != names(new) {
         out.push("the columns are in another order".to_string());
         return out;
     }
@@ -216,4 +257,33 @@ pub fn compare(old: &Side, new: &Side) -> Vec<String> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::type_kind;
+
+    #[test]
+    fn types_of_one_kind_spelled_apart_by_warehouses_are_the_same_kind() {
+        for (a, b) in [
+            ("integer", "BIGINT"),
+            ("INTEGER", "NUMBER(38,0)"),
+            ("NUMERIC(10,2)", "numeric(12,4)"),
+            ("numeric(10,2)", "NUMBER(12,2)"),
+            ("text", "VARCHAR(16777216)"),
+            ("character varying(12)", "TEXT"),
+            ("timestamp with time zone", "TIMESTAMP_TZ"),
+            ("timestamp(6) without time zone", "TIMESTAMP_NTZ(9)"),
+        ] {
+            assert_eq!(type_kind(a), type_kind(b), "{a} vs {b}");
+        }
+        for (a, b) in [
+            ("integer", "numeric(10,2)"),
+            ("integer", "text"),
+            ("timestamp with time zone", "timestamp without time zone"),
+            ("date", "timestamp"),
+        ] {
+            assert_ne!(type_kind(a), type_kind(b), "{a} vs {b}");
+        }
+    }
 }

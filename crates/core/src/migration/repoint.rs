@@ -11,7 +11,7 @@
 use petgraph::Direction;
 use serde::{Deserialize, Serialize};
 
-use crate::lineage::{Lineage, Node, NodeKind};
+use crate::lineage::{Lineage, LineageError, Node, NodeKind};
 
 /// A node that reads an old name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,18 +48,23 @@ impl Repoint {
 /// The readers of `old` and the diffs repointing the dbt models among them to `new`.
 /// An old name the lineage does not know has no readers to show (said by the caller).
 pub fn plan(lineage: &Lineage, old: &str, new: &str) -> Option<(Vec<Reader>, Vec<Repoint>)> {
-    let from = lineage.resolve(old).ok()?;
-    let old_node = lineage.node(from);
-    let new_node = lineage.resolve(new).ok().map(|i| lineage.node(i));
-    let (plain_old, plain_new) = (old.to_string(), new.to_string());
-    let to = match new_node {
-        Some(node) => dbt_call(node).unwrap_or_else(|| plain_new.clone()),
-        None => plain_new.clone(),
-    };
+    let old_nodes = same_relation(lineage, old)?;
+    let new_node = same_relation(lineage, new).and_then(|nodes| {
+        // A seed and a source can share a relation: dbt SQL reads a source as a source.
+        let mut nodes: Vec<&Node> = nodes.into_iter().map(|i| lineage.node(i)).collect();
+        nodes.sort_by_key(|n| n.kind != NodeKind::Source);
+        nodes.first().copied()
+    });
+    let plain_new = new.to_string();
+    let new_call = new_node.and_then(dbt_call);
     let mut readers = Vec::new();
     let mut diffs = Vec::new();
-    let mut children: Vec<_> = (lineage.graph())
-        .neighbors_directed(from, Direction::Outgoing)
+    let mut children: Vec<_> = (old_nodes.iter())
+        .flat_map(|from| {
+            lineage
+                .graph()
+                .neighbors_directed(*from, Direction::Outgoing)
+        })
         .collect();
     children.sort_by(|a, b| lineage.node(*a).unique_id.cmp(&lineage.node(*b).unique_id));
     children.dedup();
@@ -68,15 +73,20 @@ pub fn plan(lineage: &Lineage, old: &str, new: &str) -> Option<(Vec<Reader>, Vec
         let mut repointed = false;
         if let (NodeKind::Model, Some(sql), Some(file)) = (&node.kind, &node.raw_sql, &node.file) {
             let mut changed = sql.clone();
-            if let Some(call) = dbt_call(old_node) {
-                changed = replace_call(&changed, &call, &to);
+            for call in old_nodes.iter().filter_map(|i| dbt_call(lineage.node(*i))) {
+                changed = match &new_call {
+                    Some(to) => replace_call(&changed, &call, to, false),
+                    // No dbt call names the new table: `{{ source(...) }}` becomes its
+                    // plain name, braces and all.
+                    None => replace_call(&changed, &call, &plain_new, true),
+                };
             }
             // Plain SQL names the table outside Jinja: a dbt call goes in braces there.
-            let in_sql = match new_node.and_then(dbt_call) {
+            let in_sql = match &new_call {
                 Some(call) => format!("{{{{ {call} }}}}"),
                 None => plain_new.clone(),
             };
-            changed = replace_word(&changed, &plain_old, &in_sql);
+            changed = replace_word(&changed, old, &in_sql);
             if changed != *sql {
                 repointed = true;
                 diffs.push(Repoint {
@@ -98,6 +108,21 @@ pub fn plan(lineage: &Lineage, old: &str, new: &str) -> Option<(Vec<Reader>, Vec
     Some((readers, diffs))
 }
 
+/// Every node that is `name`: more than one when a seed and a source (or a model)
+/// share the relation, as a project that seeds its own raw tables has. None when the
+/// lineage does not know it.
+fn same_relation(lineage: &Lineage, name: &str) -> Option<Vec<petgraph::graph::NodeIndex>> {
+    match lineage.resolve(name) {
+        Ok(index) => Some(vec![index]),
+        Err(LineageError::Ambiguous { candidates, .. }) => Some(
+            (candidates.iter())
+                .filter_map(|id| lineage.resolve(id).ok())
+                .collect(),
+        ),
+        Err(_) => None,
+    }
+}
+
 /// How dbt SQL names `node`: `source('name', 'table')` or `ref('model')`.
 fn dbt_call(node: &Node) -> Option<String> {
     match node.kind {
@@ -117,8 +142,9 @@ fn dbt_call(node: &Node) -> Option<String> {
 }
 
 /// `text` with every dbt call equal to `call` (quotes single or double, any spacing
-/// inside the parentheses) replaced by `to`.
-fn replace_call(text: &str, call: &str, to: &str) -> String {
+/// inside the parentheses) replaced by `to`; with `unbrace`, a call standing alone in
+/// `{{ }}` is replaced braces and all (`to` is plain SQL, not Jinja).
+fn replace_call(text: &str, call: &str, to: &str, unbrace: bool) -> String {
     let wanted = canonical(call);
     let name = &call[..call.find('(').unwrap_or(0) + 1];
     let mut out = String::new();
@@ -133,6 +159,13 @@ fn replace_call(text: &str, call: &str, to: &str) -> String {
         };
         let candidate = &rest[at..at + close + 1];
         if before_ok && canonical(candidate) == wanted {
+            let (head, tail) = (rest[..at].trim_end(), rest[at + close + 1..].trim_start());
+            if unbrace && head.ends_with("{{") && tail.starts_with("}}") {
+                out.push_str(&head[..head.len() - 2]);
+                out.push_str(to);
+                rest = &tail[2..];
+                continue;
+            }
             out.push_str(&rest[..at]);
             out.push_str(to);
         } else {

@@ -949,10 +949,19 @@ fn prints(
         Some(column) => format!("to_char(to_timestamp({}), 'YYYY-MM-DD')", epoch_sql(column)),
         None => "NULL::text".to_string(),
     };
+    // A decimal is read without its trailing zeros, so 1.25 in numeric(10,2) and in
+    // numeric(12,4) print alike: a moved table is compared by its values, not by the
+    // scale its type gives them (integers of any width already print alike).
+    let list: Vec<String> = (columns.iter())
+        .map(|c| match c.data_type.starts_with("numeric") {
+            true => format!("trim_scale({})", quote_ident(&c.name)),
+            false => quote_ident(&c.name),
+        })
+        .collect();
     let sql = format!(
         "SELECT {day}, count(*), coalesce(sum(('x' || substr(md5(ROW({list})::text), 1, 8))::bit(32)::bigint), 0)::bigint \
          FROM {table} GROUP BY 1",
-        list = column_list(&columns),
+        list = list.join(", "),
         table = source.quoted()
     );
     Ok(tx
