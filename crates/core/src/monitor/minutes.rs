@@ -119,12 +119,6 @@ impl Plan {
         // must have the rows it had when they were kept.
         let first_day = kept.complete_from.max(self.start).div_euclid(DAY);
         let from_day = self.from.div_euclid(DAY);
-        let rows_then = |day: i64| {
-            kept.days
-                .iter()
-                .find(|(d, _, _)| *d == day)
-                .map_or(0, |(_, rows, _)| *rows)
-        };
         let rows_now = |day: i64| {
             counts
                 .days
@@ -138,7 +132,7 @@ impl Plan {
             .map(|d| d.day)
             .chain(kept.days.iter().map(|(day, _, _)| *day))
             .filter(|&day| day >= first_day && day < from_day)
-            .any(|day| rows_then(day) != rows_now(day));
+            .any(|day| kept.rows_then(day) != rows_now(day));
         if changed {
             return None;
         }
@@ -173,6 +167,72 @@ impl Plan {
             minutes,
             complete_from,
         }
+    }
+}
+
+impl Kept {
+    /// The rows `day` (from the epoch) had when it was kept; 0 for a day not kept.
+    fn rows_then(&self, day: i64) -> u64 {
+        self.days
+            .iter()
+            .find(|(d, _, _)| *d == day)
+            .map_or(0, |(_, rows, _)| *rows)
+    }
+}
+
+/// A table whose past days lost most of their rows between two polls: rewritten whole
+/// (a full refresh that stamped every row anew) or its history truncated. Its days no
+/// longer tell its past, so no baseline learns from them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rewrite {
+    /// The complete days kept by the last poll, first and last (from the epoch).
+    pub first_day: i64,
+    pub last_day: i64,
+    /// Their rows then, and now.
+    pub rows_then: u64,
+    pub rows_now: u64,
+}
+
+impl Rewrite {
+    pub fn describe(&self) -> String {
+        let span = if self.first_day == self.last_day {
+            day_of(self.first_day).to_string()
+        } else {
+            format!("{} to {}", day_of(self.first_day), day_of(self.last_day))
+        };
+        format!(
+            "{HISTORY_REWRITTEN}: {span} held {} rows at an earlier poll and {} now \
+             (a full refresh or a truncation); its days are no baseline",
+            self.rows_then, self.rows_now
+        )
+    }
+}
+
+/// How a rewrite's note begins (see [`Rewrite::describe`]).
+pub const HISTORY_REWRITTEN: &str = "history rewritten";
+
+impl Plan {
+    /// Whether the complete days the last poll kept (before `now`'s day) hold less than
+    /// half the rows they held then, as `days` (every day read now, see [`days`]) tells.
+    /// Rows may arrive late, and a retention job deletes only the oldest days: neither
+    /// halves them. None when nothing was kept of this table and column.
+    pub fn rewritten(&self, days: &[DayRows], now: DateTime<Utc>) -> Option<Rewrite> {
+        let kept = self.kept.as_ref()?;
+        let today = now.timestamp().div_euclid(DAY);
+        let complete: Vec<i64> = kept
+            .days
+            .iter()
+            .map(|(day, _, _)| *day)
+            .filter(|&day| day < today && day >= self.start.div_euclid(DAY))
+            .collect();
+        let rows_now = |day: i64| days.iter().find(|d| d.day == day).map_or(0, |d| d.rows);
+        let rewrite = Rewrite {
+            first_day: *complete.first()?,
+            last_day: *complete.last()?,
+            rows_then: complete.iter().map(|&day| kept.rows_then(day)).sum(),
+            rows_now: complete.iter().map(|&day| rows_now(day)).sum(),
+        };
+        (rewrite.rows_now.saturating_mul(2) < rewrite.rows_then).then_some(rewrite)
     }
 }
 
