@@ -600,6 +600,69 @@ mod tests {
     }
 
     #[test]
+    fn a_table_whose_kept_days_lost_most_of_their_rows_was_rewritten() {
+        let now: DateTime<Utc> = "2024-05-15T12:30:00Z".parse().unwrap();
+        let day = |text: &str| minute(&format!("{text}T00:00:00Z")).div_euclid(DAY);
+        let plan = Plan {
+            source: "shop.orders\nat".into(),
+            column: "at".into(),
+            start: minute("2024-03-06T00:00:00Z"),
+            from: minute("2024-05-14T00:00:00Z"),
+            cutoff: 12 * 3600 + 30 * 60,
+            since: minute("2024-03-06T12:30:00Z"),
+            kept: Some(Kept {
+                complete_from: minute("2024-05-12T00:00:00Z"),
+                days: ["2024-05-12", "2024-05-13", "2024-05-14", "2024-05-15"]
+                    .iter()
+                    .map(|d| (day(d), if d.ends_with("15") { 40 } else { 100 }, vec![]))
+                    .collect(),
+            }),
+        };
+        let read = |rows: [u64; 4]| -> Vec<DayRows> {
+            ["2024-05-12", "2024-05-13", "2024-05-14", "2024-05-15"]
+                .iter()
+                .zip(rows)
+                .filter(|(_, rows)| *rows > 0)
+                .map(|(d, rows)| DayRows {
+                    day: day(d),
+                    rows,
+                    ..DayRows::default()
+                })
+                .collect()
+        };
+        // As kept, with rows that came late, or with the oldest day gone to a
+        // retention job: the days still tell the table's past. Today only grows.
+        assert_eq!(plan.rewritten(&read([100, 100, 100, 55]), now), None);
+        assert_eq!(plan.rewritten(&read([100, 130, 100, 40]), now), None);
+        assert_eq!(plan.rewritten(&read([0, 100, 100, 40]), now), None);
+        // A full refresh stamped every row today: the complete days hold none.
+        let refresh = plan
+            .rewritten(&read([0, 0, 0, 340]), now)
+            .expect("rewritten");
+        assert_eq!(
+            refresh,
+            Rewrite {
+                first_day: day("2024-05-12"),
+                last_day: day("2024-05-14"),
+                rows_then: 300,
+                rows_now: 0,
+            }
+        );
+        assert!(
+            refresh
+                .describe()
+                .starts_with("history rewritten: 2024-05-12 to 2024-05-14 held 300 rows"),
+            "{}",
+            refresh.describe()
+        );
+        // History truncated to the last day: most of the kept rows are gone.
+        assert!(plan.rewritten(&read([0, 0, 100, 40]), now).is_some());
+        // Nothing kept of this table: nothing to compare with.
+        let fresh = Plan { kept: None, ..plan };
+        assert_eq!(fresh.rewritten(&read([0, 0, 0, 340]), now), None);
+    }
+
+    #[test]
     fn at_most_the_newest_load_times_are_kept() {
         let dir = tempfile::tempdir().unwrap();
         let state = crate::store::open(&dir.path().join("state.db")).unwrap();
