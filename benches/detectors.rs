@@ -414,11 +414,8 @@ fn real_part() {
             .map(|day| day as i64)
             .collect()
     };
-    let ours = flagged_by(&volume::judge_all(
-        &days,
-        first,
-        &volume::Calendar::default(),
-    ));
+    let our_verdicts = volume::judge_all(&days, first, &volume::Calendar::default());
+    let ours = flagged_by(&our_verdicts);
     let theirs = flagged_by(
         &(0..days.len())
             .map(|day| reference::judge_day(&days, day))
@@ -459,4 +456,63 @@ fn real_part() {
             .collect();
         println!("    missed: {missed:?}; flagged outside windows: {outside:?}");
     }
+    what_a_catch_would_cost(&our_verdicts, &dates, &windows, judged);
+}
+
+/// For each window dataward misses on the real series: its day furthest from its
+/// baseline, in robust standard deviations, and how many judged days outside every
+/// window are as far or further. A band narrow enough to flag that day flags those
+/// too, whatever else changes; and a window missed caps F1 at 2k/(n+k) with k of n
+/// caught, however precise the flags.
+fn what_a_catch_would_cost(
+    verdicts: &[Verdict],
+    dates: &[chrono::NaiveDate],
+    windows: &[std::ops::RangeInclusive<i64>],
+    judged: std::ops::Range<usize>,
+) {
+    let score = |day: usize| verdicts[day].score.map_or(0.0, f64::abs);
+    let outside: Vec<usize> = judged
+        .clone()
+        .filter(|&day| !windows.iter().any(|w| w.contains(&(day as i64))))
+        .collect();
+    let caught = windows
+        .iter()
+        .filter(|w| (*w).clone().any(|d| verdicts[d as usize].kind.is_breach()))
+        .count();
+    for ((_, _, name), window) in TAXI_WINDOWS.iter().zip(windows) {
+        if window
+            .clone()
+            .any(|d| verdicts[d as usize].kind.is_breach())
+        {
+            continue;
+        }
+        let Some(worst) = window
+            .clone()
+            .map(|d| d as usize)
+            .filter(|d| judged.contains(d))
+            .max_by(|a, b| score(*a).total_cmp(&score(*b)))
+        else {
+            continue;
+        };
+        let as_far: Vec<String> = outside
+            .iter()
+            .filter(|&&day| score(day) >= score(worst))
+            .map(|&day| format!("{} ({:.1})", dates[day].format("%a %m-%d"), score(day)))
+            .collect();
+        println!(
+            "    {name}: its most unusual day, {} at {:.1} robust sd from its baseline ({:+.0}%), \
+             is no further out than {} judged days outside every window: {as_far:?}",
+            dates[worst].format("%a %Y-%m-%d"),
+            score(worst),
+            verdicts[worst].expected.map_or(0.0, |r| 100.0
+                * (verdicts[worst].observed / r.baseline - 1.0)),
+            as_far.len()
+        );
+    }
+    let (k, n) = (caught as f64, windows.len() as f64);
+    println!(
+        "    with {caught} of {} windows caught, F1 is at most {:.3} (every flag in a window)",
+        windows.len(),
+        2.0 * k / (n + k)
+    );
 }

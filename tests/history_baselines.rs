@@ -198,3 +198,71 @@ fn without_a_timestamp_column_the_baselines_learn_from_polls_and_say_so() {
         "{lines:#?}"
     );
 }
+
+/// A table rewritten whole between polls (a dbt full refresh: every row stamped anew)
+/// has days that no longer tell its past. The poll after sees its complete days lose
+/// their rows, says so, and judges the row count against the polls before the rewrite:
+/// a refresh that kept every row is ok, one that lost two rows in five is low, and the
+/// days stay no baseline at the polls after it.
+#[test]
+fn a_full_refresh_is_seen_and_the_row_count_relearns_from_the_polls() {
+    let Some(pg) = support::pg::start_or_skip("a_full_refresh_is_seen") else {
+        return;
+    };
+    load_trips(&pg);
+    let dir = tempfile::tempdir().unwrap();
+    let config = pg_config(dir.path(), "[\"row_count\", \"null_rate\"]");
+    let env = [("DATAWARD_PG_URL", pg.url.as_str())];
+    let data = dir.path().join("data");
+    let (out, lines) = check(&config, &data, &env);
+    let first = line(&lines, "row_count", None);
+    assert_eq!(
+        first["verdict"],
+        "ok",
+        "{first}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(first.get("from_polls").is_none(), "{first}");
+
+    // The full refresh: the same rows, every one stamped now.
+    pg.execute("UPDATE trips SET loaded_at = now()");
+    let (out, lines) = check(&config, &data, &env);
+    let count = line(&lines, "row_count", None);
+    assert_eq!(
+        count["verdict"],
+        "ok",
+        "{count}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let why = count["from_polls"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{count}"));
+    assert!(why.starts_with("history rewritten: "), "{why}");
+    assert!(why.contains(" 0 now"), "yesterday lost every row: {why}");
+    let driver = line(&lines, "null_rate", Some("driver_id"));
+    assert_eq!(driver["verdict"], "learning", "{driver}");
+    assert!(
+        driver["from_polls"]
+            .as_str()
+            .is_some_and(|w| w.starts_with("history rewritten")),
+        "{driver}"
+    );
+
+    // The next refresh loses two rows in five: low against the polls, although the
+    // days (every row today) now show no rewrite of their own.
+    pg.execute("DELETE FROM trips WHERE id % 5 < 2");
+    let (_, lines) = check(&config, &data, &env);
+    let count = line(&lines, "row_count", None);
+    assert_eq!(count["verdict"], "low", "{count}");
+    assert_eq!(
+        count["expected_baseline"].as_f64().unwrap(),
+        first["observed"].as_f64().unwrap(),
+        "{count}"
+    );
+    assert!(
+        count["from_polls"]
+            .as_str()
+            .is_some_and(|w| w.starts_with("history rewritten")),
+        "{count}"
+    );
+}

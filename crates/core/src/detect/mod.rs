@@ -218,6 +218,20 @@ pub fn row_count_from_days(day_ago: f64, growths: &[f64], observed: f64) -> Verd
     )
 }
 
+/// Row count of a table whose history was rewritten (a full refresh that stamped every
+/// row anew), so its days are no baseline, against the `polls` taken before and since
+/// (clean, oldest first): their median with a recorded baseline's tolerances until
+/// they are enough for [`row_count`]; learning with none.
+pub fn row_count_since_rewrite(polls: &[f64], observed: f64) -> Verdict {
+    if polls.len() >= MIN_HISTORY {
+        return row_count(polls, observed);
+    }
+    if polls.is_empty() {
+        return Verdict::learning(observed);
+    }
+    row_count_recorded(median(&mut polls.to_vec()), observed)
+}
+
 /// Row count against a baseline the team recorded (`expected_rows`), with the same
 /// tolerances as a learned one: a refill that loses a tenth is a drop, growth is normal.
 pub fn row_count_recorded(baseline: f64, observed: f64) -> Verdict {

@@ -33,6 +33,8 @@ pub enum Measurement {
         /// What the table's timestamp column says of its past rows, for a first poll;
         /// None without one.
         days: Option<CountHistory>,
+        /// Why `days` are no baseline: the table's history was rewritten.
+        rewritten: Option<String>,
     },
     Columns(Vec<Column>),
     Nulls {
@@ -47,6 +49,8 @@ pub enum Measurement {
         /// column (or when they could not be read with the rest): the baseline is
         /// learned from dataward's polls.
         days: Option<Vec<DayNulls>>,
+        /// Why `days` are no baseline: the table's history was rewritten.
+        rewritten: Option<String>,
     },
     /// Judged here already: the lookback is the history.
     Freshness {
@@ -120,6 +124,9 @@ pub struct History {
     pub load_times: Vec<i64>,
     /// Each day's nulls per null column, when the read counted them.
     pub day_nulls: Option<Vec<DayNulls>>,
+    /// Why the days no longer tell the table's past, when they lost most of their rows
+    /// since an earlier poll (see [`minutes::Rewrite`]).
+    pub rewritten: Option<String>,
 }
 
 /// A volume check's verdict: the headline day (today so far when it breaches, else the
@@ -194,7 +201,11 @@ pub fn measure(
     match check {
         CheckKind::RowCount => warehouse
             .row_count(&relation)
-            .map(|rows| Measurement::Count { rows, days: None }),
+            .map(|rows| Measurement::Count {
+                rows,
+                days: None,
+                rewritten: None,
+            }),
         CheckKind::Schema => {
             table_columns(warehouse.columns(&relation)?, &relation).map(Measurement::Columns)
         }
@@ -208,7 +219,7 @@ pub fn measure(
                 .as_ref()
                 .map(|(column, at)| (column.as_str(), *at));
             let counts = warehouse.null_counts(&relation, &names, window)?;
-            Ok(nulls(names, counts, &windows, None))
+            Ok(nulls(names, counts, &windows, None, None))
         }
         CheckKind::Freshness => {
             let times = warehouse.load_times(
@@ -253,12 +264,14 @@ pub fn from_counts(
             rows: counts.rows,
             days: (monitor.timestamp_column.is_some() && !history.days.is_empty())
                 .then(|| CountHistory::of(&history.days, counts.rows, now.timestamp())),
+            rewritten: history.rewritten.clone(),
         },
         CheckKind::NullRate => nulls(
             null_names.to_vec(),
             counts.nulls.clone(),
             &windows,
             history.day_nulls.clone(),
+            history.rewritten.clone(),
         ),
         CheckKind::Freshness => freshness(monitor, &history.load_times, now),
         CheckKind::Volume => Measurement::Volume {
@@ -309,12 +322,14 @@ fn nulls(
     counts: NullCounts,
     windows: &Windows,
     days: Option<Vec<DayNulls>>,
+    rewritten: Option<String>,
 ) -> Measurement {
     Measurement::Nulls {
         rows: counts.rows,
         columns: names.into_iter().zip(counts.nulls).collect(),
         since: windows.nulls_since.as_ref().map(|(_, at)| *at),
         days,
+        rewritten,
     }
 }
 

@@ -119,12 +119,6 @@ impl Plan {
         // must have the rows it had when they were kept.
         let first_day = kept.complete_from.max(self.start).div_euclid(DAY);
         let from_day = self.from.div_euclid(DAY);
-        let rows_then = |day: i64| {
-            kept.days
-                .iter()
-                .find(|(d, _, _)| *d == day)
-                .map_or(0, |(_, rows, _)| *rows)
-        };
         let rows_now = |day: i64| {
             counts
                 .days
@@ -138,7 +132,7 @@ impl Plan {
             .map(|d| d.day)
             .chain(kept.days.iter().map(|(day, _, _)| *day))
             .filter(|&day| day >= first_day && day < from_day)
-            .any(|day| rows_then(day) != rows_now(day));
+            .any(|day| kept.rows_then(day) != rows_now(day));
         if changed {
             return None;
         }
@@ -173,6 +167,72 @@ impl Plan {
             minutes,
             complete_from,
         }
+    }
+}
+
+impl Kept {
+    /// The rows `day` (from the epoch) had when it was kept; 0 for a day not kept.
+    fn rows_then(&self, day: i64) -> u64 {
+        self.days
+            .iter()
+            .find(|(d, _, _)| *d == day)
+            .map_or(0, |(_, rows, _)| *rows)
+    }
+}
+
+/// A table whose past days lost most of their rows between two polls: rewritten whole
+/// (a full refresh that stamped every row anew) or its history truncated. Its days no
+/// longer tell its past, so no baseline learns from them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rewrite {
+    /// The complete days kept by the last poll, first and last (from the epoch).
+    pub first_day: i64,
+    pub last_day: i64,
+    /// Their rows then, and now.
+    pub rows_then: u64,
+    pub rows_now: u64,
+}
+
+impl Rewrite {
+    pub fn describe(&self) -> String {
+        let span = if self.first_day == self.last_day {
+            day_of(self.first_day).to_string()
+        } else {
+            format!("{} to {}", day_of(self.first_day), day_of(self.last_day))
+        };
+        format!(
+            "{HISTORY_REWRITTEN}: {span} held {} rows at an earlier poll and {} now \
+             (a full refresh or a truncation); its days are no baseline",
+            self.rows_then, self.rows_now
+        )
+    }
+}
+
+/// How a rewrite's note begins (see [`Rewrite::describe`]).
+pub const HISTORY_REWRITTEN: &str = "history rewritten";
+
+impl Plan {
+    /// Whether the complete days the last poll kept (before `now`'s day) hold less than
+    /// half the rows they held then, as `days` (every day read now, see [`days`]) tells.
+    /// Rows may arrive late, and a retention job deletes only the oldest days: neither
+    /// halves them. None when nothing was kept of this table and column.
+    pub fn rewritten(&self, days: &[DayRows], now: DateTime<Utc>) -> Option<Rewrite> {
+        let kept = self.kept.as_ref()?;
+        let today = now.timestamp().div_euclid(DAY);
+        let complete: Vec<i64> = kept
+            .days
+            .iter()
+            .map(|(day, _, _)| *day)
+            .filter(|&day| day < today && day >= self.start.div_euclid(DAY))
+            .collect();
+        let rows_now = |day: i64| days.iter().find(|d| d.day == day).map_or(0, |d| d.rows);
+        let rewrite = Rewrite {
+            first_day: *complete.first()?,
+            last_day: *complete.last()?,
+            rows_then: complete.iter().map(|&day| kept.rows_then(day)).sum(),
+            rows_now: complete.iter().map(|&day| rows_now(day)).sum(),
+        };
+        (rewrite.rows_now.saturating_mul(2) < rewrite.rows_then).then_some(rewrite)
     }
 }
 
@@ -537,6 +597,69 @@ mod tests {
         assert!(plan_for("at").kept.is_some());
         forget_others(&state, &[]).unwrap();
         assert_eq!(plan_for("at").kept, None);
+    }
+
+    #[test]
+    fn a_table_whose_kept_days_lost_most_of_their_rows_was_rewritten() {
+        let now: DateTime<Utc> = "2024-05-15T12:30:00Z".parse().unwrap();
+        let day = |text: &str| minute(&format!("{text}T00:00:00Z")).div_euclid(DAY);
+        let plan = Plan {
+            source: "shop.orders\nat".into(),
+            column: "at".into(),
+            start: minute("2024-03-06T00:00:00Z"),
+            from: minute("2024-05-14T00:00:00Z"),
+            cutoff: 12 * 3600 + 30 * 60,
+            since: minute("2024-03-06T12:30:00Z"),
+            kept: Some(Kept {
+                complete_from: minute("2024-05-12T00:00:00Z"),
+                days: ["2024-05-12", "2024-05-13", "2024-05-14", "2024-05-15"]
+                    .iter()
+                    .map(|d| (day(d), if d.ends_with("15") { 40 } else { 100 }, vec![]))
+                    .collect(),
+            }),
+        };
+        let read = |rows: [u64; 4]| -> Vec<DayRows> {
+            ["2024-05-12", "2024-05-13", "2024-05-14", "2024-05-15"]
+                .iter()
+                .zip(rows)
+                .filter(|(_, rows)| *rows > 0)
+                .map(|(d, rows)| DayRows {
+                    day: day(d),
+                    rows,
+                    ..DayRows::default()
+                })
+                .collect()
+        };
+        // As kept, with rows that came late, or with the oldest day gone to a
+        // retention job: the days still tell the table's past. Today only grows.
+        assert_eq!(plan.rewritten(&read([100, 100, 100, 55]), now), None);
+        assert_eq!(plan.rewritten(&read([100, 130, 100, 40]), now), None);
+        assert_eq!(plan.rewritten(&read([0, 100, 100, 40]), now), None);
+        // A full refresh stamped every row today: the complete days hold none.
+        let refresh = plan
+            .rewritten(&read([0, 0, 0, 340]), now)
+            .expect("rewritten");
+        assert_eq!(
+            refresh,
+            Rewrite {
+                first_day: day("2024-05-12"),
+                last_day: day("2024-05-14"),
+                rows_then: 300,
+                rows_now: 0,
+            }
+        );
+        assert!(
+            refresh
+                .describe()
+                .starts_with("history rewritten: 2024-05-12 to 2024-05-14 held 300 rows"),
+            "{}",
+            refresh.describe()
+        );
+        // History truncated to the last day: most of the kept rows are gone.
+        assert!(plan.rewritten(&read([0, 0, 100, 40]), now).is_some());
+        // Nothing kept of this table: nothing to compare with.
+        let fresh = Plan { kept: None, ..plan };
+        assert_eq!(fresh.rewritten(&read([0, 0, 0, 340]), now), None);
     }
 
     #[test]

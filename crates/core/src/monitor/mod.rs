@@ -286,7 +286,11 @@ pub fn judge(
     };
     let mut out = Vec::new();
     match measured {
-        Ok(Measurement::Count { rows, days }) => {
+        Ok(Measurement::Count {
+            rows,
+            days,
+            rewritten,
+        }) => {
             let count = rows as f64;
             let mut observation = blank;
             let verdict = match monitor.expected_rows {
@@ -298,8 +302,22 @@ pub fn judge(
                     // An accepted new level restarts at the accepted polls.
                     let polls = clean_history(state, &name, check, "", false)?;
                     let accepted = baseline::learned_restart(state, &name, check, "")? != (0, 0);
+                    let from_days = polls.len() < detect::MIN_HISTORY && !accepted;
+                    let rewritten = match rewritten {
+                        Some(why) => Some(why),
+                        None if from_days && days.is_some() => {
+                            rewritten_earlier(state, &name, check, None)?
+                        }
+                        None => None,
+                    };
                     match days {
-                        Some(days) if polls.len() < detect::MIN_HISTORY && !accepted => {
+                        // The table before its rewrite, as the polls saw it, until the
+                        // polls are enough: a refresh that lost rows is still low.
+                        Some(_) if from_days && rewritten.is_some() => {
+                            observation.detail.from_polls = rewritten;
+                            detect::row_count_since_rewrite(&polls, count)
+                        }
+                        Some(days) if from_days => {
                             // The poll read the day as of where the table's job built
                             // it (see `PollRead::store`).
                             if let Some(build) = built {
@@ -348,6 +366,7 @@ pub fn judge(
             columns,
             since,
             days,
+            rewritten,
         }) => {
             let window_start = since;
             let since = since.and_then(Timestamp::from_unix);
@@ -378,8 +397,18 @@ pub fn judge(
                 // rows rewritten (the days are re-read as they are now), and a new
                 // level someone accepted.
                 let accepted = baseline::learned_restart(state, &name, check, &column)? != (0, 0);
+                let days_phase = polls.len() < detect::MIN_HISTORY && !accepted;
+                // A table rewritten since an earlier poll: its days are no baseline.
+                let rewritten = match &rewritten {
+                    Some(why) => Some(why.clone()),
+                    None if days_phase && days.is_some() => {
+                        rewritten_earlier(state, &name, check, Some(&column))?
+                    }
+                    None => None,
+                };
                 let from_days = match (&days, window_start) {
-                    (Some(days), Some(start)) if polls.len() < detect::MIN_HISTORY && !accepted => {
+                    _ if rewritten.is_some() => None,
+                    (Some(days), Some(start)) if days_phase => {
                         Some(daily_rates(days, index, start, &excluded))
                             .filter(|rates| rates.len() >= detect::MIN_HISTORY)
                     }
@@ -390,6 +419,8 @@ pub fn judge(
                     None => {
                         if days.is_none() {
                             observation.detail.from_polls = Some(not_from_days(monitor));
+                        } else if days_phase {
+                            observation.detail.from_polls = rewritten;
                         }
                         polls
                     }
@@ -459,6 +490,23 @@ fn not_from_days(monitor: &MonitorConfig) -> String {
         None => "no timestamp_column".to_string(),
         Some(_) => OWN_QUERY_NO_DAYS.to_string(),
     }
+}
+
+/// The note of an earlier poll of `monitor`'s `check` (on `column`) that found the
+/// table's history rewritten (see [`minutes::Rewrite`]): until the polls are enough to
+/// learn from, the days read after a rewrite are no more the table's past than those
+/// read at it. Read only while the polls are few, so the observations are few too.
+fn rewritten_earlier(
+    state: &Connection,
+    monitor: &str,
+    check: CheckKind,
+    column: Option<&str>,
+) -> Result<Option<String>> {
+    Ok(history(state, monitor, check)?
+        .into_iter()
+        .filter(|o| o.detail.column.as_deref() == column)
+        .filter_map(|o| o.detail.from_polls)
+        .find(|why| why.starts_with(minutes::HISTORY_REWRITTEN)))
 }
 
 /// How many of the table's days a null_rate baseline reads back: ten weeks.

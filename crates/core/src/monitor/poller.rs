@@ -793,6 +793,7 @@ impl MonitorRead {
             let name = Config::monitor_name(monitor);
             let days = minutes::days(counts, plan.cutoff);
             history = super::checks::History {
+                rewritten: plan.rewritten(&days, now).map(|r| r.describe()),
                 load_times: minutes::store(state, &name, plan, counts, older)?,
                 day_nulls: Some(minutes::day_nulls(counts, &days)),
                 days,
