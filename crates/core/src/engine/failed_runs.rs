@@ -101,13 +101,39 @@ impl Engine {
             .incidents
             .iter()
             .any(|i| i.failed_run.as_ref().is_some_and(|f| f.run.key() == key));
-        if known {
+        if known || self.superseded_before_watching(&run)? {
             return Ok(Vec::new());
         }
         if let Some(i) = self.explaining_incident(&run) {
             return self.adopt_failed_run(i, run);
         }
         self.open_failed_run(run)
+    }
+
+    /// History is not news: a failure that ended before the engine first watched (a
+    /// tailed file read from its start, a listener's sender catching up) opens nothing
+    /// when a later run of the same job is known, so a first start opens at most one
+    /// incident per job still failing. run_results.json and the scheduler's bar hold
+    /// only each job's latest run already; OpenLineage events hold every run.
+    fn superseded_before_watching(&self, run: &FailedRun) -> Result<bool> {
+        if run.source != crate::incident::failed_run::RunSource::OpenLineage
+            || run.at >= self.watching_since()
+        {
+            return Ok(false);
+        }
+        Ok(self.state.learned_jobs()?.iter().any(|learned| {
+            learned.job.name == run.job && Timestamp::from_utc(learned.last_seen) > run.at
+        }))
+    }
+
+    /// When the engine first watched: its chain's first record (none yet: now).
+    fn watching_since(&self) -> Timestamp {
+        let mut first = None;
+        let _ = self.state.scan_records(&mut |record| {
+            first = Timestamp::parse(record.at).ok();
+            Ok(false)
+        });
+        first.unwrap_or_else(|| self.now())
     }
 
     /// A failed run an open incident explains, whose own cause is a column change that
