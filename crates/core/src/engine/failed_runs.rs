@@ -311,6 +311,7 @@ impl Engine {
             "incident_opened",
             ENGINE_ACTOR,
             json!({"incident": id, "table": table, "monitor": monitor,
+                   "check": CheckKind::FailedRun, "observed": 1.0,
                    "expected": "a successful run", "failed_run": run}),
         )?;
         let mut events = vec![self.event(EventKind::IncidentOpened {
@@ -336,13 +337,12 @@ impl Engine {
                 column,
                 succeeded_at: None,
             }),
-            // A run has no check of its own: its root check is the run's
-            // (`failed_run_back`); Schema is what no level can be accepted for.
+            // Its root check is the run's own (`failed_run_back`).
             ..Incident::new(
                 &id,
                 &monitor,
                 &table,
-                CheckKind::Schema,
+                CheckKind::FailedRun,
                 self.now(),
                 diagnosis,
             )

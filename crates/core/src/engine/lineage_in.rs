@@ -276,6 +276,40 @@ mod tests {
             opened,
             vec!["run of failed.while.watching", "run of still.failing"]
         );
+        // A run that failed is its own kind of check, named so on the chain (the
+        // receipt reads it there), not a schema change standing in for one.
+        assert!(engine
+            .incidents
+            .iter()
+            .all(|i| i.check == crate::config::CheckKind::FailedRun));
+        let opened = crate::chain::records(&engine.state).unwrap();
+        let opened: Vec<_> = opened
+            .iter()
+            .filter(|r| r.kind == "incident_opened")
+            .collect();
+        assert!(opened
+            .iter()
+            .all(|r| r.payload.contains(r#""check":"failed_run""#)));
+    }
+
+    /// No monitor runs a failed run's check: the config says so, naming the key.
+    #[test]
+    fn a_monitor_cannot_list_failed_run_as_a_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dataward.toml");
+        let text = "[warehouse.crm]\nkind = \"sqlite\"\npath = \"crm.db\"\n\n\
+                    [[monitor]]\nwarehouse = \"crm\"\ntable = \"public.t\"\n\
+                    checks = [\"failed_run\"]\n";
+        std::fs::write(&path, text).unwrap();
+        std::fs::write(dir.path().join("crm.db"), "").unwrap();
+        let error = format!(
+            "{:#}",
+            crate::config::Config::parse(text, &path).unwrap_err()
+        );
+        assert!(
+            error.contains("checks: failed_run is not a check a monitor runs"),
+            "{error}"
+        );
     }
 
     /// A job's runs write about a thousand rows a day to a table no monitor reads; the
