@@ -375,7 +375,7 @@ autonomy = "L2"
     assert!(applied.status.success(), "{}", said(&applied));
     wait_for(
         "the diff is in the model",
-        || read_log(),
+        &read_log,
         || {
             std::fs::read_to_string(project.join("models/order_amounts.sql"))
                 .unwrap()
