@@ -373,16 +373,12 @@ autonomy = "L2"
     // The diff, then the rerun, as the owner approves them.
     let applied = approve(&diff);
     assert!(applied.status.success(), "{}", said(&applied));
-    wait_for(
-        "the diff is in the model",
-        &read_log,
-        || {
-            std::fs::read_to_string(project.join("models/order_amounts.sql"))
-                .unwrap()
-                .contains("cast(null as NUMERIC(10,2)) as amount")
-                .then_some(())
-        },
-    );
+    wait_for("the diff is in the model", read_log, || {
+        std::fs::read_to_string(project.join("models/order_amounts.sql"))
+            .unwrap()
+            .contains("cast(null as NUMERIC(10,2)) as amount")
+            .then_some(())
+    });
     let queued = approve(&rerun);
     assert!(queued.status.success(), "{}", said(&queued));
     let resolved = wait_for(
