@@ -12,6 +12,8 @@ cd "$(dirname "$0")/.."
 
 venv="${AIRFLOW_VENV:-/opt/dataward/airflow}"
 version=3.1.3
+# Its OpenLineage provider, for the events tests/fixtures/openlineage/ recorded from it.
+openlineage_provider=2.9.0
 constraints=.ci/airflow-constraints.txt
 python="${PYTHON:-$(command -v python3.11 || command -v python3)}"
 case "$venv" in
@@ -19,7 +21,7 @@ case "$venv" in
   *) echo "airflow.sh: AIRFLOW_VENV must be an absolute path below a folder, not '$venv'" >&2; exit 2 ;;
 esac
 stamp="$venv/.dataward-pins"
-want="$version $(sha256sum "$constraints" | cut -d' ' -f1)"
+want="$version $openlineage_provider $(sha256sum "$constraints" | cut -d' ' -f1)"
 
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] \
   && "$venv/bin/python" -c 'import airflow' >/dev/null 2>&1; then
@@ -39,7 +41,8 @@ rm -rf "$venv"
 mkdir -p "$(dirname "$venv")"
 "$python" -m venv "$venv"
 "$venv/bin/pip" install --quiet --no-input --disable-pip-version-check \
-  --constraint "$constraints" "apache-airflow==$version"
+  --constraint "$constraints" "apache-airflow==$version" \
+  "apache-airflow-providers-openlineage==$openlineage_provider"
 "$venv/bin/pip" check
 echo "$want" > "$stamp"
 "$venv/bin/airflow" version >/dev/null

@@ -159,6 +159,49 @@ fn an_airflow_task_failure_carries_its_error_parent_and_the_rows_its_sibling_wro
     assert_eq!(parent.run_id, read.events[0].1.run.run_id);
 }
 
+/// Recorded from Airflow 3.1.3's own OpenLineage provider (2.9.0): the failed task's
+/// FAIL carries Python's error and the DAG run as its parent, and maps to a failed run.
+#[test]
+fn the_airflow_providers_own_task_failure_reads_as_a_failed_run() {
+    let read = read_all(
+        &fixture("airflow_provider_task_fail.jsonl"),
+        Position::default(),
+    );
+    assert!(read.refused.is_empty(), "{:?}", read.refused);
+    let kinds: Vec<_> = read.events.iter().map(|(_, e)| e.event_type).collect();
+    assert_eq!(
+        kinds,
+        [
+            EventType::Start,
+            EventType::Complete,
+            EventType::Start,
+            EventType::Fail
+        ]
+    );
+    let (_, failed) = &read.events[3];
+    assert_eq!(failed.job.name, "exports.push");
+    let error = failed.run.error.as_ref().expect("the failed task says why");
+    assert!(
+        error
+            .message
+            .contains("No such file or directory: '/mnt/exports/accounts.csv'"),
+        "{}",
+        error.message
+    );
+    assert_eq!(error.programming_language, "python");
+    let parent = failed.run.parent.as_ref().unwrap();
+    assert_eq!(parent.job.name, "exports");
+    assert_eq!(
+        parent.run_id,
+        read.events[0].1.run.parent.as_ref().unwrap().run_id
+    );
+    let run = dataward::incident::failed_run::FailedRun::from_openlineage(failed, &|_| None)
+        .expect("a FAIL is a failed run");
+    assert_eq!(run.job, "exports.push");
+    assert_eq!(run.parent_run.as_deref(), Some(parent.run_id.as_str()));
+    assert!(run.error.contains("/mnt/exports/accounts.csv"));
+}
+
 #[test]
 fn the_tail_resumes_where_it_stopped_and_waits_for_a_partial_last_line() {
     let dir = tempfile::tempdir().unwrap();

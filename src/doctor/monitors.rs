@@ -234,6 +234,8 @@ fn plan_check(
         },
         // Without a timestamp column the config does not load: nothing to plan.
         (CheckKind::Freshness | CheckKind::Volume, None) => return Ok(Planned::NotPlanned),
+        // Not a monitor's check: the config refuses it in `checks`.
+        (CheckKind::FailedRun, _) => return Ok(Planned::NotPlanned),
     };
     wh.warehouse.plan(&query)
 }

@@ -143,6 +143,9 @@ pub enum CheckKind {
     NullRate,
     Freshness,
     Volume,
+    /// A run that failed: what an incident opened by a failed run (not a monitor's
+    /// breach) is about. No monitor runs it; the config refuses it in `checks`.
+    FailedRun,
 }
 
 impl CheckKind {
@@ -153,6 +156,7 @@ impl CheckKind {
             CheckKind::NullRate => "null_rate",
             CheckKind::Freshness => "freshness",
             CheckKind::Volume => "volume",
+            CheckKind::FailedRun => "failed_run",
         }
     }
 
@@ -432,6 +436,16 @@ impl Config {
             return Err(Bad::key(
                 "reread_days",
                 format!("{at}.reread_days: at most {MAX_REREAD_DAYS} days (a longer re-read is the whole lookback: set lookback instead)"),
+            ));
+        }
+        if monitor.checks.contains(&CheckKind::FailedRun) {
+            return Err(Bad::key(
+                "checks",
+                format!(
+                    "{at}.checks: failed_run is not a check a monitor runs (a failed run \
+                     opens its incident by itself); use row_count, schema, null_rate, \
+                     freshness or volume"
+                ),
             ));
         }
         if let Some(check) = monitor.checks.iter().find(|c| c.needs_timestamp_column()) {

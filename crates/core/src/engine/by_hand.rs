@@ -172,6 +172,10 @@ impl Engine {
                 "the new columns of {monitor} are already recorded as its schema, and the \
                  next poll compares against them; resolve the incident with a reason instead"
             )),
+            CheckKind::FailedRun => refuse(format!(
+                "{monitor} failed: a failed run has no level to accept; it resolves once a \
+                 later run succeeds, or resolve it by hand with a reason"
+            )),
         }
     }
 

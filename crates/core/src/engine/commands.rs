@@ -357,6 +357,11 @@ impl Engine {
         {
             return Err(self.already_decided(id, proposal.state).into());
         }
+        if verdict == Verdict::Approved && proposal.kind == ProposalKind::Backfill {
+            if let Some(why) = self.rerun_blocked(i) {
+                return Err(Refusal::new(RefusalKind::Invalid, format!("{id}: {why}")).into());
+            }
+        }
         anyhow::ensure!(
             proposal.kind != ProposalKind::Note || verdict == Verdict::Rejected,
             "a note is forwarded (f), not approved or rolled back"

@@ -101,10 +101,159 @@ impl Engine {
             .incidents
             .iter()
             .any(|i| i.failed_run.as_ref().is_some_and(|f| f.run.key() == key));
-        if known || self.explaining_incident(&run).is_some() {
+        if known || self.superseded_before_watching(&run)? {
             return Ok(Vec::new());
         }
+        if let Some(i) = self.explaining_incident(&run) {
+            return self.adopt_failed_run(i, run);
+        }
         self.open_failed_run(run)
+    }
+
+    /// History is not news: a failure that ended before the engine first watched (a
+    /// tailed file read from its start, a listener's sender catching up) opens nothing
+    /// when a later run of the same job is known, so a first start opens at most one
+    /// incident per job still failing. run_results.json and the scheduler's bar hold
+    /// only each job's latest run already; OpenLineage events hold every run.
+    fn superseded_before_watching(&self, run: &FailedRun) -> Result<bool> {
+        if run.source != crate::incident::failed_run::RunSource::OpenLineage
+            || run.at >= self.watching_since()
+        {
+            return Ok(false);
+        }
+        Ok(self.state.learned_jobs()?.iter().any(|learned| {
+            learned.job.name == run.job && Timestamp::from_utc(learned.last_seen) > run.at
+        }))
+    }
+
+    /// When the engine first watched: its chain's first record (none yet: now).
+    fn watching_since(&self) -> Timestamp {
+        let mut first = None;
+        let _ = self.state.scan_records(&mut |record| {
+            first = Timestamp::parse(record.at).ok();
+            Ok(false)
+        });
+        first.unwrap_or_else(|| self.now())
+    }
+
+    /// A failed run an open incident explains, whose own cause is a column change that
+    /// incident is about (a schema monitor saw the column go before the model failed on
+    /// it): the incident takes on the run, so it gets what only the failure makes
+    /// possible (the failing model's diff and its rerun) and resolves as a failed run
+    /// does, once a later run succeeds and the checks on its outputs hold. Any other
+    /// explained failure adds nothing beyond the symptom it already is.
+    fn adopt_failed_run(&mut self, i: usize, run: FailedRun) -> Result<Vec<Event>> {
+        let incident = self.incidents[i].clone();
+        if incident.status == IncidentStatus::Resolved || incident.failed_run.is_some() {
+            return Ok(Vec::new());
+        }
+        let facts = self.run_facts(&run);
+        let (diagnosis, column) = rule::diagnose(&run, &facts);
+        let Some(cause) = column else {
+            return Ok(Vec::new());
+        };
+        let mut taken = incident.clone();
+        taken.proposals.clear();
+        taken.failed_run = Some(FailedRunState {
+            run,
+            column: Some(cause),
+            succeeded_at: None,
+        });
+        self.assess_failed_run(&mut taken);
+        let first = incident.proposals.len();
+        let mut adopted = incident.clone();
+        adopted.failed_run = taken.failed_run;
+        adopted.proposals.extend(crate::propose::numbered_after(
+            first,
+            taken
+                .proposals
+                .into_iter()
+                .filter(|p| matches!(p.kind, ProposalKind::Diff | ProposalKind::Backfill)),
+        ));
+        for line in diagnosis.evidence.into_iter().chain(
+            taken.diagnosis.evidence[incident.diagnosis.evidence.len()..]
+                .iter()
+                .cloned(),
+        ) {
+            if !adopted.diagnosis.evidence.contains(&line) {
+                adopted.diagnosis.evidence.push(line);
+            }
+        }
+        let mut events = vec![self.record_diagnosis(&adopted.id, &adopted.diagnosis)?];
+        events.extend(self.record_assessment(&adopted, first)?);
+        self.incidents[i] = adopted;
+        Ok(events)
+    }
+
+    /// Why a failed run's rerun would fail again now, if it would: the column change its
+    /// cause rests on still holds (no diff of the incident applied, and no schema
+    /// snapshot since showing the column back).
+    pub(super) fn rerun_blocked(&self, i: usize) -> Option<String> {
+        let incident = &self.incidents[i];
+        let state = incident.failed_run.as_ref()?;
+        let cause = state.column.as_ref()?;
+        let fixed_by_diff = incident.proposals.iter().any(|p| {
+            p.kind == ProposalKind::Diff
+                && matches!(p.state, ProposalState::Approved | ProposalState::Completed)
+        });
+        if fixed_by_diff {
+            return None;
+        }
+        let (table, column, now) = match cause {
+            ColumnCause::Removed { table, column, .. } => {
+                (table, column, format!("{table}.{column} is still missing"))
+            }
+            ColumnCause::Renamed { table, column, to } => (
+                table,
+                column,
+                format!("{table}.{column} is still renamed to {to}"),
+            ),
+            ColumnCause::Retyped {
+                table, column, to, ..
+            } => (table, column, format!("{table}.{column} is still {to}")),
+        };
+        if self.column_back_since(table, column, state.run.at) {
+            return None;
+        }
+        let diffs: Vec<&str> = incident
+            .proposals
+            .iter()
+            .filter(|p| p.kind == ProposalKind::Diff && p.state == ProposalState::Pending)
+            .map(|p| p.id.as_str())
+            .collect();
+        let fix = if diffs.is_empty() {
+            "bring the column back upstream first".to_string()
+        } else {
+            format!(
+                "approve the diff ({}) first, or bring the column back upstream",
+                diffs.join(", ")
+            )
+        };
+        Some(format!(
+            "the rerun would fail again: {now} and the failing model's diff is not applied; {fix}"
+        ))
+    }
+
+    /// Whether a schema snapshot of `table` since `at` shows `column` added back (or
+    /// its type changed back).
+    fn column_back_since(&self, table: &str, column: &str, at: Timestamp) -> bool {
+        self.config
+            .monitor
+            .iter()
+            .filter(|m| m.table.eq_ignore_ascii_case(table))
+            .filter_map(|m| {
+                monitor::history(&self.state, &Config::monitor_name(m), CheckKind::Schema).ok()
+            })
+            .flatten()
+            .filter(|o| o.at > at)
+            .flat_map(|o| o.detail.changes)
+            .any(|change| match change {
+                crate::detect::SchemaChange::Added { column: c, .. }
+                | crate::detect::SchemaChange::TypeChanged { column: c, .. } => {
+                    c.eq_ignore_ascii_case(column)
+                }
+                _ => false,
+            })
     }
 
     /// An incident open when `run` failed or since (still open, or resolved after) whose
@@ -162,6 +311,7 @@ impl Engine {
             "incident_opened",
             ENGINE_ACTOR,
             json!({"incident": id, "table": table, "monitor": monitor,
+                   "check": CheckKind::FailedRun, "observed": 1.0,
                    "expected": "a successful run", "failed_run": run}),
         )?;
         let mut events = vec![self.event(EventKind::IncidentOpened {
@@ -187,13 +337,12 @@ impl Engine {
                 column,
                 succeeded_at: None,
             }),
-            // A run has no check of its own: its root check is the run's
-            // (`failed_run_back`); Schema is what no level can be accepted for.
+            // Its root check is the run's own (`failed_run_back`).
             ..Incident::new(
                 &id,
                 &monitor,
                 &table,
-                CheckKind::Schema,
+                CheckKind::FailedRun,
                 self.now(),
                 diagnosis,
             )

@@ -217,6 +217,101 @@ mod tests {
         ("test".to_string(), parse_event(&text).unwrap())
     }
 
+    fn event(kind: &str, at: &str, run: &str, job: &str) -> (String, RunEvent) {
+        let text = format!(
+            r#"{{"eventType": "{kind}", "eventTime": "{at}",
+                "producer": "https://example.com/scheduler",
+                "run": {{"runId": "{run}", "facets": {{"errorMessage": {{
+                  "message": "boom", "programmingLanguage": "python"}}}}}},
+                "job": {{"namespace": "airflow", "name": "{job}"}},
+                "inputs": [], "outputs": []}}"#
+        );
+        ("test".to_string(), parse_event(&text).unwrap())
+    }
+
+    /// A file of history read at first start: a job that failed and has run cleanly
+    /// since opens nothing; a job whose last run failed opens one incident, however
+    /// often it failed; a failure after the engine started watching opens one even
+    /// though a later run succeeded.
+    #[test]
+    fn history_from_before_the_first_start_opens_only_jobs_still_failing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dataward.toml");
+        std::fs::write(&path, "").unwrap();
+        let config = crate::config::Config::parse("", &path).unwrap();
+        let state = crate::store::open(&dir.path().join("dataward.db")).unwrap();
+        let mut engine = Engine::new(config, state, None, &Actor::current()).unwrap();
+        let events = vec![
+            event("FAIL", "2026-09-01T02:10:00Z", "r1", "recovered.load"),
+            event("COMPLETE", "2026-09-02T02:10:00Z", "r2", "recovered.load"),
+            event("FAIL", "2026-09-01T02:10:00Z", "r3", "still.failing"),
+            event("FAIL", "2026-09-02T02:10:00Z", "r4", "still.failing"),
+            event(
+                "FAIL",
+                "2099-01-01T02:10:00Z",
+                "r5",
+                "failed.while.watching",
+            ),
+            event(
+                "COMPLETE",
+                "2099-01-02T02:10:00Z",
+                "r6",
+                "failed.while.watching",
+            ),
+        ];
+        let batch = EventBatch {
+            events: events.clone(),
+            file: None,
+        };
+        assert_eq!(engine.store_lineage_events(batch).unwrap(), 6);
+        engine.failed_runs_in(&events).unwrap();
+        let mut opened: Vec<String> = engine
+            .snapshot(false)
+            .incidents
+            .iter()
+            .map(|i| i.monitor.clone())
+            .collect();
+        opened.sort();
+        assert_eq!(
+            opened,
+            vec!["run of failed.while.watching", "run of still.failing"]
+        );
+        // A run that failed is its own kind of check, named so on the chain (the
+        // receipt reads it there), not a schema change standing in for one.
+        assert!(engine
+            .incidents
+            .iter()
+            .all(|i| i.check == crate::config::CheckKind::FailedRun));
+        let opened = crate::chain::records(&engine.state).unwrap();
+        let opened: Vec<_> = opened
+            .iter()
+            .filter(|r| r.kind == "incident_opened")
+            .collect();
+        assert!(opened
+            .iter()
+            .all(|r| r.payload.contains(r#""check":"failed_run""#)));
+    }
+
+    /// No monitor runs a failed run's check: the config says so, naming the key.
+    #[test]
+    fn a_monitor_cannot_list_failed_run_as_a_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dataward.toml");
+        let text = "[warehouse.crm]\nkind = \"sqlite\"\npath = \"crm.db\"\n\n\
+                    [[monitor]]\nwarehouse = \"crm\"\ntable = \"public.t\"\n\
+                    checks = [\"failed_run\"]\n";
+        std::fs::write(&path, text).unwrap();
+        std::fs::write(dir.path().join("crm.db"), "").unwrap();
+        let error = format!(
+            "{:#}",
+            crate::config::Config::parse(text, &path).unwrap_err()
+        );
+        assert!(
+            error.contains("checks: failed_run is not a check a monitor runs"),
+            "{error}"
+        );
+    }
+
     /// A job's runs write about a thousand rows a day to a table no monitor reads; the
     /// day one writes a hundred is said, with the band, once the run completes. A
     /// monitored table is left to its monitor.

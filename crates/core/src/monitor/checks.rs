@@ -242,6 +242,10 @@ pub fn measure(
                 today: now.date_naive(),
             })
         }
+        // The config refuses it in a monitor's checks.
+        CheckKind::FailedRun => Err(WarehouseError::Refused(
+            "failed_run is not measured in a warehouse".to_string(),
+        )),
     }
 }
 
@@ -278,7 +282,7 @@ pub fn from_counts(
             counts: minutes::daily_counts(&history.days, windows.first_day),
             today: now.date_naive(),
         },
-        CheckKind::Schema => return None,
+        CheckKind::Schema | CheckKind::FailedRun => return None,
     })
 }
 

@@ -209,6 +209,8 @@ impl Observation {
                 .map(ToString::to_string)
                 .collect::<Vec<_>>()
                 .join("; "),
+            // No monitor measures it (the config refuses it in `checks`).
+            CheckKind::FailedRun => String::new(),
         }
     }
 }
@@ -222,6 +224,8 @@ pub fn amount(check: CheckKind, value: f64) -> String {
         CheckKind::Freshness => human_seconds(value),
         CheckKind::NullRate => format!("{:.1}%", value * 100.0),
         CheckKind::Schema => format!("{} columns", thousands(value)),
+        CheckKind::FailedRun if value == 1.0 => "1 failed run".to_string(),
+        CheckKind::FailedRun => format!("{} failed runs", thousands(value)),
     }
 }
 

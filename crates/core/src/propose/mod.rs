@@ -163,6 +163,23 @@ fn finish(incident: &str, drafts: Vec<Draft>) -> Vec<Proposal> {
         .collect()
 }
 
+/// Proposals made for an incident that already has `after`: numbered on from there,
+/// each bound anew to its content's hash.
+pub fn numbered_after(
+    after: usize,
+    proposals: impl IntoIterator<Item = Proposal>,
+) -> Vec<Proposal> {
+    proposals
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut p)| {
+            p.id = format!("{}-P{}", p.incident, after + i + 1);
+            p.content_hash = content_hash(&p);
+            p
+        })
+        .collect()
+}
+
 /// The role named on a proposal for a node with this owner.
 pub(crate) fn owner_of(owner: &Option<String>) -> String {
     owner.clone().unwrap_or_else(|| "unknown-owner".to_string())

@@ -98,6 +98,7 @@ impl Figure {
                 }
             }
             CheckKind::Schema => format!("columns of {table}"),
+            CheckKind::FailedRun => format!("the run writing {table}"),
         }
     }
 
@@ -108,6 +109,7 @@ impl Figure {
         match (self.check, self.verdict) {
             (CheckKind::Freshness, _) => format!("{} has not loaded for {amount}", self.table),
             (CheckKind::Schema, _) => format!("the columns of {} changed", self.table),
+            (CheckKind::FailedRun, _) => format!("the run writing {} failed", self.table),
             (CheckKind::NullRate, _) => format!("the {} rose to {amount}", self.subject()),
             (_, VerdictKind::Low) => format!("{} fell to {amount}", self.subject()),
             (_, VerdictKind::High) => format!("{} rose to {amount}", self.subject()),
@@ -136,6 +138,7 @@ impl Figure {
                 self.column.as_deref().unwrap_or("a column")
             ),
             CheckKind::Schema => format!("the columns of {table} are back as they were"),
+            CheckKind::FailedRun => format!("the run writing {table} succeeds again"),
         }
     }
 
