@@ -113,13 +113,16 @@ pub(super) fn recent_only(window: &MinuteWindow, stripe: Stripe, indexed: bool) 
             .collect::<Vec<_>>()
             .join(" OR ")
     } else {
-        let since_midnight = format!(
-            "({col}::timestamptz - date_bin('1 day', {col}::timestamptz, timestamptz 'epoch'))"
-        );
+        // The day binned from the stripe's start: a row is in the stripe when it is
+        // less than the stripe's width after that (one date_bin a row, not two).
         format!(
             "({col} >= to_timestamp({}) AND {col} < to_timestamp({}) \
-             AND {since_midnight} >= interval '{} seconds' AND {since_midnight} < interval '{} seconds')",
-            window.older_from, window.from, stripe.start, stripe.end
+             AND {col}::timestamptz < date_bin('1 day', {col}::timestamptz, to_timestamp({})) \
+             + interval '{} seconds')",
+            window.older_from,
+            window.from,
+            stripe.start,
+            stripe.end - stripe.start
         )
     };
     format!("{recent} OR {older}")
