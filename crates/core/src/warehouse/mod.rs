@@ -197,7 +197,7 @@ pub trait Warehouse: Send {
         _scan: &TableScan,
         _stripe: Stripe,
         _indexed: bool,
-    ) -> Result<Option<(TableCounts, Vec<(i64, u64)>)>, WarehouseError> {
+    ) -> Result<Option<RecentRead>, WarehouseError> {
         Ok(None)
     }
     /// Plans one query a poll can send for a monitor, without running it. A warehouse
@@ -477,6 +477,10 @@ pub struct ChangeMarks {
     /// An index leads with the timestamp column, so reads by it are ranges of it.
     pub indexed: bool,
 }
+
+/// What [`Warehouse::scan_recent`] read: the recent days' counts, and the stripe's rows
+/// of each older day, (day from the epoch, rows).
+pub type RecentRead = (TableCounts, Vec<(i64, u64)>);
 
 /// Seconds into the day: the older days' rows stamped at a time of day in [start, end).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

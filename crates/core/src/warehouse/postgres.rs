@@ -444,7 +444,7 @@ impl Warehouse for PostgresWarehouse {
         scan: &TableScan,
         stripe: Stripe,
         indexed: bool,
-    ) -> Result<Option<(TableCounts, Vec<(i64, u64)>)>, WarehouseError> {
+    ) -> Result<Option<super::RecentRead>, WarehouseError> {
         let Some(window) = &scan.minutes else {
             return Ok(None);
         };
