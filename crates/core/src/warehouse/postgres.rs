@@ -171,9 +171,13 @@ impl PostgresWarehouse {
         // Days are UTC days whatever the server's zone; a runaway check is cut off by
         // the server as well as by the poller.
         // The server's version comes back in the same round trip: the scan bins with
-        // date_bin, which older servers lack, and that is said once, plainly.
+        // date_bin, which older servers lack, and that is said once, plainly. No
+        // parallel workers: a check's reads are many and small, and the planner takes the
+        // recent read's probe a day for thousands of rows (parallel, it cost 30 times the
+        // CPU).
         let setup = format!(
-            "SET TimeZone = 'UTC'; SET statement_timeout = {}; SHOW server_version_num",
+            "SET TimeZone = 'UTC'; SET statement_timeout = {}; \
+             SET max_parallel_workers_per_gather = 0; SHOW server_version_num",
             self.statement_timeout.as_millis()
         );
         let answered = client
@@ -448,8 +452,8 @@ impl Warehouse for PostgresWarehouse {
         let Some(window) = &scan.minutes else {
             return Ok(None);
         };
-        let only = scan::recent_only(window, stripe, indexed);
-        let mut counts = self.scan_where(scan, Some(&only))?;
+        let rows = scan::recent_only(scan.relation, window, stripe, indexed);
+        let mut counts = self.scan_where(scan, Some(&rows))?;
         // The older days read are the stripe's rows, not the days'.
         let stripe_rows = counts.days.iter().map(|d| (d.day, d.rows)).collect();
         counts.rows -= counts.older_rows;

@@ -14,7 +14,7 @@ use super::super::{
 use super::{sent, PostgresWarehouse};
 
 /// The one query that reads a table for every check (see [`Warehouse::scan`]).
-pub(super) fn scan_sql(scan: &TableScan, only: Option<&str>) -> String {
+pub(super) fn scan_sql(scan: &TableScan, rows: Option<&str>) -> String {
     // Grouped by minute only from the window's start and by day over the older
     // stretch: every other row (and every row without a time) falls into one group, so
     // the table is read once and only the recent rows cost a hash entry each. The
@@ -81,51 +81,57 @@ pub(super) fn scan_sql(scan: &TableScan, only: Option<&str>) -> String {
         "SELECT extract(epoch from minute)::int8, * FROM (
            SELECT {minute} AS minute, count(*), {at_midnight}, {older},
                   count(*) FILTER (WHERE {counted}){nulls}{per_minute}{cut}
-           FROM {table}{only} GROUP BY 1) AS per_minute",
-        table = scan.relation.quoted(),
-        only = only.map_or(String::new(), |only| format!(" WHERE {only}")),
+           FROM {table} GROUP BY 1) AS per_minute",
+        table = rows.map_or_else(|| scan.relation.quoted(), str::to_string),
     )
 }
 
-const DAY: usize = 86_400;
+const DAY: i64 = 86_400;
 
-/// The rows [`Warehouse::scan_recent`] reads: every row of the recent stretch, and of
-/// each older day those stamped at a time of day within `stripe`. With an index that
-/// leads with the column, the older days' rows are one range of it a day, each an index
-/// range; without one the table is read once in any case, and the time of day is
-/// arithmetic on each older row.
-pub(super) fn recent_only(window: &MinuteWindow, stripe: Stripe, indexed: bool) -> String {
+/// What [`Warehouse::scan_recent`] reads, as the scan's FROM item: every row of the
+/// recent stretch, and of each older day those stamped at a time of day within
+/// `stripe`. With an index that leads with the column, the recent stretch is one range
+/// of it and each older day another, probed one day at a time (a list of ranges in one
+/// condition costs the planner more than the rows cost); without one the table is read
+/// once in any case, and the time of day is arithmetic on each older row.
+pub(super) fn recent_only(
+    relation: &Relation,
+    window: &MinuteWindow,
+    stripe: Stripe,
+    indexed: bool,
+) -> String {
+    let table = relation.quoted();
     let col = quote_ident(window.column);
-    let recent = format!("{col} >= to_timestamp({})", window.from);
+    let recent = format!(
+        "SELECT * FROM {table} WHERE {col} >= to_timestamp({})",
+        window.from
+    );
     if stripe.start >= stripe.end || window.older_from >= window.from {
-        return recent;
+        return format!("({recent}) AS recent");
     }
-    let older = if indexed {
-        (window.older_from..window.from)
-            .step_by(DAY)
-            .map(|day| {
-                format!(
-                    "({col} >= to_timestamp({}) AND {col} < to_timestamp({}))",
-                    day + stripe.start,
-                    day + stripe.end
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(" OR ")
-    } else {
-        // The day binned from the stripe's start: a row is in the stripe when it is
-        // less than the stripe's width after that (one date_bin a row, not two).
-        format!(
-            "({col} >= to_timestamp({}) AND {col} < to_timestamp({}) \
-             AND {col}::timestamptz < date_bin('1 day', {col}::timestamptz, to_timestamp({})) \
-             + interval '{} seconds')",
+    if indexed {
+        return format!(
+            "({recent} UNION ALL SELECT stripe.* FROM generate_series({}::int8, {}::int8, {DAY}) AS day, \
+             LATERAL (SELECT * FROM {table} WHERE {col} >= to_timestamp(day + {}) \
+             AND {col} < to_timestamp(day + {})) AS stripe) AS recent",
             window.older_from,
-            window.from,
+            window.from - DAY,
             stripe.start,
-            stripe.end - stripe.start
-        )
-    };
-    format!("{recent} OR {older}")
+            stripe.end
+        );
+    }
+    // The day binned from the stripe's start: a row is in the stripe when it is less
+    // than the stripe's width after that (one date_bin a row, not two).
+    format!(
+        "(SELECT * FROM {table} WHERE {col} >= to_timestamp({from}) OR ({col} >= to_timestamp({}) \
+         AND {col} < to_timestamp({from}) \
+         AND {col}::timestamptz < date_bin('1 day', {col}::timestamptz, to_timestamp({})) \
+         + interval '{} seconds')) AS recent",
+        window.older_from,
+        stripe.start,
+        stripe.end - stripe.start,
+        from = window.from,
+    )
 }
 
 /// The table's identity, file and write counters, whether an index leads with the
@@ -165,13 +171,13 @@ pub(super) fn change_marks(
 }
 
 impl PostgresWarehouse {
-    /// The scan's query, over the rows where `only` holds (every row: None).
+    /// The scan's query, over `rows` (a FROM item; the whole table: None).
     pub(super) fn scan_where(
         &self,
         scan: &TableScan,
-        only: Option<&str>,
+        rows: Option<&str>,
     ) -> Result<TableCounts, WarehouseError> {
-        let sql = scan_sql(scan, only);
+        let sql = scan_sql(scan, rows);
         let rows = self.with_client(|c| sent(&sql, c.query(&sql, &[])))?;
         // Columns: the minute as seconds, the minute itself, then the counts.
         let width = scan.width();
