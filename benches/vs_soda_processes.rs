@@ -19,7 +19,8 @@
 //! Run with `cargo bench --bench vs_soda_processes`. Sizes default to 100 and 200
 //! tables; `VS_SODA_TABLES=200` picks others. The Soda venv is shared with `vs_soda`.
 //! `VS_SODA_DATAWARD=PATH` times another dataward binary (an older build, say) instead of
-//! the one cargo built.
+//! the one cargo built. `VS_SODA_SCALE=100,1000,10000` measures dataward alone on that
+//! many smaller tables: state per table and each poll's cost (see [`scale`]).
 
 #[path = "../tests/support/pg.rs"]
 mod pg;
@@ -52,11 +53,15 @@ fn main() {
     let Some(server) = pg::start_or_skip("vs_soda_processes benchmark") else {
         return;
     };
+    if let Ok(sizes) = std::env::var("VS_SODA_SCALE") {
+        scale(&server, &sizes);
+        return;
+    }
     let largest = *sizes.iter().max().expect("at least one size");
     prepare_server(&server, largest);
     let setup = Instant::now();
-    build_tables(&server, "bench", largest, false);
-    build_tables(&server, "bench_ix", largest, true);
+    build_tables(&server, "bench", largest, false, ROWS, 3);
+    build_tables(&server, "bench_ix", largest, true, ROWS, 3);
     println!(
         "setup: {largest} tables x {ROWS} rows (70 days, a row every 3 minutes), without and with \
          an index on loaded_at, in {:.1}s",
@@ -374,10 +379,77 @@ fn state_bytes(data_dir: &Path) -> u64 {
         .sum()
 }
 
+/// `VS_SODA_SCALE=100,1000,10000`: dataward alone (three checks) on that many smaller
+/// tables (70 days of a row every 3 hours, 560 rows, no index; `VS_SODA_SCALE_ROWS`
+/// for more, still 70 days): the state database's bytes per table after the first
+/// poll and after two later ones, and each poll's wall time and server CPU per table.
+fn scale(server: &pg::PgServer, sizes: &str) {
+    let sizes: Vec<usize> = sizes
+        .split(',')
+        .map(|s| {
+            s.trim()
+                .replace('_', "")
+                .parse()
+                .expect("VS_SODA_SCALE: numbers of tables")
+        })
+        .collect();
+    let rows: usize = std::env::var("VS_SODA_SCALE_ROWS").map_or(560, |r| {
+        r.parse().expect("VS_SODA_SCALE_ROWS: a number of rows")
+    });
+    let minutes_apart = 70 * 24 * 60 / rows;
+    let largest = *sizes.iter().max().expect("at least one size");
+    prepare_server(server, largest);
+    let setup = Instant::now();
+    build_tables(server, "bench", largest, false, rows, minutes_apart);
+    println!(
+        "setup: {largest} tables x {rows} rows (70 days, a row every {minutes_apart} minutes), \
+         no index, in {:.1}s",
+        setup.elapsed().as_secs_f64()
+    );
+    let side = ServerSide::new(server);
+    // Soda is not run here.
+    let no_soda = Soda {
+        executable: PathBuf::new(),
+        work: tempfile::tempdir().expect("temp dir"),
+    };
+    let bench = Bench {
+        server,
+        side: &side,
+        soda: &no_soda,
+        work: tempfile::tempdir().expect("temp dir"),
+    };
+    println!(
+        "{:>6}  {:<12} {:>8} {:>16} {:>10}",
+        "tables", "poll", "wall s", "server ms/table", "KB/table"
+    );
+    for &tables in &sizes {
+        let config = bench.config("bench", tables, THREE_CHECKS);
+        let dir = bench.fresh_dir(&format!("scale-{tables}"));
+        for poll in ["first", "second", "third"] {
+            let run = bench.dataward(&config, &dir);
+            println!(
+                "{:>6}  {:<12} {:>8.2} {:>16.2} {:>10.2}",
+                tables,
+                poll,
+                run.wall.as_secs_f64(),
+                run.server_cpu.as_secs_f64() * 1000.0 / tables as f64,
+                state_bytes(&dir) as f64 / 1024.0 / tables as f64,
+            );
+        }
+    }
+}
+
 /// One template table copied per table by two connections at once; with `index`, an
 /// index on loaded_at for each copy.
-fn build_tables(server: &pg::PgServer, schema: &str, tables: usize, index: bool) {
-    let last = ROWS - 1;
+fn build_tables(
+    server: &pg::PgServer,
+    schema: &str,
+    tables: usize,
+    index: bool,
+    rows: usize,
+    minutes_apart: usize,
+) {
+    let last = rows - 1;
     server.execute(&format!(
         "CREATE SCHEMA {schema};
          CREATE TABLE public.t30_template AS
@@ -385,7 +457,7 @@ fn build_tables(server: &pg::PgServer, schema: &str, tables: usize, index: bool)
                   CASE WHEN n % 10 = 0 THEN NULL
                        ELSE round((random() * 1000)::numeric, 2) END AS amount,
                   'row ' || n AS note,
-                  date_trunc('minute', now()) - n * interval '3 minutes' AS loaded_at
+                  date_trunc('minute', now()) - n * interval '{minutes_apart} minutes' AS loaded_at
            FROM generate_series(0, {last}) n;"
     ));
     std::thread::scope(|scope| {

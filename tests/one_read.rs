@@ -30,6 +30,9 @@ struct Step {
     after: TimeDelta,
     sql: &'static str,
     what: &'static str,
+    /// Where the engine counts its queries: whether this poll reads the whole tables
+    /// again (None: not asserted).
+    whole: Option<bool>,
 }
 
 /// Polls `monitors` both ways at each step and asserts every observation is the same.
@@ -60,7 +63,8 @@ fn assert_one_read_matches_separate_queries(
         let polled = poller.poll(&combined, &config.monitor, now).unwrap();
         if let (Some(before), Some(count), true) = (sent, queries, step.sql.is_empty()) {
             let sent = count() - before;
-            let one_read = config.monitor.len() as u64 + 1;
+            // Per table its write counters and one read; one for the catalog.
+            let one_read = 2 * config.monitor.len() as u64 + 1;
             if step.after.is_zero() {
                 // The first poll: besides, freshness's load times once for a table
                 // whose recent minutes hold too few of them.
@@ -73,10 +77,17 @@ fn assert_one_read_matches_separate_queries(
                 // Nothing changed: the kept load times stand.
                 assert_eq!(
                     sent, one_read,
-                    "{}: one query per monitor's table and one for the catalog",
+                    "{}: one read per monitor's table and one for the catalog",
                     step.what
                 );
             }
+        }
+        if let (Some(before), Some(count), Some(whole)) = (sent, queries, step.whole) {
+            // A steady poll reads each table's counters and its recent days; one that
+            // must read a whole table again reads its recent days first.
+            let sent = count() - before;
+            let steady = 2 * config.monitor.len() as u64 + 1;
+            assert_eq!(sent > steady, whole, "{}: {sent} queries", step.what);
         }
         let at = dataward::clock::Timestamp::from_utc(now);
         let mut expected: Vec<Observation> = Vec::new();
@@ -149,31 +160,37 @@ fn steps() -> Vec<Step> {
             after: TimeDelta::zero(),
             sql: "",
             what: "the first poll reads the older days per day and the load times once",
+            whole: None,
         },
         Step {
             after: TimeDelta::hours(1),
             sql: "INSERT INTO {t} VALUES (9001, NULL, 'new', {13:00 today})",
             what: "a warm poll sees the new hour",
+            whole: None,
         },
         Step {
             after: TimeDelta::minutes(20),
             sql: "INSERT INTO {t} VALUES (9002, 1, 'late', {10:00 five days ago})",
             what: "a row late for a day five days ago (judged, not re-read) is counted",
+            whole: None,
         },
         Step {
             after: TimeDelta::minutes(20),
             sql: "DELETE FROM {t} WHERE id % 5 = 0",
             what: "deleted rows are no longer counted",
+            whole: None,
         },
         Step {
             after: TimeDelta::hours(12),
             sql: "INSERT INTO {t} VALUES (9003, 2, 'next day', {01:00 tomorrow})",
             what: "the next day begins",
+            whole: None,
         },
         Step {
             after: TimeDelta::minutes(5),
             sql: "",
             what: "nothing changed",
+            whole: None,
         },
     ]
 }
@@ -185,6 +202,8 @@ fn with_times(sql: &str, table: &str, time: &dyn Fn(&str) -> String) -> String {
         ("{13:00 today}", "2024-05-15 13:00:00"),
         ("{10:00 five days ago}", "2024-05-10 10:00:00"),
         ("{01:00 tomorrow}", "2024-05-16 01:00:00"),
+        ("{day ten days ago}", "2024-05-05 00:00:00"),
+        ("{day nine days ago}", "2024-05-06 00:00:00"),
     ] {
         sql = sql.replace(mark, &time(at));
     }
@@ -239,8 +258,63 @@ fn sqlite_one_read_matches_each_checks_own_query() {
 
 #[test]
 fn postgres_one_read_matches_each_checks_own_query() {
-    let Some(pg) = support::pg::start_or_skip("postgres_one_read_matches_each_checks_own_query")
-    else {
+    postgres_one_read_matches("postgres_one_read_matches_each_checks_own_query", &steps());
+}
+
+/// A steady poll reads only the recent days and keeps the older days' counts, so each
+/// change to an older day must bring the whole table to be read again.
+#[test]
+fn postgres_changes_to_older_days_are_seen() {
+    postgres_one_read_matches(
+        "postgres_changes_to_older_days_are_seen",
+        &older_day_steps(),
+    );
+}
+
+fn older_day_steps() -> Vec<Step> {
+    let step = |sql, what, whole| Step {
+        after: TimeDelta::minutes(10),
+        sql,
+        what,
+        whole,
+    };
+    vec![
+        Step {
+            after: TimeDelta::zero(),
+            sql: "",
+            what: "the first poll",
+            whole: None,
+        },
+        step("", "a steady poll reads the recent days", Some(false)),
+        step(
+            "INSERT INTO {t} VALUES (9101, NULL, 'backfill', {10:00 five days ago})",
+            "a row backfilled into a closed day is counted",
+            Some(true),
+        ),
+        step("", "steady again", Some(false)),
+        step(
+            "DELETE FROM {t} WHERE at >= {day ten days ago} AND at < {day nine days ago}",
+            "a closed day deleted is gone",
+            Some(true),
+        ),
+        step(
+            "UPDATE {t} SET amount = NULL WHERE id BETWEEN 1000 AND 1010",
+            "nulls set on older days are counted",
+            Some(true),
+        ),
+        step(
+            "INSERT INTO {t} VALUES (9102, 1, 'no time', NULL)",
+            "a row without a time is counted",
+            Some(true),
+        ),
+        step("", "steady again", Some(false)),
+        step("TRUNCATE {t}", "an emptied table is empty", Some(true)),
+        step("", "steady when empty", Some(false)),
+    ]
+}
+
+fn postgres_one_read_matches(test: &str, steps: &[Step]) {
+    let Some(pg) = support::pg::start_or_skip(test) else {
         return;
     };
     let hours = "SELECT n * 2 + r AS id,
@@ -248,6 +322,7 @@ fn postgres_one_read_matches_each_checks_own_query() {
                         'load' AS note, to_timestamp(1710028800 + n * 3600) AS at
                  FROM generate_series(0, 1596) n, generate_series(0, 1) r
                  WHERE NOT (1710028800 + n * 3600 BETWEEN 1715691600 AND 1715731199)";
+    let before = write_counters(&pg);
     pg.execute(&format!(
         "CREATE TABLE timed (id bigint, amount numeric, note text, at timestamptz);
          CREATE TABLE plain (id bigint, amount numeric, note text, at timestamp);
@@ -259,8 +334,12 @@ fn postgres_one_read_matches_each_checks_own_query() {
          INSERT INTO timed VALUES (8000, 1, 'no time', NULL);
          INSERT INTO plain SELECT id, amount, note, at AT TIME ZONE 'UTC' FROM ({hours}) h;
          INSERT INTO dated SELECT id, amount, note, (at AT TIME ZONE 'UTC')::date FROM ({hours}) h;
-         INSERT INTO old SELECT id, amount, note, at - interval '200 days' FROM ({hours}) h;"
+         INSERT INTO old SELECT id, amount, note, at - interval '200 days' FROM ({hours}) h;
+         -- Two tables read by ranges of the column, the others by the time of day.
+         CREATE INDEX ON timed (at);
+         CREATE INDEX ON dated (at);"
     ));
+    stats_settled(&pg, &before, "CREATE");
     let tables = ["timed", "plain", "dated", "empty", "old"];
     let warehouse = Arc::new(PostgresWarehouse::new(&pg.url, 2, Duration::from_secs(30)).unwrap());
     let counted = warehouse.clone();
@@ -269,6 +348,7 @@ fn postgres_one_read_matches_each_checks_own_query() {
         if sql.is_empty() {
             return;
         }
+        let before = write_counters(&pg);
         for table in tables {
             let time: &dyn Fn(&str) -> String = match table {
                 "plain" => &|at| format!("timestamp '{at}'"),
@@ -277,14 +357,47 @@ fn postgres_one_read_matches_each_checks_own_query() {
             };
             pg.execute(&with_times(sql, table, time));
         }
+        stats_settled(&pg, &before, sql);
     };
     assert_one_read_matches_separate_queries(
         warehouse,
         &config(&tables),
-        &steps(),
+        steps,
         &apply,
         Some(&queries),
     );
+}
+
+/// Every table's write counters.
+fn write_counters(pg: &support::pg::PgServer) -> Vec<(String, i64, i64, i64)> {
+    pg.client()
+        .query(
+            "SELECT relname::text, n_tup_ins, n_tup_upd, n_tup_del FROM pg_stat_user_tables
+             ORDER BY 1",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+        .collect()
+}
+
+/// Waits until the server counts the writes a step made: a backend reports its counts
+/// as it goes idle or exits, a moment after the client returned. (A poll in that moment
+/// reads the whole table on the poll after; see monitor::older_days.) TRUNCATE moves no
+/// counter.
+fn stats_settled(pg: &support::pg::PgServer, before: &[(String, i64, i64, i64)], sql: &str) {
+    if sql.starts_with("TRUNCATE") {
+        return;
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while write_counters(pg) == before {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{sql}: the server never counted it"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 #[test]

@@ -384,9 +384,17 @@ pub fn minutes(s: &dyn Store) {
         s.set_minute_source("accounts", "shop.accounts\nat", 0)?;
         s.insert_day("orders", 20001, 5, &[0, 1, 255])?;
         s.insert_day("orders", 20000, 3, &[])?;
-        s.insert_day("accounts", 20000, 1, &[9])
+        s.insert_day("accounts", 20000, 1, &[9])?;
+        s.set_older_days("orders", r#"{"days":1}"#)?;
+        s.set_older_days("orders", r#"{"days":2}"#)?;
+        s.set_older_days("accounts", r#"{"days":3}"#)
     })
     .unwrap();
+    assert_eq!(
+        s.older_days("orders").unwrap().as_deref(),
+        Some(r#"{"days":2}"#),
+        "the last poll's summary replaces the one before"
+    );
     assert_eq!(
         s.minute_source("orders").unwrap(),
         Some(("shop.orders\nloaded_at".to_string(), 200))
@@ -405,6 +413,12 @@ pub fn minutes(s: &dyn Store) {
     write(s, |s| s.forget_minutes("orders")).unwrap();
     assert_eq!(s.minute_source("orders").unwrap(), None);
     assert!(s.days("orders").unwrap().is_empty());
+    assert_eq!(
+        s.older_days("orders").unwrap(),
+        None,
+        "forgotten with the minutes"
+    );
+    assert!(s.older_days("accounts").unwrap().is_some());
     assert_eq!(
         s.days("accounts").unwrap().len(),
         1,

@@ -45,6 +45,9 @@ pub struct Plan {
     pub since: i64,
     /// The load times kept by earlier polls of the same table and column.
     pub kept: Option<Kept>,
+    /// The older days' counts an earlier poll kept (see [`super::older_days`]); once
+    /// the poll has read, those it keeps for the next.
+    pub older_days: Option<super::older_days::OlderDays>,
 }
 
 /// Load times kept in the state database.
@@ -277,6 +280,7 @@ pub fn plan(
         cutoff: now.rem_euclid(DAY) / 60 * 60,
         since: lookback_since,
         kept,
+        older_days: super::older_days::load(state, monitor)?,
     })
 }
 

@@ -8,6 +8,7 @@ pub mod checks;
 pub mod cli;
 pub mod inject;
 pub mod minutes;
+pub mod older_days;
 pub mod poller;
 
 use crate::store::prelude::*;

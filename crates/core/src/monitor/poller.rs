@@ -25,6 +25,7 @@ use tokio::time::Instant;
 
 use super::checks::{column_names, from_counts, measure, table_columns, Measurement, Windows};
 use super::minutes::{self, Plan};
+use super::older_days;
 use super::{judge, Observation};
 use crate::config::{parse_duration, CheckKind, Config, MonitorConfig};
 use crate::warehouse::query_log::{self, Budget, Log};
@@ -725,23 +726,42 @@ fn read_table(
     now: DateTime<Utc>,
 ) -> Result<TableRead, WarehouseError> {
     let windows = Windows::of(monitor, now);
-    let scan = |names: &[String], plan: Option<&Plan>| {
-        warehouse.scan(&TableScan {
-            relation,
-            null_columns: names,
-            // No columns, no window to test each row against.
-            nulls_since: windows
-                .nulls_since
-                .as_ref()
-                .filter(|_| !names.is_empty())
-                .map(|(column, at)| (column.as_str(), *at)),
-            minutes: plan.map(Plan::window),
-        })
-    };
     let names = null_names.as_deref().unwrap_or(&[]);
-    let counts = scan(names, plan.as_ref()).and_then(|counts| {
-        let Some(plan) = plan else {
+    let scan = TableScan {
+        relation,
+        null_columns: names,
+        // No columns, no window to test each row against.
+        nulls_since: windows
+            .nulls_since
+            .as_ref()
+            .filter(|_| !names.is_empty())
+            .map(|(column, at)| (column.as_str(), *at)),
+        minutes: plan.as_ref().map(Plan::window),
+    };
+    // Read before the rows, so a write between the two is counted against the next
+    // poll's read (see older_days). A warehouse that cannot say: the whole table.
+    let marks = plan.as_ref().and_then(|plan| {
+        warehouse
+            .change_marks(relation, &plan.column)
+            .ok()
+            .flatten()
+    });
+    let read = || -> Result<TableCounts, WarehouseError> {
+        if let (Some(plan), Some(marks)) = (plan.as_ref(), marks) {
+            if let Some(counts) = older_days::read_recent(warehouse, &scan, plan, marks)? {
+                return Ok(counts);
+            }
+        }
+        warehouse.scan(&scan)
+    };
+    let counts = read().and_then(|counts| {
+        let Some(plan) = plan.as_ref() else {
             return Ok((counts, None));
+        };
+        let kept_days = marks.map(|marks| older_days::OlderDays::of(plan, &scan, &counts, marks));
+        let plan = Plan {
+            older_days: kept_days,
+            ..plan.clone()
         };
         let older = if !monitor.checks.contains(&CheckKind::Freshness) {
             minutes::Older::unread(&plan)
@@ -792,9 +812,13 @@ impl MonitorRead {
             let (plan, older) = read.as_ref();
             let name = Config::monitor_name(monitor);
             let days = minutes::days(counts, plan.cutoff);
+            let load_times = minutes::store(state, &name, plan, counts, older)?;
+            if let Some(kept) = &plan.older_days {
+                older_days::store(state, &name, kept)?;
+            }
             history = super::checks::History {
                 rewritten: plan.rewritten(&days, now).map(|r| r.describe()),
-                load_times: minutes::store(state, &name, plan, counts, older)?,
+                load_times,
                 day_nulls: Some(minutes::day_nulls(counts, &days)),
                 days,
             };

@@ -17,6 +17,10 @@ pub trait MinuteStore {
     /// Every monitor with stored minutes.
     fn monitors_with_minutes(&self) -> Result<Vec<String>>;
     fn forget_minutes(&self, monitor: &str) -> Result<()>;
+    /// What `monitor`'s last poll kept of its table's older days (JSON, see
+    /// `monitor::older_days`); forgotten with its minutes.
+    fn older_days(&self, monitor: &str) -> Result<Option<String>>;
+    fn set_older_days(&self, monitor: &str, summary: &str) -> Result<()>;
 }
 
 impl MinuteStore for Connection {
@@ -63,6 +67,23 @@ impl MinuteStore for Connection {
     fn forget_minutes(&self, monitor: &str) -> Result<()> {
         self.execute("DELETE FROM minute_day WHERE monitor = ?1", [monitor])?;
         self.execute("DELETE FROM minute_source WHERE monitor = ?1", [monitor])?;
+        self.execute("DELETE FROM older_days WHERE monitor = ?1", [monitor])?;
+        Ok(())
+    }
+
+    fn older_days(&self, monitor: &str) -> Result<Option<String>> {
+        Ok(self
+            .prepare_cached("SELECT summary FROM older_days WHERE monitor = ?1")?
+            .query_row([monitor], |r| r.get(0))
+            .optional()?)
+    }
+
+    fn set_older_days(&self, monitor: &str, summary: &str) -> Result<()> {
+        self.prepare_cached(
+            "INSERT INTO older_days (monitor, summary) VALUES (?1, ?2)
+             ON CONFLICT (monitor) DO UPDATE SET summary = ?2",
+        )?
+        .execute(params![monitor, summary])?;
         Ok(())
     }
 }

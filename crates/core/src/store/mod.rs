@@ -409,6 +409,12 @@ const MIGRATIONS: &[&str] = &[
         wave TEXT PRIMARY KEY,
         doc  TEXT NOT NULL
      );",
+    // What a monitor's last poll kept of its table's older days (monitor::older_days,
+    // JSON): a steady poll reads only the recent days and the rows written since.
+    "CREATE TABLE older_days (
+        monitor TEXT PRIMARY KEY,
+        summary TEXT NOT NULL
+     );",
 ];
 
 /// How long a writer waits for another writer before giving up. Long enough that two

@@ -177,6 +177,29 @@ pub trait Warehouse: Send {
     /// type the query cannot use fails here as it would in the poll. Returns the plan's
     /// first line.
     fn plan_scan(&self, scan: &TableScan) -> Result<String, WarehouseError>;
+    /// What the warehouse counts of the table's writes, read before a poll's read of
+    /// its rows: a later poll that sees no more rows inserted than it finds new in the
+    /// recent days (and none updated or deleted) knows the older days are as they were.
+    /// None (the default, and for a view, a standby, counting off): every poll reads the
+    /// whole table. `column` is the timestamp column (whether an index leads with it).
+    fn change_marks(
+        &self,
+        _relation: &Relation,
+        _column: &str,
+    ) -> Result<Option<ChangeMarks>, WarehouseError> {
+        Ok(None)
+    }
+    /// [`Self::scan`] of only the rows from the window's recent stretch on, with
+    /// `stripe`'s rows of each older day: those whose time of day is in [start, end)
+    /// seconds, (day from the epoch, rows). None: the warehouse reads only whole tables.
+    fn scan_recent(
+        &self,
+        _scan: &TableScan,
+        _stripe: Stripe,
+        _indexed: bool,
+    ) -> Result<Option<RecentRead>, WarehouseError> {
+        Ok(None)
+    }
     /// Plans one query a poll can send for a monitor, without running it. A warehouse
     /// that plans only the scan (the default) says [`Planned::NotPlanned`] for the rest.
     fn plan(&self, query: &CheckQuery) -> Result<Planned, WarehouseError> {
@@ -440,6 +463,30 @@ pub struct MinuteWindow<'a> {
     /// time of day is before it (a day's rows before the time of day now are what
     /// "today so far" is compared with), and says when its first minute is.
     pub cutoff: i64,
+}
+
+/// A table's write counters and what its file is (see [`Warehouse::change_marks`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct ChangeMarks {
+    /// The table's identity and its file: a new table, a TRUNCATE or a rewrite change it.
+    pub table: i64,
+    pub file: i64,
+    pub inserted: i64,
+    pub updated: i64,
+    pub deleted: i64,
+    /// An index leads with the timestamp column, so reads by it are ranges of it.
+    pub indexed: bool,
+}
+
+/// What [`Warehouse::scan_recent`] read: the recent days' counts, and the stripe's rows
+/// of each older day, (day from the epoch, rows).
+pub type RecentRead = (TableCounts, Vec<(i64, u64)>);
+
+/// Seconds into the day: the older days' rows stamped at a time of day in [start, end).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stripe {
+    pub start: i64,
+    pub end: i64,
 }
 
 /// One day of a scan's older stretch (see [`MinuteWindow`]).

@@ -15,13 +15,14 @@ use chrono::{NaiveDate, NaiveTime};
 use postgres::{Client, NoTls};
 
 pub mod grant;
+mod scan;
 pub(crate) mod server;
 
 use super::{
     changed_copy, check_restorable, check_unchanged_since, column_list, null_counts_sql, query_log,
-    quote_ident, CastTarget, Column, DayCount, DayPrint, KeyGap, NullCounts, Relation, Restored,
-    TableCounts, TableScan, TableVersion, Uncastable, Warehouse, WarehouseError, BOOLEAN_WORDS,
-    DATE_WORDS, UNCASTABLE_EXAMPLES, VERSIONS,
+    quote_ident, CastTarget, ChangeMarks, Column, DayCount, DayPrint, KeyGap, NullCounts, Relation,
+    Restored, Stripe, TableCounts, TableScan, TableVersion, Uncastable, Warehouse, WarehouseError,
+    BOOLEAN_WORDS, DATE_WORDS, UNCASTABLE_EXAMPLES, VERSIONS,
 };
 
 pub struct PostgresWarehouse {
@@ -170,9 +171,13 @@ impl PostgresWarehouse {
         // Days are UTC days whatever the server's zone; a runaway check is cut off by
         // the server as well as by the poller.
         // The server's version comes back in the same round trip: the scan bins with
-        // date_bin, which older servers lack, and that is said once, plainly.
+        // date_bin, which older servers lack, and that is said once, plainly. No
+        // parallel workers: a check's reads are many and small, and the planner takes the
+        // recent read's probe a day for thousands of rows (parallel, it cost 30 times the
+        // CPU).
         let setup = format!(
-            "SET TimeZone = 'UTC'; SET statement_timeout = {}; SHOW server_version_num",
+            "SET TimeZone = 'UTC'; SET statement_timeout = {}; \
+             SET max_parallel_workers_per_gather = 0; SHOW server_version_num",
             self.statement_timeout.as_millis()
         );
         let answered = client
@@ -373,79 +378,6 @@ fn uncastable_sql(target: CastTarget) -> String {
     condition
 }
 
-/// The one query that reads a table for every check (see [`Warehouse::scan`]).
-fn scan_sql(scan: &TableScan) -> String {
-    // Grouped by minute only from the window's start and by day over the older
-    // stretch: every other row (and every row without a time) falls into one group, so
-    // the table is read once and only the recent rows cost a hash entry each. The
-    // bounds are the engine's own integers. Days are UTC days, as daily_counts reads
-    // them in the session's zone, UTC.
-    let (minute, at_midnight, older, cut) = match &scan.minutes {
-        Some(window) => {
-            let col = quote_ident(window.column);
-            let recent = format!("{col} >= to_timestamp({})", window.from);
-            let older = format!("{col} >= to_timestamp({})", window.older_from);
-            // date_bin is arithmetic on the instant, where date_trunc and a cast to a
-            // time of day work through the session's zone row by row: over every row of
-            // 70 days that was most of the scan's cost.
-            let bin = |width: &str| {
-                format!("date_bin('{width}', {col}::timestamptz, timestamptz 'epoch')")
-            };
-            (
-                format!(
-                    "CASE WHEN {recent} THEN {minute} WHEN {older} THEN {day} END",
-                    minute = bin("1 minute"),
-                    day = bin("1 day"),
-                ),
-                format!(
-                    "count(*) FILTER (WHERE {col}::timestamptz = {day})",
-                    day = bin("1 day")
-                ),
-                // Every row from the older stretch's start on: the recent ones are
-                // taken off below, one comparison per row cheaper than a range.
-                format!("count(*) FILTER (WHERE {older})"),
-                format!(
-                    ",\n count(*) FILTER (WHERE {col}::timestamptz < {day} + interval '{} seconds'),\n \
-                     coalesce(extract(epoch from min({col})::timestamptz)::int8, 0)",
-                    window.cutoff,
-                    day = bin("1 day"),
-                ),
-            )
-        }
-        None => (
-            "NULL::timestamptz".into(),
-            "0::int8".into(),
-            "0::int8".into(),
-            ", 0::int8, 0::int8".into(),
-        ),
-    };
-    let counted = match scan.nulls_since {
-        Some((column, at)) => format!("{} >= to_timestamp({at})", quote_ident(column)),
-        None => "true".to_string(),
-    };
-    let nulls: String = scan
-        .null_columns
-        .iter()
-        .map(|c| {
-            format!(
-                ",\n count(*) FILTER (WHERE {counted} AND {} IS NULL)",
-                quote_ident(c)
-            )
-        })
-        .collect();
-    let per_minute = scan.minute_nulls_sql(
-        &|condition| format!("count(*) FILTER (WHERE {condition})"),
-        &|_, c| quote_ident(c),
-    );
-    format!(
-        "SELECT extract(epoch from minute)::int8, * FROM (
-           SELECT {minute} AS minute, count(*), {at_midnight}, {older},
-                  count(*) FILTER (WHERE {counted}){nulls}{per_minute}{cut}
-           FROM {table} GROUP BY 1) AS per_minute",
-        table = scan.relation.quoted(),
-    )
-}
-
 impl Warehouse for PostgresWarehouse {
     fn access_catalog(
         &self,
@@ -500,22 +432,40 @@ impl Warehouse for PostgresWarehouse {
     }
 
     fn scan(&self, scan: &TableScan) -> Result<TableCounts, WarehouseError> {
-        let sql = scan_sql(scan);
-        let rows = self.with_client(|c| sent(&sql, c.query(&sql, &[])))?;
-        // Columns: the minute as seconds, the minute itself, then the counts.
-        let width = scan.width();
-        let groups = rows
-            .iter()
-            .map(|r| {
-                let counts = (2..2 + width).map(|i| r.get::<_, i64>(i) as u64).collect();
-                (r.get::<_, Option<i64>>(0), counts)
-            })
-            .collect();
-        Ok(TableCounts::from_groups(groups, scan))
+        self.scan_where(scan, None)
+    }
+
+    fn change_marks(
+        &self,
+        relation: &Relation,
+        column: &str,
+    ) -> Result<Option<ChangeMarks>, WarehouseError> {
+        self.with_client(|c| scan::change_marks(c, relation, column))
+    }
+
+    fn scan_recent(
+        &self,
+        scan: &TableScan,
+        stripe: Stripe,
+        indexed: bool,
+    ) -> Result<Option<super::RecentRead>, WarehouseError> {
+        let Some(window) = &scan.minutes else {
+            return Ok(None);
+        };
+        let rows = scan::recent_only(scan.relation, window, stripe, indexed);
+        let mut counts = self.scan_where(scan, Some(&rows))?;
+        // The older days read are the stripe's rows, not the days'.
+        let stripe_rows = counts.days.iter().map(|d| (d.day, d.rows)).collect();
+        counts.rows -= counts.older_rows;
+        counts.older_rows = 0;
+        counts.days.clear();
+        let from_day = window.from.div_euclid(86_400);
+        counts.day_nulls.retain(|(day, _)| *day >= from_day);
+        Ok(Some((counts, stripe_rows)))
     }
 
     fn plan_scan(&self, scan: &TableScan) -> Result<String, WarehouseError> {
-        let sql = format!("EXPLAIN {}", scan_sql(scan));
+        let sql = format!("EXPLAIN {}", scan::scan_sql(scan, None));
         let rows = self.with_client(|c| sent(&sql, c.query(&sql, &[])))?;
         Ok(rows
             .first()

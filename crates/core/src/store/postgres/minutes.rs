@@ -58,12 +58,31 @@ impl MinuteStore for PgState {
     }
 
     fn forget_minutes(&self, monitor: &str) -> Result<()> {
-        for table in ["minute_day", "minute_source"] {
+        for table in ["minute_day", "minute_source", "older_days"] {
             self.execute(
                 &format!("DELETE FROM {table} WHERE team = $1 AND monitor = $2"),
                 &[&self.team, &monitor],
             )?;
         }
+        Ok(())
+    }
+
+    fn older_days(&self, monitor: &str) -> Result<Option<String>> {
+        Ok(self
+            .query(
+                "SELECT summary FROM older_days WHERE team = $1 AND monitor = $2",
+                &[&self.team, &monitor],
+            )?
+            .first()
+            .map(|r| r.get(0)))
+    }
+
+    fn set_older_days(&self, monitor: &str, summary: &str) -> Result<()> {
+        self.execute(
+            "INSERT INTO older_days (team, monitor, summary) VALUES ($1, $2, $3)
+             ON CONFLICT (team, monitor) DO UPDATE SET summary = excluded.summary",
+            &[&self.team, &monitor, &summary],
+        )?;
         Ok(())
     }
 }

@@ -267,6 +267,14 @@ const MIGRATIONS: &[&str] = &[
      ALTER TABLE meta ALTER COLUMN team DROP DEFAULT;
      ALTER TABLE meta DROP CONSTRAINT meta_pkey;
      ALTER TABLE meta ADD PRIMARY KEY (team, key);",
+    // 9: what a monitor's last poll kept of its table's older days (SQLite's migration
+    // 20; monitor::older_days, JSON).
+    "CREATE TABLE older_days (
+        team    TEXT NOT NULL,
+        monitor TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        PRIMARY KEY (team, monitor)
+     );",
 ];
 
 /// The schema version this dataward writes.

@@ -1,0 +1,193 @@
+//! The one query that reads a table for every check, whole or only its recent days
+//! (see [`Warehouse::scan`], [`Warehouse::scan_recent`]), and the counters that say
+//! whether the rows it did not read again can have changed
+//! ([`Warehouse::change_marks`]).
+
+use postgres::Client;
+
+#[cfg(doc)]
+use super::super::Warehouse;
+use super::super::{
+    quote_ident, ChangeMarks, MinuteWindow, Relation, Stripe, TableCounts, TableScan,
+    WarehouseError,
+};
+use super::{sent, PostgresWarehouse};
+
+/// The one query that reads a table for every check (see [`Warehouse::scan`]).
+pub(super) fn scan_sql(scan: &TableScan, rows: Option<&str>) -> String {
+    // Grouped by minute only from the window's start and by day over the older
+    // stretch: every other row (and every row without a time) falls into one group, so
+    // the table is read once and only the recent rows cost a hash entry each. The
+    // bounds are the engine's own integers. Days are UTC days, as daily_counts reads
+    // them in the session's zone, UTC.
+    let (minute, at_midnight, older, cut) = match &scan.minutes {
+        Some(window) => {
+            let col = quote_ident(window.column);
+            let recent = format!("{col} >= to_timestamp({})", window.from);
+            let older = format!("{col} >= to_timestamp({})", window.older_from);
+            // date_bin is arithmetic on the instant, where date_trunc and a cast to a
+            // time of day work through the session's zone row by row: over every row of
+            // 70 days that was most of the scan's cost.
+            let bin = |width: &str| {
+                format!("date_bin('{width}', {col}::timestamptz, timestamptz 'epoch')")
+            };
+            (
+                format!(
+                    "CASE WHEN {recent} THEN {minute} WHEN {older} THEN {day} END",
+                    minute = bin("1 minute"),
+                    day = bin("1 day"),
+                ),
+                format!(
+                    "count(*) FILTER (WHERE {col}::timestamptz = {day})",
+                    day = bin("1 day")
+                ),
+                // Every row from the older stretch's start on: the recent ones are
+                // taken off below, one comparison per row cheaper than a range.
+                format!("count(*) FILTER (WHERE {older})"),
+                format!(
+                    ",\n count(*) FILTER (WHERE {col}::timestamptz < {day} + interval '{} seconds'),\n \
+                     coalesce(extract(epoch from min({col})::timestamptz)::int8, 0)",
+                    window.cutoff,
+                    day = bin("1 day"),
+                ),
+            )
+        }
+        None => (
+            "NULL::timestamptz".into(),
+            "0::int8".into(),
+            "0::int8".into(),
+            ", 0::int8, 0::int8".into(),
+        ),
+    };
+    let counted = match scan.nulls_since {
+        Some((column, at)) => format!("{} >= to_timestamp({at})", quote_ident(column)),
+        None => "true".to_string(),
+    };
+    let nulls: String = scan
+        .null_columns
+        .iter()
+        .map(|c| {
+            format!(
+                ",\n count(*) FILTER (WHERE {counted} AND {} IS NULL)",
+                quote_ident(c)
+            )
+        })
+        .collect();
+    let per_minute = scan.minute_nulls_sql(
+        &|condition| format!("count(*) FILTER (WHERE {condition})"),
+        &|_, c| quote_ident(c),
+    );
+    format!(
+        "SELECT extract(epoch from minute)::int8, * FROM (
+           SELECT {minute} AS minute, count(*), {at_midnight}, {older},
+                  count(*) FILTER (WHERE {counted}){nulls}{per_minute}{cut}
+           FROM {table} GROUP BY 1) AS per_minute",
+        table = rows.map_or_else(|| scan.relation.quoted(), str::to_string),
+    )
+}
+
+const DAY: i64 = 86_400;
+
+/// What [`Warehouse::scan_recent`] reads, as the scan's FROM item: every row of the
+/// recent stretch, and of each older day those stamped at a time of day within
+/// `stripe`. With an index that leads with the column, the recent stretch is one range
+/// of it and each older day another, probed one day at a time (a list of ranges in one
+/// condition costs the planner more than the rows cost); without one the table is read
+/// once in any case, and the time of day is arithmetic on each older row.
+pub(super) fn recent_only(
+    relation: &Relation,
+    window: &MinuteWindow,
+    stripe: Stripe,
+    indexed: bool,
+) -> String {
+    let table = relation.quoted();
+    let col = quote_ident(window.column);
+    let recent = format!(
+        "SELECT * FROM {table} WHERE {col} >= to_timestamp({})",
+        window.from
+    );
+    if stripe.start >= stripe.end || window.older_from >= window.from {
+        return format!("({recent}) AS recent");
+    }
+    if indexed {
+        return format!(
+            "({recent} UNION ALL SELECT stripe.* FROM generate_series({}::int8, {}::int8, {DAY}) AS day, \
+             LATERAL (SELECT * FROM {table} WHERE {col} >= to_timestamp(day + {}) \
+             AND {col} < to_timestamp(day + {})) AS stripe) AS recent",
+            window.older_from,
+            window.from - DAY,
+            stripe.start,
+            stripe.end
+        );
+    }
+    // The day binned from the stripe's start: a row is in the stripe when it is less
+    // than the stripe's width after that (one date_bin a row, not two).
+    format!(
+        "(SELECT * FROM {table} WHERE {col} >= to_timestamp({from}) OR ({col} >= to_timestamp({}) \
+         AND {col} < to_timestamp({from}) \
+         AND {col}::timestamptz < date_bin('1 day', {col}::timestamptz, to_timestamp({})) \
+         + interval '{} seconds')) AS recent",
+        window.older_from,
+        stripe.start,
+        stripe.end - stripe.start,
+        from = window.from,
+    )
+}
+
+/// The table's identity, file and write counters, whether an index leads with the
+/// column, and whether the counters can be trusted: a plain table or materialized view
+/// (a view or a partitioned table has no counters of its own), counting on, and not a
+/// standby (whose counters do not move with the changes it replays).
+const MARKS_SQL: &str = "SELECT c.oid::int8, pg_relation_filenode(c.oid)::int8,
+        pg_stat_get_tuples_inserted(c.oid), pg_stat_get_tuples_updated(c.oid),
+        pg_stat_get_tuples_deleted(c.oid),
+        EXISTS (SELECT 1 FROM pg_index i
+                  JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0]
+                 WHERE i.indrelid = c.oid AND i.indisvalid AND i.indpred IS NULL
+                   AND a.attname = $2),
+        c.relkind IN ('r', 'm') AND current_setting('track_counts')::bool
+          AND NOT pg_is_in_recovery()
+   FROM pg_class c WHERE c.oid = to_regclass($1)";
+
+pub(super) fn change_marks(
+    client: &mut Client,
+    relation: &Relation,
+    column: &str,
+) -> Result<Option<ChangeMarks>, postgres::Error> {
+    let row = sent(
+        MARKS_SQL,
+        client.query_opt(MARKS_SQL, &[&relation.quoted(), &column]),
+    )?;
+    Ok(row.filter(|r| r.get::<_, bool>(6)).and_then(|r| {
+        Some(ChangeMarks {
+            table: r.get(0),
+            file: r.get::<_, Option<i64>>(1)?,
+            inserted: r.get(2),
+            updated: r.get(3),
+            deleted: r.get(4),
+            indexed: r.get(5),
+        })
+    }))
+}
+
+impl PostgresWarehouse {
+    /// The scan's query, over `rows` (a FROM item; the whole table: None).
+    pub(super) fn scan_where(
+        &self,
+        scan: &TableScan,
+        rows: Option<&str>,
+    ) -> Result<TableCounts, WarehouseError> {
+        let sql = scan_sql(scan, rows);
+        let rows = self.with_client(|c| sent(&sql, c.query(&sql, &[])))?;
+        // Columns: the minute as seconds, the minute itself, then the counts.
+        let width = scan.width();
+        let groups = rows
+            .iter()
+            .map(|r| {
+                let counts = (2..2 + width).map(|i| r.get::<_, i64>(i) as u64).collect();
+                (r.get::<_, Option<i64>>(0), counts)
+            })
+            .collect();
+        Ok(TableCounts::from_groups(groups, scan))
+    }
+}
