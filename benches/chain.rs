@@ -64,7 +64,7 @@ fn build_large(db: &std::path::Path, n: u64) -> Vec<Record> {
         };
         r.hash = hash_record(&r);
         prev = r.hash.clone();
-        chain::insert(&tx, &r).unwrap();
+        chain::insert(&*tx, &r).unwrap();
         if seq <= 1000 {
             sample.push(r);
         }

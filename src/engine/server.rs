@@ -32,6 +32,7 @@ use super::wire::{self, FrameError, MAX_CLIENT_FRAME};
 use crate::approve::{Actor, LoginUid};
 use crate::config::Config;
 use crate::notify::relay::{self, Relay};
+use crate::store::place::StatePlace;
 
 /// The socket's name in the data directory.
 pub const SOCKET: &str = "dataward.sock";
@@ -551,7 +552,7 @@ pub fn stop_on_signal(hub: Sender<HubMessage>) {
 pub fn start_relay(
     engine: &mut super::Engine,
     config: &Config,
-    state_db: &Path,
+    state: &StatePlace,
     hub: Sender<HubMessage>,
 ) -> Result<Option<Relay>> {
     crate::notify::check_secrets(config)?;
@@ -572,7 +573,7 @@ pub fn start_relay(
         ..relay::Options::new(marks)
     };
     // The hub shows the outbox again once the engine wrote a mark: nothing more to say.
-    let relay = Relay::start(config, state_db, options, Arc::new(|| {}))?;
+    let relay = Relay::start(config, state, options, Arc::new(|| {}))?;
     if let Some(relay) = &relay {
         let waker = relay.waker();
         engine.set_alert_waker(move || waker.wake());
@@ -587,7 +588,7 @@ pub fn start_relay(
 pub fn start_poll_task(
     engine: &mut super::Engine,
     config: &Config,
-    db: std::path::PathBuf,
+    state: &StatePlace,
     hub_tx: std::sync::mpsc::Sender<HubMessage>,
     on_demand: bool,
 ) -> Result<super::poll_task::PollTask> {
@@ -602,9 +603,9 @@ pub fn start_poll_task(
     };
     let clock = engine.clock().clone();
     let task = if on_demand {
-        PollTask::start_on_demand(config.clone(), db, clock, news)?
+        PollTask::start_on_demand(config.clone(), state, clock, news)?
     } else {
-        PollTask::start(config.clone(), db, clock, news)?
+        PollTask::start(config.clone(), state, clock, news)?
     };
     engine.set_poll_worker(task.asker());
     Ok(task)
@@ -624,8 +625,8 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     crate::store::files::ensure_private_dir(&options.data_dir)?;
     let _lock = crate::store::EngineLock::acquire(&options.data_dir)?;
     let orchestrator = crate::effects::orchestrator::from_config(&config, &options.data_dir)?;
-    let db = options.data_dir.join("dataward.db");
-    let state = crate::store::open(&db)?;
+    let place = StatePlace::of(&config, &options.data_dir)?;
+    let state = place.open(None)?;
     let mut engine = super::Engine::new_telling(
         config.clone(),
         state,
@@ -639,8 +640,8 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     let (hub_tx, hub_rx) = std::sync::mpsc::channel();
     // Alerts go out on threads of their own, beside the poller: a slow API delays
     // only its own destination.
-    let relay = start_relay(&mut engine, &config, &db, hub_tx.clone())?;
-    let poll_task = start_poll_task(&mut engine, &config, db, hub_tx.clone(), false)?;
+    let relay = start_relay(&mut engine, &config, &place, hub_tx.clone())?;
+    let poll_task = start_poll_task(&mut engine, &config, &place, hub_tx.clone(), false)?;
     let listener = bind(&options.data_dir, &config)?;
     super::openlineage::start(&config, &engine, hub_tx.clone())?;
     let config = Arc::new(config);

@@ -85,7 +85,7 @@ fn a_clock_set_back_never_makes_time_step_back_on_the_chain() {
     let ahead = "2099-01-01T00:00:00.000000Z";
     let tx = conn.transaction().unwrap();
     append_at_clock(&*tx, noon(), "test", "{}", &json!({}), ahead).unwrap();
-    let next = append_in(&tx, noon(), "test", "{}", &json!({})).unwrap();
+    let next = append_in(&*tx, noon(), "test", "{}", &json!({})).unwrap();
     tx.commit().unwrap();
     assert_eq!(next.recorded_at, ahead);
     assert!(next.clock.as_str() < ahead, "{}", next.clock);

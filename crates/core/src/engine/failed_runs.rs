@@ -294,7 +294,7 @@ impl Engine {
                 continue;
             }
             let name = Config::monitor_name(monitor);
-            if let Ok(history) = monitor::history(&self.state, &name, CheckKind::Schema) {
+            if let Ok(history) = monitor::history(&*self.state, &name, CheckKind::Schema) {
                 for o in history
                     .into_iter()
                     .filter(|o| o.at >= recent && o.at <= run.at + TimeDelta::hours(1))

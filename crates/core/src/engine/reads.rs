@@ -16,25 +16,25 @@ impl Engine {
         let answered = (|| -> anyhow::Result<Value> {
             match question {
                 Question::Verify { saved_receipt } => {
-                    let report = chain::verify(&self.state)?;
+                    let report = chain::verify(&*self.state)?;
                     let problem = match saved_receipt {
                         Some(text) => {
                             let saved: Value = serde_json::from_str(text)
                                 .map_err(|e| anyhow::anyhow!("not a JSON receipt: {e}"))?;
-                            receipt::check_saved(&chain::records(&self.state)?, &saved)?
+                            receipt::check_saved(&chain::records(&*self.state)?, &saved)?
                         }
                         None => None,
                     };
                     Ok(json!({"report": report, "receipt_problem": problem}))
                 }
                 Question::Stop => Ok(serde_json::to_value(crate::approve::stop::state(
-                    &self.state,
+                    &*self.state,
                 )?)?),
                 Question::Receipt { incident }
                     if crate::incident::access_receipt::is_access_request(incident) =>
                 {
                     let built = crate::incident::access_receipt::build(
-                        &chain::records(&self.state)?,
+                        &chain::records(&*self.state)?,
                         incident,
                     )?;
                     Ok(json!({"receipt": built, "markdown": built.to_markdown()}))
@@ -62,7 +62,7 @@ impl Engine {
                 }
                 Question::Migration { name } => self.migration_answer(name.as_deref()),
                 Question::Receipt { incident } => {
-                    let built = receipt::build(&chain::records(&self.state)?, incident)?;
+                    let built = receipt::build(&chain::records(&*self.state)?, incident)?;
                     Ok(json!({"receipt": built, "markdown": built.to_markdown()}))
                 }
             }

@@ -14,7 +14,6 @@
 //! what was stored, and a table keeps at most a few kilobytes of state.
 
 use crate::store::prelude::*;
-use crate::store::Connection;
 use anyhow::{Context, Result};
 use chrono::{DateTime, NaiveDate, Utc};
 
@@ -180,7 +179,7 @@ impl Plan {
 /// day back to the lookback's first day, with the load times kept when they are of the
 /// same table and column.
 pub fn plan(
-    state: &Connection,
+    state: &dyn Store,
     monitor: &str,
     table: &str,
     column: &str,
@@ -264,7 +263,7 @@ pub fn day_nulls(counts: &TableCounts, days: &[DayRows]) -> Vec<DayNulls> {
 /// the load times, newest first, as [`crate::warehouse::Warehouse::load_times`] gives
 /// them.
 pub fn store(
-    state: &Connection,
+    state: &dyn Store,
     monitor: &str,
     plan: &Plan,
     counts: &TableCounts,
@@ -302,7 +301,7 @@ pub fn store(
 
 /// Forgets the minutes of monitors the config no longer has (removed or renamed):
 /// nothing would read them again.
-pub fn forget_others(state: &Connection, configured: &[String]) -> Result<()> {
+pub fn forget_others(state: &dyn Store, configured: &[String]) -> Result<()> {
     let stored = state.monitors_with_minutes()?;
     for monitor in stored.iter().filter(|m| !configured.contains(m)) {
         state.forget_minutes(monitor)?;

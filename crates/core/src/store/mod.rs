@@ -5,8 +5,10 @@
 //! This is the one way to the state database: the rest of dataward asks the store for
 //! what it needs in its own terms ([`Store`], one trait per area in the files beside
 //! this one) and never writes SQL or names the SQLite library (tests/store_seam.rs
-//! holds that). SQLite is the only implementation: the traits are implemented on its
-//! connection, and a transaction is a connection too, so the same calls work inside one.
+//! holds that). The traits are implemented on SQLite's connection (and, for team state,
+//! on `postgres::PgState`); the engine and its tasks hold a [`State`], opened by
+//! [`place::StatePlace`], and run write transactions with [`Transact`], the same way on
+//! either database.
 
 pub mod access;
 pub mod baselines;
@@ -22,6 +24,7 @@ pub mod meta;
 pub mod minutes;
 pub mod observations;
 pub mod outbox;
+pub mod place;
 /// Team state on PostgreSQL (`[state] url_env`): so far the chain and the leadership.
 pub mod postgres;
 pub mod quiet;
@@ -55,16 +58,14 @@ pub mod prelude {
     pub use super::quiet::QuietStore;
     pub use super::requests::RequestStore;
     pub use super::waves::WaveStore;
-    pub use super::{Store, Writes};
+    pub use super::{Store, Transact, Writes};
 }
 
 /// The state database as the rest of dataward sees it: every area, and write
 /// transactions. Implemented by SQLite's connection (and so by its transactions).
 pub trait Store:
-    Writes
+    crate::chain::ChainHost
     + access::AccessStore
-    + chain::ChainStore
-    + meta::MetaStore
     + incidents::IncidentStore
     + intents::IntentStore
     + observations::ObservationStore
@@ -127,28 +128,55 @@ impl Writes for Connection {
     }
 }
 
+/// The state as the engine and its tasks hold it: SQLite's connection or a session to
+/// the team's PostgreSQL, whichever [`place::StatePlace::open`] picked.
+pub type State = Box<dyn Store + Send>;
+
+impl From<Connection> for State {
+    fn from(conn: Connection) -> State {
+        Box::new(conn)
+    }
+}
+
+/// One way to run a write transaction, on SQLite and on PostgreSQL alike (a trait of
+/// its own beside [`Writes`] so [`Store`] stays usable as `dyn Store`).
+pub trait Transact {
+    /// Runs `work` in one write transaction (`BEGIN IMMEDIATE` on SQLite, fenced by the
+    /// lease's term on PostgreSQL) and commits it; on an error nothing of it is kept.
+    /// When it appended to the chain, this host's checkpoint moves to the new head.
+    fn transact<T>(&self, work: impl FnOnce(&Self) -> Result<T>) -> Result<T>;
+}
+
+impl<S: crate::chain::ChainHost + ?Sized> Transact for S {
+    fn transact<T>(&self, work: impl FnOnce(&Self) -> Result<T>) -> Result<T> {
+        self.begin_write()?;
+        let result = self.chain_head().and_then(|before| {
+            let value = work(self)?;
+            let appended = self.chain_head()? != before;
+            self.commit_write()?;
+            Ok((value, appended))
+        });
+        match result {
+            Ok((value, appended)) => {
+                if appended {
+                    crate::chain::save_checkpoint_of(self)?;
+                }
+                Ok(value)
+            }
+            Err(e) => {
+                if self.in_write() {
+                    let _ = self.rollback_write();
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
 /// A time as the state database keeps it (text, see [`Timestamp`]); a bad one is an
 /// error naming where it was read (`what`, e.g. "observation 12 (at)") and its text.
 pub fn read_time(text: &str, what: impl FnOnce() -> String) -> Result<Timestamp> {
     Timestamp::parse(text).map_err(|e| anyhow::anyhow!("the state database's {}: {e}", what()))
-}
-
-/// Runs `work` in one `BEGIN IMMEDIATE` transaction and commits it; on an error nothing
-/// of it is kept.
-pub fn write<T>(conn: &mut Connection, work: impl FnOnce(&Transaction) -> Result<T>) -> Result<T> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let value = work(&tx)?;
-    tx.commit()?;
-    Ok(value)
-}
-
-/// [`write`] on a connection held by reference (the poller's, shared with its
-/// caller): the transaction rolls back if `work` fails.
-pub fn write_on<T>(conn: &Connection, work: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-    let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
-    let value = work(&tx)?;
-    tx.commit()?;
-    Ok(value)
 }
 
 /// Did this fail because another writer held the database longer than the busy
