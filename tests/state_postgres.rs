@@ -469,7 +469,10 @@ fn doctor_says_who_leads_the_team_state() {
     let (contender, _state) = lead_here(&pg, "db-host-1", &root.path().join("engine")).unwrap();
     let report = doctor();
     assert!(
-        line(&report, "state database").contains("schema version 1"),
+        line(&report, "state database").contains(&format!(
+            "schema version {}",
+            dataward::store::postgres::schema::latest()
+        )),
         "{report}"
     );
     assert!(

@@ -49,16 +49,19 @@ pub struct RunRows {
 
 /// Times kept to the nanosecond in a fixed width, so text order is time order and the
 /// same event's time is the same text.
-fn time_text(at: DateTime<Utc>) -> String {
+pub(crate) fn time_text(at: DateTime<Utc>) -> String {
     at.format("%Y-%m-%dT%H:%M:%S%.9fZ").to_string()
 }
 
+/// An event time as [`time_text`] wrote it.
+pub(crate) fn parse_event_time(text: &str) -> Result<DateTime<Utc>, chrono::ParseError> {
+    DateTime::parse_from_rfc3339(text).map(|t| t.with_timezone(&Utc))
+}
+
 fn read_event_time(text: &str) -> rusqlite::Result<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(text)
-        .map(|t| t.with_timezone(&Utc))
-        .map_err(|e| {
-            rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, e.into())
-        })
+    parse_event_time(text).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, e.into())
+    })
 }
 
 impl LineageEventStore for Connection {

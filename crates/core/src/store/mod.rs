@@ -5,10 +5,11 @@
 //! This is the one way to the state database: the rest of dataward asks the store for
 //! what it needs in its own terms ([`Store`], one trait per area in the files beside
 //! this one) and never writes SQL or names the SQLite library (tests/store_seam.rs
-//! holds that). The traits are implemented on SQLite's connection (and, for team state,
-//! on `postgres::PgState`); the engine and its tasks hold a [`State`], opened by
-//! [`place::StatePlace`], and run write transactions with [`Transact`], the same way on
-//! either database.
+//! holds that). The traits are implemented on SQLite's connection (a transaction is a
+//! connection too, so the same calls work inside one) and on team state in PostgreSQL
+//! ([`postgres::PgState`]); tests/store_conformance.rs holds that they behave alike.
+//! The engine and its tasks hold a [`State`], opened by [`place::StatePlace`], and run
+//! write transactions with [`Transact`], the same way on either database.
 
 pub mod access;
 pub mod baselines;
@@ -25,7 +26,7 @@ pub mod minutes;
 pub mod observations;
 pub mod outbox;
 pub mod place;
-/// Team state on PostgreSQL (`[state] url_env`): so far the chain and the leadership.
+/// Team state on PostgreSQL (`[state] url_env`): every area, and the leadership.
 pub mod postgres;
 pub mod quiet;
 pub mod requests;
@@ -62,7 +63,8 @@ pub mod prelude {
 }
 
 /// The state database as the rest of dataward sees it: every area, and write
-/// transactions. Implemented by SQLite's connection (and so by its transactions).
+/// transactions. Implemented by SQLite's connection (and so by its transactions) and by
+/// [`postgres::PgState`].
 pub trait Store:
     crate::chain::ChainHost
     + access::AccessStore
@@ -603,6 +605,20 @@ fn configure(conn: &Connection) -> Result<()> {
 fn migrate(conn: &mut Connection, migrations: &[&str]) -> Result<()> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let version: usize = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    run_migrations(version, migrations, |sql| Ok(tx.execute_batch(sql)?))?;
+    tx.pragma_update(None, "user_version", migrations.len())?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// Moves a schema at `version` forward to the last of `migrations`, running each entry
+/// after it with `run` in the caller's transaction: SQLite's state and PostgreSQL's
+/// alike. A schema newer than this dataward knows is refused; a failing entry is named.
+pub(crate) fn run_migrations(
+    version: usize,
+    migrations: &[&str],
+    mut run: impl FnMut(&str) -> Result<()>,
+) -> Result<()> {
     if version > migrations.len() {
         bail!(
             "schema version {version} is newer than this dataward knows ({}); upgrade dataward",
@@ -610,11 +626,8 @@ fn migrate(conn: &mut Connection, migrations: &[&str]) -> Result<()> {
         );
     }
     for (index, sql) in migrations.iter().enumerate().skip(version) {
-        tx.execute_batch(sql)
-            .with_context(|| format!("migration {} failed", index + 1))?;
+        run(sql).with_context(|| format!("migration {} failed", index + 1))?;
     }
-    tx.pragma_update(None, "user_version", migrations.len())?;
-    tx.commit()?;
     Ok(())
 }
 

@@ -2,7 +2,9 @@
 //! share, one of them leading (see [`lease`]). SQLite stays the state of one host.
 //!
 //! [`PgState`] is a session to that database implementing the store's traits as
-//! SQLite's connection does (so far the chain's and `meta`'s, with write transactions);
+//! SQLite's connection does (every area, a file per area here, with write transactions);
+//! the engine's memory (incidents, intents, the outbox, observations...) carries a
+//! `team` column in every row, as the lease does;
 //! every write transaction is fenced: it opens by locking the team's lease row and
 //! checking that its term is still the one this engine leads under, so an engine
 //! deposed while it was not looking (stopped, cut off) can write nothing, and the chain
@@ -12,11 +14,22 @@
 //! refuses a chain shorter than or different from the latest this host has seen (a
 //! database restored from an older backup is an alarm, not a new truth).
 
+mod access;
+mod baselines;
 mod chain;
 pub mod connect;
+mod incidents;
+mod intents;
 pub mod lease;
+mod lineage_events;
 mod meta;
+mod minutes;
+mod observations;
+mod outbox;
+mod quiet;
+mod requests;
 pub mod schema;
+mod waves;
 
 use std::cell::{Cell, RefCell, RefMut};
 use std::path::{Path, PathBuf};
@@ -28,7 +41,7 @@ use postgres::Client;
 pub use connect::Source;
 pub use lease::{Contender, Lease, Role, LEASE_FOR, STEP_EVERY};
 
-use super::Writes;
+use super::{Store, Writes};
 use crate::config::StateConfig;
 
 /// The URL `[state] url_env` names in the config at `origin`, checked, with where it
@@ -185,8 +198,32 @@ impl PgState {
         self.run(|client| client.query(sql, params))
     }
 
+    /// Every write goes through here (or [`Self::write_query`]): only inside a fenced
+    /// transaction ([`Writes::begin_write`] checked the term), never on its own, where
+    /// nothing would fence it.
     fn execute(&self, sql: &str, params: &[&(dyn postgres::types::ToSql + Sync)]) -> Result<u64> {
+        self.must_be_fenced()?;
         self.run(|client| client.execute(sql, params))
+    }
+
+    /// A write that returns rows (`RETURNING`), fenced as [`Self::execute`] is.
+    fn write_query(
+        &self,
+        sql: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<postgres::Row>> {
+        self.must_be_fenced()?;
+        self.query(sql, params)
+    }
+
+    fn must_be_fenced(&self) -> Result<()> {
+        if !self.in_write.get() {
+            bail!(
+                "a write to the team state outside a write transaction was refused: every \
+                 write must be fenced by the lease's term (begin a write transaction first)"
+            );
+        }
+        Ok(())
     }
 }
 
@@ -197,6 +234,8 @@ fn configure(client: &mut Client, idle_limit: Duration) -> Result<()> {
     ))?;
     Ok(())
 }
+
+impl Store for PgState {}
 
 impl Writes for PgState {
     /// Opens a transaction and fences it: the team's lease row is locked (writers line
