@@ -28,6 +28,7 @@ use super::api::{
     version_mismatch, ClientMessage, Refusal, RefusalKind, ServerMessage, PROTOCOL_VERSION,
 };
 use super::hub::{ClientId, Hub, HubMessage, Outbox};
+use super::leadership;
 use super::wire::{self, FrameError, MAX_CLIENT_FRAME};
 use crate::approve::{Actor, LoginUid};
 use crate::config::Config;
@@ -626,7 +627,20 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     let _lock = crate::store::EngineLock::acquire(&options.data_dir)?;
     let orchestrator = crate::effects::orchestrator::from_config(&config, &options.data_dir)?;
     let place = StatePlace::of(&config, &options.data_dir)?;
-    let state = place.open(None)?;
+    crate::signals::catch()?;
+    let (hub_tx, hub_rx) = std::sync::mpsc::channel();
+    // On team state, this engine runs only once it leads, writing at its term.
+    let (leading, deposed) = match place.team() {
+        None => (None, None),
+        Some(team) => {
+            let Some(leading) = leadership::wait_to_lead(team, &options.data_dir)? else {
+                return Ok(()); // asked to quit while standing by
+            };
+            let said = (leading.term, leading.host.clone(), leading.from.clone());
+            (Some(said), Some(leadership::keep(leading, hub_tx.clone())?))
+        }
+    };
+    let state = place.open(leading.as_ref().map(|(term, _, _)| *term))?;
     let mut engine = super::Engine::new_telling(
         config.clone(),
         state,
@@ -637,7 +651,9 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     // Polling runs on its own thread: a check blocked on a locked table never delays a
     // decision or the stop. The engine stores what it read, and acts on it, when told.
     engine.set_inline_polling(false);
-    let (hub_tx, hub_rx) = std::sync::mpsc::channel();
+    if let Some((term, host, from)) = &leading {
+        engine.took_over(*term, host, from.as_ref())?;
+    }
     // Alerts go out on threads of their own, beside the poller: a slow API delays
     // only its own destination.
     let relay = start_relay(&mut engine, &config, &place, hub_tx.clone())?;
@@ -651,7 +667,6 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
             .name("dataward-accept".into())
             .spawn(move || accept(listener, config, hub_tx))?;
     }
-    crate::signals::catch()?;
     stop_on_signal(hub_tx.clone());
     tracing::info!(
         "serving {} with {} (pid {})",
@@ -680,6 +695,9 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     let _ = std::fs::remove_file(socket_path(&options.data_dir));
     drop(hub_tx);
     tracing::info!("stopped");
+    if let Some(why) = deposed.and_then(|d| d.reason()) {
+        anyhow::bail!("{why}");
+    }
     result.map(|_| ())
 }
 

@@ -32,6 +32,8 @@ mod incidents;
 pub mod poll_task;
 mod recovery;
 mod symptoms;
+mod takeover;
+pub use takeover::Predecessor;
 mod timeline;
 use incident::{blast_node, Incident, RunState};
 mod verification;
