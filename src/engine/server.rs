@@ -633,6 +633,9 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     let (leading, deposed) = match place.team() {
         None => (None, None),
         Some(team) => {
+            // A session first: it brings the schema up to date and holds the chain
+            // against this host's checkpoint before this engine contends at all.
+            drop(place.open_reader()?);
             let Some(leading) = leadership::wait_to_lead(team, &options.data_dir)? else {
                 return Ok(()); // asked to quit while standing by
             };

@@ -171,7 +171,8 @@ impl Engine {
     /// A database the engine never ran on starts its mark at the newest observation:
     /// what was stored before is a baseline, not news.
     pub(super) fn init_observation_mark(&self) -> Result<()> {
-        self.state.start_observation_mark(OBSERVATION_MARK)
+        self.state
+            .transact(|tx| tx.start_observation_mark(OBSERVATION_MARK))
     }
 
     /// Observations the poller stored that the engine has not acted on yet.

@@ -303,10 +303,17 @@ pub fn store(
 /// nothing would read them again.
 pub fn forget_others(state: &dyn Store, configured: &[String]) -> Result<()> {
     let stored = state.monitors_with_minutes()?;
-    for monitor in stored.iter().filter(|m| !configured.contains(m)) {
-        state.forget_minutes(monitor)?;
+    let others: Vec<&String> = stored.iter().filter(|m| !configured.contains(m)).collect();
+    if others.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    // In a write transaction: on team state every write is fenced by the lease's term.
+    state.transact(|tx| {
+        for monitor in others {
+            tx.forget_minutes(monitor)?;
+        }
+        Ok(())
+    })
 }
 
 /// Rows per UTC day from `since` on, each with the rows before the plan's cutoff, as
