@@ -17,10 +17,10 @@ fn appends(writers: usize, per_writer: usize) -> f64 {
         .map(|w| {
             let db = db.clone();
             std::thread::spawn(move || {
-                let mut conn = dataward::store::open(&db).unwrap();
+                let conn = dataward::store::open(&db).unwrap();
                 for i in 0..per_writer {
                     chain::append(
-                        &mut conn,
+                        &conn,
                         "2026-11-24T14:00:00Z".parse().unwrap(),
                         "bench",
                         "{}",

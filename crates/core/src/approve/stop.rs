@@ -189,19 +189,19 @@ mod tests {
     #[test]
     fn a_lift_by_someone_whose_login_uid_is_unknown_is_refused_not_taken_for_the_uid() {
         let dir = tempfile::tempdir().unwrap();
-        let mut conn = crate::store::open(&dir.path().join("dataward.db")).unwrap();
+        let conn = crate::store::open(&dir.path().join("dataward.db")).unwrap();
         let alice = person("alice", 1001, LoginUid::Set(1001));
         let at = |minute: u32| Timestamp::parse(&format!("2026-03-01T09:{minute:02}:00Z")).unwrap();
-        chain::transact(&mut conn, |tx| set(tx, &alice, "incident", at(1))).unwrap();
-        chain::transact(&mut conn, |tx| lift(tx, &alice, at(2))).unwrap();
+        chain::transact(&conn, |tx| set(tx, &alice, "incident", at(1))).unwrap();
+        chain::transact(&conn, |tx| lift(tx, &alice, at(2))).unwrap();
         // bob's account; who is behind it could not be read.
         let unknown = person("bob", 1002, LoginUid::Unknown);
-        let err = chain::transact(&mut conn, |tx| lift(tx, &unknown, at(3))).unwrap_err();
+        let err = chain::transact(&conn, |tx| lift(tx, &unknown, at(3))).unwrap_err();
         assert!(format!("{err:#}").contains("login uid"), "{err:#}");
         assert!(state(&conn).unwrap().active);
         // bob with no login session set: the uid is the person, a second one.
         let bob = person("bob", 1002, LoginUid::Unset);
-        let lifted = chain::transact(&mut conn, |tx| lift(tx, &bob, at(4))).unwrap();
+        let lifted = chain::transact(&conn, |tx| lift(tx, &bob, at(4))).unwrap();
         assert!(!lifted.active);
     }
 }

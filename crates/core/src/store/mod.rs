@@ -837,9 +837,9 @@ mod tests {
         let path = dir.path().join("odd ?#% name.db");
         assert!(open_read_only(&path).is_err());
         assert!(!path.exists());
-        let mut conn = open(&path).unwrap();
+        let conn = open(&path).unwrap();
         crate::chain::append(
-            &mut conn,
+            &conn,
             "2026-03-01T09:00:00Z".parse().unwrap(),
             "test",
             "{}",
