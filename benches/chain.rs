@@ -17,10 +17,10 @@ fn appends(writers: usize, per_writer: usize) -> f64 {
         .map(|w| {
             let db = db.clone();
             std::thread::spawn(move || {
-                let mut conn = dataward::store::open(&db).unwrap();
+                let conn = dataward::store::open(&db).unwrap();
                 for i in 0..per_writer {
                     chain::append(
-                        &mut conn,
+                        &conn,
                         "2026-11-24T14:00:00Z".parse().unwrap(),
                         "bench",
                         "{}",
@@ -64,7 +64,7 @@ fn build_large(db: &std::path::Path, n: u64) -> Vec<Record> {
         };
         r.hash = hash_record(&r);
         prev = r.hash.clone();
-        chain::insert(&tx, &r).unwrap();
+        chain::insert(&*tx, &r).unwrap();
         if seq <= 1000 {
             sample.push(r);
         }

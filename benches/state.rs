@@ -37,11 +37,11 @@ fn report(what: &str, mut times: Vec<Duration>) {
 fn main() {
     let dir = tempfile::tempdir().unwrap();
 
-    let mut sqlite = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
+    let sqlite = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
     let times = (0..APPENDS)
         .map(|i| {
             let started = Instant::now();
-            chain::append(&mut sqlite, noon(), "decision", "{}", &payload(i)).unwrap();
+            chain::append(&sqlite, noon(), "decision", "{}", &payload(i)).unwrap();
             started.elapsed()
         })
         .collect();

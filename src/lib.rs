@@ -23,6 +23,7 @@ pub mod engine {
     pub mod cli;
     pub mod client;
     pub mod hub;
+    pub mod leadership;
     pub mod live;
     pub mod openlineage;
     pub mod server;

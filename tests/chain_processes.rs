@@ -24,10 +24,10 @@ fn child_writer() {
         parts.next().unwrap(),
     );
     let count: u64 = count.parse().unwrap();
-    let mut conn = dataward::store::open(Path::new(path)).unwrap();
+    let conn = dataward::store::open(Path::new(path)).unwrap();
     for i in 0..count {
         dataward::chain::append(
-            &mut conn,
+            &conn,
             "2026-11-24T14:00:00Z".parse().unwrap(),
             "test",
             "{}",

@@ -8,10 +8,10 @@ use rusqlite::Connection;
 use serde_json::{json, Value};
 
 fn build_chain(dir: &Path, n: u64) {
-    let mut conn = dataward::store::open(&dir.join("dataward.db")).unwrap();
+    let conn = dataward::store::open(&dir.join("dataward.db")).unwrap();
     for i in 1..=n {
         dataward::chain::append(
-            &mut conn,
+            &conn,
             "2026-11-24T14:00:00Z".parse().unwrap(),
             "decision",
             r#"{"uid":1000}"#,

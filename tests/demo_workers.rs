@@ -328,7 +328,7 @@ fn in_the_demo_the_org_stop_is_answered_while_the_worlds_step_is_held() {
     let poll_task = dataward::engine::server::start_poll_task(
         &mut engine,
         &config,
-        dir.path().join("dataward.db"),
+        &dir.path().join("dataward.db").into(),
         hub_tx.clone(),
         true,
     )

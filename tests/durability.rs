@@ -862,8 +862,8 @@ fn l4_does_not_pause_while_the_org_stop_is_set() {
         |_, _| {
             if !stopped {
                 stopped = true;
-                let mut conn = dataward::store::open(&db).unwrap();
-                dataward::chain::transact(&mut conn, |tx| {
+                let conn = dataward::store::open(&db).unwrap();
+                dataward::chain::transact(&conn, |tx| {
                     dataward::approve::stop::set(
                         tx,
                         &Actor::current(),

@@ -138,7 +138,7 @@ fn a_forwarded_note_says_where_it_went_and_arrives_there() {
     let mut carrier = Carrier::new(
         config,
         "oncall",
-        &dir.path().join("dataward.db"),
+        dir.path().join("dataward.db"),
         // The test writes the marks, as the engine does beside a relay.
         Marks::on(dataward::store::open(&dir.path().join("dataward.db")).unwrap()),
         client,

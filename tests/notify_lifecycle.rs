@@ -98,7 +98,7 @@ fn deliver(dir: &Path) {
         let mut carrier = Carrier::new(
             config.clone(),
             &name,
-            &dir.join("dataward.db"),
+            dir.join("dataward.db"),
             // The test writes the marks, as the engine does beside a relay.
             Marks::on(dataward::store::open(&dir.join("dataward.db")).unwrap()),
             client.clone(),

@@ -61,7 +61,7 @@ fn stdout(out: &Output) -> String {
 /// A chain holding one incident whose outside text (table, cause, titles, reasons, run
 /// details) carries the escapes.
 fn evil_incident(data: &Path) {
-    let mut conn = dataward::store::open(&data.join("dataward.db")).unwrap();
+    let conn = dataward::store::open(&data.join("dataward.db")).unwrap();
     let actor = json!({"uid": 1000, "user": EVIL}).to_string();
     let records = [
         (
@@ -99,7 +99,7 @@ fn evil_incident(data: &Path) {
     for (kind, payload) in records {
         // A record's time is a time: no text of anyone's rides in it.
         let at = "2026-11-24T15:00:00Z".parse().unwrap();
-        dataward::chain::append(&mut conn, at, kind, &actor, &payload).unwrap();
+        dataward::chain::append(&conn, at, kind, &actor, &payload).unwrap();
     }
 }
 
@@ -140,9 +140,9 @@ fn a_stop_reason_is_shown_escaped_to_everyone() {
 #[test]
 fn verify_messages_are_escaped_in_text_and_json() {
     let dir = tempfile::tempdir().unwrap();
-    let mut conn = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
+    let conn = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
     let at = "2026-11-24T15:00:00Z".parse().unwrap();
-    let first = dataward::chain::append(&mut conn, at, "test", "{}", &json!({"i": 1})).unwrap();
+    let first = dataward::chain::append(&conn, at, "test", "{}", &json!({"i": 1})).unwrap();
     // A second record, correctly hashed, that claims another log id.
     let mut forged = dataward::chain::Record {
         seq: 2,

@@ -137,8 +137,8 @@ fn a_stop_set_between_approval_and_dispatch_wins() {
         if opened && engine.recovered("INC-0001") && !stopped {
             stopped = true;
             // Another process pulls the brake after the approvals.
-            let mut other = dataward::store::open(&db).unwrap();
-            dataward::chain::transact(&mut other, |tx| {
+            let other = dataward::store::open(&db).unwrap();
+            dataward::chain::transact(&other, |tx| {
                 stop::set(
                     tx,
                     &Actor::current(),

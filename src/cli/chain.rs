@@ -176,7 +176,7 @@ pub fn stop(data_dir: &Path, what: StopHere) -> Result<ExitCode> {
             }
         }
         StopHere::Set(lock, _) | StopHere::Lift(lock) => {
-            let mut conn = lock.open_state()?;
+            let conn = lock.open_state()?;
             // Never append to a chain that does not verify: the append would move the
             // checkpoint past the damage.
             let report = chain::verify(&conn)?;
@@ -191,9 +191,9 @@ pub fn stop(data_dir: &Path, what: StopHere) -> Result<ExitCode> {
             match what {
                 StopHere::Set(_, reason) => {
                     anyhow::ensure!(!reason.trim().is_empty(), "--reason must say why");
-                    chain::transact(&mut conn, |tx| stop::set(tx, &actor, reason, at))?
+                    chain::transact(&conn, |tx| stop::set(tx, &actor, reason, at))?
                 }
-                _ => chain::transact(&mut conn, |tx| stop::lift(tx, &actor, at))?,
+                _ => chain::transact(&conn, |tx| stop::lift(tx, &actor, at))?,
             }
         }
     };

@@ -23,6 +23,7 @@ use crate::engine::api::{
 use crate::engine::hub::{Driver, Hub, HubMessage};
 use crate::engine::server;
 use crate::engine::{Answer, Engine};
+use crate::store::place::STATE_FILE;
 use scenario::{Scenario, WorldThread};
 
 /// The stories `dataward demo` can play, the first by default.
@@ -663,7 +664,7 @@ fn relay_beside(
     server::start_relay(
         engine,
         config,
-        &options.data_dir.join("dataward.db"),
+        &options.data_dir.join(STATE_FILE).into(),
         hub_tx.clone(),
     )
 }
@@ -680,7 +681,7 @@ fn poll_beside(
     server::start_poll_task(
         engine,
         config,
-        options.data_dir.join("dataward.db"),
+        &options.data_dir.join(STATE_FILE).into(),
         hub_tx.clone(),
         true,
     )

@@ -28,10 +28,12 @@ use super::api::{
     version_mismatch, ClientMessage, Refusal, RefusalKind, ServerMessage, PROTOCOL_VERSION,
 };
 use super::hub::{ClientId, Hub, HubMessage, Outbox};
+use super::leadership;
 use super::wire::{self, FrameError, MAX_CLIENT_FRAME};
 use crate::approve::{Actor, LoginUid};
 use crate::config::Config;
 use crate::notify::relay::{self, Relay};
+use crate::store::place::StatePlace;
 
 /// The socket's name in the data directory.
 pub const SOCKET: &str = "dataward.sock";
@@ -551,7 +553,7 @@ pub fn stop_on_signal(hub: Sender<HubMessage>) {
 pub fn start_relay(
     engine: &mut super::Engine,
     config: &Config,
-    state_db: &Path,
+    state: &StatePlace,
     hub: Sender<HubMessage>,
 ) -> Result<Option<Relay>> {
     crate::notify::check_secrets(config)?;
@@ -572,7 +574,7 @@ pub fn start_relay(
         ..relay::Options::new(marks)
     };
     // The hub shows the outbox again once the engine wrote a mark: nothing more to say.
-    let relay = Relay::start(config, state_db, options, Arc::new(|| {}))?;
+    let relay = Relay::start(config, state, options, Arc::new(|| {}))?;
     if let Some(relay) = &relay {
         let waker = relay.waker();
         engine.set_alert_waker(move || waker.wake());
@@ -587,7 +589,7 @@ pub fn start_relay(
 pub fn start_poll_task(
     engine: &mut super::Engine,
     config: &Config,
-    db: std::path::PathBuf,
+    state: &StatePlace,
     hub_tx: std::sync::mpsc::Sender<HubMessage>,
     on_demand: bool,
 ) -> Result<super::poll_task::PollTask> {
@@ -602,9 +604,9 @@ pub fn start_poll_task(
     };
     let clock = engine.clock().clone();
     let task = if on_demand {
-        PollTask::start_on_demand(config.clone(), db, clock, news)?
+        PollTask::start_on_demand(config.clone(), state, clock, news)?
     } else {
-        PollTask::start(config.clone(), db, clock, news)?
+        PollTask::start(config.clone(), state, clock, news)?
     };
     engine.set_poll_worker(task.asker());
     Ok(task)
@@ -624,8 +626,24 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     crate::store::files::ensure_private_dir(&options.data_dir)?;
     let _lock = crate::store::EngineLock::acquire(&options.data_dir)?;
     let orchestrator = crate::effects::orchestrator::from_config(&config, &options.data_dir)?;
-    let db = options.data_dir.join("dataward.db");
-    let state = crate::store::open(&db)?;
+    let place = StatePlace::of(&config, &options.data_dir)?;
+    crate::signals::catch()?;
+    let (hub_tx, hub_rx) = std::sync::mpsc::channel();
+    // On team state, this engine runs only once it leads, writing at its term.
+    let (leading, deposed) = match place.team() {
+        None => (None, None),
+        Some(team) => {
+            // A session first: it brings the schema up to date and holds the chain
+            // against this host's checkpoint before this engine contends at all.
+            drop(place.open_reader()?);
+            let Some(leading) = leadership::wait_to_lead(team, &options.data_dir)? else {
+                return Ok(()); // asked to quit while standing by
+            };
+            let said = (leading.term, leading.host.clone(), leading.from.clone());
+            (Some(said), Some(leadership::keep(leading, hub_tx.clone())?))
+        }
+    };
+    let state = place.open(leading.as_ref().map(|(term, _, _)| *term))?;
     let mut engine = super::Engine::new_telling(
         config.clone(),
         state,
@@ -636,11 +654,13 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     // Polling runs on its own thread: a check blocked on a locked table never delays a
     // decision or the stop. The engine stores what it read, and acts on it, when told.
     engine.set_inline_polling(false);
-    let (hub_tx, hub_rx) = std::sync::mpsc::channel();
+    if let Some((term, host, from)) = &leading {
+        engine.took_over(*term, host, from.as_ref())?;
+    }
     // Alerts go out on threads of their own, beside the poller: a slow API delays
     // only its own destination.
-    let relay = start_relay(&mut engine, &config, &db, hub_tx.clone())?;
-    let poll_task = start_poll_task(&mut engine, &config, db, hub_tx.clone(), false)?;
+    let relay = start_relay(&mut engine, &config, &place, hub_tx.clone())?;
+    let poll_task = start_poll_task(&mut engine, &config, &place, hub_tx.clone(), false)?;
     let listener = bind(&options.data_dir, &config)?;
     super::openlineage::start(&config, &engine, hub_tx.clone())?;
     let config = Arc::new(config);
@@ -650,7 +670,6 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
             .name("dataward-accept".into())
             .spawn(move || accept(listener, config, hub_tx))?;
     }
-    crate::signals::catch()?;
     stop_on_signal(hub_tx.clone());
     tracing::info!(
         "serving {} with {} (pid {})",
@@ -679,6 +698,9 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     let _ = std::fs::remove_file(socket_path(&options.data_dir));
     drop(hub_tx);
     tracing::info!("stopped");
+    if let Some(why) = deposed.and_then(|d| d.reason()) {
+        anyhow::bail!("{why}");
+    }
     result.map(|_| ())
 }
 

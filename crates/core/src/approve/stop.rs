@@ -11,7 +11,6 @@ use super::{Actor, Refusal, RefusalKind};
 use crate::chain;
 use crate::clock::Timestamp;
 use crate::store::prelude::*;
-use crate::store::Connection;
 
 /// The kind of the chain records that set, ask to lift and lift the stop.
 const ORG_STOP: &str = "org_stop";
@@ -28,7 +27,7 @@ pub struct StopState {
 }
 
 /// Reads the stop from the chain. Works on a plain connection or inside a transaction.
-pub fn state(conn: &Connection) -> Result<StopState> {
+pub fn state(conn: &dyn Store) -> Result<StopState> {
     let mut state = StopState::default();
     for record in conn.records_of_kind(ORG_STOP)? {
         let payload: Value = serde_json::from_str(&record.payload)?;
@@ -71,7 +70,7 @@ pub fn display(actor: &Value) -> String {
 /// The person (loginuid where the kernel keeps one, else uid) and account name of
 /// whoever asked to lift the current stop, if anyone has. An ask recorded without a
 /// known person (a login uid that is not a number) does not count as anyone's.
-fn lift_requester(conn: &Connection) -> Result<Option<(u64, Option<String>)>> {
+fn lift_requester(conn: &dyn Store) -> Result<Option<(u64, Option<String>)>> {
     let last = conn
         .last_record_of_kind(ORG_STOP)?
         .map(|record| (record.actor, record.payload));
@@ -96,7 +95,7 @@ fn lift_requester(conn: &Connection) -> Result<Option<(u64, Option<String>)>> {
 
 /// Sets the stop, inside the caller's write transaction. Anyone attested may pull the
 /// brake.
-pub fn set(tx: &Connection, actor: &Actor, reason: &str, at: Timestamp) -> Result<StopState> {
+pub fn set(tx: &dyn Store, actor: &Actor, reason: &str, at: Timestamp) -> Result<StopState> {
     chain::append_in(
         tx,
         at,
@@ -113,7 +112,7 @@ pub fn set(tx: &Connection, actor: &Actor, reason: &str, at: Timestamp) -> Resul
 /// an actor whose login uid could not be read is refused, never taken for its uid.
 /// Runs inside the caller's write transaction, so two lifts cannot both read "nobody
 /// asked yet".
-pub fn lift(tx: &Connection, actor: &Actor, at: Timestamp) -> Result<StopState> {
+pub fn lift(tx: &dyn Store, actor: &Actor, at: Timestamp) -> Result<StopState> {
     let current = state(tx)?;
     if !current.active {
         bail!("there is no org-wide stop to lift");
@@ -142,7 +141,7 @@ pub fn lift(tx: &Connection, actor: &Actor, at: Timestamp) -> Result<StopState> 
 }
 
 /// For the dispatch transaction: refuses while the stop is set.
-pub fn ensure_not_stopped(conn: &Connection) -> Result<()> {
+pub fn ensure_not_stopped(conn: &dyn Store) -> Result<()> {
     let s = state(conn)?;
     if s.active {
         return Err(Refusal::new(
@@ -190,19 +189,19 @@ mod tests {
     #[test]
     fn a_lift_by_someone_whose_login_uid_is_unknown_is_refused_not_taken_for_the_uid() {
         let dir = tempfile::tempdir().unwrap();
-        let mut conn = crate::store::open(&dir.path().join("dataward.db")).unwrap();
+        let conn = crate::store::open(&dir.path().join("dataward.db")).unwrap();
         let alice = person("alice", 1001, LoginUid::Set(1001));
         let at = |minute: u32| Timestamp::parse(&format!("2026-03-01T09:{minute:02}:00Z")).unwrap();
-        chain::transact(&mut conn, |tx| set(tx, &alice, "incident", at(1))).unwrap();
-        chain::transact(&mut conn, |tx| lift(tx, &alice, at(2))).unwrap();
+        chain::transact(&conn, |tx| set(tx, &alice, "incident", at(1))).unwrap();
+        chain::transact(&conn, |tx| lift(tx, &alice, at(2))).unwrap();
         // bob's account; who is behind it could not be read.
         let unknown = person("bob", 1002, LoginUid::Unknown);
-        let err = chain::transact(&mut conn, |tx| lift(tx, &unknown, at(3))).unwrap_err();
+        let err = chain::transact(&conn, |tx| lift(tx, &unknown, at(3))).unwrap_err();
         assert!(format!("{err:#}").contains("login uid"), "{err:#}");
         assert!(state(&conn).unwrap().active);
         // bob with no login session set: the uid is the person, a second one.
         let bob = person("bob", 1002, LoginUid::Unset);
-        let lifted = chain::transact(&mut conn, |tx| lift(tx, &bob, at(4))).unwrap();
+        let lifted = chain::transact(&conn, |tx| lift(tx, &bob, at(4))).unwrap();
         assert!(!lifted.active);
     }
 }

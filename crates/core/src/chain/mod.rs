@@ -12,7 +12,6 @@ use sha2::{Digest, Sha256};
 
 use crate::clock::Timestamp;
 use crate::store::prelude::*;
-use crate::store::{Connection, Transaction};
 
 /// Bumped whenever the encoding changes; old records keep verifying under their own.
 /// Version 2 adds `recorded_at` and `clock`: time on the chain that never steps back.
@@ -58,8 +57,8 @@ pub struct Record {
 /// Appends one record in a transaction of its own: the head is read and the record
 /// inserted inside one `BEGIN IMMEDIATE` transaction, so concurrent writers line up
 /// instead of forking.
-pub fn append(
-    conn: &mut Connection,
+pub fn append<S: ChainHost + ?Sized>(
+    conn: &S,
     at: Timestamp,
     kind: &str,
     actor: &str,
@@ -71,13 +70,13 @@ pub fn append(
 /// Like [`append`], but `precondition` runs inside the same write transaction first and
 /// can refuse: whatever it reads cannot change before the record is committed. This is
 /// how a dispatch re-checks the org-wide stop.
-pub fn append_checked(
-    conn: &mut Connection,
+pub fn append_checked<S: ChainHost + ?Sized>(
+    conn: &S,
     at: Timestamp,
     kind: &str,
     actor: &str,
     payload: &serde_json::Value,
-    precondition: impl FnOnce(&Transaction) -> Result<()>,
+    precondition: impl FnOnce(&S) -> Result<()>,
 ) -> Result<Record> {
     transact(conn, |tx| {
         precondition(tx)?;
@@ -85,24 +84,22 @@ pub fn append_checked(
     })
 }
 
-/// Runs `work` in one `BEGIN IMMEDIATE` transaction, commits, then moves the checkpoint
-/// to the new head. Whatever `work` appends with [`append_in`] commits together with
-/// whatever else it wrote, or not at all.
-pub fn transact<T>(
-    conn: &mut Connection,
-    work: impl FnOnce(&Transaction) -> Result<T>,
+/// Runs `work` in one write transaction, commits, then moves the checkpoint to the new
+/// head (see [`Transact`]). Whatever `work` appends with [`append_in`] commits together
+/// with whatever else it wrote, or not at all.
+pub fn transact<S: ChainHost + ?Sized, T>(
+    conn: &S,
+    work: impl FnOnce(&S) -> Result<T>,
 ) -> Result<T> {
-    let value = crate::store::write(conn, work)?;
-    save_checkpoint(conn)?;
-    Ok(value)
+    conn.transact(work)
 }
 
 /// Appends one record inside the caller's open write transaction. The chain is held
 /// against its checkpoint first: a chain whose tail was cut off, or which diverged from
 /// what the checkpoint recorded, is never appended to (the next append would otherwise
 /// move the checkpoint and hide the damage).
-pub fn append_in(
-    conn: &Connection,
+pub fn append_in<S: ChainHost + ?Sized>(
+    conn: &S,
     at: Timestamp,
     kind: &str,
     actor: &str,
@@ -119,8 +116,8 @@ pub trait ChainHost: ChainStore + MetaStore + Writes {}
 impl<T: ChainStore + MetaStore + Writes + ?Sized> ChainHost for T {}
 
 /// [`append_in`] on any [`ChainHost`]: the same record, hashed the same way.
-pub fn append_to(
-    store: &dyn ChainHost,
+pub fn append_to<S: ChainHost + ?Sized>(
+    store: &S,
     at: Timestamp,
     kind: &str,
     actor: &str,
@@ -136,8 +133,8 @@ pub fn append_to(
 }
 
 /// [`append_in`] with the host's clock reading `clock`.
-fn append_at_clock(
-    conn: &dyn ChainHost,
+fn append_at_clock<S: ChainHost + ?Sized>(
+    conn: &S,
     at: Timestamp,
     kind: &str,
     actor: &str,
@@ -191,12 +188,12 @@ fn recorded_time(text: &str) -> Option<chrono::NaiveDateTime> {
 
 /// Moves the checkpoint to the committed head (never backwards). Called after every
 /// commit that appended; bulk loaders call it once at the end.
-pub fn save_checkpoint(conn: &Connection) -> Result<()> {
+pub fn save_checkpoint(conn: &dyn ChainHost) -> Result<()> {
     save_checkpoint_of(conn)
 }
 
 /// [`save_checkpoint`] on any [`ChainHost`].
-pub fn save_checkpoint_of(conn: &dyn ChainHost) -> Result<()> {
+pub fn save_checkpoint_of<S: ChainHost + ?Sized>(conn: &S) -> Result<()> {
     if let (Some(path), Some(head)) = (conn.checkpoint_path(), conn.chain_head()?) {
         write_checkpoint(&path, head.seq, &head.hash)?;
     }
@@ -206,12 +203,12 @@ pub fn save_checkpoint_of(conn: &dyn ChainHost) -> Result<()> {
 /// Holds the stored chain against its checkpoint, cheaply: the checkpoint's record must
 /// still be there with the same hash. A missing checkpoint beside a non-empty chain is
 /// damage too (the first append writes one before it commits).
-pub fn check_checkpoint(conn: &Connection) -> Result<()> {
+pub fn check_checkpoint(conn: &dyn ChainHost) -> Result<()> {
     check_checkpoint_of(conn)
 }
 
 /// [`check_checkpoint`] on any [`ChainHost`].
-pub fn check_checkpoint_of(conn: &dyn ChainHost) -> Result<()> {
+pub fn check_checkpoint_of<S: ChainHost + ?Sized>(conn: &S) -> Result<()> {
     let Some(path) = conn.checkpoint_path() else {
         return Ok(());
     };
@@ -256,7 +253,7 @@ pub fn check_checkpoint_of(conn: &dyn ChainHost) -> Result<()> {
 
 /// Inserts a finished record as it is. Only `append` and bulk loaders that computed the
 /// hashes with [`hash_record`] call this.
-pub fn insert(conn: &Connection, record: &Record) -> Result<()> {
+pub fn insert(conn: &dyn ChainHost, record: &Record) -> Result<()> {
     conn.insert_record(record)
 }
 
@@ -264,7 +261,7 @@ pub fn insert(conn: &Connection, record: &Record) -> Result<()> {
 pub const LOG_ID: &str = "log_id";
 
 /// The log id names this chain; it is created once with the database.
-fn log_id(conn: &dyn ChainHost) -> Result<String> {
+fn log_id<S: ChainHost + ?Sized>(conn: &S) -> Result<String> {
     if let Some(id) = conn.meta(LOG_ID)? {
         return Ok(id);
     }
@@ -460,18 +457,18 @@ pub struct Head {
     pub hash: String,
 }
 
-pub fn head(conn: &Connection) -> Result<Option<Head>> {
+pub fn head(conn: &dyn ChainHost) -> Result<Option<Head>> {
     conn.chain_head()
 }
 
 /// Every record, in storage order.
-pub fn records(conn: &Connection) -> Result<Vec<Record>> {
+pub fn records(conn: &dyn ChainHost) -> Result<Vec<Record>> {
     conn.records()
 }
 
 /// The records whose payload names `incident`, in storage order: what its receipt is
 /// built from.
-pub fn records_about(conn: &Connection, incident: &str) -> Result<Vec<Record>> {
+pub fn records_about(conn: &dyn ChainHost, incident: &str) -> Result<Vec<Record>> {
     conn.records_about(incident)
 }
 
@@ -610,7 +607,7 @@ impl Verifier {
 }
 
 /// Recomputes every stored record and holds the chain against its checkpoint.
-pub fn verify(conn: &Connection) -> Result<VerifyReport> {
+pub fn verify(conn: &dyn ChainHost) -> Result<VerifyReport> {
     verify_of(conn)
 }
 

@@ -85,7 +85,7 @@ fn a_clock_set_back_never_makes_time_step_back_on_the_chain() {
     let ahead = "2099-01-01T00:00:00.000000Z";
     let tx = conn.transaction().unwrap();
     append_at_clock(&*tx, noon(), "test", "{}", &json!({}), ahead).unwrap();
-    let next = append_in(&tx, noon(), "test", "{}", &json!({})).unwrap();
+    let next = append_in(&*tx, noon(), "test", "{}", &json!({})).unwrap();
     tx.commit().unwrap();
     assert_eq!(next.recorded_at, ahead);
     assert!(next.clock.as_str() < ahead, "{}", next.clock);
@@ -147,10 +147,10 @@ fn every_field_changes_the_hash() {
 #[test]
 fn appended_records_verify() {
     let dir = tempfile::tempdir().unwrap();
-    let mut conn = crate::store::open(&dir.path().join("s.db")).unwrap();
+    let conn = crate::store::open(&dir.path().join("s.db")).unwrap();
     for i in 0..5 {
         append(
-            &mut conn,
+            &conn,
             at("2026-11-24T14:00:00Z"),
             "test",
             "{}",
@@ -167,8 +167,8 @@ fn appended_records_verify() {
 #[test]
 fn update_and_delete_are_refused_by_the_database() {
     let dir = tempfile::tempdir().unwrap();
-    let mut conn = crate::store::open(&dir.path().join("s.db")).unwrap();
-    append(&mut conn, noon(), "test", "{}", &json!({})).unwrap();
+    let conn = crate::store::open(&dir.path().join("s.db")).unwrap();
+    append(&conn, noon(), "test", "{}", &json!({})).unwrap();
     let err = conn.execute("UPDATE chain SET kind = 'x'", []).unwrap_err();
     assert!(err.to_string().contains("append-only"));
     let err = conn.execute("DELETE FROM chain", []).unwrap_err();
@@ -184,7 +184,7 @@ fn planted_checkpoint_symlinks_do_not_touch_their_targets() {
     let victims = dir.path().join("victim");
     std::fs::create_dir(&victims).unwrap();
     let db = dir.path().join("s.db");
-    let mut conn = crate::store::open(&db).unwrap();
+    let conn = crate::store::open(&db).unwrap();
     let pid = std::process::id();
     let names = [
         "s.db.checkpoint".to_string(),
@@ -198,7 +198,7 @@ fn planted_checkpoint_symlinks_do_not_touch_their_targets() {
         symlink(&existing, dir.path().join(name)).unwrap();
     }
     for i in 0..2 {
-        let _ = append(&mut conn, noon(), "test", "{}", &json!({ "i": i }));
+        let _ = append(&conn, noon(), "test", "{}", &json!({ "i": i }));
     }
     for name in &names {
         let existing = victims.join(format!("{name}.notes"));
@@ -211,7 +211,7 @@ fn planted_checkpoint_symlinks_do_not_touch_their_targets() {
     // Dangling links: nothing may be created where they point.
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("s.db");
-    let mut conn = crate::store::open(&db).unwrap();
+    let conn = crate::store::open(&db).unwrap();
     for name in &names {
         symlink(
             dir.path().join(format!("{name}.created")),
@@ -219,7 +219,7 @@ fn planted_checkpoint_symlinks_do_not_touch_their_targets() {
         )
         .unwrap();
     }
-    let _ = append(&mut conn, noon(), "test", "{}", &json!({}));
+    let _ = append(&conn, noon(), "test", "{}", &json!({}));
     for name in &names {
         assert!(
             !dir.path().join(format!("{name}.created")).exists(),
@@ -249,15 +249,15 @@ fn the_checkpoint_is_replaced_atomically_and_stays_private() {
 fn an_emptied_chain_is_refused_against_its_checkpoint() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.db");
-    let mut conn = crate::store::open(&path).unwrap();
+    let conn = crate::store::open(&path).unwrap();
     for i in 0..3 {
-        append(&mut conn, noon(), "test", "{}", &json!({ "i": i })).unwrap();
+        append(&conn, noon(), "test", "{}", &json!({ "i": i })).unwrap();
     }
     conn.execute_batch("DROP TRIGGER chain_no_delete; DELETE FROM chain;")
         .unwrap();
     let err = format!(
         "{:#}",
-        append(&mut conn, noon(), "test", "{}", &json!({})).unwrap_err()
+        append(&conn, noon(), "test", "{}", &json!({})).unwrap_err()
     );
     assert!(
         err.contains("checkpoint recorded 3: the tail was cut off"),

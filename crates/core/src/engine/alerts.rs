@@ -69,7 +69,7 @@ impl Engine {
         if self.config.alert.is_empty() {
             return Ok(None);
         }
-        Ok(Some(chain::head(&self.state)?.map(|h| h.seq).unwrap_or(0)))
+        Ok(Some(chain::head(&*self.state)?.map(|h| h.seq).unwrap_or(0)))
     }
 
     /// After a successful commit: the relay hears of the new rows.
@@ -366,7 +366,7 @@ impl Engine {
     }
 
     fn queue(&mut self, destination: &str, kind: &str, alert: &Alert) -> Result<()> {
-        if outbox::enqueue(&self.state, destination, kind, alert, self.clock.millis())? {
+        if outbox::enqueue(&*self.state, destination, kind, alert, self.clock.millis())? {
             self.alerts.queued = true;
         }
         Ok(())
@@ -525,7 +525,7 @@ impl Engine {
 
     /// What the resolve carries of the receipt, read back from the chain.
     fn receipt_digest(&self, incident: &str, receipt_hash: &str) -> Result<ReceiptDigest> {
-        let records = chain::records_about(&self.state, incident)?;
+        let records = chain::records_about(&*self.state, incident)?;
         let r = receipt::build(&records, incident)?;
         let value_text = |v: &serde_json::Value, key: &str| {
             v[key]
@@ -626,7 +626,7 @@ impl Engine {
     /// database is gone (the mark would be lost; the row is then sent again at start).
     pub fn mark_outbox(&mut self, mark: &outbox::Mark) -> Result<()> {
         self.ensure_database()?;
-        crate::store::write_on(&self.state, |tx| mark.write(tx))
+        self.state.transact(|tx| mark.write(tx))
     }
 
     /// The outbox as the console shows it: every configured destination, with what
@@ -641,7 +641,7 @@ impl Engine {
             .into_iter()
             .map(|(name, a)| (name, a.kind.clone()))
             .collect();
-        outbox::view(&self.state, self.clock.millis(), &configured)
+        outbox::view(&*self.state, self.clock.millis(), &configured)
             .unwrap_or_default()
             .into_iter()
             .map(DestinationView::from)

@@ -18,7 +18,7 @@ impl Engine {
             {
                 continue;
             }
-            if let Err(e) = stop::ensure_not_stopped(&self.state) {
+            if let Err(e) = stop::ensure_not_stopped(&*self.state) {
                 let reason = format!("{e:#}");
                 self.notices.push(format!(
                     "{}: dataward did not pause {}: {reason}",

@@ -261,7 +261,7 @@ mod tests {
 
     fn records(engine: &Engine, kind: &str) -> usize {
         let id = &engine.incidents[0].id;
-        (chain::records_about(&engine.state, id).unwrap().iter())
+        (chain::records_about(&*engine.state, id).unwrap().iter())
             .filter(|r| r.kind == kind)
             .count()
     }

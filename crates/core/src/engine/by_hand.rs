@@ -202,7 +202,7 @@ impl Engine {
             None => check.as_str().to_string(),
         };
         let Some(run) =
-            crate::monitor::baseline::breach_run(&self.state, &monitor, check, &subject)?
+            crate::monitor::baseline::breach_run(&*self.state, &monitor, check, &subject)?
         else {
             return Err(Refusal::new(
                 RefusalKind::Policy,
@@ -223,7 +223,7 @@ impl Engine {
                    "since": run.since_at, "ratio": ratio, "reason": reason}),
         )?;
         crate::monitor::baseline::accept_learned(
-            &self.state,
+            &*self.state,
             &monitor,
             check,
             &subject,
@@ -299,7 +299,7 @@ impl Engine {
                    "since": restart.since.to_string(), "days": days, "ratio": restart.ratio,
                    "reason": reason}),
         )?;
-        crate::monitor::baseline::accept(&self.state, &monitor, &incident_id, restart, seq)?;
+        crate::monitor::baseline::accept(&*self.state, &monitor, &incident_id, restart, seq)?;
         self.incidents[i].closed_by_hand = Some((
             actor.to_json(),
             if restart.ratio > 0.0 {

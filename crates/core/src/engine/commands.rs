@@ -88,7 +88,7 @@ impl Engine {
         match result {
             Ok(_) if in_flight.is_some() => Answer::Held(in_flight.unwrap_or_default()),
             Ok(events) => Answer::Now(Outcome::Accepted {
-                seq: chain::head(&self.state).ok().flatten().map(|h| h.seq),
+                seq: chain::head(&*self.state).ok().flatten().map(|h| h.seq),
                 events,
             }),
             Err(e) => {
@@ -117,7 +117,7 @@ impl Engine {
             if let (Some((id, uid)), false) = (e.in_flight_asking(), e.request_made_intent()) {
                 // Nothing left to carry out: the answer is kept with the decision.
                 let answer = Outcome::Accepted {
-                    seq: chain::head(&e.state)?.map(|h| h.seq),
+                    seq: chain::head(&*e.state)?.map(|h| h.seq),
                     events: events.clone(),
                 };
                 e.remember_answer(&id, uid, &answer)?;
@@ -300,7 +300,7 @@ impl Engine {
             Command::OrgStop { reason } => {
                 anyhow::ensure!(!reason.trim().is_empty(), "a stop needs a reason");
                 self.ensure_chain_trusted()?;
-                stop::set(&self.state, actor, &reason, self.now())?;
+                stop::set(&*self.state, actor, &reason, self.now())?;
                 self.org_stop_event("set", actor)
             }
             Command::WhatHappened { .. } => {
@@ -308,14 +308,16 @@ impl Engine {
             }
             Command::LiftStop => {
                 self.ensure_chain_trusted()?;
-                let state = stop::lift(&self.state, actor, self.now())?;
+                let state = stop::lift(&*self.state, actor, self.now())?;
                 self.org_stop_event(if state.active { "lift_request" } else { "lift" }, actor)
             }
         }
     }
 
     pub(super) fn org_stop_event(&mut self, action: &str, actor: &Actor) -> Result<Vec<Event>> {
-        let seq = chain::head(&self.state)?.map(|h| h.seq).unwrap_or_default();
+        let seq = chain::head(&*self.state)?
+            .map(|h| h.seq)
+            .unwrap_or_default();
         self.notices.push(match action {
             "set" => format!(
                 "org-wide stop set by {}: nothing is dispatched",
@@ -626,7 +628,7 @@ impl Engine {
         }
         // The org-wide stop is read inside the transaction that records the dispatch,
         // so a stop set between approval and run wins.
-        stop::ensure_not_stopped(&self.state)?;
+        stop::ensure_not_stopped(&*self.state)?;
         anyhow::ensure!(self.orchestrator.is_some(), "no orchestrator configured");
         anyhow::ensure!(
             !self.intent_pending(incident)?,
@@ -753,7 +755,7 @@ mod tests {
             assert_eq!(event.at.to_string(), "2026-03-01T09:00:00Z", "{event:?}");
         }
         // (The policy record before it was made by `Engine::new`, on the wall clock.)
-        let records = crate::chain::records(&engine.state).unwrap();
+        let records = crate::chain::records(&*engine.state).unwrap();
         let stop = records.last().unwrap();
         assert!(stop.kind.contains("stop"), "{stop:?}");
         assert_eq!(stop.at.to_string(), "2026-03-01T09:00:00Z", "{stop:?}");

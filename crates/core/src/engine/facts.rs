@@ -56,7 +56,7 @@ impl Engine {
         // A type change weeks ago explains nothing about today's breach.
         let recent = observation.at - TimeDelta::days(1);
         let changes = |monitor: &str| -> Result<Vec<(Timestamp, SchemaChange)>> {
-            Ok(monitor::history(&self.state, monitor, CheckKind::Schema)?
+            Ok(monitor::history(&*self.state, monitor, CheckKind::Schema)?
                 .into_iter()
                 .filter(|o| o.at >= recent)
                 .flat_map(|o| {
@@ -87,7 +87,7 @@ impl Engine {
             }
             None => (None, Vec::new(), None),
         };
-        let counts = monitor::history(&self.state, &observation.monitor, CheckKind::RowCount)?;
+        let counts = monitor::history(&*self.state, &observation.monitor, CheckKind::RowCount)?;
         // Three: a reload shows as a count that fell and then rose.
         let recent_counts = counts
             .iter()

@@ -242,7 +242,7 @@ impl Engine {
             .iter()
             .filter(|m| m.table.eq_ignore_ascii_case(table))
             .filter_map(|m| {
-                monitor::history(&self.state, &Config::monitor_name(m), CheckKind::Schema).ok()
+                monitor::history(&*self.state, &Config::monitor_name(m), CheckKind::Schema).ok()
             })
             .flatten()
             .filter(|o| o.at > at)
@@ -443,7 +443,7 @@ impl Engine {
                 continue;
             }
             let name = Config::monitor_name(monitor);
-            if let Ok(history) = monitor::history(&self.state, &name, CheckKind::Schema) {
+            if let Ok(history) = monitor::history(&*self.state, &name, CheckKind::Schema) {
                 for o in history
                     .into_iter()
                     .filter(|o| o.at >= recent && o.at <= run.at + TimeDelta::hours(1))

@@ -57,7 +57,7 @@ impl Engine {
         }
         let subject = column.clone().unwrap_or_default();
         if let Some(run) =
-            crate::monitor::baseline::breach_run(&self.state, &monitor, check, &subject)?
+            crate::monitor::baseline::breach_run(&*self.state, &monitor, check, &subject)?
         {
             from = from.min(run.since_at);
         }
@@ -331,7 +331,7 @@ mod tests {
     }
 
     fn kinds(engine: &Engine) -> Vec<String> {
-        crate::chain::records(&engine.state)
+        crate::chain::records(&*engine.state)
             .unwrap()
             .into_iter()
             .map(|r| r.kind)
@@ -439,7 +439,7 @@ mod tests {
             &me,
         );
         assert!(matches!(snoozed, Outcome::Accepted { .. }), "{snoozed:?}");
-        let records = crate::chain::records(&engine.state).unwrap();
+        let records = crate::chain::records(&*engine.state).unwrap();
         let timeline = super::super::timeline::build(&records, "INC-0001");
         assert!(
             timeline.iter().any(|e| e.step == "snoozed"

@@ -375,7 +375,7 @@ impl Engine {
     pub(super) fn run_intents(&mut self) -> Result<(Vec<Event>, Vec<String>)> {
         self.write_withdrawals();
         // What a worker reads just before it dispatches a run: the stop as committed.
-        if let Ok(stop) = stop::state(&self.state) {
+        if let Ok(stop) = stop::state(&*self.state) {
             self.effects.set_org_stopped(stop.active);
         }
         let mut events = Vec::new();
@@ -551,7 +551,7 @@ impl Engine {
                     let events = engine.complete(&intent.completion, &outcome)?;
                     engine.close_intent(intent.id, "done", &serde_json::to_string(&outcome)?)?;
                     let answer = api::Outcome::Accepted {
-                        seq: chain::head(&engine.state)?.map(|h| h.seq),
+                        seq: chain::head(&*engine.state)?.map(|h| h.seq),
                         events: events.clone(),
                     };
                     if let (Some(request), Some(uid)) = (&intent.client_request, intent.asker_uid) {

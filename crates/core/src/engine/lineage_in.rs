@@ -35,7 +35,7 @@ impl Engine {
     pub fn store_lineage_events(&mut self, batch: EventBatch) -> Result<usize> {
         self.ensure_database()?;
         let received_at = self.clock.timestamp();
-        let new = crate::store::write_on(&self.state, |tx| {
+        let new = self.state.transact(|tx| {
             let new = tx.insert_lineage_events(&batch.events, received_at)?;
             if let Some((path, position)) = &batch.file {
                 tx.set_lineage_file_position(path, *position)?;
@@ -282,7 +282,7 @@ mod tests {
             .incidents
             .iter()
             .all(|i| i.check == crate::config::CheckKind::FailedRun));
-        let opened = crate::chain::records(&engine.state).unwrap();
+        let opened = crate::chain::records(&*engine.state).unwrap();
         let opened: Vec<_> = opened
             .iter()
             .filter(|r| r.kind == "incident_opened")

@@ -14,7 +14,7 @@ const OBSERVATION_MARK: &str = "engine.observations_done";
 /// The runs queued for open incidents and not finished, as the engine last stored
 /// them (job, run id): what the poll task reads back from the orchestrator. The same
 /// set as `Engine::followed_runs`, read from the stored incidents.
-pub fn followed_runs(state: &Connection) -> Result<Vec<(String, String)>> {
+pub fn followed_runs(state: &dyn Store) -> Result<Vec<(String, String)>> {
     state.followed_runs()
 }
 
@@ -36,7 +36,7 @@ impl Engine {
             Ok(value) => {
                 // Committed into a file deleted meanwhile is not kept: never say it was.
                 self.ensure_database()?;
-                chain::save_checkpoint(&self.state)?;
+                chain::save_checkpoint(&*self.state)?;
                 self.wake_relay();
                 Ok(value)
             }
@@ -89,7 +89,9 @@ impl Engine {
     /// since the last draft are drafted again: a thousand open incidents cost nothing
     /// when one of them changes.
     fn draft_receipts(&mut self) -> Result<()> {
-        let head = chain::head(&self.state)?.map(|h| h.seq).unwrap_or_default();
+        let head = chain::head(&*self.state)?
+            .map(|h| h.seq)
+            .unwrap_or_default();
         if head == self.drafted_at {
             return Ok(());
         }
@@ -104,7 +106,7 @@ impl Engine {
             if incident.status == IncidentStatus::Resolved || !changed.contains(&incident.id) {
                 continue;
             }
-            let records = chain::records_about(&self.state, &incident.id)?;
+            let records = chain::records_about(&*self.state, &incident.id)?;
             let incident = &mut self.incidents[at];
             incident.receipt = receipt::build(&records, &incident.id)
                 .ok()
@@ -129,7 +131,9 @@ impl Engine {
         self.settled.clear();
         // Open incidents were written with their drafts, in the transaction that
         // appended their records: drafted up to the chain's head.
-        self.drafted_at = chain::head(&self.state)?.map(|h| h.seq).unwrap_or_default();
+        self.drafted_at = chain::head(&*self.state)?
+            .map(|h| h.seq)
+            .unwrap_or_default();
         for incident in &incidents {
             if incident.status == IncidentStatus::Resolved {
                 self.settled.insert(incident.id.clone());
@@ -147,7 +151,7 @@ impl Engine {
         self.latest.clear();
         self.next_due.clear();
         let periods = self.periods();
-        for observation in monitor::latest_all(&self.state)? {
+        for observation in monitor::latest_all(&*self.state)? {
             {
                 let at = observation.at.naive();
                 let due = periods.get(&observation.monitor).map(|every| at + *every);
@@ -167,14 +171,15 @@ impl Engine {
     /// A database the engine never ran on starts its mark at the newest observation:
     /// what was stored before is a baseline, not news.
     pub(super) fn init_observation_mark(&self) -> Result<()> {
-        self.state.start_observation_mark(OBSERVATION_MARK)
+        self.state
+            .transact(|tx| tx.start_observation_mark(OBSERVATION_MARK))
     }
 
     /// Observations the poller stored that the engine has not acted on yet.
     pub(super) fn unseen_observations(&self) -> Result<Vec<(i64, Observation)>> {
         let mark = self.state.meta(OBSERVATION_MARK)?;
         let mark = mark.and_then(|m| m.parse::<i64>().ok()).unwrap_or(0);
-        monitor::stored_after(&self.state, mark)
+        monitor::stored_after(&*self.state, mark)
     }
 
     /// Moves the mark past `id`, inside the transaction that acted on it.
@@ -186,7 +191,7 @@ impl Engine {
 /// The incidents a state database holds, read without an engine (and without writing:
 /// `conn` may be read-only). Who may decide is the proposal's owner here; the running
 /// engine adds the escalation targets a request has reached.
-pub fn stored_incidents(conn: &crate::store::Connection) -> Result<Vec<IncidentView>> {
+pub fn stored_incidents(conn: &dyn Store) -> Result<Vec<IncidentView>> {
     let incidents: Vec<(String, Incident)> = parse_docs(conn.incident_docs()?, "incident")?;
     Ok(incidents
         .into_iter()

@@ -32,6 +32,8 @@ mod incidents;
 pub mod poll_task;
 mod recovery;
 mod symptoms;
+mod takeover;
+pub use takeover::Predecessor;
 mod timeline;
 use incident::{blast_node, Incident, RunState};
 mod verification;
@@ -42,8 +44,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::store::prelude::*;
-use crate::store::Connection;
 use anyhow::{anyhow, Context, Result};
 use chrono::{NaiveDateTime, TimeDelta};
 use serde_json::json;
@@ -72,7 +72,7 @@ fn short_time(at: Timestamp) -> String {
 
 pub struct Engine {
     config: Config,
-    state: Connection,
+    state: crate::store::State,
     /// Runs the checks: bounded concurrency per warehouse, a timeout per check, backoff
     /// for a warehouse that is down.
     poller: Poller,
@@ -155,7 +155,7 @@ impl Engine {
     /// to talk to is decided by whoever starts the engine.
     pub fn new(
         config: Config,
-        state: Connection,
+        state: impl Into<crate::store::State>,
         orchestrator: Option<Box<dyn Orchestrator>>,
         console_actor: &Actor,
     ) -> Result<Engine> {
@@ -166,16 +166,17 @@ impl Engine {
     /// the file's size)`; see [`Lineage::load_telling`]).
     pub fn new_telling(
         config: Config,
-        state: Connection,
+        state: impl Into<crate::store::State>,
         orchestrator: Option<Box<dyn Orchestrator>>,
         console_actor: &Actor,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<Engine> {
         crate::sanitize::remember_config_secrets(&config);
+        let state = state.into();
         let poller = Poller::from_config(&config)?;
-        crate::monitor::minutes::forget_others(&state, &config.monitor_names())?;
+        crate::monitor::minutes::forget_others(&*state, &config.monitor_names())?;
         let lineage = policy::load_lineage(&config, progress)?;
-        let database_file = state_file::opened_file(&state);
+        let database_file = state_file::opened_file(&*state);
         let orchestrator: Option<Arc<dyn Orchestrator>> = orchestrator.map(Arc::from);
         let effects = Arc::new(effects::Shared::new(orchestrator.clone()));
         let mut engine = Engine {
@@ -222,7 +223,7 @@ impl Engine {
         };
         // The chain is held against its checkpoint before anything is appended: a
         // cut-off tail or a rewrite must stop the engine from writing past it.
-        let report = chain::verify(&engine.state)?;
+        let report = chain::verify(&*engine.state)?;
         if let Some(bad) = report.first_bad {
             engine.chain_alarm = Some(format!(
                 "CHAIN BROKEN at record #{}: {}; dataward records nothing until it is repaired",
@@ -301,7 +302,7 @@ impl Engine {
     pub fn store_polled(&mut self, read: crate::monitor::poller::PollRead) -> Result<()> {
         self.ensure_database()?;
         let costs = read.cost();
-        let observations = read.store(&self.state)?;
+        let observations = read.store(&*self.state)?;
         self.poll_health.log(&observations);
         self.note_costs(costs);
         Ok(())
@@ -433,7 +434,7 @@ impl Engine {
         // a URL): the chain is never rewritten, so a secret on it would stay for good.
         let mut payload = payload;
         crate::sanitize::mask_json(&mut payload);
-        Ok(chain::append_in(&self.state, at, kind, actor, &payload)?.seq)
+        Ok(chain::append_in(&*self.state, at, kind, actor, &payload)?.seq)
     }
 
     /// Records an incident's cause and evidence on the chain, and says them to the
@@ -500,9 +501,9 @@ impl Engine {
         if !due.is_empty() {
             // The poll stores what it measured in a transaction of its own; the turn
             // acts on stored observations after it, so a crash in between loses nothing.
-            let read = self.poller.read(&self.state, &due, now.and_utc())?;
+            let read = self.poller.read(&*self.state, &due, now.and_utc())?;
             let costs = read.cost();
-            read.store(&self.state)?;
+            read.store(&*self.state)?;
             self.note_costs(costs);
         }
         Ok(())

@@ -18,7 +18,6 @@ use crate::config::{Config, PolicyError};
 use crate::lineage::Lineage;
 use crate::propose;
 use crate::propose::{ProposalKind, ProposalState};
-use crate::store::prelude::*;
 
 /// What identifies a file's content and who may change it, without reading it: a
 /// replaced file, a rewrite, a chmod or a chown each move it.

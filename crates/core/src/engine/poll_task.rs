@@ -13,12 +13,10 @@
 //! the state database the engine made, and only reads it.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::store::Connection;
 use anyhow::{Context, Result};
 use chrono::{NaiveDateTime, TimeDelta};
 
@@ -29,6 +27,8 @@ use crate::effects::orchestrator::{self, Orchestrator};
 use crate::monitor::poller::{PollRead, Poller};
 use crate::monitor::{self, Health, Observation};
 use crate::progress::Throttle;
+use crate::store::place::StatePlace;
+use crate::store::{State, Store};
 
 /// How often the task looks at the clock and re-reads the pipelines. Monitors are due
 /// on their own schedules; this only bounds how late a due one starts (`poke` starts a
@@ -81,16 +81,16 @@ struct Flags {
 
 impl PollTask {
     /// Starts polling the monitors of `config` on its own thread, on `clock`,
-    /// reading (never writing) the state database `state_db`. The first turn runs at once. `notify` is
+    /// reading (never writing) the state at `state` (a session of its own). The first turn runs at once. `notify` is
     /// called on the task's thread; it must not block for long or call `stop`, and it
     /// is never called once `stop` has returned.
     pub fn start(
         config: Config,
-        state_db: PathBuf,
+        state: impl Into<StatePlace>,
         clock: Clock,
         notify: impl Fn(PollNews) + Send + Sync + 'static,
     ) -> Result<PollTask> {
-        PollTask::start_as(config, state_db, clock, notify, false)
+        PollTask::start_as(config, state.into(), clock, notify, false)
     }
 
     /// Like [`PollTask::start`], but the task polls and reads only when asked
@@ -98,26 +98,25 @@ impl PollTask {
     /// told what was read (the demo's story).
     pub fn start_on_demand(
         config: Config,
-        state_db: PathBuf,
+        state: impl Into<StatePlace>,
         clock: Clock,
         notify: impl Fn(PollNews) + Send + Sync + 'static,
     ) -> Result<PollTask> {
-        PollTask::start_as(config, state_db, clock, notify, true)
+        PollTask::start_as(config, state.into(), clock, notify, true)
     }
 
     fn start_as(
         config: Config,
-        state_db: PathBuf,
+        state: StatePlace,
         clock: Clock,
         notify: impl Fn(PollNews) + Send + Sync + 'static,
         on_demand: bool,
     ) -> Result<PollTask> {
         // Everything that can fail is built here, so the caller hears of it.
         let poller = Poller::from_config(&config)?;
-        let conn = crate::store::open_read_only(&state_db)?;
-        let data_dir = state_db.parent().map(Path::to_path_buf).unwrap_or_default();
-        let orchestrator = orchestrator::from_config(&config, &data_dir)?;
-        let next_due = next_due_from_store(&config, &conn)?;
+        let conn = state.open_reader()?;
+        let orchestrator = orchestrator::from_config(&config, &state.data_dir())?;
+        let next_due = next_due_from_store(&config, &*conn)?;
         let shared = Arc::new(Shared {
             flags: Mutex::new(Flags::default()),
             wake: Condvar::new(),
@@ -143,7 +142,7 @@ impl PollTask {
             .name("dataward-poll".into())
             .spawn(move || worker.run(&task_shared, notify.as_ref()))
             .context("cannot start the poll task's thread")?;
-        tracing::info!(state_db = %state_db.display(), "poll task started");
+        tracing::info!(state = %state.describe(), "poll task started");
         Ok(PollTask { shared, thread })
     }
 
@@ -205,7 +204,7 @@ struct Worker {
     /// Taken at the end, to let go of its runtime without waiting for blocked checks.
     poller: Option<Poller>,
     /// Read only: the engine writes the state database.
-    conn: Connection,
+    conn: State,
     orchestrator: Option<Box<dyn Orchestrator>>,
     next_due: BTreeMap<String, NaiveDateTime>,
     clock: Clock,
@@ -301,7 +300,7 @@ impl Worker {
             return None;
         }
         let poller = self.poller.as_ref().expect("present until the end");
-        match poller.read(&self.conn, &due, now.and_utc()) {
+        match poller.read(&*self.conn, &due, now.and_utc()) {
             Ok(read) => Some(read),
             Err(e) => {
                 // The stored minutes could not be read; the next turn polls again.
@@ -314,7 +313,7 @@ impl Worker {
     /// The pipelines, and the runs the engine follows as it last stored them.
     fn read_scheduler(&self) -> Option<orchestrator::Reading> {
         let orchestrator = self.orchestrator.as_ref()?;
-        let follow = super::memory::followed_runs(&self.conn).unwrap_or_else(|e| {
+        let follow = super::memory::followed_runs(&*self.conn).unwrap_or_else(|e| {
             tracing::warn!(error = %format!("{e:#}"), "cannot read the runs to follow");
             Vec::new()
         });
@@ -377,7 +376,7 @@ fn first_poll_news(
 /// does not poll everything again at once.
 fn next_due_from_store(
     config: &Config,
-    conn: &Connection,
+    conn: &dyn Store,
 ) -> Result<BTreeMap<String, NaiveDateTime>> {
     let mut next_due = BTreeMap::new();
     for o in monitor::latest_all(conn)? {

@@ -16,19 +16,19 @@ impl Engine {
         let answered = (|| -> anyhow::Result<Value> {
             match question {
                 Question::Verify { saved_receipt } => {
-                    let report = chain::verify(&self.state)?;
+                    let report = chain::verify(&*self.state)?;
                     let problem = match saved_receipt {
                         Some(text) => {
                             let saved: Value = serde_json::from_str(text)
                                 .map_err(|e| anyhow::anyhow!("not a JSON receipt: {e}"))?;
-                            receipt::check_saved(&chain::records(&self.state)?, &saved)?
+                            receipt::check_saved(&chain::records(&*self.state)?, &saved)?
                         }
                         None => None,
                     };
                     Ok(json!({"report": report, "receipt_problem": problem}))
                 }
                 Question::Stop => Ok(serde_json::to_value(crate::approve::stop::state(
-                    &self.state,
+                    &*self.state,
                 )?)?),
                 Question::Lineage { from } => {
                     let lineage = self.lineage.as_ref().ok_or_else(|| {
@@ -54,7 +54,7 @@ impl Engine {
                 Question::Migration { name } => self.migration_answer(name.as_deref()),
                 Question::Receipt { incident } => {
                     let (built, markdown) =
-                        receipt::build_any(&chain::records(&self.state)?, incident)?;
+                        receipt::build_any(&chain::records(&*self.state)?, incident)?;
                     Ok(json!({"receipt": built, "markdown": markdown}))
                 }
             }

@@ -7,7 +7,7 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
-use crate::store::{Connection, Writes};
+use crate::store::Store;
 use anyhow::Result;
 
 use super::api::{Refusal, RefusalKind};
@@ -16,7 +16,7 @@ use super::Engine;
 /// The state database's path and its (device, inode) when the engine opened it.
 pub(super) type OpenedFile = Option<(PathBuf, u64, u64)>;
 
-pub(super) fn opened_file(state: &Connection) -> OpenedFile {
+pub(super) fn opened_file(state: &dyn Store) -> OpenedFile {
     let path = state.database_path()?;
     let meta = std::fs::metadata(&path).ok()?;
     Some((path, meta.dev(), meta.ino()))

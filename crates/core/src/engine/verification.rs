@@ -3,7 +3,6 @@
 //! the receipt.
 
 use super::intent::{Completion, Effect};
-use crate::store::prelude::*;
 
 use super::*;
 
@@ -496,7 +495,7 @@ impl Engine {
         events.push(self.event(EventKind::IncidentResolved {
             incident: id.clone(),
         }));
-        let records = chain::records_about(&self.state, &id)?;
+        let records = chain::records_about(&*self.state, &id)?;
         let receipt = receipt::build(&records, &id)?;
         let digest = receipt::digest(&receipt);
         let seq = self.record(
@@ -506,7 +505,7 @@ impl Engine {
         )?;
         self.incidents[i].receipt = Some(receipt.to_markdown());
         // The timeline ends with the receipt's own record.
-        let records = chain::records_about(&self.state, &id)?;
+        let records = chain::records_about(&*self.state, &id)?;
         self.incidents[i].timeline = super::timeline::build(&records, &id);
         self.incidents[i].status = IncidentStatus::Resolved;
         self.incidents[i].resolved_at = Some(self.now());

@@ -81,7 +81,7 @@ impl Engine {
         Snapshot {
             now: self.now(),
             actor: self.console_actor.clone(),
-            chain_head: chain::head(&self.state).ok().flatten().map(Into::into),
+            chain_head: chain::head(&*self.state).ok().flatten().map(Into::into),
             pipelines,
             orchestrator_down: self
                 .orchestrator_down
@@ -99,16 +99,19 @@ impl Engine {
             outbox: self.outbox_view(),
             waves: self.waves_for_console(),
             access: self.access_for_console(),
-            org_stop: stop::state(&self.state).ok().filter(|s| s.active).map(|s| {
-                format!(
-                    "ORG STOP since {} by {}{}",
-                    s.since.map(short_time).unwrap_or_default(),
-                    s.by.unwrap_or_default(),
-                    s.lift_requested_by
-                        .map(|w| format!("; lift asked by {w}, needs a second person"))
-                        .unwrap_or_default()
-                )
-            }),
+            org_stop: stop::state(&*self.state)
+                .ok()
+                .filter(|s| s.active)
+                .map(|s| {
+                    format!(
+                        "ORG STOP since {} by {}{}",
+                        s.since.map(short_time).unwrap_or_default(),
+                        s.by.unwrap_or_default(),
+                        s.lift_requested_by
+                            .map(|w| format!("; lift asked by {w}, needs a second person"))
+                            .unwrap_or_default()
+                    )
+                }),
         }
     }
 

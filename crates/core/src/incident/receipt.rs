@@ -701,10 +701,10 @@ mod tests {
 
     fn chain(records: &[(&str, Value)]) -> Vec<Record> {
         let dir = tempfile::tempdir().unwrap();
-        let mut conn = crate::store::open(&dir.path().join("state.db")).unwrap();
+        let conn = crate::store::open(&dir.path().join("state.db")).unwrap();
         for (kind, payload) in records {
             crate::chain::append(
-                &mut conn,
+                &conn,
                 "2026-11-24T03:10:00Z".parse().unwrap(),
                 kind,
                 "{}",

@@ -13,7 +13,6 @@ use crate::config::CheckKind;
 use crate::detect::volume::Restart;
 use crate::store::baselines::{IncidentSpan, LearnedRestart};
 use crate::store::prelude::*;
-use crate::store::Connection;
 
 /// What the state database says of a monitor's days.
 #[derive(Debug, Default, PartialEq)]
@@ -26,7 +25,7 @@ pub struct Stored {
 
 /// The incident days and accepted levels of `monitor`, read once for a poll's volume
 /// check.
-pub fn read(state: &Connection, monitor: &str, today: NaiveDate) -> Result<Stored> {
+pub fn read(state: &dyn Store, monitor: &str, today: NaiveDate) -> Result<Stored> {
     let accepted = accepted(state, monitor)?;
     let mut excluded = incident_days(state, monitor, today, &accepted)?;
     excluded.extend(left_days(state, monitor)?);
@@ -38,7 +37,7 @@ pub fn read(state: &Connection, monitor: &str, today: NaiveDate) -> Result<Store
 
 /// The days of every span that left `monitor`'s baselines (an incident marked
 /// expected, a maintenance window): a day touched by one is not learned from.
-fn left_days(state: &Connection, monitor: &str) -> Result<Vec<RangeInclusive<NaiveDate>>> {
+fn left_days(state: &dyn Store, monitor: &str) -> Result<Vec<RangeInclusive<NaiveDate>>> {
     let mut days = Vec::new();
     for (from, to) in state.left_baselines(monitor)? {
         let (first, last) = (from.naive().date(), to.naive().date());
@@ -54,7 +53,7 @@ fn left_days(state: &Connection, monitor: &str) -> Result<Vec<RangeInclusive<Nai
 /// An incident whose new level was `accepted` ends the day before the level began: from
 /// then on its days are the new normal.
 fn incident_days(
-    state: &Connection,
+    state: &dyn Store,
     monitor: &str,
     today: NaiveDate,
     accepted: &[(String, Restart)],
@@ -88,7 +87,7 @@ fn incident_days(
 /// Records that `incident`'s new level on `monitor` is the normal from `restart.since`
 /// on. Called inside the transaction that puts the acceptance on the chain.
 pub fn accept(
-    state: &Connection,
+    state: &dyn Store,
     monitor: &str,
     incident: &str,
     restart: Restart,
@@ -104,7 +103,7 @@ pub fn accept(
     Ok(())
 }
 
-fn accepted(state: &Connection, monitor: &str) -> Result<Vec<(String, Restart)>> {
+fn accepted(state: &dyn Store, monitor: &str) -> Result<Vec<(String, Restart)>> {
     let mut out = Vec::new();
     for (incident, since, ratio) in state.volume_restarts(monitor)? {
         let since = date_of(&since).with_context(|| format!("the level {incident} accepted"))?;
@@ -135,7 +134,7 @@ pub struct BreachRun {
 /// Observations the check could not take (a warehouse error, unknown) are skipped: they
 /// neither break a run nor belong to it.
 pub fn breach_run(
-    state: &Connection,
+    state: &dyn Store,
     monitor: &str,
     check: CheckKind,
     subject: &str,
@@ -169,7 +168,7 @@ pub fn breach_run(
 /// the new normal: its baseline is learned from the run on. Called inside the
 /// transaction that puts the acceptance on the chain.
 pub fn accept_learned(
-    state: &Connection,
+    state: &dyn Store,
     monitor: &str,
     check: CheckKind,
     subject: &str,
@@ -193,7 +192,7 @@ pub fn accept_learned(
 /// Where the learned baseline of `monitor`'s `check` (column `subject`) restarts: the
 /// latest accepted run's (first, last) observation ids; (0, 0) when none was accepted.
 pub fn learned_restart(
-    state: &Connection,
+    state: &dyn Store,
     monitor: &str,
     check: CheckKind,
     subject: &str,
@@ -211,6 +210,7 @@ fn date_of(text: &str) -> Result<NaiveDate> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Connection;
 
     fn day(d: u32) -> NaiveDate {
         NaiveDate::from_ymd_opt(2026, 10, d).unwrap()

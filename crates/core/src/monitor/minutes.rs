@@ -14,7 +14,6 @@
 //! what was stored, and a table keeps at most a few kilobytes of state.
 
 use crate::store::prelude::*;
-use crate::store::Connection;
 use anyhow::{Context, Result};
 use chrono::{DateTime, NaiveDate, Utc};
 
@@ -243,7 +242,7 @@ impl Plan {
 /// day back to the lookback's first day, with the load times kept when they are of the
 /// same table and column.
 pub fn plan(
-    state: &Connection,
+    state: &dyn Store,
     monitor: &str,
     table: &str,
     column: &str,
@@ -328,7 +327,7 @@ pub fn day_nulls(counts: &TableCounts, days: &[DayRows]) -> Vec<DayNulls> {
 /// the load times, newest first, as [`crate::warehouse::Warehouse::load_times`] gives
 /// them.
 pub fn store(
-    state: &Connection,
+    state: &dyn Store,
     monitor: &str,
     plan: &Plan,
     counts: &TableCounts,
@@ -366,12 +365,19 @@ pub fn store(
 
 /// Forgets the minutes of monitors the config no longer has (removed or renamed):
 /// nothing would read them again.
-pub fn forget_others(state: &Connection, configured: &[String]) -> Result<()> {
+pub fn forget_others(state: &dyn Store, configured: &[String]) -> Result<()> {
     let stored = state.monitors_with_minutes()?;
-    for monitor in stored.iter().filter(|m| !configured.contains(m)) {
-        state.forget_minutes(monitor)?;
+    let others: Vec<&String> = stored.iter().filter(|m| !configured.contains(m)).collect();
+    if others.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    // In a write transaction: on team state every write is fenced by the lease's term.
+    state.transact(|tx| {
+        for monitor in others {
+            tx.forget_minutes(monitor)?;
+        }
+        Ok(())
+    })
 }
 
 /// Rows per UTC day from `since` on, each with the rows before the plan's cutoff, as
@@ -621,6 +627,7 @@ mod tests {
                     .map(|d| (day(d), if d.ends_with("15") { 40 } else { 100 }, vec![]))
                     .collect(),
             }),
+            older_days: None,
         };
         let read = |rows: [u64; 4]| -> Vec<DayRows> {
             ["2024-05-12", "2024-05-13", "2024-05-14", "2024-05-15"]

@@ -12,7 +12,6 @@ pub mod older_days;
 pub mod poller;
 
 use crate::store::prelude::*;
-use crate::store::Connection;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
@@ -263,7 +262,7 @@ pub fn thousands(value: f64) -> String {
 /// observation per check, or per column for null_rate. A warehouse error becomes the
 /// monitor's health with the message, and the verdict `unknown`.
 pub fn judge(
-    state: &Connection,
+    state: &dyn Store,
     monitor: &MonitorConfig,
     check: CheckKind,
     at: Timestamp,
@@ -502,7 +501,7 @@ fn not_from_days(monitor: &MonitorConfig) -> String {
 /// learn from, the days read after a rewrite are no more the table's past than those
 /// read at it. Read only while the polls are few, so the observations are few too.
 fn rewritten_earlier(
-    state: &Connection,
+    state: &dyn Store,
     monitor: &str,
     check: CheckKind,
     column: Option<&str>,
@@ -546,7 +545,7 @@ fn daily_rates(
 /// Once someone accepted a run of breaches as the new level, only the observations from
 /// that run on count, the accepted breaches among them: the old level is forgotten.
 fn clean_history(
-    state: &Connection,
+    state: &dyn Store,
     monitor: &str,
     check: CheckKind,
     subject: &str,
@@ -556,31 +555,32 @@ fn clean_history(
     state.baseline_values(monitor, check, subject, windowed, since_id, through_id)
 }
 
-fn latest_columns(state: &Connection, monitor: &str) -> Result<Option<Vec<Column>>> {
+fn latest_columns(state: &dyn Store, monitor: &str) -> Result<Option<Vec<Column>>> {
     Ok(state
         .latest_schema(monitor)?
         .and_then(|detail| detail.columns))
 }
 
 /// Every stored observation of one monitor and check, oldest first.
-pub fn history(state: &Connection, monitor: &str, check: CheckKind) -> Result<Vec<Observation>> {
+pub fn history(state: &dyn Store, monitor: &str, check: CheckKind) -> Result<Vec<Observation>> {
     state.observation_history(monitor, check)
 }
 
 /// The latest observation of every (monitor, check, column): what the engine shows and
 /// verifies against, rebuilt from the database at start.
-pub fn latest_all(state: &Connection) -> Result<Vec<Observation>> {
+pub fn latest_all(state: &dyn Store) -> Result<Vec<Observation>> {
     state.latest_observations()
 }
 
 /// Observations stored after `id`, with their ids, oldest first: the engine's input,
 /// consumed exactly once by moving its mark in the transaction that acts on them.
-pub fn stored_after(state: &Connection, id: i64) -> Result<Vec<(i64, Observation)>> {
+pub fn stored_after(state: &dyn Store, id: i64) -> Result<Vec<(i64, Observation)>> {
     state.observations_after(id)
 }
 
 #[cfg(test)]
 mod tests {
+    use crate::store::Connection;
     use std::collections::BTreeMap;
     use std::path::Path;
 

@@ -22,7 +22,6 @@ use serde::{Deserialize, Serialize};
 
 use super::minutes::Plan;
 use crate::store::prelude::*;
-use crate::store::Connection;
 use crate::warehouse::{
     ChangeMarks, DayRows, Stripe, TableCounts, TableScan, Warehouse, WarehouseError,
 };
@@ -210,7 +209,7 @@ pub fn read_recent(
 
 /// The older days kept for `monitor`; none when they cannot be read back (they are only
 /// a saving: the poll reads the whole table instead).
-pub fn load(state: &Connection, monitor: &str) -> Result<Option<OlderDays>> {
+pub fn load(state: &dyn Store, monitor: &str) -> Result<Option<OlderDays>> {
     let Some(json) = state.older_days(monitor)? else {
         return Ok(None);
     };
@@ -221,6 +220,6 @@ pub fn load(state: &Connection, monitor: &str) -> Result<Option<OlderDays>> {
 
 /// Keeps `days` for `monitor`'s next poll, in the caller's transaction (after the
 /// minutes are stored: storing them forgets these).
-pub fn store(state: &Connection, monitor: &str, days: &OlderDays) -> Result<()> {
+pub fn store(state: &dyn Store, monitor: &str, days: &OlderDays) -> Result<()> {
     state.set_older_days(monitor, &serde_json::to_string(days)?)
 }

@@ -17,7 +17,6 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::store::Connection;
 use anyhow::{Context, Result};
 use chrono::{DateTime, Utc};
 use tokio::sync::Semaphore;
@@ -28,6 +27,7 @@ use super::minutes::{self, Plan};
 use super::older_days;
 use super::{judge, Observation};
 use crate::config::{parse_duration, CheckKind, Config, MonitorConfig};
+use crate::store::{Store, Transact};
 use crate::warehouse::query_log::{self, Budget, Log};
 use crate::warehouse::{self, Column, Relation, TableCounts, TableScan, Warehouse, WarehouseError};
 
@@ -244,7 +244,7 @@ impl Poller {
     /// the state database. Observations come back in config order.
     pub fn poll(
         &self,
-        state: &Connection,
+        state: &dyn Store,
         monitors: &[MonitorConfig],
         now: DateTime<Utc>,
     ) -> Result<Vec<Observation>> {
@@ -254,7 +254,7 @@ impl Poller {
     /// [`Poller::poll`], with what it cost each warehouse and every statement it sent.
     pub fn poll_explained(
         &self,
-        state: &Connection,
+        state: &dyn Store,
         monitors: &[MonitorConfig],
         now: DateTime<Utc>,
     ) -> Result<(Vec<Observation>, Vec<PollCost>, Vec<Explained>)> {
@@ -268,7 +268,7 @@ impl Poller {
     /// judged and stored by [`PollRead::store`], on whichever connection writes.
     pub fn read(
         &self,
-        state: &Connection,
+        state: &dyn Store,
         monitors: &[MonitorConfig],
         now: DateTime<Utc>,
     ) -> Result<PollRead> {
@@ -547,12 +547,12 @@ impl PollRead {
 
     /// Judges each check's result against what is stored and stores it, with the
     /// minutes read, in one transaction on `state`. Observations in config order.
-    pub fn store(self, state: &Connection) -> Result<Vec<Observation>> {
+    pub fn store(self, state: &dyn Store) -> Result<Vec<Observation>> {
         let at = crate::clock::Timestamp::from_utc(self.now);
         // One transaction for the whole poll: with synchronous=FULL, a commit per
         // observation would cost thousands of fsyncs on a large estate. IMMEDIATE
         // because judging reads history before it writes.
-        let observations = crate::store::write_on(state, |tx| {
+        let observations = state.transact(|tx| {
             let mut observations = Vec::new();
             for ((monitor, read), built) in self.monitors.iter().zip(self.reads).zip(&self.built) {
                 let built = built.as_ref();
@@ -641,7 +641,7 @@ fn not_configured(monitor: &MonitorConfig) -> WarehouseError {
 }
 
 /// Whether no monitor of `monitors` has a verdict stored yet.
-fn first_poll(state: &Connection, monitors: &[MonitorConfig]) -> Result<bool> {
+fn first_poll(state: &dyn Store, monitors: &[MonitorConfig]) -> Result<bool> {
     let judged = super::latest_all(state)?;
     Ok(!monitors.iter().any(|m| {
         let name = Config::monitor_name(m);
@@ -666,7 +666,7 @@ fn reads_rows(monitor: &MonitorConfig) -> bool {
 
 /// The minutes freshness and volume read this poll, from what is stored of them.
 fn minutes_plan(
-    state: &Connection,
+    state: &dyn Store,
     monitor: &MonitorConfig,
     now: DateTime<Utc>,
 ) -> Result<Option<Plan>> {
@@ -796,7 +796,7 @@ impl MonitorRead {
     /// Each check's measurement, in the monitor's order. Stores the minutes read.
     fn measurements(
         self,
-        state: &Connection,
+        state: &dyn Store,
         monitor: &MonitorConfig,
         now: DateTime<Utc>,
         built: Option<&super::builds::Build>,

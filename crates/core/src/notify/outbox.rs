@@ -14,7 +14,6 @@ use serde::Serialize;
 use super::Alert;
 use crate::clock::Timestamp;
 use crate::store::prelude::*;
-use crate::store::Connection;
 
 pub const PENDING: &str = "pending";
 pub const DELIVERED: &str = "delivered";
@@ -51,7 +50,7 @@ pub struct Row {
 /// same (destination, chain record, dedup key) is never queued twice: false when it
 /// already was.
 pub fn enqueue(
-    conn: &Connection,
+    conn: &dyn Store,
     destination: &str,
     kind: &str,
     alert: &Alert,
@@ -90,7 +89,7 @@ pub enum Mark {
 
 impl Mark {
     /// Writes the mark: one statement, durable once it returns.
-    pub fn write(&self, conn: &Connection) -> Result<()> {
+    pub fn write(&self, conn: &dyn Store) -> Result<()> {
         match self {
             Mark::Delivered { id, at, note } => conn.mark_delivered(*id, *at, note.as_deref()),
             Mark::Accepted {
@@ -154,7 +153,7 @@ const LISTED_WAITING: i64 = 50;
 /// Every destination that has rows, by name, as of `now`. `configured` adds the
 /// destinations the config names that have none yet (name, kind).
 pub fn view(
-    conn: &Connection,
+    conn: &dyn Store,
     now: i64,
     configured: &[(String, String)],
 ) -> Result<Vec<Destination>> {
@@ -192,6 +191,7 @@ mod tests {
     use super::*;
     use crate::notify::tests::sample;
     use crate::notify::Action;
+    use crate::store::Connection;
 
     fn db() -> (tempfile::TempDir, Connection) {
         let dir = tempfile::tempdir().unwrap();

@@ -17,7 +17,6 @@
 //! every move wakes them), tests with a clock of their own, so backoff is tested without
 //! waiting for it.
 
-use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
@@ -28,8 +27,9 @@ use super::{read_secret, sender_for, AlertConfig, Sender, Verdict};
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::sanitize::Sanitized;
+use crate::store::place::StatePlace;
 use crate::store::prelude::*;
-use crate::store::{is_busy, Connection};
+use crate::store::{is_busy, State};
 
 /// How long to wait before retrying: `base`·2^(n−1) before the n-th retry, at most
 /// `cap`, half of it fixed and half drawn at random ("equal jitter"), so relays that
@@ -129,9 +129,12 @@ impl Marks {
 
     /// Marks written on `state`, a connection its caller opened for writing: for one
     /// that is the state database's writer itself (a test standing in for the engine).
-    pub fn on(state: Connection) -> Marks {
-        let state = Mutex::new(state);
-        Marks::to(move |mark| mark.write(&state.lock().unwrap_or_else(|p| p.into_inner())))
+    pub fn on(state: impl Into<State>) -> Marks {
+        let state = Mutex::new(state.into());
+        Marks::to(move |mark| {
+            let state = state.lock().unwrap_or_else(|p| p.into_inner());
+            state.transact(|tx| mark.write(tx))
+        })
     }
 }
 
@@ -142,7 +145,7 @@ pub struct Carrier {
     alert: AlertConfig,
     config: Arc<Config>,
     sender: Box<dyn Sender>,
-    conn: Connection,
+    conn: State,
     marks: Marks,
     client: reqwest::blocking::Client,
     backoff: Backoff,
@@ -155,7 +158,7 @@ impl Carrier {
     pub fn new(
         config: Arc<Config>,
         name: &str,
-        state_db: &Path,
+        state: impl Into<StatePlace>,
         marks: Marks,
         client: reqwest::blocking::Client,
         backoff: Backoff,
@@ -172,7 +175,7 @@ impl Carrier {
             sender: sender_for(&alert),
             alert,
             config,
-            conn: crate::store::open_read_only(state_db)?,
+            conn: state.into().open_reader()?,
             marks,
             client,
             backoff,
@@ -396,13 +399,14 @@ impl Relay {
     /// so whoever shows the outbox can show it again; it must not block.
     pub fn start(
         config: &Config,
-        state_db: &Path,
+        state: impl Into<StatePlace>,
         options: Options,
         changed: Arc<dyn Fn() + Send + Sync>,
     ) -> Result<Option<Relay>> {
         if config.alert.is_empty() {
             return Ok(None);
         }
+        let state = state.into();
         let client = super::client(options.timeout)?;
         let config = Arc::new(config.clone());
         let shared = Arc::new(Shared::default());
@@ -416,7 +420,7 @@ impl Relay {
             let carrier = Carrier::new(
                 config.clone(),
                 &name,
-                state_db,
+                state.clone(),
                 options.marks.clone(),
                 client.clone(),
                 options.backoff,

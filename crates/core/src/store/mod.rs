@@ -8,6 +8,8 @@
 //! holds that). The traits are implemented on SQLite's connection (a transaction is a
 //! connection too, so the same calls work inside one) and on team state in PostgreSQL
 //! ([`postgres::PgState`]); tests/store_conformance.rs holds that they behave alike.
+//! The engine and its tasks hold a [`State`], opened by [`place::StatePlace`], and run
+//! write transactions with [`Transact`], the same way on either database.
 
 pub mod access;
 pub mod baselines;
@@ -23,6 +25,7 @@ pub mod meta;
 pub mod minutes;
 pub mod observations;
 pub mod outbox;
+pub mod place;
 /// Team state on PostgreSQL (`[state] url_env`): every area, and the leadership.
 pub mod postgres;
 pub mod quiet;
@@ -56,17 +59,15 @@ pub mod prelude {
     pub use super::quiet::QuietStore;
     pub use super::requests::RequestStore;
     pub use super::waves::WaveStore;
-    pub use super::{Store, Writes};
+    pub use super::{Store, Transact, Writes};
 }
 
 /// The state database as the rest of dataward sees it: every area, and write
 /// transactions. Implemented by SQLite's connection (and so by its transactions) and by
 /// [`postgres::PgState`].
 pub trait Store:
-    Writes
+    crate::chain::ChainHost
     + access::AccessStore
-    + chain::ChainStore
-    + meta::MetaStore
     + incidents::IncidentStore
     + intents::IntentStore
     + observations::ObservationStore
@@ -129,28 +130,55 @@ impl Writes for Connection {
     }
 }
 
+/// The state as the engine and its tasks hold it: SQLite's connection or a session to
+/// the team's PostgreSQL, whichever [`place::StatePlace::open`] picked.
+pub type State = Box<dyn Store + Send>;
+
+impl From<Connection> for State {
+    fn from(conn: Connection) -> State {
+        Box::new(conn)
+    }
+}
+
+/// One way to run a write transaction, on SQLite and on PostgreSQL alike (a trait of
+/// its own beside [`Writes`] so [`Store`] stays usable as `dyn Store`).
+pub trait Transact {
+    /// Runs `work` in one write transaction (`BEGIN IMMEDIATE` on SQLite, fenced by the
+    /// lease's term on PostgreSQL) and commits it; on an error nothing of it is kept.
+    /// When it appended to the chain, this host's checkpoint moves to the new head.
+    fn transact<T>(&self, work: impl FnOnce(&Self) -> Result<T>) -> Result<T>;
+}
+
+impl<S: crate::chain::ChainHost + ?Sized> Transact for S {
+    fn transact<T>(&self, work: impl FnOnce(&Self) -> Result<T>) -> Result<T> {
+        self.begin_write()?;
+        let result = self.chain_head().and_then(|before| {
+            let value = work(self)?;
+            let appended = self.chain_head()? != before;
+            self.commit_write()?;
+            Ok((value, appended))
+        });
+        match result {
+            Ok((value, appended)) => {
+                if appended {
+                    crate::chain::save_checkpoint_of(self)?;
+                }
+                Ok(value)
+            }
+            Err(e) => {
+                if self.in_write() {
+                    let _ = self.rollback_write();
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
 /// A time as the state database keeps it (text, see [`Timestamp`]); a bad one is an
 /// error naming where it was read (`what`, e.g. "observation 12 (at)") and its text.
 pub fn read_time(text: &str, what: impl FnOnce() -> String) -> Result<Timestamp> {
     Timestamp::parse(text).map_err(|e| anyhow::anyhow!("the state database's {}: {e}", what()))
-}
-
-/// Runs `work` in one `BEGIN IMMEDIATE` transaction and commits it; on an error nothing
-/// of it is kept.
-pub fn write<T>(conn: &mut Connection, work: impl FnOnce(&Transaction) -> Result<T>) -> Result<T> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let value = work(&tx)?;
-    tx.commit()?;
-    Ok(value)
-}
-
-/// [`write`] on a connection held by reference (the poller's, shared with its
-/// caller): the transaction rolls back if `work` fails.
-pub fn write_on<T>(conn: &Connection, work: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-    let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
-    let value = work(&tx)?;
-    tx.commit()?;
-    Ok(value)
 }
 
 /// Did this fail because another writer held the database longer than the busy
@@ -815,9 +843,9 @@ mod tests {
         let path = dir.path().join("odd ?#% name.db");
         assert!(open_read_only(&path).is_err());
         assert!(!path.exists());
-        let mut conn = open(&path).unwrap();
+        let conn = open(&path).unwrap();
         crate::chain::append(
-            &mut conn,
+            &conn,
             "2026-03-01T09:00:00Z".parse().unwrap(),
             "test",
             "{}",
