@@ -1,7 +1,8 @@
 //! The engine's socket: an engine serving the data directory answers a read-only hello;
 //! none running is fine (a console or `dataward serve` starts one); a socket nobody
 //! answers on (left by an engine that died), a file in its place that is not a socket,
-//! or an engine that refuses us, is a ✗.
+//! or an engine that refuses us, is a ✗; an engine standing by for its team, saying
+//! who leads, is fine.
 
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
@@ -51,6 +52,13 @@ pub fn check(data_dir: &Path) -> Vec<Line> {
                 socket.display()
             ),
         ),
+        Err(e)
+            if e
+                .downcast_ref::<crate::engine::api::Refusal>()
+                .is_some_and(crate::engine::standby::is_standby) =>
+        {
+            Line::ok("engine", format!("{e:#}"))
+        }
         Err(e) => Line::bad(
             "engine",
             format!("{e:#}"),

@@ -20,6 +20,14 @@ use crate::config::Config;
 use crate::store::place::TeamState;
 use crate::store::postgres::{connect, lease};
 
+/// How every answer of a standby begins.
+const STANDBY: &str = "standby: ";
+
+/// Is this refusal a standby's (this host's engine stands by; another leads)?
+pub fn is_standby(refusal: &Refusal) -> bool {
+    refusal.message.starts_with(STANDBY)
+}
+
 /// How long the refuser waits for a client before it looks whether it is to stop.
 const LOOK_EVERY_MS: i32 = 100;
 
@@ -126,16 +134,16 @@ pub fn who_leads(team: &TeamState) -> String {
                 ""
             };
             format!(
-                "standby: host {host} leads team {name} at term {} (socket {socket}){ran_out}; \
+                "{STANDBY}host {host} leads team {name} at term {} (socket {socket}){ran_out}; \
                  this engine stands by and decides nothing",
                 lease.term
             )
         }
         Ok(None) => {
-            format!("standby: no engine leads team {name} yet; this one stands by to take the lead")
+            format!("{STANDBY}no engine leads team {name} yet; this one stands by to take the lead")
         }
         Err(e) => format!(
-            "standby: this engine stands by for team {name}; who leads cannot be read now: {e:#}"
+            "{STANDBY}this engine stands by for team {name}; who leads cannot be read now: {e:#}"
         ),
     }
 }
