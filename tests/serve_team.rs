@@ -113,6 +113,23 @@ fn approve(data: &Path) -> (Option<i32>, String) {
     (out.status.code(), said)
 }
 
+/// `dataward doctor`'s line on the engine serving `data`.
+fn doctor_engine_line(team: &Team, data: &Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_dataward"))
+        .args(["doctor", "--config"])
+        .arg(&team.config)
+        .arg("--data-dir")
+        .arg(data)
+        .env("TEST_STATE_URL", &team.url)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    said.lines()
+        .find(|line| line.contains(" engine "))
+        .unwrap_or_else(|| panic!("no engine line in:\n{said}"))
+        .to_string()
+}
+
 /// Does the engine on `data` lead (answer a request itself)?
 fn leads(data: &Path) -> bool {
     let socket = data.join("dataward.sock");
@@ -189,6 +206,11 @@ fn leaders_killed_again_and_again(kills: usize) {
             "round {round}: {said}"
         );
         assert_eq!(code, Some(2), "round {round}: {said}");
+        let line = doctor_engine_line(&team, &team.data(hosts[standby]));
+        assert!(
+            line.starts_with('✓') && line.contains(&expected),
+            "a standby is fine to doctor: {line}"
+        );
         kill(&mut engines[leader], libc::SIGKILL);
         engines[leader].wait().unwrap();
         wait_for(hosts[standby]);

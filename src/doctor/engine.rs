@@ -27,6 +27,11 @@ pub fn check(data_dir: &Path) -> Vec<Line> {
             )];
         }
     }
+    let standing_by = |e: &anyhow::Error| {
+        e.downcast_ref::<crate::engine::api::Refusal>()
+            .filter(|refusal| crate::engine::standby::is_standby(refusal))
+            .map(|refusal| refusal.message.clone())
+    };
     let line = match Client::connect(data_dir, true) {
         Ok(Some(client)) => Line::ok(
             "engine",
@@ -52,18 +57,14 @@ pub fn check(data_dir: &Path) -> Vec<Line> {
                 socket.display()
             ),
         ),
-        Err(e)
-            if e
-                .downcast_ref::<crate::engine::api::Refusal>()
-                .is_some_and(crate::engine::standby::is_standby) =>
-        {
-            Line::ok("engine", format!("{e:#}"))
-        }
-        Err(e) => Line::bad(
-            "engine",
-            format!("{e:#}"),
-            "the engine refused this account: name it under [people] in the engine's config (or set [serve] observers = true to attach read-only), and with [serve] group be in that group",
-        ),
+        Err(e) => match standing_by(&e) {
+            Some(said) => Line::ok("engine", format!("{}: {said}", socket.display())),
+            None => Line::bad(
+                "engine",
+                format!("{e:#}"),
+                "the engine refused this account: name it under [people] in the engine's config (or set [serve] observers = true to attach read-only), and with [serve] group be in that group",
+            ),
+        },
     };
     vec![line]
 }
