@@ -653,7 +653,9 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
             drop(place.open_reader()?);
             // Standing by, the socket says who leads; leading, the engine takes it over.
             let listener = bind(&options.data_dir, &config)?;
-            let refuser = super::standby::Refuser::start(listener, config.clone(), team.clone())?;
+            let (_, me) = leadership::names(&options.data_dir);
+            let refuser =
+                super::standby::Refuser::start(listener, config.clone(), team.clone(), me)?;
             let led = leadership::wait_to_lead(team, &options.data_dir);
             let listener = refuser.stop()?;
             let Some(leading) = led? else {

@@ -38,12 +38,18 @@ pub struct Refuser {
 }
 
 impl Refuser {
-    pub fn start(listener: UnixListener, config: Config, team: TeamState) -> Result<Refuser> {
+    /// `me`: how the lease names this engine's holder (`leadership::names`).
+    pub fn start(
+        listener: UnixListener,
+        config: Config,
+        team: TeamState,
+        me: String,
+    ) -> Result<Refuser> {
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
             .name("dataward-standby".into())
-            .spawn(move || refuse_all(listener, Arc::new(config), Arc::new(team), &stopped))?;
+            .spawn(move || refuse_all(listener, Arc::new((config, team, me)), &stopped))?;
         Ok(Refuser { stop, thread })
     }
 
@@ -57,12 +63,10 @@ impl Refuser {
     }
 }
 
-fn refuse_all(
-    listener: UnixListener,
-    config: Arc<Config>,
-    team: Arc<TeamState>,
-    stop: &AtomicBool,
-) -> UnixListener {
+/// What a standby answers from: the policy, the team, and how the lease names it.
+type Standing = (Config, TeamState, String);
+
+fn refuse_all(listener: UnixListener, standing: Arc<Standing>, stop: &AtomicBool) -> UnixListener {
     let slots = Arc::new(Slots::default());
     while !stop.load(Ordering::SeqCst) {
         if !someone_waits(&listener) {
@@ -74,12 +78,12 @@ fn refuse_all(
         let Some((actor, slot)) = take_connection(&stream, &slots) else {
             continue;
         };
-        let (config, team) = (Arc::clone(&config), Arc::clone(&team));
+        let standing = Arc::clone(&standing);
         // A thread each: a client slow to say hello holds up no one else.
         let spawned = std::thread::Builder::new()
             .name("dataward-standby-client".into())
             .spawn(move || {
-                if let Err(e) = answer(&stream, &actor, &config, &team) {
+                if let Err(e) = answer(&stream, &actor, &standing) {
                     tracing::warn!("standby: a client: {e:#}");
                 }
                 drop(slot);
@@ -103,12 +107,13 @@ fn someone_waits(listener: &UnixListener) -> bool {
 }
 
 /// Takes the client's hello and refuses it: who leads, or why the policy turns it away.
-fn answer(stream: &UnixStream, actor: &Actor, config: &Config, team: &TeamState) -> Result<()> {
+fn answer(stream: &UnixStream, actor: &Actor, standing: &Standing) -> Result<()> {
+    let (config, team, me) = standing;
     let Some((_, asked_read_only)) = hello(stream)? else {
         return Ok(());
     };
     let reason = match admit(config, actor, asked_read_only) {
-        Ok(_) => Refusal::new(RefusalKind::NotPermitted, who_leads(team)),
+        Ok(_) => Refusal::new(RefusalKind::NotPermitted, who_leads(team, me)),
         Err(reason) => reason,
     };
     refuse(stream, reason)?;
@@ -116,12 +121,17 @@ fn answer(stream: &UnixStream, actor: &Actor, config: &Config, team: &TeamState)
 }
 
 /// Who leads the team, as the lease says now: `standby: host H leads team T at term N
-/// (socket S)`.
-pub fn who_leads(team: &TeamState) -> String {
+/// (socket S)`. `me` is how the lease names this engine's holder: a client accepted just
+/// as this engine took the lead is told to send again.
+pub fn who_leads(team: &TeamState, me: &str) -> String {
     let read = connect::connect(&team.source, "dataward standby")
         .and_then(|mut client| lease::read_lease(&mut client, &team.team));
     let name = &team.team;
     match read {
+        Ok(Some(lease)) if lease.holder == me => format!(
+            "{STANDBY}this engine has just taken the lead of team {name} at term {}: send it again",
+            lease.term
+        ),
         Ok(Some(lease)) => {
             // The lease names the leader as HOST:SOCKET (`leadership::wait_to_lead`).
             let (host, socket) = lease
