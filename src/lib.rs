@@ -27,4 +27,5 @@ pub mod engine {
     pub mod live;
     pub mod openlineage;
     pub mod server;
+    pub mod standby;
 }

@@ -1,8 +1,9 @@
 //! `dataward serve` on team state: two engines on one throwaway PostgreSQL, each with
 //! a data directory of its own as if on its own host. One leads (its socket answers)
-//! and the other stands by; the leader killed with -9 is replaced by the standby, which
-//! records the takeover on the chain (who, term, from whom); the chain verifies after
-//! every takeover and the terms only grow.
+//! and the other stands by, its socket refusing every request with who leads and
+//! where; the leader killed with -9 is replaced by the standby, which records the
+//! takeover on the chain (who, term, from whom) and answers the same request on the
+//! same socket; the chain verifies after every takeover and the terms only grow.
 //!
 //! Skips (with a message) when the server binaries are missing, unless
 //! DATAWARD_REQUIRE_ALL=1. Nothing waits on a clock: each condition is polled for with a
@@ -87,8 +88,52 @@ impl Team {
     }
 }
 
-fn answers(data: &Path) -> bool {
-    std::os::unix::net::UnixStream::connect(data.join("dataward.sock")).is_ok()
+/// `dataward approve` of a proposal that does not exist, sent to the engine serving
+/// `data`: (exit code, stdout and stderr). A leader refuses it as not found (exit 1);
+/// a standby refuses it saying who leads (exit 2, as with no engine).
+fn approve(data: &Path) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_dataward"))
+        .args([
+            "approve",
+            "p-none",
+            "--hash",
+            "0",
+            "--reason",
+            "test",
+            "--data-dir",
+        ])
+        .arg(data)
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), said)
+}
+
+/// `dataward doctor`'s line on the engine serving `data`.
+fn doctor_engine_line(team: &Team, data: &Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_dataward"))
+        .args(["doctor", "--config"])
+        .arg(&team.config)
+        .arg("--data-dir")
+        .arg(data)
+        .env("TEST_STATE_URL", &team.url)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    said.lines()
+        .find(|line| line.contains(" engine "))
+        .unwrap_or_else(|| panic!("no engine line in:\n{said}"))
+        .to_string()
+}
+
+/// Does the engine on `data` lead (answer a request itself)?
+fn leads(data: &Path) -> bool {
+    let socket = data.join("dataward.sock");
+    std::os::unix::net::UnixStream::connect(socket).is_ok() && approve(data).0 == Some(1)
 }
 
 /// The chain's takeover records: (term, from_term).
@@ -128,7 +173,7 @@ fn leaders_killed_again_and_again(kills: usize) {
     let mut engines = vec![team.serve(hosts[0])];
     let wait_for = |host: &str| {
         let deadline = Instant::now() + PATIENCE;
-        while !answers(&team.data(host)) {
+        while !leads(&team.data(host)) {
             assert!(
                 Instant::now() < deadline,
                 "{host} did not take the lead; its log:\n{}",
@@ -141,17 +186,38 @@ fn leaders_killed_again_and_again(kills: usize) {
     engines.push(team.serve(hosts[1]));
     let mut leader = 0;
     for round in 0..kills {
-        // The standby stands by: it said so, and does not answer on its socket.
+        // The standby stands by: it said so, and its socket refuses, naming the leader.
         let standby = 1 - leader;
         let deadline = Instant::now() + PATIENCE;
         while !team.log(hosts[standby]).contains("standby: ") {
             assert!(Instant::now() < deadline, "{}", team.log(hosts[standby]));
             std::thread::sleep(Duration::from_millis(50));
         }
-        assert!(!answers(&team.data(hosts[standby])), "round {round}");
+        let (terms, _) = takeovers(&pg, &team.data(hosts[leader]));
+        let leading = terms.last().expect("the leader took over").0;
+        let (code, said) = approve(&team.data(hosts[standby]));
+        let leader_socket = team.data(hosts[leader]).join("dataward.sock");
+        let expected = format!(
+            "leads team payments at term {leading} (socket {})",
+            leader_socket.display()
+        );
+        assert!(
+            said.contains("standby: host ") && said.contains(&expected),
+            "round {round}: {said}"
+        );
+        assert_eq!(code, Some(2), "round {round}: {said}");
+        let line = doctor_engine_line(&team, &team.data(hosts[standby]));
+        assert!(
+            line.starts_with('✓') && line.contains(&expected),
+            "a standby is fine to doctor: {line}"
+        );
         kill(&mut engines[leader], libc::SIGKILL);
         engines[leader].wait().unwrap();
         wait_for(hosts[standby]);
+        // The same request on the same socket now reaches the new leader.
+        let (code, said) = approve(&team.data(hosts[standby]));
+        assert_eq!(code, Some(1), "round {round}: {said}");
+        assert!(!said.contains("standby"), "round {round}: {said}");
         let (terms, report) = takeovers(&pg, &team.data(hosts[standby]));
         assert!(report.ok, "round {round}: {:?}", report.first_bad);
         assert_eq!(terms.len(), round + 2, "one takeover per lead: {terms:?}");

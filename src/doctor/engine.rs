@@ -1,7 +1,8 @@
 //! The engine's socket: an engine serving the data directory answers a read-only hello;
 //! none running is fine (a console or `dataward serve` starts one); a socket nobody
 //! answers on (left by an engine that died), a file in its place that is not a socket,
-//! or an engine that refuses us, is a ✗.
+//! or an engine that refuses us, is a ✗; an engine standing by for its team, saying
+//! who leads, is fine.
 
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
@@ -26,6 +27,11 @@ pub fn check(data_dir: &Path) -> Vec<Line> {
             )];
         }
     }
+    let standing_by = |e: &anyhow::Error| {
+        e.downcast_ref::<crate::engine::api::Refusal>()
+            .filter(|refusal| crate::engine::standby::is_standby(refusal))
+            .map(|refusal| refusal.message.clone())
+    };
     let line = match Client::connect(data_dir, true) {
         Ok(Some(client)) => Line::ok(
             "engine",
@@ -51,11 +57,14 @@ pub fn check(data_dir: &Path) -> Vec<Line> {
                 socket.display()
             ),
         ),
-        Err(e) => Line::bad(
-            "engine",
-            format!("{e:#}"),
-            "the engine refused this account: name it under [people] in the engine's config (or set [serve] observers = true to attach read-only), and with [serve] group be in that group",
-        ),
+        Err(e) => match standing_by(&e) {
+            Some(said) => Line::ok("engine", format!("{}: {said}", socket.display())),
+            None => Line::bad(
+                "engine",
+                format!("{e:#}"),
+                "the engine refused this account: name it under [people] in the engine's config (or set [serve] observers = true to attach read-only), and with [serve] group be in that group",
+            ),
+        },
     };
     vec![line]
 }

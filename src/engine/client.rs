@@ -78,12 +78,11 @@ impl Client {
                 path.display(),
                 version_mismatch(protocol, PROTOCOL_VERSION)
             ),
-            ServerMessage::Goodbye { reason } => {
-                anyhow::bail!(
-                    "the engine on {} refused to attach: {reason}",
-                    path.display()
-                )
-            }
+            // The refusal itself stays in the error, for a caller to tell why (a standby).
+            ServerMessage::Goodbye { reason } => Err(anyhow::Error::new(reason).context(format!(
+                "the engine on {} refused to attach",
+                path.display()
+            ))),
             other => anyhow::bail!("the engine on {} answered {other:?}", path.display()),
         }
     }

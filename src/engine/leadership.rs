@@ -33,14 +33,21 @@ fn host_name() -> String {
         .unwrap_or_else(|| "localhost".to_string())
 }
 
-/// Stands by until this engine leads its team (None: a quit signal came first).
-pub fn wait_to_lead(team: &TeamState, data_dir: &Path) -> Result<Option<Leading>> {
+/// How the lease names this engine: its host (host name and socket) and its holder
+/// (that and this process).
+pub fn names(data_dir: &Path) -> (String, String) {
     let host = format!(
         "{}:{}",
         host_name(),
         super::server::socket_path(data_dir).display()
     );
     let holder = format!("{host} (pid {})", std::process::id());
+    (host, holder)
+}
+
+/// Stands by until this engine leads its team (None: a quit signal came first).
+pub fn wait_to_lead(team: &TeamState, data_dir: &Path) -> Result<Option<Leading>> {
+    let (host, holder) = names(data_dir);
     let mut contender = Contender::new(team.source.clone(), &team.team, &holder, &host, LEASE_FOR);
     // Who led before, as the lease named it when this engine started or last looked.
     let mut before = postgres::inspect(&team.source, &team.team)?.lease;

@@ -268,20 +268,8 @@ pub fn accept(listener: UnixListener, config: Arc<Config>, hub: Sender<HubMessag
                 }
             }
         }
-        // A client that never reads cannot hold a write (a goodbye here, anything later).
-        if stream.set_write_timeout(Some(WRITE_STALL)).is_err() {
+        let Some((actor, slot)) = take_connection(&stream, &slots) else {
             continue;
-        }
-        // Who it is, now: the process that connected may not outlive the accept.
-        let Ok(actor) = peer_actor(&stream) else {
-            continue;
-        };
-        let slot = match Slots::take(&slots, &actor) {
-            Ok(slot) => slot,
-            Err(reason) => {
-                let _ = refuse(&stream, reason);
-                continue;
-            }
         };
         let id = next_id.fetch_add(1, Ordering::SeqCst);
         let (config, hub) = (Arc::clone(&config), hub.clone());
@@ -300,11 +288,27 @@ pub fn accept(listener: UnixListener, config: Arc<Config>, hub: Sender<HubMessag
     }
 }
 
+/// A connection just accepted, readied for serving: who is at the other end and the
+/// slot it holds. None when it is not to be served (one turned away is told why).
+pub(super) fn take_connection(stream: &UnixStream, slots: &Arc<Slots>) -> Option<(Actor, Slot)> {
+    // A client that never reads cannot hold a write (a goodbye here, anything later).
+    stream.set_write_timeout(Some(WRITE_STALL)).ok()?;
+    // Who it is, now: the process that connected may not outlive the accept.
+    let actor = peer_actor(stream).ok()?;
+    match Slots::take(slots, &actor) {
+        Ok(slot) => Some((actor, slot)),
+        Err(reason) => {
+            let _ = refuse(stream, reason);
+            None
+        }
+    }
+}
+
 /// Who holds the engine's connections: at most `MAX_CLIENTS` in all and
 /// `MAX_PER_ACCOUNT` for any one uid, so one account (a script gone wrong, or someone
 /// hostile) can lock nobody else out.
 #[derive(Default)]
-struct Slots(Mutex<Held>);
+pub(super) struct Slots(Mutex<Held>);
 
 #[derive(Default)]
 struct Held {
@@ -313,7 +317,7 @@ struct Held {
 }
 
 /// One connection's slot, given back when it is dropped.
-struct Slot {
+pub(super) struct Slot {
     slots: Arc<Slots>,
     uid: u32,
 }
@@ -363,7 +367,7 @@ impl Drop for Slot {
 /// The client's side of the socket as its reader sees it. Until `deadline`, each read
 /// waits only for what is left of the time: a hello sent a byte at a time ends when
 /// the time is up, not when the client stops sending.
-struct Incoming {
+pub(super) struct Incoming {
     stream: UnixStream,
     deadline: Option<Instant>,
 }
@@ -381,19 +385,16 @@ impl Read for Incoming {
     }
 }
 
-fn refuse(stream: &UnixStream, reason: Refusal) -> std::io::Result<()> {
+pub(super) fn refuse(stream: &UnixStream, reason: Refusal) -> std::io::Result<()> {
     let mut writer = stream;
     wire::send(&mut writer, &ServerMessage::Goodbye { reason })
 }
 
-/// One client, from its hello to its last frame.
-fn serve_client(
-    id: ClientId,
-    stream: UnixStream,
-    actor: Actor,
-    config: &Config,
-    hub: &Sender<HubMessage>,
-) -> Result<()> {
+/// Reads a client's hello, whole within `HELLO_TIMEOUT` of connecting: the reader to
+/// go on with and whether it asked to be read-only. A client that sends none, something
+/// else, or another protocol's is told why and gets None (an error when its frame was
+/// bad or late).
+pub(super) fn hello(stream: &UnixStream) -> Result<Option<(BufReader<Incoming>, bool)>> {
     let mut reader = BufReader::new(Incoming {
         stream: stream.try_clone()?,
         deadline: Some(Instant::now() + HELLO_TIMEOUT),
@@ -415,7 +416,7 @@ fn serve_client(
                 }
                 e => format!("expected a hello: {e}"),
             };
-            let _ = refuse(&stream, Refusal::new(RefusalKind::NotPermitted, why));
+            let _ = refuse(stream, Refusal::new(RefusalKind::NotPermitted, why));
             return Err(e.into());
         }
     };
@@ -426,24 +427,38 @@ fn serve_client(
         } => read_only,
         ClientMessage::Hello { protocol, .. } => {
             refuse(
-                &stream,
+                stream,
                 Refusal::new(
                     RefusalKind::NotPermitted,
                     version_mismatch(PROTOCOL_VERSION, protocol),
                 ),
             )?;
-            return Ok(());
+            return Ok(None);
         }
         _ => {
             refuse(
-                &stream,
+                stream,
                 Refusal::new(
                     RefusalKind::NotPermitted,
                     "the first message must be a hello",
                 ),
             )?;
-            return Ok(());
+            return Ok(None);
         }
+    };
+    Ok(Some((reader, asked_read_only)))
+}
+
+/// One client, from its hello to its last frame.
+fn serve_client(
+    id: ClientId,
+    stream: UnixStream,
+    actor: Actor,
+    config: &Config,
+    hub: &Sender<HubMessage>,
+) -> Result<()> {
+    let Some((mut reader, asked_read_only)) = hello(&stream)? else {
+        return Ok(());
     };
     let (who, read_only) = match admit(config, &actor, asked_read_only) {
         Ok(admitted) => admitted,
@@ -630,17 +645,28 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     crate::signals::catch()?;
     let (hub_tx, hub_rx) = std::sync::mpsc::channel();
     // On team state, this engine runs only once it leads, writing at its term.
-    let (leading, deposed) = match place.team() {
-        None => (None, None),
+    let (leading, deposed, listener) = match place.team() {
+        None => (None, None, None),
         Some(team) => {
             // A session first: it brings the schema up to date and holds the chain
             // against this host's checkpoint before this engine contends at all.
             drop(place.open_reader()?);
-            let Some(leading) = leadership::wait_to_lead(team, &options.data_dir)? else {
-                return Ok(()); // asked to quit while standing by
+            // Standing by, the socket says who leads; leading, the engine takes it over.
+            let listener = bind(&options.data_dir, &config)?;
+            let (_, me) = leadership::names(&options.data_dir);
+            let refuser =
+                super::standby::Refuser::start(listener, config.clone(), team.clone(), me)?;
+            let led = leadership::wait_to_lead(team, &options.data_dir);
+            let listener = refuser.stop()?;
+            let Some(leading) = led? else {
+                // Asked to quit while standing by.
+                drop(listener);
+                let _ = std::fs::remove_file(socket_path(&options.data_dir));
+                return Ok(());
             };
             let said = (leading.term, leading.host.clone(), leading.from.clone());
-            (Some(said), Some(leadership::keep(leading, hub_tx.clone())?))
+            let keep = leadership::keep(leading, hub_tx.clone())?;
+            (Some(said), Some(keep), Some(listener))
         }
     };
     let state = place.open(leading.as_ref().map(|(term, _, _)| *term))?;
@@ -661,7 +687,10 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     // only its own destination.
     let relay = start_relay(&mut engine, &config, &place, hub_tx.clone())?;
     let poll_task = start_poll_task(&mut engine, &config, &place, hub_tx.clone(), false)?;
-    let listener = bind(&options.data_dir, &config)?;
+    let listener = match listener {
+        Some(listener) => listener,
+        None => bind(&options.data_dir, &config)?,
+    };
     super::openlineage::start(&config, &engine, hub_tx.clone())?;
     let config = Arc::new(config);
     {
