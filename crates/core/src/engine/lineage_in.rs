@@ -116,9 +116,10 @@ impl Engine {
                 // Names were cleaned where the event was read.
                 let message = match verdict.kind {
                     VerdictKind::Learning => format!(
-                        "learning: {} runs of {} so far, judged once three weeks of them are kept",
+                        "learning: {} of {}'s runs kept so far; judged once {} prior weeks of them are",
                         runs.len(),
-                        event.job.name
+                        event.job.name,
+                        crate::detect::volume::MIN_WEEKS
                     ),
                     kind => format!(
                         "{} wrote {:.0} rows to {} on {day}: {} by its runs' OpenLineage row counts",
@@ -348,9 +349,10 @@ mod tests {
         );
     }
 
-    /// A job's runs write about a thousand rows a day to a table no monitor reads; the
-    /// day one writes a hundred is said, with the band, once the run completes. A
-    /// monitored table is left to its monitor.
+    /// A job's runs write about a thousand rows a day to a table no monitor reads: each
+    /// run's day is judged by the volume detector and stored as an observation under
+    /// the job's own monitor (learning at first); the day one writes a hundred is low,
+    /// with the band. A monitored table is left to its monitor: nothing is stored for it.
     #[test]
     fn rows_a_run_reports_are_judged_by_the_volume_detector() {
         let dir = tempfile::tempdir().unwrap();
@@ -365,10 +367,14 @@ mod tests {
         let state = crate::store::open(&dir.path().join("dataward.db")).unwrap();
         let mut engine = Engine::new(config, state, None, &me).unwrap();
         let mut run = 0;
-        for day in 0..35 {
+        for day in 0..36 {
             for table in ["crm.public.accounts", "crm.public.watched"] {
                 run += 1;
-                let rows = 1_000 + (day as u64 * 37) % 60;
+                let rows = if day == 35 {
+                    100
+                } else {
+                    1_000 + (day as u64 * 37) % 60
+                };
                 let batch = EventBatch {
                     events: vec![complete(day, run, rows, table)],
                     file: None,
@@ -376,27 +382,25 @@ mod tests {
                 assert_eq!(engine.store_lineage_events(batch).unwrap(), 1);
             }
         }
-        assert!(engine.notices.is_empty(), "{:?}", engine.notices);
-        for table in ["crm.public.accounts", "crm.public.watched"] {
-            run += 1;
-            let batch = EventBatch {
-                events: vec![complete(35, run, 100, table)],
-                file: None,
-            };
-            engine.store_lineage_events(batch).unwrap();
-        }
-        assert_eq!(engine.notices.len(), 1, "{:?}", engine.notices);
-        let notice = &engine.notices[0];
-        println!("{notice}");
-        assert!(
-            notice.starts_with(
-                "exports.push wrote 100 rows to crm.public.accounts on 2026-10-12 (expected "
-            ),
-            "{notice}"
-        );
-        assert!(
-            notice.ends_with("low by its runs' OpenLineage row counts"),
-            "{notice}"
+        let stored = engine.unseen_observations().unwrap();
+        assert_eq!(stored.len(), 36, "one a run, none for the watched table");
+        assert!(stored.iter().all(|(_, o)| o.monitor
+            == "exports.push rows into crm.public.accounts"
+            && o.table == "crm.public.accounts"
+            && o.check == CheckKind::Volume));
+        let first = &stored[0].1;
+        assert_eq!(first.verdict, VerdictKind::Learning);
+        assert!(first.observed_text()
+            == "learning: 1 of exports.push's runs kept so far; judged once 3 prior weeks of them are");
+        assert!(stored[..35]
+            .iter()
+            .all(|(_, o)| matches!(o.verdict, VerdictKind::Learning | VerdictKind::Ok)));
+        let last = &stored[35].1;
+        assert_eq!((last.verdict, last.value), (VerdictKind::Low, Some(100.0)));
+        assert!(last.expected.is_some_and(|band| band.low > 500.0));
+        assert_eq!(
+            last.observed_text(),
+            "exports.push wrote 100 rows to crm.public.accounts on 2026-10-12: low by its runs' OpenLineage row counts"
         );
     }
 }
