@@ -142,6 +142,7 @@ impl Engine {
                         expected: verdict.expected,
                         message: Some(message),
                         score: verdict.score,
+                        writer: Some(event.job.name.clone()),
                         ..Detail::default()
                     },
                 });
