@@ -636,3 +636,116 @@ fn dbt_ol_posts_a_real_run_to_the_listener() {
         .collect();
     assert_eq!(rows, vec![120], "outputStatistics.rowCount kept");
 }
+
+/// A job's COMPLETE for one day, counting the rows it wrote to a table no monitor reads.
+fn export_run(day: i64, rows: u64) -> String {
+    let at = chrono::NaiveDate::from_ymd_opt(2026, 9, 7).unwrap() + chrono::Duration::days(day);
+    format!(
+        r#"{{"eventType": "COMPLETE", "eventTime": "{at}T02:10:00Z",
+            "producer": "https://github.com/apache/airflow/tree/providers-openlineage/2.3.0",
+            "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/definitions/RunEvent",
+            "run": {{"runId": "0190d9c4-0000-7000-8000-{day:012}"}},
+            "job": {{"namespace": "airflow", "name": "crm_exports.push_accounts"}},
+            "inputs": [],
+            "outputs": [{{"namespace": "postgres://crm:5432", "name": "crm.public.accounts",
+              "outputFacets": {{"outputStatistics": {{"rowCount": {rows}}}}}}}]}}"#
+    )
+    .replace('\n', " ")
+}
+
+/// The incidents the engine lists, once `ready` holds of them (or after a minute: the
+/// serving engine takes a turn every 15 s).
+fn incidents_when(team: &Team, ready: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let mut listed = Vec::new();
+    for _ in 0..1_200 {
+        listed = incidents(team);
+        if ready(&listed) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    listed
+}
+
+/// A job's runs report writing about a thousand rows a day to a table dataward cannot
+/// query; five weeks of them, then a run writing a tenth of that, opens one incident
+/// naming the job, the table, the rows and the usual range; a further short run is the
+/// same incident; usual runs after are its check back, and it resolves.
+#[test]
+fn a_run_writing_a_tenth_of_its_usual_rows_opens_one_incident() {
+    let team = Team::new(64);
+    let config = team.dir.path().join("team.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[verify]\nsettle = \"1s\"\n");
+    std::fs::write(&config, text).unwrap();
+    let _engine = team.serve();
+    for day in 0..35 {
+        let (status, body) = team.post(
+            &export_run(day, 1_000 + (day as u64 * 37) % 60),
+            Some(TOKEN),
+        );
+        assert_eq!(status, 200, "{body}");
+    }
+    team.wait_for_stored(35);
+
+    let (status, body) = team.post(&export_run(35, 100), Some(TOKEN));
+    assert_eq!(status, 200, "{body}");
+    let open = incidents_when(&team, |listed| !listed.is_empty());
+    // The usual runs before it opened nothing.
+    assert_eq!(open.len(), 1, "{open:#?}\n{}", team.log_text());
+    let incident = &open[0];
+    let said = format!("{incident}");
+    println!("{incident:#}");
+    assert!(
+        said.contains("crm_exports.push_accounts") && said.contains("crm.public.accounts"),
+        "{incident:#}"
+    );
+    assert_eq!(incident["observed"], "100", "{incident:#}");
+    let expected = incident["expected"].as_str().unwrap();
+    assert!(
+        expected.contains("..") && expected.ends_with("rows"),
+        "the usual range: {incident:#}"
+    );
+    assert_eq!(
+        incident["title"],
+        "rows crm_exports.push_accounts wrote to crm.public.accounts per day fell to 100 rows",
+        "{incident:#}"
+    );
+    let evidence = incident["evidence"][0].as_str().unwrap();
+    assert!(
+        evidence.contains(&format!("(expected {expected})")),
+        "the usual range in evidence: {evidence}"
+    );
+
+    // Another short run is the same incident, not a second one.
+    team.post(&export_run(36, 90), Some(TOKEN));
+    let listed = incidents_when(&team, |listed| {
+        listed.iter().any(|i| {
+            i["latest"]["observed"]
+                .as_str()
+                .is_some_and(|o| o.contains("wrote 90 rows"))
+        })
+    });
+    assert_eq!(listed.len(), 1, "{listed:#?}");
+
+    // A usual run: the incident's reading is back within the band (recovered, not yet
+    // held for the settle window)...
+    team.post(&export_run(37, 1_010), Some(TOKEN));
+    let listed = incidents_when(&team, |listed| listed[0]["latest"]["verdict"] == "ok");
+    assert_eq!(listed[0]["latest"]["verdict"], "ok", "{:#}", listed[0]);
+    assert_eq!(listed[0]["status"], "open");
+    // ...and the next usual run, a turn later (past the one-second settle window), finds
+    // it held: the incident resolves as a table's volume incident does.
+    team.post(&export_run(38, 1_030), Some(TOKEN));
+    let listed = incidents_when(&team, |listed| {
+        listed.iter().all(|i| i["status"] == "resolved")
+    });
+    assert_eq!(listed.len(), 1, "{listed:#?}");
+    assert_eq!(
+        listed[0]["status"],
+        "resolved",
+        "{:#}\n{}",
+        listed[0],
+        team.log_text()
+    );
+}

@@ -3,6 +3,11 @@
 //! rows are added up per day (UTC, by the producer's clock) and judged by the volume
 //! detector as a table's days are, each day against the same weekday before it. A day
 //! with no run wrote nothing: a daily job that did not run is a low day.
+//!
+//! The newest day is judged as it stands when a run finishes: with `k` runs so far, each
+//! earlier day counts its first `k` runs only, so the first of a job's two runs a day
+//! is compared with the first runs before it, not with whole days (the table volume
+//! check's "today so far", by runs rather than by clock: a run's time wobbles).
 
 use chrono::{DateTime, NaiveDate, Utc};
 
@@ -14,16 +19,28 @@ pub fn judge_runs(
     runs: &[(DateTime<Utc>, u64)],
     holidays: &[NaiveDate],
 ) -> Option<(NaiveDate, Verdict)> {
-    let mut per_day: Vec<(NaiveDate, u64)> = Vec::new();
     let mut sorted: Vec<&(DateTime<Utc>, u64)> = runs.iter().collect();
     sorted.sort_by_key(|(at, _)| *at);
+    let newest = sorted.last()?.0.date_naive();
+    let so_far = sorted
+        .iter()
+        .filter(|(at, _)| at.date_naive() == newest)
+        .count();
+    // (day, rows, runs counted)
+    let mut per_day: Vec<(NaiveDate, u64, usize)> = Vec::new();
     for (at, rows) in sorted {
         let day = at.date_naive();
         match per_day.last_mut() {
-            Some((last, total)) if *last == day => *total += rows,
-            _ => per_day.push((day, *rows)),
+            Some((last, total, counted)) if *last == day => {
+                if *counted < so_far {
+                    *total += rows;
+                    *counted += 1;
+                }
+            }
+            _ => per_day.push((day, *rows, 1)),
         }
     }
+    let per_day: Vec<(NaiveDate, u64)> = per_day.into_iter().map(|(d, r, _)| (d, r)).collect();
     let (first, last) = (per_day.first()?.0, per_day.last()?.0);
     let days = fill_days(&per_day, first, last);
     let calendar = Calendar {
@@ -59,7 +76,8 @@ mod tests {
                 runs.push((at, rows));
             }
         }
-        let usual = start + chrono::Duration::days(35);
+        // A Tuesday, with a run a day.
+        let usual = start + chrono::Duration::days(36);
         let mut ok = runs.clone();
         ok.push((usual, 1_020));
         let (day, verdict) = judge_runs(&ok, &[]).unwrap();
@@ -71,6 +89,18 @@ mod tests {
         let (_, verdict) = judge_runs(&short, &[]).unwrap();
         assert_eq!(verdict.kind, VerdictKind::Low, "{verdict:?}");
         assert_eq!(verdict.observed, 100.0);
+
+        // Mondays run twice: the first of them is judged against the first runs of
+        // the Mondays before it, not against their whole days.
+        let monday = start + chrono::Duration::days(35);
+        let mut first_of_two = runs.clone();
+        first_of_two.push((monday, 510));
+        let (_, verdict) = judge_runs(&first_of_two, &[]).unwrap();
+        assert_eq!(verdict.kind, VerdictKind::Ok, "{verdict:?}");
+        first_of_two.push((monday + chrono::Duration::hours(12), 505));
+        let (_, verdict) = judge_runs(&first_of_two, &[]).unwrap();
+        assert_eq!(verdict.kind, VerdictKind::Ok, "{verdict:?}");
+        assert_eq!(verdict.observed, 1_015.0);
 
         let (_, verdict) = judge_runs(&runs[..5], &[]).unwrap();
         assert_eq!(verdict.kind, VerdictKind::Learning);

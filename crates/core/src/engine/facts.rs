@@ -47,6 +47,7 @@ pub(super) fn figure(o: &Observation) -> Figure {
         day: o.detail.day.clone(),
         partial: o.detail.partial,
         since: o.detail.since,
+        writer: o.detail.writer.clone(),
     }
 }
 

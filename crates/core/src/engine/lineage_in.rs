@@ -13,10 +13,13 @@ use anyhow::Result;
 
 use super::api::Event;
 use super::Engine;
+use crate::config::CheckKind;
 use crate::detect::run_rows::judge_runs;
+use crate::detect::VerdictKind;
 use crate::incident::failed_run::FailedRun;
 use crate::lineage::openlineage::{Dataset, EventType, JobName, Position, RunEvent};
 use crate::lineage::{LearnedJob, Lineage};
+use crate::monitor::{Detail, Health, Observation};
 use crate::store::prelude::*;
 
 /// Events read together: from one request, or one read of a tailed file.
@@ -40,10 +43,14 @@ impl Engine {
             if let Some((path, position)) = &batch.file {
                 tx.set_lineage_file_position(path, *position)?;
             }
+            if new > 0 {
+                for observation in self.run_row_observations(tx, &batch.events, received_at)? {
+                    tx.insert_observation(&observation)?;
+                }
+            }
             Ok(new)
         })?;
         if new > 0 {
-            self.judge_run_rows(&batch.events)?;
             let learned = learned_from(&batch.events);
             self.lineage = Some(
                 self.lineage
@@ -66,8 +73,17 @@ impl Engine {
     }
 
     /// A run that finished and counted the rows it wrote to a table no monitor reads:
-    /// judge the days of that job's writes to it, and say so when they breach.
-    fn judge_run_rows(&mut self, events: &[(String, RunEvent)]) -> Result<()> {
+    /// the days of that job's writes to it judged by the volume detector, as a volume
+    /// observation of its own (monitor `JOB rows into DATASET`). The turn acts on it as
+    /// on any poll's: a breach opens one incident per job and dataset (a further short
+    /// run updates it), and a later usual run is its check back, so it resolves as a
+    /// table's volume incident does. Read inside the transaction that keeps the events.
+    fn run_row_observations(
+        &self,
+        tx: &dyn Store,
+        events: &[(String, RunEvent)],
+        at: crate::clock::Timestamp,
+    ) -> Result<Vec<Observation>> {
         let holidays: Vec<chrono::NaiveDate> = self
             .config
             .holidays
@@ -75,6 +91,7 @@ impl Engine {
             .filter_map(|day| chrono::NaiveDate::parse_from_str(day.trim(), "%Y-%m-%d").ok())
             .collect();
         let mut judged: Vec<(&JobName, &Dataset)> = Vec::new();
+        let mut observations = Vec::new();
         for (_, event) in events {
             if event.event_type != EventType::Complete {
                 continue;
@@ -88,8 +105,7 @@ impl Engine {
                     continue;
                 }
                 judged.push(key);
-                let runs: Vec<_> = self
-                    .state
+                let runs: Vec<_> = tx
                     .run_rows_of(&event.job, &output.dataset)?
                     .into_iter()
                     .map(|run| (run.at, run.rows))
@@ -97,26 +113,42 @@ impl Engine {
                 let Some((day, verdict)) = judge_runs(&runs, &holidays) else {
                     continue;
                 };
-                if !verdict.kind.is_breach() {
-                    continue;
-                }
-                let expected = verdict
-                    .expected
-                    .map(|band| format!(" (expected {:.0} to {:.0})", band.low, band.high))
-                    .unwrap_or_default();
-                let text = format!(
-                    "{} wrote {:.0} rows to {} on {day}{expected}: {} by its runs' OpenLineage row counts",
-                    event.job.name,
-                    verdict.observed,
-                    output.dataset.name,
-                    verdict.kind.as_str()
-                );
-                tracing::warn!("{text}");
                 // Names were cleaned where the event was read.
-                self.notice(text);
+                let message = match verdict.kind {
+                    VerdictKind::Learning => format!(
+                        "learning: {} of {}'s runs kept so far; judged once {} prior weeks of them are",
+                        runs.len(),
+                        event.job.name,
+                        crate::detect::volume::MIN_WEEKS
+                    ),
+                    kind => format!(
+                        "{} wrote {:.0} rows to {} on {day}: {} by its runs' OpenLineage row counts",
+                        event.job.name,
+                        verdict.observed,
+                        output.dataset.name,
+                        kind.as_str()
+                    ),
+                };
+                observations.push(Observation {
+                    monitor: run_rows_monitor(&event.job, &output.dataset),
+                    table: output.dataset.name.clone(),
+                    check: CheckKind::Volume,
+                    at,
+                    value: Some(verdict.observed),
+                    verdict: verdict.kind,
+                    expected: verdict.expected,
+                    health: Health::Ok,
+                    detail: Detail {
+                        expected: verdict.expected,
+                        message: Some(message),
+                        score: verdict.score,
+                        writer: Some(event.job.name.clone()),
+                        ..Detail::default()
+                    },
+                });
             }
         }
-        Ok(())
+        Ok(observations)
     }
 
     /// Whether a monitor reads this dataset's table (its `schema.table`, any case), so
@@ -163,6 +195,12 @@ impl Engine {
         self.lineage = Some(base.with_learned(&learned));
         Ok(())
     }
+}
+
+/// The monitor a job's row counts into one dataset are observed under: what its
+/// incident names.
+pub fn run_rows_monitor(job: &JobName, dataset: &Dataset) -> String {
+    format!("{} rows into {}", job.name, dataset.name)
 }
 
 /// A dataset's table as monitors and notes name it: the last two parts of its name
@@ -312,9 +350,10 @@ mod tests {
         );
     }
 
-    /// A job's runs write about a thousand rows a day to a table no monitor reads; the
-    /// day one writes a hundred is said, with the band, once the run completes. A
-    /// monitored table is left to its monitor.
+    /// A job's runs write about a thousand rows a day to a table no monitor reads: each
+    /// run's day is judged by the volume detector and stored as an observation under
+    /// the job's own monitor (learning at first); the day one writes a hundred is low,
+    /// with the band. A monitored table is left to its monitor: nothing is stored for it.
     #[test]
     fn rows_a_run_reports_are_judged_by_the_volume_detector() {
         let dir = tempfile::tempdir().unwrap();
@@ -329,10 +368,14 @@ mod tests {
         let state = crate::store::open(&dir.path().join("dataward.db")).unwrap();
         let mut engine = Engine::new(config, state, None, &me).unwrap();
         let mut run = 0;
-        for day in 0..35 {
+        for day in 0..36 {
             for table in ["crm.public.accounts", "crm.public.watched"] {
                 run += 1;
-                let rows = 1_000 + (day as u64 * 37) % 60;
+                let rows = if day == 35 {
+                    100
+                } else {
+                    1_000 + (day as u64 * 37) % 60
+                };
                 let batch = EventBatch {
                     events: vec![complete(day, run, rows, table)],
                     file: None,
@@ -340,27 +383,25 @@ mod tests {
                 assert_eq!(engine.store_lineage_events(batch).unwrap(), 1);
             }
         }
-        assert!(engine.notices.is_empty(), "{:?}", engine.notices);
-        for table in ["crm.public.accounts", "crm.public.watched"] {
-            run += 1;
-            let batch = EventBatch {
-                events: vec![complete(35, run, 100, table)],
-                file: None,
-            };
-            engine.store_lineage_events(batch).unwrap();
-        }
-        assert_eq!(engine.notices.len(), 1, "{:?}", engine.notices);
-        let notice = &engine.notices[0];
-        println!("{notice}");
-        assert!(
-            notice.starts_with(
-                "exports.push wrote 100 rows to crm.public.accounts on 2026-10-12 (expected "
-            ),
-            "{notice}"
-        );
-        assert!(
-            notice.ends_with("low by its runs' OpenLineage row counts"),
-            "{notice}"
+        let stored = engine.unseen_observations().unwrap();
+        assert_eq!(stored.len(), 36, "one a run, none for the watched table");
+        assert!(stored.iter().all(|(_, o)| o.monitor
+            == "exports.push rows into crm.public.accounts"
+            && o.table == "crm.public.accounts"
+            && o.check == CheckKind::Volume));
+        let first = &stored[0].1;
+        assert_eq!(first.verdict, VerdictKind::Learning);
+        assert!(first.observed_text()
+            == "learning: 1 of exports.push's runs kept so far; judged once 3 prior weeks of them are");
+        assert!(stored[..35]
+            .iter()
+            .all(|(_, o)| matches!(o.verdict, VerdictKind::Learning | VerdictKind::Ok)));
+        let last = &stored[35].1;
+        assert_eq!((last.verdict, last.value), (VerdictKind::Low, Some(100.0)));
+        assert!(last.expected.is_some_and(|band| band.low > 500.0));
+        assert_eq!(
+            last.observed_text(),
+            "exports.push wrote 100 rows to crm.public.accounts on 2026-10-12: low by its runs' OpenLineage row counts"
         );
     }
 }

@@ -109,6 +109,10 @@ pub struct Detail {
     /// ("2024-05-14 not yet built: model.shop.orders last built 2024-05-14T03:10:00Z").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_built: Option<String>,
+    /// volume: the job whose runs' OpenLineage row counts these are, for a table
+    /// dataward does not count itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writer: Option<String>,
 }
 
 /// One day's volume as a volume observation saw it.

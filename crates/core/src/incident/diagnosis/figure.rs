@@ -24,6 +24,9 @@ pub struct Figure {
     pub partial: bool,
     /// null_rate: only rows loaded since then were measured.
     pub since: Option<Timestamp>,
+    /// volume: the job whose runs reported these rows (OpenLineage), where dataward
+    /// does not count the table itself.
+    pub writer: Option<String>,
 }
 
 impl Default for Figure {
@@ -39,6 +42,7 @@ impl Default for Figure {
             day: None,
             partial: false,
             since: None,
+            writer: None,
         }
     }
 }
@@ -84,7 +88,10 @@ impl Figure {
                     self.at.hour_minute()
                 ),
                 (Some(day), false) => format!("rows loaded into {table} on {day}"),
-                (None, _) => format!("rows loaded into {table} per day"),
+                (None, _) => match &self.writer {
+                    Some(job) => format!("rows {job} wrote to {table} per day"),
+                    None => format!("rows loaded into {table} per day"),
+                },
             },
             CheckKind::Freshness => format!("time since {table} last loaded"),
             CheckKind::NullRate => {

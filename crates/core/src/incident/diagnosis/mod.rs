@@ -414,6 +414,7 @@ pub(crate) mod test_facts {
             day: None,
             partial: false,
             since: None,
+            writer: None,
         }
     }
 
