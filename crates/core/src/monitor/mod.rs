@@ -323,7 +323,18 @@ pub fn judge(
                         // polls are enough: a refresh that lost rows is still low.
                         Some(_) if from_days && rewritten.is_some() => {
                             observation.detail.from_polls = rewritten;
-                            detect::row_count_since_rewrite(&polls, count)
+                            // With no clean poll, the breached ones still saw how
+                            // many rows the table held before (a stall is low on
+                            // freshness, not on its size): rows deleted are a drop.
+                            let before = if polls.is_empty() {
+                                history(state, &name, check)?
+                                    .iter()
+                                    .filter_map(|o| o.value)
+                                    .collect()
+                            } else {
+                                polls
+                            };
+                            detect::row_count_since_rewrite(&before, count)
                         }
                         Some(days) if from_days => {
                             // The poll read the day as of where the table's job built
