@@ -144,13 +144,7 @@ impl AccessReceipt {
     /// its control characters escaped.
     pub fn to_markdown(&self) -> String {
         let t = |s: &str| for_terminal(s).into_owned();
-        let who = |actor: &Value| {
-            format!(
-                "{} (uid {})",
-                t(actor["user"].as_str().unwrap_or("unknown")),
-                actor["uid"]
-            )
-        };
+        let who = super::receipt::actor_line;
         let mut md = format!("# Receipt for access request {}\n\n", t(&self.request));
         md.push_str(&format!(
             "- Asked by {} at {}: {} on `{}` for `{}`, {} days asked\n- Reason: {}\n",

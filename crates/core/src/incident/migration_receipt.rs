@@ -169,13 +169,7 @@ impl MigrationReceipt {
     /// characters escaped.
     pub fn to_markdown(&self) -> String {
         let t = |s: &str| for_terminal(s).into_owned();
-        let who = |actor: &Value| {
-            format!(
-                "{} (uid {})",
-                t(actor["user"].as_str().unwrap_or("unknown")),
-                actor["uid"]
-            )
-        };
+        let who = super::receipt::actor_line;
         let mut md = format!("# Receipt for migration wave {}\n\n", t(&self.wave));
         if self.sign_offs.is_empty() {
             md.push_str("Not signed off: the gate has never opened.\n");

@@ -9,7 +9,7 @@ use crate::chain::Record;
 use crate::clock::Timestamp;
 use crate::config::CheckKind;
 use crate::incident::diagnosis::amount;
-use crate::sanitize::{fenced_block, for_terminal_block, Sanitize, Sanitized};
+use crate::sanitize::{fenced_block, for_terminal, for_terminal_block, Sanitize, Sanitized};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Receipt {
@@ -96,6 +96,16 @@ pub struct ChainRange {
 
 /// A field as people read it: a string as it is, a number (a run id an earlier
 /// dataward stored) in digits, anything else nothing.
+/// Who acted, as receipts show a chain record's actor: their name (control characters
+/// escaped) and uid.
+pub(crate) fn actor_line(actor: &Value) -> String {
+    format!(
+        "{} (uid {})",
+        for_terminal(actor["user"].as_str().unwrap_or("unknown")),
+        actor["uid"]
+    )
+}
+
 fn text(v: &Value, key: &str) -> String {
     match v.get(key) {
         Some(Value::String(s)) => s.clone(),
