@@ -646,14 +646,164 @@ domains = ["sales"]
     accepted(engine.request(ask("sales.orders", "select", "analyst_ann", None), &ann));
     drop(engine);
 
-    let config = std::sync::Arc::new(config);
+    deliver(&config, &db);
+    let paged: Vec<serde_json::Value> = hr_pager.requests().iter().map(|r| r.json()).collect();
+    assert_eq!(paged.len(), 1, "{paged:#?}");
+    let page = &paged[0];
+    assert_eq!(page["event_action"], "trigger");
+    assert!(
+        page["dedup_key"].as_str().unwrap().ends_with("-ACC-0001"),
+        "{page}"
+    );
+    let summary = page["payload"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("ACC-0001 needs review: select on hr.people for intern"),
+        "{summary}"
+    );
+    assert!(other.requests().is_empty(), "{:#?}", other.requests().len());
+
+    // The review is decided by the domain's owner only, on the review's hash; the
+    // decision resolves the page, and the receipt shows it.
+    let state = dataward::store::open(&db).unwrap();
+    let mut engine = Engine::new(config.clone(), state, None, &alice).unwrap();
+    engine.set_clock(dataward::clock::Clock::starting_at(now));
+    engine.tick(now).unwrap();
+    let bob = person("dw-bob", 5003);
+    let receipt = receipt_md(&engine, "ACC-0001");
+    assert!(
+        receipt.contains("asks the owners to review it"),
+        "{receipt}"
+    );
+    let review_hash = review_hash_said(&receipt);
+    let approve = |hash: &str| Command::Approve {
+        proposal: "ACC-0001".into(),
+        content_hash: hash.into(),
+        reason: "the intern starts on payroll".into(),
+    };
+    let why = refused(engine.request(approve(&review_hash), &bob));
+    assert!(why.contains("holds none of the roles"), "{why}");
+    let why = refused(engine.request(approve(&review_hash), &ann));
+    assert!(why.contains("nobody reviews their own request"), "{why}");
+    let why = refused(engine.request(approve(&review_hash[..12]), &alice));
+    assert!(why.contains("ACC-0001"), "{why}");
+    let said = accepted(engine.request(approve(&review_hash), &alice)).join("\n");
+    assert!(said.contains("decision: ACC-0001 Approved"), "{said}");
+    assert!(said.contains("proposed as ACC-0001-P1"), "{said}");
+    let (grant_hash, statements) = hash_and_statements(&said);
+    assert_eq!(
+        statements,
+        vec!["GRANT SELECT ON \"hr\".\"people\" TO \"intern\";".to_string()]
+    );
+    // The grant is then a proposal as any: the asker still cannot approve it.
+    let grant = |hash: &str| Command::Approve {
+        proposal: "ACC-0001-P1".into(),
+        content_hash: hash.into(),
+        reason: String::new(),
+    };
+    let why = refused(engine.request(grant(&grant_hash), &ann));
+    assert!(why.contains("nobody approves their own request"), "{why}");
+    accepted(engine.request(grant(&grant_hash), &alice));
+    let why = refused(engine.request(approve(&review_hash), &alice));
+    assert!(why.contains("not waiting for review"), "{why}");
+
+    // Another review, rejected: final, with the reason; nothing is proposed.
+    let said = accepted(engine.request(ask("hr.people", "select", "analyst_ann", None), &ann));
+    assert!(said.join("\n").contains("review: ACC-0003"), "{said:?}");
+    let (second, _) = hash_and_statements(&said.join("\n"));
+    let reject = Command::Reject {
+        proposal: "ACC-0003".into(),
+        content_hash: second.clone(),
+        reason: "analysts do not read HR".into(),
+    };
+    let said = accepted(engine.request(reject, &alice)).join("\n");
+    assert!(
+        said.contains("rejected: ACC-0003: the review is rejected"),
+        "{said}"
+    );
+    let why = refused(engine.request(
+        Command::Approve {
+            proposal: "ACC-0003".into(),
+            content_hash: second,
+            reason: String::new(),
+        },
+        &alice,
+    ));
+    assert!(why.contains("not waiting for review"), "{why}");
+    let receipt = receipt_md(&engine, "ACC-0001");
+    assert!(
+        receipt.contains(&format!("- Review approved by")) && receipt.contains(&review_hash),
+        "{receipt}"
+    );
+    assert!(receipt.contains("## Grant ACC-0001-P1"), "{receipt}");
+    let receipt = receipt_md(&engine, "ACC-0003");
+    assert!(
+        receipt.contains("- Review rejected by") && receipt.contains("analysts do not read HR"),
+        "{receipt}"
+    );
+    assert!(receipt.contains("the review was rejected"), "{receipt}");
+    drop(engine);
+
+    deliver(&config, &db);
+    let paged: Vec<serde_json::Value> = hr_pager.requests().iter().map(|r| r.json()).collect();
+    let actions: Vec<(&str, &str)> = paged
+        .iter()
+        .map(|p| {
+            (
+                p["event_action"].as_str().unwrap(),
+                p["dedup_key"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let key = |id: &str| {
+        paged
+            .iter()
+            .find(|p| p["dedup_key"].as_str().unwrap().ends_with(id))
+            .map(|p| p["dedup_key"].as_str().unwrap())
+            .unwrap()
+    };
+    assert_eq!(
+        actions,
+        vec![
+            ("trigger", key("-ACC-0001")),
+            ("resolve", key("-ACC-0001")),
+            ("trigger", key("-ACC-0003")),
+            ("resolve", key("-ACC-0003")),
+        ],
+        "{paged:#?}"
+    );
+    let resolved = paged[3]["payload"]["custom_details"].to_string();
+    assert!(resolved.contains("rejected by"), "{resolved}");
+    assert!(other.requests().is_empty(), "{:#?}", other.requests().len());
+}
+
+fn receipt_md(engine: &Engine, id: &str) -> String {
+    let answer = engine
+        .answer_question(&Question::Receipt {
+            incident: id.into(),
+        })
+        .unwrap();
+    answer["markdown"].as_str().unwrap().to_string()
+}
+
+/// The hash a receipt says a waiting review is decided on.
+fn review_hash_said(receipt: &str) -> String {
+    let after = receipt
+        .split("(review hash ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no review hash in {receipt}"));
+    after.split(')').next().unwrap().to_string()
+}
+
+/// Every destination's outbox delivered, as the relay does (on a virtual clock).
+fn deliver(config: &Config, db: &std::path::Path) {
+    let config = std::sync::Arc::new(config.clone());
     let client = dataward::notify::client(Duration::from_secs(5)).unwrap();
     for (name, _) in config.alert_destinations() {
         let mut carrier = dataward::notify::relay::Carrier::new(
             config.clone(),
             &name,
-            &db,
-            dataward::notify::relay::Marks::on(dataward::store::open(&db).unwrap()),
+            db,
+            dataward::notify::relay::Marks::on(dataward::store::open(db).unwrap()),
             client.clone(),
             dataward::notify::relay::Backoff::default(),
             dataward::notify::relay::Jitter::new(1),
@@ -672,18 +822,4 @@ domains = ["sales"]
             }
         }
     }
-    let paged: Vec<serde_json::Value> = hr_pager.requests().iter().map(|r| r.json()).collect();
-    assert_eq!(paged.len(), 1, "{paged:#?}");
-    let page = &paged[0];
-    assert_eq!(page["event_action"], "trigger");
-    assert!(
-        page["dedup_key"].as_str().unwrap().ends_with("-ACC-0001"),
-        "{page}"
-    );
-    let summary = page["payload"]["summary"].as_str().unwrap();
-    assert!(
-        summary.contains("ACC-0001 needs review: select on hr.people for intern"),
-        "{summary}"
-    );
-    assert!(other.requests().is_empty(), "{:#?}", other.requests().len());
 }

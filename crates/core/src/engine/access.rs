@@ -12,6 +12,8 @@
 //! shows the grant gone. Every step is a chain record naming the request, and the
 //! receipt (`incident::access_receipt`) is read back from those records.
 
+mod review;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::TimeDelta;
@@ -90,6 +92,12 @@ impl AccessRequest {
             .collect()
     }
 
+    fn table_names(&self) -> Vec<String> {
+        (self.judged.tables.iter())
+            .map(|(s, t)| format!("{s}.{t}"))
+            .collect()
+    }
+
     fn watched(&self) -> bool {
         matches!(self.status, Status::Approved | Status::Revoking)
     }
@@ -118,6 +126,39 @@ pub(super) fn is_access_proposal(id: &str) -> bool {
 fn hash_of(content: &serde_json::Value) -> String {
     let digest = Sha256::digest(content.to_string().as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What a request came to after the policy, in one line: the privilege, the tables
+/// kept, the grantee, the days, and what was left out or cut.
+fn narrowed(request: &AccessRequest) -> String {
+    let mut narrowed = format!(
+        "{}: {} on {} for {}, {} days",
+        request.id,
+        request.ask.privilege,
+        request.table_names().join(", "),
+        request.ask.grantee,
+        request.judged.days
+    );
+    if !request.judged.left_out.is_empty() {
+        narrowed.push_str(&format!(
+            " (left out, no rule allows them: {})",
+            request.judged.left_out.join(", ")
+        ));
+    }
+    if let Some(cut) = &request.judged.days_cut {
+        narrowed.push_str(&format!(" ({cut})"));
+    }
+    narrowed
+}
+
+/// The hash a review is decided on: the request as the policy narrowed it (what is
+/// asked, of which tables, for whom and how long), so an owner approves what they read.
+pub(super) fn review_hash(request: &AccessRequest) -> String {
+    hash_of(
+        &json!({"kind": "review", "request": request.id, "ask": request.ask,
+        "warehouse": request.judged.warehouse, "tables": request.table_names(),
+        "days": request.judged.days, "domain": request.judged.domain}),
+    )
 }
 
 fn policy_refusal(message: String) -> anyhow::Error {
@@ -154,15 +195,6 @@ impl Engine {
             AccessVerdict::Propose => Status::Proposed,
             AccessVerdict::Review => Status::Review,
         };
-        let seq = self.record(
-            "access_requested",
-            &actor.to_json(),
-            json!({"request": id, "ask": ask, "verdict": judged.verdict,
-                   "warehouse": judged.warehouse,
-                   "tables": judged.tables.iter().map(|(s, t)| format!("{s}.{t}")).collect::<Vec<_>>(),
-                   "left_out": judged.left_out, "rules": judged.rules, "days": judged.days,
-                   "days_cut": judged.days_cut, "domain": judged.domain, "to": judged.owners}),
-        )?;
         let mut request = AccessRequest {
             id: id.clone(),
             ask,
@@ -179,79 +211,89 @@ impl Engine {
             revoke: None,
             revoke_seen_at: None,
         };
-        let tables: Vec<String> = (request.judged.tables.iter())
-            .map(|(s, t)| format!("{s}.{t}"))
-            .collect();
-        let mut narrowed = format!(
-            "{id}: {} on {} for {}, {} days",
-            request.ask.privilege,
-            tables.join(", "),
-            request.ask.grantee,
-            request.judged.days
-        );
-        if !request.judged.left_out.is_empty() {
-            narrowed.push_str(&format!(
-                " (left out, no rule allows them: {})",
-                request.judged.left_out.join(", ")
-            ));
+        // A review is decided on its own hash, which the record keeps for the receipt.
+        let judged = &request.judged;
+        let mut record = json!({"request": id, "ask": request.ask, "verdict": judged.verdict,
+               "warehouse": judged.warehouse, "tables": request.table_names(),
+               "left_out": judged.left_out, "rules": judged.rules, "days": judged.days,
+               "days_cut": judged.days_cut, "domain": judged.domain, "to": judged.owners});
+        if request.status == Status::Review {
+            record["review_hash"] = json!(review_hash(&request));
         }
-        if let Some(cut) = &request.judged.days_cut {
-            narrowed.push_str(&format!(" ({cut})"));
-        }
+        let seq = self.record("access_requested", &actor.to_json(), record)?;
+        let narrowed = narrowed(&request);
         let owners = request.judged.owners.join(", ");
         let mut events = Vec::new();
         if request.status == Status::Review {
+            let hash = review_hash(&request);
             let text = format!(
-                "{narrowed}: the policy ({}) asks for review; nothing is proposed; sent to {owners}",
+                "{narrowed}: the policy ({}) asks for review; nothing is proposed; sent to \
+                 {owners} (hash {hash}): `dataward approve {id} --hash {hash}` proposes the \
+                 grant, `dataward reject {id} --hash {hash} --reason ...` refuses it",
                 request.judged.rules.join(", ")
             );
             self.notices.push(text.clone());
             events.push(self.access_event(&id, "review", text, seq));
         } else {
-            let proposal = format!("{id}-P1");
-            let sql = self.statements(&request, true)?;
-            let content = json!({"kind": "grant", "request": id, "warehouse": request.judged.warehouse,
-                "statements": sql, "days": request.judged.days, "grantee": request.ask.grantee,
-                "privilege": request.ask.privilege, "reason": request.ask.reason});
-            let content_hash = hash_of(&content);
-            let undo = self.statements(&request, false)?;
-            let seq = self.record(
-                "access_proposal",
-                ENGINE_ACTOR,
-                json!({"request": id, "proposal": proposal, "kind": "grant",
-                       "content_hash": content_hash, "content": content, "undo": undo,
-                       "owner": owners}),
-            )?;
             let proposer = actor.user.clone().unwrap_or_else(|| actor.uid.to_string());
-            request.approval = Some(ApprovalRequest::new(
-                &tables[0],
-                &request.judged.owners[0],
-                &proposer,
-                &content_hash,
-                self.now_time,
-            ));
-            let text = format!(
-                "{narrowed}: proposed as {proposal} (hash {content_hash}) to {owners}:\n{}",
-                sql.join("\n")
-            );
-            self.notices.push(format!(
-                "{id}: {} asks for {} on {} for {}: {proposal} waits for {owners} \
-                 (dataward receipt {id})",
-                request.by_display,
-                request.ask.privilege,
-                tables.join(", "),
-                request.ask.grantee
-            ));
-            request.grant = Some(Statements {
-                proposal,
-                sql,
-                content_hash,
-            });
-            events.push(self.access_event(&id, "requested", text, seq));
+            events.push(self.propose_grant(&mut request, &proposer, &narrowed)?);
         }
         self.access.changed.insert(id);
         self.access.requests.push(request);
         Ok(events)
+    }
+
+    /// The grant of `request` proposed as `ACC-n-P1`, bound to its content hash, for
+    /// the domain's owners to decide (`proposer`, the asker, never may).
+    pub(super) fn propose_grant(
+        &mut self,
+        request: &mut AccessRequest,
+        proposer: &str,
+        narrowed: &str,
+    ) -> Result<Event> {
+        let id = request.id.clone();
+        let proposal = format!("{id}-P1");
+        let sql = self.statements(request, true)?;
+        let content = json!({"kind": "grant", "request": id, "warehouse": request.judged.warehouse,
+            "statements": sql, "days": request.judged.days, "grantee": request.ask.grantee,
+            "privilege": request.ask.privilege, "reason": request.ask.reason});
+        let content_hash = hash_of(&content);
+        let undo = self.statements(request, false)?;
+        let owners = request.judged.owners.join(", ");
+        let seq = self.record(
+            "access_proposal",
+            ENGINE_ACTOR,
+            json!({"request": id, "proposal": proposal, "kind": "grant",
+                   "content_hash": content_hash, "content": content, "undo": undo,
+                   "owner": owners}),
+        )?;
+        let tables = request.table_names();
+        request.status = Status::Proposed;
+        request.approval = Some(ApprovalRequest::new(
+            &tables[0],
+            &request.judged.owners[0],
+            proposer,
+            &content_hash,
+            self.now_time,
+        ));
+        let text = format!(
+            "{narrowed}: proposed as {proposal} (hash {content_hash}) to {owners}:\n{}",
+            sql.join("\n")
+        );
+        self.notices.push(format!(
+            "{id}: {} asks for {} on {} for {}: {proposal} waits for {owners} \
+             (dataward receipt {id})",
+            request.by_display,
+            request.ask.privilege,
+            tables.join(", "),
+            request.ask.grantee
+        ));
+        request.grant = Some(Statements {
+            proposal,
+            sql,
+            content_hash,
+        });
+        Ok(self.access_event(&id, "requested", text, seq))
     }
 
     /// The statements of `request` in its warehouse's dialect: the grants, or the revokes.
@@ -291,6 +333,12 @@ impl Engine {
         verdict: Verdict,
     ) -> Result<Vec<Event>> {
         self.ensure_chain_trusted()?;
+        // The request itself (`ACC-0002`) is decided while it waits for review.
+        if let Some(at) =
+            (self.access.requests.iter()).position(|r| r.id.eq_ignore_ascii_case(proposal))
+        {
+            return self.decide_review(at, content_hash, reason, actor, verdict);
+        }
         let at = (self.access.requests.iter())
             .position(|r| {
                 [&r.grant, &r.revoke].iter().any(|s| {

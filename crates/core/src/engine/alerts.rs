@@ -18,7 +18,8 @@
 //! - `access_requested` with the verdict review: a page of its own (severity
 //!   `warning`), to the destinations that take the domain's incidents of that
 //!   severity: nothing is granted until an owner looks, so the owners hear of it
-//!   where they hear of their incidents.
+//!   where they hear of their incidents; `access_review_decision` resolves that page
+//!   (the same dedup key, where it was opened).
 //!
 //! Severity: `critical` when the blast radius holds a break risk or reaches a dashboard
 //! or an exposure (people read it), `error` when it reaches anything else, `warning`
@@ -39,6 +40,7 @@ const ANNOUNCED: &[&str] = &[
     "expiry",
     "receipt",
     "access_requested",
+    "access_review_decision",
 ];
 
 /// How the engine wakes the relay when it queued alerts.
@@ -110,6 +112,9 @@ impl Engine {
     fn announce(&mut self, record: &Announced) -> Result<()> {
         if record.kind == "access_requested" {
             return self.page_access_review(record);
+        }
+        if record.kind == "access_review_decision" {
+            return self.resolve_access_review(record);
         }
         let Some(incident) = record.payload["incident"].as_str().map(str::to_string) else {
             return Ok(());
@@ -288,10 +293,43 @@ impl Engine {
 
     /// An access request the policy sent to review pages the domain's owners.
     fn page_access_review(&mut self, record: &Announced) -> Result<()> {
-        let payload = &record.payload;
-        if payload["verdict"] != "review" {
+        if record.payload["verdict"] != "review" {
             return Ok(());
         }
+        let alert = self.access_review_alert(record)?;
+        // Where the domain's incidents go: its owners' pager.
+        let pagers = self.routes(&alert);
+        for (name, kind) in pagers {
+            self.queue(&name, &kind, &alert)?;
+        }
+        Ok(())
+    }
+
+    /// The review decided: its page is resolved where it was opened.
+    fn resolve_access_review(&mut self, record: &Announced) -> Result<()> {
+        let mut alert = self.access_review_alert(record)?;
+        let payload = &record.payload;
+        let verdict = payload["verdict"].as_str().unwrap_or_default().to_string();
+        let request = alert.incident.clone();
+        alert.action = Action::Resolve;
+        alert.occasion = Occasion::Resolved;
+        alert.status = verdict.clone();
+        alert.waiting.clear();
+        alert.evidence = vec![format!("{verdict} by {}", actor_name(&record.actor))];
+        alert.update = Some(format!(
+            "{request}: the review is {verdict} by {} (chain #{}){}: `dataward receipt {request}`",
+            actor_name(&record.actor),
+            record.seq,
+            reason_suffix(payload["reason"].as_str().unwrap_or_default())
+        ));
+        let key = alert.dedup_key.clone();
+        self.queue_where_opened(&key, &alert)
+    }
+
+    /// The alert of a request under review, from a record naming it (the request, or
+    /// the review's decision): one dedup key, so the decision resolves the page.
+    fn access_review_alert(&self, record: &Announced) -> Result<Alert> {
+        let payload = &record.payload;
         let strings = |v: &serde_json::Value| -> Vec<String> {
             (v.as_array().into_iter().flatten())
                 .filter_map(|s| s.as_str().map(str::to_string))
@@ -308,7 +346,7 @@ impl Engine {
             text(&ask["privilege"]),
             text(&ask["grantee"])
         );
-        let alert = Alert {
+        Ok(Alert {
             incident: request.clone(),
             dedup_key: self.dedup_key(&request)?,
             action: Action::Trigger,
@@ -346,13 +384,7 @@ impl Engine {
             chain_seq: record.seq,
             chain_hash: record.hash.clone(),
             at: record.at,
-        };
-        // Where the domain's incidents go: its owners' pager.
-        let pagers = self.routes(&alert);
-        for (name, kind) in pagers {
-            self.queue(&name, &kind, &alert)?;
-        }
-        Ok(())
+        })
     }
 
     /// A monitor snoozed or in a maintenance window wakes nobody: no new alert opens for

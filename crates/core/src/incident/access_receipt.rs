@@ -28,6 +28,13 @@ pub struct AccessReceipt {
     pub rules: Vec<String>,
     pub days: u64,
     pub to: Vec<String>,
+    /// The owner's decision on a request the policy sent to review, with the review's
+    /// hash (absent when the policy proposed it, or while it waits).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub review: Option<Review>,
+    /// The hash the review is decided on, when the policy sent the request to review.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub review_hash: String,
     pub grant: Option<Statements>,
     pub decisions: Vec<DecisionEntry>,
     pub grant_seen_at: Option<Timestamp>,
@@ -43,6 +50,13 @@ pub struct Statements {
     pub content_hash: String,
     pub statements: Vec<String>,
     pub proposed_at: Timestamp,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Review {
+    pub review_hash: String,
+    #[serde(flatten)]
+    pub decision: DecisionEntry,
 }
 
 /// Is `id` an access request's (`ACC-0001`)?
@@ -103,6 +117,8 @@ pub fn build(records: &[Record], id: &str) -> Result<AccessReceipt> {
         rules: strings(&asked["rules"]),
         days: asked["days"].as_u64().unwrap_or_default(),
         to: strings(&asked["to"]),
+        review: None,
+        review_hash: text(asked, "review_hash"),
         grant: None,
         decisions: Vec::new(),
         grant_seen_at: None,
@@ -117,6 +133,18 @@ pub fn build(records: &[Record], id: &str) -> Result<AccessReceipt> {
     };
     for (record, payload) in &mine {
         match record.kind.as_str() {
+            "access_review_decision" => {
+                receipt.review = Some(Review {
+                    review_hash: text(payload, "review_hash"),
+                    decision: DecisionEntry {
+                        verdict: text(payload, "verdict"),
+                        at: record.at,
+                        reason: text(payload, "reason"),
+                        actor: serde_json::from_str(&record.actor).unwrap_or(Value::Null),
+                        seq: record.seq,
+                    },
+                })
+            }
             "access_proposal" => receipt.grant = Some(statements(record, payload)),
             "access_decision" => receipt.decisions.push(DecisionEntry {
                 verdict: text(payload, "verdict"),
@@ -172,6 +200,22 @@ impl AccessReceipt {
                 t(&self.left_out.join(", "))
             ));
         }
+        if let Some(review) = &self.review {
+            let d = &review.decision;
+            md.push_str(&format!(
+                "- Review {} by {} at {} (chain #{}, review hash {}){}\n",
+                d.verdict.replace('_', " "),
+                who(&d.actor),
+                d.at,
+                d.seq,
+                review.review_hash,
+                if d.reason.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", t(&d.reason))
+                }
+            ));
+        }
         if let Some(grant) = &self.grant {
             md.push_str(&format!(
                 "\n## Grant {} (hash {})\n\n",
@@ -181,8 +225,14 @@ impl AccessReceipt {
             for sql in &grant.statements {
                 md.push_str(&format!("    {}\n", t(sql)));
             }
+        } else if self.verdict == "review" && self.review.is_none() {
+            md.push_str(&format!(
+                "\nNothing was proposed: the policy asks the owners to review it \
+                 (review hash {}).\n",
+                self.review_hash
+            ));
         } else if self.verdict == "review" {
-            md.push_str("\nNothing was proposed: the policy asks the owners to review it.\n");
+            md.push_str("\nNothing was proposed: the review was rejected.\n");
         }
         for d in &self.decisions {
             md.push_str(&format!(
