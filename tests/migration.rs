@@ -674,3 +674,200 @@ tables = [{{ old = "raw.raw_orders", new = "core.orders", day_column = "ordered_
         assert!(kinds.contains(&kind), "{kind} not in {kinds:?}");
     }
 }
+
+#[test]
+fn a_whole_wave_rolls_back_its_applied_repoints_refusing_a_file_changed_since_and_its_gate_closes()
+{
+    let test = "a whole wave rolls back";
+    let Some(manifest) = jaffle_or_skip(test) else {
+        return;
+    };
+    let Some(pg) = start_or_skip(test) else {
+        return;
+    };
+    pg.execute(
+        "CREATE SCHEMA raw;
+         CREATE TABLE raw.raw_orders (id int, amount int);
+         INSERT INTO raw.raw_orders SELECT i, i * 7 FROM generate_series(1, 20) AS i;
+         CREATE TABLE raw.raw_customers (id int, name text);
+         INSERT INTO raw.raw_customers SELECT i, 'c' || i FROM generate_series(1, 5) AS i;
+         CREATE SCHEMA core;
+         CREATE TABLE core.orders AS SELECT * FROM raw.raw_orders;
+         CREATE TABLE core.customers AS SELECT * FROM raw.raw_customers;",
+    );
+    std::env::set_var("DW_MIGRATION_TEST_WAVE_ROLLBACK_URL", &pg.url);
+    let dir = tempfile::tempdir().unwrap();
+    let parsed: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    let project = dir.path().join("dbt");
+    let mut originals = BTreeMap::new();
+    for model in ["stg_orders", "stg_customers"] {
+        let node = &parsed["nodes"][format!("model.jaffle_shop.{model}")];
+        let file = node["original_file_path"].as_str().unwrap().to_string();
+        let text = node["raw_code"].as_str().unwrap().to_string();
+        let path = project.join(&file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &text).unwrap();
+        originals.insert(file, text);
+    }
+    let path = dir.path().join("dataward.toml");
+    let config = format!(
+        r#"
+[warehouse.pg]
+kind = "postgres"
+url_env = "DW_MIGRATION_TEST_WAVE_ROLLBACK_URL"
+
+[lineage]
+manifest = "{}"
+project_dir = "{}"
+
+[people.alice]
+name = "Alice"
+roles = ["shop-owner"]
+
+[people.bob]
+name = "Bob"
+roles = []
+
+[[domain]]
+name = "shop"
+covers = ["raw.*", "core.*"]
+owners = ["shop-owner"]
+
+[[migration]]
+name = "jaffle"
+domain = "shop"
+warehouse = "pg"
+
+[[migration.waves]]
+name = "raw"
+tables = [
+  {{ old = "raw.raw_orders", new = "core.orders" }},
+  {{ old = "raw.raw_customers", new = "core.customers" }},
+]
+"#,
+        manifest.display(),
+        project.display()
+    );
+    std::fs::write(&path, &config).unwrap();
+    let state = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
+    let (alice, bob) = (person("alice", 5002), person("bob", 5003));
+    let mut engine =
+        Engine::new(Config::parse(&config, &path).unwrap(), state, None, &alice).unwrap();
+    let now: NaiveDateTime = "2026-03-04T09:00:00".parse().unwrap();
+    engine.set_clock(dataward::clock::Clock::starting_at(now));
+    engine.tick(now).unwrap();
+    let view = |engine: &Engine| {
+        engine
+            .answer_question(&Question::Migration { name: None })
+            .unwrap()["waves"][0]
+            .clone()
+    };
+    let accept = |outcome: Outcome| match outcome {
+        Outcome::Accepted { .. } => {}
+        Outcome::Refused { reason } => panic!("refused: {}", reason.message),
+    };
+    // Both repoints applied, and the wave signed off: its gate is open.
+    let wave = view(&engine);
+    let proposals = wave["proposals"].as_array().unwrap().clone();
+    assert_eq!(proposals.len(), 2, "{wave}");
+    for p in &proposals {
+        accept(engine.request(
+            Command::Approve {
+                proposal: p["id"].as_str().unwrap().into(),
+                content_hash: p["content_hash"].as_str().unwrap().into(),
+                reason: "moving to core".into(),
+            },
+            &alice,
+        ));
+    }
+    let parity = wave["parity"]["hash"].as_str().unwrap().to_string();
+    accept(engine.request(
+        Command::Approve {
+            proposal: "MIG-jaffle-raw".into(),
+            content_hash: parity.clone(),
+            reason: "parity holds".into(),
+        },
+        &alice,
+    ));
+    assert!(
+        view(&engine)["gate"]["open"].is_object(),
+        "{}",
+        view(&engine)
+    );
+    let repointed: BTreeMap<String, String> = (originals.keys())
+        .map(|f| (f.clone(), std::fs::read_to_string(project.join(f)).unwrap()))
+        .collect();
+    for (file, text) in &repointed {
+        assert_ne!(text, &originals[file], "{file} was repointed");
+    }
+    let roll_back = || Command::RollBack {
+        proposal: "MIG-jaffle-raw".into(),
+        reason: "the customers' readers broke".into(),
+    };
+
+    // Only an owner; and a file changed since it was repointed refuses the whole wave,
+    // naming that file: nothing is put back.
+    let why = refused(engine.request(roll_back(), &bob));
+    assert!(why.contains("holds none of the roles"), "{why}");
+    let touched = "models/staging/stg_customers.sql";
+    let edited = format!("{}\n-- hand edit\nselect 1\n", repointed[touched]);
+    std::fs::write(project.join(touched), &edited).unwrap();
+    let why = refused(engine.request(roll_back(), &alice));
+    assert!(why.contains("nothing is rolled back"), "{why}");
+    assert!(why.contains(touched), "{why}");
+    assert!(!why.contains("stg_orders.sql"), "{why}");
+    let file_now = |f: &str| std::fs::read_to_string(project.join(f)).unwrap();
+    assert_eq!(
+        file_now("models/staging/stg_orders.sql"),
+        repointed["models/staging/stg_orders.sql"]
+    );
+    assert_eq!(file_now(touched), edited);
+    assert!(view(&engine)["gate"]["open"].is_object());
+
+    // Put back as the repoint wrote it, the wave rolls back whole: every file as it
+    // was, every repoint rolled back as a recorded decision, the gate closed again.
+    std::fs::write(project.join(touched), &repointed[touched]).unwrap();
+    accept(engine.request(roll_back(), &alice));
+    for (file, text) in &originals {
+        assert_eq!(&file_now(file), text, "{file}");
+    }
+    let wave = view(&engine);
+    for p in wave["proposals"].as_array().unwrap() {
+        assert_eq!(p["state"], "rolled_back", "{wave}");
+    }
+    let why = wave["gate"]["closed"]["why"].to_string();
+    assert!(why.contains("rolled the wave back"), "{why}");
+    let again = refused(engine.request(roll_back(), &alice));
+    assert!(again.contains("nothing to roll back"), "{again}");
+
+    // The receipt shows it, and a saved copy verifies.
+    let answer = engine
+        .answer_question(&Question::Receipt {
+            incident: "MIG-jaffle-raw".into(),
+        })
+        .unwrap();
+    let receipt = answer["receipt"].clone();
+    let rollback = &receipt["rollbacks"][0];
+    assert_eq!(rollback["withdrawn_sign_off"], parity.as_str(), "{receipt}");
+    assert_eq!(rollback["repoints"].as_array().unwrap().len(), 2);
+    for repoint in receipt["repoints"].as_array().unwrap() {
+        let verdicts: Vec<&str> = (repoint["decisions"].as_array().unwrap().iter())
+            .map(|d| d["verdict"].as_str().unwrap())
+            .collect();
+        assert_eq!(verdicts, ["approved", "rolled_back"], "{repoint}");
+        assert_eq!(repoint["applied"], false);
+    }
+    let markdown = answer["markdown"].as_str().unwrap();
+    assert!(
+        markdown.contains("Wave rolled back by") && markdown.contains("the gate closed"),
+        "{markdown}"
+    );
+    let problem = engine
+        .answer_question(&Question::Verify {
+            saved_receipt: Some(receipt.to_string()),
+        })
+        .unwrap()["receipt_problem"]
+        .clone();
+    assert_eq!(problem, serde_json::Value::Null);
+}

@@ -14,6 +14,8 @@
 //! reverse diff). A wave's own id can be rejected too, on its parity hash: an owner who
 //! will not sign that reading off says so, and it cannot be signed off after.
 
+mod rollback;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
@@ -26,6 +28,7 @@ use crate::approve::request::HashMismatch;
 use crate::migration::parity::{compare, read_side, Side, TableParity, WaveParity};
 use crate::migration::repoint::{self, Reader, Repoint};
 use crate::migration::{gate, may_sign_off, Gate, SignOff};
+use rollback::WaveRollback;
 
 /// The engine's waves: the sides as last read, and the sign-offs.
 #[derive(Default)]
@@ -41,6 +44,8 @@ pub(super) struct Waves {
     rejected: BTreeMap<String, Rejection>,
     /// Each wave's repoint proposals, numbered in the order they were first proposed.
     repoints: BTreeMap<String, Vec<RepointProposal>>,
+    /// The last time each wave was rolled back whole, until it is signed off again.
+    rolled_back: BTreeMap<String, WaveRollback>,
     /// Waves whose sign-off was seen overtaken by a reading (recorded once).
     stale: BTreeSet<String>,
     changed: BTreeSet<String>,
@@ -90,6 +95,8 @@ struct WaveRecord {
     rejected: Option<Rejection>,
     #[serde(default)]
     repoints: Vec<RepointProposal>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rolled_back: Option<WaveRollback>,
 }
 
 /// Kept before repoints were proposals: the sign-off alone.
@@ -217,6 +224,13 @@ impl Engine {
                 }
                 let rejected = self.waves.rejected.get(&id).cloned();
                 let mut gate = gate(parity.as_ref(), signed.as_ref());
+                if let (Gate::Closed { why }, Some(r)) =
+                    (&mut gate, self.waves.rolled_back.get(&id))
+                {
+                    if signed.is_none() {
+                        why.push(r.why());
+                    }
+                }
                 if let (Gate::Closed { why }, Some(r)) = (&mut gate, &rejected) {
                     if parity.as_ref().is_some_and(|p| p.hash == r.parity_hash) {
                         why.push(format!(
@@ -495,9 +509,8 @@ impl Engine {
         match (verdict, content_hash) {
             (Verdict::Approved, Some(hash)) => self.sign_off_wave(id, hash, reason, actor),
             (Verdict::Rejected, Some(hash)) => self.reject_wave(id, hash, reason, actor),
-            _ => anyhow::bail!(
-                "a wave is signed off or rejected; its repoints ({id}-R<n>) are what roll back"
-            ),
+            (Verdict::RolledBack, None) => self.roll_back_wave(id, reason, actor),
+            _ => anyhow::bail!("a wave is signed off, rejected or rolled back"),
         }
     }
 
@@ -757,6 +770,7 @@ impl Engine {
             at: self.now(),
         };
         self.waves.stale.remove(&view.id);
+        self.waves.rolled_back.remove(&view.id);
         self.waves.signed.insert(view.id.clone(), signed);
         self.waves.changed.insert(view.id.clone());
         self.notices.push(format!(
@@ -779,6 +793,7 @@ impl Engine {
                 sign_off: self.waves.signed.get(&id).cloned(),
                 rejected: self.waves.rejected.get(&id).cloned(),
                 repoints: self.waves.repoints.get(&id).cloned().unwrap_or_default(),
+                rolled_back: self.waves.rolled_back.get(&id).cloned(),
             };
             self.state
                 .put_wave_sign_off(&id, &serde_json::to_string(&record)?)?;
@@ -790,6 +805,7 @@ impl Engine {
     pub(super) fn load_waves(&mut self) -> Result<()> {
         let (mut signed, mut rejected, mut repoints) =
             (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+        let mut rolled_back = BTreeMap::new();
         for (id, doc) in self.state.wave_sign_offs()? {
             let stored: StoredWave = serde_json::from_str(&doc)
                 .with_context(|| format!("wave {id} in the state database"))?;
@@ -806,11 +822,15 @@ impl Engine {
             if let Some(r) = record.rejected {
                 rejected.insert(id.clone(), r);
             }
+            if let Some(r) = record.rolled_back {
+                rolled_back.insert(id.clone(), r);
+            }
             repoints.insert(id, record.repoints);
         }
         self.waves.signed = signed;
         self.waves.rejected = rejected;
         self.waves.repoints = repoints;
+        self.waves.rolled_back = rolled_back;
         self.waves.changed.clear();
         Ok(())
     }

@@ -20,7 +20,23 @@ pub struct MigrationReceipt {
     pub rejections: Vec<ParityDecision>,
     pub gate_closed: Vec<GateClosed>,
     pub repoints: Vec<RepointEntry>,
+    /// Each time the whole wave was rolled back (its applied repoints put back, its
+    /// gate closed again).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rollbacks: Vec<WaveRolledBack>,
     pub chain: ChainRange,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WaveRolledBack {
+    pub repoints: Vec<String>,
+    pub files: Vec<String>,
+    /// The parity hash of the sign-off it withdrew, if the wave was signed off.
+    pub withdrawn_sign_off: Option<String>,
+    pub reason: String,
+    pub actor: Value,
+    pub at: Timestamp,
+    pub seq: u64,
 }
 
 /// A sign-off or a rejection of the wave, on one reading of its parity.
@@ -98,6 +114,7 @@ pub fn build(records: &[Record], id: &str) -> Result<MigrationReceipt> {
         rejections: Vec::new(),
         gate_closed: Vec::new(),
         repoints: Vec::new(),
+        rollbacks: Vec::new(),
         chain: ChainRange {
             first_seq: first.seq,
             last_seq: first.seq,
@@ -127,6 +144,15 @@ pub fn build(records: &[Record], id: &str) -> Result<MigrationReceipt> {
                 signed_on: text(payload, "signed_on"),
                 now: text(payload, "now"),
                 failures: strings(&payload["failures"]),
+                at: record.at,
+                seq: record.seq,
+            }),
+            "migration_wave_rolled_back" => receipt.rollbacks.push(WaveRolledBack {
+                repoints: strings(&payload["repoints"]),
+                files: strings(&payload["files"]),
+                withdrawn_sign_off: payload["withdrawn_sign_off"].as_str().map(str::to_string),
+                reason: text(payload, "reason"),
+                actor: actor(),
                 at: record.at,
                 seq: record.seq,
             }),
@@ -214,6 +240,28 @@ impl MigrationReceipt {
                 match g.failures.is_empty() {
                     true => String::new(),
                     false => format!("; {}", t(&g.failures.join("; "))),
+                }
+            ));
+        }
+        for r in &self.rollbacks {
+            md.push_str(&format!(
+                "- Wave rolled back by {} at {} (chain #{}): {}; {}{}\n",
+                who(&r.actor),
+                r.at,
+                r.seq,
+                t(&r.reason),
+                match r.repoints.is_empty() {
+                    true => "no repoint stood applied".to_string(),
+                    false => format!(
+                        "put back {} ({})",
+                        t(&r.repoints.join(", ")),
+                        t(&r.files.join(", "))
+                    ),
+                },
+                match &r.withdrawn_sign_off {
+                    Some(hash) =>
+                        format!("; the sign-off on parity {hash} withdrawn, the gate closed"),
+                    None => "; the gate closed".to_string(),
                 }
             ));
         }
