@@ -211,16 +211,17 @@ impl Dialect for DuckDb {
         // failing cast in a column nobody counts still fails here.
         format!("SELECT count(CAST(dry_run AS VARCHAR)) FROM ({select}) AS dry_run")
     }
-    /// Each row's text hashed with MD5, its low 32 bits summed per UTC day.
+    /// Each row's canonical text (`row_print`) hashed as every engine hashes it, summed
+    /// per UTC day.
     fn prints_sql(source: &Relation, columns: &[Column], column: Option<&str>) -> String {
         let day = match column {
             Some(column) => format!("CAST(CAST({} AS DATE) AS VARCHAR)", ts(column)),
             None => "CAST(NULL AS VARCHAR)".to_string(),
         };
         format!(
-            "SELECT {day}, count(*), CAST(coalesce(sum(CAST(md5_number(CAST(ROW({list}) AS VARCHAR)) % 4294967296 AS BIGINT)), 0) AS BIGINT)
+            "SELECT {day}, count(*), CAST(coalesce(sum({hash}), 0) AS BIGINT)
              FROM {table} GROUP BY 1 ORDER BY 1 NULLS FIRST",
-            list = Self::column_list(columns),
+            hash = super::row_print::row_hash_sql(&ROW_PRINT, columns, quote_ident),
             table = source.quoted()
         )
     }
@@ -288,6 +289,16 @@ impl AdbcWarehouse<DuckDb> {
 fn literal(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
 }
+
+/// The canonical row text in DuckDB's SQL. A timestamp with a zone is an instant
+/// (`epoch_us` needs no zone); one without is read as UTC.
+const ROW_PRINT: super::row_print::Spelling = super::row_print::Spelling {
+    text: |e| format!("CAST({e} AS VARCHAR)"),
+    octets: "strlen",
+    epoch_micros: |e| format!("CAST(epoch_us({e}) AS VARCHAR)"),
+    date: |e| format!("strftime({e}, '%Y-%m-%d')"),
+    md5_32: |e| format!("CAST('0x' || substr(md5({e}), 1, 8) AS BIGINT)"),
+};
 
 /// A timestamp, timestamptz or date column as a plain (UTC) TIMESTAMP.
 fn ts(column: &str) -> String {

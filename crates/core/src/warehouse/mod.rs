@@ -8,6 +8,7 @@ pub mod duckdb;
 pub mod postgres;
 pub mod privileges;
 pub mod query_log;
+pub mod row_print;
 pub mod snowflake;
 pub mod sqlite;
 mod versions;

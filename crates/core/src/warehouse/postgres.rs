@@ -899,19 +899,10 @@ fn prints(
         Some(column) => format!("to_char(to_timestamp({}), 'YYYY-MM-DD')", epoch_sql(column)),
         None => "NULL::text".to_string(),
     };
-    // A decimal is read without its trailing zeros, so 1.25 in numeric(10,2) and in
-    // numeric(12,4) print alike: a moved table is compared by its values, not by the
-    // scale its type gives them (integers of any width already print alike).
-    let list: Vec<String> = (columns.iter())
-        .map(|c| match c.data_type.starts_with("numeric") {
-            true => format!("trim_scale({})", quote_ident(&c.name)),
-            false => quote_ident(&c.name),
-        })
-        .collect();
+    // Each row hashed by its canonical text (`row_print`), as every engine hashes it.
     let sql = format!(
-        "SELECT {day}, count(*), coalesce(sum(('x' || substr(md5(ROW({list})::text), 1, 8))::bit(32)::bigint), 0)::bigint \
-         FROM {table} GROUP BY 1",
-        list = list.join(", "),
+        "SELECT {day}, count(*), coalesce(sum({hash}), 0)::bigint FROM {table} GROUP BY 1",
+        hash = super::row_print::row_hash_sql(&ROW_PRINT, &columns, quote_ident),
         table = source.quoted()
     );
     Ok(tx
@@ -924,6 +915,16 @@ fn prints(
         })
         .collect())
 }
+
+/// The canonical row text in PostgreSQL's SQL (`to_char` and `extract` do not follow
+/// the session's DateStyle; a timestamp without a zone is read as UTC).
+const ROW_PRINT: super::row_print::Spelling = super::row_print::Spelling {
+    text: |e| format!("({e})::text"),
+    octets: "octet_length",
+    epoch_micros: |e| format!("(extract(epoch FROM {e}) * 1000000)::bigint::text"),
+    date: |e| format!("to_char({e}, 'YYYY-MM-DD')"),
+    md5_32: |e| format!("('x' || substr(md5({e}), 1, 8))::bit(32)::bigint"),
+};
 
 fn writable_columns(tx: &mut Tx<'_>, relation: &Relation) -> Result<Vec<Column>, postgres::Error> {
     let rows = tx.query(
