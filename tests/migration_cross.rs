@@ -190,3 +190,128 @@ tables = [{{ old = "legacy.orders", new = "core.orders", new_warehouse = "duck",
     );
     assert!(!parity.holds());
 }
+
+/// Row `i` of the estate as SQL literals, the same text for every engine: every
+/// tenth value null.
+fn row_literals(i: u32) -> String {
+    let null_every = |value: String| match i % 10 {
+        0 => "NULL".to_string(),
+        _ => value,
+    };
+    let day = chrono::NaiveDate::from_ymd_opt(2026, 3, 1).unwrap() + chrono::Days::new(i.into());
+    let values = [
+        null_every(i.to_string()),
+        null_every((u64::from(i) * 100_000_000_000).to_string()),
+        null_every(format!("{}", f64::from(i) * 1.25)),
+        null_every((i * 2).to_string()),
+        null_every(format!("{}", f64::from(i) / 8.0)),
+        null_every((i % 3 == 0).to_string().to_uppercase()),
+        null_every(format!("'n{i} é,\"x'")),
+        null_every(format!("'{day}'")),
+        null_every(format!("'2026-03-01 {:02}:00:00'", i % 24)),
+        format!("'2026-03-{:02} {:02}:30:00+05:30'", 1 + i / 24, i % 24),
+    ];
+    format!("({})", values.join(", "))
+}
+
+#[test]
+fn postgresql_and_snowflake_holding_the_same_rows_read_the_same_print() {
+    let test = "PostgreSQL and Snowflake prints";
+    let Some(venv) = adbc_support::snowflake_venv(test) else {
+        return;
+    };
+    let Some(pg) = pg::start_or_skip(test) else {
+        return;
+    };
+    let rows: Vec<String> = (1..=48).map(row_literals).collect();
+    pg.execute(&format!(
+        "CREATE SCHEMA legacy;
+         CREATE TABLE legacy.orders (small smallint, big bigint, price numeric(10,2),
+             whole numeric(10,2), ratio double precision, paid boolean, note text, due date,
+             at_local timestamp, ordered_at timestamptz);
+         INSERT INTO legacy.orders VALUES {};",
+        rows.join(", ")
+    ));
+    let server = adbc_support::Fakesnow::start(&venv.fakesnow);
+    let port = server.port.to_string();
+    {
+        let driver = adbc::load(
+            venv.library.to_str().unwrap(),
+            &dataward::warehouse::snowflake::DRIVER,
+        )
+        .unwrap();
+        let database = driver
+            .open(&[
+                ("adbc.snowflake.sql.account", "fakesnow"),
+                ("adbc.snowflake.sql.uri.host", "127.0.0.1"),
+                ("adbc.snowflake.sql.uri.port", &port),
+                ("adbc.snowflake.sql.uri.protocol", "http"),
+                ("adbc.snowflake.sql.db", "DW"),
+                ("username", "fake"),
+                ("password", "snow"),
+                ("adbc.snowflake.sql.client_option.disable_telemetry", "true"),
+                ("adbc.snowflake.sql.client_option.login_timeout", "5s"),
+            ])
+            .unwrap();
+        let mut session = database.connect().unwrap();
+        for statement in [
+            "CREATE DATABASE IF NOT EXISTS DW".to_string(),
+            "CREATE SCHEMA IF NOT EXISTS DW.CORE".to_string(),
+            "CREATE TABLE DW.CORE.ORDERS (SMALL NUMBER(38,0), BIG NUMBER(38,0), \
+             PRICE NUMBER(12,4), WHOLE NUMBER(18,3), RATIO FLOAT, PAID BOOLEAN, NOTE VARCHAR, \
+             DUE DATE, AT_LOCAL TIMESTAMP_NTZ, ORDERED_AT TIMESTAMP_TZ)"
+                .to_string(),
+            format!("INSERT INTO DW.CORE.ORDERS VALUES {}", rows.join(", ")),
+        ] {
+            session
+                .execute(&statement)
+                .unwrap_or_else(|e| panic!("{statement}: {e}"));
+        }
+    }
+    std::env::set_var("DW_CROSS_TEST_SNOW_PG_URL", &pg.url);
+    std::env::set_var("DW_CROSS_TEST_SNOW_PASSWORD", "snow");
+    let dir = tempfile::tempdir().unwrap();
+    // No day column: Snowflake folds the names to upper case, and the print of the
+    // whole table covers every value all the same.
+    let config_text = format!(
+        r#"
+[warehouse.pg]
+kind = "postgres"
+url_env = "DW_CROSS_TEST_SNOW_PG_URL"
+
+[warehouse.snow]
+kind = "snowflake"
+driver = "{}"
+account = "fakesnow"
+host = "127.0.0.1"
+port = {port}
+protocol = "http"
+database = "DW"
+user = "fake"
+password_env = "DW_CROSS_TEST_SNOW_PASSWORD"
+
+[[domain]]
+name = "sales"
+covers = ["legacy.*", "core.*"]
+owners = ["sales-owner"]
+
+[[migration]]
+name = "to-snow"
+domain = "sales"
+warehouse = "pg"
+
+[[migration.waves]]
+name = "first"
+tables = [{{ old = "legacy.orders", new = "core.orders", new_warehouse = "snow" }}]
+"#,
+        venv.library.display()
+    );
+    let path = dir.path().join("dataward.toml");
+    std::fs::write(&path, &config_text).unwrap();
+    let config = Config::parse(&config_text, &path).unwrap();
+    let parity = read(&config);
+    let table = &parity.tables[0];
+    assert_eq!(table.old.rows, 48);
+    assert_eq!(table.new.rows, 48);
+    assert_eq!(table.old.days, table.new.days, "{table:#?}");
+}

@@ -294,7 +294,7 @@ fn literal(text: &str) -> String {
 /// (`epoch_us` needs no zone); one without is read as UTC.
 const ROW_PRINT: super::row_print::Spelling = super::row_print::Spelling {
     text: |e| format!("CAST({e} AS VARCHAR)"),
-    octets: "strlen",
+    chars: "length",
     epoch_micros: |e| format!("CAST(epoch_us({e}) AS VARCHAR)"),
     date: |e| format!("strftime({e}, '%Y-%m-%d')"),
     md5_32: |e| format!("CAST('0x' || substr(md5({e}), 1, 8) AS BIGINT)"),

@@ -920,7 +920,7 @@ fn prints(
 /// the session's DateStyle; a timestamp without a zone is read as UTC).
 const ROW_PRINT: super::row_print::Spelling = super::row_print::Spelling {
     text: |e| format!("({e})::text"),
-    octets: "octet_length",
+    chars: "char_length",
     epoch_micros: |e| format!("(extract(epoch FROM {e}) * 1000000)::bigint::text"),
     date: |e| format!("to_char({e}, 'YYYY-MM-DD')"),
     md5_32: |e| format!("('x' || substr(md5({e}), 1, 8))::bit(32)::bigint"),

@@ -14,7 +14,7 @@
 //!   Unix epoch: the same instant whatever zone it was written or is read in;
 //! - text, and anything else, as its text.
 //!
-//! Each value is its length in bytes, `:`, and its text; a null is `N` (never a length,
+//! Each value is its length in characters, `:`, and its text; a null is `N` (never a length,
 //! so never a value); values follow each other with nothing between (the lengths keep
 //! them apart, so no text can pass for two values). The row's hash is the first 32 bits
 //! of the MD5 of that text, read as an unsigned number; a day's print sums them.
@@ -26,8 +26,8 @@ use crate::migration::parity::type_kind;
 pub struct Spelling {
     /// An expression as text.
     pub text: fn(&str) -> String,
-    /// The byte length of a text expression.
-    pub octets: &'static str,
+    /// The length of a text expression in characters.
+    pub chars: &'static str,
     /// A timestamp (with or without a zone) as microseconds since the epoch, as text.
     pub epoch_micros: fn(&str) -> String,
     /// A date as `YYYY-MM-DD`.
@@ -41,15 +41,36 @@ fn value_text(spelling: &Spelling, quoted: &str, data_type: &str) -> String {
     let text = spelling.text;
     match type_kind(data_type).as_str() {
         // The engine's digits, less the zeros a scale adds: 1.2500 and 1.25 alike (and a
-        // float's 1.0, which one engine prints as 1).
-        "decimal" | "float" => format!(
-            "regexp_replace(regexp_replace({}, '(\\.[0-9]*[1-9])0+$', '\\1'), '\\.0+$', '')",
-            text(quoted)
-        ),
+        // float's 1.0, which one engine prints as 1). No backslash in the
+        // patterns: the engines read backslashes in literals apart (and fakesnow's
+        // RTRIM with characters is not Snowflake's). A float in exponent form
+        // (`1.5e+20`) keeps its digits.
+        "decimal" | "float" => {
+            let t = text(quoted);
+            format!(
+                "CASE WHEN {t} LIKE '%.%' AND {t} NOT LIKE '%e%' AND {t} NOT LIKE '%E%' \
+                 THEN regexp_replace(regexp_replace({t}, '0+$', ''), '[.]$', '') ELSE {t} END"
+            )
+        }
         "timestamp" | "timestamptz" => (spelling.epoch_micros)(quoted),
         "date" => (spelling.date)(quoted),
         _ => text(quoted),
     }
+}
+
+/// The first 32 bits of the MD5 of `text` from its hex digits, in SQL any engine reads
+/// (for one that cannot read hex as a number: Snowflake's `TO_NUMBER(..., 'XXXXXXXX')`
+/// is not in fakesnow, which its tests run on).
+pub fn md5_32_from_hex_digits(md5: &str) -> String {
+    let digits: Vec<String> = (1..=8u32)
+        .map(|k| {
+            format!(
+                "(POSITION(SUBSTR({md5}, {k}, 1), '0123456789abcdef') - 1) * {}",
+                16u64.pow(8 - k)
+            )
+        })
+        .collect();
+    format!("({})", digits.join(" + "))
 }
 
 /// The SQL of one row's hash: `quote` quotes a column name for the engine.
@@ -60,7 +81,7 @@ pub fn row_hash_sql(spelling: &Spelling, columns: &[Column], quote: fn(&str) -> 
             let value = value_text(spelling, &quoted, &c.data_type);
             format!(
                 "CASE WHEN {quoted} IS NULL THEN 'N' ELSE {} || ':' || {value} END",
-                (spelling.text)(&format!("{}({value})", spelling.octets))
+                (spelling.text)(&format!("{}({value})", spelling.chars))
             )
         })
         .collect();
@@ -78,7 +99,7 @@ mod tests {
     fn spelling() -> Spelling {
         Spelling {
             text: |e| format!("TXT({e})"),
-            octets: "LEN",
+            chars: "LEN",
             epoch_micros: |e| format!("US({e})"),
             date: |e| format!("DAY({e})"),
             md5_32: |e| format!("H({e})"),
@@ -103,7 +124,7 @@ mod tests {
             "{sql}"
         );
         assert!(
-            sql.contains("regexp_replace(regexp_replace(TXT(\"price\")"),
+            sql.contains("regexp_replace(regexp_replace(TXT(\"price\"), '0+$', ''), '[.]$', '')"),
             "{sql}"
         );
         assert!(

@@ -410,10 +410,11 @@ impl Dialect for Snowflake {
             ),
             None => "CAST(NULL AS VARCHAR)".to_string(),
         };
+        // Each row hashed by its canonical text (`row_print`), as every engine hashes it.
         format!(
-            "SELECT {day}, COUNT(*), COALESCE(SUM(MOD(HASH({list}), 4294967296)), 0)
+            "SELECT {day}, COUNT(*), COALESCE(SUM({hash}), 0)
              FROM {table} GROUP BY 1 ORDER BY 1 NULLS FIRST",
-            list = column_list(columns),
+            hash = super::row_print::row_hash_sql(&ROW_PRINT, columns, quote),
             table = quoted(source)
         )
     }
@@ -611,3 +612,12 @@ mod tests {
         );
     }
 }
+
+/// The canonical row text in Snowflake's SQL.
+const ROW_PRINT: super::row_print::Spelling = super::row_print::Spelling {
+    text: |e| format!("TO_VARCHAR({e})"),
+    chars: "LENGTH",
+    epoch_micros: |e| format!("TO_VARCHAR(DATE_PART(epoch_microsecond, {e}))"),
+    date: |e| format!("TO_VARCHAR({e}, 'YYYY-MM-DD')"),
+    md5_32: |e| super::row_print::md5_32_from_hex_digits(&format!("MD5({e})")),
+};

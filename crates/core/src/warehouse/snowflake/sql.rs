@@ -5,8 +5,7 @@
 use chrono::NaiveTime;
 
 use super::super::{
-    CastTarget, Column, Relation, TableScan, WarehouseError, BOOLEAN_WORDS, DATE_WORDS,
-    PRUNING_SLACK,
+    CastTarget, Relation, TableScan, WarehouseError, BOOLEAN_WORDS, DATE_WORDS, PRUNING_SLACK,
 };
 
 /// A name as Snowflake stores it when written unquoted: a plain identifier upper
@@ -37,14 +36,6 @@ pub(super) fn quoted(relation: &Relation) -> String {
         Some(schema) => format!("{}.{}", quote(schema), quote(&relation.table)),
         None => quote(&relation.table),
     }
-}
-
-pub(super) fn column_list(columns: &[Column]) -> String {
-    columns
-        .iter()
-        .map(|c| quote(&c.name))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// A text literal: single quotes doubled, backslashes doubled (Snowflake reads escapes
