@@ -731,7 +731,7 @@ domains = ["sales"]
     assert!(why.contains("not waiting for review"), "{why}");
     let receipt = receipt_md(&engine, "ACC-0001");
     assert!(
-        receipt.contains(&format!("- Review approved by")) && receipt.contains(&review_hash),
+        receipt.contains("- Review approved by") && receipt.contains(&review_hash),
         "{receipt}"
     );
     assert!(receipt.contains("## Grant ACC-0001-P1"), "{receipt}");

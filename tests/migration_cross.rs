@@ -205,7 +205,7 @@ fn row_literals(i: u32) -> String {
         null_every(format!("{}", f64::from(i) * 1.25)),
         null_every((i * 2).to_string()),
         null_every(format!("{}", f64::from(i) / 8.0)),
-        null_every((i % 3 == 0).to_string().to_uppercase()),
+        null_every(i.is_multiple_of(3).to_string().to_uppercase()),
         null_every(format!("'n{i} é,\"x'")),
         null_every(format!("'{day}'")),
         null_every(format!("'2026-03-01 {:02}:00:00'", i % 24)),

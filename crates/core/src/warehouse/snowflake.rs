@@ -523,6 +523,15 @@ pub fn from_config(
     SnowflakeWarehouse::new(settings, driver)
 }
 
+/// The canonical row text in Snowflake's SQL.
+const ROW_PRINT: super::row_print::Spelling = super::row_print::Spelling {
+    text: |e| format!("TO_VARCHAR({e})"),
+    chars: "LENGTH",
+    epoch_micros: |e| format!("TO_VARCHAR(DATE_PART(epoch_microsecond, {e}))"),
+    date: |e| format!("TO_VARCHAR({e}, 'YYYY-MM-DD')"),
+    md5_32: |e| super::row_print::md5_32_from_hex_digits(&format!("MD5({e})")),
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -612,12 +621,3 @@ mod tests {
         );
     }
 }
-
-/// The canonical row text in Snowflake's SQL.
-const ROW_PRINT: super::row_print::Spelling = super::row_print::Spelling {
-    text: |e| format!("TO_VARCHAR({e})"),
-    chars: "LENGTH",
-    epoch_micros: |e| format!("TO_VARCHAR(DATE_PART(epoch_microsecond, {e}))"),
-    date: |e| format!("TO_VARCHAR({e}, 'YYYY-MM-DD')"),
-    md5_32: |e| super::row_print::md5_32_from_hex_digits(&format!("MD5({e})")),
-};
