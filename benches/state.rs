@@ -35,11 +35,12 @@ fn payload(i: usize) -> serde_json::Value {
     serde_json::json!({ "incident": format!("INC-{}", i % 50), "verdict": "approved", "i": i })
 }
 
-fn report(what: &str, mut times: Vec<Duration>) {
+/// Prints `times` of `what`, each one of `unit` (appends, decisions).
+fn report(what: &str, unit: &str, mut times: Vec<Duration>) {
     times.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!(
-        "{what}: {} times, median {:.2} ms, p99 {:.2} ms, worst {:.2} ms",
+        "{what}: {} {unit}, median {:.2} ms, p99 {:.2} ms, worst {:.2} ms",
         times.len(),
         ms(times[times.len() / 2]),
         ms(times[times.len() * 99 / 100]),
@@ -66,7 +67,7 @@ fn appends(server: &pg::PgServer) {
             started.elapsed()
         })
         .collect();
-    report("SQLite (synchronous=FULL)", times);
+    report("SQLite (synchronous=FULL)", "appends", times);
 
     let source = Source {
         url: server.url.clone(),
@@ -88,7 +89,7 @@ fn appends(server: &pg::PgServer) {
             started.elapsed()
         })
         .collect();
-    report("PostgreSQL 15 (fenced by term, loopback)", times);
+    report("PostgreSQL 15 (fenced by term, loopback)", "appends", times);
     let started = Instant::now();
     let verified = chain::verify_of(&state).unwrap();
     assert!(verified.ok, "{verified:?}");
@@ -110,7 +111,7 @@ fn serve(root: &Path, state_url: Option<&str>) -> Child {
         .user
         .expect("a named account");
     let state = match state_url {
-        Some(_) => "[state]\nurl_env = \"BENCH_STATE_URL\"\nteam = \"bench\"\n\n",
+        Some(_) => "[state]\nurl_env = \"BENCH_STATE_URL\"\nteam = \"bench-decisions\"\n\n",
         None => "",
     };
     let config = root.join("config.toml");
@@ -185,7 +186,7 @@ fn decisions(server: &pg::PgServer) {
                 took
             })
             .collect();
-        report(what, times);
+        report(what, "decisions", times);
         let _ = engine.kill();
         let _ = engine.wait();
     }
