@@ -39,6 +39,9 @@ const PATIENCE: Duration = Duration::from_secs(90);
 /// an incident only when it breaks a model: stg_payments divides the amount.
 const CHANGE: (&str, &str, &str, &str) = ("raw.payments", "amount", "text", "integer");
 
+/// The monitor the driver snoozes again and again.
+const SNOOZED: &str = "stg_orders";
+
 /// A small seeded generator (xorshift64*): the kill moments replay from the seed.
 struct Dice(u64);
 
@@ -71,8 +74,8 @@ impl Dice {
     }
 }
 
-/// A decision the driver makes: (proposal, verdict as the chain words it), or
-/// (incident, "resolved") for one closed by hand.
+/// A decision the driver makes: (proposal, verdict as the chain words it),
+/// (incident, "resolved") for one closed by hand, or (reason, "snoozed").
 type Decision = (String, &'static str);
 
 /// What the driver saw: the decisions acknowledged (exit 0), and how often a request
@@ -81,6 +84,8 @@ type Decision = (String, &'static str);
 struct Driven {
     acknowledged: Vec<Decision>,
     resent: usize,
+    /// Requests whose engine died before answering (the CLI then asks what came of it).
+    lost: usize,
     unanswered: Vec<String>,
 }
 
@@ -103,10 +108,13 @@ fn decide(team: &Team, dice: &Mutex<Dice>, args: &[&str], driven: &Mutex<Driven>
     loop {
         let host = HOSTS[(dice.lock().unwrap().next() % 2) as usize];
         let out = team.cli(host, args);
+        let said = text(&out);
+        if said.contains("was lost before its answer") {
+            driven.lock().unwrap().lost += 1;
+        }
         if out.status.success() {
             return true;
         }
-        let said = text(&out);
         // A standby (exit 2 naming the leader), no engine (exit 2), or an engine that
         // died with the request in hand: sent again. Anything else is the engine's
         // answer about the proposal itself.
@@ -131,7 +139,20 @@ fn decide(team: &Team, dice: &Mutex<Dice>, args: &[&str], driven: &Mutex<Driven>
 
 /// Decides every pending proposal the engines list until `stop`.
 fn drive(team: &Team, dice: &Mutex<Dice>, stop: &AtomicBool, driven: &Mutex<Driven>) {
+    let mut snoozes = 0;
     while !stop.load(Ordering::SeqCst) {
+        // Between incidents, decisions go on: a snooze of a monitor whose table the test
+        // leaves alone, each with a reason of its own to find it by on the chain.
+        snoozes += 1;
+        let reason = format!("driven {snoozes}");
+        let args = ["snooze", SNOOZED, "1m", "--reason", &reason];
+        if decide(team, dice, &args, driven) {
+            driven
+                .lock()
+                .unwrap()
+                .acknowledged
+                .push((reason, "snoozed"));
+        }
         let host = HOSTS[(dice.lock().unwrap().next() % 2) as usize];
         for incident in open_incidents(team, host) {
             for proposal in incident["proposals"].as_array().into_iter().flatten() {
@@ -253,7 +274,26 @@ fn kills_while_work_goes_on(kills: usize) {
                 .or_default() += 1;
         }
     }
+    let mut snoozed: BTreeMap<String, usize> = BTreeMap::new();
+    for (_, p) in records(&state, "snoozed") {
+        *snoozed
+            .entry(p["reason"].as_str().unwrap().to_string())
+            .or_default() += 1;
+    }
+    let twice: Vec<_> = snoozed.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(
+        twice.is_empty(),
+        "snoozes recorded more than once: {twice:?}"
+    );
     for (proposal, verdict) in &driven.acknowledged {
+        if *verdict == "snoozed" {
+            let on_chain = snoozed.get(proposal).copied().unwrap_or_default();
+            assert_eq!(
+                on_chain, 1,
+                "snooze {proposal:?} on the chain {on_chain} times"
+            );
+            continue;
+        }
         if *verdict == "resolved" {
             let on_chain = by_hand.get(proposal).copied().unwrap_or_default();
             assert_eq!(on_chain, 1, "{proposal} closed by hand {on_chain} times");
@@ -295,12 +335,14 @@ fn kills_while_work_goes_on(kills: usize) {
         open_for.insert(key, (id.clone(), resolved.get(&id).copied()));
     }
     eprintln!(
-        "serve_team_work: {kills} kills; {} incidents; {} decisions acknowledged, {} on the chain; \
-         {} requests sent again after a refusal",
+        "serve_team_work: {kills} kills; {} incidents; {} decisions acknowledged; on the chain {} \
+         on proposals, {} snoozes; {} requests sent again after a refusal, {} lost with their engine",
         ids.len(),
         driven.acknowledged.len(),
         decided.len(),
-        driven.resent
+        snoozed.len(),
+        driven.resent,
+        driven.lost
     );
     assert!(
         driven.unanswered.is_empty(),
