@@ -161,8 +161,17 @@ fn drive(team: &Team, dice: &Mutex<Dice>, stop: &AtomicBool, driven: &Mutex<Driv
                 }
                 let id = proposal["id"].as_str().unwrap().to_string();
                 let hash = proposal["content_hash"].as_str().unwrap();
+                // Holds and diffs approved or rejected at the dice's word: an approval
+                // is an intent the engine carries out (the hold kept, the model file
+                // changed), so kills also land between an intent and its outcome.
+                let approve = dice.lock().unwrap().next() % 2 == 0;
                 let (args, verdict): (Vec<&str>, &str) = if proposal["kind"] == "note" {
                     (vec!["forward", &id], "forwarded")
+                } else if approve {
+                    (
+                        vec!["approve", &id, "--hash", hash, "--reason", "driven"],
+                        "approved",
+                    )
                 } else {
                     (
                         vec!["reject", &id, "--hash", hash, "--reason", "driven"],
@@ -193,7 +202,8 @@ fn config(estate: &Estate) -> String {
         state_section(),
         estate_config.replace("every = \"5m\"", "every = \"1s\""),
         me()
-    )
+    ) + "\n[orchestrator]\nkind = \"dbt_core\"\nproject_dir = \"project\"\ndbt = \"/bin/true\"\n\n\
+         [orchestrator.jobs]\n\"job.dbt_every_ten_minutes\" = \"dbt build\"\n"
 }
 
 fn kills_while_work_goes_on(kills: usize) {
@@ -334,9 +344,13 @@ fn kills_while_work_goes_on(kills: usize) {
         }
         open_for.insert(key, (id.clone(), resolved.get(&id).copied()));
     }
+    let mut verdicts: BTreeMap<&str, usize> = BTreeMap::new();
+    for (_, verdict) in &decided {
+        *verdicts.entry(verdict).or_default() += 1;
+    }
     eprintln!(
         "serve_team_work: {kills} kills; {} incidents; {} decisions acknowledged; on the chain {} \
-         on proposals, {} snoozes; {} requests sent again after a refusal, {} lost with their engine",
+         on proposals {verdicts:?}, {} snoozes; {} requests sent again after a refusal, {} lost with their engine",
         ids.len(),
         driven.acknowledged.len(),
         decided.len(),
