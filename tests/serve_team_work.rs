@@ -18,7 +18,6 @@
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -41,6 +40,15 @@ const CHANGE: (&str, &str, &str, &str) = ("raw.payments", "amount", "text", "int
 
 /// The monitor the driver snoozes again and again.
 const SNOOZED: &str = "stg_orders";
+
+/// Tells the driver to stop when dropped.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
 
 /// A small seeded generator (xorshift64*): the kill moments replay from the seed.
 struct Dice(u64);
@@ -164,7 +172,7 @@ fn drive(team: &Team, dice: &Mutex<Dice>, stop: &AtomicBool, driven: &Mutex<Driv
                 // Holds and diffs approved or rejected at the dice's word: an approval
                 // is an intent the engine carries out (the hold kept, the model file
                 // changed), so kills also land between an intent and its outcome.
-                let approve = dice.lock().unwrap().next() % 2 == 0;
+                let approve = dice.lock().unwrap().next().is_multiple_of(2);
                 let (args, verdict): (Vec<&str>, &str) = if proposal["kind"] == "note" {
                     (vec!["forward", &id], "forwarded")
                 } else if approve {
@@ -214,7 +222,7 @@ fn kills_while_work_goes_on(kills: usize) {
     let estate = Estate::build(&pg, dir.path(), chrono::Utc::now().naive_utc());
     let team = Team::new(&pg, dir.path(), &config(&estate));
     let dice = Mutex::new(Dice::seeded());
-    let mut engines: Vec<Child> = vec![team.serve(HOSTS[0])];
+    let mut engines = vec![team.serve(HOSTS[0])];
     let first = team.leader_within(&HOSTS[..1], PATIENCE);
     assert_eq!(first, Some(0), "a did not lead:\n{}", team.log("a"));
     engines.push(team.serve(HOSTS[1]));
@@ -223,6 +231,8 @@ fn kills_while_work_goes_on(kills: usize) {
     let driven = Mutex::new(Driven::default());
     std::thread::scope(|scope| {
         let driver = scope.spawn(|| drive(&team, &dice, &stop, &driven));
+        // A failed assertion below stops the driver too, or the scope would wait on it.
+        let _stop_driver = StopOnDrop(&stop);
         let mut leader = 0;
         for round in 0..kills {
             let (table, column, breaking, normal) = CHANGE;
@@ -235,7 +245,6 @@ fn kills_while_work_goes_on(kills: usize) {
             engines[leader].wait().unwrap();
             let killed = leader;
             let Some(now) = team.leader_within(&HOSTS, TAKEOVER) else {
-                stop.store(true, Ordering::SeqCst);
                 panic!(
                     "round {round}: nobody leads {TAKEOVER:?} after the kill\n{}",
                     team.log(HOSTS[1 - killed])

@@ -58,19 +58,21 @@ impl Team {
 
     /// `dataward serve` for `host`, its stderr in `HOST.log` (begun anew: what a log
     /// says is about this engine, not the one killed before it).
-    pub fn serve(&self, host: &str) -> Child {
+    pub fn serve(&self, host: &str) -> Serving {
         let log = std::fs::File::create(self.root.join(format!("{host}.log"))).unwrap();
-        Command::new(env!("CARGO_BIN_EXE_dataward"))
-            .args(["serve", "--log-stderr", "--config"])
-            .arg(&self.config)
-            .arg("--data-dir")
-            .arg(self.data(host))
-            .env(URL_ENV, &self.url)
-            .current_dir(&self.root)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap()
+        Serving(
+            Command::new(env!("CARGO_BIN_EXE_dataward"))
+                .args(["serve", "--log-stderr", "--config"])
+                .arg(&self.config)
+                .arg("--data-dir")
+                .arg(self.data(host))
+                .env(URL_ENV, &self.url)
+                .current_dir(&self.root)
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .unwrap(),
+        )
     }
 
     pub fn log(&self, host: &str) -> String {
@@ -161,6 +163,30 @@ impl Team {
             })
             .collect();
         (terms, chain::verify_of(&state).unwrap())
+    }
+}
+
+/// A spawned `serve`, killed (stopped or not) when dropped, so a failed assertion
+/// leaves no engine behind.
+pub struct Serving(Child);
+
+impl std::ops::Deref for Serving {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Serving {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 
