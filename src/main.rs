@@ -449,6 +449,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // Started in the background by a console, nobody reads stderr: the log says why.
             if let Err(e) = &served {
                 tracing::error!("dataward serve stopped: {e:#}");
+                // Deposed: another engine leads now; this one did as it should (exit 1).
+                if let Some(deposed) = e.downcast_ref::<dataward::engine::leadership::DeposedStop>()
+                {
+                    eprintln!("dataward: {}", dataward::sanitize::for_terminal(&deposed.0));
+                    return Ok(ExitCode::from(1));
+                }
             }
             served?;
             Ok(ExitCode::SUCCESS)

@@ -11,155 +11,36 @@
 
 mod support;
 
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use dataward::chain;
-use dataward::store::chain::ChainStore;
-use dataward::store::postgres::{PgState, Source};
 use support::pg::{start_or_skip, PgServer};
+use support::team::{signal, state_section, Team};
 
 const PATIENCE: Duration = Duration::from_secs(90);
 
-struct Team {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    config: PathBuf,
-    url: String,
-}
-
-impl Team {
-    fn new(pg: &PgServer) -> Team {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().to_path_buf();
-        let warehouse = rusqlite::Connection::open(root.join("wh.db")).unwrap();
-        warehouse
-            .execute_batch(
-                "CREATE TABLE events (id INTEGER PRIMARY KEY, kind TEXT, at TEXT);
-                 INSERT INTO events (kind, at) VALUES ('a', '2026-01-01T00:00:00Z');",
-            )
-            .unwrap();
-        let me = dataward::approve::Actor::current()
-            .user
-            .expect("this account has a name");
-        let config = root.join("config.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "[state]\nurl_env = \"TEST_STATE_URL\"\nteam = \"payments\"\n\n\
-                 [warehouse.wh]\nkind = \"sqlite\"\npath = \"wh.db\"\n\n\
-                 [[monitor]]\nname = \"events\"\nwarehouse = \"wh\"\ntable = \"events\"\n\
-                 checks = [\"row_count\"]\nevery = \"5m\"\n\n\
-                 [people.{me:?}]\nname = \"On call\"\nroles = [\"owner\"]\n"
-            ),
+/// A team watching one SQLite table, its config under a fresh folder.
+fn team(pg: &PgServer) -> (tempfile::TempDir, Team) {
+    let dir = tempfile::tempdir().unwrap();
+    let root: PathBuf = dir.path().to_path_buf();
+    let warehouse = rusqlite::Connection::open(root.join("wh.db")).unwrap();
+    warehouse
+        .execute_batch(
+            "CREATE TABLE events (id INTEGER PRIMARY KEY, kind TEXT, at TEXT);
+             INSERT INTO events (kind, at) VALUES ('a', '2026-01-01T00:00:00Z');",
         )
         .unwrap();
-        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).unwrap();
-        Team {
-            _dir: dir,
-            root,
-            config,
-            url: pg.url.clone(),
-        }
-    }
-
-    fn data(&self, host: &str) -> PathBuf {
-        self.root.join(host)
-    }
-
-    fn serve(&self, host: &str) -> Child {
-        let log = std::fs::File::create(self.root.join(format!("{host}.log"))).unwrap();
-        Command::new(env!("CARGO_BIN_EXE_dataward"))
-            .args(["serve", "--log-stderr", "--config"])
-            .arg(&self.config)
-            .arg("--data-dir")
-            .arg(self.data(host))
-            .env("TEST_STATE_URL", &self.url)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap()
-    }
-
-    fn log(&self, host: &str) -> String {
-        std::fs::read_to_string(self.root.join(format!("{host}.log"))).unwrap_or_default()
-    }
-}
-
-/// `dataward approve` of a proposal that does not exist, sent to the engine serving
-/// `data`: (exit code, stdout and stderr). A leader refuses it as not found (exit 1);
-/// a standby refuses it saying who leads (exit 2, as with no engine).
-fn approve(data: &Path) -> (Option<i32>, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_dataward"))
-        .args([
-            "approve",
-            "p-none",
-            "--hash",
-            "0",
-            "--reason",
-            "test",
-            "--data-dir",
-        ])
-        .arg(data)
-        .output()
-        .unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let me = support::team::me();
+    let config = format!(
+        "{}[warehouse.wh]\nkind = \"sqlite\"\npath = \"{}\"\n\n\
+         [[monitor]]\nname = \"events\"\nwarehouse = \"wh\"\ntable = \"events\"\n\
+         checks = [\"row_count\"]\nevery = \"5m\"\n\n\
+         [people.{me:?}]\nname = \"On call\"\nroles = [\"owner\"]\n",
+        state_section(),
+        root.join("wh.db").display()
     );
-    (out.status.code(), said)
-}
-
-/// `dataward doctor`'s line on the engine serving `data`.
-fn doctor_engine_line(team: &Team, data: &Path) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_dataward"))
-        .args(["doctor", "--config"])
-        .arg(&team.config)
-        .arg("--data-dir")
-        .arg(data)
-        .env("TEST_STATE_URL", &team.url)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stdout);
-    said.lines()
-        .find(|line| line.contains(" engine "))
-        .unwrap_or_else(|| panic!("no engine line in:\n{said}"))
-        .to_string()
-}
-
-/// Does the engine on `data` lead (answer a request itself)?
-fn leads(data: &Path) -> bool {
-    let socket = data.join("dataward.sock");
-    std::os::unix::net::UnixStream::connect(socket).is_ok() && approve(data).0 == Some(1)
-}
-
-/// The chain's takeover records: (term, from_term).
-fn takeovers(pg: &PgServer, data: &Path) -> (Vec<(u64, Option<u64>)>, chain::VerifyReport) {
-    let source = Source {
-        url: pg.url.clone(),
-        named_by: "test".to_string(),
-    };
-    let state = PgState::open(&source, "payments", data, Duration::from_secs(5)).unwrap();
-    let records = state.records_of_kind("takeover").unwrap();
-    let terms = records
-        .iter()
-        .map(|r| {
-            let payload: serde_json::Value = serde_json::from_str(&r.payload).unwrap();
-            (
-                payload["term"].as_u64().unwrap(),
-                payload["from_term"].as_u64(),
-            )
-        })
-        .collect();
-    (terms, chain::verify_of(&state).unwrap())
-}
-
-fn kill(child: &mut Child, signal: i32) {
-    // SAFETY: kill(2) on our own child's pid.
-    unsafe { libc::kill(child.id() as i32, signal) };
+    let team = Team::new(pg, &root, &config);
+    (dir, team)
 }
 
 /// Kills the leader `kills` times; after each, the standby leads, and the killed one
@@ -168,12 +49,12 @@ fn leaders_killed_again_and_again(kills: usize) {
     let Some(pg) = start_or_skip("serve_team") else {
         return;
     };
-    let team = Team::new(&pg);
+    let (_dir, team) = team(&pg);
     let hosts = ["a", "b"];
     let mut engines = vec![team.serve(hosts[0])];
     let wait_for = |host: &str| {
         let deadline = Instant::now() + PATIENCE;
-        while !leads(&team.data(host)) {
+        while !team.leads(host) {
             assert!(
                 Instant::now() < deadline,
                 "{host} did not take the lead; its log:\n{}",
@@ -193,9 +74,9 @@ fn leaders_killed_again_and_again(kills: usize) {
             assert!(Instant::now() < deadline, "{}", team.log(hosts[standby]));
             std::thread::sleep(Duration::from_millis(50));
         }
-        let (terms, _) = takeovers(&pg, &team.data(hosts[leader]));
+        let (terms, _) = team.takeovers(hosts[leader]);
         let leading = terms.last().expect("the leader took over").0;
-        let (code, said) = approve(&team.data(hosts[standby]));
+        let (code, said) = team.approve_nothing(hosts[standby]);
         let leader_socket = team.data(hosts[leader]).join("dataward.sock");
         let expected = format!(
             "leads team payments at term {leading} (socket {})",
@@ -206,19 +87,19 @@ fn leaders_killed_again_and_again(kills: usize) {
             "round {round}: {said}"
         );
         assert_eq!(code, Some(2), "round {round}: {said}");
-        let line = doctor_engine_line(&team, &team.data(hosts[standby]));
+        let line = team.doctor_engine_line(hosts[standby]);
         assert!(
             line.starts_with('✓') && line.contains(&expected),
             "a standby is fine to doctor: {line}"
         );
-        kill(&mut engines[leader], libc::SIGKILL);
+        signal(&engines[leader], libc::SIGKILL);
         engines[leader].wait().unwrap();
         wait_for(hosts[standby]);
         // The same request on the same socket now reaches the new leader.
-        let (code, said) = approve(&team.data(hosts[standby]));
+        let (code, said) = team.approve_nothing(hosts[standby]);
         assert_eq!(code, Some(1), "round {round}: {said}");
         assert!(!said.contains("standby"), "round {round}: {said}");
-        let (terms, report) = takeovers(&pg, &team.data(hosts[standby]));
+        let (terms, report) = team.takeovers(hosts[standby]);
         assert!(report.ok, "round {round}: {:?}", report.first_bad);
         assert_eq!(terms.len(), round + 2, "one takeover per lead: {terms:?}");
         let (last, before) = (terms[round + 1], terms[round]);
@@ -232,7 +113,7 @@ fn leaders_killed_again_and_again(kills: usize) {
         leader = standby;
     }
     for engine in &mut engines {
-        kill(engine, libc::SIGKILL);
+        signal(engine, libc::SIGKILL);
         let _ = engine.wait();
     }
 }
@@ -246,4 +127,95 @@ fn a_leader_killed_with_9_is_replaced_by_the_standby_which_says_so_on_the_chain(
 #[ignore = "twenty takeovers: run by hand"]
 fn twenty_leaders_killed_with_9() {
     leaders_killed_again_and_again(20);
+}
+
+/// How many records the team's chain holds, as `host` reads it, and the last one's kind
+/// and payload; the chain verified.
+fn chain_end(team: &Team, host: &str) -> (u64, String, serde_json::Value) {
+    use dataward::store::chain::ChainStore;
+    let state = team.state(host);
+    let report = dataward::chain::verify_of(&state).unwrap();
+    assert!(report.ok, "the chain: {:?}", report.first_bad);
+    let records = state.records().unwrap();
+    let last = records.last().expect("the chain has records");
+    (
+        report.records as u64,
+        last.kind.clone(),
+        serde_json::from_str(&last.payload).unwrap(),
+    )
+}
+
+/// A leader stopped (SIGSTOP) past its lease: the standby ends its session and takes
+/// over. The new leader is then stopped in turn, so nothing else writes, and the old
+/// one continued (SIGCONT): it writes nothing (the chain still ends with the takeover
+/// record), says `deposed: ...` and exits 1. The new leader, continued, still leads.
+#[test]
+fn a_paused_leader_woken_after_a_takeover_writes_nothing_and_exits_deposed() {
+    let Some(pg) = start_or_skip("serve_team paused") else {
+        return;
+    };
+    let (_dir, team) = team(&pg);
+    let mut a = team.serve("a");
+    assert_eq!(
+        team.leader_within(&["a"], PATIENCE),
+        Some(0),
+        "{}",
+        team.log("a")
+    );
+    let mut b = team.serve("b");
+    let deadline = Instant::now() + PATIENCE;
+    while !team.log("b").contains("standby: ") {
+        assert!(Instant::now() < deadline, "{}", team.log("b"));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    signal(&a, libc::SIGSTOP);
+    assert_eq!(
+        team.leader_within(&["b"], PATIENCE),
+        Some(0),
+        "b did not take over from the stopped a:\n{}",
+        team.log("b")
+    );
+    let (terms, _) = team.takeovers("b");
+    assert_eq!(terms, vec![(1, None), (2, Some(1))]);
+    signal(&b, libc::SIGSTOP);
+    let (records, kind, payload) = chain_end(&team, "b");
+    assert_eq!(
+        (kind.as_str(), payload["term"].as_u64()),
+        ("takeover", Some(2))
+    );
+
+    signal(&a, libc::SIGCONT);
+    let deadline = Instant::now() + PATIENCE;
+    let status = loop {
+        if let Some(status) = a.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "a never stopped:\n{}",
+            team.log("a")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let said = team.log("a");
+    assert_eq!(status.code(), Some(1), "{said}");
+    assert!(said.contains("deposed: "), "{said}");
+    let (after, kind, payload) = chain_end(&team, "b");
+    assert_eq!(after, records, "the deposed leader wrote:\n{said}");
+    assert_eq!(
+        (kind.as_str(), payload["term"].as_u64()),
+        ("takeover", Some(2))
+    );
+
+    signal(&b, libc::SIGCONT);
+    assert_eq!(
+        team.leader_within(&["b"], PATIENCE),
+        Some(0),
+        "{}",
+        team.log("b")
+    );
+    assert!(!team.log("b").contains("deposed"), "{}", team.log("b"));
+    signal(&b, libc::SIGKILL);
+    let _ = b.wait();
 }

@@ -95,6 +95,19 @@ impl Deposed {
     }
 }
 
+/// The error a deposed leader's `serve` ends with: its own exit status (1), apart
+/// from an engine that could not run (2).
+#[derive(Debug)]
+pub struct DeposedStop(pub String);
+
+impl std::fmt::Display for DeposedStop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DeposedStop {}
+
 /// Renews the lease on a thread of its own while the engine runs; once it is lost, the
 /// hub is told to stop and [`Deposed`] says why.
 pub fn keep(leading: Leading, hub: Sender<HubMessage>) -> Result<Deposed> {

@@ -728,7 +728,7 @@ pub fn serve(options: &ServeOptions) -> Result<()> {
     drop(hub_tx);
     tracing::info!("stopped");
     if let Some(why) = deposed.and_then(|d| d.reason()) {
-        anyhow::bail!("{why}");
+        return Err(leadership::DeposedStop(why).into());
     }
     result.map(|_| ())
 }

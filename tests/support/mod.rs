@@ -3,3 +3,4 @@
 pub mod dbt;
 pub mod estate;
 pub mod pg;
+pub mod team;
