@@ -126,7 +126,8 @@ fn ahead_width(window: &MinuteWindow) -> i64 {
 /// The whole read: the scan's groups (`counts` their select items), each saying
 /// whether it is a minute of the hour ahead, and, in the same statement (one snapshot),
 /// the first page holding a recent row and the rows on the pages from it on (see
-/// [`Tail`]). With no recent row, the file's end: rows inserted later land past it.
+/// [`Tail`]). With no recent row, the file's last page: rows inserted later fill it
+/// first, then pages past it.
 fn tail_sql(table: &str, window: &MinuteWindow, minute: &str, counts: &str) -> String {
     let col = quote_ident(window.column);
     let literal = table.replace('\'', "''");
@@ -137,8 +138,8 @@ fn tail_sql(table: &str, window: &MinuteWindow, minute: &str, counts: &str) -> S
            FROM {table} GROUP BY 1, 2),
          first_recent AS (
            SELECT coalesce(min(first_page) FILTER (WHERE minute >= to_timestamp({from})),
-                           pg_relation_size('{literal}'::regclass)
-                             / current_setting('block_size')::int8) AS page
+                           greatest(pg_relation_size('{literal}'::regclass)
+                             / current_setting('block_size')::int8 - 1, 0)) AS page
            FROM read_groups),
          tail_rows AS (
            SELECT count(*) AS rows,
