@@ -212,8 +212,7 @@ impl OlderDays {
     ) -> Option<TableCounts> {
         let recent_rows: u64 = recent.minutes.iter().map(|m| m.rows).sum();
         let only_appended = self.unmoved(marks)
-            && marks.inserted - self.marks.inserted
-                == recent_rows as i64 - self.recent_rows as i64;
+            && marks.inserted - self.marks.inserted == recent_rows as i64 - self.recent_rows as i64;
         let known_days = stripe_rows
             .iter()
             .all(|(day, _)| self.days.iter().any(|d| d.0 == *day));
@@ -232,8 +231,13 @@ impl OlderDays {
     /// The same file, and no row updated or deleted since the kept read.
     fn unmoved(&self, marks: ChangeMarks) -> bool {
         let was = self.marks;
-        (marks.table, marks.file, marks.indexed, marks.updated, marks.deleted)
-            == (was.table, was.file, was.indexed, was.updated, was.deleted)
+        (
+            marks.table,
+            marks.file,
+            marks.indexed,
+            marks.updated,
+            marks.deleted,
+        ) == (was.table, was.file, was.indexed, was.updated, was.deleted)
     }
 
     /// The whole table's counts from the kept days and `read`, the pages of the kept
@@ -343,7 +347,9 @@ pub fn read_recent(
     // Without an index on the column, the kept tail's pages, when the time of day has
     // only moved on within the kept minutes ahead (the nulls counted are the recent
     // rows', on the same column).
-    let same_column = scan.nulls_since.is_none_or(|(column, _)| column == plan.column);
+    let same_column = scan
+        .nulls_since
+        .is_none_or(|(column, _)| column == plan.column);
     if let (false, true, true, Some(tail)) = (marks.indexed, forward, same_column, &kept.tail) {
         return Ok(match warehouse.scan_tail(scan, tail.page)? {
             Some(read) => kept.merge_tail(scan, read, stripe, marks),

@@ -464,7 +464,11 @@ impl Warehouse for PostgresWarehouse {
         Ok(Some((counts, stripe_rows)))
     }
 
-    fn scan_tail(&self, scan: &TableScan, page: i64) -> Result<Option<TableCounts>, WarehouseError> {
+    fn scan_tail(
+        &self,
+        scan: &TableScan,
+        page: i64,
+    ) -> Result<Option<TableCounts>, WarehouseError> {
         // A TID range: the pages from `page` on, whatever the indexes.
         let rows = format!(
             "(SELECT * FROM {} WHERE ctid >= '({page},0)'::tid) AS tail",
