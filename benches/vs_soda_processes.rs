@@ -531,7 +531,8 @@ fn build_tables(
                        ELSE round((random() * 1000)::numeric, 2) END AS amount,
                   'row ' || n AS note,
                   date_trunc('minute', now()) - n * interval '{minutes_apart} minutes' AS loaded_at
-           FROM generate_series(0, {last}) n;"
+           -- Oldest first, as rows that arrived over 70 days lie in the file.
+           FROM generate_series({last}, 0, -1) n;"
     ));
     std::thread::scope(|scope| {
         for worker in 0..2 {

@@ -357,6 +357,14 @@ fn tail_steps() -> Vec<Step> {
             Some(true),
         ),
         step(5, "", "steady again", Some(false)),
+        step(70, "", "the time of day past the minutes ahead", Some(true)),
+        step(20, "", "the time of day moved, no older row passed", Some(false)),
+        step(
+            35,
+            "",
+            "the time of day moved past each older day's 15:00 rows",
+            Some(false),
+        ),
         step(
             5,
             "DELETE FROM {t} WHERE id < 400",
@@ -370,15 +378,12 @@ fn tail_steps() -> Vec<Step> {
             "recent rows put in the first pages' freed space are found",
             Some(true),
         ),
-        step(70, "", "the time of day past the minutes ahead", Some(true)),
-        step(20, "", "the time of day moved, no older row passed", Some(false)),
         step(
-            30,
+            5,
             "",
-            "the time of day moved past each older day's 15:00 rows",
+            "steady, recent rows near the file's start: the recent days by their time",
             Some(false),
         ),
-        step(5, "", "steady again", Some(false)),
     ]
 }
 

@@ -47,9 +47,9 @@ pub struct OlderDays {
     tail: Option<KeptTail>,
 }
 
-/// A [`Tail`] as kept: its older days' minutes ahead as varints, (days since the
-/// previous entry's, minutes since the previous entry's on the same day (or since
-/// `ahead_from`), rows), in hex, so the hour ahead of 70 days costs a few kilobytes.
+/// A [`Tail`] as kept: its older days' minutes ahead as varints in hex, per day with
+/// any (days since the previous such day, entries), then per entry (minutes since the
+/// previous entry or `ahead_from`, rows): two bytes a minute with rows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct KeptTail {
     page: i64,
@@ -61,9 +61,10 @@ struct KeptTail {
 }
 
 /// At most this many (day, minute) entries of the hour ahead are kept: past them the
-/// hour is cut short (and the next whole read comes sooner), so the state stays small
-/// however many rows a minute holds.
-const AHEAD_ENTRIES: usize = 1_500;
+/// hour is cut short (and the next whole read comes sooner), so they stay near 1 KB
+/// however many rows a minute holds (the tables, a row every 3 minutes: the
+/// next 24 minutes of 70 days).
+const AHEAD_ENTRIES: usize = 480;
 
 impl KeptTail {
     fn of(tail: &Tail) -> KeptTail {
@@ -74,16 +75,19 @@ impl KeptTail {
             times.sort_unstable();
             until = times[AHEAD_ENTRIES];
         }
+        let kept: Vec<&(i64, i64, u64)> = tail.ahead.iter().filter(|e| e.1 < until).collect();
         let mut blob = Vec::new();
-        let (mut day, mut time) = (0, 0);
-        for &(d, t, rows) in tail.ahead.iter().filter(|e| e.1 < until) {
-            if d != day {
-                time = tail.ahead_from;
+        let mut previous_day = 0;
+        for day in kept.chunk_by(|a, b| a.0 == b.0) {
+            put_varint(&mut blob, (day[0].0 - previous_day) as u64);
+            put_varint(&mut blob, day.len() as u64);
+            let mut time = tail.ahead_from;
+            for &&(_, at, rows) in day {
+                put_varint(&mut blob, ((at - time) / 60) as u64);
+                put_varint(&mut blob, rows);
+                time = at;
             }
-            put_varint(&mut blob, (d - day) as u64);
-            put_varint(&mut blob, ((t - time) / 60) as u64);
-            put_varint(&mut blob, rows);
-            (day, time) = (d, t);
+            previous_day = day[0].0;
         }
         KeptTail {
             page: tail.page,
@@ -102,15 +106,14 @@ impl KeptTail {
             .collect::<Option<_>>()?;
         let mut blob = bytes.as_slice();
         let mut ahead = Vec::new();
-        let (mut day, mut time) = (0i64, 0i64);
+        let mut day = 0i64;
         while !blob.is_empty() {
-            let days = take_varint(&mut blob).ok()? as i64;
-            if days != 0 {
-                time = self.ahead_from;
+            day += take_varint(&mut blob).ok()? as i64;
+            let mut time = self.ahead_from;
+            for _ in 0..take_varint(&mut blob).ok()? {
+                time += 60 * take_varint(&mut blob).ok()? as i64;
+                ahead.push((day, time, take_varint(&mut blob).ok()?));
             }
-            day += days;
-            time += 60 * take_varint(&mut blob).ok()? as i64;
-            ahead.push((day, time, take_varint(&mut blob).ok()?));
         }
         Some(Tail {
             page: self.page,
@@ -377,4 +380,36 @@ pub fn load(state: &dyn Store, monitor: &str) -> Result<Option<OlderDays>> {
 /// minutes are stored: storing them forgets these).
 pub fn store(state: &dyn Store, monitor: &str, days: &OlderDays) -> Result<()> {
     state.set_older_days(monitor, &serde_json::to_string(days)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tail(ahead: Vec<(i64, i64, u64)>) -> Tail {
+        Tail {
+            page: 7,
+            rows: 100,
+            not_recent: 3,
+            ahead_from: 12 * 3600,
+            ahead_until: 13 * 3600,
+            ahead,
+        }
+    }
+
+    #[test]
+    fn the_minutes_ahead_round_trip_and_are_cut_short_past_the_limit() {
+        let few = tail(vec![(19_800, 43_200, 1), (19_800, 43_380, 2), (19_802, 45_000, 300)]);
+        assert_eq!(KeptTail::of(&few).tail(), Some(few));
+        // A row every minute of the hour on 70 days: 4,200 entries, cut to the minutes
+        // that keep them within the limit, earliest first.
+        let busy: Vec<(i64, i64, u64)> = (19_800..19_870)
+            .flat_map(|day| (0..60).map(move |m| (day, 12 * 3600 + 60 * m, 1)))
+            .collect();
+        let kept = KeptTail::of(&tail(busy.clone())).tail().unwrap();
+        assert_eq!(kept.ahead_until, 12 * 3600 + 60 * 6);
+        assert_eq!(kept.ahead.len(), 420);
+        let within: Vec<_> = busy.into_iter().filter(|e| e.1 < kept.ahead_until).collect();
+        assert_eq!(kept.ahead, within);
+    }
 }

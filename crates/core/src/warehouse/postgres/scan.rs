@@ -101,6 +101,9 @@ pub(super) fn scan_sql(scan: &TableScan, rows: Option<&str>) -> String {
     }
 }
 
+/// A tail is read only when it is at most this share of the file's pages: 1/4.
+const TAIL_SHARE: i64 = 4;
+
 /// How far ahead of the cutoff a whole read counts the older days' rows by minute.
 const AHEAD: i64 = 3_600;
 
@@ -127,7 +130,9 @@ fn ahead_width(window: &MinuteWindow) -> i64 {
 /// whether it is a minute of the hour ahead, and, in the same statement (one snapshot),
 /// the first page holding a recent row and the rows on the pages from it on (see
 /// [`Tail`]). With no recent row, the file's last page: rows inserted later fill it
-/// first, then pages past it.
+/// first, then pages past it. No tail (a NULL page) when it would be more than a
+/// [`TAIL_SHARE`]th of the file (recent rows near its start: rows written newest first,
+/// or into freed space): reading it would cost more than the recent days by their time.
 fn tail_sql(table: &str, window: &MinuteWindow, minute: &str, counts: &str) -> String {
     let col = quote_ident(window.column);
     let literal = table.replace('\'', "''");
@@ -136,16 +141,20 @@ fn tail_sql(table: &str, window: &MinuteWindow, minute: &str, counts: &str) -> S
            SELECT {minute} AS minute, coalesce({ahead}, false) AS ahead, {counts},
                   (min(ctid)::text::point)[0]::int8 AS first_page
            FROM {table} GROUP BY 1, 2),
+         pages AS (
+           SELECT greatest(pg_relation_size('{literal}'::regclass)
+                             / current_setting('block_size')::int8, 1) AS pages),
          first_recent AS (
            SELECT coalesce(min(first_page) FILTER (WHERE minute >= to_timestamp({from})),
-                           greatest(pg_relation_size('{literal}'::regclass)
-                             / current_setting('block_size')::int8 - 1, 0)) AS page
-           FROM read_groups),
+                           pages - 1) AS page, pages
+           FROM read_groups, pages GROUP BY pages),
          tail_rows AS (
            SELECT count(*) AS rows,
                   count(*) FILTER (WHERE ({col} >= to_timestamp({from})) IS NOT TRUE) AS not_recent
-           FROM {table} WHERE ctid >= format('(%s,0)', (SELECT page FROM first_recent))::tid)
-         SELECT extract(epoch from minute)::int8, read_groups.*, page, rows, not_recent
+           FROM {table} WHERE ctid >= format('(%s,0)', (SELECT page FROM first_recent))::tid
+             AND (SELECT page >= pages - pages / {TAIL_SHARE} FROM first_recent))
+         SELECT extract(epoch from minute)::int8, read_groups.*,
+                CASE WHEN page >= pages - pages / {TAIL_SHARE} THEN page END, rows, not_recent
          FROM read_groups, first_recent, tail_rows",
         ahead = ahead_sql(window),
         from = window.from,
@@ -295,13 +304,15 @@ impl PostgresWarehouse {
             }
         }
         ahead.sort_unstable();
-        let tail = rows.first().map(|r| Tail {
-            page: r.get(4 + width),
-            rows: count(r, 5 + width),
-            not_recent: count(r, 6 + width),
-            ahead_from: window.cutoff,
-            ahead_until: window.cutoff + ahead_width(window),
-            ahead,
+        let tail = rows.first().and_then(|r| {
+            Some(Tail {
+                page: r.get::<_, Option<i64>>(4 + width)?,
+                rows: count(r, 5 + width),
+                not_recent: count(r, 6 + width),
+                ahead_from: window.cutoff,
+                ahead_until: window.cutoff + ahead_width(window),
+                ahead,
+            })
         });
         Ok(TableCounts {
             tail,
