@@ -399,7 +399,11 @@ mod tests {
 
     #[test]
     fn the_minutes_ahead_round_trip_and_are_cut_short_past_the_limit() {
-        let few = tail(vec![(19_800, 43_200, 1), (19_800, 43_380, 2), (19_802, 45_000, 300)]);
+        let few = tail(vec![
+            (19_800, 43_200, 1),
+            (19_800, 43_380, 2),
+            (19_802, 45_000, 300),
+        ]);
         assert_eq!(KeptTail::of(&few).tail(), Some(few));
         // A row every minute of the hour on 70 days: 4,200 entries, cut to the minutes
         // that keep them within the limit, earliest first.
@@ -409,7 +413,10 @@ mod tests {
         let kept = KeptTail::of(&tail(busy.clone())).tail().unwrap();
         assert_eq!(kept.ahead_until, 12 * 3600 + 60 * 6);
         assert_eq!(kept.ahead.len(), 420);
-        let within: Vec<_> = busy.into_iter().filter(|e| e.1 < kept.ahead_until).collect();
+        let within: Vec<_> = busy
+            .into_iter()
+            .filter(|e| e.1 < kept.ahead_until)
+            .collect();
         assert_eq!(kept.ahead, within);
     }
 }

@@ -34,9 +34,15 @@ pub(super) fn scan_sql(scan: &TableScan, rows: Option<&str>) -> String {
                 format!("date_bin('{width}', {col}::timestamptz, timestamptz 'epoch')")
             };
             // A whole read also counts the older days' rows of the hour to come by
-            // minute (see Tail), in groups of their own.
+            // minute (see Tail), in groups of their own, keyed a second past the minute
+            // to tell them from the days (a second grouping column made the planner
+            // sort every row).
             let ahead = if whole {
-                format!("WHEN {} THEN {}", ahead_sql(window), bin("1 minute"))
+                format!(
+                    "WHEN {} THEN {} + interval '{AHEAD_MARK} second'",
+                    ahead_sql(window),
+                    bin("1 minute")
+                )
             } else {
                 String::new()
             };
@@ -104,6 +110,9 @@ pub(super) fn scan_sql(scan: &TableScan, rows: Option<&str>) -> String {
 /// A tail is read only when it is at most this share of the file's pages: 1/4.
 const TAIL_SHARE: i64 = 4;
 
+/// Seconds past its minute a minute of the hour ahead is keyed at.
+const AHEAD_MARK: i64 = 1;
+
 /// How far ahead of the cutoff a whole read counts the older days' rows by minute.
 const AHEAD: i64 = 3_600;
 
@@ -135,18 +144,20 @@ fn ahead_width(window: &MinuteWindow) -> i64 {
 /// or into freed space): reading it would cost more than the recent days by their time.
 fn tail_sql(table: &str, window: &MinuteWindow, minute: &str, counts: &str) -> String {
     let col = quote_ident(window.column);
+    // The page of a recent row only: a page number as a by-value integer (a tid
+    // aggregate made the planner sort every row) costs a conversion a row.
     let literal = table.replace('\'', "''");
     format!(
         "WITH read_groups AS MATERIALIZED (
-           SELECT {minute} AS minute, coalesce({ahead}, false) AS ahead, {counts},
-                  (min(ctid)::text::point)[0]::int8 AS first_page
-           FROM {table} GROUP BY 1, 2),
+           SELECT {minute} AS minute, {counts},
+                  min((ctid::text::point)[0]::int8)
+                    FILTER (WHERE {col} >= to_timestamp({from})) AS first_page
+           FROM {table} GROUP BY 1),
          pages AS (
            SELECT greatest(pg_relation_size('{literal}'::regclass)
                              / current_setting('block_size')::int8, 1) AS pages),
          first_recent AS (
-           SELECT coalesce(min(first_page) FILTER (WHERE minute >= to_timestamp({from})),
-                           pages - 1) AS page, pages
+           SELECT coalesce(min(first_page), pages - 1) AS page, pages
            FROM read_groups, pages GROUP BY pages),
          tail_rows AS (
            SELECT count(*) AS rows,
@@ -156,7 +167,6 @@ fn tail_sql(table: &str, window: &MinuteWindow, minute: &str, counts: &str) -> S
          SELECT extract(epoch from minute)::int8, read_groups.*,
                 CASE WHEN page >= pages - pages / {TAIL_SHARE} THEN page END, rows, not_recent
          FROM read_groups, first_recent, tail_rows",
-        ahead = ahead_sql(window),
         from = window.from,
     )
 }
@@ -286,29 +296,29 @@ impl PostgresWarehouse {
                 .collect();
             return Ok(TableCounts::from_groups(groups, scan));
         };
-        // Columns: the minute as seconds, the minute, whether it is a minute of the
-        // hour ahead, the counts, the group's first page, then the tail's (tail_sql).
+        // Columns: the minute as seconds, the minute, the counts, the group's first
+        // page, then the tail's (tail_sql).
         let mut groups: Vec<(Option<i64>, Vec<u64>)> = Vec::new();
         let mut ahead = Vec::new();
         for r in &rows {
             let key = r.get::<_, Option<i64>>(0);
-            let counts: Vec<u64> = (3..3 + width).map(|i| count(r, i)).collect();
-            match (key, r.get::<_, bool>(2)) {
-                (Some(minute), true) => {
-                    let day = minute.div_euclid(DAY);
-                    ahead.push((day, minute - day * DAY, counts[0]));
+            let counts: Vec<u64> = (2..2 + width).map(|i| count(r, i)).collect();
+            match key {
+                Some(marked) if marked.rem_euclid(60) == AHEAD_MARK => {
+                    let day = marked.div_euclid(DAY);
+                    ahead.push((day, marked - AHEAD_MARK - day * DAY, counts[0]));
                     add_to_day(&mut groups, day * DAY, counts);
                 }
-                (Some(day), false) if day < window.from => add_to_day(&mut groups, day, counts),
+                Some(day) if day < window.from => add_to_day(&mut groups, day, counts),
                 _ => groups.push((key, counts)),
             }
         }
         ahead.sort_unstable();
         let tail = rows.first().and_then(|r| {
             Some(Tail {
-                page: r.get::<_, Option<i64>>(4 + width)?,
-                rows: count(r, 5 + width),
-                not_recent: count(r, 6 + width),
+                page: r.get::<_, Option<i64>>(3 + width)?,
+                rows: count(r, 4 + width),
+                not_recent: count(r, 5 + width),
                 ahead_from: window.cutoff,
                 ahead_until: window.cutoff + ahead_width(window),
                 ahead,
