@@ -14,6 +14,12 @@
 //! The first poll of each day reads the whole table too, so yesterday's late rows and
 //! counters that lag a moment behind the writes are caught at least once a day.
 //!
+//! Without an index on the column that read costs a pass over the table, so where the
+//! warehouse says where the recent rows lie (a [`Tail`]: PostgreSQL's pages) a poll
+//! reads only the pages from the first recent row on, and takes the older days' rows at
+//! the times of day it moved past from the minutes ahead the whole read kept. It keeps
+//! the older days only when those pages gained exactly the rows inserted, all recent.
+//!
 //! The counts are the server's own from an earlier read, kept exactly: a check's result
 //! is what a whole-table scan would give.
 
