@@ -54,8 +54,9 @@ pub struct OlderDays {
 }
 
 /// A [`Tail`] as kept: its older days' minutes ahead as varints in hex, per day with
-/// any (days since the previous such day, entries), then per entry (minutes since the
-/// previous entry or `ahead_from`, rows): two bytes a minute with rows.
+/// any (days since the previous such day, entries), then per entry the minutes since
+/// the previous entry or `ahead_from`, doubled, plus one when the rows follow (not
+/// one): a byte a minute with a row.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct KeptTail {
     page: i64,
@@ -67,10 +68,10 @@ struct KeptTail {
 }
 
 /// At most this many (day, minute) entries of the hour ahead are kept: past them the
-/// hour is cut short (and the next whole read comes sooner), so they stay near 1 KB
-/// however many rows a minute holds (the tables, a row every 3 minutes: the
-/// next 24 minutes of 70 days).
-const AHEAD_ENTRIES: usize = 480;
+/// hour is cut short (and the next whole read comes sooner), so they stay near 3 KB in
+/// hex however many rows a minute holds (the tables, a row every 3 minutes:
+/// the whole hour of 70 days, 1,400 entries).
+const AHEAD_ENTRIES: usize = 1_500;
 
 impl KeptTail {
     fn of(tail: &Tail) -> KeptTail {
@@ -89,8 +90,11 @@ impl KeptTail {
             put_varint(&mut blob, day.len() as u64);
             let mut time = tail.ahead_from;
             for &&(_, at, rows) in day {
-                put_varint(&mut blob, ((at - time) / 60) as u64);
-                put_varint(&mut blob, rows);
+                let minutes = ((at - time) / 60) as u64;
+                put_varint(&mut blob, minutes * 2 + u64::from(rows != 1));
+                if rows != 1 {
+                    put_varint(&mut blob, rows);
+                }
                 time = at;
             }
             previous_day = day[0].0;
@@ -117,8 +121,13 @@ impl KeptTail {
             day += take_varint(&mut blob).ok()? as i64;
             let mut time = self.ahead_from;
             for _ in 0..take_varint(&mut blob).ok()? {
-                time += 60 * take_varint(&mut blob).ok()? as i64;
-                ahead.push((day, time, take_varint(&mut blob).ok()?));
+                let step = take_varint(&mut blob).ok()?;
+                time += 60 * (step / 2) as i64;
+                let rows = match step % 2 {
+                    0 => 1,
+                    _ => take_varint(&mut blob).ok()?,
+                };
+                ahead.push((day, time, rows));
             }
         }
         Some(Tail {
@@ -417,8 +426,8 @@ mod tests {
             .flat_map(|day| (0..60).map(move |m| (day, 12 * 3600 + 60 * m, 1)))
             .collect();
         let kept = KeptTail::of(&tail(busy.clone())).tail().unwrap();
-        assert_eq!(kept.ahead_until, 12 * 3600 + 60 * 6);
-        assert_eq!(kept.ahead.len(), 420);
+        assert_eq!(kept.ahead_until, 12 * 3600 + 60 * 21);
+        assert_eq!(kept.ahead.len(), 1_470);
         let within: Vec<_> = busy
             .into_iter()
             .filter(|e| e.1 < kept.ahead_until)
