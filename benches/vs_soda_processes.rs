@@ -21,6 +21,9 @@
 //! `VS_SODA_DATAWARD=PATH` times another dataward binary (an older build, say) instead of
 //! the one cargo built. `VS_SODA_SCALE=100,1000,10000` measures dataward alone on that
 //! many smaller tables: state per table and each poll's cost (see [`scale`]).
+//! `VS_SODA_STEADY=1` measures dataward alone on the sizes' tables of 33,600 rows,
+//! without and with the index: the server's CPU per table of each steady poll (see
+//! [`steady`]); a debug build will do (`--profile dev`): the server's work is the same.
 
 #[path = "../tests/support/pg.rs"]
 mod pg;
@@ -55,6 +58,10 @@ fn main() {
     };
     if let Ok(sizes) = std::env::var("VS_SODA_SCALE") {
         scale(&server, &sizes);
+        return;
+    }
+    if std::env::var_os("VS_SODA_STEADY").is_some() {
+        steady(&server, &sizes);
         return;
     }
     let largest = *sizes.iter().max().expect("at least one size");
@@ -439,6 +446,72 @@ fn scale(server: &pg::PgServer, sizes: &str) {
     }
 }
 
+/// `VS_SODA_STEADY=1`: dataward alone (three checks, then five) on the issue's tables,
+/// without and with an index on loaded_at: the server's CPU per table of a first poll
+/// and of each of [`STEADY_POLLS`] later ones, taken in turn on the two schemas, and
+/// the state per table after them.
+fn steady(server: &pg::PgServer, sizes: &[usize]) {
+    let largest = *sizes.iter().max().expect("at least one size");
+    prepare_server(server, largest);
+    let setup = Instant::now();
+    build_tables(server, "bench", largest, false, ROWS, 3);
+    build_tables(server, "bench_ix", largest, true, ROWS, 3);
+    println!(
+        "setup: {largest} tables x {ROWS} rows (70 days, a row every 3 minutes), without and with \
+         an index on loaded_at, in {:.1}s",
+        setup.elapsed().as_secs_f64()
+    );
+    let side = ServerSide::new(server);
+    let no_soda = Soda {
+        executable: PathBuf::new(),
+        work: tempfile::tempdir().expect("temp dir"),
+    };
+    let bench = Bench {
+        server,
+        side: &side,
+        soda: &no_soda,
+        work: tempfile::tempdir().expect("temp dir"),
+    };
+    let ms = |run: &Run, tables: usize| run.server_cpu.as_secs_f64() * 1000.0 / tables as f64;
+    for &tables in sizes {
+        for checks in [THREE_CHECKS, FIVE_CHECKS] {
+            let runs: Vec<(&str, PathBuf, PathBuf)> =
+                [("no index", "bench"), ("index", "bench_ix")]
+                    .iter()
+                    .map(|&(label, schema)| {
+                        let dir =
+                            bench.fresh_dir(&format!("steady-{schema}-{tables}-{}", checks.len()));
+                        (label, bench.config(schema, tables, checks), dir)
+                    })
+                    .collect();
+            let mut polls: Vec<Vec<String>> = vec![Vec::new(); runs.len()];
+            for poll in 0..=STEADY_POLLS {
+                for (i, (_, config, dir)) in runs.iter().enumerate() {
+                    let run = bench.dataward(config, dir);
+                    assert_eq!(run.errors, 0, "a check failed");
+                    let figure = format!("{:.2}", ms(&run, tables));
+                    polls[i].push(if poll == 0 {
+                        format!("first {figure}")
+                    } else {
+                        figure
+                    });
+                }
+            }
+            for (i, (label, _, dir)) in runs.iter().enumerate() {
+                println!(
+                    "{tables:>6} tables, {} checks, {label:<8}: server ms/table {}; state {:.1} KB/table",
+                    checks.len(),
+                    polls[i].join(", "),
+                    state_bytes(dir) as f64 / 1024.0 / tables as f64
+                );
+            }
+        }
+    }
+}
+
+/// The later polls `VS_SODA_STEADY` times after the first.
+const STEADY_POLLS: usize = 4;
+
 /// One template table copied per table by two connections at once; with `index`, an
 /// index on loaded_at for each copy.
 fn build_tables(
@@ -458,7 +531,8 @@ fn build_tables(
                        ELSE round((random() * 1000)::numeric, 2) END AS amount,
                   'row ' || n AS note,
                   date_trunc('minute', now()) - n * interval '{minutes_apart} minutes' AS loaded_at
-           FROM generate_series(0, {last}) n;"
+           -- Oldest first, as rows that arrived over 70 days lie in the file.
+           FROM generate_series({last}, 0, -1) n;"
     ));
     std::thread::scope(|scope| {
         for worker in 0..2 {

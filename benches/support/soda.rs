@@ -65,10 +65,11 @@ impl ServerSide {
             .query_one("SELECT pg_backend_pid()", &[])
             .expect("backend pid")
             .get(0);
-        drop(client);
+        // Read while connected: a backend whose client has gone exits at once.
         let postmaster = proc_stat(backend as u32)
             .expect("the backend's /proc entry")
             .ppid;
+        drop(client);
         // SAFETY: sysconf has no preconditions.
         let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
         ServerSide {

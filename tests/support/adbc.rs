@@ -327,6 +327,7 @@ pub fn counts_from_rows(
             .count() as u64,
         minutes,
         days,
+        tail: None,
         // Each day's nulls over every row of the minutes and days read.
         day_nulls: {
             let mut days: Vec<(i64, Vec<u64>)> = Vec::new();

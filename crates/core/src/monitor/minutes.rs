@@ -422,7 +422,7 @@ fn decode(day_start: i64, mut blob: &[u8], out: &mut Vec<i64>) -> Result<()> {
     Ok(())
 }
 
-fn put_varint(out: &mut Vec<u8>, mut value: u64) {
+pub(super) fn put_varint(out: &mut Vec<u8>, mut value: u64) {
     while value >= 0x80 {
         out.push((value as u8) | 0x80);
         value >>= 7;
@@ -430,7 +430,7 @@ fn put_varint(out: &mut Vec<u8>, mut value: u64) {
     out.push(value as u8);
 }
 
-fn take_varint(blob: &mut &[u8]) -> Result<u64> {
+pub(super) fn take_varint(blob: &mut &[u8]) -> Result<u64> {
     let mut value = 0u64;
     for shift in (0..64).step_by(7) {
         let (&byte, rest) = blob.split_first().context("a number cut short")?;

@@ -201,6 +201,15 @@ pub trait Warehouse: Send {
     ) -> Result<Option<RecentRead>, WarehouseError> {
         Ok(None)
     }
+    /// [`Self::scan`] of only the pages from `page` on (a [`Tail`]'s): the recent rows
+    /// when no row was written elsewhere since. None: the warehouse reads no pages.
+    fn scan_tail(
+        &self,
+        _scan: &TableScan,
+        _page: i64,
+    ) -> Result<Option<TableCounts>, WarehouseError> {
+        Ok(None)
+    }
     /// Plans one query a poll can send for a monitor, without running it. A warehouse
     /// that plans only the scan (the default) says [`Planned::NotPlanned`] for the rest.
     fn plan(&self, query: &CheckQuery) -> Result<Planned, WarehouseError> {
@@ -519,6 +528,27 @@ pub struct TableCounts {
     /// minute by minute or whole (over every row of the day), by day from the epoch,
     /// oldest first.
     pub day_nulls: Vec<(i64, Vec<u64>)>,
+    /// What a whole read found of where the recent rows lie and of the older days'
+    /// coming minutes (see [`Tail`]); None where the warehouse does not say.
+    pub tail: Option<Tail>,
+}
+
+/// Where a table's recent rows lie in its file, and the older days' rows in the hour
+/// of the day to come, so that the next polls read only the file's end (see
+/// [`Warehouse::scan_tail`]) and need no read of the older days for the time of day.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tail {
+    /// The first page holding a recent row (or the file's end when none does).
+    pub page: i64,
+    /// The rows on the pages from `page` on, and those of them outside the recent
+    /// stretch (older, or without a time).
+    pub rows: u64,
+    pub not_recent: u64,
+    /// Seconds into the day [from, until): each older day's rows stamped at a time of
+    /// day in it, (day from the epoch, seconds into the day of the minute, rows).
+    pub ahead_from: i64,
+    pub ahead_until: i64,
+    pub ahead: Vec<(i64, i64, u64)>,
 }
 
 impl TableCounts {

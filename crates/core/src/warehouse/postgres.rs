@@ -464,6 +464,19 @@ impl Warehouse for PostgresWarehouse {
         Ok(Some((counts, stripe_rows)))
     }
 
+    fn scan_tail(
+        &self,
+        scan: &TableScan,
+        page: i64,
+    ) -> Result<Option<TableCounts>, WarehouseError> {
+        // A TID range: the pages from `page` on, whatever the indexes.
+        let rows = format!(
+            "(SELECT * FROM {} WHERE ctid >= '({page},0)'::tid) AS tail",
+            scan.relation.quoted()
+        );
+        self.scan_where(scan, Some(&rows)).map(Some)
+    }
+
     fn plan_scan(&self, scan: &TableScan) -> Result<String, WarehouseError> {
         let sql = format!("EXPLAIN {}", scan::scan_sql(scan, None));
         let rows = self.with_client(|c| sent(&sql, c.query(&sql, &[])))?;
