@@ -193,7 +193,11 @@ impl Figure {
             (Some(r), CheckKind::Freshness) => format!(
                 ", over the {} allowed (it usually {} every {})",
                 human_seconds(r.high),
-                if self.writer.is_some() { "runs" } else { "loads" },
+                if self.writer.is_some() {
+                    "runs"
+                } else {
+                    "loads"
+                },
                 human_seconds(r.baseline)
             ),
             (Some(r), CheckKind::NullRate) => format!(
