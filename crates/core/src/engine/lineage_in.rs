@@ -314,6 +314,12 @@ mod tests {
             opened,
             vec!["run of failed.while.watching", "run of still.failing"]
         );
+        // The console says what the check is, not only the monitor's name.
+        assert!(engine
+            .snapshot(false)
+            .incidents
+            .iter()
+            .all(|i| i.check == "failed_run"));
         // A run that failed is its own kind of check, named so on the chain (the
         // receipt reads it there), not a schema change standing in for one.
         assert!(engine
