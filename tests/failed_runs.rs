@@ -453,6 +453,89 @@ fn a_failure_with_no_breach_opens_an_incident_quoting_its_error() {
     assert_eq!(kinds, vec![ProposalKind::Backfill]);
 }
 
+/// The failure is read before the schema monitor's next snapshot: the error alone is
+/// its cause at first, and a rerun its one proposal. The snapshot that then shows the
+/// column removed gives the open incident the stronger cause, the failing model's diff
+/// beside its rerun, once, on the chain; the snapshot's breach joins it, opening nothing.
+#[test]
+fn a_failure_seen_before_the_snapshot_is_diagnosed_again_when_it_comes() {
+    let test = "a_failure_seen_before_the_snapshot";
+    let Some((pg, shop)) = setup(test) else {
+        return;
+    };
+    let mut now = wall();
+    let mut engine = shop.engine();
+    engine.tick(now).unwrap();
+    pg.execute("ALTER TABLE raw.orders DROP COLUMN amount");
+    assert!(!shop.dbt_run());
+    // A minute on: the failure is read; raw.orders is not due a snapshot yet.
+    now += TimeDelta::minutes(1);
+    engine.tick(now).unwrap();
+    let all = incidents(&engine);
+    assert_eq!(all.len(), 1, "{all:#?}");
+    let weak = &all[0];
+    assert!(
+        weak.cause
+            .as_deref()
+            .is_some_and(|c| c.ends_with("column \"amount\" does not exist")),
+        "{weak:#?}"
+    );
+    let kinds: Vec<ProposalKind> = weak.proposals.iter().map(|p| p.kind).collect();
+    assert_eq!(kinds, vec![ProposalKind::Backfill]);
+
+    // The snapshot comes, showing the column gone.
+    now += TimeDelta::minutes(5);
+    engine.tick(now).unwrap();
+    let all = incidents(&engine);
+    assert_eq!(all.len(), 1, "{all:#?}");
+    let sharp = &all[0];
+    assert_eq!(sharp.id, weak.id);
+    assert_eq!(
+        sharp.cause.as_deref(),
+        Some("raw.orders.amount was removed, and the job still reads it")
+    );
+    assert!(
+        sharp
+            .evidence
+            .iter()
+            .any(|e| e.contains("schema snapshot of raw.orders")
+                && e.contains("amount (NUMERIC(10,2)) is gone")),
+        "{:#?}",
+        sharp.evidence
+    );
+    let kinds: Vec<ProposalKind> = sharp.proposals.iter().map(|p| p.kind).collect();
+    assert_eq!(kinds, vec![ProposalKind::Backfill, ProposalKind::Diff]);
+    match &sharp.proposals[1].body {
+        api::ProposalBody::Diff { file, new, .. } => {
+            assert_eq!(file, "models/order_amounts.sql");
+            assert!(
+                new.contains("cast(null as NUMERIC(10,2)) as amount"),
+                "{new}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // Once: later turns, and a restart, diagnose it no further.
+    for _ in 0..2 {
+        now += TimeDelta::minutes(5);
+        engine.tick(now).unwrap();
+    }
+    drop(engine);
+    let mut engine = shop.engine();
+    now += TimeDelta::minutes(5);
+    engine.tick(now).unwrap();
+    assert_eq!(incidents(&engine).len(), 1, "{:#?}", incidents(&engine));
+    assert_eq!(shop.opened_on_chain(), 1);
+    let reader = dataward::store::open(&shop.data.join("dataward.db")).unwrap();
+    let diagnoses = dataward::chain::records(&reader)
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.kind == "diagnosis")
+        .count();
+    assert_eq!(diagnoses, 2, "the weak cause, then the strong one");
+}
+
 fn fixture_events(name: &str) -> Vec<dataward::lineage::openlineage::RunEvent> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/openlineage")

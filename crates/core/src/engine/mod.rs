@@ -527,6 +527,9 @@ impl Engine {
             self.note_latest(observation.clone());
         }
         events.extend(self.read_failed_runs()?);
+        if !polled.is_empty() {
+            events.extend(self.rediagnose_failed_runs()?);
+        }
         let snoozes = self.state.running_snoozes()?;
         for (_, observation) in &polled {
             // A snooze or a maintenance window: recorded, shown, nobody paged.
