@@ -20,18 +20,10 @@ use dataward::engine::api::{
     self, Command as Ask, EventKind, IncidentStatus, IncidentView, ProposalKind,
 };
 use dataward::engine::Engine;
-use support::dbt::dbt_or_skip;
+use support::dbt::{self, dbt_or_skip, write};
 use support::pg::{start_or_skip, PgServer};
 
 const PATIENCE: Duration = Duration::from_secs(120);
-const MODEL: &str =
-    "{{ config(materialized='table') }}\nselect id, customer_id, amount from {{ source('raw', 'orders') }}\n";
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
-
 /// `raw.orders` in PostgreSQL, a dbt project whose `order_amounts` reads it (built
 /// once, so its manifest and table exist), the notes naming the job that runs it,
 /// and a config watching both tables.
@@ -48,40 +40,12 @@ impl Shop {
     /// `watch_raw`: a schema monitor watches `raw.orders` (else nothing upstream is
     /// watched, and a failure there breaches no check).
     fn new(pg: &PgServer, dbt: &Path, watch_raw: bool) -> Shop {
-        pg.execute(
-            "CREATE SCHEMA raw; \
-             CREATE TABLE raw.orders (id integer, customer_id integer, amount numeric(10,2)); \
-             INSERT INTO raw.orders SELECT g, g % 7, g * 1.5 FROM generate_series(1, 120) g;",
-        );
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().to_path_buf();
-        let project = root.join("project");
-        write(
-            &project.join("dbt_project.yml"),
-            "name: shop_pg\nversion: \"1.0.0\"\nconfig-version: 2\nprofile: shop_pg\n\
-             model-paths: [\"models\"]\nflags:\n  send_anonymous_usage_stats: false\n",
-        );
-        write(&project.join("models/order_amounts.sql"), MODEL);
-        write(
-            &project.join("models/sources.yml"),
-            "version: 2\nsources:\n  - name: raw\n    schema: raw\n    tables:\n      - name: orders\n",
-        );
-        write(
-            &root.join("profiles/profiles.yml"),
-            &format!(
-                "shop_pg:\n  target: dev\n  outputs:\n    dev:\n      type: postgres\n      \
-                 host: 127.0.0.1\n      port: {}\n      user: postgres\n      password: \"\"\n      \
-                 dbname: postgres\n      schema: analytics\n      threads: 1\n",
-                pg.port
-            ),
-        );
-        write(
-            &root.join("notes.toml"),
-            "[[reader]]\nid = \"job.hourly\"\nkind = \"job\"\nname = \"hourly dbt\"\n\
-             reads = [\"model.shop_pg.order_amounts\"]\nowner = \"analytics-owner\"\n\n\
-             [[owner]]\nrole = \"analytics-owner\"\ncovers = [\"model.shop_pg.*\", \"analytics.*\"]\n\n\
-             [[owner]]\nrole = \"platform-owner\"\ncovers = [\"source.shop_pg.*\", \"raw.*\"]\n\n\
-             [[moved]]\nfrom = \"/mnt/exports\"\nto = \"/data/exports\"\nnote = \"storage migration\"\n",
+        let project = dbt::orders_project(
+            &root,
+            pg,
+            "\n[[moved]]\nfrom = \"/mnt/exports\"\nto = \"/data/exports\"\nnote = \"storage migration\"\n",
         );
         let url_env = format!("DATAWARD_FAILED_RUNS_URL_{}", pg.port);
         std::env::set_var(&url_env, &pg.url);
