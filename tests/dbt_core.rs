@@ -17,7 +17,7 @@ use dataward::effects::orchestrator::{
     self, Orchestrator, PipelineState, RunRecord, RunStatus, Schedule,
 };
 use dataward::engine::api;
-use support::dbt::dbt_or_skip;
+use support::dbt::{dbt_or_skip, write};
 use support::pg::{start_or_skip, PgServer};
 
 /// Only bounds a wait for something that must happen, so a broken build fails instead
@@ -41,11 +41,6 @@ struct Project {
     data: PathBuf,
 }
 
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
-
 impl Project {
     /// The project builds into `pg`: `orders_daily` (tag hourly), `broken` (reads a
     /// table that does not exist), `gate` (waits for [`GATE_LOCK`]). The config's target
@@ -55,11 +50,7 @@ impl Project {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().to_path_buf();
         let project = root.join("project");
-        write(
-            &project.join("dbt_project.yml"),
-            "name: dataward_test\nversion: \"1.0\"\nconfig-version: 2\nprofile: dataward_test\n\
-             model-paths: [\"models\"]\nflags:\n  send_anonymous_usage_stats: false\n",
-        );
+        support::dbt::write_project(&project, "dataward_test");
         write(
             &project.join("models/orders_daily.sql"),
             "{{ config(materialized='table', tags=['hourly']) }}\nselect 1 as id, 'ok'::text as what\n",
@@ -75,21 +66,11 @@ impl Project {
                  select 1 as x from (select pg_advisory_lock({GATE_LOCK})) as waited\n"
             ),
         );
-        let output = |schema: &str| {
-            format!(
-                "    {schema}:\n      type: postgres\n      host: 127.0.0.1\n      port: {}\n      \
-                 user: postgres\n      password: \"\"\n      dbname: postgres\n      \
-                 schema: {schema}\n      threads: 1\n",
-                pg.port
-            )
-        };
-        write(
-            &root.join("profiles/profiles.yml"),
-            &format!(
-                "dataward_test:\n  target: analytics\n  outputs:\n{}{}",
-                output("analytics"),
-                output("analytics_ci").replacen("analytics_ci:", "ci:", 1)
-            ),
+        support::dbt::write_pg_profiles(
+            &root.join("profiles"),
+            "dataward_test",
+            pg,
+            &[("analytics", "analytics"), ("ci", "analytics_ci")],
         );
         let config = root.join("dataward.toml");
         write(

@@ -20,18 +20,10 @@ use dataward::engine::api::{
     self, Command as Ask, EventKind, IncidentStatus, IncidentView, ProposalKind,
 };
 use dataward::engine::Engine;
-use support::dbt::dbt_or_skip;
+use support::dbt::{self, dbt_or_skip, write};
 use support::pg::{start_or_skip, PgServer};
 
 const PATIENCE: Duration = Duration::from_secs(120);
-const MODEL: &str =
-    "{{ config(materialized='table') }}\nselect id, customer_id, amount from {{ source('raw', 'orders') }}\n";
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
-
 /// `raw.orders` in PostgreSQL, a dbt project whose `order_amounts` reads it (built
 /// once, so its manifest and table exist), the notes naming the job that runs it,
 /// and a config watching both tables.
@@ -48,40 +40,12 @@ impl Shop {
     /// `watch_raw`: a schema monitor watches `raw.orders` (else nothing upstream is
     /// watched, and a failure there breaches no check).
     fn new(pg: &PgServer, dbt: &Path, watch_raw: bool) -> Shop {
-        pg.execute(
-            "CREATE SCHEMA raw; \
-             CREATE TABLE raw.orders (id integer, customer_id integer, amount numeric(10,2)); \
-             INSERT INTO raw.orders SELECT g, g % 7, g * 1.5 FROM generate_series(1, 120) g;",
-        );
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().to_path_buf();
-        let project = root.join("project");
-        write(
-            &project.join("dbt_project.yml"),
-            "name: shop_pg\nversion: \"1.0.0\"\nconfig-version: 2\nprofile: shop_pg\n\
-             model-paths: [\"models\"]\nflags:\n  send_anonymous_usage_stats: false\n",
-        );
-        write(&project.join("models/order_amounts.sql"), MODEL);
-        write(
-            &project.join("models/sources.yml"),
-            "version: 2\nsources:\n  - name: raw\n    schema: raw\n    tables:\n      - name: orders\n",
-        );
-        write(
-            &root.join("profiles/profiles.yml"),
-            &format!(
-                "shop_pg:\n  target: dev\n  outputs:\n    dev:\n      type: postgres\n      \
-                 host: 127.0.0.1\n      port: {}\n      user: postgres\n      password: \"\"\n      \
-                 dbname: postgres\n      schema: analytics\n      threads: 1\n",
-                pg.port
-            ),
-        );
-        write(
-            &root.join("notes.toml"),
-            "[[reader]]\nid = \"job.hourly\"\nkind = \"job\"\nname = \"hourly dbt\"\n\
-             reads = [\"model.shop_pg.order_amounts\"]\nowner = \"analytics-owner\"\n\n\
-             [[owner]]\nrole = \"analytics-owner\"\ncovers = [\"model.shop_pg.*\", \"analytics.*\"]\n\n\
-             [[owner]]\nrole = \"platform-owner\"\ncovers = [\"source.shop_pg.*\", \"raw.*\"]\n\n\
-             [[moved]]\nfrom = \"/mnt/exports\"\nto = \"/data/exports\"\nnote = \"storage migration\"\n",
+        let project = dbt::orders_project(
+            &root,
+            pg,
+            "\n[[moved]]\nfrom = \"/mnt/exports\"\nto = \"/data/exports\"\nnote = \"storage migration\"\n",
         );
         let url_env = format!("DATAWARD_FAILED_RUNS_URL_{}", pg.port);
         std::env::set_var(&url_env, &pg.url);
@@ -451,6 +415,89 @@ fn a_failure_with_no_breach_opens_an_incident_quoting_its_error() {
     // Nothing says what the column became: a rerun, but no diff guessed.
     let kinds: Vec<ProposalKind> = incident.proposals.iter().map(|p| p.kind).collect();
     assert_eq!(kinds, vec![ProposalKind::Backfill]);
+}
+
+/// The failure is read before the schema monitor's next snapshot: the error alone is
+/// its cause at first, and a rerun its one proposal. The snapshot that then shows the
+/// column removed gives the open incident the stronger cause, the failing model's diff
+/// beside its rerun, once, on the chain; the snapshot's breach joins it, opening nothing.
+#[test]
+fn a_failure_seen_before_the_snapshot_is_diagnosed_again_when_it_comes() {
+    let test = "a_failure_seen_before_the_snapshot";
+    let Some((pg, shop)) = setup(test) else {
+        return;
+    };
+    let mut now = wall();
+    let mut engine = shop.engine();
+    engine.tick(now).unwrap();
+    pg.execute("ALTER TABLE raw.orders DROP COLUMN amount");
+    assert!(!shop.dbt_run());
+    // A minute on: the failure is read; raw.orders is not due a snapshot yet.
+    now += TimeDelta::minutes(1);
+    engine.tick(now).unwrap();
+    let all = incidents(&engine);
+    assert_eq!(all.len(), 1, "{all:#?}");
+    let weak = &all[0];
+    assert!(
+        weak.cause
+            .as_deref()
+            .is_some_and(|c| c.ends_with("column \"amount\" does not exist")),
+        "{weak:#?}"
+    );
+    let kinds: Vec<ProposalKind> = weak.proposals.iter().map(|p| p.kind).collect();
+    assert_eq!(kinds, vec![ProposalKind::Backfill]);
+
+    // The snapshot comes, showing the column gone.
+    now += TimeDelta::minutes(5);
+    engine.tick(now).unwrap();
+    let all = incidents(&engine);
+    assert_eq!(all.len(), 1, "{all:#?}");
+    let sharp = &all[0];
+    assert_eq!(sharp.id, weak.id);
+    assert_eq!(
+        sharp.cause.as_deref(),
+        Some("raw.orders.amount was removed, and the job still reads it")
+    );
+    assert!(
+        sharp
+            .evidence
+            .iter()
+            .any(|e| e.contains("schema snapshot of raw.orders")
+                && e.contains("amount (NUMERIC(10,2)) is gone")),
+        "{:#?}",
+        sharp.evidence
+    );
+    let kinds: Vec<ProposalKind> = sharp.proposals.iter().map(|p| p.kind).collect();
+    assert_eq!(kinds, vec![ProposalKind::Backfill, ProposalKind::Diff]);
+    match &sharp.proposals[1].body {
+        api::ProposalBody::Diff { file, new, .. } => {
+            assert_eq!(file, "models/order_amounts.sql");
+            assert!(
+                new.contains("cast(null as NUMERIC(10,2)) as amount"),
+                "{new}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // Once: later turns, and a restart, diagnose it no further.
+    for _ in 0..2 {
+        now += TimeDelta::minutes(5);
+        engine.tick(now).unwrap();
+    }
+    drop(engine);
+    let mut engine = shop.engine();
+    now += TimeDelta::minutes(5);
+    engine.tick(now).unwrap();
+    assert_eq!(incidents(&engine).len(), 1, "{:#?}", incidents(&engine));
+    assert_eq!(shop.opened_on_chain(), 1);
+    let reader = dataward::store::open(&shop.data.join("dataward.db")).unwrap();
+    let diagnoses = dataward::chain::records(&reader)
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.kind == "diagnosis")
+        .count();
+    assert_eq!(diagnoses, 2, "the weak cause, then the strong one");
 }
 
 fn fixture_events(name: &str) -> Vec<dataward::lineage::openlineage::RunEvent> {

@@ -14,18 +14,13 @@ mod dbt;
 #[path = "support/pg.rs"]
 mod pg;
 
-use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use dbt::write;
 use serde_json::Value;
 
 const TOKEN: &str = "ol-failed-run-token-81d2";
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
 
 fn said(output: &Output) -> String {
     format!(
@@ -81,44 +76,10 @@ fn dbt_ol_failing_on_a_dropped_column_opens_one_incident_fixed_by_its_diff_and_r
     let Some(pg) = pg::start_or_skip(test) else {
         return;
     };
-    pg.execute(
-        "CREATE SCHEMA raw; \
-         CREATE TABLE raw.orders (id integer, customer_id integer, amount numeric(10,2)); \
-         INSERT INTO raw.orders SELECT g, g % 7, g * 1.5 FROM generate_series(1, 120) g;",
-    );
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let project = root.join("project");
+    let project = dbt::orders_project(root, &pg, "");
     let data = root.join("data");
-    write(
-        &project.join("dbt_project.yml"),
-        "name: shop_pg\nversion: \"1.0.0\"\nconfig-version: 2\nprofile: shop_pg\n\
-         model-paths: [\"models\"]\nflags:\n  send_anonymous_usage_stats: false\n",
-    );
-    write(
-        &project.join("models/order_amounts.sql"),
-        "{{ config(materialized='table') }}\nselect id, customer_id, amount from {{ source('raw', 'orders') }}\n",
-    );
-    write(
-        &project.join("models/sources.yml"),
-        "version: 2\nsources:\n  - name: raw\n    schema: raw\n    tables:\n      - name: orders\n",
-    );
-    write(
-        &root.join("profiles/profiles.yml"),
-        &format!(
-            "shop_pg:\n  target: dev\n  outputs:\n    dev:\n      type: postgres\n      \
-             host: 127.0.0.1\n      port: {}\n      user: postgres\n      password: \"\"\n      \
-             dbname: postgres\n      schema: analytics\n      threads: 1\n",
-            pg.port
-        ),
-    );
-    write(
-        &root.join("notes.toml"),
-        "[[reader]]\nid = \"job.hourly\"\nkind = \"job\"\nname = \"hourly dbt\"\n\
-         reads = [\"model.shop_pg.order_amounts\"]\nowner = \"analytics-owner\"\n\n\
-         [[owner]]\nrole = \"analytics-owner\"\ncovers = [\"model.shop_pg.*\", \"analytics.*\"]\n\n\
-         [[owner]]\nrole = \"platform-owner\"\ncovers = [\"source.shop_pg.*\", \"raw.*\"]\n",
-    );
     let dbt_bin = dbt.parent().unwrap().to_path_buf();
     let path = format!(
         "{}:{}",

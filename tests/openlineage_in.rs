@@ -749,3 +749,127 @@ fn a_run_writing_a_tenth_of_its_usual_rows_opens_one_incident() {
         team.log_text()
     );
 }
+
+/// A COMPLETE of `job` ending `hours_ago` hours before now (the serving engine's clock
+/// is the wall's), as a child of `parent`'s run when given (an Airflow task of its DAG).
+fn run_ended(job: &str, run: &str, hours_ago: i64, parent: Option<(&str, &str)>) -> String {
+    let at = chrono::Utc::now() - chrono::Duration::hours(hours_ago);
+    let at = at.format("%Y-%m-%dT%H:%M:%SZ");
+    let facets = match parent {
+        Some((job, run)) => format!(
+            r#""facets": {{"parent": {{"run": {{"runId": "{run}"}},
+                 "job": {{"namespace": "airflow_prod", "name": "{job}"}}}}}}"#
+        ),
+        None => r#""facets": {}"#.to_string(),
+    };
+    format!(
+        r#"{{"eventType": "COMPLETE", "eventTime": "{at}",
+            "producer": "https://github.com/apache/airflow/tree/providers-openlineage/2.7.0",
+            "run": {{"runId": "{run}", {facets}}},
+            "job": {{"namespace": "airflow_prod", "name": "{job}"}},
+            "inputs": [], "outputs": []}}"#
+    )
+    .replace('\n', " ")
+}
+
+/// A DAG that runs twice a day (each run with its task) stops: its next run is overdue
+/// by hours, and one incident (not one per task) names the DAG, when it last ran and
+/// how often it usually runs. A job with too few runs to know its cadence opens
+/// nothing and says it is learning. A run completing resolves the incident.
+#[test]
+fn a_run_that_never_comes_opens_one_incident_and_a_run_resolves_it() {
+    let team = Team::new(64);
+    let config = team.dir.path().join("team.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[verify]\nsettle = \"1s\"\n");
+    std::fs::write(&config, text).unwrap();
+    let _engine = team.serve();
+    // Ten runs, twelve hours apart, the last a day and a half ago.
+    let mut posted = 0;
+    for n in 0..10 {
+        let hours_ago = 36 + 12 * (9 - n);
+        let dag_run = format!("0193a1c2-0000-7000-8000-{n:012}");
+        let task_run = format!("0193a1c2-0000-7000-9000-{n:012}");
+        for body in [
+            run_ended(
+                "billing_daily.export_invoices",
+                &task_run,
+                hours_ago,
+                Some(("billing_daily", &dag_run)),
+            ),
+            run_ended("billing_daily", &dag_run, hours_ago, None),
+        ] {
+            let (status, answer) = team.post(&body, Some(TOKEN));
+            assert_eq!(status, 200, "{answer}");
+            posted += 1;
+        }
+    }
+    // Two runs: no cadence yet, whenever the last was.
+    for (n, hours_ago) in [(0, 80), (1, 50)] {
+        let body = run_ended("ledger_sync", &format!("ledger-{n}"), hours_ago, None);
+        assert_eq!(team.post(&body, Some(TOKEN)).0, 200);
+        posted += 1;
+    }
+    team.wait_for_stored(posted);
+
+    let open = incidents_when(&team, |listed| !listed.is_empty());
+    assert_eq!(open.len(), 1, "{open:#?}\n{}", team.log_text());
+    let incident = &open[0];
+    println!("{incident:#}");
+    assert_eq!(incident["monitor"], "runs of billing_daily", "{incident:#}");
+    assert!(
+        incident["title"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("billing_daily has not run for 1d12h")),
+        "{incident:#}"
+    );
+    let cause = incident["cause"].as_str().unwrap();
+    assert!(
+        cause.starts_with("billing_daily has not run since ")
+            && cause.contains("it usually runs every 12h"),
+        "{incident:#}"
+    );
+    assert!(
+        incident["latest"]["observed"]
+            .as_str()
+            .is_some_and(|o| o.starts_with("billing_daily last ran at ")),
+        "{incident:#}"
+    );
+    // The job with two runs is learning, and says so where the monitors are read.
+    let db = dataward::store::open_read_only(&team.data().join("dataward.db")).unwrap();
+    let learning = dataward::monitor::history(
+        &db,
+        "runs of ledger_sync",
+        dataward::config::CheckKind::Freshness,
+    )
+    .unwrap();
+    assert_eq!(
+        learning
+            .last()
+            .and_then(|o| o.detail.message.clone())
+            .as_deref(),
+        Some(
+            "learning: 2 of ledger_sync's runs seen; a run that never comes is noticed once 4 are"
+        )
+    );
+
+    // The DAG runs again: the incident's check is back, and it resolves.
+    let body = run_ended(
+        "billing_daily",
+        "0193a1c2-0000-7000-8000-000000000010",
+        0,
+        None,
+    );
+    assert_eq!(team.post(&body, Some(TOKEN)).0, 200);
+    let listed = incidents_when(&team, |listed| {
+        listed.iter().all(|i| i["status"] == "resolved")
+    });
+    assert_eq!(listed.len(), 1, "{listed:#?}");
+    assert_eq!(
+        listed[0]["status"],
+        "resolved",
+        "{:#}\n{}",
+        listed[0],
+        team.log_text()
+    );
+}

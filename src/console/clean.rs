@@ -62,6 +62,7 @@ pub fn clean_incident(incident: &mut IncidentView) {
         &mut incident.title,
         &mut incident.table,
         &mut incident.monitor,
+        &mut incident.check,
         &mut incident.observed,
         &mut incident.expected,
     ] {
@@ -268,6 +269,7 @@ mod tests {
                 title: "rows\x1b]0;pwned\x07".into(),
                 table: "T".into(),
                 monitor: "m".into(),
+                check: "volume".into(),
                 status: IncidentStatus::Open,
                 opened_at: "2026-11-24T14:17:00Z".parse().unwrap(),
                 observed: "1".into(),

@@ -24,7 +24,7 @@ pub struct Drawn {
     /// The incident list's header row, and the width of each of its columns (the
     /// marker's first, 0 for a column left out), one column apart as a table draws them.
     pub list_header: Cell<Rect>,
-    pub list_columns: Cell<[u16; 7]>,
+    pub list_columns: Cell<[u16; 8]>,
     /// The monitors pane's rows (below its header) and the position (in the pane's
     /// order) of the first shown, when the list shows it.
     pub monitor_rows: Cell<Rect>,

@@ -81,6 +81,7 @@ pub fn sample_incident() -> IncidentView {
         title: "CHARGES row count 78% below baseline".into(),
         table: "PAYMENTS.CHARGES".into(),
         monitor: "charges_row_count".into(),
+        check: "row_count".into(),
         status: IncidentStatus::Open,
         opened_at: "2026-11-24T14:17:00Z".parse().expect("a time"),
         // The breach that opened it, as the engine words it; `latest` is the figure now.
@@ -338,6 +339,7 @@ pub fn sample_snapshot() -> Snapshot {
                 title: "customers null rate on region_id 4% above baseline".into(),
                 table: "PAYMENTS.CUSTOMERS".into(),
                 monitor: "customers_null_region".into(),
+                check: "null_rate(region_id)".into(),
                 status: IncidentStatus::Resolved,
                 opened_at: "2026-11-24T09:42:00Z".parse().expect("a time"),
                 observed: "4.10% null".into(),

@@ -39,7 +39,7 @@ pub struct Prepared {
     pub(crate) by_id: HashMap<String, usize>,
     /// The widest text of each of the list's columns over every incident, so the list's
     /// columns size to the snapshot without a frame measuring every row.
-    pub(crate) list_widths: [usize; 6],
+    pub(crate) list_widths: [usize; 7],
     /// Every column's order, for a sorted list.
     pub(crate) orders: Orders,
 }
@@ -216,6 +216,7 @@ impl Feed {
 pub(crate) const ID: usize = 0;
 pub(crate) const TITLE: usize = 1;
 pub(crate) const TABLE: usize = 2;
+pub(crate) const CHECK: usize = 5;
 
 /// The `n`th field of a [`searchable`] text.
 pub(crate) fn field(searched: &str, n: usize) -> &str {
@@ -234,6 +235,7 @@ pub(crate) fn searchable(incident: &IncidentView) -> String {
         incident.table.as_str(),
         status_word(incident.status),
         opened.as_str(),
+        incident.check.as_str(),
     ]
     .into_iter()
     .chain(incident.symptoms.iter().map(|s| s.table.as_str()));

@@ -11,16 +11,18 @@ pub enum SortColumn {
     Status,
     Symptoms,
     Table,
+    Check,
     Title,
     Opened,
 }
 
 impl SortColumn {
-    pub const ALL: [SortColumn; 6] = [
+    pub const ALL: [SortColumn; 7] = [
         SortColumn::Id,
         SortColumn::Status,
         SortColumn::Symptoms,
         SortColumn::Table,
+        SortColumn::Check,
         SortColumn::Title,
         SortColumn::Opened,
     ];
@@ -32,6 +34,7 @@ impl SortColumn {
             SortColumn::Status => "status",
             SortColumn::Symptoms => "sym",
             SortColumn::Table => "table",
+            SortColumn::Check => "check",
             SortColumn::Title => "title",
             SortColumn::Opened => "opened",
         }
@@ -52,6 +55,7 @@ impl SortColumn {
             SortColumn::Status => SortKey::Rank(rank(incident.status)),
             SortColumn::Symptoms => SortKey::Count(incident.symptoms.len()),
             SortColumn::Table => SortKey::Text(incoming::field(searched, incoming::TABLE)),
+            SortColumn::Check => SortKey::Text(incoming::field(searched, incoming::CHECK)),
             SortColumn::Title => SortKey::Text(incoming::field(searched, incoming::TITLE)),
             SortColumn::Opened => SortKey::Time(incident.opened_at),
         }

@@ -326,7 +326,7 @@ mod tests {
         assert_eq!(app.list.view.sort, Some((SortColumn::Id, true)));
         let title = header.x
             + 2
-            + app.drawn.list_columns.get()[1..5]
+            + app.drawn.list_columns.get()[1..6]
                 .iter()
                 .map(|w| w + 1)
                 .sum::<u16>();

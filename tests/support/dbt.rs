@@ -64,6 +64,77 @@ pub fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
+/// A dbt project's `dbt_project.yml` in `project`: named `name`, reading the profile of
+/// the same name, its models in `models/`, sending dbt's usage statistics nowhere.
+pub fn write_project(project: &Path, name: &str) {
+    write(
+        &project.join("dbt_project.yml"),
+        &format!(
+            "name: {name}\nversion: \"1.0.0\"\nconfig-version: 2\nprofile: {name}\n\
+             model-paths: [\"models\"]\nflags:\n  send_anonymous_usage_stats: false\n"
+        ),
+    );
+}
+
+/// `profiles.yml` in `folder` for the profile `name`: one PostgreSQL output on `pg` per
+/// `(target, schema)` (user postgres, no password, database postgres, one thread), the
+/// first the default target.
+pub fn write_pg_profiles(folder: &Path, name: &str, pg: &PgServer, outputs: &[(&str, &str)]) {
+    let mut text = format!("{name}:\n  target: {}\n  outputs:\n", outputs[0].0);
+    for (target, schema) in outputs {
+        text.push_str(&format!(
+            "    {target}:\n      type: postgres\n      host: 127.0.0.1\n      port: {}\n      \
+             user: postgres\n      password: \"\"\n      dbname: postgres\n      \
+             schema: {schema}\n      threads: 1\n",
+            pg.port
+        ));
+    }
+    write(&folder.join("profiles.yml"), &text);
+}
+
+/// The failed-run story's model: a table of `raw.orders`' amounts.
+pub const ORDER_AMOUNTS_SQL: &str =
+    "{{ config(materialized='table') }}\nselect id, customer_id, amount from {{ source('raw', 'orders') }}\n";
+
+/// The notes of the failed-run story: `job.hourly` runs `order_amounts`; analytics owns
+/// the models, the platform the raw tables.
+pub const ORDERS_NOTES: &str =
+    "[[reader]]\nid = \"job.hourly\"\nkind = \"job\"\nname = \"hourly dbt\"\n\
+     reads = [\"model.shop_pg.order_amounts\"]\nowner = \"analytics-owner\"\n\n\
+     [[owner]]\nrole = \"analytics-owner\"\ncovers = [\"model.shop_pg.*\", \"analytics.*\"]\n\n\
+     [[owner]]\nrole = \"platform-owner\"\ncovers = [\"source.shop_pg.*\", \"raw.*\"]\n";
+
+/// The failed-run story's set-up, built nothing yet: `raw.orders` (120 rows) in `pg`;
+/// under `root`, the project `shop_pg` in `project/` (`order_amounts` reading the
+/// source `raw.orders`), its profiles in `profiles/` (target `dev`, schema `analytics`)
+/// and the notes in `notes.toml` ([`ORDERS_NOTES`] and `more_notes`). Returns the
+/// project folder.
+pub fn orders_project(root: &Path, pg: &PgServer, more_notes: &str) -> PathBuf {
+    pg.execute(
+        "CREATE SCHEMA raw; \
+         CREATE TABLE raw.orders (id integer, customer_id integer, amount numeric(10,2)); \
+         INSERT INTO raw.orders SELECT g, g % 7, g * 1.5 FROM generate_series(1, 120) g;",
+    );
+    let project = root.join("project");
+    write_project(&project, "shop_pg");
+    write(&project.join("models/order_amounts.sql"), ORDER_AMOUNTS_SQL);
+    write(
+        &project.join("models/sources.yml"),
+        "version: 2\nsources:\n  - name: raw\n    schema: raw\n    tables:\n      - name: orders\n",
+    );
+    write_pg_profiles(
+        &root.join("profiles"),
+        "shop_pg",
+        pg,
+        &[("dev", "analytics")],
+    );
+    write(
+        &root.join("notes.toml"),
+        &format!("{ORDERS_NOTES}{more_notes}"),
+    );
+    project
+}
+
 const SCHEMA_YML: &str = r#"version: 2
 groups:
   - name: finance

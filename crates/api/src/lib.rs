@@ -620,6 +620,11 @@ pub struct IncidentView {
     pub title: String,
     pub table: String,
     pub monitor: String,
+    /// The kind of check it is about, as a monitor's view names it: `volume`,
+    /// `freshness`, `null_rate(email)`, `failed_run`. Empty from an engine that does not
+    /// send it.
+    #[serde(default)]
+    pub check: String,
     pub status: IncidentStatus,
     pub opened_at: Timestamp,
     pub observed: String,

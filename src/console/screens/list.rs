@@ -44,7 +44,7 @@ struct Index {
     /// Where each incident of the snapshot is, by id.
     by_id: HashMap<String, usize>,
     /// The widest text of each list column.
-    widths: [usize; 6],
+    widths: [usize; 7],
     /// Every column's order of the snapshot's incidents.
     orders: Orders,
 }
@@ -176,7 +176,7 @@ impl ListScreen {
     }
 
     /// The widest text of each of the list's columns but the mark, over the snapshot.
-    pub fn widths(&self) -> [usize; 6] {
+    pub fn widths(&self) -> [usize; 7] {
         self.index.widths
     }
 
@@ -500,8 +500,9 @@ fn render_incident_list(frame: &mut Frame, area: Rect, app: &App) {
             Column::new(6, widest(1)),
             Column::new(3, widest(2)).dropped(3),
             Column::new(8, widest(3)).dropped(2),
-            Column::growing(8, widest(4)),
-            Column::new(5, widest(5)).dropped(4),
+            Column::new(5, widest(4)).dropped(5),
+            Column::growing(8, widest(5)),
+            Column::new(5, widest(6)).dropped(4),
         ],
         area.width.saturating_sub(2),
     );
@@ -540,10 +541,10 @@ fn opened(incident: &IncidentView) -> String {
 }
 
 /// The display width of what each column but the mark shows of `incident`: id, status,
-/// symptoms, table, title, opened.
+/// symptoms, table, check, title, opened.
 /// The widest text of each of the list's columns over `incidents`.
-pub(crate) fn widest(incidents: &[IncidentView]) -> [usize; 6] {
-    let mut widest = [0; 6];
+pub(crate) fn widest(incidents: &[IncidentView]) -> [usize; 7] {
+    let mut widest = [0; 7];
     for incident in incidents {
         for (widest, width) in widest.iter_mut().zip(cell_widths(incident)) {
             *widest = (*widest).max(width);
@@ -552,12 +553,13 @@ pub(crate) fn widest(incidents: &[IncidentView]) -> [usize; 6] {
     widest
 }
 
-pub(crate) fn cell_widths(incident: &IncidentView) -> [usize; 6] {
+pub(crate) fn cell_widths(incident: &IncidentView) -> [usize; 7] {
     [
         width_of(&incident.id),
         width_of(&status_text(incident.status)),
         width_of(&symptoms::count(incident)),
         width_of(&incident.table),
+        width_of(&incident.check),
         width_of(&title(incident)),
         width_of(&opened(incident)),
     ]
@@ -586,8 +588,9 @@ fn incident_row(
             ))),
             Cell::from(cut(&symptoms::count(incident), w(3))),
             Cell::from(cut(&incident.table, w(4))),
-            Cell::from(cut(&title(incident), w(5))),
-            Cell::from(cut(&opened(incident), w(6))),
+            Cell::from(cut(&incident.check, w(5))),
+            Cell::from(cut(&title(incident), w(6))),
+            Cell::from(cut(&opened(incident), w(7))),
         ],
         widths,
     ));

@@ -147,7 +147,7 @@ impl Engine {
         if incident.status == IncidentStatus::Resolved || incident.failed_run.is_some() {
             return Ok(Vec::new());
         }
-        let facts = self.run_facts(&run);
+        let facts = self.run_facts(&run, run.at + TimeDelta::hours(1));
         let (diagnosis, column) = rule::diagnose(&run, &facts);
         let Some(cause) = column else {
             return Ok(Vec::new());
@@ -321,7 +321,7 @@ impl Engine {
             observed: 0.0,
             expected: "a successful run".to_string(),
         })];
-        let facts = self.run_facts(&run);
+        let facts = self.run_facts(&run, run.at + TimeDelta::hours(1));
         let (diagnosis, column) = rule::diagnose(&run, &facts);
         events.push(self.record_diagnosis(&id, &diagnosis)?);
         let mut incident = Incident {
@@ -352,6 +352,60 @@ impl Engine {
         self.notices
             .push(format!("{id}: {}", incident.diagnosis.headline));
         self.incidents.push(incident);
+        Ok(events)
+    }
+
+    /// Evidence that came after the failure: a failed run seen before the schema
+    /// snapshot that shows the column its error names removed, renamed or retyped got
+    /// the weaker cause (the error alone). Once a snapshot since shows it, the open
+    /// incident takes the stronger cause, on the chain, and the proposals that cause
+    /// brings (the failing model's diff; a rerun if it had none), numbered after those
+    /// it has, as an incident opened after the snapshot would have had them. Once: the
+    /// column cause, kept, is not looked for again. Run after a poll stored snapshots and
+    /// before its breaches are acted on, so the snapshot's own breach joins this incident
+    /// rather than opening another.
+    pub(super) fn rediagnose_failed_runs(&mut self) -> Result<Vec<Event>> {
+        let mut events = Vec::new();
+        for i in 0..self.incidents.len() {
+            let incident = &self.incidents[i];
+            let Some(state) = incident
+                .failed_run
+                .as_ref()
+                .filter(|f| f.column.is_none() && incident.status == IncidentStatus::Open)
+            else {
+                continue;
+            };
+            let run = state.run.clone();
+            let facts = self.run_facts(&run, self.now());
+            let (diagnosis, column) = rule::diagnose(&run, &facts);
+            if column.is_none() {
+                continue;
+            }
+            let before = self.incidents[i].clone();
+            let mut taken = before.clone();
+            taken.proposals.clear();
+            taken.diagnosis = diagnosis.clone();
+            if let Some(f) = taken.failed_run.as_mut() {
+                f.column = column;
+            }
+            self.assess_failed_run(&mut taken);
+            let first = before.proposals.len();
+            let brought: Vec<Proposal> = taken
+                .proposals
+                .into_iter()
+                .filter(|p| !before.proposals.iter().any(|had| had.kind == p.kind))
+                .collect();
+            let mut sharper = before;
+            sharper.failed_run = taken.failed_run;
+            sharper.diagnosis = taken.diagnosis;
+            sharper.blast = taken.blast;
+            sharper
+                .proposals
+                .extend(crate::propose::numbered_after(first, brought));
+            events.push(self.record_diagnosis(&sharper.id, &diagnosis)?);
+            events.extend(self.record_assessment(&sharper, first)?);
+            self.incidents[i] = sharper;
+        }
         Ok(events)
     }
 
@@ -410,8 +464,9 @@ impl Engine {
         incident.diagnosis.evidence.extend(refused.into_inner());
     }
 
-    /// What the run reads, the recent schema changes there and the writers that stalled.
-    fn run_facts(&self, run: &FailedRun) -> RunFacts {
+    /// What the run reads, the recent schema changes there (in snapshots taken up to
+    /// `until`) and the writers that stalled.
+    fn run_facts(&self, run: &FailedRun, until: Timestamp) -> RunFacts {
         let mut facts = RunFacts::default();
         let Some(lineage) = &self.lineage else {
             return facts;
@@ -446,7 +501,7 @@ impl Engine {
             if let Ok(history) = monitor::history(&*self.state, &name, CheckKind::Schema) {
                 for o in history
                     .into_iter()
-                    .filter(|o| o.at >= recent && o.at <= run.at + TimeDelta::hours(1))
+                    .filter(|o| o.at >= recent && o.at <= until)
                 {
                     for change in o.detail.changes {
                         facts

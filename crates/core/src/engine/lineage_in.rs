@@ -17,7 +17,9 @@ use crate::config::CheckKind;
 use crate::detect::run_rows::judge_runs;
 use crate::detect::VerdictKind;
 use crate::incident::failed_run::FailedRun;
-use crate::lineage::openlineage::{Dataset, EventType, JobName, Position, RunEvent};
+use crate::lineage::openlineage::{
+    table_in, Dataset, EventType, JobName, Place, Position, RunEvent,
+};
 use crate::lineage::{LearnedJob, Lineage};
 use crate::monitor::{Detail, Health, Observation};
 use crate::store::prelude::*;
@@ -151,13 +153,34 @@ impl Engine {
         Ok(observations)
     }
 
-    /// Whether a monitor reads this dataset's table (its `schema.table`, any case), so
-    /// the monitor's own volume check judges it.
+    /// Whether a monitor reads this dataset's table, so the monitor's own volume check
+    /// judges it: the dataset is in the monitor's warehouse (its namespace and database
+    /// per the naming spec, `naming::table_in`) and names the monitor's table, any case.
+    /// A warehouse whose place cannot be told (no URL in its `url_env`, a Unix-socket
+    /// host) matches by `schema.table` alone, so a table it watches is never judged
+    /// twice.
     fn monitored(&self, dataset: &Dataset) -> bool {
         let table = schema_table(dataset);
         self.config.monitor.iter().any(|m| {
-            m.table.eq_ignore_ascii_case(&table) || m.table.eq_ignore_ascii_case(&dataset.name)
+            let names = |t: &str| m.table.eq_ignore_ascii_case(t);
+            match self.place_of(&m.warehouse) {
+                Some(place) => table_in(dataset, &place).is_some_and(|t| names(&t)),
+                None => names(&table) || names(&dataset.name),
+            }
         })
+    }
+
+    /// Where the config's warehouse `name` is, as an event names it. A PostgreSQL
+    /// warehouse's is in the URL its `url_env` names (read as the poller reads it to
+    /// connect); a file's path is the config's, resolved.
+    fn place_of(&self, name: &str) -> Option<Place> {
+        let mut warehouse = self.config.warehouse.get(name)?.clone();
+        warehouse.path = warehouse.path.map(|path| self.config.resolve(&path));
+        let url = warehouse
+            .url_env
+            .as_deref()
+            .and_then(|var| std::env::var(var).ok());
+        Place::of(&warehouse, url.as_deref())
     }
 
     /// The failed runs among kept events (FAILs), each opening its incident unless it is
@@ -314,6 +337,12 @@ mod tests {
             opened,
             vec!["run of failed.while.watching", "run of still.failing"]
         );
+        // The console says what the check is, not only the monitor's name.
+        assert!(engine
+            .snapshot(false)
+            .incidents
+            .iter()
+            .all(|i| i.check == "failed_run"));
         // A run that failed is its own kind of check, named so on the chain (the
         // receipt reads it there), not a schema change standing in for one.
         assert!(engine
@@ -328,6 +357,52 @@ mod tests {
         assert!(opened
             .iter()
             .all(|r| r.payload.contains(r#""check":"failed_run""#)));
+    }
+
+    /// A dataset is a monitored table only in the monitor's own warehouse: the same
+    /// `schema.table` on another host, port or database is another table, judged by
+    /// its job's row counts.
+    #[test]
+    fn a_monitored_table_is_matched_on_its_warehouse_too() {
+        let dir = tempfile::tempdir().unwrap();
+        std::env::set_var(
+            "DATAWARD_LINEAGE_IN_TEST_PG",
+            "postgres://dw@crm.internal:5432/crm",
+        );
+        let text =
+            "[warehouse.crm]\nkind = \"postgres\"\nurl_env = \"DATAWARD_LINEAGE_IN_TEST_PG\"\n\n\
+                    [warehouse.lite]\nkind = \"sqlite\"\npath = \"lite.db\"\n\n\
+                    [[monitor]]\nwarehouse = \"crm\"\ntable = \"public.watched\"\n\
+                    checks = [\"row_count\"]\n\n\
+                    [[monitor]]\nwarehouse = \"lite\"\ntable = \"events\"\n\
+                    checks = [\"row_count\"]\n";
+        let path = dir.path().join("dataward.toml");
+        std::fs::write(&path, text).unwrap();
+        std::fs::write(dir.path().join("lite.db"), "").unwrap();
+        let config = crate::config::Config::parse(text, &path).unwrap();
+        let state = crate::store::open(&dir.path().join("dataward.db")).unwrap();
+        let engine = Engine::new(config, state, None, &Actor::current()).unwrap();
+        let dataset = |namespace: &str, name: &str| Dataset {
+            namespace: namespace.into(),
+            name: name.into(),
+        };
+        assert!(engine.monitored(&dataset(
+            "postgres://crm.internal:5432",
+            "crm.public.watched"
+        )));
+        assert!(engine.monitored(&dataset("postgres://crm.internal", "CRM.public.WATCHED")));
+        assert!(!engine.monitored(&dataset("postgres://other:5432", "crm.public.watched")));
+        assert!(!engine.monitored(&dataset(
+            "postgres://crm.internal:5433",
+            "crm.public.watched"
+        )));
+        assert!(!engine.monitored(&dataset(
+            "postgres://crm.internal:5432",
+            "shop.public.watched"
+        )));
+        let lite = format!("sqlite://{}", dir.path().join("lite.db").display());
+        assert!(engine.monitored(&dataset(&lite, "events")));
+        assert!(!engine.monitored(&dataset("sqlite:///elsewhere/lite2.db", "events")));
     }
 
     /// No monitor runs a failed run's check: the config says so, naming the key.
@@ -358,7 +433,10 @@ mod tests {
     fn rows_a_run_reports_are_judged_by_the_volume_detector() {
         let dir = tempfile::tempdir().unwrap();
         let me = Actor::current();
-        let text = "[warehouse.crm]\nkind = \"sqlite\"\npath = \"crm.db\"\n\n\
+        // The events' warehouse: crm.public.watched there is the monitored table.
+        std::env::set_var("DATAWARD_LINEAGE_IN_ROWS_PG", "postgres://dw@crm:5432/crm");
+        let text =
+            "[warehouse.crm]\nkind = \"postgres\"\nurl_env = \"DATAWARD_LINEAGE_IN_ROWS_PG\"\n\n\
                     [[monitor]]\nwarehouse = \"crm\"\ntable = \"public.watched\"\n\
                     checks = [\"row_count\"]\n";
         let path = dir.path().join("dataward.toml");

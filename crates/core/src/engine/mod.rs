@@ -31,6 +31,7 @@ mod incident;
 mod incidents;
 pub mod poll_task;
 mod recovery;
+mod run_cadence;
 mod symptoms;
 mod takeover;
 pub use takeover::Predecessor;
@@ -516,6 +517,7 @@ impl Engine {
         events.extend(self.access_turn()?);
         self.waves_turn()?;
         self.refresh_quiet();
+        self.store_run_cadences(now)?;
         let polled = self.unseen_observations()?;
         if !polled.is_empty() {
             // What the warehouses said is asked again for what the new poll raises.
@@ -525,6 +527,9 @@ impl Engine {
             self.note_latest(observation.clone());
         }
         events.extend(self.read_failed_runs()?);
+        if !polled.is_empty() {
+            events.extend(self.rediagnose_failed_runs()?);
+        }
         let snoozes = self.state.running_snoozes()?;
         for (_, observation) in &polled {
             // A snooze or a maintenance window: recorded, shown, nobody paged.

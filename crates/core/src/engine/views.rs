@@ -262,6 +262,10 @@ impl Incident {
             },
             table: i.table.clone(),
             monitor: i.monitor.clone(),
+            check: match &i.column {
+                Some(column) => format!("{}({column})", i.check.as_str()),
+                None => i.check.as_str().to_string(),
+            },
             status: i.status,
             opened_at: i.opened_at,
             observed: i

@@ -35,6 +35,18 @@ pub trait LineageEventStore {
     fn output_row_counts(&self) -> Result<Vec<RunRows>>;
     /// [`output_row_counts`](Self::output_row_counts) of one job's one output.
     fn run_rows_of(&self, job: &JobName, dataset: &Dataset) -> Result<Vec<RunRows>>;
+    /// When each run that ended (COMPLETE, FAIL or ABORT) at or after `since` ended, by
+    /// the producer's clock, once per run, with the job of its parent run; oldest first.
+    fn run_ends(&self, since: DateTime<Utc>) -> Result<Vec<RunEnd>>;
+}
+
+/// One run's end, as its latest terminal event says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunEnd {
+    pub job: JobName,
+    /// The parent run's job (an Airflow task's DAG, a dbt model's invocation).
+    pub parent: Option<JobName>,
+    pub at: DateTime<Utc>,
 }
 
 /// The rows one run of a job wrote to one output, as the producer counted them.
@@ -224,6 +236,33 @@ impl LineageEventStore for Connection {
 
     fn run_rows_of(&self, job: &JobName, dataset: &Dataset) -> Result<Vec<RunRows>> {
         self.select_run_rows(Some((job, dataset)))
+    }
+
+    fn run_ends(&self, since: DateTime<Utc>) -> Result<Vec<RunEnd>> {
+        let mut select = self.prepare_cached(
+            // SQLite takes the bare columns from the row whose event_time is the MAX.
+            "SELECT job_namespace, job_name, parent_job_namespace, parent_job_name,
+                    MAX(event_time)
+             FROM lineage_event
+             WHERE event_type IN ('COMPLETE', 'FAIL', 'ABORT') AND event_time >= ?1
+             GROUP BY run_id, job_namespace, job_name
+             ORDER BY 5",
+        )?;
+        let rows = select.query_map(params![time_text(since)], |r| {
+            let parent = match (r.get::<_, Option<String>>(2)?, r.get(3)?) {
+                (Some(namespace), Some(name)) => Some(JobName { namespace, name }),
+                _ => None,
+            };
+            Ok(RunEnd {
+                job: JobName {
+                    namespace: r.get(0)?,
+                    name: r.get(1)?,
+                },
+                parent,
+                at: read_event_time(&r.get::<_, String>(4)?)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 }
 

@@ -189,6 +189,11 @@ fn figures_line(incident: &IncidentView, now: Timestamp, theme: &Theme) -> Line<
         format!(" · opened {}", time_of_day(incident.opened_at, now)),
         theme.muted,
     ));
+    // Last: what a narrow terminal cuts first (the list has it too).
+    if !incident.check.is_empty() {
+        spans.push(Span::styled(" · check ", theme.muted));
+        spans.push(Span::raw(incident.check.clone()));
+    }
     Line::from(spans)
 }
 

@@ -25,7 +25,7 @@ pub struct Figure {
     /// null_rate: only rows loaded since then were measured.
     pub since: Option<Timestamp>,
     /// volume: the job whose runs reported these rows (OpenLineage), where dataward
-    /// does not count the table itself.
+    /// does not count the table itself; freshness: the job whose runs are measured.
     pub writer: Option<String>,
 }
 
@@ -93,7 +93,10 @@ impl Figure {
                     None => format!("rows loaded into {table} per day"),
                 },
             },
-            CheckKind::Freshness => format!("time since {table} last loaded"),
+            CheckKind::Freshness => match &self.writer {
+                Some(job) => format!("time since {job} last ran"),
+                None => format!("time since {table} last loaded"),
+            },
             CheckKind::NullRate => {
                 let column = self.column.as_deref().unwrap_or("a column");
                 match &self.since {
@@ -114,7 +117,10 @@ impl Figure {
     pub fn headline(&self) -> String {
         let amount = self.amount(self.value);
         match (self.check, self.verdict) {
-            (CheckKind::Freshness, _) => format!("{} has not loaded for {amount}", self.table),
+            (CheckKind::Freshness, _) => match &self.writer {
+                Some(job) => format!("{job} has not run for {amount}"),
+                None => format!("{} has not loaded for {amount}", self.table),
+            },
             (CheckKind::Schema, _) => format!("the columns of {} changed", self.table),
             (CheckKind::FailedRun, _) => format!("the run writing {} failed", self.table),
             (CheckKind::NullRate, _) => format!("the {} rose to {amount}", self.subject()),
@@ -139,7 +145,10 @@ impl Figure {
                     format!("rows loaded into {table} per day are back within their usual range")
                 }
             },
-            CheckKind::Freshness => format!("{table} loads again within its usual cadence"),
+            CheckKind::Freshness => match &self.writer {
+                Some(job) => format!("{job} runs again within its usual cadence"),
+                None => format!("{table} loads again within its usual cadence"),
+            },
             CheckKind::NullRate => format!(
                 "the null rate of {table}.{} is back within its usual range",
                 self.column.as_deref().unwrap_or("a column")
@@ -182,8 +191,13 @@ impl Figure {
         };
         let against = match (self.expected, self.check) {
             (Some(r), CheckKind::Freshness) => format!(
-                ", over the {} allowed (it usually loads every {})",
+                ", over the {} allowed (it usually {} every {})",
                 human_seconds(r.high),
+                if self.writer.is_some() {
+                    "runs"
+                } else {
+                    "loads"
+                },
                 human_seconds(r.baseline)
             ),
             (Some(r), CheckKind::NullRate) => format!(

@@ -9,6 +9,9 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
     let late = std::iter::once(&facts.breach)
         .chain(&facts.others)
         .find(|f| f.check == CheckKind::Freshness && f.verdict == VerdictKind::Late)?;
+    if let Some(job) = &late.writer {
+        return Some(job_overdue(job, late));
+    }
     let table = &facts.table;
     let since = last_load(late)
         .map(|at| format!(" since {}", figure::when(at)))
@@ -56,6 +59,27 @@ pub fn diagnose(facts: &Facts) -> Option<Diagnosis> {
             .map(Figure::sentence),
     );
     Some(Diagnosis::of(CauseKind::StalledWriter, cause, evidence))
+}
+
+/// A job whose runs stopped coming (its runs' OpenLineage events measured, not a
+/// table): it is the writer that stalled, and nothing else is known of why.
+fn job_overdue(job: &str, late: &Figure) -> Diagnosis {
+    let since = last_load(late)
+        .map(|at| format!(" since {}", figure::when(at)))
+        .unwrap_or_default();
+    let cadence = late
+        .expected
+        .map(|r| {
+            format!(
+                ": it usually runs every {}",
+                crate::monitor::human_seconds(r.baseline)
+            )
+        })
+        .unwrap_or_default();
+    let cause = format!(
+        "{job} has not run{since}{cadence}, and no run of it has ended since (by its OpenLineage events)"
+    );
+    Diagnosis::of(CauseKind::StalledWriter, cause, vec![late.sentence()])
 }
 
 /// When a freshness figure says its table last loaded: measured at, less the time since.

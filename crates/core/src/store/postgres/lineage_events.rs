@@ -11,7 +11,9 @@ use super::PgState;
 use crate::clock::Timestamp;
 use crate::lineage::openlineage::{Dataset, JobName, Position, RunEvent};
 use crate::lineage::LearnedJob;
-use crate::store::lineage_events::{parse_event_time, time_text, LineageEventStore, RunRows};
+use crate::store::lineage_events::{
+    parse_event_time, time_text, LineageEventStore, RunEnd, RunRows,
+};
 
 fn event_time(text: &str) -> Result<chrono::DateTime<chrono::Utc>> {
     parse_event_time(text)
@@ -205,5 +207,36 @@ impl LineageEventStore for PgState {
 
     fn run_rows_of(&self, job: &JobName, dataset: &Dataset) -> Result<Vec<RunRows>> {
         self.select_run_rows(Some((job, dataset)))
+    }
+
+    fn run_ends(&self, since: chrono::DateTime<chrono::Utc>) -> Result<Vec<RunEnd>> {
+        self.query(
+            "SELECT job_namespace, job_name, parent_job_namespace, parent_job_name, event_time
+             FROM (
+               SELECT DISTINCT ON (run_id, job_namespace, job_name)
+                      job_namespace, job_name, parent_job_namespace, parent_job_name, event_time
+               FROM lineage_event
+               WHERE team = $1 AND event_type IN ('COMPLETE', 'FAIL', 'ABORT')
+                 AND event_time >= $2
+               ORDER BY run_id, job_namespace, job_name, event_time DESC) latest
+             ORDER BY event_time",
+            &[&self.team, &time_text(since)],
+        )?
+        .iter()
+        .map(|r| {
+            let parent = match (r.get::<_, Option<String>>(2), r.get::<_, Option<String>>(3)) {
+                (Some(namespace), Some(name)) => Some(JobName { namespace, name }),
+                _ => None,
+            };
+            Ok(RunEnd {
+                job: JobName {
+                    namespace: r.get(0),
+                    name: r.get(1),
+                },
+                parent,
+                at: event_time(r.get(4))?,
+            })
+        })
+        .collect()
     }
 }
