@@ -36,11 +36,15 @@ pub struct SentTo<'a> {
 
 /// What came of `request`, sent as `sent` says and left unanswered.
 pub fn what_happened(sent: &SentTo, request: &str) -> Result<Outcome> {
-    let place = state_place(sent)?;
+    // Unknown (no config names the team's state) is said only if no engine answers.
+    let place = state_place(sent);
     let ask = Command::WhatHappened {
         client_request: request.to_string(),
     };
-    let mut team = place.team().map(|team| TeamLook::new(team, sent));
+    let mut team = match &place {
+        Ok(StatePlace::Team(team)) => Some(TeamLook::new(team, sent)),
+        _ => None,
+    };
     let deadline = Instant::now() + RECONNECT_WAIT;
     loop {
         // An engine serving this host again answers from the state itself. (A standby
@@ -51,7 +55,7 @@ pub fn what_happened(sent: &SentTo, request: &str) -> Result<Outcome> {
             }
         }
         if let Some(team) = &mut team {
-            match team.look(&place, request) {
+            match team.look(request) {
                 Ok(Some(outcome)) => return Ok(outcome),
                 Ok(None) => {}
                 Err(e) => team.last_error = Some(format!("{e:#}")),
@@ -62,10 +66,9 @@ pub fn what_happened(sent: &SentTo, request: &str) -> Result<Outcome> {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    match (&place, team) {
-        (StatePlace::File(path), _) => from_file(path, sent.data_dir, request),
-        (StatePlace::Team(_), Some(team)) => Err(team.unknown(request)),
-        (StatePlace::Team(_), None) => unreachable!("a team place has a team look"),
+    match (place?, team) {
+        (_, Some(team)) => Err(team.unknown(request)),
+        (place, None) => from_file(&place, sent.data_dir, request),
     }
 }
 
@@ -98,7 +101,10 @@ fn state_place(sent: &SentTo) -> Result<StatePlace> {
 }
 
 /// With no engine serving this host's file, the answer is in it if the decision was made.
-fn from_file(path: &Path, data_dir: &Path, request: &str) -> Result<Outcome> {
+fn from_file(place: &StatePlace, data_dir: &Path, request: &str) -> Result<Outcome> {
+    let StatePlace::File(path) = place else {
+        anyhow::bail!("{} is not a file", place.describe());
+    };
     let conn = crate::store::open_read_only(path)?;
     let uid = crate::approve::Actor::current().uid;
     if let Some(kept) = conn.request_outcome(request, uid)? {
@@ -124,8 +130,8 @@ fn from_file(path: &Path, data_dir: &Path, request: &str) -> Result<Outcome> {
 
 /// Looks at the team's state for a request: who holds the lease now, then (once the
 /// engine the request went to holds it no longer) what the state keeps of it.
-struct TeamLook<'a> {
-    team: &'a TeamState,
+struct TeamLook {
+    team: TeamState,
     /// How the lease named the engine the request went to (unknown: any of this host).
     sent_to: Option<String>,
     host: String,
@@ -136,11 +142,11 @@ struct TeamLook<'a> {
     last_error: Option<String>,
 }
 
-impl<'a> TeamLook<'a> {
-    fn new(team: &'a TeamState, sent: &SentTo) -> TeamLook<'a> {
+impl TeamLook {
+    fn new(team: &TeamState, sent: &SentTo) -> TeamLook {
         let (host, _) = super::leadership::names(sent.data_dir);
         TeamLook {
-            team,
+            team: team.clone(),
             sent_to: sent
                 .engine_pid
                 .map(|pid| super::leadership::holder(&host, pid as u32)),
@@ -154,7 +160,7 @@ impl<'a> TeamLook<'a> {
 
     /// The answer, once it is final; None while the lease is still the engine's the
     /// request went to, or the request's change is still carried out by the new leader.
-    fn look(&mut self, place: &StatePlace, request: &str) -> Result<Option<Outcome>> {
+    fn look(&mut self, request: &str) -> Result<Option<Outcome>> {
         if self.session.as_ref().is_none_or(|s| s.is_closed()) {
             self.session = Some(connect::connect(&self.team.source, "dataward cli")?);
         }
@@ -173,7 +179,7 @@ impl<'a> TeamLook<'a> {
         }
         // Read after the lease moved: nothing of the old term can be written after this.
         if self.state.is_none() {
-            self.state = Some(place.open_reader()?);
+            self.state = Some(StatePlace::Team(self.team.clone()).open_reader()?);
         }
         let state = self.state.as_ref().expect("opened above");
         let uid = crate::approve::Actor::current().uid;
@@ -191,19 +197,19 @@ impl<'a> TeamLook<'a> {
     fn not_recorded(&self, request: &str) -> Outcome {
         let since = match &self.lease {
             Some(now) => format!(
-                "team {}'s lease has passed to term {} ({}), which refuses every write of the \
-                 engine it was sent to",
-                self.team.team, now.term, now.host
+                "its lease has passed to term {} ({}), which refuses every write of the engine \
+                 the request was sent to",
+                now.term, now.host
             ),
-            None => format!("no engine has led team {}", self.team.team),
+            None => "no engine has led it".to_string(),
         };
         Outcome::Refused {
             reason: Refusal::new(
                 RefusalKind::NotFound,
                 format!(
-                    "not recorded: nothing of request {request} is in {} and {since}: it was \
-                     not decided; safe to send again",
-                    place_name(self.team)
+                    "not recorded: request {request} is not in team {}'s state, and {since}: \
+                     it was not decided; safe to send again",
+                    self.team.team
                 ),
             ),
         }
@@ -227,8 +233,4 @@ impl<'a> TeamLook<'a> {
         };
         anyhow::anyhow!("what came of request {request} is not known yet: {why}")
     }
-}
-
-fn place_name(team: &TeamState) -> String {
-    StatePlace::Team(team.clone()).describe()
 }
