@@ -350,6 +350,17 @@ fn a_decision_whose_leader_died_is_found_recorded_or_not_in_the_teams_state() {
         .collect();
     assert_eq!(reasons, vec!["before the kill".to_string()]);
 
+    // With no engine on a, an org stop is not written beside the team's state: only the
+    // leader records one.
+    let out = team.cli("a", &["stop", "--reason", "no engine here"]);
+    let said = support::team::text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("only the engine leading the team records a stop"),
+        "{said}"
+    );
+    assert!(!team.data("a").join("dataward.db").exists(), "{said}");
+
     // The committed one, asked of the team's state as the CLI asks it.
     std::env::set_var(support::team::URL_ENV, &team.url);
     let sent = SentTo {

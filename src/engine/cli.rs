@@ -10,8 +10,9 @@ use anyhow::{Context, Result};
 
 use super::api::{Command, Event, EventKind, IncidentStatus, IncidentView, Outcome};
 use super::client::Client;
-use super::what_happened::{what_happened, SentTo};
+use super::what_happened::{state_place, what_happened, SentTo};
 use crate::sanitize::{for_terminal, for_terminal_multiline};
+use crate::store::place::StatePlace;
 
 /// The engine's incidents: from the running engine, or read from the state database
 /// when none runs.
@@ -291,6 +292,18 @@ pub fn stop(
             };
         }
         match crate::store::EngineLock::try_acquire(data_dir)? {
+            Ok(_) if !matches!(state_place(data_dir, config), Ok(StatePlace::File(_))) => {
+                // A team's state is written only by its leading engine, under its term.
+                let place = state_place(data_dir, config)
+                    .map(|place| place.describe())
+                    .unwrap_or_else(|e| format!("{e:#}"));
+                anyhow::bail!(
+                    "no engine serves {} and its state is a team's ({place}): only the \
+                     engine leading the team records a stop; run `dataward stop` on the host \
+                     that leads (`dataward doctor` names it). Nothing was recorded",
+                    data_dir.display()
+                )
+            }
             Ok(lock) => {
                 println!(
                     "no engine is serving {}: recording this directly in its state database as {}",

@@ -37,7 +37,7 @@ pub struct SentTo<'a> {
 /// What came of `request`, sent as `sent` says and left unanswered.
 pub fn what_happened(sent: &SentTo, request: &str) -> Result<Outcome> {
     // Unknown (no config names the team's state) is said only if no engine answers.
-    let place = state_place(sent);
+    let place = state_place(sent.data_dir, sent.config);
     let ask = Command::WhatHappened {
         client_request: request.to_string(),
     };
@@ -72,30 +72,29 @@ pub fn what_happened(sent: &SentTo, request: &str) -> Result<Outcome> {
     }
 }
 
-/// The state the decision would be in: the team's when the config names one, the data
+/// Where this host's state is: the team's when the config names one, the data
 /// directory's file otherwise. A host that keeps a checkpoint of a team's chain but
-/// whose config cannot be read is told so, not sent to a file it never wrote.
-fn state_place(sent: &SentTo) -> Result<StatePlace> {
-    let checkpoint = crate::store::postgres::checkpoint_path(sent.data_dir);
-    let config = match sent.config.filter(|path| path.exists()) {
-        Some(path) => Some(Config::load(path).with_context(|| {
-            format!(
-                "reading {} to learn where the state of request's decision is",
-                path.display()
-            )
-        })?),
-        None => None,
-    };
-    match config {
-        Some(config) => StatePlace::of(&config, sent.data_dir),
-        None if checkpoint.exists() => anyhow::bail!(
-            "{} keeps a team's state ({}), but no config names it: pass the config `dataward \
-             serve` runs with (`dataward --config FILE ...`) to read what came of the request",
-            sent.data_dir.display(),
-            checkpoint.display()
+/// whose config cannot be read is told so, not sent to a file it never wrote; on a host
+/// of one, a config that cannot be read changes nothing (the file was always the place).
+pub fn state_place(data_dir: &Path, config: Option<&Path>) -> Result<StatePlace> {
+    let checkpoint = crate::store::postgres::checkpoint_path(data_dir);
+    let loaded = config
+        .filter(|path| path.exists())
+        .map(|path| Config::load(path).with_context(|| format!("reading {}", path.display())));
+    match loaded {
+        Some(Ok(config)) => StatePlace::of(&config, data_dir),
+        _ if checkpoint.exists() => anyhow::bail!(
+            "{} keeps a team's state ({}), but no config that names it was read{}: pass the \
+             config `dataward serve` runs with (`dataward --config FILE ...`)",
+            data_dir.display(),
+            checkpoint.display(),
+            match loaded {
+                Some(Err(e)) => format!(" ({e:#})"),
+                _ => String::new(),
+            }
         ),
-        None => Ok(StatePlace::File(
-            sent.data_dir.join(crate::store::place::STATE_FILE),
+        _ => Ok(StatePlace::File(
+            data_dir.join(crate::store::place::STATE_FILE),
         )),
     }
 }
