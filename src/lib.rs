@@ -28,4 +28,5 @@ pub mod engine {
     pub mod openlineage;
     pub mod server;
     pub mod standby;
+    pub mod what_happened;
 }

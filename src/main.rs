@@ -336,6 +336,11 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // Only the commands that use the data directory look at it (and refuse a loose one).
     let data_dir = || config::data_dir(cli.data_dir.as_deref());
+    // The config a decision's engine runs with: where its state is, should it die
+    // mid-request.
+    let state_config = cli.config.clone().or_else(config::default_config_path);
+    let decide =
+        |command| dataward::engine::cli::decide(&data_dir()?, state_config.as_deref(), command);
     let Some(command) = cli.command else {
         // Attach to the engine serving the data directory, starting one in the
         // background (with this config) when none does.
@@ -424,9 +429,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             md: _,
             json,
         } => dataward::cli::chain::receipt(&data_dir()?, &incident, json),
-        Cmd::Stop { reason, lift } => {
-            dataward::engine::cli::stop(&data_dir()?, reason.as_deref(), lift)
-        }
+        Cmd::Stop { reason, lift } => dataward::engine::cli::stop(
+            &data_dir()?,
+            state_config.as_deref(),
+            reason.as_deref(),
+            lift,
+        ),
         Cmd::Serve { config, log_stderr } => {
             if let Some(log) = dataward::logging::init(log_stderr, &data_dir()?)? {
                 eprintln!("dataward serve: logging to {}", log.display());
@@ -465,68 +473,51 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             proposal,
             hash,
             reason,
-        } => dataward::engine::cli::decide(
-            &data_dir()?,
-            Command::Approve {
-                proposal,
-                content_hash: hash,
-                reason,
-            },
-        ),
+        } => decide(Command::Approve {
+            proposal,
+            content_hash: hash,
+            reason,
+        }),
         Cmd::Reject {
             proposal,
             hash,
             reason,
-        } => dataward::engine::cli::decide(
-            &data_dir()?,
-            Command::Reject {
-                proposal,
-                content_hash: hash,
-                reason,
-            },
-        ),
-        Cmd::Rollback { proposal, reason } => {
-            dataward::engine::cli::decide(&data_dir()?, Command::RollBack { proposal, reason })
-        }
-        Cmd::Forward { proposal } => {
-            dataward::engine::cli::decide(&data_dir()?, Command::Forward { proposal })
-        }
-        Cmd::Run { incident } => {
-            dataward::engine::cli::decide(&data_dir()?, Command::QueueRun { incident })
-        }
-        Cmd::Resolve { incident, reason } => {
-            dataward::engine::cli::decide(&data_dir()?, Command::Resolve { incident, reason })
-        }
-        Cmd::Reopen { incident, reason } => {
-            dataward::engine::cli::decide(&data_dir()?, Command::Reopen { incident, reason })
-        }
-        Cmd::Accept { incident, reason } => {
-            dataward::engine::cli::decide(&data_dir()?, Command::Accept { incident, reason })
-        }
-        Cmd::Expected { incident, reason } => {
-            dataward::engine::cli::decide(&data_dir()?, Command::Expected { incident, reason })
-        }
+        } => decide(Command::Reject {
+            proposal,
+            content_hash: hash,
+            reason,
+        }),
+        Cmd::Rollback { proposal, reason } => decide(Command::RollBack { proposal, reason }),
+        Cmd::Forward { proposal } => decide(Command::Forward { proposal }),
+        Cmd::Run { incident } => decide(Command::QueueRun { incident }),
+        Cmd::Resolve { incident, reason } => decide(Command::Resolve { incident, reason }),
+        Cmd::Reopen { incident, reason } => decide(Command::Reopen { incident, reason }),
+        Cmd::Accept { incident, reason } => decide(Command::Accept { incident, reason }),
+        Cmd::Expected { incident, reason } => decide(Command::Expected { incident, reason }),
         Cmd::Snooze {
             target,
             duration,
             reason,
-        } => dataward::cli::feedback::snooze(&data_dir()?, target, &duration, reason),
+        } => dataward::cli::feedback::snooze(
+            &data_dir()?,
+            state_config.as_deref(),
+            target,
+            &duration,
+            reason,
+        ),
         Cmd::RequestAccess {
             target,
             privilege,
             grantee,
             reason,
             days,
-        } => dataward::engine::cli::decide(
-            &data_dir()?,
-            Command::RequestAccess {
-                target,
-                privilege,
-                grantee,
-                reason,
-                days,
-            },
-        ),
+        } => decide(Command::RequestAccess {
+            target,
+            privilege,
+            grantee,
+            reason,
+            days,
+        }),
         Cmd::Outbox { json } => dataward::cli::outbox::run(&data_dir()?, json),
         Cmd::Completions { shell } => {
             let mut command = Cli::command();

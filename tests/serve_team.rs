@@ -35,7 +35,8 @@ fn team(pg: &PgServer) -> (tempfile::TempDir, Team) {
         "{}[warehouse.wh]\nkind = \"sqlite\"\npath = \"{}\"\n\n\
          [[monitor]]\nname = \"events\"\nwarehouse = \"wh\"\ntable = \"events\"\n\
          checks = [\"row_count\"]\nevery = \"5m\"\n\n\
-         [people.{me:?}]\nname = \"On call\"\nroles = [\"owner\"]\n",
+         [people.{me:?}]\nname = \"On call\"\nroles = [\"owner\"]\n\n\
+         [[domain]]\nname = \"events\"\ncovers = [\"events\"]\nowners = [\"owner\"]\n",
         state_section(),
         root.join("wh.db").display()
     );
@@ -218,4 +219,157 @@ fn a_paused_leader_woken_after_a_takeover_writes_nothing_and_exits_deposed() {
     assert!(!team.log("b").contains("deposed"), "{}", team.log("b"));
     signal(&b, libc::SIGKILL);
     let _ = b.wait();
+}
+
+/// Waits until the leader's state session waits on a lock: the request it is carrying
+/// out has reached its first write, which the test holds up.
+fn wait_for_a_held_write(pg: &PgServer) {
+    let mut client = pg.client();
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let waiting: i64 = client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE application_name = 'dataward state' AND wait_event_type = 'Lock'",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        if waiting > 0 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "no write of the leader waits");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A decision whose leader dies before answering is looked up in the team's state, not
+/// in a file the host does not have. One sent while the leader's writes are held up (the
+/// test holds the lease row), the leader then stopped and killed with -9: once the
+/// standby leads, the CLI says it was not recorded and is safe to send again, and the
+/// chain has none of it. One the leader committed before the kill is found recorded
+/// under its chain record.
+#[test]
+fn a_decision_whose_leader_died_is_found_recorded_or_not_in_the_teams_state() {
+    use dataward::engine::api::{Command, Outcome};
+    use dataward::engine::client::{new_request_id, Client};
+    use dataward::engine::what_happened::{what_happened, SentTo};
+
+    let Some(pg) = start_or_skip("serve_team lost") else {
+        return;
+    };
+    let (_dir, team) = team(&pg);
+    let mut a = team.serve("a");
+    assert_eq!(
+        team.leader_within(&["a"], PATIENCE),
+        Some(0),
+        "{}",
+        team.log("a")
+    );
+    let _b = team.serve("b");
+    let deadline = Instant::now() + PATIENCE;
+    while !team.log("b").contains("standby: ") {
+        assert!(Instant::now() < deadline, "{}", team.log("b"));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The first poll recorded, so the next write of the leader is the request's (the
+    // monitor polls every 5 minutes).
+    let deadline = Instant::now() + PATIENCE;
+    while pg
+        .client()
+        .query_one("SELECT count(*) FROM observation", &[])
+        .unwrap()
+        .get::<_, i64>(0)
+        == 0
+    {
+        assert!(Instant::now() < deadline, "no poll: {}", team.log("a"));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // Committed and answered, under a request id the test knows.
+    let mut client = Client::connect(&team.data("a"), false).unwrap().unwrap();
+    let committed_id = new_request_id().unwrap();
+    let committed = client
+        .request_as(
+            Command::Snooze {
+                target: "events".into(),
+                seconds: 60,
+                reason: "before the kill".into(),
+            },
+            Some(committed_id.clone()),
+        )
+        .unwrap();
+    let Outcome::Accepted {
+        seq: Some(committed_seq),
+        ..
+    } = committed
+    else {
+        panic!("{committed:?}")
+    };
+
+    // Sent while the leader's writes wait on the lease row the test holds.
+    let mut holder = pg.client();
+    let mut held = holder.transaction().unwrap();
+    held.query("SELECT 1 FROM lease FOR UPDATE", &[]).unwrap();
+    let cli = std::process::Command::new(env!("CARGO_BIN_EXE_dataward"))
+        .arg("--config")
+        .arg(&team.config)
+        .args(["snooze", "events", "1m", "--reason", "while held"])
+        .arg("--data-dir")
+        .arg(team.data("a"))
+        .env(support::team::URL_ENV, &team.url)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_a_held_write(&pg);
+    signal(&a, libc::SIGSTOP);
+    signal(&a, libc::SIGKILL);
+    a.wait().unwrap();
+    held.rollback().unwrap();
+
+    let out = cli.wait_with_output().unwrap();
+    let said = support::team::text(&out);
+    assert!(
+        said.contains("lost before its answer")
+            && said.contains("not recorded: ")
+            && said.contains("safe to send again"),
+        "{said}"
+    );
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    println!("the CLI said:\n{said}");
+    assert_eq!(
+        team.leader_within(&["b"], PATIENCE),
+        Some(0),
+        "{}",
+        team.log("b")
+    );
+    let reasons: Vec<String> = support::team::records(&team.state("b"), "snoozed")
+        .iter()
+        .map(|(_, p)| p["reason"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(reasons, vec!["before the kill".to_string()]);
+
+    // With no engine on a, an org stop is not written beside the team's state: only the
+    // leader records one.
+    let out = team.cli("a", &["stop", "--reason", "no engine here"]);
+    let said = support::team::text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("only the engine leading the team records a stop"),
+        "{said}"
+    );
+    assert!(!team.data("a").join("dataward.db").exists(), "{said}");
+
+    // The committed one, asked of the team's state as the CLI asks it.
+    std::env::set_var(support::team::URL_ENV, &team.url);
+    let sent = SentTo {
+        data_dir: &team.data("a"),
+        config: Some(&team.config),
+        engine_pid: Some(a.id() as i32),
+    };
+    match what_happened(&sent, &committed_id).unwrap() {
+        Outcome::Accepted { seq, .. } => assert_eq!(seq, Some(committed_seq)),
+        other => panic!("{other:?}"),
+    }
 }

@@ -9,12 +9,19 @@ use anyhow::Result;
 
 use crate::engine::api::Command;
 
-pub fn snooze(data_dir: &Path, target: String, duration: &str, reason: String) -> Result<ExitCode> {
+pub fn snooze(
+    data_dir: &Path,
+    config: Option<&Path>,
+    target: String,
+    duration: &str,
+    reason: String,
+) -> Result<ExitCode> {
     let seconds = crate::config::parse_duration(duration)
         .map_err(|e| anyhow::anyhow!("snooze DURATION: {e}"))?
         .as_secs();
     crate::engine::cli::decide(
         data_dir,
+        config,
         Command::Snooze {
             target,
             seconds,

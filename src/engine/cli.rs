@@ -5,16 +5,14 @@
 
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
 
-use crate::store::prelude::*;
 use anyhow::{Context, Result};
 
-use super::api::{
-    Command, Event, EventKind, IncidentStatus, IncidentView, Outcome, Refusal, RefusalKind,
-};
+use super::api::{Command, Event, EventKind, IncidentStatus, IncidentView, Outcome};
 use super::client::Client;
+use super::what_happened::{state_place, what_happened, SentTo};
 use crate::sanitize::{for_terminal, for_terminal_multiline};
+use crate::store::place::StatePlace;
 
 /// The engine's incidents: from the running engine, or read from the state database
 /// when none runs.
@@ -169,12 +167,9 @@ pub fn show(data_dir: &Path, id: &str, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// How long a decision whose connection was lost waits for an engine to serve again
-/// (a restart) to ask it what came of the request, before reading the state database.
-const RECONNECT_WAIT: Duration = Duration::from_secs(30);
-
 /// Sends one decision to the engine serving `data_dir` and reports what came of it.
-pub fn decide(data_dir: &Path, command: Command) -> Result<ExitCode> {
+/// `config` names the state (`[state] url_env`) for when the engine dies mid-request.
+pub fn decide(data_dir: &Path, config: Option<&Path>, command: Command) -> Result<ExitCode> {
     let client = connect_to_decide(data_dir)?.with_context(|| {
         format!(
             "no engine is running on {}; start one with `dataward serve --config FILE --data-dir {}` (or open `dataward`)",
@@ -182,7 +177,7 @@ pub fn decide(data_dir: &Path, command: Command) -> Result<ExitCode> {
             data_dir.display()
         )
     })?;
-    report(&send_decision(client, data_dir, command)?)
+    report(&send_decision(client, data_dir, config, command)?)
 }
 
 /// Attaches to decide; a connection that fails before the request is sent says that
@@ -192,11 +187,21 @@ fn connect_to_decide(data_dir: &Path) -> Result<Option<Client>> {
 }
 
 /// Sends `command` under a request id of its own and returns the engine's answer. If
-/// the connection is lost before the answer (the engine died mid-request), asks the
-/// engine that serves next what came of that id; with none serving, reads the answer
-/// the engine kept in the state database. Either way the answer is what the chain holds.
-fn send_decision(mut client: Client, data_dir: &Path, command: Command) -> Result<Outcome> {
+/// the connection is lost before the answer (the engine died mid-request), learns what
+/// came of that id (`what_happened`): the answer is what the state holds.
+fn send_decision(
+    mut client: Client,
+    data_dir: &Path,
+    config: Option<&Path>,
+    command: Command,
+) -> Result<Outcome> {
     let request = super::client::new_request_id()?;
+    // The engine's process, as the kernel attests it: the lease names its holder so.
+    let engine_pid = client
+        .stream()
+        .and_then(|stream| super::server::peer_credentials(&stream))
+        .ok()
+        .map(|(_, pid)| pid);
     match client.request_as(command, Some(request.clone())) {
         Ok(outcome) => Ok(outcome),
         Err(lost) => {
@@ -204,49 +209,18 @@ fn send_decision(mut client: Client, data_dir: &Path, command: Command) -> Resul
                 "dataward: the connection to the engine was lost before its answer ({lost:#}); \
                  asking what came of request {request}"
             );
-            what_happened(data_dir, &request)
-        }
-    }
-}
-
-fn what_happened(data_dir: &Path, request: &str) -> Result<Outcome> {
-    let deadline = Instant::now() + RECONNECT_WAIT;
-    let ask = Command::WhatHappened {
-        client_request: request.to_string(),
-    };
-    while Instant::now() < deadline {
-        if let Ok(Some(mut client)) = Client::connect(data_dir, false) {
-            if let Ok(outcome) = client.request(ask.clone()) {
-                return Ok(outcome);
+            let sent = SentTo {
+                data_dir,
+                config,
+                engine_pid,
+            };
+            let outcome = what_happened(&sent, &request)?;
+            if let Outcome::Accepted { seq: Some(seq), .. } = &outcome {
+                println!("request {request}: recorded as #{seq}");
             }
+            Ok(outcome)
         }
-        std::thread::sleep(Duration::from_millis(100));
     }
-    // No engine serves: the answer is in the state database if the decision was made.
-    let path = data_dir.join("dataward.db");
-    let conn = crate::store::open_read_only(&path)?;
-    let uid = crate::approve::Actor::current().uid;
-    let kept = conn.request_outcome(request, uid)?;
-    if let Some(kept) = kept {
-        return Ok(serde_json::from_str(&kept)?);
-    }
-    let in_flight = conn.request_in_flight(request)?;
-    anyhow::ensure!(
-        !in_flight,
-        "the engine stopped while carrying out request {request} and no engine has served {} \
-         since: its next start finishes it; `dataward show` then says what was decided",
-        data_dir.display()
-    );
-    Ok(Outcome::Refused {
-        reason: Refusal::new(
-            RefusalKind::NotFound,
-            format!(
-                "no engine serves {} and nothing of request {request} was recorded: it was not \
-                 decided; send it again once an engine runs",
-                data_dir.display()
-            ),
-        ),
-    })
 }
 
 /// Prints an engine's answer: accepted exits 0, refused 1.
@@ -285,7 +259,12 @@ fn report(outcome: &Outcome) -> Result<ExitCode> {
 /// while it is set). With no engine serving, written directly to the state database
 /// as this account under the engine's lock (so no engine starts beside the write), and
 /// said so.
-pub fn stop(data_dir: &Path, reason: Option<&str>, lift: bool) -> Result<ExitCode> {
+pub fn stop(
+    data_dir: &Path,
+    config: Option<&Path>,
+    reason: Option<&str>,
+    lift: bool,
+) -> Result<ExitCode> {
     use crate::cli::chain::StopHere;
     let command = match (reason, lift) {
         (Some(_), true) => anyhow::bail!("--reason sets a stop and --lift lifts one: pick one"),
@@ -305,7 +284,7 @@ pub fn stop(data_dir: &Path, reason: Option<&str>, lift: bool) -> Result<ExitCod
     let deadline = std::time::Instant::now() + ENGINE_STARTING;
     loop {
         if let Some(client) = connect_to_decide(data_dir)? {
-            let outcome = send_decision(client, data_dir, command)?;
+            let outcome = send_decision(client, data_dir, config, command)?;
             let reported = report(&outcome)?;
             return match outcome {
                 Outcome::Refused { .. } => Ok(reported),
@@ -313,6 +292,18 @@ pub fn stop(data_dir: &Path, reason: Option<&str>, lift: bool) -> Result<ExitCod
             };
         }
         match crate::store::EngineLock::try_acquire(data_dir)? {
+            Ok(_) if !matches!(state_place(data_dir, config), Ok(StatePlace::File(_))) => {
+                // A team's state is written only by its leading engine, under its term.
+                let place = state_place(data_dir, config)
+                    .map(|place| place.describe())
+                    .unwrap_or_else(|e| format!("{e:#}"));
+                anyhow::bail!(
+                    "no engine serves {} and its state is a team's ({place}): only the \
+                     engine leading the team records a stop; run `dataward stop` on the host \
+                     that leads (`dataward doctor` names it). Nothing was recorded",
+                    data_dir.display()
+                )
+            }
             Ok(lock) => {
                 println!(
                     "no engine is serving {}: recording this directly in its state database as {}",

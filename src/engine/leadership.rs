@@ -41,8 +41,13 @@ pub fn names(data_dir: &Path) -> (String, String) {
         host_name(),
         super::server::socket_path(data_dir).display()
     );
-    let holder = format!("{host} (pid {})", std::process::id());
+    let holder = holder(&host, std::process::id());
     (host, holder)
+}
+
+/// How the lease names the engine of process `pid` serving `host` (host name and socket).
+pub fn holder(host: &str, pid: u32) -> String {
+    format!("{host} (pid {pid})")
 }
 
 /// Stands by until this engine leads its team (None: a quit signal came first).

@@ -79,9 +79,12 @@ impl Team {
         std::fs::read_to_string(self.root.join(format!("{host}.log"))).unwrap_or_default()
     }
 
-    /// `dataward ARGS --data-dir` the engine serving `host`, as a person there runs it.
+    /// `dataward ARGS --data-dir` the engine serving `host`, as a person there runs it:
+    /// with the team's config, which names the state a lost answer is looked up in.
     pub fn cli(&self, host: &str, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_dataward"))
+            .arg("--config")
+            .arg(&self.config)
             .args(args)
             .arg("--data-dir")
             .arg(self.data(host))

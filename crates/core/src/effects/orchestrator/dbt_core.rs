@@ -42,7 +42,7 @@ use super::{Orchestrator, Pipeline, PipelineState, RunRecord, RunStatus, Schedul
 use crate::clock::Timestamp;
 use crate::store::dbt_core::{DbtCoreDb, DbtCoreEnd, DbtCoreRun as Row, NewDbtCoreRun};
 use crate::store::files;
-use crate::store::prelude::*;
+use crate::store::place::StatePlace;
 
 /// How much of a run's output its record keeps: the end, where dbt says what failed.
 pub const OUTPUT_TAIL: u64 = 64 * 1024;
@@ -66,6 +66,19 @@ pub struct Settings {
     pub jobs: BTreeMap<String, String>,
     /// Where the runner's database and the run logs are, beside the state database.
     pub data_dir: PathBuf,
+    /// The state the engine records its intents in, which the runner only reads: the
+    /// file in the data directory, or the team's (`[state] url_env`).
+    pub state: StateToRead,
+}
+
+/// The state a runner reads (no `Debug` of the place itself: it holds the URL).
+#[derive(Clone)]
+pub struct StateToRead(pub StatePlace);
+
+impl std::fmt::Debug for StateToRead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0.describe())
+    }
 }
 
 impl Settings {
@@ -138,10 +151,11 @@ impl Settings {
             target: o.target.clone(),
             jobs,
             data_dir: data_dir.to_path_buf(),
+            state: StateToRead(StatePlace::of(config, data_dir)?),
         })
     }
 
-    /// The state database, which the runner only reads.
+    /// The SQLite state database an older dataward kept runs and holds in.
     fn state_db(&self) -> PathBuf {
         self.data_dir.join("dataward.db")
     }
@@ -461,14 +475,14 @@ impl DbtCore {
     }
 
     /// The hold's own planned run: the engine committed an intent to queue exactly
-    /// this run of this job (see the module's notes). Read on a read-only connection
-    /// opened for it: the engine is the state database's one writer.
+    /// this run of this job (see the module's notes). Read in a reader session opened
+    /// for it, where the engine keeps its intents (the team's state on a team host):
+    /// the engine is the state's one writer.
     fn dispatched_by_hold(&self, job: &str, key: &str) -> Result<bool> {
-        let state_db = self.settings.state_db();
-        if !state_db.exists() {
-            return Ok(false); // no engine has committed anything
+        match &self.settings.state.0 {
+            StatePlace::File(path) if !path.exists() => Ok(false), // nothing committed
+            place => place.open_reader()?.run_pending(job, key),
         }
-        crate::store::open_read_only(&state_db)?.run_pending(job, key)
     }
 
     fn find_key(&self, key: &str) -> Result<Option<Row>> {

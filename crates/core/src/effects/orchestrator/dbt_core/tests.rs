@@ -46,6 +46,7 @@ fn orchestrator_dbt_core_target_comes_from_the_config_only() {
         target: Some("prod".into()),
         jobs: BTreeMap::new(),
         data_dir: PathBuf::from("/d"),
+        state: StateToRead(PathBuf::from("/d/dataward.db").into()),
     };
     assert_eq!(
         settings.arguments("dbt build -s x").unwrap(),
