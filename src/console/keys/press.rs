@@ -6,7 +6,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::{available, Context, Key};
 use crate::console::keymap::Bound;
-use crate::console::overlays::reason::Decision;
+use crate::console::overlays::{self, reason::Decision};
 use crate::console::screens::{detail, list};
 use crate::console::state::{update, Action, App, Overlay, Screen};
 
@@ -16,7 +16,8 @@ pub fn context(app: &App) -> Context {
         // Typing a search over the help: its keys are the line's.
         Overlay::Help(ref help) if help.search.typing.is_some() => Context::Prompt,
         Overlay::Help(_) => Context::Help,
-        Overlay::AlertOutbox(_) | Overlay::Waves(_) | Overlay::Access(_) => Context::Outbox,
+        Overlay::AlertOutbox(_) => Context::Outbox,
+        Overlay::Waves(_) | Overlay::Access(_) => Context::Waves,
         Overlay::Reason(_) => Context::Reason,
         Overlay::Prompt(_) => Context::Prompt,
         Overlay::None => match app.screen {
@@ -133,8 +134,13 @@ impl Footprint {
                 Overlay::None => None,
                 Overlay::Help(help) => Some(("help", help.scroll)),
                 Overlay::AlertOutbox(outbox) => Some(("outbox", outbox.scroll)),
-                Overlay::Waves(scrolled) => Some(("waves", scrolled.scroll)),
-                Overlay::Access(scrolled) => Some(("access", scrolled.scroll)),
+                // Its selection moves (and the scroll follows), or the scroll alone.
+                Overlay::Waves(scrolled) => {
+                    Some(("waves", scrolled.selected << 16 | scrolled.scroll))
+                }
+                Overlay::Access(scrolled) => {
+                    Some(("access", scrolled.selected << 16 | scrolled.scroll))
+                }
                 Overlay::Reason(_) => Some(("reason", 0)),
                 Overlay::Prompt(_) => Some(("prompt", 0)),
             },
@@ -172,6 +178,8 @@ fn why_nothing(app: &App, action: &Action) -> String {
             let what = match (&app.overlay, app.screen, &app.detail) {
                 (Overlay::Help(_), ..) => "the help",
                 (Overlay::AlertOutbox(_), ..) => "the outbox",
+                (Overlay::Waves(_), ..) => "the waves",
+                (Overlay::Access(_), ..) => "the requests",
                 (_, Screen::List, _) => match list::moves_through(app) {
                     Some(what) => what,
                     None => return "no incidents to move through".into(),
@@ -277,6 +285,15 @@ fn acts_on_left_out(app: &App, action: &Action) -> bool {
         app.selected_proposal()
             .is_some_and(|p| detail::refused_up_front(app, p, decision).is_some())
     };
+    let decision = match action {
+        Action::Approve => Some(Decision::Approve),
+        Action::Reject => Some(Decision::Reject),
+        Action::RollBack => Some(Decision::RollBack),
+        _ => None,
+    };
+    if let (Some(decision), true) = (decision, overlays::decide::is_open(app)) {
+        return overlays::decide::refused(app, decision).is_some();
+    }
     match action {
         Action::Open => drawn.left_out(&drawn.incident_shown),
         Action::Forward => {
