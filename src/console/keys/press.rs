@@ -112,7 +112,8 @@ pub fn press(app: &mut App, key: KeyEvent) -> bool {
 #[derive(Debug, PartialEq)]
 struct Footprint {
     screen: Screen,
-    overlay: Option<(&'static str, usize)>,
+    /// Which overlay, how far it is scrolled, and what it has selected.
+    overlay: Option<(&'static str, usize, usize)>,
     selected_incident: Option<String>,
     list_pane: list::ListPane,
     monitor_selected: usize,
@@ -132,17 +133,12 @@ impl Footprint {
             screen: app.screen,
             overlay: match &app.overlay {
                 Overlay::None => None,
-                Overlay::Help(help) => Some(("help", help.scroll)),
-                Overlay::AlertOutbox(outbox) => Some(("outbox", outbox.scroll)),
-                // Its selection moves (and the scroll follows), or the scroll alone.
-                Overlay::Waves(scrolled) => {
-                    Some(("waves", scrolled.selected << 16 | scrolled.scroll))
-                }
-                Overlay::Access(scrolled) => {
-                    Some(("access", scrolled.selected << 16 | scrolled.scroll))
-                }
-                Overlay::Reason(_) => Some(("reason", 0)),
-                Overlay::Prompt(_) => Some(("prompt", 0)),
+                Overlay::Help(help) => Some(("help", help.scroll, 0)),
+                Overlay::AlertOutbox(outbox) => Some(("outbox", outbox.scroll, 0)),
+                Overlay::Waves(scrolled) => Some(("waves", scrolled.scroll, scrolled.selected)),
+                Overlay::Access(scrolled) => Some(("access", scrolled.scroll, scrolled.selected)),
+                Overlay::Reason(_) => Some(("reason", 0, 0)),
+                Overlay::Prompt(_) => Some(("prompt", 0, 0)),
             },
             selected_incident: app.selected_incident.clone(),
             list_pane: app.list.pane,
