@@ -271,8 +271,8 @@ fn postgresql_and_snowflake_holding_the_same_rows_read_the_same_print() {
     std::env::set_var("DW_CROSS_TEST_SNOW_PG_URL", &pg.url);
     std::env::set_var("DW_CROSS_TEST_SNOW_PASSWORD", "snow");
     let dir = tempfile::tempdir().unwrap();
-    // No day column: Snowflake folds the names to upper case, and the print of the
-    // whole table covers every value all the same.
+    // Snowflake folds the names to upper case: `ordered_at` finds `ORDERED_AT`, and the
+    // columns of both sides are matched by name whatever its case.
     let config_text = format!(
         r#"
 [warehouse.pg]
@@ -302,7 +302,7 @@ warehouse = "pg"
 
 [[migration.waves]]
 name = "first"
-tables = [{{ old = "legacy.orders", new = "core.orders", new_warehouse = "snow" }}]
+tables = [{{ old = "legacy.orders", new = "core.orders", new_warehouse = "snow", day_column = "ordered_at" }}]
 "#,
         venv.library.display()
     );
@@ -313,5 +313,7 @@ tables = [{{ old = "legacy.orders", new = "core.orders", new_warehouse = "snow" 
     let table = &parity.tables[0];
     assert_eq!(table.old.rows, 48);
     assert_eq!(table.new.rows, 48);
+    assert!(table.old.days.len() > 1, "by day: {table:#?}");
     assert_eq!(table.old.days, table.new.days, "{table:#?}");
+    assert_eq!(table.differences, Vec::<String>::new(), "{table:#?}");
 }

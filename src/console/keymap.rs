@@ -135,13 +135,14 @@ impl Keymap {
 }
 
 /// The contexts an override may name, as `[keys.NAME]`.
-const CONTEXTS: [(&str, Context); 8] = [
+const CONTEXTS: [(&str, Context); 9] = [
     ("always", Context::Always),
     ("global", Context::Global),
     ("list", Context::List),
     ("detail", Context::Detail),
     ("help", Context::Help),
     ("outbox", Context::Outbox),
+    ("waves", Context::Waves),
     ("reason", Context::Reason),
     ("prompt", Context::Prompt),
 ];

@@ -28,6 +28,8 @@ pub enum Context {
     Help,
     /// The alert outbox overlay.
     Outbox,
+    /// The migration waves and access requests overlays, where their things are decided.
+    Waves,
     Reason,
     Prompt,
 }
@@ -40,7 +42,8 @@ impl Context {
             Context::List => "Incident list",
             Context::Detail => "Incident detail",
             Context::Help => "This help",
-            Context::Outbox => "Alert outbox, waves, access requests",
+            Context::Outbox => "Alert outbox",
+            Context::Waves => "Migration waves and access requests",
             Context::Reason => "Reason box",
             Context::Prompt => "Command line and filter",
         }
@@ -175,7 +178,7 @@ const fn dangerous(
     )
 }
 
-use Context::{Always, Detail, Global, Help, List, Outbox, Prompt, Reason};
+use Context::{Always, Detail, Global, Help, List, Outbox, Prompt, Reason, Waves};
 use KeyCode::{
     BackTab, Backspace, Delete, Down, End, Enter, Esc, Home, Left, PageDown, PageUp, Right, Tab, Up,
 };
@@ -259,6 +262,18 @@ pub static BINDINGS: &[Binding] = &[
     bind(&[ch('g'), plain(Home)], "g Home", Action::Top, "to the top", Outbox),
     bind(&[ch('G'), plain(End)], "G End", Action::Bottom, "to the bottom", Outbox),
     hint(&[plain(Esc), ch('o'), ch('q')], "Esc o q", Action::Back, "close the overlay", "close", Outbox),
+    bind(&[ch('j'), plain(Down)], "j ↓", Action::Down, "select the next wave, repoint or request", Waves),
+    bind(&[ch('k'), plain(Up)], "k ↑", Action::Up, "select the one before", Waves),
+    bind(&[ctrl('d')], "Ctrl-D", Action::HalfPageDown, "half a screen down", Waves),
+    bind(&[ctrl('u')], "Ctrl-U", Action::HalfPageUp, "half a screen up", Waves),
+    bind(&[plain(PageDown), ctrl('f')], "PgDn Ctrl-F", Action::PageDown, "a screen down", Waves),
+    bind(&[plain(PageUp), ctrl('b')], "PgUp Ctrl-B", Action::PageUp, "a screen up", Waves),
+    bind(&[ch('g'), plain(Home)], "g Home", Action::Top, "the first", Waves),
+    bind(&[ch('G'), plain(End)], "G End", Action::Bottom, "the last", Waves),
+    dangerous(&[ch('a')], "a", Action::Approve, "approve the selected: a wave is signed off on its parity hash, a repoint, a review or a grant on theirs (reason optional)", "approve", Waves),
+    dangerous(&[ch('r')], "r", Action::Reject, "reject the selected wave's parity, repoint, review or grant (reason required)", "reject", Waves),
+    dangerous(&[ch('u')], "u", Action::RollBack, "roll back the selected: a whole wave's applied repoints, a repoint, or a grant (its revoke is proposed) (reason required)", "roll back", Waves),
+    hint(&[plain(Esc), ch('q')], "Esc q", Action::Back, "close the overlay", "close", Waves),
     hint(&[plain(Enter)], "Enter", Action::Submit, "send the decision", "send", Reason),
     hint(&[ctrl('j'), alt(Enter)], "Ctrl-J Alt-Enter", Action::NewLine, "new line in the reason", "new line", Reason),
     hint(&[plain(Esc)], "Esc", Action::Back, "cancel: nothing is sent", "cancel", Reason),
@@ -416,7 +431,9 @@ pub fn available(keymap: &Keymap, read_only: bool) -> impl Iterator<Item = &Boun
 
 /// The help overlay's contents: every available binding, grouped by context.
 pub fn help_sections(keymap: &Keymap, read_only: bool) -> Vec<(Context, Vec<&Bound>)> {
-    let order = [Always, Global, List, Detail, Outbox, Reason, Prompt, Help];
+    let order = [
+        Always, Global, List, Detail, Outbox, Waves, Reason, Prompt, Help,
+    ];
     order
         .iter()
         .map(|context| {

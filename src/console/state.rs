@@ -274,7 +274,7 @@ fn route(app: &mut App, action: &Action) {
         || prompt::handle(app, action)
         || reason::handle(app, action)
         || alerts::handle(app, action)
-        || crate::console::overlays::handle_scrolled(app, action);
+        || crate::console::overlays::decide::handle_moves(app, action);
     if taken {
         return;
     }

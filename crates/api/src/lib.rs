@@ -377,6 +377,12 @@ pub struct AccessView {
     /// The grant proposal waiting, or decided.
     pub proposal: Option<String>,
     pub expires_at: Option<Timestamp>,
+    /// What approving or rejecting the review binds to, while it waits for review.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_hash: Option<String>,
+    /// The grant proposal's content hash, which deciding it binds to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposal_hash: Option<String>,
 }
 
 /// One destination's outbox, as `dataward outbox` and the console show it.

@@ -6,7 +6,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::{available, Context, Key};
 use crate::console::keymap::Bound;
-use crate::console::overlays::reason::Decision;
+use crate::console::overlays::{self, reason::Decision};
 use crate::console::screens::{detail, list};
 use crate::console::state::{update, Action, App, Overlay, Screen};
 
@@ -16,7 +16,8 @@ pub fn context(app: &App) -> Context {
         // Typing a search over the help: its keys are the line's.
         Overlay::Help(ref help) if help.search.typing.is_some() => Context::Prompt,
         Overlay::Help(_) => Context::Help,
-        Overlay::AlertOutbox(_) | Overlay::Waves(_) | Overlay::Access(_) => Context::Outbox,
+        Overlay::AlertOutbox(_) => Context::Outbox,
+        Overlay::Waves(_) | Overlay::Access(_) => Context::Waves,
         Overlay::Reason(_) => Context::Reason,
         Overlay::Prompt(_) => Context::Prompt,
         Overlay::None => match app.screen {
@@ -111,7 +112,8 @@ pub fn press(app: &mut App, key: KeyEvent) -> bool {
 #[derive(Debug, PartialEq)]
 struct Footprint {
     screen: Screen,
-    overlay: Option<(&'static str, usize)>,
+    /// Which overlay, how far it is scrolled, and what it has selected.
+    overlay: Option<(&'static str, usize, usize)>,
     selected_incident: Option<String>,
     list_pane: list::ListPane,
     monitor_selected: usize,
@@ -131,12 +133,12 @@ impl Footprint {
             screen: app.screen,
             overlay: match &app.overlay {
                 Overlay::None => None,
-                Overlay::Help(help) => Some(("help", help.scroll)),
-                Overlay::AlertOutbox(outbox) => Some(("outbox", outbox.scroll)),
-                Overlay::Waves(scrolled) => Some(("waves", scrolled.scroll)),
-                Overlay::Access(scrolled) => Some(("access", scrolled.scroll)),
-                Overlay::Reason(_) => Some(("reason", 0)),
-                Overlay::Prompt(_) => Some(("prompt", 0)),
+                Overlay::Help(help) => Some(("help", help.scroll, 0)),
+                Overlay::AlertOutbox(outbox) => Some(("outbox", outbox.scroll, 0)),
+                Overlay::Waves(scrolled) => Some(("waves", scrolled.scroll, scrolled.selected)),
+                Overlay::Access(scrolled) => Some(("access", scrolled.scroll, scrolled.selected)),
+                Overlay::Reason(_) => Some(("reason", 0, 0)),
+                Overlay::Prompt(_) => Some(("prompt", 0, 0)),
             },
             selected_incident: app.selected_incident.clone(),
             list_pane: app.list.pane,
@@ -172,6 +174,8 @@ fn why_nothing(app: &App, action: &Action) -> String {
             let what = match (&app.overlay, app.screen, &app.detail) {
                 (Overlay::Help(_), ..) => "the help",
                 (Overlay::AlertOutbox(_), ..) => "the outbox",
+                (Overlay::Waves(_), ..) => "the waves",
+                (Overlay::Access(_), ..) => "the requests",
                 (_, Screen::List, _) => match list::moves_through(app) {
                     Some(what) => what,
                     None => return "no incidents to move through".into(),
@@ -277,6 +281,15 @@ fn acts_on_left_out(app: &App, action: &Action) -> bool {
         app.selected_proposal()
             .is_some_and(|p| detail::refused_up_front(app, p, decision).is_some())
     };
+    let decision = match action {
+        Action::Approve => Some(Decision::Approve),
+        Action::Reject => Some(Decision::Reject),
+        Action::RollBack => Some(Decision::RollBack),
+        _ => None,
+    };
+    if let (Some(decision), true) = (decision, overlays::decide::is_open(app)) {
+        return overlays::decide::refused(app, decision).is_some();
+    }
     match action {
         Action::Open => drawn.left_out(&drawn.incident_shown),
         Action::Forward => {

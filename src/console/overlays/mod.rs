@@ -5,6 +5,7 @@
 
 pub mod access;
 pub mod alerts;
+pub mod decide;
 pub mod prompt;
 pub mod reason;
 pub mod waves;
@@ -14,14 +15,15 @@ use ratatui::text::Line;
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
-use crate::console::action::{self, step, Action};
-use crate::console::state::{App, Overlay};
+use crate::console::state::App;
 use crate::console::widgets::{centered, pane_block};
 
-/// How far a scrolled overlay (the waves, the access requests) is scrolled.
+/// How far a scrolled overlay (the waves, the access requests) is scrolled, and which
+/// of its decidable things is selected (`decide.rs`).
 #[derive(Debug, Clone, Default)]
 pub struct Scroll {
     pub scroll: usize,
+    pub selected: usize,
 }
 
 /// Lines in a bordered box over the screen, from `scroll` on.
@@ -41,20 +43,4 @@ pub fn render_scrolled(frame: &mut Frame, app: &App, title: &str, lines: Vec<Lin
         .block(block);
     frame.render_widget(Clear, area);
     frame.render_widget(paragraph, area);
-}
-
-/// The scroll keys of the waves and access overlays; false for any other action.
-pub fn handle_scrolled(app: &mut App, action: &Action) -> bool {
-    let lines = match app.overlay {
-        Overlay::Waves(_) => waves::lines(app).len(),
-        Overlay::Access(_) => access::lines(app).len(),
-        _ => return false,
-    };
-    let Some(delta) = action.distance(action::page(app.drawn.scrolled.get())) else {
-        return false;
-    };
-    if let Overlay::Waves(scrolled) | Overlay::Access(scrolled) = &mut app.overlay {
-        scrolled.scroll = step(scrolled.scroll, delta, lines);
-    }
-    true
 }

@@ -11,6 +11,7 @@ use ratatui::Frame;
 use ratatui_textarea::TextArea;
 
 use crate::console::action::Action;
+use crate::console::overlays::decide;
 use crate::console::state::{App, Overlay};
 use crate::console::widgets::{centered, cut, cut_spans, incident_status, pane_block, width_of};
 use crate::engine::api::{Command, IncidentStatus};
@@ -72,6 +73,9 @@ pub struct ReasonModal {
     pub content_hash: Option<String>,
     pub text: TextArea<'static>,
     pub error: Option<String>,
+    /// The overlay the box was opened from (the waves, the access requests): Esc and
+    /// Enter go back to it. `Overlay::None` for the screens.
+    pub back: Overlay,
 }
 
 /// Opens the box for `decision` on `target` (a proposal, with the content hash shown,
@@ -104,7 +108,15 @@ pub fn open(
         content_hash,
         text,
         error: None,
+        back: Overlay::None,
     }));
+}
+
+/// Esc and Enter in the open box go back to `overlay`, not to the screen.
+pub fn come_back_to(app: &mut App, overlay: Overlay) {
+    if let Overlay::Reason(modal) = &mut app.overlay {
+        modal.back = overlay;
+    }
 }
 
 /// What the open box does with `action`: typing, a new line, Enter sends. Every other
@@ -126,6 +138,7 @@ pub fn handle(app: &mut App, action: &Action) -> bool {
                 .insert_str(sanitize::for_terminal_multiline(text));
         }
         Action::Submit => submit(app),
+        Action::Back => app.overlay = std::mem::replace(&mut modal.back, Overlay::None),
         _ if action.distance(0).is_some() => {}
         _ => return false,
     }
@@ -168,8 +181,10 @@ fn submit(app: &mut App) {
         decision,
         target,
         content_hash,
+        back,
         ..
     } = *modal;
+    app.overlay = back;
     let sent = format!(
         "{} {target} sent; the engine will confirm",
         decision.verb().to_lowercase()
@@ -357,10 +372,12 @@ fn proposal_lines(
     width: usize,
 ) -> (Vec<Line<'static>>, Option<String>) {
     let theme = &app.theme;
+    // A wave's, repoint's or request's hash comes from the overlay it was decided in.
     let current = app
         .open_incident()
         .and_then(|incident| incident.proposals.iter().find(|p| p.id == modal.target))
-        .map(|proposal| proposal.content_hash.as_str());
+        .map(|proposal| proposal.content_hash.clone())
+        .or_else(|| decide::find(app, &modal.target).and_then(|thing| thing.hash));
     let changed = current
         .is_some_and(|current| current != hash)
         .then(|| "⚠ content changed since you opened this: Esc and review".to_string());
@@ -399,6 +416,11 @@ fn incident_lines(app: &App, modal: &ReasonModal) -> (Vec<Line<'static>>, Option
             ),
         ];
         return (lines, None);
+    }
+    // A wave or request rolled back from its overlay (no hash to show for it).
+    if let (None, Some(_)) = (incident, decide::find(app, &modal.target)) {
+        let effect = "what it applied is put back, recorded with the reason";
+        return (vec![Line::styled(effect, theme.muted)], None);
     }
     let Some(incident) = incident else {
         let gone = format!("⚠ {} is no longer in the snapshot: Esc", modal.target);

@@ -670,6 +670,8 @@ impl Engine {
                 asked_by: r.by_display.clone(),
                 proposal: r.grant.as_ref().map(|g| g.proposal.clone()),
                 expires_at: r.expires_at,
+                review_hash: (r.status == Status::Review).then(|| review_hash(r)),
+                proposal_hash: r.grant.as_ref().map(|g| g.content_hash.clone()),
             })
             .collect()
     }
@@ -711,11 +713,15 @@ impl crate::sanitize::Sanitize for api::AccessView {
             asked_by,
             proposal,
             expires_at: _,
+            review_hash,
+            proposal_hash,
         } = self;
         for text in [id, status, privilege, grantee, asked_by] {
             text.sanitize();
         }
         tables.sanitize();
-        proposal.sanitize();
+        for text in [proposal, review_hash, proposal_hash] {
+            text.sanitize();
+        }
     }
 }

@@ -53,11 +53,21 @@ pub fn read_side(
     side.rows = counts.rows;
     side.nulls = counts.nulls;
     // A day column the new side lost is a difference already; its days are left empty
-    // rather than failing the read.
-    let day_column = day_column.filter(|c| names.iter().any(|n| n == c));
+    // rather than failing the read. Found as this warehouse spells it (Snowflake folds
+    // unquoted names to upper case).
+    let day_column = day_column.and_then(|c| column_named(&names, c));
     side.days = warehouse.day_prints(&relation, day_column)?;
     side.days.sort_by(|a, b| a.day.cmp(&b.day));
     Ok(side)
+}
+
+/// The column of `names` called `wanted`: spelled the same, else the one that differs
+/// only in case. Warehouses fold unquoted names (PostgreSQL to lower case, Snowflake to
+/// upper), so a table moved between them keeps its columns under another case.
+fn column_named<'a>(names: &'a [String], wanted: &str) -> Option<&'a str> {
+    (names.iter().find(|n| *n == wanted))
+        .or_else(|| names.iter().find(|n| n.eq_ignore_ascii_case(wanted)))
+        .map(String::as_str)
 }
 
 /// Opens a warehouse by its name in the config.
@@ -190,11 +200,19 @@ pub fn compare(old: &Side, new: &Side) -> Vec<String> {
     if old.rows != new.rows {
         out.push(format!("rows: {} old, {} new", old.rows, new.rows));
     }
+    let names = |side: &Side| {
+        side.columns
+            .iter()
+            .map(|c| c.name.clone())
+            .collect::<Vec<_>>()
+    };
+    let (old_names, new_names) = (names(old), names(new));
     let new_columns: BTreeMap<&str, (usize, &Column)> = (new.columns.iter().enumerate())
         .map(|(i, c)| (c.name.as_str(), (i, c)))
         .collect();
     for (i, column) in old.columns.iter().enumerate() {
-        let Some((j, other)) = new_columns.get(column.name.as_str()) else {
+        let found = column_named(&new_names, &column.name).and_then(|n| new_columns.get(n));
+        let Some((j, other)) = found else {
             out.push(format!("column {} is dropped on the new side", column.name));
             continue;
         };
@@ -215,7 +233,7 @@ pub fn compare(old: &Side, new: &Side) -> Vec<String> {
         }
     }
     for column in &new.columns {
-        if !old.columns.iter().any(|c| c.name == column.name) {
+        if column_named(&old_names, &column.name).is_none() {
             out.push(format!("column {} is only on the new side", column.name));
         }
     }
@@ -224,13 +242,9 @@ pub fn compare(old: &Side, new: &Side) -> Vec<String> {
         // said once above rather than once a day.
         return out;
     }
-    let names = |side: &Side| {
-        side.columns
-            .iter()
-            .map(|c| c.name.clone())
-            .collect::<Vec<_>>()
-    };
-    if names(old) != names(new) {
+    let same_order = old_names.len() == new_names.len()
+        && (old_names.iter().zip(&new_names)).all(|(a, b)| a.eq_ignore_ascii_case(b));
+    if !same_order {
         out.push("the columns are in another order".to_string());
         return out;
     }

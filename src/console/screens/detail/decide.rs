@@ -11,7 +11,18 @@ use crate::engine::api::{Command, IncidentStatus, ProposalKind, ProposalState, P
 /// What a deciding key does; false for any other action. These act wherever the
 /// person is: away from the detail they say what to open first.
 pub fn handle(app: &mut App, action: &Action) -> bool {
+    let over_waves = crate::console::overlays::decide::is_open(app);
     match action {
+        // Over the waves or the access requests, their selected thing.
+        Action::Approve if over_waves => {
+            crate::console::overlays::decide::start(app, Decision::Approve)
+        }
+        Action::Reject if over_waves => {
+            crate::console::overlays::decide::start(app, Decision::Reject)
+        }
+        Action::RollBack if over_waves => {
+            crate::console::overlays::decide::start(app, Decision::RollBack)
+        }
         Action::Approve => start_decision(app, Decision::Approve),
         Action::Reject => start_decision(app, Decision::Reject),
         Action::RollBack => start_decision(app, Decision::RollBack),
