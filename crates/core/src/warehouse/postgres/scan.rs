@@ -3,15 +3,13 @@
 //! whether the rows it did not read again can have changed
 //! ([`Warehouse::change_marks`]).
 
-use postgres::Client;
-
 #[cfg(doc)]
 use super::super::Warehouse;
 use super::super::{
     quote_ident, ChangeMarks, MinuteWindow, Relation, Stripe, TableCounts, TableScan, Tail,
     WarehouseError,
 };
-use super::{sent, PostgresWarehouse};
+use super::{sent, Pooled, PostgresWarehouse};
 
 /// The one query that reads a table for every check (see [`Warehouse::scan`]); `rows`
 /// a FROM item to read instead of the whole table.
@@ -234,14 +232,19 @@ const MARKS_SQL: &str = "SELECT c.oid::int8, pg_relation_filenode(c.oid)::int8,
           AND NOT pg_is_in_recovery()
    FROM pg_class c WHERE c.oid = to_regclass($1)";
 
+/// Asked of every table each poll, so prepared once per connection: parsed and planned
+/// by the server once, not per table.
 pub(super) fn change_marks(
-    client: &mut Client,
+    pooled: &mut Pooled,
     relation: &Relation,
     column: &str,
 ) -> Result<Option<ChangeMarks>, postgres::Error> {
+    let statement = pooled.prepared(MARKS_SQL)?;
     let row = sent(
         MARKS_SQL,
-        client.query_opt(MARKS_SQL, &[&relation.quoted(), &column]),
+        pooled
+            .client
+            .query_opt(&statement, &[&relation.quoted(), &column]),
     )?;
     Ok(row.filter(|r| r.get::<_, bool>(6)).and_then(|r| {
         Some(ChangeMarks {
