@@ -97,10 +97,12 @@ pub(super) fn scan_sql(scan: &TableScan, rows: Option<&str>) -> String {
     );
     match (&scan.minutes, whole) {
         (Some(window), true) => tail_sql(&scan.relation.quoted(), window, &minute, &counts),
+        // The minute as seconds computed per group, on the group's key, and as a float:
+        // extract returns a numeric, and over a subquery it cost an extra node and a numeric
+        // per recent minute: about a sixth of a steady poll's read.
         _ => format!(
-            "SELECT extract(epoch from minute)::int8, * FROM (
-           SELECT {minute} AS minute, {counts}
-           FROM {table} GROUP BY 1) AS per_minute"
+            "SELECT date_part('epoch', {minute})::int8, {minute} AS minute, {counts}
+           FROM {table} GROUP BY 2"
         ),
     }
 }
@@ -162,7 +164,7 @@ fn tail_sql(table: &str, window: &MinuteWindow, minute: &str, counts: &str) -> S
                   count(*) FILTER (WHERE ({col} >= to_timestamp({from})) IS NOT TRUE) AS not_recent
            FROM {table} WHERE ctid >= format('(%s,0)', (SELECT page FROM first_recent))::tid
              AND (SELECT page >= pages - pages / {TAIL_SHARE} FROM first_recent))
-         SELECT extract(epoch from minute)::int8, read_groups.*,
+         SELECT date_part('epoch', minute)::int8, read_groups.*,
                 CASE WHEN page >= pages - pages / {TAIL_SHARE} THEN page END, rows, not_recent
          FROM read_groups, first_recent, tail_rows",
         from = window.from,
