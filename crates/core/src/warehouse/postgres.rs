@@ -440,7 +440,7 @@ impl Warehouse for PostgresWarehouse {
         relation: &Relation,
         column: &str,
     ) -> Result<Option<ChangeMarks>, WarehouseError> {
-        self.with_client(|c| scan::change_marks(c, relation, column))
+        self.with_pooled(|p| scan::change_marks(p, relation, column))
     }
 
     fn scan_recent(
