@@ -20,10 +20,10 @@ use chrono::TimeDelta;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::commands::stale_refusal;
 use super::evidence::{Answer, Lookup};
 use super::*;
 use crate::approve::access::{judge, Ask, Judged, ReadCatalog, Verdict as AccessVerdict};
-use crate::approve::request::HashMismatch;
 use crate::warehouse::privileges::{self, GrantCheck};
 
 /// Where a request stands.
@@ -359,13 +359,7 @@ impl Engine {
         }
         let id = grant.proposal.clone();
         if let Some(seen) = content_hash {
-            if let Some(mismatch) = HashMismatch::of(&grant.content_hash, seen) {
-                let kind = match mismatch {
-                    HashMismatch::Shortened { .. } => RefusalKind::Invalid,
-                    HashMismatch::Changed { .. } => RefusalKind::StaleHash,
-                };
-                return Err(Refusal::new(kind, format!("{id}: {mismatch}")).into());
-            }
+            stale_refusal(&id, &grant.content_hash, seen)?;
         }
         if let Some(e) = &self.policy_error {
             return Err(policy_refusal(format!(

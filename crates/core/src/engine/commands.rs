@@ -346,13 +346,7 @@ impl Engine {
     ) -> Result<Vec<Event>> {
         let (i, p) = self.find_proposal(id)?;
         let proposal = self.incidents[i].proposals[p].clone();
-        if let Some(mismatch) = HashMismatch::of(&proposal.content_hash, content_hash) {
-            let kind = match mismatch {
-                HashMismatch::Shortened { .. } => RefusalKind::Invalid,
-                HashMismatch::Changed { .. } => RefusalKind::StaleHash,
-            };
-            return Err(Refusal::new(kind, format!("{id}: {mismatch}")).into());
-        }
+        stale_refusal(id, &proposal.content_hash, content_hash)?;
         // The first decision recorded wins; whoever comes second is told by whom.
         if matches!(verdict, Verdict::Approved | Verdict::Rejected)
             && proposal.state != ProposalState::Pending
@@ -698,6 +692,20 @@ fn refusal_of(e: &anyhow::Error) -> Refusal {
         })
         .unwrap_or(RefusalKind::Invalid);
     Refusal::new(kind, format!("{e:#}"))
+}
+
+/// Refused unless `seen` is the whole current hash of `id`.
+pub(super) fn stale_refusal(id: &str, current: &str, seen: &str) -> Result<()> {
+    match HashMismatch::of(current, seen) {
+        None => Ok(()),
+        Some(mismatch) => {
+            let kind = match mismatch {
+                HashMismatch::Shortened { .. } => RefusalKind::Invalid,
+                HashMismatch::Changed { .. } => RefusalKind::StaleHash,
+            };
+            Err(Refusal::new(kind, format!("{id}: {mismatch}")).into())
+        }
+    }
 }
 
 #[cfg(test)]

@@ -21,10 +21,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
+use super::commands::stale_refusal;
 use super::evidence::{Answer, Lookup};
 use super::intent::{Completion, Decided, Effect};
 use super::*;
-use crate::approve::request::HashMismatch;
 use crate::migration::parity::{compare, read_side, Side, TableParity, WaveParity};
 use crate::migration::repoint::{self, Reader, Repoint};
 use crate::migration::{gate, may_sign_off, Gate, SignOff};
@@ -113,20 +113,6 @@ fn repoint_hash(wave: &str, repoint: &Repoint) -> String {
         "file": repoint.file, "old": repoint.old, "new": repoint.new});
     let digest = sha2::Sha256::digest(content.to_string().as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Refused unless `seen` is the whole current hash of `id`.
-fn stale_refusal(id: &str, current: &str, seen: &str) -> Result<()> {
-    match HashMismatch::of(current, seen) {
-        None => Ok(()),
-        Some(mismatch) => {
-            let kind = match mismatch {
-                HashMismatch::Shortened { .. } => RefusalKind::Invalid,
-                HashMismatch::Changed { .. } => RefusalKind::StaleHash,
-            };
-            Err(Refusal::new(kind, format!("{id}: {mismatch}")).into())
-        }
-    }
 }
 
 /// Is `id` a migration wave (`MIG-orders-to-core-first`)?

@@ -44,13 +44,7 @@ impl Engine {
             anyhow::bail!("{id} is under review: approve or reject it; nothing was granted");
         }
         let hash = review_hash(&request);
-        if let Some(mismatch) = HashMismatch::of(&hash, content_hash.unwrap_or_default()) {
-            let kind = match mismatch {
-                HashMismatch::Shortened { .. } => RefusalKind::Invalid,
-                HashMismatch::Changed { .. } => RefusalKind::StaleHash,
-            };
-            return Err(Refusal::new(kind, format!("{id}: {mismatch}")).into());
-        }
+        stale_refusal(&id, &hash, content_hash.unwrap_or_default())?;
         if let Some(e) = &self.policy_error {
             return Err(policy_refusal(format!(
                 "the policy cannot be evaluated, so nothing may be decided: {e}"
