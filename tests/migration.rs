@@ -13,6 +13,7 @@ mod binary;
 mod pg;
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::process::{Command as Process, Stdio};
 use std::time::{Duration, Instant};
 
@@ -182,6 +183,62 @@ fn a_wave_with_a_dropped_column_stays_closed_until_fixed_and_signed_off_on_its_p
     );
     let why = closed(gate(Some(&drifted), Some(&signed)));
     assert!(why.iter().any(|w| w.contains("sign off again")), "{why:?}");
+}
+
+/// The engine of the jaffle_shop migration as the repoint tests configure it: the shop
+/// domain owned by Alice (Bob owns nothing), the manifest and dbt project given, one
+/// wave (`wave` is its TOML body), and a first tick at a fixed time.
+fn jaffle_engine(
+    dir: &Path,
+    manifest: &Path,
+    project: &Path,
+    url_env: &str,
+    wave: &str,
+) -> (Engine, Actor, Actor) {
+    let path = dir.join("dataward.toml");
+    let config = format!(
+        r#"
+[warehouse.pg]
+kind = "postgres"
+url_env = "{url_env}"
+
+[lineage]
+manifest = "{}"
+project_dir = "{}"
+
+[people.alice]
+name = "Alice"
+roles = ["shop-owner"]
+
+[people.bob]
+name = "Bob"
+roles = []
+
+[[domain]]
+name = "shop"
+covers = ["raw.*", "core.*"]
+owners = ["shop-owner"]
+
+[[migration]]
+name = "jaffle"
+domain = "shop"
+warehouse = "pg"
+
+[[migration.waves]]
+{wave}
+"#,
+        manifest.display(),
+        project.display()
+    );
+    std::fs::write(&path, &config).unwrap();
+    let state = dataward::store::open(&dir.join("dataward.db")).unwrap();
+    let (alice, bob) = (person("alice", 5002), person("bob", 5003));
+    let mut engine =
+        Engine::new(Config::parse(&config, &path).unwrap(), state, None, &alice).unwrap();
+    let now: NaiveDateTime = "2026-03-04T09:00:00".parse().unwrap();
+    engine.set_clock(dataward::clock::Clock::starting_at(now));
+    engine.tick(now).unwrap();
+    (engine, alice, bob)
 }
 
 fn person(user: &str, uid: u32) -> Actor {
@@ -481,50 +538,14 @@ fn the_readers_of_an_old_name_in_a_real_manifest_get_repoints_the_owner_approves
     let file = project.join("models/staging/stg_orders.sql");
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(&file, &stg_orders).unwrap();
-    let path = dir.path().join("dataward.toml");
-    let config = format!(
-        r#"
-[warehouse.pg]
-kind = "postgres"
-url_env = "DW_MIGRATION_TEST_REPOINT_URL"
-
-[lineage]
-manifest = "{}"
-project_dir = "{}"
-
-[people.alice]
-name = "Alice"
-roles = ["shop-owner"]
-
-[people.bob]
-name = "Bob"
-roles = []
-
-[[domain]]
-name = "shop"
-covers = ["raw.*", "core.*"]
-owners = ["shop-owner"]
-
-[[migration]]
-name = "jaffle"
-domain = "shop"
-warehouse = "pg"
-
-[[migration.waves]]
-name = "orders"
-tables = [{{ old = "raw.raw_orders", new = "core.orders", day_column = "ordered_at" }}]
-"#,
-        manifest.display(),
-        project.display()
+    let (mut engine, alice, bob) = jaffle_engine(
+        dir.path(),
+        &manifest,
+        &project,
+        "DW_MIGRATION_TEST_REPOINT_URL",
+        r#"name = "orders"
+tables = [{ old = "raw.raw_orders", new = "core.orders", day_column = "ordered_at" }]"#,
     );
-    std::fs::write(&path, &config).unwrap();
-    let state = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
-    let (alice, bob) = (person("alice", 5002), person("bob", 5003));
-    let mut engine =
-        Engine::new(Config::parse(&config, &path).unwrap(), state, None, &alice).unwrap();
-    let now: NaiveDateTime = "2026-03-04T09:00:00".parse().unwrap();
-    engine.set_clock(dataward::clock::Clock::starting_at(now));
-    engine.tick(now).unwrap();
     let view = |engine: &Engine| {
         engine
             .answer_question(&Question::Migration { name: None })
@@ -710,53 +731,17 @@ fn a_whole_wave_rolls_back_its_applied_repoints_refusing_a_file_changed_since_an
         std::fs::write(&path, &text).unwrap();
         originals.insert(file, text);
     }
-    let path = dir.path().join("dataward.toml");
-    let config = format!(
-        r#"
-[warehouse.pg]
-kind = "postgres"
-url_env = "DW_MIGRATION_TEST_WAVE_ROLLBACK_URL"
-
-[lineage]
-manifest = "{}"
-project_dir = "{}"
-
-[people.alice]
-name = "Alice"
-roles = ["shop-owner"]
-
-[people.bob]
-name = "Bob"
-roles = []
-
-[[domain]]
-name = "shop"
-covers = ["raw.*", "core.*"]
-owners = ["shop-owner"]
-
-[[migration]]
-name = "jaffle"
-domain = "shop"
-warehouse = "pg"
-
-[[migration.waves]]
-name = "raw"
+    let (mut engine, alice, bob) = jaffle_engine(
+        dir.path(),
+        &manifest,
+        &project,
+        "DW_MIGRATION_TEST_WAVE_ROLLBACK_URL",
+        r#"name = "raw"
 tables = [
-  {{ old = "raw.raw_orders", new = "core.orders" }},
-  {{ old = "raw.raw_customers", new = "core.customers" }},
-]
-"#,
-        manifest.display(),
-        project.display()
+  { old = "raw.raw_orders", new = "core.orders" },
+  { old = "raw.raw_customers", new = "core.customers" },
+]"#,
     );
-    std::fs::write(&path, &config).unwrap();
-    let state = dataward::store::open(&dir.path().join("dataward.db")).unwrap();
-    let (alice, bob) = (person("alice", 5002), person("bob", 5003));
-    let mut engine =
-        Engine::new(Config::parse(&config, &path).unwrap(), state, None, &alice).unwrap();
-    let now: NaiveDateTime = "2026-03-04T09:00:00".parse().unwrap();
-    engine.set_clock(dataward::clock::Clock::starting_at(now));
-    engine.tick(now).unwrap();
     let view = |engine: &Engine| {
         engine
             .answer_question(&Question::Migration { name: None })
