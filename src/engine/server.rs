@@ -72,16 +72,28 @@ pub fn bind(data_dir: &Path, config: &Config) -> Result<UnixListener> {
             .with_context(|| format!("removing the stale socket {}", path.display()))?;
     }
     // Created under a umask that leaves it ours alone, then opened up to the group if
-    // asked: there is no moment when anyone else could connect.
+    // asked: there is no moment when anyone else could connect. With a group it is bound
+    // under a name of its own and moved into place once the group may use it, so a
+    // teammate never finds the socket before it lets them in.
+    let bound_at = match config.serve.group {
+        Some(_) => data_dir.join(format!("{SOCKET}.{}.new", std::process::id())),
+        None => path.clone(),
+    };
+    if bound_at != path {
+        // A leftover of an engine that died here with the same process id.
+        let _ = std::fs::remove_file(&bound_at);
+    }
     let old = unsafe { libc::umask(0o177) };
-    let bound = UnixListener::bind(&path);
+    let bound = UnixListener::bind(&bound_at);
     unsafe { libc::umask(old) };
     let listener = bound.with_context(|| format!("cannot listen on {}", path.display()))?;
     if let Some(group) = &config.serve.group {
         let gid = share_with_group(data_dir, group, config)?;
-        std::os::unix::fs::chown(&path, None, Some(gid))
+        std::os::unix::fs::chown(&bound_at, None, Some(gid))
             .with_context(|| format!("giving {} to group {group}", path.display()))?;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o660))?;
+        std::fs::set_permissions(&bound_at, std::fs::Permissions::from_mode(0o660))?;
+        std::fs::rename(&bound_at, &path)
+            .with_context(|| format!("moving the socket into place at {}", path.display()))?;
     }
     Ok(listener)
 }
